@@ -1,0 +1,147 @@
+package workflow
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Argo CD sync and health states, as the domain names them.
+const (
+	SyncSynced    = "Synced"
+	SyncOutOfSync = "OutOfSync"
+	SyncUnknown   = "Unknown"
+
+	HealthHealthy     = "Healthy"
+	HealthProgressing = "Progressing"
+	HealthDegraded    = "Degraded"
+	HealthMissing     = "Missing"
+	HealthSuspended   = "Suspended"
+	HealthUnknown     = "Unknown"
+
+	OperationRunning   = "Running"
+	OperationSucceeded = "Succeeded"
+	OperationFailed    = "Failed"
+	OperationError     = "Error"
+)
+
+// AppRef names an Argo CD application.
+type AppRef struct {
+	Env    string
+	Server string
+	Name   string
+}
+
+// AppState is an Argo CD application as the domain needs it.
+type AppState struct {
+	Name string `json:"name"`
+	// Version is the resource version a Watch resumes from.
+	Version       string        `json:"version,omitempty"`
+	SyncStatus    string        `json:"sync_status"`
+	SyncRevision  string        `json:"sync_revision"`
+	Health        string        `json:"health"`
+	HealthMessage string        `json:"health_message,omitempty"`
+	Operation     string        `json:"operation,omitempty"` // last operation phase
+	OperationMsg  string        `json:"operation_message,omitempty"`
+	Images        []string      `json:"images,omitempty"`
+	Resources     []AppResource `json:"resources,omitempty"`
+	AutoSync      bool          `json:"auto_sync"`
+	SelfHeal      bool          `json:"self_heal"`
+	ObservedAt    time.Time     `json:"observed_at,omitzero"`
+}
+
+// AppResource is one resource of an application with its health.
+type AppResource struct {
+	Group     string `json:"group,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Status    string `json:"status,omitempty"` // sync status
+	Health    string `json:"health,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
+
+// Want is what convergence means for one release.
+type Want struct {
+	Revision string
+	Digest   Digest
+}
+
+// Convergence verdicts.
+const (
+	VerdictConverged        = "converged"
+	VerdictProgressing      = "progressing"
+	VerdictAppliedUnhealthy = "applied-not-healthy"
+	VerdictWrongRevision    = "wrong-revision"
+	VerdictWrongArtifact    = "wrong-artifact"
+	VerdictFailed           = "failed"
+)
+
+// Verdict is the judgement of one observed state against a Want. Sync and
+// health are judged separately: "applied but not healthy" is its own state.
+type Verdict struct {
+	Kind       string `json:"kind"`
+	Reason     string `json:"reason,omitempty"`
+	NextAction string `json:"next_action,omitempty"`
+	// Terminal is true when waiting longer will not help.
+	Terminal bool `json:"terminal,omitempty"`
+}
+
+// Converged is the pure predicate of the convergence watch (after argo-cd's
+// checkAppWaitConditions): synced at the intended revision, last operation
+// succeeded, healthy, and running the promoted digest.
+func Converged(s AppState, w Want) Verdict {
+	if s.Operation == OperationFailed || s.Operation == OperationError {
+		return Verdict{Kind: VerdictFailed, Terminal: true,
+			Reason:     fmt.Sprintf("sync operation %s: %s", strings.ToLower(s.Operation), s.OperationMsg),
+			NextAction: "fix the manifests in the environment repo (or roll back with relcap rollback) and sync again"}
+	}
+	atRevision := w.Revision == "" || s.SyncRevision == w.Revision
+	if s.SyncStatus != SyncSynced || !atRevision {
+		if s.SyncStatus == SyncSynced && !atRevision && s.Health == HealthHealthy {
+			return Verdict{Kind: VerdictWrongRevision,
+				Reason:     fmt.Sprintf("synced and healthy at %s, not at the intended %s", short(s.SyncRevision), short(w.Revision)),
+				NextAction: "wait for Argo CD to pick up the commit, or refresh the application"}
+		}
+		return Verdict{Kind: VerdictProgressing, Reason: fmt.Sprintf("sync %s at %s", s.SyncStatus, short(s.SyncRevision))}
+	}
+	if s.Operation == OperationRunning {
+		return Verdict{Kind: VerdictProgressing, Reason: "sync operation running"}
+	}
+	if !w.Digest.IsZero() && !runsDigest(s.Images, w.Digest) {
+		return Verdict{Kind: VerdictWrongArtifact,
+			Reason:     fmt.Sprintf("live images %s do not include %s", strings.Join(s.Images, ", "), w.Digest),
+			NextAction: "check that the environment repo pins the promoted digest and that nothing else overrides the image"}
+	}
+	switch s.Health {
+	case HealthHealthy:
+		return Verdict{Kind: VerdictConverged}
+	case HealthDegraded:
+		return Verdict{Kind: VerdictAppliedUnhealthy, Terminal: true,
+			Reason:     "applied but degraded: " + s.HealthMessage,
+			NextAction: "inspect the failing resources; roll back with relcap rollback if the new digest is at fault"}
+	}
+	return Verdict{Kind: VerdictAppliedUnhealthy, Reason: fmt.Sprintf("applied, health %s", s.Health)}
+}
+
+func runsDigest(images []string, d Digest) bool {
+	return slices.ContainsFunc(images, func(img string) bool { return strings.HasSuffix(img, "@"+d.String()) })
+}
+
+func short(rev string) string {
+	if len(rev) > 10 {
+		return rev[:10]
+	}
+	if rev == "" {
+		return "(none)"
+	}
+	return rev
+}
+
+// AppUpdate is one item of a convergence watch: a new state, or the error
+// that ended the stream.
+type AppUpdate struct {
+	State AppState
+	Err   error
+}

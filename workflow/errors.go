@@ -1,0 +1,56 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors the domain and its callers react to. cmd/relcap maps them
+// to exit codes in one place.
+var (
+	// ErrUsage: bad flags, arguments or configuration (exit 2).
+	ErrUsage = errors.New("invalid input")
+	// ErrBlocked: a policy stops the release: conflict, unapproved, stale,
+	// incompatible (exit 3).
+	ErrBlocked = errors.New("blocked by policy")
+	// ErrApprovalRequired: the plan or promotion waits for approvals (exit 3).
+	ErrApprovalRequired = fmt.Errorf("%w: approval required", ErrBlocked)
+	// ErrStalePlan: the plan no longer matches its inputs or state (exit 3).
+	ErrStalePlan = fmt.Errorf("%w: stale plan", ErrBlocked)
+	// ErrOwnershipConflict: an object or field has more than one owner (exit 3).
+	ErrOwnershipConflict = fmt.Errorf("%w: ownership conflict", ErrBlocked)
+	// ErrNotPromotable: the digest has not converged in the previous
+	// environment, or lacks required provenance (exit 3).
+	ErrNotPromotable = fmt.Errorf("%w: digest not promotable", ErrBlocked)
+	// ErrIncompatible: a rollback target cannot run against today's data (exit 3).
+	ErrIncompatible = fmt.Errorf("%w: incompatible release", ErrBlocked)
+	// ErrTampered: a journal failed verification (exit 3).
+	ErrTampered = fmt.Errorf("%w: journal verification failed", ErrBlocked)
+	// ErrDigestMismatch: the bytes in the target are not the bytes promoted.
+	ErrDigestMismatch = errors.New("digest mismatch")
+	// ErrNotConverged: convergence failed or timed out (exit 4).
+	ErrNotConverged = errors.New("not converged")
+	// ErrNotFound: the named release, session or plan does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrLocked: another writer holds the lock (state lock, apply lock).
+	ErrLocked = errors.New("locked by another writer")
+)
+
+// StepError says which step an error came from.
+type StepError struct {
+	Step StepKind
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("%s: %v", e.Step, e.Err) }
+
+// Unwrap exposes the cause to errors.Is/As.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// TerminalError marks an error that retrying will not fix.
+type TerminalError struct{ Err error }
+
+func (e *TerminalError) Error() string { return e.Err.Error() }
+
+// Unwrap exposes the cause to errors.Is/As.
+func (e *TerminalError) Unwrap() error { return e.Err }

@@ -1,0 +1,162 @@
+package workflow
+
+import (
+	"path"
+	"time"
+)
+
+// Action is what a plan does to one resource.
+type Action string
+
+// Plan actions. Replacement is split by order because delete-before-create
+// means downtime and create-before-delete does not.
+const (
+	ActionNoop               Action = "no-op"
+	ActionCreate             Action = "create"
+	ActionRead               Action = "read"
+	ActionUpdate             Action = "update"
+	ActionDelete             Action = "delete"
+	ActionReplaceDeleteFirst Action = "replace (delete before create)"
+	ActionReplaceCreateFirst Action = "replace (create before delete)"
+)
+
+// Destructive reports whether the action deletes something.
+func (a Action) Destructive() bool {
+	return a == ActionDelete || a == ActionReplaceDeleteFirst || a == ActionReplaceCreateFirst
+}
+
+// Risk flags on a planned change.
+const (
+	FlagDestructive = "destructive"
+	FlagIdentity    = "identity"
+	FlagDataService = "data-service"
+)
+
+// ResourceChange is one planned change, already translated from Terraform's
+// JSON: no SDK type, no sensitive value.
+type ResourceChange struct {
+	Address string `json:"address"`
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	Module  string `json:"module,omitempty"`
+	Action  Action `json:"action"`
+	// ReplacePaths are the attributes that force replacement.
+	ReplacePaths []string `json:"replace_paths,omitempty"`
+	Flags        []string `json:"flags,omitempty"`
+	// Attributes is the attribute diff; sensitive values are already masked
+	// by the adapter.
+	Attributes []AttributeChange `json:"attributes,omitempty"`
+}
+
+// AttributeChange is one attribute's before and after, rendered as text.
+type AttributeChange struct {
+	Path      string `json:"path"`
+	Before    string `json:"before"`
+	After     string `json:"after"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+	Unknown   bool   `json:"unknown,omitempty"` // known only after apply
+}
+
+// SensitiveMask replaces every sensitive value wherever relcap shows one.
+const SensitiveMask = "(sensitive)"
+
+// OutputChange is a change to a root module output.
+type OutputChange struct {
+	Name      string `json:"name"`
+	Action    Action `json:"action"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+}
+
+// PlanCounts sums the changes by action.
+type PlanCounts struct {
+	Create             int `json:"create"`
+	Update             int `json:"update"`
+	Delete             int `json:"delete"`
+	ReplaceDeleteFirst int `json:"replace_delete_first"`
+	ReplaceCreateFirst int `json:"replace_create_first"`
+	Read               int `json:"read"`
+	NoOp               int `json:"no_op"`
+}
+
+// PlanInputs are the things a plan was computed from. If any differs at
+// apply time the plan is stale.
+type PlanInputs struct {
+	Revision      string            `json:"revision"` // Git HEAD of the Terraform root
+	Dirty         bool              `json:"dirty"`
+	LockFileHash  string            `json:"lock_file_sha256"`
+	VarFileHashes map[string]string `json:"var_file_sha256"`
+	Workspace     string            `json:"workspace"`
+	StateLineage  string            `json:"state_lineage"`
+	StateSerial   int64             `json:"state_serial"`
+}
+
+// PlanSummary is a reviewed, saved plan.
+type PlanSummary struct {
+	Env              string           `json:"env"`
+	Fingerprint      string           `json:"fingerprint"`
+	PlanFile         string           `json:"plan_file,omitempty"`
+	PlanHash         string           `json:"plan_file_sha256,omitempty"`
+	Inputs           PlanInputs       `json:"inputs"`
+	Counts           PlanCounts       `json:"counts"`
+	Changes          []ResourceChange `json:"changes"`
+	Outputs          []OutputChange   `json:"outputs,omitempty"`
+	Findings         []Finding        `json:"findings,omitempty"`
+	Author           string           `json:"author,omitempty"`
+	CreatedAt        time.Time        `json:"created_at,omitzero"`
+	TerraformVersion string           `json:"terraform_version,omitempty"`
+}
+
+// HasChanges reports whether applying the plan would change anything.
+func (p PlanSummary) HasChanges() bool {
+	c := p.Counts
+	return c.Create+c.Update+c.Delete+c.ReplaceDeleteFirst+c.ReplaceCreateFirst > 0 || len(p.Outputs) > 0
+}
+
+// Destructive reports whether the plan deletes or replaces anything.
+func (p PlanSummary) Destructive() bool {
+	return p.Counts.Delete+p.Counts.ReplaceDeleteFirst+p.Counts.ReplaceCreateFirst > 0
+}
+
+// ClassifyChange returns the risk flags of a change under the rules.
+func ClassifyChange(c ResourceChange, rules Classify) []string {
+	var flags []string
+	if c.Action.Destructive() {
+		flags = append(flags, FlagDestructive)
+	}
+	if c.Action == ActionNoop || c.Action == ActionRead {
+		return flags
+	}
+	if matchAny(rules.Identity, c.Type) {
+		flags = append(flags, FlagIdentity)
+	}
+	if matchAny(rules.DataService, c.Type) {
+		flags = append(flags, FlagDataService)
+	}
+	return flags
+}
+
+func matchAny(patterns []string, s string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(p, s); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplyRequest asks to apply exactly one saved, approved plan.
+type ApplyRequest struct {
+	Env         Environment
+	Fingerprint string
+	PlanFile    string
+	PlanHash    string
+	Inputs      PlanInputs
+}
+
+// ApplyResult is what an apply did.
+type ApplyResult struct {
+	// AlreadyApplied is true when the plan had been applied by an earlier,
+	// interrupted run; nothing was applied twice.
+	AlreadyApplied bool  `json:"already_applied,omitempty"`
+	StateSerial    int64 `json:"state_serial"`
+}

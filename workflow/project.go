@@ -1,0 +1,190 @@
+package workflow
+
+import (
+	"fmt"
+	"time"
+)
+
+// Project is a loaded relcap.yaml: the application, its environments in
+// promotion order and the policies that apply to all of them.
+type Project struct {
+	// File is the absolute path of the relcap.yaml it was loaded from; Dir is
+	// its directory, against which relative paths were resolved.
+	File string
+	Dir  string
+
+	App           string
+	OwnershipFile string
+	Ownership     OwnershipMap
+	Environments  []Environment
+	Classify      Classify
+	Effort        EffortPolicy
+	Plans         PlanPolicy
+	// Schema is the data-shape compatibility a release of this project
+	// declares unless the release says otherwise.
+	Compatibility Compatibility
+}
+
+// Environment is one stage of the promotion order.
+type Environment struct {
+	Name       string
+	Production bool
+	Terraform  TerraformTarget
+	Registry   RegistryTarget
+	EnvRepo    EnvRepoTarget
+	ArgoCD     ArgoCDTarget
+	Approvals  ApprovalPolicy
+}
+
+// TerraformTarget is where an environment's infrastructure is planned.
+type TerraformTarget struct {
+	Dir       string // absolute
+	Workspace string
+	VarFiles  []string // absolute
+	// Binary is the terraform (or tofu) executable; empty means "terraform"
+	// from PATH.
+	Binary string
+}
+
+// RegistryTarget is the OCI repository an environment pulls from.
+type RegistryTarget struct {
+	Repository       string
+	RequireSignature bool
+}
+
+// Pin formats understood by EnvRepo adapters.
+const (
+	FormatKustomize  = "kustomize"
+	FormatHelmValues = "helm-values"
+	FormatManifest   = "manifest"
+)
+
+// EnvRepoTarget is the file in the environment repository that pins the
+// image an environment runs.
+type EnvRepoTarget struct {
+	// Path is a local checkout (absolute) or a clone URL.
+	Path   string
+	Branch string
+	File   string
+	Image  string
+	Format string
+	// ValuesPath is the YAML path of the image reference for helm-values,
+	// e.g. "image.digest".
+	ValuesPath string
+}
+
+// ArgoCDTarget is the Argo CD application that deploys an environment.
+type ArgoCDTarget struct {
+	Server    string
+	App       string
+	TokenEnv  string
+	PlainText bool
+	Insecure  bool
+	GRPCWeb   bool
+}
+
+// ApprovalPolicy says how many approvals each decision needs and whether the
+// author may count as one.
+type ApprovalPolicy struct {
+	Plan               int
+	Promotion          int
+	DistinctFromAuthor bool
+}
+
+// Classify holds glob patterns on Terraform resource types that flag a change
+// as touching identity or a data service.
+type Classify struct {
+	Identity    []string
+	DataService []string
+}
+
+// DefaultClassify is used for any category relcap.yaml leaves out.
+func DefaultClassify() Classify {
+	return Classify{
+		Identity:    []string{"*_iam_*", "*_role*", "*service_account*", "*workload_identity*"},
+		DataService: []string{"*_db_*", "*_rds_*", "*sql*", "*_bucket*", "*redis*", "*kafka*", "*dynamodb*", "*_queue*", "*elasticache*"},
+	}
+}
+
+// EffortPolicy configures the effort clock and the before/after baseline.
+type EffortPolicy struct {
+	IdleThreshold           time.Duration
+	BaselineHoursPerRelease float64
+}
+
+// DefaultIdleThreshold is how long without input still counts as engaged.
+const DefaultIdleThreshold = 2 * time.Minute
+
+// PlanPolicy configures the private plan store.
+type PlanPolicy struct {
+	// Expiry is how long a saved, unapplied plan is kept.
+	Expiry time.Duration
+}
+
+// DefaultPlanExpiry is the plan store's default expiry.
+const DefaultPlanExpiry = 24 * time.Hour
+
+// Compatibility records which data shape a release needs and accepts, so a
+// rollback to a release that cannot read today's data is refused.
+type Compatibility struct {
+	// Schema is the data schema version the release writes; 0 means unknown.
+	Schema int `json:"schema,omitempty"`
+	// MinSchema and MaxSchema bound the schema versions it can run against;
+	// 0 means unbounded.
+	MinSchema int `json:"min_schema,omitempty"`
+	MaxSchema int `json:"max_schema,omitempty"`
+}
+
+// Accepts reports whether a release with this record can run against data
+// at schema version current. Unknown (0) on either side is accepted, since
+// nothing says otherwise.
+func (c Compatibility) Accepts(current int) bool {
+	if current == 0 {
+		return true
+	}
+	if c.MinSchema != 0 && current < c.MinSchema {
+		return false
+	}
+	if c.MaxSchema != 0 && current > c.MaxSchema {
+		return false
+	}
+	if c.MinSchema == 0 && c.MaxSchema == 0 && c.Schema != 0 {
+		return c.Schema == current
+	}
+	return true
+}
+
+// Env returns the named environment.
+func (p *Project) Env(name string) (Environment, error) {
+	for _, e := range p.Environments {
+		if e.Name == name {
+			return e, nil
+		}
+	}
+	return Environment{}, fmt.Errorf("%w: no environment %q in %s (have %s)", ErrUsage, name, p.File, p.envNames())
+}
+
+// Previous returns the environment before name in promotion order, and false
+// for the first one.
+func (p *Project) Previous(name string) (Environment, bool) {
+	for i, e := range p.Environments {
+		if e.Name == name && i > 0 {
+			return p.Environments[i-1], true
+		}
+	}
+	return Environment{}, false
+}
+
+func (p *Project) envNames() string {
+	s := ""
+	for i, e := range p.Environments {
+		if i > 0 {
+			s += ", "
+		}
+		s += e.Name
+	}
+	if s == "" {
+		return "none"
+	}
+	return s
+}
