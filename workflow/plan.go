@@ -1,7 +1,10 @@
 package workflow
 
 import (
+	"fmt"
 	"path"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -159,4 +162,99 @@ type ApplyResult struct {
 	// interrupted run; nothing was applied twice.
 	AlreadyApplied bool  `json:"already_applied,omitempty"`
 	StateSerial    int64 `json:"state_serial"`
+}
+
+// Review fills in the counts, risk flags and findings of a plan whose
+// changes have been translated. Risky changes are warnings, not blockers:
+// the reviewer decides, and the approval is bound to what they saw.
+func Review(p *PlanSummary, rules Classify) {
+	p.Counts = PlanCounts{}
+	p.Findings = nil
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		c.Flags = ClassifyChange(*c, rules)
+		switch c.Action {
+		case ActionCreate:
+			p.Counts.Create++
+		case ActionUpdate:
+			p.Counts.Update++
+		case ActionDelete:
+			p.Counts.Delete++
+		case ActionReplaceDeleteFirst:
+			p.Counts.ReplaceDeleteFirst++
+		case ActionReplaceCreateFirst:
+			p.Counts.ReplaceCreateFirst++
+		case ActionRead:
+			p.Counts.Read++
+		default:
+			p.Counts.NoOp++
+		}
+		for _, f := range c.Flags {
+			p.Findings = append(p.Findings, planFinding(*c, f))
+		}
+	}
+	for _, o := range p.Outputs {
+		p.Findings = append(p.Findings, Finding{
+			Severity: Info, Code: "plan.output", Subject: "output." + o.Name,
+			Message: fmt.Sprintf("output will %s", o.Action),
+		})
+	}
+	SortFindings(p.Findings)
+}
+
+func planFinding(c ResourceChange, flag string) Finding {
+	f := Finding{Severity: Warning, Subject: c.Address}
+	switch flag {
+	case FlagDestructive:
+		f.Code = "plan.destructive"
+		f.Message = string(c.Action)
+		if len(c.ReplacePaths) > 0 {
+			f.Message += ", forced by " + strings.Join(c.ReplacePaths, ", ")
+		}
+		f.NextAction = "confirm the data or service loss is intended before approving"
+	case FlagIdentity:
+		f.Code = "plan.identity"
+		f.Message = fmt.Sprintf("%s changes identity or access (%s)", c.Action, c.Type)
+		f.NextAction = "have someone who owns access review this change"
+	case FlagDataService:
+		f.Code = "plan.data-service"
+		f.Message = fmt.Sprintf("%s touches a data service (%s)", c.Action, c.Type)
+		f.NextAction = "check backups and the data migration before approving"
+	}
+	return f
+}
+
+// StaleReasons lists what differs between the inputs a plan was made from
+// and the current ones; empty means the plan is still current.
+func StaleReasons(planned, now PlanInputs) []string {
+	var r []string
+	if planned.Revision != now.Revision {
+		r = append(r, fmt.Sprintf("source revision moved from %s to %s", short(planned.Revision), short(now.Revision)))
+	}
+	if planned.Dirty != now.Dirty {
+		r = append(r, fmt.Sprintf("working tree dirty was %t, is %t", planned.Dirty, now.Dirty))
+	}
+	if planned.LockFileHash != now.LockFileHash {
+		r = append(r, "dependency lock file changed")
+	}
+	for f, h := range planned.VarFileHashes {
+		if now.VarFileHashes[f] != h {
+			r = append(r, "var file changed: "+f)
+		}
+	}
+	for f := range now.VarFileHashes {
+		if _, ok := planned.VarFileHashes[f]; !ok {
+			r = append(r, "var file added: "+f)
+		}
+	}
+	if planned.Workspace != now.Workspace {
+		r = append(r, fmt.Sprintf("workspace changed from %s to %s", planned.Workspace, now.Workspace))
+	}
+	if planned.StateLineage != now.StateLineage {
+		r = append(r, "state lineage changed (a different state)")
+	} else if planned.StateSerial != now.StateSerial {
+		r = append(r, fmt.Sprintf("state moved: serial %d at plan time, %d now", planned.StateSerial, now.StateSerial))
+	}
+	sort.Strings(r)
+	return r
 }
