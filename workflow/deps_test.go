@@ -1,0 +1,46 @@
+package workflow_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// forbidden lists what each layer must not depend on (DESIGN.md,
+// Architecture): the domain knows no SDK and no UI, the UI knows only the
+// domain, and argo-cd stays inside its adapter.
+var forbidden = map[string][]string{
+	"./workflow/...": {"github.com/relcap/relcap/tui", "github.com/relcap/relcap/adapters", "github.com/relcap/relcap/cmd",
+		"charm.land/", "github.com/charmbracelet/", "github.com/argoproj/", "github.com/hashicorp/terraform-exec", "github.com/hashicorp/terraform-json",
+		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx", "github.com/spf13/cobra"},
+	"./tui/...": {"github.com/relcap/relcap/adapters", "github.com/relcap/relcap/cmd", "github.com/argoproj/", "github.com/hashicorp/",
+		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx"},
+	"./adapters/...": {"github.com/relcap/relcap/tui", "github.com/relcap/relcap/cmd", "charm.land/"},
+}
+
+func TestLayering(t *testing.T) {
+	t.Parallel()
+	for pattern, bad := range forbidden {
+		out, err := exec.Command("go", "list", "-deps", "-test=false", "-f", "{{.ImportPath}}", "../"+strings.TrimPrefix(pattern, "./")).CombinedOutput()
+		if strings.Contains(string(out), "matched no packages") {
+			continue // the layer does not exist yet
+		}
+		require.NoError(t, err, string(out))
+		for _, dep := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			for _, b := range bad {
+				require.False(t, strings.HasPrefix(dep, b), "%s depends on %s, which its layer must not import", pattern, dep)
+			}
+		}
+	}
+	// argo-cd only inside adapters/argocd.
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../...").CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, line := range strings.Split(string(out), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if strings.Contains(imports, "github.com/argoproj/") {
+			require.True(t, strings.HasPrefix(pkg, "github.com/relcap/relcap/adapters/argocd"), "%s imports argo-cd; only adapters/argocd may", pkg)
+		}
+	}
+}

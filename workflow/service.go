@@ -1,0 +1,662 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Deps are the ports a Service drives. Ledger, Journal and Clock are always
+// needed; the stage ports are needed by the steps that use them, and a
+// missing one fails that step with a clear message rather than at start-up,
+// so commands that use one stage can run with only its adapter wired.
+type Deps struct {
+	Project     *Project
+	Ledger      Ledger
+	Journal     Journal
+	Clock       Clock
+	Ownership   []OwnershipSource
+	Planner     Planner
+	Applier     Applier
+	Registry    Registry
+	EnvRepo     EnvRepo
+	Convergence Convergence
+	// Actor is the person running this process (--actor or $USER).
+	Actor string
+	// ConvergeTimeout bounds the convergence watch; 0 means 10 minutes.
+	ConvergeTimeout time.Duration
+}
+
+// Service runs releases step by step. It persists the release after every
+// step and at every checkpoint inside a step, so a process killed at any
+// point resumes without repeating a completed side effect.
+type Service struct {
+	d Deps
+}
+
+// NewService checks the always-needed ports.
+func NewService(d Deps) (*Service, error) {
+	switch {
+	case d.Project == nil:
+		return nil, errors.New("workflow: no project configuration")
+	case d.Ledger == nil:
+		return nil, errors.New("workflow: no ledger")
+	case d.Journal == nil:
+		return nil, errors.New("workflow: no journal")
+	case d.Clock == nil:
+		return nil, errors.New("workflow: no clock")
+	case d.Actor == "":
+		return nil, fmt.Errorf("%w: no actor: pass --actor or set $USER", ErrUsage)
+	}
+	if d.ConvergeTimeout <= 0 {
+		d.ConvergeTimeout = 10 * time.Minute
+	}
+	return &Service{d: d}, nil
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// Event kinds.
+const (
+	EventStepStarted     EventKind = "step-started"
+	EventStepProgress    EventKind = "step-progress"
+	EventStepFinished    EventKind = "step-finished"
+	EventAppState        EventKind = "app-state"
+	EventReleaseFinished EventKind = "release-finished"
+)
+
+// Event is what UIs see of a running release. Release is a snapshot the
+// receiver may keep.
+type Event struct {
+	Time      time.Time  `json:"time"`
+	Kind      EventKind  `json:"kind"`
+	ReleaseID string     `json:"release_id"`
+	Step      StepKind   `json:"step"`
+	Status    StepStatus `json:"status"`
+	Message   string     `json:"message,omitempty"`
+	Findings  []Finding  `json:"findings,omitempty"`
+	App       *AppState  `json:"app,omitempty"`
+	Release   *Release   `json:"-"`
+}
+
+// EventSink receives events synchronously; it must not block for long.
+type EventSink func(Event)
+
+// StartRequest asks for a new release.
+type StartRequest struct {
+	Env           string
+	Image         string
+	Compatibility *Compatibility
+}
+
+// Start creates and persists a new release without running it.
+func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error) {
+	if _, err := s.d.Project.Env(req.Env); err != nil {
+		return nil, err
+	}
+	if req.Image == "" {
+		return nil, fmt.Errorf("%w: no image: pass --image REF (a tag or digest reference)", ErrUsage)
+	}
+	now := s.d.Clock.Now()
+	r := NewRelease(NewReleaseID(s.d.Project.App, req.Env, now), s.d.Project.App, req.Env, req.Image, s.d.Actor, now)
+	r.Compatibility = s.d.Project.Compatibility
+	if req.Compatibility != nil {
+		r.Compatibility = *req.Compatibility
+	}
+	if err := s.d.Ledger.SaveRelease(ctx, r); err != nil {
+		return nil, fmt.Errorf("save release %s: %w", r.ID, err)
+	}
+	if _, err := s.d.Journal.Append(ctx, "release.started", map[string]any{
+		"release": r.ID, "env": r.Env, "image": r.Image, "captain": r.Captain,
+	}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Run drives the release from its first unfinished step until it converges,
+// is blocked by policy (an error wrapping ErrBlocked), fails, or ctx ends.
+// Steps that succeeded are never run again; a step that was running when
+// the process died runs again and consults its checkpoints.
+func (s *Service) Run(ctx context.Context, id string, sink EventSink) (*Release, error) {
+	if sink == nil {
+		sink = func(Event) {}
+	}
+	r, err := s.d.Ledger.LoadRelease(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load release %s: %w", id, err)
+	}
+	if r.Status.Done() {
+		return r, nil
+	}
+	env, err := s.d.Project.Env(r.Env)
+	if err != nil {
+		return r, err
+	}
+	clock := NewEffortClock(s.d.Clock, s.d.Project.Effort.IdleThreshold, r.ID)
+	run := &releaseRun{svc: s, r: r, env: env, sink: sink, effort: clock}
+	defer run.flushEffort(context.WithoutCancel(ctx))
+
+	if r.Status == ReleaseBlocked || r.Status == ReleaseFailed {
+		r.Status = ReleaseInProgress
+	}
+	for _, k := range StepKinds {
+		if r.Step(k).Status == Succeeded {
+			continue
+		}
+		if err := run.step(ctx, k); err != nil {
+			return r.Clone(), err
+		}
+	}
+	now := s.d.Clock.Now()
+	r.Status = ReleaseConverged
+	r.EndedAt = now
+	if err := run.save(ctx); err != nil {
+		return r.Clone(), err
+	}
+	if _, err := s.d.Journal.Append(ctx, "release.converged", map[string]any{"release": r.ID, "digest": r.Outputs[OutDigest], "revision": r.Outputs[OutEnvCommit]}); err != nil {
+		return r.Clone(), err
+	}
+	sink(Event{Time: now, Kind: EventReleaseFinished, ReleaseID: r.ID, Status: Succeeded, Message: "converged", Release: r.Clone()})
+	return r.Clone(), nil
+}
+
+// releaseRun is the state of one Run call.
+type releaseRun struct {
+	svc    *Service
+	r      *Release
+	env    Environment
+	sink   EventSink
+	effort *EffortClock
+}
+
+// StepResult is what a step function returns when it did not fail.
+type StepResult struct {
+	Status   StepStatus
+	Message  string
+	Findings []Finding
+	Evidence []Evidence
+	// Err explains a Blocked result (wraps ErrBlocked).
+	Err error
+}
+
+func (run *releaseRun) save(ctx context.Context) error {
+	run.r.UpdatedAt = run.svc.d.Clock.Now()
+	if err := run.svc.d.Ledger.SaveRelease(ctx, run.r); err != nil {
+		return fmt.Errorf("save release %s: %w", run.r.ID, err)
+	}
+	return nil
+}
+
+// checkpoint records a side effect as done, durably, before anything else
+// happens.
+func (run *releaseRun) checkpoint(ctx context.Context, key, value string) error {
+	run.r.Outputs[key] = value
+	return run.save(ctx)
+}
+
+func (run *releaseRun) progress(k StepKind, msg string) {
+	run.sink(Event{Time: run.svc.d.Clock.Now(), Kind: EventStepProgress, ReleaseID: run.r.ID, Step: k, Status: Running, Message: msg})
+}
+
+func (run *releaseRun) flushEffort(ctx context.Context) {
+	if entries := run.effort.Drain(); len(entries) > 0 {
+		// Effort is evidence too, but losing it must not fail a release;
+		// the journal records the failure.
+		if err := run.svc.d.Ledger.RecordEffort(ctx, entries); err != nil {
+			_, _ = run.svc.d.Journal.Append(ctx, "effort.lost", map[string]string{"error": err.Error()})
+		}
+	}
+}
+
+// wait times machine work on step k as machine wait.
+func wait[T any](run *releaseRun, k StepKind, f func() (T, error)) (T, error) {
+	run.effort.BeginWait(k.String())
+	defer run.effort.EndWait(k.String())
+	return f()
+}
+
+func (run *releaseRun) step(ctx context.Context, k StepKind) error {
+	d := run.svc.d
+	rec := run.r.Step(k)
+	resumed := rec.Status == Running
+	rec.Status = Running
+	rec.Attempts++
+	rec.StartedAt = d.Clock.Now()
+	rec.EndedAt = time.Time{}
+	rec.Message = ""
+	run.r.Status = ReleaseInProgress
+	run.effort.Touch(d.Actor, RoleCaptain, k.String())
+	if err := run.save(ctx); err != nil {
+		return err
+	}
+	if _, err := d.Journal.Append(ctx, "step.started", map[string]any{"release": run.r.ID, "step": k.String(), "attempt": rec.Attempts, "resumed": resumed}); err != nil {
+		return err
+	}
+	run.sink(Event{Time: rec.StartedAt, Kind: EventStepStarted, ReleaseID: run.r.ID, Step: k, Status: Running, Release: run.r.Clone()})
+
+	res, err := run.runStep(ctx, k)
+	rec = run.r.Step(k)
+	rec.EndedAt = d.Clock.Now()
+	run.effort.Touch(d.Actor, RoleCaptain, k.String())
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Interrupted: the step stays Running so resume re-enters it and
+		// its checkpoints decide what is left to do.
+		rec.Message = "interrupted: " + err.Error()
+		saveCtx := context.WithoutCancel(ctx)
+		_ = run.save(saveCtx)
+		_, _ = d.Journal.Append(saveCtx, "step.interrupted", map[string]any{"release": run.r.ID, "step": k.String(), "error": err.Error()})
+		run.flushEffort(saveCtx)
+		return &StepError{Step: k, Err: err}
+	case err != nil:
+		rec.Status = Failed
+		rec.Message = err.Error()
+		rec.Findings = res.Findings
+		run.r.Status = ReleaseFailed
+	default:
+		rec.Status = res.Status
+		rec.Message = res.Message
+		rec.Findings = res.Findings
+		rec.Evidence = append(rec.Evidence, res.Evidence...)
+		if res.Status == Blocked {
+			run.r.Status = ReleaseBlocked
+			err = res.Err
+			if err == nil {
+				err = fmt.Errorf("%w: %s", ErrBlocked, res.Message)
+			}
+		}
+	}
+	if serr := run.save(ctx); serr != nil {
+		return serr
+	}
+	entry := map[string]any{"release": run.r.ID, "step": k.String(), "status": rec.Status.String(), "message": rec.Message}
+	if len(res.Evidence) > 0 {
+		entry["evidence"] = res.Evidence
+	}
+	if len(res.Findings) > 0 {
+		entry["findings"] = res.Findings
+	}
+	if _, jerr := d.Journal.Append(ctx, "step.finished", entry); jerr != nil {
+		return jerr
+	}
+	run.flushEffort(ctx)
+	run.sink(Event{Time: rec.EndedAt, Kind: EventStepFinished, ReleaseID: run.r.ID, Step: k, Status: rec.Status, Message: rec.Message, Findings: rec.Findings, Release: run.r.Clone()})
+	if err != nil {
+		return &StepError{Step: k, Err: err}
+	}
+	return nil
+}
+
+func (run *releaseRun) runStep(ctx context.Context, k StepKind) (StepResult, error) {
+	switch k {
+	case StepOwnership:
+		return run.ownership(ctx)
+	case StepPlanReview:
+		return run.planReview(ctx)
+	case StepApply:
+		return run.apply(ctx)
+	case StepPromotion:
+		return run.promote(ctx)
+	case StepConvergence:
+		return run.converge(ctx)
+	}
+	return StepResult{}, fmt.Errorf("unknown step %s", k)
+}
+
+func missingPort(name string) error {
+	return &TerminalError{Err: fmt.Errorf("no %s adapter is wired for this command", name)}
+}
+
+func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
+	d := run.svc.d
+	if len(d.Ownership) == 0 {
+		return StepResult{}, missingPort("ownership source")
+	}
+	var objects []ManagedObject
+	for _, src := range d.Ownership {
+		objs, err := wait(run, StepOwnership, func() ([]ManagedObject, error) { return src.ManagedObjects(ctx, run.env) })
+		if err != nil {
+			return StepResult{}, fmt.Errorf("read managed objects: %w", err)
+		}
+		objects = append(objects, objs...)
+	}
+	findings := CheckOwnership(d.Project.Ownership, objects)
+	if err := d.Ledger.RecordFindings(ctx, "ownership/"+run.env.Name, d.Clock.Now(), findings); err != nil {
+		return StepResult{}, fmt.Errorf("record findings: %w", err)
+	}
+	res := StepResult{Status: Succeeded, Findings: findings,
+		Evidence: []Evidence{{Kind: "ownership.checked", Subject: run.env.Name, Detail: map[string]string{"objects": fmt.Sprint(len(objects)), "findings": fmt.Sprint(len(findings))}}}}
+	if Blocking(findings) {
+		n := 0
+		for _, f := range findings {
+			if f.Severity == Blocker {
+				n++
+			}
+		}
+		res.Status = Blocked
+		res.Message = fmt.Sprintf("%d ownership problem(s) must be resolved first", n)
+		res.Err = fmt.Errorf("%w: %s", ErrOwnershipConflict, res.Message)
+		return res, nil
+	}
+	res.Message = fmt.Sprintf("%d managed objects, one owner each", len(objects))
+	return res, nil
+}
+
+func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
+	d := run.svc.d
+	if d.Planner == nil {
+		return StepResult{}, missingPort("planner")
+	}
+	var plan PlanSummary
+	var note string
+	if fp, ok := run.r.Output(OutFingerprint); ok {
+		p, err := d.Ledger.LoadPlan(ctx, fp)
+		if err != nil {
+			return StepResult{}, fmt.Errorf("load plan %s: %w", fp, err)
+		}
+		inputs, err := wait(run, StepPlanReview, func() (PlanInputs, error) { return d.Planner.Inputs(ctx, run.env) })
+		if err != nil {
+			return StepResult{}, fmt.Errorf("read plan inputs: %w", err)
+		}
+		if reasons := StaleReasons(p.Inputs, inputs); len(reasons) > 0 {
+			note = fmt.Sprintf("plan %s was stale (%s); planned again. ", shortFP(fp), reasons[0])
+		} else {
+			plan = p
+		}
+	}
+	if plan.Fingerprint == "" {
+		run.progress(StepPlanReview, "planning")
+		p, err := wait(run, StepPlanReview, func() (PlanSummary, error) { return d.Planner.Plan(ctx, run.env, run.r.Captain) })
+		if err != nil {
+			return StepResult{}, fmt.Errorf("plan: %w", err)
+		}
+		if err := d.Ledger.SavePlan(ctx, p); err != nil {
+			return StepResult{}, fmt.Errorf("save plan: %w", err)
+		}
+		if err := run.checkpoint(ctx, OutFingerprint, p.Fingerprint); err != nil {
+			return StepResult{}, err
+		}
+		plan = p
+	}
+	res := StepResult{Findings: plan.Findings, Evidence: []Evidence{{Kind: "plan.fingerprint", Subject: plan.Fingerprint,
+		Detail: map[string]string{"revision": plan.Inputs.Revision, "create": fmt.Sprint(plan.Counts.Create), "update": fmt.Sprint(plan.Counts.Update),
+			"delete": fmt.Sprint(plan.Counts.Delete), "replace": fmt.Sprint(plan.Counts.ReplaceDeleteFirst + plan.Counts.ReplaceCreateFirst)}}}}
+	if !plan.HasChanges() {
+		res.Status = Succeeded
+		res.Message = note + "no changes: infrastructure matches the configuration"
+		return res, nil
+	}
+	approvals, err := d.Ledger.Approvals(ctx, ApprovePlan, plan.Fingerprint)
+	if err != nil {
+		return StepResult{}, fmt.Errorf("read approvals: %w", err)
+	}
+	check := CountApprovals(ApprovePlan, plan.Fingerprint, plan.Author, run.env.Approvals.Plan, run.env.Approvals.DistinctFromAuthor, approvals)
+	if !check.Satisfied() {
+		res.Status = Blocked
+		res.Message = fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s", note, shortFP(plan.Fingerprint), check.Missing(), plan.Fingerprint)
+		res.Err = fmt.Errorf("%w: %s", ErrApprovalRequired, res.Message)
+		return res, nil
+	}
+	res.Status = Succeeded
+	res.Message = fmt.Sprintf("%splan %s approved by %d", note, shortFP(plan.Fingerprint), len(check.Counted))
+	for _, a := range check.Counted {
+		res.Evidence = append(res.Evidence, Evidence{Kind: "plan.approval", Subject: plan.Fingerprint, Detail: map[string]string{"approver": a.Approver, "at": a.At.UTC().Format(time.RFC3339)}})
+	}
+	return res, nil
+}
+
+func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
+	d := run.svc.d
+	if _, done := run.r.Output(OutApplied); done {
+		return StepResult{Status: Succeeded, Message: "applied earlier"}, nil
+	}
+	fp, ok := run.r.Output(OutFingerprint)
+	if !ok {
+		return StepResult{}, &TerminalError{Err: errors.New("no reviewed plan to apply")}
+	}
+	plan, err := d.Ledger.LoadPlan(ctx, fp)
+	if err != nil {
+		return StepResult{}, fmt.Errorf("load plan %s: %w", fp, err)
+	}
+	if !plan.HasChanges() {
+		return StepResult{Status: Succeeded, Message: "nothing to apply"}, run.checkpoint(ctx, OutApplied, "no-changes")
+	}
+	if d.Applier == nil {
+		return StepResult{}, missingPort("applier")
+	}
+	run.progress(StepApply, "applying plan "+shortFP(fp))
+	// The applier checks the plan file and its inputs itself, and first
+	// whether an interrupted run already applied it, so a resumed apply is
+	// recognised rather than refused as stale.
+	res, err := wait(run, StepApply, func() (ApplyResult, error) {
+		return d.Applier.Apply(ctx, ApplyRequest{Env: run.env, Fingerprint: fp, PlanFile: plan.PlanFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
+	})
+	switch {
+	case errors.Is(err, ErrStalePlan):
+		// The plan step plans again when the release resumes; approvals of
+		// the old fingerprint do not carry over.
+		run.r.Step(StepPlanReview).Status = Pending
+		delete(run.r.Outputs, OutFingerprint)
+		msg := fmt.Sprintf("plan %s is stale: %v; plan and approve again with relcap resume %s", shortFP(fp), err, run.r.ID)
+		return StepResult{Status: Blocked, Message: msg, Err: fmt.Errorf("%w: %s", ErrStalePlan, msg)}, nil
+	case errors.Is(err, ErrBlocked):
+		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
+	case err != nil:
+		return StepResult{}, fmt.Errorf("apply plan %s: %w", shortFP(fp), err)
+	}
+	if err := run.checkpoint(ctx, OutApplied, fmt.Sprint(res.StateSerial)); err != nil {
+		return StepResult{}, err
+	}
+	if err := d.Ledger.MarkPlanApplied(ctx, fp, d.Clock.Now()); err != nil {
+		return StepResult{}, fmt.Errorf("mark plan applied: %w", err)
+	}
+	msg := "applied plan " + shortFP(fp)
+	if res.AlreadyApplied {
+		msg += " (completed by an earlier, interrupted run)"
+	}
+	return StepResult{Status: Succeeded, Message: msg,
+		Evidence: []Evidence{{Kind: "plan.applied", Subject: fp, Detail: map[string]string{"state_serial": fmt.Sprint(res.StateSerial)}}}}, nil
+}
+
+func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
+	d := run.svc.d
+	if d.Registry == nil || d.EnvRepo == nil {
+		return StepResult{}, missingPort("registry or environment-repo")
+	}
+	var res StepResult
+	digestStr, ok := run.r.Output(OutDigest)
+	source := run.r.Outputs["digest.repository"]
+	if !ok {
+		art, err := wait(run, StepPromotion, func() (Artifact, error) { return d.Registry.Resolve(ctx, run.r.Image) })
+		if err != nil {
+			return StepResult{}, fmt.Errorf("resolve %s: %w", run.r.Image, err)
+		}
+		first, err := d.Ledger.RecordSighting(ctx, run.r.Image, art.Digest, d.Clock.Now())
+		if err != nil {
+			return StepResult{}, fmt.Errorf("record sighting: %w", err)
+		}
+		if first.Digest != art.Digest {
+			res.Findings = append(res.Findings, Finding{Severity: Warning, Code: "promotion.tag-moved", Subject: run.r.Image,
+				Message:    fmt.Sprintf("the reference pointed to %s when first seen at %s; it now points to %s", first.Digest.Short(), first.At.UTC().Format(time.RFC3339), art.Digest.Short()),
+				NextAction: "promote by digest to be sure which bytes you release"})
+		}
+		source = art.Repository
+		run.r.Outputs["digest.repository"] = source
+		if err := run.checkpoint(ctx, OutDigest, art.Digest.String()); err != nil {
+			return StepResult{}, err
+		}
+		digestStr = art.Digest.String()
+	}
+	digest, err := ParseDigest(digestStr)
+	if err != nil {
+		return StepResult{}, &TerminalError{Err: err}
+	}
+	from := source
+	if prev, ok := d.Project.Previous(run.env.Name); ok {
+		converged, err := d.Ledger.HasConverged(ctx, run.r.App, prev.Name, digest)
+		if err != nil {
+			return StepResult{}, fmt.Errorf("read convergence record: %w", err)
+		}
+		if !converged {
+			msg := fmt.Sprintf("%s has not converged in %s; promote it there first", digest.Short(), prev.Name)
+			return StepResult{Status: Blocked, Message: msg, Findings: res.Findings, Err: fmt.Errorf("%w: %s", ErrNotPromotable, msg)}, nil
+		}
+		from = prev.Registry.Repository
+	}
+	if run.env.Approvals.Promotion > 0 {
+		approvals, err := d.Ledger.Approvals(ctx, ApprovePromotion, run.r.ID)
+		if err != nil {
+			return StepResult{}, fmt.Errorf("read approvals: %w", err)
+		}
+		check := CountApprovals(ApprovePromotion, run.r.ID, run.r.Captain, run.env.Approvals.Promotion, run.env.Approvals.DistinctFromAuthor, approvals)
+		if !check.Satisfied() {
+			msg := fmt.Sprintf("promotion of %s to %s needs %d more approval(s): relcap approve --release %s", digest.Short(), run.env.Name, check.Missing(), run.r.ID)
+			return StepResult{Status: Blocked, Message: msg, Findings: res.Findings, Err: fmt.Errorf("%w: %s", ErrApprovalRequired, msg)}, nil
+		}
+	}
+	if _, done := run.r.Output(OutCopied); !done {
+		run.progress(StepPromotion, fmt.Sprintf("copying %s from %s to %s", digest.Short(), from, run.env.Registry.Repository))
+		pr, err := wait(run, StepPromotion, func() (PromoteResult, error) {
+			return d.Registry.Promote(ctx, PromoteRequest{Digest: digest, From: from, To: run.env.Registry.Repository})
+		})
+		if err != nil {
+			return StepResult{Findings: res.Findings}, fmt.Errorf("copy %s: %w", digest.Short(), err)
+		}
+		if pr.Target.Digest != digest {
+			return StepResult{}, &TerminalError{Err: fmt.Errorf("%w: copied %s, target has %s", ErrDigestMismatch, digest, pr.Target.Digest)}
+		}
+		if run.env.Registry.RequireSignature && !pr.Target.Signed() {
+			msg := fmt.Sprintf("%s has no signature and %s requires one (registry.require_signature)", digest.Short(), run.env.Name)
+			return StepResult{Status: Blocked, Message: msg, Findings: res.Findings, Err: fmt.Errorf("%w: %s", ErrNotPromotable, msg)}, nil
+		}
+		res.Evidence = append(res.Evidence, Evidence{Kind: "digest.verified", Subject: digest.String(), Detail: map[string]string{
+			"repository": run.env.Registry.Repository, "signed": fmt.Sprint(pr.Target.Signed()), "referrers": fmt.Sprint(len(pr.Target.Referrers)),
+			"blobs_uploaded": fmt.Sprint(pr.BlobsUploaded)}})
+		if err := run.checkpoint(ctx, OutCopied, run.env.Registry.Repository); err != nil {
+			return StepResult{}, err
+		}
+	}
+	if _, done := run.r.Output(OutEnvCommit); !done {
+		run.progress(StepPromotion, "pinning "+digest.Short()+" in the environment repo")
+		ch, err := wait(run, StepPromotion, func() (EnvChange, error) {
+			return d.EnvRepo.Pin(ctx, PinRequest{Env: run.env.Name, ReleaseID: run.r.ID, Target: run.env.EnvRepo,
+				Image: run.env.Registry.Repository, Digest: digest, Source: from})
+		})
+		if err != nil {
+			return StepResult{}, fmt.Errorf("pin %s in the environment repo: %w", digest.Short(), err)
+		}
+		run.r.Outputs[OutEnvBranch] = ch.Branch
+		if err := run.checkpoint(ctx, OutEnvCommit, ch.Commit); err != nil {
+			return StepResult{}, err
+		}
+		res.Evidence = append(res.Evidence, Evidence{Kind: "envrepo.commit", Subject: ch.Commit, Detail: map[string]string{"branch": ch.Branch, "pushed": fmt.Sprint(ch.Pushed)}})
+	}
+	res.Status = Succeeded
+	res.Message = fmt.Sprintf("%s in %s, pinned at %s", digest.Short(), run.env.Registry.Repository, short(run.r.Outputs[OutEnvCommit]))
+	return res, nil
+}
+
+func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
+	d := run.svc.d
+	if d.Convergence == nil {
+		return StepResult{}, missingPort("convergence")
+	}
+	digest, err := ParseDigest(run.r.Outputs[OutDigest])
+	if err != nil {
+		return StepResult{}, &TerminalError{Err: fmt.Errorf("no promoted digest: %w", err)}
+	}
+	want := Want{Revision: run.r.Outputs[OutEnvCommit], Digest: digest}
+	app := AppRef{Env: run.env.Name, Server: run.env.ArgoCD.Server, Name: run.env.ArgoCD.App}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, d.ConvergeTimeout)
+	defer cancel()
+	run.effort.BeginWait(StepConvergence.String())
+	defer run.effort.EndWait(StepConvergence.String())
+
+	st, v, err := WaitConverged(ctx, d.Convergence, app, want, func(s AppState) {
+		s2 := s
+		run.sink(Event{Time: d.Clock.Now(), Kind: EventAppState, ReleaseID: run.r.ID, Step: StepConvergence, Status: Running, App: &s2})
+	})
+	facts := map[string]string{"intended_revision": want.Revision, "digest": digest.String(), "sync": st.SyncStatus, "revision": st.SyncRevision, "health": st.Health}
+	if err != nil {
+		if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return StepResult{}, &TerminalError{Err: fmt.Errorf("%w: timed out after %s: %s", ErrNotConverged, d.ConvergeTimeout, v.Reason)}
+		}
+		return StepResult{}, err
+	}
+	if v.Kind != VerdictConverged {
+		f := Finding{Severity: Blocker, Code: "convergence." + v.Kind, Subject: app.Name, Message: v.Reason, NextAction: v.NextAction, Evidence: facts}
+		return StepResult{Findings: []Finding{f}}, &TerminalError{Err: fmt.Errorf("%w: %s", ErrNotConverged, v.Reason)}
+	}
+	now := d.Clock.Now()
+	if err := d.Ledger.RecordConvergence(ctx, ConvergenceRecord{ReleaseID: run.r.ID, App: run.r.App, Env: run.env.Name, Digest: digest, Revision: want.Revision, At: now}); err != nil {
+		return StepResult{}, fmt.Errorf("record convergence: %w", err)
+	}
+	if err := run.checkpoint(ctx, OutConvergedAt, now.UTC().Format(time.RFC3339Nano)); err != nil {
+		return StepResult{}, err
+	}
+	return StepResult{Status: Succeeded, Message: fmt.Sprintf("%s synced at %s, healthy, running %s", app.Name, short(want.Revision), digest.Short()),
+		Evidence: []Evidence{{Kind: "app.converged", Subject: app.Name, Detail: facts}}}, nil
+}
+
+// WaitConverged is argo-cd's `app wait` algorithm: Get first and return if
+// already converged; otherwise Watch from the returned version, judge each
+// update with Converged, fail fast on a terminal verdict or on Healthy →
+// Degraded, and stop at the context deadline. It returns the last state and
+// its verdict; err is non-nil only when the watch itself failed or ctx ended.
+func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, observe func(AppState)) (AppState, Verdict, error) {
+	st, err := c.Get(ctx, app)
+	if err != nil {
+		return st, Verdict{}, fmt.Errorf("get application %s: %w", app.Name, err)
+	}
+	if observe != nil {
+		observe(st)
+	}
+	v := Converged(st, want)
+	if v.Kind == VerdictConverged || v.Terminal {
+		return st, v, nil
+	}
+	updates, err := c.Watch(ctx, app, st.Version)
+	if err != nil {
+		return st, v, fmt.Errorf("watch application %s: %w", app.Name, err)
+	}
+	wasHealthy := st.Health == HealthHealthy
+	for {
+		select {
+		case <-ctx.Done():
+			return st, v, ctx.Err()
+		case u, ok := <-updates:
+			if !ok {
+				if ctx.Err() != nil {
+					return st, v, ctx.Err()
+				}
+				return st, v, fmt.Errorf("watch application %s: stream ended", app.Name)
+			}
+			if u.Err != nil {
+				return st, v, fmt.Errorf("watch application %s: %w", app.Name, u.Err)
+			}
+			st = u.State
+			if observe != nil {
+				observe(st)
+			}
+			v = Converged(st, want)
+			if wasHealthy && st.Health == HealthDegraded {
+				v.Terminal = true
+			}
+			if v.Kind == VerdictConverged || v.Terminal {
+				return st, v, nil
+			}
+			wasHealthy = wasHealthy || st.Health == HealthHealthy
+		}
+	}
+}
+
+func shortFP(fp string) string {
+	if len(fp) > 12 {
+		return fp[:12]
+	}
+	return fp
+}

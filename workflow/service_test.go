@@ -1,0 +1,359 @@
+package workflow_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/workflowtest"
+)
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+func testProject(planApprovals int) *workflow.Project {
+	env := func(name string) workflow.Environment {
+		return workflow.Environment{
+			Name:      name,
+			Terraform: workflow.TerraformTarget{Dir: "/infra/" + name, Workspace: "default"},
+			Registry:  workflow.RegistryTarget{Repository: "registry.test/" + name + "/web", RequireSignature: name == "prod"},
+			EnvRepo:   workflow.EnvRepoTarget{Path: "/env", Branch: "main", File: "apps/web/" + name + "/kustomization.yaml", Image: "web", Format: workflow.FormatKustomize},
+			ArgoCD:    workflow.ArgoCDTarget{Server: "argocd.test:443", App: "web-" + name},
+			Approvals: workflow.ApprovalPolicy{Plan: planApprovals, DistinctFromAuthor: true},
+		}
+	}
+	return &workflow.Project{
+		File: "/repo/relcap.yaml", App: "web",
+		Ownership: workflow.OwnershipMap{File: "ownership.yaml", Rules: []workflow.OwnershipRule{
+			{Line: 3, Match: workflow.Match{TerraformType: "aws_*"}, Owner: workflow.OwnerTerraform},
+			{Line: 5, Match: workflow.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: workflow.OwnerArgoCD},
+		}},
+		Environments: []workflow.Environment{env("staging"), env("prod")},
+		Classify:     workflow.DefaultClassify(),
+		Effort:       workflow.EffortPolicy{IdleThreshold: 2 * time.Minute, BaselineHoursPerRelease: 3},
+	}
+}
+
+// process is one relcap process: a Service over a shared world and ledger.
+type process struct {
+	svc     *workflow.Service
+	journal *workflowtest.Journal
+}
+
+func newProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l *workflowtest.Ledger, clock workflow.Clock, actor string) process {
+	t.Helper()
+	j := workflowtest.NewJournal(clock, actor)
+	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+	svc, err := workflow.NewService(workflow.Deps{
+		Project: p, Ledger: l, Journal: j, Clock: clock, Actor: actor,
+		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
+		Planner:   tf, Applier: tf,
+		Registry: workflowtest.Registry{W: w}, EnvRepo: workflowtest.EnvRepo{W: w},
+		Convergence: workflowtest.Convergence{W: w}, ConvergeTimeout: time.Minute,
+	})
+	require.NoError(t, err)
+	return process{svc: svc, journal: j}
+}
+
+func TestReleaseRunsAllStepsToConvergence(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	p := newProcess(t, testProject(0), w, l, clock, "alice")
+
+	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	var events []workflow.Event
+	final, err := p.svc.Run(ctx, r.ID, func(e workflow.Event) { events = append(events, e) })
+	require.NoError(t, err)
+
+	require.Equal(t, workflow.ReleaseConverged, final.Status)
+	for _, s := range final.Steps {
+		require.Equal(t, workflow.Succeeded, s.Status, s.Kind.String())
+	}
+	require.Equal(t, w.Artifact.Digest.String(), final.Outputs[workflow.OutDigest])
+	require.True(t, w.Repos["registry.test/staging/web"][w.Artifact.Digest], "digest copied into staging")
+	converged, err := l.HasConverged(ctx, "web", "staging", w.Artifact.Digest)
+	require.NoError(t, err)
+	require.True(t, converged)
+	require.Equal(t, workflow.EventReleaseFinished, events[len(events)-1].Kind)
+
+	kinds := p.journal.Kinds()
+	require.Equal(t, "release.started", kinds[0])
+	require.Equal(t, "release.converged", kinds[len(kinds)-1])
+	require.Contains(t, kinds, "step.finished")
+}
+
+var errKilled = errors.New("killed")
+
+// killSwitch makes every port refuse to act once the "process" is dead.
+type killSwitch struct {
+	mu   sync.Mutex
+	dead bool
+}
+
+func (k *killSwitch) gate() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.dead {
+		return errKilled
+	}
+	return nil
+}
+
+func (k *killSwitch) kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dead = true
+}
+
+// TestResumeAfterKillBetweenEverySaveDoesNotRepeatSideEffects kills the
+// process right after each durable write of the release (between every
+// pair of steps and at every checkpoint inside them), then resumes with a
+// new process, and checks that the release converges with every side effect
+// (plan, apply, copy, commit) made exactly once.
+func TestResumeAfterKillBetweenEverySaveDoesNotRepeatSideEffects(t *testing.T) {
+	t.Parallel()
+	// A clean run tells how many saves there are.
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	p := newProcess(t, testProject(0), w, l, clock, "alice")
+	r, err := p.svc.Start(t.Context(), workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	_, err = p.svc.Run(t.Context(), r.ID, nil)
+	require.NoError(t, err)
+	saves := l.Saves()
+	require.Greater(t, saves, 10, "every step and checkpoint persists")
+
+	for killAt := 2; killAt < saves; killAt++ {
+		t.Run(fmt.Sprintf("kill-after-save-%d", killAt), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+			var ks killSwitch
+			w.Gate, l.Gate = ks.gate, ks.gate
+			l.AfterSave = func(n int) {
+				if n == killAt {
+					ks.kill()
+				}
+			}
+			first := newProcess(t, testProject(0), w, l, clock, "alice")
+			first.journal.Gate = ks.gate
+			r, err := first.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+			require.NoError(t, err)
+			_, err = first.svc.Run(ctx, r.ID, nil)
+			require.ErrorIs(t, err, errKilled)
+
+			// A new process, same world and ledger.
+			w.Gate, l.Gate, l.AfterSave = nil, nil, nil
+			second := newProcess(t, testProject(0), w, l, clock, "alice")
+			final, err := second.svc.Run(ctx, r.ID, nil)
+			require.NoError(t, err)
+			require.Equal(t, workflow.ReleaseConverged, final.Status)
+			require.Equal(t, 1, w.Plans(), "planned once")
+			require.Equal(t, 1, w.Applies, "applied once")
+			require.Equal(t, 1, w.Copies, "copied once")
+			require.Equal(t, 1, w.Commits, "committed once")
+		})
+	}
+}
+
+// TestResumeAfterKillRightAfterEachSideEffect kills the process after the
+// side effect happened but before relcap could checkpoint it, the window
+// adapters close by being idempotent.
+func TestResumeAfterKillRightAfterEachSideEffect(t *testing.T) {
+	t.Parallel()
+	for _, effect := range []string{"apply", "copy", "commit"} {
+		t.Run(effect, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+			var ks killSwitch
+			l.Gate = ks.gate
+			w.Interrupt = func(e string) error {
+				if e == effect {
+					ks.kill()
+					return errKilled
+				}
+				return nil
+			}
+			first := newProcess(t, testProject(0), w, l, clock, "alice")
+			first.journal.Gate = ks.gate
+			r, err := first.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+			require.NoError(t, err)
+			_, err = first.svc.Run(ctx, r.ID, nil)
+			require.ErrorIs(t, err, errKilled)
+
+			w.Interrupt, l.Gate = nil, nil
+			second := newProcess(t, testProject(0), w, l, clock, "alice")
+			final, err := second.svc.Run(ctx, r.ID, nil)
+			require.NoError(t, err)
+			require.Equal(t, workflow.ReleaseConverged, final.Status)
+			require.Equal(t, 1, w.Applies)
+			require.Equal(t, 1, w.Copies)
+			require.Equal(t, 1, w.Commits)
+		})
+	}
+}
+
+func TestReleaseBlocksOnApprovalAndResumesAfterIt(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	captain := newProcess(t, testProject(1), w, l, clock, "alice")
+	r, err := captain.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+
+	got, err := captain.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.Equal(t, workflow.ReleaseBlocked, got.Status)
+	require.Equal(t, workflow.Blocked, got.Step(workflow.StepPlanReview).Status)
+	fp := got.Outputs[workflow.OutFingerprint]
+	require.Contains(t, got.Step(workflow.StepPlanReview).Message, "relcap approve --plan "+fp)
+
+	// The author may not approve their own plan here.
+	_, _, err = captain.svc.ApprovePlan(ctx, fp, "lgtm")
+	require.ErrorIs(t, err, workflow.ErrBlocked)
+
+	reviewer := newProcess(t, testProject(1), w, l, clock, "bob")
+	_, check, err := reviewer.svc.ApprovePlan(ctx, fp, "reviewed the replacement")
+	require.NoError(t, err)
+	require.True(t, check.Satisfied())
+
+	final, err := captain.svc.Run(ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.ReleaseConverged, final.Status)
+	require.Equal(t, 1, w.Plans(), "resuming did not re-plan an unchanged plan")
+}
+
+func TestStalePlanIsRefusedAndApprovalsDoNotCarryOver(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	captain := newProcess(t, testProject(1), w, l, clock, "alice")
+	reviewer := newProcess(t, testProject(1), w, l, clock, "bob")
+	r, err := captain.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	got, err := captain.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	oldFP := got.Outputs[workflow.OutFingerprint]
+	_, _, err = reviewer.svc.ApprovePlan(ctx, oldFP, "")
+	require.NoError(t, err)
+
+	// Someone else changes the state before the apply.
+	w.StateSerial++
+
+	got, err = captain.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrApprovalRequired, "the new plan needs its own approval")
+	newFP := got.Outputs[workflow.OutFingerprint]
+	require.NotEqual(t, oldFP, newFP)
+	require.Contains(t, got.Step(workflow.StepPlanReview).Message, "stale")
+	require.Equal(t, 0, w.Applies)
+}
+
+func TestPromotionToProdNeedsConvergenceInStaging(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	p := newProcess(t, testProject(0), w, l, clock, "alice")
+	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "prod", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	got, err := p.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrNotPromotable)
+	require.Equal(t, workflow.Blocked, got.Step(workflow.StepPromotion).Status)
+	require.Equal(t, 0, w.Copies)
+
+	staging, err := p.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	_, err = p.svc.Run(ctx, staging.ID, nil)
+	require.NoError(t, err)
+
+	final, err := p.svc.Run(ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.ReleaseConverged, final.Status)
+	require.True(t, w.Repos["registry.test/prod/web"][w.Artifact.Digest], "copied from staging into prod")
+}
+
+func TestOwnershipConflictBlocksTheRelease(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	w.Objects = append(w.Objects, workflow.ManagedObject{Manager: workflow.OwnerTerraform, TerraformAddress: "kubectl_manifest.web_scale", TerraformType: "kubectl_manifest",
+		Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas", "spec.template.spec.containers[web].image"}})
+	p := newProcess(t, testProject(0), w, l, clock, "alice")
+	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	got, err := p.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrOwnershipConflict)
+	findings := got.Step(workflow.StepOwnership).Findings
+	require.Equal(t, "ownership.conflict", findings[0].Code, "conflicts come first")
+	require.Contains(t, findings[0].Message, "spec.template.spec.containers[web].image")
+	require.NotEmpty(t, l.Findings("ownership/staging"))
+	require.Equal(t, 0, w.Plans())
+}
+
+func TestDegradedApplicationFailsWithNextSafeAction(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	w.Unhealthy = true
+	p := newProcess(t, testProject(0), w, l, clock, "alice")
+	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	got, err := p.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrNotConverged)
+	require.Equal(t, workflow.ReleaseFailed, got.Status)
+	conv := got.Step(workflow.StepConvergence)
+	require.Equal(t, workflow.Failed, conv.Status)
+	require.Len(t, conv.Findings, 1)
+	require.Contains(t, conv.Findings[0].NextAction, "relcap rollback")
+	require.Equal(t, got.Outputs[workflow.OutEnvCommit], conv.Findings[0].Evidence["intended_revision"])
+}
+
+func TestInterruptedRunLeavesStepResumable(t *testing.T) {
+	t.Parallel()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	p := newProcess(t, testProject(0), w, l, clock, "alice")
+	r, err := p.svc.Start(t.Context(), workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	_, err = p.svc.Run(ctx, r.ID, func(e workflow.Event) {
+		if e.Kind == workflow.EventStepStarted && e.Step == workflow.StepPromotion {
+			cancel()
+		}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	saved, err := l.LoadRelease(t.Context(), r.ID)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Running, saved.Step(workflow.StepPromotion).Status)
+	require.Equal(t, workflow.ReleaseInProgress, saved.Status)
+
+	final, err := p.svc.Run(t.Context(), r.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.ReleaseConverged, final.Status)
+}
+
+func TestMachineWaitIsRecordedApartFromStaffEffort(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	p := newProcess(t, testProject(0), w, l, clock, "alice")
+	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	_, err = p.svc.Run(ctx, r.ID, func(e workflow.Event) {
+		if e.Kind == workflow.EventAppState {
+			clock.Advance(10 * time.Second) // reconciliation takes time
+		}
+	})
+	require.NoError(t, err)
+	entries, err := l.Effort(ctx, r.ID)
+	require.NoError(t, err)
+	totals := workflow.SumEffort(entries)
+	require.Equal(t, 40*time.Second, totals.Wait, "four app states, ten seconds each")
+	require.Equal(t, time.Duration(0), totals.OffTool)
+}

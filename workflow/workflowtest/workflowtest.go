@@ -1,0 +1,390 @@
+// Package workflowtest holds fakes of every workflow port, for tests only.
+// Fakes record their calls; side-effecting fakes count the effects they
+// really made, so resume tests can prove nothing happened twice.
+package workflowtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// Clock is a fake clock that moves only when told.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock starts at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the fake time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Ledger is an in-memory workflow.Ledger. It stores copies (JSON
+// round-trips), as a real store would, so callers cannot alias its state.
+type Ledger struct {
+	mu           sync.Mutex
+	releases     map[string][]byte
+	plans        map[string]workflow.PlanSummary
+	approvals    []workflow.Approval
+	effort       []workflow.EffortEntry
+	convergences []workflow.ConvergenceRecord
+	sightings    map[string]workflow.Sighting
+	findings     map[string][]workflow.Finding
+	sessions     map[string]workflow.Session
+	heads        map[string]workflow.JournalHead
+	// Gate, when set, runs before every write; a non-nil error refuses the
+	// write, as a dead process writes nothing.
+	Gate func() error
+	// AfterSave, when set, runs after every successful SaveRelease with the
+	// count of saves so far.
+	AfterSave func(n int)
+	saves     int
+}
+
+func (l *Ledger) gate() error {
+	if l.Gate != nil {
+		return l.Gate()
+	}
+	return nil
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{
+		releases: map[string][]byte{}, plans: map[string]workflow.PlanSummary{},
+		sightings: map[string]workflow.Sighting{}, findings: map[string][]workflow.Finding{},
+		sessions: map[string]workflow.Session{}, heads: map[string]workflow.JournalHead{},
+	}
+}
+
+var _ workflow.Ledger = (*Ledger)(nil)
+
+// Saves is how many times SaveRelease succeeded.
+func (l *Ledger) Saves() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.saves
+}
+
+// SaveRelease stores a copy.
+func (l *Ledger) SaveRelease(_ context.Context, r *workflow.Release) error {
+	if err := l.gate(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.releases[r.ID] = b
+	l.saves++
+	n, hook := l.saves, l.AfterSave
+	l.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	return nil
+}
+
+// LoadRelease returns a copy.
+func (l *Ledger) LoadRelease(_ context.Context, id string) (*workflow.Release, error) {
+	l.mu.Lock()
+	b, ok := l.releases[id]
+	l.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("release %s: %w", id, workflow.ErrNotFound)
+	}
+	var r workflow.Release
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	if r.Outputs == nil {
+		r.Outputs = map[string]string{}
+	}
+	return &r, nil
+}
+
+// ListReleases returns every release matching f, oldest first.
+func (l *Ledger) ListReleases(ctx context.Context, f workflow.ReleaseFilter) ([]*workflow.Release, error) {
+	l.mu.Lock()
+	ids := make([]string, 0, len(l.releases))
+	for id := range l.releases {
+		ids = append(ids, id)
+	}
+	l.mu.Unlock()
+	var out []*workflow.Release
+	for _, id := range ids {
+		r, err := l.LoadRelease(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if (f.App == "" || r.App == f.App) && (f.Env == "" || r.Env == f.Env) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *workflow.Release) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// RecordConvergence stores c.
+func (l *Ledger) RecordConvergence(_ context.Context, c workflow.ConvergenceRecord) error {
+	if err := l.gate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.convergences = append(l.convergences, c)
+	return nil
+}
+
+// HasConverged looks for a convergence of d in env.
+func (l *Ledger) HasConverged(_ context.Context, app, env string, d workflow.Digest) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.convergences {
+		if c.App == app && c.Env == env && c.Digest == d {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// SavePlan stores p.
+func (l *Ledger) SavePlan(_ context.Context, p workflow.PlanSummary) error {
+	if err := l.gate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.plans[p.Fingerprint] = p
+	return nil
+}
+
+// LoadPlan returns the plan with fingerprint fp.
+func (l *Ledger) LoadPlan(_ context.Context, fp string) (workflow.PlanSummary, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.plans[fp]
+	if !ok {
+		return p, fmt.Errorf("plan %s: %w", fp, workflow.ErrNotFound)
+	}
+	return p, nil
+}
+
+// MarkPlanApplied is a no-op beyond checking the plan exists.
+func (l *Ledger) MarkPlanApplied(ctx context.Context, fp string, _ time.Time) error {
+	_, err := l.LoadPlan(ctx, fp)
+	return err
+}
+
+// RecordApproval stores a.
+func (l *Ledger) RecordApproval(_ context.Context, a workflow.Approval) error {
+	if err := l.gate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.approvals = append(l.approvals, a)
+	return nil
+}
+
+// Approvals returns approvals of kind and subject.
+func (l *Ledger) Approvals(_ context.Context, kind, subject string) ([]workflow.Approval, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []workflow.Approval
+	for _, a := range l.approvals {
+		if a.Kind == kind && a.Subject == subject {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// RecordEffort stores entries.
+func (l *Ledger) RecordEffort(_ context.Context, entries []workflow.EffortEntry) error {
+	if err := l.gate(); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := e.Validate(); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.effort = append(l.effort, entries...)
+	return nil
+}
+
+// Effort returns a release's entries.
+func (l *Ledger) Effort(_ context.Context, releaseID string) ([]workflow.EffortEntry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []workflow.EffortEntry
+	for _, e := range l.effort {
+		if e.ReleaseID == releaseID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// RecordSighting keeps the first sighting of each reference.
+func (l *Ledger) RecordSighting(_ context.Context, ref string, d workflow.Digest, at time.Time) (workflow.Sighting, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s, ok := l.sightings[ref]; ok {
+		return s, nil
+	}
+	s := workflow.Sighting{Reference: ref, Digest: d, At: at}
+	l.sightings[ref] = s
+	return s, nil
+}
+
+// RecordFindings replaces the open findings of scope.
+func (l *Ledger) RecordFindings(_ context.Context, scope string, _ time.Time, fs []workflow.Finding) error {
+	if err := l.gate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.findings[scope] = append([]workflow.Finding(nil), fs...)
+	return nil
+}
+
+// Findings returns the open findings of scope.
+func (l *Ledger) Findings(scope string) []workflow.Finding {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.findings[scope]
+}
+
+// OpenSession stores s.
+func (l *Ledger) OpenSession(_ context.Context, s workflow.Session) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sessions[s.ID] = s
+	return nil
+}
+
+// CloseSession sets the session's end.
+func (l *Ledger) CloseSession(_ context.Context, id string, at time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.sessions[id]
+	s.EndedAt = at
+	l.sessions[id] = s
+	return nil
+}
+
+// SetJournalHead stores h.
+func (l *Ledger) SetJournalHead(_ context.Context, h workflow.JournalHead) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.heads[h.SessionID] = h
+	return nil
+}
+
+// JournalHead returns the head of a session.
+func (l *Ledger) JournalHead(_ context.Context, id string) (workflow.JournalHead, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.heads[id]
+	if !ok {
+		return h, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+	}
+	return h, nil
+}
+
+// Sessions lists sessions.
+func (l *Ledger) Sessions(context.Context) ([]workflow.Session, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []workflow.Session
+	for _, s := range l.sessions {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b workflow.Session) int { return a.StartedAt.Compare(b.StartedAt) })
+	return out, nil
+}
+
+// Close does nothing.
+func (l *Ledger) Close() error { return nil }
+
+// Journal is an in-memory hash-chained journal.
+type Journal struct {
+	// Gate, when set, runs before every append; a non-nil error refuses it.
+	Gate    func() error
+	mu      sync.Mutex
+	clock   workflow.Clock
+	actor   string
+	entries []workflow.JournalEntry
+}
+
+// NewJournal returns an empty journal writing as actor.
+func NewJournal(clock workflow.Clock, actor string) *Journal {
+	return &Journal{clock: clock, actor: actor}
+}
+
+var _ workflow.Journal = (*Journal)(nil)
+
+// Append seals and keeps an entry.
+func (j *Journal) Append(_ context.Context, kind string, data any) (workflow.JournalEntry, error) {
+	if j.Gate != nil {
+		if err := j.Gate(); err != nil {
+			return workflow.JournalEntry{}, err
+		}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var prev *workflow.JournalEntry
+	if n := len(j.entries); n > 0 {
+		prev = &j.entries[n-1]
+	}
+	e, err := workflow.NextEntry(prev, j.clock.Now(), j.actor, kind, data)
+	if err != nil {
+		return e, err
+	}
+	j.entries = append(j.entries, e)
+	return e, nil
+}
+
+// SessionID is fixed.
+func (j *Journal) SessionID() string { return "test-session" }
+
+// Kinds lists the kinds appended so far.
+func (j *Journal) Kinds() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []string
+	for _, e := range j.entries {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+// Entries returns a copy of the entries.
+func (j *Journal) Entries() []workflow.JournalEntry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.entries)
+}

@@ -1,0 +1,297 @@
+package workflowtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// World is the outside world the fakes act on: Terraform state, registry
+// contents, Git branches and an Argo CD application. It outlives a Service,
+// the way real systems outlive a killed relcap process, and counts every
+// side effect it really made.
+type World struct {
+	mu sync.Mutex
+
+	Objects []workflow.ManagedObject
+
+	StateSerial int64
+	Changes     []workflow.ResourceChange
+	plans       int
+	applied     map[string]int64 // fingerprint → serial after its apply
+	Applies     int
+
+	Artifact workflow.Artifact
+	Repos    map[string]map[workflow.Digest]bool
+	Copies   int
+
+	Branches map[string]string // branch → commit
+	Commits  int
+
+	App workflow.AppState
+	// Unhealthy makes the application degrade instead of converging.
+	Unhealthy bool
+
+	// Gate, when set, runs before each side effect; a non-nil error
+	// prevents it, as a dead process makes no calls.
+	Gate func() error
+	// Interrupt, when set, runs after each side effect (named "apply",
+	// "copy", "commit") and before the fake returns; a non-nil error is
+	// returned as if the process had died right after the effect.
+	Interrupt func(effect string) error
+}
+
+// NewWorld returns a world with one image, one planned change and one
+// healthy application at an old revision.
+func NewWorld() *World {
+	d, _ := workflow.ParseDigest("sha256:" + hex64("web:1.2.3"))
+	return &World{
+		Objects: []workflow.ManagedObject{
+			{Manager: workflow.OwnerTerraform, TerraformAddress: "aws_s3_bucket.assets", TerraformType: "aws_s3_bucket"},
+			{Manager: workflow.OwnerArgoCD, App: "web-staging", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.template.spec.containers[web].image"}},
+		},
+		StateSerial: 1,
+		Changes:     []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Name: "web", Action: workflow.ActionCreate}},
+		Artifact:    workflow.Artifact{Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/ci/web", Digest: d, Referrers: []workflow.Referrer{{Kind: "signature", Scheme: "cosign-tag"}}},
+		Repos:       map[string]map[workflow.Digest]bool{"registry.test/ci/web": {d: true}},
+		Branches:    map[string]string{},
+		applied:     map[string]int64{},
+		App:         workflow.AppState{Name: "web", SyncStatus: workflow.SyncSynced, SyncRevision: "0000000old", Health: workflow.HealthHealthy, Images: []string{"registry.test/ci/web@sha256:" + hex64("old")}, Version: "1"},
+	}
+}
+
+func hex64(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func (w *World) gate(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if w.Gate != nil {
+		return w.Gate()
+	}
+	return nil
+}
+
+func (w *World) interrupt(effect string) error {
+	if w.Interrupt != nil {
+		return w.Interrupt(effect)
+	}
+	return nil
+}
+
+// Ownership is a fake workflow.OwnershipSource over the world's objects.
+type Ownership struct{ W *World }
+
+// ManagedObjects returns the world's objects.
+func (o Ownership) ManagedObjects(context.Context, workflow.Environment) ([]workflow.ManagedObject, error) {
+	o.W.mu.Lock()
+	defer o.W.mu.Unlock()
+	return append([]workflow.ManagedObject(nil), o.W.Objects...), nil
+}
+
+// Terraform is a fake Planner and Applier over the world's state.
+type Terraform struct {
+	W        *World
+	Classify workflow.Classify
+}
+
+var (
+	_ workflow.Planner = Terraform{}
+	_ workflow.Applier = Terraform{}
+)
+
+func (t Terraform) inputs(env workflow.Environment) workflow.PlanInputs {
+	return workflow.PlanInputs{Revision: "abc123", Workspace: env.Terraform.Workspace, StateLineage: "lineage-1", StateSerial: t.W.StateSerial}
+}
+
+// Plan makes a plan of the world's pending changes.
+func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author string) (workflow.PlanSummary, error) {
+	if err := t.W.gate(ctx); err != nil {
+		return workflow.PlanSummary{}, err
+	}
+	t.W.mu.Lock()
+	defer t.W.mu.Unlock()
+	t.W.plans++
+	p := workflow.PlanSummary{Env: env.Name, Author: author, Inputs: t.inputs(env), Changes: append([]workflow.ResourceChange(nil), t.W.Changes...)}
+	p.Fingerprint = hex64(fmt.Sprintf("plan-%d-%d", t.W.plans, t.W.StateSerial))
+	p.PlanHash = hex64(p.Fingerprint)
+	workflow.Review(&p, t.Classify)
+	return p, nil
+}
+
+// Plans is how many plans were made.
+func (w *World) Plans() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.plans
+}
+
+// Inputs returns the current inputs.
+func (t Terraform) Inputs(_ context.Context, env workflow.Environment) (workflow.PlanInputs, error) {
+	t.W.mu.Lock()
+	defer t.W.mu.Unlock()
+	return t.inputs(env), nil
+}
+
+// Apply applies the changes once; a plan made against an older state is
+// refused, and one already applied is reported as such, as Terraform would.
+func (t Terraform) Apply(ctx context.Context, req workflow.ApplyRequest) (workflow.ApplyResult, error) {
+	if err := t.W.gate(ctx); err != nil {
+		return workflow.ApplyResult{}, err
+	}
+	t.W.mu.Lock()
+	if serial, ok := t.W.applied[req.Fingerprint]; ok {
+		t.W.mu.Unlock()
+		return workflow.ApplyResult{AlreadyApplied: true, StateSerial: serial}, nil
+	}
+	if req.Inputs.StateSerial != t.W.StateSerial {
+		t.W.mu.Unlock()
+		return workflow.ApplyResult{}, fmt.Errorf("%w: state moved", workflow.ErrStalePlan)
+	}
+	t.W.Applies++
+	t.W.StateSerial++
+	t.W.Changes = nil
+	serial := t.W.StateSerial
+	t.W.applied[req.Fingerprint] = serial
+	t.W.mu.Unlock()
+	if err := t.W.interrupt("apply"); err != nil {
+		return workflow.ApplyResult{}, err
+	}
+	return workflow.ApplyResult{StateSerial: serial}, nil
+}
+
+// Registry is a fake workflow.Registry.
+type Registry struct{ W *World }
+
+var _ workflow.Registry = Registry{}
+
+// Resolve returns the world's artifact.
+func (r Registry) Resolve(ctx context.Context, _ string) (workflow.Artifact, error) {
+	if err := r.W.gate(ctx); err != nil {
+		return workflow.Artifact{}, err
+	}
+	r.W.mu.Lock()
+	defer r.W.mu.Unlock()
+	return r.W.Artifact, nil
+}
+
+// Promote copies the digest into the target repository unless present.
+func (r Registry) Promote(ctx context.Context, req workflow.PromoteRequest) (workflow.PromoteResult, error) {
+	if err := r.W.gate(ctx); err != nil {
+		return workflow.PromoteResult{}, err
+	}
+	r.W.mu.Lock()
+	if !r.W.Repos[req.From][req.Digest] {
+		r.W.mu.Unlock()
+		return workflow.PromoteResult{}, &workflow.TerminalError{Err: fmt.Errorf("%s not in %s: %w", req.Digest, req.From, workflow.ErrNotFound)}
+	}
+	res := workflow.PromoteResult{Target: r.W.Artifact}
+	res.Target.Repository = req.To
+	if r.W.Repos[req.To] == nil {
+		r.W.Repos[req.To] = map[workflow.Digest]bool{}
+	}
+	copied := !r.W.Repos[req.To][req.Digest]
+	if copied {
+		r.W.Repos[req.To][req.Digest] = true
+		r.W.Copies++
+		res.BlobsUploaded = 3
+	} else {
+		res.BlobsPresent = 3
+	}
+	r.W.mu.Unlock()
+	if copied {
+		if err := r.W.interrupt("copy"); err != nil {
+			return workflow.PromoteResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// EnvRepo is a fake workflow.EnvRepo; a pin also makes the application start
+// rolling out that commit, as Argo CD would after the change merges.
+type EnvRepo struct{ W *World }
+
+var _ workflow.EnvRepo = EnvRepo{}
+
+// Pin commits once per branch.
+func (e EnvRepo) Pin(ctx context.Context, req workflow.PinRequest) (workflow.EnvChange, error) {
+	if req.Digest.IsZero() {
+		return workflow.EnvChange{}, fmt.Errorf("refusing to pin without a digest")
+	}
+	if err := e.W.gate(ctx); err != nil {
+		return workflow.EnvChange{}, err
+	}
+	branch := fmt.Sprintf("relcap/%s/%s", req.Env, req.ReleaseID)
+	e.W.mu.Lock()
+	if c, ok := e.W.Branches[branch]; ok {
+		e.W.mu.Unlock()
+		return workflow.EnvChange{Branch: branch, Commit: c, Existing: true}, nil
+	}
+	e.W.Commits++
+	commit := hex64(branch)[:40]
+	e.W.Branches[branch] = commit
+	e.W.App.SyncStatus = workflow.SyncOutOfSync
+	e.W.App.Health = workflow.HealthProgressing
+	e.W.mu.Unlock()
+	if err := e.W.interrupt("commit"); err != nil {
+		return workflow.EnvChange{}, err
+	}
+	return workflow.EnvChange{Branch: branch, Commit: commit, Diff: "-old\n+" + req.Digest.String()}, nil
+}
+
+// Convergence is a fake workflow.Convergence: Watch rolls the application
+// out to the last pinned commit in three updates.
+type Convergence struct{ W *World }
+
+var _ workflow.Convergence = Convergence{}
+
+// Get returns the application's state.
+func (c Convergence) Get(context.Context, workflow.AppRef) (workflow.AppState, error) {
+	c.W.mu.Lock()
+	defer c.W.mu.Unlock()
+	return c.W.App, nil
+}
+
+// Watch replays a rollout to the pinned commit and digest.
+func (c Convergence) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+	c.W.mu.Lock()
+	var commit string
+	for _, v := range c.W.Branches {
+		commit = v
+	}
+	image := c.W.Artifact.Repository + "@" + c.W.Artifact.Digest.String()
+	steps := []workflow.AppState{
+		{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthProgressing, Operation: workflow.OperationRunning, Images: []string{image}},
+		{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthProgressing, Operation: workflow.OperationSucceeded, Images: []string{image}},
+	}
+	final := workflow.AppState{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthHealthy, Operation: workflow.OperationSucceeded, Images: []string{image}}
+	if c.W.Unhealthy {
+		final.Health, final.HealthMessage = workflow.HealthDegraded, "Back-off pulling image"
+	}
+	steps = append(steps, final)
+	c.W.mu.Unlock()
+	ch := make(chan workflow.AppUpdate)
+	go func() {
+		defer close(ch)
+		for i, s := range steps {
+			s.Name = "web"
+			s.Version = fmt.Sprint(i + 2)
+			select {
+			case ch <- workflow.AppUpdate{State: s}:
+			case <-ctx.Done():
+				return
+			}
+			c.W.mu.Lock()
+			c.W.App = s
+			c.W.mu.Unlock()
+		}
+	}()
+	return ch, nil
+}
