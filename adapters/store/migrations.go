@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migration is one step of the schema. Versions start at 1 and follow the
+// slice order; a released migration is never edited, only followed by a new
+// one, because ledgers in the field have already applied it.
+type migration struct {
+	version int
+	sql     string
+}
+
+// migrations is the schema history. Times are INTEGER Unix nanoseconds in
+// UTC (NULL for none); bodies are the JSON of the domain value, and the
+// other columns are copies of its fields for queries and indexes.
+var migrations = []migration{
+	{1, `
+CREATE TABLE releases (
+	id         TEXT PRIMARY KEY,
+	app        TEXT NOT NULL,
+	env        TEXT NOT NULL,
+	status     TEXT NOT NULL,
+	kind       TEXT NOT NULL,
+	captain    TEXT NOT NULL DEFAULT '',
+	created_at INTEGER,
+	updated_at INTEGER,
+	ended_at   INTEGER,
+	body       TEXT NOT NULL CHECK (json_valid(body))
+) STRICT;
+-- Reports select by app and environment over a period, or by period alone.
+CREATE INDEX releases_app_env_created ON releases (app, env, created_at);
+CREATE INDEX releases_env_created ON releases (env, created_at);
+CREATE INDEX releases_created ON releases (created_at);
+
+CREATE TABLE plans (
+	fingerprint TEXT PRIMARY KEY,
+	env         TEXT NOT NULL,
+	author      TEXT NOT NULL DEFAULT '',
+	created_at  INTEGER,
+	applied_at  INTEGER,
+	body        TEXT NOT NULL CHECK (json_valid(body))
+) STRICT;
+CREATE INDEX plans_env_created ON plans (env, created_at);
+
+-- Every approval is kept, duplicates included: it is an audit record, and
+-- workflow.CountApprovals decides what counts.
+CREATE TABLE approvals (
+	id       INTEGER PRIMARY KEY,
+	kind     TEXT NOT NULL,
+	subject  TEXT NOT NULL,
+	env      TEXT NOT NULL DEFAULT '',
+	approver TEXT NOT NULL,
+	comment  TEXT NOT NULL DEFAULT '',
+	at       INTEGER
+) STRICT;
+CREATE INDEX approvals_kind_subject ON approvals (kind, subject, at);
+
+CREATE TABLE effort (
+	id          INTEGER PRIMARY KEY,
+	release_id  TEXT NOT NULL,
+	person      TEXT NOT NULL DEFAULT '',
+	role        TEXT NOT NULL DEFAULT '',
+	step        TEXT NOT NULL,
+	kind        TEXT NOT NULL,
+	duration_ns INTEGER NOT NULL CHECK (duration_ns >= 0),
+	at          INTEGER,
+	note        TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX effort_release ON effort (release_id, at);
+-- Hours per month, per person.
+CREATE INDEX effort_at ON effort (at);
+CREATE INDEX effort_person_at ON effort (person, at);
+
+CREATE TABLE convergences (
+	id         INTEGER PRIMARY KEY,
+	release_id TEXT NOT NULL,
+	app        TEXT NOT NULL,
+	env        TEXT NOT NULL,
+	digest     TEXT NOT NULL,
+	revision   TEXT NOT NULL DEFAULT '',
+	at         INTEGER
+) STRICT;
+CREATE INDEX convergences_app_env_digest ON convergences (app, env, digest);
+CREATE INDEX convergences_release ON convergences (release_id);
+
+-- One row per digest a reference was seen at: at is when that pair was
+-- first seen, so the earliest row of a reference is its first sighting and
+-- later rows show the tag moved.
+CREATE TABLE sightings (
+	id        INTEGER PRIMARY KEY,
+	reference TEXT NOT NULL,
+	digest    TEXT NOT NULL,
+	at        INTEGER NOT NULL,
+	last_seen INTEGER NOT NULL,
+	UNIQUE (reference, digest)
+) STRICT;
+CREATE INDEX sightings_reference_at ON sightings (reference, at);
+
+-- A finding is open while resolved_at is NULL; at most one open row per
+-- (scope, code, subject). A finding that comes back after being resolved
+-- opens a new row, so its age restarts.
+CREATE TABLE findings (
+	id          INTEGER PRIMARY KEY,
+	scope       TEXT NOT NULL,
+	code        TEXT NOT NULL,
+	subject     TEXT NOT NULL,
+	severity    TEXT NOT NULL,
+	message     TEXT NOT NULL,
+	body        TEXT NOT NULL CHECK (json_valid(body)),
+	first_seen  INTEGER NOT NULL,
+	last_seen   INTEGER NOT NULL,
+	resolved_at INTEGER
+) STRICT;
+CREATE UNIQUE INDEX findings_open ON findings (scope, code, subject) WHERE resolved_at IS NULL;
+-- Drift age and ownership conflicts over time, by code.
+CREATE INDEX findings_code_first ON findings (code, first_seen);
+
+CREATE TABLE sessions (
+	id         TEXT PRIMARY KEY,
+	actor      TEXT NOT NULL,
+	command    TEXT NOT NULL,
+	release_id TEXT NOT NULL DEFAULT '',
+	started_at INTEGER,
+	ended_at   INTEGER,
+	head_seq   INTEGER NOT NULL DEFAULT 0,
+	head_hash  TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX sessions_started ON sessions (started_at);
+CREATE INDEX sessions_release ON sessions (release_id, started_at);
+`},
+}
+
+// schemaVersion is the newest schema this binary knows.
+func schemaVersion() int { return migrations[len(migrations)-1].version }
+
+// migrate brings the schema up to date, one transaction per migration.
+// Each transaction re-reads the version under the write lock, so two
+// processes opening a new ledger at once apply each migration once.
+func (s *SQLite) migrate(ctx context.Context) error {
+	var current int
+	err := s.runTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	applied_at INTEGER NOT NULL
+) STRICT`); err != nil {
+			return err
+		}
+		// A write statement that changes nothing, so a ledger SQLite could
+		// only open read-only fails here with a clear message instead of
+		// at the first save. BEGIN does not: in WAL mode it succeeds on a
+		// read-only file.
+		if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET version = version WHERE 0`); err != nil {
+			return err
+		}
+		var err error
+		current, err = readVersion(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return s.openError(err)
+	}
+	if current > schemaVersion() {
+		return fmt.Errorf("ledger %s has schema version %d, this relcap knows up to %d: upgrade relcap", s.path, current, schemaVersion())
+	}
+	for _, m := range migrations {
+		if m.version <= current {
+			continue
+		}
+		err := s.inTx(ctx, fmt.Sprintf("migrate schema to version %d", m.version), func(tx *sql.Tx) error {
+			v, err := readVersion(ctx, tx)
+			if err != nil || v >= m.version {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.version, time.Now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readVersion(ctx context.Context, tx *sql.Tx) (int, error) {
+	var v int
+	err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}

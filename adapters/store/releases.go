@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// SaveRelease inserts or replaces the release with r.ID.
+func (s *SQLite) SaveRelease(ctx context.Context, r *workflow.Release) error {
+	if r == nil || r.ID == "" {
+		return fmt.Errorf("%w: save release: release has no ID", workflow.ErrUsage)
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("save release %s: encode: %w", r.ID, err)
+	}
+	ts, err := timeValues(r.CreatedAt, r.UpdatedAt, r.EndedAt)
+	if err != nil {
+		return fmt.Errorf("save release %s: %w", r.ID, err)
+	}
+	return s.inTx(ctx, "save release "+r.ID, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO releases (id, app, env, status, kind, captain, created_at, updated_at, ended_at, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+	app = excluded.app, env = excluded.env, status = excluded.status, kind = excluded.kind,
+	captain = excluded.captain, created_at = excluded.created_at, updated_at = excluded.updated_at,
+	ended_at = excluded.ended_at, body = excluded.body`,
+			r.ID, r.App, r.Env, string(r.Status), r.Kind, r.Captain, ts[0], ts[1], ts[2], string(body))
+		return err
+	})
+}
+
+// LoadRelease returns the release with id, or an error wrapping
+// workflow.ErrNotFound.
+func (s *SQLite) LoadRelease(ctx context.Context, id string) (*workflow.Release, error) {
+	var body string
+	err := s.db.QueryRowContext(ctx, `SELECT body FROM releases WHERE id = ?`, id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("release %s: %w", id, workflow.ErrNotFound)
+	}
+	if err != nil {
+		return nil, s.fail("load release "+id, err)
+	}
+	return decodeRelease(id, body)
+}
+
+// ListReleases returns the releases f selects, newest first. From is
+// inclusive and To exclusive, both on CreatedAt; Limit keeps the newest
+// Limit releases when positive.
+func (s *SQLite) ListReleases(ctx context.Context, f workflow.ReleaseFilter) ([]*workflow.Release, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.App != "" {
+		where = append(where, "app = ?")
+		args = append(args, f.App)
+	}
+	if f.Env != "" {
+		where = append(where, "env = ?")
+		args = append(args, f.Env)
+	}
+	for _, b := range []struct {
+		t  time.Time
+		op string
+	}{{f.From, ">="}, {f.To, "<"}} {
+		if b.t.IsZero() {
+			continue
+		}
+		v, err := timeValue(b.t)
+		if err != nil {
+			return nil, fmt.Errorf("list releases: %w", err)
+		}
+		where = append(where, "created_at "+b.op+" ?")
+		args = append(args, v)
+	}
+	q := "SELECT id, body FROM releases"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY created_at DESC, id DESC"
+	if f.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.fail("list releases", err)
+	}
+	defer rows.Close()
+	var out []*workflow.Release
+	for rows.Next() {
+		var id, body string
+		if err := rows.Scan(&id, &body); err != nil {
+			return nil, s.fail("list releases", err)
+		}
+		r, err := decodeRelease(id, body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list releases", err)
+	}
+	return out, nil
+}
+
+func decodeRelease(id, body string) (*workflow.Release, error) {
+	var r workflow.Release
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		return nil, fmt.Errorf("release %s: stored record is unreadable: %w", id, err)
+	}
+	return &r, nil
+}
+
+// RecordConvergence remembers that c.Digest converged in c.Env.
+func (s *SQLite) RecordConvergence(ctx context.Context, c workflow.ConvergenceRecord) error {
+	if c.App == "" || c.Env == "" || c.Digest.IsZero() {
+		return fmt.Errorf("%w: convergence record needs an app, an environment and a digest", workflow.ErrUsage)
+	}
+	at, err := timeValue(c.At)
+	if err != nil {
+		return fmt.Errorf("record convergence of %s: %w", c.ReleaseID, err)
+	}
+	return s.inTx(ctx, "record convergence of "+c.ReleaseID, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO convergences (release_id, app, env, digest, revision, at) VALUES (?, ?, ?, ?, ?, ?)`,
+			c.ReleaseID, c.App, c.Env, c.Digest.String(), c.Revision, at)
+		return err
+	})
+}
+
+// HasConverged reports whether d ever converged for app in env.
+func (s *SQLite) HasConverged(ctx context.Context, app, env string, d workflow.Digest) (bool, error) {
+	var ok bool
+	err := s.db.QueryRowContext(ctx, `
+SELECT EXISTS (SELECT 1 FROM convergences WHERE app = ? AND env = ? AND digest = ?)`,
+		app, env, d.String()).Scan(&ok)
+	if err != nil {
+		return false, s.fail("read convergence", err)
+	}
+	return ok, nil
+}
+
+// SavePlan inserts or replaces the plan with p.Fingerprint. Saving a plan
+// again keeps the time it was marked applied.
+func (s *SQLite) SavePlan(ctx context.Context, p workflow.PlanSummary) error {
+	if p.Fingerprint == "" {
+		return fmt.Errorf("%w: save plan: plan has no fingerprint", workflow.ErrUsage)
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("save plan %s: encode: %w", p.Fingerprint, err)
+	}
+	created, err := timeValue(p.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("save plan %s: %w", p.Fingerprint, err)
+	}
+	return s.inTx(ctx, "save plan "+p.Fingerprint, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO plans (fingerprint, env, author, created_at, body) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (fingerprint) DO UPDATE SET
+	env = excluded.env, author = excluded.author, created_at = excluded.created_at, body = excluded.body`,
+			p.Fingerprint, p.Env, p.Author, created, string(body))
+		return err
+	})
+}
+
+// LoadPlan returns the plan with fingerprint, or an error wrapping
+// workflow.ErrNotFound.
+func (s *SQLite) LoadPlan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error) {
+	var body string
+	err := s.db.QueryRowContext(ctx, `SELECT body FROM plans WHERE fingerprint = ?`, fingerprint).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workflow.PlanSummary{}, fmt.Errorf("plan %s: %w", fingerprint, workflow.ErrNotFound)
+	}
+	if err != nil {
+		return workflow.PlanSummary{}, s.fail("load plan "+fingerprint, err)
+	}
+	var p workflow.PlanSummary
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		return workflow.PlanSummary{}, fmt.Errorf("plan %s: stored record is unreadable: %w", fingerprint, err)
+	}
+	return p, nil
+}
+
+// MarkPlanApplied records when the plan was applied. The first time wins:
+// an interrupted apply that is resumed does not move it. An unknown
+// fingerprint is an error wrapping workflow.ErrNotFound.
+func (s *SQLite) MarkPlanApplied(ctx context.Context, fingerprint string, at time.Time) error {
+	v, err := timeValue(at)
+	if err != nil {
+		return fmt.Errorf("mark plan %s applied: %w", fingerprint, err)
+	}
+	return s.inTx(ctx, "mark plan "+fingerprint+" applied", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE plans SET applied_at = COALESCE(applied_at, ?) WHERE fingerprint = ?`, v, fingerprint)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res, "plan "+fingerprint)
+	})
+}
+
+// mustAffect turns an update of no row into workflow.ErrNotFound.
+func mustAffect(res sql.Result, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, workflow.ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// OpenSession registers a new session. Registering an ID twice is an error,
+// because two journals would then claim one head.
+func (s *SQLite) OpenSession(ctx context.Context, sess workflow.Session) error {
+	if sess.ID == "" {
+		return fmt.Errorf("%w: session has no ID", workflow.ErrUsage)
+	}
+	ts, err := timeValues(sess.StartedAt, sess.EndedAt)
+	if err != nil {
+		return fmt.Errorf("open session %s: %w", sess.ID, err)
+	}
+	return s.inTx(ctx, "open session "+sess.ID, func(tx *sql.Tx) error {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`, sess.ID).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			return fmt.Errorf("session %s is already registered", sess.ID)
+		}
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO sessions (id, actor, command, release_id, started_at, ended_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			sess.ID, sess.Actor, sess.Command, sess.ReleaseID, ts[0], ts[1])
+		return err
+	})
+}
+
+// CloseSession records when session id ended. An unknown id is an error
+// wrapping workflow.ErrNotFound.
+func (s *SQLite) CloseSession(ctx context.Context, id string, at time.Time) error {
+	v, err := timeValue(at)
+	if err != nil {
+		return fmt.Errorf("close session %s: %w", id, err)
+	}
+	return s.inTx(ctx, "close session "+id, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET ended_at = ? WHERE id = ?`, v, id)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res, "session "+id)
+	})
+}
+
+// SetJournalHead moves the session's journal head forward. It refuses to
+// move it back, or to change the hash of the current head, because either
+// would let a rewritten journal verify.
+func (s *SQLite) SetJournalHead(ctx context.Context, h workflow.JournalHead) error {
+	return s.inTx(ctx, "set journal head of session "+h.SessionID, func(tx *sql.Tx) error {
+		var (
+			seq  int64
+			hash string
+		)
+		err := tx.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, h.SessionID).Scan(&seq, &hash)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %s: %w", h.SessionID, workflow.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case h.Seq == seq && h.Hash == hash:
+			return nil
+		case h.Seq <= seq:
+			return fmt.Errorf("journal head of session %s is entry %d; refusing to set it to entry %d", h.SessionID, seq, h.Seq)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET head_seq = ?, head_hash = ? WHERE id = ?`, h.Seq, h.Hash, h.SessionID)
+		return err
+	})
+}
+
+// JournalHead returns the last journal entry the ledger confirmed for
+// sessionID (Seq 0 before the first), or an error wrapping
+// workflow.ErrNotFound.
+func (s *SQLite) JournalHead(ctx context.Context, sessionID string) (workflow.JournalHead, error) {
+	h := workflow.JournalHead{SessionID: sessionID}
+	err := s.db.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, sessionID).Scan(&h.Seq, &h.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workflow.JournalHead{}, fmt.Errorf("session %s: %w", sessionID, workflow.ErrNotFound)
+	}
+	if err != nil {
+		return workflow.JournalHead{}, s.fail("read journal head of session "+sessionID, err)
+	}
+	return h, nil
+}
+
+// Sessions returns every session, oldest first; Entries is the journal
+// head's sequence number.
+func (s *SQLite) Sessions(ctx context.Context) ([]workflow.Session, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT id, actor, command, release_id, started_at, ended_at, head_seq FROM sessions
+ORDER BY started_at, id`)
+	if err != nil {
+		return nil, s.fail("list sessions", err)
+	}
+	defer rows.Close()
+	var out []workflow.Session
+	for rows.Next() {
+		var (
+			sess           workflow.Session
+			started, ended sql.NullInt64
+		)
+		if err := rows.Scan(&sess.ID, &sess.Actor, &sess.Command, &sess.ReleaseID, &started, &ended, &sess.Entries); err != nil {
+			return nil, s.fail("list sessions", err)
+		}
+		sess.StartedAt, sess.EndedAt = timeOf(started), timeOf(ended)
+		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list sessions", err)
+	}
+	return out, nil
+}

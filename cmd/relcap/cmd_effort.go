@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+func (a *app) effortCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "effort",
+		Short: "Staff effort of releases",
+	}
+	cmd.AddCommand(a.effortLogCommand())
+	return cmd
+}
+
+func (a *app) effortLogCommand() *cobra.Command {
+	var req workflow.OffToolRequest
+	cmd := &cobra.Command{
+		Use:   "log --release ID --minutes N --what TEXT",
+		Short: "Record off-tool coordination time (meetings, chat) against a release",
+		Long: `effort log records time spent coordinating a release outside relcap:
+meetings, chat threads, calls. It is staff effort, reported beside the active
+effort relcap measures, never mixed with machine wait.`,
+		Example: `  relcap effort log --release web-prod-20261130-1a2b3c --minutes 30 --what "go/no-go call"`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if !cmd.Flags().Changed("release") || !cmd.Flags().Changed("minutes") || !cmd.Flags().Changed("what") {
+				return usageError{fmt.Errorf("effort log needs --release ID, --minutes N and --what TEXT")}
+			}
+			svc, journal, err := a.serviceForCommand(ctx, "effort log", req.ReleaseID)
+			if err != nil {
+				return err
+			}
+			entry, known, err := svc.LogEffort(ctx, req)
+			if err != nil {
+				return err
+			}
+			if a.flags.json {
+				return a.printJSON(map[string]any{"entry": entry, "release_known": known, "session": journal.SessionID()})
+			}
+			if !known {
+				fmt.Fprintf(a.io.Err, "note: release %s is not in the ledger yet; the time is recorded against that ID\n", req.ReleaseID)
+			}
+			fmt.Fprintf(a.io.Out, "logged %s of off-tool coordination by %s against %s (session %s)\n",
+				entry.Duration, entry.Person, entry.ReleaseID, journal.SessionID())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.ReleaseID, "release", "", "release ID the time was spent on")
+	f.Float64Var(&req.Minutes, "minutes", 0, "minutes spent")
+	f.StringVar(&req.What, "what", "", "what the time was spent on")
+	f.StringVar(&req.Person, "person", "", "who spent it (default: the actor)")
+	return cmd
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/config"
+)
+
+// globalFlags are the flags every command takes (DESIGN.md).
+type globalFlags struct {
+	config  string
+	ledger  string
+	actor   string
+	json    bool
+	noTUI   bool
+	noColor bool
+}
+
+// app is the composition root's state for one invocation: what the flags
+// said, and the adapters opened so far (lazily, so `relcap version` opens
+// nothing).
+type app struct {
+	io    *IO
+	flags globalFlags
+	clock workflow.Clock
+
+	ledger   *store.SQLite
+	project  *workflow.Project
+	sessions []*store.FileJournal
+	args     []string
+}
+
+// run builds the command tree, executes it and maps the outcome to an exit
+// code. It is main without os.Exit, so tests can call it.
+func run(ctx context.Context, io *IO, args []string) int {
+	a := &app{io: io, clock: workflow.SystemClock{}, args: args}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	err := root.ExecuteContext(ctx)
+	code := exitCode(err)
+	var silent errSilent
+	if err != nil && !errors.As(err, &silent) {
+		fmt.Fprintln(io.Err, "relcap: "+err.Error())
+	}
+	if cerr := a.close(context.WithoutCancel(ctx), code, err); cerr != nil {
+		fmt.Fprintln(io.Err, "relcap: "+cerr.Error())
+		if code == exitOK {
+			code = exitError
+		}
+	}
+	return code
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "relcap",
+		Short: "The release captain's cockpit for Terraform + Argo CD",
+		Long: `relcap takes a release from "who owns what" to "production has converged":
+ownership check → plan review → digest promotion → convergence watch,
+with every decision journaled and the staff time it cost measured.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
+				a.flags.noColor = true
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVarP(&a.flags.config, "config", "c", "", "relcap.yaml to use (default: found in the current directory or a parent)")
+	pf.StringVar(&a.flags.ledger, "ledger", "", "ledger database path (default $XDG_DATA_HOME/relcap/ledger.db)")
+	pf.StringVar(&a.flags.actor, "actor", "", "who is acting (default $USER)")
+	pf.BoolVar(&a.flags.json, "json", false, "machine output on stdout (one JSON document or NDJSON events)")
+	pf.BoolVar(&a.flags.noTUI, "no-tui", false, "plain line output instead of the cockpit")
+	pf.BoolVar(&a.flags.noColor, "no-color", false, "no colour (also NO_COLOR)")
+
+	root.AddCommand(
+		a.versionCommand(),
+		a.validateCommand(),
+		a.effortCommand(),
+		a.journalCommand(),
+	)
+	return root
+}
+
+// close ends every session this invocation opened, journaling how the
+// command ended, then closes the ledger.
+func (a *app) close(ctx context.Context, code int, cmdErr error) error {
+	var errs []error
+	for _, j := range a.sessions {
+		outcome := map[string]any{"exit_code": code}
+		if cmdErr != nil {
+			outcome["error"] = cmdErr.Error()
+		}
+		if _, err := j.Append(ctx, "session.closed", outcome); err != nil {
+			errs = append(errs, err)
+		}
+		if err := j.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.ledger != nil {
+		if err := a.ledger.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dataHome is $XDG_DATA_HOME/relcap.
+func (a *app) dataHome() (string, error) {
+	if d := a.io.getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "relcap"), nil
+	}
+	home := a.io.getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot find a data directory: set XDG_DATA_HOME or HOME, or pass --ledger PATH")
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "share", "relcap"), nil
+}
+
+// stateHome is $XDG_STATE_HOME/relcap.
+func (a *app) stateHome() (string, error) {
+	if d := a.io.getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "relcap"), nil
+	}
+	home := a.io.getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot find a state directory: set XDG_STATE_HOME or HOME")
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "state", "relcap"), nil
+}
+
+func (a *app) ledgerPath() (string, error) {
+	if a.flags.ledger != "" {
+		return filepath.Abs(a.flags.ledger)
+	}
+	d, err := a.dataHome()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "ledger.db"), nil
+}
+
+// sessionsDir keeps session journals beside the ledger that holds their
+// heads: with --ledger that is the ledger's directory, so a ledger and its
+// journals travel together.
+func (a *app) sessionsDir() (string, error) {
+	p, err := a.ledgerPath()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(p), "sessions"), nil
+}
+
+func (a *app) openLedger(ctx context.Context) (*store.SQLite, error) {
+	if a.ledger != nil {
+		return a.ledger, nil
+	}
+	p, err := a.ledgerPath()
+	if err != nil {
+		return nil, err
+	}
+	l, err := store.OpenSQLite(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	a.ledger = l
+	return l, nil
+}
+
+// loadProject loads relcap.yaml from -c or the nearest one up from the
+// working directory.
+func (a *app) loadProject() (*workflow.Project, error) {
+	if a.project != nil {
+		return a.project, nil
+	}
+	path := a.flags.config
+	if path == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		path, err = config.Find(wd)
+		if err != nil {
+			return nil, err
+		}
+	}
+	p, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	a.project = p
+	return p, nil
+}
+
+// actor is --actor, else $USER, else the OS user name.
+func (a *app) actor() (string, error) {
+	if s := strings.TrimSpace(a.flags.actor); s != "" {
+		return s, nil
+	}
+	if s := a.io.getenv("USER"); s != "" {
+		return s, nil
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username, nil
+	}
+	return "", usageError{errors.New("cannot tell who is acting: pass --actor NAME or set $USER")}
+}
+
+// openSession starts the journal of a state-changing command; run closes it
+// with the command's outcome.
+func (a *app) openSession(ctx context.Context, command, releaseID string) (*store.FileJournal, error) {
+	l, err := a.openLedger(ctx)
+	if err != nil {
+		return nil, err
+	}
+	actor, err := a.actor()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := a.sessionsDir()
+	if err != nil {
+		return nil, err
+	}
+	now := a.clock.Now()
+	j, err := store.OpenSession(ctx, l, dir, workflow.Session{
+		ID: store.NewSessionID(now), Actor: actor, Command: command, ReleaseID: releaseID, StartedAt: now,
+	}, a.clock)
+	if err != nil {
+		return nil, err
+	}
+	a.sessions = append(a.sessions, j)
+	if _, err := j.Append(ctx, "session.opened", map[string]any{"command": command, "args": a.args, "relcap": version}); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.io.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// noArgs rejects positional arguments as a usage error (exit 2).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args)}
+	}
+	return nil
+}
+
+// exactArgs wants n positional arguments, named in the message.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("%s wants %s", cmd.CommandPath(), what)}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/config"
+)
+
+// projectIfAny loads relcap.yaml when -c names one or one is found; commands
+// that work without one (effort log) get an empty project otherwise.
+func (a *app) projectIfAny() (*workflow.Project, error) {
+	if a.flags.config == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := config.Find(wd); err != nil {
+			return &workflow.Project{}, nil
+		}
+	}
+	return a.loadProject()
+}
+
+// serviceForCommand wires the workflow Service for a state-changing command:
+// ledger, a new session journal, the project, the clock and the actor.
+func (a *app) serviceForCommand(ctx context.Context, command, releaseID string) (*workflow.Service, *store.FileJournal, error) {
+	project, err := a.projectIfAny()
+	if err != nil {
+		return nil, nil, err
+	}
+	actor, err := a.actor()
+	if err != nil {
+		return nil, nil, err
+	}
+	journal, err := a.openSession(ctx, command, releaseID)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := workflow.NewService(workflow.Deps{
+		Project: project, Ledger: a.ledger, Journal: journal, Clock: a.clock, Actor: actor,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return svc, journal, nil
+}
