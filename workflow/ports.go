@@ -71,7 +71,9 @@ type Convergence interface {
 }
 
 // Journal appends to the current session's tamper-evident journal. Append
-// returns only when the entry is durable.
+// returns only when the entry is durable. When it returns an error the entry
+// may still have been written; the ledger's head then lags until the next
+// successful Append.
 type Journal interface {
 	Append(ctx context.Context, kind string, data any) (JournalEntry, error)
 	SessionID() string
@@ -89,7 +91,8 @@ type ReleaseStore interface {
 	HasConverged(ctx context.Context, app, env string, d Digest) (bool, error)
 }
 
-// ReleaseFilter selects releases; zero fields select all.
+// ReleaseFilter selects releases by CreatedAt, newest first; From is
+// inclusive, To exclusive, Limit keeps the newest N; zero fields select all.
 type ReleaseFilter struct {
 	App   string
 	Env   string
@@ -157,6 +160,9 @@ type FindingStore interface {
 type SessionStore interface {
 	OpenSession(ctx context.Context, s Session) error
 	CloseSession(ctx context.Context, id string, at time.Time) error
+	// SetJournalHead only moves the head forward: a lower sequence or a
+	// changed hash for the current head is refused, since either would let
+	// a rewritten journal pass verification.
 	SetJournalHead(ctx context.Context, h JournalHead) error
 	// JournalHead returns ErrNotFound for an unknown session.
 	JournalHead(ctx context.Context, sessionID string) (JournalHead, error)
