@@ -246,6 +246,11 @@ func (e EnvRepo) Pin(ctx context.Context, req workflow.PinRequest) (workflow.Env
 	return workflow.EnvChange{Branch: branch, Commit: commit, Diff: "-old\n+" + req.Digest.String()}, nil
 }
 
+// Preview shows the change without making it.
+func (e EnvRepo) Preview(_ context.Context, req workflow.PinRequest) (workflow.EnvChange, error) {
+	return workflow.EnvChange{Branch: fmt.Sprintf("relcap/%s/%s", req.Env, req.ReleaseID), Diff: "-old\n+" + req.Digest.String()}, nil
+}
+
 // Convergence is a fake workflow.Convergence: Watch rolls the application
 // out to the last pinned commit in three updates.
 type Convergence struct{ W *World }
