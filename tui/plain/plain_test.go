@@ -44,7 +44,8 @@ func TestPrinterWritesNDJSON(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 2)
 	var e struct {
-		Kind, Step, Status, ReleaseID string `json:"release_id"`
+		Kind, Step, Status string
+		ReleaseID          string `json:"release_id"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &e))
 	require.Equal(t, "step-started", e.Kind)
