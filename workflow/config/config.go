@@ -1,0 +1,483 @@
+// Package config loads and validates relcap.yaml and the ownership map it
+// names into workflow types. It reads YAML through yaml.v3's Node API so
+// every problem carries the file, line, column and field it is about, and it
+// reports every problem in one go rather than the first.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// FileName is the configuration file Find looks for.
+const FileName = "relcap.yaml"
+
+// DefaultTokenEnv is the environment variable holding the Argo CD token when
+// argocd.token_env is not set; it is the one the argocd CLI reads.
+const DefaultTokenEnv = "ARGOCD_AUTH_TOKEN"
+
+// Keys of relcap.yaml, per level, in the order the documentation lists them.
+// Unknown-key suggestions and "known keys" lists are drawn from these.
+var (
+	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility"}
+	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals"}
+	terraformKeys = []string{"dir", "workspace", "var_files", "binary"}
+	registryKeys  = []string{"repository", "require_signature"}
+	envRepoKeys   = []string{"path", "branch", "file", "image", "format", "values_path"}
+	argoCDKeys    = []string{"server", "app", "token_env", "plaintext", "insecure", "grpc_web"}
+	approvalKeys  = []string{"plan", "promotion", "distinct_from_author"}
+	classifyKeys  = []string{"identity", "data_service"}
+	effortKeys    = []string{"idle_threshold", "baseline_hours_per_release"}
+	plansKeys     = []string{"expiry"}
+	compatKeys    = []string{"schema", "min_schema", "max_schema"}
+
+	formats = []string{workflow.FormatKustomize, workflow.FormatHelmValues, workflow.FormatManifest}
+)
+
+var (
+	envName    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// scpLike is git's "user@host:path" clone address form.
+	scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:`)
+)
+
+// StatFunc reports on a named file the way os.Stat does.
+type StatFunc func(name string) (fs.FileInfo, error)
+
+// Option configures Parse.
+type Option func(*options)
+
+type options struct {
+	stat StatFunc
+	dir  string
+}
+
+// WithStat makes Parse check, through stat, that the files and directories
+// the configuration names exist. Without it Parse never touches the
+// filesystem, which is what fuzzing and callers holding generated
+// configuration want.
+func WithStat(stat StatFunc) Option { return func(o *options) { o.stat = stat } }
+
+// WithDir resolves relative paths against dir instead of the directory of
+// the file name given to Parse.
+func WithDir(dir string) Option { return func(o *options) { o.dir = dir } }
+
+// Find returns the path of relcap.yaml in start or the nearest parent
+// directory that has one, the way git finds .git.
+func Find(start string) (string, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", fmt.Errorf("%w: find %s: %w", workflow.ErrUsage, FileName, err)
+	}
+	for {
+		candidate := filepath.Join(dir, FileName)
+		if fi, err := os.Stat(candidate); err == nil && fi.Mode().IsRegular() {
+			return candidate, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", fmt.Errorf("%w: no %s in %s or any parent directory; create one or pass --config", workflow.ErrUsage, FileName, start)
+}
+
+// Load reads the relcap.yaml at path and the ownership map it names, checks
+// that every file and directory they reference exists, and resolves relative
+// paths against the directory of path. Problems name files the way path
+// names them (relative stays relative), while Project.File and every path in
+// the project are absolute. The error is an *Errors listing every problem
+// found, or a read error; both satisfy errors.Is(err, workflow.ErrUsage).
+func Load(path string) (*workflow.Project, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+	}
+	var c collector
+	p := &parser{file: path, probs: &c}
+	proj, own := p.project(data, options{stat: os.Stat, dir: filepath.Dir(abs)})
+	if own.exists {
+		m := readOwnership(&c, p, own)
+		if proj != nil {
+			proj.Ownership = m
+		}
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	proj.File, proj.Dir = abs, filepath.Dir(abs)
+	return proj, nil
+}
+
+// readOwnership loads the ownership map that relcap.yaml names; a read
+// failure is reported at the key that names the file.
+func readOwnership(c *collector, p *parser, own ownershipRef) workflow.OwnershipMap {
+	data, err := os.ReadFile(own.abs)
+	if err != nil {
+		p.add(own.node, "ownership", "cannot read %s: %v", own.abs, err)
+		return workflow.OwnershipMap{}
+	}
+	return (&parser{file: own.display, probs: c}).ownership(data)
+}
+
+// Parse decodes and validates relcap.yaml content. file names it in problem
+// reports and becomes Project.File; relative paths are resolved against its
+// directory (see WithDir). Parse looks at the filesystem only when given
+// WithStat, and never loads the ownership map: Project.OwnershipFile names
+// it and Project.Ownership is empty. The error is an *Errors.
+func Parse(file string, data []byte, opts ...Option) (*workflow.Project, error) {
+	o := options{dir: filepath.Dir(file)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var c collector
+	proj, _ := (&parser{file: file, probs: &c}).project(data, o)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	proj.File, proj.Dir = file, o.dir
+	return proj, nil
+}
+
+// ownershipRef is where relcap.yaml says the ownership map is.
+type ownershipRef struct {
+	abs     string     // resolved path
+	display string     // path for problem reports, relative like the config's
+	node    *yaml.Node // the value naming it, for read errors
+	exists  bool       // a regular file is there (checked only with stat)
+}
+
+// project decodes the whole of relcap.yaml. It returns nil when the file is
+// not even a mapping.
+func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRef) {
+	var own ownershipRef
+	root := p.document(data, "a mapping with version, app, ownership and environments")
+	if root == nil {
+		return nil, own
+	}
+	top, ok := p.mapping(root, "", topKeys)
+	if !ok {
+		return nil, own
+	}
+	top.version()
+	proj := &workflow.Project{}
+	proj.App, _ = top.reqStr("app", "the application name, e.g. app: web")
+
+	if rel, n := top.reqStr("ownership", "the ownership map file, e.g. ownership: ownership.yaml"); n != nil {
+		own.abs = resolvePath(o.dir, rel)
+		own.display = rel
+		if !filepath.IsAbs(rel) {
+			own.display = filepath.Join(filepath.Dir(p.file), rel)
+		}
+		own.node = n
+		own.exists = p.checkPath(o, n, "ownership", own.abs, false, fixPath)
+		proj.OwnershipFile = own.abs
+	}
+
+	if items, n, ok := top.list("environments"); ok {
+		if len(items) == 0 {
+			p.add(n, "environments", "want at least one environment")
+		}
+		seen := map[string]int{}
+		for i, item := range items {
+			if !p.spend() {
+				break
+			}
+			env, ok := p.environment(item, index("environments", i), o, seen)
+			if ok {
+				proj.Environments = append(proj.Environments, env)
+			}
+		}
+	} else if n == nil {
+		top.require("environments", "list them in promotion order")
+	}
+
+	proj.Classify = workflow.DefaultClassify()
+	if cl, ok := top.sub("classify", classifyKeys); ok {
+		if pats, ok := cl.globs("identity"); ok {
+			proj.Classify.Identity = pats
+		}
+		if pats, ok := cl.globs("data_service"); ok {
+			proj.Classify.DataService = pats
+		}
+	}
+
+	proj.Effort.IdleThreshold = workflow.DefaultIdleThreshold
+	if ef, ok := top.sub("effort", effortKeys); ok {
+		proj.Effort.IdleThreshold = ef.duration("idle_threshold", workflow.DefaultIdleThreshold)
+		proj.Effort.BaselineHoursPerRelease = ef.nonNegNumber("baseline_hours_per_release")
+	}
+
+	proj.Plans.Expiry = workflow.DefaultPlanExpiry
+	if pl, ok := top.sub("plans", plansKeys); ok {
+		proj.Plans.Expiry = pl.duration("expiry", workflow.DefaultPlanExpiry)
+	}
+
+	if co, ok := top.sub("compatibility", compatKeys); ok {
+		proj.Compatibility = co.compatibility()
+	}
+	return proj, own
+}
+
+// globs reads a list of path.Match patterns; ok is false when the key is
+// absent, so the caller keeps its default.
+func (m *mapNode) globs(key string) ([]string, bool) {
+	pats, nodes, present := m.strList(key)
+	if !present {
+		return nil, false
+	}
+	for i, pat := range pats {
+		m.p.glob(nodes[i], index(join(m.path, key), i), pat)
+	}
+	return pats, true
+}
+
+func (m *mapNode) compatibility() workflow.Compatibility {
+	var c workflow.Compatibility
+	var schemaN, minN, maxN *yaml.Node
+	c.Schema, schemaN = m.nonNegInt("schema")
+	c.MinSchema, minN = m.nonNegInt("min_schema")
+	c.MaxSchema, maxN = m.nonNegInt("max_schema")
+	if minN != nil && maxN != nil && c.MinSchema != 0 && c.MaxSchema != 0 && c.MinSchema > c.MaxSchema {
+		m.p.add(maxN, join(m.path, "max_schema"), "is below min_schema (%d)", c.MinSchema)
+	}
+	if schemaN != nil && c.Schema != 0 && !c.Accepts(c.Schema) {
+		m.p.add(schemaN, join(m.path, "schema"), "is outside min_schema..max_schema, so a release could not run against its own data")
+	}
+	return c
+}
+
+// environment decodes one entry of environments. seen maps names to the
+// line that first used them.
+func (p *parser) environment(n *yaml.Node, field string, o options, seen map[string]int) (workflow.Environment, bool) {
+	var env workflow.Environment
+	m, ok := p.mapping(n, field, envKeys)
+	if !ok {
+		return env, false
+	}
+	if name, nn := m.reqStr("name", "e.g. name: staging"); nn != nil {
+		switch first, dup := seen[name]; {
+		case dup:
+			p.add(nn, join(field, "name"), "duplicate environment name %s (first at line %d)", quote(name), first)
+		case !envName.MatchString(name):
+			p.add(nn, join(field, "name"), "want lowercase letters, digits and dashes starting with a letter or digit, got %s", quote(name))
+		default:
+			seen[name] = nn.Line
+		}
+		env.Name = name
+	}
+	env.Production = m.boolean("production")
+
+	if tf, ok := m.reqSub("terraform", terraformKeys); ok {
+		env.Terraform = tf.terraform(o)
+	}
+	if rg, ok := m.reqSub("registry", registryKeys); ok {
+		env.Registry = rg.registry()
+	}
+	if er, ok := m.reqSub("envrepo", envRepoKeys); ok {
+		env.EnvRepo = er.envRepo(o)
+	}
+	if ac, ok := m.reqSub("argocd", argoCDKeys); ok {
+		env.ArgoCD = ac.argoCD()
+	}
+	if ap, ok := m.sub("approvals", approvalKeys); ok {
+		env.Approvals.Plan, _ = ap.nonNegInt("plan")
+		env.Approvals.Promotion, _ = ap.nonNegInt("promotion")
+		env.Approvals.DistinctFromAuthor = ap.boolean("distinct_from_author")
+	}
+	return env, true
+}
+
+func (m *mapNode) terraform(o options) workflow.TerraformTarget {
+	t := workflow.TerraformTarget{Workspace: "default"}
+	dir, dn := m.reqStr("dir", "the Terraform root module, e.g. dir: infra/staging")
+	dirOK := false
+	if dn != nil {
+		t.Dir = resolvePath(o.dir, dir)
+		dirOK = m.p.checkPath(o, dn, join(m.path, "dir"), t.Dir, true, fixPath)
+	}
+	if ws, n := m.str("workspace"); n != nil {
+		if ws == "" {
+			m.p.add(n, join(m.path, "workspace"), "must not be empty; leave it out for the default workspace")
+		} else {
+			t.Workspace = ws
+		}
+	}
+	files, nodes, _ := m.strList("var_files")
+	for i, f := range files {
+		abs := resolvePath(t.Dir, f)
+		t.VarFiles = append(t.VarFiles, abs)
+		// A missing dir already explains why its var files are missing.
+		if dirOK {
+			m.p.checkPath(o, nodes[i], index(join(m.path, "var_files"), i), abs, false, "create it or fix the path (var files are relative to terraform.dir)")
+		}
+	}
+	if bin, n := m.str("binary"); n != nil {
+		switch {
+		case bin == "":
+			m.p.add(n, join(m.path, "binary"), "must not be empty; leave it out to use terraform from PATH")
+		case strings.ContainsRune(bin, '/') || strings.ContainsRune(bin, filepath.Separator):
+			// A path is relative to the config like every other path; a bare
+			// name is looked up on PATH when it runs.
+			t.Binary = resolvePath(o.dir, bin)
+		default:
+			t.Binary = bin
+		}
+	}
+	return t
+}
+
+func (m *mapNode) registry() workflow.RegistryTarget {
+	var r workflow.RegistryTarget
+	repo, n := m.reqStr("repository", "e.g. repository: registry.example.com/staging/web")
+	if n != nil {
+		last := repo[strings.LastIndex(repo, "/")+1:]
+		// relcap promotes by digest; a tag or digest here would pin the
+		// repository to one image.
+		if strings.Contains(repo, "@") || strings.Contains(last, ":") || strings.Contains(repo, "://") {
+			m.p.add(n, join(m.path, "repository"), "want a repository without scheme, tag or digest, e.g. registry.example.com/staging/web, got %s", quote(repo))
+		}
+	}
+	r.Repository = repo
+	r.RequireSignature = m.boolean("require_signature")
+	return r
+}
+
+func (m *mapNode) envRepo(o options) workflow.EnvRepoTarget {
+	t := workflow.EnvRepoTarget{Branch: "main"}
+	p, pn := m.reqStr("path", "a local checkout or a clone URL, e.g. path: ../env")
+	if pn != nil {
+		if isURL(p) {
+			t.Path = p
+		} else {
+			t.Path = resolvePath(o.dir, p)
+			m.p.checkPath(o, pn, join(m.path, "path"), t.Path, true, "create it (clone the environment repository there) or fix the path")
+		}
+	}
+	if br, n := m.str("branch"); n != nil {
+		if br == "" {
+			m.p.add(n, join(m.path, "branch"), "must not be empty; leave it out for main")
+		} else {
+			t.Branch = br
+		}
+	}
+	file, fn := m.reqStr("file", "the file that pins the image, e.g. file: apps/web/staging/kustomization.yaml")
+	if fn != nil {
+		clean := path.Clean(filepath.ToSlash(file))
+		if path.IsAbs(clean) || filepath.IsAbs(file) || clean == ".." || strings.HasPrefix(clean, "../") {
+			m.p.add(fn, join(m.path, "file"), "want a path inside the environment repository, got %s", quote(file))
+		}
+		t.File = file
+	}
+	t.Image, _ = m.reqStr("image", "the image name to pin, e.g. image: web")
+	format, formN := m.reqStr("format", "kustomize, helm-values or manifest")
+	if formN != nil {
+		switch format {
+		case workflow.FormatKustomize, workflow.FormatHelmValues, workflow.FormatManifest:
+			t.Format = format
+		default:
+			hint := ""
+			if s := suggest(format, formats); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			m.p.add(formN, join(m.path, "format"), "want kustomize, helm-values or manifest, got %s%s", quote(format), hint)
+		}
+	}
+	vp, vn := m.str("values_path")
+	switch {
+	case format == workflow.FormatHelmValues && vn == nil:
+		if _, present := m.entries["values_path"]; present {
+			m.require("values_path", "")
+		} else {
+			m.p.add(m.node, m.path, "format helm-values needs values_path, the YAML path of the image reference, e.g. values_path: image.tag")
+		}
+	case format == workflow.FormatHelmValues && vp == "":
+		m.p.add(vn, join(m.path, "values_path"), "must not be empty")
+	case vn != nil && t.Format != "" && t.Format != workflow.FormatHelmValues:
+		m.p.add(vn, join(m.path, "values_path"), "is only used with format helm-values; remove it")
+	}
+	t.ValuesPath = vp
+	return t
+}
+
+func (m *mapNode) argoCD() workflow.ArgoCDTarget {
+	t := workflow.ArgoCDTarget{TokenEnv: DefaultTokenEnv}
+	server, sn := m.reqStr("server", "host:port of the Argo CD API, e.g. server: argocd.example.com:443")
+	if sn != nil && strings.Contains(server, "://") {
+		m.p.add(sn, join(m.path, "server"), "want host:port without a scheme, e.g. argocd.example.com:443, got %s", quote(server))
+	}
+	t.Server = server
+	t.App, _ = m.reqStr("app", "the Argo CD application name, e.g. app: web-staging")
+	if te, n := m.str("token_env"); n != nil {
+		if !envVarName.MatchString(te) {
+			m.p.add(n, join(m.path, "token_env"), "want an environment variable name like %s, got %s", DefaultTokenEnv, quote(te))
+		} else {
+			t.TokenEnv = te
+		}
+	}
+	t.PlainText = m.boolean("plaintext")
+	t.Insecure = m.boolean("insecure")
+	t.GRPCWeb = m.boolean("grpc_web")
+	return t
+}
+
+// fixPath is what to do about a missing file or directory.
+const fixPath = "create it or fix the path"
+
+// checkPath reports a referenced path that is missing or of the wrong kind,
+// at the value that names it, and says what to do (fix). It returns whether
+// the path is usable; without a stat function nothing is checked and it
+// returns false, so callers never read what was not checked.
+func (p *parser) checkPath(o options, n *yaml.Node, field, abs string, wantDir bool, fix string) bool {
+	if o.stat == nil {
+		return false
+	}
+	kind := "file"
+	if wantDir {
+		kind = "directory"
+	}
+	fi, err := o.stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		p.add(n, field, "%s %s does not exist; %s", kind, abs, fix)
+	case err != nil:
+		p.add(n, field, "cannot check %s: %v", abs, err)
+	case wantDir && !fi.IsDir():
+		p.add(n, field, "%s is not a directory; point it at a directory", abs)
+	case !wantDir && fi.IsDir():
+		p.add(n, field, "%s is a directory; point it at a file", abs)
+	default:
+		return true
+	}
+	return false
+}
+
+// resolvePath makes p absolute against dir, leaving absolute paths alone.
+func resolvePath(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+// isURL reports whether an envrepo path is a clone address rather than a
+// local checkout.
+func isURL(s string) bool {
+	return strings.Contains(s, "://") || strings.HasPrefix(s, "git@") || scpLike.MatchString(s)
+}

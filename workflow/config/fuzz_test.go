@@ -1,0 +1,99 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// FuzzLoadConfig checks that no relcap.yaml content makes the loader panic,
+// and that it always answers with either a project or a usage error listing
+// at least one located problem.
+func FuzzLoadConfig(f *testing.F) {
+	for _, seed := range []string{
+		designConfig,
+		minimalConfig,
+		minimalConfig + configEnv,
+		minimalConfig + "effort: {idle_threshold: 2 minutes, baseline_hours_per_release: .nan}\n",
+		minimalConfig + "plans: {expiry: -1h}\ncompatibility: {schema: 7, min_schema: 9, max_schema: 3}\n",
+		minimalConfig + "classify: {identity: [\"[\"], data_service: x}\n",
+		strings.Replace(minimalConfig, "format: kustomize", "format: helm-values", 1),
+		strings.Replace(minimalConfig, "{dir: infra}", "{dir: missing, var_files: [a.tfvars, {x: 1}]}", 1),
+		configHead + "  - &e {name: a}\n  - <<: [*e, *e]\n    name: b\n  - *e\n",
+		"version: 1\napp: [\n",
+		"---\n---\n",
+		"- a\n",
+		"",
+		"a: &a [*a]\n",
+		"? [a]\n: b\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse("/repo/relcap.yaml", data, WithStat(fakeStat))
+		checkResult(t, p != nil, err)
+		if err == nil && len(p.Environments) == 0 {
+			t.Fatal("valid project without environments")
+		}
+	})
+}
+
+// FuzzLoadOwnership is FuzzLoadConfig for ownership.yaml.
+func FuzzLoadOwnership(f *testing.F) {
+	for _, seed := range []string{
+		designOwnership,
+		ownershipBase,
+		ownershipBase + "  - match: {}\n    owner: Argocd\n    fields: {spec.replicas: '', x: [1]}\n",
+		ownershipBase + "handoffs:\n  - match: {name: \"[\"}\n    from: hpa\n    to: hpa\n",
+		"version: 1\nrules:\n  - &r {match: {kind: x}, owner: terraform}\n  - <<: *r\n  - *r\n",
+		"version: 1\nrules: [\n",
+		"~",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseOwnership("ownership.yaml", data)
+		checkResult(t, m.File != "", err)
+		if err == nil {
+			for _, r := range m.Rules {
+				if r.Match.IsZero() || r.Owner == "" || r.Line < 1 {
+					t.Fatalf("accepted rule %+v", r)
+				}
+			}
+		}
+	})
+}
+
+// checkResult holds the contract every Parse result keeps: a value or an
+// *Errors, never both; the error a usage error; each problem in the named
+// file with a message.
+func checkResult(t *testing.T, gotValue bool, err error) {
+	t.Helper()
+	if err == nil {
+		if !gotValue {
+			t.Fatal("no value and no error")
+		}
+		return
+	}
+	if gotValue {
+		t.Fatal("both a value and an error")
+	}
+	if !errors.Is(err, workflow.ErrUsage) {
+		t.Fatalf("error is not a usage error: %v", err)
+	}
+	var errs *Errors
+	if !errors.As(err, &errs) || len(errs.Problems) == 0 {
+		t.Fatalf("want *Errors with problems, got %T %v", err, err)
+	}
+	// The cap, plus "stopped checking" and "n more not shown".
+	if len(errs.Problems) > maxProblems+2 {
+		t.Fatalf("%d problems, want at most %d", len(errs.Problems), maxProblems+2)
+	}
+	for _, p := range errs.Problems {
+		if p.File == "" || p.Message == "" || p.Line < 0 || p.Col < 0 {
+			t.Fatalf("malformed problem %+v", p)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// Keys of ownership.yaml, per level.
+var (
+	ownershipKeys = []string{"version", "rules", "handoffs"}
+	ruleKeys      = []string{"match", "owner", "fields"}
+	handoffKeys   = []string{"match", "from", "to", "note"}
+	matchKeys     = []string{"terraform_type", "terraform_address", "group", "kind", "namespace", "name", "app"}
+)
+
+// ownerName is what an owner may be called: the check compares owners with
+// the managers relcap observes ("terraform", "argocd"), which are lowercase.
+var ownerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// LoadOwnership reads and validates the ownership map at path. The map's
+// File is path as given, for messages. The error is an *Errors listing
+// every problem, or a read error; both satisfy errors.Is(err,
+// workflow.ErrUsage).
+func LoadOwnership(path string) (workflow.OwnershipMap, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return workflow.OwnershipMap{}, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+	}
+	return ParseOwnership(path, data)
+}
+
+// ParseOwnership decodes and validates ownership.yaml content; file names it
+// in problem reports and becomes the map's File. The error is an *Errors.
+func ParseOwnership(file string, data []byte) (workflow.OwnershipMap, error) {
+	var c collector
+	m := (&parser{file: file, probs: &c}).ownership(data)
+	if err := c.err(); err != nil {
+		return workflow.OwnershipMap{}, err
+	}
+	return m, nil
+}
+
+// ownership decodes the whole of ownership.yaml.
+func (p *parser) ownership(data []byte) workflow.OwnershipMap {
+	om := workflow.OwnershipMap{File: p.file}
+	root := p.document(data, "a mapping with version and rules")
+	if root == nil {
+		return om
+	}
+	top, ok := p.mapping(root, "", ownershipKeys)
+	if !ok {
+		return om
+	}
+	top.version()
+
+	rules, n, ok := top.list("rules")
+	switch {
+	case ok && len(rules) == 0:
+		p.add(n, "rules", "want at least one rule; every managed object must match one")
+	case !ok && n == nil:
+		top.require("rules", "every managed object must match one rule")
+	}
+	// A rule whose match repeats an earlier one can never win, since the
+	// first match wins.
+	firstLine := map[workflow.Match]int{}
+	for i, item := range rules {
+		if !p.spend() {
+			break
+		}
+		r, ok := p.rule(item, index("rules", i))
+		if !ok {
+			continue
+		}
+		if line, dup := firstLine[r.Match]; dup {
+			p.add(item, index("rules", i), "same match as the rule at line %d, which wins; this rule is never used", line)
+		} else if !r.Match.IsZero() {
+			firstLine[r.Match] = r.Line
+		}
+		om.Rules = append(om.Rules, r)
+	}
+
+	handoffs, _, _ := top.list("handoffs")
+	for i, item := range handoffs {
+		if !p.spend() {
+			break
+		}
+		if h, ok := p.handoff(item, index("handoffs", i)); ok {
+			om.Handoffs = append(om.Handoffs, h)
+		}
+	}
+	return om
+}
+
+func (p *parser) rule(n *yaml.Node, field string) (workflow.OwnershipRule, bool) {
+	m, ok := p.mapping(n, field, ruleKeys)
+	if !ok {
+		return workflow.OwnershipRule{}, false
+	}
+	r := workflow.OwnershipRule{Line: n.Line}
+	r.Match = m.match()
+	r.Owner = m.owner("owner", "e.g. owner: terraform")
+	if e, ok := m.get("fields"); ok {
+		r.Fields = p.fields(e.val, join(field, "fields"))
+	}
+	return r, true
+}
+
+func (p *parser) handoff(n *yaml.Node, field string) (workflow.Handoff, bool) {
+	m, ok := p.mapping(n, field, handoffKeys)
+	if !ok {
+		return workflow.Handoff{}, false
+	}
+	h := workflow.Handoff{Line: n.Line}
+	h.Match = m.match()
+	h.From = m.owner("from", "the owner that bootstraps it, e.g. from: terraform")
+	h.To = m.owner("to", "the owner that takes over, e.g. to: argocd")
+	if h.From != "" && h.From == h.To {
+		e := m.entries["to"]
+		p.add(e.val, join(field, "to"), "hand-off from %s to itself; from and to must differ", h.From)
+	}
+	h.Note, _ = m.str("note")
+	return h, true
+}
+
+// match reads the required, non-empty match of a rule or hand-off.
+func (m *mapNode) match() workflow.Match {
+	var x workflow.Match
+	e, ok := m.require("match", "e.g. match: {kind: Deployment}")
+	if !ok {
+		return x
+	}
+	mm, ok := m.sub("match", matchKeys)
+	if !ok {
+		return x
+	}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{
+		{"terraform_type", &x.TerraformType},
+		{"terraform_address", &x.TerraformAddress},
+		{"group", &x.Group},
+		{"kind", &x.Kind},
+		{"namespace", &x.Namespace},
+		{"name", &x.Name},
+		{"app", &x.App},
+	} {
+		if v, n := mm.str(f.key); n != nil && v != "" {
+			m.p.glob(n, join(mm.path, f.key), v)
+			*f.dst = v
+		}
+	}
+	// Say "empty" only when nothing was written; an unknown key has been
+	// reported already and is the real mistake.
+	if x.IsZero() && len(resolve(e.val).Content) == 2*len(mm.entries) {
+		m.p.add(e.val, mm.path, "empty match would select every object; name at least one of %s", strings.Join(matchKeys, ", "))
+	}
+	return x
+}
+
+// owner reads a required owner name.
+func (m *mapNode) owner(key, hint string) workflow.Owner {
+	s, n := m.reqStr(key, hint)
+	if n == nil {
+		return ""
+	}
+	if !m.p.checkOwner(n, join(m.path, key), s) {
+		return ""
+	}
+	return workflow.Owner(s)
+}
+
+// checkOwner reports an owner name that cannot be right: not lowercase, or a
+// near miss of the two managers relcap observes, which would otherwise turn
+// every object into a wrong-owner finding.
+func (p *parser) checkOwner(n *yaml.Node, field, s string) bool {
+	if !ownerName.MatchString(s) {
+		if lower := strings.ToLower(s); lower == string(workflow.OwnerTerraform) || lower == string(workflow.OwnerArgoCD) {
+			p.add(n, field, "want %q, got %s (owners are lowercase)", lower, quote(s))
+		} else {
+			p.add(n, field, "want an owner name of lowercase letters, digits, '.', '_' or '-', such as terraform, argocd or hpa, got %s", quote(s))
+		}
+		return false
+	}
+	for _, known := range []workflow.Owner{workflow.OwnerTerraform, workflow.OwnerArgoCD} {
+		if d := editDistance(s, string(known), 3); len(s) >= 5 && d > 0 && d <= 2 {
+			p.add(n, field, "unknown owner %s (did you mean %q?)", quote(s), known)
+			return false
+		}
+	}
+	return true
+}
+
+// fields reads a rule's per-field owners: desired-state field paths mapped
+// to the owner of each.
+func (p *parser) fields(n *yaml.Node, field string) map[string]workflow.Owner {
+	r := resolve(n)
+	if r.Kind != yaml.MappingNode {
+		p.add(n, field, "want a mapping of field paths to owners, got %s", describe(n))
+		return nil
+	}
+	out := map[string]workflow.Owner{}
+	first := map[string]int{}
+	for i := 0; i+1 < len(r.Content); i += 2 {
+		if !p.spend() {
+			break
+		}
+		k, v := r.Content[i], r.Content[i+1]
+		rk := resolve(k)
+		if rk.Kind != yaml.ScalarNode || isNull(rk) || rk.Value == "" {
+			p.add(k, field, "want a field path such as spec.replicas as the key, got %s", describe(k))
+			continue
+		}
+		f := join(field, rk.Value)
+		if line, dup := first[rk.Value]; dup {
+			p.add(k, f, "duplicate key (first at line %d)", line)
+			continue
+		}
+		first[rk.Value] = k.Line
+		rv := resolve(v)
+		if rv.Kind != yaml.ScalarNode || isNull(rv) || rv.Value == "" {
+			p.add(v, f, "want an owner name such as hpa, got %s", describe(v))
+			continue
+		}
+		if p.checkOwner(v, f, rv.Value) {
+			out[rk.Value] = workflow.Owner(rv.Value)
+		}
+	}
+	return out
+}
