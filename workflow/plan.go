@@ -95,18 +95,20 @@ type PlanInputs struct {
 
 // PlanSummary is a reviewed, saved plan.
 type PlanSummary struct {
-	Env              string           `json:"env"`
-	Fingerprint      string           `json:"fingerprint"`
-	PlanFile         string           `json:"plan_file,omitempty"`
-	PlanHash         string           `json:"plan_file_sha256,omitempty"`
-	Inputs           PlanInputs       `json:"inputs"`
-	Counts           PlanCounts       `json:"counts"`
-	Changes          []ResourceChange `json:"changes"`
-	Outputs          []OutputChange   `json:"outputs,omitempty"`
-	Findings         []Finding        `json:"findings,omitempty"`
-	Author           string           `json:"author,omitempty"`
-	CreatedAt        time.Time        `json:"created_at,omitzero"`
-	TerraformVersion string           `json:"terraform_version,omitempty"`
+	Env         string           `json:"env"`
+	Fingerprint string           `json:"fingerprint"`
+	PlanFile    string           `json:"plan_file,omitempty"`
+	PlanHash    string           `json:"plan_file_sha256,omitempty"`
+	Inputs      PlanInputs       `json:"inputs"`
+	Counts      PlanCounts       `json:"counts"`
+	Changes     []ResourceChange `json:"changes"`
+	Outputs     []OutputChange   `json:"outputs,omitempty"`
+	Findings    []Finding        `json:"findings,omitempty"`
+	Author      string           `json:"author,omitempty"`
+	CreatedAt   time.Time        `json:"created_at,omitzero"`
+	// AppliedAt is set by the ledger once the plan was applied.
+	AppliedAt        time.Time `json:"applied_at,omitzero"`
+	TerraformVersion string    `json:"terraform_version,omitempty"`
 }
 
 // HasChanges reports whether applying the plan would change anything.

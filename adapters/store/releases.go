@@ -179,7 +179,8 @@ ON CONFLICT (fingerprint) DO UPDATE SET
 // workflow.ErrNotFound.
 func (s *SQLite) LoadPlan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error) {
 	var body string
-	err := s.db.QueryRowContext(ctx, `SELECT body FROM plans WHERE fingerprint = ?`, fingerprint).Scan(&body)
+	var applied sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT body, applied_at FROM plans WHERE fingerprint = ?`, fingerprint).Scan(&body, &applied)
 	if errors.Is(err, sql.ErrNoRows) {
 		return workflow.PlanSummary{}, fmt.Errorf("plan %s: %w", fingerprint, workflow.ErrNotFound)
 	}
@@ -190,6 +191,7 @@ func (s *SQLite) LoadPlan(ctx context.Context, fingerprint string) (workflow.Pla
 	if err := json.Unmarshal([]byte(body), &p); err != nil {
 		return workflow.PlanSummary{}, fmt.Errorf("plan %s: stored record is unreadable: %w", fingerprint, err)
 	}
+	p.AppliedAt = timeOf(applied)
 	return p, nil
 }
 

@@ -174,6 +174,9 @@ func (l *Ledger) SavePlan(_ context.Context, p workflow.PlanSummary) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if old, ok := l.plans[p.Fingerprint]; ok && p.AppliedAt.IsZero() {
+		p.AppliedAt = old.AppliedAt
+	}
 	l.plans[p.Fingerprint] = p
 	return nil
 }
@@ -189,10 +192,22 @@ func (l *Ledger) LoadPlan(_ context.Context, fp string) (workflow.PlanSummary, e
 	return p, nil
 }
 
-// MarkPlanApplied is a no-op beyond checking the plan exists.
-func (l *Ledger) MarkPlanApplied(ctx context.Context, fp string, _ time.Time) error {
-	_, err := l.LoadPlan(ctx, fp)
-	return err
+// MarkPlanApplied records the first time the plan was applied.
+func (l *Ledger) MarkPlanApplied(_ context.Context, fp string, at time.Time) error {
+	if err := l.gate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.plans[fp]
+	if !ok {
+		return fmt.Errorf("plan %s: %w", fp, workflow.ErrNotFound)
+	}
+	if p.AppliedAt.IsZero() {
+		p.AppliedAt = at
+		l.plans[fp] = p
+	}
+	return nil
 }
 
 // RecordApproval stores a.

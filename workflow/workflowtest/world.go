@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
@@ -265,11 +266,13 @@ func (c Convergence) Get(context.Context, workflow.AppRef) (workflow.AppState, e
 }
 
 // Watch replays a rollout to the pinned commit and digest.
-func (c Convergence) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
 	c.W.mu.Lock()
 	var commit string
-	for _, v := range c.W.Branches {
-		commit = v
+	for b, v := range c.W.Branches {
+		if strings.HasPrefix(b, "relcap/"+app.Env+"/") {
+			commit = v
+		}
 	}
 	image := c.W.Artifact.Repository + "@" + c.W.Artifact.Digest.String()
 	steps := []workflow.AppState{
