@@ -95,6 +95,10 @@ with every decision journaled and the staff time it cost measured.`,
 		a.validateCommand(),
 		a.effortCommand(),
 		a.journalCommand(),
+		a.planCommand(),
+		a.approveCommand(),
+		a.applyCommand(),
+		a.unlockCommand(),
 	)
 	return root
 }

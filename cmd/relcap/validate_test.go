@@ -79,11 +79,15 @@ func TestValidateReportsEveryProblemWithFileLineAndExits2(t *testing.T) {
 			[]string{"relcap.yaml:4:1:", `"enviroments"`, `did you mean "environments"`},
 		},
 		"missing file": {
-			func(s string) string { return strings.Replace(s, "ownership: ownership.yaml", "ownership: owners.yaml", 1) },
+			func(s string) string {
+				return strings.Replace(s, "ownership: ownership.yaml", "ownership: owners.yaml", 1)
+			},
 			[]string{"relcap.yaml:3:", "owners.yaml", "create it or fix the path"},
 		},
 		"bad duration": {
-			func(s string) string { return strings.Replace(s, "idle_threshold: 2m", "idle_threshold: two minutes", 1) },
+			func(s string) string {
+				return strings.Replace(s, "idle_threshold: 2m", "idle_threshold: two minutes", 1)
+			},
 			[]string{"relcap.yaml:18:", "effort.idle_threshold", "Go duration"},
 		},
 		"several at once": {

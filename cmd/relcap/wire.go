@@ -27,6 +27,11 @@ func (a *app) projectIfAny() (*workflow.Project, error) {
 // serviceForCommand wires the workflow Service for a state-changing command:
 // ledger, a new session journal, the project, the clock and the actor.
 func (a *app) serviceForCommand(ctx context.Context, command, releaseID string) (*workflow.Service, *store.FileJournal, error) {
+	return a.serviceWith(ctx, command, releaseID, workflow.Deps{})
+}
+
+// serviceWith is serviceForCommand with the stage adapters in d wired in.
+func (a *app) serviceWith(ctx context.Context, command, releaseID string, d workflow.Deps) (*workflow.Service, *store.FileJournal, error) {
 	project, err := a.projectIfAny()
 	if err != nil {
 		return nil, nil, err
@@ -39,9 +44,8 @@ func (a *app) serviceForCommand(ctx context.Context, command, releaseID string) 
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, err := workflow.NewService(workflow.Deps{
-		Project: project, Ledger: a.ledger, Journal: journal, Clock: a.clock, Actor: actor,
-	})
+	d.Project, d.Ledger, d.Journal, d.Clock, d.Actor = project, a.ledger, journal, a.clock, actor
+	svc, err := workflow.NewService(d)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,310 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// lockFileName is Terraform's dependency lock file.
+const lockFileName = ".terraform.lock.hcl"
+
+// fingerprintVersion names the canonical encoding of fingerprint; change it
+// if the encoding ever changes, so old and new fingerprints never collide.
+const fingerprintVersion = "relcap.plan-fingerprint.v1"
+
+// Inputs reads the current source revision, dependency lock file, var files,
+// workspace and state lineage/serial of env without planning. It runs
+// terraform init only when the working directory has not been initialised
+// (or a command fails without it), and never upgrades providers.
+func (a *Adapter) Inputs(ctx context.Context, env workflow.Environment) (workflow.PlanInputs, error) {
+	t, err := a.target(env)
+	if err != nil {
+		return workflow.PlanInputs{}, err
+	}
+	unlock, err := a.lockWorkdir(ctx, t, "inputs")
+	if err != nil {
+		return workflow.PlanInputs{}, err
+	}
+	defer unlock()
+	loud, quiet, err := a.terraforms(t)
+	if err != nil {
+		return workflow.PlanInputs{}, err
+	}
+	var in workflow.PlanInputs
+	var restore func()
+	err = a.withInit(ctx, t, loud, func() error {
+		r, err := selectWorkspace(ctx, quiet, t)
+		if err != nil {
+			return err
+		}
+		if restore == nil {
+			restore = r
+		}
+		in, err = currentInputs(ctx, quiet, t)
+		return err
+	})
+	if restore != nil {
+		restore()
+	}
+	return in, err
+}
+
+// withInit runs fn in an initialised working directory. If the directory
+// looks initialised it tries fn first and falls back to init and one retry,
+// so the common case (a directory relcap planned in) costs no init.
+func (a *Adapter) withInit(ctx context.Context, t target, loud *tfexec.Terraform, fn func() error) error {
+	initialised, err := exists(dataDir(t.dir))
+	if err != nil {
+		return fmt.Errorf("terraform in %s: %w", t.dir, err)
+	}
+	if initialised {
+		if err := fn(); err == nil || ctx.Err() != nil || errors.Is(err, workflow.ErrUsage) {
+			return err
+		}
+	}
+	if _, err := a.init(ctx, t, loud); err != nil {
+		return err
+	}
+	return fn()
+}
+
+// init runs terraform init without upgrading anything. Terraform's
+// -lockfile=readonly is not offered by terraform-exec, so the same guarantee
+// is kept here: if init changes a committed .terraform.lock.hcl, the file is
+// restored and init fails. It reports whether a lock file was committed.
+func (a *Adapter) init(ctx context.Context, t target, loud *tfexec.Terraform) (lockFileCommitted bool, err error) {
+	lockPath := filepath.Join(t.dir, lockFileName)
+	before, err := os.ReadFile(lockPath)
+	committed := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("terraform init in %s: reading %s: %w", t.dir, lockFileName, err)
+	}
+	if err := loud.Init(ctx, tfexec.Upgrade(false)); err != nil {
+		return committed, a.terraformError(ctx, "init", t, err)
+	}
+	if !committed {
+		return false, nil
+	}
+	after, err := os.ReadFile(lockPath)
+	if err == nil && bytes.Equal(before, after) {
+		return true, nil
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(lockPath); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if werr := os.WriteFile(lockPath, before, mode); werr != nil {
+		return true, fmt.Errorf("terraform init in %s changed %s and restoring it failed: %w", t.dir, lockFileName, werr)
+	}
+	return true, fmt.Errorf("%w: terraform init in %s had to change the committed %s (a provider or platform checksum is missing from it); it was restored; run terraform init there, review the lock file change and commit it", workflow.ErrUsage, t.dir, lockFileName)
+}
+
+// selectWorkspace selects t.workspace, refusing to create one: a typo in
+// relcap.yaml must not plan against a new, empty state. The returned restore
+// selects the previous workspace again, so a captain who runs terraform by
+// hand in the same directory afterwards is not silently pointed at another
+// environment's state; call it when the operation is done.
+func selectWorkspace(ctx context.Context, tf *tfexec.Terraform, t target) (restore func(), err error) {
+	list, current, err := tf.WorkspaceList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("terraform workspace list in %s: %w", t.dir, err)
+	}
+	if !slices.Contains(list, t.workspace) {
+		return nil, fmt.Errorf("%w: environment %s: terraform workspace %q does not exist in %s (have %s); create it with \"terraform workspace new %s\" if it should", workflow.ErrUsage, t.env, t.workspace, t.dir, strings.Join(list, ", "), t.workspace)
+	}
+	if current == t.workspace {
+		return func() {}, nil
+	}
+	if err := tf.WorkspaceSelect(ctx, t.workspace); err != nil {
+		return nil, fmt.Errorf("terraform workspace select %s in %s: %w", t.workspace, t.dir, err)
+	}
+	if current == "" {
+		return func() {}, nil
+	}
+	return func() {
+		// Best effort, and deliberately not bound to the operation's
+		// context, which may be what ended it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = tf.WorkspaceSelect(ctx, current)
+	}, nil
+}
+
+// currentInputs reads everything a plan depends on. The working directory
+// must be initialised and the workspace selected.
+func currentInputs(ctx context.Context, quiet *tfexec.Terraform, t target) (workflow.PlanInputs, error) {
+	in, err := fileInputs(ctx, t)
+	if err != nil {
+		return in, err
+	}
+	in.StateLineage, in.StateSerial, err = stateIdentity(ctx, quiet, t)
+	return in, err
+}
+
+// fileInputs reads the inputs that live in files: Git revision, lock file,
+// var files; and the workspace name.
+func fileInputs(ctx context.Context, t target) (workflow.PlanInputs, error) {
+	in := workflow.PlanInputs{Workspace: t.workspace, VarFileHashes: map[string]string{}}
+	var err error
+	if in.Revision, in.Dirty, err = gitRevision(ctx, t.dir); err != nil {
+		return in, err
+	}
+	if in.LockFileHash, err = hashFile(filepath.Join(t.dir, lockFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return in, fmt.Errorf("hashing %s in %s: %w", lockFileName, t.dir, err)
+	}
+	for _, f := range t.varFiles {
+		h, err := hashFile(f)
+		if err != nil {
+			return in, fmt.Errorf("hashing var file: %w", err)
+		}
+		in.VarFileHashes[varFileKey(t.dir, f)] = h
+	}
+	return in, nil
+}
+
+// varFileKey names a var file by its path relative to the Terraform root,
+// so the fingerprint survives moving the checkout.
+func varFileKey(dir, f string) string {
+	if rel, err := filepath.Rel(dir, f); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.ToSlash(f)
+}
+
+// stateIdentity reads the lineage and serial of the selected workspace's
+// state. An empty state (nothing applied yet) is lineage "" and serial 0.
+// The pulled state holds sensitive values in clear; only the two fields are
+// kept, and nothing of it is echoed in errors.
+func stateIdentity(ctx context.Context, quiet *tfexec.Terraform, t target) (string, int64, error) {
+	raw, err := quiet.StatePull(ctx)
+	if err != nil {
+		return "", 0, fmt.Errorf("terraform state pull in %s: %w", t.dir, err)
+	}
+	if strings.TrimSpace(raw) == "" {
+		return "", 0, nil
+	}
+	var s struct {
+		Lineage string `json:"lineage"`
+		Serial  int64  `json:"serial"`
+	}
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return "", 0, fmt.Errorf("terraform state pull in %s returned a state relcap cannot read (lineage and serial)", t.dir)
+	}
+	return s.Lineage, s.Serial, nil
+}
+
+// gitRevision returns the HEAD commit of the Git work tree holding dir and
+// whether that tree has uncommitted changes. A dir outside Git, or a machine
+// without git, gives "" and false; a dir inside Git whose status cannot be
+// read is an error, never a silent "".
+func gitRevision(ctx context.Context, dir string) (rev string, dirty bool, err error) {
+	if !insideGit(dir) {
+		return "", false, nil
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return "", false, nil
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, git, append([]string{"-C", dir}, args...)...)
+		// status must not take .git/index.lock and collide with the
+		// captain's own git commands.
+		cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return out.String(), fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), dir, err, strings.TrimSpace(errb.String()))
+			}
+			return "", fmt.Errorf("git %s in %s: %w", strings.Join(args, " "), dir, err)
+		}
+		return out.String(), nil
+	}
+	// --verify -q exits 1 with no output on a repository without commits.
+	out, err := run("rev-parse", "-q", "--verify", "HEAD^{commit}")
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1 && strings.TrimSpace(out) == "") {
+		return "", false, err
+	}
+	rev = strings.TrimSpace(out)
+	status, err := run("status", "--porcelain", "--untracked-files=normal")
+	if err != nil {
+		return "", false, err
+	}
+	return rev, strings.TrimSpace(status) != "", nil
+}
+
+// insideGit reports whether dir or an ancestor holds .git.
+func insideGit(dir string) bool {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return false
+		}
+		d = parent
+	}
+}
+
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// fingerprint is the SHA-256 (hex) of a canonical encoding of the plan
+// file's SHA-256 and the inputs: one `name=value` line per field in a fixed
+// order, values quoted with strconv.Quote (so no value can forge a line
+// break), var files sorted by their relative path.
+func fingerprint(planHash string, in workflow.PlanInputs) string {
+	var b strings.Builder
+	field := func(name, value string) {
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(strconv.Quote(value))
+		b.WriteByte('\n')
+	}
+	field("v", fingerprintVersion)
+	field("plan_sha256", planHash)
+	field("revision", in.Revision)
+	field("dirty", strconv.FormatBool(in.Dirty))
+	field("lock_file_sha256", in.LockFileHash)
+	for _, f := range slices.Sorted(maps.Keys(in.VarFileHashes)) {
+		field("var_file "+strconv.Quote(f), in.VarFileHashes[f])
+	}
+	field("workspace", in.Workspace)
+	field("state_lineage", in.StateLineage)
+	field("state_serial", strconv.FormatInt(in.StateSerial, 10))
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package terraform
+
+const raceEnabled = false

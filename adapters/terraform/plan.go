@@ -1,0 +1,139 @@
+package terraform
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// planSuffix ends every saved plan's file name: <fingerprint>.tfplan.
+const planSuffix = ".tfplan"
+
+// Plan runs terraform init (never upgrading providers, keeping a committed
+// dependency lock file unchanged), selects env's workspace (which must
+// exist), and runs terraform plan -out into the private plan store with
+// state locking on. It translates the saved plan into a reviewed
+// workflow.PlanSummary whose Fingerprint binds the plan file's bytes to the
+// inputs it was computed from (workflow.PlanInputs). The plan file is
+// PlanDir/<fingerprint>.tfplan with mode 0600.
+//
+// Errors wrap workflow.ErrUsage for configuration mistakes,
+// workflow.ErrLocked when another writer holds the state lock, and the
+// context's error on cancellation. Terraform's stderr is kept in the error.
+func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author string) (workflow.PlanSummary, error) {
+	t, err := a.target(env)
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+	unlock, err := a.lockWorkdir(ctx, t, "plan")
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+	defer unlock()
+	loud, quiet, err := a.terraforms(t)
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+
+	committed, err := a.init(ctx, t, loud)
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+	restore, err := selectWorkspace(ctx, quiet, t)
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+	defer restore()
+	// Inputs are read before planning, so they describe what Terraform
+	// read; the state is read again afterwards to catch a writer that
+	// slipped in between.
+	in, err := currentInputs(ctx, quiet, t)
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+
+	tmp, err := os.CreateTemp(a.planDir, ".plan-*.tmp")
+	if err != nil {
+		return workflow.PlanSummary{}, fmt.Errorf("creating plan file in %s: %w", a.planDir, err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	kept := false
+	defer func() {
+		if !kept {
+			_ = os.Remove(tmpPath)
+		}
+	}()
+
+	opts := []tfexec.PlanOption{tfexec.Out(tmpPath), tfexec.Lock(true)}
+	for _, f := range t.varFiles {
+		opts = append(opts, tfexec.VarFile(f))
+	}
+	if _, err := loud.Plan(ctx, opts...); err != nil {
+		return workflow.PlanSummary{}, a.terraformError(ctx, "plan", t, err)
+	}
+	lineage, serial, err := stateIdentity(ctx, quiet, t)
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+	if lineage != in.StateLineage || serial != in.StateSerial {
+		return workflow.PlanSummary{}, fmt.Errorf("%w: the state of %s (%s) changed while planning (serial %d, now %d); run relcap plan again", workflow.ErrStalePlan, t.dir, t.workspace, in.StateSerial, serial)
+	}
+	// Terraform creates the plan file with its own mode; saved plans hold
+	// sensitive values in clear.
+	if err := os.Chmod(tmpPath, 0o600); err != nil {
+		return workflow.PlanSummary{}, fmt.Errorf("securing plan file: %w", err)
+	}
+	planHash, err := hashFile(tmpPath)
+	if err != nil {
+		return workflow.PlanSummary{}, fmt.Errorf("hashing plan file: %w", err)
+	}
+
+	// quiet: the plan JSON holds sensitive values in clear and must not be
+	// streamed to the captain's terminal.
+	p, err := quiet.ShowPlanFile(ctx, tmpPath, tfexec.JSONNumber(true))
+	if err != nil {
+		return workflow.PlanSummary{}, a.terraformError(ctx, "show", t, err)
+	}
+	tr, err := translate(p.ResourceChanges, p.OutputChanges)
+	if err != nil {
+		return workflow.PlanSummary{}, fmt.Errorf("reviewing the plan of %s: %w", t.dir, err)
+	}
+	if !committed {
+		tr.findings = append(tr.findings, workflow.Finding{
+			Severity: workflow.Warning, Code: "plan.no-lock-file", Subject: t.dir,
+			Message:    "no dependency lock file committed (" + lockFileName + "); provider versions are not pinned",
+			NextAction: "run terraform init, then commit " + lockFileName,
+		})
+	}
+
+	fp := fingerprint(planHash, in)
+	final := filepath.Join(a.planDir, fp+planSuffix)
+	if err := os.Rename(tmpPath, final); err != nil {
+		return workflow.PlanSummary{}, fmt.Errorf("saving plan file: %w", err)
+	}
+	kept = true
+
+	s := workflow.PlanSummary{
+		Env:              t.env,
+		Fingerprint:      fp,
+		PlanFile:         final,
+		PlanHash:         planHash,
+		Inputs:           in,
+		Author:           author,
+		CreatedAt:        a.clock.Now(),
+		TerraformVersion: p.TerraformVersion,
+	}
+	if s.TerraformVersion == "" {
+		if v, _, err := quiet.Version(ctx, false); err == nil {
+			s.TerraformVersion = v.String()
+		}
+	}
+	review(&s, tr, a.classify)
+	return s, nil
+}

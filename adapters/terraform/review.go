@@ -1,0 +1,318 @@
+package terraform
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// docMeta is what a review reads from a plan document besides the changes.
+type docMeta struct {
+	formatVersion    string
+	terraformVersion string
+	hasChanges       bool // resource_changes was present
+	hasPlanned       bool // planned_values was present
+	hasValues        bool // values was present: a state document
+}
+
+// skip decodes a JSON value without keeping it.
+type skip struct{}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (*skip) UnmarshalJSON([]byte) error { return nil }
+
+// ReviewJSON reviews a `terraform show -json PLANFILE` document, such as one
+// a CI job uploaded, without running Terraform: the same translation and
+// workflow.Review as Plan. The result has no Fingerprint, PlanFile, PlanHash
+// or Inputs, because a JSON document is not a plan Terraform can apply.
+//
+// A document that is not JSON, is truncated, or is not a plan of a supported
+// format version returns an error wrapping workflow.ErrUsage that names the
+// input (r's Name(), as *os.File has, or "plan document") and the line,
+// column and byte offset where reading failed. Sensitive values in the
+// document never reach the summary or an error.
+func ReviewJSON(r io.Reader, env string, classify workflow.Classify) (workflow.PlanSummary, error) {
+	name := "plan document"
+	if n, ok := r.(interface{ Name() string }); ok && n.Name() != "" {
+		name = n.Name()
+	}
+	var buf bytes.Buffer
+	// Reading a 50 MB upload by doubling leaves as much again in garbage
+	// at the moment of peak memory; size the buffer when the reader can
+	// say how much is coming.
+	if n := sizeHint(r); n > 0 {
+		buf.Grow(n + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
+		return workflow.PlanSummary{}, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return reviewDocument(buf.Bytes(), name, env, classify)
+}
+
+// sizeHint is how many bytes r will yield, if it can tell (a file, a
+// bytes.Reader, a strings.Reader), else 0.
+func sizeHint(r io.Reader) int {
+	switch r := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := r.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() < 1<<40 {
+			return int(fi.Size())
+		}
+	case interface{ Len() int }:
+		return r.Len()
+	}
+	return 0
+}
+
+func reviewDocument(data []byte, name, env string, classify workflow.Classify) (workflow.PlanSummary, error) {
+	var tr translator
+	meta, err := readPlanDocument(data, name, &tr)
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+	switch {
+	case meta.hasValues && !meta.hasPlanned && !meta.hasChanges:
+		return workflow.PlanSummary{}, fmt.Errorf("%w: %s is a Terraform state document, not a plan; produce one with terraform show -json PLANFILE", workflow.ErrUsage, name)
+	case meta.formatVersion == "" && !meta.hasPlanned && !meta.hasChanges:
+		return workflow.PlanSummary{}, fmt.Errorf("%w: %s is not a Terraform plan document (no format_version, planned_values or resource_changes); produce one with terraform show -json PLANFILE", workflow.ErrUsage, name)
+	}
+	if err := (&tfjson.Plan{FormatVersion: meta.formatVersion}).Validate(); err != nil {
+		return workflow.PlanSummary{}, fmt.Errorf("%w: %s: %w", workflow.ErrUsage, name, err)
+	}
+	s := workflow.PlanSummary{Env: env, TerraformVersion: meta.terraformVersion}
+	review(&s, tr.t, classify)
+	return s, nil
+}
+
+// readPlanDocument streams a `terraform show -json PLANFILE` document: it
+// walks the top-level object, decodes resource_changes one element at a time
+// into terraform-json's ResourceChange and hands each to tr, and skips
+// planned_values, prior_state and configuration without building them. They
+// are most of a large document's bytes and none of its review; holding one
+// decoded change at a time keeps memory near the document's own size.
+func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error) {
+	var m docMeta
+	dec := json.NewDecoder(bytes.NewReader(data))
+	// Numbers stay as written: as float64 a change from
+	// 12345678901234567890 to ...891 would compare equal and vanish.
+	dec.UseNumber()
+	fail := func(err error, valueStart int64) error {
+		return documentError(name, data, err, valueStart, dec.InputOffset())
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return m, fail(err, 0)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return m, fmt.Errorf("%w: %s: %s: the document is a JSON %s, want an object (a plan from terraform show -json PLANFILE)", workflow.ErrUsage, name, position(data, firstByte(data, 0)), tokenKind(tok))
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return m, fail(err, 0)
+		}
+		key, _ := tok.(string) // the decoder only yields strings as object keys
+		start := firstByte(data, dec.InputOffset())
+		switch key {
+		case "format_version":
+			err = dec.Decode(&m.formatVersion)
+		case "terraform_version":
+			err = dec.Decode(&m.terraformVersion)
+		case "resource_changes":
+			m.hasChanges = true
+			err = readResourceChanges(dec, data, name, tr)
+		case "output_changes":
+			var outs map[string]*tfjson.Change
+			if err = dec.Decode(&outs); err == nil {
+				if terr := tr.outputs(outs); terr != nil {
+					return m, fmt.Errorf("%w: %s is not a plan relcap can review: %w", workflow.ErrUsage, name, terr)
+				}
+			}
+		case "planned_values":
+			m.hasPlanned = true
+			err = dec.Decode(&skip{})
+		case "values":
+			m.hasValues = true
+			err = dec.Decode(&skip{})
+		default:
+			err = dec.Decode(&skip{})
+		}
+		if err != nil {
+			var de *documentErr
+			if errors.As(err, &de) {
+				return m, de.err
+			}
+			return m, fail(withField(err, key), start)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return m, fail(err, 0)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return m, fmt.Errorf("%w: %s: %s: unexpected data after the plan document", workflow.ErrUsage, name, position(data, firstByte(data, dec.InputOffset())))
+	}
+	return m, nil
+}
+
+// readResourceChanges reads the resource_changes array element by element.
+func readResourceChanges(dec *json.Decoder, data []byte, name string, tr *translator) error {
+	start := firstByte(data, dec.InputOffset())
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return &documentErr{fmt.Errorf("%w: %s: %s: resource_changes is a JSON %s, want an array", workflow.ErrUsage, name, position(data, start), tokenKind(tok))}
+	}
+	for i := 0; dec.More(); i++ {
+		start := firstByte(data, dec.InputOffset())
+		var rc *tfjson.ResourceChange
+		if err := dec.Decode(&rc); err != nil {
+			return &documentErr{documentError(name, data, withField(err, fmt.Sprintf("resource_changes[%d]", i)), start, dec.InputOffset())}
+		}
+		if err := tr.resource(rc); err != nil {
+			return &documentErr{fmt.Errorf("%w: %s is not a plan relcap can review: %w", workflow.ErrUsage, name, err)}
+		}
+	}
+	_, err = dec.Token() // the closing bracket
+	return err
+}
+
+// documentErr carries an error that already says where it happened.
+type documentErr struct{ err error }
+
+func (e *documentErr) Error() string { return e.err.Error() }
+
+// withField prefixes a type error's field path with where its value sits.
+func withField(err error, prefix string) error {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		if typ.Field == "" {
+			typ.Field = prefix
+		} else {
+			typ.Field = prefix + "." + typ.Field
+		}
+	}
+	return err
+}
+
+// firstByte returns the offset of the first byte at or after off that is not
+// JSON whitespace or a separator: where the decoder's next value starts.
+func firstByte(data []byte, off int64) int64 {
+	for off < int64(len(data)) {
+		switch data[off] {
+		case ' ', '\t', '\r', '\n', ':', ',':
+			off++
+			continue
+		}
+		break
+	}
+	return off
+}
+
+func tokenKind(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '[' {
+			return "array"
+		}
+		return "object"
+	case string:
+		return "string"
+	case json.Number, float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	}
+	return "value"
+}
+
+// documentError says where a document failed to decode.
+//
+// A SyntaxError's offset counts from the start of the stream, an
+// UnmarshalTypeError's from the start of the value being decoded, which
+// starts at valueStart.
+func documentError(name string, data []byte, err error, valueStart, inputOffset int64) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF) && len(bytes.TrimSpace(data)) == 0:
+		return fmt.Errorf("%w: %s is empty, not a plan document", workflow.ErrUsage, name)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: %s: %s: truncated: the document ends in the middle of a value", workflow.ErrUsage, name, position(data, int64(len(data))))
+	case errors.As(err, &syn):
+		// The streaming decoder's offsets differ by path (some point at
+		// the offending byte, some just past it). Scanning the whole
+		// document once more, on this error path only, gives the
+		// scanner's consistent one: the bytes read, the offending one
+		// included.
+		var whole *json.SyntaxError
+		if errors.As(json.Unmarshal(data, &skip{}), &whole) {
+			if whole.Offset >= int64(len(data)) {
+				return fmt.Errorf("%w: %s: %s: truncated: the document ends in the middle of a value", workflow.ErrUsage, name, position(data, int64(len(data))))
+			}
+			syn = whole
+		}
+		return fmt.Errorf("%w: %s: %s: not valid JSON: %w", workflow.ErrUsage, name, position(data, syn.Offset-1), syn)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "document"
+		}
+		// typ's own message quotes the value for numbers; say only what was
+		// expected where, so no value from the document is echoed.
+		return fmt.Errorf("%w: %s: %s: %s is a JSON %s, want %s", workflow.ErrUsage, name, position(data, valueStart+typ.Offset), field, jsonKind(typ.Value), typ.Type)
+	}
+	return fmt.Errorf("%w: %s: %s: %w", workflow.ErrUsage, name, position(data, inputOffset), err)
+}
+
+// jsonKind keeps the kind of an UnmarshalTypeError's value ("number 42"
+// becomes "number").
+func jsonKind(v string) string {
+	if i := strings.IndexByte(v, ' '); i > 0 {
+		return v[:i]
+	}
+	return v
+}
+
+// position renders a byte offset as line, column and offset.
+func position(data []byte, off int64) string {
+	if off < 0 {
+		off = 0
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line := bytes.Count(before, []byte{'\n'}) + 1
+	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return fmt.Sprintf("line %d, column %d (byte offset %d)", line, col, off)
+}
+
+// review fills counts, flags and findings: workflow.Review, then the facts
+// the translation found that Review cannot see.
+func review(s *workflow.PlanSummary, t translation, classify workflow.Classify) {
+	s.Changes = t.changes
+	s.Outputs = t.outputs
+	if s.Changes == nil {
+		s.Changes = []workflow.ResourceChange{}
+	}
+	workflow.Review(s, classify)
+	s.Counts.NoOp += t.noops
+	if len(t.findings) > 0 {
+		s.Findings = append(s.Findings, t.findings...)
+		workflow.SortFindings(s.Findings)
+	}
+}

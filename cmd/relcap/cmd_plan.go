@@ -1,0 +1,266 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/adapters/terraform"
+	"github.com/relcap/relcap/tui/plain"
+	"github.com/relcap/relcap/workflow"
+)
+
+// terraformAdapter wires the Terraform adapter: the private plan store under
+// $XDG_STATE_HOME, the project's classification rules, and Terraform's own
+// progress on stderr so stdout stays machine-readable.
+func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) {
+	state, err := a.stateHome()
+	if err != nil {
+		return nil, err
+	}
+	return terraform.New(terraform.Options{
+		PlanDir:  state + "/plans",
+		Classify: p.Classify,
+		Clock:    a.clock,
+		Stdout:   a.io.Err,
+		Stderr:   a.io.Err,
+	})
+}
+
+func (a *app) planCommand() *cobra.Command {
+	var env, fromJSON string
+	cmd := &cobra.Command{
+		Use:   "plan --env ENV | --from-json FILE",
+		Short: "Make a saved Terraform plan, review it and print its fingerprint",
+		Long: `plan runs terraform init (with the committed dependency lock file) and
+plan -out into relcap's private plan store, then reviews the saved plan:
+counts, every change with its risk flags (destructive, identity,
+data-service), the attributes forcing replacement, output changes. The
+fingerprint binds approvals to exactly this plan file, revision, lock file,
+var files, workspace and prior state.
+
+With --from-json it reviews an existing "terraform show -json" document (what a
+CI job uploads) without running Terraform.`,
+		Example: `  relcap plan --env staging
+  relcap plan --from-json plan.json --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if (env == "") == (fromJSON == "") {
+				return usageError{errors.New("plan wants exactly one of --env ENV or --from-json FILE")}
+			}
+			if fromJSON != "" {
+				return a.reviewPlanDocument(fromJSON, env)
+			}
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			tf, err := a.terraformAdapter(p)
+			if err != nil {
+				return err
+			}
+			if removed, err := tf.PurgeExpired(a.clock.Now(), p.Plans.Expiry); err != nil {
+				fmt.Fprintln(a.io.Err, "warning: "+err.Error())
+			} else if len(removed) > 0 {
+				fmt.Fprintf(a.io.Err, "removed %d expired plan file(s)\n", len(removed))
+			}
+			svc, _, err := a.serviceWith(ctx, "plan", "", workflow.Deps{Planner: tf, Applier: tf})
+			if err != nil {
+				return err
+			}
+			plan, err := svc.PlanEnv(ctx, env)
+			if err != nil {
+				return err
+			}
+			if a.flags.json {
+				return a.printJSON(plan)
+			}
+			if err := plain.PrintPlan(a.io.Out, plan); err != nil {
+				return err
+			}
+			if plan.HasChanges() {
+				fmt.Fprintf(a.io.Out, "\nNext: relcap approve --plan %s, then relcap apply --plan %s\n", plan.Fingerprint, plan.Fingerprint)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "environment to plan (from relcap.yaml)")
+	cmd.Flags().StringVar(&fromJSON, "from-json", "", `review a "terraform show -json" document instead of planning`)
+	return cmd
+}
+
+// reviewPlanDocument reviews a plan JSON document; relcap.yaml is used for
+// the classification rules when there is one.
+func (a *app) reviewPlanDocument(path, env string) error {
+	classify := workflow.DefaultClassify()
+	if p, err := a.projectIfAny(); err != nil {
+		return err
+	} else if len(p.Environments) > 0 {
+		classify = p.Classify
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", workflow.ErrUsage, err)
+	}
+	defer f.Close()
+	review, err := terraform.ReviewJSON(f, env, classify)
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return a.printJSON(review)
+	}
+	return plain.PrintPlan(a.io.Out, review)
+}
+
+func (a *app) approveCommand() *cobra.Command {
+	var fingerprint, releaseID, comment string
+	cmd := &cobra.Command{
+		Use:   "approve --plan FINGERPRINT | --release ID",
+		Short: "Approve exactly one plan (by fingerprint) or one release's promotion",
+		Long: `approve records who approved which exact plan fingerprint (or which release's
+promotion) and when. An approval never counts for another fingerprint, and in
+an environment with approvals.distinct_from_author the author cannot approve
+their own plan (exit 3).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if (fingerprint == "") == (releaseID == "") {
+				return usageError{errors.New("approve wants exactly one of --plan FINGERPRINT or --release ID")}
+			}
+			if _, err := a.loadProject(); err != nil {
+				return err
+			}
+			svc, _, err := a.serviceWith(ctx, "approve", releaseID, workflow.Deps{})
+			if err != nil {
+				return err
+			}
+			var approval workflow.Approval
+			var check workflow.ApprovalCheck
+			if fingerprint != "" {
+				approval, check, err = svc.ApprovePlan(ctx, fingerprint, comment)
+			} else {
+				approval, check, err = svc.ApproveRelease(ctx, releaseID, comment)
+			}
+			if err != nil {
+				return err
+			}
+			if a.flags.json {
+				return a.printJSON(map[string]any{"approval": approval, "counted": len(check.Counted), "required": check.Required, "satisfied": check.Satisfied()})
+			}
+			fmt.Fprintf(a.io.Out, "approved %s %s by %s (%d of %d required)\n", approval.Kind, approval.Subject, approval.Approver, len(check.Counted), check.Required)
+			for who, why := range check.Ignored {
+				fmt.Fprintf(a.io.Out, "  not counted: %s: %s\n", who, why)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&fingerprint, "plan", "", "fingerprint printed by relcap plan")
+	cmd.Flags().StringVar(&releaseID, "release", "", "release whose promotion to approve")
+	cmd.Flags().StringVar(&comment, "comment", "", "what you checked")
+	return cmd
+}
+
+func (a *app) applyCommand() *cobra.Command {
+	var fingerprint string
+	cmd := &cobra.Command{
+		Use:   "apply --plan FINGERPRINT",
+		Short: "Apply exactly the saved plan with this fingerprint, if approved and not stale",
+		Long: `apply runs terraform apply on exactly the saved plan file named by the
+fingerprint, only when the file is unchanged, the required approvals exist,
+and the revision, lock file, var files, workspace and state are the ones it
+was planned from; otherwise it exits 3 saying what changed. State locking is
+never disabled. Ctrl-C interrupts Terraform gracefully and waits for it.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if fingerprint == "" {
+				return usageError{errors.New("apply wants --plan FINGERPRINT (printed by relcap plan)")}
+			}
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			tf, err := a.terraformAdapter(p)
+			if err != nil {
+				return err
+			}
+			svc, _, err := a.serviceWith(ctx, "apply", "", workflow.Deps{Planner: tf, Applier: tf})
+			if err != nil {
+				return err
+			}
+			res, plan, err := svc.ApplyPlan(ctx, fingerprint)
+			if err != nil {
+				return err
+			}
+			if a.flags.json {
+				return a.printJSON(map[string]any{"fingerprint": fingerprint, "env": plan.Env, "result": res})
+			}
+			fmt.Fprintf(a.io.Out, "applied plan %s to %s; state serial is now %d\n", fingerprint, plan.Env, res.StateSerial)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&fingerprint, "plan", "", "fingerprint printed by relcap plan")
+	return cmd
+}
+
+func (a *app) unlockCommand() *cobra.Command {
+	var env, lockID, reason string
+	var holderGone bool
+	cmd := &cobra.Command{
+		Use:   "unlock --env ENV --lock-id ID --confirm-holder-gone --reason TEXT",
+		Short: "Guided force-unlock of a Terraform state lock whose holder is gone",
+		Long: `unlock releases a Terraform state lock with terraform force-unlock. Only do
+this when the process that holds it is gone (crashed CI job, closed laptop):
+unlocking a live writer's lock corrupts state. It requires
+--confirm-holder-gone and a reason, and journals who did it and why.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			switch {
+			case env == "" || lockID == "":
+				return usageError{errors.New("unlock wants --env ENV and --lock-id ID (the ID relcap or terraform printed for the held lock)")}
+			case !holderGone:
+				return fmt.Errorf("%w: refusing to force-unlock without --confirm-holder-gone: check that the lock's holder is no longer running", workflow.ErrBlocked)
+			case reason == "":
+				return usageError{errors.New("unlock wants --reason TEXT for the journal")}
+			}
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			e, err := p.Env(env)
+			if err != nil {
+				return err
+			}
+			tf, err := a.terraformAdapter(p)
+			if err != nil {
+				return err
+			}
+			journal, err := a.openSession(ctx, "unlock", "")
+			if err != nil {
+				return err
+			}
+			if _, err := journal.Append(ctx, "unlock.requested", map[string]string{"env": env, "lock_id": lockID, "reason": reason, "confirmed_holder_gone": "true"}); err != nil {
+				return err
+			}
+			if err := tf.ForceUnlock(ctx, e, lockID); err != nil {
+				_, _ = journal.Append(ctx, "unlock.failed", map[string]string{"env": env, "lock_id": lockID, "error": err.Error()})
+				return err
+			}
+			if _, err := journal.Append(ctx, "unlock.done", map[string]string{"env": env, "lock_id": lockID}); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "released state lock %s of %s\n", lockID, env)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "environment whose state is locked")
+	cmd.Flags().StringVar(&lockID, "lock-id", "", "ID of the held lock")
+	cmd.Flags().BoolVar(&holderGone, "confirm-holder-gone", false, "you checked that the lock's holder is no longer running")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (journaled)")
+	return cmd
+}

@@ -1,0 +1,99 @@
+package plain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// PrintPlan writes a plan review for a terminal or a CI log: counts, every
+// change with its flags and the attributes forcing replacement, output
+// changes, findings and the fingerprint. Attribute values are not printed
+// here (the cockpit's detail pane shows them, masked); the review is about
+// what changes and how risky it is.
+func PrintPlan(w io.Writer, p workflow.PlanSummary) error {
+	c := p.Counts
+	var b strings.Builder
+	if p.Env != "" {
+		fmt.Fprintf(&b, "Plan for %s", p.Env)
+	} else {
+		b.WriteString("Plan review")
+	}
+	if p.TerraformVersion != "" {
+		fmt.Fprintf(&b, " (terraform %s)", p.TerraformVersion)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "  %d to create, %d to update, %d to delete, %d to replace (%d delete-first, %d create-first), %d to read\n",
+		c.Create, c.Update, c.Delete, c.ReplaceDeleteFirst+c.ReplaceCreateFirst, c.ReplaceDeleteFirst, c.ReplaceCreateFirst, c.Read)
+	if !p.HasChanges() {
+		b.WriteString("  no changes: the infrastructure matches the configuration\n")
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if len(p.Changes) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  ACTION\tRESOURCE\tFLAGS")
+		for _, ch := range p.Changes {
+			if ch.Action == workflow.ActionNoop {
+				continue
+			}
+			flags := strings.Join(ch.Flags, ",")
+			if flags == "" {
+				flags = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", ch.Action, ch.Address, flags)
+			if len(ch.ReplacePaths) > 0 {
+				fmt.Fprintf(tw, "  \t  forces replacement: %s\t\n", strings.Join(ch.ReplacePaths, ", "))
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(p.Outputs) > 0 {
+		fmt.Fprintln(w)
+		for _, o := range p.Outputs {
+			s := ""
+			if o.Sensitive {
+				s = " " + workflow.SensitiveMask
+			}
+			fmt.Fprintf(w, "  output %s: %s%s\n", o.Name, o.Action, s)
+		}
+	}
+	if len(p.Findings) > 0 {
+		fmt.Fprintln(w)
+		for _, f := range p.Findings {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	if p.Fingerprint != "" {
+		fmt.Fprintf(w, "\nFingerprint: %s\n", p.Fingerprint)
+		in := p.Inputs
+		dirty := ""
+		if in.Dirty {
+			dirty = " (dirty working tree)"
+		}
+		rev := in.Revision
+		if rev == "" {
+			rev = "(not in Git)"
+		}
+		fmt.Fprintf(w, "  bound to: revision %s%s, workspace %s, state %s serial %d, %d var file(s), lock file %s\n",
+			rev, dirty, in.Workspace, short(in.StateLineage), in.StateSerial, len(in.VarFileHashes), short(in.LockFileHash))
+	}
+	return nil
+}
+
+func short(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
