@@ -132,6 +132,25 @@ type PinRequest struct {
 	Message string
 }
 
+// ImageRef is an image reference as an environment repository pins it:
+// repository plus a digest, or (in files relcap did not write) a tag.
+type ImageRef struct {
+	Repository string `json:"repository"`
+	Tag        string `json:"tag,omitempty"`
+	Digest     Digest `json:"digest,omitzero"`
+}
+
+func (r ImageRef) String() string {
+	s := r.Repository
+	if r.Tag != "" {
+		s += ":" + r.Tag
+	}
+	if !r.Digest.IsZero() {
+		s += "@" + r.Digest.String()
+	}
+	return s
+}
+
 // EnvChange is a change made in the environment repository.
 type EnvChange struct {
 	Branch string `json:"branch"`

@@ -61,6 +61,10 @@ type EnvRepo interface {
 	// Preview returns the diff Pin would commit, changing nothing, so the
 	// captain sees the change before it is made.
 	Preview(ctx context.Context, req PinRequest) (EnvChange, error)
+	// Pinned reads which reference the target's file pins on its branch
+	// now, for rollback and break-glass. repo is the repository the
+	// environment pulls from.
+	Pinned(ctx context.Context, t EnvRepoTarget, repo string) (ImageRef, error)
 }
 
 // Convergence reads Argo CD applications.

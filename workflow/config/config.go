@@ -405,7 +405,7 @@ func (m *mapNode) envRepo(o options) workflow.EnvRepoTarget {
 		if _, present := m.entries["values_path"]; present {
 			m.require("values_path", "")
 		} else {
-			m.p.add(m.node, m.path, "format helm-values needs values_path, the YAML path of the image reference, e.g. values_path: image.tag")
+			m.p.add(m.node, m.path, "format helm-values needs values_path, the YAML path of the image reference, e.g. values_path: image.digest")
 		}
 	case format == workflow.FormatHelmValues && vp == "":
 		m.p.add(vn, join(m.path, "values_path"), "must not be empty")

@@ -525,7 +525,7 @@ func TestParseReportsProblems(t *testing.T) {
 		{
 			name: "helm-values without values_path",
 			data: edited("format: kustomize", "format: helm-values"),
-			want: `relcap.yaml:8:14: environments[0].envrepo: format helm-values needs values_path, the YAML path of the image reference, e.g. values_path: image.tag`,
+			want: `relcap.yaml:8:14: environments[0].envrepo: format helm-values needs values_path, the YAML path of the image reference, e.g. values_path: image.digest`,
 		},
 		{
 			name: "values_path with another format",

@@ -252,6 +252,16 @@ func (e EnvRepo) Preview(_ context.Context, req workflow.PinRequest) (workflow.E
 	return workflow.EnvChange{Branch: fmt.Sprintf("relcap/%s/%s", req.Env, req.ReleaseID), Diff: "-old\n+" + req.Digest.String()}, nil
 }
 
+// Pinned reports the artifact's repository and digest once pinned.
+func (e EnvRepo) Pinned(_ context.Context, _ workflow.EnvRepoTarget, repo string) (workflow.ImageRef, error) {
+	e.W.mu.Lock()
+	defer e.W.mu.Unlock()
+	if len(e.W.Branches) == 0 {
+		return workflow.ImageRef{Repository: repo, Tag: "old"}, nil
+	}
+	return workflow.ImageRef{Repository: repo, Digest: e.W.Artifact.Digest}, nil
+}
+
 // Convergence is a fake workflow.Convergence: Watch rolls the application
 // out to the last pinned commit in three updates.
 type Convergence struct{ W *World }
