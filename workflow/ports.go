@@ -58,6 +58,11 @@ type EnvRepo interface {
 	// configured file, commits and pushes when a remote is configured. If
 	// that branch already pins the digest it returns it with Existing set.
 	Pin(ctx context.Context, req PinRequest) (EnvChange, error)
+	// Land merges the reviewed relcap branch into the environment branch
+	// Argo CD follows and returns the commit it now points at. It is
+	// idempotent: when the branch already pins the digest it returns its
+	// tip with Existing set.
+	Land(ctx context.Context, req PinRequest) (EnvChange, error)
 	// Preview returns the diff Pin would commit, changing nothing, so the
 	// captain sees the change before it is made.
 	Preview(ctx context.Context, req PinRequest) (EnvChange, error)

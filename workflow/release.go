@@ -60,8 +60,9 @@ const (
 	OutApplied     = "apply.done"
 	OutDigest      = "digest"
 	OutCopied      = "promotion.copied"
-	OutEnvCommit   = "envrepo.commit"
+	OutEnvPinned   = "envrepo.pinned" // the reviewed commit on the relcap branch
 	OutEnvBranch   = "envrepo.branch"
+	OutEnvCommit   = "envrepo.commit" // the environment branch after landing: the intended revision
 	OutConvergedAt = "converged.at"
 )
 

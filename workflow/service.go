@@ -506,17 +506,6 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		}
 		from = prev.Registry.Repository
 	}
-	if run.env.Approvals.Promotion > 0 {
-		approvals, err := d.Ledger.Approvals(ctx, ApprovePromotion, run.r.ID)
-		if err != nil {
-			return StepResult{}, fmt.Errorf("read approvals: %w", err)
-		}
-		check := CountApprovals(ApprovePromotion, run.r.ID, run.r.Captain, run.env.Approvals.Promotion, run.env.Approvals.DistinctFromAuthor, approvals)
-		if !check.Satisfied() {
-			msg := fmt.Sprintf("promotion of %s to %s needs %d more approval(s): relcap approve --release %s", digest.Short(), run.env.Name, check.Missing(), run.r.ID)
-			return StepResult{Status: Blocked, Message: msg, Findings: res.Findings, Err: fmt.Errorf("%w: %s", ErrApprovalRequired, msg)}, nil
-		}
-	}
 	if _, done := run.r.Output(OutCopied); !done {
 		run.progress(StepPromotion, fmt.Sprintf("copying %s from %s to %s", digest.Short(), from, run.env.Registry.Repository))
 		pr, err := wait(run, StepPromotion, func() (PromoteResult, error) {
@@ -539,16 +528,40 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 			return StepResult{}, err
 		}
 	}
-	if _, done := run.r.Output(OutEnvCommit); !done {
-		run.progress(StepPromotion, "pinning "+digest.Short()+" in the environment repo")
-		ch, err := wait(run, StepPromotion, func() (EnvChange, error) {
-			return d.EnvRepo.Pin(ctx, PinRequest{Env: run.env.Name, ReleaseID: run.r.ID, Target: run.env.EnvRepo,
-				Image: run.env.Registry.Repository, Digest: digest, Source: from})
-		})
+	pin := PinRequest{Env: run.env.Name, ReleaseID: run.r.ID, Target: run.env.EnvRepo, Image: run.env.Registry.Repository, Digest: digest, Source: from}
+	if _, done := run.r.Output(OutEnvPinned); !done {
+		run.progress(StepPromotion, "pinning "+digest.Short()+" on a relcap branch of the environment repo")
+		ch, err := wait(run, StepPromotion, func() (EnvChange, error) { return d.EnvRepo.Pin(ctx, pin) })
 		if err != nil {
 			return StepResult{}, fmt.Errorf("pin %s in the environment repo: %w", digest.Short(), err)
 		}
 		run.r.Outputs[OutEnvBranch] = ch.Branch
+		run.r.Outputs["envrepo.diff"] = ch.Diff
+		if err := run.checkpoint(ctx, OutEnvPinned, ch.Commit); err != nil {
+			return StepResult{}, err
+		}
+		res.Evidence = append(res.Evidence, Evidence{Kind: "envrepo.pinned", Subject: ch.Commit, Detail: map[string]string{"branch": ch.Branch, "pushed": fmt.Sprint(ch.Pushed)}})
+	}
+	if run.env.Approvals.Promotion > 0 {
+		// Approvers review the pinned change itself, so the check comes
+		// after the branch exists and before it lands.
+		approvals, err := d.Ledger.Approvals(ctx, ApprovePromotion, run.r.ID)
+		if err != nil {
+			return StepResult{}, fmt.Errorf("read approvals: %w", err)
+		}
+		check := CountApprovals(ApprovePromotion, run.r.ID, run.r.Captain, run.env.Approvals.Promotion, run.env.Approvals.DistinctFromAuthor, approvals)
+		if !check.Satisfied() {
+			msg := fmt.Sprintf("the pin of %s on %s needs %d more approval(s) before it lands in %s: relcap approve --release %s", digest.Short(), run.r.Outputs[OutEnvBranch], check.Missing(), run.env.Name, run.r.ID)
+			res.Status, res.Message, res.Err = Blocked, msg, fmt.Errorf("%w: %s", ErrApprovalRequired, msg)
+			return res, nil
+		}
+	}
+	if _, done := run.r.Output(OutEnvCommit); !done {
+		run.progress(StepPromotion, "landing "+run.r.Outputs[OutEnvBranch]+" on "+run.env.EnvRepo.Branch)
+		ch, err := wait(run, StepPromotion, func() (EnvChange, error) { return d.EnvRepo.Land(ctx, pin) })
+		if err != nil {
+			return StepResult{}, fmt.Errorf("land %s: %w", run.r.Outputs[OutEnvBranch], err)
+		}
 		if err := run.checkpoint(ctx, OutEnvCommit, ch.Commit); err != nil {
 			return StepResult{}, err
 		}

@@ -158,6 +158,7 @@ func TestResumeAfterKillBetweenEverySaveDoesNotRepeatSideEffects(t *testing.T) {
 			require.Equal(t, 1, w.Applies, "applied once")
 			require.Equal(t, 1, w.Copies, "copied once")
 			require.Equal(t, 1, w.Commits, "committed once")
+			require.Equal(t, 1, w.Lands, "landed once")
 		})
 	}
 }
@@ -167,7 +168,7 @@ func TestResumeAfterKillBetweenEverySaveDoesNotRepeatSideEffects(t *testing.T) {
 // adapters close by being idempotent.
 func TestResumeAfterKillRightAfterEachSideEffect(t *testing.T) {
 	t.Parallel()
-	for _, effect := range []string{"apply", "copy", "commit"} {
+	for _, effect := range []string{"apply", "copy", "commit", "land"} {
 		t.Run(effect, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
@@ -32,6 +31,8 @@ type World struct {
 
 	Branches map[string]string // branch → commit
 	Commits  int
+	Landed   map[string]string // env → landed commit
+	Lands    int
 
 	App workflow.AppState
 	// Unhealthy makes the application degrade instead of converging.
@@ -238,13 +239,42 @@ func (e EnvRepo) Pin(ctx context.Context, req workflow.PinRequest) (workflow.Env
 	e.W.Commits++
 	commit := hex64(branch)[:40]
 	e.W.Branches[branch] = commit
-	e.W.App.SyncStatus = workflow.SyncOutOfSync
-	e.W.App.Health = workflow.HealthProgressing
 	e.W.mu.Unlock()
 	if err := e.W.interrupt("commit"); err != nil {
 		return workflow.EnvChange{}, err
 	}
 	return workflow.EnvChange{Branch: branch, Commit: commit, Diff: "-old\n+" + req.Digest.String()}, nil
+}
+
+// Land moves the environment to the pinned commit once, as a merge
+// would; the application then starts rolling it out.
+func (e EnvRepo) Land(ctx context.Context, req workflow.PinRequest) (workflow.EnvChange, error) {
+	if err := e.W.gate(ctx); err != nil {
+		return workflow.EnvChange{}, err
+	}
+	branch := fmt.Sprintf("relcap/%s/%s", req.Env, req.ReleaseID)
+	e.W.mu.Lock()
+	commit, ok := e.W.Branches[branch]
+	if !ok {
+		e.W.mu.Unlock()
+		return workflow.EnvChange{}, fmt.Errorf("%w: %s not pinned", workflow.ErrUsage, branch)
+	}
+	if e.W.Landed == nil {
+		e.W.Landed = map[string]string{}
+	}
+	if e.W.Landed[req.Env] == commit {
+		e.W.mu.Unlock()
+		return workflow.EnvChange{Branch: req.Target.Branch, Commit: commit, Existing: true}, nil
+	}
+	e.W.Landed[req.Env] = commit
+	e.W.Lands++
+	e.W.App.SyncStatus = workflow.SyncOutOfSync
+	e.W.App.Health = workflow.HealthProgressing
+	e.W.mu.Unlock()
+	if err := e.W.interrupt("land"); err != nil {
+		return workflow.EnvChange{}, err
+	}
+	return workflow.EnvChange{Branch: req.Target.Branch, Commit: commit}, nil
 }
 
 // Preview shows the change without making it.
@@ -278,12 +308,7 @@ func (c Convergence) Get(context.Context, workflow.AppRef) (workflow.AppState, e
 // Watch replays a rollout to the pinned commit and digest.
 func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
 	c.W.mu.Lock()
-	var commit string
-	for b, v := range c.W.Branches {
-		if strings.HasPrefix(b, "relcap/"+app.Env+"/") {
-			commit = v
-		}
-	}
+	commit := c.W.Landed[app.Env]
 	image := c.W.Artifact.Repository + "@" + c.W.Artifact.Digest.String()
 	steps := []workflow.AppState{
 		{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthProgressing, Operation: workflow.OperationRunning, Images: []string{image}},
