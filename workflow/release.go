@@ -50,8 +50,9 @@ type Release struct {
 
 // Release kinds.
 const (
-	KindRelease  = "release"
-	KindRollback = "rollback"
+	KindRelease   = "release"
+	KindRollback  = "rollback"
+	KindPromotion = "promotion" // relcap promote: the decision step alone
 )
 
 // Well-known release outputs.
@@ -64,6 +65,9 @@ const (
 	OutEnvBranch   = "envrepo.branch"
 	OutEnvCommit   = "envrepo.commit" // the environment branch after landing: the intended revision
 	OutConvergedAt = "converged.at"
+	// OutForceUnverified holds the journaled reason for promoting a digest
+	// that has not converged in the previous environment.
+	OutForceUnverified = "promotion.force-unverified"
 )
 
 // StepRecord is the persisted state of one step.
@@ -113,7 +117,7 @@ func (r *Release) Step(k StepKind) *StepRecord {
 // Current is the first step that has not succeeded, or false when all have.
 func (r *Release) Current() (StepKind, bool) {
 	for _, k := range StepKinds {
-		if r.Step(k).Status != Succeeded {
+		if !r.Step(k).Status.Done() {
 			return k, true
 		}
 	}
@@ -135,6 +139,7 @@ func (r *Release) StageStatus(s Stage) StepStatus {
 			continue
 		}
 		switch st := r.Step(k).Status; st {
+		case Skipped:
 		case Blocked, Failed:
 			return st
 		case Running:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -89,6 +90,12 @@ type StartRequest struct {
 	Env           string
 	Image         string
 	Compatibility *Compatibility
+	// PromoteOnly starts a promotion (relcap promote): the problem and
+	// boundary steps are skipped and the run stops after the decision.
+	PromoteOnly bool
+	// ForceUnverified is the reason to promote a digest that has not
+	// converged in the previous environment; empty means the policy holds.
+	ForceUnverified string
 }
 
 // Start creates and persists a new release without running it.
@@ -105,11 +112,21 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 	if req.Compatibility != nil {
 		r.Compatibility = *req.Compatibility
 	}
+	if req.PromoteOnly {
+		r.Kind = KindPromotion
+		for _, k := range []StepKind{StepOwnership, StepPlanReview, StepApply} {
+			st := r.Step(k)
+			st.Status, st.Message = Skipped, "relcap promote: the decision step alone"
+		}
+	}
+	if req.ForceUnverified != "" {
+		r.Outputs[OutForceUnverified] = req.ForceUnverified
+	}
 	if err := s.d.Ledger.SaveRelease(ctx, r); err != nil {
 		return nil, fmt.Errorf("save release %s: %w", r.ID, err)
 	}
 	if _, err := s.d.Journal.Append(ctx, "release.started", map[string]any{
-		"release": r.ID, "env": r.Env, "image": r.Image, "captain": r.Captain,
+		"release": r.ID, "kind": r.Kind, "env": r.Env, "image": r.Image, "captain": r.Captain, "force_unverified": req.ForceUnverified,
 	}); err != nil {
 		return nil, err
 	}
@@ -131,6 +148,10 @@ func (s *Service) Run(ctx context.Context, id string, sink EventSink) (*Release,
 	if r.Status.Done() {
 		return r, nil
 	}
+	if r.Outputs == nil {
+		// A stored release with no checkpoints yet decodes without a map.
+		r.Outputs = map[string]string{}
+	}
 	env, err := s.d.Project.Env(r.Env)
 	if err != nil {
 		return r, err
@@ -143,11 +164,16 @@ func (s *Service) Run(ctx context.Context, id string, sink EventSink) (*Release,
 		r.Status = ReleaseInProgress
 	}
 	for _, k := range StepKinds {
-		if r.Step(k).Status == Succeeded {
+		if r.Step(k).Status.Done() {
 			continue
 		}
 		if err := run.step(ctx, k); err != nil {
 			return r.Clone(), err
+		}
+		if r.Kind == KindPromotion && k == StepPromotion {
+			// relcap promote stops at the decision; relcap converge (or
+			// resume) takes it on to the evidence.
+			return r.Clone(), nil
 		}
 	}
 	now := s.d.Clock.Now()
@@ -484,6 +510,10 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 				NextAction: "promote by digest to be sure which bytes you release"})
 		}
 		source = art.Repository
+		res.Evidence = append(res.Evidence, Evidence{Kind: "digest.resolved", Subject: art.Digest.String(), Detail: map[string]string{
+			"reference": run.r.Image, "repository": art.Repository, "media_type": art.MediaType, "platforms": strings.Join(art.Platforms, ","),
+			"size": fmt.Sprint(art.Size), "created": art.Created.UTC().Format(time.RFC3339), "signed": fmt.Sprint(art.Signed()),
+			"referrers": fmt.Sprint(len(art.Referrers)), "first_seen": first.At.UTC().Format(time.RFC3339)}})
 		run.r.Outputs["digest.repository"] = source
 		if err := run.checkpoint(ctx, OutDigest, art.Digest.String()); err != nil {
 			return StepResult{}, err
@@ -500,9 +530,18 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		if err != nil {
 			return StepResult{}, fmt.Errorf("read convergence record: %w", err)
 		}
-		if !converged {
-			msg := fmt.Sprintf("%s has not converged in %s; promote it there first", digest.Short(), prev.Name)
+		reason, forced := run.r.Output(OutForceUnverified)
+		switch {
+		case !converged && !forced:
+			msg := fmt.Sprintf("%s has not converged in %s; promote it there first (or pass --force-unverified REASON)", digest.Short(), prev.Name)
 			return StepResult{Status: Blocked, Message: msg, Findings: res.Findings, Err: fmt.Errorf("%w: %s", ErrNotPromotable, msg)}, nil
+		case !converged:
+			res.Findings = append(res.Findings, Finding{Severity: Warning, Code: "promotion.force-unverified", Subject: digest.String(),
+				Message:    fmt.Sprintf("promoted without convergence in %s: %s", prev.Name, reason),
+				NextAction: "watch this environment closely; the digest was not proven in " + prev.Name})
+			if _, err := d.Journal.Append(ctx, "promotion.force-unverified", map[string]string{"release": run.r.ID, "digest": digest.String(), "previous": prev.Name, "reason": reason}); err != nil {
+				return StepResult{}, err
+			}
 		}
 		from = prev.Registry.Repository
 	}

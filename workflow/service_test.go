@@ -358,3 +358,38 @@ func TestMachineWaitIsRecordedApartFromStaffEffort(t *testing.T) {
 	require.Equal(t, 40*time.Second, totals.Wait, "four app states, ten seconds each")
 	require.Equal(t, time.Duration(0), totals.OffTool)
 }
+
+func TestPromoteOnlyStopsAfterTheDecisionAndConvergesOnResume(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	p := newProcess(t, testProject(1), w, l, clock, "alice")
+	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3", PromoteOnly: true})
+	require.NoError(t, err)
+	got, err := p.svc.Run(ctx, r.ID, nil)
+	require.NoError(t, err, "plan approvals do not apply: the boundary is skipped")
+	require.Equal(t, workflow.ReleaseInProgress, got.Status)
+	require.Equal(t, workflow.Skipped, got.Step(workflow.StepPlanReview).Status)
+	require.Equal(t, workflow.Succeeded, got.Step(workflow.StepPromotion).Status)
+	require.Equal(t, workflow.Pending, got.Step(workflow.StepConvergence).Status)
+	require.Equal(t, 0, w.Plans())
+
+	final, err := p.svc.Run(ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.ReleaseConverged, final.Status)
+}
+
+func TestForceUnverifiedPromotesWithAJournaledReason(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	w.Repos["registry.test/staging/web"] = map[workflow.Digest]bool{w.Artifact.Digest: true}
+	p := newProcess(t, testProject(0), w, l, clock, "alice")
+	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "prod", Image: "registry.test/ci/web:1.2.3", PromoteOnly: true, ForceUnverified: "staging is down; hotfix for incident 42"})
+	require.NoError(t, err)
+	got, err := p.svc.Run(ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Succeeded, got.Step(workflow.StepPromotion).Status)
+	require.Equal(t, "promotion.force-unverified", got.Step(workflow.StepPromotion).Findings[0].Code)
+	require.Contains(t, p.journal.Kinds(), "promotion.force-unverified")
+}

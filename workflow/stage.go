@@ -112,6 +112,9 @@ func ParseStepKind(s string) (StepKind, error) {
 // StepStatus is where a step stands.
 type StepStatus int
 
+// Done reports whether the step needs no more work.
+func (s StepStatus) Done() bool { return s == Succeeded || s == Skipped }
+
 // Step statuses. Blocked means a policy or a person stops the step (exit 3);
 // Failed means it was attempted and went wrong.
 const (
@@ -120,6 +123,9 @@ const (
 	Succeeded
 	Failed
 	Blocked
+	// Skipped: not part of this run (relcap promote runs the decision step
+	// alone); it counts as done.
+	Skipped
 )
 
 func (s StepStatus) String() string {
@@ -134,6 +140,8 @@ func (s StepStatus) String() string {
 		return "failed"
 	case Blocked:
 		return "blocked"
+	case Skipped:
+		return "skipped"
 	}
 	return fmt.Sprintf("status(%d)", int(s))
 }
@@ -143,7 +151,7 @@ func (s StepStatus) MarshalText() ([]byte, error) { return []byte(s.String()), n
 
 // UnmarshalText parses a status name.
 func (s *StepStatus) UnmarshalText(b []byte) error {
-	for _, c := range []StepStatus{Pending, Running, Succeeded, Failed, Blocked} {
+	for _, c := range []StepStatus{Pending, Running, Succeeded, Failed, Blocked, Skipped} {
 		if c.String() == string(b) {
 			*s = c
 			return nil

@@ -277,8 +277,10 @@ func (s *session) platforms(ctx context.Context, repo name.Repository, n *node) 
 		if err != nil {
 			return fmt.Errorf("config of %s: %w", im.n.desc.Digest, err)
 		}
-		if im.platform == "" {
-			im.platform = cfg.Platform().String()
+		// Platform is nil for a config that names no OS or architecture
+		// (images built by tools that leave them out).
+		if p := cfg.Platform(); im.platform == "" && p != nil {
+			im.platform = p.String()
 		}
 		im.created = cfg.Created.Time
 		return nil

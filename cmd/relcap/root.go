@@ -99,6 +99,7 @@ with every decision journaled and the staff time it cost measured.`,
 		a.approveCommand(),
 		a.applyCommand(),
 		a.unlockCommand(),
+		a.promoteCommand(),
 	)
 	return root
 }
@@ -128,35 +129,26 @@ func (a *app) close(ctx context.Context, code int, cmdErr error) error {
 }
 
 // dataHome is $XDG_DATA_HOME/relcap.
-func (a *app) dataHome() (string, error) {
-	if d := a.io.getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "relcap"), nil
-	}
-	home := a.io.getenv("HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("cannot find a data directory: set XDG_DATA_HOME or HOME, or pass --ledger PATH")
-		}
-		home = h
-	}
-	return filepath.Join(home, ".local", "share", "relcap"), nil
-}
+func (a *app) dataHome() (string, error) { return a.xdgHome("XDG_DATA_HOME", ".local/share") }
 
 // stateHome is $XDG_STATE_HOME/relcap.
-func (a *app) stateHome() (string, error) {
-	if d := a.io.getenv("XDG_STATE_HOME"); d != "" {
+func (a *app) stateHome() (string, error) { return a.xdgHome("XDG_STATE_HOME", ".local/state") }
+
+// xdgHome is relcap's directory under the XDG base directory named by
+// variable, or under its default below $HOME.
+func (a *app) xdgHome(variable, fallback string) (string, error) {
+	if d := a.io.getenv(variable); d != "" {
 		return filepath.Join(d, "relcap"), nil
 	}
 	home := a.io.getenv("HOME")
 	if home == "" {
 		h, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("cannot find a state directory: set XDG_STATE_HOME or HOME")
+			return "", fmt.Errorf("cannot find a home directory: set %s or HOME (or pass --ledger PATH)", variable)
 		}
 		home = h
 	}
-	return filepath.Join(home, ".local", "state", "relcap"), nil
+	return filepath.Join(home, filepath.FromSlash(fallback), "relcap"), nil
 }
 
 func (a *app) ledgerPath() (string, error) {
