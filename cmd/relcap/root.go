@@ -43,15 +43,25 @@ type app struct {
 
 // run builds the command tree, executes it and maps the outcome to an exit
 // code. It is main without os.Exit, so tests can call it.
-func run(ctx context.Context, io *IO, args []string) int {
+func run(ctx context.Context, io *IO, args []string) (code int) {
 	a := &app{io: io, clock: workflow.SystemClock{}, args: args}
+	defer func() {
+		// A bug must not greet the captain with a stack trace. Every ledger
+		// write is a transaction and every journal line is fsynced, so what
+		// was recorded before the failure is intact.
+		if r := recover(); r != nil {
+			fmt.Fprintf(io.Err, "relcap: internal error: %v\nrelcap: nothing already recorded was lost; please report this with the command you ran (relcap version: %s)\n", r, version)
+			_ = a.close(context.WithoutCancel(ctx), exitError, fmt.Errorf("internal error: %v", r))
+			code = exitError
+		}
+	}()
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(ctx)
-	code := exitCode(err)
+	code = exitCode(err)
 	var silent errSilent
 	if err != nil && !errors.As(err, &silent) {
 		fmt.Fprintln(io.Err, "relcap: "+err.Error())
