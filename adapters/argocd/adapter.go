@@ -1,0 +1,381 @@
+// Package argocd implements workflow.Convergence over Argo CD's gRPC API
+// with argo-cd's own client (github.com/argoproj/argo-cd/v2/pkg/apiclient).
+// It also reads the resource tree, managed resources, sync policy and
+// deployment history that rollback, break-glass and the ownership check
+// need. No argo-cd type leaves the package: Applications become
+// workflow.AppState, and failures become errors that name the server and
+// the environment variable the token came from (never the token).
+package argocd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/argoproj/argo-cd/v2/pkg/apiclient"
+	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+var _ workflow.Convergence = (*Adapter)(nil)
+
+// Environment variables argocd users already set; OptionsFor reads them.
+const (
+	EnvServer    = "ARGOCD_SERVER"
+	EnvAuthToken = "ARGOCD_AUTH_TOKEN"
+)
+
+// Errors callers may react to. Both are wrapped with the server address
+// and the server's own message.
+var (
+	// ErrTokenRejected: Argo CD answered Unauthenticated or
+	// PermissionDenied.
+	ErrTokenRejected = errors.New("argo cd rejected the token")
+	// ErrUnreachable: no gRPC connection to the server, or no answer in
+	// time.
+	ErrUnreachable = errors.New("cannot reach argo cd")
+)
+
+// Options configure an Adapter.
+type Options struct {
+	// Server is Argo CD's host:port as the argocd CLI takes it. A
+	// https:// prefix is dropped; http:// is dropped and implies
+	// PlainText. Required.
+	Server string
+	// AuthToken is an Argo CD API token (a project or account token, or a
+	// session token). Required.
+	AuthToken string
+	// TokenEnv names the environment variable AuthToken came from, so
+	// errors can say which one to fix; empty means ARGOCD_AUTH_TOKEN.
+	TokenEnv string
+	// PlainText talks gRPC without TLS (an argocd-server run with
+	// --insecure, or a port-forward).
+	PlainText bool
+	// Insecure skips verification of the server's TLS certificate.
+	Insecure bool
+	// GRPCWeb tunnels gRPC through HTTP/1.1 for proxies that do not pass
+	// HTTP/2.
+	GRPCWeb bool
+	// Timeout bounds connecting and every unary call; default 10s. Watch
+	// streams are bounded only by their context.
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound the delay before re-opening a
+	// dropped watch stream; defaults 200ms and 5s.
+	MinBackoff, MaxBackoff time.Duration
+	// Clock stamps AppState.ObservedAt; nil means the wall clock.
+	Clock workflow.Clock
+}
+
+// OptionsFor builds Options for an environment's Argo CD target the way
+// argocd users expect: the server from relcap.yaml, else $ARGOCD_SERVER;
+// the token from the variable the target names (token_env), else
+// $ARGOCD_AUTH_TOKEN. getenv is os.Getenv outside tests. A missing value
+// is an error wrapping workflow.ErrUsage that names what to set.
+func OptionsFor(target workflow.ArgoCDTarget, getenv func(string) string) (Options, error) {
+	o := Options{Server: target.Server, PlainText: target.PlainText, Insecure: target.Insecure, GRPCWeb: target.GRPCWeb, TokenEnv: target.TokenEnv}
+	if o.TokenEnv == "" {
+		o.TokenEnv = EnvAuthToken
+	}
+	app := target.App
+	if app == "" {
+		app = "(unnamed)"
+	}
+	if o.Server == "" {
+		o.Server = strings.TrimSpace(getenv(EnvServer))
+	}
+	if o.Server == "" {
+		return Options{}, fmt.Errorf("%w: argo cd application %s: no server: set argocd.server in relcap.yaml or $%s", workflow.ErrUsage, app, EnvServer)
+	}
+	o.AuthToken = strings.TrimSpace(getenv(o.TokenEnv))
+	if o.AuthToken == "" {
+		return Options{}, fmt.Errorf("%w: argo cd application %s on %s: $%s is empty or unset; set it to an Argo CD API token (argocd account generate-token)", workflow.ErrUsage, app, o.Server, o.TokenEnv)
+	}
+	return o, nil
+}
+
+// Adapter talks to one Argo CD server. It is safe for concurrent use: it
+// connects on first use and shares one gRPC connection, which reconnects
+// by itself after the server restarts.
+type Adapter struct {
+	opts   Options
+	server string // normalised host:port
+	clock  workflow.Clock
+
+	mu      sync.Mutex
+	apps    application.ApplicationServiceClient
+	conn    io.Closer
+	dialing *dial // the connection attempt in progress, if any
+}
+
+// New validates opts and returns an Adapter. It does not connect: the
+// first call does, bounded by opts.Timeout. Invalid options wrap
+// workflow.ErrUsage.
+func New(opts Options) (*Adapter, error) {
+	server, plain, err := normaliseServer(opts.Server)
+	if err != nil {
+		return nil, err
+	}
+	opts.PlainText = opts.PlainText || plain
+	if opts.TokenEnv == "" {
+		opts.TokenEnv = EnvAuthToken
+	}
+	opts.AuthToken = strings.TrimSpace(opts.AuthToken)
+	if opts.AuthToken == "" {
+		return nil, fmt.Errorf("%w: argo cd at %s: no token: $%s is empty or unset", workflow.ErrUsage, server, opts.TokenEnv)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 200 * time.Millisecond
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(5*time.Second, opts.MinBackoff)
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = workflow.SystemClock{}
+	}
+	return &Adapter{opts: opts, server: server, clock: clock}, nil
+}
+
+// normaliseServer turns what users write (host, host:port, https://host/)
+// into the host:port apiclient dials; http:// means plaintext.
+func normaliseServer(s string) (server string, plainText bool, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", false, fmt.Errorf("%w: no argo cd server given: set argocd.server in relcap.yaml or $%s", workflow.ErrUsage, EnvServer)
+	}
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			return "", false, fmt.Errorf("%w: argo cd server %q: want host:port (or an http/https URL)", workflow.ErrUsage, s)
+		}
+		if strings.Trim(u.Path, "/") != "" {
+			return "", false, fmt.Errorf("%w: argo cd server %q: a path is not supported; give the gRPC host:port", workflow.ErrUsage, s)
+		}
+		return u.Host, u.Scheme == "http", nil
+	}
+	s = strings.TrimSuffix(s, "/")
+	if strings.ContainsAny(s, "/ ") {
+		return "", false, fmt.Errorf("%w: argo cd server %q: want host:port", workflow.ErrUsage, s)
+	}
+	return s, false, nil
+}
+
+// Server returns the host:port the adapter talks to.
+func (a *Adapter) Server() string { return a.server }
+
+// Close closes the connection, if one was made. Calls after Close
+// reconnect.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conn == nil {
+		return nil
+	}
+	err := a.conn.Close()
+	a.apps, a.conn = nil, nil
+	return err
+}
+
+// client returns the application service client, connecting first if
+// needed. Callers wait for the connection (one attempt at a time, bounded
+// by opts.Timeout) or for their ctx, whichever ends first.
+func (a *Adapter) client(ctx context.Context) (application.ApplicationServiceClient, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("connect to argo cd at %s: %w", a.server, err)
+	}
+	a.mu.Lock()
+	if a.apps != nil {
+		defer a.mu.Unlock()
+		return a.apps, nil
+	}
+	d := a.dialing
+	if d == nil {
+		d = &dial{done: make(chan struct{})}
+		a.dialing = d
+		go a.connect(d)
+	}
+	a.mu.Unlock()
+	select {
+	case <-d.done:
+		return d.apps, d.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("connect to argo cd at %s: %w", a.server, ctx.Err())
+	}
+}
+
+// dial is one connection attempt; its fields are set before done closes.
+type dial struct {
+	done chan struct{}
+	apps application.ApplicationServiceClient
+	err  error
+}
+
+// connect makes one connection attempt, bounded by opts.Timeout.
+// apiclient dials with context.Background() (and NewClient first probes
+// the version, falling back to gRPC-Web), so it runs in a goroutine that
+// is abandoned, and closes what it opened, if it does not answer in time.
+func (a *Adapter) connect(d *dial) {
+	apps, conn, err := a.connectOnce()
+	a.mu.Lock()
+	a.dialing = nil
+	if err == nil {
+		a.apps, a.conn = apps, conn
+	}
+	a.mu.Unlock()
+	d.apps, d.err = apps, err
+	close(d.done)
+}
+
+func (a *Adapter) connectOnce() (application.ApplicationServiceClient, io.Closer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.opts.Timeout)
+	defer cancel()
+	if err := a.probe(ctx); err != nil {
+		return nil, nil, err
+	}
+	type result struct {
+		apps application.ApplicationServiceClient
+		conn io.Closer
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := apiclient.NewClient(&apiclient.ClientOptions{
+			ServerAddr: a.server,
+			AuthToken:  a.opts.AuthToken,
+			PlainText:  a.opts.PlainText,
+			Insecure:   a.opts.Insecure,
+			GRPCWeb:    a.opts.GRPCWeb,
+			UserAgent:  "relcap",
+			// An empty ConfigPath keeps ~/.config/argocd out of it: the
+			// server and token are the ones relcap was given.
+		})
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		conn, apps, err := c.NewApplicationClient()
+		done <- result{apps: apps, conn: conn, err: err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			if r.conn != nil {
+				_ = r.conn.Close()
+			}
+			return nil, nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, connectHint(r.err))
+		}
+		return r.apps, r.conn, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.conn != nil {
+				_ = r.conn.Close()
+			}
+		}()
+		return nil, nil, fmt.Errorf("%w at %s: no answer within %s", ErrUnreachable, a.server, a.opts.Timeout)
+	}
+}
+
+// probe dials the server's TCP port before apiclient does, so the common
+// unreachable cases (refused, filtered, unknown host) fail within ctx and
+// leave no goroutine behind. It is skipped when a SOCKS proxy is
+// configured, which apiclient's dialer honours and a plain dial would not.
+func (a *Adapter) probe(ctx context.Context) error {
+	if os.Getenv("ALL_PROXY") != "" || os.Getenv("all_proxy") != "" {
+		return nil
+	}
+	addr := a.server
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, "443") // apiclient's default port
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w at %s: no answer within %s", ErrUnreachable, a.server, a.opts.Timeout)
+		}
+		return fmt.Errorf("%w at %s: %w", ErrUnreachable, a.server, err)
+	}
+	return c.Close()
+}
+
+// connectHint adds what to change to the TLS errors people meet first.
+func connectHint(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "first record does not look like a TLS handshake"):
+		return msg + " (the server speaks plaintext: set argocd.plaintext: true)"
+	case strings.Contains(msg, "x509:") || strings.Contains(msg, "certificate"):
+		return msg + " (trust the server's CA, or set argocd.insecure: true to skip verification)"
+	}
+	return msg
+}
+
+// callContext bounds one unary call by opts.Timeout.
+func (a *Adapter) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, a.opts.Timeout)
+}
+
+// callError turns a failed call into an error that says what to do. ctx
+// is the caller's context: its end is reported as such, so errors.Is(err,
+// context.Canceled) holds.
+func (a *Adapter) callError(ctx context.Context, op, app string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("argo cd %s %s: %w", op, app, ctxErr)
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("argo cd %s %s at %s: %w", op, app, a.server, err)
+	}
+	switch st.Code() {
+	case codes.Unauthenticated:
+		return fmt.Errorf("%w from $%s: %s", ErrTokenRejected, a.opts.TokenEnv, st.Message())
+	case codes.PermissionDenied:
+		// Argo CD also answers PermissionDenied for an application that
+		// does not exist, so as not to reveal which ones do.
+		return fmt.Errorf("%w from $%s for application %s (the token's account may not read it, or no application has that name): %s",
+			ErrTokenRejected, a.opts.TokenEnv, app, st.Message())
+	case codes.NotFound:
+		return fmt.Errorf("argo cd application %s on %s: %w: %s", app, a.server, workflow.ErrNotFound, st.Message())
+	case codes.Unavailable:
+		return fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, st.Message())
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("%w at %s: no answer to %s within %s", ErrUnreachable, a.server, op, a.opts.Timeout)
+	}
+	return fmt.Errorf("argo cd %s %s at %s: %s: %s", op, app, a.server, st.Code(), st.Message())
+}
+
+// appQuery names the application: "name", or "namespace/name" for an
+// application outside Argo CD's own namespace. It refuses an AppRef for
+// another server, which a per-server Adapter cannot answer for.
+func (a *Adapter) appQuery(ref workflow.AppRef) (name string, ns *string, err error) {
+	if ref.Name == "" {
+		return "", nil, fmt.Errorf("%w: no argo cd application named", workflow.ErrUsage)
+	}
+	if ref.Server != "" {
+		s, _, err := normaliseServer(ref.Server)
+		if err != nil {
+			return "", nil, err
+		}
+		if s != a.server {
+			return "", nil, fmt.Errorf("%w: application %s is on argo cd %s, but this adapter talks to %s", workflow.ErrUsage, ref.Name, s, a.server)
+		}
+	}
+	if namespace, app, ok := strings.Cut(ref.Name, "/"); ok {
+		return app, &namespace, nil
+	}
+	return ref.Name, nil, nil
+}

@@ -1,0 +1,102 @@
+package argosim
+
+import (
+	"fmt"
+	"time"
+)
+
+// withApp runs f on the named app under the lock and publishes the change.
+func (s *Server) withApp(name string, f func(a *app, now time.Time) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.apps[name]
+	if !ok {
+		return fmt.Errorf("argosim: no app %s", name)
+	}
+	now := time.Now()
+	if err := f(a, now); err != nil {
+		return err
+	}
+	s.publish(a, now, false)
+	a.wake()
+	return nil
+}
+
+// FailImagePull makes the running pods fail to pull their image: each Pod
+// in the resource tree turns Degraded with "Back-off pulling image …" and
+// the application turns Degraded. It lasts until Recover or until a sync
+// rolls out different images (new pods).
+func (s *Server) FailImagePull(name string) error {
+	return s.withApp(name, func(a *app, now time.Time) error {
+		if a.live() == nil {
+			return fmt.Errorf("argosim: app %s has never been synced; nothing runs to fail", name)
+		}
+		a.podFailure, a.podFailureAt = podFailImagePull, now
+		s.cfg.Logf("argosim: app %s: injected image pull failure", name)
+		return nil
+	})
+}
+
+// FailReadiness makes the running pods fail their readiness probe: Pods
+// and the application stay Progressing with "Readiness probe failed" for
+// the app's ProgressDeadline, then turn Degraded. It lasts until Recover
+// or until a sync rolls out different images.
+func (s *Server) FailReadiness(name string) error {
+	return s.withApp(name, func(a *app, now time.Time) error {
+		if a.live() == nil {
+			return fmt.Errorf("argosim: app %s has never been synced; nothing runs to fail", name)
+		}
+		a.podFailure, a.podFailureAt = podFailReadiness, now
+		s.cfg.Logf("argosim: app %s: injected readiness failure", name)
+		return nil
+	})
+}
+
+// FailSync makes sync operations fail with message: a running operation
+// fails when it would have finished, and so does every later one until
+// Recover. As in Argo CD, an automated sync that failed for a revision is
+// not retried for that revision.
+func (s *Server) FailSync(name, message string) error {
+	if message == "" {
+		message = "one or more objects failed to apply (simulated)"
+	}
+	return s.withApp(name, func(a *app, _ time.Time) error {
+		a.failSync = message
+		s.cfg.Logf("argosim: app %s: sync operations will fail: %s", name, message)
+		return nil
+	})
+}
+
+// Drift changes field of the live Deployment as kubectl edit would
+// ("spec.replicas", "image" for the first container's image, or any dotted
+// path with [i] indexes). The application turns OutOfSync; with self-heal
+// on, an automated sync of the same revision puts Git's value back after
+// the app's SelfHealDelay and is recorded in the history.
+func (s *Server) Drift(name, field string) error {
+	return s.withApp(name, func(a *app, now time.Time) error {
+		if a.deployed == nil {
+			return fmt.Errorf("argosim: app %s has never been synced; there is no live object to drift", name)
+		}
+		live, err := a.live().withDrift(field)
+		if err != nil {
+			return fmt.Errorf("argosim: app %s: %w", name, err)
+		}
+		a.drift, a.driftAt, a.driftedLive = field, now, live
+		s.cfg.Logf("argosim: app %s: live %s drifted from Git", name, field)
+		return nil
+	})
+}
+
+// Recover clears injected failures: pods become healthy again (after the
+// app's TimeToHealthy, as a fresh rollout), syncs stop failing, and an
+// automated sync that failed is retried. Drift stays until a sync.
+func (s *Server) Recover(name string) error {
+	return s.withApp(name, func(a *app, now time.Time) error {
+		if a.podFailure != podFailNone {
+			a.rollout = now
+		}
+		a.podFailure, a.failSync, a.failedAuto = podFailNone, "", ""
+		s.cfg.Logf("argosim: app %s: injected failures cleared", name)
+		return nil
+	})
+}

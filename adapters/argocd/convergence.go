@@ -1,0 +1,311 @@
+package argocd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	grpc_retry "github.com/grpc-ecosystem/go-grpc-middleware/retry"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// Get returns the application's current state. Errors say whether the
+// token was rejected (ErrTokenRejected), the server could not be reached
+// (ErrUnreachable) or the call failed otherwise; none takes longer than
+// Options.Timeout.
+func (a *Adapter) Get(ctx context.Context, ref workflow.AppRef) (workflow.AppState, error) {
+	app, err := a.getApp(ctx, ref)
+	if err != nil {
+		return workflow.AppState{}, err
+	}
+	return toState(app, a.clock.Now()), nil
+}
+
+func (a *Adapter) getApp(ctx context.Context, ref workflow.AppRef) (*v1alpha1.Application, error) {
+	name, ns, err := a.appQuery(ref)
+	if err != nil {
+		return nil, err
+	}
+	apps, err := a.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := a.callContext(ctx)
+	defer cancel()
+	app, err := apps.Get(cctx, &application.ApplicationQuery{Name: &name, AppNamespace: ns})
+	if err != nil {
+		return nil, a.callError(ctx, "get application", ref.Name, err)
+	}
+	return app, nil
+}
+
+// Watch streams the application's states newer than since over Argo CD's
+// Watch API until ctx ends; it does not poll. When the stream drops, it
+// waits (200ms doubling to 5s by default), Gets the application and emits
+// it if it changed, so a transition that happened while disconnected is
+// not lost, then watches again from that version. A rejected token, a
+// missing application or a deleted one ends the stream with a final
+// AppUpdate.Err; the channel is closed when ctx ends or after that error.
+//
+// argo-cd's own WatchApplicationWithRetry is not used: it sends without
+// watching ctx, sleeps a fixed second and does not re-read state.
+func (a *Adapter) Watch(ctx context.Context, ref workflow.AppRef, since string) (<-chan workflow.AppUpdate, error) {
+	name, ns, err := a.appQuery(ref)
+	if err != nil {
+		return nil, err
+	}
+	apps, err := a.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &watcher{a: a, apps: apps, ref: ref, name: name, ns: ns, last: since, out: make(chan workflow.AppUpdate)}
+	stream, cancel, err := w.open(ctx)
+	if err != nil {
+		return nil, a.callError(ctx, "watch application", ref.Name, err)
+	}
+	go w.run(ctx, stream, cancel)
+	return w.out, nil
+}
+
+// watcher is one Watch call's state, owned by its goroutine.
+type watcher struct {
+	a    *Adapter
+	apps application.ApplicationServiceClient
+	ref  workflow.AppRef
+	name string
+	ns   *string
+	last string // resourceVersion of the last state emitted (or since)
+	out  chan workflow.AppUpdate
+}
+
+// open starts a stream from w.last. apiclient's retry interceptor would
+// silently re-open a dropped stream with the original resourceVersion;
+// it is disabled so reconnects go through run, which re-reads state.
+func (w *watcher) open(ctx context.Context) (application.ApplicationService_WatchClient, context.CancelFunc, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	rv := w.last
+	stream, err := w.apps.Watch(sctx, &application.ApplicationQuery{Name: &w.name, AppNamespace: w.ns, ResourceVersion: &rv}, grpc_retry.Disable())
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return stream, cancel, nil
+}
+
+func (w *watcher) run(ctx context.Context, stream application.ApplicationService_WatchClient, cancel context.CancelFunc) {
+	defer close(w.out)
+	backoff := w.a.opts.MinBackoff
+	for {
+		received, err := w.pump(ctx, stream)
+		cancel()
+		if ctx.Err() != nil || errors.Is(err, errStop) {
+			return
+		}
+		if permanent(err) {
+			w.fail(ctx, w.a.callError(ctx, "watch application", w.ref.Name, err))
+			return
+		}
+		if received {
+			// The stream worked before it dropped: start backing off
+			// afresh.
+			backoff = w.a.opts.MinBackoff
+		}
+		for {
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, w.a.opts.MaxBackoff)
+			// getApp reconnects if the adapter was closed; the stream must
+			// use the same connection.
+			app, err := w.a.getApp(ctx, w.ref)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if errors.Is(err, ErrTokenRejected) || errors.Is(err, workflow.ErrNotFound) || errors.Is(err, workflow.ErrUsage) {
+					w.fail(ctx, err)
+					return
+				}
+				continue
+			}
+			if !w.emit(ctx, app) {
+				return
+			}
+			if w.apps, err = w.a.client(ctx); err != nil {
+				continue
+			}
+			stream, cancel, err = w.open(ctx)
+			if err != nil {
+				continue
+			}
+			break
+		}
+	}
+}
+
+// errStop ends the watch without an error: the consumer went away or the
+// application was deleted and that was reported.
+var errStop = errors.New("watch stopped")
+
+// pump forwards events until the stream fails; received says whether any
+// event arrived.
+func (w *watcher) pump(ctx context.Context, stream application.ApplicationService_WatchClient) (received bool, err error) {
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				// The server ended the stream cleanly (a restart, an idle
+				// timeout at a proxy); reconnect as for any drop.
+				err = status.Error(codes.Unavailable, "watch stream ended by the server")
+			}
+			return received, err
+		}
+		received = true
+		if ev.Type == "DELETED" {
+			w.fail(ctx, fmt.Errorf("argo cd application %s on %s was deleted: %w", w.ref.Name, w.a.server, workflow.ErrNotFound))
+			return received, errStop
+		}
+		if !w.emit(ctx, &ev.Application) {
+			return received, errStop
+		}
+	}
+}
+
+// emit sends app's state unless it is not newer than the last one sent;
+// false means ctx ended.
+func (w *watcher) emit(ctx context.Context, app *v1alpha1.Application) bool {
+	if !newer(app.ResourceVersion, w.last) {
+		return true
+	}
+	w.last = app.ResourceVersion
+	select {
+	case w.out <- workflow.AppUpdate{State: toState(app, w.a.clock.Now())}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (w *watcher) fail(ctx context.Context, err error) {
+	select {
+	case w.out <- workflow.AppUpdate{Err: err}:
+	case <-ctx.Done():
+	}
+}
+
+// newer compares resourceVersions. Kubernetes calls them opaque, but Argo
+// CD's own server compares them as integers (its Watch skips older ones),
+// and so does this; non-numeric versions only compare for equality.
+func newer(v, last string) bool {
+	if last == "" {
+		return true
+	}
+	nv, err1 := strconv.ParseUint(v, 10, 64)
+	nl, err2 := strconv.ParseUint(last, 10, 64)
+	if err1 == nil && err2 == nil {
+		return nv > nl
+	}
+	return v != last
+}
+
+// permanent says a stream error will not go away by reconnecting.
+func permanent(err error) bool {
+	switch status.Code(err) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.NotFound, codes.Unimplemented, codes.InvalidArgument:
+		return true
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// toState translates an Application into what the domain judges.
+func toState(app *v1alpha1.Application, now time.Time) workflow.AppState {
+	st := workflow.AppState{
+		Name:          app.Name,
+		Version:       app.ResourceVersion,
+		SyncStatus:    string(app.Status.Sync.Status),
+		SyncRevision:  app.Status.Sync.Revision,
+		Health:        string(app.Status.Health.Status),
+		HealthMessage: app.Status.Health.Message,
+		Images:        slices.Clone(app.Status.Summary.Images),
+		ObservedAt:    now,
+	}
+	if st.SyncStatus == "" {
+		st.SyncStatus = workflow.SyncUnknown
+	}
+	if st.SyncRevision == "" && len(app.Status.Sync.Revisions) > 0 {
+		// A multi-source application: its first source is the one relcap
+		// pins (the environment repository).
+		st.SyncRevision = app.Status.Sync.Revisions[0]
+	}
+	if st.Health == "" {
+		st.Health = workflow.HealthUnknown
+	}
+	if p := app.Spec.SyncPolicy; p != nil && p.Automated != nil {
+		st.AutoSync, st.SelfHeal = true, p.Automated.SelfHeal
+	}
+	st.Operation, st.OperationMsg = operation(app)
+	for _, r := range app.Status.Resources {
+		res := workflow.AppResource{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: string(r.Status)}
+		if r.Health != nil {
+			res.Health, res.Message = string(r.Health.Status), r.Health.Message
+		}
+		st.Resources = append(st.Resources, res)
+	}
+	if st.HealthMessage == "" && st.Health != workflow.HealthHealthy {
+		// Argo CD leaves the application's health message empty; the
+		// resource that made it unhealthy says why.
+		for _, r := range st.Resources {
+			if r.Health == st.Health && r.Message != "" {
+				st.HealthMessage = fmt.Sprintf("%s %s: %s", r.Kind, r.Name, r.Message)
+				break
+			}
+		}
+	}
+	return st
+}
+
+// operation reports the last operation's phase the way argocd app wait
+// judges "operation in progress": a requested operation not yet picked
+// up, or a finished one the controller has not reconciled since (argo-cd
+// #5592: sync and health lag the operation until then), count as Running.
+func operation(app *v1alpha1.Application) (phase, msg string) {
+	if app.Operation != nil && !app.Operation.DryRun() {
+		return workflow.OperationRunning, "operation requested; waiting for the application controller"
+	}
+	last := app.Status.OperationState
+	if last == nil {
+		return "", ""
+	}
+	phase, msg = string(last.Phase), last.Message
+	switch phase {
+	case "Terminating":
+		return workflow.OperationRunning, "terminating: " + msg
+	case workflow.OperationSucceeded:
+		reconciled := app.Status.ReconciledAt
+		if last.FinishedAt != nil && !last.Operation.DryRun() && (reconciled == nil || reconciled.Before(last.FinishedAt)) {
+			return workflow.OperationRunning, "operation succeeded; waiting for the controller to refresh the application"
+		}
+	}
+	return phase, msg
+}

@@ -1,0 +1,122 @@
+package argocd_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/argocd"
+	"github.com/relcap/relcap/adapters/argocd/argosim"
+	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
+	"github.com/relcap/relcap/workflow"
+)
+
+// env is one simulator with one application, and an adapter talking to it
+// through argo-cd's real apiclient over loopback.
+type env struct {
+	sim     *argosim.Server
+	repo    *argosimtest.Repo
+	adapter *argocd.Adapter
+	ref     workflow.AppRef
+	rev1    string
+}
+
+// newEnv starts a simulator serving cfg (built from a fresh repository by
+// configure) and an adapter with the simulator's token.
+func newEnv(t testing.TB, configure func(*argosim.AppConfig)) *env {
+	t.Helper()
+	repo, rev1 := argosimtest.NewRepo(t, "v1")
+	cfg := repo.App("web-staging")
+	if configure != nil {
+		configure(&cfg)
+	}
+	sim, addr := argosimtest.Start(t, cfg)
+	ad, err := argocd.New(argocd.Options{Server: addr, AuthToken: sim.Token(), PlainText: true, MinBackoff: 100 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ad.Close() })
+	return &env{sim: sim, repo: repo, adapter: ad, ref: workflow.AppRef{Env: "staging", Name: cfg.Name}, rev1: rev1}
+}
+
+func digest(t testing.TB, seed string) workflow.Digest {
+	t.Helper()
+	d, err := workflow.ParseDigest(argosimtest.Digest(seed))
+	require.NoError(t, err)
+	return d
+}
+
+// image is the reference the simulator reports for seed's digest.
+func image(seed string) string { return argosimtest.Image + "@" + argosimtest.Digest(seed) }
+
+// waitState reads updates until cond holds, failing after within.
+func waitState(t testing.TB, updates <-chan workflow.AppUpdate, within time.Duration, cond func(workflow.AppState) bool) (workflow.AppState, []workflow.AppState) {
+	t.Helper()
+	timeout := time.After(within)
+	var seen []workflow.AppState
+	for {
+		select {
+		case u, ok := <-updates:
+			require.True(t, ok, "watch closed early; saw %v", summary(seen))
+			require.NoError(t, u.Err)
+			seen = append(seen, u.State)
+			if cond(u.State) {
+				return u.State, seen
+			}
+		case <-timeout:
+			require.FailNow(t, "condition not met", "saw %v", summary(seen))
+		}
+	}
+}
+
+func summary(states []workflow.AppState) []string {
+	out := make([]string, 0, len(states))
+	for _, s := range states {
+		out = append(out, s.Version+" "+s.SyncStatus+"@"+short(s.SyncRevision)+" "+s.Health+" op="+s.Operation)
+	}
+	return out
+}
+
+func short(s string) string {
+	if len(s) > 7 {
+		return s[:7]
+	}
+	return s
+}
+
+func convergedAt(rev, seed string) func(workflow.AppState) bool {
+	return func(s workflow.AppState) bool {
+		return s.SyncStatus == workflow.SyncSynced && s.SyncRevision == rev && s.Health == workflow.HealthHealthy &&
+			s.Operation == workflow.OperationSucceeded && len(s.Images) == 1 && s.Images[0] == image(seed)
+	}
+}
+
+// getUntil polls Get until cond holds.
+func getUntil(t testing.TB, ctx context.Context, e *env, within time.Duration, cond func(workflow.AppState) bool) workflow.AppState {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, err := e.adapter.Get(ctx, e.ref)
+		require.NoError(t, err)
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			require.FailNow(t, "condition not met", "last state %v", summary([]workflow.AppState{st}))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func version(t testing.TB, v string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(v, 10, 64)
+	require.NoError(t, err)
+	return n
+}
+
+// fixedClock is a workflow.Clock that always reads the same time.
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }

@@ -1,0 +1,81 @@
+package argocd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+func TestOperationFollowsAppWaitsInProgressRule(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	finished := metav1.NewTime(t0)
+	before, after := metav1.NewTime(t0.Add(-time.Second)), metav1.NewTime(t0.Add(time.Second))
+	succeeded := func(reconciled *metav1.Time) v1alpha1.Application {
+		return v1alpha1.Application{Status: v1alpha1.ApplicationStatus{
+			ReconciledAt:   reconciled,
+			OperationState: &v1alpha1.OperationState{Phase: "Succeeded", Message: "ok", FinishedAt: &finished},
+		}}
+	}
+	cases := []struct {
+		name      string
+		app       v1alpha1.Application
+		wantPhase string
+	}{
+		{"no operation ever", v1alpha1.Application{}, ""},
+		{"requested, not yet picked up", v1alpha1.Application{Operation: &v1alpha1.Operation{Sync: &v1alpha1.SyncOperation{}},
+			Status: v1alpha1.ApplicationStatus{OperationState: &v1alpha1.OperationState{Phase: "Failed"}}}, workflow.OperationRunning},
+		{"succeeded but not reconciled since", succeeded(&before), workflow.OperationRunning},
+		{"succeeded, never reconciled", succeeded(nil), workflow.OperationRunning},
+		{"succeeded and reconciled", succeeded(&after), workflow.OperationSucceeded},
+		{"succeeded and reconciled the same instant", succeeded(&finished), workflow.OperationSucceeded},
+		{"terminating", v1alpha1.Application{Status: v1alpha1.ApplicationStatus{OperationState: &v1alpha1.OperationState{Phase: "Terminating"}}}, workflow.OperationRunning},
+		{"failed stays failed", v1alpha1.Application{Status: v1alpha1.ApplicationStatus{ReconciledAt: &before,
+			OperationState: &v1alpha1.OperationState{Phase: "Failed", Message: "boom", FinishedAt: &finished}}}, workflow.OperationFailed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			phase, _ := operation(&tc.app)
+			require.Equal(t, tc.wantPhase, phase)
+		})
+	}
+}
+
+func TestToStateFillsGapsArgoCDLeaves(t *testing.T) {
+	t.Parallel()
+	app := &v1alpha1.Application{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", ResourceVersion: "42"},
+		Status: v1alpha1.ApplicationStatus{
+			Sync:   v1alpha1.SyncStatus{Revisions: []string{"abc", "def"}},
+			Health: v1alpha1.HealthStatus{Status: "Degraded"},
+			Resources: []v1alpha1.ResourceStatus{
+				{Group: "", Kind: "Service", Name: "web", Status: "Synced", Health: &v1alpha1.HealthStatus{Status: "Healthy"}},
+				{Group: "apps", Kind: "Deployment", Name: "web", Status: "Synced", Health: &v1alpha1.HealthStatus{Status: "Degraded", Message: "exceeded its progress deadline"}},
+			},
+		},
+	}
+	st := toState(app, time.Time{})
+	require.Equal(t, workflow.SyncUnknown, st.SyncStatus)
+	require.Equal(t, "abc", st.SyncRevision, "a multi-source app reports its first source's revision")
+	require.Equal(t, "Deployment web: exceeded its progress deadline", st.HealthMessage)
+	require.False(t, st.AutoSync)
+
+	require.Equal(t, workflow.HealthUnknown, toState(&v1alpha1.Application{}, time.Time{}).Health)
+}
+
+func TestNewerComparesResourceVersionsAsArgoCDDoes(t *testing.T) {
+	t.Parallel()
+	require.True(t, newer("10", ""))
+	require.True(t, newer("10", "9"), "numerically, not as strings")
+	require.False(t, newer("9", "10"))
+	require.False(t, newer("10", "10"))
+	require.True(t, newer("b", "a"))
+	require.False(t, newer("a", "a"))
+}
