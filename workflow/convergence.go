@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -137,6 +138,59 @@ func short(rev string) string {
 		return "(none)"
 	}
 	return rev
+}
+
+// Verdict kinds found in the resource tree rather than the application.
+const (
+	VerdictImagePullFailed = "image-pull-failed"
+	VerdictReadinessFailed = "readiness-failed"
+)
+
+// ResourceTreeReader is the optional ability of a Convergence adapter to read
+// the application's resource tree, down to Pods. On real Argo CD an image
+// pull or readiness failure shows only on the Pod while the application
+// stays Progressing until the Deployment's progress deadline (10 minutes by
+// default), so the watch reads the tree to name it within seconds.
+type ResourceTreeReader interface {
+	ResourceTree(ctx context.Context, app AppRef) ([]AppResource, error)
+}
+
+// ReadinessGrace is how long a Pod may report failing readiness probes
+// before the watch calls it a failed rollout: new Pods commonly fail a few
+// probes while they start.
+const ReadinessGrace = 90 * time.Second
+
+var imagePullSigns = []string{"ImagePullBackOff", "ErrImagePull", "Back-off pulling image", "InvalidImageName", "pull access denied", "manifest unknown"}
+
+// ResourceFailure judges a resource tree: a Pod that cannot pull its image
+// fails the rollout at once; a Pod that is not ready fails it when it is
+// Degraded, or when it has failed readiness for longer than grace
+// (notReadyFor says for how long each resource has).
+func ResourceFailure(resources []AppResource, notReadyFor func(AppResource) time.Duration, grace time.Duration) (Verdict, bool) {
+	for _, r := range resources {
+		for _, sign := range imagePullSigns {
+			if strings.Contains(r.Message, sign) {
+				return Verdict{Kind: VerdictImagePullFailed, Terminal: true,
+					Reason:     fmt.Sprintf("%s %s/%s cannot pull its image: %s", r.Kind, r.Namespace, r.Name, r.Message),
+					NextAction: "check that the promoted digest is in the environment's registry and the cluster can pull it (pull secret); if it cannot, roll back with relcap rollback"}, true
+			}
+		}
+	}
+	for _, r := range resources {
+		if r.Kind != "Pod" || !isReadinessFailure(r) {
+			continue
+		}
+		if r.Health == HealthDegraded || (notReadyFor != nil && notReadyFor(r) > grace) {
+			return Verdict{Kind: VerdictReadinessFailed, Terminal: true,
+				Reason:     fmt.Sprintf("Pod %s/%s does not become ready: %s", r.Namespace, r.Name, r.Message),
+				NextAction: "read the Pod's events and logs; the new version fails its readiness probe: roll back with relcap rollback, then fix forward"}, true
+		}
+	}
+	return Verdict{}, false
+}
+
+func isReadinessFailure(r AppResource) bool {
+	return strings.Contains(r.Message, "Readiness probe failed") || strings.Contains(r.Message, "not ready") || (r.Kind == "Pod" && r.Health == HealthDegraded)
 }
 
 // AppUpdate is one item of a convergence watch: a new state, or the error

@@ -213,3 +213,23 @@ func TestCheckOwnershipFindsConflictsWrongOwnersUnownedAndStaleRules(t *testing.
 	require.Equal(t, []string{"ownership.yaml:5", "ownership.yaml:9"}, stale)
 	require.True(t, workflow.Blocking(fs))
 }
+
+func TestResourceFailureNamesPodFailuresThatTheApplicationHides(t *testing.T) {
+	t.Parallel()
+	pull := []workflow.AppResource{{Kind: "Deployment", Namespace: "web", Name: "web", Health: "Progressing"},
+		{Kind: "Pod", Namespace: "web", Name: "web-1", Health: "Progressing", Message: "Back-off pulling image \"r/web@sha256:…\""}}
+	v, failed := workflow.ResourceFailure(pull, nil, time.Minute)
+	require.True(t, failed)
+	require.Equal(t, workflow.VerdictImagePullFailed, v.Kind)
+	require.Contains(t, v.NextAction, "relcap rollback")
+
+	starting := []workflow.AppResource{{Kind: "Pod", Namespace: "web", Name: "web-2", Health: "Progressing", Message: "Readiness probe failed: connection refused"}}
+	_, failed = workflow.ResourceFailure(starting, func(workflow.AppResource) time.Duration { return 10 * time.Second }, time.Minute)
+	require.False(t, failed, "a starting pod may fail a few probes")
+	v, failed = workflow.ResourceFailure(starting, func(workflow.AppResource) time.Duration { return 2 * time.Minute }, time.Minute)
+	require.True(t, failed)
+	require.Equal(t, workflow.VerdictReadinessFailed, v.Kind)
+
+	_, failed = workflow.ResourceFailure([]workflow.AppResource{{Kind: "Pod", Name: "ok", Health: "Healthy"}}, nil, time.Minute)
+	require.False(t, failed)
+}

@@ -676,10 +676,45 @@ func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, ob
 		return st, v, fmt.Errorf("watch application %s: %w", app.Name, err)
 	}
 	wasHealthy := st.Health == HealthHealthy
+	tree, _ := c.(ResourceTreeReader)
+	var tick <-chan time.Time
+	if tree != nil {
+		t := time.NewTicker(treeInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	notReadySince := map[string]time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return st, v, ctx.Err()
+		case <-tick:
+			resources, err := tree.ResourceTree(ctx, app)
+			if err != nil {
+				continue // the watch reports a lost server; the tree is a second opinion
+			}
+			now := time.Now()
+			seen := map[string]bool{}
+			for _, r := range resources {
+				if isReadinessFailure(r) {
+					k := r.Kind + "/" + r.Namespace + "/" + r.Name
+					seen[k] = true
+					if _, ok := notReadySince[k]; !ok {
+						notReadySince[k] = now
+					}
+				}
+			}
+			for k := range notReadySince {
+				if !seen[k] {
+					delete(notReadySince, k)
+				}
+			}
+			if fv, failed := ResourceFailure(resources, func(r AppResource) time.Duration {
+				return now.Sub(notReadySince[r.Kind+"/"+r.Namespace+"/"+r.Name])
+			}, ReadinessGrace); failed {
+				st.Resources = resources
+				return st, fv, nil
+			}
 		case u, ok := <-updates:
 			if !ok {
 				if ctx.Err() != nil {
@@ -705,6 +740,10 @@ func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, ob
 		}
 	}
 }
+
+// treeInterval is how often the watch reads the resource tree while it
+// waits: well inside the five seconds in which a failure must be named.
+const treeInterval = 2 * time.Second
 
 func shortFP(fp string) string {
 	if len(fp) > 12 {
