@@ -138,6 +138,12 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 // Steps that succeeded are never run again; a step that was running when
 // the process died runs again and consults its checkpoints.
 func (s *Service) Run(ctx context.Context, id string, sink EventSink) (*Release, error) {
+	return s.RunUntil(ctx, id, sink, StepConvergence)
+}
+
+// RunUntil is Run that stops after the step last (relcap promote stops after
+// the decision; relcap converge or resume take the release on).
+func (s *Service) RunUntil(ctx context.Context, id string, sink EventSink, last StepKind) (*Release, error) {
 	if sink == nil {
 		sink = func(Event) {}
 	}
@@ -170,9 +176,7 @@ func (s *Service) Run(ctx context.Context, id string, sink EventSink) (*Release,
 		if err := run.step(ctx, k); err != nil {
 			return r.Clone(), err
 		}
-		if r.Kind == KindPromotion && k == StepPromotion {
-			// relcap promote stops at the decision; relcap converge (or
-			// resume) takes it on to the evidence.
+		if k == last && k != StepConvergence {
 			return r.Clone(), nil
 		}
 	}

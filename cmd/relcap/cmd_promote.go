@@ -81,7 +81,7 @@ watches it converge.`,
 			if a.flags.json {
 				printer = plain.New(a.io.Out, true)
 			}
-			final, err := svc.Run(ctx, r.ID, printer.Event)
+			final, err := svc.RunUntil(ctx, r.ID, printer.Event, workflow.StepPromotion)
 			if final != nil && !a.flags.json {
 				printPromotion(a, final)
 			}

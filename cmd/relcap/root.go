@@ -39,6 +39,7 @@ type app struct {
 	project  *workflow.Project
 	sessions []*store.FileJournal
 	args     []string
+	argo     *argoByEnv
 }
 
 // run builds the command tree, executes it and maps the outcome to an exit
@@ -110,6 +111,9 @@ with every decision journaled and the staff time it cost measured.`,
 		a.applyCommand(),
 		a.unlockCommand(),
 		a.promoteCommand(),
+		a.convergeCommand(),
+		a.releaseCommand(),
+		a.resumeCommand(),
 	)
 	return root
 }
@@ -130,6 +134,7 @@ func (a *app) close(ctx context.Context, code int, cmdErr error) error {
 			errs = append(errs, err)
 		}
 	}
+	a.argo.close()
 	if a.ledger != nil {
 		if err := a.ledger.Close(); err != nil {
 			errs = append(errs, err)

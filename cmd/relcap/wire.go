@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
 )
@@ -50,4 +51,9 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 		return nil, nil, err
 	}
 	return svc, journal, nil
+}
+
+// ownershipSources lists what each manager writes, for the ownership step.
+func (a *app) ownershipSources(p *workflow.Project, tf *terraform.Adapter) []workflow.OwnershipSource {
+	return nil
 }

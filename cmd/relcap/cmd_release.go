@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/tui/plain"
+	"github.com/relcap/relcap/workflow"
+)
+
+// flowDeps wires every stage's adapter for a release run.
+func (a *app) flowDeps(p *workflow.Project, timeout time.Duration) (workflow.Deps, error) {
+	tf, err := a.terraformAdapter(p)
+	if err != nil {
+		return workflow.Deps{}, err
+	}
+	reg, repo, err := a.decisionAdapters()
+	if err != nil {
+		return workflow.Deps{}, err
+	}
+	argo := a.argoCD(p)
+	return workflow.Deps{
+		Ownership: a.ownershipSources(p, tf), Planner: tf, Applier: tf,
+		Registry: reg, EnvRepo: repo, Convergence: argo, ConvergeTimeout: timeout,
+	}, nil
+}
+
+// runRelease drives a release headless: one line per event on stdout
+// (NDJSON with --json), and when it stops for a person, what they must do.
+func (a *app) runRelease(ctx context.Context, svc *workflow.Service, id string) error {
+	printer := plain.New(a.io.Out, a.flags.json)
+	final, err := svc.Run(ctx, id, printer.Event)
+	if final == nil || a.flags.json {
+		return err
+	}
+	switch {
+	case err == nil && final.Status == workflow.ReleaseConverged:
+		fmt.Fprintf(a.io.Out, "\nrelease %s converged in %s: %s running %s\n", final.ID, final.Env, short(final.Outputs[workflow.OutEnvCommit]), final.Outputs[workflow.OutDigest])
+	case err == nil:
+		fmt.Fprintf(a.io.Out, "\nrelease %s: %s; continue with relcap converge --env %s (or relcap resume %s)\n", final.ID, final.Status, final.Env, final.ID)
+	case errors.Is(err, workflow.ErrBlocked):
+		fmt.Fprintf(a.io.Err, "\nrelease %s is waiting (%s): %s\nwhen that is done: relcap resume %s\n", final.ID, final.Status, stepMessage(final), final.ID)
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(a.io.Err, "\nrelease %s interrupted; nothing completed is lost: relcap resume %s\n", final.ID, final.ID)
+	}
+	return err
+}
+
+func stepMessage(r *workflow.Release) string {
+	if k, ok := r.Current(); ok {
+		return r.Step(k).Message
+	}
+	return ""
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+func (a *app) releaseCommand() *cobra.Command {
+	var env, image string
+	var schema, minSchema, maxSchema int
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "release --env ENV --image REF",
+		Short: "The guided flow: ownership → plan review → promotion → convergence (resumable)",
+		Long: `release walks one environment's release through the four stages: the
+ownership check, the plan review (apply only when approved and current), the
+digest promotion and the convergence watch. Every step is persisted, so a
+release stopped for an approval, interrupted or killed continues with
+relcap resume ID without repeating anything it already did.
+
+--schema records the data-schema version this release writes (and
+--min-schema/--max-schema the range it can run against), so a later rollback
+to an incompatible release is refused.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if env == "" || image == "" {
+				return usageError{errors.New("release wants --env ENV and --image REF")}
+			}
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			deps, err := a.flowDeps(p, timeout)
+			if err != nil {
+				return err
+			}
+			svc, journal, err := a.serviceWith(ctx, "release", "", deps)
+			if err != nil {
+				return err
+			}
+			req := workflow.StartRequest{Env: env, Image: image}
+			if cmd.Flags().Changed("schema") || cmd.Flags().Changed("min-schema") || cmd.Flags().Changed("max-schema") {
+				if schema < 0 || minSchema < 0 || maxSchema < 0 || (maxSchema > 0 && minSchema > maxSchema) {
+					return usageError{errors.New("--schema, --min-schema and --max-schema want versions ≥ 0 with min ≤ max")}
+				}
+				req.Compatibility = &workflow.Compatibility{Schema: schema, MinSchema: minSchema, MaxSchema: maxSchema}
+			}
+			r, err := svc.Start(ctx, req)
+			if err != nil {
+				return err
+			}
+			_, _ = journal.Append(ctx, "session.release", map[string]string{"release": r.ID})
+			if !a.flags.json {
+				fmt.Fprintf(a.io.Out, "release %s: %s to %s\n", r.ID, image, env)
+			}
+			return a.runRelease(ctx, svc, r.ID)
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "environment to release to")
+	cmd.Flags().StringVar(&image, "image", "", "image reference (tag or digest)")
+	cmd.Flags().IntVar(&schema, "schema", 0, "data-schema version this release writes")
+	cmd.Flags().IntVar(&minSchema, "min-schema", 0, "lowest data-schema version it can run against")
+	cmd.Flags().IntVar(&maxSchema, "max-schema", 0, "highest data-schema version it can run against")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for convergence")
+	return cmd
+}
+
+func (a *app) resumeCommand() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "resume RELEASE",
+		Short: "Continue a release where it stopped (approval, interruption, crash)",
+		Args:  exactArgs(1, "one release ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			deps, err := a.flowDeps(p, timeout)
+			if err != nil {
+				return err
+			}
+			svc, journal, err := a.serviceWith(ctx, "resume", args[0], deps)
+			if err != nil {
+				return err
+			}
+			if _, err := a.ledger.LoadRelease(ctx, args[0]); errors.Is(err, workflow.ErrNotFound) {
+				return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, args[0])
+			}
+			_, _ = journal.Append(ctx, "session.release", map[string]string{"release": args[0]})
+			return a.runRelease(ctx, svc, args[0])
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for convergence")
+	return cmd
+}
+
+func (a *app) convergeCommand() *cobra.Command {
+	var env, releaseID, revision string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "converge --env ENV [--release ID] [--revision SHA] [--timeout D]",
+		Short: "Watch Argo CD until the promoted digest is synced, healthy and running (exit 4 if not)",
+		Long: `converge waits until Argo CD reports the application Synced at the intended
+revision, the last operation Succeeded, the application Healthy and the live
+images equal to the promoted digest. Sync and health are judged separately;
+a failed sync, a Degraded application, an image that cannot be pulled or a
+Pod that never becomes ready stops the watch at once with the next safe
+action. Without --release it takes the latest promotion into ENV; with
+--revision it checks that commit and the digest the environment repo pins.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if env == "" {
+				return usageError{errors.New("converge wants --env ENV")}
+			}
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			e, err := p.Env(env)
+			if err != nil {
+				return err
+			}
+			if revision != "" {
+				return a.convergeRevision(ctx, p, e, revision, timeout)
+			}
+			deps, err := a.flowDeps(p, timeout)
+			if err != nil {
+				return err
+			}
+			svc, journal, err := a.serviceWith(ctx, "converge", releaseID, deps)
+			if err != nil {
+				return err
+			}
+			if releaseID == "" {
+				if releaseID, err = a.awaitingConvergence(ctx, env); err != nil {
+					return err
+				}
+			}
+			_, _ = journal.Append(ctx, "session.release", map[string]string{"release": releaseID})
+			return a.runRelease(ctx, svc, releaseID)
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "environment to watch")
+	cmd.Flags().StringVar(&releaseID, "release", "", "release to converge (default: the latest promotion into ENV)")
+	cmd.Flags().StringVar(&revision, "revision", "", "environment-repo commit Argo CD must be synced at")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait")
+	return cmd
+}
+
+// awaitingConvergence finds the latest release of env whose promotion landed
+// and that has not converged.
+func (a *app) awaitingConvergence(ctx context.Context, env string) (string, error) {
+	releases, err := a.ledger.ListReleases(ctx, workflow.ReleaseFilter{Env: env, Limit: 20})
+	if err != nil {
+		return "", err
+	}
+	for _, r := range releases {
+		if _, landed := r.Output(workflow.OutEnvCommit); landed && !r.Status.Done() {
+			return r.ID, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no promotion into %s is waiting to converge: promote first, or pass --release ID or --revision SHA", workflow.ErrUsage, env)
+}
+
+// convergeRevision watches for a revision outside any release: the digest is
+// the one the environment repo pins now.
+func (a *app) convergeRevision(ctx context.Context, p *workflow.Project, e workflow.Environment, revision string, timeout time.Duration) error {
+	_, repo, err := a.decisionAdapters()
+	if err != nil {
+		return err
+	}
+	pinned, err := repo.Pinned(ctx, e.EnvRepo, e.Registry.Repository)
+	if err != nil {
+		return err
+	}
+	journal, err := a.openSession(ctx, "converge", "")
+	if err != nil {
+		return err
+	}
+	want := workflow.Want{Revision: revision, Digest: pinned.Digest}
+	app := workflow.AppRef{Env: e.Name, Server: e.ArgoCD.Server, Name: e.ArgoCD.App}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	printer := plain.New(a.io.Out, a.flags.json)
+	st, v, err := workflow.WaitConverged(wctx, a.argoCD(p), app, want, func(s workflow.AppState) {
+		printer.Event(workflow.Event{Time: a.clock.Now(), Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &s})
+	})
+	facts := map[string]string{"intended_revision": revision, "digest": pinned.Digest.String(), "sync": st.SyncStatus, "revision": st.SyncRevision, "health": st.Health, "images": strings.Join(st.Images, ",")}
+	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded):
+		_, _ = journal.Append(ctx, "converge.timeout", facts)
+		return fmt.Errorf("%w: %s not converged after %s: %s", workflow.ErrNotConverged, e.ArgoCD.App, timeout, v.Reason)
+	case err != nil:
+		return err
+	case v.Kind != workflow.VerdictConverged:
+		facts["verdict"], facts["next_action"] = v.Kind, v.NextAction
+		_, _ = journal.Append(ctx, "converge.failed", facts)
+		return fmt.Errorf("%w: %s: %s\n  intended revision %s, artifact %s, controller: sync %s at %s, health %s\n  next: %s",
+			workflow.ErrNotConverged, e.ArgoCD.App, v.Reason, revision, pinned, st.SyncStatus, st.SyncRevision, st.Health, v.NextAction)
+	}
+	_, err = journal.Append(ctx, "converge.done", facts)
+	fmt.Fprintf(a.io.Out, "%s converged: synced at %s, healthy, running %s\n", e.ArgoCD.App, short(revision), pinned.Digest)
+	return err
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/argocd/argosim"
+	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
+)
+
+// simulated points the release repository's Argo CD at the simulator,
+// which follows the bare environment repository.
+func simulated(t *testing.T, cfg, envRepo string, tweak func(*argosim.AppConfig)) (*argosim.Server, []string) {
+	t.Helper()
+	var apps []argosim.AppConfig
+	for _, env := range []string{"staging", "prod"} {
+		c := argosim.AppConfig{Name: "web-" + env, RepoPath: envRepo, Branch: "main", Path: "apps/web/" + env + "/kustomization.yaml",
+			Namespace: "web", Workload: "web", Automated: true, SelfHeal: true, InitiallySynced: true, TimeToHealthy: 300 * time.Millisecond}
+		if tweak != nil {
+			tweak(&c)
+		}
+		apps = append(apps, c)
+	}
+	sim, addr := argosimtest.Start(t, apps...)
+	b, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	s := strings.ReplaceAll(string(b), "argocd.example.com:443", addr)
+	s = strings.ReplaceAll(s, "app: web-staging}", "app: web-staging, plaintext: true}")
+	s = strings.ReplaceAll(s, "app: web-prod}", "app: web-prod, plaintext: true}")
+	require.NoError(t, os.WriteFile(cfg, []byte(s), 0o644))
+	return sim, []string{"ARGOCD_AUTH_TOKEN=" + sim.Token()}
+}
+
+// invokeEnv is invoke with extra environment variables.
+func invokeEnv(t *testing.T, dataHome string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	io, out, errb := testIO(append([]string{"XDG_DATA_HOME=" + dataHome, "XDG_STATE_HOME=" + filepath.Join(dataHome, "state"), "XDG_CACHE_HOME=" + filepath.Join(dataHome, "cache"), "USER=captain"}, env...)...)
+	code := run(t.Context(), io, args)
+	return code, out.String(), errb.String()
+}
+
+func TestPromoteConvergeThenProdThroughTheCommandLine(t *testing.T) {
+	t.Parallel()
+	cfg, host, envRepo := promoteRepo(t)
+	_, env := simulated(t, cfg, envRepo, nil)
+	data := t.TempDir()
+	digest := pushImage(t, host+"/ci/web:1.4.2")
+
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:1.4.2")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "converged in staging")
+	require.Contains(t, out, digest)
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--actor", "alice", "promote", "--env", "prod", "--image", host+"/ci/web:1.4.2")
+	require.Equal(t, exitBlocked, code, "prod needs a promotion approval: "+out+errOut)
+	require.Contains(t, errOut, "relcap approve --release")
+	id := releaseIDFrom(t, errOut+out)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--actor", "bob", "approve", "--release", id)
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "resume", id, "--timeout", "30s")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "converged in prod")
+
+	code, _, errOut = invokeEnv(t, data, env, "journal", "verify")
+	require.Equal(t, 0, code, errOut)
+}
+
+func TestConvergeNamesAnImagePullFailureAndExits4(t *testing.T) {
+	t.Parallel()
+	cfg, host, envRepo := promoteRepo(t)
+	sim, env := simulated(t, cfg, envRepo, func(c *argosim.AppConfig) { c.TimeToHealthy = 3 * time.Second })
+	data := t.TempDir()
+	pushImage(t, host+"/ci/web:2.0.0")
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:2.0.0")
+	require.Equal(t, 0, code, out+errOut)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = sim.FailImagePull("web-staging")
+	}()
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
+	require.Equal(t, exitNotConverged, code, out+errOut)
+	require.Contains(t, out+errOut, "pull")
+	require.Contains(t, out+errOut, "relcap rollback")
+}
+
+func TestConvergeWithABadTokenFailsClearly(t *testing.T) {
+	t.Parallel()
+	cfg, _, envRepo := promoteRepo(t)
+	simulated(t, cfg, envRepo, nil)
+	code, out, errOut := invokeEnv(t, t.TempDir(), []string{"ARGOCD_AUTH_TOKEN=wrong"}, "-c", cfg, "converge", "--env", "staging", "--revision", "0123456789abcdef0123456789abcdef01234567", "--timeout", "10s")
+	require.Equal(t, exitError, code, out+errOut)
+	require.Contains(t, errOut, "ARGOCD_AUTH_TOKEN")
+}
+
+func releaseIDFrom(t *testing.T, s string) string {
+	t.Helper()
+	i := strings.Index(s, "relcap approve --release ")
+	require.GreaterOrEqual(t, i, 0, s)
+	rest := s[i+len("relcap approve --release "):]
+	return strings.Fields(rest)[0]
+}
