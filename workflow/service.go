@@ -529,7 +529,9 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		return StepResult{}, &TerminalError{Err: err}
 	}
 	from := source
-	if prev, ok := d.Project.Previous(run.env.Name); ok {
+	if prev, ok := d.Project.Previous(run.env.Name); ok && run.r.Kind != KindRollback {
+		// A rollback restores bytes that already converged here; the order
+		// of environments constrains new digests only.
 		converged, err := d.Ledger.HasConverged(ctx, run.r.App, prev.Name, digest)
 		if err != nil {
 			return StepResult{}, fmt.Errorf("read convergence record: %w", err)
@@ -572,6 +574,10 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		}
 	}
 	pin := PinRequest{Env: run.env.Name, ReleaseID: run.r.ID, Target: run.env.EnvRepo, Image: run.env.Registry.Repository, Digest: digest, Source: from}
+	if run.r.Kind == KindRollback {
+		pin.Message = fmt.Sprintf("relcap: roll back %s to release %s (%s)\n\nRestore %s@%s, the digest release %s ran,\nas a new change (never Argo CD's history rollback).\n\nRelcap-Release: %s\nRelcap-Environment: %s\nRelcap-Digest: %s\nRelcap-Rollback-Of: %s\n",
+			run.env.Name, run.r.RollbackOf, digest.Short(), run.env.Registry.Repository, digest, run.r.RollbackOf, run.r.ID, run.env.Name, digest, run.r.RollbackOf)
+	}
 	if _, done := run.r.Output(OutEnvPinned); !done {
 		run.progress(StepPromotion, "pinning "+digest.Short()+" on a relcap branch of the environment repo")
 		ch, err := wait(run, StepPromotion, func() (EnvChange, error) { return d.EnvRepo.Pin(ctx, pin) })

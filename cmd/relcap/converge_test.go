@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,4 +106,36 @@ func releaseIDFrom(t *testing.T, s string) string {
 	require.GreaterOrEqual(t, i, 0, s)
 	rest := s[i+len("relcap approve --release "):]
 	return strings.Fields(rest)[0]
+}
+
+func TestRollbackPinsThePreviousDigestAsANewChangeAndConverges(t *testing.T) {
+	t.Parallel()
+	cfg, host, envRepo := promoteRepo(t)
+	_, env := simulated(t, cfg, envRepo, nil)
+	data := t.TempDir()
+	d1 := pushImage(t, host+"/ci/web:1.0.0")
+	d2 := pushImage(t, host+"/ci/web:2.0.0")
+	var first string
+	for _, tag := range []string{"1.0.0", "2.0.0"} {
+		code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:"+tag)
+		require.Equal(t, 0, code, out+errOut)
+		if first == "" {
+			first = strings.Fields(out[strings.LastIndex(out, "release ")+len("release "):])[0]
+			first = strings.TrimSuffix(first, ":")
+		}
+		code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
+		require.Equal(t, 0, code, out+errOut)
+	}
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "rollback", "--env", "staging", "--to", first, "--timeout", "30s")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "converged in staging")
+	require.Contains(t, out, d1)
+
+	show, err := exec.Command("git", "-C", envRepo, "show", "main:apps/web/staging/kustomization.yaml").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(show), d1)
+	require.NotContains(t, string(show), d2)
+	log, err := exec.Command("git", "-C", envRepo, "log", "-1", "--format=%s", "main").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(log), "roll back staging to release "+first)
 }

@@ -114,6 +114,7 @@ with every decision journaled and the staff time it cost measured.`,
 		a.convergeCommand(),
 		a.releaseCommand(),
 		a.resumeCommand(),
+		a.rollbackCommand(),
 	)
 	return root
 }

@@ -122,7 +122,8 @@ func (l *Ledger) LoadRelease(_ context.Context, id string) (*workflow.Release, e
 	return &r, nil
 }
 
-// ListReleases returns every release matching f, oldest first.
+// ListReleases returns the releases matching f, newest first, as the
+// SQLite ledger does.
 func (l *Ledger) ListReleases(ctx context.Context, f workflow.ReleaseFilter) ([]*workflow.Release, error) {
 	l.mu.Lock()
 	ids := make([]string, 0, len(l.releases))
@@ -136,11 +137,15 @@ func (l *Ledger) ListReleases(ctx context.Context, f workflow.ReleaseFilter) ([]
 		if err != nil {
 			return nil, err
 		}
-		if (f.App == "" || r.App == f.App) && (f.Env == "" || r.Env == f.Env) {
+		if (f.App == "" || r.App == f.App) && (f.Env == "" || r.Env == f.Env) &&
+			(f.From.IsZero() || !r.CreatedAt.Before(f.From)) && (f.To.IsZero() || r.CreatedAt.Before(f.To)) {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b *workflow.Release) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortFunc(out, func(a, b *workflow.Release) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
 	return out, nil
 }
 

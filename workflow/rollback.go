@@ -1,0 +1,111 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// RollbackRequest asks to restore a previous release of an environment.
+type RollbackRequest struct {
+	Env string
+	To  string // release ID to restore
+}
+
+// StartRollback creates a rollback release: a new environment-repo change
+// that pins again the digest a previous release ran (never Argo CD's history
+// rollback, which fights automated sync). It is refused with ErrIncompatible
+// when that release cannot run against the data shape today's release
+// wrote. Run drives it through promotion (copy is a no-op: the bytes are
+// there) and convergence.
+func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Release, error) {
+	d := s.d
+	env, err := d.Project.Env(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	target, err := d.Ledger.LoadRelease(ctx, req.To)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("%w: no release %s in the ledger", ErrUsage, req.To)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if target.Env != env.Name {
+		return nil, fmt.Errorf("%w: release %s was a release to %s, not %s", ErrUsage, target.ID, target.Env, env.Name)
+	}
+	digest, err := ParseDigest(target.Outputs[OutDigest])
+	if err != nil || target.Outputs[OutConvergedAt] == "" {
+		return nil, fmt.Errorf("%w: release %s never converged in %s, so there is nothing proven to return to; pick a converged release", ErrIncompatible, target.ID, env.Name)
+	}
+	current, err := s.currentSchema(ctx, env.Name, target.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !target.Compatibility.Accepts(current.schema) {
+		msg := fmt.Sprintf("release %s accepts data schema %s, but %s left schema %d in %s; roll forward instead, or migrate the data back first",
+			target.ID, schemaRange(target.Compatibility), current.id, current.schema, env.Name)
+		_, _ = d.Journal.Append(ctx, "rollback.refused", map[string]string{"env": env.Name, "to": target.ID, "reason": msg})
+		return nil, fmt.Errorf("%w: %s", ErrIncompatible, msg)
+	}
+	now := d.Clock.Now()
+	r := NewRelease(NewReleaseID(d.Project.App, env.Name, now), d.Project.App, env.Name, env.Registry.Repository+"@"+digest.String(), d.Actor, now)
+	r.Kind, r.RollbackOf, r.Compatibility = KindRollback, target.ID, target.Compatibility
+	for _, k := range []StepKind{StepOwnership, StepPlanReview, StepApply} {
+		st := r.Step(k)
+		st.Status, st.Message = Skipped, "rollback: restores a release's digest only"
+	}
+	r.Outputs[OutDigest] = digest.String()
+	r.Outputs["digest.repository"] = env.Registry.Repository
+	if err := d.Ledger.SaveRelease(ctx, r); err != nil {
+		return nil, fmt.Errorf("save release %s: %w", r.ID, err)
+	}
+	if current.id != "" {
+		if prev, err := d.Ledger.LoadRelease(ctx, current.id); err == nil && prev.Status != ReleaseRolledBack {
+			prev.Status = ReleaseRolledBack
+			prev.UpdatedAt = now
+			if err := d.Ledger.SaveRelease(ctx, prev); err != nil {
+				return nil, fmt.Errorf("mark %s rolled back: %w", prev.ID, err)
+			}
+		}
+	}
+	if _, err := d.Journal.Append(ctx, "rollback.started", map[string]any{"release": r.ID, "env": env.Name, "to": target.ID, "digest": digest.String(), "replacing": current.id, "schema": current.schema}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+type schemaHolder struct {
+	id     string
+	schema int
+}
+
+// currentSchema is the data schema the environment's latest release (other
+// than except) declared: the shape its data has now.
+func (s *Service) currentSchema(ctx context.Context, env, except string) (schemaHolder, error) {
+	releases, err := s.d.Ledger.ListReleases(ctx, ReleaseFilter{App: s.d.Project.App, Env: env, Limit: 50})
+	if err != nil {
+		return schemaHolder{}, err
+	}
+	for _, r := range releases { // newest first
+		if r.ID == except || r.Outputs[OutEnvCommit] == "" {
+			continue // never reached the cluster
+		}
+		return schemaHolder{id: r.ID, schema: r.Compatibility.Schema}, nil
+	}
+	return schemaHolder{}, nil
+}
+
+func schemaRange(c Compatibility) string {
+	switch {
+	case c.MinSchema != 0 && c.MaxSchema != 0:
+		return fmt.Sprintf("%d–%d", c.MinSchema, c.MaxSchema)
+	case c.MinSchema != 0:
+		return fmt.Sprintf("≥ %d", c.MinSchema)
+	case c.MaxSchema != 0:
+		return fmt.Sprintf("≤ %d", c.MaxSchema)
+	case c.Schema != 0:
+		return fmt.Sprint(c.Schema)
+	}
+	return "any"
+}
