@@ -22,7 +22,7 @@ const (
 
 // Done reports whether the release will not run again.
 func (s ReleaseStatus) Done() bool {
-	return s == ReleaseConverged || s == ReleaseFailed || s == ReleaseRolledBack
+	return s == ReleaseConverged || s == ReleaseRolledBack || s == ReleaseEnded
 }
 
 // Release is one environment's release of one image: the unit a captain

@@ -98,14 +98,26 @@ func absentIfNull(s string) string {
 	return s
 }
 
-// SyncPolicy is an application's automated sync policy.
-type SyncPolicy struct {
-	// Automated syncs the application whenever Git changes.
-	Automated bool `json:"automated"`
-	// SelfHeal also syncs when the live state drifts from Git.
-	SelfHeal bool `json:"self_heal"`
-	// Prune deletes objects that Git no longer has.
-	Prune bool `json:"prune"`
+// SyncPolicy is an application's automated sync policy, as the domain names
+// it.
+type SyncPolicy = workflow.SyncPolicy
+
+var _ workflow.ReconcileControl = (*Adapter)(nil)
+
+// Drift lists the managed resources whose live state differs from Git, with
+// both states, for break-glass status and capture.
+func (a *Adapter) Drift(ctx context.Context, ref workflow.AppRef) ([]workflow.Drift, error) {
+	resources, err := a.ManagedResources(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	var out []workflow.Drift
+	for _, r := range resources {
+		if r.Modified {
+			out = append(out, workflow.Drift{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Desired: r.TargetState, Live: r.LiveState})
+		}
+	}
+	return out, nil
 }
 
 // SyncPolicy returns the application's automated sync policy.

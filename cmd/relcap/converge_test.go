@@ -139,3 +139,50 @@ func TestRollbackPinsThePreviousDigestAsANewChangeAndConverges(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(log), "roll back staging to release "+first)
 }
+
+func TestBreakGlassKeepsAHotfixThenCapturesItAndRestoresThePolicy(t *testing.T) {
+	t.Parallel()
+	cfg, host, envRepo := promoteRepo(t)
+	sim, env := simulated(t, cfg, envRepo, nil)
+	data := t.TempDir()
+	pushImage(t, host+"/ci/web:1.0.0")
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:1.0.0")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
+	require.Equal(t, 0, code, out+errOut)
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--actor", "alice", "breakglass", "start", "--env", "staging", "--reason", "OOM: raise memory by hand", "--ttl", "30m")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "was automated (self-heal true, prune false)")
+
+	require.NoError(t, sim.Drift("web-staging", "spec.replicas"))
+	time.Sleep(1500 * time.Millisecond) // longer than the simulator's self-heal delay
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "breakglass", "status", "--env", "staging")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "drifted: apps/Deployment web/web", "the hotfix survives while paused")
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "breakglass", "end", "--env", "staging")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "restored to automated (self-heal true, prune false)")
+	branch := strings.Fields(out[strings.Index(out, "on branch ")+len("on branch "):])[0]
+	show, err := exec.Command("git", "-C", envRepo, "show", "--name-only", branch).CombinedOutput()
+	require.NoError(t, err, string(show))
+	require.Contains(t, string(show), "breakglass/staging/")
+	require.Contains(t, string(show), "OOM: raise memory by hand")
+	fsck, err := exec.Command("git", "-C", envRepo, "fsck", "--strict").CombinedOutput()
+	require.NoError(t, err, string(fsck))
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "breakglass", "status", "--env", "staging")
+	require.Equal(t, exitUsage, code, "ended: "+out+errOut)
+	code, _, errOut = invokeEnv(t, data, env, "journal", "verify")
+	require.Equal(t, 0, code, errOut)
+}
+
+func TestBreakGlassInProductionNeedsAnotherApprover(t *testing.T) {
+	t.Parallel()
+	cfg, _, envRepo := promoteRepo(t)
+	_, env := simulated(t, cfg, envRepo, nil)
+	code, out, errOut := invokeEnv(t, t.TempDir(), env, "-c", cfg, "--actor", "alice", "breakglass", "start", "--env", "prod", "--reason", "x", "--ttl", "10m", "--approver", "alice")
+	require.Equal(t, exitBlocked, code, out+errOut)
+	require.Contains(t, errOut, "production")
+}

@@ -89,6 +89,9 @@ with every decision journaled and the staff time it cost measured.`,
 			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
 				a.flags.noColor = true
 			}
+			if cmd.Name() != "version" && cmd.Name() != "validate" {
+				a.warnExpiredBreakGlass(cmd)
+			}
 			return nil
 		},
 	}
@@ -115,6 +118,7 @@ with every decision journaled and the staff time it cost measured.`,
 		a.releaseCommand(),
 		a.resumeCommand(),
 		a.rollbackCommand(),
+		a.breakglassCommand(),
 	)
 	return root
 }

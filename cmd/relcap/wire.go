@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 
 	"github.com/relcap/relcap/adapters/store"
@@ -57,3 +58,11 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 func (a *app) ownershipSources(p *workflow.Project, tf *terraform.Adapter) []workflow.OwnershipSource {
 	return nil
 }
+
+// noJournal is for read-only uses of the Service, which journal nothing.
+type noJournal struct{}
+
+func (noJournal) Append(context.Context, string, any) (workflow.JournalEntry, error) {
+	return workflow.JournalEntry{}, errors.New("read-only: nothing is journaled")
+}
+func (noJournal) SessionID() string { return "" }

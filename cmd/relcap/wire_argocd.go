@@ -23,6 +23,7 @@ type argoByEnv struct {
 var (
 	_ workflow.Convergence        = (*argoByEnv)(nil)
 	_ workflow.ResourceTreeReader = (*argoByEnv)(nil)
+	_ workflow.ReconcileControl   = (*argoByEnv)(nil)
 )
 
 func (a *app) argoCD(p *workflow.Project) *argoByEnv {
@@ -79,6 +80,33 @@ func (m *argoByEnv) ResourceTree(ctx context.Context, app workflow.AppRef) ([]wo
 		return nil, err
 	}
 	return ad.ResourceTree(ctx, app)
+}
+
+// SyncPolicy reads the sync policy of app.Env's application.
+func (m *argoByEnv) SyncPolicy(ctx context.Context, app workflow.AppRef) (workflow.SyncPolicy, error) {
+	ad, err := m.adapter(app.Env)
+	if err != nil {
+		return workflow.SyncPolicy{}, err
+	}
+	return ad.SyncPolicy(ctx, app)
+}
+
+// SetSyncPolicy sets the sync policy of app.Env's application.
+func (m *argoByEnv) SetSyncPolicy(ctx context.Context, app workflow.AppRef, p workflow.SyncPolicy) error {
+	ad, err := m.adapter(app.Env)
+	if err != nil {
+		return err
+	}
+	return ad.SetSyncPolicy(ctx, app, p)
+}
+
+// Drift reads the drift of app.Env's application.
+func (m *argoByEnv) Drift(ctx context.Context, app workflow.AppRef) ([]workflow.Drift, error) {
+	ad, err := m.adapter(app.Env)
+	if err != nil {
+		return nil, err
+	}
+	return ad.Drift(ctx, app)
 }
 
 func (m *argoByEnv) close() {

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+func (a *app) breakglassCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "breakglass",
+		Short: "Audited, time-boxed pause of reconciliation for one application",
+		Long: `breakglass pauses Argo CD's automated sync and self-heal for exactly one
+environment's application, so an emergency hotfix survives; it is journaled
+with who, why, who approved and until when. end captures the live drift as an
+environment-repo branch for review and restores exactly the sync policy that
+was saved. An expired break-glass is reported by every command until ended.`,
+	}
+	cmd.AddCommand(a.breakglassStartCommand(), a.breakglassStatusCommand(), a.breakglassEndCommand())
+	return cmd
+}
+
+func (a *app) breakglassService(cmd *cobra.Command, command string) (*workflow.Service, error) {
+	p, err := a.loadProject()
+	if err != nil {
+		return nil, err
+	}
+	_, repo, err := a.decisionAdapters()
+	if err != nil {
+		return nil, err
+	}
+	svc, _, err := a.serviceWith(cmd.Context(), command, "", workflow.Deps{Convergence: a.argoCD(p), EnvRepo: repo})
+	return svc, err
+}
+
+func (a *app) breakglassStartCommand() *cobra.Command {
+	var req workflow.BreakGlassRequest
+	cmd := &cobra.Command{
+		Use:   "start --env ENV --reason TEXT --ttl DURATION [--approver NAME]",
+		Short: "Pause reconciliation of one application for a hotfix",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if req.Env == "" {
+				return usageError{errors.New("breakglass start wants --env ENV, --reason TEXT and --ttl DURATION")}
+			}
+			svc, err := a.breakglassService(cmd, "breakglass start")
+			if err != nil {
+				return err
+			}
+			b, err := svc.StartBreakGlass(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if a.flags.json {
+				return a.printJSON(b)
+			}
+			fmt.Fprintf(a.io.Out, "break-glass %s: reconciliation of %s paused until %s (was %s)\nend it with: relcap breakglass end --env %s\n",
+				b.ID, b.App, b.ExpiresAt.UTC().Format(time.RFC3339), b.SavedPolicy, b.Env)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&req.Env, "env", "", "environment whose application to pause")
+	cmd.Flags().StringVar(&req.Reason, "reason", "", "what is broken (journaled)")
+	cmd.Flags().DurationVar(&req.TTL, "ttl", 0, "how long the pause may last, e.g. 30m")
+	cmd.Flags().StringVar(&req.Approver, "approver", "", "who approved it (required in production)")
+	return cmd
+}
+
+func (a *app) breakglassStatusCommand() *cobra.Command {
+	var env string
+	cmd := &cobra.Command{
+		Use:   "status --env ENV",
+		Short: "Time left and the live drift of the active break-glass",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if env == "" {
+				return usageError{errors.New("breakglass status wants --env ENV")}
+			}
+			svc, err := a.breakglassService(cmd, "breakglass status")
+			if err != nil {
+				return err
+			}
+			st, err := svc.StatusBreakGlass(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			if a.flags.json {
+				return a.printJSON(st)
+			}
+			left := "EXPIRED " + (-st.Left).Round(time.Second).String() + " ago"
+			if st.Left > 0 {
+				left = st.Left.Round(time.Second).String() + " left"
+			}
+			fmt.Fprintf(a.io.Out, "break-glass %s on %s by %s: %s\nreason: %s\n", st.ID, st.App, st.Actor, left, st.Reason)
+			if len(st.Drift) == 0 {
+				fmt.Fprintln(a.io.Out, "no drift: the live state matches Git")
+			}
+			for _, d := range st.Drift {
+				fmt.Fprintf(a.io.Out, "drifted: %s/%s %s/%s\n", d.Group, d.Kind, d.Namespace, d.Name)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "environment")
+	return cmd
+}
+
+func (a *app) breakglassEndCommand() *cobra.Command {
+	var env string
+	cmd := &cobra.Command{
+		Use:   "end --env ENV",
+		Short: "Capture the drift as an env-repo change and restore the saved sync policy",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if env == "" {
+				return usageError{errors.New("breakglass end wants --env ENV")}
+			}
+			svc, err := a.breakglassService(cmd, "breakglass end")
+			if err != nil {
+				return err
+			}
+			st, change, err := svc.EndBreakGlass(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			if a.flags.json {
+				return a.printJSON(map[string]any{"breakglass": st, "capture": change})
+			}
+			if change.Branch != "" {
+				fmt.Fprintf(a.io.Out, "captured %d drifted resource(s) on branch %s (%s) for review\n", len(st.Drift), change.Branch, short(change.Commit))
+			} else {
+				fmt.Fprintln(a.io.Out, "no drift to capture")
+			}
+			fmt.Fprintf(a.io.Out, "break-glass %s ended: %s sync policy restored to %s\n", st.ID, st.App, st.SavedPolicy)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "environment")
+	return cmd
+}
+
+// warnExpiredBreakGlass makes an expired break-glass loud in every command
+// that has a project and a ledger, until it is ended.
+func (a *app) warnExpiredBreakGlass(cmd *cobra.Command) {
+	p, err := a.loadProject()
+	if err != nil || len(p.Environments) == 0 {
+		return
+	}
+	if path, err := a.ledgerPath(); err != nil {
+		return
+	} else if _, err := os.Stat(path); err != nil {
+		return // no ledger yet, so no break-glass either; do not create one
+	}
+	if _, err := a.openLedger(cmd.Context()); err != nil {
+		return
+	}
+	actor, _ := a.actor()
+	svc, err := workflow.NewService(workflow.Deps{Project: p, Ledger: a.ledger, Journal: noJournal{}, Clock: a.clock, Actor: actor})
+	if err != nil {
+		return
+	}
+	active, err := svc.ActiveBreakGlass(cmd.Context())
+	if err != nil {
+		return
+	}
+	for _, b := range active {
+		if b.Expired(a.clock.Now()) {
+			fmt.Fprintf(a.io.Err, "WARNING: break-glass %s in %s expired %s ago and %s is still not reconciling: relcap breakglass end --env %s\n",
+				b.ID, b.Env, a.clock.Now().Sub(b.ExpiresAt).Round(time.Second), b.App, b.Env)
+		}
+	}
+}
