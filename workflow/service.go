@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type Deps struct {
 // point resumes without repeating a completed side effect.
 type Service struct {
 	d Deps
+
+	mu     sync.Mutex
+	clocks map[string]*EffortClock // per release, for UIs' Touch
 }
 
 // NewService checks the always-needed ports.
