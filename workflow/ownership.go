@@ -3,8 +3,6 @@ package workflow
 import (
 	"fmt"
 	"path"
-	"slices"
-	"sort"
 	"strings"
 )
 
@@ -120,8 +118,28 @@ type ManagedObject struct {
 	// App is the Argo CD application managing it.
 	App string `json:"app,omitempty"`
 	// Fields are the desired-state field paths the manager sets, e.g.
-	// "spec.replicas", "spec.template.spec.containers[web].image".
+	// "spec.replicas", "spec.template.spec.containers[web].image" (the
+	// scheme of FieldPaths). Paths only: values never leave the source.
 	Fields []string `json:"fields,omitempty"`
+	// IgnoredFields are paths (same scheme; "[*]" matches any list element,
+	// a path covers everything below it) the manager sets but does not
+	// enforce: Argo CD's ignoreDifferences, kubectl_manifest's
+	// ignore_fields. A third owner may change them without a fight.
+	IgnoredFields []string `json:"ignored_fields,omitempty"`
+
+	// Argo CD application facts, copied onto each object of the app so the
+	// check needs no second input.
+
+	// Automated, SelfHeal and Prune are the app's automated sync policy.
+	Automated bool `json:"automated,omitempty"`
+	SelfHeal  bool `json:"self_heal,omitempty"`
+	Prune     bool `json:"prune,omitempty"`
+	// Revision is the revision of the app's latest sync in its history.
+	Revision string `json:"revision,omitempty"`
+	// SelfHealSyncs counts automated syncs of Revision that repeat an
+	// earlier sync of the same revision within the history Argo CD keeps:
+	// each one put Git's state back over someone else's change.
+	SelfHealSyncs int `json:"self_heal_syncs,omitempty"`
 }
 
 // KubeKey identifies the Kubernetes object, or "" when there is none.
@@ -179,125 +197,20 @@ func (m OwnershipMap) HandoffFor(o ManagedObject) (Handoff, bool) {
 	return Handoff{}, false
 }
 
-// CheckOwnership is the pure core of the ownership check: every managed
-// object must match a rule naming its manager, and no Kubernetes object or
-// field may be written by two managers. The richer Argo CD-specific checks
-// (ignoreDifferences, self-heal loops) build on this in later steps.
-func CheckOwnership(m OwnershipMap, objects []ManagedObject) []Finding {
-	var findings []Finding
-	used := make([]bool, len(m.Rules))
-
-	byKube := map[string][]ManagedObject{}
-	var kubeOrder []string
-	for _, o := range objects {
-		rule, idx := m.RuleFor(o)
-		if idx >= 0 {
-			used[idx] = true
-		}
-		if k := o.KubeKey(); k != "" {
-			if _, seen := byKube[k]; !seen {
-				kubeOrder = append(kubeOrder, k)
-			}
-			byKube[k] = append(byKube[k], o)
-		}
-		switch {
-		case idx < 0:
-			findings = append(findings, Finding{
-				Severity:   Blocker,
-				Code:       "ownership.unowned",
-				Subject:    o.Subject(),
-				Message:    fmt.Sprintf("managed by %s but no rule in %s matches it", o.Via(), m.File),
-				NextAction: fmt.Sprintf("add a rule for it to %s naming its one owner", m.File),
-			})
-		case rule.Owner != o.Manager:
-			if h, ok := m.HandoffFor(o); ok && h.From == o.Manager && h.To == rule.Owner {
-				// A declared bootstrap hand-off not yet finished.
-				findings = append(findings, Finding{
-					Severity:   Warning,
-					Code:       "ownership.handoff-pending",
-					Subject:    o.Subject(),
-					Message:    fmt.Sprintf("hand-off %s → %s declared at %s:%d is not complete: still managed by %s", h.From, h.To, m.File, h.Line, o.Via()),
-					NextAction: fmt.Sprintf("remove it from %s once %s manages it (e.g. terraform state rm)", h.From, h.To),
-				})
-				continue
-			}
-			findings = append(findings, Finding{
-				Severity:   Blocker,
-				Code:       "ownership.wrong-owner",
-				Subject:    o.Subject(),
-				Message:    fmt.Sprintf("managed by %s but %s:%d gives it to %s", o.Via(), m.File, rule.Line, rule.Owner),
-				NextAction: fmt.Sprintf("stop managing it from %s, or change the rule at %s:%d", o.Manager, m.File, rule.Line),
-			})
+// FieldOwner returns who owns field of an object matched by r: the owner of
+// the most specific entry of r.Fields covering it, else r.Owner.
+func (r OwnershipRule) FieldOwner(field string) Owner {
+	best, owner := -1, r.Owner
+	for k, o := range r.Fields {
+		if len(k) > best && FieldCovers(k, field) {
+			best, owner = len(k), o
 		}
 	}
-
-	for _, k := range kubeOrder {
-		findings = append(findings, conflictFindings(m, k, byKube[k])...)
-	}
-
-	for i, r := range m.Rules {
-		if !used[i] {
-			findings = append(findings, Finding{
-				Severity:   Warning,
-				Code:       "ownership.stale-rule",
-				Subject:    fmt.Sprintf("%s:%d", m.File, r.Line),
-				Message:    fmt.Sprintf("rule %s → %s matches no managed object", r.Match, r.Owner),
-				NextAction: "delete the rule or fix its match",
-			})
-		}
-	}
-	SortFindings(findings)
-	return findings
+	return owner
 }
 
-// conflictFindings reports a Kubernetes object written by more than one
-// manager, naming the fields both write. Two writers of one field are a
-// conflict even when the rest of the object is split between them.
-func conflictFindings(m OwnershipMap, key string, writers []ManagedObject) []Finding {
-	managers := map[Owner]bool{}
-	for _, w := range writers {
-		managers[w.Manager] = true
-	}
-	if len(managers) < 2 {
-		return nil
-	}
-	fieldWriters := map[string][]string{}
-	for _, w := range writers {
-		for _, f := range w.Fields {
-			fieldWriters[f] = append(fieldWriters[f], w.Via())
-		}
-	}
-	var overlap []string
-	for f, ws := range fieldWriters {
-		if len(ws) > 1 {
-			overlap = append(overlap, f)
-		}
-	}
-	sort.Strings(overlap)
-	var vias []string
-	for _, w := range writers {
-		vias = append(vias, w.Via())
-	}
-	slices.Sort(vias)
-	vias = slices.Compact(vias)
-
-	_, hasHandoff := m.HandoffFor(writers[0])
-	msg := fmt.Sprintf("written by %s", strings.Join(vias, " and "))
-	ev := map[string]string{"writers": strings.Join(vias, ", ")}
-	if len(overlap) > 0 {
-		msg += "; both set " + strings.Join(overlap, ", ")
-		ev["fields"] = strings.Join(overlap, ", ")
-	}
-	next := "give the object (or each overlapping field) one owner in " + m.File + " and remove it from the other tool"
-	if !hasHandoff {
-		next += "; if this is a bootstrap, declare a hand-off"
-	}
-	return []Finding{{
-		Severity:   Blocker,
-		Code:       "ownership.conflict",
-		Subject:    key,
-		Message:    msg,
-		NextAction: next,
-		Evidence:   ev,
-	}}
-}
+// Observed reports whether relcap reads what this owner writes (Terraform
+// state, Argo CD applications). Other owners (an HPA, cert-manager) are
+// "third owners": relcap sees only whether the observed managers leave
+// their fields alone.
+func (o Owner) Observed() bool { return o == OwnerTerraform || o == OwnerArgoCD }
