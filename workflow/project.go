@@ -75,6 +75,8 @@ type EnvRepoTarget struct {
 
 // ArgoCDTarget is the Argo CD application that deploys an environment.
 type ArgoCDTarget struct {
+	// Server is host:port of the Argo CD API; empty means $ARGOCD_SERVER,
+	// as the argocd CLI does.
 	Server    string
 	App       string
 	TokenEnv  string

@@ -418,7 +418,9 @@ func (m *mapNode) envRepo(o options) workflow.EnvRepoTarget {
 
 func (m *mapNode) argoCD() workflow.ArgoCDTarget {
 	t := workflow.ArgoCDTarget{TokenEnv: DefaultTokenEnv}
-	server, sn := m.reqStr("server", "host:port of the Argo CD API, e.g. server: argocd.example.com:443")
+	// server may be left out: like the argocd CLI, relcap then reads
+	// $ARGOCD_SERVER when it connects.
+	server, sn := m.str("server")
 	if sn != nil && strings.Contains(server, "://") {
 		m.p.add(sn, join(m.path, "server"), "want host:port without a scheme, e.g. argocd.example.com:443, got %s", quote(server))
 	}
