@@ -50,22 +50,8 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 		return workflow.ApplyResult{}, err
 	}
 
-	var now workflow.PlanInputs
-	var restore func()
-	err = a.withInit(ctx, t, loud, func() error {
-		r, err := selectWorkspace(ctx, quiet, t)
-		if err != nil {
-			return err
-		}
-		if restore == nil {
-			restore = r
-		}
-		now, err = currentInputs(ctx, quiet, t)
-		return err
-	})
-	if restore != nil {
-		defer restore()
-	}
+	now, restore, err := a.inputsIn(ctx, t, loud, quiet)
+	defer restore()
 	if err != nil {
 		return workflow.ApplyResult{}, err
 	}

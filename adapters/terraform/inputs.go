@@ -49,9 +49,18 @@ func (a *Adapter) Inputs(ctx context.Context, env workflow.Environment) (workflo
 	if err != nil {
 		return workflow.PlanInputs{}, err
 	}
+	in, restore, err := a.inputsIn(ctx, t, loud, quiet)
+	restore()
+	return in, err
+}
+
+// inputsIn reads the current inputs in the environment's workspace, which
+// it selects; restore selects the workspace that was selected before (it is
+// never nil). The caller holds the working-directory lock.
+func (a *Adapter) inputsIn(ctx context.Context, t target, loud, quiet *tfexec.Terraform) (workflow.PlanInputs, func(), error) {
 	var in workflow.PlanInputs
 	var restore func()
-	err = a.withInit(ctx, t, loud, func() error {
+	err := a.withInit(ctx, t, loud, func() error {
 		r, err := selectWorkspace(ctx, quiet, t)
 		if err != nil {
 			return err
@@ -62,10 +71,10 @@ func (a *Adapter) Inputs(ctx context.Context, env workflow.Environment) (workflo
 		in, err = currentInputs(ctx, quiet, t)
 		return err
 	})
-	if restore != nil {
-		restore()
+	if restore == nil {
+		restore = func() {}
 	}
-	return in, err
+	return in, restore, err
 }
 
 // withInit runs fn in an initialised working directory. If the directory

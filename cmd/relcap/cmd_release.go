@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 )
@@ -28,6 +29,19 @@ func (a *app) flowDeps(p *workflow.Project, timeout time.Duration) (workflow.Dep
 		Ownership: a.ownershipSources(p, tf), Planner: tf, Applier: tf,
 		Registry: reg, EnvRepo: repo, Convergence: argo, ConvergeTimeout: timeout,
 	}, nil
+}
+
+// flowService wires a Service with every stage's adapter for command.
+func (a *app) flowService(ctx context.Context, command, releaseID string, timeout time.Duration) (*workflow.Service, *store.FileJournal, error) {
+	p, err := a.loadProject()
+	if err != nil {
+		return nil, nil, err
+	}
+	deps, err := a.flowDeps(p, timeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.serviceWith(ctx, command, releaseID, deps)
 }
 
 // runRelease drives a release headless: one line per event on stdout
@@ -87,15 +101,7 @@ to an incompatible release is refused.`,
 			if env == "" || image == "" {
 				return usageError{errors.New("release wants --env ENV and --image REF")}
 			}
-			p, err := a.loadProject()
-			if err != nil {
-				return err
-			}
-			deps, err := a.flowDeps(p, timeout)
-			if err != nil {
-				return err
-			}
-			svc, journal, err := a.serviceWith(ctx, "release", "", deps)
+			svc, journal, err := a.flowService(ctx, "release", "", timeout)
 			if err != nil {
 				return err
 			}
@@ -134,15 +140,7 @@ func (a *app) resumeCommand() *cobra.Command {
 		Args:  exactArgs(1, "one release ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			p, err := a.loadProject()
-			if err != nil {
-				return err
-			}
-			deps, err := a.flowDeps(p, timeout)
-			if err != nil {
-				return err
-			}
-			svc, journal, err := a.serviceWith(ctx, "resume", args[0], deps)
+			svc, journal, err := a.flowService(ctx, "resume", args[0], timeout)
 			if err != nil {
 				return err
 			}
@@ -187,11 +185,7 @@ action. Without --release it takes the latest promotion into ENV; with
 			if revision != "" {
 				return a.convergeRevision(ctx, p, e, revision, timeout)
 			}
-			deps, err := a.flowDeps(p, timeout)
-			if err != nil {
-				return err
-			}
-			svc, journal, err := a.serviceWith(ctx, "converge", releaseID, deps)
+			svc, journal, err := a.flowService(ctx, "converge", releaseID, timeout)
 			if err != nil {
 				return err
 			}

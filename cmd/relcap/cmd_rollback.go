@@ -27,15 +27,7 @@ release left (see relcap release --schema).`,
 			if env == "" || to == "" {
 				return usageError{errors.New("rollback wants --env ENV and --to RELEASE")}
 			}
-			p, err := a.loadProject()
-			if err != nil {
-				return err
-			}
-			deps, err := a.flowDeps(p, timeout)
-			if err != nil {
-				return err
-			}
-			svc, journal, err := a.serviceWith(ctx, "rollback", "", deps)
+			svc, journal, err := a.flowService(ctx, "rollback", "", timeout)
 			if err != nil {
 				return err
 			}
