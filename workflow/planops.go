@@ -21,8 +21,6 @@ func (s *Service) PlanEnv(ctx context.Context, envName string) (PlanSummary, err
 	}
 	clock := s.effortFor(ctx, "unreleased/"+env.Name)
 	defer s.flush(ctx, clock)
-	clock.Touch(d.Actor, RoleCaptain, StepPlanReview.String())
-	defer clock.Touch(d.Actor, RoleCaptain, StepPlanReview.String())
 	if _, err := d.Journal.Append(ctx, "plan.started", map[string]string{"env": env.Name, "dir": env.Terraform.Dir, "workspace": env.Terraform.Workspace}); err != nil {
 		return PlanSummary{}, err
 	}
@@ -88,8 +86,6 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string) (ApplyResul
 	}
 	clock := s.effortFor(ctx, "unreleased/"+env.Name)
 	defer s.flush(ctx, clock)
-	clock.Touch(d.Actor, RoleCaptain, StepApply.String())
-	defer clock.Touch(d.Actor, RoleCaptain, StepApply.String())
 	if _, err := d.Journal.Append(ctx, "apply.started", map[string]string{"env": env.Name, "fingerprint": fingerprint}); err != nil {
 		return ApplyResult{}, plan, err
 	}
@@ -116,8 +112,9 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string) (ApplyResul
 	return res, plan, err
 }
 
-// effortFor starts an effort clock for work outside a release run; the
-// entries go to the release whose plan it is when known.
+// effortFor starts an effort clock for work outside a release run. It
+// measures machine wait; staff effort comes from the cockpit and off-tool
+// logs.
 func (s *Service) effortFor(_ context.Context, scope string) *EffortClock {
 	return NewEffortClock(s.d.Clock, s.d.Project.Effort.IdleThreshold, scope)
 }

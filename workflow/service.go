@@ -262,7 +262,11 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 	rec.EndedAt = time.Time{}
 	rec.Message = ""
 	run.r.Status = ReleaseInProgress
-	run.effort.Touch(d.Actor, RoleCaptain, k.String())
+	// No effort Touch here: a step's start and end say nothing about
+	// whether anyone was watching. Staff effort comes from the cockpit's
+	// input and focus (Service.Touch) and from logged off-tool time; the
+	// run itself records only machine wait, so headless numbers are never
+	// inflated by Terraform or Argo CD taking their time.
 	if err := run.save(ctx); err != nil {
 		return err
 	}
@@ -274,7 +278,6 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 	res, err := run.runStep(ctx, k)
 	rec = run.r.Step(k)
 	rec.EndedAt = d.Clock.Now()
-	run.effort.Touch(d.Actor, RoleCaptain, k.String())
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Interrupted: the step stays Running so resume re-enters it and

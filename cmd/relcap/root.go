@@ -89,7 +89,10 @@ with every decision journaled and the staff time it cost measured.`,
 			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
 				a.flags.noColor = true
 			}
-			if cmd.Name() != "version" && cmd.Name() != "validate" {
+			switch cmd.Name() {
+			case "version", "validate", "demo":
+				// demo builds its own sandbox and ledger
+			default:
 				a.warnExpiredBreakGlass(cmd)
 			}
 			return nil
@@ -107,6 +110,7 @@ with every decision journaled and the staff time it cost measured.`,
 	root.AddCommand(
 		a.versionCommand(),
 		a.validateCommand(),
+		a.ownershipCommand(),
 		a.effortCommand(),
 		a.journalCommand(),
 		a.planCommand(),
@@ -119,6 +123,7 @@ with every decision journaled and the staff time it cost measured.`,
 		a.resumeCommand(),
 		a.rollbackCommand(),
 		a.breakglassCommand(),
+		a.demoCommand(),
 	)
 	return root
 }

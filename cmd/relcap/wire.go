@@ -54,9 +54,10 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	return svc, journal, nil
 }
 
-// ownershipSources lists what each manager writes, for the ownership step.
+// ownershipSources lists what each manager writes, for the ownership step:
+// Terraform's state and the environment's Argo CD application.
 func (a *app) ownershipSources(p *workflow.Project, tf *terraform.Adapter) []workflow.OwnershipSource {
-	return nil
+	return []workflow.OwnershipSource{tf, a.argoCD(p)}
 }
 
 // noJournal is for read-only uses of the Service, which journal nothing.

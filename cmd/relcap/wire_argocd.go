@@ -24,6 +24,7 @@ var (
 	_ workflow.Convergence        = (*argoByEnv)(nil)
 	_ workflow.ResourceTreeReader = (*argoByEnv)(nil)
 	_ workflow.ReconcileControl   = (*argoByEnv)(nil)
+	_ workflow.OwnershipSource    = (*argoByEnv)(nil)
 )
 
 func (a *app) argoCD(p *workflow.Project) *argoByEnv {
@@ -107,6 +108,17 @@ func (m *argoByEnv) Drift(ctx context.Context, app workflow.AppRef) ([]workflow.
 		return nil, err
 	}
 	return ad.Drift(ctx, app)
+}
+
+// ManagedObjects reads what the environment's Argo CD application manages,
+// through that environment's adapter: the Argo CD side of the ownership
+// check.
+func (m *argoByEnv) ManagedObjects(ctx context.Context, env workflow.Environment) ([]workflow.ManagedObject, error) {
+	ad, err := m.adapter(env.Name)
+	if err != nil {
+		return nil, err
+	}
+	return ad.OwnershipSource().ManagedObjects(ctx, env)
 }
 
 func (m *argoByEnv) close() {

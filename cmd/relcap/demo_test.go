@@ -1,0 +1,112 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/workflow"
+)
+
+// TestDemoHeadlessConvergesBothEnvironments runs the whole scripted demo in
+// process, against a real sandbox and a real terraform, and checks what it
+// left in the sandbox's ledger, journals and environment repository.
+func TestDemoHeadlessConvergesBothEnvironments(t *testing.T) {
+	t.Parallel()
+	terraformOnPath(t)
+	data := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "sandbox")
+
+	code, out, errOut := invokeEnv(t, data, nil, "demo", "--headless", "--dir", dir)
+	require.Equal(t, 0, code, out+errOut)
+	for _, want := range []string{
+		"Sandbox in " + dir,
+		"Argo CD API simulator",
+		"ownership.wrong-owner terraform_data.db_migration", // the conflict stops the release
+		"resolving the conflict in ownership.yaml",
+		"replace (delete before create)  terraform_data.db_migration", // the plan review shows the replacement
+		"demo-approver approved plan",
+		"demo-approver approved the promotion of web-prod-",
+		"converged in staging",
+		"converged in prod",
+		"━━ Effort ━━",
+		"STAFF ACTIVE  MACHINE WAIT  OFF-TOOL",
+		"never added together",
+		"relcap --ledger " + filepath.Join(dir, "ledger.db") + " journal list",
+		"Both releases converged",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.Less(t, strings.Index(out, "Release to staging"), strings.Index(out, "Release to prod"), "staging first")
+	require.NoFileExists(t, filepath.Join(data, "relcap", "ledger.db"), "the demo never touches the default ledger")
+
+	l, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "ledger.db"))
+	require.NoError(t, err)
+	defer l.Close()
+	releases, err := l.ListReleases(t.Context(), workflow.ReleaseFilter{})
+	require.NoError(t, err)
+	require.Len(t, releases, 2)
+	var envs []string
+	digest := releases[0].Outputs[workflow.OutDigest]
+	for _, r := range releases {
+		envs = append(envs, r.Env)
+		require.Equal(t, workflow.ReleaseConverged, r.Status, r.ID)
+		require.Equal(t, digest, r.Outputs[workflow.OutDigest], "the same bytes in both environments")
+		effort, err := l.Effort(t.Context(), r.ID)
+		require.NoError(t, err)
+		require.Positive(t, workflow.SumEffort(effort).Wait, "machine wait measured for %s", r.ID)
+		require.Contains(t, out, r.ID)
+	}
+	slices.Sort(envs)
+	require.Equal(t, []string{"prod", "staging"}, envs)
+
+	for _, env := range []string{"staging", "prod"} {
+		show, err := exec.Command("git", "-C", filepath.Join(dir, "env.git"), "show", "main:apps/web/"+env+"/kustomization.yaml").Output()
+		require.NoError(t, err)
+		require.Contains(t, string(show), "digest: "+digest, env)
+		require.Contains(t, string(show), "# web in "+env+" (relcap sandbox)", "comments survive the pin")
+	}
+	fixed, err := os.ReadFile(filepath.Join(dir, "ownership.yaml"))
+	require.NoError(t, err)
+	require.NotContains(t, string(fixed), "terraform_address: terraform_data.db_migration", "the conflict was resolved in the file")
+
+	code, out, errOut = invokeEnv(t, data, nil, "--ledger", filepath.Join(dir, "ledger.db"), "journal", "verify")
+	require.Equal(t, 0, code, out+errOut)
+	require.Equal(t, 2, strings.Count(out, "ok "), "the captain's and demo-approver's sessions: %s", out)
+	code, out, errOut = invokeEnv(t, data, nil, "--ledger", filepath.Join(dir, "ledger.db"), "journal", "list")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "demo-approver")
+}
+
+func TestDemoRefusesWhatItCannotHonour(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--json", "demo", "--headless"},
+		{"-c", "relcap.yaml", "demo", "--headless"},
+		{"--actor", "demo-approver", "demo", "--headless"},
+		{"demo", "extra"},
+	} {
+		dir := filepath.Join(t.TempDir(), "sandbox")
+		code, out, errOut := invoke(t, t.TempDir(), append(args, "--dir", dir)...)
+		require.Equal(t, exitUsage, code, "%v: %s", args, out+errOut)
+		require.NoDirExists(t, dir, "%v: nothing built", args)
+	}
+}
+
+func TestDemoIntoADirectoryThatIsNotEmptyFailsBeforeBuildingAnything(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o644))
+	code, _, errOut := invoke(t, t.TempDir(), "demo", "--headless", "--dir", dir)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "not empty")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+}
