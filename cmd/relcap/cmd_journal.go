@@ -210,6 +210,15 @@ func (a *app) verifySession(ctx context.Context, l *store.SQLite, id string) (ve
 		return verifyResult{}, err
 	}
 	res.Entries, res.Problem = workflow.VerifyJournal(lines, head)
+	if res.Problem == nil {
+		// The chain is intact, so its entries can vouch for the files
+		// beside it: the screen recording.
+		entries, err := store.ReadEntries(path)
+		if err != nil {
+			return verifyResult{}, err
+		}
+		res.Problem = verifyScreen(filepath.Dir(path), entries)
+	}
 	res.Intact = res.Problem == nil
 	return res, nil
 }

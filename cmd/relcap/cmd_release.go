@@ -44,9 +44,13 @@ func (a *app) flowService(ctx context.Context, command, releaseID string, timeou
 	return a.serviceWith(ctx, command, releaseID, deps)
 }
 
-// runRelease drives a release headless: one line per event on stdout
-// (NDJSON with --json), and when it stops for a person, what they must do.
+// runRelease drives a release in the cockpit at a terminal, otherwise
+// headless: one line per event on stdout (NDJSON with --json), and when it
+// stops for a person, what they must do.
 func (a *app) runRelease(ctx context.Context, svc *workflow.Service, id string) error {
+	if a.useCockpit() {
+		return a.runCockpit(ctx, svc, id)
+	}
 	printer := plain.New(a.io.Out, a.flags.json)
 	final, err := svc.Run(ctx, id, printer.Event)
 	if final == nil || a.flags.json {

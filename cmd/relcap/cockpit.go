@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/relcap/relcap/tui"
+	"github.com/relcap/relcap/workflow"
+)
+
+// screenFile is the asciicast v2 recording of what the captain saw, beside
+// the session's journal.
+const screenFile = "screen.cast"
+
+// useCockpit is true when relcap talks to a person at a terminal: both
+// stdin and stdout are TTYs, and neither --no-tui nor --json was given.
+func (a *app) useCockpit() bool {
+	return a.io.IsTTY && !a.flags.noTUI && !a.flags.json
+}
+
+// runCockpit drives the release in the Bubble Tea cockpit, recording the
+// screen beside the session's journal. The recording's SHA-256 is journaled
+// when the cockpit closes, so journal verify covers the recording too; it
+// records the rendered screen, in which secrets are already masked.
+func (a *app) runCockpit(ctx context.Context, svc *workflow.Service, id string) error {
+	if len(a.sessions) == 0 {
+		return errors.New("cockpit: no session to record into")
+	}
+	journal := a.sessions[len(a.sessions)-1]
+	castPath := filepath.Join(filepath.Dir(journal.Path()), screenFile)
+	cast, err := os.OpenFile(castPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("screen recording %s: %w", castPath, err)
+	}
+	hash := sha256.New()
+	runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Input: a.io.In, Output: a.io.Out, Env: a.io.Env, Record: io.MultiWriter(cast, hash)})
+	syncErr := cast.Sync()
+	closeErr := cast.Close()
+	if err := errors.Join(syncErr, closeErr); err != nil {
+		return errors.Join(runErr, fmt.Errorf("screen recording %s: %w", castPath, err))
+	}
+	if _, err := journal.Append(context.WithoutCancel(ctx), "screen.recorded", map[string]string{"file": screenFile, "sha256": hex.EncodeToString(hash.Sum(nil))}); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if errors.Is(runErr, tui.ErrQuit) {
+		fmt.Fprintf(a.io.Err, "release %s paused; nothing completed is lost: relcap resume %s\n", id, id)
+		return nil
+	}
+	return runErr
+}
+
+// verifyScreen checks the recordings a session's journal vouches for.
+func verifyScreen(sessionDir string, entries []workflow.JournalEntry) *workflow.VerifyProblem {
+	for _, e := range entries {
+		if e.Kind != "screen.recorded" {
+			continue
+		}
+		var rec struct{ File, SHA256 string }
+		if err := json.Unmarshal(e.Data, &rec); err != nil {
+			return &workflow.VerifyProblem{Seq: e.Seq, Reason: "screen.recorded entry unreadable: " + err.Error()}
+		}
+		b, err := os.ReadFile(filepath.Join(sessionDir, filepath.Base(rec.File)))
+		if err != nil {
+			return &workflow.VerifyProblem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s is missing: %v", rec.File, err)}
+		}
+		sum := sha256.Sum256(b)
+		if hex.EncodeToString(sum[:]) != rec.SHA256 {
+			return &workflow.VerifyProblem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s differs from the SHA-256 journaled in entry %d: it was edited or truncated", rec.File, e.Seq)}
+		}
+	}
+	return nil
+}

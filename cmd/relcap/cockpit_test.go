@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/workflow"
+)
+
+// TestCockpitRecordsTheScreenAndJournalVerifyCoversIt drives convergence in
+// the cockpit (a terminal is simulated: IsTTY with a pipe for keys), quits
+// once the release converged, and checks the screen recording is beside the
+// journal, vouched for by it, and that editing it fails verification.
+func TestCockpitRecordsTheScreenAndJournalVerifyCoversIt(t *testing.T) {
+	t.Parallel()
+	cfg, host, envRepo := promoteRepo(t)
+	_, env := simulated(t, cfg, envRepo, nil)
+	data := t.TempDir()
+	pushImage(t, host+"/ci/web:1.0.0")
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:1.0.0")
+	require.Equal(t, 0, code, out+errOut)
+
+	keys, typing := io.Pipe()
+	var screen, errb bytes.Buffer
+	tio := &IO{In: keys, Out: &screen, Err: &errb, IsTTY: true,
+		Env: append([]string{"XDG_DATA_HOME=" + data, "XDG_STATE_HOME=" + filepath.Join(data, "state"), "XDG_CACHE_HOME=" + filepath.Join(data, "cache"), "USER=captain", "TERM=xterm-256color"}, env...)}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), tio, []string{"-c", cfg, "converge", "--env", "staging", "--timeout", "30s"})
+	}()
+	// The rollout takes a few hundred milliseconds on the simulator; then
+	// the captain closes the cockpit.
+	time.Sleep(4 * time.Second)
+	_, _ = typing.Write([]byte("q"))
+	select {
+	case code = <-done:
+	case <-time.After(20 * time.Second):
+		_, _ = typing.Write([]byte("q"))
+		code = <-done
+	}
+	_ = typing.Close()
+	require.Equal(t, 0, code, errb.String())
+	ledger, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	releases, err := ledger.ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging"})
+	require.NoError(t, err)
+	require.NoError(t, ledger.Close())
+	require.Equal(t, workflow.ReleaseConverged, releases[0].Status, "the cockpit drove the release to convergence")
+
+	casts, err := filepath.Glob(filepath.Join(data, "relcap", "sessions", "*", "screen.cast"))
+	require.NoError(t, err)
+	require.Len(t, casts, 1)
+	cast, err := os.ReadFile(casts[0])
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(cast), `{"version":2`), "asciicast v2 header")
+	require.Contains(t, string(cast), "Convergence")
+
+	code, out, errOut = invokeEnv(t, data, env, "journal", "verify")
+	require.Equal(t, 0, code, out+errOut)
+
+	require.NoError(t, os.WriteFile(casts[0], append(cast, []byte("[9.9, \"o\", \"forged\"]\n")...), 0o600))
+	code, out, _ = invokeEnv(t, data, env, "journal", "verify")
+	require.Equal(t, exitBlocked, code, out)
+	require.Contains(t, out, "screen.cast differs from the SHA-256")
+}

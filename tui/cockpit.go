@@ -1,0 +1,426 @@
+// Package tui is the release captain's cockpit: a Bubble Tea v2 program
+// over workflow.Service that walks one release through problem → boundary
+// → decision → evidence. The root model here routes between one model per
+// screen (tui/screen/...), owns the release run stream, the status bar,
+// help and notices, and holds no business logic.
+package tui
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/screen"
+	"github.com/relcap/relcap/tui/screen/converge"
+	"github.com/relcap/relcap/tui/screen/home"
+	"github.com/relcap/relcap/tui/screen/ownership"
+	"github.com/relcap/relcap/tui/screen/plan"
+	"github.com/relcap/relcap/tui/screen/promote"
+	"github.com/relcap/relcap/tui/theme"
+	"github.com/relcap/relcap/workflow"
+)
+
+// screenID names a screen of the cockpit.
+type screenID int
+
+const (
+	scrHome screenID = iota
+	scrOwnership
+	scrPlan
+	scrPromote
+	scrConverge
+	numScreens
+)
+
+var screenTitles = [numScreens]string{"Map", "1 Ownership", "2 Plan", "3 Promotion", "4 Convergence"}
+
+// stepScreen is the screen that shows a step.
+func stepScreen(k workflow.StepKind) screenID {
+	switch k {
+	case workflow.StepOwnership:
+		return scrOwnership
+	case workflow.StepPlanReview, workflow.StepApply:
+		return scrPlan
+	case workflow.StepPromotion:
+		return scrPromote
+	case workflow.StepConvergence:
+		return scrConverge
+	}
+	return scrHome
+}
+
+// Model is the cockpit's root model.
+type Model struct {
+	svc       *workflow.Service
+	ctx       context.Context // parent of every run; the program's context
+	releaseID string
+	th        theme.Theme
+	km        keys.Map
+	help      help.Model
+	w, h      int
+	now       func() time.Time
+
+	active    screenID
+	home      home.Model
+	ownership ownership.Model
+	plan      plan.Model
+	promote   promote.Model
+	converge  converge.Model
+
+	release *workflow.Release
+	loadErr error
+	// gen numbers runs; events and results of an older run are dropped.
+	gen     int
+	running bool
+	cancel  context.CancelFunc
+	runErr  error
+	// reviewedPlan is the fingerprint the captain reviewed on the plan
+	// screen; the run applies only that plan without stopping again.
+	reviewedPlan string
+	quitting     bool
+	// runs is shared by every copy of the model, so Run can wait for the
+	// last run to persist its state before returning.
+	runs *runTracker
+
+	effort      effortTimer
+	notice      string
+	noticeErr   bool
+	noticeUntil time.Time
+}
+
+// New returns the root model for a release. ctx bounds every run it
+// starts; cancelling it stops the run as quitting does.
+func New(ctx context.Context, svc *workflow.Service, releaseID string) Model {
+	th, km := theme.New(true), keys.Default()
+	idle := svc.Project().Effort.IdleThreshold
+	if idle <= 0 {
+		idle = workflow.DefaultIdleThreshold
+	}
+	m := Model{
+		svc: svc, ctx: ctx, releaseID: releaseID, th: th, km: km, help: help.New(), now: time.Now,
+		home: home.New(svc, th, km), ownership: ownership.New(svc.Project().OwnershipFile, th, km),
+		plan: plan.New(svc, th, km), promote: promote.New(svc, th, km), converge: converge.New(th, km),
+		runs: &runTracker{}, effort: effortTimer{idle: idle},
+	}
+	m.help.Styles = th.Help
+	return m
+}
+
+// Release is the latest snapshot of the release, or nil before it loads.
+func (m Model) Release() *workflow.Release { return m.release }
+
+// Err is how the last run ended (nil, blocked, failed) or why the release
+// could not be loaded.
+func (m Model) Err() error {
+	if m.loadErr != nil {
+		return m.loadErr
+	}
+	return m.runErr
+}
+
+// Init asks for the background colour, loads the release and starts the
+// clock; the first run starts once the release is loaded.
+func (m Model) Init() tea.Cmd {
+	return tea.Batch(tea.RequestBackgroundColor, m.loadRelease(), tick())
+}
+
+// Update routes messages: global keys and run events here, keys to the
+// active screen, and everything else to every screen (each screen's own
+// results are unexported types only it handles, and must reach it even
+// when the captain has moved to another screen).
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	active, full := m.active, m.help.ShowAll
+	nm, cmd := m.update(msg)
+	if nm.active != active || nm.help.ShowAll != full {
+		// The help's height depends on the screen and on ?.
+		nm.layout()
+	}
+	return nm, cmd
+}
+
+func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+		m.layout()
+		return m, nil
+	case tea.BackgroundColorMsg:
+		m.setTheme(theme.New(msg.IsDark()))
+		return m, nil
+	case tickMsg:
+		if !m.noticeUntil.IsZero() && msg.now.After(m.noticeUntil) {
+			m.notice, m.noticeUntil = "", time.Time{}
+		}
+		m, cmd := m.broadcast(screen.TickMsg{Now: msg.now})
+		return m, tea.Batch(cmd, tick())
+	case releaseLoadedMsg:
+		if msg.err != nil {
+			m.loadErr = msg.err
+			return m, nil
+		}
+		m.release = msg.release
+		m.effort.touch(m.now())
+		m, cmd := m.broadcast(screen.RunStateMsg{Release: msg.release})
+		return m, tea.Batch(cmd, m.touch(), m.beginRun())
+	case runStartedMsg:
+		if msg.gen != m.gen {
+			return m, nil
+		}
+		return m, waitNext(msg.stream)
+	case runEventMsg:
+		return m.event(msg)
+	case runFinishedMsg:
+		return m.finished(msg)
+	case screen.ResumeMsg:
+		if msg.ReviewedPlan != "" {
+			m.reviewedPlan = msg.ReviewedPlan
+		}
+		return m, m.beginRun()
+	case screen.OpenMsg:
+		m.active = stepScreen(msg.Step)
+		return m, nil
+	case screen.NoticeMsg:
+		m.setNotice(msg.Text, msg.Err)
+		return m, nil
+	case effortFlushedMsg:
+		return m, nil
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return m.broadcast(msg)
+}
+
+// key handles global keys, unless the active screen is taking text.
+func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
+	m.effort.touch(m.now())
+	touch := m.touch()
+	g := m.km.Global
+	if m.active == scrPlan && m.plan.Capturing() && msg.String() != "ctrl+c" {
+		var cmd tea.Cmd
+		m.plan, cmd = m.plan.Update(msg)
+		return m, tea.Batch(touch, cmd)
+	}
+	switch {
+	case key.Matches(msg, g.Quit):
+		return m.quit(touch)
+	case key.Matches(msg, g.Help):
+		m.help.ShowAll = !m.help.ShowAll
+	case key.Matches(msg, g.Map):
+		m.active = scrHome
+	case key.Matches(msg, g.Resume):
+		return m, tea.Batch(touch, m.beginRun())
+	case key.Matches(msg, g.NextScreen):
+		m.active = (m.active + 1) % numScreens
+	case key.Matches(msg, g.PrevScreen):
+		m.active = (m.active + numScreens - 1) % numScreens
+	case key.Matches(msg, g.Ownership):
+		m.active = scrOwnership
+	case key.Matches(msg, g.Plan):
+		m.active = scrPlan
+	case key.Matches(msg, g.Promotion):
+		m.active = scrPromote
+	case key.Matches(msg, g.Converge):
+		m.active = scrConverge
+	default:
+		var cmd tea.Cmd
+		m, cmd = m.updateActive(msg)
+		return m, tea.Batch(touch, cmd)
+	}
+	return m, touch
+}
+
+// quit stops a running release gracefully: the run's context is cancelled
+// and the cockpit waits for it to persist before it flushes the effort and
+// exits, so the release resumes where it stopped. A second quit while
+// waiting exits at once (Run still waits for the run to save).
+func (m Model) quit(touch tea.Cmd) (Model, tea.Cmd) {
+	if m.running && !m.quitting {
+		m.quitting = true
+		m.cancel()
+		m.setNotice("stopping safely: saving the release so it can resume…", false)
+		return m, touch
+	}
+	m.quitting = true
+	return m, tea.Sequence(touch, m.flushEffort(), tea.Quit)
+}
+
+// beginRun continues the release from its first unfinished step. It runs
+// to the end of plan review first, so the captain reviews a plan before it
+// is applied (and confirms a destructive one) on the plan screen.
+func (m *Model) beginRun() tea.Cmd {
+	if m.running || m.quitting || m.release == nil || m.release.Status.Done() {
+		return nil
+	}
+	cur, ok := m.release.Current()
+	if !ok {
+		return nil
+	}
+	last := workflow.StepConvergence
+	switch {
+	case cur <= workflow.StepPlanReview:
+		last = workflow.StepPlanReview
+	case plan.NeedsReview(m.release) && m.reviewedPlan != m.release.Outputs[workflow.OutFingerprint]:
+		m.active = scrPlan
+		m.setNotice("review the plan, then press enter to apply it", false)
+		return nil
+	}
+	m.gen++
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.cancel, m.running, m.runErr = cancel, true, nil
+	*m = m.broadcastInPlace(screen.RunStateMsg{Running: true, Release: m.release})
+	return m.startRun(ctx, m.gen, last)
+}
+
+// event applies one release event and re-arms the stream.
+func (m Model) event(msg runEventMsg) (Model, tea.Cmd) {
+	if msg.gen != m.gen {
+		return m, nil
+	}
+	e := msg.event
+	if e.Release != nil {
+		m.release = e.Release
+	}
+	if e.Kind == workflow.EventStepStarted && !m.quitting {
+		// Follow the run: show the step that just started.
+		m.active = stepScreen(e.Step)
+	}
+	m, cmd := m.broadcast(screen.EventMsg{Event: e})
+	return m, tea.Batch(cmd, waitNext(msg.stream))
+}
+
+// finished handles the end of a run: continue past plan review, stop for
+// a person, or show the failure on its step's screen.
+func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
+	if msg.gen != m.gen {
+		return m, nil
+	}
+	m.running, m.cancel = false, nil
+	if msg.release != nil {
+		m.release = msg.release
+	}
+	m.runErr = msg.err
+	if m.quitting && errors.Is(msg.err, context.Canceled) {
+		// Interrupted on purpose: the release is saved and resumable.
+		m.runErr = nil
+	}
+	if m.quitting {
+		// The run has saved its state; now it is safe to leave.
+		m, cmd := m.broadcast(screen.RunStateMsg{Release: m.release, Err: msg.err})
+		return m, tea.Sequence(cmd, m.flushEffort(), tea.Quit)
+	}
+	m, cmd := m.broadcast(screen.RunStateMsg{Release: m.release, Err: msg.err})
+	cur, unfinished := m.release.Current()
+	switch {
+	case msg.err == nil && unfinished:
+		// RunUntil stopped after plan review: go on unless the plan
+		// needs the captain's eyes first.
+		return m, tea.Batch(cmd, m.beginRun())
+	case msg.err == nil:
+		m.active = scrHome
+		m.setNotice("release "+m.release.ID+" converged", false)
+	case errors.Is(msg.err, workflow.ErrBlocked):
+		m.active = stepScreen(cur)
+		m.setNotice("blocked: "+firstLine(msg.err.Error()), true)
+	default:
+		m.active = stepScreen(cur)
+		m.setNotice("failed: "+firstLine(msg.err.Error())+" (r retries)", true)
+	}
+	return m, cmd
+}
+
+// broadcast sends msg to every screen and batches their commands.
+func (m Model) broadcast(msg tea.Msg) (Model, tea.Cmd) {
+	cmds := make([]tea.Cmd, 0, numScreens)
+	var c tea.Cmd
+	m.home, c = m.home.Update(msg)
+	cmds = append(cmds, c)
+	m.ownership, c = m.ownership.Update(msg)
+	cmds = append(cmds, c)
+	m.plan, c = m.plan.Update(msg)
+	cmds = append(cmds, c)
+	m.promote, c = m.promote.Update(msg)
+	cmds = append(cmds, c)
+	m.converge, c = m.converge.Update(msg)
+	cmds = append(cmds, c)
+	return m, tea.Batch(cmds...)
+}
+
+// broadcastInPlace is broadcast for state-only messages whose commands
+// are not needed (RunStateMsg{Running: true} starts nothing).
+func (m Model) broadcastInPlace(msg tea.Msg) Model {
+	m, _ = m.broadcast(msg)
+	return m
+}
+
+// updateActive sends msg to the active screen only.
+func (m Model) updateActive(msg tea.Msg) (Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch m.active {
+	case scrHome:
+		m.home, cmd = m.home.Update(msg)
+	case scrOwnership:
+		m.ownership, cmd = m.ownership.Update(msg)
+	case scrPlan:
+		m.plan, cmd = m.plan.Update(msg)
+	case scrPromote:
+		m.promote, cmd = m.promote.Update(msg)
+	case scrConverge:
+		m.converge, cmd = m.converge.Update(msg)
+	}
+	return m, cmd
+}
+
+// layout gives every screen the body's size: the window less the header,
+// the status bar and the help.
+func (m *Model) layout() {
+	m.help.SetWidth(m.w)
+	bw, bh := m.w, max(1, m.h-2-m.helpHeight())
+	m.home.SetSize(bw, bh)
+	m.ownership.SetSize(bw, bh)
+	m.plan.SetSize(bw, bh)
+	m.promote.SetSize(bw, bh)
+	m.converge.SetSize(bw, bh)
+}
+
+func (m Model) helpHeight() int {
+	return strings.Count(m.help.View(m.activeKeys()), "\n") + 1
+}
+
+func (m *Model) setTheme(th theme.Theme) {
+	m.th = th
+	m.help.Styles = th.Help
+	m.home.SetTheme(th)
+	m.ownership.SetTheme(th)
+	m.plan.SetTheme(th)
+	m.promote.SetTheme(th)
+	m.converge.SetTheme(th)
+}
+
+// noticeTTL is how long a notice stays in the status bar.
+const noticeTTL = 8 * time.Second
+
+func (m *Model) setNotice(text string, isErr bool) {
+	m.notice, m.noticeErr, m.noticeUntil = text, isErr, m.now().Add(noticeTTL)
+}
+
+// currentStep is the step the status bar names and effort is booked to.
+func (m Model) currentStep() (workflow.StepKind, workflow.StepStatus) {
+	if m.release == nil {
+		return workflow.StepOwnership, workflow.Pending
+	}
+	if k, ok := m.release.Current(); ok {
+		return k, m.release.Step(k).Status
+	}
+	return workflow.StepConvergence, workflow.Succeeded
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

@@ -1,0 +1,202 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/tui/internal/fixture"
+	"github.com/relcap/relcap/workflow"
+)
+
+// cockpit is a root model over a fresh fake environment, with a fixed
+// clock so the status bar's effort timer is deterministic.
+func cockpit(t *testing.T, pol fixture.Policy, w, h int) (Model, *fixture.Env) {
+	t.Helper()
+	env := fixture.New(pol)
+	svc, _, err := env.Service("alice")
+	require.NoError(t, err)
+	_, err = env.StartFixed(t.Context(), svc)
+	require.NoError(t, err)
+	m := New(t.Context(), svc, fixture.ReleaseID)
+	m.now = func() time.Time { return fixture.T0 }
+	m = step(t, m, tea.WindowSizeMsg{Width: w, Height: h})
+	return m, env
+}
+
+// step sends one message and returns the model.
+func step(t *testing.T, m Model, msg tea.Msg) Model {
+	t.Helper()
+	nm, _ := m.Update(msg)
+	return nm.(Model)
+}
+
+// drive sends msg and runs every command that follows, synchronously,
+// until the cockpit has nothing more to do: the run's stream is read to
+// its end, as the program would. Ticks are never started here.
+func drive(t *testing.T, m Model, msg tea.Msg) Model {
+	t.Helper()
+	queue := []tea.Msg{msg}
+	for len(queue) > 0 {
+		next := queue[0]
+		queue = queue[1:]
+		nm, cmd := m.Update(next)
+		m = nm.(Model)
+		queue = append(queue, fixture.Run(cmd)...)
+	}
+	return m
+}
+
+// open loads the release and lets the first run go as far as it can.
+func open(t *testing.T, m Model) Model {
+	t.Helper()
+	msgs := fixture.Run(m.loadRelease())
+	require.Len(t, msgs, 1)
+	return drive(t, m, msgs[0])
+}
+
+func TestCockpitStopsForApprovalAndShowsWhatIsNeeded(t *testing.T) {
+	t.Parallel()
+	m, _ := cockpit(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, 80, 24)
+	m = open(t, m)
+	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired)
+	require.Equal(t, scrPlan, m.active, "the cockpit shows the step that waits")
+	require.False(t, m.running)
+
+	m = step(t, m, fixtureKey("m"))
+	require.Equal(t, scrHome, m.active)
+	v := strings.Join(strings.Fields(ansi.Strip(m.render())), " ")
+	require.Contains(t, v, "Needs approval")
+	require.Contains(t, v, "relcap approve --plan")
+}
+
+func fixtureKey(k string) tea.KeyPressMsg { return fixture.Key(k) }
+
+func TestCockpitGolden(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		for _, scr := range []string{"m", "1", "2", "3", "4"} {
+			t.Run(fmt.Sprintf("%dx%d/screen-%s", size[0], size[1], scr), func(t *testing.T) {
+				t.Parallel()
+				m, _ := cockpit(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, size[0], size[1])
+				m = open(t, m)
+				m.notice = "" // notices carry the run's error text; tested elsewhere
+				m = step(t, m, fixtureKey(scr))
+				v := m.render()
+				require.Equal(t, size[1], strings.Count(v, "\n")+1)
+				golden.RequireEqual(t, v)
+			})
+		}
+	}
+}
+
+func TestCockpitGoldenConverged(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
+			m, _ := cockpit(t, fixture.Policy{}, size[0], size[1])
+			m = open(t, m)
+			require.NoError(t, m.Err())
+			require.Equal(t, scrPlan, m.active, "a plan with changes waits for review")
+			m = drive(t, m, fixtureKey("enter"))
+			require.True(t, m.plan.Capturing(), "the plan replaces a database: confirm first")
+			m = drive(t, m, fixtureKey("y"))
+			require.Equal(t, workflow.ReleaseConverged, m.Release().Status)
+			m.notice = ""
+			t.Run("map", func(t *testing.T) { golden.RequireEqual(t, m.render()) })
+			m = step(t, m, fixtureKey("4"))
+			t.Run("convergence", func(t *testing.T) { golden.RequireEqual(t, m.render()) })
+			m = step(t, m, fixtureKey("3"))
+			t.Run("promotion", func(t *testing.T) { golden.RequireEqual(t, m.render()) })
+		})
+	}
+}
+
+func TestCockpitFullHelpToggles(t *testing.T) {
+	t.Parallel()
+	m, _ := cockpit(t, fixture.Policy{PlanApprovals: 1}, 80, 24)
+	m = open(t, m)
+	short := m.render()
+	m = step(t, m, fixtureKey("?"))
+	full := ansi.Strip(m.render())
+	require.NotEqual(t, ansi.Strip(short), full)
+	require.Contains(t, full, "page down")
+	require.Equal(t, 24, strings.Count(full, "\n")+1, "the body shrinks to make room")
+}
+
+func TestCockpitQuitWhileRunningWaitsForTheRunToSave(t *testing.T) {
+	t.Parallel()
+	m, env := cockpit(t, fixture.Policy{}, 80, 24)
+	// The world blocks the plan until the test lets it go, so the run is
+	// mid-step when the captain quits.
+	release := make(chan struct{})
+	env.World.Gate = func() error { <-release; return nil }
+	msgs := fixture.Run(m.loadRelease())
+	nm, cmd := m.Update(msgs[0])
+	m = nm.(Model)
+	require.True(t, m.running)
+	started := fixture.Run(cmd) // runStartedMsg (and a touch)
+	var stream tea.Msg
+	for _, s := range started {
+		if _, ok := s.(runStartedMsg); ok {
+			stream = s
+		}
+	}
+	require.NotNil(t, stream)
+	m = step(t, m, stream)
+
+	nm, cmd = m.Update(fixtureKey("q"))
+	m = nm.(Model)
+	require.True(t, m.quitting)
+	require.True(t, m.running, "the cockpit waits for the run to stop")
+	fixture.Run(cmd)
+	close(release)
+
+	// Drain the stream to its outcome: the run stops at the cancelled
+	// context and saves the release.
+	s := stream.(runStartedMsg).stream
+	var last tea.Msg
+	for {
+		msg := waitNext(s)()
+		if fin, ok := msg.(runFinishedMsg); ok {
+			last = fin
+			break
+		}
+	}
+	nm, cmd = m.Update(last)
+	m = nm.(Model)
+	require.False(t, m.running)
+	require.NoError(t, m.Err(), "an interruption on purpose is not an error")
+	require.NotNil(t, cmd, "then it flushes effort and quits")
+
+	r, err := env.Ledger.LoadRelease(context.Background(), fixture.ReleaseID)
+	require.NoError(t, err)
+	require.NotEqual(t, workflow.ReleaseConverged, r.Status)
+	_, ok := r.Current()
+	require.True(t, ok, "the release is resumable")
+}
+
+func TestEffortTimerPausesWhenIdle(t *testing.T) {
+	t.Parallel()
+	e := effortTimer{idle: 2 * time.Minute}
+	t0 := fixture.T0
+	e.touch(t0)
+	require.Equal(t, 30*time.Second, e.total(t0.Add(30*time.Second)))
+	e.touch(t0.Add(time.Minute))
+	require.Equal(t, time.Minute, e.total(t0.Add(time.Minute)))
+	require.False(t, e.paused(t0.Add(2*time.Minute)))
+	require.Equal(t, time.Minute, e.total(t0.Add(10*time.Minute)), "idle time counts as nothing")
+	require.True(t, e.paused(t0.Add(10*time.Minute)))
+	e.touch(t0.Add(10 * time.Minute))
+	require.Equal(t, time.Minute+5*time.Second, e.total(t0.Add(10*time.Minute+5*time.Second)))
+}
+
+func fixtureWindow(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }

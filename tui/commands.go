@@ -1,0 +1,162 @@
+package tui
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// releaseLoadedMsg is the release read from the ledger at start.
+type releaseLoadedMsg struct {
+	release *workflow.Release
+	err     error
+}
+
+// runStartedMsg carries the stream of a run that just started.
+type runStartedMsg struct {
+	gen    int
+	stream *runStream
+}
+
+// runEventMsg is one event of a run; stream is re-armed after it.
+type runEventMsg struct {
+	gen    int
+	event  workflow.Event
+	stream *runStream
+}
+
+// runFinishedMsg is how a run ended.
+type runFinishedMsg struct {
+	gen     int
+	release *workflow.Release
+	err     error
+}
+
+// tickMsg is the once-a-second clock of the status bar.
+type tickMsg struct{ now time.Time }
+
+// effortFlushedMsg says the captain's effort was stored.
+type effortFlushedMsg struct{ err error }
+
+// runStream adapts a run's EventSink to the program, one message at a
+// time: the sink puts events on a buffered channel, waitNext reads one and
+// Update re-arms it, so a slow screen slows nothing but itself until the
+// buffer fills (STYLE §4 Streams).
+type runStream struct {
+	gen    int
+	events chan workflow.Event
+	// result receives the run's outcome once, after events is closed.
+	result chan runFinishedMsg
+}
+
+// streamBuffer is how many events may wait for the UI before the run's
+// sink blocks.
+const streamBuffer = 256
+
+// loadRelease reads the release to open.
+func (m Model) loadRelease() tea.Cmd {
+	svc, id, ctx := m.svc, m.releaseID, m.ctx
+	return func() tea.Msg {
+		r, err := svc.Release(ctx, id)
+		return releaseLoadedMsg{release: r, err: err}
+	}
+}
+
+// startRun starts Service.RunUntil in its own goroutine and returns its
+// stream. The goroutine is counted in runs, so Run waits for the release
+// to be saved even when the program was killed.
+func (m Model) startRun(ctx context.Context, gen int, last workflow.StepKind) tea.Cmd {
+	svc, id, runs := m.svc, m.releaseID, m.runs
+	return func() tea.Msg {
+		s := &runStream{gen: gen, events: make(chan workflow.Event, streamBuffer), result: make(chan runFinishedMsg, 1)}
+		if !runs.start() {
+			// The cockpit is closing: start nothing it would have to wait for.
+			return runFinishedMsg{gen: gen, err: context.Canceled}
+		}
+		go func() {
+			defer runs.done()
+			r, err := svc.RunUntil(ctx, id, func(e workflow.Event) {
+				select {
+				case s.events <- e:
+				case <-ctx.Done():
+					// Nobody may be reading any more; the release is
+					// persisted regardless, the event is only for show.
+				}
+			}, last)
+			s.result <- runFinishedMsg{gen: gen, release: r, err: err}
+			close(s.events)
+		}()
+		return runStartedMsg{gen: gen, stream: s}
+	}
+}
+
+// waitNext reads one item of a run's stream: the next event or, once the
+// events are drained, the outcome.
+func waitNext(s *runStream) tea.Cmd {
+	return func() tea.Msg {
+		if e, ok := <-s.events; ok {
+			return runEventMsg{gen: s.gen, event: e, stream: s}
+		}
+		return <-s.result
+	}
+}
+
+// touch books the captain's engagement on the current step to the
+// Service's effort clock.
+func (m Model) touch() tea.Cmd {
+	if m.release == nil {
+		return nil
+	}
+	svc, id := m.svc, m.releaseID
+	step, _ := m.currentStep()
+	return func() tea.Msg {
+		svc.Touch(id, workflow.RoleCaptain, step)
+		return nil
+	}
+}
+
+// flushEffort stores the effort measured so far.
+func (m Model) flushEffort() tea.Cmd {
+	svc, id, ctx := m.svc, m.releaseID, context.WithoutCancel(m.ctx)
+	return func() tea.Msg {
+		return effortFlushedMsg{err: svc.FlushEffort(ctx, id)}
+	}
+}
+
+// runTracker counts running release runs so Run can wait for them; once
+// closed it refuses new ones, which a sync.WaitGroup alone cannot do
+// safely (Add after Wait has started).
+type runTracker struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (t *runTracker) start() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.wg.Add(1)
+	return true
+}
+
+func (t *runTracker) done() { t.wg.Done() }
+
+// closeAndWait refuses new runs and waits for the running ones.
+func (t *runTracker) closeAndWait() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.wg.Wait()
+}
+
+// tick schedules the next clock message.
+func tick() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg{now: t} })
+}

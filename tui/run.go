@@ -1,0 +1,114 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// Options configure a cockpit session.
+type Options struct {
+	// Service drives the release; required.
+	Service *workflow.Service
+	// ReleaseID is the release to open (started or resumed); required.
+	ReleaseID string
+	// Input and Output are the terminal; nil means stdin and stdout.
+	Input  io.Reader
+	Output io.Writer
+	// Env is the environment (os.Environ()); it decides the colour profile,
+	// so NO_COLOR is honoured.
+	Env []string
+	// Record, when set, receives an asciicast v2 recording of exactly what
+	// was written to the terminal.
+	Record io.Writer
+	// Width and Height are the initial size when Output is not a terminal
+	// (tests, recordings made without a TTY); ignored otherwise.
+	Width, Height int
+}
+
+// ErrQuit is returned by Run when the captain closed the cockpit before
+// the release finished and nothing blocked it; the release is saved and
+// `relcap resume ID` continues it.
+var ErrQuit = errors.New("cockpit closed before the release finished")
+
+// Run opens the cockpit on a release and returns when the captain quits
+// or ctx ends. It returns nil when the release converged; the last run's
+// error when it stopped on one (wrapping workflow.ErrBlocked when a person
+// must act, so callers map it to exit 3); ErrQuit when the captain left a
+// resumable release; or the program's error (wrapping ctx.Err() when ctx
+// was cancelled). It waits for a running step to save its state before it
+// returns, and flushes the captain's effort to the ledger.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Service == nil || opts.ReleaseID == "" {
+		return errors.New("tui: a service and a release ID are required")
+	}
+	// Runs get their own cancel, so a program that ends for any reason
+	// (quit, error, panic) stops the run it leaves behind.
+	runCtx, cancelRuns := context.WithCancel(ctx)
+	defer cancelRuns()
+	root := New(runCtx, opts.Service, opts.ReleaseID)
+	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithEnvironment(opts.Env)}
+	if opts.Input != nil {
+		progOpts = append(progOpts, tea.WithInput(opts.Input))
+	}
+	out := opts.Output
+	if out == nil {
+		out = os.Stdout
+	}
+	w, h := opts.Width, opts.Height
+	if f, ok := out.(term.File); ok && term.IsTerminal(f.Fd()) {
+		if tw, th, err := term.GetSize(f.Fd()); err == nil {
+			w, h = tw, th
+		}
+	} else if w == 0 || h == 0 {
+		w, h = 80, 24
+	}
+	var rec *recorder
+	if opts.Record != nil {
+		rec = newRecorder(opts.Record, w, h, time.Now)
+		out = tee(out, rec)
+		// The recording follows resizes; a filter sees them before Update
+		// and does no more than note the size.
+		progOpts = append(progOpts, tea.WithFilter(func(_ tea.Model, msg tea.Msg) tea.Msg {
+			if ws, ok := msg.(tea.WindowSizeMsg); ok {
+				rec.resize(ws.Width, ws.Height)
+			}
+			return msg
+		}))
+	}
+	progOpts = append(progOpts, tea.WithOutput(out))
+	progOpts = append(progOpts, tea.WithWindowSize(w, h))
+
+	final, err := tea.NewProgram(root, progOpts...).Run()
+	// Whatever ended the program, a run that was going has been cancelled
+	// (by quit or by ctx); wait for it to save so the release resumes.
+	cancelRuns()
+	root.runs.closeAndWait()
+	ferr := opts.Service.FlushEffort(context.WithoutCancel(ctx), opts.ReleaseID)
+	var rerr error
+	if rec != nil {
+		rerr = rec.close()
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("cockpit: %w", err), rerr)
+	}
+	if err := errors.Join(ferr, rerr); err != nil {
+		return err
+	}
+	m, _ := final.(Model)
+	switch {
+	case m.Err() != nil:
+		return m.Err()
+	case m.Release() != nil && m.Release().Status == workflow.ReleaseConverged:
+		return nil
+	}
+	return fmt.Errorf("%w: release %s is saved; continue with relcap resume %s", ErrQuit, opts.ReleaseID, opts.ReleaseID)
+}

@@ -1,0 +1,118 @@
+package tui
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/tui/internal/fixture"
+	"github.com/relcap/relcap/workflow"
+)
+
+// runBlocked runs the cockpit with Run until the release blocks on its
+// plan approval, then quits with q, and returns what it wrote.
+func runBlocked(t *testing.T, env []string) (out, cast *bytes.Buffer, err error) {
+	t.Helper()
+	fx := fixture.New(fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true})
+	svc, _, serr := fx.Service("alice")
+	require.NoError(t, serr)
+	_, serr = fx.StartFixed(t.Context(), svc)
+	require.NoError(t, serr)
+	in, keys := io.Pipe()
+	out, cast = &bytes.Buffer{}, &bytes.Buffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(t.Context(), Options{Service: svc, ReleaseID: fixture.ReleaseID, Input: in, Output: out, Env: env, Record: cast, Width: 80, Height: 24})
+	}()
+	require.Eventually(t, func() bool {
+		r, err := fx.Ledger.LoadRelease(t.Context(), fixture.ReleaseID)
+		return err == nil && r.Status == workflow.ReleaseBlocked
+	}, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // let the blocked state render
+	_, werr := keys.Write([]byte("q"))
+	require.NoError(t, werr)
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cockpit did not quit")
+	}
+	_ = keys.Close()
+	return out, cast, err
+}
+
+func TestRunRecordsAsciicastOfExactlyWhatWasWritten(t *testing.T) {
+	t.Parallel()
+	out, cast, err := runBlocked(t, []string{"TERM=xterm-256color", "TTY_FORCE=1"})
+	require.ErrorIs(t, err, workflow.ErrApprovalRequired, "Run reports why the release stopped")
+
+	sc := bufio.NewScanner(cast)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	require.True(t, sc.Scan())
+	var header struct {
+		Version   int    `json:"version"`
+		Width     int    `json:"width"`
+		Height    int    `json:"height"`
+		Timestamp int64  `json:"timestamp"`
+		Title     string `json:"title"`
+	}
+	require.NoError(t, json.Unmarshal(sc.Bytes(), &header))
+	require.Equal(t, 2, header.Version)
+	require.Equal(t, 80, header.Width)
+	require.Equal(t, 24, header.Height)
+	require.Equal(t, "relcap cockpit", header.Title)
+	require.NotZero(t, header.Timestamp)
+
+	var replay strings.Builder
+	last := -1.0
+	for sc.Scan() {
+		var ev []any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
+		require.Len(t, ev, 3)
+		at := ev[0].(float64)
+		require.GreaterOrEqual(t, at, last, "times never go back")
+		last = at
+		if ev[1] == "o" {
+			replay.WriteString(ev[2].(string))
+		}
+	}
+	require.Equal(t, out.String(), replay.String(), "the cast holds exactly what the terminal got")
+	require.Contains(t, replay.String(), "needs 1 more approval")
+}
+
+func TestRunHonoursNoColor(t *testing.T) {
+	t.Parallel()
+	colour, _, _ := runBlocked(t, []string{"TERM=xterm-256color", "TTY_FORCE=1"})
+	require.Contains(t, colour.String(), "\x1b[38;5;", "a 256-colour terminal gets colours")
+
+	plain, _, _ := runBlocked(t, []string{"TERM=xterm-256color", "TTY_FORCE=1", "NO_COLOR=1"})
+	require.NotContains(t, plain.String(), "38;5;")
+	require.NotContains(t, plain.String(), "38;2;")
+	require.NotContains(t, plain.String(), "48;5;")
+	require.Contains(t, plain.String(), "needs 1 more approval")
+}
+
+// BenchmarkFirstFrame measures the cockpit from construction to its first
+// full frame of a loaded release; the budget is 300 ms (issue 7).
+func BenchmarkFirstFrame(b *testing.B) {
+	fx := fixture.New(fixture.Policy{PlanApprovals: 1})
+	svc, _, err := fx.Service("alice")
+	require.NoError(b, err)
+	r, err := fx.StartFixed(b.Context(), svc)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		m := New(b.Context(), svc, r.ID)
+		nm, _ := m.Update(fixtureWindow(120, 40))
+		nm, _ = nm.(Model).Update(releaseLoadedMsg{release: r})
+		_ = nm.View()
+	}
+	if perOp := b.Elapsed() / time.Duration(b.N); perOp > 300*time.Millisecond {
+		b.Fatalf("first frame takes %s; the budget is 300 ms", perOp)
+	}
+}

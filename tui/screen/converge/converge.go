@@ -1,0 +1,245 @@
+// Package converge is the evidence stage's screen: live sync, health,
+// revision and images of the Argo CD application, its resources with
+// per-resource health, the elapsed time, and on failure the four facts
+// (intended revision, actual artifact, controller status, next safe
+// action) with the ways out (rollback, break-glass).
+package converge
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/screen"
+	"github.com/relcap/relcap/tui/theme"
+	"github.com/relcap/relcap/workflow"
+)
+
+// Model is the convergence screen.
+type Model struct {
+	th   theme.Theme
+	km   keys.Map
+	w, h int
+
+	release *workflow.Release
+	running bool
+	app     *workflow.AppState
+	updates int
+	now     time.Time
+	offset  int
+}
+
+// New returns the convergence screen; it reads everything from the events
+// the root broadcasts, so it needs no port.
+func New(th theme.Theme, km keys.Map) Model { return Model{th: th, km: km} }
+
+// Init does nothing.
+func (m Model) Init() tea.Cmd { return nil }
+
+// SetSize sets the area the screen draws in.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// SetTheme switches styles after the background colour is known.
+func (m *Model) SetTheme(th theme.Theme) { m.th = th }
+
+// Update handles messages.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case screen.RunStateMsg:
+		m.running = msg.Running
+		if msg.Release != nil {
+			m.release = msg.Release
+		}
+	case screen.EventMsg:
+		e := msg.Event
+		if e.Release != nil {
+			m.release = e.Release
+		}
+		if e.Kind == workflow.EventAppState && e.App != nil {
+			app := *e.App
+			m.app = &app
+			m.updates++
+		}
+	case screen.TickMsg:
+		m.now = msg.Now
+	case tea.KeyPressMsg:
+		switch {
+		case key.Matches(msg, m.km.List.Up):
+			m.offset = max(0, m.offset-1)
+		case key.Matches(msg, m.km.List.Down):
+			m.offset++
+		case key.Matches(msg, m.km.List.Top):
+			m.offset = 0
+		}
+	}
+	return m, nil
+}
+
+// ShortHelp is the one-line help of the screen.
+func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.km.List.Up, m.km.List.Down} }
+
+// FullHelp is the full help of the screen.
+func (m Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.Top}}
+}
+
+// elapsed is how long the watch has run, or ran.
+func (m Model) elapsed(st *workflow.StepRecord) time.Duration {
+	if st.StartedAt.IsZero() {
+		return 0
+	}
+	end := m.now
+	if !st.EndedAt.IsZero() && st.Status != workflow.Running {
+		end = st.EndedAt
+	}
+	if end.Before(st.StartedAt) {
+		return 0
+	}
+	return end.Sub(st.StartedAt)
+}
+
+// View renders the watch.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	th := m.th
+	if m.release == nil {
+		return screen.Fit(th.Title.Render("Convergence watch")+"\n\n"+th.Muted.Render("waiting for the release…"), m.w, m.h)
+	}
+	r := m.release
+	st := r.Step(workflow.StepConvergence)
+	lines := []string{th.Title.Render("Convergence watch") + th.Muted.Render(" · evidence stage · "+r.Env)}
+	status := th.StepStyle(st.Status).Render(theme.StepIcon(st.Status)+" "+st.Status.String()) + th.Muted.Render(" · elapsed "+screen.Duration(m.elapsed(st)))
+	if m.updates > 0 {
+		status += th.Muted.Render(fmt.Sprintf(" · %d update(s)", m.updates))
+	}
+	if st.Message != "" {
+		status += " " + th.Muted.Render(st.Message)
+	}
+	lines = append(lines, status, "")
+
+	intended := r.Outputs[workflow.OutEnvCommit]
+	digest := r.Outputs[workflow.OutDigest]
+	if f, ok := failure(st); ok {
+		lines = append(lines, m.facts(f, intended, digest)...)
+		lines = append(lines, "")
+	}
+	label := func(s string) string { return th.Label.Render(fmt.Sprintf("%-10s ", s)) }
+	if m.app == nil {
+		lines = append(lines, th.Muted.Render("no application state yet: the watch starts after the promotion lands"))
+		lines = append(lines, label("Intended")+screen.Short(intended, 10)+th.Muted.Render(" running ")+screen.Short(digest, 12))
+		return screen.Fit(strings.Join(lines, "\n"), m.w, m.h)
+	}
+	a := m.app
+	lines = append(lines, label("App")+a.Name)
+	sync := th.HealthStyle(a.SyncStatus).Render(orUnknown(a.SyncStatus))
+	rev := screen.Short(a.SyncRevision, 10)
+	if intended != "" && a.SyncRevision == intended {
+		rev = th.OK.Render(rev + " (intended)")
+	} else if intended != "" {
+		rev = th.Warn.Render(rev) + th.Muted.Render(" (intended "+screen.Short(intended, 10)+")")
+	}
+	lines = append(lines, label("Sync")+sync+th.Muted.Render(" at ")+rev)
+	health := th.HealthStyle(a.Health).Render(orUnknown(a.Health))
+	if a.HealthMessage != "" {
+		health += th.Muted.Render(" " + a.HealthMessage)
+	}
+	lines = append(lines, label("Health")+health)
+	if a.Operation != "" {
+		op := th.HealthStyle(a.Operation).Render(a.Operation)
+		if a.OperationMsg != "" {
+			op += th.Muted.Render(" " + a.OperationMsg)
+		}
+		lines = append(lines, label("Operation")+op)
+	}
+	for i, img := range a.Images {
+		l := label("")
+		if i == 0 {
+			l = label("Images")
+		}
+		if digest != "" && strings.HasSuffix(img, "@"+digest) {
+			lines = append(lines, l+th.OK.Render(img))
+		} else {
+			lines = append(lines, l+th.Warn.Render(img))
+		}
+	}
+	if len(a.Resources) > 0 {
+		lines = append(lines, "", th.Label.Render(fmt.Sprintf("Resources (%d)", len(a.Resources))))
+		for _, res := range a.Resources {
+			name := res.Kind + " " + res.Namespace + "/" + res.Name
+			line := "  " + th.HealthStyle(res.Health).Render(fmt.Sprintf("%-12s", orUnknown(res.Health))) + " " +
+				th.HealthStyle(res.Status).Render(fmt.Sprintf("%-10s", orUnknown(res.Status))) + " " + name
+			if res.Message != "" {
+				line += th.Muted.Render(" " + res.Message)
+			}
+			lines = append(lines, line)
+		}
+	}
+	off := min(m.offset, max(0, len(lines)-m.h))
+	return screen.Fit(strings.Join(lines[off:], "\n"), m.w, m.h)
+}
+
+// failure returns the finding that failed convergence, if any.
+func failure(st *workflow.StepRecord) (workflow.Finding, bool) {
+	if st.Status != workflow.Failed {
+		return workflow.Finding{}, false
+	}
+	for _, f := range st.Findings {
+		if strings.HasPrefix(f.Code, "convergence.") {
+			return f, true
+		}
+	}
+	return workflow.Finding{Code: "convergence.failed", Message: st.Message}, true
+}
+
+// facts renders the four facts of a failed convergence and the ways out.
+func (m Model) facts(f workflow.Finding, intended, digest string) []string {
+	th := m.th
+	label := func(s string) string { return th.Label.Render(fmt.Sprintf("%-19s ", s)) }
+	ev := f.Evidence
+	images := "(unknown)"
+	if m.app != nil && len(m.app.Images) > 0 {
+		images = strings.Join(m.app.Images, ", ")
+	}
+	controller := fmt.Sprintf("sync %s at %s, health %s", orUnknown(ev["sync"]), screen.Short(ev["revision"], 10), orUnknown(ev["health"]))
+	if ev == nil && m.app != nil {
+		controller = fmt.Sprintf("sync %s at %s, health %s", orUnknown(m.app.SyncStatus), screen.Short(m.app.SyncRevision, 10), orUnknown(m.app.Health))
+	}
+	if v := ev["intended_revision"]; v != "" {
+		intended = v
+	}
+	next := f.NextAction
+	if next == "" {
+		next = "read the message above; fix forward or roll back"
+	}
+	out := []string{
+		th.Err.Render(theme.IconFailed + " not converged: " + f.Message),
+		label("Intended revision") + screen.Short(intended, 12) + th.Muted.Render(" with "+screen.Short(digest, 12)),
+		label("Actual artifact") + images,
+		label("Controller status") + controller,
+	}
+	// The next safe action is the one line the captain must read whole.
+	for i, l := range screen.Wrap(next, max(20, m.w-20)) {
+		if i == 0 {
+			out = append(out, label("Next safe action")+th.Accent.Render(l))
+		} else {
+			out = append(out, strings.Repeat(" ", 20)+th.Accent.Render(l))
+		}
+	}
+	r := m.release
+	out = append(out, th.Muted.Render("Ways out: ")+th.Key.Render("relcap rollback --env "+r.Env+" --to RELEASE"),
+		th.Muted.Render("          ")+th.Key.Render("relcap breakglass start --env "+r.Env+" --reason TEXT --ttl 30m"))
+	return out
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "Unknown"
+	}
+	return s
+}

@@ -1,0 +1,296 @@
+// Package home is the decision map: the four stages of a release
+// (problem → boundary → decision → evidence) with each step's status, what
+// blocks, and the evidence gathered so far. The captain can always return
+// to it, and opens a step's screen from it.
+package home
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/screen"
+	"github.com/relcap/relcap/tui/theme"
+	"github.com/relcap/relcap/workflow"
+)
+
+// Port is what the decision map needs of the workflow; *workflow.Service
+// implements it.
+type Port interface {
+	Effort(ctx context.Context, releaseID string) ([]workflow.EffortEntry, error)
+}
+
+var _ Port = (*workflow.Service)(nil)
+
+// Model is the decision map.
+type Model struct {
+	port Port
+	th   theme.Theme
+	km   keys.Map
+	w, h int
+
+	release  *workflow.Release
+	running  bool
+	runErr   error
+	progress map[workflow.StepKind]string
+	cursor   int
+
+	effort    *workflow.EffortTotals
+	effortErr error
+}
+
+// effortLoadedMsg is the effort recorded against the release once it ended.
+type effortLoadedMsg struct {
+	id     string
+	totals workflow.EffortTotals
+	err    error
+}
+
+// New returns the decision map.
+func New(port Port, th theme.Theme, km keys.Map) Model {
+	return Model{port: port, th: th, km: km, progress: map[workflow.StepKind]string{}}
+}
+
+// Init does nothing; the map fills from release events.
+func (m Model) Init() tea.Cmd { return nil }
+
+// SetSize sets the area the screen draws in.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// SetTheme switches styles after the background colour is known.
+func (m *Model) SetTheme(th theme.Theme) { m.th = th }
+
+// Update handles messages.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case screen.RunStateMsg:
+		m.running, m.runErr = msg.Running, msg.Err
+		if msg.Release != nil {
+			m.release = msg.Release
+		}
+		if msg.Running {
+			// Progress of an earlier run says nothing about this one.
+			m.progress = map[workflow.StepKind]string{}
+		}
+		if !msg.Running && m.release != nil && m.release.Status == workflow.ReleaseConverged {
+			return m, m.loadEffort()
+		}
+	case screen.EventMsg:
+		e := msg.Event
+		if e.Release != nil {
+			m.release = e.Release
+		}
+		switch e.Kind {
+		case workflow.EventStepProgress:
+			m.progress[e.Step] = e.Message
+		case workflow.EventStepStarted, workflow.EventStepFinished:
+			delete(m.progress, e.Step)
+			m.cursor = slices.Index(workflow.StepKinds, e.Step)
+		}
+	case effortLoadedMsg:
+		if m.release == nil || msg.id != m.release.ID {
+			return m, nil
+		}
+		m.effort, m.effortErr = &msg.totals, msg.err
+	case tea.KeyPressMsg:
+		switch {
+		case key.Matches(msg, m.km.List.Up):
+			m.cursor = max(0, m.cursor-1)
+		case key.Matches(msg, m.km.List.Down):
+			m.cursor = min(len(workflow.StepKinds)-1, m.cursor+1)
+		case key.Matches(msg, m.km.List.Open):
+			step := workflow.StepKinds[m.cursor]
+			return m, func() tea.Msg { return screen.OpenMsg{Step: step} }
+		}
+	}
+	return m, nil
+}
+
+// loadEffort reads the effort recorded for the release, for the summary.
+func (m Model) loadEffort() tea.Cmd {
+	port, id := m.port, m.release.ID
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		entries, err := port.Effort(ctx, id)
+		return effortLoadedMsg{id: id, totals: workflow.SumEffort(entries), err: err}
+	}
+}
+
+// ShortHelp is the one-line help of the screen.
+func (m Model) ShortHelp() []key.Binding {
+	return []key.Binding{m.km.List.Up, m.km.List.Down, m.km.List.Open}
+}
+
+// FullHelp is the full help of the screen.
+func (m Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.Open}}
+}
+
+// View renders the map.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	th := m.th
+	if m.release == nil {
+		return screen.Fit(th.Title.Render("Decision map")+"\n\n"+th.Muted.Render("loading the release…"), m.w, m.h)
+	}
+	r := m.release
+	var lines []string
+	lines = append(lines, th.Title.Render("Decision map")+th.Muted.Render(fmt.Sprintf(" · %s → %s · %s", r.App, r.Env, r.Image)))
+	lines = append(lines, "")
+	const titleW = 18
+	msgW := max(10, m.w-4-9-2-titleW-1)
+	prevStage := workflow.Stage(-1)
+	for i, k := range workflow.StepKinds {
+		st := r.Step(k)
+		stage := ""
+		if k.Stage() != prevStage {
+			stage = strings.ToUpper(k.Stage().String())
+			prevStage = k.Stage()
+		}
+		cur := "  "
+		if i == m.cursor {
+			cur = th.Key.Render(theme.IconCursor) + " "
+		}
+		msg := st.Message
+		if p, ok := m.progress[k]; ok && st.Status == workflow.Running {
+			msg = p
+		}
+		if msg == "" {
+			msg = st.Status.String()
+		}
+		style := th.StepStyle(st.Status)
+		line := th.Label.Render(fmt.Sprintf("%-9s", stage)) + cur + style.Render(theme.StepIcon(st.Status)+" "+fmt.Sprintf("%-*s", titleW, k.Title())) + " " +
+			th.Muted.Render(clip(msg, msgW))
+		lines = append(lines, line)
+	}
+	lines = append(lines, "")
+	if blocks := m.blocks(); len(blocks) > 0 {
+		lines = append(lines, th.Label.Render("What blocks"))
+		for _, b := range blocks {
+			for _, l := range screen.Wrap(b.text, m.w-4) {
+				lines = append(lines, "  "+b.style(l))
+			}
+		}
+		lines = append(lines, "")
+	}
+	lines = append(lines, th.Label.Render("Evidence so far"))
+	ev := m.evidence()
+	if len(ev) == 0 {
+		lines = append(lines, "  "+th.Muted.Render("none yet"))
+	}
+	for _, e := range ev {
+		lines = append(lines, "  "+e)
+	}
+	body := strings.Join(lines, "\n")
+	next := m.next()
+	bodyH := max(1, m.h-len(next))
+	return screen.Fit(screen.Fit(body, m.w, bodyH)+"\n"+strings.Join(next, "\n"), m.w, m.h)
+}
+
+type block struct {
+	text  string
+	style func(...string) string
+}
+
+// blocks lists what stops the release: the message of a blocked or failed
+// step, and every blocker finding with its next safe action.
+func (m Model) blocks() []block {
+	th := m.th
+	var out []block
+	for _, k := range workflow.StepKinds {
+		st := m.release.Step(k)
+		if st.Status != workflow.Blocked && st.Status != workflow.Failed {
+			continue
+		}
+		out = append(out, block{text: theme.StepIcon(st.Status) + " " + k.Title() + ": " + st.Message, style: th.StepStyle(st.Status).Render})
+		for _, f := range st.Findings {
+			if f.Severity != workflow.Blocker {
+				continue
+			}
+			t := fmt.Sprintf("%s %s %s: %s", theme.IconBlocker, f.Code, f.Subject, f.Message)
+			if f.NextAction != "" {
+				t += " — next: " + f.NextAction
+			}
+			out = append(out, block{text: t, style: th.Err.Render})
+		}
+	}
+	if len(out) == 0 && m.runErr != nil && !m.running {
+		out = append(out, block{text: theme.IconFailed + " " + m.runErr.Error(), style: th.Err.Render})
+	}
+	return out
+}
+
+// evidence renders one line per piece of evidence, oldest step first.
+func (m Model) evidence() []string {
+	th := m.th
+	var out []string
+	for _, k := range workflow.StepKinds {
+		for _, e := range m.release.Step(k).Evidence {
+			detail := make([]string, 0, len(e.Detail))
+			for _, dk := range slices.Sorted(maps.Keys(e.Detail)) {
+				if v := e.Detail[dk]; v != "" {
+					detail = append(detail, dk+"="+screen.Short(v, 16))
+				}
+			}
+			line := th.Accent.Render(fmt.Sprintf("%-18s", e.Kind)) + " " + screen.Short(e.Subject, 16) + " " + th.Muted.Render(strings.Join(detail, " "))
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// next is the bottom line: what the captain can do now.
+func (m Model) next() []string {
+	th := m.th
+	r := m.release
+	k := func(s string) string { return th.Key.Render(s) }
+	cur, ok := r.Current()
+	switch {
+	case m.running:
+		return []string{th.Step.Running.Render(theme.IconRunning+" running "+cur.Title()) + th.Muted.Render(" · q stops safely; relcap resume "+r.ID+" continues")}
+	case r.Status == workflow.ReleaseConverged:
+		s := th.OK.Render(theme.IconSucceeded + " converged")
+		if m.effort != nil {
+			s += th.Muted.Render(fmt.Sprintf(" · effort: active %s, off-tool %s · machine wait %s (not staff time)",
+				screen.Duration(m.effort.Active), screen.Duration(m.effort.OffTool), screen.Duration(m.effort.Wait)))
+		}
+		return []string{s}
+	case !ok:
+		return []string{th.Muted.Render("release " + string(r.Status))}
+	}
+	st := r.Step(cur)
+	switch {
+	case st.Status == workflow.Blocked && errors.Is(m.runErr, workflow.ErrApprovalRequired) && cur == workflow.StepPlanReview:
+		return []string{"Needs approval: " + k("2") + " plan, " + k("a") + " approve (if policy allows), " + k("r") + " resume"}
+	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.runErr, workflow.ErrApprovalRequired):
+		return []string{"Needs approval: " + k("3") + " promotion, " + k("a") + " approve (if policy allows), " + k("r") + " resume"}
+	case st.Status == workflow.Blocked && cur == workflow.StepOwnership:
+		return []string{"Resolve the conflicts (" + k("1") + " ownership), then " + k("r") + " resume"}
+	case st.Status == workflow.Blocked:
+		return []string{"Blocked by policy: act on the message above, then " + k("r") + " resume"}
+	case st.Status == workflow.Failed:
+		return []string{th.Err.Render("Failed: ") + "read the facts on the step's screen (" + k("enter") + "), then " + k("r") + " retry"}
+	case cur == workflow.StepApply && r.Step(workflow.StepPlanReview).Status == workflow.Succeeded:
+		return []string{"Plan reviewed: " + k("2") + " open it and press " + k("enter") + " to apply"}
+	}
+	return []string{k("r") + " run the release from " + cur.Title()}
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:max(0, n-1)]) + "…"
+	}
+	return s
+}

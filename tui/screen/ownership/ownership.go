@@ -1,0 +1,158 @@
+// Package ownership is the problem stage's screen: the ownership check's
+// findings, conflicts first, each with its next safe action.
+package ownership
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/screen"
+	"github.com/relcap/relcap/tui/theme"
+	"github.com/relcap/relcap/workflow"
+)
+
+// Model is the ownership screen.
+type Model struct {
+	th   theme.Theme
+	km   keys.Map
+	w, h int
+
+	step     workflow.StepRecord
+	findings []workflow.Finding
+	file     string
+	offset   int
+}
+
+// New returns the ownership screen. It reads everything from the release
+// snapshots the root broadcasts, so it needs no port; ownershipFile names
+// the map to edit in the next-action hints.
+func New(ownershipFile string, th theme.Theme, km keys.Map) Model {
+	return Model{th: th, km: km, file: ownershipFile}
+}
+
+// Init does nothing.
+func (m Model) Init() tea.Cmd { return nil }
+
+// SetSize sets the area the screen draws in.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// SetTheme switches styles after the background colour is known.
+func (m *Model) SetTheme(th theme.Theme) { m.th = th }
+
+// Update handles messages.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case screen.RunStateMsg:
+		m.setRelease(msg.Release)
+	case screen.EventMsg:
+		m.setRelease(msg.Event.Release)
+	case tea.KeyPressMsg:
+		switch {
+		case key.Matches(msg, m.km.List.Up):
+			m.offset = max(0, m.offset-1)
+		case key.Matches(msg, m.km.List.Down):
+			m.offset++
+		case key.Matches(msg, m.km.List.PageUp):
+			m.offset = max(0, m.offset-m.h+1)
+		case key.Matches(msg, m.km.List.PageDown):
+			m.offset += m.h - 1
+		case key.Matches(msg, m.km.List.Top):
+			m.offset = 0
+		}
+	}
+	return m, nil
+}
+
+func (m *Model) setRelease(r *workflow.Release) {
+	if r == nil {
+		return
+	}
+	m.step = *r.Step(workflow.StepOwnership)
+	// Sorted here, not trusted from the store: conflicts always lead.
+	m.findings = slices.Clone(m.step.Findings)
+	workflow.SortFindings(m.findings)
+}
+
+// ShortHelp is the one-line help of the screen.
+func (m Model) ShortHelp() []key.Binding {
+	return []key.Binding{m.km.List.Up, m.km.List.Down}
+}
+
+// FullHelp is the full help of the screen.
+func (m Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.PageUp, m.km.List.PageDown, m.km.List.Top}}
+}
+
+// View renders the findings.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	th := m.th
+	head := []string{th.Title.Render("Ownership check") + th.Muted.Render(" · problem stage · map "+m.file)}
+	st := m.step
+	status := th.StepStyle(st.Status).Render(theme.StepIcon(st.Status) + " " + st.Status.String())
+	if st.Message != "" {
+		status += " " + th.Muted.Render(st.Message)
+	}
+	head = append(head, status)
+	var blockers, warnings int
+	for _, f := range m.findings {
+		switch f.Severity {
+		case workflow.Blocker:
+			blockers++
+		case workflow.Warning:
+			warnings++
+		}
+	}
+	head = append(head, th.Err.Render(fmt.Sprintf("%d conflict(s)", blockers))+th.Muted.Render(" · ")+th.Warn.Render(fmt.Sprintf("%d warning(s)", warnings))+
+		th.Muted.Render(fmt.Sprintf(" · %d finding(s)", len(m.findings))))
+	if blockers > 0 {
+		head = append(head, "Fix each conflict in "+th.Key.Render(m.file)+" (or at its source), then "+th.Key.Render("r")+" resume.")
+	}
+	head = append(head, "")
+
+	var body []string
+	if len(m.findings) == 0 {
+		if st.Status == workflow.Succeeded {
+			body = append(body, th.OK.Render(theme.IconSucceeded+" every managed object and field has exactly one owner"))
+		} else {
+			body = append(body, th.Muted.Render("no findings yet"))
+		}
+	}
+	width := m.w - 4
+	for _, f := range m.findings {
+		style := th.SeverityStyle(f.Severity)
+		body = append(body, style.Render(theme.SeverityIcon(f.Severity)+" "+f.Code)+" "+f.Subject)
+		for _, l := range screen.Wrap(f.Message, width) {
+			body = append(body, "    "+l)
+		}
+		if len(f.Evidence) > 0 {
+			ev := make([]string, 0, len(f.Evidence))
+			for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
+				ev = append(ev, k+"="+f.Evidence[k])
+			}
+			for _, l := range screen.Wrap(strings.Join(ev, " "), width) {
+				body = append(body, "    "+th.Muted.Render(l))
+			}
+		}
+		if f.NextAction != "" {
+			for i, l := range screen.Wrap("next: "+f.NextAction, width) {
+				if i == 0 {
+					l = th.Accent.Render(l)
+				}
+				body = append(body, "    "+l)
+			}
+		}
+	}
+	bodyH := max(1, m.h-len(head))
+	off := min(m.offset, max(0, len(body)-bodyH))
+	body = body[off:]
+	return screen.Fit(strings.Join(head, "\n")+"\n"+screen.Fit(strings.Join(body, "\n"), m.w, bodyH), m.w, m.h)
+}

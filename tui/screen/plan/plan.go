@@ -1,0 +1,461 @@
+// Package plan is the plan review screen of the boundary stage: counts, a
+// virtualised, filterable list of changes with risk flags, a detail pane
+// with the (already masked) attribute diff, the fingerprint, approvals so
+// far, and the approve and continue actions gated by policy.
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/screen"
+	"github.com/relcap/relcap/tui/theme"
+	"github.com/relcap/relcap/workflow"
+)
+
+// Port is what the plan screen needs of the workflow; *workflow.Service
+// implements it.
+type Port interface {
+	Plan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error)
+	PlanApprovals(ctx context.Context, p workflow.PlanSummary) (workflow.ApprovalCheck, error)
+	ApprovePlan(ctx context.Context, fingerprint, comment string) (workflow.Approval, workflow.ApprovalCheck, error)
+	Project() *workflow.Project
+	Actor() string
+}
+
+var _ Port = (*workflow.Service)(nil)
+
+// opTimeout bounds one ledger read or approval; they are quick, and a
+// stuck ledger must not leave the screen waiting forever.
+const opTimeout = 30 * time.Second
+
+// Model is the plan review screen.
+type Model struct {
+	port Port
+	th   theme.Theme
+	km   keys.Map
+	w, h int
+
+	release *workflow.Release
+	running bool
+	runErr  error
+
+	// gen counts plan loads; a result for an older fingerprint is dropped.
+	gen     int
+	fp      string
+	plan    *workflow.PlanSummary
+	check   workflow.ApprovalCheck
+	loadErr error
+
+	approving  bool
+	approveErr error
+	confirming bool
+
+	filter    string
+	filtering bool
+	// rows are indexes into plan.Changes that pass the filter, so
+	// scrolling and rendering never touch the other changes.
+	rows   []int
+	cursor int
+	offset int
+}
+
+// planLoadedMsg is the result of loading a plan and counting its approvals.
+type planLoadedMsg struct {
+	gen   int
+	plan  workflow.PlanSummary
+	check workflow.ApprovalCheck
+	err   error
+}
+
+// planApprovedMsg is the result of approving the plan as the actor.
+type planApprovedMsg struct {
+	gen   int
+	check workflow.ApprovalCheck
+	err   error
+}
+
+// New returns the plan screen.
+func New(port Port, th theme.Theme, km keys.Map) Model {
+	return Model{port: port, th: th, km: km}
+}
+
+// Init does nothing: the plan loads when a release names its fingerprint.
+func (m Model) Init() tea.Cmd { return nil }
+
+// SetSize sets the area the screen draws in.
+func (m *Model) SetSize(w, h int) {
+	m.w, m.h = w, h
+	m.offset = screen.Scroll(m.offset, m.cursor, m.listHeight(), len(m.rows))
+}
+
+// SetTheme switches styles after the background colour is known.
+func (m *Model) SetTheme(th theme.Theme) { m.th = th }
+
+// Capturing reports whether the screen is taking text input, so the root
+// must not treat keys as global shortcuts.
+func (m Model) Capturing() bool { return m.filtering || m.confirming }
+
+// Fingerprint is the plan shown, if any.
+func (m Model) Fingerprint() string { return m.fp }
+
+// Plan is the loaded plan, or nil.
+func (m Model) Plan() *workflow.PlanSummary { return m.plan }
+
+// Update handles messages.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case screen.RunStateMsg:
+		m.running, m.runErr = msg.Running, msg.Err
+		if msg.Running {
+			m.confirming = false
+		}
+		return m.setRelease(msg.Release)
+	case screen.EventMsg:
+		if msg.Event.Release != nil {
+			return m.setRelease(msg.Event.Release)
+		}
+	case planLoadedMsg:
+		if msg.gen != m.gen {
+			return m, nil // a late result for a plan no longer shown
+		}
+		if msg.err != nil {
+			m.loadErr = msg.err
+			return m, nil
+		}
+		m.loadErr = nil
+		m.SetPlan(msg.plan, msg.check)
+	case planApprovedMsg:
+		if msg.gen != m.gen {
+			return m, nil
+		}
+		m.approving = false
+		m.approveErr = msg.err
+		if msg.err == nil {
+			m.check = msg.check
+			note := fmt.Sprintf("approved plan %s as %s (%d/%d)", screen.Short(m.fp, 12), m.port.Actor(), len(msg.check.Counted), msg.check.Required)
+			if msg.check.Satisfied() {
+				note += "; press r to resume"
+			}
+			return m, notice(note, false)
+		}
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+// SetPlan shows p with its approvals; tests and benchmarks use it to skip
+// the ledger.
+func (m *Model) SetPlan(p workflow.PlanSummary, check workflow.ApprovalCheck) {
+	m.fp = p.Fingerprint
+	m.plan = &p
+	m.check = check
+	m.applyFilter()
+}
+
+func (m Model) setRelease(r *workflow.Release) (Model, tea.Cmd) {
+	if r == nil {
+		return m, nil
+	}
+	m.release = r
+	fp := r.Outputs[workflow.OutFingerprint]
+	if fp == "" || fp == m.fp && m.plan != nil {
+		// Same plan: only approvals may have moved (approved elsewhere).
+		if fp != "" && !m.running {
+			return m, m.loadApprovals()
+		}
+		return m, nil
+	}
+	m.fp = fp
+	m.gen++
+	m.plan, m.loadErr, m.approveErr = nil, nil, nil
+	m.rows, m.cursor, m.offset = nil, 0, 0
+	return m, m.loadPlan()
+}
+
+// loadPlan reads the plan and its approvals from the ledger.
+func (m Model) loadPlan() tea.Cmd {
+	port, fp, gen := m.port, m.fp, m.gen
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		p, err := port.Plan(ctx, fp)
+		if err != nil {
+			return planLoadedMsg{gen: gen, err: err}
+		}
+		check, err := port.PlanApprovals(ctx, p)
+		return planLoadedMsg{gen: gen, plan: p, check: check, err: err}
+	}
+}
+
+// loadApprovals re-counts approvals of the plan shown.
+func (m Model) loadApprovals() tea.Cmd {
+	if m.plan == nil {
+		return nil
+	}
+	port, p, gen := m.port, *m.plan, m.gen
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		check, err := port.PlanApprovals(ctx, p)
+		if err != nil {
+			return planLoadedMsg{gen: gen, err: err}
+		}
+		return planLoadedMsg{gen: gen, plan: p, check: check}
+	}
+}
+
+// approvePlan records the actor's approval of exactly this fingerprint.
+func (m Model) approvePlan() tea.Cmd {
+	port, fp, gen := m.port, m.fp, m.gen
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		_, check, err := port.ApprovePlan(ctx, fp, "approved in the relcap cockpit")
+		return planApprovedMsg{gen: gen, check: check, err: err}
+	}
+}
+
+func notice(text string, isErr bool) tea.Cmd {
+	return func() tea.Msg { return screen.NoticeMsg{Text: text, Err: isErr} }
+}
+
+// resume asks the root to continue, having reviewed this plan.
+func (m Model) resume() tea.Cmd {
+	fp := m.fp
+	return func() tea.Msg { return screen.ResumeMsg{ReviewedPlan: fp} }
+}
+
+func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
+	km := m.km
+	if m.filtering {
+		switch {
+		case key.Matches(msg, km.Plan.ClearFilter):
+			m.filtering, m.filter = false, ""
+			m.applyFilter()
+		case key.Matches(msg, km.Plan.ApplyFilter):
+			m.filtering = false
+		case msg.Code == tea.KeyBackspace:
+			if r := []rune(m.filter); len(r) > 0 {
+				m.filter = string(r[:len(r)-1])
+				m.applyFilter()
+			}
+		case msg.Text != "":
+			m.filter += msg.Text
+			m.applyFilter()
+		}
+		return m, nil
+	}
+	if m.confirming {
+		switch {
+		case key.Matches(msg, km.Plan.Confirm):
+			m.confirming = false
+			return m, m.resume()
+		case key.Matches(msg, km.Plan.Cancel):
+			m.confirming = false
+			return m, notice("apply not confirmed; the release waits here", false)
+		}
+		return m, nil
+	}
+	page := max(1, m.listHeight()-1)
+	switch {
+	case key.Matches(msg, km.List.Up):
+		m.move(-1)
+	case key.Matches(msg, km.List.Down):
+		m.move(1)
+	case key.Matches(msg, km.List.PageUp):
+		m.move(-page)
+	case key.Matches(msg, km.List.PageDown):
+		m.move(page)
+	case key.Matches(msg, km.List.Top):
+		m.move(-len(m.rows))
+	case key.Matches(msg, km.List.Bottom):
+		m.move(len(m.rows))
+	case key.Matches(msg, km.Plan.Filter):
+		m.filtering = true
+	case key.Matches(msg, km.Plan.Approve):
+		if ok, why := m.canApprove(); !ok {
+			return m, notice(why, true)
+		}
+		m.approving, m.approveErr = true, nil
+		return m, m.approvePlan()
+	case key.Matches(msg, km.Plan.Continue):
+		if !m.continuable() {
+			return m, nil
+		}
+		if m.plan.Destructive() {
+			m.confirming = true
+			return m, nil
+		}
+		return m, m.resume()
+	}
+	return m, nil
+}
+
+func (m *Model) move(d int) {
+	if len(m.rows) == 0 {
+		return
+	}
+	m.cursor = min(max(0, m.cursor+d), len(m.rows)-1)
+	m.offset = screen.Scroll(m.offset, m.cursor, m.listHeight(), len(m.rows))
+}
+
+// applyFilter recomputes the visible rows: changes whose address, type,
+// action or flags contain the filter, ignoring case. No-op changes are
+// left out, as Terraform's own plan output does.
+func (m *Model) applyFilter() {
+	m.rows = m.rows[:0]
+	if m.plan == nil {
+		return
+	}
+	f := strings.ToLower(m.filter)
+	for i, c := range m.plan.Changes {
+		if c.Action == workflow.ActionNoop {
+			continue
+		}
+		if f == "" || matches(c, f) {
+			m.rows = append(m.rows, i)
+		}
+	}
+	m.cursor = min(m.cursor, max(0, len(m.rows)-1))
+	m.offset = screen.Scroll(m.offset, m.cursor, m.listHeight(), len(m.rows))
+}
+
+func matches(c workflow.ResourceChange, f string) bool {
+	if strings.Contains(strings.ToLower(c.Address), f) || strings.Contains(string(c.Action), f) || strings.Contains(strings.ToLower(c.Type), f) {
+		return true
+	}
+	return slices.ContainsFunc(c.Flags, func(s string) bool { return strings.Contains(s, f) })
+}
+
+// policy is the approval policy of the plan's environment.
+func (m Model) policy() workflow.ApprovalPolicy {
+	if m.plan == nil || m.port.Project() == nil {
+		return workflow.ApprovalPolicy{}
+	}
+	env, err := m.port.Project().Env(m.plan.Env)
+	if err != nil {
+		return workflow.ApprovalPolicy{}
+	}
+	return env.Approvals
+}
+
+// canApprove says whether the actor may approve here, and if not, why; it
+// mirrors the policy the Service enforces so the captain hears it before
+// pressing a, and the Service still refuses what it must.
+func (m Model) canApprove() (bool, string) {
+	switch {
+	case m.plan == nil:
+		return false, "no plan to approve yet"
+	case !m.plan.AppliedAt.IsZero():
+		return false, "this plan was already applied"
+	case m.approving:
+		return false, "approving…"
+	case m.policy().DistinctFromAuthor && m.plan.Author == m.port.Actor():
+		return false, fmt.Sprintf("%s wrote this plan and %s needs another approver: relcap approve --plan %s --actor OTHER", m.port.Actor(), m.plan.Env, m.fp)
+	}
+	for _, a := range m.check.Counted {
+		if a.Approver == m.port.Actor() {
+			return false, m.port.Actor() + " already approved this plan"
+		}
+	}
+	return true, ""
+}
+
+// blocked reports whether the run stopped at plan review for approvals.
+func (m Model) blocked() bool {
+	if m.release == nil || m.running {
+		return false
+	}
+	return m.release.Step(workflow.StepPlanReview).Status == workflow.Blocked
+}
+
+// reviewPending reports whether the plan was reviewed (and approved as
+// policy requires) and the run waits for the captain to continue to apply.
+func (m Model) reviewPending() bool {
+	if m.release == nil || m.running || m.plan == nil || !m.plan.HasChanges() {
+		return false
+	}
+	return m.release.Step(workflow.StepPlanReview).Status == workflow.Succeeded &&
+		!m.release.Step(workflow.StepApply).Status.Done() && m.release.Step(workflow.StepApply).Status != workflow.Running
+}
+
+// continuable reports whether enter may send the run on to apply this
+// plan: it was reviewed and approved, or it was blocked for approvals that
+// are now all given.
+func (m Model) continuable() bool {
+	if m.reviewPending() {
+		return true
+	}
+	return m.blocked() && m.plan != nil && m.plan.HasChanges() && m.check.Satisfied()
+}
+
+// ShortHelp is the one-line help of the screen.
+func (m Model) ShortHelp() []key.Binding {
+	km := m.keys()
+	if m.filtering {
+		return []key.Binding{km.Plan.ApplyFilter, km.Plan.ClearFilter}
+	}
+	if m.confirming {
+		return []key.Binding{km.Plan.Confirm, km.Plan.Cancel}
+	}
+	return []key.Binding{km.List.Up, km.List.Down, km.Plan.Filter, km.Plan.Approve, km.Plan.Continue}
+}
+
+// FullHelp is the full help of the screen.
+func (m Model) FullHelp() [][]key.Binding {
+	km := m.keys()
+	return [][]key.Binding{
+		{km.List.Up, km.List.Down, km.List.PageUp, km.List.PageDown, km.List.Top, km.List.Bottom},
+		{km.Plan.Filter, km.Plan.ClearFilter, km.Plan.Approve, km.Plan.Continue, km.Plan.Confirm, km.Plan.Cancel},
+	}
+}
+
+// keys is the key map with the actions that do not apply now disabled.
+func (m Model) keys() keys.Map {
+	km := m.km
+	ok, _ := m.canApprove()
+	km.Plan.Approve.SetEnabled(ok && m.plan != nil && m.plan.HasChanges())
+	km.Plan.Continue.SetEnabled(m.continuable())
+	return km
+}
+
+// errText renders an error for the screen: policy refusals read as what
+// to do, other errors as they are.
+func errText(err error) string {
+	if errors.Is(err, workflow.ErrBlocked) {
+		return "refused by policy: " + err.Error()
+	}
+	return err.Error()
+}
+
+// NeedsReview reports whether a release stopped after plan review with a
+// plan that changes something, so the captain reviews it (and confirms a
+// destructive one) on this screen before the run applies it. It reads the
+// counts the plan review recorded as evidence, so no ledger read is needed.
+func NeedsReview(r *workflow.Release) bool {
+	if r == nil || r.Step(workflow.StepPlanReview).Status != workflow.Succeeded || r.Step(workflow.StepApply).Status.Done() {
+		return false
+	}
+	for _, e := range r.Step(workflow.StepPlanReview).Evidence {
+		// Evidence accumulates over attempts; only the current plan counts.
+		if e.Kind != "plan.fingerprint" || e.Subject != r.Outputs[workflow.OutFingerprint] {
+			continue
+		}
+		for _, k := range []string{"create", "update", "delete", "replace"} {
+			if v := e.Detail[k]; v != "" && v != "0" {
+				return true
+			}
+		}
+	}
+	return false
+}

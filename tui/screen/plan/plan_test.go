@@ -1,0 +1,204 @@
+package plan_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/tui/internal/fixture"
+	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/screen"
+	"github.com/relcap/relcap/tui/screen/plan"
+	"github.com/relcap/relcap/tui/theme"
+	"github.com/relcap/relcap/workflow"
+)
+
+// blockedAtReview runs a staging release as alice until the plan review
+// stops it for approvals, and returns a plan screen showing it.
+func blockedAtReview(t *testing.T, pol fixture.Policy, w, h int) (plan.Model, *fixture.Env, *workflow.Release) {
+	t.Helper()
+	env := fixture.New(pol)
+	svc, _, err := env.Service("alice")
+	require.NoError(t, err)
+	r, err := fixture.Start(t.Context(), svc)
+	require.NoError(t, err)
+	r, err = svc.Run(t.Context(), r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+
+	m := plan.New(svc, theme.New(true), keys.Default())
+	m.SetSize(w, h)
+	m, _ = feed(t, m, screen.RunStateMsg{Release: r, Err: err})
+	require.NotNil(t, m.Plan(), "the plan loads from the ledger")
+	return m, env, r
+}
+
+// feed sends msg to the model, runs the commands it returns and feeds
+// their results back, and returns the messages addressed to the root.
+func feed(t *testing.T, m plan.Model, msg tea.Msg) (plan.Model, []tea.Msg) {
+	t.Helper()
+	m, cmd := m.Update(msg)
+	var toRoot []tea.Msg
+	for _, next := range fixture.Run(cmd) {
+		switch next.(type) {
+		case screen.NoticeMsg, screen.ResumeMsg:
+			toRoot = append(toRoot, next)
+		default:
+			var more []tea.Msg
+			m, more = feed(t, m, next)
+			toRoot = append(toRoot, more...)
+		}
+	}
+	return m, toRoot
+}
+
+// press sends a key and returns the messages addressed to the root.
+func press(t *testing.T, m plan.Model, k string) (plan.Model, []tea.Msg) {
+	t.Helper()
+	return feed(t, m, fixture.Key(k))
+}
+
+func TestPlanViewGolden(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
+			m, _, _ := blockedAtReview(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, size[0], size[1])
+			m, _ = press(t, m, "down") // the replacement, with its masked password
+			v := m.View()
+			require.Equal(t, size[1], len(splitLines(v)), "the screen fills exactly its height")
+			golden.RequireEqual(t, v)
+		})
+	}
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := range len(s) {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+func TestPlanDetailMasksSensitiveValues(t *testing.T) {
+	t.Parallel()
+	m, _, _ := blockedAtReview(t, fixture.Policy{PlanApprovals: 1}, 120, 40)
+	m, _ = press(t, m, "down")
+	v := ansi.Strip(m.View())
+	require.Contains(t, v, "aws_db_instance.main")
+	require.Contains(t, v, "password")
+	require.Contains(t, v, workflow.SensitiveMask)
+	require.NotContains(t, v, "hunter")
+	require.Contains(t, v, "forces replacement: engine_version")
+	require.Contains(t, v, "(known after apply)")
+}
+
+func TestPlanSelfApprovalRefusedWhereDistinctFromAuthor(t *testing.T) {
+	t.Parallel()
+	m, _, _ := blockedAtReview(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, 120, 40)
+	fp := m.Fingerprint()
+	v := strings.Join(strings.Fields(ansi.Strip(m.View())), " ")
+	require.Contains(t, v, "relcap approve --plan "+fp+" --actor OTHER", "the screen names the command another person runs")
+
+	m, toRoot := press(t, m, "a")
+	require.Len(t, toRoot, 1)
+	n := toRoot[0].(screen.NoticeMsg)
+	require.True(t, n.Err)
+	require.Contains(t, n.Text, "needs another approver")
+	for _, b := range m.ShortHelp() {
+		if b.Help().Key == "a" {
+			require.False(t, b.Enabled(), "approve is not offered when policy refuses it")
+		}
+	}
+}
+
+func TestPlanApproveThenConfirmDestructiveApply(t *testing.T) {
+	t.Parallel()
+	m, env, _ := blockedAtReview(t, fixture.Policy{PlanApprovals: 1}, 120, 40)
+	require.Contains(t, ansi.Strip(m.View()), "a approve as alice")
+
+	m, toRoot := press(t, m, "a")
+	require.Len(t, toRoot, 1)
+	require.Contains(t, toRoot[0].(screen.NoticeMsg).Text, "approved plan")
+	require.Contains(t, ansi.Strip(m.View()), "Approvals 1/1 ✓ alice")
+	approvals, err := env.Ledger.Approvals(t.Context(), workflow.ApprovePlan, m.Fingerprint())
+	require.NoError(t, err)
+	require.Len(t, approvals, 1)
+
+	// The plan replaces a database: enter asks first, n backs out.
+	m, toRoot = press(t, m, "enter")
+	require.Empty(t, toRoot)
+	require.True(t, m.Capturing())
+	require.Contains(t, ansi.Strip(m.View()), "It deletes 0 and replaces 1 resource(s)")
+	m, toRoot = press(t, m, "n")
+	require.False(t, m.Capturing())
+	require.Len(t, toRoot, 1)
+
+	m, _ = press(t, m, "enter")
+	_, toRoot = press(t, m, "y")
+	require.Equal(t, []tea.Msg{screen.ResumeMsg{ReviewedPlan: m.Fingerprint()}}, toRoot)
+}
+
+func TestPlanFilter(t *testing.T) {
+	t.Parallel()
+	m, _, _ := blockedAtReview(t, fixture.Policy{PlanApprovals: 1}, 80, 24)
+	for _, k := range []string{"/", "i", "a", "m"} {
+		m, _ = press(t, m, k)
+	}
+	require.True(t, m.Capturing(), "typing a filter captures keys")
+	m, _ = press(t, m, "enter")
+	require.False(t, m.Capturing())
+	v := ansi.Strip(m.View())
+	require.Contains(t, v, `filter "iam": 1 of 3 changes`)
+	require.Contains(t, v, "aws_iam_role.deployer")
+	require.NotContains(t, v, "terraform_data.web")
+
+	m, _ = press(t, m, "/")
+	m, _ = press(t, m, "esc")
+	require.Contains(t, ansi.Strip(m.View()), "terraform_data.web")
+}
+
+func TestPlanLateResultForOlderPlanIsDropped(t *testing.T) {
+	t.Parallel()
+	m, _, r := blockedAtReview(t, fixture.Policy{PlanApprovals: 1}, 80, 24)
+	old := m.Fingerprint()
+	// A new plan is named (stale plan re-planned); the old load finishing
+	// late must not replace it.
+	r2 := r.Clone()
+	r2.Outputs[workflow.OutFingerprint] = "f00d"
+	m2, cmd := m.Update(screen.RunStateMsg{Release: r2})
+	require.NotNil(t, cmd)
+	require.Equal(t, "f00d", m2.Fingerprint())
+	require.Nil(t, m2.Plan())
+	require.NotEqual(t, old, "f00d")
+	// Loading "f00d" fails (no such plan) and is shown as such.
+	for _, msg := range fixture.Run(cmd) {
+		m2, _ = m2.Update(msg)
+	}
+	require.Contains(t, ansi.Strip(m2.View()), "cannot load plan f00d")
+}
+
+func TestNeedsReview(t *testing.T) {
+	t.Parallel()
+	// With no approvals required the run passes review; NeedsReview
+	// holds while apply has not run.
+	env2 := fixture.New(fixture.Policy{})
+	svc, _, err := env2.Service("alice")
+	require.NoError(t, err)
+	r, err := fixture.Start(t.Context(), svc)
+	require.NoError(t, err)
+	r, err = svc.RunUntil(t.Context(), r.ID, nil, workflow.StepPlanReview)
+	require.NoError(t, err)
+	require.True(t, plan.NeedsReview(r))
+	r, err = svc.Run(t.Context(), r.ID, nil)
+	require.NoError(t, err)
+	require.False(t, plan.NeedsReview(r))
+}

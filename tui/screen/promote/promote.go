@@ -1,0 +1,308 @@
+// Package promote is the decision stage's screen: the resolved digest, its
+// platforms and provenance, copy/pin/land progress, and the environment
+// repository diff before it lands.
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/progress"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/screen"
+	"github.com/relcap/relcap/tui/theme"
+	"github.com/relcap/relcap/workflow"
+)
+
+// Port is what the promotion screen needs of the workflow;
+// *workflow.Service implements it.
+type Port interface {
+	ApproveRelease(ctx context.Context, releaseID, comment string) (workflow.Approval, workflow.ApprovalCheck, error)
+	Project() *workflow.Project
+	Actor() string
+}
+
+var _ Port = (*workflow.Service)(nil)
+
+// Model is the promotion screen.
+type Model struct {
+	port Port
+	th   theme.Theme
+	km   keys.Map
+	w, h int
+
+	release  *workflow.Release
+	running  bool
+	runErr   error
+	progress string
+	bar      progress.Model
+
+	approving  bool
+	approveErr error
+	offset     int
+}
+
+// releaseApprovedMsg is the result of approving the release's promotion.
+type releaseApprovedMsg struct {
+	id    string
+	check workflow.ApprovalCheck
+	err   error
+}
+
+// New returns the promotion screen.
+func New(port Port, th theme.Theme, km keys.Map) Model {
+	m := Model{port: port, th: th, km: km}
+	m.SetTheme(th)
+	return m
+}
+
+// barWidth leaves room beside the bar for the four phase marks.
+func barWidth(w int) int { return min(40, max(12, w-44)) }
+
+// Init does nothing.
+func (m Model) Init() tea.Cmd { return nil }
+
+// SetSize sets the area the screen draws in.
+func (m *Model) SetSize(w, h int) {
+	m.w, m.h = w, h
+	m.bar.SetWidth(barWidth(w))
+}
+
+// SetTheme switches styles after the background colour is known.
+func (m *Model) SetTheme(th theme.Theme) {
+	m.th = th
+	// A static bar (ViewAs) driven by checkpoints: no animation frames, so
+	// goldens and recordings are deterministic.
+	m.bar = progress.New(progress.WithColors(th.ProgressFull), progress.WithWidth(barWidth(m.w)))
+	m.bar.EmptyColor = th.ProgressEmpty
+}
+
+// Update handles messages.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case screen.RunStateMsg:
+		m.running, m.runErr = msg.Running, msg.Err
+		if msg.Release != nil {
+			m.release = msg.Release
+		}
+		if msg.Running {
+			m.approveErr = nil
+		}
+	case screen.EventMsg:
+		e := msg.Event
+		if e.Release != nil {
+			m.release = e.Release
+		}
+		if e.Step == workflow.StepPromotion {
+			switch e.Kind {
+			case workflow.EventStepProgress:
+				m.progress = e.Message
+			case workflow.EventStepFinished:
+				m.progress = ""
+			}
+		}
+	case releaseApprovedMsg:
+		m.approving = false
+		m.approveErr = msg.err
+		if msg.err == nil {
+			note := fmt.Sprintf("approved the promotion as %s (%d/%d)", m.port.Actor(), len(msg.check.Counted), msg.check.Required)
+			if msg.check.Satisfied() {
+				note += "; press r to resume"
+			}
+			return m, func() tea.Msg { return screen.NoticeMsg{Text: note} }
+		}
+	case tea.KeyPressMsg:
+		switch {
+		case key.Matches(msg, m.km.Promote.Approve):
+			if ok, why := m.canApprove(); !ok {
+				return m, func() tea.Msg { return screen.NoticeMsg{Text: why, Err: true} }
+			}
+			m.approving, m.approveErr = true, nil
+			return m, m.approveRelease()
+		case key.Matches(msg, m.km.List.Up):
+			m.offset = max(0, m.offset-1)
+		case key.Matches(msg, m.km.List.Down):
+			m.offset++
+		case key.Matches(msg, m.km.List.Top):
+			m.offset = 0
+		}
+	}
+	return m, nil
+}
+
+// approveRelease records the actor's approval of this release's promotion.
+func (m Model) approveRelease() tea.Cmd {
+	port, id := m.port, m.release.ID
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, check, err := port.ApproveRelease(ctx, id, "approved in the relcap cockpit")
+		return releaseApprovedMsg{id: id, check: check, err: err}
+	}
+}
+
+// waitsForApproval reports whether the run stopped for promotion approvals.
+func (m Model) waitsForApproval() bool {
+	return m.release != nil && !m.running && m.release.Step(workflow.StepPromotion).Status == workflow.Blocked &&
+		errors.Is(m.runErr, workflow.ErrApprovalRequired)
+}
+
+func (m Model) canApprove() (bool, string) {
+	switch {
+	case m.release == nil:
+		return false, "no release yet"
+	case !m.waitsForApproval():
+		return false, "the promotion is not waiting for an approval"
+	case m.approving:
+		return false, "approving…"
+	}
+	if env, err := m.port.Project().Env(m.release.Env); err == nil && env.Approvals.DistinctFromAuthor && m.release.Captain == m.port.Actor() {
+		return false, fmt.Sprintf("%s captains this release and %s needs another approver: relcap approve --release %s --actor OTHER", m.port.Actor(), m.release.Env, m.release.ID)
+	}
+	return true, ""
+}
+
+// ShortHelp is the one-line help of the screen.
+func (m Model) ShortHelp() []key.Binding {
+	a := m.km.Promote.Approve
+	ok, _ := m.canApprove()
+	a.SetEnabled(ok)
+	return []key.Binding{m.km.List.Up, m.km.List.Down, a}
+}
+
+// FullHelp is the full help of the screen.
+func (m Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
+
+// phases are the checkpoints of a promotion, in order.
+var phases = []struct{ out, label string }{
+	{workflow.OutDigest, "resolve"},
+	{workflow.OutCopied, "copy"},
+	{workflow.OutEnvPinned, "pin"},
+	{workflow.OutEnvCommit, "land"},
+}
+
+// View renders the promotion.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	th := m.th
+	if m.release == nil {
+		return screen.Fit(th.Title.Render("Digest promotion")+"\n\n"+th.Muted.Render("waiting for the release…"), m.w, m.h)
+	}
+	r := m.release
+	st := r.Step(workflow.StepPromotion)
+	lines := []string{th.Title.Render("Digest promotion") + th.Muted.Render(" · decision stage · "+r.Image+" → "+r.Env)}
+	status := th.StepStyle(st.Status).Render(theme.StepIcon(st.Status) + " " + st.Status.String())
+	if msg := m.progress; msg != "" && st.Status == workflow.Running {
+		status += " " + th.Muted.Render(msg)
+	} else if st.Message != "" {
+		status += " " + th.Muted.Render(st.Message)
+	}
+	lines = append(lines, status)
+
+	done := 0
+	var marks []string
+	for _, p := range phases {
+		if _, ok := r.Output(p.out); ok {
+			done++
+			marks = append(marks, th.OK.Render(theme.IconSucceeded+" "+p.label))
+		} else {
+			marks = append(marks, th.Muted.Render(theme.IconPending+" "+p.label))
+		}
+	}
+	lines = append(lines, m.bar.ViewAs(float64(done)/float64(len(phases)))+"  "+strings.Join(marks, " "))
+	lines = append(lines, m.action()...)
+	lines = append(lines, "")
+
+	digest := r.Outputs[workflow.OutDigest]
+	lines = append(lines, th.Label.Render("Digest     ")+orNone(th, digest))
+	resolved, verified, pinned := evidence(st, "digest.resolved"), evidence(st, "digest.verified"), evidence(st, "envrepo.pinned")
+	if resolved != nil {
+		lines = append(lines, th.Label.Render("Platforms  ")+orNone(th, strings.ReplaceAll(resolved.Detail["platforms"], ",", ", ")))
+		lines = append(lines, th.Label.Render("Source     ")+resolved.Detail["repository"]+th.Muted.Render(" · first seen "+resolved.Detail["first_seen"]))
+		lines = append(lines, th.Label.Render("Provenance ")+provenance(th, resolved.Detail["signed"], resolved.Detail["referrers"], "at source"))
+	}
+	if verified != nil {
+		lines = append(lines, th.Label.Render("Target     ")+verified.Detail["repository"]+" "+
+			provenance(th, verified.Detail["signed"], verified.Detail["referrers"], "after copy")+th.Muted.Render(" · "+verified.Detail["blobs_uploaded"]+" blob(s) uploaded"))
+	}
+	if b := r.Outputs[workflow.OutEnvBranch]; b != "" {
+		line := th.Label.Render("Env repo   ") + b
+		if pinned != nil {
+			line += th.Muted.Render(" @ " + screen.Short(pinned.Subject, 10))
+		}
+		if c := r.Outputs[workflow.OutEnvCommit]; c != "" {
+			line += th.OK.Render(" landed " + screen.Short(c, 10))
+		}
+		lines = append(lines, line)
+	}
+	for _, f := range st.Findings {
+		lines = append(lines, th.SeverityStyle(f.Severity).Render(theme.SeverityIcon(f.Severity)+" "+f.Message)+th.Muted.Render(" — "+f.NextAction))
+	}
+	if diff := r.Outputs["envrepo.diff"]; diff != "" {
+		lines = append(lines, "", th.Label.Render("Environment repo change"))
+		for _, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
+			switch {
+			case strings.HasPrefix(l, "+"):
+				l = th.DiffAdd.Render(l)
+			case strings.HasPrefix(l, "-"):
+				l = th.DiffDel.Render(l)
+			default:
+				l = th.Muted.Render(l)
+			}
+			lines = append(lines, "  "+l)
+		}
+	}
+	off := min(m.offset, max(0, len(lines)-m.h))
+	return screen.Fit(strings.Join(lines[off:], "\n"), m.w, m.h)
+}
+
+// action says what the promotion waits for and which key acts on it.
+func (m Model) action() []string {
+	th := m.th
+	switch {
+	case m.approving:
+		return []string{th.Muted.Render("recording approval…")}
+	case m.approveErr != nil:
+		return []string{th.Err.Render(m.approveErr.Error())}
+	case m.waitsForApproval():
+		if ok, why := m.canApprove(); ok {
+			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + th.Key.Render("a") + " approve as " + m.port.Actor() + ", then " + th.Key.Render("r") + " resume"}
+		} else {
+			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + why + th.Muted.Render("; then r")}
+		}
+	case m.release.Step(workflow.StepPromotion).Status == workflow.Blocked:
+		return []string{th.Warn.Render(theme.IconBlocked+" blocked by policy: ") + "act on the message above, then " + th.Key.Render("r") + " resume"}
+	}
+	return nil
+}
+
+func evidence(st *workflow.StepRecord, kind string) *workflow.Evidence {
+	for i := len(st.Evidence) - 1; i >= 0; i-- {
+		if st.Evidence[i].Kind == kind {
+			return &st.Evidence[i]
+		}
+	}
+	return nil
+}
+
+func provenance(th theme.Theme, signed, referrers, where string) string {
+	if signed == "true" {
+		return th.OK.Render(theme.IconSucceeded+" signed") + th.Muted.Render(fmt.Sprintf(" (%s referrer(s) %s)", referrers, where))
+	}
+	return th.Warn.Render(theme.IconWarning+" unsigned") + th.Muted.Render(fmt.Sprintf(" (%s referrer(s) %s)", referrers, where))
+}
+
+func orNone(th theme.Theme, s string) string {
+	if s == "" {
+		return th.Muted.Render("not resolved yet")
+	}
+	return s
+}
