@@ -23,7 +23,7 @@ func (a *app) journalCommand() *cobra.Command {
 entries to its journal; the last entry's hash is also kept in the ledger.
 journal verify detects any edit, deletion, reordering or truncation.`,
 	}
-	cmd.AddCommand(a.journalListCommand(), a.journalShowCommand(), a.journalVerifyCommand())
+	cmd.AddCommand(a.journalListCommand(), a.journalShowCommand(), a.journalVerifyCommand(), a.journalReplayCommand())
 	return cmd
 }
 

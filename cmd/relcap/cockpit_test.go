@@ -66,6 +66,11 @@ func TestCockpitRecordsTheScreenAndJournalVerifyCoversIt(t *testing.T) {
 	code, out, errOut = invokeEnv(t, data, env, "journal", "verify")
 	require.Equal(t, 0, code, out+errOut)
 
+	session := filepath.Base(filepath.Dir(casts[0]))
+	code, out, errOut = invokeEnv(t, data, env, "journal", "replay", session, "--speed", "0")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "Convergence", "replay writes what the captain saw")
+
 	require.NoError(t, os.WriteFile(casts[0], append(cast, []byte("[9.9, \"o\", \"forged\"]\n")...), 0o600))
 	code, out, _ = invokeEnv(t, data, env, "journal", "verify")
 	require.Equal(t, exitBlocked, code, out)

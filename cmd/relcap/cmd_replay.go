@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+func (a *app) journalReplayCommand() *cobra.Command {
+	var speed float64
+	cmd := &cobra.Command{
+		Use:   "replay SESSION [--speed N]",
+		Short: "Play back what the captain saw in a cockpit session (screen.cast)",
+		Long: `replay plays a cockpit session's screen recording (asciicast v2) back in the
+terminal with its original timing, divided by --speed (0 = as fast as
+possible). Run relcap journal verify first to know the recording is the one
+the journal vouches for.`,
+		Args: exactArgs(1, "one session ID (see relcap journal list)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if speed < 0 {
+				return usageError{errors.New("--speed must be 0 (no delays) or more")}
+			}
+			dir, err := a.sessionsDir()
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(dir, filepath.Base(args[0]), screenFile)
+			f, err := os.Open(path)
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do): %s", workflow.ErrUsage, args[0], path)
+			}
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return replayCast(cmd, f.Name(), bufio.NewScanner(f), a.io.Out, speed)
+		},
+	}
+	cmd.Flags().Float64Var(&speed, "speed", 1, "playback speed factor; 0 plays without delays")
+	return cmd
+}
+
+// replayCast writes the output events of an asciicast v2 stream, waiting
+// between them as recorded (scaled by speed).
+func replayCast(cmd *cobra.Command, name string, sc *bufio.Scanner, out interface{ Write([]byte) (int, error) }, speed float64) error {
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	if !sc.Scan() {
+		return fmt.Errorf("%w: %s is empty", workflow.ErrUsage, name)
+	}
+	var header struct{ Version int }
+	if err := json.Unmarshal(sc.Bytes(), &header); err != nil || header.Version != 2 {
+		return fmt.Errorf("%w: %s line 1: not an asciicast v2 header", workflow.ErrUsage, name)
+	}
+	last, line := 0.0, 1
+	for sc.Scan() {
+		line++
+		var ev []json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || len(ev) != 3 {
+			return fmt.Errorf("%w: %s line %d: not an asciicast event", workflow.ErrUsage, name, line)
+		}
+		var at float64
+		var kind, data string
+		if json.Unmarshal(ev[0], &at) != nil || json.Unmarshal(ev[1], &kind) != nil || json.Unmarshal(ev[2], &data) != nil {
+			return fmt.Errorf("%w: %s line %d: not an asciicast event", workflow.ErrUsage, name, line)
+		}
+		if kind != "o" {
+			continue
+		}
+		if speed > 0 && at > last {
+			select {
+			case <-time.After(time.Duration((at - last) / speed * float64(time.Second))):
+			case <-cmd.Context().Done():
+				return cmd.Context().Err()
+			}
+		}
+		last = at
+		if _, err := out.Write([]byte(data)); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
