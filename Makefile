@@ -11,7 +11,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: all build test demo terraform vet fmt-check fuzz bench clean
+.PHONY: all build test demo terraform tools vet fmt-check fuzz bench clean
 
 all: build
 
@@ -28,6 +28,15 @@ terraform:
 		GOBIN=$(BIN) $(GO) install github.com/hashicorp/terraform@v$(TERRAFORM_VERSION); \
 	fi
 
+# tmux drives the real binary in the cockpit's end-to-end test; git backs the
+# environment-repo tests. Debian packages, installed when missing.
+tools: terraform
+	@for tool in tmux git; do \
+		command -v $$tool >/dev/null 2>&1 && continue; \
+		echo "$$tool: installing with apt-get"; \
+		{ apt-get update -qq && apt-get install -y -qq $$tool; } || { echo "could not install $$tool: install it and run make test again"; exit 1; }; \
+	done
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -35,7 +44,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-test: terraform fmt-check vet
+test: tools fmt-check vet
 	$(GO) test -race -count=1 ./...
 
 # Short fuzz runs of every parser; FUZZTIME=5m for a longer soak.

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -29,6 +30,10 @@ type Options struct {
 	// Record, when set, receives an asciicast v2 recording of exactly what
 	// was written to the terminal.
 	Record io.Writer
+	// Notices, when set, are shown in the status bar as they arrive: what
+	// happened outside the cockpit that the captain should know (the demo's
+	// second approver acting, say).
+	Notices <-chan string
 	// Width and Height are the initial size when Output is not a terminal
 	// (tests, recordings made without a TTY); ignored otherwise.
 	Width, Height int
@@ -87,7 +92,23 @@ func Run(ctx context.Context, opts Options) error {
 	progOpts = append(progOpts, tea.WithOutput(out))
 	progOpts = append(progOpts, tea.WithWindowSize(w, h))
 
-	final, err := tea.NewProgram(root, progOpts...).Run()
+	prog := tea.NewProgram(root, progOpts...)
+	if opts.Notices != nil {
+		go func() {
+			for {
+				select {
+				case n, ok := <-opts.Notices:
+					if !ok {
+						return
+					}
+					prog.Send(screen.NoticeMsg{Text: n})
+				case <-runCtx.Done():
+					return
+				}
+			}
+		}()
+	}
+	final, err := prog.Run()
 	// Whatever ended the program, a run that was going has been cancelled
 	// (by quit or by ctx); wait for it to save so the release resumes.
 	cancelRuns()

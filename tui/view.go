@@ -84,6 +84,16 @@ func (m Model) render() string {
 		body = m.converge.View()
 	}
 	hv := m.help.View(m.activeKeys())
+	if m.notice != "" && !m.help.ShowAll {
+		// A notice takes the short-help line while it lasts: the status
+		// bar keeps release, environment, step and effort in full, and at
+		// 80 columns a notice squeezed in beside them would be cut off.
+		style := m.th.StatusItem
+		if m.noticeErr {
+			style = style.Inherit(m.th.Err)
+		}
+		hv = style.Render("▸ " + m.notice)
+	}
 	bh := max(1, m.h-2-(strings.Count(hv, "\n")+1))
 	return strings.Join([]string{m.header(), screen.Fit(body, m.w, bh), m.statusBar(), screen.Fit(hv, m.w, strings.Count(hv, "\n")+1)}, "\n")
 }
@@ -120,8 +130,7 @@ func (m Model) screenStatus(id screenID) workflow.StepStatus {
 	return m.release.StageStatus(workflow.StageEvidence)
 }
 
-// statusBar shows release, environment, step and the active effort timer,
-// then the current notice.
+// statusBar shows release, environment, step and the active effort timer.
 func (m Model) statusBar() string {
 	th := m.th
 	env := "?"
@@ -139,13 +148,6 @@ func (m Model) statusBar() string {
 		th.StatusItem.Render("env " + env),
 		th.StatusItem.Inherit(th.StepStyle(st)).Render(theme.StepIcon(st) + " " + k.Title()),
 		th.StatusItem.Render(effort),
-	}
-	if m.notice != "" {
-		style := th.StatusItem
-		if m.noticeErr {
-			style = style.Inherit(th.Err)
-		}
-		segs = append(segs, style.Render(m.notice))
 	}
 	return th.Status.Render(screen.Line(strings.Join(segs, ""), m.w))
 }

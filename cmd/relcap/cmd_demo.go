@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/adapters/gitrepo"
 	"github.com/relcap/relcap/adapters/registry"
 	"github.com/relcap/relcap/adapters/sandbox"
+	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
@@ -48,8 +49,12 @@ and ends with the effort of both releases. The ledger and the session
 journals stay in the sandbox directory (unless --ledger is given), so a demo
 never touches your own ledger. It exits 0 only if both releases converged.
 
---headless runs the scripted path with plain line output; so does a run
-without a terminal.`,
+At a terminal the release runs in the cockpit: the captain reviews and
+approves the staging plan and continues with the keyboard (? shows the keys
+of each screen), and a demo assistant plays the second person, announcing
+in the status bar what it did (correcting the ownership map, approving for
+demo-approver) so the captain can resume with r. --headless runs the
+scripted path with plain line output; so does a run without a terminal.`,
 		Example: `  relcap demo --headless
   relcap demo --headless --dir /tmp/relcap-demo`,
 		Args: noArgs,
@@ -85,9 +90,7 @@ func (a *app) runDemo(ctx context.Context, dir string, headless bool, timeout ti
 	case strings.TrimSpace(a.flags.actor) == sandbox.Approver:
 		return usageError{fmt.Errorf("%s is the demo's second approver; act as someone else", sandbox.Approver)}
 	}
-	if a.io.IsTTY && !headless && !a.flags.noTUI {
-		fmt.Fprintln(a.io.Err, "note: the cockpit (TUI) for relcap demo arrives separately; running the scripted demo with plain output.")
-	}
+	interactive := a.useCockpit() && !headless
 	out := a.io.Out
 	fmt.Fprintln(out, "Building the relcap sandbox: a local registry, an environment repo, Terraform roots and the Argo CD API simulator…")
 	sb, err := sandbox.New(ctx, sandbox.Options{Dir: dir})
@@ -132,7 +135,11 @@ func (a *app) runDemo(ctx context.Context, dir string, headless bool, timeout ti
 	var releases []*workflow.Release
 	image := sb.Image
 	for _, env := range sandbox.Environments {
-		r, err := d.release(ctx, env, image)
+		release := d.release
+		if interactive {
+			release = d.cockpitRelease
+		}
+		r, err := release(ctx, env, image)
 		if r != nil {
 			releases = append(releases, r)
 		}
@@ -242,7 +249,7 @@ func (d *demo) release(ctx context.Context, env, image string) (*workflow.Releas
 		fmt.Fprintf(d.out, "\n  ▸ stopped at %s: %s\n", k.Title(), stepMessage(final))
 		switch {
 		case k == workflow.StepOwnership && errors.Is(err, workflow.ErrOwnershipConflict):
-			err = d.fixOwnership(ctx)
+			err = d.fixOwnership(ctx, d.out)
 		case k == workflow.StepPlanReview && errors.Is(err, workflow.ErrApprovalRequired):
 			err = d.approvePlan(ctx, final)
 		case k == workflow.StepPromotion && errors.Is(err, workflow.ErrApprovalRequired):
@@ -257,19 +264,109 @@ func (d *demo) release(ctx context.Context, env, image string) (*workflow.Releas
 	}
 }
 
-// fixOwnership corrects ownership.yaml and has the running Service see
-// the corrected map, as relcap resume would after reloading relcap.yaml.
-func (d *demo) fixOwnership(ctx context.Context) error {
+// cockpitRelease runs one release in the cockpit, with the demo assistant
+// acting for the second person in the background.
+func (d *demo) cockpitRelease(ctx context.Context, env, image string) (*workflow.Release, error) {
+	r, err := d.captain.Start(ctx, workflow.StartRequest{Env: env, Image: image})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.journal.Append(ctx, "session.release", map[string]string{"release": r.ID}); err != nil {
+		return r, err
+	}
+	notices := make(chan string, 8)
+	actx, stop := context.WithCancel(ctx)
+	assistantDone := make(chan struct{})
+	go func() {
+		defer close(assistantDone)
+		d.assist(actx, r.ID, notices)
+	}()
+	fj, ok := d.journal.(*store.FileJournal)
+	if !ok {
+		stop()
+		return r, errors.New("demo: the captain's journal is not a session journal")
+	}
+	runErr := d.a.cockpit(ctx, d.captain, r.ID, fj, notices)
+	stop()
+	<-assistantDone
+	final, err := d.captain.Release(context.WithoutCancel(ctx), r.ID)
+	if err != nil {
+		return r, errors.Join(runErr, err)
+	}
+	if runErr == nil && final.Status != workflow.ReleaseConverged {
+		// The captain closed the cockpit before the release converged.
+		return final, fmt.Errorf("release %s is %s: continue it with relcap --ledger %s resume %s", final.ID, final.Status, d.a.flags.ledger, final.ID)
+	}
+	return final, runErr
+}
+
+// assist plays the demo's second person while the captain drives the
+// cockpit: it corrects the sandbox's ownership map when the check stops on
+// it, and approves as demo-approver what needs someone other than the
+// captain, each once, telling the captain through the status bar.
+func (d *demo) assist(ctx context.Context, id string, notices chan<- string) {
+	done := map[string]bool{}
+	tick := time.NewTicker(400 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r, err := d.captain.Release(ctx, id)
+		if err != nil {
+			continue
+		}
+		k, ok := r.Current()
+		if !ok || r.Step(k).Status != workflow.Blocked {
+			continue
+		}
+		env, _ := d.project.Env(r.Env)
+		var note string
+		switch {
+		case k == workflow.StepOwnership && !done["ownership"]:
+			done["ownership"] = true
+			if err := d.fixOwnership(ctx, io.Discard); err != nil {
+				note = "demo assistant: could not correct ownership.yaml: " + err.Error()
+			} else {
+				note = "demo assistant: corrected ownership.yaml (terraform_data.db_migration belongs to terraform) — press r to resume"
+			}
+		case k == workflow.StepPlanReview && env.Approvals.DistinctFromAuthor && !done["plan:"+r.Outputs[workflow.OutFingerprint]]:
+			done["plan:"+r.Outputs[workflow.OutFingerprint]] = true
+			if _, _, err := d.approver.ApprovePlan(ctx, r.Outputs[workflow.OutFingerprint], "sandbox demo: reviewed the plan"); err == nil {
+				note = fmt.Sprintf("%s approved plan %s — press r to resume", sandbox.Approver, short(r.Outputs[workflow.OutFingerprint]))
+			}
+		case k == workflow.StepPromotion && env.Approvals.Promotion > 0 && !done["promotion"]:
+			done["promotion"] = true
+			if _, _, err := d.approver.ApproveRelease(ctx, id, "sandbox demo: checked the digest pin"); err == nil {
+				note = fmt.Sprintf("%s approved the promotion — press r to resume", sandbox.Approver)
+			}
+		}
+		if note != "" {
+			select {
+			case notices <- note:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// fixOwnership corrects ownership.yaml, says so on out, and has the running
+// Service see the corrected map, as relcap resume would after reloading
+// relcap.yaml.
+func (d *demo) fixOwnership(ctx context.Context, out io.Writer) error {
 	fix, err := d.sb.FixOwnership()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "  ▸ resolving the conflict in %s: %s\n", filepath.Base(fix.File), fix.Reason)
+	fmt.Fprintf(out, "  ▸ resolving the conflict in %s: %s\n", filepath.Base(fix.File), fix.Reason)
 	for _, l := range fix.Removed {
-		fmt.Fprintf(d.out, "      - %s\n", l)
+		fmt.Fprintf(out, "      - %s\n", l)
 	}
 	for _, l := range fix.Added {
-		fmt.Fprintf(d.out, "      + %s\n", l)
+		fmt.Fprintf(out, "      + %s\n", l)
 	}
 	fresh, err := config.Load(d.sb.Config)
 	if err != nil {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,20 +34,34 @@ the journal vouches for.`,
 			if err != nil {
 				return err
 			}
-			path := filepath.Join(dir, filepath.Base(args[0]), screenFile)
-			f, err := os.Open(path)
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do): %s", workflow.ErrUsage, args[0], path)
-			}
+			casts, err := filepath.Glob(filepath.Join(dir, filepath.Base(args[0]), "screen*.cast"))
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			return replayCast(cmd, f.Name(), bufio.NewScanner(f), a.io.Out, speed)
+			if len(casts) == 0 {
+				return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do)", workflow.ErrUsage, args[0])
+			}
+			// screen.cast, then screen-2.cast…: the order they were made.
+			slices.SortFunc(casts, func(x, y string) int { return cmp.Compare(len(x), len(y))*2 + cmp.Compare(x, y) })
+			for _, path := range casts {
+				if err := replayFile(cmd, path, a.io.Out, speed); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().Float64Var(&speed, "speed", 1, "playback speed factor; 0 plays without delays")
 	return cmd
+}
+
+func replayFile(cmd *cobra.Command, path string, out interface{ Write([]byte) (int, error) }, speed float64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return replayCast(cmd, path, bufio.NewScanner(f), out, speed)
 }
 
 // replayCast writes the output events of an asciicast v2 stream, waiting

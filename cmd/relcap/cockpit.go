@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui"
 	"github.com/relcap/relcap/workflow"
 )
@@ -26,27 +27,46 @@ func (a *app) useCockpit() bool {
 }
 
 // runCockpit drives the release in the Bubble Tea cockpit, recording the
-// screen beside the session's journal. The recording's SHA-256 is journaled
-// when the cockpit closes, so journal verify covers the recording too; it
-// records the rendered screen, in which secrets are already masked.
+// screen beside the session's journal.
 func (a *app) runCockpit(ctx context.Context, svc *workflow.Service, id string) error {
 	if len(a.sessions) == 0 {
 		return errors.New("cockpit: no session to record into")
 	}
-	journal := a.sessions[len(a.sessions)-1]
-	castPath := filepath.Join(filepath.Dir(journal.Path()), screenFile)
-	cast, err := os.OpenFile(castPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("screen recording %s: %w", castPath, err)
+	return a.cockpit(ctx, svc, id, a.sessions[len(a.sessions)-1], nil)
+}
+
+// cockpit runs the cockpit on one release and records what the captain saw
+// as an asciicast beside journal's file (screen.cast, then screen-2.cast…
+// for later cockpits of the same session). The recording's SHA-256 is
+// journaled when the cockpit closes, so journal verify covers it; it records
+// the rendered screen, in which secrets are already masked.
+func (a *app) cockpit(ctx context.Context, svc *workflow.Service, id string, journal *store.FileJournal, notices <-chan string) error {
+	dir := filepath.Dir(journal.Path())
+	name := screenFile
+	var cast *os.File
+	for n := 1; ; n++ {
+		if n > 1 {
+			name = fmt.Sprintf("screen-%d.cast", n)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) && n < 100 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("screen recording in %s: %w", dir, err)
+		}
+		cast = f
+		break
 	}
 	hash := sha256.New()
-	runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Input: a.io.In, Output: a.io.Out, Env: a.io.Env, Record: io.MultiWriter(cast, hash)})
+	runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Input: a.io.In, Output: a.io.Out, Env: a.io.Env,
+		Record: io.MultiWriter(cast, hash), Notices: notices})
 	syncErr := cast.Sync()
 	closeErr := cast.Close()
 	if err := errors.Join(syncErr, closeErr); err != nil {
-		return errors.Join(runErr, fmt.Errorf("screen recording %s: %w", castPath, err))
+		return errors.Join(runErr, fmt.Errorf("screen recording %s: %w", cast.Name(), err))
 	}
-	if _, err := journal.Append(context.WithoutCancel(ctx), "screen.recorded", map[string]string{"file": screenFile, "sha256": hex.EncodeToString(hash.Sum(nil))}); err != nil {
+	if _, err := journal.Append(context.WithoutCancel(ctx), "screen.recorded", map[string]string{"file": name, "release": id, "sha256": hex.EncodeToString(hash.Sum(nil))}); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if errors.Is(runErr, tui.ErrQuit) {
