@@ -10,6 +10,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui"
@@ -95,5 +98,42 @@ func verifyScreen(sessionDir string, entries []workflow.JournalEntry) *workflow.
 			return &workflow.VerifyProblem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s differs from the SHA-256 journaled in entry %d: it was edited or truncated", rec.File, e.Seq)}
 		}
 	}
+	return nil
+}
+
+// openCockpit is plain `relcap`: at a terminal, the cockpit on the release
+// in progress in this release repository (the newest one not finished);
+// otherwise, or when there is none, what to run.
+func (a *app) openCockpit(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	if !a.useCockpit() {
+		return cmd.Help()
+	}
+	p, err := a.loadProject()
+	if err != nil {
+		return err
+	}
+	if _, err := a.openLedger(ctx); err != nil {
+		return err
+	}
+	releases, err := a.ledger.ListReleases(ctx, workflow.ReleaseFilter{App: p.App, Limit: 50})
+	if err != nil {
+		return err
+	}
+	for _, r := range releases {
+		if r.Kind == workflow.KindBreakGlass || r.Status.Done() {
+			continue
+		}
+		svc, _, err := a.flowService(ctx, "cockpit", r.ID, 10*time.Minute)
+		if err != nil {
+			return err
+		}
+		return a.runCockpit(ctx, svc, r.ID)
+	}
+	envs := ""
+	if len(p.Environments) > 0 {
+		envs = p.Environments[0].Name
+	}
+	fmt.Fprintf(a.io.Out, "No release of %s is in progress. Start one with:\n  relcap release --env %s --image REGISTRY/REPO:TAG\nor try the whole flow on a sandbox: relcap demo\n", p.App, envs)
 	return nil
 }

@@ -131,3 +131,13 @@ func TestEffortLogRejectsBadInputWithUsageExit(t *testing.T) {
 		require.NotEmpty(t, errOut)
 	}
 }
+
+func TestPlainRelcapWithoutATerminalPrintsHelp(t *testing.T) {
+	t.Parallel()
+	code, out, _ := invoke(t, t.TempDir())
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "Available Commands")
+	code, _, errOut := invoke(t, t.TempDir(), "relase")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, `did you mean "release"`)
+}

@@ -85,6 +85,19 @@ ownership check → plan review → digest promotion → convergence watch,
 with every decision journaled and the staff time it cost measured.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q", args[0])
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return usageError{fmt.Errorf("%s; see relcap --help", msg)}
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.openCockpit(cmd)
+		},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
 				a.flags.noColor = true
@@ -98,6 +111,7 @@ with every decision journaled and the staff time it cost measured.`,
 			return nil
 		},
 	}
+	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.flags.config, "config", "c", "", "relcap.yaml to use (default: found in the current directory or a parent)")
