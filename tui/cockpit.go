@@ -104,7 +104,7 @@ func New(ctx context.Context, svc *workflow.Service, releaseID string) Model {
 	}
 	m := Model{
 		svc: svc, ctx: ctx, releaseID: releaseID, th: th, km: km, help: help.New(), now: time.Now,
-		home: home.New(svc, th, km), ownership: ownership.New(svc.Project().OwnershipFile, th, km),
+		home: home.New(svc, th, km), ownership: ownership.New(svc, svc.Project().OwnershipFile, th, km),
 		plan: plan.New(svc, th, km), promote: promote.New(svc, th, km), converge: converge.New(th, km),
 		runs: &runTracker{}, effort: effortTimer{idle: idle},
 	}

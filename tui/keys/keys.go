@@ -7,10 +7,11 @@ import "charm.land/bubbles/v2/key"
 
 // Map is every binding of the cockpit.
 type Map struct {
-	Global  Global
-	List    List
-	Plan    Plan
-	Promote Promote
+	Global    Global
+	List      List
+	Plan      Plan
+	Ownership Ownership
+	Promote   Promote
 }
 
 // Global keys work on every screen (unless a screen is capturing text).
@@ -54,6 +55,12 @@ type Promote struct {
 	Approve key.Binding
 }
 
+// Ownership keys act on the ownership check.
+type Ownership struct {
+	// Matrix toggles the resource × owner × fields matrix, read live.
+	Matrix key.Binding
+}
+
 // Default returns the standard key map.
 func Default() Map {
 	return Map{
@@ -89,6 +96,9 @@ func Default() Map {
 		},
 		Promote: Promote{
 			Approve: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve promotion")),
+		},
+		Ownership: Ownership{
+			Matrix: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "ownership matrix")),
 		},
 	}
 }

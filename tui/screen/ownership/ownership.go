@@ -3,10 +3,12 @@
 package ownership
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -27,13 +29,41 @@ type Model struct {
 	findings []workflow.Finding
 	file     string
 	offset   int
+
+	// The matrix is read live, on request: it needs the sources (Terraform
+	// state, Argo CD), which the release snapshot does not carry.
+	svc        *workflow.Service
+	env        string
+	showMatrix bool
+	loading    bool
+	gen        int
+	matrix     []workflow.MatrixRow
+	matrixErr  error
 }
 
-// New returns the ownership screen. It reads everything from the release
-// snapshots the root broadcasts, so it needs no port; ownershipFile names
-// the map to edit in the next-action hints.
-func New(ownershipFile string, th theme.Theme, km keys.Map) Model {
-	return Model{th: th, km: km, file: ownershipFile}
+// New returns the ownership screen. Findings come from the release
+// snapshots the root broadcasts; the matrix is read through svc when the
+// captain asks for it. ownershipFile names the map to edit in the hints.
+func New(svc *workflow.Service, ownershipFile string, th theme.Theme, km keys.Map) Model {
+	return Model{svc: svc, th: th, km: km, file: ownershipFile}
+}
+
+// matrixLoadedMsg carries a live ownership matrix.
+type matrixLoadedMsg struct {
+	gen  int
+	rows []workflow.MatrixRow
+	err  error
+}
+
+// loadMatrix reads the sources and builds the matrix of env.
+func (m Model) loadMatrix() tea.Cmd {
+	svc, env, gen := m.svc, m.env, m.gen
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		rep, err := svc.CheckOwnershipEnv(ctx, env)
+		return matrixLoadedMsg{gen: gen, rows: rep.Matrix, err: err}
+	}
 }
 
 // Init does nothing.
@@ -52,8 +82,19 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.setRelease(msg.Release)
 	case screen.EventMsg:
 		m.setRelease(msg.Event.Release)
+	case matrixLoadedMsg:
+		if msg.gen == m.gen {
+			m.loading, m.matrix, m.matrixErr = false, msg.rows, msg.err
+		}
 	case tea.KeyPressMsg:
 		switch {
+		case key.Matches(msg, m.km.Ownership.Matrix):
+			m.showMatrix, m.offset = !m.showMatrix, 0
+			if m.showMatrix && m.svc != nil && m.env != "" && !m.loading {
+				m.gen++
+				m.loading = true
+				return m, m.loadMatrix()
+			}
 		case key.Matches(msg, m.km.List.Up):
 			m.offset = max(0, m.offset-1)
 		case key.Matches(msg, m.km.List.Down):
@@ -73,6 +114,7 @@ func (m *Model) setRelease(r *workflow.Release) {
 	if r == nil {
 		return
 	}
+	m.env = r.Env
 	m.step = *r.Step(workflow.StepOwnership)
 	// Sorted here, not trusted from the store: conflicts always lead.
 	m.findings = slices.Clone(m.step.Findings)
@@ -81,12 +123,12 @@ func (m *Model) setRelease(r *workflow.Release) {
 
 // ShortHelp is the one-line help of the screen.
 func (m Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.km.List.Up, m.km.List.Down}
+	return []key.Binding{m.km.List.Up, m.km.List.Down, m.km.Ownership.Matrix}
 }
 
 // FullHelp is the full help of the screen.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.PageUp, m.km.List.PageDown, m.km.List.Top}}
+	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.PageUp, m.km.List.PageDown, m.km.List.Top}, {m.km.Ownership.Matrix}}
 }
 
 // View renders the findings.
@@ -119,7 +161,9 @@ func (m Model) View() string {
 	head = append(head, "")
 
 	var body []string
-	if len(m.findings) == 0 {
+	if m.showMatrix {
+		body = m.matrixLines()
+	} else if len(m.findings) == 0 {
 		if st.Status == workflow.Succeeded {
 			body = append(body, th.OK.Render(theme.IconSucceeded+" every managed object and field has exactly one owner"))
 		} else {
@@ -128,6 +172,9 @@ func (m Model) View() string {
 	}
 	width := m.w - 4
 	for _, f := range m.findings {
+		if m.showMatrix {
+			break
+		}
 		style := th.SeverityStyle(f.Severity)
 		body = append(body, style.Render(theme.SeverityIcon(f.Severity)+" "+f.Code)+" "+f.Subject)
 		for _, l := range screen.Wrap(f.Message, width) {
@@ -155,4 +202,49 @@ func (m Model) View() string {
 	off := min(m.offset, max(0, len(body)-bodyH))
 	body = body[off:]
 	return screen.Fit(strings.Join(head, "\n")+"\n"+screen.Fit(strings.Join(body, "\n"), m.w, bodyH), m.w, m.h)
+}
+
+// matrixLines renders the matrix: each resource, the rule and owner the map
+// gives it, its per-field owners, and who writes which fields.
+func (m Model) matrixLines() []string {
+	th := m.th
+	switch {
+	case m.loading:
+		return []string{th.Muted.Render("reading Terraform state and Argo CD for the matrix…")}
+	case m.matrixErr != nil:
+		return []string{th.Err.Render("matrix: " + m.matrixErr.Error())}
+	case len(m.matrix) == 0:
+		return []string{th.Muted.Render("no managed objects")}
+	}
+	width := m.w - 4
+	lines := []string{th.Muted.Render(fmt.Sprintf("%d resource(s) · x back to findings", len(m.matrix)))}
+	for _, row := range m.matrix {
+		owner := string(row.Owner)
+		if owner == "" {
+			owner = th.Err.Render("no rule")
+		}
+		rule := row.Rule
+		if rule == "" {
+			rule = "-"
+		}
+		lines = append(lines, th.Title.Render(row.Subject)+th.Muted.Render(" · "+rule+" → ")+owner)
+		for _, f := range slices.Sorted(maps.Keys(row.FieldOwners)) {
+			lines = append(lines, "    "+th.Muted.Render("field "+f+" → ")+string(row.FieldOwners[f]))
+		}
+		for _, w := range row.Writers {
+			fields := strings.Join(w.Fields, ", ")
+			if fields == "" {
+				fields = "(whole object)"
+			}
+			for i, l := range screen.Wrap(w.Via+": "+fields, width) {
+				if i == 0 {
+					l = "  " + l
+				} else {
+					l = "    " + l
+				}
+				lines = append(lines, "  "+l)
+			}
+		}
+	}
+	return lines
 }

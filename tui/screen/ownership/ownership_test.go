@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/tui/keys"
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/screen/ownership"
@@ -26,7 +27,7 @@ func TestOwnershipListsConflictsFirstWithNextAction(t *testing.T) {
 		{Severity: workflow.Blocker, Code: "ownership.conflict", Subject: "apps/Deployment web/web", Message: "managed by terraform and argocd",
 			NextAction: "give the object one owner in ownership.yaml", Evidence: map[string]string{"fields": "spec.template"}},
 	}
-	m := ownership.New("ownership.yaml", theme.New(false), keys.Default())
+	m := ownership.New(nil, "ownership.yaml", theme.New(false), keys.Default())
 	m.SetSize(80, 24)
 	m, _ = m.Update(screen.RunStateMsg{Release: r})
 	v := ansi.Strip(m.View())
@@ -34,4 +35,29 @@ func TestOwnershipListsConflictsFirstWithNextAction(t *testing.T) {
 	require.Contains(t, v, "next: give the object one owner in ownership.yaml")
 	require.Contains(t, v, "1 conflict(s)")
 	golden.RequireEqual(t, m.View())
+}
+
+func TestOwnershipMatrixIsReadLiveOnX(t *testing.T) {
+	t.Parallel()
+	fx := fixture.New(fixture.Policy{})
+	svc, _, err := fx.Service("alice")
+	require.NoError(t, err)
+	r, err := fixture.Start(t.Context(), svc)
+	require.NoError(t, err)
+	m := ownership.New(svc, "ownership.yaml", theme.New(true), keys.Default())
+	m.SetSize(100, 30)
+	m, _ = m.Update(screen.RunStateMsg{Release: r})
+	m, cmd := m.Update(fixture.Key("x"))
+	require.NotNil(t, cmd, "x reads the matrix in a command, not in Update")
+	require.Contains(t, ansi.Strip(m.View()), "reading Terraform state and Argo CD")
+	for _, msg := range fixture.Run(cmd) {
+		m, _ = m.Update(msg)
+	}
+	v := ansi.Strip(m.View())
+	require.Contains(t, v, "apps/Deployment web/web")
+	require.Contains(t, v, "argocd app web-staging")
+	require.Contains(t, v, "terraform aws_s3_bucket.assets")
+
+	m, _ = m.Update(fixture.Key("x"))
+	require.NotContains(t, ansi.Strip(m.View()), "resource(s) · x back to findings", "x again shows the findings")
 }
