@@ -47,9 +47,11 @@ type AppState struct {
 	OperationMsg  string        `json:"operation_message,omitempty"`
 	Images        []string      `json:"images,omitempty"`
 	Resources     []AppResource `json:"resources,omitempty"`
-	AutoSync      bool          `json:"auto_sync"`
-	SelfHeal      bool          `json:"self_heal"`
-	ObservedAt    time.Time     `json:"observed_at,omitzero"`
+	// Tree is the resource tree down to Pods, when the watch has read it.
+	Tree       []AppResource `json:"tree,omitempty"`
+	AutoSync   bool          `json:"auto_sync"`
+	SelfHeal   bool          `json:"self_heal"`
+	ObservedAt time.Time     `json:"observed_at,omitzero"`
 }
 
 // AppResource is one resource of an application with its health.
@@ -61,7 +63,13 @@ type AppResource struct {
 	Status    string `json:"status,omitempty"` // sync status
 	Health    string `json:"health,omitempty"`
 	Message   string `json:"message,omitempty"`
+	// Parent is the Key of the resource that owns it in the tree (a Pod's
+	// ReplicaSet), "" for a top-level resource.
+	Parent string `json:"parent,omitempty"`
 }
+
+// Key identifies a resource within an application's tree.
+func (r AppResource) Key() string { return r.Kind + "/" + r.Namespace + "/" + r.Name }
 
 // Want is what convergence means for one release.
 type Want struct {

@@ -726,6 +726,10 @@ func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, ob
 					delete(notReadySince, k)
 				}
 			}
+			st.Tree = resources
+			if observe != nil {
+				observe(st)
+			}
 			if fv, failed := ResourceFailure(resources, func(r AppResource) time.Duration {
 				return now.Sub(notReadySince[r.Kind+"/"+r.Namespace+"/"+r.Name])
 			}, ReadinessGrace); failed {

@@ -37,6 +37,10 @@ func (a *Adapter) ResourceTree(ctx context.Context, ref workflow.AppRef) ([]work
 		if n.Health != nil {
 			r.Health, r.Message = string(n.Health.Status), n.Health.Message
 		}
+		if len(n.ParentRefs) > 0 {
+			p := n.ParentRefs[0]
+			r.Parent = workflow.AppResource{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}.Key()
+		}
 		out = append(out, r)
 	}
 	return out, nil

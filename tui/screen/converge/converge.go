@@ -168,12 +168,19 @@ func (m Model) View() string {
 			lines = append(lines, l+th.Warn.Render(img))
 		}
 	}
-	if len(a.Resources) > 0 {
-		lines = append(lines, "", th.Label.Render(fmt.Sprintf("Resources (%d)", len(a.Resources))))
-		for _, res := range a.Resources {
-			name := res.Kind + " " + res.Namespace + "/" + res.Name
-			line := "  " + th.HealthStyle(res.Health).Render(fmt.Sprintf("%-12s", orUnknown(res.Health))) + " " +
-				th.HealthStyle(res.Status).Render(fmt.Sprintf("%-10s", orUnknown(res.Status))) + " " + name
+	resources, title := a.Resources, "Resources"
+	if len(a.Tree) > 0 {
+		resources, title = a.Tree, "Resource tree"
+	}
+	if len(resources) > 0 {
+		lines = append(lines, "", th.Label.Render(fmt.Sprintf("%s (%d)", title, len(resources))))
+		for _, n := range treeOrder(resources) {
+			res := n.res
+			name := strings.Repeat("  ", n.depth) + res.Kind + " " + res.Namespace + "/" + res.Name
+			line := "  " + th.HealthStyle(res.Health).Render(fmt.Sprintf("%-12s", orUnknown(res.Health))) + " " + name
+			if res.Status != "" {
+				line += " " + th.HealthStyle(res.Status).Render(res.Status)
+			}
 			if res.Message != "" {
 				line += th.Muted.Render(" " + res.Message)
 			}
@@ -242,4 +249,46 @@ func orUnknown(s string) string {
 		return "Unknown"
 	}
 	return s
+}
+
+// treeNode is a resource with its depth in the tree.
+type treeNode struct {
+	res   workflow.AppResource
+	depth int
+}
+
+// treeOrder lists resources depth-first under their parents (Deployment,
+// then its ReplicaSets, then their Pods); resources whose parent is not in
+// the list are roots, in their original order.
+func treeOrder(rs []workflow.AppResource) []treeNode {
+	present := map[string]bool{}
+	children := map[string][]workflow.AppResource{}
+	for _, r := range rs {
+		present[r.Key()] = true
+	}
+	var roots []workflow.AppResource
+	for _, r := range rs {
+		if r.Parent != "" && present[r.Parent] && r.Parent != r.Key() {
+			children[r.Parent] = append(children[r.Parent], r)
+		} else {
+			roots = append(roots, r)
+		}
+	}
+	out := make([]treeNode, 0, len(rs))
+	seen := map[string]bool{}
+	var walk func(r workflow.AppResource, depth int)
+	walk = func(r workflow.AppResource, depth int) {
+		if seen[r.Key()] {
+			return // a cycle in bad data must not loop forever
+		}
+		seen[r.Key()] = true
+		out = append(out, treeNode{res: r, depth: depth})
+		for _, c := range children[r.Key()] {
+			walk(c, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	return out
 }
