@@ -1,0 +1,291 @@
+package workflow
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Reports (issue 9) are pure functions of ReportData and ReportOptions:
+// the store reads the period in bulk (ReportSource), these functions count,
+// and the renderers in report_format.go print. Nothing here reads a clock,
+// so the same ledger always gives the same report for the same Now.
+
+// DefaultAbandonAfter is how long a release may go without an update before
+// reports call it abandoned. A release that is not done (not converged,
+// rolled back or ended) and whose last update is more than this long before
+// the report's Now counts as failed: nobody finished it, and counting it as
+// "in progress" forever would flatter the failure rate.
+const DefaultAbandonAfter = 7 * 24 * time.Hour
+
+// ReportOptions says what a report covers and how it counts.
+type ReportOptions struct {
+	// From is inclusive and To exclusive, on release CreatedAt; both are
+	// required (the command supplies defaults).
+	From, To time.Time
+	// Location is the time zone months, weeks and printed times are in;
+	// nil means UTC. A release created at 23:30 UTC on 31 January belongs
+	// to February in Europe/Berlin.
+	Location *time.Location
+	// Now is when the report is made: the end of still-running releases'
+	// elapsed time and the reference for abandonment.
+	Now time.Time
+	// Env narrows the report to one environment; Person to one person's
+	// effort (the per-person view).
+	Env, Person string
+	// BaselineHoursPerRelease is effort.baseline_hours_per_release; 0 means
+	// none is configured and the before/after comparison is left out.
+	BaselineHoursPerRelease float64
+	// ProdEnv is the environment digest lead time ends in: the last of the
+	// promotion order. Env, when set, takes its place.
+	ProdEnv string
+	// AbandonAfter overrides DefaultAbandonAfter when positive.
+	AbandonAfter time.Duration
+}
+
+func (o ReportOptions) loc() *time.Location {
+	if o.Location == nil {
+		return time.UTC
+	}
+	return o.Location
+}
+
+func (o ReportOptions) abandonAfter() time.Duration {
+	if o.AbandonAfter > 0 {
+		return o.AbandonAfter
+	}
+	return DefaultAbandonAfter
+}
+
+// Validate refuses a period that selects nothing by construction.
+func (o ReportOptions) Validate() error {
+	switch {
+	case o.From.IsZero() || o.To.IsZero():
+		return fmt.Errorf("%w: a report needs a period (--from and --to)", ErrUsage)
+	case !o.From.Before(o.To):
+		return fmt.Errorf("%w: report period is empty: --from %s is not before --to %s", ErrUsage,
+			o.From.In(o.loc()).Format(time.RFC3339), o.To.In(o.loc()).Format(time.RFC3339))
+	case o.BaselineHoursPerRelease < 0:
+		return fmt.Errorf("%w: baseline hours per release cannot be negative", ErrUsage)
+	}
+	return nil
+}
+
+// Counted reports whether a release record counts as a release in reports.
+// Releases, promotions and rollbacks do; break-glass records do not: they
+// are emergency access, not a release, and their effort is not release
+// coordination.
+func Counted(f ReleaseFact) bool {
+	switch f.Kind {
+	case KindRelease, KindPromotion, KindRollback:
+		return true
+	}
+	return false
+}
+
+// ReleaseOutcome is how a release ended, as reports count it.
+type ReleaseOutcome string
+
+// Outcomes. Failed, RolledBack and Abandoned are all failures.
+const (
+	OutcomeSucceeded  ReleaseOutcome = "succeeded"
+	OutcomeFailed     ReleaseOutcome = "failed"
+	OutcomeRolledBack ReleaseOutcome = "rolled-back"
+	OutcomeAbandoned  ReleaseOutcome = "abandoned"
+	OutcomeInProgress ReleaseOutcome = "in-progress"
+)
+
+// Failure reports whether the outcome counts as a failed release.
+func (o ReleaseOutcome) Failure() bool {
+	return o == OutcomeFailed || o == OutcomeRolledBack || o == OutcomeAbandoned
+}
+
+// OutcomeOf classifies a release at now. A release that is not done and
+// was last updated more than abandonAfter before now is abandoned; exactly
+// abandonAfter is still in progress.
+func OutcomeOf(f ReleaseFact, now time.Time, abandonAfter time.Duration) ReleaseOutcome {
+	switch f.Status {
+	case ReleaseConverged, ReleaseEnded:
+		return OutcomeSucceeded
+	case ReleaseRolledBack:
+		return OutcomeRolledBack
+	case ReleaseFailed:
+		return OutcomeFailed
+	}
+	last := f.UpdatedAt
+	if last.IsZero() {
+		last = f.CreatedAt
+	}
+	if now.Sub(last) > abandonAfter {
+		return OutcomeAbandoned
+	}
+	return OutcomeInProgress
+}
+
+// ElapsedOf is the release's wall-clock time, reported beside staff effort
+// and never added to it: created → ended; for a release that stopped
+// without an end time (failed, abandoned) created → last update; for one
+// still running created → now, with open set.
+func ElapsedOf(f ReleaseFact, outcome ReleaseOutcome, now time.Time) (d time.Duration, open bool) {
+	end := f.EndedAt
+	switch {
+	case !end.IsZero():
+	case outcome == OutcomeInProgress:
+		end, open = now, true
+	default:
+		end = f.UpdatedAt
+	}
+	if end.Before(f.CreatedAt) {
+		return 0, open
+	}
+	return end.Sub(f.CreatedAt), open
+}
+
+// FailureDetectedAt is when a failed release's failure became known: the
+// end of its first failed or blocked step; for a rolled-back or abandoned
+// release (or a failure without step times) its last update, which for a
+// rolled-back release is the moment the rollback started.
+func FailureDetectedAt(f ReleaseFact) time.Time {
+	if f.Status != ReleaseRolledBack {
+		var first time.Time
+		for _, s := range f.Steps {
+			if (s.Status == Failed || s.Status == Blocked) && !s.EndedAt.IsZero() && (first.IsZero() || s.EndedAt.Before(first)) {
+				first = s.EndedAt
+			}
+		}
+		if !first.IsZero() {
+			return first
+		}
+	}
+	if f.UpdatedAt.IsZero() {
+		return f.CreatedAt
+	}
+	return f.UpdatedAt
+}
+
+// Stats summarises durations per item. Median and P90 use the nearest-rank
+// definition: sort ascending and take the value at 1-based rank
+// ceil(p/100 × n). It always returns an observed value (never an
+// interpolation), so "median 1 h" means some release took exactly 1 h;
+// for an even count the median is the lower of the two middle values.
+type Stats struct {
+	Count  int            `json:"count"`
+	Median ReportDuration `json:"median_seconds"`
+	P90    ReportDuration `json:"p90_seconds"`
+	Max    ReportDuration `json:"max_seconds"`
+	Total  ReportDuration `json:"total_seconds"`
+}
+
+// NewStats summarises ds; it sorts ds in place.
+func NewStats(ds []time.Duration) Stats {
+	s := Stats{Count: len(ds)}
+	if len(ds) == 0 {
+		return s
+	}
+	slices.Sort(ds)
+	var total time.Duration
+	for _, d := range ds {
+		total += d
+	}
+	s.Total = ReportDuration(total)
+	s.Median = ReportDuration(NearestRank(ds, 50))
+	s.P90 = ReportDuration(NearestRank(ds, 90))
+	s.Max = ReportDuration(ds[len(ds)-1])
+	return s
+}
+
+// NearestRank returns the p-th percentile (0 < p ≤ 100) of sorted by the
+// nearest-rank method: the value at 1-based rank ceil(p × n / 100). It
+// works in integers so that, say, the median of 40 values is exactly the
+// 20th.
+func NearestRank(sorted []time.Duration, p int) time.Duration {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	rank := (p*n + 99) / 100
+	rank = max(1, min(rank, n))
+	return sorted[rank-1]
+}
+
+// ReportDuration is a duration that JSON carries as exact seconds (a
+// decimal number, nanosecond precision) rather than Go's nanosecond
+// integer, so other tools read it without knowing Go.
+type ReportDuration time.Duration
+
+// D returns the time.Duration.
+func (d ReportDuration) D() time.Duration { return time.Duration(d) }
+
+// Seconds is the duration in seconds.
+func (d ReportDuration) Seconds() float64 { return time.Duration(d).Seconds() }
+
+// Minutes is the duration rounded to the nearest whole minute (halves
+// away from zero): what the table, Markdown and CSV formats print.
+func (d ReportDuration) Minutes() int64 {
+	return int64(math.Round(float64(d) / float64(time.Minute)))
+}
+
+// MarshalJSON writes seconds.
+func (d ReportDuration) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, time.Duration(d).Seconds(), 'f', -1, 64), nil
+}
+
+// UnmarshalJSON reads seconds.
+func (d *ReportDuration) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("duration in seconds: %w", err)
+	}
+	*d = ReportDuration(math.Round(f * float64(time.Second)))
+	return nil
+}
+
+// monthKey is the calendar month of t in loc, "2006-01".
+func monthKey(t time.Time, loc *time.Location) string { return t.In(loc).Format("2006-01") }
+
+// monthSpan is one calendar month the period touches.
+type monthSpan struct {
+	key        string
+	start, end time.Time // the month's bounds in loc
+	partial    bool      // the period covers only part of it
+}
+
+// monthsOf lists the calendar months (in loc) that [from, to) touches.
+func monthsOf(from, to time.Time, loc *time.Location) []monthSpan {
+	var out []monthSpan
+	f := from.In(loc)
+	start := time.Date(f.Year(), f.Month(), 1, 0, 0, 0, 0, loc)
+	for start.Before(to) {
+		end := start.AddDate(0, 1, 0)
+		out = append(out, monthSpan{key: start.Format("2006-01"), start: start, end: end,
+			partial: from.After(start) || to.Before(end)})
+		start = end
+	}
+	return out
+}
+
+// weekSpan is one Monday-to-Monday week (in loc) the period touches.
+type weekSpan struct {
+	key        string // ISO week, "2006-W01"
+	start, end time.Time
+}
+
+// weeksOf lists the weeks (Monday 00:00 in loc) that [from, to) touches.
+func weeksOf(from, to time.Time, loc *time.Location) []weekSpan {
+	var out []weekSpan
+	f := from.In(loc)
+	back := (int(f.Weekday()) + 6) % 7 // days since Monday
+	start := time.Date(f.Year(), f.Month(), f.Day()-back, 0, 0, 0, 0, loc)
+	for start.Before(to) {
+		end := start.AddDate(0, 0, 7)
+		y, w := start.ISOWeek()
+		out = append(out, weekSpan{key: fmt.Sprintf("%04d-W%02d", y, w), start: start, end: end})
+		start = end
+	}
+	return out
+}
+
+// in reports whether t is in [from, to).
+func in(t, from, to time.Time) bool { return !t.Before(from) && t.Before(to) }
