@@ -38,7 +38,7 @@ func TestTmuxDemoReleaseWithTheKeyboardAlone(t *testing.T) {
 	send := func(key string) { _ = exec.Command("tmux", "send-keys", "-t", session, key).Run() }
 	var screen string
 	var acted time.Time
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(6 * time.Minute) // generous: CI machines may be busy
 	for time.Now().Before(deadline) {
 		time.Sleep(300 * time.Millisecond)
 		b, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
