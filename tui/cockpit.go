@@ -18,6 +18,7 @@ import (
 	"github.com/relcap/relcap/tui/keys"
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/screen/converge"
+	"github.com/relcap/relcap/tui/screen/effort"
 	"github.com/relcap/relcap/tui/screen/home"
 	"github.com/relcap/relcap/tui/screen/ownership"
 	"github.com/relcap/relcap/tui/screen/plan"
@@ -36,6 +37,8 @@ const (
 	scrPromote
 	scrConverge
 	numScreens
+	// scrEffort is opened with e; it is not a step, so it has no tab.
+	scrEffort = numScreens
 )
 
 var screenTitles = [numScreens]string{"Map", "1 Ownership", "2 Plan", "3 Promotion", "4 Convergence"}
@@ -72,6 +75,7 @@ type Model struct {
 	plan      plan.Model
 	promote   promote.Model
 	converge  converge.Model
+	report    effort.Model
 
 	release *workflow.Release
 	loadErr error
@@ -105,7 +109,7 @@ func New(ctx context.Context, svc *workflow.Service, releaseID string) Model {
 	m := Model{
 		svc: svc, ctx: ctx, releaseID: releaseID, th: th, km: km, help: help.New(), now: time.Now,
 		home: home.New(svc, th, km), ownership: ownership.New(svc, svc.Project().OwnershipFile, th, km),
-		plan: plan.New(svc, th, km), promote: promote.New(svc, th, km), converge: converge.New(th, km),
+		plan: plan.New(svc, th, km), promote: promote.New(svc, th, km), converge: converge.New(th, km), report: effort.New(svc, th, km),
 		runs: &runTracker{}, effort: effortTimer{idle: idle},
 	}
 	m.help.Styles = th.Help
@@ -227,6 +231,9 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.active = scrPromote
 	case key.Matches(msg, g.Converge):
 		m.active = scrConverge
+	case key.Matches(msg, g.Effort):
+		m.active = scrEffort
+		return m, tea.Batch(touch, m.report.Load())
 	default:
 		var cmd tea.Cmd
 		m, cmd = m.updateActive(msg)
@@ -348,6 +355,8 @@ func (m Model) broadcast(msg tea.Msg) (Model, tea.Cmd) {
 	cmds = append(cmds, c)
 	m.converge, c = m.converge.Update(msg)
 	cmds = append(cmds, c)
+	m.report, c = m.report.Update(msg)
+	cmds = append(cmds, c)
 	return m, tea.Batch(cmds...)
 }
 
@@ -372,6 +381,8 @@ func (m Model) updateActive(msg tea.Msg) (Model, tea.Cmd) {
 		m.promote, cmd = m.promote.Update(msg)
 	case scrConverge:
 		m.converge, cmd = m.converge.Update(msg)
+	case scrEffort:
+		m.report, cmd = m.report.Update(msg)
 	}
 	return m, cmd
 }
@@ -386,6 +397,7 @@ func (m *Model) layout() {
 	m.plan.SetSize(bw, bh)
 	m.promote.SetSize(bw, bh)
 	m.converge.SetSize(bw, bh)
+	m.report.SetSize(bw, bh)
 }
 
 func (m Model) helpHeight() int {
@@ -400,6 +412,7 @@ func (m *Model) setTheme(th theme.Theme) {
 	m.plan.SetTheme(th)
 	m.promote.SetTheme(th)
 	m.converge.SetTheme(th)
+	m.report.SetTheme(th)
 }
 
 // noticeTTL is how long a notice stays in the status bar.

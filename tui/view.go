@@ -38,13 +38,15 @@ func (m Model) activeKeys() keyMap {
 		short, full = m.promote.ShortHelp(), m.promote.FullHelp()
 	case scrConverge:
 		short, full = m.converge.ShortHelp(), m.converge.FullHelp()
+	case scrEffort:
+		short, full = m.report.ShortHelp(), m.report.FullHelp()
 	}
 	if m.active == scrPlan && m.plan.Capturing() {
 		return keyMap{short: short, full: full}
 	}
 	short = append(short, resume, g.Map, g.Help, g.Quit)
 	full = append(full, []key.Binding{resume, g.Map, g.NextScreen, g.PrevScreen},
-		[]key.Binding{g.Ownership, g.Plan, g.Promotion, g.Converge}, []key.Binding{g.Help, g.Quit})
+		[]key.Binding{g.Ownership, g.Plan, g.Promotion, g.Converge, g.Effort}, []key.Binding{g.Help, g.Quit})
 	return keyMap{short: short, full: full}
 }
 
@@ -82,6 +84,8 @@ func (m Model) render() string {
 		body = m.promote.View()
 	case scrConverge:
 		body = m.converge.View()
+	case scrEffort:
+		body = m.report.View()
 	}
 	hv := m.help.View(m.activeKeys())
 	if m.notice != "" && !m.help.ShowAll {
@@ -154,5 +158,9 @@ func (m Model) statusBar() string {
 
 // String describes the model for test failures.
 func (m Model) String() string {
-	return fmt.Sprintf("cockpit{release %s, screen %s, running %t, err %v}", m.releaseID, screenTitles[m.active], m.running, m.runErr)
+	title := "Effort"
+	if m.active < numScreens {
+		title = screenTitles[m.active]
+	}
+	return fmt.Sprintf("cockpit{release %s, screen %s, running %t, err %v}", m.releaseID, title, m.running, m.runErr)
 }

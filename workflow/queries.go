@@ -1,6 +1,10 @@
 package workflow
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // Release returns a stored release; UIs read releases through the Service.
 func (s *Service) Release(ctx context.Context, id string) (*Release, error) {
@@ -66,4 +70,28 @@ func (s *Service) uiEffort(releaseID string) *EffortClock {
 		s.clocks[releaseID] = c
 	}
 	return c
+}
+
+// EffortReport builds the effort report of the project's releases created
+// in the window up to now (by the Service's clock), as relcap report effort
+// does, for the cockpit's effort screen. The ledger must be able to report
+// (ReportSource).
+func (s *Service) EffortReport(ctx context.Context, window time.Duration) (*EffortReport, error) {
+	// To is exclusive: a release created this very instant belongs in.
+	to := s.d.Clock.Now().Add(time.Nanosecond)
+	from := to.Add(-window)
+	src, ok := s.d.Ledger.(ReportSource)
+	if !ok {
+		return nil, errors.New("this ledger cannot produce reports")
+	}
+	data, err := src.ReportData(ctx, ReportQuery{App: s.d.Project.App, From: from, To: to})
+	if err != nil {
+		return nil, err
+	}
+	prod := ""
+	if n := len(s.d.Project.Environments); n > 0 {
+		prod = s.d.Project.Environments[n-1].Name
+	}
+	return BuildEffortReport(data, ReportOptions{From: from, To: to, Now: s.d.Clock.Now(),
+		BaselineHoursPerRelease: s.d.Project.Effort.BaselineHoursPerRelease, ProdEnv: prod})
 }

@@ -26,6 +26,7 @@ type Global struct {
 	Plan       key.Binding
 	Promotion  key.Binding
 	Converge   key.Binding
+	Effort     key.Binding
 }
 
 // List keys move a cursor or scroll, on every screen with a list.
@@ -75,6 +76,7 @@ func Default() Map {
 			Plan:       key.NewBinding(key.WithKeys("2"), key.WithHelp("2", "plan")),
 			Promotion:  key.NewBinding(key.WithKeys("3"), key.WithHelp("3", "promotion")),
 			Converge:   key.NewBinding(key.WithKeys("4"), key.WithHelp("4", "convergence")),
+			Effort:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "effort report")),
 		},
 		List: List{
 			Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),

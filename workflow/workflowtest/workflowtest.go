@@ -408,3 +408,29 @@ func (j *Journal) Entries() []workflow.JournalEntry {
 	defer j.mu.Unlock()
 	return slices.Clone(j.entries)
 }
+
+var _ workflow.ReportSource = (*Ledger)(nil)
+
+// ReportData selects releases created in the query's period with their
+// effort, as the SQLite ledger does; plans, convergences, sightings and
+// findings are not kept in this fake's report data.
+func (l *Ledger) ReportData(ctx context.Context, q workflow.ReportQuery) (workflow.ReportData, error) {
+	rs, err := l.ListReleases(ctx, workflow.ReleaseFilter{App: q.App, Env: q.Env, From: q.From, To: q.To})
+	if err != nil {
+		return workflow.ReportData{}, err
+	}
+	var data workflow.ReportData
+	for _, r := range rs {
+		data.Releases = append(data.Releases, workflow.FactOf(r))
+		entries, err := l.Effort(ctx, r.ID)
+		if err != nil {
+			return data, err
+		}
+		for _, e := range entries {
+			if q.Person == "" || e.Person == q.Person {
+				data.Effort = append(data.Effort, e)
+			}
+		}
+	}
+	return data, nil
+}

@@ -1,0 +1,193 @@
+// Package effort is the cockpit's effort screen: what releases cost in
+// staff hours, with terminal charts of hours per release over time and
+// effort by step, from the same report relcap report effort prints.
+package effort
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/screen"
+	"github.com/relcap/relcap/tui/theme"
+	"github.com/relcap/relcap/workflow"
+)
+
+// Window is the period the screen reports on: the last 90 days.
+const Window = 90 * 24 * time.Hour
+
+// Model is the effort screen.
+type Model struct {
+	svc  *workflow.Service
+	th   theme.Theme
+	km   keys.Map
+	w, h int
+
+	gen     int
+	loading bool
+	report  *workflow.EffortReport
+	err     error
+	offset  int
+}
+
+// New returns the effort screen; it reads the report through svc.
+func New(svc *workflow.Service, th theme.Theme, km keys.Map) Model {
+	return Model{svc: svc, th: th, km: km}
+}
+
+// reportLoadedMsg carries a freshly built report.
+type reportLoadedMsg struct {
+	gen    int
+	report *workflow.EffortReport
+	err    error
+}
+
+// Load asks for a fresh report; the root calls it when the screen opens.
+func (m *Model) Load() tea.Cmd {
+	if m.svc == nil {
+		return nil
+	}
+	m.gen++
+	m.loading = true
+	svc, gen := m.svc, m.gen
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		rep, err := svc.EffortReport(ctx, Window)
+		return reportLoadedMsg{gen: gen, report: rep, err: err}
+	}
+}
+
+// Init does nothing until the screen is opened.
+func (m Model) Init() tea.Cmd { return nil }
+
+// SetSize sets the area the screen draws in.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// SetTheme switches styles after the background colour is known.
+func (m *Model) SetTheme(th theme.Theme) { m.th = th }
+
+// Update handles messages.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case reportLoadedMsg:
+		if msg.gen == m.gen {
+			m.loading, m.report, m.err = false, msg.report, msg.err
+		}
+	case tea.KeyPressMsg:
+		switch {
+		case key.Matches(msg, m.km.List.Up):
+			m.offset = max(0, m.offset-1)
+		case key.Matches(msg, m.km.List.Down):
+			m.offset++
+		case key.Matches(msg, m.km.List.Top):
+			m.offset = 0
+		}
+	}
+	return m, nil
+}
+
+// ShortHelp is the one-line help of the screen.
+func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.km.List.Up, m.km.List.Down} }
+
+// FullHelp is the full help of the screen.
+func (m Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.Top}}
+}
+
+// View renders the report and its charts.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	th := m.th
+	lines := []string{th.Title.Render("Effort") + th.Muted.Render(" · releases of the last 90 days · UTC · staff time and machine wait are never added")}
+	switch {
+	case m.loading && m.report == nil:
+		lines = append(lines, th.Muted.Render("building the report…"))
+	case m.err != nil:
+		lines = append(lines, th.Err.Render("report: "+m.err.Error()))
+	case m.report == nil:
+	case m.report.Empty:
+		lines = append(lines, th.Muted.Render(m.report.Message))
+	default:
+		lines = append(lines, m.body()...)
+	}
+	off := min(m.offset, max(0, len(lines)-m.h))
+	return screen.Fit(strings.Join(lines[off:], "\n"), m.w, m.h)
+}
+
+func (m Model) body() []string {
+	th, r := m.th, m.report
+	c := r.Counts
+	lines := []string{fmt.Sprintf("%d release(s): %d succeeded, %d failed (%d rolled back, %d abandoned), %d in progress",
+		c.Total, c.Succeeded, c.Failures, c.RolledBack, c.Abandoned, c.InProgress)}
+	lines = append(lines, fmt.Sprintf("staff per release: median %s, p90 %s · machine wait median %s · elapsed median %s",
+		screen.Duration(r.Staff.Median.D()), screen.Duration(r.Staff.P90.D()), screen.Duration(r.Wait.Median.D()), screen.Duration(r.Elapsed.Median.D())))
+	if r.Comparison != nil {
+		lines = append(lines, th.OK.Render(r.Comparison.Line))
+	} else if r.ComparisonNote != "" {
+		lines = append(lines, th.Muted.Render(r.ComparisonNote))
+	}
+
+	barW := max(10, m.w-34)
+	lines = append(lines, "", th.Label.Render("Staff hours per release, oldest first"))
+	items := r.Releases
+	const shown = 20 // the most recent; the HTML report has them all
+	if len(items) > shown {
+		items = items[len(items)-shown:]
+	}
+	var top time.Duration
+	for _, it := range items {
+		top = maxDur(top, it.Staff.D())
+	}
+	for _, it := range items {
+		style := th.OK
+		if it.Outcome != workflow.OutcomeSucceeded {
+			style = th.Warn
+		}
+		lines = append(lines, fmt.Sprintf("%s %-7s %s %s", it.CreatedAt.UTC().Format("01-02"), screen.Short(it.Env, 7),
+			style.Render(bar(it.Staff.D(), top, barW)), screen.Duration(it.Staff.D())))
+	}
+
+	lines = append(lines, "", th.Label.Render("Active effort by step (total) · machine wait beside it"))
+	top = 0
+	for _, s := range r.ByStep {
+		top = maxDur(top, s.Active.Total.D())
+	}
+	for _, s := range r.ByStep {
+		lines = append(lines, fmt.Sprintf("%-12s %s %s · wait %s", screen.Short(s.Step, 12),
+			th.Accent.Render(bar(s.Active.Total.D(), top, barW-8)), screen.Duration(s.Active.Total.D()), screen.Duration(s.Wait.D())))
+	}
+	return lines
+}
+
+// bar is a horizontal bar of d against top in width cells, with eighth
+// blocks for the fraction so small differences still show.
+func bar(d, top time.Duration, width int) string {
+	if top <= 0 || d <= 0 {
+		return strings.Repeat(" ", width)
+	}
+	eighths := int(float64(d) / float64(top) * float64(width*8))
+	full, part := eighths/8, eighths%8
+	s := strings.Repeat("█", full)
+	if part > 0 {
+		s += string([]rune(" ▏▎▍▌▋▊▉")[part])
+	}
+	if pad := width - full - min(part, 1); pad > 0 {
+		s += strings.Repeat(" ", pad)
+	}
+	return s
+}
+
+func maxDur(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}

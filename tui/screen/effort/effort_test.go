@@ -1,0 +1,41 @@
+package effort_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/tui/internal/fixture"
+	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/screen/effort"
+	"github.com/relcap/relcap/tui/theme"
+	"github.com/relcap/relcap/workflow"
+)
+
+func TestEffortScreenChartsHoursPerReleaseAndEffortByStep(t *testing.T) {
+	t.Parallel()
+	fx := fixture.New(fixture.Policy{})
+	svc, _, err := fx.Service("alice")
+	require.NoError(t, err)
+	r, err := fixture.Start(t.Context(), svc)
+	require.NoError(t, err)
+	_, _, err = svc.LogEffort(t.Context(), workflow.OffToolRequest{ReleaseID: r.ID, Minutes: 45, What: "go/no-go call"})
+	require.NoError(t, err)
+
+	m := effort.New(svc, theme.New(true), keys.Default())
+	m.SetSize(100, 30)
+	cmd := m.Load()
+	require.Contains(t, ansi.Strip(m.View()), "building the report")
+	for _, msg := range fixture.Run(cmd) {
+		m, _ = m.Update(msg)
+	}
+	v := ansi.Strip(m.View())
+	require.Contains(t, v, "1 release(s)")
+	require.Contains(t, v, "Staff hours per release")
+	require.Contains(t, v, "45m", "the off-tool time is staff time")
+	require.Contains(t, v, "█", "bars are drawn")
+	require.Contains(t, v, "Active effort by step")
+	require.True(t, strings.Contains(v, "hours/month") || strings.Contains(v, "baseline"), v)
+}
