@@ -379,3 +379,27 @@ func (a *Adapter) appQuery(ref workflow.AppRef) (name string, ns *string, err er
 	}
 	return ref.Name, nil, nil
 }
+
+// call makes one unary request about ref's application: it resolves the
+// application's name and namespace, connects, applies the per-call timeout
+// and translates the error, so every read says the same things the same
+// way.
+func call[T any](ctx context.Context, a *Adapter, ref workflow.AppRef, what string,
+	req func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (T, error)) (T, error) {
+	var zero T
+	name, ns, err := a.appQuery(ref)
+	if err != nil {
+		return zero, err
+	}
+	apps, err := a.client(ctx)
+	if err != nil {
+		return zero, err
+	}
+	cctx, cancel := a.callContext(ctx)
+	defer cancel()
+	out, err := req(cctx, apps, name, ns)
+	if err != nil {
+		return zero, a.callError(ctx, what, ref.Name, err)
+	}
+	return out, nil
+}

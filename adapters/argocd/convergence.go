@@ -32,21 +32,9 @@ func (a *Adapter) Get(ctx context.Context, ref workflow.AppRef) (workflow.AppSta
 }
 
 func (a *Adapter) getApp(ctx context.Context, ref workflow.AppRef) (*v1alpha1.Application, error) {
-	name, ns, err := a.appQuery(ref)
-	if err != nil {
-		return nil, err
-	}
-	apps, err := a.client(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := a.callContext(ctx)
-	defer cancel()
-	app, err := apps.Get(cctx, &application.ApplicationQuery{Name: &name, AppNamespace: ns})
-	if err != nil {
-		return nil, a.callError(ctx, "get application", ref.Name, err)
-	}
-	return app, nil
+	return call(ctx, a, ref, "get application", func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (*v1alpha1.Application, error) {
+		return apps.Get(ctx, &application.ApplicationQuery{Name: &name, AppNamespace: ns})
+	})
 }
 
 // Watch streams the application's states newer than since over Argo CD's

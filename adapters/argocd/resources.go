@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
+	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
 )
@@ -17,19 +18,11 @@ import (
 // pulled, a readiness probe that fails — can be reported. Status (sync
 // status) is empty: the tree does not carry it.
 func (a *Adapter) ResourceTree(ctx context.Context, ref workflow.AppRef) ([]workflow.AppResource, error) {
-	name, ns, err := a.appQuery(ref)
+	tree, err := call(ctx, a, ref, "read resource tree of", func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (*v1alpha1.ApplicationTree, error) {
+		return apps.ResourceTree(ctx, &application.ResourcesQuery{ApplicationName: &name, AppNamespace: ns})
+	})
 	if err != nil {
 		return nil, err
-	}
-	apps, err := a.client(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := a.callContext(ctx)
-	defer cancel()
-	tree, err := apps.ResourceTree(cctx, &application.ResourcesQuery{ApplicationName: &name, AppNamespace: ns})
-	if err != nil {
-		return nil, a.callError(ctx, "read resource tree of", ref.Name, err)
 	}
 	out := make([]workflow.AppResource, 0, len(tree.Nodes))
 	for _, n := range tree.Nodes {
@@ -67,19 +60,11 @@ type ManagedResource struct {
 // target and live states, for the ownership check (which fields Argo CD
 // writes) and for drift evidence.
 func (a *Adapter) ManagedResources(ctx context.Context, ref workflow.AppRef) ([]ManagedResource, error) {
-	name, ns, err := a.appQuery(ref)
+	resp, err := call(ctx, a, ref, "read managed resources of", func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (*application.ManagedResourcesResponse, error) {
+		return apps.ManagedResources(ctx, &application.ResourcesQuery{ApplicationName: &name, AppNamespace: ns})
+	})
 	if err != nil {
 		return nil, err
-	}
-	apps, err := a.client(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := a.callContext(ctx)
-	defer cancel()
-	resp, err := apps.ManagedResources(cctx, &application.ResourcesQuery{ApplicationName: &name, AppNamespace: ns})
-	if err != nil {
-		return nil, a.callError(ctx, "read managed resources of", ref.Name, err)
 	}
 	out := make([]ManagedResource, 0, len(resp.Items))
 	for _, d := range resp.Items {
