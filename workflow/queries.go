@@ -84,7 +84,7 @@ func (s *Service) EffortReport(ctx context.Context, window time.Duration) (*Effo
 	if !ok {
 		return nil, errors.New("this ledger cannot produce reports")
 	}
-	data, err := src.ReportData(ctx, ReportQuery{App: s.d.Project.App, From: from, To: to})
+	data, err := src.ReportData(ctx, ReportQuery{App: s.d.Project.App, From: from, To: to, EffortOnly: true})
 	if err != nil {
 		return nil, err
 	}

@@ -246,10 +246,23 @@ func BuildEffortReport(data ReportData, o ReportOptions) (*EffortReport, error) 
 		idx[f.ID] = i
 	}
 	// First pass: which roles, steps and people occur, so the second pass
-	// can fill dense per-release matrices.
-	mine := func(e EffortEntry) (int, bool) {
-		i, ok := idx[e.ReleaseID]
-		return i, ok && (o.Person == "" || e.Person == o.Person)
+	// can fill dense per-release matrices. It numbers each entry's release,
+	// role, step and person once, for the second pass to use.
+	var (
+		lastID     string
+		lastI      = -1
+		lastCached bool
+	)
+	release := func(id string) int {
+		// Entries of one release usually come together.
+		if !lastCached || id != lastID {
+			i, ok := idx[id]
+			if !ok {
+				i = -1
+			}
+			lastID, lastI, lastCached = id, i, true
+		}
+		return lastI
 	}
 	stepOrder := make([]string, 0, len(StepKinds)+1)
 	for _, k := range StepKinds {
@@ -257,19 +270,27 @@ func BuildEffortReport(data ReportData, o ReportOptions) (*EffortReport, error) 
 	}
 	roles, steps, persons := newNames(RoleCaptain, RoleApprover), newNames(append(stepOrder, StepNone)...), newNames()
 	usedStep := make([]bool, len(steps.list))
-	for _, e := range data.Effort {
-		if _, ok := mine(e); !ok {
+	type entryRef struct{ release, role, step, person int32 }
+	refs := make([]entryRef, len(data.Effort))
+	for ei, e := range data.Effort {
+		r := &refs[ei]
+		r.release = -1
+		i := release(e.ReleaseID)
+		if i < 0 || (o.Person != "" && e.Person != o.Person) {
 			continue
 		}
+		r.release = int32(i)
 		if e.Kind == EffortActive {
-			roles.of(cmp.Or(e.Role, "unknown"))
+			r.role = int32(roles.of(cmp.Or(e.Role, "unknown")))
 		}
-		if si := steps.of(cmp.Or(e.Step, StepNone)); e.Kind != EffortOffTool {
+		si := steps.of(cmp.Or(e.Step, StepNone))
+		r.step = int32(si)
+		if e.Kind != EffortOffTool {
 			usedStep = append(usedStep, make([]bool, len(steps.list)-len(usedStep))...)
 			usedStep[si] = true
 		}
 		if e.Person != "" && e.Kind != EffortWait {
-			persons.of(e.Person)
+			r.person = int32(persons.of(e.Person))
 		}
 	}
 	nr, ns, np := len(roles.list), len(steps.list), len(persons.list)
@@ -283,30 +304,31 @@ func BuildEffortReport(data ReportData, o ReportOptions) (*EffortReport, error) 
 		releases        []bool // by release index: counted once each
 	}
 	people := make([]personAcc, np)
-	for _, e := range data.Effort {
-		i, ok := mine(e)
-		if !ok {
+	for ei, e := range data.Effort {
+		r := refs[ei]
+		if r.release < 0 {
 			continue
 		}
+		i := int(r.release)
 		a := &acc[i]
 		switch e.Kind {
 		case EffortActive:
 			a.active += e.Duration
-			byRole[i*nr+roles.idx[cmp.Or(e.Role, "unknown")]] += e.Duration
-			byStep[i*ns+steps.idx[cmp.Or(e.Step, StepNone)]] += e.Duration
+			byRole[i*nr+int(r.role)] += e.Duration
+			byStep[i*ns+int(r.step)] += e.Duration
 			a.touched = true
 		case EffortOffTool:
 			a.offTool += e.Duration
 			a.touched = true
 		case EffortWait:
 			a.wait += e.Duration
-			waitByStep[steps.idx[cmp.Or(e.Step, StepNone)]] += e.Duration
+			waitByStep[r.step] += e.Duration
 			continue
 		default:
 			continue
 		}
 		if e.Person != "" {
-			p := &people[persons.idx[e.Person]]
+			p := &people[r.person]
 			if p.releases == nil {
 				p.releases = make([]bool, len(facts))
 			}

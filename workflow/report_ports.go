@@ -32,6 +32,10 @@ type ReportQuery struct {
 	// Person, when set, keeps only that person's effort entries (machine
 	// wait has no person and is dropped), for the per-person view.
 	Person string
+	// EffortOnly reads releases and their effort alone, which is all the
+	// effort report uses; plans, convergences, sightings and findings (the
+	// measures' material) are left empty.
+	EffortOnly bool
 }
 
 // ReportData is the raw material of the reports.
@@ -39,7 +43,10 @@ type ReportData struct {
 	// Releases created in the period (break-glass records included; the
 	// report leaves them out, so the rule lives in one place).
 	Releases []ReleaseFact
-	// Effort recorded against those releases.
+	// Effort recorded against those releases. A source may return it
+	// summed by release, person, role, step and kind (the SQLite ledger
+	// does), leaving At and Note empty: reports only add durations up and
+	// never read when an entry was recorded or its note.
 	Effort []EffortEntry
 	// Plans created or applied in the period.
 	Plans []PlanFact
@@ -66,8 +73,10 @@ type ReleaseFact struct {
 	CreatedAt  time.Time     `json:"created_at"`
 	UpdatedAt  time.Time     `json:"updated_at"`
 	EndedAt    time.Time     `json:"ended_at,omitzero"`
-	// Steps may be left empty for converged releases: reports read step
-	// times only to find when a failure was detected.
+	// Steps may be left empty for converged, ended and rolled-back
+	// releases, and may hold only the failed and blocked steps of the
+	// others: reports read step times only to find when a failure was
+	// detected (FailureDetectedAt).
 	Steps []StepTime `json:"steps,omitempty"`
 }
 

@@ -572,3 +572,24 @@ func TestFormatHours(t *testing.T) {
 	require.Equal(t, "1h06m", workflow.FormatMinutes(workflow.ReportDuration(65*time.Minute+30*time.Second)))
 	require.Equal(t, "0m", workflow.FormatMinutes(0))
 }
+
+// TestNewStatsSelectsWhatSortingWould: NewStats picks the median and p90
+// by selection; they must be the values sorting gives, duplicates and all.
+func TestNewStatsSelectsWhatSortingWould(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		n := 1 + rng.IntN(400)
+		spread := 1 + rng.IntN(60)
+		ds := make([]time.Duration, n)
+		for i := range ds {
+			ds[i] = time.Duration(rng.IntN(spread))
+		}
+		sorted := append([]time.Duration(nil), ds...)
+		sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+		s := workflow.NewStats(ds)
+		require.Equal(t, workflow.NearestRank(sorted, 50), s.Median.D())
+		require.Equal(t, workflow.NearestRank(sorted, 90), s.P90.D())
+		require.Equal(t, sorted[n-1], s.Max.D())
+	}
+}

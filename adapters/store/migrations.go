@@ -133,6 +133,61 @@ CREATE TABLE sessions (
 CREATE INDEX sessions_started ON sessions (started_at);
 CREATE INDEX sessions_release ON sessions (release_id, started_at);
 `},
+	// Effort summaries for reports (issue 9): a report of 100,000 releases
+	// read some 800,000 effort rows, one driver round trip each, and took
+	// seconds. Reports only sum effort by release, person, role, step and
+	// kind, so the ledger keeps those sums as it goes: effort_keys numbers
+	// each (person, role, step, kind) once, and effort_totals holds one row
+	// per release whose sums are a JSON object from key number to the total
+	// duration in nanoseconds, e.g. {"1":900000000000,"4":60000000000}.
+	// A trigger keeps both up to date on every effort insert; effort rows
+	// are never updated or deleted (other triggers refuse it), so the sums
+	// cannot go stale. Existing effort is summed here once.
+	{2, `
+CREATE TABLE effort_keys (
+	id     INTEGER PRIMARY KEY,
+	person TEXT NOT NULL,
+	role   TEXT NOT NULL,
+	step   TEXT NOT NULL,
+	kind   TEXT NOT NULL,
+	UNIQUE (person, role, step, kind)
+) STRICT;
+
+CREATE TABLE effort_totals (
+	release_id TEXT PRIMARY KEY,
+	sums       TEXT NOT NULL CHECK (json_valid(sums))
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO effort_keys (person, role, step, kind)
+SELECT DISTINCT person, role, step, kind FROM effort ORDER BY kind, person, role, step;
+
+INSERT INTO effort_totals (release_id, sums)
+SELECT release_id, json_group_object(CAST(key AS TEXT), ns) FROM (
+	SELECT e.release_id, k.id AS key, sum(e.duration_ns) AS ns
+	FROM effort e JOIN effort_keys k
+		ON k.person = e.person AND k.role = e.role AND k.step = e.step AND k.kind = e.kind
+	GROUP BY e.release_id, k.id)
+GROUP BY release_id;
+
+CREATE TRIGGER effort_sum AFTER INSERT ON effort BEGIN
+	INSERT INTO effort_keys (person, role, step, kind) VALUES (new.person, new.role, new.step, new.kind)
+		ON CONFLICT DO NOTHING;
+	INSERT INTO effort_totals (release_id, sums) VALUES (new.release_id, '{}')
+		ON CONFLICT DO NOTHING;
+	UPDATE effort_totals SET sums = (
+		SELECT json_set(sums, p, coalesce(json_extract(sums, p), 0) + new.duration_ns)
+		FROM (SELECT '$."' || id || '"' AS p FROM effort_keys
+			WHERE person = new.person AND role = new.role AND step = new.step AND kind = new.kind))
+	WHERE release_id = new.release_id;
+END;
+
+CREATE TRIGGER effort_no_update BEFORE UPDATE ON effort BEGIN
+	SELECT RAISE(ABORT, 'effort is append-only: entries are never changed');
+END;
+CREATE TRIGGER effort_no_delete BEFORE DELETE ON effort BEGIN
+	SELECT RAISE(ABORT, 'effort is append-only: entries are never deleted');
+END;
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.

@@ -1,11 +1,15 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/relcap/relcap/workflow"
@@ -15,12 +19,17 @@ var _ workflow.ReportSource = (*SQLite)(nil)
 
 // ReportData reads a report's records with one query per table, whatever
 // the number of releases (issue 9: 100,000 releases in under a second).
-// All reads run in one read transaction, so the tables agree with each
-// other even while another process writes.
 //
 // Release bodies are not decoded: the columns carry what reports need, and
 // step times are pulled out of the JSON (json_extract) only for releases
-// that did not converge, the only ones whose steps a report reads.
+// whose failure time a report may look for. Effort is not read entry by
+// entry: the effort_totals summary (migration 2) holds each release's sums
+// by person, role, step and kind in one row, read with the release.
+//
+// The releases and the other tables are read at the same time on two
+// connections, each in a read transaction; both transactions see the same
+// committed state of the ledger (see readSnapshots), so the tables agree
+// with each other even while another process writes.
 func (s *SQLite) ReportData(ctx context.Context, q workflow.ReportQuery) (workflow.ReportData, error) {
 	var data workflow.ReportData
 	from, err := timeValue(q.From)
@@ -31,13 +40,21 @@ func (s *SQLite) ReportData(ctx context.Context, q workflow.ReportQuery) (workfl
 	if err != nil {
 		return data, fmt.Errorf("report: %w", err)
 	}
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	snapshots := 2
+	if q.EffortOnly {
+		snapshots = 1
+	}
+	txs, err := s.readSnapshots(ctx, snapshots)
 	if err != nil {
 		return data, s.fail("read report", err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer func() {
+		for _, tx := range txs {
+			_ = tx.Rollback()
+		}
+	}()
 
-	// The release selection, shared by the releases and effort queries.
+	// The release selection.
 	var (
 		where []string
 		args  []any
@@ -59,119 +76,306 @@ func (s *SQLite) ReportData(ctx context.Context, q workflow.ReportQuery) (workfl
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 
-	if data.Releases, err = readReleaseFacts(ctx, tx, cond, args); err != nil {
-		return data, s.fail("read report releases", err)
+	// Releases and their effort, most of the work, on one connection...
+	var (
+		wg      sync.WaitGroup
+		relErr  error
+		relStep string
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tx := txs[0]
+		keys, err := readEffortKeys(ctx, tx, q.Person)
+		if err != nil {
+			relStep, relErr = "read report effort", err
+			return
+		}
+		if data.Releases, data.Effort, err = readReleaseFacts(ctx, tx, cond, args, keys); err != nil {
+			relStep, relErr = "read report releases", err
+		}
+	}()
+	// ...and the rest on the other.
+	err = func() error {
+		if q.EffortOnly {
+			return nil
+		}
+		tx := txs[1]
+		var err error
+		if data.Plans, err = readPlanFacts(ctx, tx, q.Env, from, to); err != nil {
+			return s.fail("read report plans", err)
+		}
+		if data.Convergences, err = readReportConvergences(ctx, tx, q.App, from); err != nil {
+			return s.fail("read report convergences", err)
+		}
+		if data.Sightings, err = readFirstSightings(ctx, tx, q.App, from); err != nil {
+			return s.fail("read report sightings", err)
+		}
+		if data.Findings, err = readFindingFacts(ctx, tx, from, to); err != nil {
+			return s.fail("read report findings", err)
+		}
+		return nil
+	}()
+	wg.Wait()
+	if relErr != nil {
+		return workflow.ReportData{}, s.fail(relStep, relErr)
 	}
-	effortArgs := args
-	effortCond := cond
-	if q.Person != "" {
-		effortCond = addCond(effortCond, "e.person = ?")
-		effortArgs = append(append([]any(nil), args...), q.Person)
-	}
-	if data.Effort, err = readReportEffort(ctx, tx, effortCond, effortArgs, len(data.Releases)); err != nil {
-		return data, s.fail("read report effort", err)
-	}
-	if data.Plans, err = readPlanFacts(ctx, tx, q.Env, from, to); err != nil {
-		return data, s.fail("read report plans", err)
-	}
-	if data.Convergences, err = readReportConvergences(ctx, tx, q.App, from); err != nil {
-		return data, s.fail("read report convergences", err)
-	}
-	if data.Sightings, err = readFirstSightings(ctx, tx, q.App, from); err != nil {
-		return data, s.fail("read report sightings", err)
-	}
-	if data.Findings, err = readFindingFacts(ctx, tx, from, to); err != nil {
-		return data, s.fail("read report findings", err)
+	if err != nil {
+		return workflow.ReportData{}, err
 	}
 	return data, nil
 }
 
-func addCond(cond, c string) string {
-	if cond == "" {
-		return " WHERE " + c
+// readSnapshots begins n read transactions on n connections that all see
+// the same committed state. A read transaction in WAL mode takes its
+// snapshot at its first read; the write lock is held while all n take
+// theirs, so no other connection or process can commit in between. The
+// lock is released before the transactions are returned: writers wait
+// only for the few reads that fix the snapshots, never for the report.
+func (s *SQLite) readSnapshots(ctx context.Context, n int) (txs []*sql.Tx, err error) {
+	defer func() {
+		if err != nil {
+			for _, tx := range txs {
+				_ = tx.Rollback()
+			}
+			txs = nil
+		}
+	}()
+	lock, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (connParams)
+	if err != nil {
+		return nil, err
 	}
-	return cond + " AND " + c
+	defer func() { _ = lock.Rollback() }()
+	for range n {
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return txs, err
+		}
+		txs = append(txs, tx)
+		if _, err := readVersion(ctx, tx); err != nil {
+			return txs, err
+		}
+	}
+	return txs, nil
 }
 
-func readReleaseFacts(ctx context.Context, tx *sql.Tx, cond string, args []any) ([]workflow.ReleaseFact, error) {
+// effortKey is one numbered (person, role, step, kind) of effort_keys;
+// skip marks keys of other people in the per-person view.
+type effortKey struct {
+	person, role, step string
+	kind               workflow.EffortKind
+	skip               bool
+}
+
+// readEffortKeys reads the effort key numbers, indexed by number. Only
+// person's keys are kept when person is set.
+func readEffortKeys(ctx context.Context, tx *sql.Tx, person string) ([]effortKey, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, person, role, step, kind FROM effort_keys`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []effortKey
+	for rows.Next() {
+		var (
+			id   int
+			k    effortKey
+			kind string
+		)
+		if err := rows.Scan(&id, &k.person, &k.role, &k.step, &kind); err != nil {
+			return nil, err
+		}
+		if id < 0 || id > 1<<24 {
+			return nil, fmt.Errorf("effort key number %d is out of range", id)
+		}
+		k.kind, k.skip = workflow.EffortKind(kind), person != "" && k.person != person
+		if id >= len(out) {
+			out = append(out, make([]effortKey, id+1-len(out))...)
+		}
+		out[id] = k
+	}
+	return out, rows.Err()
+}
+
+// readReleaseFacts reads the selected releases, oldest first, with their
+// effort: one entry per release, person, role, step and kind, summed
+// (At and Note are not kept in the sums, and reports do not read them).
+// App, environment, kind, captain and status repeat across the rows, so
+// they are read as bytes and interned: one string per distinct value.
+func readReleaseFacts(ctx context.Context, tx *sql.Tx, cond string, args []any, keys []effortKey) ([]workflow.ReleaseFact, []workflow.EffortEntry, error) {
+	// Counting first (the index alone answers) sizes the slices once.
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM releases r`+cond, args...).Scan(&n); err != nil {
+		return nil, nil, err
+	}
+	// 'failed' and 'blocked' are workflow.Failed and workflow.Blocked as
+	// release bodies spell them; FailureDetectedAt reads no other step.
 	rows, err := tx.QueryContext(ctx, `
 SELECT r.id, r.app, r.env, r.kind, r.captain, r.status, r.created_at, r.updated_at, r.ended_at,
 	CASE WHEN r.kind = 'rollback' THEN json_extract(r.body, '$.rollback_of') END,
-	CASE WHEN r.status <> 'converged' THEN json_extract(r.body, '$.steps') END
-FROM releases r`+cond+` ORDER BY r.created_at, r.id`, args...)
+	CASE WHEN r.status NOT IN ('converged', 'ended', 'rolled-back') THEN (SELECT json_group_array(json(s.value))
+		FROM json_each(r.body, '$.steps') s WHERE s.value ->> 'status' IN ('failed', 'blocked')) END,
+	t.sums
+FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
-	var out []workflow.ReleaseFact
-	for rows.Next() {
-		var (
-			f                       workflow.ReleaseFact
-			status                  string
-			created, updated, ended sql.NullInt64
-			rollbackOf, steps       sql.NullString
-		)
-		if err := rows.Scan(&f.ID, &f.App, &f.Env, &f.Kind, &f.Captain, &status, &created, &updated, &ended, &rollbackOf, &steps); err != nil {
-			return nil, err
-		}
-		f.Status = workflow.ReleaseStatus(status)
-		f.CreatedAt, f.UpdatedAt, f.EndedAt = timeOf(created), timeOf(updated), timeOf(ended)
-		f.RollbackOf = rollbackOf.String
-		if steps.Valid && steps.String != "" {
-			var recs []workflow.StepRecord
-			if err := json.Unmarshal([]byte(steps.String), &recs); err != nil {
-				return nil, fmt.Errorf("release %s: stored steps are unreadable: %w", f.ID, err)
+	var (
+		facts  = make([]workflow.ReleaseFact, 0, n)
+		intern = map[string]string{}
+		in     = func(b []byte) string {
+			if s, ok := intern[string(b)]; ok {
+				return s
 			}
-			for _, st := range recs {
-				f.Steps = append(f.Steps, workflow.StepTime{Kind: st.Kind, Status: st.Status, StartedAt: st.StartedAt, EndedAt: st.EndedAt})
-			}
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
-}
-
-// readReportEffort reads the effort of the selected releases in one join.
-// Person, role, step and kind repeat across hundreds of thousands of rows,
-// so they are read as bytes and interned: one string per distinct value
-// instead of one allocation per row.
-func readReportEffort(ctx context.Context, tx *sql.Tx, cond string, args []any, releases int) ([]workflow.EffortEntry, error) {
-	rows, err := tx.QueryContext(ctx, `
-SELECT e.release_id, e.person, e.role, e.step, e.kind, e.duration_ns, e.at
-FROM effort e JOIN releases r ON r.id = e.release_id`+cond, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make([]workflow.EffortEntry, 0, releases*8)
-	intern := map[string]string{}
-	in := func(b []byte) string {
-		if s, ok := intern[string(b)]; ok {
+			s := string(b)
+			intern[s] = s
 			return s
 		}
-		s := string(b)
-		intern[s] = s
-		return s
-	}
-	var (
-		lastID                 string
-		id, person, role, step sql.RawBytes
-		kind                   sql.RawBytes
-		ns                     int64
-		at                     sql.NullInt64
+		app, env, kind, captain, status sql.RawBytes
+		created, updated, ended         sql.NullInt64
+		rollbackOf, steps, sums         sql.RawBytes
+		sorted                          = true
+		pairs                           = make([]int64, 0, 16*n) // effort key, nanoseconds, ...; ~8 keys a release
+		ends                            = make([]int, 0, n)      // by release: end of its pairs
 	)
 	for rows.Next() {
-		if err := rows.Scan(&id, &person, &role, &step, &kind, &ns, &at); err != nil {
-			return nil, err
+		var f workflow.ReleaseFact
+		if err := rows.Scan(&f.ID, &app, &env, &kind, &captain, &status, &created, &updated, &ended, &rollbackOf, &steps, &sums); err != nil {
+			return nil, nil, err
 		}
-		// Rows of one release usually come together; reuse its ID string.
-		if string(id) != lastID {
-			lastID = string(id)
+		f.App, f.Env, f.Kind, f.Captain, f.Status = in(app), in(env), in(kind), in(captain), workflow.ReleaseStatus(in(status))
+		f.CreatedAt, f.UpdatedAt, f.EndedAt = timeOf(created), timeOf(updated), timeOf(ended)
+		f.RollbackOf = string(rollbackOf)
+		if len(steps) > 0 && string(steps) != "[]" {
+			// StepTime has StepRecord's names for the fields it keeps.
+			if err := json.Unmarshal(steps, &f.Steps); err != nil {
+				return nil, nil, fmt.Errorf("release %s: stored steps are unreadable: %w", f.ID, err)
+			}
+			if len(f.Steps) == 0 {
+				f.Steps = nil
+			}
 		}
-		out = append(out, workflow.EffortEntry{ReleaseID: lastID, Person: in(person), Role: in(role), Step: in(step),
-			Kind: workflow.EffortKind(in(kind)), Duration: time.Duration(ns), At: timeOf(at)})
+		if len(sums) > 0 {
+			if pairs, err = appendSums(pairs, sums, keys); err != nil {
+				return nil, nil, fmt.Errorf("release %s: stored effort sums are unreadable: %w", f.ID, err)
+			}
+		}
+		ends = append(ends, len(pairs))
+		if n := len(facts); n > 0 && compareFacts(facts[n-1], f) > 0 {
+			sorted = false
+		}
+		facts = append(facts, f)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	// Entries are made once their number is known: on a big ledger they
+	// are most of what a report allocates.
+	effort := make([]workflow.EffortEntry, len(pairs)/2)
+	start := 0
+	for i, end := range ends {
+		for j := start; j < end; j += 2 {
+			k := &keys[pairs[j]]
+			effort[j/2] = workflow.EffortEntry{ReleaseID: facts[i].ID, Person: k.person, Role: k.role, Step: k.step,
+				Kind: k.kind, Duration: time.Duration(pairs[j+1])}
+		}
+		start = end
+	}
+	// Sorting here rather than in SQL spares SQLite a sort of every
+	// selected row; the rows usually come in creation order anyway.
+	if !sorted {
+		slices.SortFunc(facts, compareFacts)
+	}
+	return facts, effort, nil
+}
+
+// compareFacts orders releases by creation time, then ID (ORDER BY
+// created_at, id: no creation time first).
+func compareFacts(a, b workflow.ReleaseFact) int {
+	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+}
+
+// appendSums appends the (key, nanoseconds) pairs of one release's
+// effort_totals.sums to pairs, leaving out skipped keys. sums is a JSON
+// object from key number to nanoseconds as SQLite writes it,
+// {"1":900000000000,"4":60000000000}, read without allocating; any other
+// shape is read by encoding/json.
+func appendSums(pairs []int64, sums []byte, keys []effortKey) ([]int64, error) {
+	start := len(pairs)
+	more, ok := parseSums(pairs, sums)
+	if !ok {
+		var m map[string]int64
+		if err := json.Unmarshal(sums, &m); err != nil {
+			return pairs[:start], err
+		}
+		more = pairs
+		for k, ns := range m {
+			id, err := strconv.ParseInt(k, 10, 64)
+			if err != nil {
+				return pairs[:start], fmt.Errorf("effort key %q is not a number", k)
+			}
+			more = append(more, id, ns)
+		}
+	}
+	kept := more[:start]
+	for i := start; i < len(more); i += 2 {
+		id := more[i]
+		if id < 0 || id >= int64(len(keys)) || keys[id].kind == "" {
+			return pairs[:start], fmt.Errorf("unknown effort key %d", id)
+		}
+		if !keys[id].skip {
+			kept = append(kept, id, more[i+1])
+		}
+	}
+	return kept, nil
+}
+
+// parseSums appends {"1":2,"3":4} to pairs as 1, 2, 3, 4; ok is false
+// for any other shape (spaces, signs, fractions, very big numbers).
+func parseSums(pairs []int64, b []byte) ([]int64, bool) {
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, false
+	}
+	b = b[1 : len(b)-1]
+	num := func() (int64, bool) {
+		var n int64
+		i := 0
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if i >= 18 {
+				return 0, false
+			}
+			n = n*10 + int64(b[i]-'0')
+		}
+		if i == 0 {
+			return 0, false
+		}
+		b = b[i:]
+		return n, true
+	}
+	for len(b) > 0 {
+		if b[0] != '"' {
+			return nil, false
+		}
+		b = b[1:]
+		k, ok := num()
+		if !ok || len(b) < 2 || b[0] != '"' || b[1] != ':' {
+			return nil, false
+		}
+		b = b[2:]
+		v, ok := num()
+		if !ok {
+			return nil, false
+		}
+		pairs = append(pairs, k, v)
+		if len(b) > 0 {
+			if b[0] != ',' || len(b) == 1 {
+				return nil, false
+			}
+			b = b[1:]
+		}
+	}
+	return pairs, true
 }
 
 // readPlanFacts reads plans created or applied in the period.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -295,6 +296,31 @@ func BenchmarkReport100k(b *testing.B) {
 			b.Fatalf("only %d releases counted", e.Counts.Total)
 		}
 	}
+	b.Run("effort-report", func(b *testing.B) {
+		// relcap report effort: the releases and their effort only, and
+		// the effort report; the issue's budget is for this, under 1 s.
+		eq := q
+		eq.EffortOnly = true
+		cpu := cpuTime()
+		var worst time.Duration
+		for b.Loop() {
+			start := time.Now()
+			data, err := l.ReportData(ctx, eq)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, err := workflow.BuildEffortReport(data, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if e.Counts.Total < 90_000 {
+				b.Fatalf("only %d releases counted", e.Counts.Total)
+			}
+			worst = max(worst, time.Since(start))
+		}
+		b.ReportMetric(float64((cpuTime()-cpu).Milliseconds())/float64(b.N), "cpu-ms/op")
+		b.ReportMetric(float64(worst.Milliseconds()), "worst-ms")
+	})
 	b.Run("read+compute", func(b *testing.B) {
 		cpu := cpuTime()
 		for b.Loop() {
@@ -326,4 +352,92 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestEffortSummaryBackfillAndTrigger: a ledger written before the effort
+// summary existed (schema version 1) gets its sums from migration 2, and
+// effort recorded afterwards is added to them by the trigger, repeated
+// keys summed; the reports equal those built from the records.
+func TestEffortSummaryBackfillAndTrigger(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	dsn := (&url.URL{Scheme: "file", Path: path, RawQuery: connParams}).String()
+	db, err := sql.Open("sqlite", dsn)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, migrations[0].sql)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (1, 0)`)
+	require.NoError(t, err)
+	data := genLedger(t, &SQLite{db: db, path: path}, 300, 7)
+	require.NoError(t, db.Close())
+
+	l, err := OpenSQLite(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	// More effort against the same releases and keys, and a new key.
+	var more []workflow.EffortEntry
+	for i, e := range data.Effort[:200] {
+		e.Duration = time.Duration(i) * time.Second
+		e.Note = ""
+		if i%7 == 0 {
+			e.Person, e.Role = "newcomer", workflow.RoleApprover
+			if e.Kind == workflow.EffortWait {
+				e.Kind = workflow.EffortActive
+			}
+		}
+		more = append(more, e)
+	}
+	require.NoError(t, l.RecordEffort(ctx, more))
+	data.Effort = append(data.Effort, more...)
+
+	now := genFrom.AddDate(0, 6, 0)
+	for _, q := range []workflow.ReportQuery{
+		{From: genFrom, To: genFrom.AddDate(0, 3, 0)},
+		{Person: "newcomer", From: genFrom, To: genFrom.AddDate(0, 3, 0)},
+	} {
+		got, err := l.ReportData(ctx, q)
+		require.NoError(t, err)
+		o := workflow.ReportOptions{From: q.From, To: q.To, Person: q.Person, Now: now, BaselineHoursPerRelease: 2}
+		want, err := workflow.BuildEffortReport(data, o)
+		require.NoError(t, err)
+		gotE, err := workflow.BuildEffortReport(got, o)
+		require.NoError(t, err)
+		require.Equal(t, want, gotE)
+		require.NotZero(t, gotE.Counts.Total)
+	}
+	// Effort is append-only: the sums could not follow a change.
+	_, err = l.db.ExecContext(ctx, `UPDATE effort SET duration_ns = 0`)
+	require.ErrorContains(t, err, "append-only")
+	_, err = l.db.ExecContext(ctx, `DELETE FROM effort`)
+	require.ErrorContains(t, err, "append-only")
+}
+
+// TestParseSums: the fast reader takes what SQLite writes and hands
+// anything else to encoding/json.
+func TestParseSums(t *testing.T) {
+	t.Parallel()
+	keys := []effortKey{{}, {person: "a", kind: workflow.EffortActive}, {person: "b", kind: workflow.EffortOffTool, skip: true}, {kind: workflow.EffortWait}}
+	for in, want := range map[string][]int64{
+		`{}`:                          nil,
+		`{"1":5}`:                     {1, 5},
+		`{"1":5,"2":6,"3":7}`:         {1, 5, 3, 7},
+		`{ "3" : 7 }`:                 {3, 7},
+		`{"1":12345678901234567890}`:  nil, // too big for int64: error
+		`{"1":5,}`:                    nil,
+		`{"9":1}`:                     nil, // unknown key: error
+		`{"1":1234567890123456789}`:   {1, 1234567890123456789},
+		`{"1":123456789012345678}`:    {1, 123456789012345678},
+		`{"1":0,"3":100000000000000}`: {1, 0, 3, 100000000000000},
+	} {
+		got, err := appendSums(nil, []byte(in), keys)
+		if want == nil && in != `{}` {
+			require.Error(t, err, in)
+			continue
+		}
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
 }

@@ -102,7 +102,7 @@ func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	q := workflow.ReportQuery{Env: opts.Env, From: from, To: to, Person: opts.Person}
+	q := workflow.ReportQuery{Env: opts.Env, From: from, To: to, Person: opts.Person, EffortOnly: effort}
 	p, err := a.optionalProject()
 	if err != nil {
 		return err
