@@ -1,0 +1,211 @@
+//go:build e2e
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The end-to-end suite (issue 8) runs relcap's own commands against a real
+// lab: kube-apiserver, Argo CD, kwok, git daemon and a registry, started by
+// relcap-lab up and stopped by relcap-lab down. Nothing here skips: a
+// missing tool or a lab that does not start fails the suite.
+//
+//	go test -tags e2e -count=1 -timeout 40m ./cmd/relcap-lab
+
+// e2eLab is a running lab and the binaries that drive it.
+type e2eLab struct {
+	dir, relcap, lab string
+	env              map[string]string // lab.env
+	data             string            // XDG data/state of relcap
+}
+
+// startLab builds relcap and relcap-lab, brings a lab up in a temporary
+// directory and registers its teardown, which must leave nothing behind.
+func startLab(t *testing.T) *e2eLab {
+	t.Helper()
+	bin := t.TempDir()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	for name, pkg := range map[string]string{"relcap": "./cmd/relcap", "relcap-lab": "./cmd/relcap-lab"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "build %s: %s", name, out)
+	}
+	l := &e2eLab{dir: filepath.Join(t.TempDir(), "lab"), relcap: filepath.Join(bin, "relcap"), lab: filepath.Join(bin, "relcap-lab"), data: t.TempDir()}
+	up := exec.Command(l.lab, "up", "--dir", l.dir, "--src", filepath.Join(root, "lab"))
+	up.Stdout, up.Stderr = os.Stderr, os.Stderr // progress and timings in the test log
+	start := time.Now()
+	upErr := up.Run()
+	t.Cleanup(func() {
+		out, err := exec.Command(l.lab, "down", "--dir", l.dir).CombinedOutput()
+		require.NoError(t, err, "relcap-lab down must stop everything and leave no port: %s", out)
+	})
+	require.NoError(t, upErr, "relcap-lab up")
+	t.Logf("lab up in %s", time.Since(start).Round(time.Second))
+	l.env = readEnvFile(t, filepath.Join(l.dir, "lab.env"))
+	return l
+}
+
+// readEnvFile reads the export lines relcap-lab writes.
+func readEnvFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	env := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		k, v, ok := strings.Cut(strings.TrimPrefix(s.Text(), "export "), "=")
+		if !ok || strings.HasPrefix(k, "#") {
+			continue
+		}
+		env[k] = strings.ReplaceAll(strings.Trim(v, "'"), `'\''`, "'")
+	}
+	require.NoError(t, s.Err())
+	require.NotEmpty(t, env[TokenEnv], "lab.env must carry the Argo CD token")
+	return env
+}
+
+func (l *e2eLab) environ() []string {
+	env := append(os.Environ(), "XDG_DATA_HOME="+l.data, "XDG_STATE_HOME="+filepath.Join(l.data, "state"), "NO_COLOR=1")
+	for k, v := range l.env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// run runs a binary of the lab with its environment and returns the exit
+// code and combined output.
+func (l *e2eLab) run(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = l.dir
+	cmd.Env = l.environ()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), out.String()
+	}
+	require.NoError(t, err)
+	return 0, out.String()
+}
+
+// relcapOK runs relcap against the lab's relcap.yaml and requires exit 0.
+func (l *e2eLab) relcapOK(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out := l.run(t, l.relcap, append([]string{"-c", filepath.Join(l.dir, "relcap.yaml"), "--no-tui"}, args...)...)
+	require.Equal(t, 0, code, "relcap %s:\n%s", strings.Join(args, " "), out)
+	return out
+}
+
+func (l *e2eLab) kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out := l.run(t, filepath.Join(l.env["RELCAP_LAB_BIN"], binKubectl), args...)
+	require.Equal(t, 0, code, "kubectl %s:\n%s", strings.Join(args, " "), out)
+	return strings.TrimSpace(out)
+}
+
+// live reads what the Kubernetes API says env's Deployment runs: its image
+// and how many replicas are ready of how many wanted. ready counts only
+// once every replica runs the current template (a rollout in progress has
+// ready < want).
+func (l *e2eLab) live(t *testing.T, env string) (image string, ready, want int) {
+	t.Helper()
+	out := l.kubectl(t, "get", "deployment", AppName, "-n", Namespace(env), "-o",
+		`jsonpath={.spec.template.spec.containers[0].image}|{.status.readyReplicas}|{.spec.replicas}|{.status.updatedReplicas}|{.status.observedGeneration}|{.metadata.generation}`)
+	f := strings.Split(out, "|")
+	require.Len(t, f, 6, out)
+	n := func(s string) int { i, _ := strconv.Atoi(s); return i }
+	ready, want = n(f[1]), n(f[2])
+	if n(f[3]) != want || f[4] != f[5] {
+		ready = 0
+	}
+	return f[0], ready, want
+}
+
+func (l *e2eLab) pushBuild(t *testing.T, tag string) (ref, digest string) {
+	t.Helper()
+	ref = l.env["RELCAP_LAB_REGISTRY"] + "/ci/" + AppName + ":" + tag
+	code, out := l.run(t, l.lab, "push-random", ref)
+	require.Equal(t, 0, code, out)
+	return ref, strings.TrimSpace(out)
+}
+
+func TestE2E(t *testing.T) {
+	l := startLab(t)
+	repo := func(env string) string { return l.env["RELCAP_LAB_REGISTRY"] + "/" + env + "/" + AppName }
+
+	t.Run("the seeded release is converged and relcap agrees", func(t *testing.T) {
+		rev := strings.TrimSpace(l.runGit(t, "rev-parse", "main"))
+		out := l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "2m")
+		require.Contains(t, out, "web-staging converged: synced at "+rev[:12])
+	})
+
+	t.Run("a release to staging then prod converges, cross-checked with the Kubernetes API", func(t *testing.T) {
+		ref, digest := l.pushBuild(t, "1.1.0")
+
+		l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", ref)
+		rev := strings.TrimSpace(l.runGit(t, "rev-parse", "main"))
+		out := l.relcapOK(t, "converge", "--env", "staging", "--timeout", "3m")
+		require.Contains(t, out, "converged in staging")
+		require.Contains(t, out, digest)
+		image, ready, want := l.live(t, "staging")
+		require.Equal(t, repo("staging")+"@"+digest, image, "the apiserver runs the promoted digest")
+		require.Equal(t, want, ready, "kwok reports every pod ready")
+		require.Contains(t, l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "1m"), "healthy, running "+digest)
+
+		// prod needs a second person's approval.
+		code, out := l.run(t, l.relcap, "-c", filepath.Join(l.dir, "relcap.yaml"), "--no-tui", "--actor", "alice", "promote", "--env", "prod", "--image", ref)
+		require.Equal(t, 3, code, "prod waits for a promotion approval:\n%s", out)
+		i := strings.Index(out, "relcap approve --release ")
+		require.GreaterOrEqual(t, i, 0, out)
+		id := strings.Fields(out[i+len("relcap approve --release "):])[0]
+		l.relcapOK(t, "--actor", "bob", "approve", "--release", id)
+		out = l.relcapOK(t, "resume", id, "--timeout", "3m")
+		require.Contains(t, out, "converged in prod")
+		image, ready, want = l.live(t, "prod")
+		require.Equal(t, repo("prod")+"@"+digest, image)
+		require.Equal(t, want, ready)
+	})
+
+	t.Run("self-heal puts a manual change back", func(t *testing.T) {
+		before, _, _ := l.live(t, "staging")
+		l.kubectl(t, "set", "image", "deployment/"+AppName, AppName+"=registry.invalid/hotfix:manual", "-n", Namespace("staging"))
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			image, ready, want := l.live(t, "staging")
+			if image == before && ready == want {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "argo cd did not revert the manual image within 60s: %s", image)
+			time.Sleep(250 * time.Millisecond)
+		}
+		rev := strings.TrimSpace(l.runGit(t, "rev-parse", "main"))
+		l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "1m")
+	})
+}
+
+func (l *e2eLab) runGit(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out := l.run(t, "git", append([]string{"-C", l.env["RELCAP_LAB_ENVREPO"]}, args...)...)
+	require.Equal(t, 0, code, out)
+	return out
+}

@@ -1,0 +1,177 @@
+// Command relcap-lab runs a real Kubernetes control plane and Argo CD on
+// loopback for relcap's end-to-end tests (issue 8): etcd and redis from
+// Debian, kube-apiserver, kube-controller-manager, kube-scheduler and
+// kubectl built from k8s.io/kubernetes, Argo CD built from its Go module,
+// kwok for a fake node whose pods become Ready, git daemon for the
+// environment repository and an in-process OCI registry.
+//
+// It drives those as processes: this program never links Kubernetes or
+// Argo CD server code. The binaries are built in the throw-away modules
+// under lab/ (kept out of the main module so `go test ./...` never
+// compiles Kubernetes) and cached under a directory keyed by their
+// versions.
+//
+//	relcap-lab build  [--cache D] [--src lab]
+//	relcap-lab up     [--dir D] [--cache D] [--src lab] [--timeout 3m] [--wait-apps=true]
+//	relcap-lab status [--dir D]
+//	relcap-lab down   [--dir D]
+//	relcap-lab push-random REF...   (push a random image, print its digest)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "relcap-lab:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+// usageError is a command-line mistake (exit code 2).
+type usageError struct{ error }
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}
+
+const usage = `usage: relcap-lab <command> [flags]
+
+commands:
+  build   build (or reuse) the lab binaries in the cache
+  up      start a lab: builds if needed, then etcd, redis, registry, git daemon,
+          kube-apiserver, controller-manager, scheduler, kwok and Argo CD
+  status  show what a lab runs and its Argo CD applications
+  down    stop exactly what up started and remove the lab directory
+  push-random REF...
+          push one random image under each reference and print its digest
+
+run "relcap-lab <command> -h" for its flags`
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(errOut, usage)
+		return usageError{errors.New("no command")}
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet("relcap-lab "+cmd, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	dir := fs.String("dir", defaultDir(), "lab directory (state, logs, kubeconfig, relcap.yaml)")
+	var b Builder
+	b.Versions, b.Log = DefaultVersions, out
+	if cmd == "build" || cmd == "up" {
+		cache, _ := DefaultCacheDir()
+		fs.StringVar(&b.CacheDir, "cache", cache, "binary cache; binaries go into <cache>/bin/<versions>")
+		fs.StringVar(&b.Src, "src", defaultSrc(), "the repository's lab/ directory (the build modules)")
+	}
+	timeout := fs.Duration("timeout", 3*time.Minute, "how long each component may take to become ready")
+	waitApps := fs.Bool("wait-apps", true, "wait for the seeded Applications to be Synced and Healthy")
+	grace := fs.Duration("grace", 10*time.Second, "how long down waits after SIGTERM before SIGKILL")
+	listen := fs.String("listen", "127.0.0.1:0", "registry: address to serve on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 && cmd != "push-random" {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd, fs.Args())}
+	}
+	switch cmd {
+	case "build":
+		if b.CacheDir == "" {
+			return usageError{errors.New("no cache directory: pass --cache")}
+		}
+		t := time.Now()
+		_, err := b.Build(ctx)
+		if err == nil {
+			fmt.Fprintf(out, "build finished in %s\n", since(t))
+		}
+		return err
+	case "up":
+		if b.CacheDir == "" {
+			return usageError{errors.New("no cache directory: pass --cache")}
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find relcap-lab's own executable (it runs the registry): %w", err)
+		}
+		return Up(ctx, UpOptions{Dir: *dir, Builder: b, Self: self, Timeout: *timeout, WaitApps: *waitApps, Out: out})
+	case "down":
+		return Down(*dir, *grace, out)
+	case "status":
+		return Status(ctx, *dir, out)
+	case "registry":
+		return serveRegistry(ctx, *listen)
+	case "push-random":
+		// A test helper: pushes one random image under each reference
+		// and prints its digest (a new "build" for e2e scenarios).
+		if fs.NArg() == 0 {
+			return usageError{errors.New("push-random wants image references")}
+		}
+		d, err := pushRandomImage(ctx, fs.Args()...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, d)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(out, usage)
+		return nil
+	}
+	fmt.Fprintln(errOut, usage)
+	return usageError{fmt.Errorf("unknown command %q", cmd)}
+}
+
+// defaultDir is $XDG_STATE_HOME/relcap/lab, or ~/.local/state/relcap/lab.
+func defaultDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "relcap", "lab")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "relcap", "lab")
+	}
+	return filepath.Join(os.TempDir(), "relcap-lab")
+}
+
+// defaultSrc finds the repository's lab/ directory: from the working
+// directory upwards, then from the executable's directory upwards (make
+// builds it into bin/).
+func defaultSrc() string {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, d := range starts {
+		for {
+			if _, err := os.Stat(filepath.Join(d, "lab", "k8s", "go.mod")); err == nil {
+				return filepath.Join(d, "lab")
+			}
+			parent := filepath.Dir(d)
+			if parent == d {
+				break
+			}
+			d = parent
+		}
+	}
+	return "lab"
+}

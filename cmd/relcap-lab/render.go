@@ -1,0 +1,260 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Names the lab gives the things it creates.
+const (
+	// TokenEnv is the environment variable the lab's relcap.yaml reads the
+	// Argo CD token from (argocd.token_env).
+	TokenEnv = "RELCAP_LAB_ARGOCD_TOKEN"
+	// ArgoNamespace is where Argo CD's own objects live.
+	ArgoNamespace = "argocd"
+	// NodeName is the kwok-managed fake node pods are scheduled on.
+	NodeName = "fake"
+	// ClusterName is the name of the Argo CD cluster Secret pointing at the
+	// lab's apiserver (Applications use its server URL as destination).
+	ClusterName = "lab"
+	// EnvRepoName is the environment repository git daemon serves.
+	EnvRepoName = "env.git"
+	// AppName is the application relcap releases in the lab.
+	AppName = "web"
+)
+
+// Envs are the environments of the lab's relcap.yaml, in promotion order.
+var Envs = []string{"staging", "prod"}
+
+// Lab is what rendering needs to know about a running lab.
+type Lab struct {
+	Dir        string
+	Ports      Ports
+	KubeToken  string // apiserver bearer token (system:masters)
+	CAPEM      []byte // CA of the apiserver's serving certificate
+	ArgoToken  string // Argo CD session token of admin
+	EnvRepo    string // absolute path of the bare environment repository
+	BinDir     string
+	Kubeconfig string
+}
+
+func (l Lab) apiServerURL() string         { return fmt.Sprintf("https://127.0.0.1:%d", l.Ports.APIServer) }
+func (l Lab) argoServer() string           { return fmt.Sprintf("127.0.0.1:%d", l.Ports.Server) }
+func (l Lab) registryHost() string         { return fmt.Sprintf("127.0.0.1:%d", l.Ports.Registry) }
+func (l Lab) gitURL() string               { return fmt.Sprintf("git://127.0.0.1:%d/%s", l.Ports.Git, EnvRepoName) }
+func (l Lab) repository(env string) string { return l.registryHost() + "/" + env + "/" + AppName }
+
+// Namespace is the namespace env's workload runs in.
+func Namespace(env string) string { return AppName + "-" + env }
+
+// ArgoApp is the name of env's Argo CD Application.
+func ArgoApp(env string) string { return AppName + "-" + env }
+
+// ManifestPath is env's manifest in the environment repository.
+func ManifestPath(env string) string { return "apps/" + AppName + "/" + env + "/deploy.yaml" }
+
+// RenderKubeconfig renders a kubeconfig for the lab's apiserver that
+// verifies it against caPEM and authenticates with a bearer token.
+func RenderKubeconfig(server string, caPEM []byte, token string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: lab
+  context:
+    cluster: lab
+    user: admin
+current-context: lab
+`, strconv.Quote(server), base64.StdEncoding.EncodeToString(caPEM), strconv.Quote(token))
+}
+
+// RenderTokenAuthFile renders kube-apiserver's --token-auth-file: one
+// user, admin, in system:masters.
+func RenderTokenAuthFile(token string) string {
+	return token + ",admin,admin,system:masters\n"
+}
+
+// RenderRelcapConfig renders a relcap.yaml for the lab: staging then prod,
+// each an Argo CD Application following a plain manifest in the
+// environment repository, images in the lab registry, Argo CD reached in
+// plaintext with the token from $RELCAP_LAB_ARGOCD_TOKEN.
+func RenderRelcapConfig(l Lab) string {
+	var b strings.Builder
+	b.WriteString(`# relcap.yaml for the relcap lab (written by relcap-lab up; do not edit:
+# the next up rewrites it). source lab.env first for the token.
+version: 1
+app: ` + AppName + `
+ownership: ownership.yaml
+environments:
+`)
+	for _, env := range Envs {
+		prod := env == "prod"
+		fmt.Fprintf(&b, "  - name: %s\n", env)
+		if prod {
+			b.WriteString("    production: true\n")
+		}
+		fmt.Fprintf(&b, "    terraform: {dir: infra/%s}\n", env)
+		fmt.Fprintf(&b, "    registry: {repository: %s, require_signature: false}\n", l.repository(env))
+		fmt.Fprintf(&b, "    envrepo: {path: %s, branch: main, file: %s, image: %s, format: manifest}\n", strconv.Quote(l.EnvRepo), ManifestPath(env), AppName)
+		fmt.Fprintf(&b, "    argocd: {server: %s, app: %s, token_env: %s, plaintext: true}\n", l.argoServer(), ArgoApp(env), TokenEnv)
+		if prod {
+			b.WriteString("    approvals: {plan: 1, promotion: 1, distinct_from_author: true}\n")
+		} else {
+			b.WriteString("    approvals: {plan: 0, promotion: 0, distinct_from_author: false}\n")
+		}
+	}
+	b.WriteString("effort: {idle_threshold: 2m, baseline_hours_per_release: 3}\n")
+	return b.String()
+}
+
+// RenderOwnership renders the lab's ownership.yaml: Argo CD owns the web
+// Deployments, Terraform owns everything it declares.
+func RenderOwnership() string {
+	return `# ownership.yaml for the relcap lab (written by relcap-lab up).
+version: 1
+rules:
+  - match: {group: apps, kind: Deployment, namespace: "` + AppName + `-*"}
+    owner: argocd
+  - match: {terraform_type: "*"}
+    owner: terraform
+`
+}
+
+// RenderTerraformRoot renders a minimal Terraform root for env that needs
+// no provider download.
+func RenderTerraformRoot(env string) string {
+	return `# Terraform root of the lab's ` + env + ` environment (written by relcap-lab up).
+resource "terraform_data" "lab" {
+  input = "` + env + `"
+}
+`
+}
+
+// RenderEnvFile renders shell exports, single-quoted, in the given order.
+func RenderEnvFile(vars [][2]string) string {
+	var b strings.Builder
+	b.WriteString("# source this file: . lab.env (written by relcap-lab up)\n")
+	for _, kv := range vars {
+		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// EnvVars are the exports of lab.env.
+func (l Lab) EnvVars() [][2]string {
+	return [][2]string{
+		{"RELCAP_LAB_DIR", l.Dir},
+		{"KUBECONFIG", l.Kubeconfig},
+		{TokenEnv, l.ArgoToken},
+		{"ARGOCD_SERVER", l.argoServer()},
+		{"ARGOCD_OPTS", "--plaintext"},
+		{"RELCAP_LAB_REGISTRY", l.registryHost()},
+		{"RELCAP_LAB_ENVREPO", l.EnvRepo},
+		{"RELCAP_LAB_GIT_URL", l.gitURL()},
+		{"RELCAP_LAB_APISERVER", l.apiServerURL()},
+		{"RELCAP_LAB_BIN", l.BinDir},
+	}
+}
+
+// Kubernetes objects, as JSON that kubectl apply takes.
+
+type obj = map[string]any
+
+func mustJSON(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err) // maps of strings always encode
+	}
+	return string(b) + "\n"
+}
+
+// RenderDeployment is env's workload: one Deployment running image, as
+// the YAML file the environment repository holds.
+func RenderDeployment(env, image string) string {
+	labels := obj{"app": AppName}
+	return mustYAML(obj{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": obj{"name": AppName, "namespace": Namespace(env), "labels": labels},
+		"spec": obj{
+			"replicas": 2,
+			"selector": obj{"matchLabels": labels},
+			"template": obj{
+				"metadata": obj{"labels": labels},
+				"spec": obj{
+					"containers": []obj{{"name": AppName, "image": image}},
+					// Only kwok's fake node carries this label.
+					"nodeSelector": obj{"type": "kwok"},
+				},
+			},
+		},
+	})
+}
+
+func mustYAML(v any) string {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		panic(err) // maps of strings always encode
+	}
+	return string(b)
+}
+
+// RenderNode is the fake node kwok manages.
+func RenderNode() string {
+	return mustJSON(obj{
+		"apiVersion": "v1", "kind": "Node",
+		"metadata": obj{
+			"name":        NodeName,
+			"annotations": obj{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			"labels":      obj{"type": "kwok", "kubernetes.io/hostname": NodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
+		},
+		"spec": obj{},
+	})
+}
+
+// RenderClusterSecret registers the lab's apiserver with Argo CD. The
+// in-cluster destination does not work out of cluster (LAB.md).
+func RenderClusterSecret(server, token string) string {
+	cfg := mustJSON(obj{"bearerToken": token, "tlsClientConfig": obj{"insecure": true}})
+	return mustJSON(obj{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": obj{
+			"name": "cluster-" + ClusterName, "namespace": ArgoNamespace,
+			"labels": obj{"argocd.argoproj.io/secret-type": "cluster"},
+		},
+		"type":       "Opaque",
+		"stringData": obj{"name": ClusterName, "server": server, "config": cfg},
+	})
+}
+
+// RenderApplication is an automated, self-healing Argo CD Application
+// following path of repoURL into namespace on the lab cluster.
+func RenderApplication(name, repoURL, path, server, namespace string) string {
+	return mustJSON(obj{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": obj{"name": name, "namespace": ArgoNamespace},
+		"spec": obj{
+			"project":     "default",
+			"source":      obj{"repoURL": repoURL, "path": path, "targetRevision": "main"},
+			"destination": obj{"server": server, "namespace": namespace},
+			"syncPolicy": obj{
+				"automated":   obj{"prune": true, "selfHeal": true},
+				"syncOptions": []string{"CreateNamespace=true"},
+			},
+		},
+	})
+}

@@ -1,0 +1,475 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ReconciliationTimeout is how often the lab's Argo CD looks at Git
+// again (ARGOCD_RECONCILIATION_TIMEOUT).
+const ReconciliationTimeout = 5 * time.Second
+
+// UpOptions configure Up.
+type UpOptions struct {
+	Dir     string
+	Builder Builder
+	// Self is the relcap-lab executable, run again as the lab's registry.
+	Self string
+	// Timeout bounds the start of every component and the wait for the
+	// seeded Applications.
+	Timeout time.Duration
+	// WaitApps waits for the seeded Applications to be Synced and Healthy.
+	WaitApps bool
+	Out      io.Writer
+}
+
+// launcher starts components and records each in the state file at once,
+// so that a failed or interrupted `up` leaves a state `down` can clean.
+type launcher struct {
+	dir   string
+	out   io.Writer
+	start time.Time
+
+	mu    sync.Mutex
+	state State
+	procs []*running
+}
+
+func (l *launcher) launch(c Component) (*running, error) {
+	r, err := start(l.dir, c)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.procs = append(l.procs, r)
+	l.state.Processes = append(l.state.Processes, r.Process)
+	return r, WriteState(l.dir, l.state)
+}
+
+// launchReady starts the components together and waits until all are
+// ready; any that fails to start or dies is reported with its log.
+func (l *launcher) launchReady(ctx context.Context, timeout time.Duration, cs ...Component) error {
+	t := time.Now()
+	rs := make([]*running, len(cs))
+	for i, c := range cs {
+		r, err := l.launch(c)
+		if err != nil {
+			return err
+		}
+		rs[i] = r
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i := range cs {
+		wg.Go(func() { errs[i] = rs[i].waitReady(ctx, cs[i].Ready) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	l.logf("%s ready in %s", strings.Join(names, ", "), since(t))
+	return nil
+}
+
+// logf prints one progress line with the time since `up` began.
+func (l *launcher) logf(format string, args ...any) {
+	fmt.Fprintf(l.out, "[%6.1fs] %s\n", time.Since(l.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// allRunning fails, with its log, for any component that passed its
+// readiness check and died later during start-up.
+func (l *launcher) allRunning() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, r := range l.procs {
+		select {
+		case <-r.exited:
+			errs = append(errs, fmt.Errorf("%s exited during start-up (%v); last lines of %s:\n%s", r.Name, r.err, r.Log, logTail(r.Log, 25)))
+		default:
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// abort stops everything started so far, newest first, and keeps the
+// directory (and its logs) for the post-mortem.
+func (l *launcher) abort() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.procs) - 1; i >= 0; i-- {
+		if err := stop(l.procs[i].Process, 5*time.Second); err != nil {
+			fmt.Fprintf(l.out, "relcap-lab: %v\n", err)
+		}
+	}
+}
+
+// Up starts a lab in o.Dir and returns once Argo CD serves and the lab's
+// files are written (and, with WaitApps, the seeded Applications are Synced
+// and Healthy). On failure it stops what it started and keeps the logs.
+func Up(ctx context.Context, o UpOptions) (err error) {
+	begin := time.Now()
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return err
+	}
+	if err := checkFreeDir(dir); err != nil {
+		return err
+	}
+	binDir, err := o.Builder.Build(ctx)
+	if err != nil {
+		return err
+	}
+	ports, err := PickPorts()
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{"logs", "pki", "etcd", "redis", "git", "argocd/home", "argocd/ssh", "argocd/tls", "argocd/gnupg", "argocd/tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("create lab directory: %w", err)
+		}
+	}
+	l := &launcher{dir: dir, out: o.Out, start: begin, state: State{Dir: dir, BinDir: binDir, Versions: o.Builder.Versions, Ports: ports, StartedAt: begin.UTC()}}
+	if err := WriteState(dir, l.state); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			l.abort()
+			err = fmt.Errorf("%w\nlab stopped; logs kept in %s (relcap-lab down --dir %s removes them)", err, filepath.Join(dir, "logs"), dir)
+		}
+	}()
+	l.logf("binaries %s; ports %v", binDir, ports.All())
+
+	lab := Lab{Dir: dir, Ports: ports, KubeToken: randomToken(), EnvRepo: filepath.Join(dir, "git", EnvRepoName), BinDir: binDir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
+	pki, err := GeneratePKI(filepath.Join(dir, "pki"))
+	if err != nil {
+		return fmt.Errorf("generate certificates: %w", err)
+	}
+	lab.CAPEM = pki.CAPEM
+	tokens := filepath.Join(dir, "pki", "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(RenderTokenAuthFile(lab.KubeToken)), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(lab.Kubeconfig, []byte(RenderKubeconfig(lab.apiServerURL(), lab.CAPEM, lab.KubeToken)), 0o600); err != nil {
+		return err
+	}
+	bin := func(n string) string { return filepath.Join(binDir, n) }
+	kc := kubectl{bin: bin(binKubectl), kubeconfig: lab.Kubeconfig}
+	loop := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+
+	// 1. Storage, registry and Git: nothing depends on anything.
+	err = l.launchReady(ctx, o.Timeout,
+		Component{Name: "etcd", Path: "etcd", Ports: []int{ports.Etcd, ports.EtcdPeer}, Args: []string{
+			"--name", "lab", "--data-dir", filepath.Join(dir, "etcd"),
+			"--listen-client-urls", "http://" + loop(ports.Etcd), "--advertise-client-urls", "http://" + loop(ports.Etcd),
+			"--listen-peer-urls", "http://" + loop(ports.EtcdPeer), "--initial-advertise-peer-urls", "http://" + loop(ports.EtcdPeer),
+			"--initial-cluster", "lab=http://" + loop(ports.EtcdPeer),
+		}, Ready: httpProbe(nil, "http://"+loop(ports.Etcd)+"/health", "", `"health":"true"`)},
+		Component{Name: "redis", Path: "redis-server", Ports: []int{ports.Redis}, Args: []string{
+			"--bind", "127.0.0.1", "--port", strconv.Itoa(ports.Redis), "--save", "", "--appendonly", "no", "--dir", filepath.Join(dir, "redis"),
+		}, Ready: redisProbe(ports.Redis)},
+		Component{Name: "registry", Path: o.Self, Ports: []int{ports.Registry}, Args: []string{"registry", "--listen", loop(ports.Registry)},
+			Ready: httpProbe(nil, "http://"+loop(ports.Registry)+"/v2/", "", "")},
+		Component{Name: "git-daemon", Path: "git", Ports: []int{ports.Git}, Args: []string{
+			"daemon", "--export-all", "--reuseaddr", "--informative-errors", "--base-path=" + filepath.Join(dir, "git"),
+			"--listen=127.0.0.1", "--port=" + strconv.Itoa(ports.Git), filepath.Join(dir, "git"),
+		}, Ready: tcpProbe(ports.Git)},
+	)
+	if err != nil {
+		return err
+	}
+
+	// The first release: one image in every environment's repository, and
+	// the environment repository pinning it.
+	digest, err := pushRandomImage(ctx, lab.registryHost()+"/ci/"+AppName+":1.0.0", lab.repository("staging")+":1.0.0", lab.repository("prod")+":1.0.0")
+	if err != nil {
+		return err
+	}
+	files := map[string]string{}
+	for _, env := range Envs {
+		files[ManifestPath(env)] = RenderDeployment(env, lab.repository(env)+"@"+digest.String())
+	}
+	rev, err := CreateEnvRepo(ctx, lab.EnvRepo, files)
+	if err != nil {
+		return err
+	}
+	l.logf("registry seeded with %s/ci/%s:1.0.0 (%s); environment repository %s at %s", lab.registryHost(), AppName, digest, lab.gitURL(), rev[:12])
+
+	// 2. The apiserver.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(lab.CAPEM)
+	apiClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	err = l.launchReady(ctx, o.Timeout, Component{Name: "kube-apiserver", Path: bin(binAPIServer), Ports: []int{ports.APIServer}, Args: []string{
+		"--etcd-servers=http://" + loop(ports.Etcd), "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports.APIServer),
+		"--advertise-address=127.0.0.1", "--cert-dir=" + filepath.Join(dir, "pki"),
+		"--tls-cert-file=" + pki.ServingCert, "--tls-private-key-file=" + pki.ServingKey,
+		"--service-account-key-file=" + pki.SAPub, "--service-account-signing-key-file=" + pki.SAKey,
+		"--service-account-issuer=https://kubernetes.default.svc", "--token-auth-file=" + tokens,
+		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.96.0.0/16",
+		// Without this the apiserver keeps failing to publish a
+		// loopback endpoint for the kubernetes Service (LAB.md).
+		"--endpoint-reconciler-type=none",
+	}, Ready: httpProbe(apiClient, lab.apiServerURL()+"/readyz", lab.KubeToken, "ok")})
+	if err != nil {
+		return err
+	}
+
+	// 3. Controllers, scheduler, kwok, and Argo CD's API objects.
+	kwokArgs := []string{"--kubeconfig", lab.Kubeconfig, "--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--server-address=" + loop(ports.Kwok)}
+	stages, _ := filepath.Glob(filepath.Join(binDir, stagesDir, "*", "*.yaml"))
+	sort.Strings(stages)
+	for _, s := range stages {
+		kwokArgs = append(kwokArgs, "--config", s)
+	}
+	var wg sync.WaitGroup
+	var setupErr error
+	wg.Go(func() { setupErr = setupCluster(ctx, kc, binDir, o.Timeout, l) })
+	err = l.launchReady(ctx, o.Timeout,
+		Component{Name: "kube-controller-manager", Path: bin(binControllerManager), Ports: []int{ports.ControllerManager}, Args: []string{
+			"--kubeconfig=" + lab.Kubeconfig, "--authentication-kubeconfig=" + lab.Kubeconfig, "--authorization-kubeconfig=" + lab.Kubeconfig,
+			// serviceaccount creates the default service account
+			// without which no pod is ever admitted (LAB.md).
+			"--controllers=deployment,replicaset,serviceaccount,serviceaccount-token,namespace,garbagecollector",
+			"--service-account-private-key-file=" + pki.SAKey, "--root-ca-file=" + pki.CACert, "--leader-elect=false",
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports.ControllerManager), "--cert-dir=" + filepath.Join(dir, "pki", "kcm"),
+		}, Ready: httpProbe(insecureTLS, "https://"+loop(ports.ControllerManager)+"/healthz", "", "ok")},
+		Component{Name: "kube-scheduler", Path: bin(binScheduler), Ports: []int{ports.Scheduler}, Args: []string{
+			"--kubeconfig=" + lab.Kubeconfig, "--authentication-kubeconfig=" + lab.Kubeconfig, "--authorization-kubeconfig=" + lab.Kubeconfig,
+			"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports.Scheduler), "--cert-dir=" + filepath.Join(dir, "pki", "scheduler"),
+		}, Ready: httpProbe(insecureTLS, "https://"+loop(ports.Scheduler)+"/healthz", "", "ok")},
+		Component{Name: "kwok", Path: bin(binKwok), Ports: []int{ports.Kwok}, Args: kwokArgs, Ready: tcpProbe(ports.Kwok)},
+	)
+	wg.Wait()
+	if err = errors.Join(err, setupErr); err != nil {
+		return err
+	}
+	if err = readyNode(ctx, kc, o.Timeout, l); err != nil {
+		return err
+	}
+
+	// 4. Argo CD.
+	argoEnv := []string{
+		"ARGOCD_GPG_ENABLED=false", // else repo-server dies on /app/config/gpg/keys (LAB.md)
+		"HOME=" + filepath.Join(dir, "argocd", "home"),
+		"TMPDIR=" + filepath.Join(dir, "argocd", "tmp"),
+		"ARGOCD_SSH_DATA_PATH=" + filepath.Join(dir, "argocd", "ssh"),
+		"ARGOCD_TLS_DATA_PATH=" + filepath.Join(dir, "argocd", "tls"),
+		"ARGOCD_GNUPGHOME=" + filepath.Join(dir, "argocd", "gnupg"),
+		// Notice a new commit within seconds rather than the default
+		// 3 min: this sets the controller's resync period and
+		// repo-server's cache of what a branch resolves to.
+		"ARGOCD_RECONCILIATION_TIMEOUT=" + ReconciliationTimeout.String(),
+	}
+	redis, repo := loop(ports.Redis), loop(ports.RepoServer)
+	err = l.launchReady(ctx, o.Timeout,
+		Component{Name: "argocd-repo-server", Path: bin(binArgoRepoServer), Env: argoEnv, Ports: []int{ports.RepoServer, ports.RepoServerMetrics}, Args: []string{
+			"--redis", redis, "--address", "127.0.0.1", "--port", strconv.Itoa(ports.RepoServer),
+			"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports.RepoServerMetrics), "--disable-tls",
+		}, Ready: httpProbe(nil, "http://"+loop(ports.RepoServerMetrics)+"/healthz", "", "")},
+		Component{Name: "argocd-server", Path: bin(binArgoServer), Env: argoEnv, Ports: []int{ports.Server, ports.ServerMetrics}, Args: []string{
+			"--kubeconfig", lab.Kubeconfig, "--namespace", ArgoNamespace, "--insecure",
+			"--address", "127.0.0.1", "--port", strconv.Itoa(ports.Server),
+			"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports.ServerMetrics),
+			"--redis", redis, "--repo-server", repo, "--repo-server-plaintext", "--dex-server", "",
+		}, Ready: httpProbe(nil, "http://"+loop(ports.Server)+"/healthz", "", "")},
+		Component{Name: "argocd-application-controller", Path: bin(binArgoController), Env: argoEnv, Ports: []int{ports.ControllerMetrics}, Args: []string{
+			"--kubeconfig", lab.Kubeconfig, "--namespace", ArgoNamespace,
+			"--redis", redis, "--repo-server", repo, "--repo-server-plaintext",
+			// it always binds 0.0.0.0 for metrics; v2.14 has no flag
+			"--metrics-port", strconv.Itoa(ports.ControllerMetrics),
+		}, Ready: httpProbe(nil, "http://"+loop(ports.ControllerMetrics)+"/healthz", "", "")},
+	)
+	if err != nil {
+		return err
+	}
+
+	// 5. The cluster, the Applications, a token.
+	if err = kc.apply(ctx, RenderClusterSecret(lab.apiServerURL(), lab.KubeToken)); err != nil {
+		return err
+	}
+	for _, env := range Envs {
+		if err = kc.apply(ctx, RenderApplication(ArgoApp(env), lab.gitURL(), filepath.Dir(ManifestPath(env)), lab.apiServerURL(), Namespace(env))); err != nil {
+			return err
+		}
+	}
+	lctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	password, err := kc.secretValue(lctx, ArgoNamespace, "argocd-initial-admin-secret", "password")
+	if err != nil {
+		return err
+	}
+	if lab.ArgoToken, err = argoLogin(lctx, lab.argoServer(), "admin", password); err != nil {
+		return err
+	}
+	if err = writeLabFiles(lab); err != nil {
+		return err
+	}
+	if err = l.allRunning(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.state.Ready = true
+	err = WriteState(dir, l.state)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	l.logf("Argo CD ready: %s (token in %s)", lab.argoServer(), filepath.Join(dir, "argocd-token"))
+
+	if o.WaitApps {
+		if err = waitApps(lctx, lab, l); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.Out, "\nlab up in %s: . %s, then relcap -c %s ...\n", since(begin), filepath.Join(dir, "lab.env"), filepath.Join(dir, "relcap.yaml"))
+	return nil
+}
+
+// checkFreeDir refuses a directory that holds a lab's state (running or
+// not) or anything else: up never mixes two labs or overwrites files.
+func checkFreeDir(dir string) error {
+	if st, err := ReadState(dir); err == nil {
+		for _, p := range st.Processes {
+			if alive(p) {
+				return fmt.Errorf("a lab is already up in %s (%s is pid %d): relcap-lab down --dir %s first", dir, p.Name, p.PID, dir)
+			}
+		}
+		return fmt.Errorf("%s holds the state of a stopped lab: relcap-lab down --dir %s removes it", dir, dir)
+	} else if !errors.Is(err, errNoLab) {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err == nil && len(entries) > 0 {
+		return fmt.Errorf("%s is not empty and holds no lab: pick another --dir or remove it", dir)
+	}
+	return nil
+}
+
+// setupCluster creates Argo CD's namespace, CRDs (server-side: they are
+// too big for the last-applied annotation) and base configuration, and
+// the fake node. It runs while the controllers start.
+func setupCluster(ctx context.Context, kc kubectl, binDir string, timeout time.Duration, l *launcher) error {
+	t := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	crds, _ := filepath.Glob(filepath.Join(binDir, manifestsDir, "crds", "*.yaml"))
+	config, _ := filepath.Glob(filepath.Join(binDir, manifestsDir, "config", "*.yaml"))
+	if len(crds) == 0 || len(config) == 0 {
+		return fmt.Errorf("no argo cd manifests in %s: rebuild with relcap-lab build", filepath.Join(binDir, manifestsDir))
+	}
+	ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ArgoNamespace + `"}}`
+	if err := kc.apply(ctx, ns); err != nil {
+		return err
+	}
+	if err := kc.applyFiles(ctx, crds); err != nil {
+		return err
+	}
+	if err := kc.applyFiles(ctx, config, "-n", ArgoNamespace); err != nil {
+		return err
+	}
+	if err := kc.wait(ctx, "Established", "crd/applications.argoproj.io", "crd/appprojects.argoproj.io", "crd/applicationsets.argoproj.io"); err != nil {
+		return err
+	}
+	if err := kc.apply(ctx, RenderNode()); err != nil {
+		return err
+	}
+	l.logf("argo cd CRDs and config applied, node %s created in %s", NodeName, since(t))
+	return nil
+}
+
+// readyNode waits for kwok to report the fake node Ready, then removes the
+// not-ready taint admission put on it at creation: no node-lifecycle
+// controller runs to do that, and pods would stay Pending (LAB.md).
+func readyNode(ctx context.Context, kc kubectl, timeout time.Duration, l *launcher) error {
+	t := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := kc.wait(ctx, "Ready", "node/"+NodeName); err != nil {
+		return fmt.Errorf("kwok never made node %s ready: %w", NodeName, err)
+	}
+	if _, err := kc.run(ctx, "", "taint", "nodes", NodeName, "node.kubernetes.io/not-ready:NoSchedule-"); err != nil && !strings.Contains(err.Error(), "not found") {
+		return err
+	}
+	l.logf("node %s Ready and schedulable in %s", NodeName, since(t))
+	return nil
+}
+
+// writeLabFiles writes what a user of the lab needs into its directory.
+func writeLabFiles(lab Lab) error {
+	files := map[string]string{
+		"argocd-token":   lab.ArgoToken + "\n",
+		"relcap.yaml":    RenderRelcapConfig(lab),
+		"ownership.yaml": RenderOwnership(),
+		"lab.env":        RenderEnvFile(lab.EnvVars()),
+	}
+	for _, env := range Envs {
+		files[filepath.Join("infra", env, "main.tf")] = RenderTerraformRoot(env)
+	}
+	for name, content := range files {
+		p := filepath.Join(lab.Dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// waitApps waits until every seeded Application is Synced and Healthy.
+func waitApps(ctx context.Context, lab Lab, l *launcher) error {
+	t := time.Now()
+	var last []argoApp
+	for {
+		apps, err := argoApps(ctx, lab.argoServer(), lab.ArgoToken)
+		if err == nil {
+			last = apps
+			done := len(apps) >= len(Envs)
+			for _, a := range apps {
+				done = done && a.Sync == "Synced" && a.Health == "Healthy"
+			}
+			if done {
+				var s []string
+				for _, a := range apps {
+					s = append(s, a.Name+" "+a.Sync+" "+a.Health+" at "+short(a.Revision))
+				}
+				l.logf("applications %s in %s", strings.Join(s, ", "), since(t))
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("applications not Synced/Healthy: %v (last error %v)", last, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
