@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,15 +27,16 @@ func runBlocked(t *testing.T, env []string) (out, cast *bytes.Buffer, err error)
 	require.NoError(t, serr)
 	in, keys := io.Pipe()
 	out, cast = &bytes.Buffer{}, &bytes.Buffer{}
+	screen := &lockedWriter{w: out}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(t.Context(), Options{Service: svc, ReleaseID: fixture.ReleaseID, Input: in, Output: out, Env: env, Record: cast, Width: 80, Height: 24})
+		done <- Run(t.Context(), Options{Service: svc, ReleaseID: fixture.ReleaseID, Input: in, Output: screen, Env: env, Record: cast, Width: 80, Height: 24})
 	}()
+	// Quit only once the blocked state is on the screen, however long a
+	// busy machine takes to render it.
 	require.Eventually(t, func() bool {
-		r, err := fx.Ledger.LoadRelease(t.Context(), fixture.ReleaseID)
-		return err == nil && r.Status == workflow.ReleaseBlocked
-	}, 10*time.Second, 10*time.Millisecond)
-	time.Sleep(100 * time.Millisecond) // let the blocked state render
+		return strings.Contains(screen.String(), "needs 1 more approval")
+	}, 20*time.Second, 10*time.Millisecond)
 	_, werr := keys.Write([]byte("q"))
 	require.NoError(t, werr)
 	select {
@@ -44,6 +46,24 @@ func runBlocked(t *testing.T, env []string) (out, cast *bytes.Buffer, err error)
 	}
 	_ = keys.Close()
 	return out, cast, err
+}
+
+// lockedWriter lets the test read what the program writes while it runs.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 func TestRunRecordsAsciicastOfExactlyWhatWasWritten(t *testing.T) {

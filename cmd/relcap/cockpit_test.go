@@ -36,9 +36,17 @@ func TestCockpitRecordsTheScreenAndJournalVerifyCoversIt(t *testing.T) {
 	go func() {
 		done <- run(t.Context(), tio, []string{"-c", cfg, "converge", "--env", "staging", "--timeout", "30s"})
 	}()
-	// The rollout takes a few hundred milliseconds on the simulator; then
-	// the captain closes the cockpit.
-	time.Sleep(4 * time.Second)
+	// The captain closes the cockpit once the release converged, however
+	// long a busy machine takes (the ledger is shared safely between
+	// handles).
+	watch, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		rs, err := watch.ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging"})
+		return err == nil && len(rs) > 0 && rs[0].Status == workflow.ReleaseConverged
+	}, 90*time.Second, 100*time.Millisecond)
+	require.NoError(t, watch.Close())
+	time.Sleep(300 * time.Millisecond) // let the converged state render
 	_, _ = typing.Write([]byte("q"))
 	select {
 	case code = <-done:

@@ -76,7 +76,7 @@ func TestPromoteConvergeThenProdThroughTheCommandLine(t *testing.T) {
 func TestConvergeNamesAnImagePullFailureAndExits4(t *testing.T) {
 	t.Parallel()
 	cfg, host, envRepo := promoteRepo(t)
-	sim, env := simulated(t, cfg, envRepo, func(c *argosim.AppConfig) { c.TimeToHealthy = 3 * time.Second })
+	sim, env := simulated(t, cfg, envRepo, func(c *argosim.AppConfig) { c.TimeToHealthy = 30 * time.Second }) // the failure lands mid-rollout even on a busy machine
 	data := t.TempDir()
 	pushImage(t, host+"/ci/web:2.0.0")
 	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:2.0.0")
