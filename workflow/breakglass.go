@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -181,8 +182,16 @@ func (s *Service) StartBreakGlass(ctx context.Context, req BreakGlassRequest) (B
 		"approver": req.Approver, "expires_at": r.Outputs[outBGExpires], "saved_policy": saved}); err != nil {
 		return BreakGlass{}, err
 	}
-	if err := rc.SetSyncPolicy(ctx, app, SyncPolicy{Prune: saved.Prune}); err != nil {
-		return BreakGlass{}, fmt.Errorf("pause reconciliation of %s: %w; end the break-glass with relcap breakglass end --env %s", app.Name, err, env.Name)
+	// Paused means no automated sync at all; prune and self-heal only
+	// exist under it (Argo CD refuses them alone). The saved policy brings
+	// them back at the end.
+	if err := rc.SetSyncPolicy(ctx, app, SyncPolicy{}); err != nil {
+		// Nothing was paused: close the record so no phantom break-glass
+		// stays active.
+		r.Status, r.EndedAt, r.UpdatedAt = ReleaseEnded, d.Clock.Now(), d.Clock.Now()
+		saveErr := d.Ledger.SaveRelease(context.WithoutCancel(ctx), r)
+		_, _ = d.Journal.Append(context.WithoutCancel(ctx), "breakglass.failed", map[string]string{"id": r.ID, "error": err.Error()})
+		return BreakGlass{}, errors.Join(fmt.Errorf("pause reconciliation of %s: %w; nothing was paused", app.Name, err), saveErr)
 	}
 	b, err := breakGlassOf(r)
 	b.App = app.Name

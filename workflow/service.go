@@ -730,6 +730,11 @@ func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, ob
 			if observe != nil {
 				observe(st)
 			}
+			if want.Revision != "" && (st.SyncStatus != SyncSynced || st.SyncRevision != want.Revision) {
+				// The tree is still the previous revision's: the failing
+				// Pods a rollback is replacing are not its failure.
+				continue
+			}
 			if fv, failed := ResourceFailure(resources, func(r AppResource) time.Duration {
 				return now.Sub(notReadySince[r.Kind+"/"+r.Namespace+"/"+r.Name])
 			}, ReadinessGrace); failed {

@@ -140,10 +140,14 @@ func TestRollbackPinsThePreviousDigestAsANewChangeAndConverges(t *testing.T) {
 	require.Contains(t, string(log), "roll back staging to release "+first)
 }
 
+// TestBreakGlassKeepsAHotfixThenCapturesItAndRestoresThePolicy runs with
+// prune on, as real applications often have it: pausing once sent "prune
+// without automated", which Argo CD refuses, and left a phantom
+// break-glass behind (found by the lab's end-to-end suite).
 func TestBreakGlassKeepsAHotfixThenCapturesItAndRestoresThePolicy(t *testing.T) {
 	t.Parallel()
 	cfg, host, envRepo := promoteRepo(t)
-	sim, env := simulated(t, cfg, envRepo, nil)
+	sim, env := simulated(t, cfg, envRepo, func(c *argosim.AppConfig) { c.Prune = true })
 	data := t.TempDir()
 	pushImage(t, host+"/ci/web:1.0.0")
 	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:1.0.0")
@@ -153,7 +157,7 @@ func TestBreakGlassKeepsAHotfixThenCapturesItAndRestoresThePolicy(t *testing.T) 
 
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--actor", "alice", "breakglass", "start", "--env", "staging", "--reason", "OOM: raise memory by hand", "--ttl", "30m")
 	require.Equal(t, 0, code, out+errOut)
-	require.Contains(t, out, "was automated (self-heal true, prune false)")
+	require.Contains(t, out, "was automated (self-heal true, prune true)")
 
 	require.NoError(t, sim.Drift("web-staging", "spec.replicas"))
 	time.Sleep(1500 * time.Millisecond) // longer than the simulator's self-heal delay
@@ -163,7 +167,7 @@ func TestBreakGlassKeepsAHotfixThenCapturesItAndRestoresThePolicy(t *testing.T) 
 
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "breakglass", "end", "--env", "staging")
 	require.Equal(t, 0, code, out+errOut)
-	require.Contains(t, out, "restored to automated (self-heal true, prune false)")
+	require.Contains(t, out, "restored to automated (self-heal true, prune true)")
 	branch := strings.Fields(out[strings.Index(out, "on branch ")+len("on branch "):])[0]
 	show, err := exec.Command("git", "-C", envRepo, "show", "--name-only", branch).CombinedOutput()
 	require.NoError(t, err, string(show))
