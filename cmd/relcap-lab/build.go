@@ -100,6 +100,9 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 	if err := b.step("debian packages etcd-server, redis-server", func() error { return ensureDebian(ctx, b.Log) }); err != nil {
 		return "", err
 	}
+	if err := b.step("terraform provider gavinbunney/kubectl "+KubectlProviderVersion+" (filesystem mirror)", func() error { return b.ensureKubectlProvider(ctx) }); err != nil {
+		return "", err
+	}
 	dir := b.BinDir()
 	if b.Complete() {
 		fmt.Fprintf(b.Log, "binaries: reusing %s\n", dir)

@@ -201,6 +201,10 @@ func TestE2E(t *testing.T) {
 		rev := strings.TrimSpace(l.runGit(t, "rev-parse", "main"))
 		l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "1m")
 	})
+
+	t.Run("tug-of-war: terraform kubectl_manifest and argo cd write one Deployment", func(t *testing.T) { testTugOfWar(t, l) })
+	t.Run("image pull failure is named by converge and rollback converges", func(t *testing.T) { testImagePullFailure(t, l, repo) })
+	t.Run("break-glass: a hotfix survives, end captures it and restores the sync policy", func(t *testing.T) { testBreakGlass(t, l) })
 }
 
 func (l *e2eLab) runGit(t *testing.T, args ...string) string {

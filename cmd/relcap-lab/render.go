@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -41,6 +42,8 @@ type Lab struct {
 	EnvRepo    string // absolute path of the bare environment repository
 	BinDir     string
 	Kubeconfig string
+	// TFMirror is the Terraform provider mirror (gavinbunney/kubectl).
+	TFMirror string
 }
 
 func (l Lab) apiServerURL() string         { return fmt.Sprintf("https://127.0.0.1:%d", l.Ports.APIServer) }
@@ -168,6 +171,7 @@ func (l Lab) EnvVars() [][2]string {
 		{"RELCAP_LAB_GIT_URL", l.gitURL()},
 		{"RELCAP_LAB_APISERVER", l.apiServerURL()},
 		{"RELCAP_LAB_BIN", l.BinDir},
+		{"TF_CLI_CONFIG_FILE", filepath.Join(l.Dir, "terraform.rc")},
 	}
 }
 

@@ -160,7 +160,7 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	}()
 	l.logf("binaries %s; ports %v", binDir, ports.All())
 
-	lab := Lab{Dir: dir, Ports: ports, KubeToken: randomToken(), EnvRepo: filepath.Join(dir, "git", EnvRepoName), BinDir: binDir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
+	lab := Lab{TFMirror: o.Builder.ProviderMirror(), Dir: dir, Ports: ports, KubeToken: randomToken(), EnvRepo: filepath.Join(dir, "git", EnvRepoName), BinDir: binDir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
 	pki, err := GeneratePKI(filepath.Join(dir, "pki"))
 	if err != nil {
 		return fmt.Errorf("generate certificates: %w", err)
@@ -237,7 +237,10 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	// 3. Controllers, scheduler, kwok, and Argo CD's API objects.
 	kwokArgs := []string{"--kubeconfig", lab.Kubeconfig, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--server-address=" + loop(ports.Kwok)}
-	stages, _ := filepath.Glob(filepath.Join(binDir, stagesDir, "*", "*.yaml"))
+	stages, err := writeKwokStages(binDir, filepath.Join(dir, "kwok-stages"))
+	if err != nil {
+		return err
+	}
 	sort.Strings(stages)
 	for _, s := range stages {
 		kwokArgs = append(kwokArgs, "--config", s)
@@ -422,6 +425,7 @@ func writeLabFiles(lab Lab) error {
 		"relcap.yaml":    RenderRelcapConfig(lab),
 		"ownership.yaml": RenderOwnership(),
 		"lab.env":        RenderEnvFile(lab.EnvVars()),
+		"terraform.rc":   RenderTerraformCLIConfig(lab.TFMirror),
 	}
 	for _, env := range Envs {
 		files[filepath.Join("infra", env, "main.tf")] = RenderTerraformRoot(env)

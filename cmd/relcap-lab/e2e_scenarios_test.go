@@ -1,0 +1,278 @@
+//go:build e2e
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+// relcapCode runs relcap against the lab's relcap.yaml and returns its exit
+// code and output, for the scenarios whose point is a non-zero exit.
+func (l *e2eLab) relcapCode(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	return l.run(t, l.relcap, append([]string{"-c", filepath.Join(l.dir, "relcap.yaml"), "--no-tui"}, args...)...)
+}
+
+// terraform runs terraform in dir with the lab's environment (its CLI
+// configuration names the provider mirror) and returns the exit code.
+func (l *e2eLab) terraform(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
+	return l.run(t, "terraform", append([]string{"-chdir=" + dir}, args...)...)
+}
+
+// headRev is the environment repository's main.
+func (l *e2eLab) headRev(t *testing.T) string {
+	return strings.TrimSpace(l.runGit(t, "rev-parse", "main"))
+}
+
+// editManifest commits a change to env's manifest on main of the
+// environment repository, as a person would: clone, edit, commit, push.
+func (l *e2eLab) editManifest(t *testing.T, env, message string, edit func(deploy map[string]any)) string {
+	t.Helper()
+	work := filepath.Join(t.TempDir(), "env")
+	code, out := l.run(t, "git", "clone", "-q", l.env["RELCAP_LAB_ENVREPO"], work)
+	require.Equal(t, 0, code, out)
+	p := filepath.Join(work, filepath.FromSlash(ManifestPath(env)))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var d map[string]any
+	require.NoError(t, yaml.Unmarshal(b, &d))
+	edit(d)
+	b, err = yaml.Marshal(d)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	for _, args := range [][]string{
+		{"-C", work, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "-c", "commit.gpgsign=false", "commit", "-qam", message},
+		{"-C", work, "push", "-q", "origin", "main"},
+	} {
+		code, out := l.run(t, "git", args...)
+		require.Equal(t, 0, code, "git %s: %s", strings.Join(args, " "), out)
+	}
+	return l.headRev(t)
+}
+
+// eventually polls cond until it holds or within runs out.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%s not within %s; last: %s", what, within, last)
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+var releaseIDRe = regexp.MustCompile(`release (\S+): promotion succeeded`)
+
+func releaseID(t *testing.T, out string) string {
+	t.Helper()
+	m := releaseIDRe.FindStringSubmatch(out)
+	require.NotNil(t, m, "no release id in:\n%s", out)
+	return m[1]
+}
+
+// tugOfWarTF is a second Terraform file in staging's root: a
+// kubectl_manifest server-side applying Deployment web/web with another
+// replica count and image, forcing the conflicts with Argo CD's fields.
+func tugOfWarTF(kubeconfig string) string {
+	return `terraform {
+  required_providers {
+    kubectl = { source = "gavinbunney/kubectl", version = "` + KubectlProviderVersion + `" }
+  }
+}
+
+provider "kubectl" {
+  config_path      = "` + kubeconfig + `"
+  load_config_file = true
+}
+
+resource "kubectl_manifest" "web_scale" {
+  server_side_apply = true
+  force_conflicts   = true
+  wait_for_rollout  = false
+  yaml_body         = <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ` + AppName + `
+  namespace: ` + Namespace("staging") + `
+spec:
+  replicas: 5
+  selector:
+    matchLabels:
+      app: ` + AppName + `
+  template:
+    metadata:
+      labels:
+        app: ` + AppName + `
+    spec:
+      nodeSelector:
+        type: kwok
+      containers:
+      - name: ` + AppName + `
+        image: registry.invalid/terraform/web:5
+YAML
+}
+`
+}
+
+// testTugOfWar: Terraform and Argo CD both write staging's Deployment. Both
+// report success; relcap ownership check names the fields and exits 3; once
+// Terraform stops managing the object, the map's split (Argo CD the
+// Deployments, Terraform what it declares) holds and it exits 0.
+func testTugOfWar(t *testing.T, l *e2eLab) {
+	root := filepath.Join(l.dir, "infra", "staging")
+	tf := filepath.Join(root, "web.tf")
+	require.NoError(t, os.WriteFile(tf, []byte(tugOfWarTF(l.env["KUBECONFIG"])), 0o600))
+
+	code, out := l.terraform(t, root, "init", "-input=false", "-no-color")
+	require.Equal(t, 0, code, "terraform init must find gavinbunney/kubectl in the lab's mirror:\n%s", out)
+	code, out = l.terraform(t, root, "apply", "-auto-approve", "-input=false", "-no-color")
+	require.Equal(t, 0, code, "terraform apply:\n%s", out)
+	require.Contains(t, out, "Apply complete!")
+
+	// Terraform's apply landed (the provider's server-side apply manager
+	// holds fields of the object), and Argo CD's self-heal puts replicas
+	// and image back.
+	managers := l.kubectl(t, "get", "deployment", AppName, "-n", Namespace("staging"), "-o", `jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation} {end}`)
+	require.Contains(t, managers, "kubectl/Apply", "the kubectl provider applied server-side")
+	eventually(t, 60*time.Second, "argo cd reverting terraform's replicas and image", func() (bool, string) {
+		image, ready, want := l.live(t, "staging")
+		return want == 2 && ready == 2 && !strings.Contains(image, "registry.invalid"), image
+	})
+	// Two green tools, one object: the next plan wants to write it again.
+	code, out = l.terraform(t, root, "plan", "-detailed-exitcode", "-input=false", "-no-color")
+	require.Equal(t, 2, code, "terraform plan must want to change kubectl_manifest.web_scale again:\n%s", out)
+	require.Contains(t, out, "kubectl_manifest.web_scale")
+
+	code, out = l.relcapCode(t, "ownership", "check", "--env", "staging")
+	require.Equal(t, 3, code, "ownership check must block on the tug-of-war:\n%s", out)
+	require.Contains(t, out, "BLOCKER ownership.conflict apps/Deployment web-staging/web")
+	require.Contains(t, out, "written by argocd app web-staging and terraform kubectl_manifest.web_scale")
+	for _, f := range []string{"spec.replicas", "spec.template.spec.containers[web].image"} {
+		require.Contains(t, out, f, "the conflict names the field %s", f)
+	}
+	require.Contains(t, out, "next: ownership.yaml:4 gives", "the finding names the rule and the next safe action")
+
+	// Terraform lets go of the object without deleting it: out of the
+	// state and out of the configuration.
+	code, out = l.terraform(t, root, "state", "rm", "kubectl_manifest.web_scale")
+	require.Equal(t, 0, code, out)
+	require.NoError(t, os.Remove(tf))
+	code, out = l.relcapCode(t, "ownership", "check", "--env", "staging")
+	require.Equal(t, 0, code, "with ownership split, the check passes:\n%s", out)
+	require.Contains(t, out, "staging: every managed object and field has one owner")
+	require.Regexp(t, `apps/Deployment web-staging/web\s+ownership.yaml:4\s+argocd\s+-\s+argocd app web-staging \(\d+ field\(s\)\)\n`, out, "argo cd alone writes the Deployment")
+	require.Contains(t, out, "terraform_data.lab")
+	// The object survived the hand-back and Argo CD still runs it.
+	l.relcapOK(t, "converge", "--env", "staging", "--revision", l.headRev(t), "--timeout", "1m")
+}
+
+// testImagePullFailure: a promoted digest whose Pods cannot pull (kwok
+// keeps them in ImagePullBackOff) is detected by relcap converge (exit 4,
+// named, with the next safe action); rollback to the previous release
+// converges.
+func testImagePullFailure(t *testing.T, l *e2eLab, repo func(string) string) {
+	goodRef, good := l.pushBuild(t, "2.0.0")
+	out := l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", goodRef)
+	goodRelease := releaseID(t, out)
+	require.Contains(t, l.relcapOK(t, "converge", "--env", "staging", "--timeout", "3m"), "converged in staging")
+
+	// The fault: the next build's digest "cannot be pulled" (the lab's
+	// kwok stage matches Pods annotated with the digest they run).
+	badRef, bad := l.pushBuild(t, "2.1.0")
+	rev := l.editManifest(t, "staging", "lab fault: "+bad+" cannot be pulled", func(d map[string]any) {
+		tmpl := d["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+		tmpl["annotations"] = map[string]any{PullFailsAnnotation: bad}
+	})
+	l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "2m")
+
+	out = l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", badRef)
+	require.Contains(t, out, "promotion succeeded", "the registry has the digest: the failure is the cluster's")
+	start := time.Now()
+	code, out := l.relcapCode(t, "converge", "--env", "staging", "--timeout", "3m")
+	require.Equal(t, 4, code, "converge must report the pull failure as not converged:\n%s", out)
+	require.Less(t, time.Since(start), 2*time.Minute, "named from the Pod within seconds, not at the progress deadline")
+	require.Contains(t, out, "convergence.image-pull-failed")
+	require.Contains(t, out, `cannot pull its image: Back-off pulling image "`+repo("staging")+"@"+bad+`"`)
+	require.Contains(t, out, "next: check that the promoted digest is in the environment's registry", "the next safe action")
+	require.Contains(t, out, "relcap rollback")
+	// Cross-check: the apiserver has the new Pod in ImagePullBackOff and
+	// the old ones still serving.
+	reasons := l.kubectl(t, "get", "pods", "-n", Namespace("staging"), "-o", `jsonpath={range .items[*]}{.spec.containers[0].image} {.status.containerStatuses[0].state.waiting.reason} {.status.containerStatuses[0].ready}{"\n"}{end}`)
+	require.Contains(t, reasons, repo("staging")+"@"+bad+" ImagePullBackOff false")
+	require.Contains(t, reasons, repo("staging")+"@"+good+"  true")
+
+	out = l.relcapOK(t, "--actor", "alice", "rollback", "--env", "staging", "--to", goodRelease, "--timeout", "3m")
+	require.Contains(t, out, "back to release "+goodRelease)
+	require.Contains(t, out, "converged in staging")
+	require.Contains(t, out, good)
+	image, ready, want := l.live(t, "staging")
+	require.Equal(t, repo("staging")+"@"+good, image, "the apiserver runs the rolled-back digest")
+	require.Equal(t, want, ready)
+	eventually(t, 60*time.Second, "the failing Pod going away", func() (bool, string) {
+		pods := l.kubectl(t, "get", "pods", "-n", Namespace("staging"), "-o", `jsonpath={range .items[*]}{.spec.containers[0].image}{"\n"}{end}`)
+		return !strings.Contains(pods, bad), pods
+	})
+	require.Contains(t, l.runGit(t, "log", "-1", "--format=%s", "main"), "roll back staging to release "+goodRelease)
+}
+
+// testBreakGlass: break-glass pauses one application, a manual hotfix
+// survives, end captures it as a branch and restores the sync policy.
+func testBreakGlass(t *testing.T, l *e2eLab) {
+	policy := func() string {
+		return l.kubectl(t, "get", "application", ArgoApp("staging"), "-n", ArgoNamespace, "-o", "jsonpath={.spec.syncPolicy.automated}")
+	}
+	before := policy()
+	require.Contains(t, before, `"selfHeal":true`)
+	require.Contains(t, before, `"prune":true`)
+	prodBefore := l.kubectl(t, "get", "application", ArgoApp("prod"), "-n", ArgoNamespace, "-o", "jsonpath={.spec.syncPolicy.automated}")
+
+	out := l.relcapOK(t, "--actor", "alice", "breakglass", "start", "--env", "staging", "--reason", "e2e hotfix", "--ttl", "30m")
+	require.Contains(t, out, "reconciliation of "+ArgoApp("staging")+" paused")
+	require.Empty(t, policy(), "break-glass removes automated sync (no self-heal)")
+	require.Equal(t, prodBefore, l.kubectl(t, "get", "application", ArgoApp("prod"), "-n", ArgoNamespace, "-o", "jsonpath={.spec.syncPolicy.automated}"), "only one app is paused")
+
+	const hotfix = "registry.invalid/hotfix:manual"
+	l.kubectl(t, "set", "image", "deployment/"+AppName, AppName+"="+hotfix, "-n", Namespace("staging"))
+	// Self-heal reverted the same change within ~2 s earlier in the suite;
+	// three reconciliation periods later the hotfix must still be live.
+	time.Sleep(3 * ReconciliationTimeout)
+	image, _, _ := l.live(t, "staging")
+	require.Equal(t, hotfix, image, "the hotfix survives while break-glass holds")
+	out = l.relcapOK(t, "breakglass", "status", "--env", "staging")
+	require.Contains(t, out, "drifted: apps/Deployment "+Namespace("staging")+"/"+AppName)
+
+	branchesBefore := l.runGit(t, "branch", "--list")
+	out = l.relcapOK(t, "--actor", "alice", "breakglass", "end", "--env", "staging")
+	m := regexp.MustCompile(`captured \d+ drifted resource\(s\) on branch (\S+) `).FindStringSubmatch(out)
+	require.NotNil(t, m, "end captures the drift as a branch:\n%s", out)
+	branch := m[1]
+	require.NotContains(t, branchesBefore, branch)
+	require.Contains(t, l.runGit(t, "branch", "--list", branch), branch, "the branch is in the environment repository")
+	capture := l.runGit(t, "show", "--format=%B", branch)
+	require.Contains(t, capture, "relcap: capture break-glass", "the branch's commit is the capture")
+	require.Contains(t, capture, "+++ b/breakglass/staging/", "the live drift is a file for review")
+	require.Contains(t, capture, hotfix, "the branch carries the hotfix as a Git change")
+	require.Contains(t, out, "sync policy restored")
+	after := policy()
+	require.Contains(t, after, `"selfHeal":true`)
+	require.Contains(t, after, `"prune":true`)
+	// Restored self-heal puts Git's image back.
+	eventually(t, 60*time.Second, "self-heal reverting the hotfix after break-glass", func() (bool, string) {
+		image, ready, want := l.live(t, "staging")
+		return image != hotfix && ready == want, image
+	})
+	l.relcapOK(t, "converge", "--env", "staging", "--revision", l.headRev(t), "--timeout", "1m")
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// The Terraform provider the tug-of-war needs: gavinbunney/kubectl, the
+// only provider managing Kubernetes YAML that installs from the Go module
+// proxy (LAB.md). It goes into a filesystem mirror in the cache, named by a
+// CLI configuration file (TF_CLI_CONFIG_FILE) that up writes.
+const (
+	KubectlProviderModule  = "github.com/gavinbunney/terraform-provider-kubectl"
+	KubectlProviderVersion = "1.19.0"
+	providerMirrorDir      = "terraform-mirror"
+)
+
+// ProviderMirror is the filesystem mirror under the cache directory.
+func (b Builder) ProviderMirror() string { return filepath.Join(b.CacheDir, providerMirrorDir) }
+
+// providerBinary is where Terraform's unpacked mirror layout wants the
+// provider executable.
+func providerBinary(mirror string) string {
+	return filepath.Join(mirror, "registry.terraform.io", "gavinbunney", "kubectl", KubectlProviderVersion,
+		runtime.GOOS+"_"+runtime.GOARCH, "terraform-provider-kubectl")
+}
+
+// ensureKubectlProvider go-installs the provider into the mirror when it is
+// not there yet (a minute or two cold, seconds with a warm build cache).
+func (b Builder) ensureKubectlProvider(ctx context.Context) error {
+	bin := providerBinary(b.ProviderMirror())
+	if _, err := os.Stat(bin); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return err
+	}
+	return goCmd(ctx, os.TempDir(), []string{"GOBIN=" + filepath.Dir(bin), "GOFLAGS="}, "install", KubectlProviderModule+"@v"+KubectlProviderVersion)
+}
+
+// RenderTerraformCLIConfig points Terraform at the mirror for
+// gavinbunney/kubectl and nowhere else for it.
+func RenderTerraformCLIConfig(mirror string) string {
+	return `# Terraform CLI configuration of the relcap lab (written by relcap-lab up).
+provider_installation {
+  filesystem_mirror {
+    path    = ` + fmt.Sprintf("%q", mirror) + `
+    include = ["registry.terraform.io/gavinbunney/kubectl"]
+  }
+  direct {
+    exclude = ["registry.terraform.io/gavinbunney/kubectl"]
+  }
+}
+`
+}
+
+// PullFailsAnnotation is the fault switch of the lab's image pull failure:
+// a Pod whose annotation names the digest its first container runs is
+// kept in ImagePullBackOff by kwok, as if the registry did not have it.
+// Pinning another digest (a rollback) makes the new Pods Ready again.
+const PullFailsAnnotation = "relcap-lab.io/pull-fails"
+
+// pullFailsQuery is true for a Pod whose first container runs the digest
+// named by PullFailsAnnotation (kwok evaluates selector keys as jq).
+var pullFailsQuery = `(.spec.containers.[0].image | split("@") | last) == (.metadata.annotations["` + PullFailsAnnotation + `"] // "")`
+
+// RenderImagePullStage is a kwok stage that puts the matching Pods in
+// ImagePullBackOff and keeps them there.
+func RenderImagePullStage() string {
+	return `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: relcap-lab-pod-image-pull-backoff
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '` + pullFailsQuery + `'
+      operator: 'In'
+      values: ['true']
+    - key: '.status.containerStatuses.[0].state.waiting.reason'
+      operator: 'NotIn'
+      values: ['ImagePullBackOff']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Pending
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Initialized
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: ContainersNotReady
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: ContainersNotReady
+        type: ContainersReady
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          waiting:
+            reason: ImagePullBackOff
+            message: {{ printf "Back-off pulling image %q" .image | Quote }}
+      {{ end }}
+`
+}
+
+// writeKwokStages writes the stages kwok runs with into dir: kwok's "fast"
+// stages from the binary cache, pod-ready narrowed so it leaves the Pods
+// of a declared pull failure alone, and the pull failure stage.
+func writeKwokStages(binDir, dir string) ([]string, error) {
+	src, _ := filepath.Glob(filepath.Join(binDir, stagesDir, "*", "*.yaml"))
+	if len(src) == 0 {
+		return nil, fmt.Errorf("no kwok stages in %s: rebuild with relcap-lab build", filepath.Join(binDir, stagesDir))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range src {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		s := string(b)
+		if filepath.Base(f) == "pod-ready.yaml" {
+			const anchor = "  selector:\n    matchExpressions:\n"
+			if !strings.Contains(s, anchor) {
+				return nil, fmt.Errorf("%s: no selector to narrow", f)
+			}
+			s = strings.Replace(s, anchor, anchor+"    - key: '"+pullFailsQuery+"'\n      operator: 'NotIn'\n      values: ['true']\n", 1)
+		}
+		p := filepath.Join(dir, filepath.Base(filepath.Dir(f))+"-"+filepath.Base(f))
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	p := filepath.Join(dir, "pod-relcap-lab-image-pull-backoff.yaml")
+	if err := os.WriteFile(p, []byte(RenderImagePullStage()), 0o644); err != nil {
+		return nil, err
+	}
+	return append(out, p), nil
+}
