@@ -38,15 +38,18 @@ type AppRef struct {
 type AppState struct {
 	Name string `json:"name"`
 	// Version is the resource version a Watch resumes from.
-	Version       string        `json:"version,omitempty"`
-	SyncStatus    string        `json:"sync_status"`
-	SyncRevision  string        `json:"sync_revision"`
-	Health        string        `json:"health"`
-	HealthMessage string        `json:"health_message,omitempty"`
-	Operation     string        `json:"operation,omitempty"` // last operation phase
-	OperationMsg  string        `json:"operation_message,omitempty"`
-	Images        []string      `json:"images,omitempty"`
-	Resources     []AppResource `json:"resources,omitempty"`
+	Version       string `json:"version,omitempty"`
+	SyncStatus    string `json:"sync_status"`
+	SyncRevision  string `json:"sync_revision"`
+	Health        string `json:"health"`
+	HealthMessage string `json:"health_message,omitempty"`
+	Operation     string `json:"operation,omitempty"` // last operation phase
+	OperationMsg  string `json:"operation_message,omitempty"`
+	// OperationRevision is the revision the last operation synced (or
+	// tried to); empty when unknown.
+	OperationRevision string        `json:"operation_revision,omitempty"`
+	Images            []string      `json:"images,omitempty"`
+	Resources         []AppResource `json:"resources,omitempty"`
 	// Tree is the resource tree down to Pods, when the watch has read it.
 	Tree       []AppResource `json:"tree,omitempty"`
 	AutoSync   bool          `json:"auto_sync"`
@@ -101,7 +104,12 @@ type Verdict struct {
 // checkAppWaitConditions): synced at the intended revision, last operation
 // succeeded, healthy, and running the promoted digest.
 func Converged(s AppState, w Want) Verdict {
-	if s.Operation == OperationFailed || s.Operation == OperationError {
+	// A failed operation counts against the wanted revision only when it
+	// was that revision's (or nobody knows): after a bad commit is
+	// reverted, Argo CD may find the revert already in sync and start no
+	// new operation, leaving the old failure in place.
+	opForWant := w.Revision == "" || s.OperationRevision == "" || s.OperationRevision == w.Revision
+	if (s.Operation == OperationFailed || s.Operation == OperationError) && opForWant {
 		return Verdict{Kind: VerdictFailed, Terminal: true,
 			Reason:     fmt.Sprintf("sync operation %s: %s", strings.ToLower(s.Operation), s.OperationMsg),
 			NextAction: "fix the manifests in the environment repo (or roll back with relcap rollback) and sync again"}

@@ -233,3 +233,20 @@ func TestResourceFailureNamesPodFailuresThatTheApplicationHides(t *testing.T) {
 	_, failed = workflow.ResourceFailure([]workflow.AppResource{{Kind: "Pod", Name: "ok", Health: "Healthy"}}, nil, time.Minute)
 	require.False(t, failed)
 }
+
+// TestConvergedIgnoresAFailedOperationOfAnotherRevision protects the fix of
+// a bad commit: after it is reverted Argo CD may find the revert already in
+// sync and start no operation, so the last operation is still the failed
+// one of the bad commit. Found against real Argo CD in the lab.
+func TestConvergedIgnoresAFailedOperationOfAnotherRevision(t *testing.T) {
+	t.Parallel()
+	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("cd", 32))
+	require.NoError(t, err)
+	img := "registry.test/web@" + d.String()
+	st := workflow.AppState{SyncStatus: "Synced", SyncRevision: "revert", Health: "Healthy", Images: []string{img},
+		Operation: "Failed", OperationMsg: "spec.replicas: Invalid value: -1", OperationRevision: "bad"}
+	require.Equal(t, workflow.VerdictConverged, workflow.Converged(st, workflow.Want{Revision: "revert", Digest: d}).Kind)
+	v := workflow.Converged(st, workflow.Want{Revision: "bad", Digest: d})
+	require.Equal(t, workflow.VerdictFailed, v.Kind, "the bad commit's own failure still counts")
+	require.True(t, v.Terminal)
+}

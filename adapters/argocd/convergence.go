@@ -253,6 +253,13 @@ func toState(app *v1alpha1.Application, now time.Time) workflow.AppState {
 		st.AutoSync, st.SelfHeal = true, p.Automated.SelfHeal
 	}
 	st.Operation, st.OperationMsg = operation(app)
+	if last := app.Status.OperationState; last != nil {
+		if last.SyncResult != nil {
+			st.OperationRevision = last.SyncResult.Revision
+		} else if last.Operation.Sync != nil {
+			st.OperationRevision = last.Operation.Sync.Revision
+		}
+	}
 	for _, r := range app.Status.Resources {
 		res := workflow.AppResource{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: string(r.Status)}
 		if r.Health != nil {

@@ -28,18 +28,19 @@ func TestGetTranslatesTheApplication(t *testing.T) {
 	require.NotEmpty(t, st.Version)
 	st.Version = ""
 	require.Equal(t, workflow.AppState{
-		Name:          "web-staging",
-		SyncStatus:    workflow.SyncSynced,
-		SyncRevision:  e.rev1,
-		Health:        workflow.HealthHealthy,
-		Operation:     workflow.OperationSucceeded,
-		OperationMsg:  "successfully synced (all tasks run) [simulated]",
-		Images:        []string{image("v1")},
-		Resources:     []workflow.AppResource{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Status: workflow.SyncSynced, Health: workflow.HealthHealthy}},
-		AutoSync:      true,
-		SelfHeal:      true,
-		ObservedAt:    at,
-		HealthMessage: "",
+		Name:              "web-staging",
+		SyncStatus:        workflow.SyncSynced,
+		SyncRevision:      e.rev1,
+		Health:            workflow.HealthHealthy,
+		Operation:         workflow.OperationSucceeded,
+		OperationMsg:      "successfully synced (all tasks run) [simulated]",
+		OperationRevision: e.rev1,
+		Images:            []string{image("v1")},
+		Resources:         []workflow.AppResource{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Status: workflow.SyncSynced, Health: workflow.HealthHealthy}},
+		AutoSync:          true,
+		SelfHeal:          true,
+		ObservedAt:        at,
+		HealthMessage:     "",
 	}, st)
 }
 
