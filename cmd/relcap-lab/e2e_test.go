@@ -205,6 +205,7 @@ func TestE2E(t *testing.T) {
 	t.Run("tug-of-war: terraform kubectl_manifest and argo cd write one Deployment", func(t *testing.T) { testTugOfWar(t, l) })
 	t.Run("image pull failure is named by converge and rollback converges", func(t *testing.T) { testImagePullFailure(t, l, repo) })
 	t.Run("break-glass: a hotfix survives, end captures it and restores the sync policy", func(t *testing.T) { testBreakGlass(t, l) })
+	t.Run("failed readiness is named by converge and rollback converges", func(t *testing.T) { testReadinessFailure(t, l, repo) })
 }
 
 func (l *e2eLab) runGit(t *testing.T, args ...string) string {

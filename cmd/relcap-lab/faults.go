@@ -120,9 +120,78 @@ spec:
 `
 }
 
+// NotReadyAnnotation is the fault switch of the lab's readiness failure: a
+// Pod whose annotation names the digest its first container runs is kept
+// Running but not Ready by kwok, as if its readiness probe kept failing.
+// Pinning another digest (a rollback) makes the new Pods Ready again.
+const NotReadyAnnotation = "relcap-lab.io/not-ready"
+
+// NotReadyMessage is the Pod status message of the readiness failure, as
+// the kubelet words a failing HTTP readiness probe.
+const NotReadyMessage = "Readiness probe failed: HTTP probe failed with statuscode: 503"
+
+// notReadyQuery is true for a Pod whose first container runs the digest
+// named by NotReadyAnnotation.
+var notReadyQuery = `(.spec.containers.[0].image | split("@") | last) == (.metadata.annotations["` + NotReadyAnnotation + `"] // "")`
+
+// RenderNotReadyStage is a kwok stage that puts the matching Pods in
+// phase Running with every container started but not ready, the Ready
+// condition False with the failing probe's message, and keeps them there.
+func RenderNotReadyStage() string {
+	return `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: relcap-lab-pod-not-ready
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '` + notReadyQuery + `'
+      operator: 'In'
+      values: ['true']
+    - key: '.status.message'
+      operator: 'NotIn'
+      values: ['` + NotReadyMessage + `']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+      message: ` + fmt.Sprintf("%q", NotReadyMessage) + `
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Initialized
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: ContainersNotReady
+        message: ` + fmt.Sprintf("%q", NotReadyMessage) + `
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: ContainersNotReady
+        type: ContainersReady
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        started: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+`
+}
+
 // writeKwokStages writes the stages kwok runs with into dir: kwok's "fast"
 // stages from the binary cache, pod-ready narrowed so it leaves the Pods
-// of a declared pull failure alone, and the pull failure stage.
+// of a declared pull or readiness failure alone, and the two fault stages.
 func writeKwokStages(binDir, dir string) ([]string, error) {
 	src, _ := filepath.Glob(filepath.Join(binDir, stagesDir, "*", "*.yaml"))
 	if len(src) == 0 {
@@ -143,7 +212,11 @@ func writeKwokStages(binDir, dir string) ([]string, error) {
 			if !strings.Contains(s, anchor) {
 				return nil, fmt.Errorf("%s: no selector to narrow", f)
 			}
-			s = strings.Replace(s, anchor, anchor+"    - key: '"+pullFailsQuery+"'\n      operator: 'NotIn'\n      values: ['true']\n", 1)
+			var narrow string
+			for _, q := range []string{pullFailsQuery, notReadyQuery} {
+				narrow += "    - key: '" + q + "'\n      operator: 'NotIn'\n      values: ['true']\n"
+			}
+			s = strings.Replace(s, anchor, anchor+narrow, 1)
 		}
 		p := filepath.Join(dir, filepath.Base(filepath.Dir(f))+"-"+filepath.Base(f))
 		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
@@ -151,9 +224,15 @@ func writeKwokStages(binDir, dir string) ([]string, error) {
 		}
 		out = append(out, p)
 	}
-	p := filepath.Join(dir, "pod-relcap-lab-image-pull-backoff.yaml")
-	if err := os.WriteFile(p, []byte(RenderImagePullStage()), 0o644); err != nil {
-		return nil, err
+	for name, stage := range map[string]string{
+		"pod-relcap-lab-image-pull-backoff.yaml": RenderImagePullStage(),
+		"pod-relcap-lab-not-ready.yaml":          RenderNotReadyStage(),
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(stage), 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
 	}
-	return append(out, p), nil
+	return out, nil
 }

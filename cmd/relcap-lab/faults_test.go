@@ -18,7 +18,7 @@ func TestKwokStagesLeaveDeclaredPullFailuresToTheirStage(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(pod, "pod-ready.yaml"), []byte(ready), 0o644))
 	files, err := writeKwokStages(bin, filepath.Join(t.TempDir(), "stages"))
 	require.NoError(t, err)
-	require.Len(t, files, 2)
+	require.Len(t, files, 3)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
@@ -34,18 +34,27 @@ func TestKwokStagesLeaveDeclaredPullFailuresToTheirStage(t *testing.T) {
 			}
 		}
 		require.NoError(t, yaml.Unmarshal(b, &st), f)
-		var op string
+		var op, opNotReady string
 		for _, e := range st.Spec.Selector.MatchExpressions {
 			if strings.Contains(e.Key, PullFailsAnnotation) {
 				op = e.Operator
+				require.Equal(t, []string{"true"}, e.Values)
+			}
+			if strings.Contains(e.Key, NotReadyAnnotation) {
+				opNotReady = e.Operator
 				require.Equal(t, []string{"true"}, e.Values)
 			}
 		}
 		switch st.Metadata.Name {
 		case "pod-ready":
 			require.Equal(t, "NotIn", op, "pod-ready leaves pull failures alone")
+			require.Equal(t, "NotIn", opNotReady, "pod-ready leaves readiness failures alone")
 		case "relcap-lab-pod-image-pull-backoff":
 			require.Equal(t, "In", op)
+			require.Empty(t, opNotReady)
+		case "relcap-lab-pod-not-ready":
+			require.Equal(t, "In", opNotReady)
+			require.Empty(t, op)
 		default:
 			t.Fatalf("unexpected stage %q", st.Metadata.Name)
 		}
