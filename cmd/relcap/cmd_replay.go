@@ -41,8 +41,9 @@ the journal vouches for.`,
 			if len(casts) == 0 {
 				return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do)", workflow.ErrUsage, args[0])
 			}
-			// screen.cast, then screen-2.cast…: the order they were made.
-			slices.SortFunc(casts, func(x, y string) int { return cmp.Compare(len(x), len(y))*2 + cmp.Compare(x, y) })
+			// screen.cast, then screen-2.cast, … screen-10.cast: the order
+			// they were made, which is numeric, not alphabetical.
+			slices.SortFunc(casts, func(x, y string) int { return cmp.Compare(castNumber(x), castNumber(y)) })
 			for _, path := range casts {
 				if err := replayFile(cmd, path, a.io.Out, speed); err != nil {
 					return err
@@ -53,6 +54,15 @@ the journal vouches for.`,
 	}
 	cmd.Flags().Float64Var(&speed, "speed", 1, "playback speed factor; 0 plays without delays")
 	return cmd
+}
+
+// castNumber is N of screen-N.cast; screen.cast is the first, 1.
+func castNumber(path string) int {
+	var n int
+	if _, err := fmt.Sscanf(filepath.Base(path), "screen-%d.cast", &n); err != nil {
+		return 1
+	}
+	return n
 }
 
 func replayFile(cmd *cobra.Command, path string, out interface{ Write([]byte) (int, error) }, speed float64) error {
