@@ -130,6 +130,11 @@ type PinRequest struct {
 	Source string
 	// Message overrides the commit message (rollback, break-glass).
 	Message string
+	// RestoreFrom, for a rollback, is the commit whose version of the file
+	// is restored before the digest is pinned (it already holds it): the
+	// environment as the release it returns to converged, not only its
+	// digest, so a bad manifest change is undone with the bad digest.
+	RestoreFrom string
 }
 
 // ImageRef is an image reference as an environment repository pins it:

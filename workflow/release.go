@@ -65,6 +65,9 @@ const (
 	OutEnvBranch   = "envrepo.branch"
 	OutEnvCommit   = "envrepo.commit" // the environment branch after landing: the intended revision
 	OutConvergedAt = "converged.at"
+	// OutRestoreFrom is, for a rollback, the revision whose environment
+	// file it restores: where the release it returns to converged.
+	OutRestoreFrom = "rollback.restore-from"
 	// OutForceUnverified holds the journaled reason for promoting a digest
 	// that has not converged in the previous environment.
 	OutForceUnverified = "promotion.force-unverified"

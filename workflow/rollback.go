@@ -13,8 +13,9 @@ type RollbackRequest struct {
 }
 
 // StartRollback creates a rollback release: a new environment-repo change
-// that pins again the digest a previous release ran (never Argo CD's history
-// rollback, which fights automated sync). It is refused with ErrIncompatible
+// that restores the environment file as a previous release converged with
+// it, pinning again the digest it ran (never Argo CD's history rollback,
+// which fights automated sync). It is refused with ErrIncompatible
 // when that release cannot run against the data shape today's release
 // wrote. Run drives it through promotion (copy is a no-op: the bytes are
 // there) and convergence.
@@ -53,10 +54,13 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 	r.Kind, r.RollbackOf, r.Compatibility = KindRollback, target.ID, target.Compatibility
 	for _, k := range []StepKind{StepOwnership, StepPlanReview, StepApply} {
 		st := r.Step(k)
-		st.Status, st.Message = Skipped, "rollback: restores a release's digest only"
+		st.Status, st.Message = Skipped, "rollback: restores a release's environment file; no infrastructure change"
 	}
 	r.Outputs[OutDigest] = digest.String()
 	r.Outputs["digest.repository"] = env.Registry.Repository
+	// The environment file as the target converged: undoing a bad manifest
+	// change along with a bad digest (a failed sync) needs both.
+	r.Outputs[OutRestoreFrom] = target.Outputs[OutEnvCommit]
 	if err := d.Ledger.SaveRelease(ctx, r); err != nil {
 		return nil, fmt.Errorf("save release %s: %w", r.ID, err)
 	}

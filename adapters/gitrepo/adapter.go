@@ -213,6 +213,7 @@ type pinState struct {
 	// origin's copy of it; remoteTip is origin's tip as last fetched (clones
 	// only), zero when unknown.
 	existing  *object.Commit
+	restored  []byte // the file at req.RestoreFrom, for a rollback
 	remoteTip plumbing.Hash
 	hasOrigin bool
 	close     func()
@@ -249,6 +250,11 @@ func (a *Adapter) prepare(ctx context.Context, req workflow.PinRequest) (*pinSta
 	if err := st.findExisting(); err != nil {
 		return nil, err
 	}
+	if req.RestoreFrom != "" {
+		if st.restored, err = st.restoredFile(req); err != nil {
+			return nil, err
+		}
+	}
 	if st.existing != nil {
 		// Resuming: the branch decides, whatever the base holds now (it
 		// may have moved on, or had the pin merged).
@@ -261,11 +267,46 @@ func (a *Adapter) prepare(ctx context.Context, req workflow.PinRequest) (*pinSta
 	if st.before, st.mode, err = readFile(st.repo, st.base, st.file, t.Branch, loc); err != nil {
 		return nil, err
 	}
-	if st.after, err = PinFile(st.before, t, req.Image, req.Digest); err != nil {
-		return nil, withFile(err, st.file)
+	if st.after, err = st.desired(st.before, req); err != nil {
+		return nil, err
 	}
 	ok = true
 	return st, nil
+}
+
+// desired is what the file should hold after the change: data with the
+// digest pinned or, for a rollback, the file as it was at RestoreFrom.
+func (st *pinState) desired(data []byte, req workflow.PinRequest) ([]byte, error) {
+	if st.restored != nil {
+		data = st.restored
+	}
+	out, err := PinFile(data, req.Target, req.Image, req.Digest)
+	if err != nil {
+		return nil, withFile(err, st.file)
+	}
+	return out, nil
+}
+
+// restoredFile reads the file as it was at req.RestoreFrom.
+func (st *pinState) restoredFile(req workflow.PinRequest) ([]byte, error) {
+	h, err := st.repo.ResolveRevision(plumbing.Revision(req.RestoreFrom))
+	var c *object.Commit
+	if err == nil {
+		c, err = st.repo.CommitObject(*h)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: commit %s, where release %s's environment converged, is not in %s (%v); promote its digest %s@%s instead to pin the digest alone",
+			workflow.ErrNotFound, short(req.RestoreFrom), req.ReleaseID, st.loc.display, err, req.Image, req.Digest)
+	}
+	data, _, err := readFile(st.repo, c, st.file, short(req.RestoreFrom), st.loc)
+	return data, err
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
 }
 
 // checkRequest refuses requests that cannot be pinned, before any I/O.

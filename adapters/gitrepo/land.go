@@ -47,9 +47,9 @@ func (a *Adapter) land(ctx context.Context, st *pinState, req workflow.PinReques
 	if err != nil {
 		return workflow.EnvChange{}, err
 	}
-	after, err := PinFile(before, req.Target, req.Image, req.Digest)
+	after, err := st.desired(before, req)
 	if err != nil {
-		return workflow.EnvChange{}, withFile(err, st.file)
+		return workflow.EnvChange{}, err
 	}
 	if string(before) == string(after) {
 		return workflow.EnvChange{Branch: local.Short(), Commit: st.base.Hash.String(), Existing: true, Pushed: st.baseOnOrigin()}, nil

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
 
@@ -90,4 +91,58 @@ func TestLandBeforePinIsAUsageError(t *testing.T) {
 	a := newAdapter(t, t.TempDir())
 	_, err := a.Land(t.Context(), pinRequest("file://"+bare, "L4", digest(t, "a")))
 	require.ErrorIs(t, err, workflow.ErrUsage)
+}
+
+// TestRollbackRestoresTheFileAsTheReleaseConverged: release A lands; a
+// person then commits a bad change to the same file and release B pins a
+// new digest on top. Restoring from A's landed commit brings back A's
+// whole file (digest and manifests), as a new commit; resuming it is
+// idempotent; an unknown commit says what to do instead.
+func TestRollbackRestoresTheFileAsTheReleaseConverged(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	bare, work, workRepo := initOrigin(t, envFiles())
+	a := newAdapter(t, t.TempDir())
+	release := pinRequest("file://"+bare, "A", digest(t, "a"))
+	_, err := a.Pin(ctx, release)
+	require.NoError(t, err)
+	landedA, err := a.Land(ctx, release)
+	require.NoError(t, err)
+	clone, err := git.PlainOpen(bare)
+	require.NoError(t, err)
+	fileA := fileAt(t, clone, plumbing.NewBranchReferenceName("main"), kustomizeFile)
+
+	out, err := exec.Command("git", "-C", work, "pull", "-q", "origin", "main").CombinedOutput()
+	require.NoError(t, err, string(out))
+	commitFiles(t, workRepo, work, map[string]string{kustomizeFile: fileA + "replicas:\n  - name: web\n    count: -1\n"}, "scale web")
+	out, err = exec.Command("git", "-C", work, "push", "-q", "origin", "main").CombinedOutput()
+	require.NoError(t, err, string(out))
+	releaseB := pinRequest("file://"+bare, "B", digest(t, "b"))
+	_, err = a.Pin(ctx, releaseB)
+	require.NoError(t, err)
+	_, err = a.Land(ctx, releaseB)
+	require.NoError(t, err)
+
+	rollback := pinRequest("file://"+bare, "R", digest(t, "a"))
+	rollback.RestoreFrom = landedA.Commit
+	preview, err := a.Preview(ctx, rollback)
+	require.NoError(t, err)
+	require.Contains(t, preview.Diff, "-    count: -1", "the review shows the bad change going away")
+	require.Contains(t, preview.Diff, "+  digest: "+digest(t, "a").String())
+	pinned, err := a.Pin(ctx, rollback)
+	require.NoError(t, err)
+	require.Equal(t, preview.Diff, pinned.Diff)
+	landed, err := a.Land(ctx, rollback)
+	require.NoError(t, err)
+	require.NotEqual(t, landedA.Commit, landed.Commit, "a new change, not a reset")
+	require.Equal(t, fileA, fileAt(t, clone, plumbing.NewBranchReferenceName("main"), kustomizeFile))
+	again, err := a.Pin(ctx, rollback)
+	require.NoError(t, err)
+	require.True(t, again.Existing, "resuming finds the restore already made")
+
+	lost := pinRequest("file://"+bare, "R2", digest(t, "a"))
+	lost.RestoreFrom = strings.Repeat("ab", 20)
+	_, err = a.Pin(ctx, lost)
+	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.Contains(t, err.Error(), "promote its digest "+webRepo+"@"+digest(t, "a").String()+" instead")
 }

@@ -358,7 +358,7 @@ func (st *pinState) checkExisting(req workflow.PinRequest) error {
 	data, _, err := readFile(st.repo, st.existing, st.file, st.branch.Short(), st.loc)
 	if err == nil {
 		var again []byte
-		if again, err = PinFile(data, req.Target, req.Image, req.Digest); err == nil && string(again) == string(data) {
+		if again, err = st.desired(data, req); err == nil && string(again) == string(data) {
 			return nil
 		}
 	}
