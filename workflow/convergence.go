@@ -47,14 +47,21 @@ type AppState struct {
 	OperationMsg  string `json:"operation_message,omitempty"`
 	// OperationRevision is the revision the last operation synced (or
 	// tried to); empty when unknown.
-	OperationRevision string        `json:"operation_revision,omitempty"`
-	Images            []string      `json:"images,omitempty"`
-	Resources         []AppResource `json:"resources,omitempty"`
+	OperationRevision string `json:"operation_revision,omitempty"`
+	// OperationRetries counts how often Argo CD has retried the last
+	// operation after it failed (its retry strategy); a Running operation
+	// with retries is a failed sync waiting for its next attempt.
+	OperationRetries int           `json:"operation_retries,omitempty"`
+	Images           []string      `json:"images,omitempty"`
+	Resources        []AppResource `json:"resources,omitempty"`
 	// Tree is the resource tree down to Pods, when the watch has read it.
 	Tree       []AppResource `json:"tree,omitempty"`
 	AutoSync   bool          `json:"auto_sync"`
 	SelfHeal   bool          `json:"self_heal"`
 	ObservedAt time.Time     `json:"observed_at,omitzero"`
+	// ReconciledAt is when Argo CD's application controller last
+	// compared the application with Git; zero when unknown.
+	ReconciledAt time.Time `json:"reconciled_at,omitzero"`
 }
 
 // AppResource is one resource of an application with its health.
@@ -87,7 +94,7 @@ const (
 	VerdictAppliedUnhealthy = "applied-not-healthy"
 	VerdictWrongRevision    = "wrong-revision"
 	VerdictWrongArtifact    = "wrong-artifact"
-	VerdictFailed           = "failed"
+	VerdictSyncFailed       = "sync-failed"
 )
 
 // Verdict is the judgement of one observed state against a Want. Sync and
@@ -110,9 +117,30 @@ func Converged(s AppState, w Want) Verdict {
 	// new operation, leaving the old failure in place.
 	opForWant := w.Revision == "" || s.OperationRevision == "" || s.OperationRevision == w.Revision
 	if (s.Operation == OperationFailed || s.Operation == OperationError) && opForWant {
-		return Verdict{Kind: VerdictFailed, Terminal: true,
-			Reason:     fmt.Sprintf("sync operation %s: %s", strings.ToLower(s.Operation), s.OperationMsg),
-			NextAction: "fix the manifests in the environment repo (or roll back with relcap rollback) and sync again"}
+		return Verdict{Kind: VerdictSyncFailed, Terminal: true,
+			Reason:     fmt.Sprintf("sync of %s %s: %s", short(s.OperationRevision), strings.ToLower(s.Operation), s.OperationMsg),
+			NextAction: "fix the manifests in the environment repo (a new commit), or roll back with relcap rollback"}
+	}
+	if s.Operation == OperationRunning && s.OperationRetries > 0 {
+		if !opForWant {
+			// Argo CD starts no sync while an operation is in progress,
+			// and a retried one keeps its revision: the intended commit
+			// waits until every retry of the older one has failed.
+			return Verdict{Kind: VerdictProgressing,
+				Reason: fmt.Sprintf("Argo CD is still retrying the failed sync of %s (attempt #%d); %s waits for it: %s",
+					short(s.OperationRevision), s.OperationRetries, short(w.Revision), s.OperationMsg)}
+		}
+		if rejectedManifest(s.OperationMsg) {
+			// The API server refused the objects as invalid: the same
+			// manifests fail every retry, so waiting out Argo CD's
+			// back-off (minutes by default) only delays the decision.
+			return Verdict{Kind: VerdictSyncFailed, Terminal: true,
+				Reason: fmt.Sprintf("sync of %s failed and Argo CD is retrying (attempt #%d), but the API server rejects the manifests, so no retry can pass: %s",
+					short(s.OperationRevision), s.OperationRetries, s.OperationMsg),
+				NextAction: "fix the manifests in the environment repo (a new commit), or roll back with relcap rollback, which ends the retries first"}
+		}
+		return Verdict{Kind: VerdictProgressing,
+			Reason: fmt.Sprintf("sync failed, Argo CD retrying (attempt #%d): %s", s.OperationRetries, s.OperationMsg)}
 	}
 	atRevision := w.Revision == "" || s.SyncRevision == w.Revision
 	if s.SyncStatus != SyncSynced || !atRevision {
@@ -124,7 +152,11 @@ func Converged(s AppState, w Want) Verdict {
 		return Verdict{Kind: VerdictProgressing, Reason: fmt.Sprintf("sync %s at %s", s.SyncStatus, short(s.SyncRevision))}
 	}
 	if s.Operation == OperationRunning {
-		return Verdict{Kind: VerdictProgressing, Reason: "sync operation running"}
+		reason := "sync operation running"
+		if s.OperationMsg != "" {
+			reason += ": " + s.OperationMsg
+		}
+		return Verdict{Kind: VerdictProgressing, Reason: reason}
 	}
 	if !w.Digest.IsZero() && !runsDigest(s.Images, w.Digest) {
 		return Verdict{Kind: VerdictWrongArtifact,
@@ -140,6 +172,17 @@ func Converged(s AppState, w Want) Verdict {
 			NextAction: "inspect the failing resources; roll back with relcap rollback if the new digest is at fault"}
 	}
 	return Verdict{Kind: VerdictAppliedUnhealthy, Reason: fmt.Sprintf("applied, health %s", s.Health)}
+}
+
+// invalidSigns are how the Kubernetes API server words a refusal of an
+// object itself (HTTP 422, a failed validation or admission), as opposed
+// to a transient failure (a timeout, a missing CRD being installed).
+var invalidSigns = []string{" is invalid: ", "Invalid value:", "admission webhook", "denied request:", "is forbidden: violates"}
+
+// rejectedManifest says a failed sync's message is the API server
+// refusing the manifests, which retrying the same revision cannot fix.
+func rejectedManifest(msg string) bool {
+	return slices.ContainsFunc(invalidSigns, func(sign string) bool { return strings.Contains(msg, sign) })
 }
 
 func runsDigest(images []string, d Digest) bool {
@@ -169,6 +212,28 @@ const (
 // default), so the watch reads the tree to name it within seconds.
 type ResourceTreeReader interface {
 	ResourceTree(ctx context.Context, app AppRef) ([]AppResource, error)
+}
+
+// VerdictReconcileStalled: Argo CD's application controller does not
+// reconcile the application (stopped, crashed, stuck).
+const VerdictReconcileStalled = "reconciliation-stalled"
+
+// Refresher is the optional ability of a Convergence adapter to ask Argo
+// CD's application controller to reconcile an application now and wait, up
+// to within, until it has; ErrNotReconciled means it did not. The watch
+// asks when an application has shown no change for a while, to tell a
+// quiet rollout from a controller that stopped.
+type Refresher interface {
+	Refresh(ctx context.Context, app AppRef, within time.Duration) error
+}
+
+// OperationTerminator is the optional ability of a Convergence adapter to
+// end an application's running operation. Argo CD starts no sync while an
+// operation runs, and retries a failed automated sync with its revision
+// (five times over minutes by default), so a rollback ends the retries of
+// the bad revision before it waits for its own.
+type OperationTerminator interface {
+	TerminateOperation(ctx context.Context, app AppRef) error
 }
 
 // ReadinessGrace is how long a Pod may report failing readiness probes

@@ -142,8 +142,14 @@ func TestConvergedJudgesSyncHealthRevisionAndDigestSeparately(t *testing.T) {
 		{"applied, still progressing", workflow.AppState{SyncStatus: "Synced", SyncRevision: "rev2", Health: "Progressing", Images: []string{img}}, workflow.VerdictAppliedUnhealthy, false},
 		{"applied, degraded", workflow.AppState{SyncStatus: "Synced", SyncRevision: "rev2", Health: "Degraded", Images: []string{img}}, workflow.VerdictAppliedUnhealthy, true},
 		{"running another digest", workflow.AppState{SyncStatus: "Synced", SyncRevision: "rev2", Health: "Healthy", Images: []string{"registry.test/web:latest"}}, workflow.VerdictWrongArtifact, false},
-		{"sync failed", workflow.AppState{SyncStatus: "OutOfSync", Operation: "Failed", OperationMsg: "invalid manifest"}, workflow.VerdictFailed, true},
+		{"sync failed", workflow.AppState{SyncStatus: "OutOfSync", Operation: "Failed", OperationMsg: "invalid manifest"}, workflow.VerdictSyncFailed, true},
 		{"sync operation running", workflow.AppState{SyncStatus: "Synced", SyncRevision: "rev2", Health: "Healthy", Operation: "Running", Images: []string{img}}, workflow.VerdictProgressing, false},
+		{"sync failed, retried, manifest rejected by the API server", workflow.AppState{SyncStatus: "OutOfSync", SyncRevision: "rev2", Health: "Healthy", Operation: "Running", OperationRetries: 1, OperationRevision: "rev2",
+			OperationMsg: `one or more objects failed to apply, reason: Deployment.apps "web" is invalid: spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000`}, workflow.VerdictSyncFailed, true},
+		{"sync failed, retried, transient", workflow.AppState{SyncStatus: "OutOfSync", SyncRevision: "rev2", Health: "Healthy", Operation: "Running", OperationRetries: 2, OperationRevision: "rev2",
+			OperationMsg: "one or more objects failed to apply, reason: the server could not find the requested resource"}, workflow.VerdictProgressing, false},
+		{"retries of an older revision hold the wanted one back", workflow.AppState{SyncStatus: "Synced", SyncRevision: "rev2", Health: "Healthy", Operation: "Running", OperationRetries: 3, OperationRevision: "rev1",
+			OperationMsg: `Deployment.apps "web" is invalid`, Images: []string{img}}, workflow.VerdictProgressing, false},
 	}
 	for _, c := range cases {
 		v := workflow.Converged(c.state, want)
@@ -247,6 +253,6 @@ func TestConvergedIgnoresAFailedOperationOfAnotherRevision(t *testing.T) {
 		Operation: "Failed", OperationMsg: "spec.replicas: Invalid value: -1", OperationRevision: "bad"}
 	require.Equal(t, workflow.VerdictConverged, workflow.Converged(st, workflow.Want{Revision: "revert", Digest: d}).Kind)
 	v := workflow.Converged(st, workflow.Want{Revision: "bad", Digest: d})
-	require.Equal(t, workflow.VerdictFailed, v.Kind, "the bad commit's own failure still counts")
+	require.Equal(t, workflow.VerdictSyncFailed, v.Kind, "the bad commit's own failure still counts")
 	require.True(t, v.Terminal)
 }

@@ -32,6 +32,9 @@ var (
 	ErrNotConverged = errors.New("not converged")
 	// ErrNotFound: the named release, session or plan does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrNotReconciled: Argo CD's application controller did not act on
+	// a refresh request in time (a Refresher's answer).
+	ErrNotReconciled = errors.New("the application controller did not reconcile the application")
 	// ErrLocked: another writer holds the lock (state lock, apply lock).
 	ErrLocked = errors.New("locked by another writer")
 )

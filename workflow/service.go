@@ -582,8 +582,13 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 	}
 	pin := PinRequest{Env: run.env.Name, ReleaseID: run.r.ID, Target: run.env.EnvRepo, Image: run.env.Registry.Repository, Digest: digest, Source: from}
 	if run.r.Kind == KindRollback {
-		pin.Message = fmt.Sprintf("relcap: roll back %s to release %s (%s)\n\nRestore %s@%s, the digest release %s ran,\nas a new change (never Argo CD's history rollback).\n\nRelcap-Release: %s\nRelcap-Environment: %s\nRelcap-Digest: %s\nRelcap-Rollback-Of: %s\n",
-			run.env.Name, run.r.RollbackOf, digest.Short(), run.env.Registry.Repository, digest, run.r.RollbackOf, run.r.ID, run.env.Name, digest, run.r.RollbackOf)
+		pin.RestoreFrom = run.r.Outputs[OutRestoreFrom]
+		what := fmt.Sprintf("Restore %s@%s, the digest release %s ran,", run.env.Registry.Repository, digest, run.r.RollbackOf)
+		if pin.RestoreFrom != "" {
+			what = fmt.Sprintf("Restore %s as release %s converged with it (at %s):\nthe digest it ran, %s@%s, and its manifests,", run.env.EnvRepo.File, run.r.RollbackOf, short(pin.RestoreFrom), run.env.Registry.Repository, digest)
+		}
+		pin.Message = fmt.Sprintf("relcap: roll back %s to release %s (%s)\n\n%s\nas a new change (never Argo CD's history rollback).\n\nRelcap-Release: %s\nRelcap-Environment: %s\nRelcap-Digest: %s\nRelcap-Rollback-Of: %s\n",
+			run.env.Name, run.r.RollbackOf, digest.Short(), what, run.r.ID, run.env.Name, digest, run.r.RollbackOf)
 	}
 	if _, done := run.r.Output(OutEnvPinned); !done {
 		run.progress(StepPromotion, "pinning "+digest.Short()+" on a relcap branch of the environment repo")
@@ -645,6 +650,14 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 	run.effort.BeginWait(StepConvergence.String())
 	defer run.effort.EndWait(StepConvergence.String())
 
+	var evidence []Evidence
+	if run.r.Kind == KindRollback {
+		ev, err := run.endFailingSync(ctx, app, want)
+		if err != nil {
+			return StepResult{}, err
+		}
+		evidence = append(evidence, ev...)
+	}
 	st, v, err := WaitConverged(ctx, d.Convergence, app, want, func(s AppState) {
 		s2 := s
 		run.sink(Event{Time: d.Clock.Now(), Kind: EventAppState, ReleaseID: run.r.ID, Step: StepConvergence, Status: Running, App: &s2})
@@ -668,7 +681,36 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 		return StepResult{}, err
 	}
 	return StepResult{Status: Succeeded, Message: fmt.Sprintf("%s synced at %s, healthy, running %s", app.Name, short(want.Revision), digest.Short()),
-		Evidence: []Evidence{{Kind: "app.converged", Subject: app.Name, Detail: facts}}}, nil
+		Evidence: append(evidence, Evidence{Kind: "app.converged", Subject: app.Name, Detail: facts})}, nil
+}
+
+// endFailingSync ends Argo CD's retries of a failed sync of another
+// revision (the release being rolled back), which would hold the
+// rollback's revision back until they run out. Only a Running operation
+// that has already failed at least once is ended: a sync in progress is
+// never cut short.
+func (run *releaseRun) endFailingSync(ctx context.Context, app AppRef, want Want) ([]Evidence, error) {
+	d := run.svc.d
+	term, ok := d.Convergence.(OperationTerminator)
+	if !ok {
+		return nil, nil
+	}
+	st, err := d.Convergence.Get(ctx, app)
+	if err != nil {
+		return nil, fmt.Errorf("get application %s: %w", app.Name, err)
+	}
+	if st.Operation != OperationRunning || st.OperationRetries == 0 || st.OperationRevision == "" || st.OperationRevision == want.Revision {
+		return nil, nil
+	}
+	run.progress(StepConvergence, fmt.Sprintf("ending Argo CD's retries of the failed sync of %s (attempt #%d)", short(st.OperationRevision), st.OperationRetries))
+	if err := term.TerminateOperation(ctx, app); err != nil {
+		return nil, fmt.Errorf("end the failing sync of %s on %s so the rollback can sync: %w", short(st.OperationRevision), app.Name, err)
+	}
+	detail := map[string]string{"app": app.Name, "revision": st.OperationRevision, "retries": fmt.Sprint(st.OperationRetries), "message": st.OperationMsg}
+	if _, err := d.Journal.Append(ctx, "convergence.operation-terminated", detail); err != nil {
+		return nil, err
+	}
+	return []Evidence{{Kind: "app.operation-terminated", Subject: app.Name, Detail: detail}}, nil
 }
 
 // WaitConverged is argo-cd's `app wait` algorithm: Get first and return if
@@ -676,7 +718,33 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 // update with Converged, fail fast on a terminal verdict or on Healthy →
 // Degraded, and stop at the context deadline. It returns the last state and
 // its verdict; err is non-nil only when the watch itself failed or ctx ended.
+// It waits with DefaultWaitOptions.
 func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, observe func(AppState)) (AppState, Verdict, error) {
+	return WaitConvergedWith(ctx, c, app, want, observe, DefaultWaitOptions)
+}
+
+// WaitOptions are the timings of a convergence watch.
+type WaitOptions struct {
+	// TreeInterval is how often the watch reads the resource tree (when
+	// the adapter is a ResourceTreeReader) and checks for a stall.
+	TreeInterval time.Duration
+	// ReadinessGrace is how long a Pod may fail readiness before the
+	// rollout counts as failed.
+	ReadinessGrace time.Duration
+	// StallAfter is how long the application may show no change while
+	// not converged before the watch asks the controller to reconcile it
+	// (when the adapter is a Refresher); RefreshWithin is how long the
+	// controller has to answer before the watch calls it stalled.
+	StallAfter, RefreshWithin time.Duration
+}
+
+// DefaultWaitOptions: a failure named within seconds; a stalled controller
+// within about a minute. Argo CD's controller answers a refresh in well
+// under a second when it runs, so 20 s without an answer is not load.
+var DefaultWaitOptions = WaitOptions{TreeInterval: 2 * time.Second, ReadinessGrace: ReadinessGrace, StallAfter: 30 * time.Second, RefreshWithin: 20 * time.Second}
+
+// WaitConvergedWith is WaitConverged with explicit timings.
+func WaitConvergedWith(ctx context.Context, c Convergence, app AppRef, want Want, observe func(AppState), o WaitOptions) (AppState, Verdict, error) {
 	st, err := c.Get(ctx, app)
 	if err != nil {
 		return st, Verdict{}, fmt.Errorf("get application %s: %w", app.Name, err)
@@ -694,18 +762,35 @@ func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, ob
 	}
 	wasHealthy := st.Health == HealthHealthy
 	tree, _ := c.(ResourceTreeReader)
+	refresher, _ := c.(Refresher)
 	var tick <-chan time.Time
-	if tree != nil {
-		t := time.NewTicker(treeInterval)
+	if tree != nil || refresher != nil {
+		t := time.NewTicker(o.TreeInterval)
 		defer t.Stop()
 		tick = t.C
 	}
 	notReadySince := map[string]time.Time{}
+	lastChange := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return st, v, ctx.Err()
 		case <-tick:
+			if refresher != nil && time.Since(lastChange) >= o.StallAfter {
+				err := refresher.Refresh(ctx, app, o.RefreshWithin)
+				if ctx.Err() != nil {
+					return st, v, ctx.Err()
+				}
+				if errors.Is(err, ErrNotReconciled) {
+					return st, stalled(st, o.RefreshWithin, time.Now()), nil
+				}
+				// Answered (or the server could not be asked, which the
+				// watch reports): quiet is not a stall; ask again later.
+				lastChange = time.Now()
+			}
+			if tree == nil {
+				continue
+			}
 			resources, err := tree.ResourceTree(ctx, app)
 			if err != nil {
 				continue // the watch reports a lost server; the tree is a second opinion
@@ -737,7 +822,7 @@ func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, ob
 			}
 			if fv, failed := ResourceFailure(resources, func(r AppResource) time.Duration {
 				return now.Sub(notReadySince[r.Kind+"/"+r.Namespace+"/"+r.Name])
-			}, ReadinessGrace); failed {
+			}, o.ReadinessGrace); failed {
 				st.Resources = resources
 				return st, fv, nil
 			}
@@ -752,6 +837,7 @@ func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, ob
 				return st, v, fmt.Errorf("watch application %s: %w", app.Name, u.Err)
 			}
 			st = u.State
+			lastChange = time.Now()
 			if observe != nil {
 				observe(st)
 			}
@@ -767,9 +853,20 @@ func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, ob
 	}
 }
 
-// treeInterval is how often the watch reads the resource tree while it
-// waits: well inside the five seconds in which a failure must be named.
-const treeInterval = 2 * time.Second
+// stalled is the verdict on an application whose controller did not
+// answer a refresh: what Argo CD reports is frozen, neither converged nor
+// failed, and waiting longer changes nothing until the controller runs.
+func stalled(st AppState, within time.Duration, now time.Time) Verdict {
+	last := "it reports no reconciliation time"
+	if !st.ReconciledAt.IsZero() {
+		last = fmt.Sprintf("it last reconciled at %s (%s ago)", st.ReconciledAt.UTC().Format("15:04:05 MST"), now.Sub(st.ReconciledAt).Round(time.Second))
+	}
+	return Verdict{Kind: VerdictReconcileStalled, Terminal: true,
+		Reason: fmt.Sprintf("Argo CD's application controller did not reconcile %s within %s of a refresh request; %s, so its status is frozen at sync %s at %s, health %s",
+			st.Name, within, last, st.SyncStatus, short(st.SyncRevision), st.Health),
+		NextAction: "check argocd-application-controller (is it running, what do its logs say); nothing is lost meanwhile: once it runs, relcap converge picks up where Argo CD is, " +
+			"and if the half-done rollout must not finish, relcap rollback"}
+}
 
 func shortFP(fp string) string {
 	if len(fp) > 12 {

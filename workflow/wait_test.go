@@ -73,3 +73,62 @@ func TestWaitConvergedIgnoresThePreviousRevisionsFailingPods(t *testing.T) {
 	require.Equal(t, workflow.VerdictConverged, v.Kind, "%+v", v)
 	require.Equal(t, "good-rev", st.SyncRevision)
 }
+
+// quiet is a Convergence whose application never changes (a frozen
+// status) and whose controller answers refresh requests or not.
+type quiet struct {
+	answers  bool
+	refreshs int
+}
+
+func (q *quiet) Get(context.Context, workflow.AppRef) (workflow.AppState, error) {
+	return workflow.AppState{Name: "web", SyncStatus: workflow.SyncSynced, SyncRevision: "rev2", Health: workflow.HealthProgressing, Version: "7",
+		ReconciledAt: time.Now().Add(-time.Minute)}, nil
+}
+
+func (q *quiet) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+	ch := make(chan workflow.AppUpdate)
+	go func() { <-ctx.Done(); close(ch) }()
+	return ch, nil
+}
+
+func (q *quiet) Refresh(ctx context.Context, _ workflow.AppRef, within time.Duration) error {
+	q.refreshs++
+	if q.answers {
+		return nil
+	}
+	select {
+	case <-time.After(within):
+		return workflow.ErrNotReconciled
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestWaitConvergedTellsAQuietRolloutFromAStoppedController: a status that
+// does not change is asked about; a controller that answers keeps the
+// watch waiting (and asked again later), one that does not is named.
+func TestWaitConvergedTellsAQuietRolloutFromAStoppedController(t *testing.T) {
+	t.Parallel()
+	o := workflow.WaitOptions{TreeInterval: 20 * time.Millisecond, ReadinessGrace: time.Minute, StallAfter: 100 * time.Millisecond, RefreshWithin: 100 * time.Millisecond}
+	want := workflow.Want{Revision: "rev2"}
+
+	alive := &quiet{answers: true}
+	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
+	defer cancel()
+	_, v, err := workflow.WaitConvergedWith(ctx, alive, workflow.AppRef{Name: "web"}, want, nil, o)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a controller that answers is not a stall: the watch waits on")
+	require.Equal(t, workflow.VerdictAppliedUnhealthy, v.Kind)
+	require.GreaterOrEqual(t, alive.refreshs, 2, "asked again after each quiet period")
+
+	stopped := &quiet{}
+	st, v, err := workflow.WaitConvergedWith(t.Context(), stopped, workflow.AppRef{Name: "web"}, want, nil, o)
+	require.NoError(t, err)
+	require.Equal(t, workflow.VerdictReconcileStalled, v.Kind)
+	require.True(t, v.Terminal)
+	require.Equal(t, 1, stopped.refreshs)
+	require.Equal(t, workflow.HealthProgressing, st.Health)
+	require.Contains(t, v.Reason, "did not reconcile web within 100ms of a refresh request; it last reconciled at ")
+	require.Regexp(t, `\(1m\ds ago\)`, v.Reason)
+	require.Contains(t, v.Reason, "frozen at sync Synced at rev2, health Progressing")
+}

@@ -28,7 +28,12 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-var _ workflow.Convergence = (*Adapter)(nil)
+var (
+	_ workflow.Convergence         = (*Adapter)(nil)
+	_ workflow.ResourceTreeReader  = (*Adapter)(nil)
+	_ workflow.Refresher           = (*Adapter)(nil)
+	_ workflow.OperationTerminator = (*Adapter)(nil)
+)
 
 // Environment variables argocd users already set; OptionsFor reads them.
 const (

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	grpc_retry "github.com/grpc-ecosystem/go-grpc-middleware/retry"
@@ -249,11 +251,15 @@ func toState(app *v1alpha1.Application, now time.Time) workflow.AppState {
 	if st.Health == "" {
 		st.Health = workflow.HealthUnknown
 	}
+	if app.Status.ReconciledAt != nil {
+		st.ReconciledAt = app.Status.ReconciledAt.Time
+	}
 	if p := app.Spec.SyncPolicy; p != nil && p.Automated != nil {
 		st.AutoSync, st.SelfHeal = true, p.Automated.SelfHeal
 	}
 	st.Operation, st.OperationMsg = operation(app)
 	if last := app.Status.OperationState; last != nil {
+		st.OperationRetries = int(last.RetryCount)
 		if last.SyncResult != nil {
 			st.OperationRevision = last.SyncResult.Revision
 		} else if last.Operation.Sync != nil {
@@ -280,6 +286,12 @@ func toState(app *v1alpha1.Application, now time.Time) workflow.AppState {
 	return st
 }
 
+// retrySuffix is what Argo CD's controller appends to the message of a
+// failed operation it will retry, whatever the failure was ("due to
+// application controller sync timeout" even for a rejected manifest); the
+// attempt count travels as AppState.OperationRetries instead.
+var retrySuffix = regexp.MustCompile(` due to application controller sync timeout\. Retrying attempt #\d+ at [^.]*\.$`)
+
 // operation reports the last operation's phase the way argocd app wait
 // judges "operation in progress": a requested operation not yet picked
 // up, or a finished one the controller has not reconciled since (argo-cd
@@ -292,7 +304,7 @@ func operation(app *v1alpha1.Application) (phase, msg string) {
 	if last == nil {
 		return "", ""
 	}
-	phase, msg = string(last.Phase), last.Message
+	phase, msg = string(last.Phase), retrySuffix.ReplaceAllString(last.Message, "")
 	switch phase {
 	case "Terminating":
 		return workflow.OperationRunning, "terminating: " + msg
@@ -303,4 +315,46 @@ func operation(app *v1alpha1.Application) (phase, msg string) {
 		}
 	}
 	return phase, msg
+}
+
+// Refresh asks Argo CD for a normal refresh of the application (what
+// `argocd app get --refresh` does) and waits up to within for the
+// application controller to perform it: Argo CD's server answers only once
+// the controller has cleared the request. No answer in time is
+// workflow.ErrNotReconciled: the controller is stopped, crashed or stuck.
+func (a *Adapter) Refresh(ctx context.Context, ref workflow.AppRef, within time.Duration) error {
+	name, ns, err := a.appQuery(ref)
+	if err != nil {
+		return err
+	}
+	apps, err := a.client(ctx)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	refresh := string(v1alpha1.RefreshTypeNormal)
+	// No retries: a second request would only wait for the same answer.
+	_, err = apps.Get(rctx, &application.ApplicationQuery{Name: &name, AppNamespace: ns, Refresh: &refresh}, grpc_retry.Disable())
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return a.callError(ctx, "refresh application", ref.Name, err)
+	case errors.Is(rctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded ||
+		strings.Contains(status.Convert(err).Message(), "refresh deadline exceeded"):
+		return fmt.Errorf("argo cd application %s on %s: no reconciliation within %s of a refresh request: %w", ref.Name, a.server, within, workflow.ErrNotReconciled)
+	}
+	return a.callError(ctx, "refresh application", ref.Name, err)
+}
+
+// TerminateOperation ends the application's running operation (what
+// `argocd app terminate-op` does). A rollback uses it to stop Argo CD
+// retrying a failed sync of a bad revision, which holds back every newer
+// revision until its retries run out.
+func (a *Adapter) TerminateOperation(ctx context.Context, ref workflow.AppRef) error {
+	_, err := call(ctx, a, ref, "terminate operation of", func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (*application.OperationTerminateResponse, error) {
+		return apps.TerminateOperation(ctx, &application.OperationTerminateRequest{Name: &name, AppNamespace: ns})
+	})
+	return err
 }

@@ -121,8 +121,57 @@ func TestWaitConvergedReportsAFailedSync(t *testing.T) {
 	defer cancel()
 	_, v, err := workflow.WaitConverged(ctx, e.adapter, e.ref, workflow.Want{Revision: rev2, Digest: digest(t, "v2")}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.VerdictFailed, v.Kind)
+	require.Equal(t, workflow.VerdictSyncFailed, v.Kind)
 	require.True(t, v.Terminal)
 	require.Contains(t, v.Reason, "admission webhook denied the request")
 	require.NotEmpty(t, v.NextAction)
+}
+
+// TestWaitConvergedNamesAStoppedControllerAndRecoversWhenItIsBack: with
+// the application controller stopped mid-rollout what Argo CD reports
+// freezes; the watch asks for a refresh, gets no answer and names the
+// stall instead of waiting out its timeout. Once the controller is back,
+// a refresh is answered and the same release converges.
+func TestWaitConvergedNamesAStoppedControllerAndRecoversWhenItIsBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *argosim.AppConfig) { c.TimeToHealthy = 2 * time.Second })
+	want := workflow.Want{Revision: e.repo.Pin(t, "v2"), Digest: digest(t, "v2")}
+	getUntil(t, t.Context(), e, 5*time.Second, func(s workflow.AppState) bool {
+		return s.SyncRevision == want.Revision && s.Health == workflow.HealthProgressing
+	})
+	e.sim.StopController()
+	o := workflow.WaitOptions{TreeInterval: 100 * time.Millisecond, ReadinessGrace: time.Minute, StallAfter: 500 * time.Millisecond, RefreshWithin: 700 * time.Millisecond}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	st, v, err := workflow.WaitConvergedWith(ctx, e.adapter, e.ref, want, nil, o)
+	require.NoError(t, err)
+	require.Equal(t, workflow.VerdictReconcileStalled, v.Kind, v.Reason)
+	require.True(t, v.Terminal)
+	require.Less(t, time.Since(start), 5*time.Second, "named after StallAfter + RefreshWithin, not at the timeout")
+	require.Equal(t, workflow.HealthProgressing, st.Health, "the frozen state is the one reported")
+	require.Contains(t, v.Reason, "did not reconcile "+e.ref.Name+" within 700ms of a refresh request")
+	require.Contains(t, v.Reason, "it last reconciled at ")
+	require.Contains(t, v.NextAction, "argocd-application-controller")
+	require.Contains(t, v.NextAction, "relcap rollback")
+
+	e.sim.StartController()
+	_, v, err = workflow.WaitConvergedWith(ctx, e.adapter, e.ref, want, nil, o)
+	require.NoError(t, err)
+	require.Equal(t, workflow.VerdictConverged, v.Kind, v.Reason)
+}
+
+// TestRefreshIsAnsweredWhileTheControllerRuns: a quiet application whose
+// controller runs is not a stall.
+func TestRefreshIsAnsweredWhileTheControllerRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	require.NoError(t, e.adapter.Refresh(t.Context(), e.ref, 2*time.Second))
+	e.sim.StopController()
+	err := e.adapter.Refresh(t.Context(), e.ref, 300*time.Millisecond)
+	require.ErrorIs(t, err, workflow.ErrNotReconciled)
+	require.Contains(t, err.Error(), "no reconciliation within 300ms")
+	e.sim.StartController()
+	require.NoError(t, e.adapter.Refresh(t.Context(), e.ref, 2*time.Second))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,6 +139,92 @@ func TestRollbackPinsThePreviousDigestAsANewChangeAndConverges(t *testing.T) {
 	log, err := exec.Command("git", "-C", envRepo, "log", "-1", "--format=%s", "main").Output()
 	require.NoError(t, err)
 	require.Contains(t, string(log), "roll back staging to release "+first)
+}
+
+// TestAFailedSyncIsNamedAtOnceAndRollbackEndsItsRetries: a release lands
+// on top of a bad manifest change; Argo CD's sync fails and it retries
+// (minutes apart here, as its default back-off grows); converge names the
+// rejected manifest at the first failure instead of waiting the retries
+// out; rollback restores the environment file as the earlier release
+// converged (the bad change gone), ends the retries that would hold its
+// revision back, and converges.
+func TestAFailedSyncIsNamedAtOnceAndRollbackEndsItsRetries(t *testing.T) {
+	t.Parallel()
+	cfg, host, envRepo := promoteRepo(t)
+	sim, env := simulated(t, cfg, envRepo, func(c *argosim.AppConfig) { c.SyncRetries, c.RetryBackoff = 5, time.Minute })
+	data := t.TempDir()
+	d1 := pushImage(t, host+"/ci/web:1.0.0")
+	pushImage(t, host+"/ci/web:2.0.0")
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:1.0.0")
+	require.Equal(t, 0, code, out+errOut)
+	first := releaseIDOf(t, out)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
+	require.Equal(t, 0, code, out+errOut)
+	good := gitOut(t, envRepo, "show", "main:apps/web/staging/kustomization.yaml")
+
+	// Someone commits a manifest the API server will refuse.
+	const bad = "replicas:\n  - name: web\n    count: -1\n"
+	commitFile(t, envRepo, "apps/web/staging/kustomization.yaml", good+bad, "scale web")
+	require.NoError(t, sim.FailSyncOf("web-staging", "count: -1", `Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0`))
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:2.0.0")
+	require.Equal(t, 0, code, out+errOut)
+	start := time.Now()
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
+	require.Equal(t, exitNotConverged, code, out+errOut)
+	require.Less(t, time.Since(start), 20*time.Second, "named at the first failed attempt, not after the retries")
+	require.Contains(t, out+errOut, "convergence.sync-failed")
+	require.Contains(t, out+errOut, "Argo CD is retrying (attempt #1), but the API server rejects the manifests, so no retry can pass")
+	require.Contains(t, out+errOut, "spec.replicas: Invalid value: -1")
+	require.NotContains(t, out+errOut, "application controller sync timeout", "Argo CD's misleading retry wording is not repeated")
+	require.Contains(t, out+errOut, "relcap rollback")
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "rollback", "--env", "staging", "--to", first, "--timeout", "30s")
+	require.Equal(t, 0, code, "the rollback must not wait for the minute-long retries of the bad revision: "+out+errOut)
+	require.Contains(t, out, "converged in staging")
+	require.Contains(t, out, d1)
+	require.Equal(t, good, gitOut(t, envRepo, "show", "main:apps/web/staging/kustomization.yaml"), "the file is as the first release converged: digest and manifests")
+	body := gitOut(t, envRepo, "log", "-1", "--format=%B", "main")
+	require.Contains(t, body, "roll back staging to release "+first)
+	require.Contains(t, body, "Restore apps/web/staging/kustomization.yaml as release "+first+" converged with it")
+
+	code, out, errOut = invokeEnv(t, data, env, "--json", "journal", "list")
+	require.Equal(t, 0, code, out+errOut)
+	var sessions []struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(out), &sessions))
+	require.NotEmpty(t, sessions)
+	code, out, errOut = invokeEnv(t, data, env, "journal", "show", sessions[len(sessions)-1].ID)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "convergence.operation-terminated", "ending Argo CD's operation is journaled")
+}
+
+// releaseIDOf reads the release ID promote prints.
+func releaseIDOf(t *testing.T, out string) string {
+	t.Helper()
+	id := strings.Fields(out[strings.LastIndex(out, "release ")+len("release "):])[0]
+	return strings.TrimSuffix(id, ":")
+}
+
+func gitOut(t *testing.T, repo string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).Output()
+	require.NoError(t, err)
+	return string(out)
+}
+
+// commitFile commits content to file on main of a bare repository, as a
+// person pushing a change would.
+func commitFile(t *testing.T, bare, file, content, message string) {
+	t.Helper()
+	work := t.TempDir()
+	git := func(args ...string) {
+		out, err := exec.Command("git", append([]string{"-C", work, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	git("clone", "-q", bare, ".")
+	require.NoError(t, os.WriteFile(filepath.Join(work, filepath.FromSlash(file)), []byte(content), 0o644))
+	git("commit", "-qam", message)
+	git("push", "-q", "origin", "main")
 }
 
 // TestBreakGlassKeepsAHotfixThenCapturesItAndRestoresThePolicy runs with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/workflow"
@@ -21,10 +22,12 @@ type argoByEnv struct {
 }
 
 var (
-	_ workflow.Convergence        = (*argoByEnv)(nil)
-	_ workflow.ResourceTreeReader = (*argoByEnv)(nil)
-	_ workflow.ReconcileControl   = (*argoByEnv)(nil)
-	_ workflow.OwnershipSource    = (*argoByEnv)(nil)
+	_ workflow.Convergence         = (*argoByEnv)(nil)
+	_ workflow.ResourceTreeReader  = (*argoByEnv)(nil)
+	_ workflow.Refresher           = (*argoByEnv)(nil)
+	_ workflow.OperationTerminator = (*argoByEnv)(nil)
+	_ workflow.ReconcileControl    = (*argoByEnv)(nil)
+	_ workflow.OwnershipSource     = (*argoByEnv)(nil)
 )
 
 func (a *app) argoCD(p *workflow.Project) *argoByEnv {
@@ -81,6 +84,24 @@ func (m *argoByEnv) ResourceTree(ctx context.Context, app workflow.AppRef) ([]wo
 		return nil, err
 	}
 	return ad.ResourceTree(ctx, app)
+}
+
+// Refresh asks app.Env's Argo CD to reconcile the application now.
+func (m *argoByEnv) Refresh(ctx context.Context, app workflow.AppRef, within time.Duration) error {
+	ad, err := m.adapter(app.Env)
+	if err != nil {
+		return err
+	}
+	return ad.Refresh(ctx, app, within)
+}
+
+// TerminateOperation ends the running operation of app.Env's application.
+func (m *argoByEnv) TerminateOperation(ctx context.Context, app workflow.AppRef) error {
+	ad, err := m.adapter(app.Env)
+	if err != nil {
+		return err
+	}
+	return ad.TerminateOperation(ctx, app)
 }
 
 // SyncPolicy reads the sync policy of app.Env's application.

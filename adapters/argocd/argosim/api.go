@@ -3,6 +3,7 @@ package argosim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -44,18 +45,35 @@ func unknownApp(name string) error {
 	return status.Errorf(codes.PermissionDenied, "permission denied (the %s has no application %q)", Name, name)
 }
 
-// Get returns the Application. A refresh request wakes the reconciler.
-func (as *appService) Get(_ context.Context, q *application.ApplicationQuery) (*v1alpha1.Application, error) {
+// Get returns the Application. A refresh request wakes the reconciler;
+// while the controller is stopped it is answered, as by Argo CD, only when
+// the controller is back or with "application refresh deadline exceeded"
+// when the caller's deadline passes.
+func (as *appService) Get(ctx context.Context, q *application.ApplicationQuery) (*v1alpha1.Application, error) {
 	as.s.mu.Lock()
-	defer as.s.mu.Unlock()
 	a, err := as.s.lookup(q.GetName(), q.GetAppNamespace())
 	if err != nil {
+		as.s.mu.Unlock()
 		return nil, err
 	}
-	if q.GetRefresh() != "" {
-		a.wake()
+	down := as.s.controllerDown
+	if q.GetRefresh() == "" || down == nil {
+		if q.GetRefresh() != "" {
+			a.wake()
+		}
+		defer as.s.mu.Unlock()
+		return a.obj.DeepCopy(), nil
 	}
-	return a.obj.DeepCopy(), nil
+	as.s.mu.Unlock()
+	select {
+	case <-down:
+		as.s.mu.Lock()
+		defer as.s.mu.Unlock()
+		a.wake()
+		return a.obj.DeepCopy(), nil
+	case <-ctx.Done():
+		return nil, errors.New("application refresh deadline exceeded")
+	}
 }
 
 // List returns every Application, or the one named.
@@ -158,6 +176,35 @@ func (as *appService) Sync(_ context.Context, req *application.ApplicationSyncRe
 	s.bump(a, time.Now())
 	a.wake()
 	return a.obj.DeepCopy(), nil
+}
+
+// TerminateOperation ends the running operation, as Argo CD's controller
+// does on request: it fails with "Operation terminated", and an automated
+// sync of that revision is not started again.
+func (as *appService) TerminateOperation(_ context.Context, req *application.OperationTerminateRequest) (*application.OperationTerminateResponse, error) {
+	s := as.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookup(req.GetName(), req.GetAppNamespace())
+	if err != nil {
+		return nil, err
+	}
+	if a.op == nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "Unable to terminate operation. No operation is in progress (%s)", Name)
+	}
+	now := time.Now()
+	op := a.op
+	a.op = nil
+	a.opState.Phase = "Failed"
+	a.opState.Message = "Operation terminated [simulated]"
+	a.opState.FinishedAt = ptr(metav1.NewTime(now))
+	if op.initiator.Automated {
+		a.failedAuto = op.target.revision
+	}
+	s.cfg.Logf("argosim: app %s: operation on %s terminated", a.cfg.Name, short(op.target.revision))
+	s.publish(a, now, false)
+	a.wake()
+	return &application.OperationTerminateResponse{}, nil
 }
 
 // Update replaces the Application's spec. Only spec.syncPolicy may change:

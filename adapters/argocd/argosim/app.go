@@ -70,6 +70,13 @@ type AppConfig struct {
 	// SelfHealDelay is how long drift stays before self-heal syncs it
 	// away; default 1s.
 	SelfHealDelay time.Duration
+	// SyncRetries is how often a failed automated sync is retried, as
+	// Argo CD does (5 times unless spec.syncPolicy.retry says otherwise),
+	// RetryBackoff apart. While it retries, its operation stays Running
+	// and no newer revision is synced. Zero: a failed automated sync is
+	// not retried.
+	SyncRetries  int
+	RetryBackoff time.Duration
 }
 
 func (c *AppConfig) defaults() error {
@@ -79,7 +86,10 @@ func (c *AppConfig) defaults() error {
 	if c.RepoPath == "" || c.Path == "" {
 		return fmt.Errorf("argosim: app %s: RepoPath and Path are required", c.Name)
 	}
-	for _, d := range []time.Duration{c.TimeToHealthy, c.SyncDuration, c.ProgressDeadline, c.SelfHealDelay} {
+	if c.SyncRetries < 0 {
+		return fmt.Errorf("argosim: app %s: negative SyncRetries %d", c.Name, c.SyncRetries)
+	}
+	for _, d := range []time.Duration{c.TimeToHealthy, c.SyncDuration, c.ProgressDeadline, c.SelfHealDelay, c.RetryBackoff} {
 		if d < 0 {
 			return fmt.Errorf("argosim: app %s: negative duration %s", c.Name, d)
 		}
@@ -149,11 +159,13 @@ type app struct {
 	podFailure   int
 	podFailureAt time.Time
 	failSync     string // armed: every sync fails with this message
-	failedAuto   string // revision whose automated sync failed; not retried (as Argo CD)
-	drift        string // field changed on the live object
-	driftAt      time.Time
-	driftedLive  *rendered
-	created      time.Time
+	// failSyncMarker narrows failSync to revisions whose file contains it.
+	failSyncMarker string
+	failedAuto     string // revision whose automated sync failed; not retried (as Argo CD)
+	drift          string // field changed on the live object
+	driftAt        time.Time
+	driftedLive    *rendered
+	created        time.Time
 	// renderedTip is the tip a.target was rendered from; only the
 	// reconciler goroutine (and AddApp, before it starts) touches it.
 	renderedTip string
@@ -271,7 +283,12 @@ func (s *Server) reconcileLoop(ctx context.Context, a *app) {
 		case <-t.C:
 		case <-a.kick:
 		}
-		s.reconcile(a, time.Now())
+		s.mu.Lock()
+		down := s.controllerDown != nil
+		s.mu.Unlock()
+		if !down {
+			s.reconcile(a, time.Now())
+		}
 	}
 }
 
@@ -411,7 +428,7 @@ func (s *Server) step(a *app, now time.Time) {
 			s.startOp(a, target, req.InitiatedBy, false, now)
 		}
 	}
-	if a.op != nil && now.Sub(a.op.started) >= a.cfg.SyncDuration {
+	if a.op != nil && !now.Before(a.op.started) && now.Sub(a.op.started) >= a.cfg.SyncDuration {
 		s.finishOp(a, now)
 	}
 	if a.op != nil || a.obj.Operation != nil || a.target == nil || !a.automated() {
@@ -465,9 +482,25 @@ func (s *Server) finishOp(a *app, now time.Time) {
 	op := a.op
 	a.op = nil
 	a.opState.FinishedAt = ptr(metav1.NewTime(now))
-	if a.failSync != "" {
+	if a.failSync != "" && (a.failSyncMarker == "" || strings.Contains(op.target.source, a.failSyncMarker)) {
+		if op.initiator.Automated && int(a.opState.RetryCount) < a.cfg.SyncRetries {
+			// Argo CD's retry: the operation stays Running with the same
+			// revision, the next attempt starts after the back-off, and
+			// the message carries the controller's own words.
+			a.opState.RetryCount++
+			a.opState.Phase = "Running"
+			next := now.Add(a.cfg.RetryBackoff)
+			a.opState.Message = fmt.Sprintf("%s due to application controller sync timeout. Retrying attempt #%d at %s.", a.failSync, a.opState.RetryCount, next.Format(time.Kitchen))
+			op.started = next
+			a.op = op
+			s.cfg.Logf("argosim: app %s: sync to %s failed, retry #%d at %s", a.cfg.Name, short(op.target.revision), a.opState.RetryCount, next.Format(time.TimeOnly))
+			return
+		}
 		a.opState.Phase = "Failed"
 		a.opState.Message = a.failSync
+		if a.opState.RetryCount > 0 {
+			a.opState.Message += fmt.Sprintf(" (retried %d times).", a.opState.RetryCount)
+		}
 		if op.initiator.Automated {
 			a.failedAuto = op.target.revision
 		}

@@ -67,6 +67,20 @@ func (s *Server) FailSync(name, message string) error {
 	})
 }
 
+// FailSyncOf makes the syncs of every revision whose file contains marker
+// fail with message, as the API server refuses a bad manifest: revisions
+// without it (a fix, a rollback) sync normally. It lasts until Recover.
+func (s *Server) FailSyncOf(name, marker, message string) error {
+	if marker == "" || message == "" {
+		return fmt.Errorf("argosim: FailSyncOf needs a marker and a message")
+	}
+	return s.withApp(name, func(a *app, _ time.Time) error {
+		a.failSync, a.failSyncMarker = message, marker
+		s.cfg.Logf("argosim: app %s: syncs of files containing %q will fail: %s", name, marker, message)
+		return nil
+	})
+}
+
 // Drift changes field of the live Deployment as kubectl edit would
 // ("spec.replicas", "image" for the first container's image, or any dotted
 // path with [i] indexes). The application turns OutOfSync; with self-heal
@@ -95,8 +109,39 @@ func (s *Server) Recover(name string) error {
 		if a.podFailure != podFailNone {
 			a.rollout = now
 		}
-		a.podFailure, a.failSync, a.failedAuto = podFailNone, "", ""
+		a.podFailure, a.failSync, a.failSyncMarker, a.failedAuto = podFailNone, "", "", ""
 		s.cfg.Logf("argosim: app %s: injected failures cleared", name)
 		return nil
 	})
+}
+
+// StopController stops the simulated application controller, as when
+// argocd-application-controller crashes or is scaled to zero: the API
+// keeps answering, but no application is reconciled, no operation
+// advances, and what the applications report freezes. A refresh request
+// (Get with refresh) is not answered until the controller runs again,
+// as Argo CD's server waits for the controller.
+func (s *Server) StopController() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.controllerDown == nil {
+		s.controllerDown = make(chan struct{})
+		s.cfg.Logf("argosim: application controller stopped")
+	}
+}
+
+// StartController brings the simulated application controller back; it
+// reconciles every application at once.
+func (s *Server) StartController() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.controllerDown == nil {
+		return
+	}
+	close(s.controllerDown)
+	s.controllerDown = nil
+	for _, a := range s.apps {
+		a.wake()
+	}
+	s.cfg.Logf("argosim: application controller started")
 }

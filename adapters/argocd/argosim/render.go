@@ -26,6 +26,8 @@ type rendered struct {
 	// can edit any field by path.
 	object map[string]any
 	json   string
+	// source is the file as Git holds it at revision.
+	source string
 }
 
 // renderOptions names the workload a file implies when the file itself
@@ -94,7 +96,7 @@ func render(revision string, data []byte, o renderOptions) (*rendered, error) {
 	if err := json.Unmarshal(b, &norm); err != nil {
 		return nil, fmt.Errorf("render deployment: %w", err)
 	}
-	return &rendered{revision: revision, images: images, object: norm, json: string(b)}, nil
+	return &rendered{revision: revision, images: images, object: norm, json: string(b), source: string(data)}, nil
 }
 
 // kustomizeImages reads images[] of a kustomization: newName (or name),

@@ -63,11 +63,15 @@ type Server struct {
 
 	started bool
 	stopped bool
-	ctx     context.Context
-	cancel  context.CancelFunc
-	grpc    *grpc.Server
-	addr    string
-	wg      sync.WaitGroup
+	// controllerDown is non-nil while the simulated application
+	// controller is stopped (StopController); StartController closes it,
+	// which answers the refresh requests waiting for the controller.
+	controllerDown chan struct{}
+	ctx            context.Context
+	cancel         context.CancelFunc
+	grpc           *grpc.Server
+	addr           string
+	wg             sync.WaitGroup
 }
 
 // New validates cfg and returns a simulator that is not yet listening.
