@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 )
 
 // Owner is a tool or controller that writes desired state: "terraform",
@@ -140,6 +141,8 @@ type ManagedObject struct {
 	// earlier sync of the same revision within the history Argo CD keeps:
 	// each one put Git's state back over someone else's change.
 	SelfHealSyncs int `json:"self_heal_syncs,omitempty"`
+	// LastSelfHeal is when the latest of those syncs finished.
+	LastSelfHeal time.Time `json:"last_self_heal,omitzero"`
 }
 
 // KubeKey identifies the Kubernetes object, or "" when there is none.

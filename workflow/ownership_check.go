@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Ownership finding codes. They are stable: the ledger keys open findings
@@ -27,6 +28,10 @@ const (
 	// CodeOwnershipDriftLoop: repeated automated syncs of one revision,
 	// the footprint of two writers taking turns (Warning).
 	CodeOwnershipDriftLoop = "ownership.drift-loop"
+	// CodeOwnershipSelfHealed: Argo CD put Git's state back over a live
+	// change fewer times than a drift loop takes (Info): drift that
+	// happened and was undone, kept visible.
+	CodeOwnershipSelfHealed = "ownership.self-healed"
 	// CodeOwnershipHandoffPending: a declared hand-off whose old owner
 	// still manages the object (Warning).
 	CodeOwnershipHandoffPending = "ownership.handoff-pending"
@@ -624,9 +629,17 @@ func (c *compiledMap) driftLoops(objects []ManagedObject, byKube map[string][]in
 	}
 	apps := map[string]*app{}
 	var order []string
+	healed := map[string]bool{}
 	for i := range objects {
 		o := &objects[i]
-		if o.Manager != OwnerArgoCD || o.App == "" || o.SelfHealSyncs < DriftLoopThreshold {
+		if o.Manager != OwnerArgoCD || o.App == "" || o.SelfHealSyncs == 0 {
+			continue
+		}
+		if o.SelfHealSyncs < DriftLoopThreshold {
+			if !healed[o.App] {
+				healed[o.App] = true
+				fs.add(selfHealed(o))
+			}
 			continue
 		}
 		a := apps[o.App]
@@ -660,6 +673,25 @@ func (c *compiledMap) driftLoops(objects []ManagedObject, byKube map[string][]in
 			NextAction: next,
 			Evidence:   ev,
 		})
+	}
+}
+
+// selfHealed is the Info finding of an app whose history shows Git's
+// state put back over a live change, fewer times than a drift loop.
+func selfHealed(o *ManagedObject) Finding {
+	when := ""
+	if !o.LastSelfHeal.IsZero() {
+		when = ", the latest at " + o.LastSelfHeal.UTC().Format("2006-01-02 15:04:05 MST")
+	}
+	return Finding{
+		Severity: Info,
+		Code:     CodeOwnershipSelfHealed,
+		Subject:  "argocd app " + o.App,
+		Message: fmt.Sprintf("self-heal put Git's state back over a live change %d time(s) at revision %s%s: someone or something changed objects Argo CD owns",
+			o.SelfHealSyncs, shortRev(o.Revision), when),
+		NextAction: "if it was a person's fix, put it in Git (or pause with relcap breakglass next time); if it keeps happening, find the other writer: " +
+			"kubectl get -o yaml --show-managed-fields names the live field managers",
+		Evidence: map[string]string{"syncs": fmt.Sprint(o.SelfHealSyncs), "revision": o.Revision, "last_self_heal": o.LastSelfHeal.UTC().Format(time.RFC3339)},
 	}
 }
 

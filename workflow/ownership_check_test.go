@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -211,13 +212,21 @@ func TestCheckOwnershipFindingClasses(t *testing.T) {
 			},
 		},
 		{
-			name: "two self-heals are not yet a loop",
+			name: "two self-heals are not yet a loop, but stay visible",
 			m:    labMap(nil),
 			objects: func() []workflow.ManagedObject {
 				w := argoWeb()
-				w.SelfHealSyncs = 2
+				w.SelfHealSyncs, w.Revision = 2, "0123456789abcdef0123"
+				w.LastSelfHeal = time.Date(2026, 11, 30, 17, 31, 2, 0, time.UTC)
 				return []workflow.ManagedObject{tfBucket(), tfNamespace(), w, argoService()}
 			}(),
+			want: []string{workflow.CodeOwnershipSelfHealed},
+			check: func(t *testing.T, fs map[string][]workflow.Finding) {
+				f := fs[workflow.CodeOwnershipSelfHealed][0]
+				require.Equal(t, workflow.Info, f.Severity)
+				require.Equal(t, "argocd app web-staging", f.Subject, "one finding per app, not per object")
+				require.Equal(t, "self-heal put Git's state back over a live change 2 time(s) at revision 0123456789ab, the latest at 2026-11-30 17:31:02 UTC: someone or something changed objects Argo CD owns", f.Message)
+			},
 		},
 		{
 			name: "a declared hand-off still in terraform state",

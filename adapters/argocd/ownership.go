@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
@@ -114,14 +115,14 @@ func factsOf(name string, app *v1alpha1.Application) AppFacts {
 // shows it as OutOfSync. Every object carries the app's sync policy and
 // the number of self-heal syncs in its history (SelfHealSyncs).
 func OwnedObjects(app AppFacts, resources []ManagedResource) ([]workflow.ManagedObject, error) {
-	rev, heals := selfHeals(app.History)
+	rev, heals, lastHeal := selfHeals(app.History)
 	out := make([]workflow.ManagedObject, 0, len(resources))
 	for _, r := range resources {
 		o := workflow.ManagedObject{
 			Manager: workflow.OwnerArgoCD, App: app.Name,
 			Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
 			Automated: app.Policy.Automated, SelfHeal: app.Policy.SelfHeal, Prune: app.Policy.Prune,
-			Revision: rev, SelfHealSyncs: heals,
+			Revision: rev, SelfHealSyncs: heals, LastSelfHeal: lastHeal,
 		}
 		var target map[string]any
 		if r.TargetState != "" {
@@ -169,22 +170,23 @@ func (d IgnoreDifference) matches(r ManagedResource) bool {
 // first) and how many automated syncs repeated an earlier sync of that
 // revision: the first sync of a revision deploys it, every automated one
 // after it put Git's state back over a change made by someone else.
-func selfHeals(history []HistoryEntry) (string, int) {
+func selfHeals(history []HistoryEntry) (rev string, n int, last time.Time) {
 	if len(history) == 0 {
-		return "", 0
+		return "", 0, time.Time{}
 	}
-	rev := history[len(history)-1].Revision
-	n, seen := 0, false
+	rev = history[len(history)-1].Revision
+	seen := false
 	for _, h := range history {
 		if h.Revision != rev {
 			continue
 		}
 		if seen && h.Automated {
 			n++
+			last = h.DeployedAt
 		}
 		seen = true
 	}
-	return rev, n
+	return rev, n, last
 }
 
 // jqSelectName is the one filter in jq path expressions relcap
