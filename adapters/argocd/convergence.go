@@ -297,10 +297,16 @@ var retrySuffix = regexp.MustCompile(` due to application controller sync timeou
 // up, or a finished one the controller has not reconciled since (argo-cd
 // #5592: sync and health lag the operation until then), count as Running.
 func operation(app *v1alpha1.Application) (phase, msg string) {
+	last := app.Status.OperationState
 	if app.Operation != nil && !app.Operation.DryRun() {
+		if last != nil && string(last.Phase) == workflow.OperationRunning {
+			// The controller has the operation in hand (app.operation
+			// stays set while it runs and while it waits to retry): its
+			// state says how it goes.
+			return workflow.OperationRunning, retrySuffix.ReplaceAllString(last.Message, "")
+		}
 		return workflow.OperationRunning, "operation requested; waiting for the application controller"
 	}
-	last := app.Status.OperationState
 	if last == nil {
 		return "", ""
 	}

@@ -72,6 +72,26 @@ type AppFacts struct {
 	Policy            SyncPolicy
 	IgnoreDifferences []IgnoreDifference
 	History           []HistoryEntry
+	// LastSync is the application's last sync operation, nil when none
+	// is known.
+	LastSync *SyncAttempt
+}
+
+// SyncAttempt is an Application's last sync operation as far as
+// self-heal is concerned. Argo CD 2.x records a self-heal only there, not
+// in its history: a self-heal syncs just the out-of-sync resources
+// (Partial), and history keeps full syncs alone (found on the lab).
+type SyncAttempt struct {
+	Revision  string
+	Automated bool
+	Partial   bool
+	// SelfHealAttempts is operation.sync.selfHealAttemptsCount: self-heal
+	// syncs of Revision in a row, each within Argo CD's cool-down
+	// (--self-heal-backoff-cooldown-seconds, 330 s by default) of the
+	// last.
+	SelfHealAttempts int
+	Succeeded        bool
+	FinishedAt       time.Time
 }
 
 // IgnoreDifference is one entry of an Application's
@@ -104,6 +124,18 @@ func factsOf(name string, app *v1alpha1.Application) AppFacts {
 		}
 		f.History = append(f.History, e)
 	}
+	if op := app.Status.OperationState; op != nil && op.Operation.Sync != nil {
+		last := &SyncAttempt{Revision: op.Operation.Sync.Revision, Automated: op.Operation.InitiatedBy.Automated,
+			Partial: len(op.Operation.Sync.Resources) > 0, SelfHealAttempts: int(op.Operation.Sync.SelfHealAttemptsCount),
+			Succeeded: op.Phase == "Succeeded"}
+		if op.SyncResult != nil && op.SyncResult.Revision != "" {
+			last.Revision = op.SyncResult.Revision
+		}
+		if op.FinishedAt != nil {
+			last.FinishedAt = op.FinishedAt.Time
+		}
+		f.LastSync = last
+	}
 	return f
 }
 
@@ -115,7 +147,7 @@ func factsOf(name string, app *v1alpha1.Application) AppFacts {
 // shows it as OutOfSync. Every object carries the app's sync policy and
 // the number of self-heal syncs in its history (SelfHealSyncs).
 func OwnedObjects(app AppFacts, resources []ManagedResource) ([]workflow.ManagedObject, error) {
-	rev, heals, lastHeal := selfHeals(app.History)
+	rev, heals, lastHeal := selfHeals(app.History, app.LastSync)
 	out := make([]workflow.ManagedObject, 0, len(resources))
 	for _, r := range resources {
 		o := workflow.ManagedObject{
@@ -167,14 +199,16 @@ func (d IgnoreDifference) matches(r ManagedResource) bool {
 }
 
 // selfHeals returns the revision of the latest sync in history (oldest
-// first) and how many automated syncs repeated an earlier sync of that
-// revision: the first sync of a revision deploys it, every automated one
-// after it put Git's state back over a change made by someone else.
-func selfHeals(history []HistoryEntry) (rev string, n int, last time.Time) {
-	if len(history) == 0 {
-		return "", 0, time.Time{}
+// first), how many automated syncs repeated it, and when the latest did.
+// Two records count: history, where an automated sync repeating an
+// earlier sync of the same revision put Git's state back over a change
+// made by someone else (full re-syncs); and the last operation, where
+// Argo CD 2.x keeps its self-heal (a partial automated sync of the
+// deployed revision, counted in a row by selfHealAttemptsCount).
+func selfHeals(history []HistoryEntry, last *SyncAttempt) (rev string, n int, at time.Time) {
+	if len(history) > 0 {
+		rev = history[len(history)-1].Revision
 	}
-	rev = history[len(history)-1].Revision
 	seen := false
 	for _, h := range history {
 		if h.Revision != rev {
@@ -182,11 +216,23 @@ func selfHeals(history []HistoryEntry) (rev string, n int, last time.Time) {
 		}
 		if seen && h.Automated {
 			n++
-			last = h.DeployedAt
+			at = h.DeployedAt
 		}
 		seen = true
 	}
-	return rev, n, last
+	if last == nil || !last.Automated || !last.Succeeded || (rev != "" && last.Revision != rev) {
+		return rev, n, at
+	}
+	if last.Partial || last.SelfHealAttempts > 0 {
+		if rev == "" {
+			rev = last.Revision
+		}
+		n = max(n, last.SelfHealAttempts, 1)
+		if last.FinishedAt.After(at) {
+			at = last.FinishedAt
+		}
+	}
+	return rev, n, at
 }
 
 // jqSelectName is the one filter in jq path expressions relcap

@@ -134,3 +134,33 @@ func mustObjects(t *testing.T, src workflow.OwnershipSource, env workflow.Enviro
 	require.NoError(t, err)
 	return objs
 }
+
+// TestSelfHealIsReadFromTheLastOperation: Argo CD 2.x keeps a self-heal
+// out of history (a partial sync); its last operation says it happened
+// and how many times in a row (found on the lab).
+func TestSelfHealIsReadFromTheLastOperation(t *testing.T) {
+	t.Parallel()
+	healed := time.Date(2026, 11, 30, 17, 31, 2, 0, time.UTC)
+	res := []argocd.ManagedResource{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"}}
+	history := []argocd.HistoryEntry{{ID: 0, Revision: "r1", Automated: true}, {ID: 1, Revision: "r2", Automated: true}}
+	for _, tc := range []struct {
+		name  string
+		last  *argocd.SyncAttempt
+		heals int
+		at    time.Time
+	}{
+		{"no operation known", nil, 0, time.Time{}},
+		{"the deploy of r2 itself", &argocd.SyncAttempt{Revision: "r2", Automated: true, Succeeded: true}, 0, time.Time{}},
+		{"a self-heal of r2", &argocd.SyncAttempt{Revision: "r2", Automated: true, Partial: true, SelfHealAttempts: 1, Succeeded: true, FinishedAt: healed}, 1, healed},
+		{"three self-heals in a row", &argocd.SyncAttempt{Revision: "r2", Automated: true, Partial: true, SelfHealAttempts: 3, Succeeded: true, FinishedAt: healed}, 3, healed},
+		{"a person's partial sync", &argocd.SyncAttempt{Revision: "r2", Partial: true, Succeeded: true, FinishedAt: healed}, 0, time.Time{}},
+		{"a self-heal that failed", &argocd.SyncAttempt{Revision: "r2", Automated: true, Partial: true, SelfHealAttempts: 1, FinishedAt: healed}, 0, time.Time{}},
+		{"a self-heal of another revision", &argocd.SyncAttempt{Revision: "r1", Automated: true, Partial: true, SelfHealAttempts: 1, Succeeded: true, FinishedAt: healed}, 0, time.Time{}},
+	} {
+		objs, err := argocd.OwnedObjects(argocd.AppFacts{Name: "web", History: history, LastSync: tc.last}, res)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.heals, objs[0].SelfHealSyncs, tc.name)
+		require.Equal(t, tc.at, objs[0].LastSelfHeal, tc.name)
+		require.Equal(t, "r2", objs[0].Revision, tc.name)
+	}
+}

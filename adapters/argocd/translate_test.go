@@ -79,3 +79,31 @@ func TestNewerComparesResourceVersionsAsArgoCDDoes(t *testing.T) {
 	require.True(t, newer("b", "a"))
 	require.False(t, newer("a", "a"))
 }
+
+// TestARetriedSyncIsTranslatedWithItsFailure: Argo CD keeps
+// app.operation set while a failed automated sync waits to be retried,
+// with the phase Running and a message blaming a "sync timeout" whatever
+// failed. The state carries the real failure and the attempt count
+// (found on the lab with an invalid containerPort).
+func TestARetriedSyncIsTranslatedWithItsFailure(t *testing.T) {
+	t.Parallel()
+	finished := metav1.NewTime(time.Date(2026, 11, 30, 16, 59, 0, 0, time.UTC))
+	rev := "d07523a20fcd0d07da59849ab6a589fc2f8db916"
+	sync := &v1alpha1.SyncOperation{Revision: rev}
+	app := &v1alpha1.Application{
+		Operation: &v1alpha1.Operation{Sync: sync, InitiatedBy: v1alpha1.OperationInitiator{Automated: true}},
+		Status: v1alpha1.ApplicationStatus{
+			Sync: v1alpha1.SyncStatus{Status: "OutOfSync", Revision: rev},
+			OperationState: &v1alpha1.OperationState{Operation: v1alpha1.Operation{Sync: sync}, Phase: "Running", RetryCount: 2, FinishedAt: &finished,
+				Message: `one or more objects failed to apply, reason: error when patching "/dev/shm/3098592292": Deployment.apps "web" is invalid: spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive due to application controller sync timeout. Retrying attempt #2 at 5:00PM.`},
+		},
+	}
+	st := toState(app, time.Time{})
+	require.Equal(t, workflow.OperationRunning, st.Operation)
+	require.Equal(t, 2, st.OperationRetries)
+	require.Equal(t, rev, st.OperationRevision)
+	require.Equal(t, `one or more objects failed to apply, reason: error when patching "/dev/shm/3098592292": Deployment.apps "web" is invalid: spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`, st.OperationMsg)
+	v := workflow.Converged(st, workflow.Want{Revision: rev})
+	require.Equal(t, workflow.VerdictSyncFailed, v.Kind, v.Reason)
+	require.True(t, v.Terminal)
+}

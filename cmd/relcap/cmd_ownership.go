@@ -220,8 +220,20 @@ func printOwnership(w io.Writer, r workflow.OwnershipReport) {
 			fmt.Fprintf(w, "  next: %s\n", f.NextAction)
 		}
 	}
-	warnings := len(r.Findings) - r.Blockers()
-	fmt.Fprintf(w, "\n%s: %d blocker(s), %d warning(s)\n", r.Env, r.Blockers(), warnings)
+	var warnings, notes int
+	for _, f := range r.Findings {
+		switch f.Severity {
+		case workflow.Warning:
+			warnings++
+		case workflow.Info:
+			notes++
+		}
+	}
+	fmt.Fprintf(w, "\n%s: %d blocker(s), %d warning(s)", r.Env, r.Blockers(), warnings)
+	if notes > 0 {
+		fmt.Fprintf(w, ", %d note(s)", notes)
+	}
+	fmt.Fprintln(w)
 }
 
 // argoOwnership is the Argo CD ownership source of every environment: each

@@ -463,7 +463,16 @@ func (s *Server) startOp(a *app, target *rendered, by v1alpha1.OperationInitiato
 	a.op = &operation{target: target, started: now, initiator: by, selfHeal: selfHeal}
 	op := v1alpha1.Operation{Sync: &v1alpha1.SyncOperation{Revision: target.revision, Prune: a.cfg.Prune}, InitiatedBy: by}
 	if selfHeal {
-		op.Sync.SelfHealAttemptsCount = 1
+		// As Argo CD 2.x: a self-heal syncs only the out-of-sync
+		// resources, and counts self-heals of one revision in a row
+		// unless the last sync ended longer than the cool-down ago.
+		var n int64
+		if prev := a.opState; prev != nil && prev.Operation.Sync != nil && prev.Operation.Sync.Revision == target.revision &&
+			(prev.FinishedAt == nil || now.Sub(prev.FinishedAt.Time) < selfHealCooldown) {
+			n = prev.Operation.Sync.SelfHealAttemptsCount
+		}
+		op.Sync.SelfHealAttemptsCount = n + 1
+		op.Sync.Resources = []v1alpha1.SyncOperationResource{{Group: "apps", Kind: "Deployment", Name: target.meta("name", a.cfg.Workload)}}
 	}
 	a.opState = &v1alpha1.OperationState{
 		Operation: op,
@@ -526,13 +535,21 @@ func (s *Server) finishOp(a *app, now time.Time) {
 	a.deployed = op.target
 	a.drift, a.driftedLive = "", nil
 	a.failedAuto = ""
-	a.recordHistory(op.target, op.started, now, op.initiator)
+	if !op.selfHeal {
+		// Argo CD keeps full syncs in history; a self-heal, a partial
+		// sync, shows only in the operation state.
+		a.recordHistory(op.target, op.started, now, op.initiator)
+	}
 	s.cfg.Logf("argosim: app %s: synced to %s", a.cfg.Name, short(op.target.revision))
 }
 
 func (a *app) driftedImages() bool {
 	return a.driftedLive != nil && a.deployed != nil && !slices.Equal(a.driftedLive.images, a.deployed.images)
 }
+
+// selfHealCooldown is Argo CD's --self-heal-backoff-cooldown-seconds
+// default: self-heals further apart start counting again.
+const selfHealCooldown = 330 * time.Second
 
 // historyLimit is Argo CD's default spec.revisionHistoryLimit.
 const historyLimit = 10
