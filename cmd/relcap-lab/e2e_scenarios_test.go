@@ -82,6 +82,32 @@ func releaseID(t *testing.T, out string) string {
 	return m[1]
 }
 
+// convergedRelease pushes a new build tagged tag, promotes it to staging
+// and waits for it to converge: the known-good release a failure scenario
+// rolls back to. It returns the release ID and the digest.
+func (l *e2eLab) convergedRelease(t *testing.T, tag string) (release, digest string) {
+	t.Helper()
+	ref, digest := l.pushBuild(t, tag)
+	out := l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", ref)
+	release = releaseID(t, out)
+	require.Contains(t, l.relcapOK(t, "converge", "--env", "staging", "--timeout", "3m"), "converged in staging")
+	return release, digest
+}
+
+// armedBuild pushes a new build tagged tag and commits staging's Pod
+// template annotation that arms a kwok fault stage for its digest (why
+// says what for the commit message); it returns the build's reference and
+// digest once Argo CD has synced the annotation.
+func (l *e2eLab) armedBuild(t *testing.T, tag, annotation, why string) (ref, digest string) {
+	t.Helper()
+	ref, digest = l.pushBuild(t, tag)
+	rev := l.editManifest(t, "staging", "lab fault: "+digest+" "+why, func(d map[string]any) {
+		setTemplateAnnotation(d, annotation, digest)
+	})
+	l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "2m")
+	return ref, digest
+}
+
 // tugOfWarTF is a second Terraform file in staging's root: a
 // kubectl_manifest server-side applying Deployment web/web with another
 // replica count and image, forcing the conflicts with Argo CD's fields.
@@ -184,25 +210,17 @@ func testTugOfWar(t *testing.T, l *e2eLab) {
 // named, with the next safe action); rollback to the previous release
 // converges.
 func testImagePullFailure(t *testing.T, l *e2eLab, repo func(string) string) {
-	goodRef, good := l.pushBuild(t, "2.0.0")
-	out := l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", goodRef)
-	goodRelease := releaseID(t, out)
-	require.Contains(t, l.relcapOK(t, "converge", "--env", "staging", "--timeout", "3m"), "converged in staging")
-
+	goodRelease, good := l.convergedRelease(t, "2.0.0")
 	// The fault: the next build's digest "cannot be pulled" (the lab's
 	// kwok stage matches Pods annotated with the digest they run).
-	badRef, bad := l.pushBuild(t, "2.1.0")
-	rev := l.editManifest(t, "staging", "lab fault: "+bad+" cannot be pulled", func(d map[string]any) {
-		tmpl := d["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
-		tmpl["annotations"] = map[string]any{PullFailsAnnotation: bad}
-	})
-	l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "2m")
+	badRef, bad := l.armedBuild(t, "2.1.0", PullFailsAnnotation, "cannot be pulled")
 
-	out = l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", badRef)
+	out := l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", badRef)
 	require.Contains(t, out, "promotion succeeded", "the registry has the digest: the failure is the cluster's")
 	start := time.Now()
 	code, out := l.relcapCode(t, "converge", "--env", "staging", "--timeout", "3m")
 	require.Equal(t, 4, code, "converge must report the pull failure as not converged:\n%s", out)
+	t.Logf("image pull failure named after %s", time.Since(start).Round(100*time.Millisecond))
 	require.Less(t, time.Since(start), 2*time.Minute, "named from the Pod within seconds, not at the progress deadline")
 	require.Contains(t, out, "convergence.image-pull-failed")
 	require.Contains(t, out, `cannot pull its image: Back-off pulling image "`+repo("staging")+"@"+bad+`"`)
@@ -294,18 +312,10 @@ func setTemplateAnnotation(d map[string]any, key, value string) {
 // relcap converge once workflow.ReadinessGrace has passed (exit 4, with
 // the next safe action); rollback to the previous release converges.
 func testReadinessFailure(t *testing.T, l *e2eLab, repo func(string) string) {
-	goodRef, good := l.pushBuild(t, "3.0.0")
-	out := l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", goodRef)
-	goodRelease := releaseID(t, out)
-	require.Contains(t, l.relcapOK(t, "converge", "--env", "staging", "--timeout", "3m"), "converged in staging")
+	goodRelease, good := l.convergedRelease(t, "3.0.0")
+	badRef, bad := l.armedBuild(t, "3.1.0", NotReadyAnnotation, "never becomes ready")
 
-	badRef, bad := l.pushBuild(t, "3.1.0")
-	rev := l.editManifest(t, "staging", "lab fault: "+bad+" never becomes ready", func(d map[string]any) {
-		setTemplateAnnotation(d, NotReadyAnnotation, bad)
-	})
-	l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "2m")
-
-	out = l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", badRef)
+	out := l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", badRef)
 	require.Contains(t, out, "promotion succeeded")
 	start := time.Now()
 	code, out := l.relcapCode(t, "converge", "--env", "staging", "--timeout", "3m")

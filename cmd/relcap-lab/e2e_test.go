@@ -186,26 +186,14 @@ func TestE2E(t *testing.T) {
 		require.Equal(t, want, ready)
 	})
 
-	t.Run("self-heal puts a manual change back", func(t *testing.T) {
-		before, _, _ := l.live(t, "staging")
-		l.kubectl(t, "set", "image", "deployment/"+AppName, AppName+"=registry.invalid/hotfix:manual", "-n", Namespace("staging"))
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			image, ready, want := l.live(t, "staging")
-			if image == before && ready == want {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "argo cd did not revert the manual image within 60s: %s", image)
-			time.Sleep(250 * time.Millisecond)
-		}
-		rev := strings.TrimSpace(l.runGit(t, "rev-parse", "main"))
-		l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "1m")
-	})
+	t.Run("self-heal puts a manual change back, and relcap sees it as drift", func(t *testing.T) { testSelfHeal(t, l) })
 
 	t.Run("tug-of-war: terraform kubectl_manifest and argo cd write one Deployment", func(t *testing.T) { testTugOfWar(t, l) })
 	t.Run("image pull failure is named by converge and rollback converges", func(t *testing.T) { testImagePullFailure(t, l, repo) })
 	t.Run("break-glass: a hotfix survives, end captures it and restores the sync policy", func(t *testing.T) { testBreakGlass(t, l) })
 	t.Run("failed readiness is named by converge and rollback converges", func(t *testing.T) { testReadinessFailure(t, l, repo) })
+	t.Run("a failed sync (invalid manifest) is named by converge and rollback converges", func(t *testing.T) { testFailedSync(t, l, repo) })
+	t.Run("an interrupted reconciliation is named by converge and rollback converges after the restart", func(t *testing.T) { testInterruptedReconciliation(t, l, repo) })
 }
 
 func (l *e2eLab) runGit(t *testing.T, args ...string) string {

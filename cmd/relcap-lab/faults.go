@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // The Terraform provider the tug-of-war needs: gavinbunney/kubectl, the
@@ -189,6 +191,36 @@ spec:
 `
 }
 
+// SlowStartAnnotation makes a rollout take a while, so the e2e suite can
+// interrupt Argo CD in the middle of one: a Pod whose annotation names the
+// digest its first container runs becomes Ready only SlowStartDelay after
+// it was scheduled (kwok's own pod-ready stage, delayed).
+const SlowStartAnnotation = "relcap-lab.io/slow-start"
+
+// SlowStartDelay is how long such a Pod stays Pending.
+const SlowStartDelay = 30 * time.Second
+
+var slowStartQuery = `(.spec.containers.[0].image | split("@") | last) == (.metadata.annotations["` + SlowStartAnnotation + `"] // "")`
+
+// faultQueries are the fault stages' selectors: kwok's fast pod-ready
+// stage leaves the Pods they match alone.
+var faultQueries = []string{pullFailsQuery, notReadyQuery, slowStartQuery}
+
+// slowReadyStage turns kwok's pod-ready stage into the slow-start one:
+// renamed, narrowed to the annotated Pods, and delayed.
+func slowReadyStage(podReady string) (string, error) {
+	const (
+		name   = "  name: pod-ready\n"
+		anchor = "  selector:\n    matchExpressions:\n"
+	)
+	if !strings.Contains(podReady, name) || !strings.Contains(podReady, anchor) {
+		return "", errors.New("kwok's pod-ready stage has no name or selector to rewrite")
+	}
+	s := strings.Replace(podReady, name, "  name: relcap-lab-pod-slow-ready\n", 1)
+	return strings.Replace(s, anchor, fmt.Sprintf("  delay:\n    durationMilliseconds: %d\n", SlowStartDelay.Milliseconds())+
+		anchor+"    - key: '"+slowStartQuery+"'\n      operator: 'In'\n      values: ['true']\n", 1), nil
+}
+
 // writeKwokStages writes the stages kwok runs with into dir: kwok's "fast"
 // stages from the binary cache, pod-ready narrowed so it leaves the Pods
 // of a declared pull or readiness failure alone, and the two fault stages.
@@ -208,12 +240,18 @@ func writeKwokStages(binDir, dir string) ([]string, error) {
 		}
 		s := string(b)
 		if filepath.Base(f) == "pod-ready.yaml" {
-			const anchor = "  selector:\n    matchExpressions:\n"
-			if !strings.Contains(s, anchor) {
-				return nil, fmt.Errorf("%s: no selector to narrow", f)
+			slow, err := slowReadyStage(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
 			}
+			p := filepath.Join(dir, "pod-relcap-lab-slow-ready.yaml")
+			if err := os.WriteFile(p, []byte(slow), 0o644); err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+			const anchor = "  selector:\n    matchExpressions:\n"
 			var narrow string
-			for _, q := range []string{pullFailsQuery, notReadyQuery} {
+			for _, q := range faultQueries {
 				narrow += "    - key: '" + q + "'\n      operator: 'NotIn'\n      values: ['true']\n"
 			}
 			s = strings.Replace(s, anchor, anchor+narrow, 1)

@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-func TestKwokStagesLeaveDeclaredPullFailuresToTheirStage(t *testing.T) {
+func TestKwokStagesLeaveDeclaredFaultsToTheirStages(t *testing.T) {
 	bin := t.TempDir()
 	pod := filepath.Join(bin, stagesDir, "pod")
 	require.NoError(t, os.MkdirAll(pod, 0o755))
@@ -18,13 +18,16 @@ func TestKwokStagesLeaveDeclaredPullFailuresToTheirStage(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(pod, "pod-ready.yaml"), []byte(ready), 0o644))
 	files, err := writeKwokStages(bin, filepath.Join(t.TempDir(), "stages"))
 	require.NoError(t, err)
-	require.Len(t, files, 3)
+	require.Len(t, files, 4)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		var st struct {
 			Metadata struct{ Name string }
 			Spec     struct {
+				Delay struct {
+					DurationMilliseconds int64 `yaml:"durationMilliseconds"`
+				} `yaml:"delay"`
 				Selector struct {
 					MatchExpressions []struct {
 						Key, Operator string
@@ -34,8 +37,12 @@ func TestKwokStagesLeaveDeclaredPullFailuresToTheirStage(t *testing.T) {
 			}
 		}
 		require.NoError(t, yaml.Unmarshal(b, &st), f)
-		var op, opNotReady string
+		var op, opNotReady, opSlow string
 		for _, e := range st.Spec.Selector.MatchExpressions {
+			if strings.Contains(e.Key, SlowStartAnnotation) {
+				opSlow = e.Operator
+				require.Equal(t, []string{"true"}, e.Values)
+			}
 			if strings.Contains(e.Key, PullFailsAnnotation) {
 				op = e.Operator
 				require.Equal(t, []string{"true"}, e.Values)
@@ -49,6 +56,14 @@ func TestKwokStagesLeaveDeclaredPullFailuresToTheirStage(t *testing.T) {
 		case "pod-ready":
 			require.Equal(t, "NotIn", op, "pod-ready leaves pull failures alone")
 			require.Equal(t, "NotIn", opNotReady, "pod-ready leaves readiness failures alone")
+			require.Equal(t, "NotIn", opSlow, "pod-ready leaves slow starters to their stage")
+			require.Zero(t, st.Spec.Delay.DurationMilliseconds)
+		case "relcap-lab-pod-slow-ready":
+			require.Equal(t, "In", opSlow)
+			require.Empty(t, op)
+			require.Empty(t, opNotReady)
+			require.Equal(t, SlowStartDelay.Milliseconds(), st.Spec.Delay.DurationMilliseconds, "kwok's pod-ready, delayed")
+			require.Contains(t, string(b), "phase", "the rest is kwok's own pod-ready stage")
 		case "relcap-lab-pod-image-pull-backoff":
 			require.Equal(t, "In", op)
 			require.Empty(t, opNotReady)

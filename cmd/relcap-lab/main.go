@@ -62,6 +62,10 @@ commands:
           kube-apiserver, controller-manager, scheduler, kwok and Argo CD
   status  show what a lab runs and its Argo CD applications
   down    stop exactly what up started and remove the lab directory
+  stop NAME
+          stop one component (SIGTERM, SIGKILL after --grace; 0s: a crash)
+  start NAME
+          start a stopped component again, as up started it
   push-random REF...
           push one random image under each reference and print its digest
 
@@ -90,7 +94,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 && cmd != "push-random" {
+	oneName := cmd == "stop" || cmd == "start"
+	if oneName && fs.NArg() != 1 {
+		return usageError{fmt.Errorf("%s wants one component name, got %q", cmd, fs.Args())}
+	}
+	if fs.NArg() > 0 && cmd != "push-random" && !oneName {
 		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd, fs.Args())}
 	}
 	switch cmd {
@@ -117,6 +125,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return Down(*dir, *grace, out)
 	case "status":
 		return Status(ctx, *dir, out)
+	case "stop":
+		return StopComponent(*dir, fs.Arg(0), *grace, out)
+	case "start":
+		return StartComponent(ctx, *dir, fs.Arg(0), *timeout, out)
 	case "registry":
 		return serveRegistry(ctx, *listen)
 	case "push-random":

@@ -68,7 +68,7 @@ func start(dir string, c Component) (*running, error) {
 		return nil, fmt.Errorf("start %s (%s): %w", c.Name, c.Path, err)
 	}
 	r := &running{
-		Process: Process{Name: c.Name, PID: cmd.Process.Pid, Args: append([]string{c.Path}, c.Args...), Log: logPath, Ports: c.Ports},
+		Process: Process{Name: c.Name, PID: cmd.Process.Pid, Args: append([]string{c.Path}, c.Args...), Env: c.Env, WorkDir: cmd.Dir, Log: logPath, Ports: c.Ports},
 		exited:  make(chan struct{}),
 	}
 	r.StartTicks, _ = startTicks(r.PID)

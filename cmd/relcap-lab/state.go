@@ -40,8 +40,12 @@ type Process struct {
 	PID        int      `json:"pid"`
 	StartTicks uint64   `json:"start_ticks"`
 	Args       []string `json:"args"`
-	Log        string   `json:"log"`
-	Ports      []int    `json:"ports,omitempty"`
+	// Env is what the lab added to the environment, WorkDir the working
+	// directory: with Args, what `start` needs to run it again.
+	Env     []string `json:"env,omitempty"`
+	WorkDir string   `json:"work_dir"`
+	Log     string   `json:"log"`
+	Ports   []int    `json:"ports,omitempty"`
 }
 
 // WriteState writes s to dir/state.json atomically.
