@@ -257,8 +257,8 @@ func (a *app) convergeRevision(ctx context.Context, p *workflow.Project, e workf
 	case v.Kind != workflow.VerdictConverged:
 		facts["verdict"], facts["next_action"] = v.Kind, v.NextAction
 		_, _ = journal.Append(ctx, "converge.failed", facts)
-		return fmt.Errorf("%w: %s: %s\n  intended revision %s, artifact %s, controller: sync %s at %s, health %s\n  next: %s",
-			workflow.ErrNotConverged, e.ArgoCD.App, v.Reason, revision, pinned, st.SyncStatus, st.SyncRevision, st.Health, v.NextAction)
+		return fmt.Errorf("%w: convergence.%s %s: %s\n  intended revision %s, artifact %s, controller: sync %s at %s, health %s\n  next: %s",
+			workflow.ErrNotConverged, v.Kind, e.ArgoCD.App, v.Reason, revision, pinned, st.SyncStatus, st.SyncRevision, st.Health, v.NextAction)
 	}
 	_, err = journal.Append(ctx, "converge.done", facts)
 	fmt.Fprintf(a.io.Out, "%s converged: synced at %s, healthy, running %s\n", e.ArgoCD.App, short(revision), pinned.Digest)
