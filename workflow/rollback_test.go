@@ -1,6 +1,9 @@
 package workflow_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +62,77 @@ func TestRollbackToAnIncompatibleReleaseIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, workflow.ErrBlocked)
 	require.Contains(t, err.Error(), "schema 5")
 	require.Contains(t, p.journal.Kinds(), "rollback.refused")
+}
+
+// retrying is the fake Convergence with a failed sync of a bad revision
+// that Argo CD keeps retrying, and the ability to end it (or not).
+type retrying struct {
+	workflowtest.Convergence
+	refuse     error
+	terminated int
+}
+
+func (r *retrying) TerminateOperation(context.Context, workflow.AppRef) error {
+	r.terminated++
+	return r.refuse
+}
+
+// pins records the pin requests of the fake environment repository.
+type pins struct {
+	workflowtest.EnvRepo
+	reqs []workflow.PinRequest
+}
+
+func (p *pins) Pin(ctx context.Context, req workflow.PinRequest) (workflow.EnvChange, error) {
+	p.reqs = append(p.reqs, req)
+	return p.EnvRepo.Pin(ctx, req)
+}
+
+// TestRollbackRestoresTheReleasesFileAndEndsRetriesOfAFailedSync: the
+// rollback asks the environment repository to restore the file from the
+// commit where the target converged, and ends Argo CD's retries of the bad
+// revision first; when that is refused it says so and still converges.
+func TestRollbackRestoresTheReleasesFileAndEndsRetriesOfAFailedSync(t *testing.T) {
+	t.Parallel()
+	for _, refuse := range []error{nil, errors.New("permission denied: the token may not sync")} {
+		ctx := t.Context()
+		w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+		conv := &retrying{Convergence: workflowtest.Convergence{W: w}, refuse: refuse}
+		repo := &pins{EnvRepo: workflowtest.EnvRepo{W: w}}
+		j := workflowtest.NewJournal(clock, "alice")
+		p := testProject(0)
+		tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+		svc, err := workflow.NewService(workflow.Deps{
+			Project: p, Ledger: l, Journal: j, Clock: clock, Actor: "alice",
+			Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
+			Planner:   tf, Applier: tf, Registry: workflowtest.Registry{W: w}, EnvRepo: repo,
+			Convergence: conv, ConvergeTimeout: time.Minute,
+		})
+		require.NoError(t, err)
+		proc := process{svc: svc, journal: j}
+		v1 := releaseTo(t, proc, w, clock, "staging", workflow.Compatibility{Schema: 4, MinSchema: 4})
+		releaseTo(t, proc, w, clock, "staging", workflow.Compatibility{Schema: 4, MinSchema: 4})
+		w.App = workflow.AppState{Name: "web", SyncStatus: workflow.SyncOutOfSync, SyncRevision: "bad", Health: workflow.HealthHealthy,
+			Operation: workflow.OperationRunning, OperationRetries: 2, OperationRevision: "bad", OperationMsg: `Deployment.apps "web" is invalid`}
+
+		rb, err := svc.StartRollback(ctx, workflow.RollbackRequest{Env: "staging", To: v1.ID})
+		require.NoError(t, err)
+		var progress []string
+		final, err := svc.Run(ctx, rb.ID, func(e workflow.Event) {
+			if e.Kind == workflow.EventStepProgress {
+				progress = append(progress, e.Message)
+			}
+		})
+		require.NoError(t, err)
+		require.Equal(t, workflow.ReleaseConverged, final.Status)
+		require.Equal(t, v1.Outputs[workflow.OutEnvCommit], repo.reqs[len(repo.reqs)-1].RestoreFrom, "the file as the target converged")
+		require.Equal(t, 1, conv.terminated)
+		require.Contains(t, progress, "ending Argo CD's retries of the failed sync of bad (attempt #2)")
+		if refuse == nil {
+			require.Contains(t, j.Kinds(), "convergence.operation-terminated")
+		} else {
+			require.Contains(t, j.Kinds(), "convergence.terminate-failed", "a refusal is journaled and the rollback waits instead of failing")
+			require.Contains(t, strings.Join(progress, "\n"), "could not end them (permission denied: the token may not sync); waiting for Argo CD's retries to run out")
+		}
+	}
 }

@@ -703,10 +703,19 @@ func (run *releaseRun) endFailingSync(ctx context.Context, app AppRef, want Want
 		return nil, nil
 	}
 	run.progress(StepConvergence, fmt.Sprintf("ending Argo CD's retries of the failed sync of %s (attempt #%d)", short(st.OperationRevision), st.OperationRetries))
-	if err := term.TerminateOperation(ctx, app); err != nil {
-		return nil, fmt.Errorf("end the failing sync of %s on %s so the rollback can sync: %w", short(st.OperationRevision), app.Name, err)
-	}
 	detail := map[string]string{"app": app.Name, "revision": st.OperationRevision, "retries": fmt.Sprint(st.OperationRetries), "message": st.OperationMsg}
+	if err := term.TerminateOperation(ctx, app); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// Ending the retries only saves time (the token may lack the
+		// sync permission it takes): the rollback still converges once
+		// they run out, so it waits rather than fails.
+		detail["error"] = err.Error()
+		run.progress(StepConvergence, fmt.Sprintf("could not end them (%v); waiting for Argo CD's retries to run out", err))
+		_, jerr := d.Journal.Append(ctx, "convergence.terminate-failed", detail)
+		return nil, jerr
+	}
 	if _, err := d.Journal.Append(ctx, "convergence.operation-terminated", detail); err != nil {
 		return nil, err
 	}
