@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,6 +51,15 @@ func testSelfHeal(t *testing.T, l *e2eLab) {
 	require.Contains(t, out, "WARNING ownership.drift-loop argocd app "+ArgoApp(env))
 	require.Contains(t, out, "3 automated syncs re-applied revision "+rev[:12])
 	require.NotContains(t, out, "ownership.self-healed", "three in a row are a drift loop, said once")
+	// relcap's own history: the check's session journal records the
+	// finding, for the audit and the drift-age measure.
+	var sessions []struct{ ID, Command string }
+	require.NoError(t, json.Unmarshal([]byte(l.relcapOK(t, "--json", "journal", "list")), &sessions))
+	last := sessions[len(sessions)-1]
+	require.Equal(t, "ownership check", last.Command)
+	journal := l.relcapOK(t, "journal", "show", last.ID)
+	require.Contains(t, journal, "ownership.checked")
+	require.Contains(t, journal, `"ownership.drift-loop":1`)
 	l.relcapOK(t, "converge", "--env", env, "--revision", rev, "--timeout", "1m")
 }
 
