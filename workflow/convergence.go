@@ -118,7 +118,7 @@ func Converged(s AppState, w Want) Verdict {
 	opForWant := w.Revision == "" || s.OperationRevision == "" || s.OperationRevision == w.Revision
 	if (s.Operation == OperationFailed || s.Operation == OperationError) && opForWant {
 		return Verdict{Kind: VerdictSyncFailed, Terminal: true,
-			Reason:     fmt.Sprintf("sync of %s %s: %s", short(s.OperationRevision), strings.ToLower(s.Operation), s.OperationMsg),
+			Reason:     fmt.Sprintf("sync%s %s: %s", ofRevision(s.OperationRevision), strings.ToLower(s.Operation), s.OperationMsg),
 			NextAction: "fix the manifests in the environment repo (a new commit), or roll back with relcap rollback"}
 	}
 	if s.Operation == OperationRunning && s.OperationRetries > 0 {
@@ -183,6 +183,14 @@ var invalidSigns = []string{" is invalid: ", "Invalid value:", "admission webhoo
 // refusing the manifests, which retrying the same revision cannot fix.
 func rejectedManifest(msg string) bool {
 	return slices.ContainsFunc(invalidSigns, func(sign string) bool { return strings.Contains(msg, sign) })
+}
+
+// ofRevision is " of <rev>" for a message, or "" when unknown.
+func ofRevision(rev string) string {
+	if rev == "" {
+		return ""
+	}
+	return " of " + short(rev)
 }
 
 func runsDigest(images []string, d Digest) bool {
