@@ -134,7 +134,7 @@ func testInterruptedReconciliation(t *testing.T, l *e2eLab, repo func(string) st
 	eventually(t, 20*time.Second, "the rollout's new Pod, not ready yet", func() (bool, string) {
 		pods := l.kubectl(t, "get", "pods", "-n", Namespace("staging"), "-o", `jsonpath={range .items[*]}{.spec.containers[0].image} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 		// No Ready condition yet, or False; kubectl's output is trimmed, so the last line ends early.
-		return regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(repo("staging")+"@"+slow)+`( False| )?$`).MatchString(pods), pods
+		return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(repo("staging")+"@"+slow) + `( False| )?$`).MatchString(pods), pods
 	})
 
 	start := time.Now()
