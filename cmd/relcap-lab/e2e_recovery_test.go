@@ -118,7 +118,8 @@ func testFailedSync(t *testing.T, l *e2eLab, repo func(string) string) {
 // become ready). What Argo CD reports freezes at Progressing; relcap
 // converge asks for a refresh, gets no answer and names the stalled
 // controller (exit 4, with the next safe action) instead of waiting out its
-// timeout. Once the controller is restarted, rollback converges.
+// timeout. Once the controller is restarted, converge picks the release up
+// where Argo CD is, and rollback converges.
 func testInterruptedReconciliation(t *testing.T, l *e2eLab, repo func(string) string) {
 	goodRelease, good := l.convergedRelease(t, "5.0.0")
 	slowRef, slow := l.armedBuild(t, "5.1.0", SlowStartAnnotation, "starts slowly")
@@ -160,6 +161,13 @@ func testInterruptedReconciliation(t *testing.T, l *e2eLab, repo func(string) st
 
 	code, out = l.run(t, l.lab, "start", "--dir", l.dir, "argocd-application-controller")
 	require.Equal(t, 0, code, out)
+	// The next safe action holds: with the controller back, converge
+	// picks up where Argo CD is (the rollout went on in the cluster) ...
+	out = l.relcapOK(t, "converge", "--env", "staging", "--timeout", "3m")
+	require.Contains(t, out, "converged in staging")
+	require.Contains(t, out, slow)
+	// ... and a captain who does not trust the interrupted release rolls
+	// back.
 	out = l.relcapOK(t, "--actor", "alice", "rollback", "--env", "staging", "--to", goodRelease, "--timeout", "3m")
 	require.Contains(t, out, "back to release "+goodRelease)
 	require.Contains(t, out, "converged in staging")
