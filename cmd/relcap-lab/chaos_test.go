@@ -89,3 +89,21 @@ func freePort(t *testing.T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// TestStopAndStartWantOneComponentOfALab: a missing or extra name is a
+// usage error; a directory without a lab says so.
+func TestStopAndStartWantOneComponentOfALab(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, cmd := range []string{"stop", "start"} {
+		var out, errOut bytes.Buffer
+		err := run(t.Context(), []string{cmd, "--dir", dir}, &out, &errOut)
+		var usage usageError
+		require.ErrorAs(t, err, &usage, cmd)
+		require.ErrorContains(t, err, cmd+" wants one component name")
+		err = run(t.Context(), []string{cmd, "--dir", dir, "a", "b"}, &out, &errOut)
+		require.ErrorAs(t, err, &usage, cmd)
+		err = run(t.Context(), []string{cmd, "--dir", dir, "argocd-application-controller"}, &out, &errOut)
+		require.ErrorIs(t, err, errNoLab, cmd)
+	}
+}
