@@ -112,8 +112,8 @@ func TestRollbackRestoresTheReleasesFileAndEndsRetriesOfAFailedSync(t *testing.T
 		proc := process{svc: svc, journal: j}
 		v1 := releaseTo(t, proc, w, clock, "staging", workflow.Compatibility{Schema: 4, MinSchema: 4})
 		releaseTo(t, proc, w, clock, "staging", workflow.Compatibility{Schema: 4, MinSchema: 4})
-		w.App = workflow.AppState{Name: "web", SyncStatus: workflow.SyncOutOfSync, SyncRevision: "bad", Health: workflow.HealthHealthy,
-			Operation: workflow.OperationRunning, OperationRetries: 2, OperationRevision: "bad", OperationMsg: `Deployment.apps "web" is invalid`}
+		w.SetApp(workflow.AppState{Name: "web", SyncStatus: workflow.SyncOutOfSync, SyncRevision: "bad", Health: workflow.HealthHealthy,
+			Operation: workflow.OperationRunning, OperationRetries: 2, OperationRevision: "bad", OperationMsg: `Deployment.apps "web" is invalid`})
 
 		rb, err := svc.StartRollback(ctx, workflow.RollbackRequest{Env: "staging", To: v1.ID})
 		require.NoError(t, err)
