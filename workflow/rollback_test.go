@@ -64,12 +64,23 @@ func TestRollbackToAnIncompatibleReleaseIsRefused(t *testing.T) {
 	require.Contains(t, p.journal.Kinds(), "rollback.refused")
 }
 
-// retrying is the fake Convergence with a failed sync of a bad revision
-// that Argo CD keeps retrying, and the ability to end it (or not).
+// retrying is the fake Convergence whose next Get shows a failed sync of
+// a bad revision that Argo CD keeps retrying, with the ability to end it
+// (or not). It answers that Get itself: the world's application state is
+// still being written by the previous release's watch.
 type retrying struct {
 	workflowtest.Convergence
+	failing    *workflow.AppState
 	refuse     error
 	terminated int
+}
+
+func (r *retrying) Get(ctx context.Context, app workflow.AppRef) (workflow.AppState, error) {
+	if s := r.failing; s != nil {
+		r.failing = nil
+		return *s, nil
+	}
+	return r.Convergence.Get(ctx, app)
 }
 
 func (r *retrying) TerminateOperation(context.Context, workflow.AppRef) error {
@@ -112,8 +123,8 @@ func TestRollbackRestoresTheReleasesFileAndEndsRetriesOfAFailedSync(t *testing.T
 		proc := process{svc: svc, journal: j}
 		v1 := releaseTo(t, proc, w, clock, "staging", workflow.Compatibility{Schema: 4, MinSchema: 4})
 		releaseTo(t, proc, w, clock, "staging", workflow.Compatibility{Schema: 4, MinSchema: 4})
-		w.SetApp(workflow.AppState{Name: "web", SyncStatus: workflow.SyncOutOfSync, SyncRevision: "bad", Health: workflow.HealthHealthy,
-			Operation: workflow.OperationRunning, OperationRetries: 2, OperationRevision: "bad", OperationMsg: `Deployment.apps "web" is invalid`})
+		conv.failing = &workflow.AppState{Name: "web", SyncStatus: workflow.SyncOutOfSync, SyncRevision: "bad", Health: workflow.HealthHealthy,
+			Operation: workflow.OperationRunning, OperationRetries: 2, OperationRevision: "bad", OperationMsg: `Deployment.apps "web" is invalid`}
 
 		rb, err := svc.StartRollback(ctx, workflow.RollbackRequest{Env: "staging", To: v1.ID})
 		require.NoError(t, err)

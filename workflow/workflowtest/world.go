@@ -128,14 +128,6 @@ func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author st
 	return p, nil
 }
 
-// SetApp replaces the application's state, as Argo CD changing it
-// between two watches would; the fake's watch goroutines write it too.
-func (w *World) SetApp(s workflow.AppState) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.App = s
-}
-
 // Plans is how many plans were made.
 func (w *World) Plans() int {
 	w.mu.Lock()
