@@ -52,28 +52,25 @@ func unknownApp(name string) error {
 func (as *appService) Get(ctx context.Context, q *application.ApplicationQuery) (*v1alpha1.Application, error) {
 	as.s.mu.Lock()
 	a, err := as.s.lookup(q.GetName(), q.GetAppNamespace())
+	down := as.s.controllerDown
+	as.s.mu.Unlock()
 	if err != nil {
-		as.s.mu.Unlock()
 		return nil, err
 	}
-	down := as.s.controllerDown
-	if q.GetRefresh() == "" || down == nil {
-		if q.GetRefresh() != "" {
-			a.wake()
+	refresh := q.GetRefresh() != ""
+	if refresh && down != nil {
+		select {
+		case <-down:
+		case <-ctx.Done():
+			return nil, errors.New("application refresh deadline exceeded")
 		}
-		defer as.s.mu.Unlock()
-		return a.obj.DeepCopy(), nil
 	}
-	as.s.mu.Unlock()
-	select {
-	case <-down:
-		as.s.mu.Lock()
-		defer as.s.mu.Unlock()
+	as.s.mu.Lock()
+	defer as.s.mu.Unlock()
+	if refresh {
 		a.wake()
-		return a.obj.DeepCopy(), nil
-	case <-ctx.Done():
-		return nil, errors.New("application refresh deadline exceeded")
 	}
+	return a.obj.DeepCopy(), nil
 }
 
 // List returns every Application, or the one named.
