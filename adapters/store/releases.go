@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/relcap/relcap/workflow"
@@ -56,17 +55,12 @@ func (s *SQLite) LoadRelease(ctx context.Context, id string) (*workflow.Release,
 // inclusive and To exclusive, both on CreatedAt; Limit keeps the newest
 // Limit releases when positive.
 func (s *SQLite) ListReleases(ctx context.Context, f workflow.ReleaseFilter) ([]*workflow.Release, error) {
-	var (
-		where []string
-		args  []any
-	)
+	var sel filter
 	if f.App != "" {
-		where = append(where, "app = ?")
-		args = append(args, f.App)
+		sel.add("app = ?", f.App)
 	}
 	if f.Env != "" {
-		where = append(where, "env = ?")
-		args = append(args, f.Env)
+		sel.add("env = ?", f.Env)
 	}
 	for _, b := range []struct {
 		t  time.Time
@@ -79,14 +73,10 @@ func (s *SQLite) ListReleases(ctx context.Context, f workflow.ReleaseFilter) ([]
 		if err != nil {
 			return nil, fmt.Errorf("list releases: %w", err)
 		}
-		where = append(where, "created_at "+b.op+" ?")
-		args = append(args, v)
+		sel.add("created_at "+b.op+" ?", v)
 	}
-	q := "SELECT id, body FROM releases"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY created_at DESC, id DESC"
+	q := "SELECT id, body FROM releases" + sel.where() + " ORDER BY created_at DESC, id DESC"
+	args := sel.args
 	if f.Limit > 0 {
 		q += " LIMIT ?"
 		args = append(args, f.Limit)

@@ -55,26 +55,20 @@ func (s *SQLite) ReportData(ctx context.Context, q workflow.ReportQuery) (workfl
 	}()
 
 	// The release selection.
-	var (
-		where []string
-		args  []any
-	)
+	var sel filter
 	if q.App != "" {
-		where, args = append(where, "r.app = ?"), append(args, q.App)
+		sel.add("r.app = ?", q.App)
 	}
 	if q.Env != "" {
-		where, args = append(where, "r.env = ?"), append(args, q.Env)
+		sel.add("r.env = ?", q.Env)
 	}
 	if from != nil {
-		where, args = append(where, "r.created_at >= ?"), append(args, from)
+		sel.add("r.created_at >= ?", from)
 	}
 	if to != nil {
-		where, args = append(where, "r.created_at < ?"), append(args, to)
+		sel.add("r.created_at < ?", to)
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
+	cond, args := sel.where(), sel.args
 
 	// Releases and their effort, most of the work, on one connection...
 	var (
@@ -402,24 +396,15 @@ func readPlanFacts(ctx context.Context, tx *sql.Tx, env string, from, to any) ([
 		q += " AND env = ?"
 		args = append(args, env)
 	}
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []workflow.PlanFact
-	for rows.Next() {
+	return collect(ctx, tx, q, args, func(rows *sql.Rows) (workflow.PlanFact, error) {
 		var (
 			p                workflow.PlanFact
 			created, applied sql.NullInt64
 		)
-		if err := rows.Scan(&p.Fingerprint, &p.Env, &created, &applied); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&p.Fingerprint, &p.Env, &created, &applied)
 		p.CreatedAt, p.AppliedAt = timeOf(created), timeOf(applied)
-		out = append(out, p)
-	}
-	return out, rows.Err()
+		return p, err
+	})
 }
 
 // readReportConvergences reads convergences from the period's start on,
@@ -427,119 +412,114 @@ func readPlanFacts(ctx context.Context, tx *sql.Tx, env string, from, to any) ([
 // "first converged in prod" is not fooled by the period's start.
 func readReportConvergences(ctx context.Context, tx *sql.Tx, app string, from any) ([]workflow.ConvergenceRecord, error) {
 	q := `SELECT release_id, app, env, digest, revision, at FROM convergences c`
-	var (
-		where []string
-		args  []any
-	)
+	var f filter
 	if app != "" {
-		where, args = append(where, "c.app = ?"), append(args, app)
+		f.add("c.app = ?", app)
 	}
 	if from != nil {
-		where = append(where, `(c.at >= ? OR EXISTS (SELECT 1 FROM convergences l
-	WHERE l.app = c.app AND l.env = c.env AND l.digest = c.digest AND l.at >= ?))`)
-		args = append(args, from, from)
+		f.add(`(c.at >= ? OR EXISTS (SELECT 1 FROM convergences l
+	WHERE l.app = c.app AND l.env = c.env AND l.digest = c.digest AND l.at >= ?))`, from, from)
 	}
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []workflow.ConvergenceRecord
-	for rows.Next() {
+	return collect(ctx, tx, q+f.where(), f.args, func(rows *sql.Rows) (workflow.ConvergenceRecord, error) {
 		var (
 			c      workflow.ConvergenceRecord
 			digest string
 			at     sql.NullInt64
 		)
 		if err := rows.Scan(&c.ReleaseID, &c.App, &c.Env, &digest, &c.Revision, &at); err != nil {
-			return nil, err
+			return c, err
 		}
 		d, err := workflow.ParseDigest(digest)
 		if err != nil {
-			return nil, fmt.Errorf("convergence of %s: stored digest is unreadable: %w", c.ReleaseID, err)
+			return c, fmt.Errorf("convergence of %s: stored digest is unreadable: %w", c.ReleaseID, err)
 		}
 		c.Digest, c.At = d, timeOf(at)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return c, nil
+	})
 }
 
 // readFirstSightings returns, for every digest that converged from the
 // period's start on, the first time it was seen under any reference.
 func readFirstSightings(ctx context.Context, tx *sql.Tx, app string, from any) ([]workflow.Sighting, error) {
-	sub := `SELECT digest FROM convergences`
-	var (
-		where []string
-		args  []any
-	)
+	var f filter
 	if app != "" {
-		where, args = append(where, "app = ?"), append(args, app)
+		f.add("app = ?", app)
 	}
 	if from != nil {
-		where, args = append(where, "at >= ?"), append(args, from)
+		f.add("at >= ?", from)
 	}
-	if len(where) > 0 {
-		sub += " WHERE " + strings.Join(where, " AND ")
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT digest, MIN(at) FROM sightings WHERE digest IN (`+sub+`) GROUP BY digest`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []workflow.Sighting
-	for rows.Next() {
+	q := `SELECT digest, MIN(at) FROM sightings WHERE digest IN (SELECT digest FROM convergences` + f.where() + `) GROUP BY digest`
+	return collect(ctx, tx, q, f.args, func(rows *sql.Rows) (workflow.Sighting, error) {
 		var (
 			digest string
 			at     sql.NullInt64
 		)
 		if err := rows.Scan(&digest, &at); err != nil {
-			return nil, err
+			return workflow.Sighting{}, err
 		}
 		d, err := workflow.ParseDigest(digest)
 		if err != nil {
-			return nil, fmt.Errorf("sighting: stored digest is unreadable: %w", err)
+			return workflow.Sighting{}, fmt.Errorf("sighting: stored digest is unreadable: %w", err)
 		}
-		out = append(out, workflow.Sighting{Digest: d, At: timeOf(at)})
-	}
-	return out, rows.Err()
+		return workflow.Sighting{Digest: d, At: timeOf(at)}, nil
+	})
 }
 
 // readFindingFacts reads findings alive at some point of the period:
 // opened before its end and not resolved before its start.
 func readFindingFacts(ctx context.Context, tx *sql.Tx, from, to any) ([]workflow.FindingFact, error) {
-	q := `SELECT scope, code, subject, first_seen, resolved_at FROM findings`
-	var (
-		where []string
-		args  []any
-	)
+	var f filter
 	if to != nil {
-		where, args = append(where, "first_seen < ?"), append(args, to)
+		f.add("first_seen < ?", to)
 	}
 	if from != nil {
-		where, args = append(where, "(resolved_at IS NULL OR resolved_at >= ?)"), append(args, from)
+		f.add("(resolved_at IS NULL OR resolved_at >= ?)", from)
 	}
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	q := `SELECT scope, code, subject, first_seen, resolved_at FROM findings` + f.where()
+	return collect(ctx, tx, q, f.args, func(rows *sql.Rows) (workflow.FindingFact, error) {
+		var (
+			ff              workflow.FindingFact
+			first, resolved sql.NullInt64
+		)
+		err := rows.Scan(&ff.Scope, &ff.Code, &ff.Subject, &first, &resolved)
+		ff.FirstSeen, ff.ResolvedAt = timeOf(first), timeOf(resolved)
+		return ff, err
+	})
+}
+
+// filter collects the conditions of a WHERE clause and their arguments.
+type filter struct {
+	conds []string
+	args  []any
+}
+
+func (f *filter) add(cond string, args ...any) {
+	f.conds = append(f.conds, cond)
+	f.args = append(f.args, args...)
+}
+
+// where is " WHERE c1 AND c2 ...", or "" without conditions.
+func (f filter) where() string {
+	if len(f.conds) == 0 {
+		return ""
 	}
+	return " WHERE " + strings.Join(f.conds, " AND ")
+}
+
+// collect runs q in tx and scans every row with scan.
+func collect[T any](ctx context.Context, tx *sql.Tx, q string, args []any, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []workflow.FindingFact
+	var out []T
 	for rows.Next() {
-		var (
-			f               workflow.FindingFact
-			first, resolved sql.NullInt64
-		)
-		if err := rows.Scan(&f.Scope, &f.Code, &f.Subject, &first, &resolved); err != nil {
+		v, err := scan(rows)
+		if err != nil {
 			return nil, err
 		}
-		f.FirstSeen, f.ResolvedAt = timeOf(first), timeOf(resolved)
-		out = append(out, f)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
