@@ -68,32 +68,20 @@ const PullFailsAnnotation = "relcap-lab.io/pull-fails"
 
 // pullFailsQuery is true for a Pod whose first container runs the digest
 // named by PullFailsAnnotation (kwok evaluates selector keys as jq).
-var pullFailsQuery = `(.spec.containers.[0].image | split("@") | last) == (.metadata.annotations["` + PullFailsAnnotation + `"] // "")`
+var pullFailsQuery = runsAnnotatedDigest(PullFailsAnnotation)
+
+// runsAnnotatedDigest is a jq selector key, true for a Pod whose first
+// container runs the digest that annotation names: how the lab's fault
+// stages pick the Pods of one build.
+func runsAnnotatedDigest(annotation string) string {
+	return `(.spec.containers.[0].image | split("@") | last) == (.metadata.annotations["` + annotation + `"] // "")`
+}
 
 // RenderImagePullStage is a kwok stage that puts the matching Pods in
 // ImagePullBackOff and keeps them there.
 func RenderImagePullStage() string {
-	return `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: relcap-lab-pod-image-pull-backoff
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'DoesNotExist'
-    - key: '` + pullFailsQuery + `'
-      operator: 'In'
-      values: ['true']
-    - key: '.status.containerStatuses.[0].state.waiting.reason'
-      operator: 'NotIn'
-      values: ['ImagePullBackOff']
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
+	return podFaultStage("relcap-lab-pod-image-pull-backoff", pullFailsQuery,
+		"'.status.containerStatuses.[0].state.waiting.reason'", "ImagePullBackOff", `      {{ $now := Now }}
       phase: Pending
       conditions:
       - lastTransitionTime: {{ $now | Quote }}
@@ -119,7 +107,7 @@ spec:
             reason: ImagePullBackOff
             message: {{ printf "Back-off pulling image %q" .image | Quote }}
       {{ end }}
-`
+`)
 }
 
 // NotReadyAnnotation is the fault switch of the lab's readiness failure: a
@@ -134,36 +122,16 @@ const NotReadyMessage = "Readiness probe failed: HTTP probe failed with statusco
 
 // notReadyQuery is true for a Pod whose first container runs the digest
 // named by NotReadyAnnotation.
-var notReadyQuery = `(.spec.containers.[0].image | split("@") | last) == (.metadata.annotations["` + NotReadyAnnotation + `"] // "")`
+var notReadyQuery = runsAnnotatedDigest(NotReadyAnnotation)
 
 // RenderNotReadyStage is a kwok stage that puts the matching Pods in
 // phase Running with every container started but not ready, the Ready
 // condition False with the failing probe's message, and keeps them there.
 func RenderNotReadyStage() string {
-	return `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: relcap-lab-pod-not-ready
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'DoesNotExist'
-    - key: '` + notReadyQuery + `'
-      operator: 'In'
-      values: ['true']
-    - key: '.status.message'
-      operator: 'NotIn'
-      values: ['` + NotReadyMessage + `']
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
+	return podFaultStage("relcap-lab-pod-not-ready", notReadyQuery, "'.status.message'", NotReadyMessage, `      {{ $now := Now }}
       phase: Running
       startTime: {{ $now | Quote }}
-      message: ` + fmt.Sprintf("%q", NotReadyMessage) + `
+      message: `+fmt.Sprintf("%q", NotReadyMessage)+`
       conditions:
       - lastTransitionTime: {{ $now | Quote }}
         status: "True"
@@ -171,7 +139,7 @@ spec:
       - lastTransitionTime: {{ $now | Quote }}
         status: "False"
         reason: ContainersNotReady
-        message: ` + fmt.Sprintf("%q", NotReadyMessage) + `
+        message: `+fmt.Sprintf("%q", NotReadyMessage)+`
         type: Ready
       - lastTransitionTime: {{ $now | Quote }}
         status: "False"
@@ -188,7 +156,34 @@ spec:
           running:
             startedAt: {{ $now | Quote }}
       {{ end }}
-`
+`)
+}
+
+// podFaultStage is a kwok stage for the Pods query matches that are not
+// being deleted and not yet in the state it sets (doneKey is not
+// doneValue), with statusTemplate, indented for it, as their status.
+func podFaultStage(name, query, doneKey, doneValue, statusTemplate string) string {
+	return `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: ` + name + `
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '` + query + `'
+      operator: 'In'
+      values: ['true']
+    - key: ` + doneKey + `
+      operator: 'NotIn'
+      values: ['` + doneValue + `']
+  next:
+    statusTemplate: |
+` + statusTemplate
 }
 
 // SlowStartAnnotation makes a rollout take a while, so the e2e suite can
@@ -200,7 +195,7 @@ const SlowStartAnnotation = "relcap-lab.io/slow-start"
 // SlowStartDelay is how long such a Pod stays Pending.
 const SlowStartDelay = 30 * time.Second
 
-var slowStartQuery = `(.spec.containers.[0].image | split("@") | last) == (.metadata.annotations["` + SlowStartAnnotation + `"] // "")`
+var slowStartQuery = runsAnnotatedDigest(SlowStartAnnotation)
 
 // faultQueries are the fault stages' selectors: kwok's fast pod-ready
 // stage leaves the Pods they match alone.
