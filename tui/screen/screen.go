@@ -12,8 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/relcap/relcap/tui/keys"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -160,4 +163,23 @@ func Scroll(offset, cursor, height, n int) int {
 	}
 	offset = min(offset, max(0, n-height))
 	return max(0, offset)
+}
+
+// ScrollKeys moves the scroll offset of a screen without a cursor for the
+// list keys: up, down, top and, when page is positive, page up and down by
+// page lines. Any other key leaves it as it is.
+func ScrollKeys(msg tea.KeyPressMsg, km keys.List, offset, page int) int {
+	switch {
+	case key.Matches(msg, km.Up):
+		return max(0, offset-1)
+	case key.Matches(msg, km.Down):
+		return offset + 1
+	case page > 0 && key.Matches(msg, km.PageUp):
+		return max(0, offset-page)
+	case page > 0 && key.Matches(msg, km.PageDown):
+		return offset + page
+	case key.Matches(msg, km.Top):
+		return 0
+	}
+	return offset
 }

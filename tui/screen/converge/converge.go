@@ -67,14 +67,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	case screen.TickMsg:
 		m.now = msg.Now
 	case tea.KeyPressMsg:
-		switch {
-		case key.Matches(msg, m.km.List.Up):
-			m.offset = max(0, m.offset-1)
-		case key.Matches(msg, m.km.List.Down):
-			m.offset++
-		case key.Matches(msg, m.km.List.Top):
-			m.offset = 0
-		}
+		m.offset = screen.ScrollKeys(msg, m.km.List, m.offset, 0)
 	}
 	return m, nil
 }

@@ -95,16 +95,8 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 				m.loading = true
 				return m, m.loadMatrix()
 			}
-		case key.Matches(msg, m.km.List.Up):
-			m.offset = max(0, m.offset-1)
-		case key.Matches(msg, m.km.List.Down):
-			m.offset++
-		case key.Matches(msg, m.km.List.PageUp):
-			m.offset = max(0, m.offset-m.h+1)
-		case key.Matches(msg, m.km.List.PageDown):
-			m.offset += m.h - 1
-		case key.Matches(msg, m.km.List.Top):
-			m.offset = 0
+		default:
+			m.offset = screen.ScrollKeys(msg, m.km.List, m.offset, m.h-1)
 		}
 	}
 	return m, nil

@@ -118,20 +118,14 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			return m, func() tea.Msg { return screen.NoticeMsg{Text: note} }
 		}
 	case tea.KeyPressMsg:
-		switch {
-		case key.Matches(msg, m.km.Promote.Approve):
+		if key.Matches(msg, m.km.Promote.Approve) {
 			if ok, why := m.canApprove(); !ok {
 				return m, func() tea.Msg { return screen.NoticeMsg{Text: why, Err: true} }
 			}
 			m.approving, m.approveErr = true, nil
 			return m, m.approveRelease()
-		case key.Matches(msg, m.km.List.Up):
-			m.offset = max(0, m.offset-1)
-		case key.Matches(msg, m.km.List.Down):
-			m.offset++
-		case key.Matches(msg, m.km.List.Top):
-			m.offset = 0
 		}
+		m.offset = screen.ScrollKeys(msg, m.km.List, m.offset, 0)
 	}
 	return m, nil
 }
