@@ -3,7 +3,6 @@ package sandbox_test
 import (
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,28 +16,15 @@ import (
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/sandbox"
 	"github.com/relcap/relcap/adapters/terraform"
+	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
 )
 
-// terraformBinary is a real terraform: from PATH, or the one `make test`
-// installs into ./bin. A missing binary fails the test; it never skips.
-func terraformBinary(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("terraform"); err == nil {
-		return p
-	}
-	p, err := filepath.Abs("../../bin/terraform")
-	require.NoError(t, err)
-	_, err = os.Stat(p)
-	require.NoError(t, err, "no terraform on PATH or in ./bin: run make test (it installs Terraform 1.5.7)")
-	return p
-}
-
 // newSandbox builds one sandbox for a test, stopped when it ends.
 func newSandbox(t *testing.T) *sandbox.Sandbox {
 	t.Helper()
-	sb, err := sandbox.New(t.Context(), sandbox.Options{Dir: filepath.Join(t.TempDir(), "sandbox"), Terraform: terraformBinary(t), Logf: t.Logf})
+	sb, err := sandbox.New(t.Context(), sandbox.Options{Dir: filepath.Join(t.TempDir(), "sandbox"), Terraform: terraformtest.Binary(t), Logf: t.Logf})
 	require.NoError(t, err)
 	t.Cleanup(sb.Close)
 	return sb
@@ -160,7 +146,7 @@ func TestSandboxServesASignedMultiPlatformReleaseAndTwoSyncedApps(t *testing.T) 
 func TestSandboxOwnershipConflictIsRealAndFixOwnershipResolvesIt(t *testing.T) {
 	t.Parallel()
 	sb := newSandbox(t)
-	tf, err := terraform.New(terraform.Options{Binary: terraformBinary(t), PlanDir: filepath.Join(t.TempDir(), "plans")})
+	tf, err := terraform.New(terraform.Options{Binary: terraformtest.Binary(t), PlanDir: filepath.Join(t.TempDir(), "plans")})
 	require.NoError(t, err)
 	ad, err := argocd.New(argocd.Options{Server: sb.ArgoCD, AuthToken: sb.Token, PlainText: true})
 	require.NoError(t, err)
@@ -210,7 +196,7 @@ func TestSandboxFirstPlanReplacesTheMigration(t *testing.T) {
 	sb := newSandbox(t)
 	p, err := config.Load(sb.Config)
 	require.NoError(t, err)
-	tf, err := terraform.New(terraform.Options{Binary: terraformBinary(t), PlanDir: filepath.Join(t.TempDir(), "plans"), Classify: p.Classify})
+	tf, err := terraform.New(terraform.Options{Binary: terraformtest.Binary(t), PlanDir: filepath.Join(t.TempDir(), "plans"), Classify: p.Classify})
 	require.NoError(t, err)
 	env, err := p.Env("staging")
 	require.NoError(t, err)

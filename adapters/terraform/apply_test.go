@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -269,7 +270,7 @@ func TestWorkdirLockSerializes(t *testing.T) {
 
 func TestPurgeExpired(t *testing.T) {
 	t.Parallel()
-	a, err := New(Options{Binary: terraformBinary(t), PlanDir: t.TempDir()})
+	a, err := New(Options{Binary: terraformtest.Binary(t), PlanDir: t.TempDir()})
 	require.NoError(t, err)
 	old := testNow.Add(-48 * time.Hour)
 	write := func(name string, mtime time.Time) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -299,7 +300,7 @@ func TestInputsFollowGit(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
-	bin := terraformBinary(t)
+	bin := terraformtest.Binary(t)
 	_, err := New(Options{Binary: "no-such-terraform-binary", PlanDir: t.TempDir()})
 	require.ErrorIs(t, err, workflow.ErrUsage)
 	require.ErrorContains(t, err, `terraform binary "no-such-terraform-binary" not found`)

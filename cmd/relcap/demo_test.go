@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -19,7 +20,7 @@ import (
 // left in the sandbox's ledger, journals and environment repository.
 func TestDemoHeadlessConvergesBothEnvironments(t *testing.T) {
 	t.Parallel()
-	terraformOnPath(t)
+	terraformtest.Binary(t)
 	data := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "sandbox")
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
+	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 )
 
 // ownedTerraform is a Terraform root of managed resources without a
@@ -43,7 +44,7 @@ rules:
 // an Argo CD application served by the simulator (Deployment web/web).
 func ownershipRepo(t *testing.T, ownership string) (cfg string, env []string) {
 	t.Helper()
-	bin := terraformOnPath(t)
+	bin := terraformtest.Binary(t)
 	c := validConfig[:strings.Index(validConfig, "  - name: prod")] + validConfig[strings.Index(validConfig, "effort:"):]
 	dir := releaseRepo(t, c)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ownership.yaml"), []byte(ownership), 0o644))

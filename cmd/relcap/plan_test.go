@@ -3,29 +3,15 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-// terraformOnPath makes sure the tests run a real terraform: from PATH, or
-// the one `make test` installs into ./bin. A missing binary fails the test;
-// it never skips.
-func terraformOnPath(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("terraform"); err == nil {
-		return p
-	}
-	p, err := filepath.Abs("../../bin/terraform")
-	require.NoError(t, err)
-	_, err = os.Stat(p)
-	require.NoError(t, err, "no terraform on PATH or in ./bin: run make test (it installs Terraform 1.5.7)")
-	return p
-}
+	"github.com/relcap/relcap/adapters/terraform/terraformtest"
+)
 
 const stagingRoot = `
 variable "replicas" {
@@ -56,7 +42,7 @@ output "password" {
 // Terraform root of terraform_data resources.
 func tfRepo(t *testing.T, planApprovals int, distinct bool) (cfg string) {
 	t.Helper()
-	terraformOnPath(t)
+	terraformtest.Binary(t)
 	c := strings.Replace(validConfig, "approvals: {plan: 1, promotion: 0, distinct_from_author: false}",
 		"approvals: {plan: "+itoa(planApprovals)+", promotion: 0, distinct_from_author: "+map[bool]string{true: "true", false: "false"}[distinct]+"}", 1)
 	dir := releaseRepo(t, c)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 )
 
 // TestTmuxDemoReleaseWithTheKeyboardAlone builds the real binary, runs
@@ -19,7 +21,7 @@ import (
 // it the test fails rather than skips.
 func TestTmuxDemoReleaseWithTheKeyboardAlone(t *testing.T) {
 	t.Parallel()
-	terraformOnPath(t)
+	terraformtest.Binary(t)
 	_, err := exec.LookPath("tmux")
 	require.NoError(t, err, "tmux is needed: make test installs it (apt-get install tmux)")
 	bin := filepath.Join(t.TempDir(), "relcap")
