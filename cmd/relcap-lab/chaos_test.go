@@ -107,3 +107,14 @@ func TestStopAndStartWantOneComponentOfALab(t *testing.T) {
 		require.ErrorIs(t, err, errNoLab, cmd)
 	}
 }
+
+// TestABadFlagIsAUsageErrorPrintedOnce: flag prints the mistake and the
+// flags; relcap-lab exits 2 without printing it again.
+func TestABadFlagIsAUsageErrorPrintedOnce(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"stop", "--grace", "abc", "x"}, &out, &errOut)
+	require.Equal(t, 2, exitCode(err))
+	require.ErrorIs(t, err, errShown, "main does not print it a second time")
+	require.Contains(t, errOut.String(), `invalid value "abc" for flag -grace`)
+}

@@ -36,15 +36,20 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errShown) {
 			fmt.Fprintln(os.Stderr, "relcap-lab:", err)
 		}
 		os.Exit(exitCode(err))
 	}
 }
 
+// errShown is an error the flag package has already printed.
+var errShown = errors.New("bad flag")
+
 // usageError is a command-line mistake (exit code 2).
 type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
 
 func exitCode(err error) int {
 	var u usageError
@@ -92,7 +97,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	grace := fs.Duration("grace", 10*time.Second, "how long down waits after SIGTERM before SIGKILL")
 	listen := fs.String("listen", "127.0.0.1:0", "registry: address to serve on")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		// flag has printed the error and the flags already.
+		return usageError{errShown}
 	}
 	oneName := cmd == "stop" || cmd == "start"
 	if oneName && fs.NArg() != 1 {

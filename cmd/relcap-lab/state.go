@@ -73,7 +73,7 @@ var errNoLab = errors.New("no lab state")
 func ReadState(dir string) (State, error) {
 	b, err := os.ReadFile(filepath.Join(dir, StateFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return State{}, fmt.Errorf("%w in %s", errNoLab, dir)
+		return State{}, fmt.Errorf("%w in %s: start one with relcap-lab up --dir %s, or pass the --dir it was started with", errNoLab, dir, dir)
 	}
 	if err != nil {
 		return State{}, fmt.Errorf("read lab state: %w", err)
