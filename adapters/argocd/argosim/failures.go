@@ -61,7 +61,7 @@ func (s *Server) FailSync(name, message string) error {
 		message = "one or more objects failed to apply (simulated)"
 	}
 	return s.withApp(name, func(a *app, _ time.Time) error {
-		a.failSync = message
+		a.failSync, a.failSyncMarker = message, "" // every sync, whatever an earlier FailSyncOf narrowed
 		s.cfg.Logf("argosim: app %s: sync operations will fail: %s", name, message)
 		return nil
 	})
