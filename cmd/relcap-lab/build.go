@@ -22,12 +22,83 @@ type Versions struct {
 	Kwok       string `json:"kwok"`
 }
 
-// DefaultVersions are the versions LAB.md verified together.
-var DefaultVersions = Versions{Kubernetes: "1.31.0", ArgoCD: "2.14.21", Kwok: "0.8.0"}
-
 // Key names the cache directory for these versions.
 func (v Versions) Key() string {
 	return fmt.Sprintf("k8s-%s-argocd-%s-kwok-%s", v.Kubernetes, v.ArgoCD, v.Kwok)
+}
+
+// Variant is one Argo CD minor the lab runs, with the Kubernetes it runs
+// on and where both are built (issue 14: Argo CD 3.6 beside 2.14).
+type Variant struct {
+	// Minor is how it is chosen: relcap-lab up --argocd 3.6.
+	Minor    string
+	Versions Versions
+	// K8sModule and ArgoModule are the throw-away build modules under
+	// lab/ that pin these versions.
+	K8sModule, ArgoModule string
+	// ArgoPath is argo-cd's Go module path: its cmd package is the
+	// multi-call binary, its manifests/ hold the CRDs and base config.
+	ArgoPath string
+	// Toolchain is GOTOOLCHAIN for building (and downloading) Argo CD,
+	// whose go.mod may want a newer Go than the local one; "" keeps the
+	// local go. The toolchain module comes through the module proxy.
+	Toolchain string
+}
+
+// Variants are the Argo CD minors the lab knows, the default first.
+//
+// Argo CD 3.6 is tested with Kubernetes 1.34-1.37 (its docs'
+// tested-kubernetes-versions.md) and links k8s.io v0.37.0, so its lab runs
+// Kubernetes 1.37.0; 2.14 keeps the 1.31.0 LAB.md verified. kwok 0.8.0
+// serves both.
+var Variants = []Variant{
+	{
+		Minor: "2.14", Versions: Versions{Kubernetes: "1.31.0", ArgoCD: "2.14.21", Kwok: "0.8.0"},
+		K8sModule: "k8s", ArgoModule: "argocd", ArgoPath: "github.com/argoproj/argo-cd/v2",
+	},
+	{
+		Minor: "3.6", Versions: Versions{Kubernetes: "1.37.0", ArgoCD: "3.6.1", Kwok: "0.8.0"},
+		K8sModule: "k8s-1.37", ArgoModule: "argocd3", ArgoPath: "github.com/argoproj/argo-cd/v3",
+		Toolchain: "go1.27.3",
+	},
+}
+
+// DefaultVariant is the lab's Argo CD when nothing chooses one.
+var DefaultVariant = Variants[0]
+
+// DefaultVersions are the versions LAB.md verified together.
+var DefaultVersions = DefaultVariant.Versions
+
+// ArgoCDEnv chooses the Argo CD minor when --argocd is not given.
+const ArgoCDEnv = "RELCAP_LAB_ARGOCD"
+
+// SelectVariant finds the variant named by s: a minor ("3.6"), its full
+// version ("3.6.1", "v3.6.1"), or "" for the default.
+func SelectVariant(s string) (Variant, error) {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	if s == "" {
+		return DefaultVariant, nil
+	}
+	var known []string
+	for _, v := range Variants {
+		if s == v.Minor || s == v.Versions.ArgoCD {
+			return v, nil
+		}
+		known = append(known, v.Minor)
+	}
+	return Variant{}, fmt.Errorf("argo cd %q: the lab runs %s (or their full versions)", s, strings.Join(known, ", "))
+}
+
+// Is3 reports whether this is Argo CD 3.x, whose components start a
+// little differently (see argoComponents).
+func (v Variant) Is3() bool { return strings.HasPrefix(v.Versions.ArgoCD, "3.") }
+
+// toolchainEnv is the environment that builds and downloads Argo CD.
+func (v Variant) toolchainEnv() []string {
+	if v.Toolchain == "" {
+		return nil
+	}
+	return []string{"GOTOOLCHAIN=" + v.Toolchain}
 }
 
 // Names of the files in a binary cache directory.
@@ -38,7 +109,7 @@ const (
 	binKubectl           = "kubectl"
 	binArgoCD            = "argocd"
 	binKwok              = "kwok"
-	// argo-cd/v2/cmd is one multi-call binary that picks the component
+	// argo-cd/v2/cmd (and v3/cmd) is one multi-call binary that picks the component
 	// from the name it was started as.
 	binArgoServer     = "argocd-server"
 	binArgoRepoServer = "argocd-repo-server"
@@ -70,17 +141,17 @@ func DefaultCacheDir() (string, error) {
 
 // Builder builds or reuses the lab binaries.
 type Builder struct {
-	// Src is the directory holding the throw-away build modules k8s/ and
-	// argocd/ (the repository's lab/).
+	// Src is the directory holding the throw-away build modules (the
+	// repository's lab/: k8s/ and argocd/, k8s-1.37/ and argocd3/).
 	Src      string
 	CacheDir string
-	Versions Versions
+	Variant  Variant
 	// Log receives one line per step, with its duration.
 	Log io.Writer
 }
 
-// BinDir is where the binaries for b.Versions live.
-func (b Builder) BinDir() string { return filepath.Join(b.CacheDir, "bin", b.Versions.Key()) }
+// BinDir is where the binaries for b.Variant's versions live.
+func (b Builder) BinDir() string { return filepath.Join(b.CacheDir, "bin", b.Variant.Versions.Key()) }
 
 // Complete reports whether BinDir holds a finished build.
 func (b Builder) Complete() bool {
@@ -112,7 +183,8 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("create binary cache: %w", err)
 	}
 	_ = os.Remove(filepath.Join(dir, completeStamp))
-	k8sSrc, argoSrc := filepath.Join(b.Src, "k8s"), filepath.Join(b.Src, "argocd")
+	v := b.Variant
+	k8sSrc, argoSrc := filepath.Join(b.Src, v.K8sModule), filepath.Join(b.Src, v.ArgoModule)
 	for _, d := range []string{k8sSrc, argoSrc} {
 		if _, err := os.Stat(filepath.Join(d, "go.mod")); err != nil {
 			return "", fmt.Errorf("lab build module %s: %w (pass --src to the repository's lab/ directory)", d, err)
@@ -122,13 +194,13 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 		what string
 		run  func() error
 	}{
-		{"kubernetes " + b.Versions.Kubernetes + " (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)", func() error {
+		{"kubernetes " + v.Versions.Kubernetes + " (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)", func() error {
 			return goCmd(ctx, k8sSrc, nil, "build", "-o", dir+string(filepath.Separator),
 				"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
 				"k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kubectl")
 		}},
-		{"argo cd " + b.Versions.ArgoCD, func() error {
-			if err := goCmd(ctx, argoSrc, nil, "build", "-o", filepath.Join(dir, binArgoCD), "github.com/argoproj/argo-cd/v2/cmd"); err != nil {
+		{"argo cd " + v.Versions.ArgoCD + toolchainNote(v), func() error {
+			if err := goCmd(ctx, argoSrc, v.toolchainEnv(), "build", "-o", filepath.Join(dir, binArgoCD), v.ArgoPath+"/cmd"); err != nil {
 				return err
 			}
 			for _, n := range []string{binArgoServer, binArgoRepoServer, binArgoController} {
@@ -137,7 +209,7 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 					return fmt.Errorf("link %s: %w", n, err)
 				}
 			}
-			src, err := moduleDir(ctx, "github.com/argoproj/argo-cd/v2", "v"+b.Versions.ArgoCD)
+			src, err := moduleDir(ctx, v.toolchainEnv(), v.ArgoPath, "v"+v.Versions.ArgoCD)
 			if err != nil {
 				return err
 			}
@@ -146,11 +218,11 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 				"config": filepath.Join(src, "manifests", "base", "config"),
 			})
 		}},
-		{"kwok " + b.Versions.Kwok, func() error {
-			if err := goCmd(ctx, os.TempDir(), []string{"GOBIN=" + dir}, "install", "sigs.k8s.io/kwok/cmd/kwok@v"+b.Versions.Kwok); err != nil {
+		{"kwok " + v.Versions.Kwok, func() error {
+			if err := goCmd(ctx, os.TempDir(), []string{"GOBIN=" + dir}, "install", "sigs.k8s.io/kwok/cmd/kwok@v"+v.Versions.Kwok); err != nil {
 				return err
 			}
-			src, err := moduleDir(ctx, "sigs.k8s.io/kwok", "v"+b.Versions.Kwok)
+			src, err := moduleDir(ctx, nil, "sigs.k8s.io/kwok", "v"+v.Versions.Kwok)
 			if err != nil {
 				return err
 			}
@@ -165,11 +237,18 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, completeStamp), []byte(b.Versions.Key()+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, completeStamp), []byte(v.Versions.Key()+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("mark binary cache complete: %w", err)
 	}
 	fmt.Fprintf(b.Log, "binaries: built into %s in %s\n", dir, since(start))
 	return dir, nil
+}
+
+func toolchainNote(v Variant) string {
+	if v.Toolchain == "" {
+		return ""
+	}
+	return " (GOTOOLCHAIN=" + v.Toolchain + ")"
 }
 
 // step runs one build step and logs its duration.
@@ -204,11 +283,12 @@ func goCmd(ctx context.Context, dir string, env []string, args ...string) error 
 }
 
 // moduleDir downloads module@version into the module cache (a no-op when
-// it is there) and returns its directory.
-func moduleDir(ctx context.Context, module, version string) (string, error) {
+// it is there) and returns its directory. env is added to go's
+// environment (GOTOOLCHAIN for a module that wants a newer Go).
+func moduleDir(ctx context.Context, env []string, module, version string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
 	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS="), env...)
 	out, err := cmd.Output()
 	var info struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &info); jerr == nil && info.Error != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,15 +18,22 @@ import (
 	"time"
 )
 
-// PKI are the files kube-apiserver needs, generated fresh for each lab.
+// PKI are the files the lab's TLS needs, generated fresh for each lab.
 type PKI struct {
 	CACert, ServingCert, ServingKey string // paths
 	SAKey, SAPub                    string // service-account signing key pair
-	CAPEM                           []byte
+	// ArgoCert and ArgoKey are argocd-server's serving certificate;
+	// ClientCert and ClientKey a client certificate, both signed by the
+	// CA (the client pair is for client-certificate tests: the server
+	// does not ask for one).
+	ArgoCert, ArgoKey     string
+	ClientCert, ClientKey string
+	CAPEM                 []byte
 }
 
-// GeneratePKI writes, into dir: a CA, a serving certificate for 127.0.0.1,
-// localhost and kubernetes.default.svc signed by it, and the RSA key pair
+// GeneratePKI writes, into dir: a CA; a serving certificate for 127.0.0.1,
+// localhost and kubernetes.default.svc signed by it; one for argocd-server
+// on 127.0.0.1 and localhost; a client certificate; and the RSA key pair
 // kube-apiserver signs service-account tokens with (kube-controller-manager
 // gets the private half).
 func GeneratePKI(dir string) (PKI, error) {
@@ -35,6 +43,8 @@ func GeneratePKI(dir string) (PKI, error) {
 	p := PKI{
 		CACert: filepath.Join(dir, "ca.crt"), ServingCert: filepath.Join(dir, "apiserver.crt"), ServingKey: filepath.Join(dir, "apiserver.key"),
 		SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"),
+		ArgoCert: filepath.Join(dir, "argocd-server.crt"), ArgoKey: filepath.Join(dir, "argocd-server.key"),
+		ClientCert: filepath.Join(dir, "client.crt"), ClientKey: filepath.Join(dir, "client.key"),
 	}
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -54,24 +64,33 @@ func GeneratePKI(dir string) (PKI, error) {
 	if err != nil {
 		return PKI{}, err
 	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return PKI{}, err
+	leaf := func(cn string, usage x509.ExtKeyUsage, dns []string, ips []net.IP) *x509.Certificate {
+		return &x509.Certificate{
+			SerialNumber: serial(), Subject: pkix.Name{CommonName: cn},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			DNSNames: dns, IPAddresses: ips,
+		}
 	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)},
+	loopback := net.IPv4(127, 0, 0, 1)
+	leaves := []struct {
+		what, cert, key string
+		tmpl            *x509.Certificate
+	}{
+		{"apiserver", p.ServingCert, p.ServingKey, leaf("kube-apiserver", x509.ExtKeyUsageServerAuth,
+			[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, []net.IP{loopback, net.IPv4(10, 96, 0, 1)})},
+		{"argocd-server", p.ArgoCert, p.ArgoKey, leaf("argocd-server", x509.ExtKeyUsageServerAuth,
+			[]string{"localhost", "argocd-server", "argocd-server.argocd.svc"}, []net.IP{loopback})},
+		{"client", p.ClientCert, p.ClientKey, leaf("relcap-lab-client", x509.ExtKeyUsageClientAuth, nil, nil)},
 	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		return PKI{}, fmt.Errorf("create apiserver certificate: %w", err)
-	}
-	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		return PKI{}, err
+	p.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	files := []pemFile{{p.CACert, p.CAPEM}}
+	for _, l := range leaves {
+		certPEM, keyPEM, err := issue(l.tmpl, ca, caKey)
+		if err != nil {
+			return PKI{}, fmt.Errorf("create %s certificate: %w", l.what, err)
+		}
+		files = append(files, pemFile{l.cert, certPEM}, pemFile{l.key, keyPEM})
 	}
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -81,23 +100,38 @@ func GeneratePKI(dir string) (PKI, error) {
 	if err != nil {
 		return PKI{}, err
 	}
-	p.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	files := []struct {
-		path string
-		data []byte
-	}{
-		{p.CACert, p.CAPEM},
-		{p.ServingCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER})},
-		{p.ServingKey, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: srvKeyDER})},
-		{p.SAKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)})},
-		{p.SAPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER})},
-	}
+	files = append(files,
+		pemFile{p.SAKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)})},
+		pemFile{p.SAPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER})})
 	for _, f := range files {
 		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
 			return PKI{}, err
 		}
 	}
 	return p, nil
+}
+
+type pemFile struct {
+	path string
+	data []byte
+}
+
+// issue creates a P-256 key and a certificate from tmpl signed by ca, both
+// PEM-encoded.
+func issue(tmpl, ca *x509.Certificate, caKey crypto.Signer) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 func serial() *big.Int {

@@ -108,6 +108,11 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "lab %s (started %s, %s, ready: %v)\n", dir, st.StartedAt.Local().Format(time.DateTime), st.Versions.Key(), st.Ready)
+	api, err := st.argoAPI()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  argo cd %s on kubernetes %s at %s%s\n", st.Versions.ArgoCD, st.Versions.Kubernetes, api.base, argoTransportNote(st.ArgoCA))
 	var dead []string
 	for _, p := range st.Processes {
 		state := "running"
@@ -132,7 +137,7 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 	if tok, err := os.ReadFile(filepath.Join(dir, "argocd-token")); err == nil && st.Ready {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		apps, err := argoApps(cctx, fmt.Sprintf("127.0.0.1:%d", st.Ports.Server), strings.TrimSpace(string(tok)))
+		apps, err := argoApps(cctx, api, strings.TrimSpace(string(tok)))
 		if err != nil {
 			fmt.Fprintf(out, "argo cd: %v\n", err)
 		}
@@ -144,4 +149,24 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		return fmt.Errorf("%d component(s) not running: %s", len(dead), strings.Join(dead, ", "))
 	}
 	return nil
+}
+
+// argoAPI reaches the lab's argocd-server as up started it.
+func (st State) argoAPI() (argoAPI, error) {
+	server := fmt.Sprintf("127.0.0.1:%d", st.Ports.Server)
+	if st.ArgoCA == "" {
+		return newArgoAPI(server, nil), nil
+	}
+	ca, err := os.ReadFile(st.ArgoCA)
+	if err != nil {
+		return argoAPI{}, fmt.Errorf("argo cd CA: %w", err)
+	}
+	return newArgoAPI(server, ca), nil
+}
+
+func argoTransportNote(ca string) string {
+	if ca == "" {
+		return " (plaintext)"
+	}
+	return " (TLS, CA " + ca + ")"
 }

@@ -6,7 +6,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +19,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/workflow/config"
 )
 
 // The end-to-end suite (issue 8) runs relcap's own commands against a real
@@ -23,13 +28,49 @@ import (
 // relcap-lab up and stopped by relcap-lab down. Nothing here skips: a
 // missing tool or a lab that does not start fails the suite.
 //
-//	go test -tags e2e -count=1 -timeout 40m ./cmd/relcap-lab
+// $RELCAP_LAB_ARGOCD chooses the Argo CD the lab runs (2.14, the default,
+// or 3.6; issue 14). argocd-server serves TLS with the lab's CA once
+// relcap's config takes argocd.ca_file, plaintext until then;
+// $RELCAP_LAB_E2E_TLS=1 or 0 forces one or the other.
+//
+//	go test -tags e2e -count=1 -timeout 40m -run TestE2E ./cmd/relcap-lab
+//	RELCAP_LAB_ARGOCD=3.6 go test -tags e2e -count=1 -timeout 40m -run TestE2E ./cmd/relcap-lab
 
 // e2eLab is a running lab and the binaries that drive it.
 type e2eLab struct {
 	dir, relcap, lab string
 	env              map[string]string // lab.env
 	data             string            // XDG data/state of relcap
+	variant          Variant           // the Argo CD (and Kubernetes) it runs
+	tls              bool              // argocd-server serves TLS
+}
+
+// e2eVariant is the Argo CD the suite runs: $RELCAP_LAB_ARGOCD, 2.14 when
+// unset.
+func e2eVariant(t *testing.T) Variant {
+	t.Helper()
+	v, err := SelectVariant(os.Getenv(ArgoCDEnv))
+	require.NoError(t, err, "$%s", ArgoCDEnv)
+	return v
+}
+
+// e2eTLS says whether the suite's lab serves Argo CD over TLS: by default
+// exactly when relcap's config takes the CA file the lab's relcap.yaml
+// then names (argocd.ca_file); $RELCAP_LAB_E2E_TLS=1 or 0 decides instead.
+func e2eTLS(t *testing.T) bool {
+	t.Helper()
+	switch os.Getenv("RELCAP_LAB_E2E_TLS") {
+	case "1", "true":
+		return true
+	case "0", "false":
+		return false
+	}
+	l := Lab{Dir: "/lab", Ports: Ports{Server: 1, Registry: 2}, EnvRepo: "/lab/git/env.git", ArgoCAFile: "/lab/pki/ca.crt"}
+	_, err := config.Parse("/lab/relcap.yaml", []byte(RenderRelcapConfig(l)))
+	if err != nil {
+		t.Logf("argo cd in plaintext (relcap-lab up --argocd-insecure): relcap's config does not take argocd.ca_file yet: %v", err)
+	}
+	return err == nil
 }
 
 // startLab builds relcap and relcap-lab, brings a lab up in a temporary
@@ -45,8 +86,14 @@ func startLab(t *testing.T) *e2eLab {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "build %s: %s", name, out)
 	}
-	l := &e2eLab{dir: filepath.Join(t.TempDir(), "lab"), relcap: filepath.Join(bin, "relcap"), lab: filepath.Join(bin, "relcap-lab"), data: t.TempDir()}
-	up := exec.Command(l.lab, "up", "--dir", l.dir, "--src", filepath.Join(root, "lab"))
+	l := &e2eLab{dir: filepath.Join(t.TempDir(), "lab"), relcap: filepath.Join(bin, "relcap"), lab: filepath.Join(bin, "relcap-lab"), data: t.TempDir(),
+		variant: e2eVariant(t), tls: e2eTLS(t)}
+	args := []string{"up", "--dir", l.dir, "--src", filepath.Join(root, "lab"), "--argocd", l.variant.Minor}
+	if !l.tls {
+		args = append(args, "--argocd-insecure")
+	}
+	t.Logf("lab: argo cd %s on kubernetes %s, argocd-server TLS %v", l.variant.Versions.ArgoCD, l.variant.Versions.Kubernetes, l.tls)
+	up := exec.Command(l.lab, args...)
 	up.Stdout, up.Stderr = os.Stderr, os.Stderr // progress and timings in the test log
 	start := time.Now()
 	upErr := up.Run()
@@ -57,6 +104,13 @@ func startLab(t *testing.T) *e2eLab {
 	require.NoError(t, upErr, "relcap-lab up")
 	t.Logf("lab up in %s", time.Since(start).Round(time.Second))
 	l.env = readEnvFile(t, filepath.Join(l.dir, "lab.env"))
+	require.Equal(t, l.variant.Versions.ArgoCD, l.env[ArgoVersionEnv], "the lab runs the Argo CD asked for")
+	require.NotEmpty(t, l.env["DOCKER_CONFIG"], "the registry's credentials reach clients through DOCKER_CONFIG")
+	if l.tls {
+		require.NotEmpty(t, l.env[ArgoCAEnv])
+	} else {
+		require.NotContains(t, l.env, ArgoCAEnv)
+	}
 	return l
 }
 
@@ -92,11 +146,18 @@ func (l *e2eLab) environ() []string {
 // code and combined output.
 func (l *e2eLab) run(t *testing.T, bin string, args ...string) (int, string) {
 	t.Helper()
+	return l.runEnv(t, nil, bin, args...)
+}
+
+// runEnv is run with extra environment variables, which win over the
+// lab's.
+func (l *e2eLab) runEnv(t *testing.T, extra []string, bin string, args ...string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = l.dir
-	cmd.Env = l.environ()
+	cmd.Env = append(l.environ(), extra...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -153,6 +214,8 @@ func TestE2E(t *testing.T) {
 	l := startLab(t)
 	repo := func(env string) string { return l.env["RELCAP_LAB_REGISTRY"] + "/" + env + "/" + AppName }
 
+	t.Run("the registry and argo cd want the lab's credentials and CA", func(t *testing.T) { testLabAccess(t, l) })
+
 	t.Run("the seeded release is converged and relcap agrees", func(t *testing.T) {
 		rev := strings.TrimSpace(l.runGit(t, "rev-parse", "main"))
 		out := l.relcapOK(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "2m")
@@ -201,4 +264,35 @@ func (l *e2eLab) runGit(t *testing.T, args ...string) string {
 	code, out := l.run(t, "git", append([]string{"-C", l.env["RELCAP_LAB_ENVREPO"]}, args...)...)
 	require.Equal(t, 0, code, out)
 	return out
+}
+
+// testLabAccess: the registry refuses a client without the lab's docker
+// config, and argocd-server presents a certificate of the lab's CA (or,
+// served in plaintext, answers plain HTTP).
+func testLabAccess(t *testing.T, l *e2eLab) {
+	ref := l.env["RELCAP_LAB_REGISTRY"] + "/ci/" + AppName + ":anonymous"
+	code, out := l.runEnv(t, []string{"DOCKER_CONFIG=" + t.TempDir()}, l.lab, "push-random", ref)
+	require.NotEqual(t, 0, code, "a push without credentials must fail:\n%s", out)
+	require.Contains(t, out, "401 Unauthorized")
+	_, digest := l.pushBuild(t, "access-check")
+	require.True(t, strings.HasPrefix(digest, "sha256:"), digest)
+
+	server := l.env["ARGOCD_SERVER"]
+	if !l.tls {
+		resp, err := http.Get("http://" + server + "/healthz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return
+	}
+	ca, err := os.ReadFile(l.env[ArgoCAEnv])
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(ca))
+	conn, err := tls.Dial("tcp", server, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	require.NoError(t, err, "argocd-server's certificate verifies with $%s", ArgoCAEnv)
+	require.Equal(t, "argocd-server", conn.ConnectionState().PeerCertificates[0].Subject.CommonName)
+	require.NoError(t, conn.Close())
+	_, err = tls.Dial("tcp", server, &tls.Config{MinVersion: tls.VersionTLS12})
+	require.Error(t, err, "not by the system's roots")
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,7 +45,7 @@ func TestStateRoundTrips(t *testing.T) {
 	dir := t.TempDir()
 	want := State{
 		Dir: dir, BinDir: "/cache/bin/" + DefaultVersions.Key(), Versions: DefaultVersions,
-		Ports: Ports{Etcd: 1, APIServer: 2, Server: 3}, StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Ready: true,
+		Ports: Ports{Etcd: 1, APIServer: 2, Server: 3}, ArgoCA: dir + "/pki/ca.crt", StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Ready: true,
 		Processes: []Process{{Name: "etcd", PID: 42, StartTicks: 7, Args: []string{"etcd", "--name", "lab"}, Log: dir + "/logs/etcd.log", Ports: []int{1}}},
 	}
 	require.NoError(t, WriteState(dir, want))
@@ -61,10 +64,64 @@ func TestStateRoundTrips(t *testing.T) {
 
 func TestVersionsKeyTheCache(t *testing.T) {
 	t.Parallel()
+	// 2.14's key is the one of before Argo CD 3.6 joined: existing caches
+	// are reused.
 	require.Equal(t, "k8s-1.31.0-argocd-2.14.21-kwok-0.8.0", DefaultVersions.Key())
-	b := Builder{CacheDir: "/c", Versions: DefaultVersions}
+	b := Builder{CacheDir: "/c", Variant: DefaultVariant}
 	require.Equal(t, "/c/bin/k8s-1.31.0-argocd-2.14.21-kwok-0.8.0", b.BinDir())
 	require.False(t, b.Complete())
+	v3, err := SelectVariant("3.6")
+	require.NoError(t, err)
+	b.Variant = v3
+	require.Equal(t, "/c/bin/k8s-1.37.0-argocd-3.6.1-kwok-0.8.0", b.BinDir(), "each Argo CD version has a cache of its own")
+}
+
+func TestSelectVariantByMinorOrVersion(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"": "2.14.21", "2.14": "2.14.21", "2.14.21": "2.14.21", "v2.14.21": "2.14.21", "3.6": "3.6.1", " 3.6.1 ": "3.6.1", "v3.6.1": "3.6.1"} {
+		v, err := SelectVariant(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, v.Versions.ArgoCD, in)
+	}
+	require.Equal(t, DefaultVariant, Variants[0])
+	require.Equal(t, "2.14", DefaultVariant.Minor, "the default stays 2.14")
+	for _, bad := range []string{"3.5", "2", "latest", "3.6.0"} {
+		_, err := SelectVariant(bad)
+		require.ErrorContains(t, err, "the lab runs 2.14, 3.6", bad)
+	}
+	v3, _ := SelectVariant("3.6")
+	require.True(t, v3.Is3())
+	require.Equal(t, []string{"GOTOOLCHAIN=go1.27.3"}, v3.toolchainEnv())
+	require.False(t, DefaultVariant.Is3())
+	require.Nil(t, DefaultVariant.toolchainEnv(), "2.14 builds with the local go")
+}
+
+// TestVariantsMatchTheirBuildModules keeps Variants and lab/ in step: each
+// variant's modules require exactly the versions that key its cache, and
+// the Kubernetes module replaces every staging module by the matching
+// v0.x (LAB.md: anything else picks another structured-merge-diff).
+func TestVariantsMatchTheirBuildModules(t *testing.T) {
+	t.Parallel()
+	for _, v := range Variants {
+		argo, err := os.ReadFile(filepath.Join("..", "..", "lab", v.ArgoModule, "go.mod"))
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^require `+regexp.QuoteMeta(v.ArgoPath+" v"+v.Versions.ArgoCD)+`$`, string(argo), v.ArgoModule)
+		require.False(t, regexp.MustCompile(`(?m)^\s*[^/\s].*=> \./`).Match(argo), "%s: a local replace cannot work outside argo-cd's repository", v.ArgoModule)
+		tools, err := os.ReadFile(filepath.Join("..", "..", "lab", v.ArgoModule, "tools.go"))
+		require.NoError(t, err)
+		require.Contains(t, string(tools), `_ "`+v.ArgoPath+`/cmd"`)
+
+		k8s, err := os.ReadFile(filepath.Join("..", "..", "lab", v.K8sModule, "go.mod"))
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^require k8s.io/kubernetes `+regexp.QuoteMeta("v"+v.Versions.Kubernetes)+`$`, string(k8s), v.K8sModule)
+		staging := "v0." + strings.TrimPrefix(v.Versions.Kubernetes, "1.")
+		replaces := regexp.MustCompile(`(?m)^\s+(k8s.io/\S+) => (\S+) (\S+)$`).FindAllStringSubmatch(string(k8s), -1)
+		require.NotEmpty(t, replaces, v.K8sModule)
+		for _, r := range replaces {
+			require.Equal(t, r[1], r[2], "%s replaces %s by itself", v.K8sModule, r[1])
+			require.Equal(t, staging, r[3], "%s: %s", v.K8sModule, r[1])
+		}
+	}
 }
 
 func testLab() Lab {
@@ -72,6 +129,7 @@ func testLab() Lab {
 		Dir: "/tmp/lab", Ports: Ports{APIServer: 6443, Server: 8080, Registry: 5000, Git: 9418},
 		KubeToken: "kube-token", CAPEM: []byte("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"),
 		ArgoToken: "argo'token", EnvRepo: "/tmp/lab/git/env.git", BinDir: "/cache/bin", Kubeconfig: "/tmp/lab/kubeconfig",
+		ArgoVersion: "3.6.1", ClientCert: "/tmp/lab/pki/client.crt", ClientKey: "/tmp/lab/pki/client.key", DockerConfig: "/tmp/lab/docker",
 	}
 }
 
@@ -96,6 +154,128 @@ func TestRenderedRelcapConfigIsValidAndPointsAtTheLab(t *testing.T) {
 		require.Equal(t, "manifest", e.EnvRepo.Format)
 		require.Equal(t, filepath.Join(l.Dir, "infra", env), e.Terraform.Dir)
 	}
+}
+
+// TestRenderedRelcapConfigCarriesTheArgoCDCAWithTLS: a lab serving Argo
+// CD over TLS gives relcap the CA file (argocd.ca_file) instead of
+// plaintext; one served in plaintext says plaintext and no CA.
+func TestRenderedRelcapConfigCarriesTheArgoCDCAWithTLS(t *testing.T) {
+	t.Parallel()
+	argocd := func(l Lab) []map[string]any {
+		var c struct {
+			Environments []struct {
+				ArgoCD map[string]any `yaml:"argocd"`
+			}
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(RenderRelcapConfig(l)), &c))
+		require.Len(t, c.Environments, len(Envs))
+		var out []map[string]any
+		for _, e := range c.Environments {
+			out = append(out, e.ArgoCD)
+		}
+		return out
+	}
+	l := testLab()
+	for _, a := range argocd(l) {
+		require.Equal(t, true, a["plaintext"])
+		require.NotContains(t, a, "ca_file")
+	}
+	l.ArgoCAFile = "/tmp/lab dir/pki/ca.crt"
+	for i, a := range argocd(l) {
+		require.Equal(t, map[string]any{"server": "127.0.0.1:8080", "app": ArgoApp(Envs[i]), "token_env": TokenEnv, "ca_file": "/tmp/lab dir/pki/ca.crt"}, a)
+	}
+}
+
+func TestEnvFileSaysHowArgoCDAndTheRegistryAreReached(t *testing.T) {
+	t.Parallel()
+	env := func(l Lab) map[string]string {
+		m := map[string]string{}
+		for _, kv := range l.EnvVars() {
+			_, dup := m[kv[0]]
+			require.False(t, dup, "%s exported twice", kv[0])
+			m[kv[0]] = kv[1]
+		}
+		return m
+	}
+	l := testLab()
+	plain := env(l)
+	require.Equal(t, "--plaintext", plain["ARGOCD_OPTS"])
+	require.NotContains(t, plain, ArgoCAEnv, "no CA to name when argocd-server serves plaintext")
+	require.Equal(t, "3.6.1", plain[ArgoVersionEnv])
+	require.Equal(t, "/tmp/lab/docker", plain["DOCKER_CONFIG"])
+	require.Equal(t, "/tmp/lab/pki/client.crt", plain["RELCAP_LAB_ARGOCD_CLIENT_CERT"])
+	require.Equal(t, "/tmp/lab/pki/client.key", plain["RELCAP_LAB_ARGOCD_CLIENT_KEY"])
+
+	l.ArgoCAFile = "/tmp/lab/pki/ca.crt"
+	tls := env(l)
+	require.Equal(t, "/tmp/lab/pki/ca.crt", tls[ArgoCAEnv])
+	require.Equal(t, "--server-crt /tmp/lab/pki/ca.crt", tls["ARGOCD_OPTS"], "the argocd CLI verifies the server with the lab's CA")
+}
+
+func TestPKISignsArgoCDServerAndClientCertificates(t *testing.T) {
+	t.Parallel()
+	p, err := GeneratePKI(t.TempDir())
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(p.CAPEM))
+	load := func(certFile, keyFile string) *x509.Certificate {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		require.NoError(t, err, certFile)
+		c, err := x509.ParseCertificate(pair.Certificate[0])
+		require.NoError(t, err)
+		return c
+	}
+	srv := load(p.ArgoCert, p.ArgoKey)
+	_, err = srv.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	require.NoError(t, err, "argocd-server's certificate is valid for 127.0.0.1 under the lab's CA")
+	_, err = srv.Verify(x509.VerifyOptions{Roots: pool, DNSName: "localhost"})
+	require.NoError(t, err)
+	client := load(p.ClientCert, p.ClientKey)
+	_, err = client.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	require.NoError(t, err, "the client certificate is for client auth under the lab's CA")
+	_, err = load(p.ServingCert, p.ServingKey).Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"})
+	require.NoError(t, err)
+	for _, f := range []string{p.ArgoKey, p.ClientKey, p.ServingKey, p.SAKey} {
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), f)
+	}
+
+	var sec struct {
+		Metadata   struct{ Name, Namespace string }
+		Type       string
+		StringData map[string]string `json:"stringData"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(RenderServerTLSSecret([]byte("CERT"), []byte("KEY"))), &sec))
+	require.Equal(t, "argocd-server-tls", sec.Metadata.Name)
+	require.Equal(t, ArgoNamespace, sec.Metadata.Namespace)
+	require.Equal(t, "kubernetes.io/tls", sec.Type)
+	require.Equal(t, map[string]string{"tls.crt": "CERT", "tls.key": "KEY"}, sec.StringData)
+}
+
+func TestArgoComponentsServeTLSUnlessInsecure(t *testing.T) {
+	t.Parallel()
+	bin := func(n string) string { return "/bin/" + n }
+	server := func(cs []Component) Component {
+		for _, c := range cs {
+			if c.Name == "argocd-server" {
+				return c
+			}
+		}
+		t.Fatal("no argocd-server")
+		return Component{}
+	}
+	for _, v := range Variants {
+		l := testLab()
+		s := server(argoComponents(v, l, newArgoAPI(l.argoServer(), nil), bin))
+		require.Contains(t, s.Args, "--insecure", v.Minor)
+		l.ArgoCAFile = "/tmp/lab/pki/ca.crt"
+		s = server(argoComponents(v, l, newArgoAPI(l.argoServer(), []byte("ca")), bin))
+		require.NotContains(t, s.Args, "--insecure", v.Minor)
+		require.Equal(t, "/bin/"+binArgoServer, s.Path)
+	}
+	require.Equal(t, "https://127.0.0.1:8080", newArgoAPI("127.0.0.1:8080", []byte("ca")).base)
+	require.Equal(t, "http://127.0.0.1:8080", newArgoAPI("127.0.0.1:8080", nil).base)
 }
 
 func TestRenderedOwnershipLoadsWithTheConfig(t *testing.T) {

@@ -11,8 +11,8 @@
 // compiles Kubernetes) and cached under a directory keyed by their
 // versions.
 //
-//	relcap-lab build  [--cache D] [--src lab]
-//	relcap-lab up     [--dir D] [--cache D] [--src lab] [--timeout 3m] [--wait-apps=true]
+//	relcap-lab build  [--cache D] [--src lab] [--argocd 2.14|3.6]
+//	relcap-lab up     [--dir D] [--cache D] [--src lab] [--argocd 2.14|3.6] [--argocd-insecure] [--timeout 3m] [--wait-apps=true]
 //	relcap-lab status [--dir D]
 //	relcap-lab down   [--dir D]
 //	relcap-lab push-random REF...   (push a random image, print its digest)
@@ -27,8 +27,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
 )
 
 func main() {
@@ -65,6 +68,7 @@ commands:
   build   build (or reuse) the lab binaries in the cache
   up      start a lab: builds if needed, then etcd, redis, registry, git daemon,
           kube-apiserver, controller-manager, scheduler, kwok and Argo CD
+          (--argocd 2.14 or 3.6, default $RELCAP_LAB_ARGOCD or 2.14)
   status  show what a lab runs and its Argo CD applications
   down    stop exactly what up started and remove the lab directory
   stop NAME
@@ -86,16 +90,26 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs.SetOutput(errOut)
 	dir := fs.String("dir", defaultDir(), "lab directory (state, logs, kubeconfig, relcap.yaml)")
 	var b Builder
-	b.Versions, b.Log = DefaultVersions, out
+	b.Log = out
+	argocd := DefaultVariant.Minor
+	if e := os.Getenv(ArgoCDEnv); e != "" {
+		argocd = e
+	}
 	if cmd == "build" || cmd == "up" {
 		cache, _ := DefaultCacheDir()
 		fs.StringVar(&b.CacheDir, "cache", cache, "binary cache; binaries go into <cache>/bin/<versions>")
 		fs.StringVar(&b.Src, "src", defaultSrc(), "the repository's lab/ directory (the build modules)")
+		fs.StringVar(&argocd, "argocd", argocd, "Argo CD minor to build and run: "+variantMinors()+" (default from $"+ArgoCDEnv+")")
+	}
+	insecure := false
+	if cmd == "up" {
+		fs.BoolVar(&insecure, "argocd-insecure", false, "serve Argo CD in plaintext (no TLS) as before, for a relcap without argocd.ca_file")
 	}
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long each component may take to become ready")
 	waitApps := fs.Bool("wait-apps", true, "wait for the seeded Applications to be Synced and Healthy")
 	grace := fs.Duration("grace", 10*time.Second, "how long down waits after SIGTERM before SIGKILL")
 	listen := fs.String("listen", "127.0.0.1:0", "registry: address to serve on")
+	users := fs.String("users", "", "registry: file of user:password lines that basic auth accepts (empty: no auth)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -109,6 +123,13 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	if fs.NArg() > 0 && cmd != "push-random" && !oneName {
 		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd, fs.Args())}
+	}
+	if cmd == "build" || cmd == "up" {
+		v, err := SelectVariant(argocd)
+		if err != nil {
+			return usageError{err}
+		}
+		b.Variant = v
 	}
 	switch cmd {
 	case "build":
@@ -129,7 +150,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("find relcap-lab's own executable (it runs the registry): %w", err)
 		}
-		return Up(ctx, UpOptions{Dir: *dir, Builder: b, Self: self, Timeout: *timeout, WaitApps: *waitApps, Out: out})
+		return Up(ctx, UpOptions{Dir: *dir, Builder: b, Self: self, Timeout: *timeout, WaitApps: *waitApps, ArgoInsecure: insecure, Out: out})
 	case "down":
 		return Down(*dir, *grace, out)
 	case "status":
@@ -139,14 +160,16 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	case "start":
 		return StartComponent(ctx, *dir, fs.Arg(0), *timeout, out)
 	case "registry":
-		return serveRegistry(ctx, *listen)
+		return serveRegistry(ctx, *listen, *users)
 	case "push-random":
 		// A test helper: pushes one random image under each reference
 		// and prints its digest (a new "build" for e2e scenarios).
 		if fs.NArg() == 0 {
 			return usageError{errors.New("push-random wants image references")}
 		}
-		d, err := pushRandomImage(ctx, fs.Args()...)
+		// Credentials as every other client finds them: $DOCKER_CONFIG,
+		// which lab.env points at the lab's docker/config.json.
+		d, err := pushRandomImage(ctx, authn.DefaultKeychain, fs.Args()...)
 		if err != nil {
 			return err
 		}
@@ -158,6 +181,14 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	fmt.Fprintln(errOut, usage)
 	return usageError{fmt.Errorf("unknown command %q", cmd)}
+}
+
+func variantMinors() string {
+	var m []string
+	for _, v := range Variants {
+		m = append(m, v.Minor)
+	}
+	return strings.Join(m, " or ")
 }
 
 // defaultDir is $XDG_STATE_HOME/relcap/lab, or ~/.local/state/relcap/lab.

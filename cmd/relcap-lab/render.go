@@ -44,10 +44,22 @@ type Lab struct {
 	Kubeconfig string
 	// TFMirror is the Terraform provider mirror (gavinbunney/kubectl).
 	TFMirror string
+	// ArgoVersion is the Argo CD version the lab runs.
+	ArgoVersion string
+	// ArgoCAFile is the CA file that verifies argocd-server's certificate;
+	// empty when Argo CD is served in plaintext (up --argocd-insecure).
+	ArgoCAFile string
+	// ClientCert and ClientKey are a client certificate pair signed by
+	// the lab's CA (no server of the lab asks for one yet).
+	ClientCert, ClientKey string
+	// DockerConfig is the directory of the docker config.json holding the
+	// registry's credentials (DOCKER_CONFIG).
+	DockerConfig string
 }
 
 func (l Lab) apiServerURL() string         { return fmt.Sprintf("https://127.0.0.1:%d", l.Ports.APIServer) }
 func (l Lab) argoServer() string           { return fmt.Sprintf("127.0.0.1:%d", l.Ports.Server) }
+func (l Lab) argoTLS() bool                { return l.ArgoCAFile != "" }
 func (l Lab) registryHost() string         { return fmt.Sprintf("127.0.0.1:%d", l.Ports.Registry) }
 func (l Lab) gitURL() string               { return fmt.Sprintf("git://127.0.0.1:%d/%s", l.Ports.Git, EnvRepoName) }
 func (l Lab) repository(env string) string { return l.registryHost() + "/" + env + "/" + AppName }
@@ -92,8 +104,9 @@ func RenderTokenAuthFile(token string) string {
 
 // RenderRelcapConfig renders a relcap.yaml for the lab: staging then prod,
 // each an Argo CD Application following a plain manifest in the
-// environment repository, images in the lab registry, Argo CD reached in
-// plaintext with the token from $RELCAP_LAB_ARGOCD_TOKEN.
+// environment repository, images in the lab registry, Argo CD reached over
+// TLS verified with the lab's CA (ca_file), or in plaintext when the lab
+// serves it so, with the token from $RELCAP_LAB_ARGOCD_TOKEN.
 func RenderRelcapConfig(l Lab) string {
 	var b strings.Builder
 	b.WriteString(`# relcap.yaml for the relcap lab (written by relcap-lab up; do not edit:
@@ -112,7 +125,11 @@ environments:
 		fmt.Fprintf(&b, "    terraform: {dir: infra/%s}\n", env)
 		fmt.Fprintf(&b, "    registry: {repository: %s, require_signature: false}\n", l.repository(env))
 		fmt.Fprintf(&b, "    envrepo: {path: %s, branch: main, file: %s, image: %s, format: manifest}\n", strconv.Quote(l.EnvRepo), ManifestPath(env), AppName)
-		fmt.Fprintf(&b, "    argocd: {server: %s, app: %s, token_env: %s, plaintext: true}\n", l.argoServer(), ArgoApp(env), TokenEnv)
+		transport := "plaintext: true"
+		if l.argoTLS() {
+			transport = "ca_file: " + strconv.Quote(l.ArgoCAFile)
+		}
+		fmt.Fprintf(&b, "    argocd: {server: %s, app: %s, token_env: %s, %s}\n", l.argoServer(), ArgoApp(env), TokenEnv, transport)
 		if prod {
 			b.WriteString("    approvals: {plan: 1, promotion: 1, distinct_from_author: true}\n")
 		} else {
@@ -158,21 +175,47 @@ func RenderEnvFile(vars [][2]string) string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// Exports of lab.env that say how Argo CD is reached.
+const (
+	// ArgoCAEnv names the CA file that verifies argocd-server (set only
+	// when it serves TLS).
+	ArgoCAEnv = "RELCAP_LAB_ARGOCD_CA"
+	// ArgoVersionEnv is the Argo CD version the lab runs.
+	ArgoVersionEnv = "RELCAP_LAB_ARGOCD_VERSION"
+)
+
 // EnvVars are the exports of lab.env.
 func (l Lab) EnvVars() [][2]string {
-	return [][2]string{
+	// The argocd CLI: --server-crt is the CA pool it verifies the server
+	// with.
+	opts := "--plaintext"
+	if l.argoTLS() {
+		opts = "--server-crt " + l.ArgoCAFile
+	}
+	vars := [][2]string{
 		{"RELCAP_LAB_DIR", l.Dir},
 		{"KUBECONFIG", l.Kubeconfig},
 		{TokenEnv, l.ArgoToken},
 		{"ARGOCD_SERVER", l.argoServer()},
-		{"ARGOCD_OPTS", "--plaintext"},
+		{"ARGOCD_OPTS", opts},
+		{ArgoVersionEnv, l.ArgoVersion},
+	}
+	if l.argoTLS() {
+		vars = append(vars, [2]string{ArgoCAEnv, l.ArgoCAFile})
+	}
+	return append(vars, [][2]string{
+		{"RELCAP_LAB_ARGOCD_CLIENT_CERT", l.ClientCert},
+		{"RELCAP_LAB_ARGOCD_CLIENT_KEY", l.ClientKey},
 		{"RELCAP_LAB_REGISTRY", l.registryHost()},
+		// Registry credentials, for relcap and push-random alike
+		// (go-containerregistry's default keychain reads it).
+		{"DOCKER_CONFIG", l.DockerConfig},
 		{"RELCAP_LAB_ENVREPO", l.EnvRepo},
 		{"RELCAP_LAB_GIT_URL", l.gitURL()},
 		{"RELCAP_LAB_APISERVER", l.apiServerURL()},
 		{"RELCAP_LAB_BIN", l.BinDir},
 		{"TF_CLI_CONFIG_FILE", filepath.Join(l.Dir, "terraform.rc")},
-	}
+	}...)
 }
 
 // Kubernetes objects, as JSON that kubectl apply takes.
@@ -227,6 +270,18 @@ func RenderNode() string {
 			"labels":      obj{"type": "kwok", "kubernetes.io/hostname": NodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
 		},
 		"spec": obj{},
+	})
+}
+
+// RenderServerTLSSecret is argocd-server-tls, the Secret argocd-server
+// (2.14 and 3.x alike) takes its serving certificate from before falling
+// back to a self-signed one.
+func RenderServerTLSSecret(certPEM, keyPEM []byte) string {
+	return mustJSON(obj{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   obj{"name": "argocd-server-tls", "namespace": ArgoNamespace},
+		"type":       "kubernetes.io/tls",
+		"stringData": obj{"tls.crt": string(certPEM), "tls.key": string(keyPEM)},
 	})
 }
 

@@ -19,11 +19,15 @@ const stateVersion = 1
 // State is what `up` started and where, written after every start so that
 // `down` can stop a half-started lab too.
 type State struct {
-	Version   int       `json:"version"`
-	Dir       string    `json:"dir"`
-	BinDir    string    `json:"bin_dir"`
-	Versions  Versions  `json:"versions"`
-	Ports     Ports     `json:"ports"`
+	Version  int      `json:"version"`
+	Dir      string   `json:"dir"`
+	BinDir   string   `json:"bin_dir"`
+	Versions Versions `json:"versions"`
+	Ports    Ports    `json:"ports"`
+	// ArgoCA is the CA file that verifies argocd-server, empty when the
+	// lab serves Argo CD in plaintext (up --argocd-insecure, and labs of
+	// before TLS).
+	ArgoCA    string    `json:"argocd_ca,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	// Ready is set once every component passed its readiness check and
 	// the lab's files were written.

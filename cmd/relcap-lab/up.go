@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
 )
 
 // ReconciliationTimeout is how often the lab's Argo CD looks at Git
@@ -32,7 +34,10 @@ type UpOptions struct {
 	Timeout time.Duration
 	// WaitApps waits for the seeded Applications to be Synced and Healthy.
 	WaitApps bool
-	Out      io.Writer
+	// ArgoInsecure serves Argo CD in plaintext (argocd-server --insecure)
+	// instead of TLS with a certificate of the lab's CA.
+	ArgoInsecure bool
+	Out          io.Writer
 }
 
 // launcher starts components and records each in the state file at once,
@@ -143,12 +148,21 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{"logs", "pki", "etcd", "redis", "git", "argocd/home", "argocd/ssh", "argocd/tls", "argocd/gnupg", "argocd/tmp"} {
+	for _, d := range []string{"logs", "pki", "etcd", "redis", "git", "registry", "argocd/home", "argocd/ssh", "argocd/tls", "argocd/gnupg", "argocd/tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("create lab directory: %w", err)
 		}
 	}
-	l := &launcher{dir: dir, out: o.Out, start: begin, state: State{Dir: dir, BinDir: binDir, Versions: o.Builder.Versions, Ports: ports, StartedAt: begin.UTC()}}
+	variant := o.Builder.Variant
+	pki, err := GeneratePKI(filepath.Join(dir, "pki"))
+	if err != nil {
+		return fmt.Errorf("generate certificates: %w", err)
+	}
+	argoCA := pki.CACert
+	if o.ArgoInsecure {
+		argoCA = ""
+	}
+	l := &launcher{dir: dir, out: o.Out, start: begin, state: State{Dir: dir, BinDir: binDir, Versions: variant.Versions, Ports: ports, ArgoCA: argoCA, StartedAt: begin.UTC()}}
 	if err := WriteState(dir, l.state); err != nil {
 		return err
 	}
@@ -160,12 +174,18 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	}()
 	l.logf("binaries %s; ports %v", binDir, ports.All())
 
-	lab := Lab{TFMirror: o.Builder.ProviderMirror(), Dir: dir, Ports: ports, KubeToken: randomToken(), EnvRepo: filepath.Join(dir, "git", EnvRepoName), BinDir: binDir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
-	pki, err := GeneratePKI(filepath.Join(dir, "pki"))
-	if err != nil {
-		return fmt.Errorf("generate certificates: %w", err)
+	lab := Lab{
+		TFMirror: o.Builder.ProviderMirror(), Dir: dir, Ports: ports, KubeToken: randomToken(),
+		EnvRepo: filepath.Join(dir, "git", EnvRepoName), BinDir: binDir, Kubeconfig: filepath.Join(dir, "kubeconfig"),
+		CAPEM: pki.CAPEM, ArgoVersion: variant.Versions.ArgoCD, ArgoCAFile: argoCA, ClientCert: pki.ClientCert, ClientKey: pki.ClientKey,
+		DockerConfig: filepath.Join(dir, "docker"),
 	}
-	lab.CAPEM = pki.CAPEM
+	// The registry asks for basic auth; clients get the credentials only
+	// through the docker config (DOCKER_CONFIG in lab.env).
+	registryPassword, registryUsers := randomToken(), filepath.Join(dir, "registry", "users")
+	if err := writeRegistryAuth(registryUsers, lab.DockerConfig, lab.registryHost(), RegistryUser, registryPassword); err != nil {
+		return fmt.Errorf("registry credentials: %w", err)
+	}
 	tokens := filepath.Join(dir, "pki", "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(RenderTokenAuthFile(lab.KubeToken)), 0o600); err != nil {
 		return err
@@ -188,8 +208,8 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 		Component{Name: "redis", Path: "redis-server", Ports: []int{ports.Redis}, Args: []string{
 			"--bind", "127.0.0.1", "--port", strconv.Itoa(ports.Redis), "--save", "", "--appendonly", "no", "--dir", filepath.Join(dir, "redis"),
 		}, Ready: redisProbe(ports.Redis)},
-		Component{Name: "registry", Path: o.Self, Ports: []int{ports.Registry}, Args: []string{"registry", "--listen", loop(ports.Registry)},
-			Ready: httpProbe(nil, "http://"+loop(ports.Registry)+"/v2/", "", "")},
+		Component{Name: "registry", Path: o.Self, Ports: []int{ports.Registry}, Args: []string{"registry", "--listen", loop(ports.Registry), "--users", registryUsers},
+			Ready: registryProbe("http://"+loop(ports.Registry), RegistryUser, registryPassword)},
 		Component{Name: "git-daemon", Path: "git", Ports: []int{ports.Git}, Args: []string{
 			"daemon", "--export-all", "--reuseaddr", "--informative-errors", "--base-path=" + filepath.Join(dir, "git"),
 			"--listen=127.0.0.1", "--port=" + strconv.Itoa(ports.Git), filepath.Join(dir, "git"),
@@ -201,7 +221,8 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 
 	// The first release: one image in every environment's repository, and
 	// the environment repository pinning it.
-	digest, err := pushRandomImage(ctx, lab.registryHost()+"/ci/"+AppName+":1.0.0", lab.repository("staging")+":1.0.0", lab.repository("prod")+":1.0.0")
+	registryAuth := staticKeychain{host: lab.registryHost(), auth: &authn.Basic{Username: RegistryUser, Password: registryPassword}}
+	digest, err := pushRandomImage(ctx, registryAuth, lab.registryHost()+"/ci/"+AppName+":1.0.0", lab.repository("staging")+":1.0.0", lab.repository("prod")+":1.0.0")
 	if err != nil {
 		return err
 	}
@@ -271,38 +292,21 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 		return err
 	}
 
-	// 4. Argo CD.
-	argoEnv := []string{
-		"ARGOCD_GPG_ENABLED=false", // else repo-server dies on /app/config/gpg/keys (LAB.md)
-		"HOME=" + filepath.Join(dir, "argocd", "home"),
-		"TMPDIR=" + filepath.Join(dir, "argocd", "tmp"),
-		"ARGOCD_SSH_DATA_PATH=" + filepath.Join(dir, "argocd", "ssh"),
-		"ARGOCD_TLS_DATA_PATH=" + filepath.Join(dir, "argocd", "tls"),
-		"ARGOCD_GNUPGHOME=" + filepath.Join(dir, "argocd", "gnupg"),
-		// Notice a new commit within seconds rather than the default
-		// 3 min: this sets the controller's resync period and
-		// repo-server's cache of what a branch resolves to.
-		"ARGOCD_RECONCILIATION_TIMEOUT=" + ReconciliationTimeout.String(),
+	// 4. Argo CD, serving TLS with a certificate of the lab's CA (from
+	// Secret argocd-server-tls) unless asked for plaintext.
+	api := newArgoAPI(lab.argoServer(), nil)
+	if lab.argoTLS() {
+		api = newArgoAPI(lab.argoServer(), pki.CAPEM)
+		cert, kerr := os.ReadFile(pki.ArgoCert)
+		key, cerr := os.ReadFile(pki.ArgoKey)
+		if err = errors.Join(kerr, cerr); err != nil {
+			return err
+		}
+		if err = kc.apply(ctx, RenderServerTLSSecret(cert, key)); err != nil {
+			return err
+		}
 	}
-	redis, repo := loop(ports.Redis), loop(ports.RepoServer)
-	err = l.launchReady(ctx, o.Timeout,
-		Component{Name: "argocd-repo-server", Path: bin(binArgoRepoServer), Env: argoEnv, Ports: []int{ports.RepoServer, ports.RepoServerMetrics}, Args: []string{
-			"--redis", redis, "--address", "127.0.0.1", "--port", strconv.Itoa(ports.RepoServer),
-			"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports.RepoServerMetrics), "--disable-tls",
-		}, Ready: httpProbe(nil, "http://"+loop(ports.RepoServerMetrics)+"/healthz", "", "")},
-		Component{Name: "argocd-server", Path: bin(binArgoServer), Env: argoEnv, Ports: []int{ports.Server, ports.ServerMetrics}, Args: []string{
-			"--kubeconfig", lab.Kubeconfig, "--namespace", ArgoNamespace, "--insecure",
-			"--address", "127.0.0.1", "--port", strconv.Itoa(ports.Server),
-			"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports.ServerMetrics),
-			"--redis", redis, "--repo-server", repo, "--repo-server-plaintext", "--dex-server", "",
-		}, Ready: httpProbe(nil, "http://"+loop(ports.Server)+"/healthz", "", "")},
-		Component{Name: "argocd-application-controller", Path: bin(binArgoController), Env: argoEnv, Ports: []int{ports.ControllerMetrics}, Args: []string{
-			"--kubeconfig", lab.Kubeconfig, "--namespace", ArgoNamespace,
-			"--redis", redis, "--repo-server", repo, "--repo-server-plaintext",
-			// it always binds 0.0.0.0 for metrics; v2.14 has no flag
-			"--metrics-port", strconv.Itoa(ports.ControllerMetrics),
-		}, Ready: httpProbe(nil, "http://"+loop(ports.ControllerMetrics)+"/healthz", "", "")},
-	)
+	err = l.launchReady(ctx, o.Timeout, argoComponents(variant, lab, api, bin)...)
 	if err != nil {
 		return err
 	}
@@ -322,7 +326,7 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	if lab.ArgoToken, err = argoLogin(lctx, lab.argoServer(), "admin", password); err != nil {
+	if lab.ArgoToken, err = argoLogin(lctx, api, "admin", password); err != nil {
 		return err
 	}
 	if err = writeLabFiles(lab); err != nil {
@@ -338,10 +342,10 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	l.logf("Argo CD ready: %s (token in %s)", lab.argoServer(), filepath.Join(dir, "argocd-token"))
+	l.logf("Argo CD %s ready: %s%s (token in %s)", variant.Versions.ArgoCD, api.base, argoTransportNote(argoCA), filepath.Join(dir, "argocd-token"))
 
 	if o.WaitApps {
-		if err = waitApps(lctx, lab, l); err != nil {
+		if err = waitApps(lctx, api, lab.ArgoToken, l); err != nil {
 			return err
 		}
 	}
@@ -443,11 +447,11 @@ func writeLabFiles(lab Lab) error {
 }
 
 // waitApps waits until every seeded Application is Synced and Healthy.
-func waitApps(ctx context.Context, lab Lab, l *launcher) error {
+func waitApps(ctx context.Context, api argoAPI, token string, l *launcher) error {
 	t := time.Now()
 	var last []argoApp
 	for {
-		apps, err := argoApps(ctx, lab.argoServer(), lab.ArgoToken)
+		apps, err := argoApps(ctx, api, token)
 		if err == nil {
 			last = apps
 			done := len(apps) >= len(Envs)
@@ -476,4 +480,49 @@ func short(rev string) string {
 		return rev[:12]
 	}
 	return rev
+}
+
+// argoComponents are Argo CD's repo-server, server and application
+// controller as the lab runs them: outside the cluster, on loopback,
+// repo-server in plaintext, the kubeconfig of the lab's apiserver.
+// argocd-server serves TLS from Secret argocd-server-tls, or plaintext
+// (--insecure) when lab has no Argo CD CA.
+func argoComponents(v Variant, lab Lab, api argoAPI, bin func(string) string) []Component {
+	dir, ports := lab.Dir, lab.Ports
+	loop := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+	env := []string{
+		"ARGOCD_GPG_ENABLED=false", // else repo-server dies on /app/config/gpg/keys (LAB.md)
+		"HOME=" + filepath.Join(dir, "argocd", "home"),
+		"TMPDIR=" + filepath.Join(dir, "argocd", "tmp"),
+		"ARGOCD_SSH_DATA_PATH=" + filepath.Join(dir, "argocd", "ssh"),
+		"ARGOCD_TLS_DATA_PATH=" + filepath.Join(dir, "argocd", "tls"),
+		"ARGOCD_GNUPGHOME=" + filepath.Join(dir, "argocd", "gnupg"),
+		// Notice a new commit within seconds rather than the default
+		// 3 min: this sets the controller's resync period and
+		// repo-server's cache of what a branch resolves to.
+		"ARGOCD_RECONCILIATION_TIMEOUT=" + ReconciliationTimeout.String(),
+	}
+	redis, repo := loop(ports.Redis), loop(ports.RepoServer)
+	server := []string{
+		"--kubeconfig", lab.Kubeconfig, "--namespace", ArgoNamespace,
+		"--address", "127.0.0.1", "--port", strconv.Itoa(ports.Server),
+		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports.ServerMetrics),
+		"--redis", redis, "--repo-server", repo, "--repo-server-plaintext", "--dex-server", "",
+	}
+	if !lab.argoTLS() {
+		server = append(server, "--insecure")
+	}
+	return []Component{
+		{Name: "argocd-repo-server", Path: bin(binArgoRepoServer), Env: env, Ports: []int{ports.RepoServer, ports.RepoServerMetrics}, Args: []string{
+			"--redis", redis, "--address", "127.0.0.1", "--port", strconv.Itoa(ports.RepoServer),
+			"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports.RepoServerMetrics), "--disable-tls",
+		}, Ready: httpProbe(nil, "http://"+loop(ports.RepoServerMetrics)+"/healthz", "", "")},
+		{Name: "argocd-server", Path: bin(binArgoServer), Env: env, Ports: []int{ports.Server, ports.ServerMetrics}, Args: server, Ready: api.healthz()},
+		{Name: "argocd-application-controller", Path: bin(binArgoController), Env: env, Ports: []int{ports.ControllerMetrics}, Args: []string{
+			"--kubeconfig", lab.Kubeconfig, "--namespace", ArgoNamespace,
+			"--redis", redis, "--repo-server", repo, "--repo-server-plaintext",
+			// it always binds 0.0.0.0 for metrics; v2.14 has no flag
+			"--metrics-port", strconv.Itoa(ports.ControllerMetrics),
+		}, Ready: httpProbe(nil, "http://"+loop(ports.ControllerMetrics)+"/healthz", "", "")},
+	}
 }
