@@ -18,13 +18,14 @@ import (
 	"github.com/relcap/relcap/tui/keys"
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/screen/converge"
-	"github.com/relcap/relcap/tui/screen/effort"
+	effortscreen "github.com/relcap/relcap/tui/screen/effort"
 	"github.com/relcap/relcap/tui/screen/home"
 	"github.com/relcap/relcap/tui/screen/ownership"
 	"github.com/relcap/relcap/tui/screen/plan"
 	"github.com/relcap/relcap/tui/screen/promote"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 // screenID names a screen of the cockpit.
@@ -75,7 +76,7 @@ type Model struct {
 	plan      plan.Model
 	promote   promote.Model
 	converge  converge.Model
-	report    effort.Model
+	report    effortscreen.Model
 
 	release *workflow.Release
 	loadErr error
@@ -99,17 +100,18 @@ type Model struct {
 }
 
 // New returns the root model for a release. ctx bounds every run it
-// starts; cancelling it stops the run as quitting does.
-func New(ctx context.Context, svc *workflow.Service, releaseID string) Model {
+// starts; cancelling it stops the run as quitting does. reports feeds the
+// effort screen; nil leaves it saying reports are unavailable.
+func New(ctx context.Context, svc *workflow.Service, reports effortscreen.Port, releaseID string) Model {
 	th, km := theme.New(true), keys.Default()
 	idle := svc.Project().Effort.IdleThreshold
 	if idle <= 0 {
-		idle = workflow.DefaultIdleThreshold
+		idle = effort.DefaultIdleThreshold
 	}
 	m := Model{
 		svc: svc, ctx: ctx, releaseID: releaseID, th: th, km: km, help: help.New(), now: time.Now,
 		home: home.New(svc, th, km), ownership: ownership.New(svc, svc.Project().OwnershipFile, th, km),
-		plan: plan.New(svc, th, km), promote: promote.New(svc, th, km), converge: converge.New(th, km), report: effort.New(svc, th, km),
+		plan: plan.New(svc, th, km), promote: promote.New(svc, th, km), converge: converge.New(th, km), report: effortscreen.New(reports, th, km),
 		runs: &runTracker{}, effort: effortTimer{idle: idle},
 	}
 	m.help.Styles = th.Help
@@ -272,7 +274,7 @@ func (m *Model) beginRun() tea.Cmd {
 	switch {
 	case cur <= workflow.StepPlanReview:
 		last = workflow.StepPlanReview
-	case plan.NeedsReview(m.release) && m.reviewedPlan != m.release.Outputs[workflow.OutFingerprint]:
+	case plan.NeedsReview(m.release) && m.reviewedPlan != m.release.Checkpoints.Fingerprint:
 		m.active = scrPlan
 		m.setNotice("review the plan, then press enter to apply it", false)
 		return nil

@@ -25,7 +25,7 @@ func cockpit(t *testing.T, pol fixture.Policy, w, h int) (Model, *fixture.Env) {
 	require.NoError(t, err)
 	_, err = env.StartFixed(t.Context(), svc)
 	require.NoError(t, err)
-	m := New(t.Context(), svc, fixture.ReleaseID)
+	m := New(t.Context(), svc, env.Reports(), fixture.ReleaseID)
 	m.now = func() time.Time { return fixture.T0 }
 	m = step(t, m, tea.WindowSizeMsg{Width: w, Height: h})
 	return m, env

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 // releaseLoadedMsg is the release read from the ledger at start.
@@ -114,7 +115,7 @@ func (m Model) touch() tea.Cmd {
 	svc, id := m.svc, m.releaseID
 	step, _ := m.currentStep()
 	return func() tea.Msg {
-		svc.Touch(id, workflow.RoleCaptain, step)
+		svc.Touch(id, effort.RoleCaptain, step)
 		return nil
 	}
 }

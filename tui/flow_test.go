@@ -32,7 +32,7 @@ func newFlow(t *testing.T, pol fixture.Policy) (*teatest.TestModel, *fixture.Env
 	require.NoError(t, err)
 	_, err = env.StartFixed(t.Context(), svc)
 	require.NoError(t, err)
-	m := New(t.Context(), svc, fixture.ReleaseID)
+	m := New(t.Context(), svc, env.Reports(), fixture.ReleaseID)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
 	return tm, env
 }
@@ -74,7 +74,7 @@ func TestFlowBlockedOnApprovalThenApproveAndResume(t *testing.T) {
 	tm.Type("q")
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(Model)
 	require.Equal(t, workflow.ReleaseConverged, final.Release().Status)
-	approvals, err := env.Ledger.Approvals(t.Context(), workflow.ApprovePlan, final.Release().Outputs[workflow.OutFingerprint])
+	approvals, err := env.Ledger.Approvals(t.Context(), workflow.ApprovePlan, final.Release().Checkpoints.Fingerprint)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
 	require.Equal(t, "alice", approvals[0].Approver)

@@ -11,7 +11,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/relcap/relcap/tui/asciicast"
 	"github.com/relcap/relcap/tui/screen"
+	effortscreen "github.com/relcap/relcap/tui/screen/effort"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -19,6 +21,8 @@ import (
 type Options struct {
 	// Service drives the release; required.
 	Service *workflow.Service
+	// Reports feeds the effort screen (e); nil says reports are unavailable.
+	Reports effortscreen.Port
 	// ReleaseID is the release to open (started or resumed); required.
 	ReleaseID string
 	// Input and Output are the terminal; nil means stdin and stdout.
@@ -59,7 +63,7 @@ func Run(ctx context.Context, opts Options) error {
 	// (quit, error, panic) stops the run it leaves behind.
 	runCtx, cancelRuns := context.WithCancel(ctx)
 	defer cancelRuns()
-	root := New(runCtx, opts.Service, opts.ReleaseID)
+	root := New(runCtx, opts.Service, opts.Reports, opts.ReleaseID)
 	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithEnvironment(opts.Env)}
 	if opts.Input != nil {
 		progOpts = append(progOpts, tea.WithInput(opts.Input))
@@ -76,15 +80,15 @@ func Run(ctx context.Context, opts Options) error {
 	} else if w == 0 || h == 0 {
 		w, h = 80, 24
 	}
-	var rec *recorder
+	var rec *asciicast.Writer
 	if opts.Record != nil {
-		rec = newRecorder(opts.Record, w, h, time.Now)
-		out = tee(out, rec)
+		rec = asciicast.NewWriter(opts.Record, w, h, time.Now)
+		out = asciicast.Tee(out, rec)
 		// The recording follows resizes; a filter sees them before Update
 		// and does no more than note the size.
 		progOpts = append(progOpts, tea.WithFilter(func(_ tea.Model, msg tea.Msg) tea.Msg {
 			if ws, ok := msg.(tea.WindowSizeMsg); ok {
-				rec.resize(ws.Width, ws.Height)
+				rec.Resize(ws.Width, ws.Height)
 			}
 			return msg
 		}))
@@ -116,7 +120,7 @@ func Run(ctx context.Context, opts Options) error {
 	ferr := opts.Service.FlushEffort(context.WithoutCancel(ctx), opts.ReleaseID)
 	var rerr error
 	if rec != nil {
-		rerr = rec.close()
+		rerr = rec.Close()
 	}
 	if err != nil {
 		return errors.Join(fmt.Errorf("cockpit: %w", err), rerr)

@@ -127,7 +127,7 @@ func BenchmarkFirstFrame(b *testing.B) {
 	require.NoError(b, err)
 	b.ReportAllocs()
 	for b.Loop() {
-		m := New(b.Context(), svc, r.ID)
+		m := New(b.Context(), svc, fx.Reports(), r.ID)
 		nm, _ := m.Update(fixtureWindow(120, 40))
 		nm, _ = nm.(Model).Update(releaseLoadedMsg{release: r})
 		_ = nm.View()

@@ -41,13 +41,10 @@ func (d Digest) String() string { return d.s }
 // IsZero reports whether d is unset.
 func (d Digest) IsZero() bool { return d.s == "" }
 
-// Short is the first 12 hex digits, for screens.
+// Short is the digest's first ShortLen hex digits, for screens.
 func (d Digest) Short() string {
 	_, hex, _ := strings.Cut(d.s, ":")
-	if len(hex) > 12 {
-		return hex[:12]
-	}
-	return hex
+	return ShortHash(hex)
 }
 
 // MarshalText stores the digest as its string.
@@ -164,4 +161,17 @@ type EnvChange struct {
 	Pushed bool   `json:"pushed"`
 	// Existing is true when the change was already there (a resumed release).
 	Existing bool `json:"existing,omitempty"`
+}
+
+// ShortLen is how many characters of a commit, plan fingerprint or digest
+// relcap shows wherever it abbreviates one.
+const ShortLen = 12
+
+// ShortHash abbreviates a commit SHA, a plan fingerprint or another hex
+// identifier to ShortLen characters, the one length relcap uses.
+func ShortHash(h string) string {
+	if len(h) > ShortLen {
+		return h[:ShortLen]
+	}
+	return h
 }

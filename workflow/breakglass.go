@@ -16,6 +16,22 @@ type SyncPolicy struct {
 	Prune     bool `json:"prune"`
 }
 
+// UnmarshalJSON reads a policy object, or the JSON string holding one that
+// break-glass records kept before checkpoints were typed.
+func (p *SyncPolicy) UnmarshalJSON(b []byte) error {
+	type plain SyncPolicy
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		b = []byte(s)
+	}
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("sync policy: %w", err)
+	}
+	*p = SyncPolicy(v)
+	return nil
+}
+
 func (p SyncPolicy) String() string {
 	if !p.Automated {
 		return "manual"
@@ -34,14 +50,6 @@ type Drift struct {
 	Live    string `json:"live,omitempty"`
 }
 
-// ReconcileControl pauses and restores reconciliation of one application,
-// and reads its drift: what break-glass needs from Argo CD.
-type ReconcileControl interface {
-	SyncPolicy(ctx context.Context, app AppRef) (SyncPolicy, error)
-	SetSyncPolicy(ctx context.Context, app AppRef, p SyncPolicy) error
-	Drift(ctx context.Context, app AppRef) ([]Drift, error)
-}
-
 // CaptureRequest asks the environment repository to record files on a
 // relcap branch for review (the live state of a break-glass hotfix).
 type CaptureRequest struct {
@@ -52,28 +60,6 @@ type CaptureRequest struct {
 	Content []byte
 	Message string
 }
-
-// Capturer is the optional ability of an EnvRepo to record arbitrary files.
-type Capturer interface {
-	Capture(ctx context.Context, req CaptureRequest) (EnvChange, error)
-}
-
-// Break-glass records are releases of this kind: they share the ledger,
-// the journal and the effort clock, and reports leave them out of release
-// counts.
-const KindBreakGlass = "break-glass"
-
-// ReleaseEnded marks a break-glass that was ended.
-const ReleaseEnded ReleaseStatus = "ended"
-
-// Break-glass outputs.
-const (
-	outBGPolicy   = "breakglass.saved_policy"
-	outBGExpires  = "breakglass.expires_at"
-	outBGReason   = "breakglass.reason"
-	outBGApprover = "breakglass.approver"
-	outBGCapture  = "breakglass.capture"
-)
 
 // BreakGlass is an active or ended pause of one application's reconciliation.
 type BreakGlass struct {
@@ -94,16 +80,16 @@ type BreakGlass struct {
 func (b BreakGlass) Expired(now time.Time) bool { return !b.Ended && now.After(b.ExpiresAt) }
 
 func breakGlassOf(r *Release) (BreakGlass, error) {
-	b := BreakGlass{ID: r.ID, Env: r.Env, Actor: r.Captain, StartedAt: r.CreatedAt, Reason: r.Outputs[outBGReason],
-		Approver: r.Outputs[outBGApprover], Ended: r.Status == ReleaseEnded, Capture: r.Outputs[outBGCapture]}
-	if err := json.Unmarshal([]byte(r.Outputs[outBGPolicy]), &b.SavedPolicy); err != nil {
-		return b, fmt.Errorf("break-glass %s: saved sync policy unreadable: %w", r.ID, err)
+	p := r.Checkpoints.BreakGlassPause
+	b := BreakGlass{ID: r.ID, Env: r.Env, Actor: r.Captain, StartedAt: r.CreatedAt, Reason: p.Reason,
+		Approver: p.Approver, Ended: r.Status == ReleaseEnded, Capture: p.Capture, ExpiresAt: p.ExpiresAt}
+	switch {
+	case p.SavedPolicy == nil:
+		return b, fmt.Errorf("break-glass %s: the record has no saved sync policy", r.ID)
+	case p.ExpiresAt.IsZero():
+		return b, fmt.Errorf("break-glass %s: the record has no expiry", r.ID)
 	}
-	t, err := time.Parse(time.RFC3339Nano, r.Outputs[outBGExpires])
-	if err != nil {
-		return b, fmt.Errorf("break-glass %s: expiry unreadable: %w", r.ID, err)
-	}
-	b.ExpiresAt = t
+	b.SavedPolicy = *p.SavedPolicy
 	return b, nil
 }
 
@@ -157,7 +143,7 @@ func (s *Service) StartBreakGlass(ctx context.Context, req BreakGlassRequest) (B
 	if err != nil {
 		return BreakGlass{}, err
 	}
-	app := AppRef{Env: env.Name, Server: env.ArgoCD.Server, Name: env.ArgoCD.App}
+	app := env.AppRef()
 	saved, err := rc.SyncPolicy(ctx, app)
 	if err != nil {
 		return BreakGlass{}, fmt.Errorf("read sync policy of %s: %w", app.Name, err)
@@ -168,18 +154,14 @@ func (s *Service) StartBreakGlass(ctx context.Context, req BreakGlassRequest) (B
 	for i := range r.Steps {
 		r.Steps[i].Status, r.Steps[i].Message = Skipped, "break-glass"
 	}
-	policy, _ := json.Marshal(saved)
-	r.Outputs[outBGPolicy] = string(policy)
-	r.Outputs[outBGExpires] = now.Add(req.TTL).UTC().Format(time.RFC3339Nano)
-	r.Outputs[outBGReason] = req.Reason
-	r.Outputs[outBGApprover] = req.Approver
+	r.Checkpoints.BreakGlassPause = BreakGlassPause{SavedPolicy: &saved, ExpiresAt: now.Add(req.TTL).UTC(), Reason: req.Reason, Approver: req.Approver}
 	// Record first, then pause: a crash in between leaves a record that
 	// status and end can act on, never a paused app nobody knows about.
 	if err := d.Ledger.SaveRelease(ctx, r); err != nil {
 		return BreakGlass{}, fmt.Errorf("save break-glass: %w", err)
 	}
-	if _, err := d.Journal.Append(ctx, "breakglass.started", map[string]any{"id": r.ID, "env": env.Name, "app": app.Name, "reason": req.Reason,
-		"approver": req.Approver, "expires_at": r.Outputs[outBGExpires], "saved_policy": saved}); err != nil {
+	if _, err := d.Journal.Append(ctx, BreakGlassStarted{ID: r.ID, Env: env.Name, App: app.Name, Reason: req.Reason,
+		Approver: req.Approver, ExpiresAt: r.Checkpoints.ExpiresAt, SavedPolicy: saved}); err != nil {
 		return BreakGlass{}, err
 	}
 	// Paused means no automated sync at all; prune and self-heal only
@@ -190,35 +172,12 @@ func (s *Service) StartBreakGlass(ctx context.Context, req BreakGlassRequest) (B
 		// stays active.
 		r.Status, r.EndedAt, r.UpdatedAt = ReleaseEnded, d.Clock.Now(), d.Clock.Now()
 		saveErr := d.Ledger.SaveRelease(context.WithoutCancel(ctx), r)
-		_, _ = d.Journal.Append(context.WithoutCancel(ctx), "breakglass.failed", map[string]string{"id": r.ID, "error": err.Error()})
-		return BreakGlass{}, errors.Join(fmt.Errorf("pause reconciliation of %s: %w; nothing was paused", app.Name, err), saveErr)
+		_, jerr := d.Journal.Append(context.WithoutCancel(ctx), BreakGlassFailed{ID: r.ID, Error: err.Error()})
+		return BreakGlass{}, errors.Join(fmt.Errorf("pause reconciliation of %s: %w; nothing was paused", app.Name, err), saveErr, journalFailed(jerr))
 	}
 	b, err := breakGlassOf(r)
 	b.App = app.Name
 	return b, err
-}
-
-// ActiveBreakGlass lists break-glass records not yet ended, newest first.
-func (s *Service) ActiveBreakGlass(ctx context.Context) ([]BreakGlass, error) {
-	releases, err := s.d.Ledger.ListReleases(ctx, ReleaseFilter{App: s.d.Project.App, Limit: 500})
-	if err != nil {
-		return nil, err
-	}
-	var out []BreakGlass
-	for _, r := range releases {
-		if r.Kind != KindBreakGlass || r.Status == ReleaseEnded {
-			continue
-		}
-		b, err := breakGlassOf(r)
-		if err != nil {
-			return nil, err
-		}
-		if env, err := s.d.Project.Env(r.Env); err == nil {
-			b.App = env.ArgoCD.App
-		}
-		out = append(out, b)
-	}
-	return out, nil
 }
 
 // BreakGlassStatus is an active break-glass with its live drift.
@@ -257,7 +216,7 @@ func (s *Service) activeIn(ctx context.Context, envName string) (BreakGlass, App
 	}
 	for _, b := range active {
 		if b.Env == env.Name {
-			return b, AppRef{Env: env.Name, Server: env.ArgoCD.Server, Name: env.ArgoCD.App}, nil
+			return b, env.AppRef(), nil
 		}
 	}
 	return BreakGlass{}, AppRef{}, fmt.Errorf("%w: no active break-glass in %s", ErrUsage, env.Name)
@@ -273,7 +232,7 @@ func (s *Service) EndBreakGlass(ctx context.Context, envName string) (BreakGlass
 		return st, EnvChange{}, err
 	}
 	env, _ := d.Project.Env(envName)
-	app := AppRef{Env: env.Name, Server: env.ArgoCD.Server, Name: env.ArgoCD.App}
+	app := env.AppRef()
 	var change EnvChange
 	if len(st.Drift) > 0 {
 		capturer, ok := d.EnvRepo.(Capturer)
@@ -282,11 +241,11 @@ func (s *Service) EndBreakGlass(ctx context.Context, envName string) (BreakGlass
 		}
 		path := fmt.Sprintf("breakglass/%s/%s.yaml", env.Name, st.ID)
 		change, err = capturer.Capture(ctx, CaptureRequest{Env: env.Name, ID: st.ID, Target: env.EnvRepo, Path: path,
-			Content: captureDocument(st), Message: fmt.Sprintf("relcap: capture break-glass %s in %s for review\n\n%s\n\nRelcap-Break-Glass: %s\nRelcap-Environment: %s\n", st.ID, env.Name, st.Reason, st.ID, env.Name)})
+			Content: captureDocument(st, d.Clock.Now()), Message: fmt.Sprintf("relcap: capture break-glass %s in %s for review\n\n%s\n\nRelcap-Break-Glass: %s\nRelcap-Environment: %s\n", st.ID, env.Name, st.Reason, st.ID, env.Name)})
 		if err != nil {
 			return st, EnvChange{}, fmt.Errorf("capture drift of %s: %w (reconciliation is still paused)", app.Name, err)
 		}
-		if _, err := d.Journal.Append(ctx, "breakglass.captured", map[string]any{"id": st.ID, "branch": change.Branch, "commit": change.Commit, "resources": len(st.Drift)}); err != nil {
+		if _, err := d.Journal.Append(ctx, BreakGlassCaptured{ID: st.ID, Branch: change.Branch, Commit: change.Commit, Resources: len(st.Drift)}); err != nil {
 			return st, change, err
 		}
 	}
@@ -309,25 +268,25 @@ func (s *Service) EndBreakGlass(ctx context.Context, envName string) (BreakGlass
 		return st, change, err
 	}
 	r.Status, r.EndedAt, r.UpdatedAt = ReleaseEnded, d.Clock.Now(), d.Clock.Now()
-	r.Outputs[outBGCapture] = change.Branch
+	r.Checkpoints.Capture = change.Branch
 	if err := d.Ledger.SaveRelease(ctx, r); err != nil {
 		return st, change, err
 	}
 	st.Ended, st.Capture = true, change.Branch
-	_, err = d.Journal.Append(ctx, "breakglass.ended", map[string]any{"id": st.ID, "restored_policy": st.SavedPolicy, "capture": change.Branch, "expired": st.Left < 0})
+	_, err = d.Journal.Append(ctx, BreakGlassEnded{ID: st.ID, RestoredPolicy: st.SavedPolicy, Capture: change.Branch, Expired: st.Left < 0})
 	return st, change, err
 }
 
 // captureDocument is the file a break-glass leaves for review: what was
 // changed by hand, as it runs, resource by resource.
-func captureDocument(st BreakGlassStatus) []byte {
+func captureDocument(st BreakGlassStatus, now time.Time) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Break-glass %s in %s by %s", st.ID, st.Env, st.Actor)
 	if st.Approver != "" {
 		fmt.Fprintf(&b, ", approved by %s", st.Approver)
 	}
 	fmt.Fprintf(&b, "\n# Reason: %s\n# From %s to %s. Live state of each resource that drifted from Git:\n# fold the intended changes into the environment's manifests, then delete this file.\n",
-		strings.ReplaceAll(st.Reason, "\n", " "), st.StartedAt.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+		strings.ReplaceAll(st.Reason, "\n", " "), st.StartedAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	for _, dr := range st.Drift {
 		fmt.Fprintf(&b, "---\n# %s/%s %s/%s\n", dr.Group, dr.Kind, dr.Namespace, dr.Name)
 		live := dr.Live

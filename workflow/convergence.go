@@ -1,31 +1,49 @@
 package workflow
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 )
 
-// Argo CD sync and health states, as the domain names them.
+// SyncStatus is whether Argo CD finds the live state equal to Git.
+type SyncStatus string
+
+// Sync statuses, as Argo CD names them.
 const (
-	SyncSynced    = "Synced"
-	SyncOutOfSync = "OutOfSync"
-	SyncUnknown   = "Unknown"
-
-	HealthHealthy     = "Healthy"
-	HealthProgressing = "Progressing"
-	HealthDegraded    = "Degraded"
-	HealthMissing     = "Missing"
-	HealthSuspended   = "Suspended"
-	HealthUnknown     = "Unknown"
-
-	OperationRunning   = "Running"
-	OperationSucceeded = "Succeeded"
-	OperationFailed    = "Failed"
-	OperationError     = "Error"
+	SyncSynced    SyncStatus = "Synced"
+	SyncOutOfSync SyncStatus = "OutOfSync"
+	SyncUnknown   SyncStatus = "Unknown"
 )
+
+// HealthStatus is Argo CD's health of an application or resource.
+type HealthStatus string
+
+// Health statuses, as Argo CD names them.
+const (
+	HealthHealthy     HealthStatus = "Healthy"
+	HealthProgressing HealthStatus = "Progressing"
+	HealthDegraded    HealthStatus = "Degraded"
+	HealthMissing     HealthStatus = "Missing"
+	HealthSuspended   HealthStatus = "Suspended"
+	HealthUnknown     HealthStatus = "Unknown"
+)
+
+// OperationPhase is the phase of an application's last (or running) sync
+// operation; "" when Argo CD reports none.
+type OperationPhase string
+
+// Operation phases, as Argo CD names them.
+const (
+	OperationRunning   OperationPhase = "Running"
+	OperationSucceeded OperationPhase = "Succeeded"
+	OperationFailed    OperationPhase = "Failed"
+	OperationError     OperationPhase = "Error"
+)
+
+// Failed reports whether the operation ended in failure or error.
+func (p OperationPhase) Failed() bool { return p == OperationFailed || p == OperationError }
 
 // AppRef names an Argo CD application.
 type AppRef struct {
@@ -38,13 +56,13 @@ type AppRef struct {
 type AppState struct {
 	Name string `json:"name"`
 	// Version is the resource version a Watch resumes from.
-	Version       string `json:"version,omitempty"`
-	SyncStatus    string `json:"sync_status"`
-	SyncRevision  string `json:"sync_revision"`
-	Health        string `json:"health"`
-	HealthMessage string `json:"health_message,omitempty"`
-	Operation     string `json:"operation,omitempty"` // last operation phase
-	OperationMsg  string `json:"operation_message,omitempty"`
+	Version       string         `json:"version,omitempty"`
+	SyncStatus    SyncStatus     `json:"sync_status"`
+	SyncRevision  string         `json:"sync_revision"`
+	Health        HealthStatus   `json:"health"`
+	HealthMessage string         `json:"health_message,omitempty"`
+	Operation     OperationPhase `json:"operation,omitempty"` // last operation phase
+	OperationMsg  string         `json:"operation_message,omitempty"`
 	// OperationRevision is the revision the last operation synced (or
 	// tried to); empty when unknown.
 	OperationRevision string `json:"operation_revision,omitempty"`
@@ -66,13 +84,13 @@ type AppState struct {
 
 // AppResource is one resource of an application with its health.
 type AppResource struct {
-	Group     string `json:"group,omitempty"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	Status    string `json:"status,omitempty"` // sync status
-	Health    string `json:"health,omitempty"`
-	Message   string `json:"message,omitempty"`
+	Group     string       `json:"group,omitempty"`
+	Kind      string       `json:"kind"`
+	Namespace string       `json:"namespace,omitempty"`
+	Name      string       `json:"name"`
+	Status    SyncStatus   `json:"status,omitempty"`
+	Health    HealthStatus `json:"health,omitempty"`
+	Message   string       `json:"message,omitempty"`
 	// Parent is the Key of the resource that owns it in the tree (a Pod's
 	// ReplicaSet), "" for a top-level resource.
 	Parent string `json:"parent,omitempty"`
@@ -87,22 +105,35 @@ type Want struct {
 	Digest   Digest
 }
 
+// VerdictKind names a convergence verdict; a failed release's finding
+// code is "convergence." + its kind.
+type VerdictKind string
+
 // Convergence verdicts.
 const (
-	VerdictConverged        = "converged"
-	VerdictProgressing      = "progressing"
-	VerdictAppliedUnhealthy = "applied-not-healthy"
-	VerdictWrongRevision    = "wrong-revision"
-	VerdictWrongArtifact    = "wrong-artifact"
-	VerdictSyncFailed       = "sync-failed"
+	VerdictConverged        VerdictKind = "converged"
+	VerdictProgressing      VerdictKind = "progressing"
+	VerdictAppliedUnhealthy VerdictKind = "applied-not-healthy"
+	VerdictWrongRevision    VerdictKind = "wrong-revision"
+	VerdictWrongArtifact    VerdictKind = "wrong-artifact"
+	VerdictSyncFailed       VerdictKind = "sync-failed"
+	// Found in the resource tree rather than the application.
+	VerdictImagePullFailed VerdictKind = "image-pull-failed"
+	VerdictReadinessFailed VerdictKind = "readiness-failed"
+	// Argo CD's application controller does not reconcile the
+	// application (stopped, crashed, stuck).
+	VerdictReconcileStalled VerdictKind = "reconciliation-stalled"
 )
+
+// FindingCode is the code of the finding a failed watch records.
+func (k VerdictKind) FindingCode() string { return "convergence." + string(k) }
 
 // Verdict is the judgement of one observed state against a Want. Sync and
 // health are judged separately: "applied but not healthy" is its own state.
 type Verdict struct {
-	Kind       string `json:"kind"`
-	Reason     string `json:"reason,omitempty"`
-	NextAction string `json:"next_action,omitempty"`
+	Kind       VerdictKind `json:"kind"`
+	Reason     string      `json:"reason,omitempty"`
+	NextAction string      `json:"next_action,omitempty"`
 	// Terminal is true when waiting longer will not help.
 	Terminal bool `json:"terminal,omitempty"`
 }
@@ -116,9 +147,9 @@ func Converged(s AppState, w Want) Verdict {
 	// reverted, Argo CD may find the revert already in sync and start no
 	// new operation, leaving the old failure in place.
 	opForWant := w.Revision == "" || s.OperationRevision == "" || s.OperationRevision == w.Revision
-	if (s.Operation == OperationFailed || s.Operation == OperationError) && opForWant {
+	if s.Operation.Failed() && opForWant {
 		return Verdict{Kind: VerdictSyncFailed, Terminal: true,
-			Reason:     fmt.Sprintf("sync%s %s: %s", ofRevision(s.OperationRevision), strings.ToLower(s.Operation), s.OperationMsg),
+			Reason:     fmt.Sprintf("sync%s %s: %s", ofRevision(s.OperationRevision), strings.ToLower(string(s.Operation)), s.OperationMsg),
 			NextAction: "fix the manifests in the environment repo (a new commit), or roll back with relcap rollback"}
 	}
 	if s.Operation == OperationRunning && s.OperationRetries > 0 {
@@ -128,7 +159,7 @@ func Converged(s AppState, w Want) Verdict {
 			// waits until every retry of the older one has failed.
 			return Verdict{Kind: VerdictProgressing,
 				Reason: fmt.Sprintf("Argo CD is still retrying the failed sync of %s (attempt #%d); %s waits for it: %s",
-					short(s.OperationRevision), s.OperationRetries, short(w.Revision), s.OperationMsg)}
+					revOrNone(s.OperationRevision), s.OperationRetries, revOrNone(w.Revision), s.OperationMsg)}
 		}
 		if rejectedManifest(s.OperationMsg) {
 			// The API server refused the objects as invalid: the same
@@ -136,7 +167,7 @@ func Converged(s AppState, w Want) Verdict {
 			// back-off (minutes by default) only delays the decision.
 			return Verdict{Kind: VerdictSyncFailed, Terminal: true,
 				Reason: fmt.Sprintf("sync of %s failed and Argo CD is retrying (attempt #%d), but the API server rejects the manifests, so no retry can pass: %s",
-					short(s.OperationRevision), s.OperationRetries, s.OperationMsg),
+					revOrNone(s.OperationRevision), s.OperationRetries, s.OperationMsg),
 				NextAction: "fix the manifests in the environment repo (a new commit), or roll back with relcap rollback, which ends the retries first"}
 		}
 		return Verdict{Kind: VerdictProgressing,
@@ -146,10 +177,10 @@ func Converged(s AppState, w Want) Verdict {
 	if s.SyncStatus != SyncSynced || !atRevision {
 		if s.SyncStatus == SyncSynced && !atRevision && s.Health == HealthHealthy {
 			return Verdict{Kind: VerdictWrongRevision,
-				Reason:     fmt.Sprintf("synced and healthy at %s, not at the intended %s", short(s.SyncRevision), short(w.Revision)),
+				Reason:     fmt.Sprintf("synced and healthy at %s, not at the intended %s", revOrNone(s.SyncRevision), revOrNone(w.Revision)),
 				NextAction: "wait for Argo CD to pick up the commit, or refresh the application"}
 		}
-		return Verdict{Kind: VerdictProgressing, Reason: fmt.Sprintf("sync %s at %s", s.SyncStatus, short(s.SyncRevision))}
+		return Verdict{Kind: VerdictProgressing, Reason: fmt.Sprintf("sync %s at %s", s.SyncStatus, revOrNone(s.SyncRevision))}
 	}
 	if s.Operation == OperationRunning {
 		reason := "sync operation running"
@@ -190,58 +221,19 @@ func ofRevision(rev string) string {
 	if rev == "" {
 		return ""
 	}
-	return " of " + short(rev)
+	return " of " + revOrNone(rev)
 }
 
 func runsDigest(images []string, d Digest) bool {
 	return slices.ContainsFunc(images, func(img string) bool { return strings.HasSuffix(img, "@"+d.String()) })
 }
 
-func short(rev string) string {
-	if len(rev) > 10 {
-		return rev[:10]
-	}
+// revOrNone abbreviates a revision for a message; "(none)" when unknown.
+func revOrNone(rev string) string {
 	if rev == "" {
 		return "(none)"
 	}
-	return rev
-}
-
-// Verdict kinds found in the resource tree rather than the application.
-const (
-	VerdictImagePullFailed = "image-pull-failed"
-	VerdictReadinessFailed = "readiness-failed"
-)
-
-// ResourceTreeReader is the optional ability of a Convergence adapter to read
-// the application's resource tree, down to Pods. On real Argo CD an image
-// pull or readiness failure shows only on the Pod while the application
-// stays Progressing until the Deployment's progress deadline (10 minutes by
-// default), so the watch reads the tree to name it within seconds.
-type ResourceTreeReader interface {
-	ResourceTree(ctx context.Context, app AppRef) ([]AppResource, error)
-}
-
-// VerdictReconcileStalled: Argo CD's application controller does not
-// reconcile the application (stopped, crashed, stuck).
-const VerdictReconcileStalled = "reconciliation-stalled"
-
-// Refresher is the optional ability of a Convergence adapter to ask Argo
-// CD's application controller to reconcile an application now and wait, up
-// to within, until it has; ErrNotReconciled means it did not. The watch
-// asks when an application has shown no change for a while, to tell a
-// quiet rollout from a controller that stopped.
-type Refresher interface {
-	Refresh(ctx context.Context, app AppRef, within time.Duration) error
-}
-
-// OperationTerminator is the optional ability of a Convergence adapter to
-// end an application's running operation. Argo CD starts no sync while an
-// operation runs, and retries a failed automated sync with its revision
-// (five times over minutes by default), so a rollback ends the retries of
-// the bad revision before it waits for its own.
-type OperationTerminator interface {
-	TerminateOperation(ctx context.Context, app AppRef) error
+	return ShortHash(rev)
 }
 
 // ReadinessGrace is how long a Pod may report failing readiness probes

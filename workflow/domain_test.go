@@ -10,27 +10,31 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
 func TestEffortClockCountsOnlyEngagedTime(t *testing.T) {
 	t.Parallel()
 	clock := workflowtest.NewClock(t0)
-	c := workflow.NewEffortClock(clock, 2*time.Minute, "r1")
+	c := effort.NewClock(clock, 2*time.Minute, "r1")
 
-	c.Touch("alice", workflow.RoleCaptain, "plan-review")
+	c.Touch("alice", effort.RoleCaptain, "plan-review")
 	clock.Advance(90 * time.Second) // engaged: counts
-	c.Touch("alice", workflow.RoleCaptain, "plan-review")
+	c.Touch("alice", effort.RoleCaptain, "plan-review")
 	clock.Advance(2 * time.Minute) // exactly the threshold: counts
-	c.Touch("alice", workflow.RoleCaptain, "apply")
+	c.Touch("alice", effort.RoleCaptain, "apply")
 	clock.Advance(10 * time.Minute) // went for coffee: counts nothing
-	c.Touch("alice", workflow.RoleCaptain, "apply")
+	c.Touch("alice", effort.RoleCaptain, "apply")
 	clock.Advance(30 * time.Second)
-	c.Touch("alice", workflow.RoleCaptain, "promotion")
+	c.Touch("alice", effort.RoleCaptain, "promotion")
 
-	c.Touch("bob", workflow.RoleApprover, "plan-review")
+	c.Touch("bob", effort.RoleApprover, "plan-review")
 	clock.Advance(time.Minute)
-	c.Touch("bob", workflow.RoleApprover, "plan-review")
+	c.Touch("bob", effort.RoleApprover, "plan-review")
 
 	c.BeginWait("apply")
 	clock.Advance(5 * time.Minute)
@@ -51,50 +55,50 @@ func TestEffortClockCountsOnlyEngagedTime(t *testing.T) {
 
 func TestEffortTotalsKeepStaffAndMachineApart(t *testing.T) {
 	t.Parallel()
-	totals := workflow.SumEffort([]workflow.EffortEntry{
-		{Kind: workflow.EffortActive, Duration: time.Hour},
-		{Kind: workflow.EffortOffTool, Duration: 30 * time.Minute},
-		{Kind: workflow.EffortWait, Duration: 2 * time.Hour},
+	totals := effort.Sum([]effort.Entry{
+		{Kind: effort.Active, Duration: time.Hour},
+		{Kind: effort.OffTool, Duration: 30 * time.Minute},
+		{Kind: effort.Wait, Duration: 2 * time.Hour},
 	})
 	require.Equal(t, 90*time.Minute, totals.Staff())
 	require.Equal(t, 2*time.Hour, totals.Wait)
 }
 
-func journalLines(t *testing.T, n int) ([]workflow.JournalLine, workflow.JournalHead) {
+func journalLines(t *testing.T, n int) ([]journal.Line, journal.Head) {
 	t.Helper()
-	var prev *workflow.JournalEntry
-	var lines []workflow.JournalLine
+	var prev *journal.Entry
+	var lines []journal.Line
 	for i := range n {
-		e, err := workflow.NextEntry(prev, t0.Add(time.Duration(i)*time.Second), "alice", "effort.logged", map[string]any{"minutes": i + 1, "what": "standup"})
+		e, err := journal.Next(prev, t0.Add(time.Duration(i)*time.Second), "alice", "effort.logged", map[string]any{"minutes": i + 1, "what": "standup"})
 		require.NoError(t, err)
 		b, err := json.Marshal(e)
 		require.NoError(t, err)
-		lines = append(lines, workflow.JournalLine{Number: i + 1, Text: b})
+		lines = append(lines, journal.Line{Number: i + 1, Text: b})
 		prev = &e
 	}
-	return lines, workflow.JournalHead{SessionID: "s", Seq: prev.Seq, Hash: prev.Hash}
+	return lines, journal.Head{SessionID: "s", Seq: prev.Seq, Hash: prev.Hash}
 }
 
 func TestVerifyJournalDetectsEveryKindOfTampering(t *testing.T) {
 	t.Parallel()
 	lines, head := journalLines(t, 4)
-	n, problem := workflow.VerifyJournal(lines, head)
+	n, problem := journal.Verify(lines, head)
 	require.Nil(t, problem)
 	require.EqualValues(t, 4, n)
 
-	edit := func(i int, f func(string) string) []workflow.JournalLine {
-		out := append([]workflow.JournalLine(nil), lines...)
-		out[i] = workflow.JournalLine{Number: out[i].Number, Text: []byte(f(string(out[i].Text)))}
+	edit := func(i int, f func(string) string) []journal.Line {
+		out := append([]journal.Line(nil), lines...)
+		out[i] = journal.Line{Number: out[i].Number, Text: []byte(f(string(out[i].Text)))}
 		return out
 	}
 	cases := map[string]struct {
-		lines    []workflow.JournalLine
+		lines    []journal.Line
 		line     int
 		contains string
 	}{
 		"one byte edited":    {edit(1, func(s string) string { return strings.Replace(s, "standup", "standuq", 1) }), 2, "edited"},
-		"line deleted":       {append(append([]workflow.JournalLine(nil), lines[:1]...), lines[2:]...), 3, "removed"},
-		"lines reordered":    {[]workflow.JournalLine{lines[0], lines[2], lines[1], lines[3]}, 3, "removed or reordered"},
+		"line deleted":       {append(append([]journal.Line(nil), lines[:1]...), lines[2:]...), 3, "removed"},
+		"lines reordered":    {[]journal.Line{lines[0], lines[2], lines[1], lines[3]}, 3, "removed or reordered"},
 		"last line deleted":  {lines[:3], 0, "truncated"},
 		"truncated mid-line": {edit(3, func(s string) string { return s[:len(s)/2] }), 4, "damaged or truncated"},
 		"garbage":            {edit(0, func(string) string { return "{" }), 1, "not a journal entry"},
@@ -102,7 +106,7 @@ func TestVerifyJournalDetectsEveryKindOfTampering(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, p := workflow.VerifyJournal(c.lines, head)
+			_, p := journal.Verify(c.lines, head)
 			require.NotNil(t, p)
 			require.Equal(t, c.line, p.Line)
 			require.Contains(t, p.Reason, c.contains)
@@ -111,15 +115,15 @@ func TestVerifyJournalDetectsEveryKindOfTampering(t *testing.T) {
 
 	// A whole rewritten chain is consistent but differs from the ledger.
 	forged, _ := journalLines(t, 4)
-	forged[3] = func() workflow.JournalLine {
-		var e workflow.JournalEntry
+	forged[3] = func() journal.Line {
+		var e journal.Entry
 		require.NoError(t, json.Unmarshal(forged[3].Text, &e))
 		e.Data = json.RawMessage(`{"minutes":400}`)
 		e.Hash = e.ComputeHash()
 		b, _ := json.Marshal(e)
-		return workflow.JournalLine{Number: 4, Text: b}
+		return journal.Line{Number: 4, Text: b}
 	}()
-	_, p := workflow.VerifyJournal(forged, head)
+	_, p := journal.Verify(forged, head)
 	require.NotNil(t, p)
 	require.Contains(t, p.Reason, "rewritten")
 }
@@ -133,7 +137,7 @@ func TestConvergedJudgesSyncHealthRevisionAndDigestSeparately(t *testing.T) {
 	cases := []struct {
 		name     string
 		state    workflow.AppState
-		verdict  string
+		verdict  workflow.VerdictKind
 		terminal bool
 	}{
 		{"converged", workflow.AppState{SyncStatus: "Synced", SyncRevision: "rev2", Health: "Healthy", Operation: "Succeeded", Images: []string{img}}, workflow.VerdictConverged, false},
@@ -169,12 +173,12 @@ func TestCountApprovalsBindsToTheExactSubject(t *testing.T) {
 		{Kind: "plan", Subject: "fp-new", Approver: "bob"},
 		{Kind: "plan", Subject: "fp-new", Approver: "bob"},
 	}
-	c := workflow.CountApprovals("plan", "fp-new", "alice", 2, true, approvals)
+	c := workflow.ApprovalRule{Kind: workflow.ApprovePlan, Required: 2, DistinctFromAuthor: true}.Count("fp-new", "alice", approvals)
 	require.Len(t, c.Counted, 1, "only bob counts: alice is the author, carol approved another plan, bob counts once")
 	require.Equal(t, 1, c.Missing())
 	require.Contains(t, c.Ignored["carol"], "fp-old")
 
-	c = workflow.CountApprovals("plan", "fp-new", "alice", 2, false, approvals)
+	c = workflow.ApprovalRule{Kind: workflow.ApprovePlan, Required: 2}.Count("fp-new", "alice", approvals)
 	require.True(t, c.Satisfied())
 }
 
@@ -191,20 +195,20 @@ func TestParseDigestRejectsTagsAndMalformedDigests(t *testing.T) {
 
 func TestCheckOwnershipFindsConflictsWrongOwnersUnownedAndStaleRules(t *testing.T) {
 	t.Parallel()
-	m := workflow.OwnershipMap{File: "ownership.yaml", Rules: []workflow.OwnershipRule{
-		{Line: 3, Match: workflow.Match{TerraformType: "aws_*"}, Owner: "terraform"},
-		{Line: 5, Match: workflow.Match{Kind: "Namespace"}, Owner: "terraform"},
-		{Line: 7, Match: workflow.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: "argocd"},
-		{Line: 9, Match: workflow.Match{Kind: "CronJob"}, Owner: "argocd"},
+	m := ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{
+		{Line: 3, Match: ownership.Match{TerraformType: "aws_*"}, Owner: "terraform"},
+		{Line: 5, Match: ownership.Match{Kind: "Namespace"}, Owner: "terraform"},
+		{Line: 7, Match: ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: "argocd"},
+		{Line: 9, Match: ownership.Match{Kind: "CronJob"}, Owner: "argocd"},
 	}}
-	objects := []workflow.ManagedObject{
+	objects := []ownership.ManagedObject{
 		{Manager: "terraform", TerraformAddress: "aws_s3_bucket.a", TerraformType: "aws_s3_bucket"},
 		{Manager: "argocd", App: "web", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas", "spec.template.spec.containers[web].image"}},
 		{Manager: "terraform", TerraformAddress: "kubectl_manifest.web", TerraformType: "kubectl_manifest", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas"}},
 		{Manager: "terraform", TerraformAddress: "google_pubsub_topic.t", TerraformType: "google_pubsub_topic"},
 	}
-	fs := workflow.CheckOwnership(m, objects)
-	codes := map[string]workflow.Finding{}
+	fs := ownership.Check(m, objects)
+	codes := map[string]finding.Finding{}
 	var stale []string
 	for _, f := range fs {
 		codes[f.Code] = f
@@ -213,11 +217,11 @@ func TestCheckOwnershipFindsConflictsWrongOwnersUnownedAndStaleRules(t *testing.
 		}
 	}
 	require.Equal(t, "ownership.conflict", fs[0].Code)
-	require.Equal(t, "spec.replicas", codes["ownership.conflict"].Evidence["fields"])
+	require.Equal(t, "spec.replicas", codes["ownership.conflict"].Fact("fields"))
 	require.Contains(t, codes["ownership.wrong-owner"].Message, "kubectl_manifest.web")
 	require.Equal(t, "google_pubsub_topic.t", codes["ownership.unowned"].Subject)
 	require.Equal(t, []string{"ownership.yaml:5", "ownership.yaml:9"}, stale)
-	require.True(t, workflow.Blocking(fs))
+	require.True(t, finding.Blocking(fs))
 }
 
 func TestResourceFailureNamesPodFailuresThatTheApplicationHides(t *testing.T) {

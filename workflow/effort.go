@@ -1,197 +1,123 @@
 package workflow
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"sort"
-	"sync"
+	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/effort"
 )
 
-// EffortKind separates the numbers that must never be added together.
-type EffortKind string
+// The Service's side of the effort ledger: the effort clock a UI feeds
+// with signs of engagement, machine wait of work outside a release run,
+// and off-tool time logged by hand. The clock itself is workflow/effort.
 
-// Effort kinds: staff time (active, off-tool) and machine time (wait).
-const (
-	EffortActive  EffortKind = "active"   // a person engaged with relcap
-	EffortWait    EffortKind = "wait"     // waiting on Terraform, copies, reconciliation
-	EffortOffTool EffortKind = "off-tool" // meetings and chat logged by hand
-)
-
-// Roles a person plays in a release.
-const (
-	RoleCaptain  = "captain"
-	RoleApprover = "approver"
-)
-
-// StepNone attributes effort to the release as a whole (off-tool time,
-// commands outside a step).
-const StepNone = "release"
-
-// EffortEntry is one measured (or logged) amount of time.
-type EffortEntry struct {
-	ReleaseID string        `json:"release_id"`
-	Person    string        `json:"person,omitempty"` // empty for machine wait
-	Role      string        `json:"role,omitempty"`
-	Step      string        `json:"step"` // a StepKind name or StepNone
-	Kind      EffortKind    `json:"kind"`
-	Duration  time.Duration `json:"duration"`
-	At        time.Time     `json:"at"` // when the measured span ended
-	Note      string        `json:"note,omitempty"`
+// Touch records that the actor is engaged with step of a release in role,
+// for the effort clock of a UI that sees input: call it on input and focus.
+// The time is flushed to the ledger by FlushEffort.
+func (s *Service) Touch(releaseID string, role effort.Role, step StepKind) {
+	s.uiEffort(releaseID).Touch(s.d.Actor, role, step.String())
 }
 
-// Validate checks an entry before it is stored.
-func (e EffortEntry) Validate() error {
-	switch {
-	case e.ReleaseID == "":
-		return fmt.Errorf("%w: effort entry needs a release", ErrUsage)
-	case e.Duration < 0:
-		return fmt.Errorf("%w: effort cannot be negative (%s)", ErrUsage, e.Duration)
-	case e.Kind != EffortActive && e.Kind != EffortWait && e.Kind != EffortOffTool:
-		return fmt.Errorf("%w: unknown effort kind %q", ErrUsage, e.Kind)
-	case e.Kind != EffortWait && e.Person == "":
-		return fmt.Errorf("%w: staff effort needs a person", ErrUsage)
+// FlushEffort stores the effort measured by Touch so far.
+func (s *Service) FlushEffort(ctx context.Context, releaseID string) error {
+	entries := s.uiEffort(releaseID).Drain()
+	if len(entries) == 0 {
+		return nil
+	}
+	return s.d.Ledger.RecordEffort(ctx, entries)
+}
+
+// uiEffort is the effort clock UIs feed for a release.
+func (s *Service) uiEffort(releaseID string) *effort.Clock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clocks == nil {
+		s.clocks = map[string]*effort.Clock{}
+	}
+	c, ok := s.clocks[releaseID]
+	if !ok {
+		c = effort.NewClock(s.d.Clock, s.d.Project.Effort.IdleThreshold, releaseID)
+		s.clocks[releaseID] = c
+	}
+	return c
+}
+
+// measureWait runs f, machine work on step k outside a release run, and
+// stores its duration as machine wait of scope ("unreleased/<env>").
+// Staff effort of such commands comes from the cockpit and off-tool logs.
+func measureWait[T any](ctx context.Context, s *Service, scope string, k StepKind, f func() (T, error)) (T, error) {
+	c := effort.NewClock(s.d.Clock, s.d.Project.Effort.IdleThreshold, scope)
+	c.BeginWait(k.String())
+	v, err := f()
+	c.EndWait(k.String())
+	return v, errors.Join(err, s.storeEffort(context.WithoutCancel(ctx), scope, c.Drain()))
+}
+
+// storeEffort records measured effort. Losing effort must not fail the
+// work it measured, so a failed store is journaled (effort.lost) instead;
+// only when that record fails too is it an error.
+func (s *Service) storeEffort(ctx context.Context, scope string, entries []effort.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	err := s.d.Ledger.RecordEffort(ctx, entries)
+	if err == nil {
+		return nil
+	}
+	if jerr := s.journal(ctx, EffortLost{Release: scope, Error: err.Error()}); jerr != nil {
+		return fmt.Errorf("record effort of %s: %w, %w", scope, err, journalFailed(jerr))
 	}
 	return nil
 }
 
-// EffortClock measures active effort per person per step and machine wait
-// per step. Active time accrues between two signs of engagement (input,
-// focus) no more than the idle threshold apart; a longer gap counts as
-// nothing, because nobody can say what the person did in it. It reads time
-// only from the Clock, so it is deterministic under a fake one.
-type EffortClock struct {
-	mu        sync.Mutex
-	clock     Clock
-	idle      time.Duration
-	releaseID string
-	last      map[string]touch // by person
-	waits     map[string]time.Time
-	pending   map[effortKey]time.Duration
+// OffToolRequest is coordination time spent outside relcap: meetings, chat.
+type OffToolRequest struct {
+	ReleaseID string
+	Minutes   float64
+	What      string
+	Person    string // defaults to the actor
+	At        time.Time
 }
 
-type touch struct {
-	at   time.Time
-	role string
-	step string
-}
-
-type effortKey struct {
-	person, role, step string
-	kind               EffortKind
-}
-
-// NewEffortClock starts a clock for one release.
-func NewEffortClock(clock Clock, idle time.Duration, releaseID string) *EffortClock {
-	if idle <= 0 {
-		idle = DefaultIdleThreshold
+// LogEffort records off-tool coordination time against a release. The
+// release may not be in the ledger yet (a planning meeting comes first);
+// known reports whether it is.
+func (s *Service) LogEffort(ctx context.Context, req OffToolRequest) (entry effort.Entry, known bool, err error) {
+	d := s.d
+	what := strings.TrimSpace(req.What)
+	switch {
+	case strings.TrimSpace(req.ReleaseID) == "":
+		return effort.Entry{}, false, fmt.Errorf("%w: --release is required", ErrUsage)
+	case req.Minutes <= 0:
+		return effort.Entry{}, false, fmt.Errorf("%w: --minutes must be more than 0, got %g", ErrUsage, req.Minutes)
+	case req.Minutes > 24*60:
+		return effort.Entry{}, false, fmt.Errorf("%w: --minutes %g is more than a day; log each day separately", ErrUsage, req.Minutes)
+	case what == "":
+		return effort.Entry{}, false, fmt.Errorf("%w: --what is required: say what the time was spent on", ErrUsage)
 	}
-	return &EffortClock{
-		clock: clock, idle: idle, releaseID: releaseID,
-		last: map[string]touch{}, waits: map[string]time.Time{}, pending: map[effortKey]time.Duration{},
+	person := req.Person
+	if person == "" {
+		person = d.Actor
 	}
-}
-
-// Touch records a sign that person is engaged on step. The time since their
-// previous touch is credited to the previous touch's step if it is within
-// the idle threshold.
-func (c *EffortClock) Touch(person, role, step string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.clock.Now()
-	if prev, ok := c.last[person]; ok {
-		if gap := now.Sub(prev.at); gap > 0 && gap <= c.idle {
-			c.pending[effortKey{person, prev.role, prev.step, EffortActive}] += gap
-		}
+	at := req.At
+	if at.IsZero() {
+		at = d.Clock.Now()
 	}
-	c.last[person] = touch{at: now, role: role, step: step}
-}
-
-// BeginWait starts timing machine work on step; EndWait stops it. A wait
-// begun twice keeps its first start.
-func (c *EffortClock) BeginWait(step string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.waits[step]; !ok {
-		c.waits[step] = c.clock.Now()
+	entry = effort.Entry{ReleaseID: req.ReleaseID, Person: person, Role: effort.RoleCaptain, Step: effort.WholeRelease, Kind: effort.OffTool,
+		Duration: time.Duration(req.Minutes * float64(time.Minute)), At: at, Note: what}
+	_, err = d.Ledger.LoadRelease(ctx, req.ReleaseID)
+	switch {
+	case err == nil:
+		known = true
+	case errors.Is(err, ErrNotFound):
+	default:
+		return effort.Entry{}, false, err
 	}
-}
-
-// EndWait credits the machine wait since BeginWait.
-func (c *EffortClock) EndWait(step string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	start, ok := c.waits[step]
-	if !ok {
-		return
+	if err := d.Ledger.RecordEffort(ctx, []effort.Entry{entry}); err != nil {
+		return effort.Entry{}, known, fmt.Errorf("record effort: %w", err)
 	}
-	delete(c.waits, step)
-	if d := c.clock.Now().Sub(start); d > 0 {
-		c.pending[effortKey{"", "", step, EffortWait}] += d
-	}
-}
-
-// Drain returns what was measured since the last Drain, in a stable order,
-// ready to store. Open waits are credited up to now and keep running.
-func (c *EffortClock) Drain() []EffortEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.clock.Now()
-	for step, start := range c.waits {
-		if d := now.Sub(start); d > 0 {
-			c.pending[effortKey{"", "", step, EffortWait}] += d
-		}
-		c.waits[step] = now
-	}
-	keys := make([]effortKey, 0, len(c.pending))
-	for k, d := range c.pending {
-		if d > 0 {
-			keys = append(keys, k)
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.kind != b.kind {
-			return a.kind < b.kind
-		}
-		if a.person != b.person {
-			return a.person < b.person
-		}
-		return a.step < b.step
-	})
-	out := make([]EffortEntry, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, EffortEntry{
-			ReleaseID: c.releaseID, Person: k.person, Role: k.role, Step: k.step,
-			Kind: k.kind, Duration: c.pending[k], At: now,
-		})
-	}
-	clear(c.pending)
-	return out
-}
-
-// EffortTotals sums entries; staff effort and machine wait stay apart.
-type EffortTotals struct {
-	Active  time.Duration
-	OffTool time.Duration
-	Wait    time.Duration
-}
-
-// Staff is the effort people spent: active plus off-tool. Machine wait is
-// not part of it.
-func (t EffortTotals) Staff() time.Duration { return t.Active + t.OffTool }
-
-// SumEffort totals entries by kind.
-func SumEffort(entries []EffortEntry) EffortTotals {
-	var t EffortTotals
-	for _, e := range entries {
-		switch e.Kind {
-		case EffortActive:
-			t.Active += e.Duration
-		case EffortOffTool:
-			t.OffTool += e.Duration
-		case EffortWait:
-			t.Wait += e.Duration
-		}
-	}
-	return t
+	return entry, known, s.journal(ctx, EffortLogged{Entry: entry})
 }

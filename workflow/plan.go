@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // Action is what a plan does to one resource.
@@ -95,17 +97,17 @@ type PlanInputs struct {
 
 // PlanSummary is a reviewed, saved plan.
 type PlanSummary struct {
-	Env         string           `json:"env"`
-	Fingerprint string           `json:"fingerprint"`
-	PlanFile    string           `json:"plan_file,omitempty"`
-	PlanHash    string           `json:"plan_file_sha256,omitempty"`
-	Inputs      PlanInputs       `json:"inputs"`
-	Counts      PlanCounts       `json:"counts"`
-	Changes     []ResourceChange `json:"changes"`
-	Outputs     []OutputChange   `json:"outputs,omitempty"`
-	Findings    []Finding        `json:"findings,omitempty"`
-	Author      string           `json:"author,omitempty"`
-	CreatedAt   time.Time        `json:"created_at,omitzero"`
+	Env         string            `json:"env"`
+	Fingerprint string            `json:"fingerprint"`
+	PlanFile    string            `json:"plan_file,omitempty"`
+	PlanHash    string            `json:"plan_file_sha256,omitempty"`
+	Inputs      PlanInputs        `json:"inputs"`
+	Counts      PlanCounts        `json:"counts"`
+	Changes     []ResourceChange  `json:"changes"`
+	Outputs     []OutputChange    `json:"outputs,omitempty"`
+	Findings    []finding.Finding `json:"findings,omitempty"`
+	Author      string            `json:"author,omitempty"`
+	CreatedAt   time.Time         `json:"created_at,omitzero"`
 	// AppliedAt is set by the ledger once the plan was applied.
 	AppliedAt        time.Time `json:"applied_at,omitzero"`
 	TerraformVersion string    `json:"terraform_version,omitempty"`
@@ -196,16 +198,16 @@ func Review(p *PlanSummary, rules Classify) {
 		}
 	}
 	for _, o := range p.Outputs {
-		p.Findings = append(p.Findings, Finding{
-			Severity: Info, Code: "plan.output", Subject: "output." + o.Name,
+		p.Findings = append(p.Findings, finding.Finding{
+			Severity: finding.Info, Code: "plan.output", Subject: "output." + o.Name,
 			Message: fmt.Sprintf("output will %s", o.Action),
 		})
 	}
-	SortFindings(p.Findings)
+	finding.Sort(p.Findings)
 }
 
-func planFinding(c ResourceChange, flag string) Finding {
-	f := Finding{Severity: Warning, Subject: c.Address}
+func planFinding(c ResourceChange, flag string) finding.Finding {
+	f := finding.Finding{Severity: finding.Warning, Subject: c.Address}
 	switch flag {
 	case FlagDestructive:
 		f.Code = "plan.destructive"
@@ -231,7 +233,7 @@ func planFinding(c ResourceChange, flag string) Finding {
 func StaleReasons(planned, now PlanInputs) []string {
 	var r []string
 	if planned.Revision != now.Revision {
-		r = append(r, fmt.Sprintf("source revision moved from %s to %s", short(planned.Revision), short(now.Revision)))
+		r = append(r, fmt.Sprintf("source revision moved from %s to %s", revOrNone(planned.Revision), revOrNone(now.Revision)))
 	}
 	if planned.Dirty != now.Dirty {
 		r = append(r, fmt.Sprintf("working tree dirty was %t, is %t", planned.Dirty, now.Dirty))

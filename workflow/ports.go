@@ -3,26 +3,46 @@ package workflow
 import (
 	"context"
 	"time"
+
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
-// Clock is where the domain reads the time, so effort and journal times are
-// deterministic under a fake.
+// The ports: every interface the domain needs of the world, in one file.
+// Adapters implement them (adapters/*); workflowtest fakes them. An
+// optional ability of an adapter is a small interface of its own, found by
+// a type assertion where it is used.
+
+// Clock is where the domain reads the time and waits, so effort, journal
+// times and the convergence watch are deterministic under a fake.
 type Clock interface {
 	Now() time.Time
+	// After returns a channel that receives once d has passed on this
+	// clock, as time.After does.
+	After(d time.Duration) <-chan time.Time
 }
 
-// SystemClock reads the wall clock.
+// SystemClock is the wall clock.
 type SystemClock struct{}
 
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
+// After returns time.After(d).
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Problem: who owns what.
+
 // OwnershipSource lists what one manager writes in an environment:
 // Terraform resources from state and the current plan, or Argo CD
 // applications' managed resources. It blocks until the source is read.
 type OwnershipSource interface {
-	ManagedObjects(ctx context.Context, env Environment) ([]ManagedObject, error)
+	ManagedObjects(ctx context.Context, env Environment) ([]ownership.ManagedObject, error)
 }
+
+// Boundary: the exact Terraform plan.
 
 // Planner makes a saved, reviewed Terraform plan and reads the inputs a plan
 // depends on (to refuse stale plans).
@@ -41,6 +61,16 @@ type Planner interface {
 type Applier interface {
 	Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error)
 }
+
+// StateUnlocker is the optional ability of an Applier to release a state
+// lock whose holder is gone (terraform force-unlock). It does not check
+// that the holder is gone: Service.ForceUnlock demands that confirmation
+// and journals it.
+type StateUnlocker interface {
+	ForceUnlock(ctx context.Context, env Environment, lockID string) error
+}
+
+// Decision: one digest, pinned.
 
 // Registry resolves references and copies digests between repositories.
 type Registry interface {
@@ -72,6 +102,14 @@ type EnvRepo interface {
 	Pinned(ctx context.Context, t EnvRepoTarget, repo string) (ImageRef, error)
 }
 
+// Capturer is the optional ability of an EnvRepo to record arbitrary files
+// on a relcap branch for review (a break-glass hotfix as it runs).
+type Capturer interface {
+	Capture(ctx context.Context, req CaptureRequest) (EnvChange, error)
+}
+
+// Evidence: Argo CD converged.
+
 // Convergence reads Argo CD applications.
 type Convergence interface {
 	// Get returns the application's current state.
@@ -82,13 +120,62 @@ type Convergence interface {
 	Watch(ctx context.Context, app AppRef, since string) (<-chan AppUpdate, error)
 }
 
+// ResourceTreeReader is the optional ability of a Convergence adapter to read
+// the application's resource tree, down to Pods. On real Argo CD an image
+// pull or readiness failure shows only on the Pod while the application
+// stays Progressing until the Deployment's progress deadline (10 minutes by
+// default), so the watch reads the tree to name it within seconds.
+type ResourceTreeReader interface {
+	ResourceTree(ctx context.Context, app AppRef) ([]AppResource, error)
+}
+
+// Refresher is the optional ability of a Convergence adapter to ask Argo
+// CD's application controller to reconcile an application now and wait, up
+// to within, until it has; ErrNotReconciled means it did not. The watch
+// asks when an application has shown no change for a while, to tell a
+// quiet rollout from a controller that stopped.
+type Refresher interface {
+	Refresh(ctx context.Context, app AppRef, within time.Duration) error
+}
+
+// OperationTerminator is the optional ability of a Convergence adapter to
+// end an application's running operation. Argo CD starts no sync while an
+// operation runs, and retries a failed automated sync with its revision
+// (five times over minutes by default), so a rollback ends the retries of
+// the bad revision before it waits for its own.
+type OperationTerminator interface {
+	TerminateOperation(ctx context.Context, app AppRef) error
+}
+
+// ReconcileControl is the optional ability of a Convergence adapter to
+// pause and restore reconciliation of one application, and read its drift:
+// what break-glass needs from Argo CD.
+type ReconcileControl interface {
+	SyncPolicy(ctx context.Context, app AppRef) (SyncPolicy, error)
+	SetSyncPolicy(ctx context.Context, app AppRef, p SyncPolicy) error
+	Drift(ctx context.Context, app AppRef) ([]Drift, error)
+}
+
+// The record: journal and ledger.
+
 // Journal appends to the current session's tamper-evident journal. Append
 // returns only when the entry is durable. When it returns an error the entry
 // may still have been written; the ledger's head then lags until the next
 // successful Append.
 type Journal interface {
-	Append(ctx context.Context, kind string, data any) (JournalEntry, error)
+	Append(ctx context.Context, rec JournalRecord) (journal.Entry, error)
 	SessionID() string
+}
+
+// SessionFiles reads what sessions left beside the ledger: their journal
+// files and the screen recordings those journals vouch for.
+type SessionFiles interface {
+	// JournalLines returns a session's journal, line by line, or an error
+	// wrapping ErrNotFound when the file is missing.
+	JournalLines(ctx context.Context, sessionID string) ([]journal.Line, error)
+	// RecordingSHA256 returns the hex SHA-256 of a file of the session's
+	// directory (name as journaled), or an error when it cannot be read.
+	RecordingSHA256(ctx context.Context, sessionID, name string) (string, error)
 }
 
 // ReleaseStore persists releases. SaveRelease is durable when it returns.
@@ -135,13 +222,13 @@ type PlanStore interface {
 // ApprovalStore keeps approvals.
 type ApprovalStore interface {
 	RecordApproval(ctx context.Context, a Approval) error
-	Approvals(ctx context.Context, kind, subject string) ([]Approval, error)
+	Approvals(ctx context.Context, kind ApprovalKind, subject string) ([]Approval, error)
 }
 
 // EffortStore keeps effort entries.
 type EffortStore interface {
-	RecordEffort(ctx context.Context, entries []EffortEntry) error
-	Effort(ctx context.Context, releaseID string) ([]EffortEntry, error)
+	RecordEffort(ctx context.Context, entries []effort.Entry) error
+	Effort(ctx context.Context, releaseID string) ([]effort.Entry, error)
 }
 
 // ArtifactStore remembers when a reference was first seen at a digest, so
@@ -165,19 +252,22 @@ type FindingStore interface {
 	// RecordFindings replaces the open findings of scope (e.g.
 	// "ownership/staging"): new ones are opened at at, missing ones are
 	// resolved at at.
-	RecordFindings(ctx context.Context, scope string, at time.Time, fs []Finding) error
+	RecordFindings(ctx context.Context, scope string, at time.Time, fs []finding.Finding) error
 }
 
 // SessionStore keeps sessions and their journal heads.
 type SessionStore interface {
 	OpenSession(ctx context.Context, s Session) error
 	CloseSession(ctx context.Context, id string, at time.Time) error
+	// LinkSession records that the session works on releaseID, when it
+	// was opened before the release existed (relcap release starts one).
+	LinkSession(ctx context.Context, id, releaseID string) error
 	// SetJournalHead only moves the head forward: a lower sequence or a
 	// changed hash for the current head is refused, since either would let
 	// a rewritten journal pass verification.
-	SetJournalHead(ctx context.Context, h JournalHead) error
+	SetJournalHead(ctx context.Context, h journal.Head) error
 	// JournalHead returns ErrNotFound for an unknown session.
-	JournalHead(ctx context.Context, sessionID string) (JournalHead, error)
+	JournalHead(ctx context.Context, sessionID string) (journal.Head, error)
 	Sessions(ctx context.Context) ([]Session, error)
 }
 

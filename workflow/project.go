@@ -3,6 +3,8 @@ package workflow
 import (
 	"fmt"
 	"time"
+
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // Project is a loaded relcap.yaml: the application, its environments in
@@ -15,7 +17,7 @@ type Project struct {
 
 	App           string
 	OwnershipFile string
-	Ownership     OwnershipMap
+	Ownership     ownership.Map
 	Environments  []Environment
 	Classify      Classify
 	Effort        EffortPolicy
@@ -34,6 +36,11 @@ type Environment struct {
 	EnvRepo    EnvRepoTarget
 	ArgoCD     ArgoCDTarget
 	Approvals  ApprovalPolicy
+}
+
+// AppRef names the environment's Argo CD application.
+func (e Environment) AppRef() AppRef {
+	return AppRef{Env: e.Name, Server: e.ArgoCD.Server, Name: e.ArgoCD.App}
 }
 
 // TerraformTarget is where an environment's infrastructure is planned.
@@ -114,9 +121,6 @@ type EffortPolicy struct {
 	BaselineHoursPerRelease float64
 }
 
-// DefaultIdleThreshold is how long without input still counts as engaged.
-const DefaultIdleThreshold = 2 * time.Minute
-
 // PlanPolicy configures the private plan store.
 type PlanPolicy struct {
 	// Expiry is how long a saved, unapplied plan is kept.
@@ -175,6 +179,15 @@ func (p *Project) Previous(name string) (Environment, bool) {
 		}
 	}
 	return Environment{}, false
+}
+
+// ProdEnv is the last environment of the promotion order, where a
+// release's lead time ends; "" when there is none.
+func (p *Project) ProdEnv() string {
+	if len(p.Environments) == 0 {
+		return ""
+	}
+	return p.Environments[len(p.Environments)-1].Name
 }
 
 func (p *Project) envNames() string {

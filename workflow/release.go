@@ -4,7 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // ReleaseStatus is where a whole release stands.
@@ -18,6 +21,8 @@ const (
 	ReleaseFailed     ReleaseStatus = "failed"
 	ReleaseConverged  ReleaseStatus = "converged"
 	ReleaseRolledBack ReleaseStatus = "rolled-back"
+	// ReleaseEnded marks a break-glass that was ended.
+	ReleaseEnded ReleaseStatus = "ended"
 )
 
 // Done reports whether the release will not run again.
@@ -29,60 +34,140 @@ func (s ReleaseStatus) Done() bool {
 // drives through the four stages, resumes after an interruption and reports
 // effort against.
 type Release struct {
-	ID      string        `json:"id"`
-	App     string        `json:"app"`
-	Env     string        `json:"env"`
-	Image   string        `json:"image"` // the reference as given
-	Captain string        `json:"captain"`
-	Status  ReleaseStatus `json:"status"`
-	// Kind is "release" or "rollback".
-	Kind          string        `json:"kind"`
+	ID            string        `json:"id"`
+	App           string        `json:"app"`
+	Env           string        `json:"env"`
+	Image         string        `json:"image"` // the reference as given
+	Captain       string        `json:"captain"`
+	Status        ReleaseStatus `json:"status"`
+	Kind          ReleaseKind   `json:"kind"`
 	RollbackOf    string        `json:"rollback_of,omitempty"`
 	Compatibility Compatibility `json:"compatibility,omitzero"`
 	Steps         []StepRecord  `json:"steps"`
 	CreatedAt     time.Time     `json:"created_at"`
 	UpdatedAt     time.Time     `json:"updated_at"`
 	EndedAt       time.Time     `json:"ended_at,omitzero"`
-	// Outputs are checkpoints across steps: the fingerprint, the digest, the
-	// env-repo commit. A step consults them before repeating a side effect.
-	Outputs map[string]string `json:"outputs,omitempty"`
+	// Checkpoints are what the release has durably done; a step consults
+	// them before repeating a side effect. They are stored under
+	// "outputs", the name of the string map they replace.
+	Checkpoints Checkpoints `json:"outputs,omitzero"`
 }
+
+// ReleaseKind says what a release record is.
+type ReleaseKind string
 
 // Release kinds.
 const (
-	KindRelease   = "release"
-	KindRollback  = "rollback"
-	KindPromotion = "promotion" // relcap promote: the decision step alone
+	KindRelease   ReleaseKind = "release"
+	KindRollback  ReleaseKind = "rollback"
+	KindPromotion ReleaseKind = "promotion" // relcap promote: the decision step alone
+	// KindBreakGlass records are pauses of reconciliation, not releases:
+	// they share the ledger, the journal and the effort clock, and
+	// reports leave them out of release counts.
+	KindBreakGlass ReleaseKind = "break-glass"
 )
 
-// Well-known release outputs.
-const (
-	OutFingerprint = "plan.fingerprint"
-	OutApplied     = "apply.done"
-	OutDigest      = "digest"
-	OutCopied      = "promotion.copied"
-	OutEnvPinned   = "envrepo.pinned" // the reviewed commit on the relcap branch
-	OutEnvBranch   = "envrepo.branch"
-	OutEnvCommit   = "envrepo.commit" // the environment branch after landing: the intended revision
-	OutConvergedAt = "converged.at"
-	// OutRestoreFrom is, for a rollback, the revision whose environment
-	// file it restores: where the release it returns to converged.
-	OutRestoreFrom = "rollback.restore-from"
-	// OutForceUnverified holds the journaled reason for promoting a digest
-	// that has not converged in the previous environment.
-	OutForceUnverified = "promotion.force-unverified"
-)
+// Checkpoints are the side effects a release has completed, each recorded
+// durably before the next happens, so a resumed release never repeats one.
+// The JSON names are the keys of the string map releases were stored with
+// before checkpoints were typed; ledgers written then read unchanged.
+type Checkpoints struct {
+	// Fingerprint is the reviewed plan the release applies.
+	Fingerprint string `json:"plan.fingerprint,omitempty"`
+	// Applied is set once the plan is applied (or had nothing to apply).
+	Applied Applied `json:"apply.done,omitzero"`
+	// Digest is the one immutable digest the release promotes, resolved
+	// once, in DigestRepository.
+	Digest           Digest `json:"digest,omitzero"`
+	DigestRepository string `json:"digest.repository,omitempty"`
+	// ForceUnverified is the journaled reason for promoting a digest that
+	// has not converged in the previous environment.
+	ForceUnverified string `json:"promotion.force-unverified,omitempty"`
+	// CopiedTo is the environment's repository, once the digest is
+	// verified there.
+	CopiedTo string `json:"promotion.copied,omitempty"`
+	// EnvBranch, EnvPinned and EnvDiff are the relcap branch of the
+	// environment repo, the commit pinning the digest on it, and its diff.
+	EnvBranch string `json:"envrepo.branch,omitempty"`
+	EnvPinned string `json:"envrepo.pinned,omitempty"`
+	EnvDiff   string `json:"envrepo.diff,omitempty"`
+	// EnvCommit is the environment branch after landing: the revision
+	// Argo CD must sync.
+	EnvCommit string `json:"envrepo.commit,omitempty"`
+	// ConvergedAt is when Argo CD was synced, healthy and running Digest.
+	ConvergedAt time.Time `json:"converged.at,omitzero"`
+	// RestoreFrom is, for a rollback, the revision whose environment file
+	// it restores: where the release it returns to converged.
+	RestoreFrom string `json:"rollback.restore-from,omitempty"`
+	// BreakGlassPause is set on break-glass records only.
+	BreakGlassPause
+}
+
+// BreakGlassPause is what a break-glass record keeps of its pause: the sync
+// policy to restore, the time box, who approved it and why, and the branch
+// its drift was captured on.
+type BreakGlassPause struct {
+	SavedPolicy *SyncPolicy `json:"breakglass.saved_policy,omitempty"`
+	ExpiresAt   time.Time   `json:"breakglass.expires_at,omitzero"`
+	Reason      string      `json:"breakglass.reason,omitempty"`
+	Approver    string      `json:"breakglass.approver,omitempty"`
+	Capture     string      `json:"breakglass.capture,omitempty"`
+}
+
+// Landed reports whether the promotion landed: the release has an intended
+// revision.
+func (c Checkpoints) Landed() bool { return c.EnvCommit != "" }
+
+// Converged reports whether the release converged.
+func (c Checkpoints) Converged() bool { return !c.ConvergedAt.IsZero() }
+
+// Applied records that the apply step is done: the state serial it left, or
+// that the plan had nothing to apply. It is stored as one string, as it was
+// before checkpoints were typed: the serial, or "no-changes".
+type Applied struct {
+	Done        bool
+	NoChanges   bool
+	StateSerial int64
+}
+
+// IsZero reports whether nothing was applied yet.
+func (a Applied) IsZero() bool { return !a.Done }
+
+// MarshalText stores the serial, or "no-changes".
+func (a Applied) MarshalText() ([]byte, error) {
+	if a.NoChanges {
+		return []byte("no-changes"), nil
+	}
+	return strconv.AppendInt(nil, a.StateSerial, 10), nil
+}
+
+// UnmarshalText reads what MarshalText wrote.
+func (a *Applied) UnmarshalText(b []byte) error {
+	switch s := string(b); s {
+	case "":
+		*a = Applied{}
+	case "no-changes":
+		*a = Applied{Done: true, NoChanges: true}
+	default:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("apply checkpoint %q: want a state serial or no-changes", s)
+		}
+		*a = Applied{Done: true, StateSerial: n}
+	}
+	return nil
+}
 
 // StepRecord is the persisted state of one step.
 type StepRecord struct {
-	Kind      StepKind   `json:"kind"`
-	Status    StepStatus `json:"status"`
-	Message   string     `json:"message,omitempty"`
-	Findings  []Finding  `json:"findings,omitempty"`
-	Evidence  []Evidence `json:"evidence,omitempty"`
-	Attempts  int        `json:"attempts,omitempty"`
-	StartedAt time.Time  `json:"started_at,omitzero"`
-	EndedAt   time.Time  `json:"ended_at,omitzero"`
+	Kind      StepKind          `json:"kind"`
+	Status    StepStatus        `json:"status"`
+	Message   string            `json:"message,omitempty"`
+	Findings  []finding.Finding `json:"findings,omitempty"`
+	Evidence  []Evidence        `json:"evidence,omitempty"`
+	Attempts  int               `json:"attempts,omitempty"`
+	StartedAt time.Time         `json:"started_at,omitzero"`
+	EndedAt   time.Time         `json:"ended_at,omitzero"`
 }
 
 // NewRelease makes a release with every step pending.
@@ -91,7 +176,6 @@ func NewRelease(id, app, env, image, captain string, now time.Time) *Release {
 		ID: id, App: app, Env: env, Image: image, Captain: captain,
 		Status: ReleaseInProgress, Kind: KindRelease,
 		CreatedAt: now, UpdatedAt: now,
-		Outputs: map[string]string{},
 	}
 	for _, k := range StepKinds {
 		r.Steps = append(r.Steps, StepRecord{Kind: k, Status: Pending})
@@ -127,12 +211,6 @@ func (r *Release) Current() (StepKind, bool) {
 	return 0, false
 }
 
-// Output returns a checkpoint value.
-func (r *Release) Output(key string) (string, bool) {
-	v, ok := r.Outputs[key]
-	return v, ok
-}
-
 // StageStatus summarises a stage from its steps: blocked or failed wins,
 // then running, then pending; succeeded only when all steps did.
 func (r *Release) StageStatus(s Stage) StepStatus {
@@ -161,13 +239,9 @@ func (r *Release) Clone() *Release {
 	c := *r
 	c.Steps = make([]StepRecord, len(r.Steps))
 	for i, s := range r.Steps {
-		s.Findings = append([]Finding(nil), s.Findings...)
+		s.Findings = append([]finding.Finding(nil), s.Findings...)
 		s.Evidence = append([]Evidence(nil), s.Evidence...)
 		c.Steps[i] = s
-	}
-	c.Outputs = make(map[string]string, len(r.Outputs))
-	for k, v := range r.Outputs {
-		c.Outputs[k] = v
 	}
 	return &c
 }

@@ -35,8 +35,8 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 	if target.Env != env.Name {
 		return nil, fmt.Errorf("%w: release %s was a release to %s, not %s", ErrUsage, target.ID, target.Env, env.Name)
 	}
-	digest, err := ParseDigest(target.Outputs[OutDigest])
-	if err != nil || target.Outputs[OutConvergedAt] == "" {
+	digest := target.Checkpoints.Digest
+	if digest.IsZero() || !target.Checkpoints.Converged() {
 		return nil, fmt.Errorf("%w: release %s never converged in %s, so there is nothing proven to return to; pick a converged release", ErrIncompatible, target.ID, env.Name)
 	}
 	current, err := s.currentSchema(ctx, env.Name, target.ID)
@@ -46,8 +46,7 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 	if !target.Compatibility.Accepts(current.schema) {
 		msg := fmt.Sprintf("release %s accepts data schema %s, but %s left schema %d in %s; roll forward instead, or migrate the data back first",
 			target.ID, schemaRange(target.Compatibility), current.id, current.schema, env.Name)
-		_, _ = d.Journal.Append(ctx, "rollback.refused", map[string]string{"env": env.Name, "to": target.ID, "reason": msg})
-		return nil, fmt.Errorf("%w: %s", ErrIncompatible, msg)
+		return nil, s.journalFailure(ctx, fmt.Errorf("%w: %s", ErrIncompatible, msg), RollbackRefused{Env: env.Name, To: target.ID, Reason: msg})
 	}
 	now := d.Clock.Now()
 	r := NewRelease(NewReleaseID(d.Project.App, env.Name, now), d.Project.App, env.Name, env.Registry.Repository+"@"+digest.String(), d.Actor, now)
@@ -56,11 +55,10 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 		st := r.Step(k)
 		st.Status, st.Message = Skipped, "rollback: restores a release's environment file; no infrastructure change"
 	}
-	r.Outputs[OutDigest] = digest.String()
-	r.Outputs["digest.repository"] = env.Registry.Repository
+	r.Checkpoints.Digest, r.Checkpoints.DigestRepository = digest, env.Registry.Repository
 	// The environment file as the target converged: undoing a bad manifest
 	// change along with a bad digest (a failed sync) needs both.
-	r.Outputs[OutRestoreFrom] = target.Outputs[OutEnvCommit]
+	r.Checkpoints.RestoreFrom = target.Checkpoints.EnvCommit
 	if err := d.Ledger.SaveRelease(ctx, r); err != nil {
 		return nil, fmt.Errorf("save release %s: %w", r.ID, err)
 	}
@@ -73,10 +71,10 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 			}
 		}
 	}
-	if _, err := d.Journal.Append(ctx, "rollback.started", map[string]any{"release": r.ID, "env": env.Name, "to": target.ID, "digest": digest.String(), "replacing": current.id, "schema": current.schema}); err != nil {
+	if err := s.journal(ctx, RollbackStarted{Release: r.ID, Env: env.Name, To: target.ID, Digest: digest.String(), Replacing: current.id, Schema: current.schema}); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return r, s.linkSession(ctx, r.ID)
 }
 
 type schemaHolder struct {
@@ -92,7 +90,7 @@ func (s *Service) currentSchema(ctx context.Context, env, except string) (schema
 		return schemaHolder{}, err
 	}
 	for _, r := range releases { // newest first
-		if r.ID == except || r.Outputs[OutEnvCommit] == "" {
+		if r.ID == except || !r.Checkpoints.Landed() {
 			continue // never reached the cluster
 		}
 		return schemaHolder{id: r.ID, schema: r.Compatibility.Schema}, nil

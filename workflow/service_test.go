@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -29,9 +31,9 @@ func testProject(planApprovals int) *workflow.Project {
 	}
 	return &workflow.Project{
 		File: "/repo/relcap.yaml", App: "web",
-		Ownership: workflow.OwnershipMap{File: "ownership.yaml", Rules: []workflow.OwnershipRule{
-			{Line: 3, Match: workflow.Match{TerraformType: "aws_*"}, Owner: workflow.OwnerTerraform},
-			{Line: 5, Match: workflow.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: workflow.OwnerArgoCD},
+		Ownership: ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{
+			{Line: 3, Match: ownership.Match{TerraformType: "aws_*"}, Owner: ownership.OwnerTerraform},
+			{Line: 5, Match: ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: ownership.OwnerArgoCD},
 		}},
 		Environments: []workflow.Environment{env("staging"), env("prod")},
 		Classify:     workflow.DefaultClassify(),
@@ -76,7 +78,7 @@ func TestReleaseRunsAllStepsToConvergence(t *testing.T) {
 	for _, s := range final.Steps {
 		require.Equal(t, workflow.Succeeded, s.Status, s.Kind.String())
 	}
-	require.Equal(t, w.Artifact.Digest.String(), final.Outputs[workflow.OutDigest])
+	require.Equal(t, w.Artifact.Digest.String(), final.Checkpoints.Digest.String())
 	require.True(t, w.Repos["registry.test/staging/web"][w.Artifact.Digest], "digest copied into staging")
 	converged, err := l.HasConverged(ctx, "web", "staging", w.Artifact.Digest)
 	require.NoError(t, err)
@@ -214,7 +216,7 @@ func TestReleaseBlocksOnApprovalAndResumesAfterIt(t *testing.T) {
 	require.ErrorIs(t, err, workflow.ErrBlocked)
 	require.Equal(t, workflow.ReleaseBlocked, got.Status)
 	require.Equal(t, workflow.Blocked, got.Step(workflow.StepPlanReview).Status)
-	fp := got.Outputs[workflow.OutFingerprint]
+	fp := got.Checkpoints.Fingerprint
 	require.Contains(t, got.Step(workflow.StepPlanReview).Message, "relcap approve --plan "+fp)
 
 	// The author may not approve their own plan here.
@@ -242,7 +244,7 @@ func TestStalePlanIsRefusedAndApprovalsDoNotCarryOver(t *testing.T) {
 	require.NoError(t, err)
 	got, err := captain.svc.Run(ctx, r.ID, nil)
 	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
-	oldFP := got.Outputs[workflow.OutFingerprint]
+	oldFP := got.Checkpoints.Fingerprint
 	_, _, err = reviewer.svc.ApprovePlan(ctx, oldFP, "")
 	require.NoError(t, err)
 
@@ -251,7 +253,7 @@ func TestStalePlanIsRefusedAndApprovalsDoNotCarryOver(t *testing.T) {
 
 	got, err = captain.svc.Run(ctx, r.ID, nil)
 	require.ErrorIs(t, err, workflow.ErrApprovalRequired, "the new plan needs its own approval")
-	newFP := got.Outputs[workflow.OutFingerprint]
+	newFP := got.Checkpoints.Fingerprint
 	require.NotEqual(t, oldFP, newFP)
 	require.Contains(t, got.Step(workflow.StepPlanReview).Message, "stale")
 	require.Equal(t, 0, w.Applies)
@@ -284,7 +286,7 @@ func TestOwnershipConflictBlocksTheRelease(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
-	w.Objects = append(w.Objects, workflow.ManagedObject{Manager: workflow.OwnerTerraform, TerraformAddress: "kubectl_manifest.web_scale", TerraformType: "kubectl_manifest",
+	w.Objects = append(w.Objects, ownership.ManagedObject{Manager: ownership.OwnerTerraform, TerraformAddress: "kubectl_manifest.web_scale", TerraformType: "kubectl_manifest",
 		Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas", "spec.template.spec.containers[web].image"}})
 	p := newProcess(t, testProject(0), w, l, clock, "alice")
 	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
@@ -313,7 +315,7 @@ func TestDegradedApplicationFailsWithNextSafeAction(t *testing.T) {
 	require.Equal(t, workflow.Failed, conv.Status)
 	require.Len(t, conv.Findings, 1)
 	require.Contains(t, conv.Findings[0].NextAction, "relcap rollback")
-	require.Equal(t, got.Outputs[workflow.OutEnvCommit], conv.Findings[0].Evidence["intended_revision"])
+	require.Equal(t, got.Checkpoints.EnvCommit, conv.Findings[0].Fact("intended_revision"))
 }
 
 func TestInterruptedRunLeavesStepResumable(t *testing.T) {
@@ -354,7 +356,7 @@ func TestMachineWaitIsRecordedApartFromStaffEffort(t *testing.T) {
 	require.NoError(t, err)
 	entries, err := l.Effort(ctx, r.ID)
 	require.NoError(t, err)
-	totals := workflow.SumEffort(entries)
+	totals := effort.Sum(entries)
 	require.Equal(t, 40*time.Second, totals.Wait, "four app states, ten seconds each")
 	require.Equal(t, time.Duration(0), totals.OffTool)
 }

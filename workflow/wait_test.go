@@ -3,26 +3,77 @@ package workflow_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
+// waitResult is what Watch.Wait returned.
+type waitResult struct {
+	st  workflow.AppState
+	v   workflow.Verdict
+	err error
+}
+
+// waitDriven runs w.Wait in the background and moves the fake clock on by
+// step whenever the watch waits on it, until the watch returns or stop
+// (asked each time the watch waits) says to stop, which cancels it. No
+// test waits on the wall clock: time passes only when the watch waits.
+func waitDriven(t *testing.T, clock *workflowtest.Clock, w workflow.Watch, want workflow.Want, step time.Duration, stop func() bool) waitResult {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	waiting, returned := context.WithCancel(ctx)
+	done := make(chan waitResult, 1)
+	go func() {
+		st, v, err := w.Wait(ctx, workflow.AppRef{Name: "web"}, want)
+		done <- waitResult{st, v, err}
+		returned()
+	}()
+	for range 10_000 {
+		if !clock.WaitForTimers(waiting, 1) {
+			return <-done
+		}
+		if stop != nil && stop() {
+			cancel()
+			return <-done
+		}
+		clock.Advance(step)
+	}
+	t.Fatal("the watch did not return after 10,000 steps of the clock")
+	return waitResult{}
+}
+
 // rollingBack is a Convergence whose application still runs the failing
-// previous revision (its Pod cannot pull its image) until, after a while,
-// Argo CD syncs the wanted revision and turns healthy.
+// previous revision (its Pod cannot pull its image) while the watch reads
+// the resource tree a few times, then Argo CD syncs the wanted revision
+// and turns healthy.
 type rollingBack struct {
-	want  workflow.Want
-	after time.Duration
-	start time.Time
+	want       workflow.Want
+	failReads  int           // tree reads that still show the failing Pod
+	syncedNow  chan struct{} // closed when the wanted revision is synced
+	mu         sync.Mutex
+	reads      int
+	closedOnce sync.Once
+}
+
+func (c *rollingBack) synced() bool {
+	select {
+	case <-c.syncedNow:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *rollingBack) state() workflow.AppState {
 	img := "registry.test/web@" + c.want.Digest.String()
-	if time.Since(c.start) < c.after {
+	if !c.synced() {
 		return workflow.AppState{SyncStatus: workflow.SyncOutOfSync, SyncRevision: "bad-rev", Health: workflow.HealthProgressing, Version: "1"}
 	}
 	return workflow.AppState{SyncStatus: workflow.SyncSynced, SyncRevision: c.want.Revision, Health: workflow.HealthHealthy, Operation: workflow.OperationSucceeded, Images: []string{img}, Version: "2"}
@@ -37,7 +88,7 @@ func (c *rollingBack) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<
 	go func() {
 		defer close(ch)
 		select {
-		case <-time.After(time.Until(c.start.Add(c.after))):
+		case <-c.syncedNow:
 		case <-ctx.Done():
 			return
 		}
@@ -51,9 +102,13 @@ func (c *rollingBack) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<
 }
 
 func (c *rollingBack) ResourceTree(context.Context, workflow.AppRef) ([]workflow.AppResource, error) {
-	if time.Since(c.start) < c.after {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reads < c.failReads {
+		c.reads++
 		return []workflow.AppResource{{Kind: "Pod", Namespace: "web", Name: "web-bad", Health: workflow.HealthDegraded, Message: `Back-off pulling image "registry.test/web@sha256:bad"`}}, nil
 	}
+	c.closedOnce.Do(func() { close(c.syncedNow) })
 	return []workflow.AppResource{{Kind: "Pod", Namespace: "web", Name: "web-good", Health: workflow.HealthHealthy}}, nil
 }
 
@@ -65,25 +120,26 @@ func TestWaitConvergedIgnoresThePreviousRevisionsFailingPods(t *testing.T) {
 	t.Parallel()
 	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("ab", 32))
 	require.NoError(t, err)
-	c := &rollingBack{want: workflow.Want{Revision: "good-rev", Digest: d}, after: 2500 * time.Millisecond, start: time.Now()}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	st, v, err := workflow.WaitConverged(ctx, c, workflow.AppRef{Name: "web"}, c.want, nil)
-	require.NoError(t, err)
-	require.Equal(t, workflow.VerdictConverged, v.Kind, "%+v", v)
-	require.Equal(t, "good-rev", st.SyncRevision)
+	clock := workflowtest.NewClock(t0)
+	c := &rollingBack{want: workflow.Want{Revision: "good-rev", Digest: d}, failReads: 3, syncedNow: make(chan struct{})}
+	r := waitDriven(t, clock, workflow.Watch{Source: c, Clock: clock}, c.want, workflow.DefaultWaitOptions.TreeInterval, nil)
+	require.NoError(t, r.err)
+	require.Equal(t, workflow.VerdictConverged, r.v.Kind, "%+v", r.v)
+	require.Equal(t, "good-rev", r.st.SyncRevision)
+	require.Equal(t, 3, c.reads, "the watch read the failing tree three times and went on waiting")
 }
 
 // quiet is a Convergence whose application never changes (a frozen
 // status) and whose controller answers refresh requests or not.
 type quiet struct {
+	clock    *workflowtest.Clock
 	answers  bool
 	refreshs int
 }
 
 func (q *quiet) Get(context.Context, workflow.AppRef) (workflow.AppState, error) {
 	return workflow.AppState{Name: "web", SyncStatus: workflow.SyncSynced, SyncRevision: "rev2", Health: workflow.HealthProgressing, Version: "7",
-		ReconciledAt: time.Now().Add(-time.Minute)}, nil
+		ReconciledAt: q.clock.Now().Add(-time.Minute)}, nil
 }
 
 func (q *quiet) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
@@ -98,7 +154,7 @@ func (q *quiet) Refresh(ctx context.Context, _ workflow.AppRef, within time.Dura
 		return nil
 	}
 	select {
-	case <-time.After(within):
+	case <-q.clock.After(within):
 		return workflow.ErrNotReconciled
 	case <-ctx.Done():
 		return ctx.Err()
@@ -110,25 +166,40 @@ func (q *quiet) Refresh(ctx context.Context, _ workflow.AppRef, within time.Dura
 // watch waiting (and asked again later), one that does not is named.
 func TestWaitConvergedTellsAQuietRolloutFromAStoppedController(t *testing.T) {
 	t.Parallel()
-	o := workflow.WaitOptions{TreeInterval: 20 * time.Millisecond, ReadinessGrace: time.Minute, StallAfter: 100 * time.Millisecond, RefreshWithin: 100 * time.Millisecond}
+	o := workflow.WaitOptions{TreeInterval: 2 * time.Second, ReadinessGrace: time.Minute, StallAfter: 30 * time.Second, RefreshWithin: 20 * time.Second}
 	want := workflow.Want{Revision: "rev2"}
 
-	alive := &quiet{answers: true}
-	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
-	defer cancel()
-	_, v, err := workflow.WaitConvergedWith(ctx, alive, workflow.AppRef{Name: "web"}, want, nil, o)
-	require.ErrorIs(t, err, context.DeadlineExceeded, "a controller that answers is not a stall: the watch waits on")
-	require.Equal(t, workflow.VerdictAppliedUnhealthy, v.Kind)
-	require.GreaterOrEqual(t, alive.refreshs, 2, "asked again after each quiet period")
+	clock := workflowtest.NewClock(t0)
+	alive := &quiet{clock: clock, answers: true}
+	r := waitDriven(t, clock, workflow.Watch{Source: alive, Clock: clock, Options: o}, want, o.TreeInterval,
+		func() bool { return clock.Now().Sub(t0) >= 3*time.Minute })
+	require.ErrorIs(t, r.err, context.Canceled, "a controller that answers is not a stall: the watch waits on")
+	require.Equal(t, workflow.VerdictAppliedUnhealthy, r.v.Kind)
+	require.Equal(t, 6, alive.refreshs, "asked once per 30 s of quiet in 3 minutes")
 
-	stopped := &quiet{}
-	st, v, err := workflow.WaitConvergedWith(t.Context(), stopped, workflow.AppRef{Name: "web"}, want, nil, o)
-	require.NoError(t, err)
-	require.Equal(t, workflow.VerdictReconcileStalled, v.Kind)
-	require.True(t, v.Terminal)
+	clock = workflowtest.NewClock(t0)
+	stopped := &quiet{clock: clock}
+	r = waitDriven(t, clock, workflow.Watch{Source: stopped, Clock: clock, Options: o}, want, o.TreeInterval, nil)
+	require.NoError(t, r.err)
+	require.Equal(t, workflow.VerdictReconcileStalled, r.v.Kind)
+	require.True(t, r.v.Terminal)
 	require.Equal(t, 1, stopped.refreshs)
-	require.Equal(t, workflow.HealthProgressing, st.Health)
-	require.Contains(t, v.Reason, "did not reconcile web within 100ms of a refresh request; it last reconciled at ")
-	require.Regexp(t, `\(1m\ds ago\)`, v.Reason)
-	require.Contains(t, v.Reason, "frozen at sync Synced at rev2, health Progressing")
+	require.Equal(t, workflow.HealthProgressing, r.st.Health)
+	require.Equal(t, t0.Add(50*time.Second), clock.Now(), "named 30 s of quiet plus the 20 s the controller had to answer")
+	require.Contains(t, r.v.Reason, "did not reconcile web within 20s of a refresh request; it last reconciled at 08:59:00 UTC (1m50s ago)")
+	require.Contains(t, r.v.Reason, "frozen at sync Synced at rev2, health Progressing")
+}
+
+// TestWatchTimesOutOnItsClock: the convergence timeout is measured on the
+// Service's clock, like every other wait of the watch.
+func TestWatchTimesOutOnItsClock(t *testing.T) {
+	t.Parallel()
+	clock := workflowtest.NewClock(t0)
+	alive := &quiet{clock: clock, answers: true}
+	o := workflow.DefaultWaitOptions
+	o.Timeout = 10 * time.Minute
+	r := waitDriven(t, clock, workflow.Watch{Source: alive, Clock: clock, Options: o}, workflow.Want{Revision: "rev2"}, o.TreeInterval, nil)
+	require.ErrorIs(t, r.err, workflow.ErrWatchTimedOut)
+	require.ErrorIs(t, r.err, workflow.ErrNotConverged)
+	require.WithinRange(t, clock.Now(), t0.Add(10*time.Minute), t0.Add(10*time.Minute+2*o.TreeInterval), "timed out when its clock said so")
 }

@@ -233,9 +233,9 @@ func toState(app *v1alpha1.Application, now time.Time) workflow.AppState {
 	st := workflow.AppState{
 		Name:          app.Name,
 		Version:       app.ResourceVersion,
-		SyncStatus:    string(app.Status.Sync.Status),
+		SyncStatus:    workflow.SyncStatus(app.Status.Sync.Status),
 		SyncRevision:  app.Status.Sync.Revision,
-		Health:        string(app.Status.Health.Status),
+		Health:        workflow.HealthStatus(app.Status.Health.Status),
 		HealthMessage: app.Status.Health.Message,
 		Images:        slices.Clone(app.Status.Summary.Images),
 		ObservedAt:    now,
@@ -267,9 +267,9 @@ func toState(app *v1alpha1.Application, now time.Time) workflow.AppState {
 		}
 	}
 	for _, r := range app.Status.Resources {
-		res := workflow.AppResource{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: string(r.Status)}
+		res := workflow.AppResource{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: workflow.SyncStatus(r.Status)}
 		if r.Health != nil {
-			res.Health, res.Message = string(r.Health.Status), r.Health.Message
+			res.Health, res.Message = workflow.HealthStatus(r.Health.Status), r.Health.Message
 		}
 		st.Resources = append(st.Resources, res)
 	}
@@ -296,10 +296,10 @@ var retrySuffix = regexp.MustCompile(` due to application controller sync timeou
 // judges "operation in progress": a requested operation not yet picked
 // up, or a finished one the controller has not reconciled since (argo-cd
 // #5592: sync and health lag the operation until then), count as Running.
-func operation(app *v1alpha1.Application) (phase, msg string) {
+func operation(app *v1alpha1.Application) (phase workflow.OperationPhase, msg string) {
 	last := app.Status.OperationState
 	if app.Operation != nil && !app.Operation.DryRun() {
-		if last != nil && string(last.Phase) == workflow.OperationRunning {
+		if last != nil && workflow.OperationPhase(last.Phase) == workflow.OperationRunning {
 			// The controller has the operation in hand (app.operation
 			// stays set while it runs and while it waits to retry): its
 			// state says how it goes.
@@ -310,7 +310,7 @@ func operation(app *v1alpha1.Application) (phase, msg string) {
 	if last == nil {
 		return "", ""
 	}
-	phase, msg = string(last.Phase), retrySuffix.ReplaceAllString(last.Message, "")
+	phase, msg = workflow.OperationPhase(last.Phase), retrySuffix.ReplaceAllString(last.Message, "")
 	switch phase {
 	case "Terminating":
 		return workflow.OperationRunning, "terminating: " + msg

@@ -2,6 +2,7 @@ package argocd_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ func waitState(t testing.TB, updates <-chan workflow.AppUpdate, within time.Dura
 func summary(states []workflow.AppState) []string {
 	out := make([]string, 0, len(states))
 	for _, s := range states {
-		out = append(out, s.Version+" "+s.SyncStatus+"@"+short(s.SyncRevision)+" "+s.Health+" op="+s.Operation)
+		out = append(out, fmt.Sprintf("%s %s@%s %s op=%s", s.Version, s.SyncStatus, short(s.SyncRevision), s.Health, s.Operation))
 	}
 	return out
 }
@@ -120,3 +121,6 @@ func version(t testing.TB, v string) uint64 {
 type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
+
+// After is time.After: these tests time nothing with the clock.
+func (_ fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

@@ -14,6 +14,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // OwnershipSource returns a workflow.OwnershipSource that reads, for an
@@ -33,14 +34,14 @@ type ownershipSource struct {
 // ManagedObjects reads every application of env in turn; a missing or
 // unreadable application is an error, since skipping it would hide its
 // objects from the check.
-func (s *ownershipSource) ManagedObjects(ctx context.Context, env workflow.Environment) ([]workflow.ManagedObject, error) {
+func (s *ownershipSource) ManagedObjects(ctx context.Context, env workflow.Environment) ([]ownership.ManagedObject, error) {
 	var names []string
 	for _, n := range append([]string{env.ArgoCD.App}, s.apps...) {
 		if n != "" && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
-	var out []workflow.ManagedObject
+	var out []ownership.ManagedObject
 	for _, n := range names {
 		objs, err := s.a.AppObjects(ctx, workflow.AppRef{Env: env.Name, Name: n})
 		if err != nil {
@@ -53,7 +54,7 @@ func (s *ownershipSource) ManagedObjects(ctx context.Context, env workflow.Envir
 
 // AppObjects reads one application (Get: spec and history) and its
 // managed resources, and translates them with OwnedObjects.
-func (a *Adapter) AppObjects(ctx context.Context, ref workflow.AppRef) ([]workflow.ManagedObject, error) {
+func (a *Adapter) AppObjects(ctx context.Context, ref workflow.AppRef) ([]ownership.ManagedObject, error) {
 	app, err := a.getApp(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -141,17 +142,17 @@ func factsOf(name string, app *v1alpha1.Application) AppFacts {
 
 // OwnedObjects translates an application's managed resources into the
 // objects Argo CD writes: identity, the field paths the desired (target)
-// manifest sets, in workflow.FieldPaths' scheme, and the fields its
+// manifest sets, in ownership.FieldPaths' scheme, and the fields its
 // ignoreDifferences leaves alone. A resource Git no longer has (no target
 // state) is still managed, with no fields known: Argo CD prunes it or
 // shows it as OutOfSync. Every object carries the app's sync policy and
 // the number of self-heal syncs in its history (SelfHealSyncs).
-func OwnedObjects(app AppFacts, resources []ManagedResource) ([]workflow.ManagedObject, error) {
+func OwnedObjects(app AppFacts, resources []ManagedResource) ([]ownership.ManagedObject, error) {
 	rev, heals, lastHeal := selfHeals(app.History, app.LastSync)
-	out := make([]workflow.ManagedObject, 0, len(resources))
+	out := make([]ownership.ManagedObject, 0, len(resources))
 	for _, r := range resources {
-		o := workflow.ManagedObject{
-			Manager: workflow.OwnerArgoCD, App: app.Name,
+		o := ownership.ManagedObject{
+			Manager: ownership.OwnerArgoCD, App: app.Name,
 			Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
 			Automated: app.Policy.Automated, SelfHeal: app.Policy.SelfHeal, Prune: app.Policy.Prune,
 			Revision: rev, SelfHealSyncs: heals, LastSelfHeal: lastHeal,
@@ -162,14 +163,14 @@ func OwnedObjects(app AppFacts, resources []ManagedResource) ([]workflow.Managed
 				// Never quote the manifest: a Secret's target state is in it.
 				return nil, fmt.Errorf("argo cd application %s: target state of %s %s/%s is not a JSON object", app.Name, r.Kind, r.Namespace, r.Name)
 			}
-			o.Fields = workflow.FieldPaths(target)
+			o.Fields = ownership.FieldPaths(target)
 		}
 		for _, d := range app.IgnoreDifferences {
 			if !d.matches(r) {
 				continue
 			}
 			for _, p := range d.JSONPointers {
-				if f := workflow.JSONPointerField(p, target); f != "" {
+				if f := ownership.JSONPointerField(p, target); f != "" {
 					o.IgnoredFields = append(o.IgnoredFields, f)
 				}
 			}
@@ -281,7 +282,7 @@ func JQPathField(expr string, obj map[string]any) (string, bool) {
 	for _, s := range segs {
 		switch s.kind {
 		case 'k':
-			p = workflow.JoinField(p, s.key)
+			p = ownership.JoinField(p, s.key)
 			m, _ := node.(map[string]any)
 			node = m[s.key]
 		case '*':

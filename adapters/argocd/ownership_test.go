@@ -9,6 +9,7 @@ import (
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 const webTarget = `{"apiVersion":"apps/v1","kind":"Deployment",
@@ -99,7 +100,7 @@ func TestOwnershipSourceReadsTheAppFromTheSimulator(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, objs, 1)
 	web := objs[0]
-	require.Equal(t, workflow.OwnerArgoCD, web.Manager)
+	require.Equal(t, ownership.OwnerArgoCD, web.Manager)
 	require.Equal(t, "web-staging", web.App)
 	require.Equal(t, "apps/Deployment web/web", web.KubeKey())
 	require.Contains(t, web.Fields, "spec.replicas")
@@ -117,18 +118,18 @@ func TestOwnershipSourceReadsTheAppFromTheSimulator(t *testing.T) {
 		}, 10*time.Second, 50*time.Millisecond, "self-heal %d", i+1)
 	}
 
-	fs := workflow.CheckOwnership(workflow.OwnershipMap{File: "ownership.yaml", Rules: []workflow.OwnershipRule{
-		{Line: 2, Match: workflow.Match{Kind: "Deployment"}, Owner: workflow.OwnerArgoCD},
+	fs := ownership.Check(ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{
+		{Line: 2, Match: ownership.Match{Kind: "Deployment"}, Owner: ownership.OwnerArgoCD},
 	}}, mustObjects(t, src, wenv))
 	require.Len(t, fs, 1)
-	require.Equal(t, workflow.CodeOwnershipDriftLoop, fs[0].Code)
+	require.Equal(t, ownership.CodeDriftLoop, fs[0].Code)
 	require.Equal(t, "argocd app web-staging", fs[0].Subject)
 
 	_, err = e.adapter.OwnershipSource("no-such-app").ManagedObjects(t.Context(), wenv)
 	require.ErrorIs(t, err, argocd.ErrTokenRejected, "an app that cannot be read fails the source rather than vanishing from the check")
 }
 
-func mustObjects(t *testing.T, src workflow.OwnershipSource, env workflow.Environment) []workflow.ManagedObject {
+func mustObjects(t *testing.T, src workflow.OwnershipSource, env workflow.Environment) []ownership.ManagedObject {
 	t.Helper()
 	objs, err := src.ManagedObjects(t.Context(), env)
 	require.NoError(t, err)

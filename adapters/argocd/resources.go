@@ -28,7 +28,7 @@ func (a *Adapter) ResourceTree(ctx context.Context, ref workflow.AppRef) ([]work
 	for _, n := range tree.Nodes {
 		r := workflow.AppResource{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
 		if n.Health != nil {
-			r.Health, r.Message = string(n.Health.Status), n.Health.Message
+			r.Health, r.Message = workflow.HealthStatus(n.Health.Status), n.Health.Message
 		}
 		if len(n.ParentRefs) > 0 {
 			p := n.ParentRefs[0]

@@ -26,7 +26,7 @@ func TestOperationFollowsAppWaitsInProgressRule(t *testing.T) {
 	cases := []struct {
 		name      string
 		app       v1alpha1.Application
-		wantPhase string
+		wantPhase workflow.OperationPhase
 	}{
 		{"no operation ever", v1alpha1.Application{}, ""},
 		{"requested, not yet picked up", v1alpha1.Application{Operation: &v1alpha1.Operation{Sync: &v1alpha1.SyncOperation{}},

@@ -43,7 +43,7 @@ func TestWaitConvergedDoesNotAcceptAHealthyAppAtTheWrongRevisionOrDigest(t *test
 	for _, tc := range []struct {
 		name string
 		want workflow.Want
-		kind string
+		kind workflow.VerdictKind
 	}{
 		{"a revision the app is not at", workflow.Want{Revision: strings.Repeat("ab", 20), Digest: digest(t, "v1")}, workflow.VerdictWrongRevision},
 		{"a digest the app does not run", workflow.Want{Revision: e.rev1, Digest: digest(t, "v9")}, workflow.VerdictWrongArtifact},
@@ -145,7 +145,7 @@ func TestWaitConvergedNamesAStoppedControllerAndRecoversWhenItIsBack(t *testing.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	st, v, err := workflow.WaitConvergedWith(ctx, e.adapter, e.ref, want, nil, o)
+	st, v, err := workflow.Watch{Source: e.adapter, Options: o}.Wait(ctx, e.ref, want)
 	require.NoError(t, err)
 	require.Equal(t, workflow.VerdictReconcileStalled, v.Kind, v.Reason)
 	require.True(t, v.Terminal)
@@ -157,7 +157,7 @@ func TestWaitConvergedNamesAStoppedControllerAndRecoversWhenItIsBack(t *testing.
 	require.Contains(t, v.NextAction, "relcap rollback")
 
 	e.sim.StartController()
-	_, v, err = workflow.WaitConvergedWith(ctx, e.adapter, e.ref, want, nil, o)
+	_, v, err = workflow.Watch{Source: e.adapter, Options: o}.Wait(ctx, e.ref, want)
 	require.NoError(t, err)
 	require.Equal(t, workflow.VerdictConverged, v.Kind, v.Reason)
 }

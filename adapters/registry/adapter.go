@@ -42,11 +42,29 @@ const (
 
 // Options configure an Adapter. The zero value talks HTTPS to registries,
 // with Docker's credentials and the default retry policy.
+// Credentials says where the adapter finds registry credentials.
+type Credentials int
+
+const (
+	// DockerConfig reads ~/.docker/config.json (or $DOCKER_CONFIG) and its
+	// credential helpers, the place `docker login` writes to.
+	DockerConfig Credentials = iota
+	// Anonymous sends no credentials: the demo's sandbox registry needs
+	// none, and a captain's Docker credentials have no business there.
+	Anonymous
+)
+
+func (c Credentials) keychain() authn.Keychain {
+	if c == Anonymous {
+		return authn.NewMultiKeychain()
+	}
+	return authn.DefaultKeychain
+}
+
 type Options struct {
-	// Keychain finds credentials per registry; nil means
-	// authn.DefaultKeychain, i.e. ~/.docker/config.json and its credential
-	// helpers, the place `docker login` writes to.
-	Keychain authn.Keychain
+	// Credentials says where registry credentials come from: the Docker
+	// config by default.
+	Credentials Credentials
 	// Insecure allows plain HTTP to every registry. Without it, ggcr
 	// already falls back to plain HTTP for loopback (127.0.0.1, localhost,
 	// ::1, *.localhost) and private RFC 1918 addresses, after trying HTTPS.
@@ -123,7 +141,7 @@ type Adapter struct {
 // workflow.ErrUsage.
 func New(opts Options) (*Adapter, error) {
 	a := &Adapter{
-		keychain:    opts.Keychain,
+		keychain:    opts.Credentials.keychain(),
 		insecureAll: opts.Insecure,
 		insecure:    map[string]bool{},
 		transport:   opts.Transport,

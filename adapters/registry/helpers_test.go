@@ -273,17 +273,23 @@ func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { r
 // developer's ~/.docker/config.json.
 var anonymous = staticKeychain{auth: authn.Anonymous}
 
-// newAdapter returns an adapter with tiny retry delays for tests.
+// newAdapter returns an adapter with tiny retry delays and no credentials
+// for tests.
 func newAdapter(t testing.TB, opts Options) *Adapter {
 	t.Helper()
-	if opts.Keychain == nil {
-		opts.Keychain = anonymous
-	}
+	return newAdapterWithKeychain(t, opts, anonymous)
+}
+
+// newAdapterWithKeychain is newAdapter finding credentials in kc, as the
+// Docker config would give them.
+func newAdapterWithKeychain(t testing.TB, opts Options, kc authn.Keychain) *Adapter {
+	t.Helper()
 	if opts.Retry == (RetryPolicy{}) {
 		opts.Retry = RetryPolicy{Attempts: 5, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 	}
 	a, err := New(opts)
 	require.NoError(t, err)
+	a.keychain = kc
 	return a
 }
 

@@ -328,7 +328,7 @@ func TestPromoteUnauthorized(t *testing.T) {
 	require.NotContains(t, err.Error(), "s3cret")
 
 	// With the credentials the keychain would find, it works.
-	a := newAdapter(t, Options{Keychain: staticKeychain{auth: &authn.Basic{Username: "captain", Password: "s3cret"}}})
+	a := newAdapterWithKeychain(t, Options{}, staticKeychain{auth: &authn.Basic{Username: "captain", Password: "s3cret"}})
 	_, err = a.Promote(t.Context(), up.request(to))
 	require.NoError(t, err)
 }

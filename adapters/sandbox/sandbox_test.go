@@ -19,6 +19,8 @@ import (
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // newSandbox builds one sandbox for a test, stopped when it ends.
@@ -153,30 +155,30 @@ func TestSandboxOwnershipConflictIsRealAndFixOwnershipResolvesIt(t *testing.T) {
 	defer ad.Close()
 	sources := []workflow.OwnershipSource{tf, ad.OwnershipSource()}
 
-	check := func() []workflow.Finding {
+	check := func() []finding.Finding {
 		p, err := config.Load(sb.Config)
 		require.NoError(t, err)
 		env, err := p.Env("staging")
 		require.NoError(t, err)
-		var objects []workflow.ManagedObject
+		var objects []ownership.ManagedObject
 		for _, src := range sources {
 			objs, err := src.ManagedObjects(t.Context(), env)
 			require.NoError(t, err)
 			objects = append(objects, objs...)
 		}
-		return workflow.CheckOwnership(p.Ownership, objects)
+		return ownership.Check(p.Ownership, objects)
 	}
 
 	findings := check()
-	require.True(t, workflow.Blocking(findings), "%v", findings)
-	var blockers []workflow.Finding
+	require.True(t, finding.Blocking(findings), "%v", findings)
+	var blockers []finding.Finding
 	for _, f := range findings {
-		if f.Severity == workflow.Blocker {
+		if f.Severity == finding.Blocker {
 			blockers = append(blockers, f)
 		}
 	}
 	require.Len(t, blockers, 1, "exactly one conflict to resolve: %v", findings)
-	require.Equal(t, workflow.CodeOwnershipWrongOwner, blockers[0].Code)
+	require.Equal(t, ownership.CodeWrongOwner, blockers[0].Code)
 	require.Equal(t, "terraform_data.db_migration", blockers[0].Subject)
 
 	fix, err := sb.FixOwnership()

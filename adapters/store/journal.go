@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // JournalFile is the name of a session's journal inside its directory.
@@ -34,7 +37,7 @@ type FileJournal struct {
 	mu     sync.Mutex
 	f      *os.File
 	size   int64
-	prev   *workflow.JournalEntry
+	prev   *journal.Entry
 	broken error // set when the file may end in a partial line
 	closed bool
 }
@@ -125,25 +128,26 @@ func (j *FileJournal) Path() string { return j.path }
 // update fails, Append returns the error and the next Append moves the head
 // past it. A failed write or fsync makes the journal refuse further entries,
 // because the file may then end in a partial or lost line.
-func (j *FileJournal) Append(ctx context.Context, kind string, data any) (workflow.JournalEntry, error) {
+func (j *FileJournal) Append(ctx context.Context, rec workflow.JournalRecord) (journal.Entry, error) {
+	kind := rec.JournalKind()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	switch {
 	case j.closed:
-		return workflow.JournalEntry{}, fmt.Errorf("journal %s: session %s is closed", j.path, j.session.ID)
+		return journal.Entry{}, fmt.Errorf("journal %s: session %s is closed", j.path, j.session.ID)
 	case j.broken != nil:
-		return workflow.JournalEntry{}, fmt.Errorf("journal %s can take no more entries: %w", j.path, j.broken)
+		return journal.Entry{}, fmt.Errorf("journal %s can take no more entries: %w", j.path, j.broken)
 	}
 	if err := ctx.Err(); err != nil {
-		return workflow.JournalEntry{}, fmt.Errorf("journal %s: %w", kind, err)
+		return journal.Entry{}, fmt.Errorf("journal %s: %w", kind, err)
 	}
-	e, err := workflow.NextEntry(j.prev, j.clock.Now(), j.session.Actor, kind, data)
+	e, err := journal.Next(j.prev, j.clock.Now(), j.session.Actor, kind, rec)
 	if err != nil {
-		return workflow.JournalEntry{}, err
+		return journal.Entry{}, err
 	}
 	line, err := json.Marshal(e)
 	if err != nil {
-		return workflow.JournalEntry{}, fmt.Errorf("journal %s: encode entry: %w", kind, err)
+		return journal.Entry{}, fmt.Errorf("journal %s: encode entry: %w", kind, err)
 	}
 	line = append(line, '\n')
 	if _, err := j.f.Write(line); err != nil {
@@ -152,18 +156,18 @@ func (j *FileJournal) Append(ctx context.Context, kind string, data any) (workfl
 		if terr := j.f.Truncate(j.size); terr != nil {
 			j.broken = fmt.Errorf("write failed (%w) and the partial line could not be removed (%w)", err, terr)
 		}
-		return workflow.JournalEntry{}, fmt.Errorf("write journal %s: %w", j.path, err)
+		return journal.Entry{}, fmt.Errorf("write journal %s: %w", j.path, err)
 	}
 	if err := j.f.Sync(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages
 		// and a retry can report success without the data on disk, so the
 		// line's durability is unknown for good.
 		j.broken = fmt.Errorf("fsync failed: %w", err)
-		return workflow.JournalEntry{}, fmt.Errorf("sync journal %s: %w", j.path, err)
+		return journal.Entry{}, fmt.Errorf("sync journal %s: %w", j.path, err)
 	}
 	j.size += int64(len(line))
 	j.prev = &e
-	head := workflow.JournalHead{SessionID: j.session.ID, Seq: e.Seq, Hash: e.Hash}
+	head := journal.Head{SessionID: j.session.ID, Seq: e.Seq, Hash: e.Hash}
 	if err := j.ledger.SetJournalHead(context.WithoutCancel(ctx), head); err != nil {
 		return e, fmt.Errorf("journal %s: entry %d is written but the ledger head was not updated: %w", j.path, e.Seq, err)
 	}
@@ -190,10 +194,10 @@ func (j *FileJournal) Close(ctx context.Context) error {
 }
 
 // ReadJournal returns the raw lines of the journal at path, numbered from
-// 1, for workflow.VerifyJournal. A last line without a newline (a write cut
+// 1, for journal.Verify. A last line without a newline (a write cut
 // short) is still a line. A missing file is an error wrapping
 // workflow.ErrNotFound.
-func ReadJournal(path string) ([]workflow.JournalLine, error) {
+func ReadJournal(path string) ([]journal.Line, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("journal %s: %w", path, workflow.ErrNotFound)
@@ -201,30 +205,67 @@ func ReadJournal(path string) ([]workflow.JournalLine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read journal %s: %w", path, err)
 	}
-	var lines []workflow.JournalLine
+	var lines []journal.Line
 	for n := 1; len(b) > 0; n++ {
 		text, rest, _ := bytes.Cut(b, []byte{'\n'})
-		lines = append(lines, workflow.JournalLine{Number: n, Text: text})
+		lines = append(lines, journal.Line{Number: n, Text: text})
 		b = rest
 	}
 	return lines, nil
 }
 
 // ReadEntries decodes the journal at path for display. It does not verify
-// the chain (workflow.VerifyJournal does). On a line that is not an entry
+// the chain (journal.Verify does). On a line that is not an entry
 // it returns the entries before it and an error naming the line.
-func ReadEntries(path string) ([]workflow.JournalEntry, error) {
+func ReadEntries(path string) ([]journal.Entry, error) {
 	lines, err := ReadJournal(path)
 	if err != nil {
 		return nil, err
 	}
-	entries := make([]workflow.JournalEntry, 0, len(lines))
+	entries := make([]journal.Entry, 0, len(lines))
 	for _, l := range lines {
-		var e workflow.JournalEntry
+		var e journal.Entry
 		if err := json.Unmarshal(l.Text, &e); err != nil {
 			return entries, fmt.Errorf("journal %s line %d is not a journal entry: %w", path, l.Number, err)
 		}
 		entries = append(entries, e)
 	}
 	return entries, nil
+}
+
+// SessionFiles reads the session directories under Dir: each session's
+// journal and the recordings beside it. It is workflow.SessionFiles.
+type SessionFiles struct{ Dir string }
+
+var _ workflow.SessionFiles = SessionFiles{}
+
+// JournalPath is where session id's journal is.
+func (f SessionFiles) JournalPath(id string) string {
+	return filepath.Join(f.Dir, filepath.Base(id), JournalFile)
+}
+
+// JournalLines reads session id's journal for verification.
+func (f SessionFiles) JournalLines(_ context.Context, id string) ([]journal.Line, error) {
+	if err := checkSessionID(id); err != nil {
+		return nil, err
+	}
+	return ReadJournal(f.JournalPath(id))
+}
+
+// RecordingSHA256 hashes the file name (as a journal names it) of session
+// id's directory; only a plain file name is accepted, never a path.
+func (f SessionFiles) RecordingSHA256(_ context.Context, id, name string) (string, error) {
+	if err := checkSessionID(id); err != nil {
+		return "", err
+	}
+	file, err := os.Open(filepath.Join(f.Dir, filepath.Base(id), filepath.Base(name)))
+	if err != nil {
+		return "", err
+	}
+	defer file.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, file); err != nil {
+		return "", fmt.Errorf("read %s: %w", file.Name(), err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // stepClock advances one second per reading, so entries have distinct
@@ -29,6 +30,9 @@ func (c *stepClock) Now() time.Time {
 	c.t = c.t.Add(time.Second)
 	return c.t
 }
+
+// After is time.After: these tests time nothing with the clock.
+func (_ *stepClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 func TestNewSessionID(t *testing.T) {
 	t.Parallel()
@@ -86,7 +90,7 @@ func TestOpenSessionCreatesPrivateJournalAndRegisters(t *testing.T) {
 	sessions, err = fx.ledger.Sessions(ctx)
 	require.NoError(t, err)
 	require.False(t, sessions[0].EndedAt.IsZero())
-	_, err = fx.j.Append(ctx, "late", nil)
+	_, err = fx.j.Append(ctx, testRecord{kind: "late"})
 	require.ErrorContains(t, err, "is closed")
 
 	// The same session cannot be opened twice.
@@ -117,13 +121,13 @@ func TestOpenSessionLedgerFailureLeavesNoFile(t *testing.T) {
 
 // appendThree writes three entries and returns the journal's path and the
 // ledger's head.
-func appendThree(t *testing.T) (string, workflow.JournalHead, []workflow.JournalEntry) {
+func appendThree(t *testing.T) (string, journal.Head, []journal.Entry) {
 	t.Helper()
 	ctx := t.Context()
 	fx := openJournal(t)
-	var written []workflow.JournalEntry
+	var written []journal.Entry
 	for i, kind := range []string{"release.start", "plan.reviewed", "apply.done"} {
-		e, err := fx.j.Append(ctx, kind, map[string]any{"n": i, "note": "<b>&</b>\nline"})
+		e, err := fx.j.Append(ctx, testRecord{kind: journal.Kind(kind), N: i, Note: "<b>&</b>\nline"})
 		require.NoError(t, err)
 		require.Equal(t, int64(i+1), e.Seq)
 		require.Equal(t, "ana", e.Actor)
@@ -132,7 +136,7 @@ func appendThree(t *testing.T) (string, workflow.JournalHead, []workflow.Journal
 	require.NoError(t, fx.j.Close(ctx))
 	head, err := fx.ledger.JournalHead(ctx, fx.j.SessionID())
 	require.NoError(t, err)
-	require.Equal(t, workflow.JournalHead{SessionID: fx.j.SessionID(), Seq: 3, Hash: written[2].Hash}, head)
+	require.Equal(t, journal.Head{SessionID: fx.j.SessionID(), Seq: 3, Hash: written[2].Hash}, head)
 	return fx.j.Path(), head, written
 }
 
@@ -147,7 +151,7 @@ func TestJournalAppendVerifiesAndReads(t *testing.T) {
 		require.Equal(t, i+1, l.Number)
 		require.NotContains(t, string(l.Text), "\n")
 	}
-	n, problem := workflow.VerifyJournal(lines, head)
+	n, problem := journal.Verify(lines, head)
 	require.Nil(t, problem)
 	require.Equal(t, int64(3), n)
 
@@ -213,7 +217,7 @@ func TestJournalTamperingIsDetected(t *testing.T) {
 
 			lines, err := ReadJournal(path)
 			require.NoError(t, err)
-			_, problem := workflow.VerifyJournal(lines, head)
+			_, problem := journal.Verify(lines, head)
 			require.NotNil(t, problem)
 			require.Equal(t, tc.wantLine, problem.Line, problem.String())
 			require.Equal(t, tc.wantSeq, problem.Seq, problem.String())
@@ -271,7 +275,7 @@ func TestJournalConcurrentAppends(t *testing.T) {
 	errc := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			_, err := fx.j.Append(ctx, "tick", i)
+			_, err := fx.j.Append(ctx, testRecord{kind: "tick", N: i})
 			errc <- err
 		})
 	}
@@ -284,7 +288,7 @@ func TestJournalConcurrentAppends(t *testing.T) {
 	require.NoError(t, err)
 	head, err := fx.ledger.JournalHead(ctx, fx.j.SessionID())
 	require.NoError(t, err)
-	count, problem := workflow.VerifyJournal(lines, head)
+	count, problem := journal.Verify(lines, head)
 	require.Nil(t, problem)
 	require.Equal(t, int64(n), count)
 	require.NoError(t, fx.j.Close(ctx))
@@ -295,9 +299,19 @@ func TestJournalAppendHonoursCancelledContext(t *testing.T) {
 	fx := openJournal(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := fx.j.Append(ctx, "x", nil)
+	_, err := fx.j.Append(ctx, testRecord{kind: "x"})
 	require.ErrorIs(t, err, context.Canceled)
 	lines, err := ReadJournal(fx.j.Path())
 	require.NoError(t, err)
 	require.Empty(t, lines)
 }
+
+// testRecord is a journal record of the kind it names, for tests of the
+// journal itself.
+type testRecord struct {
+	kind journal.Kind
+	N    int    `json:"n"`
+	Note string `json:"note,omitempty"`
+}
+
+func (r testRecord) JournalKind() journal.Kind { return r.kind }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // RecordApproval stores a.
@@ -19,7 +21,7 @@ func (s *SQLite) RecordApproval(ctx context.Context, a workflow.Approval) error 
 	if err != nil {
 		return fmt.Errorf("record approval of %s %s: %w", a.Kind, a.Subject, err)
 	}
-	return s.inTx(ctx, "record approval of "+a.Kind+" "+a.Subject, func(tx *sql.Tx) error {
+	return s.inTx(ctx, fmt.Sprintf("record approval of %s %s", a.Kind, a.Subject), func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `
 INSERT INTO approvals (kind, subject, env, approver, comment, at) VALUES (?, ?, ?, ?, ?, ?)`,
 			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at)
@@ -29,7 +31,7 @@ INSERT INTO approvals (kind, subject, env, approver, comment, at) VALUES (?, ?, 
 
 // Approvals returns every approval of exactly kind and subject, oldest
 // first, duplicates included.
-func (s *SQLite) Approvals(ctx context.Context, kind, subject string) ([]workflow.Approval, error) {
+func (s *SQLite) Approvals(ctx context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT kind, subject, env, approver, comment, at FROM approvals
 WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
@@ -56,15 +58,15 @@ WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 }
 
 // RecordEffort stores entries, all or none: an invalid entry (see
-// workflow.EffortEntry.Validate) rejects the whole batch.
-func (s *SQLite) RecordEffort(ctx context.Context, entries []workflow.EffortEntry) error {
+// effort.Entry.Validate) rejects the whole batch.
+func (s *SQLite) RecordEffort(ctx context.Context, entries []effort.Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	ats := make([]any, len(entries))
 	for i, e := range entries {
 		if err := e.Validate(); err != nil {
-			return fmt.Errorf("record effort: %w", err)
+			return fmt.Errorf("%w: record effort: %w", workflow.ErrUsage, err)
 		}
 		v, err := timeValue(e.At)
 		if err != nil {
@@ -89,7 +91,7 @@ INSERT INTO effort (release_id, person, role, step, kind, duration_ns, at, note)
 }
 
 // Effort returns the effort recorded against releaseID, oldest first.
-func (s *SQLite) Effort(ctx context.Context, releaseID string) ([]workflow.EffortEntry, error) {
+func (s *SQLite) Effort(ctx context.Context, releaseID string) ([]effort.Entry, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT release_id, person, role, step, kind, duration_ns, at, note FROM effort
 WHERE release_id = ? ORDER BY at, id`, releaseID)
@@ -97,10 +99,10 @@ WHERE release_id = ? ORDER BY at, id`, releaseID)
 		return nil, s.fail("read effort of "+releaseID, err)
 	}
 	defer rows.Close()
-	var out []workflow.EffortEntry
+	var out []effort.Entry
 	for rows.Next() {
 		var (
-			e    workflow.EffortEntry
+			e    effort.Entry
 			kind string
 			ns   int64
 			at   sql.NullInt64
@@ -108,7 +110,7 @@ WHERE release_id = ? ORDER BY at, id`, releaseID)
 		if err := rows.Scan(&e.ReleaseID, &e.Person, &e.Role, &e.Step, &kind, &ns, &at, &e.Note); err != nil {
 			return nil, s.fail("read effort of "+releaseID, err)
 		}
-		e.Kind, e.Duration, e.At = workflow.EffortKind(kind), time.Duration(ns), timeOf(at)
+		e.Kind, e.Duration, e.At = effort.Kind(kind), time.Duration(ns), timeOf(at)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -160,7 +162,7 @@ type findingKey struct{ code, subject string }
 // not open yet is opened with first_seen at; one still open keeps its
 // first_seen and gets the new severity and message; an open one absent
 // from fs is resolved at at. All of it happens in one transaction.
-func (s *SQLite) RecordFindings(ctx context.Context, scope string, at time.Time, fs []workflow.Finding) error {
+func (s *SQLite) RecordFindings(ctx context.Context, scope string, at time.Time, fs []finding.Finding) error {
 	if scope == "" || at.IsZero() {
 		return fmt.Errorf("%w: findings need a scope and a time", workflow.ErrUsage)
 	}
@@ -169,7 +171,7 @@ func (s *SQLite) RecordFindings(ctx context.Context, scope string, at time.Time,
 		return fmt.Errorf("record findings of %s: %w", scope, err)
 	}
 	// A list may name one finding twice; the last one describes it.
-	present := make(map[findingKey]workflow.Finding, len(fs))
+	present := make(map[findingKey]finding.Finding, len(fs))
 	var order []findingKey
 	for _, f := range fs {
 		k := findingKey{f.Code, f.Subject}

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/report"
 )
 
-var _ workflow.ReportSource = (*SQLite)(nil)
+var _ report.Source = (*SQLite)(nil)
 
 // ReportData reads a report's records with one query per table, whatever
 // the number of releases (issue 9: 100,000 releases in under a second).
@@ -30,8 +32,8 @@ var _ workflow.ReportSource = (*SQLite)(nil)
 // connections, each in a read transaction; both transactions see the same
 // committed state of the ledger (see readSnapshots), so the tables agree
 // with each other even while another process writes.
-func (s *SQLite) ReportData(ctx context.Context, q workflow.ReportQuery) (workflow.ReportData, error) {
-	var data workflow.ReportData
+func (s *SQLite) ReportData(ctx context.Context, q report.Query) (report.Data, error) {
+	var data report.Data
 	from, err := timeValue(q.From)
 	if err != nil {
 		return data, fmt.Errorf("report: %w", err)
@@ -112,10 +114,10 @@ func (s *SQLite) ReportData(ctx context.Context, q workflow.ReportQuery) (workfl
 	}()
 	wg.Wait()
 	if relErr != nil {
-		return workflow.ReportData{}, s.fail(relStep, relErr)
+		return report.Data{}, s.fail(relStep, relErr)
 	}
 	if err != nil {
-		return workflow.ReportData{}, err
+		return report.Data{}, err
 	}
 	return data, nil
 }
@@ -156,9 +158,11 @@ func (s *SQLite) readSnapshots(ctx context.Context, n int) (txs []*sql.Tx, err e
 // effortKey is one numbered (person, role, step, kind) of effort_keys;
 // skip marks keys of other people in the per-person view.
 type effortKey struct {
-	person, role, step string
-	kind               workflow.EffortKind
-	skip               bool
+	person string
+	role   effort.Role
+	step   string
+	kind   effort.Kind
+	skip   bool
 }
 
 // readEffortKeys reads the effort key numbers, indexed by number. Only
@@ -182,7 +186,7 @@ func readEffortKeys(ctx context.Context, tx *sql.Tx, person string) ([]effortKey
 		if id < 0 || id > 1<<24 {
 			return nil, fmt.Errorf("effort key number %d is out of range", id)
 		}
-		k.kind, k.skip = workflow.EffortKind(kind), person != "" && k.person != person
+		k.kind, k.skip = effort.Kind(kind), person != "" && k.person != person
 		if id >= len(out) {
 			out = append(out, make([]effortKey, id+1-len(out))...)
 		}
@@ -196,7 +200,7 @@ func readEffortKeys(ctx context.Context, tx *sql.Tx, person string) ([]effortKey
 // (At and Note are not kept in the sums, and reports do not read them).
 // App, environment, kind, captain and status repeat across the rows, so
 // they are read as bytes and interned: one string per distinct value.
-func readReleaseFacts(ctx context.Context, tx *sql.Tx, cond string, args []any, keys []effortKey) ([]workflow.ReleaseFact, []workflow.EffortEntry, error) {
+func readReleaseFacts(ctx context.Context, tx *sql.Tx, cond string, args []any, keys []effortKey) ([]report.ReleaseFact, []effort.Entry, error) {
 	// Counting first (the index alone answers) sizes the slices once.
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM releases r`+cond, args...).Scan(&n); err != nil {
@@ -216,7 +220,7 @@ FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 	}
 	defer rows.Close()
 	var (
-		facts  = make([]workflow.ReleaseFact, 0, n)
+		facts  = make([]report.ReleaseFact, 0, n)
 		intern = map[string]string{}
 		in     = func(b []byte) string {
 			if s, ok := intern[string(b)]; ok {
@@ -234,11 +238,11 @@ FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 		ends                            = make([]int, 0, n)      // by release: end of its pairs
 	)
 	for rows.Next() {
-		var f workflow.ReleaseFact
+		var f report.ReleaseFact
 		if err := rows.Scan(&f.ID, &app, &env, &kind, &captain, &status, &created, &updated, &ended, &rollbackOf, &steps, &sums); err != nil {
 			return nil, nil, err
 		}
-		f.App, f.Env, f.Kind, f.Captain, f.Status = in(app), in(env), in(kind), in(captain), workflow.ReleaseStatus(in(status))
+		f.App, f.Env, f.Kind, f.Captain, f.Status = in(app), in(env), workflow.ReleaseKind(in(kind)), in(captain), workflow.ReleaseStatus(in(status))
 		f.CreatedAt, f.UpdatedAt, f.EndedAt = timeOf(created), timeOf(updated), timeOf(ended)
 		f.RollbackOf = string(rollbackOf)
 		if len(steps) > 0 && string(steps) != "[]" {
@@ -266,12 +270,12 @@ FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 	}
 	// Entries are made once their number is known: on a big ledger they
 	// are most of what a report allocates.
-	effort := make([]workflow.EffortEntry, len(pairs)/2)
+	entries := make([]effort.Entry, len(pairs)/2)
 	start := 0
 	for i, end := range ends {
 		for j := start; j < end; j += 2 {
 			k := &keys[pairs[j]]
-			effort[j/2] = workflow.EffortEntry{ReleaseID: facts[i].ID, Person: k.person, Role: k.role, Step: k.step,
+			entries[j/2] = effort.Entry{ReleaseID: facts[i].ID, Person: k.person, Role: k.role, Step: k.step,
 				Kind: k.kind, Duration: time.Duration(pairs[j+1])}
 		}
 		start = end
@@ -281,12 +285,12 @@ FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 	if !sorted {
 		slices.SortFunc(facts, compareFacts)
 	}
-	return facts, effort, nil
+	return facts, entries, nil
 }
 
 // compareFacts orders releases by creation time, then ID (ORDER BY
 // created_at, id: no creation time first).
-func compareFacts(a, b workflow.ReleaseFact) int {
+func compareFacts(a, b report.ReleaseFact) int {
 	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 }
 
@@ -373,7 +377,7 @@ func parseSums(pairs []int64, b []byte) ([]int64, bool) {
 }
 
 // readPlanFacts reads plans created or applied in the period.
-func readPlanFacts(ctx context.Context, tx *sql.Tx, env string, from, to any) ([]workflow.PlanFact, error) {
+func readPlanFacts(ctx context.Context, tx *sql.Tx, env string, from, to any) ([]report.PlanFact, error) {
 	var (
 		inPeriod []string
 		args     []any
@@ -396,9 +400,9 @@ func readPlanFacts(ctx context.Context, tx *sql.Tx, env string, from, to any) ([
 		q += " AND env = ?"
 		args = append(args, env)
 	}
-	return collect(ctx, tx, q, args, func(rows *sql.Rows) (workflow.PlanFact, error) {
+	return collect(ctx, tx, q, args, func(rows *sql.Rows) (report.PlanFact, error) {
 		var (
-			p                workflow.PlanFact
+			p                report.PlanFact
 			created, applied sql.NullInt64
 		)
 		err := rows.Scan(&p.Fingerprint, &p.Env, &created, &applied)
@@ -467,7 +471,7 @@ func readFirstSightings(ctx context.Context, tx *sql.Tx, app string, from any) (
 
 // readFindingFacts reads findings alive at some point of the period:
 // opened before its end and not resolved before its start.
-func readFindingFacts(ctx context.Context, tx *sql.Tx, from, to any) ([]workflow.FindingFact, error) {
+func readFindingFacts(ctx context.Context, tx *sql.Tx, from, to any) ([]report.FindingFact, error) {
 	var f filter
 	if to != nil {
 		f.add("first_seen < ?", to)
@@ -476,9 +480,9 @@ func readFindingFacts(ctx context.Context, tx *sql.Tx, from, to any) ([]workflow
 		f.add("(resolved_at IS NULL OR resolved_at >= ?)", from)
 	}
 	q := `SELECT scope, code, subject, first_seen, resolved_at FROM findings` + f.where()
-	return collect(ctx, tx, q, f.args, func(rows *sql.Rows) (workflow.FindingFact, error) {
+	return collect(ctx, tx, q, f.args, func(rows *sql.Rows) (report.FindingFact, error) {
 		var (
-			ff              workflow.FindingFact
+			ff              report.FindingFact
 			first, resolved sql.NullInt64
 		)
 		err := rows.Scan(&ff.Scope, &ff.Code, &ff.Subject, &first, &resolved)

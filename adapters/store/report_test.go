@@ -16,6 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/report"
 )
 
 var genFrom = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -25,12 +29,12 @@ var genFrom = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // convergences, sightings and findings, all in one transaction (a row at
 // a time through the public API would take minutes for 100,000). It
 // returns what it inserted, as the report would want it.
-func genLedger(tb testing.TB, l *SQLite, n int, seed uint64) workflow.ReportData {
+func genLedger(tb testing.TB, l *SQLite, n int, seed uint64) report.Data {
 	tb.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 9))
 	var (
-		data     workflow.ReportData
+		data     report.Data
 		releases []*workflow.Release
 	)
 	span := int64(90 * 24 * time.Hour)
@@ -72,29 +76,29 @@ func genLedger(tb testing.TB, l *SQLite, n int, seed uint64) workflow.ReportData
 		default:
 			r.Kind, r.Status, r.EndedAt = workflow.KindBreakGlass, workflow.ReleaseEnded, r.UpdatedAt
 		}
-		r.Outputs[workflow.OutDigest] = digestN(i).String()
-		data.Releases = append(data.Releases, workflow.FactOf(r))
+		r.Checkpoints.Digest = digestN(i)
+		data.Releases = append(data.Releases, report.FactOf(r))
 		for _, s := range steps {
-			data.Effort = append(data.Effort, workflow.EffortEntry{ReleaseID: r.ID, Person: r.Captain, Role: workflow.RoleCaptain, Step: s,
-				Kind: workflow.EffortActive, Duration: time.Duration(rng.Int64N(int64(15 * time.Minute))), At: r.UpdatedAt})
+			data.Effort = append(data.Effort, effort.Entry{ReleaseID: r.ID, Person: r.Captain, Role: effort.RoleCaptain, Step: s,
+				Kind: effort.Active, Duration: time.Duration(rng.Int64N(int64(15 * time.Minute))), At: r.UpdatedAt})
 		}
 		data.Effort = append(data.Effort,
-			workflow.EffortEntry{ReleaseID: r.ID, Person: "appr" + fmt.Sprint(rng.IntN(3)), Role: workflow.RoleApprover, Step: "plan-review",
-				Kind: workflow.EffortActive, Duration: time.Duration(rng.Int64N(int64(20 * time.Minute))), At: r.UpdatedAt},
-			workflow.EffortEntry{ReleaseID: r.ID, Step: "convergence", Kind: workflow.EffortWait, Duration: time.Duration(rng.Int64N(int64(10 * time.Minute))), At: r.UpdatedAt},
-			workflow.EffortEntry{ReleaseID: r.ID, Person: r.Captain, Role: workflow.RoleCaptain, Step: workflow.StepNone, Kind: workflow.EffortOffTool,
+			effort.Entry{ReleaseID: r.ID, Person: "appr" + fmt.Sprint(rng.IntN(3)), Role: effort.RoleApprover, Step: "plan-review",
+				Kind: effort.Active, Duration: time.Duration(rng.Int64N(int64(20 * time.Minute))), At: r.UpdatedAt},
+			effort.Entry{ReleaseID: r.ID, Step: "convergence", Kind: effort.Wait, Duration: time.Duration(rng.Int64N(int64(10 * time.Minute))), At: r.UpdatedAt},
+			effort.Entry{ReleaseID: r.ID, Person: r.Captain, Role: effort.RoleCaptain, Step: effort.WholeRelease, Kind: effort.OffTool,
 				Duration: time.Duration(rng.IntN(60)) * time.Minute, At: r.UpdatedAt.Add(time.Hour), Note: "go/no-go"})
 		if r.Status == workflow.ReleaseConverged {
 			data.Convergences = append(data.Convergences, workflow.ConvergenceRecord{ReleaseID: r.ID, App: "web", Env: env, Digest: digestN(i), Revision: "abc", At: r.EndedAt})
 			data.Sightings = append(data.Sightings, workflow.Sighting{Reference: r.Image, Digest: digestN(i), At: created.Add(-time.Hour)})
 		}
-		p := workflow.PlanFact{Fingerprint: fmt.Sprintf("fp%07d", i), Env: env, CreatedAt: created.Add(-time.Duration(rng.Int64N(int64(2 * time.Hour))))}
+		p := report.PlanFact{Fingerprint: fmt.Sprintf("fp%07d", i), Env: env, CreatedAt: created.Add(-time.Duration(rng.Int64N(int64(2 * time.Hour))))}
 		if rng.IntN(4) > 0 {
 			p.AppliedAt = created.Add(time.Duration(rng.Int64N(int64(time.Hour))))
 		}
 		data.Plans = append(data.Plans, p)
 		if i%50 == 0 {
-			f := workflow.FindingFact{Scope: "ownership/" + env, Code: workflow.CodeOwnershipConflict, Subject: fmt.Sprint(i), FirstSeen: created}
+			f := report.FindingFact{Scope: "ownership/" + env, Code: ownership.CodeConflict, Subject: fmt.Sprint(i), FirstSeen: created}
 			if rng.IntN(3) > 0 {
 				f.ResolvedAt = created.Add(time.Duration(rng.Int64N(int64(10 * 24 * time.Hour))))
 			}
@@ -108,7 +112,7 @@ func genLedger(tb testing.TB, l *SQLite, n int, seed uint64) workflow.ReportData
 
 // bulkInsert writes a generated ledger with prepared statements in the
 // caller's transaction.
-func bulkInsert(ctx context.Context, tx *sql.Tx, releases []*workflow.Release, data workflow.ReportData) error {
+func bulkInsert(ctx context.Context, tx *sql.Tx, releases []*workflow.Release, data report.Data) error {
 	prep := func(q string) (*sql.Stmt, error) { return tx.PrepareContext(ctx, q) }
 	rel, err := prep(`INSERT INTO releases (id, app, env, status, kind, captain, created_at, updated_at, ended_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
@@ -177,7 +181,7 @@ func bulkInsert(ctx context.Context, tx *sql.Tx, releases []*workflow.Release, d
 	return nil
 }
 
-func openGenerated(tb testing.TB, n int, seed uint64) (*SQLite, workflow.ReportData) {
+func openGenerated(tb testing.TB, n int, seed uint64) (*SQLite, report.Data) {
 	tb.Helper()
 	l, err := OpenSQLite(context.Background(), filepath.Join(tb.TempDir(), "ledger.db"))
 	require.NoError(tb, err)
@@ -192,7 +196,7 @@ func TestReportDataReadsTheLedgerAsWritten(t *testing.T) {
 	t.Parallel()
 	l, data := openGenerated(t, 2000, 1)
 	now := genFrom.AddDate(0, 6, 0)
-	for name, q := range map[string]workflow.ReportQuery{
+	for name, q := range map[string]report.Query{
 		"all":          {From: genFrom, To: genFrom.AddDate(0, 3, 0)},
 		"february":     {From: genFrom.AddDate(0, 1, 0), To: genFrom.AddDate(0, 2, 0)},
 		"prod":         {Env: "prod", From: genFrom.AddDate(0, 0, 10), To: genFrom.AddDate(0, 0, 50)},
@@ -203,26 +207,26 @@ func TestReportDataReadsTheLedgerAsWritten(t *testing.T) {
 			t.Parallel()
 			got, err := l.ReportData(t.Context(), q)
 			require.NoError(t, err)
-			o := workflow.ReportOptions{From: q.From, To: q.To, Env: q.Env, Person: q.Person, Now: now, BaselineHoursPerRelease: 2, ProdEnv: "prod"}
-			wantE, err := workflow.BuildEffortReport(data, o)
+			o := report.Options{From: q.From, To: q.To, Env: q.Env, Person: q.Person, Now: now, BaselineHoursPerRelease: 2, ProdEnv: "prod"}
+			wantE, err := report.BuildEffort(data, o)
 			require.NoError(t, err)
-			gotE, err := workflow.BuildEffortReport(got, o)
+			gotE, err := report.BuildEffort(got, o)
 			require.NoError(t, err)
 			require.Equal(t, wantE, gotE)
 			require.NotZero(t, gotE.Counts.Total)
 			if q.Person != "" {
 				return // measures have no per-person view
 			}
-			wantM, err := workflow.BuildMeasuresReport(data, o)
+			wantM, err := report.BuildMeasures(data, o)
 			require.NoError(t, err)
-			gotM, err := workflow.BuildMeasuresReport(got, o)
+			gotM, err := report.BuildMeasures(got, o)
 			require.NoError(t, err)
 			require.Equal(t, wantM, gotM)
 			require.NotZero(t, gotM.PlanLeadTime.Count)
 			require.NotZero(t, gotM.Recovery.Count+gotM.Unrecovered)
 		})
 	}
-	got, err := l.ReportData(t.Context(), workflow.ReportQuery{App: "other", From: genFrom, To: now})
+	got, err := l.ReportData(t.Context(), report.Query{App: "other", From: genFrom, To: now})
 	require.NoError(t, err)
 	require.Empty(t, got.Releases)
 	require.Empty(t, got.Effort)
@@ -243,21 +247,21 @@ func TestReportDataReadsWhatTheServiceSaves(t *testing.T) {
 	rb := workflow.NewRelease("r2", "web", "prod", "img:0", "alice", t0.Add(3*time.Hour))
 	rb.Kind, rb.RollbackOf, rb.Status = workflow.KindRollback, "r0", workflow.ReleaseConverged
 	require.NoError(t, l.SaveRelease(ctx, rb))
-	require.NoError(t, l.RecordEffort(ctx, []workflow.EffortEntry{{ReleaseID: "r1", Person: "alice", Role: workflow.RoleCaptain, Step: "apply", Kind: workflow.EffortActive, Duration: time.Minute, At: t0}}))
+	require.NoError(t, l.RecordEffort(ctx, []effort.Entry{{ReleaseID: "r1", Person: "alice", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Active, Duration: time.Minute, At: t0}}))
 	require.NoError(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{ReleaseID: "r2", App: "web", Env: "prod", Digest: digest(t, 'a'), At: t0.Add(4 * time.Hour)}))
 	_, err := l.RecordSighting(ctx, "img:0", digest(t, 'a'), t0.Add(-time.Hour))
 	require.NoError(t, err)
-	require.NoError(t, l.RecordFindings(ctx, "ownership/prod", t0, []workflow.Finding{{Severity: workflow.Blocker, Code: workflow.CodeOwnershipConflict, Subject: "x"}}))
+	require.NoError(t, l.RecordFindings(ctx, "ownership/prod", t0, []finding.Finding{{Severity: finding.Blocker, Code: ownership.CodeConflict, Subject: "x"}}))
 	require.NoError(t, l.SavePlan(ctx, workflow.PlanSummary{Env: "prod", Fingerprint: "fp", CreatedAt: t0}))
 	require.NoError(t, l.MarkPlanApplied(ctx, "fp", t0.Add(time.Minute)))
 
-	got, err := l.ReportData(ctx, workflow.ReportQuery{From: t0.Add(-time.Hour), To: t0.Add(24 * time.Hour)})
+	got, err := l.ReportData(ctx, report.Query{From: t0.Add(-time.Hour), To: t0.Add(24 * time.Hour)})
 	require.NoError(t, err)
 	require.Len(t, got.Releases, 2)
 	require.Equal(t, "r2", got.Releases[1].ID)
 	require.Equal(t, "r0", got.Releases[1].RollbackOf)
 	require.Empty(t, got.Releases[1].Steps, "converged releases' steps are not read")
-	requireTimeEqual(t, t0.Add(time.Hour), workflow.FailureDetectedAt(got.Releases[0]))
+	requireTimeEqual(t, t0.Add(time.Hour), report.FailureDetectedAt(got.Releases[0]))
 	require.Len(t, got.Effort, 1)
 	require.Len(t, got.Convergences, 1)
 	require.Len(t, got.Sightings, 1)
@@ -275,21 +279,21 @@ func TestReportDataReadsWhatTheServiceSaves(t *testing.T) {
 func BenchmarkReport100k(b *testing.B) {
 	l, _ := openGenerated(b, 100_000, 100)
 	ctx := context.Background()
-	q := workflow.ReportQuery{From: genFrom, To: genFrom.AddDate(0, 3, 0)}
-	o := workflow.ReportOptions{From: q.From, To: q.To, Now: genFrom.AddDate(0, 6, 0), BaselineHoursPerRelease: 3, ProdEnv: "prod"}
-	read := func(b *testing.B) workflow.ReportData {
+	q := report.Query{From: genFrom, To: genFrom.AddDate(0, 3, 0)}
+	o := report.Options{From: q.From, To: q.To, Now: genFrom.AddDate(0, 6, 0), BaselineHoursPerRelease: 3, ProdEnv: "prod"}
+	read := func(b *testing.B) report.Data {
 		data, err := l.ReportData(ctx, q)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return data
 	}
-	compute := func(b *testing.B, data workflow.ReportData) {
-		e, err := workflow.BuildEffortReport(data, o)
+	compute := func(b *testing.B, data report.Data) {
+		e, err := report.BuildEffort(data, o)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := workflow.BuildMeasuresReport(data, o); err != nil {
+		if _, err := report.BuildMeasures(data, o); err != nil {
 			b.Fatal(err)
 		}
 		if e.Counts.Total < 90_000 {
@@ -309,7 +313,7 @@ func BenchmarkReport100k(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := workflow.BuildEffortReport(data, o)
+			e, err := report.BuildEffort(data, o)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -378,14 +382,14 @@ func TestEffortSummaryBackfillAndTrigger(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	// More effort against the same releases and keys, and a new key.
-	var more []workflow.EffortEntry
+	var more []effort.Entry
 	for i, e := range data.Effort[:200] {
 		e.Duration = time.Duration(i) * time.Second
 		e.Note = ""
 		if i%7 == 0 {
-			e.Person, e.Role = "newcomer", workflow.RoleApprover
-			if e.Kind == workflow.EffortWait {
-				e.Kind = workflow.EffortActive
+			e.Person, e.Role = "newcomer", effort.RoleApprover
+			if e.Kind == effort.Wait {
+				e.Kind = effort.Active
 			}
 		}
 		more = append(more, e)
@@ -394,16 +398,16 @@ func TestEffortSummaryBackfillAndTrigger(t *testing.T) {
 	data.Effort = append(data.Effort, more...)
 
 	now := genFrom.AddDate(0, 6, 0)
-	for _, q := range []workflow.ReportQuery{
+	for _, q := range []report.Query{
 		{From: genFrom, To: genFrom.AddDate(0, 3, 0)},
 		{Person: "newcomer", From: genFrom, To: genFrom.AddDate(0, 3, 0)},
 	} {
 		got, err := l.ReportData(ctx, q)
 		require.NoError(t, err)
-		o := workflow.ReportOptions{From: q.From, To: q.To, Person: q.Person, Now: now, BaselineHoursPerRelease: 2}
-		want, err := workflow.BuildEffortReport(data, o)
+		o := report.Options{From: q.From, To: q.To, Person: q.Person, Now: now, BaselineHoursPerRelease: 2}
+		want, err := report.BuildEffort(data, o)
 		require.NoError(t, err)
-		gotE, err := workflow.BuildEffortReport(got, o)
+		gotE, err := report.BuildEffort(got, o)
 		require.NoError(t, err)
 		require.Equal(t, want, gotE)
 		require.NotZero(t, gotE.Counts.Total)
@@ -419,7 +423,7 @@ func TestEffortSummaryBackfillAndTrigger(t *testing.T) {
 // anything else to encoding/json.
 func TestParseSums(t *testing.T) {
 	t.Parallel()
-	keys := []effortKey{{}, {person: "a", kind: workflow.EffortActive}, {person: "b", kind: workflow.EffortOffTool, skip: true}, {kind: workflow.EffortWait}}
+	keys := []effortKey{{}, {person: "a", kind: effort.Active}, {person: "b", kind: effort.OffTool, skip: true}, {kind: effort.Wait}}
 	for in, want := range map[string][]int64{
 		`{}`:                          nil,
 		`{"1":5}`:                     {1, 5},

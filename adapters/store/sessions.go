@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // OpenSession registers a new session. Registering an ID twice is an error,
@@ -51,10 +52,34 @@ func (s *SQLite) CloseSession(ctx context.Context, id string, at time.Time) erro
 	})
 }
 
+// LinkSession records the release a session works on, when the session
+// was opened before its release existed. A session that links several
+// releases (the demo's) keeps the first in the ledger; its journal names
+// them all.
+func (s *SQLite) LinkSession(ctx context.Context, id, releaseID string) error {
+	return s.inTx(ctx, "link session "+id, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET release_id = ? WHERE id = ? AND release_id = ''`, releaseID, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`, id).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		}
+		return nil
+	})
+}
+
 // SetJournalHead moves the session's journal head forward. It refuses to
 // move it back, or to change the hash of the current head, because either
 // would let a rewritten journal verify.
-func (s *SQLite) SetJournalHead(ctx context.Context, h workflow.JournalHead) error {
+func (s *SQLite) SetJournalHead(ctx context.Context, h journal.Head) error {
 	return s.inTx(ctx, "set journal head of session "+h.SessionID, func(tx *sql.Tx) error {
 		var (
 			seq  int64
@@ -81,14 +106,14 @@ func (s *SQLite) SetJournalHead(ctx context.Context, h workflow.JournalHead) err
 // JournalHead returns the last journal entry the ledger confirmed for
 // sessionID (Seq 0 before the first), or an error wrapping
 // workflow.ErrNotFound.
-func (s *SQLite) JournalHead(ctx context.Context, sessionID string) (workflow.JournalHead, error) {
-	h := workflow.JournalHead{SessionID: sessionID}
+func (s *SQLite) JournalHead(ctx context.Context, sessionID string) (journal.Head, error) {
+	h := journal.Head{SessionID: sessionID}
 	err := s.db.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, sessionID).Scan(&h.Seq, &h.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return workflow.JournalHead{}, fmt.Errorf("session %s: %w", sessionID, workflow.ErrNotFound)
+		return journal.Head{}, fmt.Errorf("session %s: %w", sessionID, workflow.ErrNotFound)
 	}
 	if err != nil {
-		return workflow.JournalHead{}, s.fail("read journal head of session "+sessionID, err)
+		return journal.Head{}, s.fail("read journal head of session "+sessionID, err)
 	}
 	return h, nil
 }

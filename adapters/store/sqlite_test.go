@@ -15,6 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // t0 has nanoseconds and a non-UTC zone, so round trips prove exactness and
@@ -218,12 +221,12 @@ func TestReleaseRoundTrip(t *testing.T) {
 	l := openTest(t)
 
 	r := workflow.NewRelease("web-prod-20261130-abc123", "web", "prod", "registry/web:1.2", "ana", t0)
-	r.Outputs[workflow.OutDigest] = digest(t, 'a').String()
+	r.Checkpoints.Digest = digest(t, 'a')
 	st := r.Step(r.Steps[0].Kind)
 	st.Status = workflow.Succeeded
 	st.StartedAt, st.EndedAt = t0, t0.Add(90*time.Second)
-	st.Findings = []workflow.Finding{{Severity: workflow.Warning, Code: "c", Subject: "s", Message: "m", Evidence: map[string]string{"k": "v"}}}
-	st.Evidence = []workflow.Evidence{{Kind: "plan.fingerprint", Subject: "fp", Detail: map[string]string{"a": "b"}}}
+	st.Findings = []finding.Finding{{Severity: finding.Warning, Code: "c", Subject: "s", Message: "m", Facts: finding.Facts{finding.Of("k", "v")}}}
+	st.Evidence = []workflow.Evidence{workflow.NewEvidence("fp", workflow.PlanReviewed{Revision: "b", Create: 1})}
 	require.NoError(t, l.SaveRelease(ctx, r))
 
 	got, err := l.LoadRelease(ctx, r.ID)
@@ -357,11 +360,11 @@ func TestEffortRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	l := openTest(t)
-	entries := []workflow.EffortEntry{
-		{ReleaseID: "r1", Person: "ana", Role: workflow.RoleCaptain, Step: "plan", Kind: workflow.EffortActive, Duration: 90*time.Second + 7, At: t0},
-		{ReleaseID: "r1", Step: "apply", Kind: workflow.EffortWait, Duration: 3 * time.Minute, At: t0.Add(time.Minute)},
-		{ReleaseID: "r1", Person: "bo", Role: workflow.RoleApprover, Step: workflow.StepNone, Kind: workflow.EffortOffTool, Duration: time.Hour, At: t0.Add(2 * time.Minute), Note: "change board"},
-		{ReleaseID: "r2", Person: "ana", Step: "plan", Kind: workflow.EffortActive, Duration: time.Second, At: t0},
+	entries := []effort.Entry{
+		{ReleaseID: "r1", Person: "ana", Role: effort.RoleCaptain, Step: "plan", Kind: effort.Active, Duration: 90*time.Second + 7, At: t0},
+		{ReleaseID: "r1", Step: "apply", Kind: effort.Wait, Duration: 3 * time.Minute, At: t0.Add(time.Minute)},
+		{ReleaseID: "r1", Person: "bo", Role: effort.RoleApprover, Step: effort.WholeRelease, Kind: effort.OffTool, Duration: time.Hour, At: t0.Add(2 * time.Minute), Note: "change board"},
+		{ReleaseID: "r2", Person: "ana", Step: "plan", Kind: effort.Active, Duration: time.Second, At: t0},
 	}
 	require.NoError(t, l.RecordEffort(ctx, entries))
 	require.NoError(t, l.RecordEffort(ctx, nil))
@@ -384,15 +387,15 @@ func TestRecordEffortRejectsWholeBatch(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	l := openTest(t)
-	ok := workflow.EffortEntry{ReleaseID: "r1", Person: "ana", Step: "plan", Kind: workflow.EffortActive, Duration: time.Second, At: t0}
-	require.NoError(t, l.RecordEffort(ctx, []workflow.EffortEntry{ok}))
+	ok := effort.Entry{ReleaseID: "r1", Person: "ana", Step: "plan", Kind: effort.Active, Duration: time.Second, At: t0}
+	require.NoError(t, l.RecordEffort(ctx, []effort.Entry{ok}))
 	bad := ok
 	bad.Duration = -time.Second
-	err := l.RecordEffort(ctx, []workflow.EffortEntry{ok, ok, bad})
+	err := l.RecordEffort(ctx, []effort.Entry{ok, ok, bad})
 	require.ErrorIs(t, err, workflow.ErrUsage)
 	tooLate := ok
 	tooLate.At = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
-	require.ErrorIs(t, l.RecordEffort(ctx, []workflow.EffortEntry{ok, tooLate}), workflow.ErrUsage)
+	require.ErrorIs(t, l.RecordEffort(ctx, []effort.Entry{ok, tooLate}), workflow.ErrUsage)
 
 	got, err := l.Effort(ctx, "r1")
 	require.NoError(t, err)
@@ -407,7 +410,7 @@ func TestFailedTransactionKeepsEarlierData(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	l := openTest(t)
-	require.NoError(t, l.RecordEffort(ctx, []workflow.EffortEntry{{ReleaseID: "r1", Person: "ana", Step: "plan", Kind: workflow.EffortActive, Duration: time.Second, At: t0}}))
+	require.NoError(t, l.RecordEffort(ctx, []effort.Entry{{ReleaseID: "r1", Person: "ana", Step: "plan", Kind: effort.Active, Duration: time.Second, At: t0}}))
 	err := l.inTx(ctx, "test", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO effort (release_id, step, kind, duration_ns) VALUES ('r1', 'x', 'active', 5)"); err != nil {
 			return err
@@ -511,19 +514,19 @@ func TestRecordFindings(t *testing.T) {
 	ctx := t.Context()
 	l := openTest(t)
 	const scope = "ownership/staging"
-	conflict := workflow.Finding{Severity: workflow.Blocker, Code: "ownership.conflict", Subject: "Deployment web", Message: "two owners"}
-	drift := workflow.Finding{Severity: workflow.Warning, Code: "drift", Subject: "bucket logs", Message: "changed outside"}
+	conflict := finding.Finding{Severity: finding.Blocker, Code: "ownership.conflict", Subject: "Deployment web", Message: "two owners"}
+	drift := finding.Finding{Severity: finding.Warning, Code: "drift", Subject: "bucket logs", Message: "changed outside"}
 	t1, t2, t3, t4 := t0, t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(3*time.Hour)
 
 	// Opened.
-	require.NoError(t, l.RecordFindings(ctx, scope, t1, []workflow.Finding{conflict, drift}))
+	require.NoError(t, l.RecordFindings(ctx, scope, t1, []finding.Finding{conflict, drift}))
 	// Another scope is independent.
-	require.NoError(t, l.RecordFindings(ctx, "ownership/prod", t1, []workflow.Finding{conflict}))
+	require.NoError(t, l.RecordFindings(ctx, "ownership/prod", t1, []finding.Finding{conflict}))
 
 	// conflict still there (with a new message), drift gone.
 	conflict2 := conflict
 	conflict2.Message = "three owners"
-	require.NoError(t, l.RecordFindings(ctx, scope, t2, []workflow.Finding{conflict2, conflict2}))
+	require.NoError(t, l.RecordFindings(ctx, scope, t2, []finding.Finding{conflict2, conflict2}))
 	rows := findingRows(t, l, scope)
 	require.Len(t, rows, 2)
 	require.Equal(t, "three owners", rows[0].message)
@@ -534,7 +537,7 @@ func TestRecordFindings(t *testing.T) {
 	requireTimeEqual(t, t2, rows[1].resolved)
 
 	// drift is back: a new finding, its age restarts.
-	require.NoError(t, l.RecordFindings(ctx, scope, t3, []workflow.Finding{conflict2, drift}))
+	require.NoError(t, l.RecordFindings(ctx, scope, t3, []finding.Finding{conflict2, drift}))
 	rows = findingRows(t, l, scope)
 	require.Len(t, rows, 3)
 	requireTimeEqual(t, t1, rows[0].first)
@@ -567,16 +570,16 @@ func TestSessionsRoundTrip(t *testing.T) {
 
 	h, err := l.JournalHead(ctx, "s1")
 	require.NoError(t, err)
-	require.Equal(t, workflow.JournalHead{SessionID: "s1"}, h)
+	require.Equal(t, journal.Head{SessionID: "s1"}, h)
 
-	require.NoError(t, l.SetJournalHead(ctx, workflow.JournalHead{SessionID: "s1", Seq: 1, Hash: "h1"}))
-	require.NoError(t, l.SetJournalHead(ctx, workflow.JournalHead{SessionID: "s1", Seq: 2, Hash: "h2"}))
-	require.NoError(t, l.SetJournalHead(ctx, workflow.JournalHead{SessionID: "s1", Seq: 2, Hash: "h2"}), "repeating is harmless")
-	require.Error(t, l.SetJournalHead(ctx, workflow.JournalHead{SessionID: "s1", Seq: 1, Hash: "h1"}), "a head never moves back")
-	require.Error(t, l.SetJournalHead(ctx, workflow.JournalHead{SessionID: "s1", Seq: 2, Hash: "other"}), "a head is never rewritten")
+	require.NoError(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 1, Hash: "h1"}))
+	require.NoError(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 2, Hash: "h2"}))
+	require.NoError(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 2, Hash: "h2"}), "repeating is harmless")
+	require.Error(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 1, Hash: "h1"}), "a head never moves back")
+	require.Error(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 2, Hash: "other"}), "a head is never rewritten")
 	h, err = l.JournalHead(ctx, "s1")
 	require.NoError(t, err)
-	require.Equal(t, workflow.JournalHead{SessionID: "s1", Seq: 2, Hash: "h2"}, h)
+	require.Equal(t, journal.Head{SessionID: "s1", Seq: 2, Hash: "h2"}, h)
 
 	end := t0.Add(time.Hour)
 	require.NoError(t, l.CloseSession(ctx, "s1", end))
@@ -594,7 +597,7 @@ func TestSessionsRoundTrip(t *testing.T) {
 
 	_, err = l.JournalHead(ctx, "nope")
 	require.ErrorIs(t, err, workflow.ErrNotFound)
-	require.ErrorIs(t, l.SetJournalHead(ctx, workflow.JournalHead{SessionID: "nope", Seq: 1}), workflow.ErrNotFound)
+	require.ErrorIs(t, l.SetJournalHead(ctx, journal.Head{SessionID: "nope", Seq: 1}), workflow.ErrNotFound)
 	require.ErrorIs(t, l.CloseSession(ctx, "nope", end), workflow.ErrNotFound)
 	require.ErrorIs(t, l.OpenSession(ctx, workflow.Session{}), workflow.ErrUsage)
 }
@@ -624,9 +627,9 @@ func TestTwoHandlesWriteConcurrently(t *testing.T) {
 	for i, h := range handles {
 		for n := range perHandle {
 			wg.Go(func() {
-				errc <- h.RecordEffort(ctx, []workflow.EffortEntry{{
+				errc <- h.RecordEffort(ctx, []effort.Entry{{
 					ReleaseID: "r1", Person: fmt.Sprintf("p%d", i), Step: "plan",
-					Kind: workflow.EffortActive, Duration: time.Duration(n+1) * time.Second, At: t0.Add(time.Duration(n) * time.Millisecond),
+					Kind: effort.Active, Duration: time.Duration(n+1) * time.Second, At: t0.Add(time.Duration(n) * time.Millisecond),
 				}})
 			})
 		}

@@ -29,6 +29,9 @@ func (c *fixedClock) Now() time.Time {
 	return c.t
 }
 
+// After is time.After: these tests time nothing with the clock.
+func (_ *fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
 // syncBuffer is a bytes.Buffer safe for the adapter's streaming goroutines
 // and the test reading it.
 type syncBuffer struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // planSuffix ends every saved plan's file name: <fingerprint>.tfplan.
@@ -105,8 +106,8 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 		return workflow.PlanSummary{}, fmt.Errorf("reviewing the plan of %s: %w", t.dir, err)
 	}
 	if !committed {
-		tr.findings = append(tr.findings, workflow.Finding{
-			Severity: workflow.Warning, Code: "plan.no-lock-file", Subject: t.dir,
+		tr.findings = append(tr.findings, finding.Finding{
+			Severity: finding.Warning, Code: "plan.no-lock-file", Subject: t.dir,
 			Message:    "no dependency lock file committed (" + lockFileName + "); provider versions are not pinned",
 			NextAction: "run terraform init, then commit " + lockFileName,
 		})

@@ -12,6 +12,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // docMeta is what a review reads from a plan document besides the changes.
@@ -313,6 +314,6 @@ func review(s *workflow.PlanSummary, t translation, classify workflow.Classify) 
 	s.Counts.NoOp += t.noops
 	if len(t.findings) > 0 {
 		s.Findings = append(s.Findings, t.findings...)
-		workflow.SortFindings(s.Findings)
+		finding.Sort(s.Findings)
 	}
 }

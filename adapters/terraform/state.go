@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 var _ workflow.OwnershipSource = (*Adapter)(nil)
@@ -27,7 +28,7 @@ var _ workflow.OwnershipSource = (*Adapter)(nil)
 //
 // Planned creates are not included: they would cost a full plan (a
 // refresh of every resource) per check, and relcap plan reviews them.
-func (a *Adapter) ManagedObjects(ctx context.Context, env workflow.Environment) ([]workflow.ManagedObject, error) {
+func (a *Adapter) ManagedObjects(ctx context.Context, env workflow.Environment) ([]ownership.ManagedObject, error) {
 	t, err := a.target(env)
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func (a *Adapter) ManagedObjects(ctx context.Context, env workflow.Environment) 
 	if err != nil {
 		return nil, err
 	}
-	var objects []workflow.ManagedObject
+	var objects []ownership.ManagedObject
 	var restore func()
 	err = a.withInit(ctx, t, loud, func() error {
 		r, err := selectWorkspace(ctx, quiet, t)
@@ -73,11 +74,11 @@ func (a *Adapter) ManagedObjects(ctx context.Context, env workflow.Environment) 
 // (kubernetes_* typed resources, kubernetes_manifest, gavinbunney's
 // kubectl_manifest, helm_release), the object's identity and the
 // desired-state field paths the resource sets, in the path scheme of
-// workflow.FieldPaths. A helm_release is a pseudo object (group helm.sh,
+// ownership.FieldPaths. A helm_release is a pseudo object (group helm.sh,
 // kind HelmRelease) named like the release, for hand-off matching. Data
 // sources are not managed and are left out. Values never leave: only
 // paths.
-func ObjectsFromStateJSON(r io.Reader) ([]workflow.ManagedObject, error) {
+func ObjectsFromStateJSON(r io.Reader) ([]ownership.ManagedObject, error) {
 	var st tfjson.State
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
@@ -91,11 +92,11 @@ func ObjectsFromStateJSON(r io.Reader) ([]workflow.ManagedObject, error) {
 	return objectsFromState(&st)
 }
 
-func objectsFromState(st *tfjson.State) ([]workflow.ManagedObject, error) {
+func objectsFromState(st *tfjson.State) ([]ownership.ManagedObject, error) {
 	if st == nil || st.Values == nil || st.Values.RootModule == nil {
 		return nil, nil // nothing applied yet
 	}
-	var out []workflow.ManagedObject
+	var out []ownership.ManagedObject
 	var errs []error
 	var walk func(m *tfjson.StateModule)
 	walk = func(m *tfjson.StateModule) {
@@ -124,8 +125,8 @@ func objectsFromState(st *tfjson.State) ([]workflow.ManagedObject, error) {
 }
 
 // objectOf translates one managed resource.
-func objectOf(r *tfjson.StateResource) (workflow.ManagedObject, error) {
-	o := workflow.ManagedObject{Manager: workflow.OwnerTerraform, TerraformAddress: r.Address, TerraformType: r.Type}
+func objectOf(r *tfjson.StateResource) (ownership.ManagedObject, error) {
+	o := ownership.ManagedObject{Manager: ownership.OwnerTerraform, TerraformAddress: r.Address, TerraformType: r.Type}
 	v := r.AttributeValues
 	switch {
 	case r.Type == "kubectl_manifest":
@@ -136,7 +137,7 @@ func objectOf(r *tfjson.StateResource) (workflow.ManagedObject, error) {
 			return o, nil // unknown until applied
 		}
 		setIdentity(&o, str(m["apiVersion"]), str(m["kind"]), metaOf(m))
-		o.Fields = workflow.FieldPaths(m)
+		o.Fields = ownership.FieldPaths(m)
 		return o, nil
 	case r.Type == "helm_release":
 		o.Group, o.Kind, o.Name, o.Namespace = "helm.sh", "HelmRelease", str(v["name"]), str(v["namespace"])
@@ -156,7 +157,7 @@ func objectOf(r *tfjson.StateResource) (workflow.ManagedObject, error) {
 // fields from the YAML body. yaml_body_parsed (the body with sensitive
 // fields obfuscated) is preferred to yaml_body; only keys are read either
 // way.
-func kubectlManifest(o workflow.ManagedObject, v map[string]any) (workflow.ManagedObject, error) {
+func kubectlManifest(o ownership.ManagedObject, v map[string]any) (ownership.ManagedObject, error) {
 	body := str(v["yaml_body_parsed"])
 	if body == "" {
 		body = str(v["yaml_body"])
@@ -187,7 +188,7 @@ func kubectlManifest(o workflow.ManagedObject, v map[string]any) (workflow.Manag
 		kind = str(m["kind"])
 	}
 	setIdentity(&o, apiVersion, kind, md)
-	o.Fields = workflow.FieldPaths(m)
+	o.Fields = ownership.FieldPaths(m)
 	if l, ok := v["ignore_fields"].([]any); ok {
 		for _, f := range l {
 			if s := str(f); s != "" {
@@ -198,8 +199,8 @@ func kubectlManifest(o workflow.ManagedObject, v map[string]any) (workflow.Manag
 	return o, nil
 }
 
-func setIdentity(o *workflow.ManagedObject, apiVersion, kind string, md map[string]any) {
-	o.Group, o.Kind = workflow.GroupOf(apiVersion), kind
+func setIdentity(o *ownership.ManagedObject, apiVersion, kind string, md map[string]any) {
+	o.Group, o.Kind = ownership.GroupOf(apiVersion), kind
 	o.Namespace, o.Name = str(md["namespace"]), str(md["name"])
 }
 
@@ -281,21 +282,21 @@ var listBlocks = map[string]string{
 // unset attributes) are left out. The field-level resources
 // (kubernetes_labels, kubernetes_annotations, kubernetes_config_map_v1_data)
 // set only their keys of an object created by someone else.
-func typedKubernetes(o *workflow.ManagedObject, v map[string]any) {
+func typedKubernetes(o *ownership.ManagedObject, v map[string]any) {
 	name := typedVersion.ReplaceAllString(strings.TrimPrefix(o.TerraformType, "kubernetes_"), "")
 	md, _ := single(v["metadata"]).(map[string]any)
 	ident := func(apiVersion, kind string) {
-		o.Group, o.Kind = workflow.GroupOf(apiVersion), kind
+		o.Group, o.Kind = ownership.GroupOf(apiVersion), kind
 		o.Namespace, o.Name = str(md["namespace"]), str(md["name"])
 	}
 	switch name {
 	case "labels", "annotations":
 		ident(str(v["api_version"]), str(v["kind"]))
 		for k := range asMap(v[name]) {
-			o.Fields = append(o.Fields, workflow.FieldPaths(map[string]any{"metadata": map[string]any{name: map[string]any{k: ""}}})...)
+			o.Fields = append(o.Fields, ownership.FieldPaths(map[string]any{"metadata": map[string]any{name: map[string]any{k: ""}}})...)
 		}
 		for k := range asMap(v["template_annotations"]) {
-			o.Fields = append(o.Fields, workflow.FieldPaths(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{k: ""}}}}})...)
+			o.Fields = append(o.Fields, ownership.FieldPaths(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{k: ""}}}}})...)
 		}
 		return
 	case "config_map_v1_data", "config_map_data":
@@ -304,7 +305,7 @@ func typedKubernetes(o *workflow.ManagedObject, v map[string]any) {
 		for k := range asMap(v["data"]) {
 			data[k] = ""
 		}
-		o.Fields = workflow.FieldPaths(map[string]any{"data": data})
+		o.Fields = ownership.FieldPaths(map[string]any{"data": data})
 		return
 	}
 	kk, ok := typedKinds[name]
@@ -336,7 +337,7 @@ func typedKubernetes(o *workflow.ManagedObject, v map[string]any) {
 			}
 		}
 	}
-	o.Fields = workflow.FieldPaths(manifest)
+	o.Fields = ownership.FieldPaths(manifest)
 }
 
 // toManifest converts one attribute value from Terraform's shape, or

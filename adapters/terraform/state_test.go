@@ -10,10 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // objectByAddress finds the object of one Terraform address.
-func objectByAddress(t *testing.T, objs []workflow.ManagedObject, addr string) workflow.ManagedObject {
+func objectByAddress(t *testing.T, objs []ownership.ManagedObject, addr string) ownership.ManagedObject {
 	t.Helper()
 	for _, o := range objs {
 		if o.TerraformAddress == addr {
@@ -21,7 +23,7 @@ func objectByAddress(t *testing.T, objs []workflow.ManagedObject, addr string) w
 		}
 	}
 	t.Fatalf("no object %s in %d objects", addr, len(objs))
-	return workflow.ManagedObject{}
+	return ownership.ManagedObject{}
 }
 
 // TestObjectsFromStateReadsKubernetesIdentitiesAndFields reads a
@@ -39,7 +41,7 @@ func TestObjectsFromStateReadsKubernetesIdentitiesAndFields(t *testing.T) {
 
 	var addrs []string
 	for _, o := range objs {
-		require.Equal(t, workflow.OwnerTerraform, o.Manager)
+		require.Equal(t, ownership.OwnerTerraform, o.Manager)
 		addrs = append(addrs, o.TerraformAddress)
 	}
 	require.ElementsMatch(t, []string{
@@ -110,25 +112,25 @@ func TestTugOfWarFromStateIsAConflict(t *testing.T) {
 	defer f.Close()
 	objs, err := ObjectsFromStateJSON(f)
 	require.NoError(t, err)
-	objs = append(objs, workflow.ManagedObject{
-		Manager: workflow.OwnerArgoCD, App: "web-staging", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web",
+	objs = append(objs, ownership.ManagedObject{
+		Manager: ownership.OwnerArgoCD, App: "web-staging", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web",
 		Fields: []string{"spec.replicas", `spec.selector.matchLabels["app.kubernetes.io/name"]`, "spec.template.spec.containers[web].image"},
 	})
-	m := workflow.OwnershipMap{File: "ownership.yaml", Rules: []workflow.OwnershipRule{
-		{Line: 3, Match: workflow.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: workflow.OwnerArgoCD,
-			Fields: map[string]workflow.Owner{`metadata.labels["example.com/team"]`: workflow.OwnerTerraform}},
+	m := ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{
+		{Line: 3, Match: ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: ownership.OwnerArgoCD,
+			Fields: map[string]ownership.Owner{`metadata.labels["example.com/team"]`: ownership.OwnerTerraform}},
 	}}
-	var conflict *workflow.Finding
-	for _, f := range workflow.CheckOwnership(m, objs) {
-		if f.Code == workflow.CodeOwnershipConflict && f.Subject == "apps/Deployment web/web" {
+	var conflict *finding.Finding
+	for _, f := range ownership.Check(m, objs) {
+		if f.Code == ownership.CodeConflict && f.Subject == "apps/Deployment web/web" {
 			conflict = &f
 		}
 	}
 	require.NotNil(t, conflict)
-	require.Contains(t, conflict.Evidence["fields"], "spec.replicas")
-	require.Contains(t, conflict.Evidence["fields"], "spec.template.spec.containers[web].image")
-	require.Contains(t, conflict.Evidence["writers"], "terraform kubectl_manifest.web_scale")
-	require.NotContains(t, conflict.Evidence["fields"], "example.com/team", "kubernetes_labels keeps to the field the map gives it")
+	require.Contains(t, conflict.Fact("fields"), "spec.replicas")
+	require.Contains(t, conflict.Fact("fields"), "spec.template.spec.containers[web].image")
+	require.Contains(t, conflict.Fact("writers"), "terraform kubectl_manifest.web_scale")
+	require.NotContains(t, conflict.Fact("fields"), "example.com/team", "kubernetes_labels keeps to the field the map gives it")
 }
 
 func TestObjectsFromStateRejectsWhatIsNotAState(t *testing.T) {
@@ -191,7 +193,7 @@ func TestManagedObjectsFromRealTerraformState(t *testing.T) {
 	require.NoError(t, err, "terraform output:\n%s", f.out.String())
 	var addrs []string
 	for _, o := range objs {
-		require.Equal(t, workflow.OwnerTerraform, o.Manager)
+		require.Equal(t, ownership.OwnerTerraform, o.Manager)
 		require.Equal(t, "terraform_data", o.TerraformType)
 		require.Empty(t, o.KubeKey())
 		addrs = append(addrs, o.TerraformAddress)

@@ -10,6 +10,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // knownAfterApply is how an unknown planned value is shown, in Terraform's
@@ -26,7 +27,7 @@ type translation struct {
 	noops int
 	// findings are facts Review cannot derive from the listed changes:
 	// imports, moves and forgets ride on actions the domain has no name for.
-	findings []workflow.Finding
+	findings []finding.Finding
 }
 
 // translate turns Terraform's resource and output changes into workflow
@@ -75,20 +76,20 @@ func (tr *translator) resource(rc *tfjson.ResourceChange) error {
 		return fmt.Errorf("resource_changes[%d] (%s): %w", i, addr, err)
 	}
 	if rc.Change.Importing != nil {
-		t.findings = append(t.findings, workflow.Finding{
-			Severity: workflow.Info, Code: "plan.import", Subject: addr,
+		t.findings = append(t.findings, finding.Finding{
+			Severity: finding.Info, Code: "plan.import", Subject: addr,
 			Message: "an existing object will be imported into the state",
 		})
 	}
 	if rc.PreviousAddress != "" && rc.PreviousAddress != rc.Address {
-		t.findings = append(t.findings, workflow.Finding{
-			Severity: workflow.Info, Code: "plan.moved", Subject: addr,
+		t.findings = append(t.findings, finding.Finding{
+			Severity: finding.Info, Code: "plan.moved", Subject: addr,
 			Message: "moved from " + rc.PreviousAddress,
 		})
 	}
 	if forget {
-		t.findings = append(t.findings, workflow.Finding{
-			Severity: workflow.Warning, Code: "plan.forget", Subject: addr,
+		t.findings = append(t.findings, finding.Finding{
+			Severity: finding.Warning, Code: "plan.forget", Subject: addr,
 			Message:    "Terraform will stop managing this object (removed from state, not destroyed); counted as a delete",
 			NextAction: "confirm who owns the object after this release",
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // decodeChange decodes a change the way ReviewJSON does (numbers as written).
@@ -159,7 +160,7 @@ func TestTranslateFindings(t *testing.T) {
 	require.True(t, hasFinding(s, "plan.moved", "a.new"))
 	require.True(t, hasFinding(s, "plan.forget", "a.gone"))
 	changeByAddress(t, s, "a.db (deposed object 00000001)")
-	require.Equal(t, workflow.Warning, s.Findings[0].Severity, "findings stay sorted, most serious first")
+	require.Equal(t, finding.Warning, s.Findings[0].Severity, "findings stay sorted, most serious first")
 }
 
 func TestFingerprintCanonical(t *testing.T) {

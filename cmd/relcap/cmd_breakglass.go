@@ -132,7 +132,7 @@ func (a *app) breakglassEndCommand() *cobra.Command {
 				return a.printJSON(map[string]any{"breakglass": st, "capture": change})
 			}
 			if change.Branch != "" {
-				fmt.Fprintf(a.io.Out, "captured %d drifted resource(s) on branch %s (%s) for review\n", len(st.Drift), change.Branch, short(change.Commit))
+				fmt.Fprintf(a.io.Out, "captured %d drifted resource(s) on branch %s (%s) for review\n", len(st.Drift), change.Branch, workflow.ShortHash(change.Commit))
 			} else {
 				fmt.Fprintln(a.io.Out, "no drift to capture")
 			}
@@ -156,22 +156,16 @@ func (a *app) warnExpiredBreakGlass(cmd *cobra.Command) {
 	} else if _, err := os.Stat(path); err != nil {
 		return // no ledger yet, so no break-glass either; do not create one
 	}
-	if _, err := a.openLedger(cmd.Context()); err != nil {
-		return
-	}
-	actor, _ := a.actor()
-	svc, err := workflow.NewService(workflow.Deps{Project: p, Ledger: a.ledger, Journal: noJournal{}, Clock: a.clock, Actor: actor})
+	q, err := a.records(cmd.Context())
 	if err != nil {
 		return
 	}
-	active, err := svc.ActiveBreakGlass(cmd.Context())
+	expired, err := q.ExpiredBreakGlass(cmd.Context())
 	if err != nil {
 		return
 	}
-	for _, b := range active {
-		if b.Expired(a.clock.Now()) {
-			fmt.Fprintf(a.io.Err, "WARNING: break-glass %s in %s expired %s ago and %s is still not reconciling: relcap breakglass end --env %s\n",
-				b.ID, b.Env, a.clock.Now().Sub(b.ExpiresAt).Round(time.Second), b.App, b.Env)
-		}
+	for _, b := range expired {
+		fmt.Fprintf(a.io.Err, "WARNING: break-glass %s in %s expired %s ago and %s is still not reconciling: relcap breakglass end --env %s\n",
+			b.ID, b.Env, a.clock.Now().Sub(b.ExpiresAt).Round(time.Second), b.App, b.Env)
 	}
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +30,7 @@ func (a *app) journalPath(id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, id, "journal.jsonl"), nil
+	return store.SessionFiles{Dir: dir}.JournalPath(id), nil
 }
 
 func (a *app) journalListCommand() *cobra.Command {
@@ -41,11 +39,11 @@ func (a *app) journalListCommand() *cobra.Command {
 		Short: "List sessions, oldest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := a.openLedger(cmd.Context())
+			q, err := a.records(cmd.Context())
 			if err != nil {
 				return err
 			}
-			sessions, err := l.Sessions(cmd.Context())
+			sessions, err := q.Sessions(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -112,11 +110,8 @@ func (a *app) journalShowCommand() *cobra.Command {
 
 // verifyResult is one session's verification, as --json prints it.
 type verifyResult struct {
-	Session string                  `json:"session"`
-	Entries int64                   `json:"entries"`
-	Intact  bool                    `json:"intact"`
-	Problem *workflow.VerifyProblem `json:"problem,omitempty"`
-	Path    string                  `json:"path"`
+	workflow.SessionVerification
+	Path string `json:"path"`
 }
 
 func (a *app) journalVerifyCommand() *cobra.Command {
@@ -124,44 +119,37 @@ func (a *app) journalVerifyCommand() *cobra.Command {
 		Use:   "verify [SESSION]",
 		Short: "Check journals against their hash chain and the ledger's head (all sessions by default)",
 		Long: `verify re-computes every entry's hash and link and compares the last one with
-the head the ledger holds. It exits 0 when every journal is intact and 3 naming
-the first bad entry when one was edited, removed, reordered or truncated.`,
+the head the ledger holds, and checks that the screen recordings a journal
+vouches for are unchanged. It exits 0 when every journal is intact and 3
+naming the first bad entry when one was edited, removed, reordered or
+truncated.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			l, err := a.openLedger(ctx)
+			q, err := a.records(ctx)
 			if err != nil {
 				return err
 			}
-			var ids []string
-			if len(args) == 1 {
-				ids = args
-			} else {
-				sessions, err := l.Sessions(ctx)
-				if err != nil {
-					return err
-				}
-				for _, s := range sessions {
-					ids = append(ids, s.ID)
-				}
+			checked, err := q.VerifySessions(ctx, args)
+			if err != nil {
+				return err
 			}
-			var results []verifyResult
+			dir, err := a.sessionsDir()
+			if err != nil {
+				return err
+			}
+			results := make([]verifyResult, 0, len(checked))
 			bad := 0
-			for _, id := range ids {
-				r, err := a.verifySession(ctx, l, id)
-				if err != nil {
-					return err
-				}
-				if !r.Intact {
+			for _, v := range checked {
+				if !v.Intact {
 					bad++
 				}
-				results = append(results, r)
+				results = append(results, verifyResult{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
 			}
 			if a.flags.json {
-				if results == nil {
-					results = []verifyResult{}
+				if err := a.printJSON(results); err != nil {
+					return err
 				}
-				_ = a.printJSON(results)
 			} else {
 				for _, r := range results {
 					if r.Intact {
@@ -183,42 +171,4 @@ the first bad entry when one was edited, removed, reordered or truncated.`,
 			return nil
 		},
 	}
-}
-
-func (a *app) verifySession(ctx context.Context, l *store.SQLite, id string) (verifyResult, error) {
-	path, err := a.journalPath(id)
-	if err != nil {
-		return verifyResult{}, err
-	}
-	head, err := l.JournalHead(ctx, id)
-	if errors.Is(err, workflow.ErrNotFound) {
-		return verifyResult{}, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", workflow.ErrUsage, id)
-	}
-	if err != nil {
-		return verifyResult{}, err
-	}
-	res := verifyResult{Session: id, Path: path}
-	lines, err := store.ReadJournal(path)
-	if errors.Is(err, workflow.ErrNotFound) {
-		res.Problem = &workflow.VerifyProblem{Seq: 1, Reason: fmt.Sprintf("journal file is missing; the ledger's head is entry %d", head.Seq)}
-		if head.Seq == 0 {
-			res.Intact, res.Problem = true, nil
-		}
-		return res, nil
-	}
-	if err != nil {
-		return verifyResult{}, err
-	}
-	res.Entries, res.Problem = workflow.VerifyJournal(lines, head)
-	if res.Problem == nil {
-		// The chain is intact, so its entries can vouch for the files
-		// beside it: the screen recording.
-		entries, err := store.ReadEntries(path)
-		if err != nil {
-			return verifyResult{}, err
-		}
-		res.Problem = verifyScreen(filepath.Dir(path), entries)
-	}
-	res.Intact = res.Problem == nil
-	return res, nil
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 func (a *app) ownershipCommand() *cobra.Command {
@@ -98,12 +100,12 @@ func (a *app) ownershipCheck(ctx context.Context, env string) error {
 		return err
 	}
 	svc, _, err := a.serviceWith(ctx, "ownership check", "", workflow.Deps{
-		Ownership: []workflow.OwnershipSource{tf, argoOwnership{a.argoCD(p)}},
+		Ownership: a.ownershipSources(p, tf),
 	})
 	if err != nil {
 		return err
 	}
-	var reports []workflow.OwnershipReport
+	var reports []ownership.Report
 	for _, e := range envs {
 		rep, err := svc.CheckOwnershipEnv(ctx, e.Name)
 		if err != nil {
@@ -142,17 +144,17 @@ func (a *app) ownershipCheck(ctx context.Context, env string) error {
 // environments in one JSON document.
 type envRow struct {
 	Env string `json:"env"`
-	workflow.MatrixRow
+	ownership.MatrixRow
 }
 
 type envFinding struct {
 	Env string `json:"env"`
-	workflow.Finding
+	finding.Finding
 }
 
 // ownershipDocument is the --json output: {matrix, findings} over every
 // environment checked, each entry naming its environment.
-func ownershipDocument(reports []workflow.OwnershipReport, blockers int) map[string]any {
+func ownershipDocument(reports []ownership.Report, blockers int) map[string]any {
 	matrix, findings := []envRow{}, []envFinding{}
 	var envs []map[string]any
 	for _, r := range reports {
@@ -169,7 +171,7 @@ func ownershipDocument(reports []workflow.OwnershipReport, blockers int) map[str
 
 // printOwnership prints one environment's matrix as a table, then its
 // findings, most serious first.
-func printOwnership(w io.Writer, r workflow.OwnershipReport) {
+func printOwnership(w io.Writer, r ownership.Report) {
 	fmt.Fprintf(w, "%s: %d managed object(s), %d resource(s)\n\n", r.Env, r.Objects, len(r.Matrix))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESOURCE\tRULE\tOWNER\tFIELD OWNERS\tWRITTEN BY")
@@ -209,12 +211,8 @@ func printOwnership(w io.Writer, r workflow.OwnershipReport) {
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%s %s %s\n", strings.ToUpper(f.Severity.String()), f.Code, f.Subject)
 		fmt.Fprintf(w, "  %s\n", f.Message)
-		if len(f.Evidence) > 0 {
-			var ev []string
-			for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
-				ev = append(ev, k+": "+f.Evidence[k])
-			}
-			fmt.Fprintf(w, "  evidence: %s\n", strings.Join(ev, "; "))
+		if len(f.Facts) > 0 {
+			fmt.Fprintf(w, "  evidence: %s\n", f.Facts)
 		}
 		if f.NextAction != "" {
 			fmt.Fprintf(w, "  next: %s\n", f.NextAction)
@@ -223,9 +221,9 @@ func printOwnership(w io.Writer, r workflow.OwnershipReport) {
 	var warnings, notes int
 	for _, f := range r.Findings {
 		switch f.Severity {
-		case workflow.Warning:
+		case finding.Warning:
 			warnings++
-		case workflow.Info:
+		case finding.Info:
 			notes++
 		}
 	}
@@ -234,21 +232,4 @@ func printOwnership(w io.Writer, r workflow.OwnershipReport) {
 		fmt.Fprintf(w, ", %d note(s)", notes)
 	}
 	fmt.Fprintln(w)
-}
-
-// argoOwnership is the Argo CD ownership source of every environment: each
-// environment's application, read from that environment's Argo CD server.
-type argoOwnership struct{ m *argoByEnv }
-
-// ManagedObjects reads env's application; an environment without one
-// manages nothing through Argo CD.
-func (s argoOwnership) ManagedObjects(ctx context.Context, env workflow.Environment) ([]workflow.ManagedObject, error) {
-	if env.ArgoCD.App == "" {
-		return nil, nil
-	}
-	ad, err := s.m.adapter(env.Name)
-	if err != nil {
-		return nil, err
-	}
-	return ad.OwnershipSource().ManagedObjects(ctx, env)
 }

@@ -220,19 +220,11 @@ unlocking a live writer's lock corrupts state. It requires
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			switch {
-			case env == "" || lockID == "":
-				return usageError{errors.New("unlock wants --env ENV and --lock-id ID (the ID relcap or terraform printed for the held lock)")}
-			case !holderGone:
-				return fmt.Errorf("%w: refusing to force-unlock without --confirm-holder-gone: check that the lock's holder is no longer running", workflow.ErrBlocked)
-			case reason == "":
-				return usageError{errors.New("unlock wants --reason TEXT for the journal")}
-			}
-			p, err := a.loadProject()
-			if err != nil {
+			req := workflow.UnlockRequest{Env: env, LockID: lockID, HolderGone: holderGone, Reason: reason}
+			if err := req.Validate(); err != nil {
 				return err
 			}
-			e, err := p.Env(env)
+			p, err := a.loadProject()
 			if err != nil {
 				return err
 			}
@@ -240,18 +232,11 @@ unlocking a live writer's lock corrupts state. It requires
 			if err != nil {
 				return err
 			}
-			journal, err := a.openSession(ctx, "unlock", "")
+			svc, _, err := a.serviceWith(ctx, "unlock", "", workflow.Deps{Applier: tf})
 			if err != nil {
 				return err
 			}
-			if _, err := journal.Append(ctx, "unlock.requested", map[string]string{"env": env, "lock_id": lockID, "reason": reason, "confirmed_holder_gone": "true"}); err != nil {
-				return err
-			}
-			if err := tf.ForceUnlock(ctx, e, lockID); err != nil {
-				_, _ = journal.Append(ctx, "unlock.failed", map[string]string{"env": env, "lock_id": lockID, "error": err.Error()})
-				return err
-			}
-			if _, err := journal.Append(ctx, "unlock.done", map[string]string{"env": env, "lock_id": lockID}); err != nil {
+			if err := svc.ForceUnlock(ctx, req); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "released state lock %s of %s\n", lockID, env)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -68,7 +69,7 @@ watches it converge.`,
 			if err != nil {
 				return err
 			}
-			svc, journal, err := a.serviceWith(ctx, "promote", "", workflow.Deps{Registry: reg, EnvRepo: repo})
+			svc, _, err := a.serviceWith(ctx, "promote", "", workflow.Deps{Registry: reg, EnvRepo: repo})
 			if err != nil {
 				return err
 			}
@@ -76,7 +77,6 @@ watches it converge.`,
 			if err != nil {
 				return err
 			}
-			_, _ = journal.Append(ctx, "session.release", map[string]string{"release": r.ID})
 			printer := plain.New(a.io.Err, false)
 			if a.flags.json {
 				printer = plain.New(a.io.Out, true)
@@ -98,23 +98,22 @@ watches it converge.`,
 func printPromotion(a *app, r *workflow.Release) {
 	st := r.Step(workflow.StepPromotion)
 	for _, e := range st.Evidence {
-		switch e.Kind {
-		case "digest.resolved":
-			d := e.Detail
-			fmt.Fprintf(a.io.Out, "digest     %s\n           %s, %s bytes, created %s", e.Subject, d["media_type"], d["size"], d["created"])
-			if d["platforms"] != "" {
-				fmt.Fprintf(a.io.Out, ", platforms %s", d["platforms"])
+		switch d := e.Detail.(type) {
+		case workflow.DigestResolved:
+			fmt.Fprintf(a.io.Out, "digest     %s\n           %s, %d bytes, created %s", e.Subject, d.MediaType, d.Size, d.Created.UTC().Format(time.RFC3339))
+			if len(d.Platforms) > 0 {
+				fmt.Fprintf(a.io.Out, ", platforms %s", d.Platforms)
 			}
 			fmt.Fprintln(a.io.Out)
-		case "digest.verified":
-			fmt.Fprintf(a.io.Out, "copied     into %s: verified, signed %s, %s referrer(s), %s blob(s) uploaded\n", e.Detail["repository"], e.Detail["signed"], e.Detail["referrers"], e.Detail["blobs_uploaded"])
-		case "envrepo.pinned":
-			fmt.Fprintf(a.io.Out, "pinned     on branch %s at %s\n", e.Detail["branch"], e.Subject)
-		case "envrepo.commit":
-			fmt.Fprintf(a.io.Out, "landed     on %s at %s (the revision Argo CD must sync)\n", e.Detail["branch"], e.Subject)
+		case workflow.DigestVerified:
+			fmt.Fprintf(a.io.Out, "copied     into %s: verified, signed %t, %d referrer(s), %d blob(s) uploaded\n", d.Repository, d.Signed, d.Referrers, d.BlobsUploaded)
+		case workflow.EnvPinned:
+			fmt.Fprintf(a.io.Out, "pinned     on branch %s at %s\n", d.Branch, e.Subject)
+		case workflow.EnvLanded:
+			fmt.Fprintf(a.io.Out, "landed     on %s at %s (the revision Argo CD must sync)\n", d.Branch, e.Subject)
 		}
 	}
-	if diff := r.Outputs["envrepo.diff"]; diff != "" {
+	if diff := r.Checkpoints.EnvDiff; diff != "" {
 		fmt.Fprintf(a.io.Out, "\n%s\n", strings.TrimRight(diff, "\n"))
 	}
 	fmt.Fprintf(a.io.Out, "\nrelease %s: promotion %s", r.ID, st.Status)

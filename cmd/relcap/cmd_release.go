@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,7 +57,7 @@ func (a *app) runRelease(ctx context.Context, svc *workflow.Service, id string) 
 	}
 	switch {
 	case err == nil && final.Status == workflow.ReleaseConverged:
-		fmt.Fprintf(a.io.Out, "\nrelease %s converged in %s: %s running %s\n", final.ID, final.Env, short(final.Outputs[workflow.OutEnvCommit]), final.Outputs[workflow.OutDigest])
+		fmt.Fprintf(a.io.Out, "\nrelease %s converged in %s: %s running %s\n", final.ID, final.Env, workflow.ShortHash(final.Checkpoints.EnvCommit), final.Checkpoints.Digest)
 	case err == nil:
 		fmt.Fprintf(a.io.Out, "\nrelease %s: %s; continue with relcap converge --env %s (or relcap resume %s)\n", final.ID, final.Status, final.Env, final.ID)
 	case errors.Is(err, workflow.ErrBlocked):
@@ -74,13 +73,6 @@ func stepMessage(r *workflow.Release) string {
 		return r.Step(k).Message
 	}
 	return ""
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 func (a *app) releaseCommand() *cobra.Command {
@@ -105,7 +97,7 @@ to an incompatible release is refused.`,
 			if env == "" || image == "" {
 				return usageError{errors.New("release wants --env ENV and --image REF")}
 			}
-			svc, journal, err := a.flowService(ctx, "release", "", timeout)
+			svc, _, err := a.flowService(ctx, "release", "", timeout)
 			if err != nil {
 				return err
 			}
@@ -120,7 +112,6 @@ to an incompatible release is refused.`,
 			if err != nil {
 				return err
 			}
-			_, _ = journal.Append(ctx, "session.release", map[string]string{"release": r.ID})
 			if !a.flags.json {
 				fmt.Fprintf(a.io.Out, "release %s: %s to %s\n", r.ID, image, env)
 			}
@@ -144,14 +135,13 @@ func (a *app) resumeCommand() *cobra.Command {
 		Args:  exactArgs(1, "one release ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			svc, journal, err := a.flowService(ctx, "resume", args[0], timeout)
+			svc, _, err := a.flowService(ctx, "resume", args[0], timeout)
 			if err != nil {
 				return err
 			}
-			if _, err := a.ledger.LoadRelease(ctx, args[0]); errors.Is(err, workflow.ErrNotFound) {
+			if _, err := svc.Release(ctx, args[0]); errors.Is(err, workflow.ErrNotFound) {
 				return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, args[0])
 			}
-			_, _ = journal.Append(ctx, "session.release", map[string]string{"release": args[0]})
 			return a.runRelease(ctx, svc, args[0])
 		},
 	}
@@ -178,27 +168,20 @@ action. Without --release it takes the latest promotion into ENV; with
 			if env == "" {
 				return usageError{errors.New("converge wants --env ENV")}
 			}
-			p, err := a.loadProject()
-			if err != nil {
-				return err
-			}
-			e, err := p.Env(env)
-			if err != nil {
-				return err
-			}
 			if revision != "" {
-				return a.convergeRevision(ctx, p, e, revision, timeout)
+				return a.convergeRevision(ctx, env, revision, timeout)
 			}
-			svc, journal, err := a.flowService(ctx, "converge", releaseID, timeout)
+			svc, _, err := a.flowService(ctx, "converge", releaseID, timeout)
 			if err != nil {
 				return err
 			}
 			if releaseID == "" {
-				if releaseID, err = a.awaitingConvergence(ctx, env); err != nil {
+				r, err := svc.AwaitingConvergence(ctx, env)
+				if err != nil {
 					return err
 				}
+				releaseID = r.ID
 			}
-			_, _ = journal.Append(ctx, "session.release", map[string]string{"release": releaseID})
 			return a.runRelease(ctx, svc, releaseID)
 		},
 	}
@@ -209,58 +192,28 @@ action. Without --release it takes the latest promotion into ENV; with
 	return cmd
 }
 
-// awaitingConvergence finds the latest release of env whose promotion landed
-// and that has not converged.
-func (a *app) awaitingConvergence(ctx context.Context, env string) (string, error) {
-	releases, err := a.ledger.ListReleases(ctx, workflow.ReleaseFilter{Env: env, Limit: 20})
+// convergeRevision watches env's application for one revision outside any
+// release, with the digest the environment repo pins now.
+func (a *app) convergeRevision(ctx context.Context, env, revision string, timeout time.Duration) error {
+	p, err := a.loadProject()
 	if err != nil {
-		return "", err
+		return err
 	}
-	for _, r := range releases {
-		if _, landed := r.Output(workflow.OutEnvCommit); landed && !r.Status.Done() {
-			return r.ID, nil
-		}
-	}
-	return "", fmt.Errorf("%w: no promotion into %s is waiting to converge: promote first, or pass --release ID or --revision SHA", workflow.ErrUsage, env)
-}
-
-// convergeRevision watches for a revision outside any release: the digest is
-// the one the environment repo pins now.
-func (a *app) convergeRevision(ctx context.Context, p *workflow.Project, e workflow.Environment, revision string, timeout time.Duration) error {
 	_, repo, err := a.decisionAdapters()
 	if err != nil {
 		return err
 	}
-	pinned, err := repo.Pinned(ctx, e.EnvRepo, e.Registry.Repository)
+	svc, _, err := a.serviceWith(ctx, "converge", "", workflow.Deps{EnvRepo: repo, Convergence: a.argoCD(p), ConvergeTimeout: timeout})
 	if err != nil {
 		return err
 	}
-	journal, err := a.openSession(ctx, "converge", "")
-	if err != nil {
-		return err
-	}
-	want := workflow.Want{Revision: revision, Digest: pinned.Digest}
-	app := workflow.AppRef{Env: e.Name, Server: e.ArgoCD.Server, Name: e.ArgoCD.App}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	printer := plain.New(a.io.Out, a.flags.json)
-	st, v, err := workflow.WaitConverged(wctx, a.argoCD(p), app, want, func(s workflow.AppState) {
+	res, err := svc.ConvergeRevision(ctx, env, revision, func(s workflow.AppState) {
 		printer.Event(workflow.Event{Time: a.clock.Now(), Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &s})
 	})
-	facts := map[string]string{"intended_revision": revision, "digest": pinned.Digest.String(), "sync": st.SyncStatus, "revision": st.SyncRevision, "health": st.Health, "images": strings.Join(st.Images, ",")}
-	switch {
-	case err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded):
-		_, _ = journal.Append(ctx, "converge.timeout", facts)
-		return fmt.Errorf("%w: %s not converged after %s: %s", workflow.ErrNotConverged, e.ArgoCD.App, timeout, v.Reason)
-	case err != nil:
+	if err != nil {
 		return err
-	case v.Kind != workflow.VerdictConverged:
-		facts["verdict"], facts["next_action"] = v.Kind, v.NextAction
-		_, _ = journal.Append(ctx, "converge.failed", facts)
-		return fmt.Errorf("%w: convergence.%s %s: %s\n  intended revision %s, artifact %s, controller: sync %s at %s, health %s\n  next: %s",
-			workflow.ErrNotConverged, v.Kind, e.ArgoCD.App, v.Reason, revision, pinned, st.SyncStatus, st.SyncRevision, st.Health, v.NextAction)
 	}
-	_, err = journal.Append(ctx, "converge.done", facts)
-	fmt.Fprintf(a.io.Out, "%s converged: synced at %s, healthy, running %s\n", e.ArgoCD.App, short(revision), pinned.Digest)
-	return err
+	fmt.Fprintf(a.io.Out, "%s converged: synced at %s, healthy, running %s\n", res.App.Name, workflow.ShortHash(revision), res.Pinned.Digest)
+	return nil
 }

@@ -8,8 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/tui/reportfmt"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/report"
 )
 
 // reportFlags are the flags both reports take.
@@ -81,12 +83,12 @@ func (a *app) reportMeasuresCommand() *cobra.Command {
 
 func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
 	ctx := cmd.Context()
-	format, err := workflow.ParseReportFormat(f.format)
+	format, err := reportfmt.ParseFormat(f.format)
 	if err != nil {
 		return usageError{err}
 	}
 	if a.flags.json && !cmd.Flags().Changed("format") {
-		format = workflow.FormatJSON
+		format = reportfmt.FormatJSON
 	}
 	loc, err := time.LoadLocation(f.tz)
 	if err != nil {
@@ -97,12 +99,12 @@ func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
 	if err != nil {
 		return usageError{err}
 	}
-	opts := workflow.ReportOptions{From: from, To: to, Location: loc, Now: now, Env: strings.TrimSpace(f.env),
+	opts := report.Options{From: from, To: to, Location: loc, Now: now, Env: strings.TrimSpace(f.env),
 		Person: strings.TrimSpace(f.person), BaselineHoursPerRelease: f.baseline, ProdEnv: "prod"}
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	q := workflow.ReportQuery{Env: opts.Env, From: from, To: to, Person: opts.Person, EffortOnly: effort}
+	q := report.Query{Env: opts.Env, From: from, To: to, Person: opts.Person, EffortOnly: effort}
 	p, err := a.optionalProject()
 	if err != nil {
 		return err
@@ -129,29 +131,29 @@ func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
 	if err != nil {
 		return err
 	}
-	var rep workflow.Report
+	var rep reportfmt.Report
 	if effort {
-		r, err := workflow.BuildEffortReport(data, opts)
+		r, err := report.BuildEffort(data, opts)
 		if err != nil {
 			return err
 		}
-		rep = r
+		rep = reportfmt.Effort(r)
 		a.emptyNotice(format, r.Empty, r.Message)
 	} else {
-		r, err := workflow.BuildMeasuresReport(data, opts)
+		r, err := report.BuildMeasures(data, opts)
 		if err != nil {
 			return err
 		}
-		rep = r
+		rep = reportfmt.Measures(r)
 		a.emptyNotice(format, r.Empty, r.Message)
 	}
-	return workflow.WriteReport(a.io.Out, rep, format)
+	return reportfmt.Write(a.io.Out, rep, format)
 }
 
 // emptyNotice repeats "nothing to report" on stderr for machine formats,
 // whose stdout a script parses and a person may never read.
-func (a *app) emptyNotice(f workflow.ReportFormat, empty bool, msg string) {
-	if empty && (f == workflow.FormatCSV || f == workflow.FormatJSON) {
+func (a *app) emptyNotice(f reportfmt.Format, empty bool, msg string) {
+	if empty && (f == reportfmt.FormatCSV || f == reportfmt.FormatJSON) {
 		fmt.Fprintln(a.io.Err, "relcap: "+msg)
 	}
 }

@@ -12,7 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui/reportfmt"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/report"
 )
 
 // seedReports writes n converged releases in January 2026, each with one
@@ -29,10 +32,10 @@ func seedReports(t *testing.T, data string, n int) {
 		r := workflow.NewRelease(id, "web", "prod", "img:1", "alice", at)
 		r.Status, r.UpdatedAt, r.EndedAt = workflow.ReleaseConverged, at.Add(2*time.Hour), at.Add(2*time.Hour)
 		require.NoError(t, l.SaveRelease(ctx, r))
-		require.NoError(t, l.RecordEffort(ctx, []workflow.EffortEntry{
-			{ReleaseID: id, Person: "alice", Role: workflow.RoleCaptain, Step: "plan-review", Kind: workflow.EffortActive, Duration: active, At: at},
-			{ReleaseID: id, Person: "bob", Role: workflow.RoleCaptain, Step: workflow.StepNone, Kind: workflow.EffortOffTool, Duration: off, At: at},
-			{ReleaseID: id, Step: "convergence", Kind: workflow.EffortWait, Duration: time.Hour, At: at},
+		require.NoError(t, l.RecordEffort(ctx, []effort.Entry{
+			{ReleaseID: id, Person: "alice", Role: effort.RoleCaptain, Step: "plan-review", Kind: effort.Active, Duration: active, At: at},
+			{ReleaseID: id, Person: "bob", Role: effort.RoleCaptain, Step: effort.WholeRelease, Kind: effort.OffTool, Duration: off, At: at},
+			{ReleaseID: id, Step: "convergence", Kind: effort.Wait, Duration: time.Hour, At: at},
 		}))
 	}
 	for i := range n {
@@ -61,7 +64,7 @@ func TestReportEffortTimeZoneMovesTheLateRelease(t *testing.T) {
 	seedReports(t, data, 2)
 	code, out, errOut := invoke(t, data, "--json", "report", "effort", "--from", "2026-01", "--to", "2026-02", "--tz", "Europe/Berlin")
 	require.Equal(t, 0, code, errOut)
-	var rep workflow.EffortReport
+	var rep report.Effort
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Equal(t, "Europe/Berlin", rep.TimeZone)
 	months := map[string]int{}
@@ -82,11 +85,11 @@ func TestReportFormatsRoundTrip(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	code, cs, errOut := invoke(t, data, append(args, "--format", "csv")...)
 	require.Equal(t, 0, code, errOut)
-	var rep workflow.EffortReport
+	var rep report.Effort
 	require.NoError(t, json.Unmarshal([]byte(js), &rep))
-	rows, err := workflow.ParseReportCSV(strings.NewReader(cs))
+	rows, err := reportfmt.ParseCSV(strings.NewReader(cs))
 	require.NoError(t, err)
-	require.Equal(t, rep.Rows(), rows)
+	require.Equal(t, reportfmt.Rows(reportfmt.Effort(&rep)), rows)
 
 	code, md, errOut := invoke(t, data, append(args, "--format", "md")...)
 	require.Equal(t, 0, code, errOut)

@@ -27,7 +27,7 @@ release left (see relcap release --schema).`,
 			if env == "" || to == "" {
 				return usageError{errors.New("rollback wants --env ENV and --to RELEASE")}
 			}
-			svc, journal, err := a.flowService(ctx, "rollback", "", timeout)
+			svc, _, err := a.flowService(ctx, "rollback", "", timeout)
 			if err != nil {
 				return err
 			}
@@ -35,9 +35,8 @@ release left (see relcap release --schema).`,
 			if err != nil {
 				return err
 			}
-			_, _ = journal.Append(ctx, "session.release", map[string]string{"release": r.ID})
 			if !a.flags.json {
-				fmt.Fprintf(a.io.Out, "rollback %s: %s back to release %s (%s)\n", r.ID, env, to, r.Outputs[workflow.OutDigest])
+				fmt.Fprintf(a.io.Out, "rollback %s: %s back to release %s (%s)\n", r.ID, env, to, r.Checkpoints.Digest)
 			}
 			return a.runRelease(ctx, svc, r.ID)
 		},

@@ -2,14 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,37 +33,17 @@ func (a *app) runCockpit(ctx context.Context, svc *workflow.Service, id string) 
 }
 
 // cockpit runs the cockpit on one release and records what the captain saw
-// as an asciicast beside journal's file (screen.cast, then screen-2.cast…
-// for later cockpits of the same session). The recording's SHA-256 is
-// journaled when the cockpit closes, so journal verify covers it; it records
-// the rendered screen, in which secrets are already masked.
+// beside journal's file; the recording's SHA-256 is journaled when the
+// cockpit closes, so journal verify covers it. It records the rendered
+// screen, in which secrets are already masked.
 func (a *app) cockpit(ctx context.Context, svc *workflow.Service, id string, journal *store.FileJournal, notices <-chan string) error {
-	dir := filepath.Dir(journal.Path())
-	name := screenFile
-	var cast *os.File
-	for n := 1; ; n++ {
-		if n > 1 {
-			name = fmt.Sprintf("screen-%d.cast", n)
-		}
-		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) && n < 100 {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("screen recording in %s: %w", dir, err)
-		}
-		cast = f
-		break
+	rec, err := journal.StartRecording()
+	if err != nil {
+		return err
 	}
-	hash := sha256.New()
-	runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Input: a.io.In, Output: a.io.Out, Env: a.io.Env,
-		Record: io.MultiWriter(cast, hash), Notices: notices})
-	syncErr := cast.Sync()
-	closeErr := cast.Close()
-	if err := errors.Join(syncErr, closeErr); err != nil {
-		return errors.Join(runErr, fmt.Errorf("screen recording %s: %w", cast.Name(), err))
-	}
-	if _, err := journal.Append(context.WithoutCancel(ctx), "screen.recorded", map[string]string{"file": name, "release": id, "sha256": hex.EncodeToString(hash.Sum(nil))}); err != nil {
+	runErr := tui.Run(ctx, tui.Options{Service: svc, Reports: a.reports(svc.Project()), ReleaseID: id, Input: a.io.In, Output: a.io.Out, Env: a.io.Env,
+		Record: rec, Notices: notices})
+	if err := rec.Finish(ctx, id); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if errors.Is(runErr, tui.ErrQuit) {
@@ -77,28 +51,6 @@ func (a *app) cockpit(ctx context.Context, svc *workflow.Service, id string, jou
 		return nil
 	}
 	return runErr
-}
-
-// verifyScreen checks the recordings a session's journal vouches for.
-func verifyScreen(sessionDir string, entries []workflow.JournalEntry) *workflow.VerifyProblem {
-	for _, e := range entries {
-		if e.Kind != "screen.recorded" {
-			continue
-		}
-		var rec struct{ File, SHA256 string }
-		if err := json.Unmarshal(e.Data, &rec); err != nil {
-			return &workflow.VerifyProblem{Seq: e.Seq, Reason: "screen.recorded entry unreadable: " + err.Error()}
-		}
-		b, err := os.ReadFile(filepath.Join(sessionDir, filepath.Base(rec.File)))
-		if err != nil {
-			return &workflow.VerifyProblem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s is missing: %v", rec.File, err)}
-		}
-		sum := sha256.Sum256(b)
-		if hex.EncodeToString(sum[:]) != rec.SHA256 {
-			return &workflow.VerifyProblem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s differs from the SHA-256 journaled in entry %d: it was edited or truncated", rec.File, e.Seq)}
-		}
-	}
-	return nil
 }
 
 // openCockpit is plain `relcap`: at a terminal, the cockpit on the release
@@ -113,27 +65,25 @@ func (a *app) openCockpit(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.openLedger(ctx); err != nil {
-		return err
-	}
-	releases, err := a.ledger.ListReleases(ctx, workflow.ReleaseFilter{App: p.App, Limit: 50})
+	q, err := a.records(ctx)
 	if err != nil {
 		return err
 	}
-	for _, r := range releases {
-		if r.Kind == workflow.KindBreakGlass || r.Status.Done() {
-			continue
+	r, err := q.InProgress(ctx)
+	if errors.Is(err, workflow.ErrNotFound) {
+		envs := ""
+		if len(p.Environments) > 0 {
+			envs = p.Environments[0].Name
 		}
-		svc, _, err := a.flowService(ctx, "cockpit", r.ID, 10*time.Minute)
-		if err != nil {
-			return err
-		}
-		return a.runCockpit(ctx, svc, r.ID)
+		fmt.Fprintf(a.io.Out, "No release of %s is in progress. Start one with:\n  relcap release --env %s --image REGISTRY/REPO:TAG\nor try the whole flow on a sandbox: relcap demo\n", p.App, envs)
+		return nil
 	}
-	envs := ""
-	if len(p.Environments) > 0 {
-		envs = p.Environments[0].Name
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(a.io.Out, "No release of %s is in progress. Start one with:\n  relcap release --env %s --image REGISTRY/REPO:TAG\nor try the whole flow on a sandbox: relcap demo\n", p.App, envs)
-	return nil
+	svc, _, err := a.flowService(ctx, "cockpit", r.ID, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	return a.runCockpit(ctx, svc, r.ID)
 }

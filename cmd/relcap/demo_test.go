@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 // TestDemoHeadlessConvergesBothEnvironments runs the whole scripted demo in
@@ -54,14 +55,14 @@ func TestDemoHeadlessConvergesBothEnvironments(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, releases, 2)
 	var envs []string
-	digest := releases[0].Outputs[workflow.OutDigest]
+	digest := releases[0].Checkpoints.Digest.String()
 	for _, r := range releases {
 		envs = append(envs, r.Env)
 		require.Equal(t, workflow.ReleaseConverged, r.Status, r.ID)
-		require.Equal(t, digest, r.Outputs[workflow.OutDigest], "the same bytes in both environments")
-		effort, err := l.Effort(t.Context(), r.ID)
+		require.Equal(t, digest, r.Checkpoints.Digest.String(), "the same bytes in both environments")
+		entries, err := l.Effort(t.Context(), r.ID)
 		require.NoError(t, err)
-		require.Positive(t, workflow.SumEffort(effort).Wait, "machine wait measured for %s", r.ID)
+		require.Positive(t, effort.Sum(entries).Wait, "machine wait measured for %s", r.ID)
 		require.Contains(t, out, r.ID)
 	}
 	slices.Sort(envs)

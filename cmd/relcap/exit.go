@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/relcap/relcap/tui/asciicast"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -41,7 +42,7 @@ func exitCode(err error) int {
 		return silent.code
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.As(err, &usage), errors.Is(err, workflow.ErrUsage):
+	case errors.As(err, &usage), errors.Is(err, workflow.ErrUsage), errors.Is(err, asciicast.ErrNotACast):
 		return exitUsage
 	case errors.Is(err, workflow.ErrBlocked):
 		return exitBlocked

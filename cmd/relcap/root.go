@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
@@ -39,7 +40,7 @@ type app struct {
 	project  *workflow.Project
 	sessions []*store.FileJournal
 	args     []string
-	argo     *argoByEnv
+	argo     *argocd.Pool
 }
 
 // run builds the command tree, executes it and maps the outcome to an exit
@@ -148,18 +149,20 @@ with every decision journaled and the staff time it cost measured.`,
 func (a *app) close(ctx context.Context, code int, cmdErr error) error {
 	var errs []error
 	for _, j := range a.sessions {
-		outcome := map[string]any{"exit_code": code}
+		outcome := workflow.SessionClosed{ExitCode: code}
 		if cmdErr != nil {
-			outcome["error"] = cmdErr.Error()
+			outcome.Error = cmdErr.Error()
 		}
-		if _, err := j.Append(ctx, "session.closed", outcome); err != nil {
+		if _, err := j.Append(ctx, outcome); err != nil {
 			errs = append(errs, err)
 		}
 		if err := j.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	a.argo.close()
+	if err := a.argo.Close(); err != nil {
+		errs = append(errs, err)
+	}
 	if a.ledger != nil {
 		if err := a.ledger.Close(); err != nil {
 			errs = append(errs, err)
@@ -291,7 +294,7 @@ func (a *app) openSession(ctx context.Context, command, releaseID string) (*stor
 		return nil, err
 	}
 	a.sessions = append(a.sessions, j)
-	if _, err := j.Append(ctx, "session.opened", map[string]any{"command": command, "args": a.args, "relcap": version}); err != nil {
+	if _, err := j.Append(ctx, workflow.SessionOpened{Command: command, Args: a.args, Relcap: version}); err != nil {
 		return nil, err
 	}
 	return j, nil

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 
+	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/report"
 )
 
 // projectIfAny loads relcap.yaml when -c names one or one is found; commands
@@ -46,7 +47,12 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	if err != nil {
 		return nil, nil, err
 	}
+	dir, err := a.sessionsDir()
+	if err != nil {
+		return nil, nil, err
+	}
 	d.Project, d.Ledger, d.Journal, d.Clock, d.Actor = project, a.ledger, journal, a.clock, actor
+	d.Sessions = store.SessionFiles{Dir: dir}
 	svc, err := workflow.NewService(d)
 	if err != nil {
 		return nil, nil, err
@@ -60,10 +66,35 @@ func (a *app) ownershipSources(p *workflow.Project, tf *terraform.Adapter) []wor
 	return []workflow.OwnershipSource{tf, a.argoCD(p)}
 }
 
-// noJournal is for read-only uses of the Service, which journal nothing.
-type noJournal struct{}
-
-func (noJournal) Append(context.Context, string, any) (workflow.JournalEntry, error) {
-	return workflow.JournalEntry{}, errors.New("read-only: nothing is journaled")
+// records wires the read-only queries over the ledger: what commands ask
+// before acting, and journal verification. It opens no session.
+func (a *app) records(ctx context.Context) (*workflow.Records, error) {
+	project, err := a.projectIfAny()
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.openLedger(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := a.sessionsDir()
+	if err != nil {
+		return nil, err
+	}
+	return workflow.NewRecords(workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}})
 }
-func (noJournal) SessionID() string { return "" }
+
+// argoCD is the Argo CD pool of this invocation, one adapter per
+// environment, opened on first use.
+func (a *app) argoCD(p *workflow.Project) *argocd.Pool {
+	if a.argo == nil {
+		a.argo = argocd.NewPool(p, a.io.getenv)
+	}
+	return a.argo
+}
+
+// reports is the effort screen's report source over this invocation's
+// ledger.
+func (a *app) reports(p *workflow.Project) report.Reporter {
+	return report.Reporter{Project: p, Source: a.ledger, Clock: a.clock}
+}

@@ -65,7 +65,7 @@ func (p *Printer) line(e workflow.Event) string {
 		}
 		s := fmt.Sprintf("sync %s at %s, health %s", e.App.SyncStatus, shortRev(e.App.SyncRevision), e.App.Health)
 		if e.App.Operation != "" {
-			s += ", operation " + e.App.Operation
+			s += ", operation " + string(e.App.Operation)
 		}
 		if s == p.lastApp {
 			return ""

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 var at = time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
@@ -21,7 +22,7 @@ func TestPrinterWritesOneLinePerEventAndFindingsUnderIt(t *testing.T) {
 	p.Event(workflow.Event{Time: at, Kind: workflow.EventStepStarted, Step: workflow.StepOwnership})
 	p.Event(workflow.Event{Time: at, Kind: workflow.EventStepFinished, Step: workflow.StepOwnership, Status: workflow.Blocked,
 		Message:  "1 ownership problem(s) must be resolved first",
-		Findings: []workflow.Finding{{Severity: workflow.Blocker, Code: "ownership.conflict", Subject: "apps/Deployment web/web", Message: "both set spec.replicas", NextAction: "give it one owner"}}})
+		Findings: []finding.Finding{{Severity: finding.Blocker, Code: "ownership.conflict", Subject: "apps/Deployment web/web", Message: "both set spec.replicas", NextAction: "give it one owner"}}})
 	app := workflow.AppState{SyncStatus: "Synced", SyncRevision: "0123456789abcdef", Health: "Progressing"}
 	p.Event(workflow.Event{Time: at, Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &app})
 	p.Event(workflow.Event{Time: at, Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &app})

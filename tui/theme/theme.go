@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // Icons are single-cell glyphs, so columns line up in every terminal.
@@ -150,35 +151,59 @@ func StepIcon(s workflow.StepStatus) string {
 }
 
 // SeverityStyle colours a finding by severity.
-func (t Theme) SeverityStyle(s workflow.Severity) lipgloss.Style {
+func (t Theme) SeverityStyle(s finding.Severity) lipgloss.Style {
 	switch s {
-	case workflow.Blocker:
+	case finding.Blocker:
 		return t.Err
-	case workflow.Warning:
+	case finding.Warning:
 		return t.Warn
 	}
 	return t.Muted
 }
 
 // SeverityIcon is the glyph of a finding's severity.
-func SeverityIcon(s workflow.Severity) string {
+func SeverityIcon(s finding.Severity) string {
 	switch s {
-	case workflow.Blocker:
+	case finding.Blocker:
 		return IconBlocker
-	case workflow.Warning:
+	case finding.Warning:
 		return IconWarning
 	}
 	return IconInfo
 }
 
-// HealthStyle colours an Argo CD health or sync status.
-func (t Theme) HealthStyle(s string) lipgloss.Style {
-	switch s {
-	case workflow.HealthHealthy, workflow.SyncSynced, workflow.OperationSucceeded:
+// HealthStyle colours an Argo CD health status.
+func (t Theme) HealthStyle(h workflow.HealthStatus) lipgloss.Style {
+	switch h {
+	case workflow.HealthHealthy:
 		return t.OK
-	case workflow.HealthDegraded, workflow.HealthMissing, workflow.OperationFailed, workflow.OperationError:
+	case workflow.HealthDegraded, workflow.HealthMissing:
 		return t.Err
-	case workflow.HealthProgressing, workflow.SyncOutOfSync, workflow.OperationRunning, workflow.HealthSuspended:
+	case workflow.HealthProgressing, workflow.HealthSuspended:
+		return t.Warn
+	}
+	return t.Muted
+}
+
+// SyncStyle colours an Argo CD sync status.
+func (t Theme) SyncStyle(s workflow.SyncStatus) lipgloss.Style {
+	switch s {
+	case workflow.SyncSynced:
+		return t.OK
+	case workflow.SyncOutOfSync:
+		return t.Warn
+	}
+	return t.Muted
+}
+
+// OperationStyle colours an Argo CD operation phase.
+func (t Theme) OperationStyle(p workflow.OperationPhase) lipgloss.Style {
+	switch p {
+	case workflow.OperationSucceeded:
+		return t.OK
+	case workflow.OperationFailed, workflow.OperationError:
+		return t.Err
+	case workflow.OperationRunning:
 		return t.Warn
 	}
 	return t.Muted

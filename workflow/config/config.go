@@ -18,6 +18,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // FileName is the configuration file Find looks for.
@@ -127,11 +129,11 @@ func Load(path string) (*workflow.Project, error) {
 
 // readOwnership loads the ownership map that relcap.yaml names; a read
 // failure is reported at the key that names the file.
-func readOwnership(c *collector, p *parser, own ownershipRef) workflow.OwnershipMap {
+func readOwnership(c *collector, p *parser, own ownershipRef) ownership.Map {
 	data, err := os.ReadFile(own.abs)
 	if err != nil {
 		p.add(own.node, "ownership", "cannot read %s: %v", own.abs, err)
-		return workflow.OwnershipMap{}
+		return ownership.Map{}
 	}
 	return (&parser{file: own.display, probs: c}).ownership(data)
 }
@@ -218,9 +220,9 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 		}
 	}
 
-	proj.Effort.IdleThreshold = workflow.DefaultIdleThreshold
+	proj.Effort.IdleThreshold = effort.DefaultIdleThreshold
 	if ef, ok := top.sub("effort", effortKeys); ok {
-		proj.Effort.IdleThreshold = ef.duration("idle_threshold", workflow.DefaultIdleThreshold)
+		proj.Effort.IdleThreshold = ef.duration("idle_threshold", effort.DefaultIdleThreshold)
 		proj.Effort.BaselineHoursPerRelease = ef.nonNegNumber("baseline_hours_per_release")
 	}
 

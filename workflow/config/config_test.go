@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // designConfig is the relcap.yaml of DESIGN.md's configuration contract,
@@ -88,23 +90,23 @@ func TestLoadDesignExample(t *testing.T) {
 		Dir:           repo,
 		App:           "web",
 		OwnershipFile: filepath.Join(repo, "ownership.yaml"),
-		Ownership: workflow.OwnershipMap{
+		Ownership: ownership.Map{
 			File: filepath.Join(repo, "ownership.yaml"),
-			Rules: []workflow.OwnershipRule{
-				{Line: 3, Match: workflow.Match{TerraformType: "aws_*"}, Owner: workflow.OwnerTerraform},
-				{Line: 5, Match: workflow.Match{Kind: "Namespace"}, Owner: workflow.OwnerTerraform},
+			Rules: []ownership.Rule{
+				{Line: 3, Match: ownership.Match{TerraformType: "aws_*"}, Owner: ownership.OwnerTerraform},
+				{Line: 5, Match: ownership.Match{Kind: "Namespace"}, Owner: ownership.OwnerTerraform},
 				{
 					Line:   7,
-					Match:  workflow.Match{Group: "apps", Kind: "Deployment", Namespace: "web"},
-					Owner:  workflow.OwnerArgoCD,
-					Fields: map[string]workflow.Owner{"spec.replicas": "hpa"},
+					Match:  ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"},
+					Owner:  ownership.OwnerArgoCD,
+					Fields: map[string]ownership.Owner{"spec.replicas": "hpa"},
 				},
 			},
-			Handoffs: []workflow.Handoff{{
+			Handoffs: []ownership.Handoff{{
 				Line:  11,
-				Match: workflow.Match{TerraformAddress: "helm_release.argocd"},
-				From:  workflow.OwnerTerraform,
-				To:    workflow.OwnerArgoCD,
+				Match: ownership.Match{TerraformAddress: "helm_release.argocd"},
+				From:  ownership.OwnerTerraform,
+				To:    ownership.OwnerArgoCD,
 				Note:  "the GitOps controller is bootstrapped by Terraform, then owned by Argo CD",
 			}},
 		},
@@ -193,7 +195,7 @@ func TestParseDefaults(t *testing.T) {
 			name: "everything omitted takes the documented default",
 			check: func(t *testing.T, p *workflow.Project) {
 				require.Equal(t, workflow.DefaultClassify(), p.Classify)
-				require.Equal(t, workflow.DefaultIdleThreshold, p.Effort.IdleThreshold)
+				require.Equal(t, effort.DefaultIdleThreshold, p.Effort.IdleThreshold)
 				require.Equal(t, workflow.DefaultPlanExpiry, p.Plans.Expiry)
 				require.Equal(t, workflow.Compatibility{}, p.Compatibility)
 				e := p.Environments[0]

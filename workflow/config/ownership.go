@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // Keys of ownership.yaml, per level.
@@ -27,28 +28,28 @@ var ownerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 // File is path as given, for messages. The error is an *Errors listing
 // every problem, or a read error; both satisfy errors.Is(err,
 // workflow.ErrUsage).
-func LoadOwnership(path string) (workflow.OwnershipMap, error) {
+func LoadOwnership(path string) (ownership.Map, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return workflow.OwnershipMap{}, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+		return ownership.Map{}, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
 	}
 	return ParseOwnership(path, data)
 }
 
 // ParseOwnership decodes and validates ownership.yaml content; file names it
 // in problem reports and becomes the map's File. The error is an *Errors.
-func ParseOwnership(file string, data []byte) (workflow.OwnershipMap, error) {
+func ParseOwnership(file string, data []byte) (ownership.Map, error) {
 	var c collector
 	m := (&parser{file: file, probs: &c}).ownership(data)
 	if err := c.err(); err != nil {
-		return workflow.OwnershipMap{}, err
+		return ownership.Map{}, err
 	}
 	return m, nil
 }
 
 // ownership decodes the whole of ownership.yaml.
-func (p *parser) ownership(data []byte) workflow.OwnershipMap {
-	om := workflow.OwnershipMap{File: p.file}
+func (p *parser) ownership(data []byte) ownership.Map {
+	om := ownership.Map{File: p.file}
 	root := p.document(data, "a mapping with version and rules")
 	if root == nil {
 		return om
@@ -68,7 +69,7 @@ func (p *parser) ownership(data []byte) workflow.OwnershipMap {
 	}
 	// A rule whose match repeats an earlier one can never win, since the
 	// first match wins.
-	firstLine := map[workflow.Match]int{}
+	firstLine := map[ownership.Match]int{}
 	for i, item := range rules {
 		if !p.spend() {
 			break
@@ -97,12 +98,12 @@ func (p *parser) ownership(data []byte) workflow.OwnershipMap {
 	return om
 }
 
-func (p *parser) rule(n *yaml.Node, field string) (workflow.OwnershipRule, bool) {
+func (p *parser) rule(n *yaml.Node, field string) (ownership.Rule, bool) {
 	m, ok := p.mapping(n, field, ruleKeys)
 	if !ok {
-		return workflow.OwnershipRule{}, false
+		return ownership.Rule{}, false
 	}
-	r := workflow.OwnershipRule{Line: n.Line}
+	r := ownership.Rule{Line: n.Line}
 	r.Match = m.match()
 	r.Owner = m.owner("owner", "e.g. owner: terraform")
 	if e, ok := m.get("fields"); ok {
@@ -111,12 +112,12 @@ func (p *parser) rule(n *yaml.Node, field string) (workflow.OwnershipRule, bool)
 	return r, true
 }
 
-func (p *parser) handoff(n *yaml.Node, field string) (workflow.Handoff, bool) {
+func (p *parser) handoff(n *yaml.Node, field string) (ownership.Handoff, bool) {
 	m, ok := p.mapping(n, field, handoffKeys)
 	if !ok {
-		return workflow.Handoff{}, false
+		return ownership.Handoff{}, false
 	}
-	h := workflow.Handoff{Line: n.Line}
+	h := ownership.Handoff{Line: n.Line}
 	h.Match = m.match()
 	h.From = m.owner("from", "the owner that bootstraps it, e.g. from: terraform")
 	h.To = m.owner("to", "the owner that takes over, e.g. to: argocd")
@@ -129,8 +130,8 @@ func (p *parser) handoff(n *yaml.Node, field string) (workflow.Handoff, bool) {
 }
 
 // match reads the required, non-empty match of a rule or hand-off.
-func (m *mapNode) match() workflow.Match {
-	var x workflow.Match
+func (m *mapNode) match() ownership.Match {
+	var x ownership.Match
 	e, ok := m.require("match", "e.g. match: {kind: Deployment}")
 	if !ok {
 		return x
@@ -165,7 +166,7 @@ func (m *mapNode) match() workflow.Match {
 }
 
 // owner reads a required owner name.
-func (m *mapNode) owner(key, hint string) workflow.Owner {
+func (m *mapNode) owner(key, hint string) ownership.Owner {
 	s, n := m.reqStr(key, hint)
 	if n == nil {
 		return ""
@@ -173,7 +174,7 @@ func (m *mapNode) owner(key, hint string) workflow.Owner {
 	if !m.p.checkOwner(n, join(m.path, key), s) {
 		return ""
 	}
-	return workflow.Owner(s)
+	return ownership.Owner(s)
 }
 
 // checkOwner reports an owner name that cannot be right: not lowercase, or a
@@ -181,14 +182,14 @@ func (m *mapNode) owner(key, hint string) workflow.Owner {
 // every object into a wrong-owner finding.
 func (p *parser) checkOwner(n *yaml.Node, field, s string) bool {
 	if !ownerName.MatchString(s) {
-		if lower := strings.ToLower(s); lower == string(workflow.OwnerTerraform) || lower == string(workflow.OwnerArgoCD) {
+		if lower := strings.ToLower(s); lower == string(ownership.OwnerTerraform) || lower == string(ownership.OwnerArgoCD) {
 			p.add(n, field, "want %q, got %s (owners are lowercase)", lower, quote(s))
 		} else {
 			p.add(n, field, "want an owner name of lowercase letters, digits, '.', '_' or '-', such as terraform, argocd or hpa, got %s", quote(s))
 		}
 		return false
 	}
-	for _, known := range []workflow.Owner{workflow.OwnerTerraform, workflow.OwnerArgoCD} {
+	for _, known := range []ownership.Owner{ownership.OwnerTerraform, ownership.OwnerArgoCD} {
 		if d := editDistance(s, string(known), 3); len(s) >= 5 && d > 0 && d <= 2 {
 			p.add(n, field, "unknown owner %s (did you mean %q?)", quote(s), known)
 			return false
@@ -199,13 +200,13 @@ func (p *parser) checkOwner(n *yaml.Node, field, s string) bool {
 
 // fields reads a rule's per-field owners: desired-state field paths mapped
 // to the owner of each.
-func (p *parser) fields(n *yaml.Node, field string) map[string]workflow.Owner {
+func (p *parser) fields(n *yaml.Node, field string) map[string]ownership.Owner {
 	r := resolve(n)
 	if r.Kind != yaml.MappingNode {
 		p.add(n, field, "want a mapping of field paths to owners, got %s", describe(n))
 		return nil
 	}
-	out := map[string]workflow.Owner{}
+	out := map[string]ownership.Owner{}
 	first := map[string]int{}
 	for i := 0; i+1 < len(r.Content); i += 2 {
 		if !p.spend() {
@@ -229,7 +230,7 @@ func (p *parser) fields(n *yaml.Node, field string) map[string]workflow.Owner {
 			continue
 		}
 		if p.checkOwner(v, f, rv.Value) {
-			out[rk.Value] = workflow.Owner(rv.Value)
+			out[rk.Value] = ownership.Owner(rv.Value)
 		}
 	}
 	return out

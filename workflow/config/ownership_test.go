@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 func TestLoadOwnershipDesignExample(t *testing.T) {
@@ -22,15 +23,15 @@ func TestLoadOwnershipDesignExample(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, path, m.File)
 	require.Equal(t, []int{3, 5, 7}, []int{m.Rules[0].Line, m.Rules[1].Line, m.Rules[2].Line})
-	require.Equal(t, workflow.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, m.Rules[2].Match)
-	require.Equal(t, map[string]workflow.Owner{"spec.replicas": "hpa"}, m.Rules[2].Fields)
+	require.Equal(t, ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, m.Rules[2].Match)
+	require.Equal(t, map[string]ownership.Owner{"spec.replicas": "hpa"}, m.Rules[2].Fields)
 	require.Len(t, m.Handoffs, 1)
 	require.Equal(t, 11, m.Handoffs[0].Line)
 
 	// The loaded map drives the domain check: a Deployment owned by Argo CD
 	// is fine, the same one written by Terraform is a finding at line 7.
-	findings := workflow.CheckOwnership(m, []workflow.ManagedObject{{
-		Manager: workflow.OwnerTerraform, TerraformAddress: "kubernetes_deployment.web",
+	findings := ownership.Check(m, []ownership.ManagedObject{{
+		Manager: ownership.OwnerTerraform, TerraformAddress: "kubernetes_deployment.web",
 		TerraformType: "kubernetes_deployment", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web",
 	}})
 	require.NotEmpty(t, findings)
@@ -176,7 +177,7 @@ handoffs:
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			m, err := ParseOwnership("ownership.yaml", []byte(tt.data))
-			require.Equal(t, workflow.OwnershipMap{}, m)
+			require.Equal(t, ownership.Map{}, m)
 			require.ErrorIs(t, err, workflow.ErrUsage)
 			var errs *Errors
 			require.ErrorAs(t, err, &errs)
@@ -191,8 +192,8 @@ func TestParseOwnershipAcceptsThirdOwners(t *testing.T) {
 		"  - match: {kind: HorizontalPodAutoscaler}\n    owner: keda\n"+
 		"  - match: {kind: Certificate}\n    owner: cert-manager\n"))
 	require.NoError(t, err)
-	require.Equal(t, []workflow.Owner{"terraform", "keda", "cert-manager"},
-		[]workflow.Owner{m.Rules[0].Owner, m.Rules[1].Owner, m.Rules[2].Owner})
+	require.Equal(t, []ownership.Owner{"terraform", "keda", "cert-manager"},
+		[]ownership.Owner{m.Rules[0].Owner, m.Rules[1].Owner, m.Rules[2].Owner})
 }
 
 func TestErrorsFormat(t *testing.T) {

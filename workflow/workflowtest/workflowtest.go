@@ -12,16 +12,29 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/report"
 )
 
-// Clock is a fake clock that moves only when told.
+// Clock is a fake clock that moves only when told. Channels from After
+// receive when Advance moves the clock past their deadline; WaitForTimers
+// lets a test wait until the code under test is waiting on the clock.
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu      sync.Mutex
+	t       time.Time
+	timers  []timer
+	changed chan struct{} // closed and replaced whenever timers change
+}
+
+type timer struct {
+	at time.Time
+	ch chan time.Time
 }
 
 // NewClock starts at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+func NewClock(t time.Time) *Clock { return &Clock{t: t, changed: make(chan struct{})} }
 
 // Now returns the fake time.
 func (c *Clock) Now() time.Time {
@@ -30,11 +43,67 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
-// Advance moves the clock forward.
+// After returns a channel that receives once the clock has been advanced
+// by d.
+func (c *Clock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.t
+		return ch
+	}
+	c.timers = append(c.timers, timer{at: c.t.Add(d), ch: ch})
+	c.notify()
+	return ch
+}
+
+// Advance moves the clock forward and fires the timers it passes.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+	kept := c.timers[:0]
+	for _, tm := range c.timers {
+		if tm.at.After(c.t) {
+			kept = append(kept, tm)
+			continue
+		}
+		tm.ch <- c.t
+	}
+	c.timers = kept
+	c.notify()
+}
+
+// Timers is how many After channels are waiting.
+func (c *Clock) Timers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// WaitForTimers blocks until at least n After channels are waiting, or ctx
+// ends (false).
+func (c *Clock) WaitForTimers(ctx context.Context, n int) bool {
+	for {
+		c.mu.Lock()
+		ok, changed := len(c.timers) >= n, c.changed
+		c.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// notify wakes WaitForTimers; c.mu is held.
+func (c *Clock) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // Ledger is an in-memory workflow.Ledger. It stores copies (JSON
@@ -44,12 +113,12 @@ type Ledger struct {
 	releases     map[string][]byte
 	plans        map[string]workflow.PlanSummary
 	approvals    []workflow.Approval
-	effort       []workflow.EffortEntry
+	effort       []effort.Entry
 	convergences []workflow.ConvergenceRecord
 	sightings    map[string]workflow.Sighting
-	findings     map[string][]workflow.Finding
+	findings     map[string][]finding.Finding
 	sessions     map[string]workflow.Session
-	heads        map[string]workflow.JournalHead
+	heads        map[string]journal.Head
 	// Gate, when set, runs before every write; a non-nil error refuses the
 	// write, as a dead process writes nothing.
 	Gate func() error
@@ -70,8 +139,8 @@ func (l *Ledger) gate() error {
 func NewLedger() *Ledger {
 	return &Ledger{
 		releases: map[string][]byte{}, plans: map[string]workflow.PlanSummary{},
-		sightings: map[string]workflow.Sighting{}, findings: map[string][]workflow.Finding{},
-		sessions: map[string]workflow.Session{}, heads: map[string]workflow.JournalHead{},
+		sightings: map[string]workflow.Sighting{}, findings: map[string][]finding.Finding{},
+		sessions: map[string]workflow.Session{}, heads: map[string]journal.Head{},
 	}
 }
 
@@ -115,9 +184,6 @@ func (l *Ledger) LoadRelease(_ context.Context, id string) (*workflow.Release, e
 	var r workflow.Release
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
-	}
-	if r.Outputs == nil {
-		r.Outputs = map[string]string{}
 	}
 	return &r, nil
 }
@@ -227,7 +293,7 @@ func (l *Ledger) RecordApproval(_ context.Context, a workflow.Approval) error {
 }
 
 // Approvals returns approvals of kind and subject.
-func (l *Ledger) Approvals(_ context.Context, kind, subject string) ([]workflow.Approval, error) {
+func (l *Ledger) Approvals(_ context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []workflow.Approval
@@ -240,7 +306,7 @@ func (l *Ledger) Approvals(_ context.Context, kind, subject string) ([]workflow.
 }
 
 // RecordEffort stores entries.
-func (l *Ledger) RecordEffort(_ context.Context, entries []workflow.EffortEntry) error {
+func (l *Ledger) RecordEffort(_ context.Context, entries []effort.Entry) error {
 	if err := l.gate(); err != nil {
 		return err
 	}
@@ -256,10 +322,10 @@ func (l *Ledger) RecordEffort(_ context.Context, entries []workflow.EffortEntry)
 }
 
 // Effort returns a release's entries.
-func (l *Ledger) Effort(_ context.Context, releaseID string) ([]workflow.EffortEntry, error) {
+func (l *Ledger) Effort(_ context.Context, releaseID string) ([]effort.Entry, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []workflow.EffortEntry
+	var out []effort.Entry
 	for _, e := range l.effort {
 		if e.ReleaseID == releaseID {
 			out = append(out, e)
@@ -281,18 +347,18 @@ func (l *Ledger) RecordSighting(_ context.Context, ref string, d workflow.Digest
 }
 
 // RecordFindings replaces the open findings of scope.
-func (l *Ledger) RecordFindings(_ context.Context, scope string, _ time.Time, fs []workflow.Finding) error {
+func (l *Ledger) RecordFindings(_ context.Context, scope string, _ time.Time, fs []finding.Finding) error {
 	if err := l.gate(); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.findings[scope] = append([]workflow.Finding(nil), fs...)
+	l.findings[scope] = append([]finding.Finding(nil), fs...)
 	return nil
 }
 
 // Findings returns the open findings of scope.
-func (l *Ledger) Findings(scope string) []workflow.Finding {
+func (l *Ledger) Findings(scope string) []finding.Finding {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.findings[scope]
@@ -316,8 +382,22 @@ func (l *Ledger) CloseSession(_ context.Context, id string, at time.Time) error 
 	return nil
 }
 
+// LinkSession sets the session's release.
+func (l *Ledger) LinkSession(_ context.Context, id, releaseID string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.sessions[id]
+	if !ok {
+		// The fake journal's session is never opened in the ledger.
+		s = workflow.Session{ID: id}
+	}
+	s.ReleaseID = releaseID
+	l.sessions[id] = s
+	return nil
+}
+
 // SetJournalHead stores h.
-func (l *Ledger) SetJournalHead(_ context.Context, h workflow.JournalHead) error {
+func (l *Ledger) SetJournalHead(_ context.Context, h journal.Head) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.heads[h.SessionID] = h
@@ -325,7 +405,7 @@ func (l *Ledger) SetJournalHead(_ context.Context, h workflow.JournalHead) error
 }
 
 // JournalHead returns the head of a session.
-func (l *Ledger) JournalHead(_ context.Context, id string) (workflow.JournalHead, error) {
+func (l *Ledger) JournalHead(_ context.Context, id string) (journal.Head, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, ok := l.heads[id]
@@ -357,7 +437,7 @@ type Journal struct {
 	mu      sync.Mutex
 	clock   workflow.Clock
 	actor   string
-	entries []workflow.JournalEntry
+	entries []journal.Entry
 }
 
 // NewJournal returns an empty journal writing as actor.
@@ -368,19 +448,19 @@ func NewJournal(clock workflow.Clock, actor string) *Journal {
 var _ workflow.Journal = (*Journal)(nil)
 
 // Append seals and keeps an entry.
-func (j *Journal) Append(_ context.Context, kind string, data any) (workflow.JournalEntry, error) {
+func (j *Journal) Append(_ context.Context, rec workflow.JournalRecord) (journal.Entry, error) {
 	if j.Gate != nil {
 		if err := j.Gate(); err != nil {
-			return workflow.JournalEntry{}, err
+			return journal.Entry{}, err
 		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var prev *workflow.JournalEntry
+	var prev *journal.Entry
 	if n := len(j.entries); n > 0 {
 		prev = &j.entries[n-1]
 	}
-	e, err := workflow.NextEntry(prev, j.clock.Now(), j.actor, kind, data)
+	e, err := journal.Next(prev, j.clock.Now(), j.actor, rec.JournalKind(), rec)
 	if err != nil {
 		return e, err
 	}
@@ -397,31 +477,31 @@ func (j *Journal) Kinds() []string {
 	defer j.mu.Unlock()
 	var out []string
 	for _, e := range j.entries {
-		out = append(out, e.Kind)
+		out = append(out, string(e.Kind))
 	}
 	return out
 }
 
 // Entries returns a copy of the entries.
-func (j *Journal) Entries() []workflow.JournalEntry {
+func (j *Journal) Entries() []journal.Entry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return slices.Clone(j.entries)
 }
 
-var _ workflow.ReportSource = (*Ledger)(nil)
+var _ report.Source = (*Ledger)(nil)
 
 // ReportData selects releases created in the query's period with their
 // effort, as the SQLite ledger does; plans, convergences, sightings and
 // findings are not kept in this fake's report data.
-func (l *Ledger) ReportData(ctx context.Context, q workflow.ReportQuery) (workflow.ReportData, error) {
+func (l *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, error) {
 	rs, err := l.ListReleases(ctx, workflow.ReleaseFilter{App: q.App, Env: q.Env, From: q.From, To: q.To})
 	if err != nil {
-		return workflow.ReportData{}, err
+		return report.Data{}, err
 	}
-	var data workflow.ReportData
+	var data report.Data
 	for _, r := range rs {
-		data.Releases = append(data.Releases, workflow.FactOf(r))
+		data.Releases = append(data.Releases, report.FactOf(r))
 		entries, err := l.Effort(ctx, r.ID)
 		if err != nil {
 			return data, err

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // World is the outside world the fakes act on: Terraform state, registry
@@ -17,7 +18,7 @@ import (
 type World struct {
 	mu sync.Mutex
 
-	Objects []workflow.ManagedObject
+	Objects []ownership.ManagedObject
 
 	StateSerial int64
 	Changes     []workflow.ResourceChange
@@ -52,9 +53,9 @@ type World struct {
 func NewWorld() *World {
 	d, _ := workflow.ParseDigest("sha256:" + hex64("web:1.2.3"))
 	return &World{
-		Objects: []workflow.ManagedObject{
-			{Manager: workflow.OwnerTerraform, TerraformAddress: "aws_s3_bucket.assets", TerraformType: "aws_s3_bucket"},
-			{Manager: workflow.OwnerArgoCD, App: "web-staging", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.template.spec.containers[web].image"}},
+		Objects: []ownership.ManagedObject{
+			{Manager: ownership.OwnerTerraform, TerraformAddress: "aws_s3_bucket.assets", TerraformType: "aws_s3_bucket"},
+			{Manager: ownership.OwnerArgoCD, App: "web-staging", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.template.spec.containers[web].image"}},
 		},
 		StateSerial: 1,
 		Changes:     []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Name: "web", Action: workflow.ActionCreate}},
@@ -92,10 +93,10 @@ func (w *World) interrupt(effect string) error {
 type Ownership struct{ W *World }
 
 // ManagedObjects returns the world's objects.
-func (o Ownership) ManagedObjects(context.Context, workflow.Environment) ([]workflow.ManagedObject, error) {
+func (o Ownership) ManagedObjects(context.Context, workflow.Environment) ([]ownership.ManagedObject, error) {
 	o.W.mu.Lock()
 	defer o.W.mu.Unlock()
-	return append([]workflow.ManagedObject(nil), o.W.Objects...), nil
+	return append([]ownership.ManagedObject(nil), o.W.Objects...), nil
 }
 
 // Terraform is a fake Planner and Applier over the world's state.

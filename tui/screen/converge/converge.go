@@ -17,6 +17,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // Model is the convergence screen.
@@ -116,35 +117,39 @@ func (m Model) View() string {
 	}
 	lines = append(lines, status, "")
 
-	intended := r.Outputs[workflow.OutEnvCommit]
-	digest := r.Outputs[workflow.OutDigest]
+	intended := r.Checkpoints.EnvCommit
+	digest := r.Checkpoints.Digest.String()
 	if f, ok := failure(st); ok {
-		lines = append(lines, m.facts(f, intended, digest)...)
+		var failed *workflow.AppNotConverged
+		if d, _, ok := workflow.EvidenceOf[workflow.AppNotConverged](st.Evidence); ok {
+			failed = &d
+		}
+		lines = append(lines, m.facts(f, failed, intended, digest)...)
 		lines = append(lines, "")
 	}
 	label := func(s string) string { return th.Label.Render(fmt.Sprintf("%-10s ", s)) }
 	if m.app == nil {
 		lines = append(lines, th.Muted.Render("no application state yet: the watch starts after the promotion lands"))
-		lines = append(lines, label("Intended")+screen.Short(intended, 10)+th.Muted.Render(" running ")+screen.Short(digest, 12))
+		lines = append(lines, label("Intended")+hash(intended)+th.Muted.Render(" running ")+screen.Short(digest, workflow.ShortLen))
 		return screen.Fit(strings.Join(lines, "\n"), m.w, m.h)
 	}
 	a := m.app
 	lines = append(lines, label("App")+a.Name)
-	sync := th.HealthStyle(a.SyncStatus).Render(orUnknown(a.SyncStatus))
-	rev := screen.Short(a.SyncRevision, 10)
+	sync := th.SyncStyle(a.SyncStatus).Render(orUnknown(string(a.SyncStatus)))
+	rev := hash(a.SyncRevision)
 	if intended != "" && a.SyncRevision == intended {
 		rev = th.OK.Render(rev + " (intended)")
 	} else if intended != "" {
-		rev = th.Warn.Render(rev) + th.Muted.Render(" (intended "+screen.Short(intended, 10)+")")
+		rev = th.Warn.Render(rev) + th.Muted.Render(" (intended "+hash(intended)+")")
 	}
 	lines = append(lines, label("Sync")+sync+th.Muted.Render(" at ")+rev)
-	health := th.HealthStyle(a.Health).Render(orUnknown(a.Health))
+	health := th.HealthStyle(a.Health).Render(orUnknown(string(a.Health)))
 	if a.HealthMessage != "" {
 		health += th.Muted.Render(" " + a.HealthMessage)
 	}
 	lines = append(lines, label("Health")+health)
 	if a.Operation != "" {
-		op := th.HealthStyle(a.Operation).Render(a.Operation)
+		op := th.OperationStyle(a.Operation).Render(string(a.Operation))
 		if a.OperationMsg != "" {
 			op += th.Muted.Render(" " + a.OperationMsg)
 		}
@@ -170,9 +175,9 @@ func (m Model) View() string {
 		for _, n := range treeOrder(resources) {
 			res := n.res
 			name := strings.Repeat("  ", n.depth) + res.Kind + " " + res.Namespace + "/" + res.Name
-			line := "  " + th.HealthStyle(res.Health).Render(fmt.Sprintf("%-12s", orUnknown(res.Health))) + " " + name
+			line := "  " + th.HealthStyle(res.Health).Render(fmt.Sprintf("%-12s", orUnknown(string(res.Health)))) + " " + name
 			if res.Status != "" {
-				line += " " + th.HealthStyle(res.Status).Render(res.Status)
+				line += " " + th.SyncStyle(res.Status).Render(string(res.Status))
 			}
 			if res.Message != "" {
 				line += th.Muted.Render(" " + res.Message)
@@ -185,33 +190,39 @@ func (m Model) View() string {
 }
 
 // failure returns the finding that failed convergence, if any.
-func failure(st *workflow.StepRecord) (workflow.Finding, bool) {
+func failure(st *workflow.StepRecord) (finding.Finding, bool) {
 	if st.Status != workflow.Failed {
-		return workflow.Finding{}, false
+		return finding.Finding{}, false
 	}
 	for _, f := range st.Findings {
 		if strings.HasPrefix(f.Code, "convergence.") {
 			return f, true
 		}
 	}
-	return workflow.Finding{Code: "convergence.failed", Message: st.Message}, true
+	return finding.Finding{Code: "convergence.failed", Message: st.Message}, true
 }
 
-// facts renders the four facts of a failed convergence and the ways out.
-func (m Model) facts(f workflow.Finding, intended, digest string) []string {
+// facts renders the four facts of a failed convergence and the ways out:
+// as the watch recorded them when it ended, or else as last seen.
+func (m Model) facts(f finding.Finding, failed *workflow.AppNotConverged, intended, digest string) []string {
 	th := m.th
 	label := func(s string) string { return th.Label.Render(fmt.Sprintf("%-19s ", s)) }
-	ev := f.Evidence
-	images := "(unknown)"
-	if m.app != nil && len(m.app.Images) > 0 {
-		images = strings.Join(m.app.Images, ", ")
+	var images []string
+	controller := "(unknown)"
+	switch {
+	case failed != nil:
+		images = failed.Images
+		controller = fmt.Sprintf("sync %s at %s, health %s", orUnknown(string(failed.Sync)), hash(failed.Revision), orUnknown(string(failed.Health)))
+		if failed.IntendedRevision != "" {
+			intended = failed.IntendedRevision
+		}
+	case m.app != nil:
+		images = m.app.Images
+		controller = fmt.Sprintf("sync %s at %s, health %s", orUnknown(string(m.app.SyncStatus)), hash(m.app.SyncRevision), orUnknown(string(m.app.Health)))
 	}
-	controller := fmt.Sprintf("sync %s at %s, health %s", orUnknown(ev["sync"]), screen.Short(ev["revision"], 10), orUnknown(ev["health"]))
-	if ev == nil && m.app != nil {
-		controller = fmt.Sprintf("sync %s at %s, health %s", orUnknown(m.app.SyncStatus), screen.Short(m.app.SyncRevision, 10), orUnknown(m.app.Health))
-	}
-	if v := ev["intended_revision"]; v != "" {
-		intended = v
+	actual := "(unknown)"
+	if len(images) > 0 {
+		actual = strings.Join(images, ", ")
 	}
 	next := f.NextAction
 	if next == "" {
@@ -219,8 +230,8 @@ func (m Model) facts(f workflow.Finding, intended, digest string) []string {
 	}
 	out := []string{
 		th.Err.Render(theme.IconFailed + " not converged: " + f.Message),
-		label("Intended revision") + screen.Short(intended, 12) + th.Muted.Render(" with "+screen.Short(digest, 12)),
-		label("Actual artifact") + images,
+		label("Intended revision") + hash(intended) + th.Muted.Render(" with "+screen.Short(digest, workflow.ShortLen)),
+		label("Actual artifact") + actual,
 		label("Controller status") + controller,
 	}
 	// The next safe action is the one line the captain must read whole.
@@ -235,6 +246,14 @@ func (m Model) facts(f workflow.Finding, intended, digest string) []string {
 	out = append(out, th.Muted.Render("Ways out: ")+th.Key.Render("relcap rollback --env "+r.Env+" --to RELEASE"),
 		th.Muted.Render("          ")+th.Key.Render("relcap breakglass start --env "+r.Env+" --reason TEXT --ttl 30m"))
 	return out
+}
+
+// hash abbreviates a revision as relcap does everywhere; "(none)" when unset.
+func hash(rev string) string {
+	if rev == "" {
+		return "(none)"
+	}
+	return workflow.ShortHash(rev)
 }
 
 func orUnknown(s string) string {

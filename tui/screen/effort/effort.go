@@ -15,50 +15,59 @@ import (
 	"github.com/relcap/relcap/tui/keys"
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/report"
 )
 
 // Window is the period the screen reports on: the last 90 days.
 const Window = 90 * 24 * time.Hour
 
+// Port is what the effort screen needs: the effort report of a window up
+// to now. *report.Reporter implements it.
+type Port interface {
+	Effort(ctx context.Context, window time.Duration) (*report.Effort, error)
+}
+
+var _ Port = report.Reporter{}
+
 // Model is the effort screen.
 type Model struct {
-	svc  *workflow.Service
+	port Port
 	th   theme.Theme
 	km   keys.Map
 	w, h int
 
 	gen     int
 	loading bool
-	report  *workflow.EffortReport
+	report  *report.Effort
 	err     error
 	offset  int
 }
 
-// New returns the effort screen; it reads the report through svc.
-func New(svc *workflow.Service, th theme.Theme, km keys.Map) Model {
-	return Model{svc: svc, th: th, km: km}
+// New returns the effort screen; it reads the report through port, and
+// says reports are unavailable when port is nil.
+func New(port Port, th theme.Theme, km keys.Map) Model {
+	return Model{port: port, th: th, km: km}
 }
 
 // reportLoadedMsg carries a freshly built report.
 type reportLoadedMsg struct {
 	gen    int
-	report *workflow.EffortReport
+	report *report.Effort
 	err    error
 }
 
 // Load asks for a fresh report; the root calls it when the screen opens.
 func (m *Model) Load() tea.Cmd {
-	if m.svc == nil {
+	if m.port == nil {
 		return nil
 	}
 	m.gen++
 	m.loading = true
-	svc, gen := m.svc, m.gen
+	port, gen := m.port, m.gen
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		rep, err := svc.EffortReport(ctx, Window)
+		rep, err := port.Effort(ctx, Window)
 		return reportLoadedMsg{gen: gen, report: rep, err: err}
 	}
 }
@@ -141,7 +150,7 @@ func (m Model) body() []string {
 	}
 	for _, it := range items {
 		style := th.OK
-		if it.Outcome != workflow.OutcomeSucceeded {
+		if it.Outcome != report.OutcomeSucceeded {
 			style = th.Warn
 		}
 		lines = append(lines, fmt.Sprintf("%s %-7s %s %s", it.CreatedAt.UTC().Format("01-02"), screen.Short(it.Env, 7),

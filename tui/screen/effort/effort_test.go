@@ -24,7 +24,7 @@ func TestEffortScreenChartsHoursPerReleaseAndEffortByStep(t *testing.T) {
 	_, _, err = svc.LogEffort(t.Context(), workflow.OffToolRequest{ReleaseID: r.ID, Minutes: 45, What: "go/no-go call"})
 	require.NoError(t, err)
 
-	m := effort.New(svc, theme.New(true), keys.Default())
+	m := effort.New(fx.Reports(), theme.New(true), keys.Default())
 	m.SetSize(100, 30)
 	cmd := m.Load()
 	require.Contains(t, ansi.Strip(m.View()), "building the report")

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -20,12 +19,14 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // Port is what the decision map needs of the workflow; *workflow.Service
 // implements it.
 type Port interface {
-	Effort(ctx context.Context, releaseID string) ([]workflow.EffortEntry, error)
+	Effort(ctx context.Context, releaseID string) ([]effort.Entry, error)
 }
 
 var _ Port = (*workflow.Service)(nil)
@@ -43,14 +44,14 @@ type Model struct {
 	progress map[workflow.StepKind]string
 	cursor   int
 
-	effort    *workflow.EffortTotals
+	effort    *effort.Totals
 	effortErr error
 }
 
 // effortLoadedMsg is the effort recorded against the release once it ended.
 type effortLoadedMsg struct {
 	id     string
-	totals workflow.EffortTotals
+	totals effort.Totals
 	err    error
 }
 
@@ -121,7 +122,7 @@ func (m Model) loadEffort() tea.Cmd {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		entries, err := port.Effort(ctx, id)
-		return effortLoadedMsg{id: id, totals: workflow.SumEffort(entries), err: err}
+		return effortLoadedMsg{id: id, totals: effort.Sum(entries), err: err}
 	}
 }
 
@@ -215,7 +216,7 @@ func (m Model) blocks() []block {
 		}
 		out = append(out, block{text: theme.StepIcon(st.Status) + " " + k.Title() + ": " + st.Message, style: th.StepStyle(st.Status).Render})
 		for _, f := range st.Findings {
-			if f.Severity != workflow.Blocker {
+			if f.Severity != finding.Blocker {
 				continue
 			}
 			t := fmt.Sprintf("%s %s %s: %s", theme.IconBlocker, f.Code, f.Subject, f.Message)
@@ -237,13 +238,15 @@ func (m Model) evidence() []string {
 	var out []string
 	for _, k := range workflow.StepKinds {
 		for _, e := range m.release.Step(k).Evidence {
-			detail := make([]string, 0, len(e.Detail))
-			for _, dk := range slices.Sorted(maps.Keys(e.Detail)) {
-				if v := e.Detail[dk]; v != "" {
-					detail = append(detail, dk+"="+screen.Short(v, 16))
+			var detail []string
+			if e.Detail != nil {
+				facts := e.Detail.Facts()
+				slices.SortStableFunc(facts, func(a, b finding.Fact) int { return strings.Compare(a.Name, b.Name) })
+				for _, f := range facts {
+					detail = append(detail, f.Name+"="+screen.Short(f.Value, 16))
 				}
 			}
-			line := th.Accent.Render(fmt.Sprintf("%-18s", e.Kind)) + " " + screen.Short(e.Subject, 16) + " " + th.Muted.Render(strings.Join(detail, " "))
+			line := th.Accent.Render(fmt.Sprintf("%-18s", string(e.Kind))) + " " + screen.Short(e.Subject, 16) + " " + th.Muted.Render(strings.Join(detail, " "))
 			out = append(out, line)
 		}
 	}

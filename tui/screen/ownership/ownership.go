@@ -17,6 +17,8 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // Model is the ownership screen.
@@ -26,7 +28,7 @@ type Model struct {
 	w, h int
 
 	step     workflow.StepRecord
-	findings []workflow.Finding
+	findings []finding.Finding
 	file     string
 	offset   int
 
@@ -37,7 +39,7 @@ type Model struct {
 	showMatrix bool
 	loading    bool
 	gen        int
-	matrix     []workflow.MatrixRow
+	matrix     []ownership.MatrixRow
 	matrixErr  error
 }
 
@@ -51,7 +53,7 @@ func New(svc *workflow.Service, ownershipFile string, th theme.Theme, km keys.Ma
 // matrixLoadedMsg carries a live ownership matrix.
 type matrixLoadedMsg struct {
 	gen  int
-	rows []workflow.MatrixRow
+	rows []ownership.MatrixRow
 	err  error
 }
 
@@ -110,7 +112,7 @@ func (m *Model) setRelease(r *workflow.Release) {
 	m.step = *r.Step(workflow.StepOwnership)
 	// Sorted here, not trusted from the store: conflicts always lead.
 	m.findings = slices.Clone(m.step.Findings)
-	workflow.SortFindings(m.findings)
+	finding.Sort(m.findings)
 }
 
 // ShortHelp is the one-line help of the screen.
@@ -139,9 +141,9 @@ func (m Model) View() string {
 	var blockers, warnings int
 	for _, f := range m.findings {
 		switch f.Severity {
-		case workflow.Blocker:
+		case finding.Blocker:
 			blockers++
-		case workflow.Warning:
+		case finding.Warning:
 			warnings++
 		}
 	}
@@ -172,10 +174,10 @@ func (m Model) View() string {
 		for _, l := range screen.Wrap(f.Message, width) {
 			body = append(body, "    "+l)
 		}
-		if len(f.Evidence) > 0 {
-			ev := make([]string, 0, len(f.Evidence))
-			for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
-				ev = append(ev, k+"="+f.Evidence[k])
+		if len(f.Facts) > 0 {
+			ev := make([]string, 0, len(f.Facts))
+			for _, fact := range f.Facts {
+				ev = append(ev, fact.Name+"="+fact.Value)
 			}
 			for _, l := range screen.Wrap(strings.Join(ev, " "), width) {
 				body = append(body, "    "+th.Muted.Render(l))

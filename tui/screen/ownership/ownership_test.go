@@ -15,6 +15,7 @@ import (
 	"github.com/relcap/relcap/tui/screen/ownership"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 func TestOwnershipListsConflictsFirstWithNextAction(t *testing.T) {
@@ -22,10 +23,10 @@ func TestOwnershipListsConflictsFirstWithNextAction(t *testing.T) {
 	r := workflow.NewRelease("web-staging-1", "web", "staging", "img", "alice", time.Time{})
 	st := r.Step(workflow.StepOwnership)
 	st.Status, st.Message = workflow.Blocked, "1 ownership problem(s) must be resolved first"
-	st.Findings = []workflow.Finding{
-		{Severity: workflow.Warning, Code: "ownership.unmatched-field", Subject: "apps/Deployment web/web", Message: "spec.replicas has no named owner"},
-		{Severity: workflow.Blocker, Code: "ownership.conflict", Subject: "apps/Deployment web/web", Message: "managed by terraform and argocd",
-			NextAction: "give the object one owner in ownership.yaml", Evidence: map[string]string{"fields": "spec.template"}},
+	st.Findings = []finding.Finding{
+		{Severity: finding.Warning, Code: "ownership.unmatched-field", Subject: "apps/Deployment web/web", Message: "spec.replicas has no named owner"},
+		{Severity: finding.Blocker, Code: "ownership.conflict", Subject: "apps/Deployment web/web", Message: "managed by terraform and argocd",
+			NextAction: "give the object one owner in ownership.yaml", Facts: finding.Facts{finding.Of("fields", "spec.template")}},
 	}
 	m := ownership.New(nil, "ownership.yaml", theme.New(false), keys.Default())
 	m.SetSize(80, 24)

@@ -167,7 +167,7 @@ func (m Model) setRelease(r *workflow.Release) (Model, tea.Cmd) {
 		return m, nil
 	}
 	m.release = r
-	fp := r.Outputs[workflow.OutFingerprint]
+	fp := r.Checkpoints.Fingerprint
 	if fp == "" || fp == m.fp && m.plan != nil {
 		// Same plan: only approvals may have moved (approved elsewhere).
 		if fp != "" && !m.running {
@@ -446,15 +446,10 @@ func NeedsReview(r *workflow.Release) bool {
 	if r == nil || r.Step(workflow.StepPlanReview).Status != workflow.Succeeded || r.Step(workflow.StepApply).Status.Done() {
 		return false
 	}
+	// Evidence accumulates over attempts; only the current plan counts.
 	for _, e := range r.Step(workflow.StepPlanReview).Evidence {
-		// Evidence accumulates over attempts; only the current plan counts.
-		if e.Kind != "plan.fingerprint" || e.Subject != r.Outputs[workflow.OutFingerprint] {
-			continue
-		}
-		for _, k := range []string{"create", "update", "delete", "replace"} {
-			if v := e.Detail[k]; v != "" && v != "0" {
-				return true
-			}
+		if reviewed, ok := e.Detail.(workflow.PlanReviewed); ok && e.Subject == r.Checkpoints.Fingerprint && reviewed.HasChanges() {
+			return true
 		}
 	}
 	return false

@@ -173,7 +173,7 @@ func TestPlanLateResultForOlderPlanIsDropped(t *testing.T) {
 	// A new plan is named (stale plan re-planned); the old load finishing
 	// late must not replace it.
 	r2 := r.Clone()
-	r2.Outputs[workflow.OutFingerprint] = "f00d"
+	r2.Checkpoints.Fingerprint = "f00d"
 	m2, cmd := m.Update(screen.RunStateMsg{Release: r2})
 	require.NotNil(t, cmd)
 	require.Equal(t, "f00d", m2.Fingerprint())

@@ -174,11 +174,14 @@ func (m Model) ShortHelp() []key.Binding {
 func (m Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
 
 // phases are the checkpoints of a promotion, in order.
-var phases = []struct{ out, label string }{
-	{workflow.OutDigest, "resolve"},
-	{workflow.OutCopied, "copy"},
-	{workflow.OutEnvPinned, "pin"},
-	{workflow.OutEnvCommit, "land"},
+var phases = []struct {
+	done  func(workflow.Checkpoints) bool
+	label string
+}{
+	{func(c workflow.Checkpoints) bool { return !c.Digest.IsZero() }, "resolve"},
+	{func(c workflow.Checkpoints) bool { return c.CopiedTo != "" }, "copy"},
+	{func(c workflow.Checkpoints) bool { return c.EnvPinned != "" }, "pin"},
+	{workflow.Checkpoints.Landed, "land"},
 }
 
 // View renders the promotion.
@@ -204,7 +207,7 @@ func (m Model) View() string {
 	done := 0
 	var marks []string
 	for _, p := range phases {
-		if _, ok := r.Output(p.out); ok {
+		if p.done(r.Checkpoints) {
 			done++
 			marks = append(marks, th.OK.Render(theme.IconSucceeded+" "+p.label))
 		} else {
@@ -215,32 +218,31 @@ func (m Model) View() string {
 	lines = append(lines, m.action()...)
 	lines = append(lines, "")
 
-	digest := r.Outputs[workflow.OutDigest]
+	digest := r.Checkpoints.Digest.String()
 	lines = append(lines, th.Label.Render("Digest     ")+orNone(th, digest))
-	resolved, verified, pinned := evidence(st, "digest.resolved"), evidence(st, "digest.verified"), evidence(st, "envrepo.pinned")
-	if resolved != nil {
-		lines = append(lines, th.Label.Render("Platforms  ")+orNone(th, strings.ReplaceAll(resolved.Detail["platforms"], ",", ", ")))
-		lines = append(lines, th.Label.Render("Source     ")+resolved.Detail["repository"]+th.Muted.Render(" · first seen "+resolved.Detail["first_seen"]))
-		lines = append(lines, th.Label.Render("Provenance ")+provenance(th, resolved.Detail["signed"], resolved.Detail["referrers"], "at source"))
+	if resolved, _, ok := workflow.EvidenceOf[workflow.DigestResolved](st.Evidence); ok {
+		lines = append(lines, th.Label.Render("Platforms  ")+orNone(th, strings.Join(resolved.Platforms, ", ")))
+		lines = append(lines, th.Label.Render("Source     ")+resolved.Repository+th.Muted.Render(" · first seen "+resolved.FirstSeen.UTC().Format(time.RFC3339)))
+		lines = append(lines, th.Label.Render("Provenance ")+provenance(th, resolved.Signed, resolved.Referrers, "at source"))
 	}
-	if verified != nil {
-		lines = append(lines, th.Label.Render("Target     ")+verified.Detail["repository"]+" "+
-			provenance(th, verified.Detail["signed"], verified.Detail["referrers"], "after copy")+th.Muted.Render(" · "+verified.Detail["blobs_uploaded"]+" blob(s) uploaded"))
+	if verified, _, ok := workflow.EvidenceOf[workflow.DigestVerified](st.Evidence); ok {
+		lines = append(lines, th.Label.Render("Target     ")+verified.Repository+" "+
+			provenance(th, verified.Signed, verified.Referrers, "after copy")+th.Muted.Render(fmt.Sprintf(" · %d blob(s) uploaded", verified.BlobsUploaded)))
 	}
-	if b := r.Outputs[workflow.OutEnvBranch]; b != "" {
+	if b := r.Checkpoints.EnvBranch; b != "" {
 		line := th.Label.Render("Env repo   ") + b
-		if pinned != nil {
-			line += th.Muted.Render(" @ " + screen.Short(pinned.Subject, 10))
+		if _, pinned, ok := workflow.EvidenceOf[workflow.EnvPinned](st.Evidence); ok {
+			line += th.Muted.Render(" @ " + workflow.ShortHash(pinned.Subject))
 		}
-		if c := r.Outputs[workflow.OutEnvCommit]; c != "" {
-			line += th.OK.Render(" landed " + screen.Short(c, 10))
+		if c := r.Checkpoints.EnvCommit; c != "" {
+			line += th.OK.Render(" landed " + workflow.ShortHash(c))
 		}
 		lines = append(lines, line)
 	}
 	for _, f := range st.Findings {
 		lines = append(lines, th.SeverityStyle(f.Severity).Render(theme.SeverityIcon(f.Severity)+" "+f.Message)+th.Muted.Render(" — "+f.NextAction))
 	}
-	if diff := r.Outputs["envrepo.diff"]; diff != "" {
+	if diff := r.Checkpoints.EnvDiff; diff != "" {
 		lines = append(lines, "", th.Label.Render("Environment repo change"))
 		for _, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
 			switch {
@@ -278,20 +280,11 @@ func (m Model) action() []string {
 	return nil
 }
 
-func evidence(st *workflow.StepRecord, kind string) *workflow.Evidence {
-	for i := len(st.Evidence) - 1; i >= 0; i-- {
-		if st.Evidence[i].Kind == kind {
-			return &st.Evidence[i]
-		}
+func provenance(th theme.Theme, signed bool, referrers int, where string) string {
+	if signed {
+		return th.OK.Render(theme.IconSucceeded+" signed") + th.Muted.Render(fmt.Sprintf(" (%d referrer(s) %s)", referrers, where))
 	}
-	return nil
-}
-
-func provenance(th theme.Theme, signed, referrers, where string) string {
-	if signed == "true" {
-		return th.OK.Render(theme.IconSucceeded+" signed") + th.Muted.Render(fmt.Sprintf(" (%s referrer(s) %s)", referrers, where))
-	}
-	return th.Warn.Render(theme.IconWarning+" unsigned") + th.Muted.Render(fmt.Sprintf(" (%s referrer(s) %s)", referrers, where))
+	return th.Warn.Render(theme.IconWarning+" unsigned") + th.Muted.Render(fmt.Sprintf(" (%d referrer(s) %s)", referrers, where))
 }
 
 func orNone(th theme.Theme, s string) string {

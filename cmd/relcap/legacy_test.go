@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/workflow"
+)
+
+// legacyLedgers are ledgers (with their session journals) written by the
+// last version released before checkpoints, evidence and journal records
+// were typed (commit add17ba): "cli" by promote, converge, approve, resume,
+// rollback, break-glass start/end and effort log against the Argo CD API
+// simulator, "demo" by relcap demo --headless. Beside each: what that
+// version's journal verify and reports printed.
+var legacyLedgers = []string{"cli", "demo"}
+
+// copyTree copies the fixture so the test may write to it.
+func copyTree(t *testing.T, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	require.NoError(t, os.CopyFS(to, os.DirFS(from)))
+	return to
+}
+
+// TestALedgerWrittenByTheLastLandedVersionReadsAndVerifies: every release
+// of an older ledger loads into the typed checkpoints and evidence, its
+// journals verify, and the reports are what that version printed.
+func TestALedgerWrittenByTheLastLandedVersionReadsAndVerifies(t *testing.T) {
+	t.Parallel()
+	for _, name := range legacyLedgers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fixture := filepath.Join("testdata", "ledger-add17ba", name)
+			dir := copyTree(t, fixture)
+			ledger := filepath.Join(dir, "ledger.db")
+
+			code, out, errOut := invoke(t, t.TempDir(), "--ledger", ledger, "journal", "verify")
+			require.Equal(t, 0, code, errOut)
+			want, err := os.ReadFile(filepath.Join(fixture, "verify.txt"))
+			require.NoError(t, err)
+			require.Equal(t, string(want), out)
+
+			for _, rep := range []string{"effort", "measures"} {
+				code, out, errOut := invoke(t, t.TempDir(), "--ledger", ledger, "report", rep, "--from", "2026-11-01", "--to", "2027-01-01", "--format", "json")
+				require.Equal(t, 0, code, errOut)
+				want, err := os.ReadFile(filepath.Join(fixture, rep+".json"))
+				require.NoError(t, err)
+				require.JSONEq(t, withoutGeneratedAt(t, want), withoutGeneratedAt(t, []byte(out)), rep)
+			}
+
+			l, err := store.OpenSQLite(t.Context(), ledger)
+			require.NoError(t, err)
+			defer l.Close()
+			releases, err := l.ListReleases(t.Context(), workflow.ReleaseFilter{})
+			require.NoError(t, err)
+			require.NotEmpty(t, releases)
+			for _, r := range releases {
+				c := r.Checkpoints
+				switch r.Kind {
+				case workflow.KindBreakGlass:
+					require.NotNil(t, c.SavedPolicy, "%s: the saved sync policy, once a JSON string, decodes", r.ID)
+					require.True(t, c.SavedPolicy.Automated, r.ID)
+					require.False(t, c.ExpiresAt.IsZero(), r.ID)
+					require.NotEmpty(t, c.Reason, r.ID)
+				default:
+					require.False(t, c.Digest.IsZero(), r.ID)
+					require.True(t, c.Landed(), r.ID)
+					if r.Status == workflow.ReleaseConverged {
+						require.True(t, c.Converged(), r.ID)
+					}
+					resolved, _, ok := workflow.EvidenceOf[workflow.DigestResolved](r.Step(workflow.StepPromotion).Evidence)
+					if r.Kind != workflow.KindRollback {
+						require.True(t, ok, "%s: digest.resolved evidence, once all strings, is typed", r.ID)
+						require.Positive(t, resolved.Size, r.ID)
+						require.NotEmpty(t, resolved.MediaType, r.ID)
+						require.False(t, resolved.FirstSeen.IsZero(), r.ID)
+						if name == "demo" { // the sandbox's image: two platforms, a signature and an attestation
+							require.Len(t, resolved.Platforms, 2, r.ID)
+							require.True(t, resolved.Signed, r.ID)
+							require.Equal(t, 2, resolved.Referrers, r.ID)
+						}
+					}
+					landed, ev, ok := workflow.EvidenceOf[workflow.EnvLanded](r.Step(workflow.StepPromotion).Evidence)
+					require.True(t, ok, r.ID)
+					require.Equal(t, c.EnvCommit, ev.Subject, r.ID)
+					require.Equal(t, "main", landed.Branch, r.ID)
+				}
+				if r.Kind == workflow.KindRelease {
+					require.NotEmpty(t, c.Fingerprint, r.ID)
+					require.False(t, c.Applied.IsZero(), r.ID)
+					_, _, ok := workflow.EvidenceOf[workflow.PlanReviewed](r.Step(workflow.StepPlanReview).Evidence)
+					require.True(t, ok, r.ID)
+				}
+				// Saved again, it reads back the same.
+				require.NoError(t, l.SaveRelease(t.Context(), r))
+				again, err := l.LoadRelease(t.Context(), r.ID)
+				require.NoError(t, err)
+				require.Equal(t, r.Checkpoints, again.Checkpoints, r.ID)
+				require.Equal(t, len(r.Steps), len(again.Steps), r.ID)
+				for i := range r.Steps {
+					require.Equal(t, r.Steps[i].Evidence, again.Steps[i].Evidence, r.ID)
+					require.Equal(t, r.Steps[i].Findings, again.Steps[i].Findings, r.ID)
+				}
+			}
+		})
+	}
+}
+
+func withoutGeneratedAt(t *testing.T, b []byte) string {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(b, &v))
+	delete(v, "generated_at")
+	out, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(out)
+}

@@ -1,0 +1,149 @@
+package reportfmt_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/tui/reportfmt"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/report"
+	"github.com/relcap/relcap/workflow/report/reporttest"
+)
+
+// TestTableSaysTheManagersLineAndItsConditions is the issue's example: 40
+// releases of 1 h of staff time each against a 3 h baseline.
+func TestTableSaysTheManagersLineAndItsConditions(t *testing.T) {
+	t.Parallel()
+	var data report.Data
+	for i := range 40 {
+		id := fmt.Sprintf("r%02d", i)
+		at := reporttest.Jan1.Add(time.Duration(i) * 17 * time.Hour)
+		data.Releases = append(data.Releases, reporttest.ReleaseAt(id, at))
+		data.Effort = append(data.Effort,
+			reporttest.Entry(id, "alice", effort.RoleCaptain, "plan-review", effort.Active, 40*time.Minute, at),
+			reporttest.Entry(id, "bob", effort.RoleApprover, "plan-review", effort.Active, 10*time.Minute, at),
+			reporttest.Entry(id, "alice", effort.RoleCaptain, effort.WholeRelease, effort.OffTool, 10*time.Minute, at),
+			// Machine wait is never staff effort.
+			reporttest.Entry(id, "", "", "convergence", effort.Wait, 30*time.Minute, at))
+	}
+	rep, err := report.BuildEffort(data, report.Options{
+		From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 1, 0), Now: reporttest.Jan1.AddDate(0, 2, 0), BaselineHoursPerRelease: 3})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, reportfmt.Write(&out, reportfmt.Effort(rep), reportfmt.FormatTable))
+	text := out.String()
+	require.Contains(t, text, "Release coordination effort, hours/month: 120 → 40, 80 freed\n  if: comparable scope")
+	require.Contains(t, text, "same review and approval requirements")
+	require.Contains(t, text, "costs not included")
+	require.Contains(t, text, "time zone UTC")
+}
+
+func TestCSVAndJSONCarryTheSameNumbers(t *testing.T) {
+	t.Parallel()
+	data, tr := reporttest.Generate(7, 97, time.UTC)
+	_ = tr
+	effort, err := report.BuildEffort(data, report.Options{From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 3, 0), Now: reporttest.Jan1.AddDate(0, 6, 0), BaselineHoursPerRelease: 3})
+	require.NoError(t, err)
+	mdata, mo := reporttest.MeasuresLedger(t)
+	measures, err := report.BuildMeasures(mdata, mo)
+	require.NoError(t, err)
+
+	parsedEffort, parsedMeasures := &report.Effort{}, &report.Measures{}
+	for name, c := range map[string]struct {
+		built, parsed any
+		rep, reparsed reportfmt.Report
+	}{
+		"effort":   {effort, parsedEffort, reportfmt.Effort(effort), reportfmt.Effort(parsedEffort)},
+		"measures": {measures, parsedMeasures, reportfmt.Measures(measures), reportfmt.Measures(parsedMeasures)},
+	} {
+		var js, cs bytes.Buffer
+		require.NoError(t, reportfmt.Write(&js, c.rep, reportfmt.FormatJSON), name)
+		require.NoError(t, reportfmt.Write(&cs, c.rep, reportfmt.FormatCSV), name)
+		require.NoError(t, json.Unmarshal(js.Bytes(), c.parsed), name)
+		rows, err := reportfmt.ParseCSV(&cs)
+		require.NoError(t, err, name)
+		require.Equal(t, reportfmt.Rows(c.reparsed), rows, name)
+		require.Equal(t, c.built, c.parsed, "%s: JSON round-trips exactly (seconds carry nanoseconds)", name)
+	}
+	// The JSON's seconds are exact: a release's staff time to the
+	// nanosecond.
+	var raw struct {
+		Items []struct {
+			ID    string  `json:"id"`
+			Staff float64 `json:"staff_seconds"`
+		} `json:"items"`
+	}
+	var js bytes.Buffer
+	require.NoError(t, reportfmt.Write(&js, reportfmt.Effort(effort), reportfmt.FormatJSON))
+	require.NoError(t, json.Unmarshal(js.Bytes(), &raw))
+	require.InDelta(t, effort.Releases[0].Staff.Seconds(), raw.Items[0].Staff, 1e-9)
+}
+
+var externalRef = regexp.MustCompile(`(?i)(src|href|xlink:href)\s*=\s*["']?\s*(https?:)?//`)
+
+func TestHTMLIsSelfContained(t *testing.T) {
+	t.Parallel()
+	data, _ := reporttest.Generate(3, 1200, time.UTC)
+	effort, err := report.BuildEffort(data, report.Options{From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 3, 0), Now: reporttest.Jan1.AddDate(0, 6, 0), BaselineHoursPerRelease: 3})
+	require.NoError(t, err)
+	mdata, mo := reporttest.MeasuresLedger(t)
+	measures, err := report.BuildMeasures(mdata, mo)
+	require.NoError(t, err)
+	for _, rep := range []reportfmt.Report{reportfmt.Effort(effort), reportfmt.Measures(measures)} {
+		var out bytes.Buffer
+		require.NoError(t, reportfmt.Write(&out, rep, reportfmt.FormatHTML))
+		page := out.String()
+		require.NotContains(t, page, "http://")
+		require.NotContains(t, page, "https://")
+		require.NotRegexp(t, externalRef, page)
+		require.NotContains(t, page, "<script")
+		require.NotContains(t, page, "@import")
+		require.Contains(t, page, "<svg")
+	}
+	var out bytes.Buffer
+	require.NoError(t, reportfmt.Write(&out, reportfmt.Effort(effort), reportfmt.FormatHTML))
+	require.Contains(t, out.String(), "Staff hours per release over time (mean of each of")
+	require.Contains(t, out.String(), "Effort by step")
+	require.Contains(t, out.String(), "Release coordination effort, hours/month: ")
+}
+
+func TestMarkdownHasTheTables(t *testing.T) {
+	t.Parallel()
+	data, _ := reporttest.Generate(5, 30, time.UTC)
+	rep, err := report.BuildEffort(data, report.Options{From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 3, 0), Now: reporttest.Jan1.AddDate(0, 6, 0), BaselineHoursPerRelease: 3})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, reportfmt.Write(&out, reportfmt.Effort(rep), reportfmt.FormatMarkdown))
+	md := out.String()
+	require.Contains(t, md, "# Release coordination effort\n")
+	require.Contains(t, md, "| month | releases | staff | active | off-tool | before (h) | after (h) | freed (h) |")
+	require.Regexp(t, `\| 2026-01 \| \d+ \| \d+h\d\dm \|`, md)
+}
+
+func TestEveryFormatSaysAnEmptyPeriodAndTheTimeZone(t *testing.T) {
+	t.Parallel()
+	data := report.Data{Releases: []report.ReleaseFact{reporttest.ReleaseAt("old", reporttest.Jan1.AddDate(0, -3, 0))}}
+	rep, err := report.BuildEffort(data, report.Options{From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 1, 0), Now: reporttest.Jan1.AddDate(0, 2, 0), Env: "prod", BaselineHoursPerRelease: 3})
+	require.NoError(t, err)
+	for _, f := range []reportfmt.Format{reportfmt.FormatTable, reportfmt.FormatMarkdown, reportfmt.FormatHTML} {
+		var out bytes.Buffer
+		require.NoError(t, reportfmt.Write(&out, reportfmt.Effort(rep), f))
+		require.Contains(t, out.String(), "no releases in prod between 2026-01-01 00:00 and 2026-02-01 00:00 (UTC): nothing to report", f)
+	}
+
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	feb := time.Date(2026, 2, 1, 0, 0, 0, 0, berlin)
+	data = report.Data{Releases: []report.ReleaseFact{reporttest.ReleaseAt("a", feb.Add(time.Hour))}}
+	rep, err = report.BuildEffort(data, report.Options{From: feb, To: feb.AddDate(0, 1, 0), Location: berlin, Now: feb.AddDate(0, 2, 0)})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, reportfmt.Write(&out, reportfmt.Effort(rep), reportfmt.FormatTable))
+	require.Contains(t, out.String(), "Period: 2026-02-01 00:00 → 2026-03-01 00:00 (time zone Europe/Berlin")
+}

@@ -1,0 +1,413 @@
+package workflow
+
+import (
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relcap/relcap/workflow/finding"
+)
+
+// EvidenceKind names what a piece of evidence establishes. The names are
+// stored in the ledger and the journal, so they never change.
+type EvidenceKind string
+
+// The evidence a release's steps record, one detail type each.
+const (
+	EvidenceOwnershipChecked    EvidenceKind = "ownership.checked"        // OwnershipChecked
+	EvidencePlanReviewed        EvidenceKind = "plan.fingerprint"         // PlanReviewed
+	EvidencePlanApproved        EvidenceKind = "plan.approval"            // PlanApproved
+	EvidencePlanApplied         EvidenceKind = "plan.applied"             // PlanApplied
+	EvidenceDigestResolved      EvidenceKind = "digest.resolved"          // DigestResolved
+	EvidenceDigestVerified      EvidenceKind = "digest.verified"          // DigestVerified
+	EvidenceEnvPinned           EvidenceKind = "envrepo.pinned"           // EnvPinned
+	EvidenceEnvLanded           EvidenceKind = "envrepo.commit"           // EnvLanded
+	EvidenceAppConverged        EvidenceKind = "app.converged"            // AppConverged
+	EvidenceAppNotConverged     EvidenceKind = "app.not-converged"        // AppNotConverged
+	EvidenceOperationTerminated EvidenceKind = "app.operation-terminated" // OperationTerminated
+)
+
+// EvidenceDetail is the typed content of one kind of evidence.
+type EvidenceDetail interface {
+	// EvidenceKind is the kind this detail type records.
+	EvidenceKind() EvidenceKind
+	// Facts are the detail as named facts, for screens and journals that
+	// list evidence without knowing each kind.
+	Facts() finding.Facts
+}
+
+// Evidence is a fact a step established and an auditor can check later: a
+// plan fingerprint, a digest verified in a registry, a Git commit, a
+// converged application state. Detail is one of the detail types of this
+// file, matching Kind; EvidenceOf finds one by type.
+type Evidence struct {
+	Kind    EvidenceKind
+	Subject string // what it is about: a fingerprint, a digest, a commit, an application
+	Detail  EvidenceDetail
+}
+
+// NewEvidence records detail about subject.
+func NewEvidence(subject string, detail EvidenceDetail) Evidence {
+	return Evidence{Kind: detail.EvidenceKind(), Subject: subject, Detail: detail}
+}
+
+// EvidenceOf returns the last evidence in es whose detail is a T (the
+// latest attempt's, as evidence accumulates over attempts).
+func EvidenceOf[T EvidenceDetail](es []Evidence) (T, Evidence, bool) {
+	for i := len(es) - 1; i >= 0; i-- {
+		if d, ok := es[i].Detail.(T); ok {
+			return d, es[i], true
+		}
+	}
+	var zero T
+	return zero, Evidence{}, false
+}
+
+// OwnershipChecked: how many managed objects the ownership check read and
+// how many findings it made.
+type OwnershipChecked struct {
+	Objects  int `json:"objects"`
+	Findings int `json:"findings"`
+}
+
+// PlanReviewed: the reviewed plan's revision and counts (Subject is its
+// fingerprint).
+type PlanReviewed struct {
+	Revision string `json:"revision"`
+	Create   int    `json:"create"`
+	Update   int    `json:"update"`
+	Delete   int    `json:"delete"`
+	Replace  int    `json:"replace"`
+	Outputs  int    `json:"outputs,omitempty"` // output values that change
+}
+
+// PlanReviewedOf is the evidence detail of a reviewed plan.
+func PlanReviewedOf(p PlanSummary) PlanReviewed {
+	return PlanReviewed{Revision: p.Inputs.Revision, Create: p.Counts.Create, Update: p.Counts.Update, Delete: p.Counts.Delete,
+		Replace: p.Counts.ReplaceDeleteFirst + p.Counts.ReplaceCreateFirst, Outputs: len(p.Outputs)}
+}
+
+// HasChanges reports whether the reviewed plan changes anything, as
+// PlanSummary.HasChanges does.
+func (p PlanReviewed) HasChanges() bool {
+	return p.Create+p.Update+p.Delete+p.Replace+p.Outputs > 0
+}
+
+// PlanApproved: one counted approval of the plan (Subject is its fingerprint).
+type PlanApproved struct {
+	Approver string    `json:"approver"`
+	At       time.Time `json:"at"`
+}
+
+// PlanApplied: the plan was applied (Subject is its fingerprint).
+type PlanApplied struct {
+	StateSerial int64 `json:"state_serial"`
+}
+
+// DigestResolved: what the image reference resolved to (Subject is the digest).
+type DigestResolved struct {
+	Reference  string    `json:"reference"`
+	Repository string    `json:"repository"`
+	MediaType  string    `json:"media_type"`
+	Platforms  Platforms `json:"platforms"`
+	Size       int64     `json:"size"`
+	Created    time.Time `json:"created"`
+	Signed     bool      `json:"signed"`
+	Referrers  int       `json:"referrers"`
+	FirstSeen  time.Time `json:"first_seen"`
+}
+
+// DigestVerified: the digest is in the environment's repository, with its
+// provenance (Subject is the digest).
+type DigestVerified struct {
+	Repository    string `json:"repository"`
+	Signed        bool   `json:"signed"`
+	Referrers     int    `json:"referrers"`
+	BlobsUploaded int    `json:"blobs_uploaded"`
+}
+
+// EnvPinned: the digest is pinned on a relcap branch (Subject is its commit).
+type EnvPinned struct {
+	Branch string `json:"branch"`
+	Pushed bool   `json:"pushed"`
+}
+
+// EnvLanded: the pin landed on the branch Argo CD follows (Subject is the
+// commit it now points at: the intended revision).
+type EnvLanded struct {
+	Branch string `json:"branch"`
+	Pushed bool   `json:"pushed"`
+}
+
+// AppConverged: the application as it was when it converged (Subject is
+// the application).
+type AppConverged struct {
+	IntendedRevision string       `json:"intended_revision"`
+	Digest           Digest       `json:"digest"`
+	Sync             SyncStatus   `json:"sync"`
+	Revision         string       `json:"revision"`
+	Health           HealthStatus `json:"health"`
+}
+
+// AppNotConverged: how the watch of a release ended short of converging,
+// as the four answers a captain needs (Subject is the application): the
+// intended revision, the actual artifact (the promoted digest and the
+// images that run), the controller's status, and the next safe action.
+type AppNotConverged struct {
+	Verdict          VerdictKind  `json:"verdict"`
+	Reason           string       `json:"reason"`
+	IntendedRevision string       `json:"intended_revision"`
+	Digest           Digest       `json:"digest"`
+	Images           []string     `json:"images,omitempty"`
+	Sync             SyncStatus   `json:"sync"`
+	Revision         string       `json:"revision"`
+	Health           HealthStatus `json:"health"`
+	NextAction       string       `json:"next_action,omitempty"`
+}
+
+// OperationTerminated: relcap ended Argo CD's retries of a failed sync so a
+// rollback's revision could be synced (Subject is the application).
+type OperationTerminated struct {
+	App      string `json:"app"`
+	Revision string `json:"revision"`
+	Retries  int    `json:"retries"`
+	Message  string `json:"message"`
+}
+
+// EvidenceKind implementations.
+func (OwnershipChecked) EvidenceKind() EvidenceKind    { return EvidenceOwnershipChecked }
+func (PlanReviewed) EvidenceKind() EvidenceKind        { return EvidencePlanReviewed }
+func (PlanApproved) EvidenceKind() EvidenceKind        { return EvidencePlanApproved }
+func (PlanApplied) EvidenceKind() EvidenceKind         { return EvidencePlanApplied }
+func (DigestResolved) EvidenceKind() EvidenceKind      { return EvidenceDigestResolved }
+func (DigestVerified) EvidenceKind() EvidenceKind      { return EvidenceDigestVerified }
+func (EnvPinned) EvidenceKind() EvidenceKind           { return EvidenceEnvPinned }
+func (EnvLanded) EvidenceKind() EvidenceKind           { return EvidenceEnvLanded }
+func (AppConverged) EvidenceKind() EvidenceKind        { return EvidenceAppConverged }
+func (AppNotConverged) EvidenceKind() EvidenceKind     { return EvidenceAppNotConverged }
+func (OperationTerminated) EvidenceKind() EvidenceKind { return EvidenceOperationTerminated }
+
+// Facts implementations: every field, by its stored name.
+func (d OwnershipChecked) Facts() finding.Facts    { return factsOf(d) }
+func (d PlanReviewed) Facts() finding.Facts        { return factsOf(d) }
+func (d PlanApproved) Facts() finding.Facts        { return factsOf(d) }
+func (d PlanApplied) Facts() finding.Facts         { return factsOf(d) }
+func (d DigestResolved) Facts() finding.Facts      { return factsOf(d) }
+func (d DigestVerified) Facts() finding.Facts      { return factsOf(d) }
+func (d EnvPinned) Facts() finding.Facts           { return factsOf(d) }
+func (d EnvLanded) Facts() finding.Facts           { return factsOf(d) }
+func (d AppConverged) Facts() finding.Facts        { return factsOf(d) }
+func (d AppNotConverged) Facts() finding.Facts     { return factsOf(d) }
+func (d OperationTerminated) Facts() finding.Facts { return factsOf(d) }
+
+// newDetail returns a pointer to a zero detail of kind, or nil for a kind
+// this version does not know.
+func newDetail(k EvidenceKind) EvidenceDetail {
+	switch k {
+	case EvidenceOwnershipChecked:
+		return &OwnershipChecked{}
+	case EvidencePlanReviewed:
+		return &PlanReviewed{}
+	case EvidencePlanApproved:
+		return &PlanApproved{}
+	case EvidencePlanApplied:
+		return &PlanApplied{}
+	case EvidenceDigestResolved:
+		return &DigestResolved{}
+	case EvidenceDigestVerified:
+		return &DigestVerified{}
+	case EvidenceEnvPinned:
+		return &EnvPinned{}
+	case EvidenceEnvLanded:
+		return &EnvLanded{}
+	case EvidenceAppConverged:
+		return &AppConverged{}
+	case EvidenceAppNotConverged:
+		return &AppNotConverged{}
+	case EvidenceOperationTerminated:
+		return &OperationTerminated{}
+	}
+	return nil
+}
+
+// UnknownEvidence is evidence of a kind this version of relcap does not
+// know (written by a newer one): kept as it was stored, so saving the
+// release again loses nothing.
+type UnknownEvidence struct {
+	Kind EvidenceKind
+	Raw  json.RawMessage
+}
+
+// EvidenceKind is the stored kind.
+func (u UnknownEvidence) EvidenceKind() EvidenceKind { return u.Kind }
+
+// Facts lists nothing: the detail's shape is unknown.
+func (u UnknownEvidence) Facts() finding.Facts { return nil }
+
+// evidenceJSON is how evidence is stored.
+type evidenceJSON struct {
+	Kind    EvidenceKind    `json:"kind"`
+	Subject string          `json:"subject"`
+	Detail  json.RawMessage `json:"detail,omitempty"`
+}
+
+// MarshalJSON stores the detail under "detail".
+func (e Evidence) MarshalJSON() ([]byte, error) {
+	v := evidenceJSON{Kind: e.Kind, Subject: e.Subject}
+	switch d := e.Detail.(type) {
+	case nil:
+	case UnknownEvidence:
+		v.Detail = d.Raw
+	default:
+		b, err := json.Marshal(d)
+		if err != nil {
+			return nil, fmt.Errorf("evidence %s: %w", e.Kind, err)
+		}
+		v.Detail = b
+	}
+	if v.Kind == "" && e.Detail != nil {
+		v.Kind = e.Detail.EvidenceKind()
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads evidence as relcap writes it, and as releases
+// recorded before evidence was typed kept it: every detail value a string
+// ("3", "true", "linux/amd64,linux/arm64"), which legacyDetail converts by
+// the field types of the kind's detail.
+func (e *Evidence) UnmarshalJSON(b []byte) error {
+	var v evidenceJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*e = Evidence{Kind: v.Kind, Subject: v.Subject}
+	d := newDetail(v.Kind)
+	if d == nil {
+		e.Detail = UnknownEvidence{Kind: v.Kind, Raw: v.Detail}
+		return nil
+	}
+	if len(v.Detail) > 0 {
+		if err := json.Unmarshal(v.Detail, d); err != nil {
+			var legacy map[string]string
+			if json.Unmarshal(v.Detail, &legacy) != nil {
+				return fmt.Errorf("evidence %s: %w", v.Kind, err)
+			}
+			if err := legacyDetail(legacy, d); err != nil {
+				return fmt.Errorf("evidence %s: %w", v.Kind, err)
+			}
+		}
+	}
+	e.Detail = reflect.ValueOf(d).Elem().Interface().(EvidenceDetail)
+	return nil
+}
+
+var (
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	legacyParser    = reflect.TypeFor[interface{ fromLegacy(string) error }]()
+)
+
+// legacyDetail fills the detail dst points at from string values named as
+// its JSON fields. A value that does not parse as its field's type is an
+// error naming the field: nothing is silently dropped.
+func legacyDetail(values map[string]string, dst any) error {
+	v := reflect.ValueOf(dst).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		s, ok := values[name]
+		if !ok {
+			continue
+		}
+		f := v.Field(i)
+		var err error
+		switch {
+		case f.Addr().Type().Implements(legacyParser):
+			err = f.Addr().Interface().(interface{ fromLegacy(string) error }).fromLegacy(s)
+		case f.Addr().Type().Implements(textUnmarshaler):
+			err = f.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s))
+		case f.Kind() == reflect.String:
+			f.SetString(s)
+		case f.Kind() == reflect.Bool:
+			var b bool
+			b, err = strconv.ParseBool(s)
+			f.SetBool(b)
+		case f.CanInt():
+			var n int64
+			n, err = strconv.ParseInt(s, 10, 64)
+			f.SetInt(n)
+		default:
+			err = fmt.Errorf("no legacy form for a %s", f.Type())
+		}
+		if err != nil {
+			return fmt.Errorf("field %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// factsOf lists a detail's fields as facts named by their JSON names, in
+// field order; zero times, empty strings and zero values of fields the
+// JSON leaves out when empty are left out here too.
+func factsOf(d any) finding.Facts {
+	v := reflect.ValueOf(d)
+	t := v.Type()
+	var fs finding.Facts
+	for i := range t.NumField() {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if strings.Contains(opts, "omitempty") && v.Field(i).IsZero() {
+			continue
+		}
+		var s string
+		switch x := v.Field(i).Interface().(type) {
+		case time.Time:
+			if x.IsZero() {
+				continue
+			}
+			s = x.UTC().Format(time.RFC3339)
+		case fmt.Stringer:
+			s = x.String()
+		default:
+			s = fmt.Sprint(x)
+		}
+		if s == "" {
+			continue
+		}
+		fs = append(fs, finding.Of(name, s))
+	}
+	return fs
+}
+
+// Platforms are the platforms of an image index ("linux/amd64", …).
+type Platforms []string
+
+// String joins them with commas, as they were once stored.
+func (p Platforms) String() string { return strings.Join(p, ",") }
+
+// UnmarshalJSON reads a JSON array, or the comma-separated string of
+// releases recorded before evidence was typed.
+func (p *Platforms) UnmarshalJSON(b []byte) error {
+	var list []string
+	if err := json.Unmarshal(b, &list); err == nil {
+		*p = list
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("platforms: want a list or a comma-separated string")
+	}
+	return p.fromLegacy(s)
+}
+
+func (p *Platforms) fromLegacy(s string) error {
+	*p = nil
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*p = append(*p, part)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,416 @@
+package workflow
+
+import (
+	"time"
+
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
+)
+
+// JournalRecord is the data of one journal entry. Its type says what it
+// records, and JournalKind the name the entry is stored under. Every kind
+// relcap journals is declared in this file, which is the catalogue an
+// auditor reads: one type per kind, its fields named as they appear in the
+// entry's data. Kinds are stored, so their names never change.
+type JournalRecord interface {
+	JournalKind() journal.Kind
+}
+
+// Sessions: one per state-changing command or cockpit run.
+
+// SessionOpened opens every session: the command and its arguments.
+type SessionOpened struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Relcap  string   `json:"relcap"` // relcap's version
+}
+
+// SessionRelease links the session to a release it works on; a session
+// links each release once.
+type SessionRelease struct {
+	Release string `json:"release"`
+}
+
+// SessionClosed closes every session with the command's outcome.
+type SessionClosed struct {
+	ExitCode int    `json:"exit_code"`
+	Error    string `json:"error,omitempty"`
+}
+
+// ScreenRecorded vouches for a cockpit's screen recording beside the
+// journal (File, relative to the session's directory): journal verify
+// checks the file still has this SHA-256.
+type ScreenRecorded struct {
+	File    string `json:"file"`
+	Release string `json:"release"`
+	SHA256  string `json:"sha256"`
+}
+
+// A release run.
+
+// ReleaseStarted: a release (or promotion) was created.
+type ReleaseStarted struct {
+	Release         string      `json:"release"`
+	Kind            ReleaseKind `json:"kind"`
+	Env             string      `json:"env"`
+	Image           string      `json:"image"`
+	Captain         string      `json:"captain"`
+	ForceUnverified string      `json:"force_unverified"`
+}
+
+// StepStarted: a step began (again, when Resumed or Attempt > 1).
+type StepStarted struct {
+	Release string `json:"release"`
+	Step    string `json:"step"`
+	Attempt int    `json:"attempt"`
+	Resumed bool   `json:"resumed"`
+}
+
+// StepFinished: a step ended with Status, its evidence and findings.
+type StepFinished struct {
+	Release  string            `json:"release"`
+	Step     string            `json:"step"`
+	Status   string            `json:"status"`
+	Message  string            `json:"message"`
+	Evidence []Evidence        `json:"evidence,omitempty"`
+	Findings []finding.Finding `json:"findings,omitempty"`
+}
+
+// StepInterrupted: the run was cancelled inside a step, which stays
+// running so resume re-enters it.
+type StepInterrupted struct {
+	Release string `json:"release"`
+	Step    string `json:"step"`
+	Error   string `json:"error"`
+}
+
+// ReleaseDone: the release converged, running Digest at Revision.
+type ReleaseDone struct {
+	Release  string `json:"release"`
+	Digest   string `json:"digest"`
+	Revision string `json:"revision"`
+}
+
+// EffortLost: measured effort could not be stored in the ledger; the
+// release went on, and this entry keeps the loss on record.
+type EffortLost struct {
+	Release string `json:"release,omitempty"`
+	Error   string `json:"error"`
+}
+
+// PromotionForceUnverified: a digest was promoted without having converged
+// in the previous environment, for Reason.
+type PromotionForceUnverified struct {
+	Release  string `json:"release"`
+	Digest   string `json:"digest"`
+	Previous string `json:"previous"`
+	Reason   string `json:"reason"`
+}
+
+// OperationTerminated (as evidence, and journaled under
+// convergence.operation-terminated) ends Argo CD's retries of a failed sync.
+
+// TerminateFailed: ending Argo CD's retries was refused; the rollback
+// waits them out instead.
+type TerminateFailed struct {
+	OperationTerminated
+	Error string `json:"error"`
+}
+
+// Convergence of a revision outside a release (relcap converge --revision).
+
+// RevisionWatch is what a watch of one revision ended with.
+type RevisionWatch struct {
+	IntendedRevision string       `json:"intended_revision"`
+	Digest           string       `json:"digest"`
+	Sync             SyncStatus   `json:"sync"`
+	Revision         string       `json:"revision"`
+	Health           HealthStatus `json:"health"`
+	Images           string       `json:"images"`
+	Verdict          VerdictKind  `json:"verdict,omitempty"`
+	NextAction       string       `json:"next_action,omitempty"`
+}
+
+// ConvergeDone, ConvergeFailed and ConvergeTimeout end a revision watch.
+type (
+	ConvergeDone    struct{ RevisionWatch }
+	ConvergeFailed  struct{ RevisionWatch }
+	ConvergeTimeout struct{ RevisionWatch }
+)
+
+// Plans, applies and state locks.
+
+// PlanStarted: relcap plan began for Env.
+type PlanStarted struct {
+	Env       string `json:"env"`
+	Dir       string `json:"dir"`
+	Workspace string `json:"workspace"`
+}
+
+// PlanFailed: Terraform could not plan.
+type PlanFailed struct {
+	Env   string `json:"env"`
+	Error string `json:"error"`
+}
+
+// PlanRecorded is what the journal keeps of a reviewed plan: counts, flags
+// and the fingerprint's inputs, never attribute values.
+type PlanRecorded struct {
+	Env         string              `json:"env"`
+	Fingerprint string              `json:"fingerprint"`
+	PlanFileSHA string              `json:"plan_file_sha256"`
+	Inputs      PlanInputs          `json:"inputs"`
+	Counts      PlanCounts          `json:"counts"`
+	Flagged     map[string][]string `json:"flagged"` // risk flag → addresses
+	Author      string              `json:"author"`
+}
+
+// ApplyRefused: apply refused a plan (unapproved, stale) for Reason.
+type ApplyRefused struct {
+	Fingerprint string `json:"fingerprint"`
+	Reason      string `json:"reason"`
+}
+
+// ApplyStarted: Terraform began applying the plan.
+type ApplyStarted struct {
+	Env         string `json:"env"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// ApplyInterrupted: the apply was interrupted and Terraform stopped cleanly.
+type ApplyInterrupted struct {
+	Fingerprint string `json:"fingerprint"`
+	Error       string `json:"error"`
+	NextAction  string `json:"next_action"`
+}
+
+// ApplyFailed: Terraform failed applying the plan.
+type ApplyFailed struct {
+	Fingerprint string `json:"fingerprint"`
+	Error       string `json:"error"`
+}
+
+// ApplyDone: the plan is applied.
+type ApplyDone struct {
+	Fingerprint    string `json:"fingerprint"`
+	StateSerial    int64  `json:"state_serial"`
+	AlreadyApplied bool   `json:"already_applied"`
+}
+
+// UnlockRequested: a person asked to force-unlock a state lock whose holder
+// they checked is gone.
+type UnlockRequested struct {
+	Env        string `json:"env"`
+	LockID     string `json:"lock_id"`
+	Reason     string `json:"reason"`
+	HolderGone bool   `json:"confirmed_holder_gone"`
+}
+
+// UnlockFailed and UnlockDone end a force-unlock.
+type (
+	UnlockFailed struct {
+		Env    string `json:"env"`
+		LockID string `json:"lock_id"`
+		Error  string `json:"error"`
+	}
+	UnlockDone struct {
+		Env    string `json:"env"`
+		LockID string `json:"lock_id"`
+	}
+)
+
+// Approvals and effort.
+
+// ApprovalRecorded is an approval as the ledger keeps it.
+type ApprovalRecorded struct{ Approval }
+
+// ApprovalRefused: an approval the policy would never count was refused.
+type ApprovalRefused struct {
+	Kind     ApprovalKind `json:"kind"`
+	Subject  string       `json:"subject"`
+	Approver string       `json:"approver"`
+	Reason   string       `json:"reason"`
+}
+
+// EffortLogged is off-tool coordination time a person logged.
+type EffortLogged struct{ effort.Entry }
+
+// Ownership.
+
+// OwnershipChecked (as evidence) and OwnershipCheckRecorded (relcap
+// ownership check): what one environment's check found.
+type OwnershipCheckRecorded struct {
+	Env      string         `json:"env"`
+	Objects  int            `json:"objects"`
+	Rows     int            `json:"rows"`
+	Findings map[string]int `json:"findings"` // finding code → count
+	Blockers int            `json:"blockers"`
+}
+
+// OwnershipCheckFailed: a source of managed objects could not be read.
+type OwnershipCheckFailed struct {
+	Env   string `json:"env"`
+	Error string `json:"error"`
+}
+
+// Rollback.
+
+// RollbackStarted: a rollback release restoring To was created, replacing
+// the environment's current release (whose data schema is Schema).
+type RollbackStarted struct {
+	Release   string `json:"release"`
+	Env       string `json:"env"`
+	To        string `json:"to"`
+	Digest    string `json:"digest"`
+	Replacing string `json:"replacing"`
+	Schema    int    `json:"schema"`
+}
+
+// RollbackRefused: the target release cannot run against today's data.
+type RollbackRefused struct {
+	Env    string `json:"env"`
+	To     string `json:"to"`
+	Reason string `json:"reason"`
+}
+
+// Break-glass.
+
+// BreakGlassStarted: reconciliation of App is paused until ExpiresAt.
+type BreakGlassStarted struct {
+	ID          string     `json:"id"`
+	Env         string     `json:"env"`
+	App         string     `json:"app"`
+	Reason      string     `json:"reason"`
+	Approver    string     `json:"approver"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	SavedPolicy SyncPolicy `json:"saved_policy"`
+}
+
+// BreakGlassFailed: the pause could not be made; nothing is paused.
+type BreakGlassFailed struct {
+	ID    string `json:"id"`
+	Error string `json:"error"`
+}
+
+// BreakGlassCaptured: the live drift is on Branch for review.
+type BreakGlassCaptured struct {
+	ID        string `json:"id"`
+	Branch    string `json:"branch"`
+	Commit    string `json:"commit"`
+	Resources int    `json:"resources"`
+}
+
+// BreakGlassEnded: the saved sync policy is back.
+type BreakGlassEnded struct {
+	ID             string     `json:"id"`
+	RestoredPolicy SyncPolicy `json:"restored_policy"`
+	Capture        string     `json:"capture"`
+	Expired        bool       `json:"expired"`
+}
+
+// The demo.
+
+// DemoSandbox: the sandbox a demo runs on.
+type DemoSandbox struct {
+	Dir             string `json:"dir"`
+	Registry        string `json:"registry"`
+	Image           string `json:"image"`
+	Digest          string `json:"digest"`
+	ArgoCDSimulator string `json:"argocd_simulator"`
+	EnvRepo         string `json:"env_repo"`
+}
+
+// DemoOwnershipFixed: the demo corrected the sandbox's ownership map.
+type DemoOwnershipFixed struct {
+	File    string   `json:"file"`
+	Reason  string   `json:"reason"`
+	Removed []string `json:"removed"`
+	Added   []string `json:"added"`
+}
+
+// The journal kinds, one per record type above (Kind + its name).
+const (
+	KindSessionOpened            journal.Kind = "session.opened"
+	KindSessionRelease           journal.Kind = "session.release"
+	KindSessionClosed            journal.Kind = "session.closed"
+	KindScreenRecorded           journal.Kind = "screen.recorded"
+	KindReleaseStarted           journal.Kind = "release.started"
+	KindStepStarted              journal.Kind = "step.started"
+	KindStepFinished             journal.Kind = "step.finished"
+	KindStepInterrupted          journal.Kind = "step.interrupted"
+	KindReleaseDone              journal.Kind = "release.converged"
+	KindEffortLost               journal.Kind = "effort.lost"
+	KindPromotionForceUnverified journal.Kind = "promotion.force-unverified"
+	KindOperationTerminated      journal.Kind = "convergence.operation-terminated"
+	KindTerminateFailed          journal.Kind = "convergence.terminate-failed"
+	KindConvergeDone             journal.Kind = "converge.done"
+	KindConvergeFailed           journal.Kind = "converge.failed"
+	KindConvergeTimeout          journal.Kind = "converge.timeout"
+	KindPlanStarted              journal.Kind = "plan.started"
+	KindPlanFailed               journal.Kind = "plan.failed"
+	KindPlanRecorded             journal.Kind = "plan.reviewed"
+	KindApplyRefused             journal.Kind = "apply.refused"
+	KindApplyStarted             journal.Kind = "apply.started"
+	KindApplyInterrupted         journal.Kind = "apply.interrupted"
+	KindApplyFailed              journal.Kind = "apply.failed"
+	KindApplyDone                journal.Kind = "apply.done"
+	KindUnlockRequested          journal.Kind = "unlock.requested"
+	KindUnlockFailed             journal.Kind = "unlock.failed"
+	KindUnlockDone               journal.Kind = "unlock.done"
+	KindApprovalRecorded         journal.Kind = "approval.recorded"
+	KindApprovalRefused          journal.Kind = "approval.refused"
+	KindEffortLogged             journal.Kind = "effort.logged"
+	KindOwnershipCheckRecorded   journal.Kind = "ownership.checked"
+	KindOwnershipCheckFailed     journal.Kind = "ownership.failed"
+	KindRollbackStarted          journal.Kind = "rollback.started"
+	KindRollbackRefused          journal.Kind = "rollback.refused"
+	KindBreakGlassStarted        journal.Kind = "breakglass.started"
+	KindBreakGlassFailed         journal.Kind = "breakglass.failed"
+	KindBreakGlassCaptured       journal.Kind = "breakglass.captured"
+	KindBreakGlassEnded          journal.Kind = "breakglass.ended"
+	KindDemoSandbox              journal.Kind = "demo.sandbox"
+	KindDemoOwnershipFixed       journal.Kind = "demo.ownership-fixed"
+)
+
+// The kinds, by the name each record is stored under.
+func (SessionOpened) JournalKind() journal.Kind            { return KindSessionOpened }
+func (SessionRelease) JournalKind() journal.Kind           { return KindSessionRelease }
+func (SessionClosed) JournalKind() journal.Kind            { return KindSessionClosed }
+func (ScreenRecorded) JournalKind() journal.Kind           { return KindScreenRecorded }
+func (ReleaseStarted) JournalKind() journal.Kind           { return KindReleaseStarted }
+func (StepStarted) JournalKind() journal.Kind              { return KindStepStarted }
+func (StepFinished) JournalKind() journal.Kind             { return KindStepFinished }
+func (StepInterrupted) JournalKind() journal.Kind          { return KindStepInterrupted }
+func (ReleaseDone) JournalKind() journal.Kind              { return KindReleaseDone }
+func (EffortLost) JournalKind() journal.Kind               { return KindEffortLost }
+func (PromotionForceUnverified) JournalKind() journal.Kind { return KindPromotionForceUnverified }
+func (OperationTerminated) JournalKind() journal.Kind      { return KindOperationTerminated }
+func (TerminateFailed) JournalKind() journal.Kind          { return KindTerminateFailed }
+func (ConvergeDone) JournalKind() journal.Kind             { return KindConvergeDone }
+func (ConvergeFailed) JournalKind() journal.Kind           { return KindConvergeFailed }
+func (ConvergeTimeout) JournalKind() journal.Kind          { return KindConvergeTimeout }
+func (PlanStarted) JournalKind() journal.Kind              { return KindPlanStarted }
+func (PlanFailed) JournalKind() journal.Kind               { return KindPlanFailed }
+func (PlanRecorded) JournalKind() journal.Kind             { return KindPlanRecorded }
+func (ApplyRefused) JournalKind() journal.Kind             { return KindApplyRefused }
+func (ApplyStarted) JournalKind() journal.Kind             { return KindApplyStarted }
+func (ApplyInterrupted) JournalKind() journal.Kind         { return KindApplyInterrupted }
+func (ApplyFailed) JournalKind() journal.Kind              { return KindApplyFailed }
+func (ApplyDone) JournalKind() journal.Kind                { return KindApplyDone }
+func (UnlockRequested) JournalKind() journal.Kind          { return KindUnlockRequested }
+func (UnlockFailed) JournalKind() journal.Kind             { return KindUnlockFailed }
+func (UnlockDone) JournalKind() journal.Kind               { return KindUnlockDone }
+func (ApprovalRecorded) JournalKind() journal.Kind         { return KindApprovalRecorded }
+func (ApprovalRefused) JournalKind() journal.Kind          { return KindApprovalRefused }
+func (EffortLogged) JournalKind() journal.Kind             { return KindEffortLogged }
+func (OwnershipCheckRecorded) JournalKind() journal.Kind   { return KindOwnershipCheckRecorded }
+func (OwnershipCheckFailed) JournalKind() journal.Kind     { return KindOwnershipCheckFailed }
+func (RollbackStarted) JournalKind() journal.Kind          { return KindRollbackStarted }
+func (RollbackRefused) JournalKind() journal.Kind          { return KindRollbackRefused }
+func (BreakGlassStarted) JournalKind() journal.Kind        { return KindBreakGlassStarted }
+func (BreakGlassFailed) JournalKind() journal.Kind         { return KindBreakGlassFailed }
+func (BreakGlassCaptured) JournalKind() journal.Kind       { return KindBreakGlassCaptured }
+func (BreakGlassEnded) JournalKind() journal.Kind          { return KindBreakGlassEnded }
+func (DemoSandbox) JournalKind() journal.Kind              { return KindDemoSandbox }
+func (DemoOwnershipFixed) JournalKind() journal.Kind       { return KindDemoOwnershipFixed }

@@ -1,7 +1,0 @@
-//go:build !race
-
-package workflow_test
-
-// ownershipBudgetScale is 1 without the race detector: the budget
-// of BenchmarkCheckOwnership10k holds as written.
-const ownershipBudgetScale = 1

@@ -1,0 +1,144 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/relcap/relcap/workflow/effort"
+)
+
+// Records answers questions about what the ledger holds, changing nothing
+// and journaling nothing: the queries commands ask before (or instead of)
+// acting, and the screens' reads. It needs the project, the ledger and the
+// clock; SessionFiles too for VerifySessions. A Service embeds one.
+type Records struct {
+	project  *Project
+	ledger   Ledger
+	clock    Clock
+	sessions SessionFiles
+}
+
+// NewRecords checks the ports a query needs: Project, Ledger and Clock.
+func NewRecords(d Deps) (*Records, error) {
+	switch {
+	case d.Project == nil:
+		return nil, errors.New("workflow: no project configuration")
+	case d.Ledger == nil:
+		return nil, errors.New("workflow: no ledger")
+	case d.Clock == nil:
+		return nil, errors.New("workflow: no clock")
+	}
+	return &Records{project: d.Project, ledger: d.Ledger, clock: d.Clock, sessions: d.Sessions}, nil
+}
+
+// Project is the loaded configuration.
+func (q *Records) Project() *Project { return q.project }
+
+// Release returns a stored release; UIs read releases through here.
+func (q *Records) Release(ctx context.Context, id string) (*Release, error) {
+	return q.ledger.LoadRelease(ctx, id)
+}
+
+// Plan returns a reviewed plan by fingerprint.
+func (q *Records) Plan(ctx context.Context, fingerprint string) (PlanSummary, error) {
+	return q.ledger.LoadPlan(ctx, fingerprint)
+}
+
+// PlanApprovals counts the approvals of a plan against its environment's
+// rule, as apply will.
+func (q *Records) PlanApprovals(ctx context.Context, p PlanSummary) (ApprovalCheck, error) {
+	env, err := q.project.Env(p.Env)
+	if err != nil {
+		return ApprovalCheck{}, err
+	}
+	all, err := q.ledger.Approvals(ctx, ApprovePlan, p.Fingerprint)
+	if err != nil {
+		return ApprovalCheck{}, err
+	}
+	return env.Approvals.Rule(ApprovePlan).Count(p.Fingerprint, p.Author, all), nil
+}
+
+// Effort returns the effort recorded against a release.
+func (q *Records) Effort(ctx context.Context, releaseID string) ([]effort.Entry, error) {
+	return q.ledger.Effort(ctx, releaseID)
+}
+
+// InProgress returns the newest release of the project that is not done
+// (break-glass records aside), or ErrNotFound: what plain `relcap` opens the
+// cockpit on.
+func (q *Records) InProgress(ctx context.Context) (*Release, error) {
+	releases, err := q.ledger.ListReleases(ctx, ReleaseFilter{App: q.project.App, Limit: 50})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range releases {
+		if r.Kind != KindBreakGlass && !r.Status.Done() {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("no release of %s is in progress: %w", q.project.App, ErrNotFound)
+}
+
+// AwaitingConvergence returns the latest release of env whose promotion
+// landed and that has not converged: what relcap converge --env watches.
+func (q *Records) AwaitingConvergence(ctx context.Context, env string) (*Release, error) {
+	if _, err := q.project.Env(env); err != nil {
+		return nil, err
+	}
+	releases, err := q.ledger.ListReleases(ctx, ReleaseFilter{Env: env, Limit: 20})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range releases {
+		if r.Checkpoints.Landed() && !r.Status.Done() {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no promotion into %s is waiting to converge: promote first, or pass --release ID or --revision SHA", ErrUsage, env)
+}
+
+// ActiveBreakGlass lists break-glass records not yet ended, newest first.
+func (q *Records) ActiveBreakGlass(ctx context.Context) ([]BreakGlass, error) {
+	releases, err := q.ledger.ListReleases(ctx, ReleaseFilter{App: q.project.App, Limit: 500})
+	if err != nil {
+		return nil, err
+	}
+	var out []BreakGlass
+	for _, r := range releases {
+		if r.Kind != KindBreakGlass || r.Status == ReleaseEnded {
+			continue
+		}
+		b, err := breakGlassOf(r)
+		if err != nil {
+			return nil, err
+		}
+		if env, err := q.project.Env(r.Env); err == nil {
+			b.App = env.ArgoCD.App
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// ExpiredBreakGlass lists the active break-glass records whose time box has
+// run out, so every command can warn that reconciliation is still paused.
+func (q *Records) ExpiredBreakGlass(ctx context.Context) ([]BreakGlass, error) {
+	active, err := q.ActiveBreakGlass(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := q.clock.Now()
+	var out []BreakGlass
+	for _, b := range active {
+		if b.Expired(now) {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// Sessions lists the sessions, oldest first.
+func (q *Records) Sessions(ctx context.Context) ([]Session, error) {
+	return q.ledger.Sessions(ctx)
+}

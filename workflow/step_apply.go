@@ -1,0 +1,167 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The boundary stage, second half: apply exactly the approved plan, only
+// while nothing it depends on moved, never bypassing state locking.
+
+func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
+	d := run.svc.d
+	if !run.r.Checkpoints.Applied.IsZero() {
+		return StepResult{Status: Succeeded, Message: "applied earlier"}, nil
+	}
+	fp := run.r.Checkpoints.Fingerprint
+	if fp == "" {
+		return StepResult{}, &TerminalError{Err: errors.New("no reviewed plan to apply")}
+	}
+	plan, err := d.Ledger.LoadPlan(ctx, fp)
+	if err != nil {
+		return StepResult{}, fmt.Errorf("load plan %s: %w", fp, err)
+	}
+	if !plan.HasChanges() {
+		return StepResult{Status: Succeeded, Message: "nothing to apply"},
+			run.checkpoint(ctx, func(c *Checkpoints) { c.Applied = Applied{Done: true, NoChanges: true} })
+	}
+	if d.Applier == nil {
+		return StepResult{}, missingPort("applier")
+	}
+	run.progress(StepApply, "applying plan "+ShortHash(fp))
+	// The applier checks the plan file and its inputs itself, and first
+	// whether an interrupted run already applied it, so a resumed apply is
+	// recognised rather than refused as stale.
+	res, err := wait(run, StepApply, func() (ApplyResult, error) {
+		return d.Applier.Apply(ctx, ApplyRequest{Env: run.env, Fingerprint: fp, PlanFile: plan.PlanFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
+	})
+	switch {
+	case errors.Is(err, ErrStalePlan):
+		// The plan step plans again when the release resumes; approvals of
+		// the old fingerprint do not carry over.
+		run.r.Step(StepPlanReview).Status = Pending
+		run.r.Checkpoints.Fingerprint = ""
+		msg := fmt.Sprintf("plan %s is stale: %v; plan and approve again with relcap resume %s", ShortHash(fp), err, run.r.ID)
+		return blocked(ErrStalePlan, msg, nil), nil
+	case errors.Is(err, ErrBlocked):
+		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
+	case err != nil:
+		return StepResult{}, fmt.Errorf("apply plan %s: %w", ShortHash(fp), err)
+	}
+	if err := run.checkpoint(ctx, func(c *Checkpoints) { c.Applied = Applied{Done: true, StateSerial: res.StateSerial} }); err != nil {
+		return StepResult{}, err
+	}
+	if err := d.Ledger.MarkPlanApplied(ctx, fp, d.Clock.Now()); err != nil {
+		return StepResult{}, fmt.Errorf("mark plan applied: %w", err)
+	}
+	msg := "applied plan " + ShortHash(fp)
+	if res.AlreadyApplied {
+		msg += " (completed by an earlier, interrupted run)"
+	}
+	return StepResult{Status: Succeeded, Message: msg, Evidence: []Evidence{NewEvidence(fp, PlanApplied{StateSerial: res.StateSerial})}}, nil
+}
+
+// ApplyPlan applies exactly the plan with this fingerprint (relcap apply),
+// only if it is approved per the environment's policy and not stale.
+func (s *Service) ApplyPlan(ctx context.Context, fingerprint string) (ApplyResult, PlanSummary, error) {
+	d := s.d
+	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
+	if errors.Is(err, ErrNotFound) {
+		return ApplyResult{}, plan, fmt.Errorf("%w: no plan with fingerprint %s: run relcap plan --env ENV first", ErrUsage, fingerprint)
+	}
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	if !plan.AppliedAt.IsZero() {
+		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", ErrStalePlan, ShortHash(fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
+	}
+	env, err := d.Project.Env(plan.Env)
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	if d.Applier == nil {
+		return ApplyResult{}, plan, missingPort("applier")
+	}
+	approvals, err := d.Ledger.Approvals(ctx, ApprovePlan, fingerprint)
+	if err != nil {
+		return ApplyResult{}, plan, fmt.Errorf("read approvals: %w", err)
+	}
+	check := env.Approvals.Rule(ApprovePlan).Count(fingerprint, plan.Author, approvals)
+	if !check.Satisfied() {
+		err := fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s", ErrApprovalRequired, ShortHash(fingerprint), check.Missing(), env.Name, env.Approvals.Plan, fingerprint)
+		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+	}
+	if err := s.journal(ctx, ApplyStarted{Env: env.Name, Fingerprint: fingerprint}); err != nil {
+		return ApplyResult{}, plan, err
+	}
+	res, err := measureWait(ctx, s, "unreleased/"+env.Name, StepApply, func() (ApplyResult, error) {
+		return d.Applier.Apply(ctx, ApplyRequest{Env: env, Fingerprint: fingerprint, PlanFile: plan.PlanFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
+	})
+	jctx := context.WithoutCancel(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		next := fmt.Sprintf("Terraform was interrupted and stopped cleanly; run relcap plan --env %s to see what is left, then approve and apply the new plan", env.Name)
+		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("apply interrupted: %w; next: %s", err, next),
+			ApplyInterrupted{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
+	case errors.Is(err, ErrStalePlan):
+		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("%w; run relcap plan --env %s again and have the new fingerprint approved", err, env.Name),
+			ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+	case err != nil:
+		return ApplyResult{}, plan, s.journalFailure(jctx, err, ApplyFailed{Fingerprint: fingerprint, Error: err.Error()})
+	}
+	if err := d.Ledger.MarkPlanApplied(jctx, fingerprint, d.Clock.Now()); err != nil {
+		return res, plan, fmt.Errorf("plan %s was applied but the ledger could not record it: %w", ShortHash(fingerprint), err)
+	}
+	return res, plan, s.journal(jctx, ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied})
+}
+
+// UnlockRequest asks to release a Terraform state lock whose holder is gone.
+type UnlockRequest struct {
+	Env    string
+	LockID string
+	// HolderGone is the person's confirmation that the lock's holder is
+	// no longer running: unlocking a live writer's lock corrupts state.
+	HolderGone bool
+	Reason     string
+}
+
+// Validate refuses a request that is incomplete or unconfirmed.
+func (req UnlockRequest) Validate() error {
+	switch {
+	case req.Env == "" || req.LockID == "":
+		return fmt.Errorf("%w: unlock wants --env ENV and --lock-id ID (the ID relcap or terraform printed for the held lock)", ErrUsage)
+	case !req.HolderGone:
+		return fmt.Errorf("%w: refusing to force-unlock without --confirm-holder-gone: check that the lock's holder is no longer running", ErrBlocked)
+	case strings.TrimSpace(req.Reason) == "":
+		return fmt.Errorf("%w: unlock wants --reason TEXT for the journal", ErrUsage)
+	}
+	return nil
+}
+
+// ForceUnlock releases a state lock (relcap unlock) after the person
+// confirmed its holder is gone and said why, journaling the request and
+// its outcome.
+func (s *Service) ForceUnlock(ctx context.Context, req UnlockRequest) error {
+	d := s.d
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	env, err := d.Project.Env(req.Env)
+	if err != nil {
+		return err
+	}
+	unlocker, ok := d.Applier.(StateUnlocker)
+	if !ok || d.Applier == nil {
+		return missingPort("terraform state unlock")
+	}
+	if err := s.journal(ctx, UnlockRequested{Env: env.Name, LockID: req.LockID, Reason: req.Reason, HolderGone: true}); err != nil {
+		return err
+	}
+	if err := unlocker.ForceUnlock(ctx, env, req.LockID); err != nil {
+		return s.journalFailure(ctx, err, UnlockFailed{Env: env.Name, LockID: req.LockID, Error: err.Error()})
+	}
+	return s.journal(ctx, UnlockDone{Env: env.Name, LockID: req.LockID})
+}

@@ -1,0 +1,111 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+)
+
+// The boundary stage, first half: the exact saved plan, reviewed, with its
+// approvals bound to its fingerprint. A release reuses its plan while the
+// plan's inputs are unchanged and plans again when they moved.
+
+func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
+	d := run.svc.d
+	if d.Planner == nil {
+		return StepResult{}, missingPort("planner")
+	}
+	var plan PlanSummary
+	var note string
+	if fp := run.r.Checkpoints.Fingerprint; fp != "" {
+		p, err := d.Ledger.LoadPlan(ctx, fp)
+		if err != nil {
+			return StepResult{}, fmt.Errorf("load plan %s: %w", fp, err)
+		}
+		inputs, err := wait(run, StepPlanReview, func() (PlanInputs, error) { return d.Planner.Inputs(ctx, run.env) })
+		if err != nil {
+			return StepResult{}, fmt.Errorf("read plan inputs: %w", err)
+		}
+		if reasons := StaleReasons(p.Inputs, inputs); len(reasons) > 0 {
+			note = fmt.Sprintf("plan %s was stale (%s); planned again. ", ShortHash(fp), reasons[0])
+		} else {
+			plan = p
+		}
+	}
+	if plan.Fingerprint == "" {
+		run.progress(StepPlanReview, "planning")
+		p, err := wait(run, StepPlanReview, func() (PlanSummary, error) { return d.Planner.Plan(ctx, run.env, run.r.Captain) })
+		if err != nil {
+			return StepResult{}, fmt.Errorf("plan: %w", err)
+		}
+		if err := d.Ledger.SavePlan(ctx, p); err != nil {
+			return StepResult{}, fmt.Errorf("save plan: %w", err)
+		}
+		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.Fingerprint = p.Fingerprint }); err != nil {
+			return StepResult{}, err
+		}
+		plan = p
+	}
+	res := StepResult{Findings: plan.Findings, Evidence: []Evidence{NewEvidence(plan.Fingerprint, PlanReviewedOf(plan))}}
+	if !plan.HasChanges() {
+		res.Status = Succeeded
+		res.Message = note + "no changes: infrastructure matches the configuration"
+		return res, nil
+	}
+	approvals, err := d.Ledger.Approvals(ctx, ApprovePlan, plan.Fingerprint)
+	if err != nil {
+		return StepResult{}, fmt.Errorf("read approvals: %w", err)
+	}
+	check := run.env.Approvals.Rule(ApprovePlan).Count(plan.Fingerprint, plan.Author, approvals)
+	if !check.Satisfied() {
+		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint)
+		b := blocked(ErrApprovalRequired, msg, plan.Findings)
+		b.Evidence = res.Evidence
+		return b, nil
+	}
+	res.Status = Succeeded
+	res.Message = fmt.Sprintf("%splan %s approved by %d", note, ShortHash(plan.Fingerprint), len(check.Counted))
+	for _, a := range check.Counted {
+		res.Evidence = append(res.Evidence, NewEvidence(plan.Fingerprint, PlanApproved{Approver: a.Approver, At: a.At.UTC()}))
+	}
+	return res, nil
+}
+
+// PlanEnv makes, reviews and records a saved plan for env outside a
+// release run (relcap plan). The fingerprint it returns is what approvals
+// and apply name.
+func (s *Service) PlanEnv(ctx context.Context, envName string) (PlanSummary, error) {
+	d := s.d
+	env, err := d.Project.Env(envName)
+	if err != nil {
+		return PlanSummary{}, err
+	}
+	if d.Planner == nil {
+		return PlanSummary{}, missingPort("planner")
+	}
+	if err := s.journal(ctx, PlanStarted{Env: env.Name, Dir: env.Terraform.Dir, Workspace: env.Terraform.Workspace}); err != nil {
+		return PlanSummary{}, err
+	}
+	plan, err := measureWait(ctx, s, "unreleased/"+env.Name, StepPlanReview, func() (PlanSummary, error) { return d.Planner.Plan(ctx, env, d.Actor) })
+	if err != nil {
+		return PlanSummary{}, s.journalFailure(ctx, fmt.Errorf("plan %s: %w", env.Name, err), PlanFailed{Env: env.Name, Error: err.Error()})
+	}
+	if err := d.Ledger.SavePlan(ctx, plan); err != nil {
+		return PlanSummary{}, fmt.Errorf("save plan: %w", err)
+	}
+	if err := s.journal(ctx, planRecord(plan)); err != nil {
+		return PlanSummary{}, err
+	}
+	return plan, nil
+}
+
+// planRecord is what the journal keeps of a plan: counts, flags and the
+// fingerprint's inputs, never attribute values.
+func planRecord(p PlanSummary) PlanRecorded {
+	flagged := map[string][]string{}
+	for _, c := range p.Changes {
+		for _, f := range c.Flags {
+			flagged[f] = append(flagged[f], c.Address)
+		}
+	}
+	return PlanRecorded{Env: p.Env, Fingerprint: p.Fingerprint, PlanFileSHA: p.PlanHash, Inputs: p.Inputs, Counts: p.Counts, Flagged: flagged, Author: p.Author}
+}
