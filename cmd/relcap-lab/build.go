@@ -43,6 +43,9 @@ type Variant struct {
 	// whose go.mod may want a newer Go than the local one; "" keeps the
 	// local go. The toolchain module comes through the module proxy.
 	Toolchain string
+	// APIServerArgs are kube-apiserver flags this Kubernetes needs in
+	// the lab, after the common ones.
+	APIServerArgs []string
 }
 
 // Variants are the Argo CD minors the lab knows, the default first.
@@ -60,6 +63,16 @@ var Variants = []Variant{
 		Minor: "3.6", Versions: Versions{Kubernetes: "1.37.0", ArgoCD: "3.6.1", Kwok: "0.8.0"},
 		K8sModule: "k8s-1.37", ArgoModule: "argocd3", ArgoPath: "github.com/argoproj/argo-cd/v3",
 		Toolchain: "go1.27.3",
+		// Since 1.34 kube-apiserver turns a watch from resourceVersion
+		// 0 into a watch-list (streamed initial events), which needs
+		// etcd progress notifications that Debian's etcd 3.4.23 lacks:
+		// every such watch ends at once with "the required storage
+		// feature RequestWatchProgress is disabled". kwok 0.8.0 watches
+		// Pods and Nodes from resourceVersion 0, so it saw changes only
+		// at its relists and Pods took ~16 s to become Ready. Without
+		// WatchList the watches are plain again (client-go's own
+		// watch-list requests fall back to a LIST, as they did).
+		APIServerArgs: []string{"--feature-gates=WatchList=false"},
 	},
 }
 
@@ -114,6 +127,10 @@ const (
 	binArgoServer     = "argocd-server"
 	binArgoRepoServer = "argocd-repo-server"
 	binArgoController = "argocd-application-controller"
+	// gitVerifyWrapper is argo-cd's hack/git-verify-wrapper.sh, which
+	// its image puts on PATH: repo-server 3.6 runs it for every manifest
+	// generation, GPG disabled or not ("permission denied" without it).
+	gitVerifyWrapper = "git-verify-wrapper.sh"
 	// manifestsDir holds argo-cd's CRDs and base config; stagesDir kwok's
 	// "fast" node and pod stages, copied out of the module cache so `up`
 	// needs nothing but the cache directory.
@@ -123,10 +140,19 @@ const (
 	completeStamp = ".complete"
 )
 
-// BinaryNames lists every file a complete cache directory holds.
+// BinaryNames lists the executables every complete cache directory holds.
 func BinaryNames() []string {
 	return []string{binAPIServer, binControllerManager, binScheduler, binKubectl, binArgoCD,
 		binArgoServer, binArgoRepoServer, binArgoController, binKwok}
+}
+
+// cacheFiles lists every file a complete cache directory of v holds.
+func (v Variant) cacheFiles() []string {
+	files := append(BinaryNames(), completeStamp, manifestsDir, stagesDir)
+	if v.Is3() {
+		files = append(files, gitVerifyWrapper)
+	}
+	return files
 }
 
 // DefaultCacheDir is $XDG_CACHE_HOME/relcap/lab (os.UserCacheDir falls back
@@ -156,7 +182,7 @@ func (b Builder) BinDir() string { return filepath.Join(b.CacheDir, "bin", b.Var
 // Complete reports whether BinDir holds a finished build.
 func (b Builder) Complete() bool {
 	dir := b.BinDir()
-	for _, n := range append(BinaryNames(), completeStamp, manifestsDir, stagesDir) {
+	for _, n := range b.Variant.cacheFiles() {
 		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
 			return false
 		}
@@ -200,7 +226,10 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 				"k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kubectl")
 		}},
 		{"argo cd " + v.Versions.ArgoCD + toolchainNote(v), func() error {
-			if err := goCmd(ctx, argoSrc, v.toolchainEnv(), "build", "-o", filepath.Join(dir, binArgoCD), v.ArgoPath+"/cmd"); err != nil {
+			// The version argo-cd's Makefile links in; without it the
+			// server says v99.99.99+unknown.
+			ldflags := "-X " + v.ArgoPath + "/common.version=" + v.Versions.ArgoCD
+			if err := goCmd(ctx, argoSrc, v.toolchainEnv(), "build", "-ldflags="+ldflags, "-o", filepath.Join(dir, binArgoCD), v.ArgoPath+"/cmd"); err != nil {
 				return err
 			}
 			for _, n := range []string{binArgoServer, binArgoRepoServer, binArgoController} {
@@ -212,6 +241,15 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 			src, err := moduleDir(ctx, v.toolchainEnv(), v.ArgoPath, "v"+v.Versions.ArgoCD)
 			if err != nil {
 				return err
+			}
+			if v.Is3() {
+				wrapper, err := os.ReadFile(filepath.Join(src, "hack", gitVerifyWrapper))
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(dir, gitVerifyWrapper), wrapper, 0o755); err != nil {
+					return err
+				}
 			}
 			return copyYAML(filepath.Join(dir, manifestsDir), map[string]string{
 				"crds":   filepath.Join(src, "manifests", "crds"),

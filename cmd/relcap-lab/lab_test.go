@@ -274,6 +274,17 @@ func TestArgoComponentsServeTLSUnlessInsecure(t *testing.T) {
 		require.NotContains(t, s.Args, "--insecure", v.Minor)
 		require.Equal(t, "/bin/"+binArgoServer, s.Path)
 	}
+	// What 3.6 needs and 2.14 must not get.
+	v3, _ := SelectVariant("3.6")
+	repo := func(v Variant) Component { return argoComponents(v, testLab(), newArgoAPI("x", nil), bin)[0] }
+	require.Equal(t, "argocd-repo-server", repo(v3).Name)
+	require.Contains(t, repo(v3).Args, "--client-ca-path=", "3.6 refuses its default mTLS CA path with --disable-tls")
+	require.Contains(t, repo(v3).Env, "PATH=/cache/bin"+string(os.PathListSeparator)+os.Getenv("PATH"), "git-verify-wrapper.sh is found in the binary cache")
+	require.NotContains(t, repo(DefaultVariant).Args, "--client-ca-path=")
+	require.Equal(t, []string{"--feature-gates=WatchList=false"}, v3.APIServerArgs)
+	require.Empty(t, DefaultVariant.APIServerArgs)
+	require.Contains(t, v3.cacheFiles(), gitVerifyWrapper)
+	require.NotContains(t, DefaultVariant.cacheFiles(), gitVerifyWrapper, "an existing 2.14 cache stays complete")
 	require.Equal(t, "https://127.0.0.1:8080", newArgoAPI("127.0.0.1:8080", []byte("ca")).base)
 	require.Equal(t, "http://127.0.0.1:8080", newArgoAPI("127.0.0.1:8080", nil).base)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -240,7 +241,7 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(lab.CAPEM)
 	apiClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	err = l.launchReady(ctx, o.Timeout, Component{Name: "kube-apiserver", Path: bin(binAPIServer), Ports: []int{ports.APIServer}, Args: []string{
+	err = l.launchReady(ctx, o.Timeout, Component{Name: "kube-apiserver", Path: bin(binAPIServer), Ports: []int{ports.APIServer}, Args: append([]string{
 		"--etcd-servers=http://" + loop(ports.Etcd), "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports.APIServer),
 		"--advertise-address=127.0.0.1", "--cert-dir=" + filepath.Join(dir, "pki"),
 		"--tls-cert-file=" + pki.ServingCert, "--tls-private-key-file=" + pki.ServingKey,
@@ -250,7 +251,7 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 		// Without this the apiserver keeps failing to publish a
 		// loopback endpoint for the kubernetes Service (LAB.md).
 		"--endpoint-reconciler-type=none",
-	}, Ready: httpProbe(apiClient, lab.apiServerURL()+"/readyz", lab.KubeToken, "ok")})
+	}, variant.APIServerArgs...), Ready: httpProbe(apiClient, lab.apiServerURL()+"/readyz", lab.KubeToken, "ok")})
 	if err != nil {
 		return err
 	}
@@ -512,11 +513,24 @@ func argoComponents(v Variant, lab Lab, api argoAPI, bin func(string) string) []
 	if !lab.argoTLS() {
 		server = append(server, "--insecure")
 	}
+	repoServer := []string{
+		"--redis", redis, "--address", "127.0.0.1", "--port", strconv.Itoa(ports.RepoServer),
+		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports.RepoServerMetrics), "--disable-tls",
+	}
+	repoEnv := env
+	if v.Is3() {
+		// git-verify-wrapper.sh, which repo-server 3.6 runs for every
+		// manifest generation, is in the binary cache.
+		repoEnv = append(slices.Clone(env), "PATH="+lab.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		// 3.5 added mTLS: --client-ca-path defaults to the mounted
+		// Secret's path, and 3.6 refuses any value with --disable-tls
+		// ("cannot be used when --disable-tls is enabled") even when
+		// that file does not exist.
+		repoServer = append(repoServer, "--client-ca-path=")
+	}
 	return []Component{
-		{Name: "argocd-repo-server", Path: bin(binArgoRepoServer), Env: env, Ports: []int{ports.RepoServer, ports.RepoServerMetrics}, Args: []string{
-			"--redis", redis, "--address", "127.0.0.1", "--port", strconv.Itoa(ports.RepoServer),
-			"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports.RepoServerMetrics), "--disable-tls",
-		}, Ready: httpProbe(nil, "http://"+loop(ports.RepoServerMetrics)+"/healthz", "", "")},
+		{Name: "argocd-repo-server", Path: bin(binArgoRepoServer), Env: repoEnv, Ports: []int{ports.RepoServer, ports.RepoServerMetrics}, Args: repoServer,
+			Ready: httpProbe(nil, "http://"+loop(ports.RepoServerMetrics)+"/healthz", "", "")},
 		{Name: "argocd-server", Path: bin(binArgoServer), Env: env, Ports: []int{ports.Server, ports.ServerMetrics}, Args: server, Ready: api.healthz()},
 		{Name: "argocd-application-controller", Path: bin(binArgoController), Env: env, Ports: []int{ports.ControllerMetrics}, Args: []string{
 			"--kubeconfig", lab.Kubeconfig, "--namespace", ArgoNamespace,
