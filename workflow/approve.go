@@ -36,8 +36,13 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 	if err != nil {
 		return Approval{}, ApprovalCheck{}, err
 	}
-	return s.approve(ctx, env.Approvals.Rule(ApprovePromotion), r.Captain,
+	a, check, err := s.approve(ctx, env.Approvals.Rule(ApprovePromotion), r.Captain,
 		Approval{Kind: ApprovePromotion, Subject: releaseID, Env: r.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now()})
+	if err != nil {
+		return a, check, err
+	}
+	// The approver's session worked on this release: audits find it there.
+	return a, check, s.linkSession(ctx, releaseID)
 }
 
 // approve records a, unless rule would never count it, and returns how the

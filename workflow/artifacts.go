@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // Digest is a validated content digest ("sha256:<64 hex>"). Promotion works
@@ -165,13 +167,10 @@ type EnvChange struct {
 
 // ShortLen is how many characters of a commit, plan fingerprint or digest
 // relcap shows wherever it abbreviates one.
-const ShortLen = 12
+const ShortLen = finding.ShortLen
 
 // ShortHash abbreviates a commit SHA, a plan fingerprint or another hex
-// identifier to ShortLen characters, the one length relcap uses.
-func ShortHash(h string) string {
-	if len(h) > ShortLen {
-		return h[:ShortLen]
-	}
-	return h
-}
+// identifier to ShortLen characters. The findings of workflow/ownership
+// abbreviate with the same function, which lives in workflow/finding so
+// that package need not import this one.
+var ShortHash = finding.ShortHash

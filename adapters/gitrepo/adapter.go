@@ -296,17 +296,10 @@ func (st *pinState) restoredFile(req workflow.PinRequest) ([]byte, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: commit %s, where release %s's environment converged, is not in %s (%v); promote its digest %s@%s instead to pin the digest alone",
-			workflow.ErrNotFound, short(req.RestoreFrom), req.ReleaseID, st.loc.display, err, req.Image, req.Digest)
+			workflow.ErrNotFound, workflow.ShortHash(req.RestoreFrom), req.ReleaseID, st.loc.display, err, req.Image, req.Digest)
 	}
-	data, _, err := readFile(st.repo, c, st.file, short(req.RestoreFrom), st.loc)
+	data, _, err := readFile(st.repo, c, st.file, workflow.ShortHash(req.RestoreFrom), st.loc)
 	return data, err
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
 
 // checkRequest refuses requests that cannot be pinned, before any I/O.

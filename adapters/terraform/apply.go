@@ -73,7 +73,7 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 		return workflow.ApplyResult{}, fmt.Errorf("%w: plan file changed: %s has SHA-256 %s, the reviewed plan %s; run relcap plan again", workflow.ErrStalePlan, req.PlanFile, planHash, req.PlanHash)
 	}
 	if reasons := workflow.StaleReasons(req.Inputs, now); len(reasons) > 0 {
-		return workflow.ApplyResult{}, fmt.Errorf("%w: plan %s for %s (%s): %s; run relcap plan again", workflow.ErrStalePlan, short(req.Fingerprint), t.dir, t.workspace, strings.Join(reasons, "; "))
+		return workflow.ApplyResult{}, fmt.Errorf("%w: plan %s for %s (%s): %s; run relcap plan again", workflow.ErrStalePlan, workflow.ShortHash(req.Fingerprint), t.dir, t.workspace, strings.Join(reasons, "; "))
 	}
 
 	// The saved plan carries its variables; passing var files or -var
@@ -84,10 +84,10 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 	}
 	_, serial, err := stateIdentity(ctx, quiet, t)
 	if err != nil {
-		return workflow.ApplyResult{}, fmt.Errorf("plan %s applied, but reading the new state failed: %w", short(req.Fingerprint), err)
+		return workflow.ApplyResult{}, fmt.Errorf("plan %s applied, but reading the new state failed: %w", workflow.ShortHash(req.Fingerprint), err)
 	}
 	if err := os.Remove(req.PlanFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return workflow.ApplyResult{StateSerial: serial}, fmt.Errorf("plan %s applied, but deleting its plan file failed: %w", short(req.Fingerprint), err)
+		return workflow.ApplyResult{StateSerial: serial}, fmt.Errorf("plan %s applied, but deleting its plan file failed: %w", workflow.ShortHash(req.Fingerprint), err)
 	}
 	return workflow.ApplyResult{StateSerial: serial}, nil
 }
@@ -288,12 +288,4 @@ func parseLockInfo(msg string) (*StateLockError, bool) {
 		}
 	}
 	return e, e.ID != "" || e.Who != ""
-}
-
-// short abbreviates a fingerprint for messages.
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

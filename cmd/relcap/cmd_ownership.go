@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
-	"path/filepath"
-	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
-	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -81,12 +76,6 @@ func (a *app) ownershipCheck(ctx context.Context, env string) error {
 	if err != nil {
 		return err
 	}
-	if r, err := filepath.Rel(p.Dir, p.Ownership.File); err == nil && p.Dir != "" && !strings.HasPrefix(r, "..") {
-		// Findings name rules as file:line; relative to the release
-		// repository, they read as the captain wrote them and keep their
-		// ledger identity when the repository is checked out elsewhere.
-		p.Ownership.File = filepath.ToSlash(r)
-	}
 	envs := p.Environments
 	if env != "" {
 		e, err := p.Env(env)
@@ -123,7 +112,7 @@ func (a *app) ownershipCheck(ctx context.Context, env string) error {
 		}
 	}
 	if a.flags.json {
-		if err := a.printJSON(ownershipDocument(reports, blockers)); err != nil {
+		if err := a.printJSON(plain.OwnershipDocument(reports)); err != nil {
 			return err
 		}
 	} else {
@@ -131,105 +120,11 @@ func (a *app) ownershipCheck(ctx context.Context, env string) error {
 			if i > 0 {
 				fmt.Fprintln(a.io.Out)
 			}
-			printOwnership(a.io.Out, r)
+			plain.PrintOwnership(a.io.Out, r)
 		}
 	}
 	if blockers > 0 {
 		return fmt.Errorf("%w: %d ownership problem(s) in %s must be resolved first", workflow.ErrOwnershipConflict, blockers, strings.Join(blocked, ", "))
 	}
 	return nil
-}
-
-// envRow and envFinding tag the matrix rows and findings of several
-// environments in one JSON document.
-type envRow struct {
-	Env string `json:"env"`
-	ownership.MatrixRow
-}
-
-type envFinding struct {
-	Env string `json:"env"`
-	finding.Finding
-}
-
-// ownershipDocument is the --json output: {matrix, findings} over every
-// environment checked, each entry naming its environment.
-func ownershipDocument(reports []ownership.Report, blockers int) map[string]any {
-	matrix, findings := []envRow{}, []envFinding{}
-	var envs []map[string]any
-	for _, r := range reports {
-		for _, row := range r.Matrix {
-			matrix = append(matrix, envRow{r.Env, row})
-		}
-		for _, f := range r.Findings {
-			findings = append(findings, envFinding{r.Env, f})
-		}
-		envs = append(envs, map[string]any{"env": r.Env, "objects": r.Objects, "findings": len(r.Findings), "blockers": r.Blockers()})
-	}
-	return map[string]any{"environments": envs, "matrix": matrix, "findings": findings, "blockers": blockers}
-}
-
-// printOwnership prints one environment's matrix as a table, then its
-// findings, most serious first.
-func printOwnership(w io.Writer, r ownership.Report) {
-	fmt.Fprintf(w, "%s: %d managed object(s), %d resource(s)\n\n", r.Env, r.Objects, len(r.Matrix))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RESOURCE\tRULE\tOWNER\tFIELD OWNERS\tWRITTEN BY")
-	for _, row := range r.Matrix {
-		rule, owner := row.Rule, string(row.Owner)
-		if rule == "" {
-			rule, owner = "-", "(none)"
-		}
-		fo := "-"
-		if len(row.FieldOwners) > 0 {
-			var parts []string
-			for _, f := range slices.Sorted(maps.Keys(row.FieldOwners)) {
-				parts = append(parts, f+"="+string(row.FieldOwners[f]))
-			}
-			fo = strings.Join(parts, ", ")
-		}
-		var writers []string
-		for _, wr := range row.Writers {
-			s := wr.Via
-			if len(wr.Fields) > 0 {
-				s += fmt.Sprintf(" (%d field(s)", len(wr.Fields))
-				if len(wr.IgnoredFields) > 0 {
-					s += fmt.Sprintf(", %d ignored", len(wr.IgnoredFields))
-				}
-				s += ")"
-			}
-			writers = append(writers, s)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", row.Subject, rule, owner, fo, strings.Join(writers, "; "))
-	}
-	_ = tw.Flush()
-	fmt.Fprintln(w)
-	if len(r.Findings) == 0 {
-		fmt.Fprintf(w, "%s: every managed object and field has one owner\n", r.Env)
-		return
-	}
-	for _, f := range r.Findings {
-		fmt.Fprintf(w, "%s %s %s\n", strings.ToUpper(f.Severity.String()), f.Code, f.Subject)
-		fmt.Fprintf(w, "  %s\n", f.Message)
-		if len(f.Facts) > 0 {
-			fmt.Fprintf(w, "  evidence: %s\n", f.Facts)
-		}
-		if f.NextAction != "" {
-			fmt.Fprintf(w, "  next: %s\n", f.NextAction)
-		}
-	}
-	var warnings, notes int
-	for _, f := range r.Findings {
-		switch f.Severity {
-		case finding.Warning:
-			warnings++
-		case finding.Info:
-			notes++
-		}
-	}
-	fmt.Fprintf(w, "\n%s: %d blocker(s), %d warning(s)", r.Env, r.Blockers(), warnings)
-	if notes > 0 {
-		fmt.Fprintf(w, ", %d note(s)", notes)
-	}
-	fmt.Fprintln(w)
 }

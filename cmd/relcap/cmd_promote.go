@@ -2,10 +2,8 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -83,7 +81,7 @@ watches it converge.`,
 			}
 			final, err := svc.RunUntil(ctx, r.ID, printer.Event, workflow.StepPromotion)
 			if final != nil && !a.flags.json {
-				printPromotion(a, final)
+				plain.PrintPromotion(a.io.Out, final)
 			}
 			return err
 		},
@@ -92,33 +90,4 @@ watches it converge.`,
 	cmd.Flags().StringVar(&image, "image", "", "image reference (tag or digest)")
 	cmd.Flags().StringVar(&force, "force-unverified", "", "promote although the digest has not converged in the previous environment; the reason is journaled")
 	return cmd
-}
-
-// printPromotion summarises what a promotion established, for the captain.
-func printPromotion(a *app, r *workflow.Release) {
-	st := r.Step(workflow.StepPromotion)
-	for _, e := range st.Evidence {
-		switch d := e.Detail.(type) {
-		case workflow.DigestResolved:
-			fmt.Fprintf(a.io.Out, "digest     %s\n           %s, %d bytes, created %s", e.Subject, d.MediaType, d.Size, d.Created.UTC().Format(time.RFC3339))
-			if len(d.Platforms) > 0 {
-				fmt.Fprintf(a.io.Out, ", platforms %s", d.Platforms)
-			}
-			fmt.Fprintln(a.io.Out)
-		case workflow.DigestVerified:
-			fmt.Fprintf(a.io.Out, "copied     into %s: verified, signed %t, %d referrer(s), %d blob(s) uploaded\n", d.Repository, d.Signed, d.Referrers, d.BlobsUploaded)
-		case workflow.EnvPinned:
-			fmt.Fprintf(a.io.Out, "pinned     on branch %s at %s\n", d.Branch, e.Subject)
-		case workflow.EnvLanded:
-			fmt.Fprintf(a.io.Out, "landed     on %s at %s (the revision Argo CD must sync)\n", d.Branch, e.Subject)
-		}
-	}
-	if diff := r.Checkpoints.EnvDiff; diff != "" {
-		fmt.Fprintf(a.io.Out, "\n%s\n", strings.TrimRight(diff, "\n"))
-	}
-	fmt.Fprintf(a.io.Out, "\nrelease %s: promotion %s", r.ID, st.Status)
-	if st.Message != "" {
-		fmt.Fprintf(a.io.Out, ": %s", st.Message)
-	}
-	fmt.Fprintln(a.io.Out)
 }

@@ -63,7 +63,7 @@ func (p *Printer) line(e workflow.Event) string {
 		if e.App == nil {
 			return ""
 		}
-		s := fmt.Sprintf("sync %s at %s, health %s", e.App.SyncStatus, shortRev(e.App.SyncRevision), e.App.Health)
+		s := fmt.Sprintf("sync %s at %s, health %s", e.App.SyncStatus, orNone(workflow.ShortHash(e.App.SyncRevision)), e.App.Health)
 		if e.App.Operation != "" {
 			s += ", operation " + string(e.App.Operation)
 		}
@@ -78,12 +78,10 @@ func (p *Printer) line(e workflow.Event) string {
 	return ""
 }
 
-func shortRev(r string) string {
-	if len(r) > 10 {
-		return r[:10]
-	}
-	if r == "" {
+// orNone says "(none)" for an unknown revision.
+func orNone(rev string) string {
+	if rev == "" {
 		return "(none)"
 	}
-	return r
+	return rev
 }

@@ -32,7 +32,7 @@ func TestPrinterWritesOneLinePerEventAndFindingsUnderIt(t *testing.T) {
 		"18:00:00  problem   Ownership check    started",
 		"18:00:00  problem   Ownership check    BLOCKED: 1 ownership problem(s) must be resolved first",
 		"          - blocker ownership.conflict apps/Deployment web/web: both set spec.replicas — next: give it one owner",
-		"18:00:00  evidence  Convergence watch  sync Synced at 0123456789, health Progressing",
+		"18:00:00  evidence  Convergence watch  sync Synced at 0123456789ab, health Progressing",
 	}, lines, "an unchanged application state is printed once")
 }
 

@@ -83,17 +83,7 @@ func PrintPlan(w io.Writer, p workflow.PlanSummary) error {
 			rev = "(not in Git)"
 		}
 		fmt.Fprintf(w, "  bound to: revision %s%s, workspace %s, state %s serial %d, %d var file(s), lock file %s\n",
-			rev, dirty, in.Workspace, short(in.StateLineage), in.StateSerial, len(in.VarFileHashes), short(in.LockFileHash))
+			rev, dirty, in.Workspace, workflow.ShortHash(in.StateLineage), in.StateSerial, len(in.VarFileHashes), workflow.ShortHash(in.LockFileHash))
 	}
 	return nil
-}
-
-func short(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

@@ -124,6 +124,13 @@ func Load(path string) (*workflow.Project, error) {
 		return nil, err
 	}
 	proj.File, proj.Dir = abs, filepath.Dir(abs)
+	if r, err := filepath.Rel(proj.Dir, own.abs); err == nil && own.exists && !strings.HasPrefix(r, "..") {
+		// Findings name rules as file:line; relative to the release
+		// repository they read as the captain wrote them, and keep their
+		// ledger identity whichever way relcap.yaml was named and
+		// wherever the repository is checked out.
+		proj.Ownership.File = filepath.ToSlash(r)
+	}
 	return proj, nil
 }
 

@@ -91,7 +91,7 @@ func TestLoadDesignExample(t *testing.T) {
 		App:           "web",
 		OwnershipFile: filepath.Join(repo, "ownership.yaml"),
 		Ownership: ownership.Map{
-			File: filepath.Join(repo, "ownership.yaml"),
+			File: "ownership.yaml", // findings name rules relative to the release repository
 			Rules: []ownership.Rule{
 				{Line: 3, Match: ownership.Match{TerraformType: "aws_*"}, Owner: ownership.OwnerTerraform},
 				{Line: 5, Match: ownership.Match{Kind: "Namespace"}, Owner: ownership.OwnerTerraform},

@@ -13,6 +13,20 @@ import (
 	"strings"
 )
 
+// ShortLen is how many characters of a commit, plan fingerprint or digest
+// relcap shows wherever it abbreviates one.
+const ShortLen = 12
+
+// ShortHash abbreviates a commit SHA, a plan fingerprint or another hex
+// identifier to ShortLen characters: the one abbreviation relcap's
+// messages and screens use (workflow.ShortHash is this function).
+func ShortHash(h string) string {
+	if len(h) > ShortLen {
+		return h[:ShortLen]
+	}
+	return h
+}
+
 // Severity orders findings: a Blocker stops the step, a Warning is shown and
 // journaled, Info is context.
 type Severity int

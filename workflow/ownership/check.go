@@ -671,7 +671,7 @@ func (c *compiledMap) driftLoops(objects []ManagedObject, byKube map[string][]in
 			Code:     CodeDriftLoop,
 			Subject:  "argocd app " + name,
 			Message: fmt.Sprintf("%d automated syncs re-applied revision %s within its recent history: something else keeps changing what it deploys",
-				a.o.SelfHealSyncs, shortRev(a.o.Revision)),
+				a.o.SelfHealSyncs, finding.ShortHash(a.o.Revision)),
 			NextAction: next,
 			Facts:      ev,
 		})
@@ -690,21 +690,11 @@ func selfHealed(o *ManagedObject) finding.Finding {
 		Code:     CodeSelfHealed,
 		Subject:  "argocd app " + o.App,
 		Message: fmt.Sprintf("self-heal put Git's state back over a live change %d time(s) at revision %s%s: someone or something changed objects Argo CD owns",
-			o.SelfHealSyncs, shortRev(o.Revision), when),
+			o.SelfHealSyncs, finding.ShortHash(o.Revision), when),
 		NextAction: "if it was a person's fix, put it in Git (or pause with relcap breakglass next time); if it keeps happening, find the other writer: " +
 			"kubectl get -o yaml --show-managed-fields names the live field managers",
 		Facts: finding.Facts{finding.Of("last_self_heal", o.LastSelfHeal.UTC().Format(time.RFC3339)), finding.Of("revision", o.Revision), finding.Of("syncs", fmt.Sprint(o.SelfHealSyncs))},
 	}
-}
-
-func shortRev(r string) string {
-	if len(r) > 12 {
-		return r[:12]
-	}
-	if r == "" {
-		return "(unknown)"
-	}
-	return r
 }
 
 // listed joins up to maxListed items for a message.

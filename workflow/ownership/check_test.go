@@ -427,3 +427,34 @@ func TestPrecompiledMatchAgreesWithPathMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckOwnershipFindsConflictsWrongOwnersUnownedAndStaleRules(t *testing.T) {
+	t.Parallel()
+	m := ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{
+		{Line: 3, Match: ownership.Match{TerraformType: "aws_*"}, Owner: "terraform"},
+		{Line: 5, Match: ownership.Match{Kind: "Namespace"}, Owner: "terraform"},
+		{Line: 7, Match: ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: "argocd"},
+		{Line: 9, Match: ownership.Match{Kind: "CronJob"}, Owner: "argocd"},
+	}}
+	objects := []ownership.ManagedObject{
+		{Manager: "terraform", TerraformAddress: "aws_s3_bucket.a", TerraformType: "aws_s3_bucket"},
+		{Manager: "argocd", App: "web", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas", "spec.template.spec.containers[web].image"}},
+		{Manager: "terraform", TerraformAddress: "kubectl_manifest.web", TerraformType: "kubectl_manifest", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas"}},
+		{Manager: "terraform", TerraformAddress: "google_pubsub_topic.t", TerraformType: "google_pubsub_topic"},
+	}
+	fs := ownership.Check(m, objects)
+	codes := map[string]finding.Finding{}
+	var stale []string
+	for _, f := range fs {
+		codes[f.Code] = f
+		if f.Code == "ownership.stale-rule" {
+			stale = append(stale, f.Subject)
+		}
+	}
+	require.Equal(t, "ownership.conflict", fs[0].Code)
+	require.Equal(t, "spec.replicas", codes["ownership.conflict"].Fact("fields"))
+	require.Contains(t, codes["ownership.wrong-owner"].Message, "kubectl_manifest.web")
+	require.Equal(t, "google_pubsub_topic.t", codes["ownership.unowned"].Subject)
+	require.Equal(t, []string{"ownership.yaml:5", "ownership.yaml:9"}, stale)
+	require.True(t, finding.Blocking(fs))
+}

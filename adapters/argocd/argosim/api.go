@@ -19,6 +19,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/settings"
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/version"
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/relcap/relcap/workflow"
 )
 
 // appService serves argo-cd's application.ApplicationService. Methods the
@@ -198,7 +199,7 @@ func (as *appService) TerminateOperation(_ context.Context, req *application.Ope
 	if op.initiator.Automated {
 		a.failedAuto = op.target.revision
 	}
-	s.cfg.Logf("argosim: app %s: operation on %s terminated", a.cfg.Name, short(op.target.revision))
+	s.cfg.Logf("argosim: app %s: operation on %s terminated", a.cfg.Name, workflow.ShortHash(op.target.revision))
 	s.publish(a, now, false)
 	a.wake()
 	return &application.OperationTerminateResponse{}, nil

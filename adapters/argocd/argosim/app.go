@@ -195,7 +195,7 @@ func (s *Server) AddApp(cfg AppConfig) error {
 	}
 	target, err := render(tip, data, a.renderOptions())
 	if err != nil {
-		return fmt.Errorf("argosim: app %s: %s at %s: %w", cfg.Name, cfg.Path, short(tip), err)
+		return fmt.Errorf("argosim: app %s: %s at %s: %w", cfg.Name, cfg.Path, workflow.ShortHash(tip), err)
 	}
 	a.target, a.renderedTip = target, tip
 	now := time.Now()
@@ -224,7 +224,7 @@ func (s *Server) AddApp(cfg AppConfig) error {
 	if s.started && !s.stopped {
 		s.startReconciler(a)
 	}
-	s.cfg.Logf("argosim: app %s follows %s@%s:%s (tip %s)", cfg.Name, cfg.RepoPath, cfg.Branch, cfg.Path, short(tip))
+	s.cfg.Logf("argosim: app %s follows %s@%s:%s (tip %s)", cfg.Name, cfg.RepoPath, cfg.Branch, cfg.Path, workflow.ShortHash(tip))
 	return nil
 }
 
@@ -309,7 +309,7 @@ func (s *Server) reconcile(a *app, now time.Time) {
 		if data, gitErr = a.fileAtLocked(tip); gitErr == nil {
 			target, gitErr = render(tip, data, a.renderOptions())
 			if gitErr != nil {
-				gitErr = fmt.Errorf("%s at %s: %w", a.cfg.Path, short(tip), gitErr)
+				gitErr = fmt.Errorf("%s at %s: %w", a.cfg.Path, workflow.ShortHash(tip), gitErr)
 			}
 		}
 		if gitErr == nil {
@@ -329,7 +329,7 @@ func (s *Server) reconcile(a *app, now time.Time) {
 		a.gitFailures, a.gitErr = 0, nil
 	}
 	if target != nil {
-		s.cfg.Logf("argosim: app %s: branch %s moved to %s", a.cfg.Name, a.cfg.Branch, short(tip))
+		s.cfg.Logf("argosim: app %s: branch %s moved to %s", a.cfg.Name, a.cfg.Branch, workflow.ShortHash(tip))
 		a.target = target
 	}
 	s.step(a, now)
@@ -367,15 +367,15 @@ func (a *app) fileAtLocked(rev string) ([]byte, error) {
 func (a *app) fileAt(h plumbing.Hash) ([]byte, error) {
 	c, err := a.repo.CommitObject(h)
 	if err != nil {
-		return nil, fmt.Errorf("read commit %s: %w", short(h.String()), err)
+		return nil, fmt.Errorf("read commit %s: %w", workflow.ShortHash(h.String()), err)
 	}
 	f, err := c.File(a.cfg.Path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s at %s: %w", a.cfg.Path, short(h.String()), err)
+		return nil, fmt.Errorf("read %s at %s: %w", a.cfg.Path, workflow.ShortHash(h.String()), err)
 	}
 	s, err := f.Contents()
 	if err != nil {
-		return nil, fmt.Errorf("read %s at %s: %w", a.cfg.Path, short(h.String()), err)
+		return nil, fmt.Errorf("read %s at %s: %w", a.cfg.Path, workflow.ShortHash(h.String()), err)
 	}
 	return []byte(s), nil
 }
@@ -484,7 +484,7 @@ func (s *Server) startOp(a *app, target *rendered, by v1alpha1.OperationInitiato
 	if selfHeal {
 		why = "self-heal sync"
 	}
-	s.cfg.Logf("argosim: app %s: %s to %s started", a.cfg.Name, why, short(target.revision))
+	s.cfg.Logf("argosim: app %s: %s to %s started", a.cfg.Name, why, workflow.ShortHash(target.revision))
 }
 
 func (s *Server) finishOp(a *app, now time.Time) {
@@ -502,7 +502,7 @@ func (s *Server) finishOp(a *app, now time.Time) {
 			a.opState.Message = fmt.Sprintf("%s due to application controller sync timeout. Retrying attempt #%d at %s.", a.failSync, a.opState.RetryCount, next.Format(time.Kitchen))
 			op.started = next
 			a.op = op
-			s.cfg.Logf("argosim: app %s: sync to %s failed, retry #%d at %s", a.cfg.Name, short(op.target.revision), a.opState.RetryCount, next.Format(time.TimeOnly))
+			s.cfg.Logf("argosim: app %s: sync to %s failed, retry #%d at %s", a.cfg.Name, workflow.ShortHash(op.target.revision), a.opState.RetryCount, next.Format(time.TimeOnly))
 			return
 		}
 		a.opState.Phase = "Failed"
@@ -513,7 +513,7 @@ func (s *Server) finishOp(a *app, now time.Time) {
 		if op.initiator.Automated {
 			a.failedAuto = op.target.revision
 		}
-		s.cfg.Logf("argosim: app %s: sync to %s failed: %s", a.cfg.Name, short(op.target.revision), a.failSync)
+		s.cfg.Logf("argosim: app %s: sync to %s failed: %s", a.cfg.Name, workflow.ShortHash(op.target.revision), a.failSync)
 		return
 	}
 	a.opState.Phase = "Succeeded"
@@ -540,7 +540,7 @@ func (s *Server) finishOp(a *app, now time.Time) {
 		// sync, shows only in the operation state.
 		a.recordHistory(op.target, op.started, now, op.initiator)
 	}
-	s.cfg.Logf("argosim: app %s: synced to %s", a.cfg.Name, short(op.target.revision))
+	s.cfg.Logf("argosim: app %s: synced to %s", a.cfg.Name, workflow.ShortHash(op.target.revision))
 }
 
 func (a *app) driftedImages() bool {
@@ -742,13 +742,6 @@ func (a *app) replicaSetName() string {
 func (a *app) podName(i int) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%d", a.replicaSetName(), a.rollout.UnixNano(), i))
 	return a.replicaSetName() + "-" + hex.EncodeToString(sum[:])[:5]
-}
-
-func short(rev string) string {
-	if len(rev) > 7 {
-		return rev[:7]
-	}
-	return rev
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -344,7 +344,7 @@ Sandbox in %s
   terraform       infra/staging, infra/prod (terraform_data; applied once, next plan replaces the migration)
   argo cd         %s: the Argo CD API simulator, apps %s and %s
   configuration   %s, %s (with one ownership mistake on purpose)
-`, sb.Dir, sb.Registry, sb.Image, shortDigest(sb.Digest), strings.Join(sb.Platforms, ", "), sb.EnvRepo,
+`, sb.Dir, sb.Registry, sb.Image, workflow.ShortHash(strings.TrimPrefix(sb.Digest, "sha256:")), strings.Join(sb.Platforms, ", "), sb.EnvRepo,
 		sb.ArgoCD, sb.Apps["staging"], sb.Apps["prod"], filepath.Base(sb.Config), filepath.Base(sb.OwnershipFile))
 }
 
@@ -353,12 +353,6 @@ func stepMessage(r *workflow.Release) string {
 		return r.Step(k).Message
 	}
 	return ""
-}
-
-// shortDigest is a digest's first hex digits, as relcap prints them.
-func shortDigest(d string) string {
-	_, hex, _ := strings.Cut(d, ":")
-	return workflow.ShortHash(hex)
 }
 
 func round(d time.Duration) time.Duration {

@@ -27,6 +27,7 @@ type Port interface {
 	Plan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error)
 	PlanApprovals(ctx context.Context, p workflow.PlanSummary) (workflow.ApprovalCheck, error)
 	ApprovePlan(ctx context.Context, fingerprint, comment string) (workflow.Approval, workflow.ApprovalCheck, error)
+	MayApprove(env string, kind workflow.ApprovalKind, author string) error
 	Project() *workflow.Project
 	Actor() string
 }
@@ -337,21 +338,10 @@ func matches(c workflow.ResourceChange, f string) bool {
 	return slices.ContainsFunc(c.Flags, func(s string) bool { return strings.Contains(s, f) })
 }
 
-// policy is the approval policy of the plan's environment.
-func (m Model) policy() workflow.ApprovalPolicy {
-	if m.plan == nil || m.port.Project() == nil {
-		return workflow.ApprovalPolicy{}
-	}
-	env, err := m.port.Project().Env(m.plan.Env)
-	if err != nil {
-		return workflow.ApprovalPolicy{}
-	}
-	return env.Approvals
-}
 
-// canApprove says whether the actor may approve here, and if not, why; it
-// mirrors the policy the Service enforces so the captain hears it before
-// pressing a, and the Service still refuses what it must.
+// canApprove says whether the actor may approve here, and if not, why:
+// the Service's own approval rule (MayApprove) answers, so the captain
+// hears it before pressing a.
 func (m Model) canApprove() (bool, string) {
 	switch {
 	case m.plan == nil:
@@ -360,7 +350,7 @@ func (m Model) canApprove() (bool, string) {
 		return false, "this plan was already applied"
 	case m.approving:
 		return false, "approving…"
-	case m.policy().DistinctFromAuthor && m.plan.Author == m.port.Actor():
+	case m.port.MayApprove(m.plan.Env, workflow.ApprovePlan, m.plan.Author) != nil:
 		return false, fmt.Sprintf("%s wrote this plan and %s needs another approver: relcap approve --plan %s --actor OTHER", m.port.Actor(), m.plan.Env, m.fp)
 	}
 	for _, a := range m.check.Counted {

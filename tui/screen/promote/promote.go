@@ -24,6 +24,7 @@ import (
 // *workflow.Service implements it.
 type Port interface {
 	ApproveRelease(ctx context.Context, releaseID, comment string) (workflow.Approval, workflow.ApprovalCheck, error)
+	MayApprove(env string, kind workflow.ApprovalKind, author string) error
 	Project() *workflow.Project
 	Actor() string
 }
@@ -156,7 +157,7 @@ func (m Model) canApprove() (bool, string) {
 	case m.approving:
 		return false, "approving…"
 	}
-	if env, err := m.port.Project().Env(m.release.Env); err == nil && env.Approvals.DistinctFromAuthor && m.release.Captain == m.port.Actor() {
+	if m.port.MayApprove(m.release.Env, workflow.ApprovePromotion, m.release.Captain) != nil {
 		return false, fmt.Sprintf("%s captains this release and %s needs another approver: relcap approve --release %s --actor OTHER", m.port.Actor(), m.release.Env, m.release.ID)
 	}
 	return true, ""

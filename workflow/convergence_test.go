@@ -1,8 +1,6 @@
 package workflow_test
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,123 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/effort"
-	"github.com/relcap/relcap/workflow/finding"
-	"github.com/relcap/relcap/workflow/journal"
-	"github.com/relcap/relcap/workflow/ownership"
-	"github.com/relcap/relcap/workflow/workflowtest"
 )
-
-func TestEffortClockCountsOnlyEngagedTime(t *testing.T) {
-	t.Parallel()
-	clock := workflowtest.NewClock(t0)
-	c := effort.NewClock(clock, 2*time.Minute, "r1")
-
-	c.Touch("alice", effort.RoleCaptain, "plan-review")
-	clock.Advance(90 * time.Second) // engaged: counts
-	c.Touch("alice", effort.RoleCaptain, "plan-review")
-	clock.Advance(2 * time.Minute) // exactly the threshold: counts
-	c.Touch("alice", effort.RoleCaptain, "apply")
-	clock.Advance(10 * time.Minute) // went for coffee: counts nothing
-	c.Touch("alice", effort.RoleCaptain, "apply")
-	clock.Advance(30 * time.Second)
-	c.Touch("alice", effort.RoleCaptain, "promotion")
-
-	c.Touch("bob", effort.RoleApprover, "plan-review")
-	clock.Advance(time.Minute)
-	c.Touch("bob", effort.RoleApprover, "plan-review")
-
-	c.BeginWait("apply")
-	clock.Advance(5 * time.Minute)
-	c.EndWait("apply")
-
-	got := map[string]time.Duration{}
-	for _, e := range c.Drain() {
-		got[fmt.Sprintf("%s/%s/%s/%s", e.Kind, e.Person, e.Role, e.Step)] = e.Duration
-	}
-	require.Equal(t, map[string]time.Duration{
-		"active/alice/captain/plan-review": 210 * time.Second,
-		"active/alice/captain/apply":       30 * time.Second,
-		"active/bob/approver/plan-review":  time.Minute,
-		"wait///apply":                     5 * time.Minute,
-	}, got)
-	require.Empty(t, c.Drain(), "drain empties the clock")
-}
-
-func TestEffortTotalsKeepStaffAndMachineApart(t *testing.T) {
-	t.Parallel()
-	totals := effort.Sum([]effort.Entry{
-		{Kind: effort.Active, Duration: time.Hour},
-		{Kind: effort.OffTool, Duration: 30 * time.Minute},
-		{Kind: effort.Wait, Duration: 2 * time.Hour},
-	})
-	require.Equal(t, 90*time.Minute, totals.Staff())
-	require.Equal(t, 2*time.Hour, totals.Wait)
-}
-
-func journalLines(t *testing.T, n int) ([]journal.Line, journal.Head) {
-	t.Helper()
-	var prev *journal.Entry
-	var lines []journal.Line
-	for i := range n {
-		e, err := journal.Next(prev, t0.Add(time.Duration(i)*time.Second), "alice", "effort.logged", map[string]any{"minutes": i + 1, "what": "standup"})
-		require.NoError(t, err)
-		b, err := json.Marshal(e)
-		require.NoError(t, err)
-		lines = append(lines, journal.Line{Number: i + 1, Text: b})
-		prev = &e
-	}
-	return lines, journal.Head{SessionID: "s", Seq: prev.Seq, Hash: prev.Hash}
-}
-
-func TestVerifyJournalDetectsEveryKindOfTampering(t *testing.T) {
-	t.Parallel()
-	lines, head := journalLines(t, 4)
-	n, problem := journal.Verify(lines, head)
-	require.Nil(t, problem)
-	require.EqualValues(t, 4, n)
-
-	edit := func(i int, f func(string) string) []journal.Line {
-		out := append([]journal.Line(nil), lines...)
-		out[i] = journal.Line{Number: out[i].Number, Text: []byte(f(string(out[i].Text)))}
-		return out
-	}
-	cases := map[string]struct {
-		lines    []journal.Line
-		line     int
-		contains string
-	}{
-		"one byte edited":    {edit(1, func(s string) string { return strings.Replace(s, "standup", "standuq", 1) }), 2, "edited"},
-		"line deleted":       {append(append([]journal.Line(nil), lines[:1]...), lines[2:]...), 3, "removed"},
-		"lines reordered":    {[]journal.Line{lines[0], lines[2], lines[1], lines[3]}, 3, "removed or reordered"},
-		"last line deleted":  {lines[:3], 0, "truncated"},
-		"truncated mid-line": {edit(3, func(s string) string { return s[:len(s)/2] }), 4, "damaged or truncated"},
-		"garbage":            {edit(0, func(string) string { return "{" }), 1, "not a journal entry"},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			_, p := journal.Verify(c.lines, head)
-			require.NotNil(t, p)
-			require.Equal(t, c.line, p.Line)
-			require.Contains(t, p.Reason, c.contains)
-		})
-	}
-
-	// A whole rewritten chain is consistent but differs from the ledger.
-	forged, _ := journalLines(t, 4)
-	forged[3] = func() journal.Line {
-		var e journal.Entry
-		require.NoError(t, json.Unmarshal(forged[3].Text, &e))
-		e.Data = json.RawMessage(`{"minutes":400}`)
-		e.Hash = e.ComputeHash()
-		b, _ := json.Marshal(e)
-		return journal.Line{Number: 4, Text: b}
-	}()
-	_, p := journal.Verify(forged, head)
-	require.NotNil(t, p)
-	require.Contains(t, p.Reason, "rewritten")
-}
 
 func TestConvergedJudgesSyncHealthRevisionAndDigestSeparately(t *testing.T) {
 	t.Parallel()
@@ -191,37 +73,6 @@ func TestParseDigestRejectsTagsAndMalformedDigests(t *testing.T) {
 	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("0f", 32))
 	require.NoError(t, err)
 	require.Equal(t, "0f0f0f0f0f0f", d.Short())
-}
-
-func TestCheckOwnershipFindsConflictsWrongOwnersUnownedAndStaleRules(t *testing.T) {
-	t.Parallel()
-	m := ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{
-		{Line: 3, Match: ownership.Match{TerraformType: "aws_*"}, Owner: "terraform"},
-		{Line: 5, Match: ownership.Match{Kind: "Namespace"}, Owner: "terraform"},
-		{Line: 7, Match: ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: "argocd"},
-		{Line: 9, Match: ownership.Match{Kind: "CronJob"}, Owner: "argocd"},
-	}}
-	objects := []ownership.ManagedObject{
-		{Manager: "terraform", TerraformAddress: "aws_s3_bucket.a", TerraformType: "aws_s3_bucket"},
-		{Manager: "argocd", App: "web", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas", "spec.template.spec.containers[web].image"}},
-		{Manager: "terraform", TerraformAddress: "kubectl_manifest.web", TerraformType: "kubectl_manifest", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas"}},
-		{Manager: "terraform", TerraformAddress: "google_pubsub_topic.t", TerraformType: "google_pubsub_topic"},
-	}
-	fs := ownership.Check(m, objects)
-	codes := map[string]finding.Finding{}
-	var stale []string
-	for _, f := range fs {
-		codes[f.Code] = f
-		if f.Code == "ownership.stale-rule" {
-			stale = append(stale, f.Subject)
-		}
-	}
-	require.Equal(t, "ownership.conflict", fs[0].Code)
-	require.Equal(t, "spec.replicas", codes["ownership.conflict"].Fact("fields"))
-	require.Contains(t, codes["ownership.wrong-owner"].Message, "kubectl_manifest.web")
-	require.Equal(t, "google_pubsub_topic.t", codes["ownership.unowned"].Subject)
-	require.Equal(t, []string{"ownership.yaml:5", "ownership.yaml:9"}, stale)
-	require.True(t, finding.Blocking(fs))
 }
 
 func TestResourceFailureNamesPodFailuresThatTheApplicationHides(t *testing.T) {

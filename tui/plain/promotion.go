@@ -1,0 +1,39 @@
+package plain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// PrintPromotion summarises what a promotion established, for the captain.
+func PrintPromotion(w io.Writer, r *workflow.Release) {
+	st := r.Step(workflow.StepPromotion)
+	for _, e := range st.Evidence {
+		switch d := e.Detail.(type) {
+		case workflow.DigestResolved:
+			fmt.Fprintf(w, "digest     %s\n           %s, %d bytes, created %s", e.Subject, d.MediaType, d.Size, d.Created.UTC().Format(time.RFC3339))
+			if len(d.Platforms) > 0 {
+				fmt.Fprintf(w, ", platforms %s", d.Platforms)
+			}
+			fmt.Fprintln(w)
+		case workflow.DigestVerified:
+			fmt.Fprintf(w, "copied     into %s: verified, signed %t, %d referrer(s), %d blob(s) uploaded\n", d.Repository, d.Signed, d.Referrers, d.BlobsUploaded)
+		case workflow.EnvPinned:
+			fmt.Fprintf(w, "pinned     on branch %s at %s\n", d.Branch, e.Subject)
+		case workflow.EnvLanded:
+			fmt.Fprintf(w, "landed     on %s at %s (the revision Argo CD must sync)\n", d.Branch, e.Subject)
+		}
+	}
+	if diff := r.Checkpoints.EnvDiff; diff != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(diff, "\n"))
+	}
+	fmt.Fprintf(w, "\nrelease %s: promotion %s", r.ID, st.Status)
+	if st.Message != "" {
+		fmt.Fprintf(w, ": %s", st.Message)
+	}
+	fmt.Fprintln(w)
+}
