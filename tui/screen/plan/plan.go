@@ -338,7 +338,6 @@ func matches(c workflow.ResourceChange, f string) bool {
 	return slices.ContainsFunc(c.Flags, func(s string) bool { return strings.Contains(s, f) })
 }
 
-
 // canApprove says whether the actor may approve here, and if not, why:
 // the Service's own approval rule (MayApprove) answers, so the captain
 // hears it before pressing a.
