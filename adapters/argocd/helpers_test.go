@@ -123,4 +123,4 @@ type fixedClock struct{ t time.Time }
 func (c fixedClock) Now() time.Time { return c.t }
 
 // After is time.After: these tests time nothing with the clock.
-func (_ fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

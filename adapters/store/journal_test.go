@@ -32,7 +32,7 @@ func (c *stepClock) Now() time.Time {
 }
 
 // After is time.After: these tests time nothing with the clock.
-func (_ *stepClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (*stepClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 func TestNewSessionID(t *testing.T) {
 	t.Parallel()

@@ -30,7 +30,7 @@ func (c *fixedClock) Now() time.Time {
 }
 
 // After is time.After: these tests time nothing with the clock.
-func (_ *fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (*fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // syncBuffer is a bytes.Buffer safe for the adapter's streaming goroutines
 // and the test reading it.

@@ -13,10 +13,6 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-// screenFile is the asciicast v2 recording of what the captain saw, beside
-// the session's journal.
-const screenFile = "screen.cast"
-
 // useCockpit is true when relcap talks to a person at a terminal: both
 // stdin and stdout are TTYs, and neither --no-tui nor --json was given.
 func (a *app) useCockpit() bool {

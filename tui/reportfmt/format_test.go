@@ -3,7 +3,6 @@ package reportfmt_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/tui/reportfmt"
-	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/report/reporttest"
 )
@@ -20,20 +18,7 @@ import (
 // releases of 1 h of staff time each against a 3 h baseline.
 func TestTableSaysTheManagersLineAndItsConditions(t *testing.T) {
 	t.Parallel()
-	var data report.Data
-	for i := range 40 {
-		id := fmt.Sprintf("r%02d", i)
-		at := reporttest.Jan1.Add(time.Duration(i) * 17 * time.Hour)
-		data.Releases = append(data.Releases, reporttest.ReleaseAt(id, at))
-		data.Effort = append(data.Effort,
-			reporttest.Entry(id, "alice", effort.RoleCaptain, "plan-review", effort.Active, 40*time.Minute, at),
-			reporttest.Entry(id, "bob", effort.RoleApprover, "plan-review", effort.Active, 10*time.Minute, at),
-			reporttest.Entry(id, "alice", effort.RoleCaptain, effort.WholeRelease, effort.OffTool, 10*time.Minute, at),
-			// Machine wait is never staff effort.
-			reporttest.Entry(id, "", "", "convergence", effort.Wait, 30*time.Minute, at))
-	}
-	rep, err := report.BuildEffort(data, report.Options{
-		From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 1, 0), Now: reporttest.Jan1.AddDate(0, 2, 0), BaselineHoursPerRelease: 3})
+	rep, err := report.BuildEffort(reporttest.ManagerForm())
 	require.NoError(t, err)
 	var out bytes.Buffer
 	require.NoError(t, reportfmt.Write(&out, reportfmt.Effort(rep), reportfmt.FormatTable))

@@ -57,7 +57,7 @@ const maxListed = 20
 // in milliseconds.
 type glob struct {
 	kind globKind
-	a, b string
+	a    string
 }
 
 type globKind uint8

@@ -508,22 +508,3 @@ func orderIdx(n *names, fixed int) []int {
 	slices.SortFunc(rest, func(a, b int) int { return strings.Compare(n.list[a], n.list[b]) })
 	return append(out, rest...)
 }
-
-// sortedKeys returns the keys of set: those in order first, in that order,
-// then the rest alphabetically. Keys of order not in set are left out.
-func sortedKeys(set map[string]bool, order []string) []string {
-	out := make([]string, 0, len(set))
-	for _, k := range order {
-		if set[k] {
-			out = append(out, k)
-		}
-	}
-	var rest []string
-	for k := range set {
-		if !slices.Contains(order, k) {
-			rest = append(rest, k)
-		}
-	}
-	slices.Sort(rest)
-	return append(out, rest...)
-}

@@ -1,7 +1,6 @@
 package report_test
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -21,20 +20,7 @@ import (
 // staff time each against a 3 h baseline.
 func TestEffortReportManagerForm(t *testing.T) {
 	t.Parallel()
-	var data report.Data
-	for i := range 40 {
-		id := fmt.Sprintf("r%02d", i)
-		at := reporttest.Jan1.Add(time.Duration(i) * 17 * time.Hour)
-		data.Releases = append(data.Releases, reporttest.ReleaseAt(id, at))
-		data.Effort = append(data.Effort,
-			reporttest.Entry(id, "alice", effort.RoleCaptain, "plan-review", effort.Active, 40*time.Minute, at),
-			reporttest.Entry(id, "bob", effort.RoleApprover, "plan-review", effort.Active, 10*time.Minute, at),
-			reporttest.Entry(id, "alice", effort.RoleCaptain, effort.WholeRelease, effort.OffTool, 10*time.Minute, at),
-			// Machine wait is never staff effort.
-			reporttest.Entry(id, "", "", "convergence", effort.Wait, 30*time.Minute, at))
-	}
-	rep, err := report.BuildEffort(data, report.Options{
-		From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 1, 0), Now: reporttest.Jan1.AddDate(0, 2, 0), BaselineHoursPerRelease: 3})
+	rep, err := report.BuildEffort(reporttest.ManagerForm())
 	require.NoError(t, err)
 	require.NotNil(t, rep.Comparison)
 	require.Equal(t, "Release coordination effort, hours/month: 120 → 40, 80 freed", rep.Comparison.Line)

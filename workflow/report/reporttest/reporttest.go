@@ -171,3 +171,23 @@ func DigestOf(t testing.TB, s string) workflow.Digest {
 	require.NoError(t, err)
 	return d
 }
+
+// ManagerForm is the example ledger: 40 releases in January, each
+// with 1 h of staff time (40 min active and 10 min off-tool for the
+// captain, 10 min for the approver) and 30 min of machine wait, against a
+// 3 h baseline: 120 → 40 hours a month, 80 freed.
+func ManagerForm() (report.Data, report.Options) {
+	var data report.Data
+	for i := range 40 {
+		id := fmt.Sprintf("r%02d", i)
+		at := Jan1.Add(time.Duration(i) * 17 * time.Hour)
+		data.Releases = append(data.Releases, ReleaseAt(id, at))
+		data.Effort = append(data.Effort,
+			Entry(id, "alice", effort.RoleCaptain, "plan-review", effort.Active, 40*time.Minute, at),
+			Entry(id, "bob", effort.RoleApprover, "plan-review", effort.Active, 10*time.Minute, at),
+			Entry(id, "alice", effort.RoleCaptain, effort.WholeRelease, effort.OffTool, 10*time.Minute, at),
+			// Machine wait is never staff effort.
+			Entry(id, "", "", "convergence", effort.Wait, 30*time.Minute, at))
+	}
+	return data, report.Options{From: Jan1, To: Jan1.AddDate(0, 1, 0), Now: Jan1.AddDate(0, 2, 0), BaselineHoursPerRelease: 3}
+}
