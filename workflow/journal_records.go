@@ -85,6 +85,16 @@ type StepInterrupted struct {
 	Error   string `json:"error"`
 }
 
+// StepOutput is what the tools a step ran (Terraform) printed for a
+// person, line by line, as the cockpit's log pane showed it; Dropped
+// counts lines past what the journal keeps of one step.
+type StepOutput struct {
+	Release string   `json:"release,omitempty"`
+	Step    string   `json:"step"`
+	Lines   []string `json:"lines"`
+	Dropped int      `json:"dropped,omitempty"`
+}
+
 // ReleaseDone: the release converged, running Digest at Revision.
 type ReleaseDone struct {
 	Release  string `json:"release"`
@@ -338,6 +348,7 @@ const (
 	KindReleaseStarted           journal.Kind = "release.started"
 	KindStepStarted              journal.Kind = "step.started"
 	KindStepFinished             journal.Kind = "step.finished"
+	KindStepOutput               journal.Kind = "step.output"
 	KindStepInterrupted          journal.Kind = "step.interrupted"
 	KindReleaseDone              journal.Kind = "release.converged"
 	KindEffortLost               journal.Kind = "effort.lost"
@@ -381,6 +392,7 @@ func (ScreenRecorded) JournalKind() journal.Kind           { return KindScreenRe
 func (ReleaseStarted) JournalKind() journal.Kind           { return KindReleaseStarted }
 func (StepStarted) JournalKind() journal.Kind              { return KindStepStarted }
 func (StepFinished) JournalKind() journal.Kind             { return KindStepFinished }
+func (StepOutput) JournalKind() journal.Kind               { return KindStepOutput }
 func (StepInterrupted) JournalKind() journal.Kind          { return KindStepInterrupted }
 func (ReleaseDone) JournalKind() journal.Kind              { return KindReleaseDone }
 func (EffortLost) JournalKind() journal.Kind               { return KindEffortLost }

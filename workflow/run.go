@@ -215,7 +215,13 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 	}
 	run.sink(Event{Time: rec.StartedAt, Kind: EventStepStarted, ReleaseID: run.r.ID, Step: k, Status: Running, Release: run.r.Clone()})
 
-	res, err := run.runStep(ctx, k)
+	out := newOutputLines(func(line string) {
+		run.sink(Event{Time: d.Clock.Now(), Kind: EventStepOutput, ReleaseID: run.r.ID, Step: k, Status: Running, Output: line})
+	})
+	res, err := run.runStep(WithToolOutput(ctx, out), k)
+	if jerr := run.svc.journalOutput(ctx, out, run.r.ID, k); jerr != nil {
+		err = errors.Join(err, jerr)
+	}
 	rec = run.r.Step(k)
 	rec.EndedAt = d.Clock.Now()
 	switch {

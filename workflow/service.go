@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -28,6 +29,10 @@ type Deps struct {
 	Convergence Convergence
 	// Sessions reads session files for journal verification; optional.
 	Sessions SessionFiles
+	// ToolOutput receives what tools print (Terraform's progress) during
+	// operations outside a release run, line by line; nil discards it
+	// (it is journaled either way). Release runs send it as events.
+	ToolOutput io.Writer
 	// Actor is the person running this process (--actor or $USER).
 	Actor string
 	// ConvergeTimeout bounds the convergence watch; 0 means 10 minutes.
@@ -83,6 +88,7 @@ type EventKind string
 const (
 	EventStepStarted     EventKind = "step-started"
 	EventStepProgress    EventKind = "step-progress"
+	EventStepOutput      EventKind = "step-output" // one line a tool printed (Output)
 	EventStepFinished    EventKind = "step-finished"
 	EventAppState        EventKind = "app-state"
 	EventReleaseFinished EventKind = "release-finished"
@@ -97,6 +103,7 @@ type Event struct {
 	Step      StepKind          `json:"step"`
 	Status    StepStatus        `json:"status"`
 	Message   string            `json:"message,omitempty"`
+	Output    string            `json:"output,omitempty"`
 	Findings  []finding.Finding `json:"findings,omitempty"`
 	App       *AppState         `json:"app,omitempty"`
 	Release   *Release          `json:"-"`

@@ -97,9 +97,13 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string) (ApplyResul
 	if err := s.journal(ctx, ApplyStarted{Env: env.Name, Fingerprint: fingerprint}); err != nil {
 		return ApplyResult{}, plan, err
 	}
-	res, err := measureWait(ctx, s, "unreleased/"+env.Name, StepApply, func() (ApplyResult, error) {
-		return d.Applier.Apply(ctx, ApplyRequest{Env: env, Fingerprint: fingerprint, PlanFile: plan.PlanFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
+	tctx, done := s.withToolOutput(ctx, "", StepApply)
+	res, err := measureWait(tctx, s, "unreleased/"+env.Name, StepApply, func() (ApplyResult, error) {
+		return d.Applier.Apply(tctx, ApplyRequest{Env: env, Fingerprint: fingerprint, PlanFile: plan.PlanFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
 	})
+	if jerr := done(nil); jerr != nil {
+		err = errors.Join(err, jerr)
+	}
 	jctx := context.WithoutCancel(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -160,7 +164,8 @@ func (s *Service) ForceUnlock(ctx context.Context, req UnlockRequest) error {
 	if err := s.journal(ctx, UnlockRequested{Env: env.Name, LockID: req.LockID, Reason: req.Reason, HolderGone: true}); err != nil {
 		return err
 	}
-	if err := unlocker.ForceUnlock(ctx, env, req.LockID); err != nil {
+	tctx, done := s.withToolOutput(ctx, "", StepApply)
+	if err := done(unlocker.ForceUnlock(tctx, env, req.LockID)); err != nil {
 		return s.journalFailure(ctx, err, UnlockFailed{Env: env.Name, LockID: req.LockID, Error: err.Error()})
 	}
 	return s.journal(ctx, UnlockDone{Env: env.Name, LockID: req.LockID})

@@ -58,13 +58,17 @@ func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (owners
 		return ownership.Report{}, missingPort("ownership source")
 	}
 	var objects []ownership.ManagedObject
+	tctx, done := s.withToolOutput(ctx, "", StepOwnership)
 	for _, src := range d.Ownership {
-		objs, err := src.ManagedObjects(ctx, env)
+		objs, err := src.ManagedObjects(tctx, env)
 		if err != nil {
 			err = fmt.Errorf("environment %s: read managed objects: %w", env.Name, err)
-			return ownership.Report{}, s.journalFailure(ctx, err, OwnershipCheckFailed{Env: env.Name, Error: err.Error()})
+			return ownership.Report{}, done(s.journalFailure(ctx, err, OwnershipCheckFailed{Env: env.Name, Error: err.Error()}))
 		}
 		objects = append(objects, objs...)
+	}
+	if err := done(nil); err != nil {
+		return ownership.Report{}, err
 	}
 	rep := ownership.Report{
 		Env:      env.Name,

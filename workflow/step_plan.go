@@ -85,7 +85,9 @@ func (s *Service) PlanEnv(ctx context.Context, envName string) (PlanSummary, err
 	if err := s.journal(ctx, PlanStarted{Env: env.Name, Dir: env.Terraform.Dir, Workspace: env.Terraform.Workspace}); err != nil {
 		return PlanSummary{}, err
 	}
-	plan, err := measureWait(ctx, s, "unreleased/"+env.Name, StepPlanReview, func() (PlanSummary, error) { return d.Planner.Plan(ctx, env, d.Actor) })
+	tctx, done := s.withToolOutput(ctx, "", StepPlanReview)
+	plan, err := measureWait(tctx, s, "unreleased/"+env.Name, StepPlanReview, func() (PlanSummary, error) { return d.Planner.Plan(tctx, env, d.Actor) })
+	err = done(err)
 	if err != nil {
 		return PlanSummary{}, s.journalFailure(ctx, fmt.Errorf("plan %s: %w", env.Name, err), PlanFailed{Env: env.Name, Error: err.Error()})
 	}

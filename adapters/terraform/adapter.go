@@ -12,6 +12,7 @@
 package terraform
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -48,10 +49,11 @@ type Options struct {
 	Clock workflow.Clock
 	// Stdout and Stderr receive Terraform's human-readable progress from
 	// init, plan and apply (Terraform masks sensitive values there itself)
-	// and relcap's own waiting notices. Either may be nil. Machine-readable
-	// output (plan JSON, state), which holds sensitive values in clear,
-	// never goes to them. Writes are serialized, so one writer may serve
-	// both.
+	// and relcap's own waiting notices, for operations whose context
+	// carries no tool output of its own (workflow.WithToolOutput). Either
+	// may be nil. Machine-readable output (plan JSON, state), which holds
+	// sensitive values in clear, never goes to them. Writes are
+	// serialized, so one writer may serve both.
 	Stdout io.Writer
 	Stderr io.Writer
 }
@@ -189,19 +191,22 @@ func (a *Adapter) target(env workflow.Environment) (target, error) {
 }
 
 // terraforms returns two clients for one operation: loud streams Terraform's
-// human output (init, plan, apply) to the adapter's writers; quiet streams
-// nothing, for commands whose stdout is plan JSON or state, which carry
-// sensitive values in clear.
-func (a *Adapter) terraforms(t target) (loud, quiet *tfexec.Terraform, err error) {
+// human output (init, plan, apply) to the operation's tool output (the
+// writer workflow.WithToolOutput put in ctx: the cockpit's log pane, the
+// journal) or else to the adapter's writers; quiet streams nothing, for
+// commands whose stdout is plan JSON or state, which carry sensitive
+// values in clear.
+func (a *Adapter) terraforms(ctx context.Context, t target) (loud, quiet *tfexec.Terraform, err error) {
 	loud, err = tfexec.NewTerraform(t.dir, t.binary)
 	if err != nil {
 		return nil, nil, fmt.Errorf("terraform in %s: %w", t.dir, err)
 	}
-	if a.stdout != nil {
-		loud.SetStdout(a.stdout)
+	stdout, stderr := a.writers(ctx)
+	if stdout != nil {
+		loud.SetStdout(stdout)
 	}
-	if a.stderr != nil {
-		loud.SetStderr(a.stderr)
+	if stderr != nil {
+		loud.SetStderr(stderr)
 	}
 	quiet, err = tfexec.NewTerraform(t.dir, t.binary)
 	if err != nil {
@@ -222,10 +227,21 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// notify prints a notice to the adapter's stderr, if any.
-func (a *Adapter) notify(format string, args ...any) {
-	if a.stderr != nil {
-		_, _ = fmt.Fprintf(a.stderr, format+"\n", args...)
+// writers are where an operation's human output goes: the tool output
+// ctx carries, or the adapter's own writers.
+func (a *Adapter) writers(ctx context.Context) (stdout, stderr io.Writer) {
+	if w, ok := workflow.ToolOutput(ctx); ok {
+		// terraform-exec copies stdout and stderr from two goroutines.
+		lw := &lockedWriter{mu: &sync.Mutex{}, w: w}
+		return lw, lw
+	}
+	return a.stdout, a.stderr
+}
+
+// notify prints a notice with the operation's output, if it has a writer.
+func (a *Adapter) notify(ctx context.Context, format string, args ...any) {
+	if _, stderr := a.writers(ctx); stderr != nil {
+		_, _ = fmt.Fprintf(stderr, format+"\n", args...) // a notice that cannot be shown changes nothing
 	}
 }
 

@@ -45,7 +45,7 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 		return workflow.ApplyResult{}, err
 	}
 	defer unlock()
-	loud, quiet, err := a.terraforms(t)
+	loud, quiet, err := a.terraforms(ctx, t)
 	if err != nil {
 		return workflow.ApplyResult{}, err
 	}
@@ -108,7 +108,7 @@ func (a *Adapter) ForceUnlock(ctx context.Context, env workflow.Environment, loc
 		return err
 	}
 	defer unlock()
-	loud, quiet, err := a.terraforms(t)
+	loud, quiet, err := a.terraforms(ctx, t)
 	if err != nil {
 		return err
 	}

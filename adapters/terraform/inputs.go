@@ -45,7 +45,7 @@ func (a *Adapter) Inputs(ctx context.Context, env workflow.Environment) (workflo
 		return workflow.PlanInputs{}, err
 	}
 	defer unlock()
-	loud, quiet, err := a.terraforms(t)
+	loud, quiet, err := a.terraforms(ctx, t)
 	if err != nil {
 		return workflow.PlanInputs{}, err
 	}

@@ -36,7 +36,7 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 		return workflow.PlanSummary{}, err
 	}
 	defer unlock()
-	loud, quiet, err := a.terraforms(t)
+	loud, quiet, err := a.terraforms(ctx, t)
 	if err != nil {
 		return workflow.PlanSummary{}, err
 	}

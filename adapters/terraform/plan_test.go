@@ -327,3 +327,23 @@ func TestNewValidates(t *testing.T) {
 	require.ErrorIs(t, err, workflow.ErrUsage)
 	require.ErrorContains(t, err, "/no/such.tfvars")
 }
+
+// TestTerraformsOutputGoesToTheOperationsWriter: under the cockpit nothing
+// may reach the terminal, so an operation's context names where
+// Terraform's progress goes, and the adapter's own writers get none of it.
+func TestTerraformsOutputGoesToTheOperationsWriter(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, twoResources)
+	var op syncBuffer
+	ctx := workflow.WithToolOutput(t.Context(), &op)
+	_, err := f.a.Plan(ctx, f.env, "alice")
+	require.NoError(t, err)
+	require.Contains(t, op.String(), "Initializing the backend")
+	require.Contains(t, op.String(), "Plan: 2 to add, 0 to change, 0 to destroy.")
+	require.NotContains(t, op.String(), "\x1b[", "no colour codes: terraform-exec runs Terraform with -no-color")
+	require.Empty(t, f.out.String(), "nothing went to the adapter's writers")
+
+	_, err = f.a.Inputs(ctx, f.env)
+	require.NoError(t, err)
+	require.Empty(t, f.out.String())
+}

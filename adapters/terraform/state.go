@@ -38,7 +38,7 @@ func (a *Adapter) ManagedObjects(ctx context.Context, env workflow.Environment) 
 		return nil, err
 	}
 	defer unlock()
-	loud, quiet, err := a.terraforms(t)
+	loud, quiet, err := a.terraforms(ctx, t)
 	if err != nil {
 		return nil, err
 	}

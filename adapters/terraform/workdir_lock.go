@@ -47,7 +47,7 @@ func (a *Adapter) lockWorkdir(ctx context.Context, t target, op string) (unlock 
 				holderOp, holderWs = fs[0], fs[1]
 			}
 		}
-		a.notify("waiting for another relcap %s on %s (%s)", holderOp, t.dir, holderWs)
+		a.notify(ctx, "waiting for another relcap %s on %s (%s)", holderOp, t.dir, holderWs)
 		tick := time.NewTicker(lockPoll)
 		defer tick.Stop()
 		for !locked {

@@ -13,8 +13,9 @@ import (
 )
 
 // terraformAdapter wires the Terraform adapter: the private plan store under
-// $XDG_STATE_HOME, the project's classification rules, and Terraform's own
-// progress on stderr so stdout stays machine-readable.
+// $XDG_STATE_HOME and the project's classification rules. Terraform's own
+// progress is the Service's tool output (Deps.ToolOutput, events), never
+// the adapter's: under the cockpit nothing may write to the terminal.
 func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) {
 	state, err := a.stateHome()
 	if err != nil {
@@ -24,8 +25,6 @@ func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) 
 		PlanDir:  state + "/plans",
 		Classify: p.Classify,
 		Clock:    a.clock,
-		Stdout:   a.io.Err,
-		Stderr:   a.io.Err,
 	})
 }
 

@@ -75,7 +75,7 @@ watches it converge.`,
 			if err != nil {
 				return err
 			}
-			printer := plain.New(a.io.Err, false)
+			printer := plain.New(a.io.Err, false).WithToolOutput(a.io.Err)
 			if a.flags.json {
 				printer = plain.New(a.io.Out, true)
 			}

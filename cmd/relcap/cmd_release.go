@@ -50,7 +50,7 @@ func (a *app) runRelease(ctx context.Context, svc *workflow.Service, id string) 
 	if a.useCockpit() {
 		return a.runCockpit(ctx, svc, id)
 	}
-	printer := plain.New(a.io.Out, a.flags.json)
+	printer := plain.New(a.io.Out, a.flags.json).WithToolOutput(a.io.Err)
 	final, err := svc.Run(ctx, id, printer.Event)
 	if final == nil || a.flags.json {
 		return err

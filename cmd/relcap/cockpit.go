@@ -37,6 +37,10 @@ func (a *app) cockpit(ctx context.Context, svc *workflow.Service, id string, jou
 	if err != nil {
 		return err
 	}
+	// Under the cockpit no child process writes to the terminal: a run's
+	// tools reach the log pane as events, and anything else they print
+	// is journaled only.
+	svc.SetToolOutput(nil)
 	runErr := tui.Run(ctx, tui.Options{Service: svc, Reports: a.reports(svc.Project()), ReleaseID: id, Input: a.io.In, Output: a.io.Out, Env: a.io.Env,
 		Record: rec, Notices: notices})
 	if err := rec.Finish(ctx, id); err != nil {

@@ -53,6 +53,9 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	}
 	d.Project, d.Ledger, d.Journal, d.Clock, d.Actor = project, a.ledger, journal, a.clock, actor
 	d.Sessions = store.SessionFiles{Dir: dir}
+	// Tools print to stderr as they go, so stdout stays the command's
+	// own output; the cockpit turns this off (its log pane shows them).
+	d.ToolOutput = a.io.Err
 	svc, err := workflow.NewService(d)
 	if err != nil {
 		return nil, nil, err

@@ -49,6 +49,9 @@ type Plan struct {
 	Continue    key.Binding
 	Confirm     key.Binding
 	Cancel      key.Binding
+	// Log toggles Terraform's output (init, plan, apply) in place of the
+	// list of changes.
+	Log key.Binding
 }
 
 // Promote keys act on the promotion.
@@ -95,6 +98,7 @@ func Default() Map {
 			Continue:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply & continue")),
 			Confirm:     key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes, apply")),
 			Cancel:      key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n", "no")),
+			Log:         key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "terraform log")),
 		},
 		Promote: Promote{
 			Approve: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve promotion")),

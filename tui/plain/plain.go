@@ -20,6 +20,9 @@ type Printer struct {
 	mu   sync.Mutex
 	out  io.Writer
 	json bool
+	// tools receives the lines tools print (Terraform's progress); nil
+	// drops them. In JSON mode they are events like the others.
+	tools io.Writer
 	// lastApp suppresses repeated identical application states.
 	lastApp string
 }
@@ -29,12 +32,25 @@ func New(out io.Writer, asJSON bool) *Printer {
 	return &Printer{out: out, json: asJSON}
 }
 
+// WithToolOutput has the printer write what tools print to w (stderr, so
+// stdout stays the events), one line as it came.
+func (p *Printer) WithToolOutput(w io.Writer) *Printer {
+	p.tools = w
+	return p
+}
+
 // Event prints e; it is a workflow.EventSink.
 func (p *Printer) Event(e workflow.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
 		_ = json.NewEncoder(p.out).Encode(e)
+		return
+	}
+	if e.Kind == workflow.EventStepOutput {
+		if p.tools != nil {
+			fmt.Fprintln(p.tools, e.Output)
+		}
 		return
 	}
 	if line := p.line(e); line != "" {

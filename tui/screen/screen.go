@@ -119,8 +119,10 @@ func Wrap(s string, w int) []string {
 	return lines
 }
 
-// Short abbreviates a fingerprint, commit or digest for display.
-func Short(s string, n int) string {
+// Clip cuts s to n characters for a layout, "(none)" when empty; a digest
+// keeps its "sha256:" prefix. Commits and fingerprints are abbreviated with
+// workflow.ShortHash instead, the same everywhere.
+func Clip(s string, n int) string {
 	if s == "" {
 		return "(none)"
 	}

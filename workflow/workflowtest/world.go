@@ -119,6 +119,10 @@ func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author st
 	if err := t.W.gate(ctx); err != nil {
 		return workflow.PlanSummary{}, err
 	}
+	if w, ok := workflow.ToolOutput(ctx); ok {
+		// What Terraform prints first, so output reaches whoever listens.
+		fmt.Fprintf(w, "Initializing the backend...\n\nPlan: %d to add, 0 to change, 0 to destroy.\n", len(t.W.Changes))
+	}
 	t.W.mu.Lock()
 	defer t.W.mu.Unlock()
 	t.W.plans++

@@ -130,7 +130,7 @@ func (m Model) View() string {
 	label := func(s string) string { return th.Label.Render(fmt.Sprintf("%-10s ", s)) }
 	if m.app == nil {
 		lines = append(lines, th.Muted.Render("no application state yet: the watch starts after the promotion lands"))
-		lines = append(lines, label("Intended")+hash(intended)+th.Muted.Render(" running ")+screen.Short(digest, workflow.ShortLen))
+		lines = append(lines, label("Intended")+hash(intended)+th.Muted.Render(" running ")+screen.Clip(digest, workflow.ShortLen))
 		return screen.Fit(strings.Join(lines, "\n"), m.w, m.h)
 	}
 	a := m.app
@@ -230,7 +230,7 @@ func (m Model) facts(f finding.Finding, failed *workflow.AppNotConverged, intend
 	}
 	out := []string{
 		th.Err.Render(theme.IconFailed + " not converged: " + f.Message),
-		label("Intended revision") + hash(intended) + th.Muted.Render(" with "+screen.Short(digest, workflow.ShortLen)),
+		label("Intended revision") + hash(intended) + th.Muted.Render(" with "+screen.Clip(digest, workflow.ShortLen)),
 		label("Actual artifact") + actual,
 		label("Controller status") + controller,
 	}

@@ -153,7 +153,7 @@ func (m Model) body() []string {
 		if it.Outcome != report.OutcomeSucceeded {
 			style = th.Warn
 		}
-		lines = append(lines, fmt.Sprintf("%s %-7s %s %s", it.CreatedAt.UTC().Format("01-02"), screen.Short(it.Env, 7),
+		lines = append(lines, fmt.Sprintf("%s %-7s %s %s", it.CreatedAt.UTC().Format("01-02"), screen.Clip(it.Env, 7),
 			style.Render(bar(it.Staff.D(), top, barW)), screen.Duration(it.Staff.D())))
 	}
 
@@ -163,7 +163,7 @@ func (m Model) body() []string {
 		top = maxDur(top, s.Active.Total.D())
 	}
 	for _, s := range r.ByStep {
-		lines = append(lines, fmt.Sprintf("%-12s %s %s · wait %s", screen.Short(s.Step, 12),
+		lines = append(lines, fmt.Sprintf("%-12s %s %s · wait %s", screen.Clip(s.Step, 12),
 			th.Accent.Render(bar(s.Active.Total.D(), top, barW-8)), screen.Duration(s.Active.Total.D()), screen.Duration(s.Wait.D())))
 	}
 	return lines

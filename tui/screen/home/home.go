@@ -243,10 +243,10 @@ func (m Model) evidence() []string {
 				facts := e.Detail.Facts()
 				slices.SortStableFunc(facts, func(a, b finding.Fact) int { return strings.Compare(a.Name, b.Name) })
 				for _, f := range facts {
-					detail = append(detail, f.Name+"="+screen.Short(f.Value, 16))
+					detail = append(detail, f.Name+"="+screen.Clip(f.Value, 16))
 				}
 			}
-			line := th.Accent.Render(fmt.Sprintf("%-18s", string(e.Kind))) + " " + screen.Short(e.Subject, 16) + " " + th.Muted.Render(strings.Join(detail, " "))
+			line := th.Accent.Render(fmt.Sprintf("%-18s", string(e.Kind))) + " " + screen.Clip(e.Subject, 16) + " " + th.Muted.Render(strings.Join(detail, " "))
 			out = append(out, line)
 		}
 	}

@@ -67,6 +67,12 @@ type Model struct {
 	rows   []int
 	cursor int
 	offset int
+
+	// log is Terraform's output of this release's plan and apply steps,
+	// shown in place of the list while it runs or when the captain
+	// toggles it (showLog).
+	log     screen.LogPane
+	showLog bool
 }
 
 // planLoadedMsg is the result of loading a plan and counting its approvals.
@@ -121,6 +127,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 		return m.setRelease(msg.Release)
 	case screen.EventMsg:
+		m.logEvent(msg.Event)
 		if msg.Event.Release != nil {
 			return m.setRelease(msg.Event.Release)
 		}
@@ -142,7 +149,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.approveErr = msg.err
 		if msg.err == nil {
 			m.check = msg.check
-			note := fmt.Sprintf("approved plan %s as %s (%d/%d)", screen.Short(m.fp, 12), m.port.Actor(), len(msg.check.Counted), msg.check.Required)
+			note := fmt.Sprintf("approved plan %s as %s (%d/%d)", workflow.ShortHash(m.fp), m.port.Actor(), len(msg.check.Counted), msg.check.Required)
 			if msg.check.Satisfied() {
 				note += "; press r to resume"
 			}
@@ -153,6 +160,44 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	}
 	return m, nil
 }
+
+// logEvent adds a tool's output line of the plan or apply step to the log
+// pane, and marks where each of those steps starts.
+func (m *Model) logEvent(e workflow.Event) {
+	if e.Step != workflow.StepPlanReview && e.Step != workflow.StepApply {
+		return
+	}
+	switch e.Kind {
+	case workflow.EventStepOutput:
+		m.log.Append(e.Output)
+	case workflow.EventStepStarted:
+		if e.Step == workflow.StepPlanReview {
+			m.log.Reset()
+		}
+		m.log.Append(m.th.Accent.Render("── " + e.Step.Title() + " ──"))
+	}
+}
+
+// logShown reports whether the log pane takes the list's place: while no
+// plan is loaded yet (planning), while the apply runs, or when toggled.
+func (m Model) logShown() bool {
+	if m.showLog || m.plan == nil {
+		return true
+	}
+	step, _ := m.currentStep()
+	return m.running && step == workflow.StepApply
+}
+
+// currentStep is the release's first unfinished step.
+func (m Model) currentStep() (workflow.StepKind, bool) {
+	if m.release == nil {
+		return 0, false
+	}
+	return m.release.Current()
+}
+
+// Log is the log pane, for tests.
+func (m Model) Log() screen.LogPane { return m.log }
 
 // SetPlan shows p with its approvals; tests and benchmarks use it to skip
 // the ledger.
@@ -266,6 +311,16 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			return m, notice("apply not confirmed; the release waits here", false)
 		}
 		return m, nil
+	}
+	if key.Matches(msg, km.Plan.Log) {
+		m.showLog = !m.showLog
+		return m, nil
+	}
+	if m.logShown() && m.plan != nil || m.plan == nil && m.log.Len() > 0 {
+		if isScrollKey(msg, km.List) {
+			m.log.Scroll(msg, km.List, m.logHeight())
+			return m, nil
+		}
 	}
 	page := max(1, m.listHeight()-1)
 	switch {
@@ -405,7 +460,7 @@ func (m Model) FullHelp() [][]key.Binding {
 	km := m.keys()
 	return [][]key.Binding{
 		{km.List.Up, km.List.Down, km.List.PageUp, km.List.PageDown, km.List.Top, km.List.Bottom},
-		{km.Plan.Filter, km.Plan.ClearFilter, km.Plan.Approve, km.Plan.Continue, km.Plan.Confirm, km.Plan.Cancel},
+		{km.Plan.Filter, km.Plan.ClearFilter, km.Plan.Approve, km.Plan.Continue, km.Plan.Confirm, km.Plan.Cancel, km.Plan.Log},
 	}
 }
 
@@ -442,4 +497,9 @@ func NeedsReview(r *workflow.Release) bool {
 		}
 	}
 	return false
+}
+
+// isScrollKey reports whether msg is one of the list's moving keys.
+func isScrollKey(msg tea.KeyPressMsg, km keys.List) bool {
+	return key.Matches(msg, km.Up, km.Down, km.PageUp, km.PageDown, km.Top, km.Bottom)
 }

@@ -202,3 +202,51 @@ func TestNeedsReview(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, plan.NeedsReview(r))
 }
+
+// TestTerraformsOutputIsThePlanScreenWhilePlanningAndALogAfter: while the
+// plan step runs, Terraform's lines fill the screen (the newest at the
+// bottom); once the plan is shown, l brings them back, and scrolling reads
+// the older lines.
+func TestTerraformsOutputIsThePlanScreenWhilePlanningAndALogAfter(t *testing.T) {
+	t.Parallel()
+	m := plan.New(nil, theme.New(true), keys.Default())
+	m.SetSize(80, 12)
+	r := workflow.NewRelease("web-staging-x", "web", "staging", "registry.test/ci/web:1", "alice", fixture.T0)
+	m, _ = feed(t, m, screen.RunStateMsg{Running: true, Release: r})
+	m, _ = feed(t, m, screen.EventMsg{Event: workflow.Event{Kind: workflow.EventStepStarted, Step: workflow.StepPlanReview}})
+	for i := range 30 {
+		m, _ = feed(t, m, screen.EventMsg{Event: workflow.Event{Kind: workflow.EventStepOutput, Step: workflow.StepPlanReview, Output: fmt.Sprintf("terraform line %02d", i)}})
+	}
+	v := ansi.Strip(m.View())
+	require.Len(t, splitLines(v), 12, "the pane stays inside the screen")
+	require.Contains(t, v, "planning")
+	require.Contains(t, v, "terraform line 29", "the newest line is visible while it runs")
+	require.NotContains(t, v, "terraform line 10")
+	require.Contains(t, v, "31 line(s)")
+	require.Contains(t, v, "running")
+
+	m, _ = press(t, m, "up")
+	m, _ = press(t, m, "up")
+	v = ansi.Strip(m.View())
+	require.NotContains(t, v, "terraform line 29", "scrolled back")
+	require.Contains(t, v, "terraform line 27")
+	require.Contains(t, v, "2 newer below")
+	m, _ = press(t, m, "G")
+	require.Contains(t, ansi.Strip(m.View()), "terraform line 29", "G follows again")
+	require.Equal(t, 31, m.Log().Len())
+}
+
+// TestTheLogToggleShowsTerraformBesideAReviewedPlan: after planning, the
+// changes are the screen and l swaps in the log of the same run.
+func TestTheLogToggleShowsTerraformBesideAReviewedPlan(t *testing.T) {
+	t.Parallel()
+	m, _, _ := blockedAtReview(t, fixture.Policy{PlanApprovals: 1}, 120, 40)
+	m, _ = feed(t, m, screen.EventMsg{Event: workflow.Event{Kind: workflow.EventStepOutput, Step: workflow.StepPlanReview, Output: "Plan: 1 to add, 1 to change, 0 to destroy."}})
+	require.NotContains(t, ansi.Strip(m.View()), "Plan: 1 to add", "the review shows the changes")
+	m, _ = press(t, m, "l")
+	v := ansi.Strip(m.View())
+	require.Contains(t, v, "Plan: 1 to add, 1 to change, 0 to destroy.")
+	require.Contains(t, v, "Plan for staging", "the header stays")
+	m, _ = press(t, m, "l")
+	require.NotContains(t, ansi.Strip(m.View()), "Plan: 1 to add")
+}

@@ -59,19 +59,28 @@ func (m Model) View() string {
 	var b strings.Builder
 	switch {
 	case m.plan == nil && m.loadErr != nil:
-		b.WriteString(th.Err.Render("cannot load plan "+screen.Short(m.fp, 12)) + "\n" + th.Muted.Render(m.loadErr.Error()))
+		b.WriteString(th.Err.Render("cannot load plan "+workflow.ShortHash(m.fp)) + "\n" + th.Muted.Render(m.loadErr.Error()))
+		return screen.Fit(b.String(), m.w, m.h)
+	case m.plan == nil && m.log.Len() > 0:
+		// Planning: Terraform's output is the screen until the plan loads.
+		b.WriteString(th.Title.Render("Plan review") + th.Muted.Render(" · planning") + "\n\n")
+		b.WriteString(m.log.View(th, "Terraform", m.running, m.w, m.h-2))
 		return screen.Fit(b.String(), m.w, m.h)
 	case m.plan == nil && m.fp == "":
 		b.WriteString(th.Title.Render("Plan review") + "\n\n" + th.Muted.Render("No plan yet: the boundary stage plans after the ownership check."))
 		return screen.Fit(b.String(), m.w, m.h)
 	case m.plan == nil:
-		b.WriteString(th.Title.Render("Plan review") + "\n\n" + th.Muted.Render("loading plan "+screen.Short(m.fp, 12)+"…"))
+		b.WriteString(th.Title.Render("Plan review") + "\n\n" + th.Muted.Render("loading plan "+workflow.ShortHash(m.fp)+"…"))
 		return screen.Fit(b.String(), m.w, m.h)
 	}
 	header := m.header()
 	hh := strings.Count(header, "\n") + 1
 	b.WriteString(header)
 	b.WriteString("\n")
+	if m.logShown() {
+		b.WriteString(m.log.View(th, "Terraform", m.running, m.w, m.h-hh))
+		return screen.Fit(b.String(), m.w, m.h)
+	}
 	list := m.list()
 	if m.w >= wideLayout {
 		lw := m.listWidth()
@@ -95,7 +104,7 @@ func (m Model) View() string {
 func (m Model) header() string {
 	th, p := m.th, m.plan
 	lines := make([]string, 0, 4+maxStateLines)
-	title := th.Title.Render("Plan for "+p.Env) + th.Muted.Render(" · fingerprint ") + th.Accent.Render(screen.Short(p.Fingerprint, 12))
+	title := th.Title.Render("Plan for "+p.Env) + th.Muted.Render(" · fingerprint ") + th.Accent.Render(workflow.ShortHash(p.Fingerprint))
 	if p.Author != "" {
 		title += th.Muted.Render(" · by " + p.Author)
 	}
@@ -126,7 +135,7 @@ func (m Model) header() string {
 	case m.filter != "":
 		lines = append(lines, th.Muted.Render(fmt.Sprintf("filter %q: %d of %d changes (/ to edit, esc clears)", m.filter, len(m.rows), len(p.Changes))))
 	default:
-		lines = append(lines, th.Muted.Render(fmt.Sprintf("%d changes · bound to revision %s, state serial %d", len(m.rows), screen.Short(p.Inputs.Revision, 10), p.Inputs.StateSerial)))
+		lines = append(lines, th.Muted.Render(fmt.Sprintf("%d changes · bound to revision %s, state serial %d", len(m.rows), revOrNone(p.Inputs.Revision), p.Inputs.StateSerial)))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -176,7 +185,7 @@ func (m Model) stateLine() string {
 	switch {
 	case m.confirming:
 		c := m.plan.Counts
-		return th.Err.Render(fmt.Sprintf("Apply plan %s? It deletes %d and replaces %d resource(s). ", screen.Short(m.fp, 12), c.Delete, c.ReplaceDeleteFirst+c.ReplaceCreateFirst)) +
+		return th.Err.Render(fmt.Sprintf("Apply plan %s? It deletes %d and replaces %d resource(s). ", workflow.ShortHash(m.fp), c.Delete, c.ReplaceDeleteFirst+c.ReplaceCreateFirst)) +
 			th.Key.Render("y") + " apply  " + th.Key.Render("n") + " not now"
 	case m.approving:
 		return th.Muted.Render("recording approval…")
@@ -326,4 +335,21 @@ func value(v string, sensitive, unknown bool) string {
 		return "null"
 	}
 	return v
+}
+
+// revOrNone abbreviates a revision; "(none)" when the plan names none.
+func revOrNone(rev string) string {
+	if rev == "" {
+		return "(none)"
+	}
+	return workflow.ShortHash(rev)
+}
+
+// logHeight is the log pane's height: what the header leaves, or the whole
+// screen but the title while planning.
+func (m Model) logHeight() int {
+	if m.plan == nil {
+		return max(1, m.h-2)
+	}
+	return max(1, m.h-(strings.Count(m.header(), "\n")+1))
 }
