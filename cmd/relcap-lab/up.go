@@ -502,6 +502,9 @@ func argoComponents(v Variant, lab Lab, api argoAPI, bin func(string) string) []
 		// 3 min: this sets the controller's resync period and
 		// repo-server's cache of what a branch resolves to.
 		"ARGOCD_RECONCILIATION_TIMEOUT=" + ReconciliationTimeout.String(),
+		// 3.x adds up to 60 s of random delay to each of those resyncs
+		// (2.14: none), which made it notice a commit 10-30 s later.
+		"ARGOCD_RECONCILIATION_JITTER=0s",
 	}
 	redis, repo := loop(ports.Redis), loop(ports.RepoServer)
 	server := []string{
