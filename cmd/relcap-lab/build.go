@@ -221,7 +221,7 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 		run  func() error
 	}{
 		{"kubernetes " + v.Versions.Kubernetes + " (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)", func() error {
-			return goCmd(ctx, k8sSrc, nil, "build", "-o", dir+string(filepath.Separator),
+			return goCmd(ctx, k8sSrc, nil, "build", "-ldflags="+k8sVersionLDFlags(v.Versions.Kubernetes), "-o", dir+string(filepath.Separator),
 				"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
 				"k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kubectl")
 		}},
@@ -280,6 +280,19 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 	}
 	fmt.Fprintf(b.Log, "binaries: built into %s in %s\n", dir, since(start))
 	return dir, nil
+}
+
+// k8sVersionLDFlags links the version into Kubernetes binaries as its
+// release build does (hack/lib/version.sh): without it the apiserver says
+// v0.0.0-master, which Argo CD shows as the cluster's version.
+func k8sVersionLDFlags(version string) string {
+	major, minor, _ := strings.Cut(version, ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	var flags []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		flags = append(flags, "-X "+pkg+".gitVersion=v"+version, "-X "+pkg+".gitMajor="+major, "-X "+pkg+".gitMinor="+minor, "-X "+pkg+".gitTreeState=clean")
+	}
+	return strings.Join(flags, " ")
 }
 
 func toolchainNote(v Variant) string {

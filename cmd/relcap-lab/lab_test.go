@@ -76,6 +76,15 @@ func TestVersionsKeyTheCache(t *testing.T) {
 	require.Equal(t, "/c/bin/k8s-1.37.0-argocd-3.6.1-kwok-0.8.0", b.BinDir(), "each Argo CD version has a cache of its own")
 }
 
+func TestKubernetesVersionIsLinkedIn(t *testing.T) {
+	t.Parallel()
+	f := k8sVersionLDFlags("1.37.0")
+	for _, want := range []string{"-X k8s.io/component-base/version.gitVersion=v1.37.0", "-X k8s.io/component-base/version.gitMajor=1",
+		"-X k8s.io/component-base/version.gitMinor=37", "-X k8s.io/client-go/pkg/version.gitVersion=v1.37.0"} {
+		require.Contains(t, f, want)
+	}
+}
+
 func TestSelectVariantByMinorOrVersion(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{"": "2.14.21", "2.14": "2.14.21", "2.14.21": "2.14.21", "v2.14.21": "2.14.21", "3.6": "3.6.1", " 3.6.1 ": "3.6.1", "v3.6.1": "3.6.1"} {
