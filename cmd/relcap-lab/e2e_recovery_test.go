@@ -146,7 +146,7 @@ func testInterruptedReconciliation(t *testing.T, l *e2eLab, repo func(string) st
 	require.Less(t, took, 2*time.Minute, "named well before the timeout")
 	require.Contains(t, out, "convergence.reconciliation-stalled")
 	require.Contains(t, out, "Argo CD's application controller did not reconcile "+ArgoApp("staging")+" within 20s of a refresh request")
-	require.Contains(t, out, "so its status is frozen at sync Synced at "+head[:10]+", health Progressing")
+	require.Contains(t, out, "so its status is frozen at sync Synced at "+head[:12]+", health Progressing")
 	require.Contains(t, out, "next: check argocd-application-controller")
 	require.Contains(t, out, "relcap rollback")
 	// Cross-check: the lab reports the controller gone, and the

@@ -98,6 +98,16 @@ func startLab(t *testing.T) *e2eLab {
 	start := time.Now()
 	upErr := up.Run()
 	t.Cleanup(func() {
+		if t.Failed() {
+			// down removes the lab directory: keep the components' logs
+			// of a failed run for the post-mortem.
+			keep := filepath.Join(os.TempDir(), "relcap-e2e-logs-"+strconv.FormatInt(time.Now().Unix(), 10))
+			if out, err := exec.Command("cp", "-a", filepath.Join(l.dir, "logs"), keep).CombinedOutput(); err == nil {
+				t.Logf("the lab's logs are kept in %s", keep)
+			} else {
+				t.Logf("keeping the lab's logs: %v: %s", err, out)
+			}
+		}
 		out, err := exec.Command(l.lab, "down", "--dir", l.dir).CombinedOutput()
 		require.NoError(t, err, "relcap-lab down must stop everything and leave no port: %s", out)
 	})
