@@ -88,8 +88,21 @@ type ArgoCDTarget struct {
 	App       string
 	TokenEnv  string
 	PlainText bool
-	Insecure  bool
-	GRPCWeb   bool
+	// Insecure skips verification of the server's certificate.
+	Insecure bool
+	// CAFile is a PEM file of the certificate authorities the server's
+	// certificate is checked against (a private CA), instead of the
+	// system's; absolute.
+	CAFile string
+	// ClientCertFile and ClientKeyFile are a client certificate and its
+	// key, for servers that ask for one (mutual TLS); absolute.
+	ClientCertFile, ClientKeyFile string
+	// GRPCWeb tunnels gRPC through HTTP/1.1 for ingresses and proxies
+	// that do not pass HTTP/2.
+	GRPCWeb bool
+	// PathPrefix is the path Argo CD is served under behind an ingress
+	// (its --rootpath), e.g. "/argo-cd"; it implies gRPC-Web.
+	PathPrefix string
 }
 
 // ApprovalPolicy says how many approvals each decision needs and whether the

@@ -9,6 +9,8 @@ package argocd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -19,11 +21,18 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient"
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
+	"github.com/argoproj/argo-cd/v2/pkg/apiclient/version"
 
 	"github.com/relcap/relcap/workflow"
 )
@@ -69,9 +78,20 @@ type Options struct {
 	PlainText bool
 	// Insecure skips verification of the server's TLS certificate.
 	Insecure bool
-	// GRPCWeb tunnels gRPC through HTTP/1.1 for proxies that do not pass
-	// HTTP/2.
+	// CAFile is a PEM file of certificate authorities trusted for the
+	// server's certificate, beside the system's (a private CA).
+	CAFile string
+	// ClientCertFile and ClientKeyFile are a client certificate and its
+	// key, for a server that asks for one.
+	ClientCertFile, ClientKeyFile string
+	// GRPCWeb tunnels gRPC through HTTP/1.1 for ingresses that do not
+	// pass HTTP/2 (through argo-cd's apiclient, which goes through an
+	// HTTP proxy only for plaintext servers). Native gRPC goes through an
+	// HTTP(S) proxy of the environment ($HTTPS_PROXY, $NO_PROXY).
 	GRPCWeb bool
+	// PathPrefix is the path Argo CD is served under (--rootpath); it
+	// implies gRPC-Web.
+	PathPrefix string
 	// Timeout bounds connecting and every unary call; default 10s. Watch
 	// streams are bounded only by their context.
 	Timeout time.Duration
@@ -88,7 +108,8 @@ type Options struct {
 // $ARGOCD_AUTH_TOKEN. getenv is os.Getenv outside tests. A missing value
 // is an error wrapping workflow.ErrUsage that names what to set.
 func OptionsFor(target workflow.ArgoCDTarget, getenv func(string) string) (Options, error) {
-	o := Options{Server: target.Server, PlainText: target.PlainText, Insecure: target.Insecure, GRPCWeb: target.GRPCWeb, TokenEnv: target.TokenEnv}
+	o := Options{Server: target.Server, PlainText: target.PlainText, Insecure: target.Insecure, GRPCWeb: target.GRPCWeb, TokenEnv: target.TokenEnv,
+		CAFile: target.CAFile, ClientCertFile: target.ClientCertFile, ClientKeyFile: target.ClientKeyFile, PathPrefix: target.PathPrefix}
 	if o.TokenEnv == "" {
 		o.TokenEnv = EnvAuthToken
 	}
@@ -132,6 +153,22 @@ func New(opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	opts.PlainText = opts.PlainText || plain
+	switch {
+	case (opts.ClientCertFile == "") != (opts.ClientKeyFile == ""):
+		return nil, fmt.Errorf("%w: argo cd at %s: a client certificate needs both its certificate and its key file", workflow.ErrUsage, server)
+	case opts.PlainText && (opts.CAFile != "" || opts.ClientCertFile != ""):
+		return nil, fmt.Errorf("%w: argo cd at %s: plaintext talks without TLS, so a CA file or client certificate would not be used", workflow.ErrUsage, server)
+	case opts.PathPrefix != "" && !strings.HasPrefix(opts.PathPrefix, "/"):
+		return nil, fmt.Errorf("%w: argo cd at %s: path prefix %q must start with /", workflow.ErrUsage, server, opts.PathPrefix)
+	}
+	for _, f := range []string{opts.CAFile, opts.ClientCertFile, opts.ClientKeyFile} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("%w: argo cd at %s: %w", workflow.ErrUsage, server, err)
+		}
+	}
 	if opts.TokenEnv == "" {
 		opts.TokenEnv = EnvAuthToken
 	}
@@ -251,6 +288,101 @@ func (a *Adapter) connectOnce() (application.ApplicationServiceClient, io.Closer
 	if err := a.probe(ctx); err != nil {
 		return nil, nil, err
 	}
+	if a.opts.GRPCWeb || a.opts.PathPrefix != "" {
+		return a.connectGRPCWeb(ctx)
+	}
+	return a.connectGRPC(ctx)
+}
+
+// connectGRPC dials Argo CD's gRPC API (HTTP/2) with grpc-go's own
+// dialer, which goes through an HTTP(S) proxy of the environment
+// ($HTTPS_PROXY, CONNECT, unless $NO_PROXY names the server), and checks
+// the connection with one Version call, so a wrong certificate or an
+// unreachable server is reported now, within ctx. The service clients are
+// argo-cd's own (pkg/apiclient/application); only the connection is made
+// here, because apiclient's dialer honours no HTTP proxy.
+func (a *Adapter) connectGRPC(ctx context.Context) (application.ApplicationServiceClient, io.Closer, error) {
+	creds := insecure.NewCredentials()
+	if !a.opts.PlainText {
+		cfg, err := a.tlsConfig()
+		if err != nil {
+			return nil, nil, err
+		}
+		creds = credentials.NewTLS(cfg)
+	}
+	conn, err := grpc.NewClient(a.server,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithPerRPCCredentials(tokenCredentials{token: a.opts.AuthToken, tls: !a.opts.PlainText}),
+		grpc.WithUserAgent("relcap"),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(apiclient.MaxGRPCMessageSize), grpc.MaxCallSendMsgSize(apiclient.MaxGRPCMessageSize)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, PermitWithoutStream: true}),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, connectHint(err))
+	}
+	if _, err := version.NewVersionServiceClient(conn).Version(ctx, &emptypb.Empty{}); err != nil {
+		_ = conn.Close()
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("%w at %s: no answer within %s", ErrUnreachable, a.server, a.opts.Timeout)
+		}
+		msg := err.Error()
+		if st, ok := status.FromError(err); ok {
+			msg = st.Message()
+		}
+		return nil, nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, connectHint(errors.New(msg)))
+	}
+	return application.NewApplicationServiceClient(conn), conn, nil
+}
+
+// tlsConfig is the TLS client configuration: the system's roots plus the
+// CA file, the client certificate, or no verification when Insecure.
+func (a *Adapter) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: a.opts.Insecure} //nolint:gosec // only when argocd.insecure says so
+	if a.opts.CAFile != "" {
+		pem, err := os.ReadFile(a.opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: argo cd at %s: CA file: %w", workflow.ErrUsage, a.server, err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: argo cd at %s: CA file %s holds no PEM certificate", workflow.ErrUsage, a.server, a.opts.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if a.opts.ClientCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(a.opts.ClientCertFile, a.opts.ClientKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: argo cd at %s: client certificate: %w", workflow.ErrUsage, a.server, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// tokenCredentials sends the Argo CD token with every call, as argo-cd's
+// own client does (metadata key "token").
+type tokenCredentials struct {
+	token string
+	tls   bool
+}
+
+func (c tokenCredentials) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{apiclient.MetaDataTokenKey: c.token}, nil
+}
+
+// RequireTransportSecurity is false over plaintext, which argocd-server
+// --insecure is.
+func (c tokenCredentials) RequireTransportSecurity() bool { return c.tls }
+
+// connectGRPCWeb connects through argo-cd's apiclient, which tunnels gRPC
+// in HTTP/1.1 requests (gRPC-Web) to servers behind ingresses that do not
+// pass HTTP/2, under the server's root path. apiclient dials with
+// context.Background(), so it runs in a goroutine that is abandoned, and
+// closes what it opened, if it does not answer within ctx.
+func (a *Adapter) connectGRPCWeb(ctx context.Context) (application.ApplicationServiceClient, io.Closer, error) {
 	type result struct {
 		apps application.ApplicationServiceClient
 		conn io.Closer
@@ -259,12 +391,16 @@ func (a *Adapter) connectOnce() (application.ApplicationServiceClient, io.Closer
 	done := make(chan result, 1)
 	go func() {
 		c, err := apiclient.NewClient(&apiclient.ClientOptions{
-			ServerAddr: a.server,
-			AuthToken:  a.opts.AuthToken,
-			PlainText:  a.opts.PlainText,
-			Insecure:   a.opts.Insecure,
-			GRPCWeb:    a.opts.GRPCWeb,
-			UserAgent:  "relcap",
+			ServerAddr:        a.server,
+			AuthToken:         a.opts.AuthToken,
+			PlainText:         a.opts.PlainText,
+			Insecure:          a.opts.Insecure,
+			CertFile:          a.opts.CAFile,
+			ClientCertFile:    a.opts.ClientCertFile,
+			ClientCertKeyFile: a.opts.ClientKeyFile,
+			GRPCWeb:           true,
+			GRPCWebRootPath:   strings.TrimPrefix(a.opts.PathPrefix, "/"),
+			UserAgent:         "relcap",
 			// An empty ConfigPath keeps ~/.config/argocd out of it: the
 			// server and token are the ones relcap was given.
 		})
@@ -294,12 +430,27 @@ func (a *Adapter) connectOnce() (application.ApplicationServiceClient, io.Closer
 	}
 }
 
+// viaHTTPProxy reports whether an HTTP(S) proxy of the environment
+// ($HTTPS_PROXY, or $HTTP_PROXY for plaintext, unless $NO_PROXY excludes
+// the server) stands between relcap and the server, as the argocd CLI's
+// gRPC-Web client would use it.
+func (a *Adapter) viaHTTPProxy() bool {
+	scheme := "https"
+	if a.opts.PlainText {
+		scheme = "http"
+	}
+	u, err := httpproxy.FromEnvironment().ProxyFunc()(&url.URL{Scheme: scheme, Host: a.server})
+	return err == nil && u != nil
+}
+
 // probe dials the server's TCP port before apiclient does, so the common
 // unreachable cases (refused, filtered, unknown host) fail within ctx and
-// leave no goroutine behind. It is skipped when a SOCKS proxy is
-// configured, which apiclient's dialer honours and a plain dial would not.
+// leave no goroutine behind. It is skipped when a proxy stands between
+// relcap and the server: a SOCKS proxy (apiclient's gRPC dialer honours
+// $ALL_PROXY) or an HTTP one (then relcap speaks gRPC-Web through it), which
+// a direct dial would bypass.
 func (a *Adapter) probe(ctx context.Context) error {
-	if os.Getenv("ALL_PROXY") != "" || os.Getenv("all_proxy") != "" {
+	if os.Getenv("ALL_PROXY") != "" || os.Getenv("all_proxy") != "" || a.viaHTTPProxy() {
 		return nil
 	}
 	addr := a.server
@@ -324,7 +475,7 @@ func connectHint(err error) string {
 	case strings.Contains(msg, "first record does not look like a TLS handshake"):
 		return msg + " (the server speaks plaintext: set argocd.plaintext: true)"
 	case strings.Contains(msg, "x509:") || strings.Contains(msg, "certificate"):
-		return msg + " (trust the server's CA, or set argocd.insecure: true to skip verification)"
+		return msg + " (set argocd.ca_file to the CA that signed the server's certificate, or argocd.insecure: true to skip verification)"
 	}
 	return msg
 }

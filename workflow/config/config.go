@@ -37,7 +37,7 @@ var (
 	terraformKeys = []string{"dir", "workspace", "var_files", "binary"}
 	registryKeys  = []string{"repository", "require_signature"}
 	envRepoKeys   = []string{"path", "branch", "file", "image", "format", "values_path"}
-	argoCDKeys    = []string{"server", "app", "token_env", "plaintext", "insecure", "grpc_web"}
+	argoCDKeys    = []string{"server", "app", "token_env", "plaintext", "insecure", "ca_file", "client_cert_file", "client_key_file", "grpc_web", "path_prefix"}
 	approvalKeys  = []string{"plan", "promotion", "distinct_from_author"}
 	classifyKeys  = []string{"identity", "data_service"}
 	effortKeys    = []string{"idle_threshold", "baseline_hours_per_release"}
@@ -303,7 +303,7 @@ func (p *parser) environment(n *yaml.Node, field string, o options, seen map[str
 		env.EnvRepo = er.envRepo(o)
 	}
 	if ac, ok := m.reqSub("argocd", argoCDKeys); ok {
-		env.ArgoCD = ac.argoCD()
+		env.ArgoCD = ac.argoCD(o)
 	}
 	if ap, ok := m.sub("approvals", approvalKeys); ok {
 		env.Approvals.Plan, _ = ap.nonNegInt("plan")
@@ -425,7 +425,7 @@ func (m *mapNode) envRepo(o options) workflow.EnvRepoTarget {
 	return t
 }
 
-func (m *mapNode) argoCD() workflow.ArgoCDTarget {
+func (m *mapNode) argoCD(o options) workflow.ArgoCDTarget {
 	t := workflow.ArgoCDTarget{TokenEnv: DefaultTokenEnv}
 	// server may be left out: like the argocd CLI, relcap then reads
 	// $ARGOCD_SERVER when it connects.
@@ -445,6 +445,33 @@ func (m *mapNode) argoCD() workflow.ArgoCDTarget {
 	t.PlainText = m.boolean("plaintext")
 	t.Insecure = m.boolean("insecure")
 	t.GRPCWeb = m.boolean("grpc_web")
+	// Certificate files are relative to relcap.yaml, like every path.
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"ca_file", &t.CAFile}, {"client_cert_file", &t.ClientCertFile}, {"client_key_file", &t.ClientKeyFile}} {
+		if v, n := m.str(f.key); n != nil {
+			*f.dst = resolvePath(o.dir, v)
+			m.p.checkPath(o, n, join(m.path, f.key), *f.dst, false, "create it or fix the path (relative to relcap.yaml)")
+		}
+	}
+	certNode, keyNode := m.valueNode("client_cert_file"), m.valueNode("client_key_file")
+	switch {
+	case certNode != nil && keyNode == nil:
+		m.p.add(certNode, join(m.path, "client_cert_file"), "needs client_key_file too: a client certificate is a certificate and its key")
+	case keyNode != nil && certNode == nil:
+		m.p.add(keyNode, join(m.path, "client_key_file"), "needs client_cert_file too: a client certificate is a certificate and its key")
+	}
+	if t.PlainText && (t.CAFile != "" || t.ClientCertFile != "") {
+		m.p.add(m.valueNode("plaintext"), join(m.path, "plaintext"), "plaintext talks without TLS, so ca_file and client certificates would not be used; remove one or the other")
+	}
+	if p, n := m.str("path_prefix"); n != nil {
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " ?#") {
+			m.p.add(n, join(m.path, "path_prefix"), "want the path Argo CD is served under, starting with /, e.g. /argo-cd, got %s", quote(p))
+		} else {
+			t.PathPrefix = strings.TrimRight(p, "/")
+		}
+	}
 	return t
 }
 

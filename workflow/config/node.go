@@ -298,6 +298,15 @@ func (m *mapNode) get(key string) (entry, bool) {
 	return e, true
 }
 
+// valueNode is key's value, nil when absent or null, for reporting a
+// problem at it.
+func (m *mapNode) valueNode(key string) *yaml.Node {
+	if e, ok := m.get(key); ok {
+		return e.val
+	}
+	return nil
+}
+
 // require reports a missing or null required key and returns whether it is
 // usable.
 func (m *mapNode) require(key, hint string) (entry, bool) {

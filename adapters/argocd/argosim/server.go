@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/settings"
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/version"
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	"github.com/improbable-eng/grpc-web/go/grpcweb"
 )
 
 // Name is how the simulator names itself in versions, messages and errors.
@@ -48,6 +50,17 @@ type Config struct {
 	PollInterval time.Duration
 	// Logf receives one line per notable event; nil discards them.
 	Logf func(format string, args ...any)
+	// TLS, when set, serves the API over TLS with this configuration (a
+	// certificate of a test CA), as argocd-server does without --insecure,
+	// and then also answers gRPC-Web, as argocd-server does.
+	TLS *tls.Config
+	// PathPrefix is the path the API is served under for gRPC-Web
+	// (argocd-server's --rootpath), e.g. "/argo-cd"; needs TLS.
+	PathPrefix string
+	// Listen is the address to listen on; empty means 127.0.0.1 on a
+	// free port. (Proxies are never used for loopback, so a test of one
+	// listens on another address of the machine.)
+	Listen string
 }
 
 // Server is a running (or not yet started) Argo CD API simulator. Its
@@ -70,6 +83,7 @@ type Server struct {
 	ctx            context.Context
 	cancel         context.CancelFunc
 	grpc           *grpc.Server
+	http           *http.Server // serving TLS, when Config.TLS is set
 	addr           string
 	wg             sync.WaitGroup
 }
@@ -106,7 +120,8 @@ func (s *Server) Addr() string {
 	return s.addr
 }
 
-// Start listens on 127.0.0.1 (plaintext gRPC, a free port), starts the
+// Start listens on 127.0.0.1 (or Config.Listen; plaintext gRPC unless
+// Config.TLS, a free port), starts the
 // reconcilers of the applications added so far and returns the address
 // for apiclient's ServerAddr. The simulator stops when ctx ends or Stop
 // is called.
@@ -117,7 +132,11 @@ func (s *Server) Start(ctx context.Context) (string, error) {
 		return "", errors.New("argosim: already started")
 	}
 	var lc net.ListenConfig
-	lis, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	listen := s.cfg.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	lis, err := lc.Listen(ctx, "tcp", listen)
 	if err != nil {
 		return "", fmt.Errorf("argosim: listen: %w", err)
 	}
@@ -128,11 +147,15 @@ func (s *Server) Start(ctx context.Context) (string, error) {
 	application.RegisterApplicationServiceServer(s.grpc, &appService{s: s})
 	version.RegisterVersionServiceServer(s.grpc, &versionService{})
 	settings.RegisterSettingsServiceServer(s.grpc, &settingsService{s: s})
-	s.wg.Go(func() {
-		if err := s.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			s.cfg.Logf("argosim: serve: %v", err)
-		}
-	})
+	if s.cfg.TLS != nil {
+		s.serveTLS(lis)
+	} else {
+		s.wg.Go(func() {
+			if err := s.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				s.cfg.Logf("argosim: serve: %v", err)
+			}
+		})
+	}
 	for _, a := range s.apps {
 		s.startReconciler(a)
 	}
@@ -140,6 +163,38 @@ func (s *Server) Start(ctx context.Context) (string, error) {
 	context.AfterFunc(s.ctx, func() { s.grpc.Stop() })
 	s.cfg.Logf("%s listening on %s", Name, s.addr)
 	return s.addr, nil
+}
+
+// serveTLS serves native gRPC (HTTP/2) and gRPC-Web (HTTP/1.1, under
+// PathPrefix) on one TLS listener, as argocd-server does.
+func (s *Server) serveTLS(lis net.Listener) {
+	web := grpcweb.WrapServer(s.grpc)
+	prefix := strings.TrimRight(s.cfg.PathPrefix, "/")
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if web.IsGrpcWebRequest(r) {
+				if prefix != "" {
+					if !strings.HasPrefix(r.URL.Path, prefix+"/") {
+						http.NotFound(w, r)
+						return
+					}
+					r.URL.Path = strings.TrimPrefix(r.URL.Path, prefix)
+				}
+				web.ServeHTTP(w, r)
+				return
+			}
+			s.grpc.ServeHTTP(w, r)
+		}),
+		TLSConfig:         s.cfg.TLS.Clone(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	s.http = srv
+	s.wg.Go(func() {
+		if err := srv.ServeTLS(lis, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.cfg.Logf("argosim: serve: %v", err)
+		}
+	})
+	context.AfterFunc(s.ctx, func() { _ = srv.Close() })
 }
 
 // Stop closes every connection and stream and waits for the reconcilers.
@@ -155,6 +210,9 @@ func (s *Server) Stop() {
 	s.cancel()
 	s.mu.Unlock()
 	s.grpc.Stop()
+	if s.http != nil {
+		_ = s.http.Close()
+	}
 	s.wg.Wait()
 }
 
