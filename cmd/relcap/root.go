@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -196,6 +197,9 @@ func (a *app) xdgHome(variable, fallback string) (string, error) {
 
 func (a *app) ledgerPath() (string, error) {
 	if a.flags.ledger != "" {
+		if err := checkLedgerPath(a.flags.ledger); err != nil {
+			return "", err
+		}
 		return filepath.Abs(a.flags.ledger)
 	}
 	d, err := a.dataHome()
@@ -322,4 +326,27 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// checkLedgerPath refuses a --ledger value that is a URL: this version of
+// relcap keeps its ledger in an SQLite file, and a URL taken as a path
+// would create a directory named after it (a password in its name).
+func checkLedgerPath(v string) error {
+	scheme, _, isURL := strings.Cut(v, "://")
+	if !isURL || strings.ContainsAny(scheme, `/\`) {
+		return nil
+	}
+	return usageError{fmt.Errorf("--ledger %s: a %s:// ledger is not supported by this version of relcap; give the path of an SQLite file (default $XDG_DATA_HOME/relcap/ledger.db)",
+		redactURL(v), scheme)}
+}
+
+// redactURL hides the password of a URL, for messages.
+func redactURL(v string) string {
+	if u, err := url.Parse(v); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		return u.String()
+	}
+	return v
 }
