@@ -21,8 +21,18 @@ func (s *Service) ApprovePlan(ctx context.Context, fingerprint, comment string) 
 	if err != nil {
 		return Approval{}, ApprovalCheck{}, err
 	}
-	return s.approve(ctx, env.Approvals.Rule(ApprovePlan), plan.Author,
+	a, check, err := s.approve(ctx, env.Approvals.Rule(ApprovePlan), plan.Author,
 		Approval{Kind: ApprovePlan, Subject: fingerprint, Env: plan.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now()})
+	if err != nil {
+		return a, check, err
+	}
+	// The plan is a release's: the approver's session worked on it.
+	if r, err := s.ReleaseOfPlan(ctx, fingerprint); err != nil {
+		return a, check, err
+	} else if r != nil {
+		return a, check, s.linkSession(ctx, r.ID)
+	}
+	return a, check, nil
 }
 
 // ApproveRelease records d.Actor's approval of a release's promotion.

@@ -59,6 +59,14 @@ type ReleaseStarted struct {
 	ForceUnverified string      `json:"force_unverified"`
 }
 
+// ReleaseImageSet: a release started without its image (by relcap plan)
+// was given it by relcap promote.
+type ReleaseImageSet struct {
+	Release         string `json:"release"`
+	Image           string `json:"image"`
+	ForceUnverified string `json:"force_unverified,omitempty"`
+}
+
 // StepStarted: a step began (again, when Resumed or Attempt > 1).
 type StepStarted struct {
 	Release string `json:"release"`
@@ -346,6 +354,7 @@ const (
 	KindSessionClosed            journal.Kind = "session.closed"
 	KindScreenRecorded           journal.Kind = "screen.recorded"
 	KindReleaseStarted           journal.Kind = "release.started"
+	KindReleaseImageSet          journal.Kind = "release.image-set"
 	KindStepStarted              journal.Kind = "step.started"
 	KindStepFinished             journal.Kind = "step.finished"
 	KindStepOutput               journal.Kind = "step.output"
@@ -390,6 +399,7 @@ func (SessionRelease) JournalKind() journal.Kind           { return KindSessionR
 func (SessionClosed) JournalKind() journal.Kind            { return KindSessionClosed }
 func (ScreenRecorded) JournalKind() journal.Kind           { return KindScreenRecorded }
 func (ReleaseStarted) JournalKind() journal.Kind           { return KindReleaseStarted }
+func (ReleaseImageSet) JournalKind() journal.Kind          { return KindReleaseImageSet }
 func (StepStarted) JournalKind() journal.Kind              { return KindStepStarted }
 func (StepFinished) JournalKind() journal.Kind             { return KindStepFinished }
 func (StepOutput) JournalKind() journal.Kind               { return KindStepOutput }

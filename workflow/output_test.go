@@ -1,13 +1,16 @@
 package workflow_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -42,23 +45,36 @@ func TestToolOutputBecomesEventsAndIsJournaled(t *testing.T) {
 	require.Equal(t, []workflow.StepOutput{{Release: r.ID, Step: "plan-review", Lines: lines}}, journaled)
 }
 
-// TestToolOutputOfACommandGoesToItsWriter: relcap plan prints Terraform's
-// progress where the command says (stderr) and journals it.
+// printingSource is an ownership source that prints as Terraform does.
+type printingSource struct{}
+
+func (printingSource) ManagedObjects(ctx context.Context, _ workflow.Environment) ([]ownership.ManagedObject, error) {
+	if w, ok := workflow.ToolOutput(ctx); ok {
+		fmt.Fprint(w, "Initializing the backend...\n")
+	}
+	return nil, nil
+}
+
+// TestToolOutputOfACommandGoesToItsWriter: relcap ownership check prints
+// Terraform's progress where the command says (stderr) and journals it;
+// the cockpit's setting prints nothing and still journals.
 func TestToolOutputOfACommandGoesToItsWriter(t *testing.T) {
 	t.Parallel()
 	clock := workflowtest.NewClock(t0)
-	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
-	p := newProcess(t, testProject(1), w, l, clock, "alice")
+	j := workflowtest.NewJournal(clock, "alice")
 	var stderr strings.Builder
-	p.svc.SetToolOutput(&stderr)
-	_, err := p.svc.PlanEnv(t.Context(), "staging")
+	svc, err := workflow.NewService(workflow.Deps{Project: testProject(0), Ledger: workflowtest.NewLedger(), Journal: j, Clock: clock, Actor: "alice",
+		Ownership: []workflow.OwnershipSource{printingSource{}}, ToolOutput: &stderr})
 	require.NoError(t, err)
-	require.Equal(t, "Initializing the backend...\n\nPlan: 1 to add, 0 to change, 0 to destroy.\n", stderr.String())
-	require.Contains(t, p.journal.Kinds(), string(workflow.KindStepOutput))
+	_, err = svc.CheckOwnershipEnv(t.Context(), "staging")
+	require.NoError(t, err)
+	require.Equal(t, "Initializing the backend...\n", stderr.String())
+	require.Contains(t, j.Kinds(), string(workflow.KindStepOutput))
 
-	p.svc.SetToolOutput(nil)
+	svc.SetToolOutput(nil)
 	stderr.Reset()
-	_, err = p.svc.PlanEnv(t.Context(), "staging")
+	_, err = svc.CheckOwnershipEnv(t.Context(), "staging")
 	require.NoError(t, err)
-	require.Empty(t, stderr.String(), "the cockpit's setting: nothing printed, still journaled")
+	require.Empty(t, stderr.String())
+	require.Equal(t, 2, strings.Count(strings.Join(j.Kinds(), " "), string(workflow.KindStepOutput)), "journaled either way")
 }

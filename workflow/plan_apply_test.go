@@ -16,11 +16,12 @@ func TestApplyPlanNeedsApprovalsOfThatExactPlanAndAppliesOnce(t *testing.T) {
 	alice := newProcess(t, testProject(1), w, l, clock, "alice")
 	bob := newProcess(t, testProject(1), w, l, clock, "bob")
 
-	plan, err := alice.svc.PlanEnv(ctx, "staging")
+	out, err := alice.svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
 	require.NoError(t, err)
+	plan := out.Plan
 	require.NotEmpty(t, plan.Fingerprint)
 
-	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint)
+	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
 	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
 	require.Contains(t, err.Error(), "relcap approve --plan "+plan.Fingerprint)
 	require.Equal(t, 0, w.Applies)
@@ -30,15 +31,18 @@ func TestApplyPlanNeedsApprovalsOfThatExactPlanAndAppliesOnce(t *testing.T) {
 	_, _, err = bob.svc.ApprovePlan(ctx, plan.Fingerprint, "ok")
 	require.NoError(t, err)
 
-	res, _, err := alice.svc.ApplyPlan(ctx, plan.Fingerprint)
+	res, _, err := alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, res.StateSerial)
 	require.Equal(t, 1, w.Applies)
 
-	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint)
+	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
 	require.ErrorIs(t, err, workflow.ErrStalePlan, "an applied plan is not applied again")
 	require.Equal(t, 1, w.Applies)
-	require.Contains(t, alice.journal.Kinds(), "apply.done")
+	r, err := l.LoadRelease(ctx, out.Release.ID)
+	require.NoError(t, err)
+	require.Equal(t, workflow.Succeeded, r.Step(workflow.StepApply).Status, "the apply is the release's step")
+	require.EqualValues(t, 2, r.Checkpoints.Applied.StateSerial)
 }
 
 func TestApplyPlanRefusesAStalePlanWithTheInstructionToPlanAgain(t *testing.T) {
@@ -46,10 +50,11 @@ func TestApplyPlanRefusesAStalePlanWithTheInstructionToPlanAgain(t *testing.T) {
 	ctx := t.Context()
 	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
 	alice := newProcess(t, testProject(0), w, l, clock, "alice")
-	plan, err := alice.svc.PlanEnv(ctx, "staging")
+	out, err := alice.svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
 	require.NoError(t, err)
+	plan := out.Plan
 	w.StateSerial++ // someone applied something else meanwhile
-	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint)
+	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
 	require.ErrorIs(t, err, workflow.ErrStalePlan)
 	require.Contains(t, err.Error(), "relcap plan --env staging again")
 	require.Equal(t, 0, w.Applies)

@@ -21,6 +21,9 @@ type StartRequest struct {
 	// ForceUnverified is the reason to promote a digest that has not
 	// converged in the previous environment; empty means the policy holds.
 	ForceUnverified string
+	// allowNoImage lets OpenRelease start a release whose image comes
+	// later, at relcap promote (relcap plan starts it).
+	allowNoImage bool
 }
 
 // Start creates and persists a new release without running it, and links
@@ -29,7 +32,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 	if _, err := s.d.Project.Env(req.Env); err != nil {
 		return nil, err
 	}
-	if req.Image == "" {
+	if req.Image == "" && !req.allowNoImage {
 		return nil, fmt.Errorf("%w: no image: pass --image REF (a tag or digest reference)", ErrUsage)
 	}
 	now := s.d.Clock.Now()
@@ -66,8 +69,9 @@ func (s *Service) Run(ctx context.Context, id string, sink EventSink) (*Release,
 	return s.RunUntil(ctx, id, sink, StepConvergence)
 }
 
-// RunUntil is Run that stops after the step last (relcap promote stops after
-// the decision; relcap converge or resume take the release on).
+// RunUntil is Run that stops after the step last and never runs a later
+// one (relcap plan stops after plan review, relcap promote after the
+// decision; relcap converge or resume take the release on).
 func (s *Service) RunUntil(ctx context.Context, id string, sink EventSink, last StepKind) (_ *Release, err error) {
 	r, err := s.d.Ledger.LoadRelease(ctx, id)
 	if err != nil {
@@ -91,14 +95,16 @@ func (s *Service) RunUntil(ctx context.Context, id string, sink EventSink, last 
 		r.Status = ReleaseInProgress
 	}
 	for _, k := range StepKinds {
+		if k > last {
+			// Never past last: relcap apply of an applied plan must not
+			// go on to promote.
+			return r.Clone(), nil
+		}
 		if r.Step(k).Status.Done() {
 			continue
 		}
 		if err := run.step(ctx, k); err != nil {
 			return r.Clone(), err
-		}
-		if k == last && k != StepConvergence {
-			return r.Clone(), nil
 		}
 	}
 	now := s.d.Clock.Now()

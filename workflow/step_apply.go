@@ -44,7 +44,7 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		// the old fingerprint do not carry over.
 		run.r.Step(StepPlanReview).Status = Pending
 		run.r.Checkpoints.Fingerprint = ""
-		msg := fmt.Sprintf("plan %s is stale: %v; plan and approve again with relcap resume %s", ShortHash(fp), err, run.r.ID)
+		msg := fmt.Sprintf("plan %s is stale: %v; run relcap plan --env %s again (or relcap resume %s) and have the new fingerprint approved", ShortHash(fp), err, run.env.Name, run.r.ID)
 		return blocked(ErrStalePlan, msg, nil), nil
 	case errors.Is(err, ErrBlocked):
 		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
@@ -65,9 +65,17 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 }
 
 // ApplyPlan applies exactly the plan with this fingerprint (relcap apply),
-// only if it is approved per the environment's policy and not stale.
-func (s *Service) ApplyPlan(ctx context.Context, fingerprint string) (ApplyResult, PlanSummary, error) {
+// only if it is approved per the environment's policy and not stale. When
+// the plan is an open release's, the release runs up to and through its
+// apply step (events to sink), so the apply is in its step history;
+// otherwise the plan is applied on its own.
+func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventSink) (ApplyResult, PlanSummary, error) {
 	d := s.d
+	if r, err := s.ReleaseOfPlan(ctx, fingerprint); err != nil {
+		return ApplyResult{}, PlanSummary{}, err
+	} else if r != nil && open(r) {
+		return s.applyRelease(ctx, r, fingerprint, sink)
+	}
 	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
 	if errors.Is(err, ErrNotFound) {
 		return ApplyResult{}, plan, fmt.Errorf("%w: no plan with fingerprint %s: run relcap plan --env ENV first", ErrUsage, fingerprint)
@@ -120,6 +128,30 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string) (ApplyResul
 		return res, plan, fmt.Errorf("plan %s was applied but the ledger could not record it: %w", ShortHash(fingerprint), err)
 	}
 	return res, plan, s.journal(jctx, ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied})
+}
+
+// applyRelease runs release r through its apply step for relcap apply.
+func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint string, sink EventSink) (ApplyResult, PlanSummary, error) {
+	plan, err := s.d.Ledger.LoadPlan(ctx, fingerprint)
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	if !plan.AppliedAt.IsZero() || r.Step(StepApply).Status.Done() {
+		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied (release %s); run relcap plan --env %s for a new one", ErrStalePlan, ShortHash(fingerprint), r.ID, r.Env)
+	}
+	if err := s.linkSession(ctx, r.ID); err != nil {
+		return ApplyResult{}, plan, err
+	}
+	final, err := s.RunUntil(ctx, r.ID, sink, StepApply)
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	if final.Checkpoints.Fingerprint != fingerprint {
+		return ApplyResult{}, plan, fmt.Errorf("%w: release %s planned again (plan %s) before applying %s; review and approve the new plan",
+			ErrStalePlan, r.ID, ShortHash(final.Checkpoints.Fingerprint), ShortHash(fingerprint))
+	}
+	applied := final.Checkpoints.Applied
+	return ApplyResult{StateSerial: applied.StateSerial}, plan, nil
 }
 
 // UnlockRequest asks to release a Terraform state lock whose holder is gone.

@@ -70,36 +70,6 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 	return res, nil
 }
 
-// PlanEnv makes, reviews and records a saved plan for env outside a
-// release run (relcap plan). The fingerprint it returns is what approvals
-// and apply name.
-func (s *Service) PlanEnv(ctx context.Context, envName string) (PlanSummary, error) {
-	d := s.d
-	env, err := d.Project.Env(envName)
-	if err != nil {
-		return PlanSummary{}, err
-	}
-	if d.Planner == nil {
-		return PlanSummary{}, missingPort("planner")
-	}
-	if err := s.journal(ctx, PlanStarted{Env: env.Name, Dir: env.Terraform.Dir, Workspace: env.Terraform.Workspace}); err != nil {
-		return PlanSummary{}, err
-	}
-	tctx, done := s.withToolOutput(ctx, "", StepPlanReview)
-	plan, err := measureWait(tctx, s, "unreleased/"+env.Name, StepPlanReview, func() (PlanSummary, error) { return d.Planner.Plan(tctx, env, d.Actor) })
-	err = done(err)
-	if err != nil {
-		return PlanSummary{}, s.journalFailure(ctx, fmt.Errorf("plan %s: %w", env.Name, err), PlanFailed{Env: env.Name, Error: err.Error()})
-	}
-	if err := d.Ledger.SavePlan(ctx, plan); err != nil {
-		return PlanSummary{}, fmt.Errorf("save plan: %w", err)
-	}
-	if err := s.journal(ctx, planRecord(plan)); err != nil {
-		return PlanSummary{}, err
-	}
-	return plan, nil
-}
-
 // planRecord is what the journal keeps of a plan: counts, flags and the
 // fingerprint's inputs, never attribute values.
 func planRecord(p PlanSummary) PlanRecorded {

@@ -19,6 +19,10 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		return StepResult{}, missingPort("registry or environment-repo")
 	}
 	var res StepResult
+	if run.r.Checkpoints.Digest.IsZero() && run.r.Image == "" {
+		return StepResult{}, &TerminalError{Err: fmt.Errorf("%w: release %s has no image to promote yet: relcap promote --env %s --release %s --image REF",
+			ErrUsage, run.r.ID, run.env.Name, run.r.ID)}
+	}
 	if run.r.Checkpoints.Digest.IsZero() {
 		art, err := wait(run, StepPromotion, func() (Artifact, error) { return d.Registry.Resolve(ctx, run.r.Image) })
 		if err != nil {

@@ -29,20 +29,24 @@ func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) 
 }
 
 func (a *app) planCommand() *cobra.Command {
-	var env, fromJSON string
+	var env, fromJSON, releaseID string
 	cmd := &cobra.Command{
-		Use:   "plan --env ENV | --from-json FILE",
+		Use:   "plan --env ENV [--release ID] | --from-json FILE",
 		Short: "Make a saved Terraform plan, review it and print its fingerprint",
-		Long: `plan runs terraform init (with the committed dependency lock file) and
-plan -out into relcap's private plan store, then reviews the saved plan:
-counts, every change with its risk flags (destructive, identity,
+		Long: `plan takes the environment's release (the one named with --release, the
+open one, or a new one, as it says) through the ownership check, if that has
+not run, and plan review: terraform init (with the committed dependency lock
+file) and plan -out into relcap's private plan store, then the review of the
+saved plan: counts, every change with its risk flags (destructive, identity,
 data-service), the attributes forcing replacement, output changes. The
 fingerprint binds approvals to exactly this plan file, revision, lock file,
-var files, workspace and prior state.
+var files, workspace and prior state. Terraform's own progress goes to
+stderr.
 
 With --from-json it reviews an existing "terraform show -json" document (what a
-CI job uploads) without running Terraform.`,
+CI job uploads) without running Terraform, and belongs to no release.`,
 		Example: `  relcap plan --env staging
+  relcap plan --env staging --release web-staging-20261201-1a2b3c
   relcap plan --from-json plan.json --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,29 +70,49 @@ CI job uploads) without running Terraform.`,
 			} else if len(removed) > 0 {
 				fmt.Fprintf(a.io.Err, "removed %d expired plan file(s)\n", len(removed))
 			}
-			svc, _, err := a.serviceWith(ctx, "plan", "", workflow.Deps{Planner: tf, Applier: tf})
+			svc, _, err := a.flowService(ctx, "plan", releaseID, 0)
 			if err != nil {
 				return err
 			}
-			plan, err := svc.PlanEnv(ctx, env)
+			out, err := svc.PlanRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID}, a.commandEvents())
+			if out.Release != nil {
+				fmt.Fprintln(a.io.Err, out.Describe())
+			}
 			if err != nil {
 				return err
 			}
 			if a.flags.json {
-				return a.printJSON(plan)
+				return a.printJSON(planJSON{PlanSummary: out.Plan, Release: out.Release.ID})
 			}
-			if err := plain.PrintPlan(a.io.Out, plan); err != nil {
+			if err := plain.PrintPlan(a.io.Out, out.Plan); err != nil {
 				return err
 			}
-			if plan.HasChanges() {
-				fmt.Fprintf(a.io.Out, "\nNext: relcap approve --plan %s, then relcap apply --plan %s\n", plan.Fingerprint, plan.Fingerprint)
+			switch {
+			case out.Waiting != "":
+				fmt.Fprintf(a.io.Out, "\nRelease %s waits: %s\nThen: relcap apply --plan %s\n", out.Release.ID, out.Waiting, out.Plan.Fingerprint)
+			case out.Plan.HasChanges():
+				fmt.Fprintf(a.io.Out, "\nNext: relcap apply --plan %s\n", out.Plan.Fingerprint)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&env, "env", "", "environment to plan (from relcap.yaml)")
+	cmd.Flags().StringVar(&releaseID, "release", "", "release to plan for (default: the environment's open release, or a new one)")
 	cmd.Flags().StringVar(&fromJSON, "from-json", "", `review a "terraform show -json" document instead of planning`)
 	return cmd
+}
+
+// planJSON is relcap plan --json: the reviewed plan and its release.
+type planJSON struct {
+	workflow.PlanSummary
+	Release string `json:"release"`
+}
+
+// commandEvents prints a command's release events to stderr (NDJSON on
+// stdout with --json is the plan or result document, so events stay off
+// it), Terraform's lines as they come.
+func (a *app) commandEvents() workflow.EventSink {
+	return plain.New(a.io.Err, false).WithToolOutput(a.io.Err).Event
 }
 
 // reviewPlanDocument reviews a plan JSON document; relcap.yaml is used for
@@ -179,19 +203,11 @@ never disabled. Ctrl-C interrupts Terraform gracefully and waits for it.`,
 			if fingerprint == "" {
 				return usageError{errors.New("apply wants --plan FINGERPRINT (printed by relcap plan)")}
 			}
-			p, err := a.loadProject()
+			svc, _, err := a.flowService(ctx, "apply", "", 0)
 			if err != nil {
 				return err
 			}
-			tf, err := a.terraformAdapter(p)
-			if err != nil {
-				return err
-			}
-			svc, _, err := a.serviceWith(ctx, "apply", "", workflow.Deps{Planner: tf, Applier: tf})
-			if err != nil {
-				return err
-			}
-			res, plan, err := svc.ApplyPlan(ctx, fingerprint)
+			res, plan, err := svc.ApplyPlan(ctx, fingerprint, a.commandEvents())
 			if err != nil {
 				return err
 			}

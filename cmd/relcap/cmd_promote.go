@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -37,9 +38,9 @@ func (a *app) decisionAdapters() (*registry.Adapter, *gitrepo.Adapter, error) {
 }
 
 func (a *app) promoteCommand() *cobra.Command {
-	var env, image, force string
+	var env, image, force, releaseID string
 	cmd := &cobra.Command{
-		Use:   "promote --env ENV --image REF",
+		Use:   "promote --env ENV --image REF [--release ID]",
 		Short: "Promote one immutable digest into an environment and pin it in the environment repo",
 		Long: `promote resolves REF (a tag or a digest) to one digest, once, and promotes
 those exact bytes: only after the digest converged in the previous environment
@@ -48,7 +49,9 @@ environment's repository with its signatures and attestations, verified in the
 target, then pinned by digest on a relcap/<env>/<release> branch of the
 environment repository and landed on the branch Argo CD follows once the
 environment's promotion approvals are in. relcap converge --env ENV then
-watches it converge.`,
+watches it converge. It joins the environment's open release (the one relcap
+plan started, say) or the one named with --release, and says which; without
+one it starts a promotion of its own.`,
 		Example: `  relcap promote --env staging --image registry.example.com/ci/web:1.4.2
   relcap promote --env prod --image registry.example.com/ci/web@sha256:…`,
 		Args: noArgs,
@@ -60,21 +63,16 @@ watches it converge.`,
 			if cmd.Flags().Changed("force-unverified") && strings.TrimSpace(force) == "" {
 				return usageError{errors.New("--force-unverified wants the reason, which is journaled")}
 			}
-			if _, err := a.loadProject(); err != nil {
-				return err
-			}
-			reg, repo, err := a.decisionAdapters()
+			svc, _, err := a.flowService(ctx, "promote", releaseID, 0)
 			if err != nil {
 				return err
 			}
-			svc, _, err := a.serviceWith(ctx, "promote", "", workflow.Deps{Registry: reg, EnvRepo: repo})
+			opened, err := svc.OpenRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID, Image: image, PromoteOnly: true, ForceUnverified: strings.TrimSpace(force)})
 			if err != nil {
 				return err
 			}
-			r, err := svc.Start(ctx, workflow.StartRequest{Env: env, Image: image, PromoteOnly: true, ForceUnverified: strings.TrimSpace(force)})
-			if err != nil {
-				return err
-			}
+			r := opened.Release
+			fmt.Fprintln(a.io.Err, opened.Describe())
 			printer := plain.New(a.io.Err, false).WithToolOutput(a.io.Err)
 			if a.flags.json {
 				printer = plain.New(a.io.Out, true)
@@ -88,6 +86,7 @@ watches it converge.`,
 	}
 	cmd.Flags().StringVar(&env, "env", "", "environment to promote into")
 	cmd.Flags().StringVar(&image, "image", "", "image reference (tag or digest)")
+	cmd.Flags().StringVar(&releaseID, "release", "", "release to promote (default: the environment's open release, or a new promotion)")
 	cmd.Flags().StringVar(&force, "force-unverified", "", "promote although the digest has not converged in the previous environment; the reason is journaled")
 	return cmd
 }

@@ -39,23 +39,34 @@ output "password" {
 `
 
 // tfRepo is a release repository whose staging environment is a real
-// Terraform root of terraform_data resources.
-func tfRepo(t *testing.T, planApprovals int, distinct bool) (cfg string) {
+// Terraform root of terraform_data resources (owned by Terraform in the
+// ownership map) and whose Argo CD is the simulator, following a real
+// environment repository: relcap plan runs the release's ownership check
+// first. env carries the simulator's token.
+func tfRepo(t *testing.T, planApprovals int, distinct bool) (cfg string, env []string) {
 	t.Helper()
 	terraformtest.Binary(t)
-	c := strings.Replace(validConfig, "approvals: {plan: 1, promotion: 0, distinct_from_author: false}",
+	cfg, _, envRepo := promoteRepo(t)
+	b, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	c := strings.Replace(string(b), "approvals: {plan: 1, promotion: 0, distinct_from_author: false}",
 		"approvals: {plan: "+itoa(planApprovals)+", promotion: 0, distinct_from_author: "+map[bool]string{true: "true", false: "false"}[distinct]+"}", 1)
-	dir := releaseRepo(t, c)
+	require.NoError(t, os.WriteFile(cfg, []byte(c), 0o644))
+	dir := filepath.Dir(cfg)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "infra/staging/main.tf"), []byte(stagingRoot), 0o644))
-	return filepath.Join(dir, "relcap.yaml")
+	own := strings.Replace(validOwnership, "rules:\n", "rules:\n  - match: {terraform_type: terraform_data}\n    owner: terraform\n", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ownership.yaml"), []byte(own), 0o644))
+	_, env = simulated(t, cfg, envRepo, nil)
+	return cfg, env
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 	t.Parallel()
-	cfg := tfRepo(t, 1, true)
+	cfg, env := tfRepo(t, 1, true)
 	data := t.TempDir()
+	invoke := func(t *testing.T, data string, args ...string) (int, string, string) { return invokeEnv(t, data, env, args...) }
 
 	code, out, errOut := invoke(t, data, "-c", cfg, "--actor", "alice", "--json", "plan", "--env", "staging")
 	require.Equal(t, 0, code, errOut)
@@ -63,10 +74,13 @@ func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 	var plan struct {
 		Fingerprint string
 		Counts      struct{ Create int }
+		Release     string
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &plan))
 	require.Len(t, plan.Fingerprint, 64)
 	require.Equal(t, 2, plan.Counts.Create)
+	require.Contains(t, errOut, "started release "+plan.Release, "the plan says which release it belongs to")
+	require.Contains(t, errOut, "Initializing the backend", "Terraform's progress on stderr")
 
 	code, _, errOut = invoke(t, data, "-c", cfg, "--actor", "alice", "apply", "--plan", plan.Fingerprint)
 	require.Equal(t, exitBlocked, code, "unapproved")
@@ -91,6 +105,23 @@ func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 
 	code, _, errOut = invoke(t, data, "journal", "verify")
 	require.Equal(t, 0, code, errOut)
+
+	// One release, with its steps, and every command's session linked to it.
+	code, out, errOut = invoke(t, data, "--json", "journal", "list")
+	require.Equal(t, 0, code, errOut)
+	var sessions []struct {
+		Command   string `json:"command"`
+		ReleaseID string `json:"release_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sessions))
+	linked := map[string]int{}
+	for _, s := range sessions {
+		if s.ReleaseID == plan.Release {
+			linked[s.Command]++
+		}
+	}
+	require.Equal(t, map[string]int{"plan": 1, "approve": 1, "apply": 2}, linked, "the refused and the done apply, bob's approval, the plan")
+
 	journals, err := filepath.Glob(filepath.Join(data, "relcap", "sessions", "*", "journal.jsonl"))
 	require.NoError(t, err)
 	for _, j := range journals {
@@ -102,8 +133,9 @@ func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 
 func TestApplyAfterAVarFileChangedIsRefused(t *testing.T) {
 	t.Parallel()
-	cfg := tfRepo(t, 0, false)
+	cfg, env := tfRepo(t, 0, false)
 	data := t.TempDir()
+	invoke := func(t *testing.T, data string, args ...string) (int, string, string) { return invokeEnv(t, data, env, args...) }
 	code, out, errOut := invoke(t, data, "-c", cfg, "--json", "plan", "--env", "staging")
 	require.Equal(t, 0, code, errOut)
 	var plan struct{ Fingerprint string }
