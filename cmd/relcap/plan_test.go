@@ -66,7 +66,9 @@ func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 	t.Parallel()
 	cfg, env := tfRepo(t, 1, true)
 	data := t.TempDir()
-	invoke := func(t *testing.T, data string, args ...string) (int, string, string) { return invokeEnv(t, data, env, args...) }
+	invoke := func(t *testing.T, data string, args ...string) (int, string, string) {
+		return invokeEnv(t, data, env, args...)
+	}
 
 	code, out, errOut := invoke(t, data, "-c", cfg, "--actor", "alice", "--json", "plan", "--env", "staging")
 	require.Equal(t, 0, code, errOut)
@@ -135,7 +137,9 @@ func TestApplyAfterAVarFileChangedIsRefused(t *testing.T) {
 	t.Parallel()
 	cfg, env := tfRepo(t, 0, false)
 	data := t.TempDir()
-	invoke := func(t *testing.T, data string, args ...string) (int, string, string) { return invokeEnv(t, data, env, args...) }
+	invoke := func(t *testing.T, data string, args ...string) (int, string, string) {
+		return invokeEnv(t, data, env, args...)
+	}
 	code, out, errOut := invoke(t, data, "-c", cfg, "--json", "plan", "--env", "staging")
 	require.Equal(t, 0, code, errOut)
 	var plan struct{ Fingerprint string }
