@@ -8,6 +8,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -194,6 +195,8 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 	case screen.NoticeMsg:
 		m.setNotice(msg.Text, msg.Err)
 		return m, nil
+	case approvalsMsg:
+		return m.approvalsArrived(msg)
 	case effortFlushedMsg:
 		return m, nil
 	case tea.KeyPressMsg:
@@ -333,6 +336,12 @@ func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
 	case msg.err == nil:
 		m.active = scrHome
 		m.setNotice("release "+m.release.ID+" converged", false)
+	case errors.Is(msg.err, workflow.ErrApprovalRequired):
+		// Wait for the approvers where they are: the run goes on by
+		// itself once their approvals are in the ledger.
+		m.active = stepScreen(cur)
+		m.setNotice("waiting for approval: "+firstLine(msg.err.Error()), true)
+		return m, tea.Batch(cmd, m.awaitApprovals(m.gen, -1))
 	case errors.Is(msg.err, workflow.ErrBlocked):
 		m.active = stepScreen(cur)
 		m.setNotice("blocked: "+firstLine(msg.err.Error()), true)
@@ -341,6 +350,41 @@ func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
 		m.setNotice("failed: "+firstLine(msg.err.Error())+" (r retries)", true)
 	}
 	return m, cmd
+}
+
+// approvalsArrived shows a new count of the approvals the blocked release
+// waits for and continues the release once they suffice.
+func (m Model) approvalsArrived(msg approvalsMsg) (Model, tea.Cmd) {
+	if msg.gen != m.gen || m.running || m.quitting {
+		return m, nil // the captain resumed meanwhile, or is leaving
+	}
+	if msg.err != nil {
+		m.setNotice("cannot re-count approvals: "+firstLine(msg.err.Error())+" (r retries)", true)
+		return m, nil
+	}
+	m.release = msg.release
+	m, cmd := m.broadcast(screen.RunStateMsg{Release: m.release, Err: m.runErr})
+	check := msg.check
+	if !check.Satisfied() {
+		m.setNotice(fmt.Sprintf("approvals %d/%d (%s): waiting for %d more", len(check.Counted), check.Required, approvers(check), check.Missing()), true)
+		return m, tea.Batch(cmd, m.awaitApprovals(m.gen, len(check.Counted)))
+	}
+	if len(check.Counted) > 0 {
+		m.setNotice("approved by "+approvers(check)+": continuing", false)
+	}
+	return m, tea.Batch(cmd, m.beginRun())
+}
+
+// approvers lists who approved, in the order they did.
+func approvers(c workflow.ApprovalCheck) string {
+	names := make([]string, 0, len(c.Counted))
+	for _, a := range c.Counted {
+		names = append(names, a.Approver)
+	}
+	if len(names) == 0 {
+		return "none yet"
+	}
+	return strings.Join(names, ", ")
 }
 
 // broadcast sends msg to every screen and batches their commands.

@@ -161,3 +161,46 @@ func (t *runTracker) closeAndWait() {
 func tick() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg{now: t} })
 }
+
+// approvalsMsg is a new count of the approvals a blocked release waits
+// for, read after the ledger changed: a teammate approved with relcap
+// approve on their own machine, or the captain did on the plan screen.
+type approvalsMsg struct {
+	gen     int // the run that blocked; a later run makes it stale
+	release *workflow.Release
+	check   workflow.ApprovalCheck
+	err     error
+}
+
+// awaitApprovals waits, off the update loop, until the count of approvals
+// the release waits for differs from seen (or is satisfied), and reports
+// it. The ledger's change feed starts before the first count, so an
+// approval given in between is not missed. It returns nil when the ledger
+// cannot report changes: the captain presses r instead.
+func (m Model) awaitApprovals(gen, seen int) tea.Cmd {
+	svc, parent, id := m.svc, m.ctx, m.releaseID
+	return func() tea.Msg {
+		ctx, cancel := context.WithCancel(parent)
+		defer cancel()
+		changes := svc.Changes(ctx)
+		if changes == nil {
+			return nil
+		}
+		for {
+			r, err := svc.Release(ctx, id)
+			if err != nil {
+				return approvalsMsg{gen: gen, err: err}
+			}
+			check, waiting, err := svc.AwaitedApprovals(ctx, r)
+			switch {
+			case err != nil:
+				return approvalsMsg{gen: gen, err: err}
+			case !waiting || check.Satisfied() || len(check.Counted) != seen:
+				return approvalsMsg{gen: gen, release: r, check: check}
+			}
+			if _, open := <-changes; !open {
+				return nil // the cockpit is closing
+			}
+		}
+	}
+}

@@ -282,6 +282,14 @@ type Session struct {
 	Entries   int64     `json:"entries"`
 }
 
+// ChangeFeed is the optional ability of a Ledger to say when it changed,
+// from this process or another (a teammate's relcap approve): the cockpit
+// re-reads what it shows then. The channel carries at most one pending
+// signal and closes when ctx ends.
+type ChangeFeed interface {
+	Changes(ctx context.Context) <-chan struct{}
+}
+
 // Ledger is everything relcap persists besides the journal files: SQLite by
 // default, PostgreSQL for a team.
 type Ledger interface {

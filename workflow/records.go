@@ -142,3 +142,54 @@ func (q *Records) ExpiredBreakGlass(ctx context.Context) ([]BreakGlass, error) {
 func (q *Records) Sessions(ctx context.Context) ([]Session, error) {
 	return q.ledger.Sessions(ctx)
 }
+
+// Changes signals each time the ledger changes, from this process or
+// another, until ctx ends; nil when the ledger cannot tell (the cockpit
+// then offers r to re-check by hand).
+func (q *Records) Changes(ctx context.Context) <-chan struct{} {
+	if f, ok := q.ledger.(ChangeFeed); ok {
+		return f.Changes(ctx)
+	}
+	return nil
+}
+
+// AwaitedApprovals is the count of approvals the release's current step
+// waits for: the plan's at plan review and apply, the release's at
+// promotion. ok is false when the current step waits for no approval.
+func (q *Records) AwaitedApprovals(ctx context.Context, r *Release) (check ApprovalCheck, ok bool, err error) {
+	cur, unfinished := r.Current()
+	if !unfinished {
+		return ApprovalCheck{}, false, nil
+	}
+	env, err := q.project.Env(r.Env)
+	if err != nil {
+		return ApprovalCheck{}, false, err
+	}
+	switch cur {
+	case StepPlanReview, StepApply:
+		fp := r.Checkpoints.Fingerprint
+		if fp == "" {
+			return ApprovalCheck{}, false, nil
+		}
+		p, err := q.ledger.LoadPlan(ctx, fp)
+		if err != nil {
+			return ApprovalCheck{}, false, err
+		}
+		if !p.HasChanges() {
+			return ApprovalCheck{}, false, nil
+		}
+		check, err := q.PlanApprovals(ctx, p)
+		return check, err == nil, err
+	case StepPromotion:
+		rule := env.Approvals.Rule(ApprovePromotion)
+		if rule.Required == 0 {
+			return ApprovalCheck{}, false, nil
+		}
+		all, err := q.ledger.Approvals(ctx, ApprovePromotion, r.ID)
+		if err != nil {
+			return ApprovalCheck{}, false, err
+		}
+		return rule.Count(r.ID, r.Captain, all), true, nil
+	}
+	return ApprovalCheck{}, false, nil
+}

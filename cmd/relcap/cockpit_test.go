@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/store"
@@ -83,4 +84,73 @@ func TestCockpitRecordsTheScreenAndJournalVerifyCoversIt(t *testing.T) {
 	code, out, _ = invokeEnv(t, data, env, "journal", "verify")
 	require.Equal(t, exitBlocked, code, out)
 	require.Contains(t, out, "screen.cast differs from the SHA-256")
+}
+
+// TestCockpitContinuesWhenAnotherPersonApprovesElsewhere opens the cockpit
+// on a release whose plan needs someone else's approval, lets bob approve
+// from his own relcap process (another ledger handle, as another machine
+// on the team store would be), and checks the open cockpit goes on without
+// r: it asks the captain to review the approved plan, applies it on enter
+// and converges.
+func TestCockpitContinuesWhenAnotherPersonApprovesElsewhere(t *testing.T) {
+	t.Parallel()
+	cfg, env, host := tfRepo(t, 1, true)
+	data := t.TempDir()
+	pushImage(t, host+"/ci/web:1.0.0")
+
+	keys, typing := io.Pipe()
+	var screen, errb bytes.Buffer
+	tio := &IO{In: keys, Out: &screen, Err: &errb, IsTTY: true,
+		Env: append([]string{"XDG_DATA_HOME=" + data, "XDG_STATE_HOME=" + filepath.Join(data, "state"), "XDG_CACHE_HOME=" + filepath.Join(data, "cache"), "USER=captain", "TERM=xterm-256color"}, env...)}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), tio, []string{"-c", cfg, "release", "--env", "staging", "--image", host + "/ci/web:1.0.0", "--timeout", "60s"})
+	}()
+	t.Cleanup(func() { _ = typing.Close() })
+
+	watch, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	defer watch.Close()
+	release := func() *workflow.Release {
+		rs, err := watch.ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging"})
+		if err != nil || len(rs) == 0 {
+			return nil
+		}
+		return rs[0]
+	}
+	require.Eventually(t, func() bool {
+		r := release()
+		return r != nil && r.Status == workflow.ReleaseBlocked
+	}, 2*time.Minute, 100*time.Millisecond, "the plan waits for an approval")
+	fp := release().Checkpoints.Fingerprint
+	require.NotEmpty(t, fp)
+
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "--actor", "bob", "approve", "--plan", fp)
+	require.Equal(t, 0, code, out+errOut)
+
+	// No r: the cockpit sees bob's approval and finishes plan review.
+	require.Eventually(t, func() bool {
+		r := release()
+		return r != nil && r.Step(workflow.StepPlanReview).Status == workflow.Succeeded
+	}, 30*time.Second, 100*time.Millisecond, "the open cockpit continued after bob approved")
+	time.Sleep(500 * time.Millisecond) // let the plan screen ask for the captain's review
+	_, _ = typing.Write([]byte("\r"))
+	require.Eventually(t, func() bool {
+		r := release()
+		return r != nil && r.Status == workflow.ReleaseConverged
+	}, 2*time.Minute, 100*time.Millisecond, "enter applied the reviewed plan and the release converged:\n%s", errb.String())
+	time.Sleep(300 * time.Millisecond)
+	_, _ = typing.Write([]byte("q"))
+	select {
+	case code = <-done:
+	case <-time.After(20 * time.Second):
+		_, _ = typing.Write([]byte("q"))
+		code = <-done
+	}
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, ansi.Strip(screen.String()), "approved by bob: continuing")
+	approvals, err := watch.Approvals(t.Context(), workflow.ApprovePlan, fp)
+	require.NoError(t, err)
+	require.Len(t, approvals, 1)
+	require.Equal(t, "bob", approvals[0].Approver)
 }

@@ -42,11 +42,11 @@ output "password" {
 // Terraform root of terraform_data resources (owned by Terraform in the
 // ownership map) and whose Argo CD is the simulator, following a real
 // environment repository: relcap plan runs the release's ownership check
-// first. env carries the simulator's token.
-func tfRepo(t *testing.T, planApprovals int, distinct bool) (cfg string, env []string) {
+// first. env carries the simulator's token; host is the registry's.
+func tfRepo(t *testing.T, planApprovals int, distinct bool) (cfg string, env []string, host string) {
 	t.Helper()
 	terraformtest.Binary(t)
-	cfg, _, envRepo := promoteRepo(t)
+	cfg, host, envRepo := promoteRepo(t)
 	b, err := os.ReadFile(cfg)
 	require.NoError(t, err)
 	c := strings.Replace(string(b), "approvals: {plan: 1, promotion: 0, distinct_from_author: false}",
@@ -57,14 +57,14 @@ func tfRepo(t *testing.T, planApprovals int, distinct bool) (cfg string, env []s
 	own := strings.Replace(validOwnership, "rules:\n", "rules:\n  - match: {terraform_type: terraform_data}\n    owner: terraform\n", 1)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ownership.yaml"), []byte(own), 0o644))
 	_, env = simulated(t, cfg, envRepo, nil)
-	return cfg, env
+	return cfg, env, host
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 	t.Parallel()
-	cfg, env := tfRepo(t, 1, true)
+	cfg, env, _ := tfRepo(t, 1, true)
 	data := t.TempDir()
 	invoke := func(t *testing.T, data string, args ...string) (int, string, string) {
 		return invokeEnv(t, data, env, args...)
@@ -135,7 +135,7 @@ func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 
 func TestApplyAfterAVarFileChangedIsRefused(t *testing.T) {
 	t.Parallel()
-	cfg, env := tfRepo(t, 0, false)
+	cfg, env, _ := tfRepo(t, 0, false)
 	data := t.TempDir()
 	invoke := func(t *testing.T, data string, args ...string) (int, string, string) {
 		return invokeEnv(t, data, env, args...)
