@@ -201,6 +201,13 @@ func (a *Adapter) terraforms(ctx context.Context, t target) (loud, quiet *tfexec
 	if err != nil {
 		return nil, nil, fmt.Errorf("terraform in %s: %w", t.dir, err)
 	}
+	// terraform-exec asks `terraform version -json` before some commands
+	// and copies its answer to the client's stdout too; asked now, before
+	// the writers are set, the answer is cached and the JSON never shows
+	// up in the captain's log.
+	if _, _, err := loud.Version(ctx, false); err != nil {
+		return nil, nil, a.terraformError(ctx, "version", t, err)
+	}
 	stdout, stderr := a.writers(ctx)
 	if stdout != nil {
 		loud.SetStdout(stdout)

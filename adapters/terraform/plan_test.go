@@ -341,6 +341,7 @@ func TestTerraformsOutputGoesToTheOperationsWriter(t *testing.T) {
 	require.Contains(t, op.String(), "Initializing the backend")
 	require.Contains(t, op.String(), "Plan: 2 to add, 0 to change, 0 to destroy.")
 	require.NotContains(t, op.String(), "\x1b[", "no colour codes: terraform-exec runs Terraform with -no-color")
+	require.NotContains(t, op.String(), "terraform_version", "terraform-exec's own version -json is not the operation's output")
 	require.Empty(t, f.out.String(), "nothing went to the adapter's writers")
 
 	_, err = f.a.Inputs(ctx, f.env)
