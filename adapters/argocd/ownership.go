@@ -93,6 +93,13 @@ type SyncAttempt struct {
 	SelfHealAttempts int
 	Succeeded        bool
 	FinishedAt       time.Time
+	// Unchanged says the sync applied every resource it synced without a
+	// change ("deployment.apps/web unchanged"): it put nothing back.
+	// Argo CD 3.x starts such a self-heal right after most automated
+	// syncs of a new revision, from a comparison made before its cluster
+	// cache saw its own apply (found on the lab, 3 of 4 syncs; never on
+	// 2.14).
+	Unchanged bool
 }
 
 // IgnoreDifference is one entry of an Application's
@@ -134,6 +141,12 @@ func factsOf(name string, app *v1alpha1.Application) AppFacts {
 		}
 		if op.FinishedAt != nil {
 			last.FinishedAt = op.FinishedAt.Time
+		}
+		if op.SyncResult != nil && len(op.SyncResult.Resources) > 0 {
+			last.Unchanged = true
+			for _, r := range op.SyncResult.Resources {
+				last.Unchanged = last.Unchanged && r != nil && strings.HasSuffix(r.Message, " unchanged")
+			}
 		}
 		f.LastSync = last
 	}
@@ -225,10 +238,19 @@ func selfHeals(history []HistoryEntry, last *SyncAttempt) (rev string, n int, at
 		return rev, n, at
 	}
 	if last.Partial || last.SelfHealAttempts > 0 {
+		heals := max(last.SelfHealAttempts, 1)
+		if last.Unchanged {
+			// The latest attempt changed nothing: only the ones
+			// before it in the row can have put something back.
+			heals--
+		}
+		if heals == 0 {
+			return rev, n, at
+		}
 		if rev == "" {
 			rev = last.Revision
 		}
-		n = max(n, last.SelfHealAttempts, 1)
+		n = max(n, heals)
 		if last.FinishedAt.After(at) {
 			at = last.FinishedAt
 		}

@@ -157,6 +157,10 @@ func TestSelfHealIsReadFromTheLastOperation(t *testing.T) {
 		{"a person's partial sync", &argocd.SyncAttempt{Revision: "r2", Partial: true, Succeeded: true, FinishedAt: healed}, 0, time.Time{}},
 		{"a self-heal that failed", &argocd.SyncAttempt{Revision: "r2", Automated: true, Partial: true, SelfHealAttempts: 1, FinishedAt: healed}, 0, time.Time{}},
 		{"a self-heal of another revision", &argocd.SyncAttempt{Revision: "r1", Automated: true, Partial: true, SelfHealAttempts: 1, Succeeded: true, FinishedAt: healed}, 0, time.Time{}},
+		// Argo CD 3.6: a self-heal right after the deploy, from a stale
+		// comparison, that applied nothing.
+		{"a self-heal that changed nothing", &argocd.SyncAttempt{Revision: "r2", Automated: true, Partial: true, SelfHealAttempts: 1, Succeeded: true, FinishedAt: healed, Unchanged: true}, 0, time.Time{}},
+		{"two self-heals, the latest a no-op", &argocd.SyncAttempt{Revision: "r2", Automated: true, Partial: true, SelfHealAttempts: 2, Succeeded: true, FinishedAt: healed, Unchanged: true}, 1, healed},
 	} {
 		objs, err := argocd.OwnedObjects(argocd.AppFacts{Name: "web", History: history, LastSync: tc.last}, res)
 		require.NoError(t, err, tc.name)

@@ -35,21 +35,32 @@ func testSelfHeal(t *testing.T, l *e2eLab) {
 			image, ready, want := l.live(t, env)
 			return image == before && ready == want, image
 		})
-		attempts := l.kubectl(t, "get", "application", ArgoApp(env), "-n", ArgoNamespace, "-o", "jsonpath={.status.operationState.operation.sync.autoHealAttemptsCount}")
-		require.Equal(t, strconv.Itoa(i), attempts, "argo cd counts the self-heals of one revision in a row")
+		attempts, err := strconv.Atoi(l.kubectl(t, "get", "application", ArgoApp(env), "-n", ArgoNamespace, "-o", "jsonpath={.status.operationState.operation.sync.autoHealAttemptsCount}"))
+		require.NoError(t, err)
+		// Argo CD counts the self-heals of one revision in a row. 3.x may
+		// count one more: a self-heal it starts right after a deploy from
+		// a comparison older than its own apply, which changes nothing
+		// (relcap discounts it only when it is the latest; README, Argo CD
+		// versions).
+		require.GreaterOrEqual(t, attempts, i, "argo cd counts the self-heals of one revision in a row")
+		require.LessOrEqual(t, attempts, i+1, "at most one no-op self-heal after the deploy")
 
 		code, out := l.relcapCode(t, "ownership", "check", "--env", env)
 		require.Equal(t, 0, code, "self-heal is drift to see, not a blocker:\n%s", out)
-		if i == 1 {
+		if i == 1 && attempts == 1 {
 			require.Contains(t, out, "INFO ownership.self-healed argocd app "+ArgoApp(env))
 			require.Contains(t, out, "self-heal put Git's state back over a live change 1 time(s) at revision "+rev[:12]+", the latest at ")
 			require.Contains(t, out, "1 note(s)")
+		}
+		if i == 1 && attempts == 2 {
+			require.Contains(t, out, "INFO ownership.self-healed argocd app "+ArgoApp(env))
+			require.Contains(t, out, "2 time(s) at revision "+rev[:12], "the no-op before the real self-heal cannot be told apart")
 		}
 	}
 	code, out := l.relcapCode(t, "ownership", "check", "--env", env)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "WARNING ownership.drift-loop argocd app "+ArgoApp(env))
-	require.Contains(t, out, "3 automated syncs re-applied revision "+rev[:12])
+	require.Regexp(t, `\b[34] automated syncs re-applied revision `+rev[:12], out, "three real self-heals, and at most one no-op of Argo CD 3.x")
 	require.NotContains(t, out, "ownership.self-healed", "three in a row are a drift loop, said once")
 	// relcap's own history: the check's session journal records the
 	// finding, for the audit and the drift-age measure.
