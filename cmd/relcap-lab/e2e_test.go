@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/relcap/relcap/workflow/config"
 )
 
 // The end-to-end suite (issue 8) runs relcap's own commands against a real
@@ -29,9 +27,8 @@ import (
 // missing tool or a lab that does not start fails the suite.
 //
 // $RELCAP_LAB_ARGOCD chooses the Argo CD the lab runs (2.14, the default,
-// or 3.6; issue 14). argocd-server serves TLS with the lab's CA once
-// relcap's config takes argocd.ca_file, plaintext until then;
-// $RELCAP_LAB_E2E_TLS=1 or 0 forces one or the other.
+// or 3.6; issue 14). argocd-server serves TLS with the lab's CA, which
+// relcap verifies (argocd.ca_file); $RELCAP_LAB_E2E_TLS=0 serves plaintext.
 //
 //	go test -tags e2e -count=1 -timeout 40m -run TestE2E ./cmd/relcap-lab
 //	RELCAP_LAB_ARGOCD=3.6 go test -tags e2e -count=1 -timeout 40m -run TestE2E ./cmd/relcap-lab
@@ -54,23 +51,16 @@ func e2eVariant(t *testing.T) Variant {
 	return v
 }
 
-// e2eTLS says whether the suite's lab serves Argo CD over TLS: by default
-// exactly when relcap's config takes the CA file the lab's relcap.yaml
-// then names (argocd.ca_file); $RELCAP_LAB_E2E_TLS=1 or 0 decides instead.
-func e2eTLS(t *testing.T) bool {
-	t.Helper()
+// e2eTLS says whether the suite's lab serves Argo CD over TLS, verified
+// with the lab's CA (argocd.ca_file), as a team's server is: always,
+// unless $RELCAP_LAB_E2E_TLS=0 asks for plaintext to tell a TLS problem
+// from another.
+func e2eTLS() bool {
 	switch os.Getenv("RELCAP_LAB_E2E_TLS") {
-	case "1", "true":
-		return true
 	case "0", "false":
 		return false
 	}
-	l := Lab{Dir: "/lab", Ports: Ports{Server: 1, Registry: 2}, EnvRepo: "/lab/git/env.git", ArgoCAFile: "/lab/pki/ca.crt"}
-	_, err := config.Parse("/lab/relcap.yaml", []byte(RenderRelcapConfig(l)))
-	if err != nil {
-		t.Logf("argo cd in plaintext (relcap-lab up --argocd-insecure): relcap's config does not take argocd.ca_file yet: %v", err)
-	}
-	return err == nil
+	return true
 }
 
 // startLab builds relcap and relcap-lab, brings a lab up in a temporary
@@ -87,7 +77,7 @@ func startLab(t *testing.T) *e2eLab {
 		require.NoError(t, err, "build %s: %s", name, out)
 	}
 	l := &e2eLab{dir: filepath.Join(t.TempDir(), "lab"), relcap: filepath.Join(bin, "relcap"), lab: filepath.Join(bin, "relcap-lab"), data: t.TempDir(),
-		variant: e2eVariant(t), tls: e2eTLS(t)}
+		variant: e2eVariant(t), tls: e2eTLS()}
 	args := []string{"up", "--dir", l.dir, "--src", filepath.Join(root, "lab"), "--argocd", l.variant.Minor}
 	if !l.tls {
 		args = append(args, "--argocd-insecure")

@@ -275,9 +275,9 @@ func (m Model) next() []string {
 	st := r.Step(cur)
 	switch {
 	case st.Status == workflow.Blocked && errors.Is(m.runErr, workflow.ErrApprovalRequired) && cur == workflow.StepPlanReview:
-		return []string{"Needs approval: " + k("2") + " plan, " + k("a") + " approve (if policy allows), " + k("r") + " resume"}
+		return []string{"Needs approval: " + k("2") + " plan, " + k("a") + " approve (if policy allows); it continues once approved"}
 	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.runErr, workflow.ErrApprovalRequired):
-		return []string{"Needs approval: " + k("3") + " promotion, " + k("a") + " approve (if policy allows), " + k("r") + " resume"}
+		return []string{"Needs approval: " + k("3") + " promotion, " + k("a") + " approve (if policy allows); it continues once approved"}
 	case st.Status == workflow.Blocked && cur == workflow.StepOwnership:
 		return []string{"Resolve the conflicts (" + k("1") + " ownership), then " + k("r") + " resume"}
 	case st.Status == workflow.Blocked:

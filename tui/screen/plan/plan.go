@@ -150,9 +150,6 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		if msg.err == nil {
 			m.check = msg.check
 			note := fmt.Sprintf("approved plan %s as %s (%d/%d)", workflow.ShortHash(m.fp), m.port.Actor(), len(msg.check.Counted), msg.check.Required)
-			if msg.check.Satisfied() {
-				note += "; press r to resume"
-			}
 			return m, notice(note, false)
 		}
 	case tea.KeyPressMsg:

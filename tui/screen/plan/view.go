@@ -199,7 +199,7 @@ func (m Model) stateLine() string {
 			return th.Warn.Render(fmt.Sprintf("%s needs %d more approval(s). ", theme.IconBlocked, missing)) +
 				th.Key.Render("a") + " approve as " + m.port.Actor() + ", then " + th.Key.Render("enter") + " apply and continue"
 		} else if missing > 0 {
-			return th.Warn.Render(fmt.Sprintf("%s needs %d more approval(s): ", theme.IconBlocked, missing)) + why + th.Muted.Render("; then r resume")
+			return th.Warn.Render(fmt.Sprintf("%s needs %d more approval(s): ", theme.IconBlocked, missing)) + why + th.Muted.Render("; the release continues once it is given")
 		}
 		return th.OK.Render("approved: ") + th.Key.Render("enter") + " apply and continue"
 	case m.reviewPending() && m.plan.Destructive():

@@ -113,9 +113,6 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.approveErr = msg.err
 		if msg.err == nil {
 			note := fmt.Sprintf("approved the promotion as %s (%d/%d)", m.port.Actor(), len(msg.check.Counted), msg.check.Required)
-			if msg.check.Satisfied() {
-				note += "; press r to resume"
-			}
 			return m, func() tea.Msg { return screen.NoticeMsg{Text: note} }
 		}
 	case tea.KeyPressMsg:
@@ -271,9 +268,9 @@ func (m Model) action() []string {
 		return []string{th.Err.Render(m.approveErr.Error())}
 	case m.waitsForApproval():
 		if ok, why := m.canApprove(); ok {
-			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + th.Key.Render("a") + " approve as " + m.port.Actor() + ", then " + th.Key.Render("r") + " resume"}
+			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + th.Key.Render("a") + " approve as " + m.port.Actor() + th.Muted.Render("; the release continues once approved")}
 		} else {
-			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + why + th.Muted.Render("; then r")}
+			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + why + th.Muted.Render("; the release continues once it is given")}
 		}
 	case m.release.Step(workflow.StepPromotion).Status == workflow.Blocked:
 		return []string{th.Warn.Render(theme.IconBlocked+" blocked by policy: ") + "act on the message above, then " + th.Key.Render("r") + " resume"}
