@@ -257,6 +257,7 @@ func TestE2E(t *testing.T) {
 	t.Run("failed readiness is named by converge and rollback converges", func(t *testing.T) { testReadinessFailure(t, l, repo) })
 	t.Run("a failed sync (invalid manifest) is named by converge and rollback converges", func(t *testing.T) { testFailedSync(t, l, repo) })
 	t.Run("an interrupted reconciliation is named by converge and rollback converges after the restart", func(t *testing.T) { testInterruptedReconciliation(t, l, repo) })
+	t.Run("the captain releases through the cockpit, a second person approves from another shell", func(t *testing.T) { testCockpitRelease(t, l, repo) })
 }
 
 func (l *e2eLab) runGit(t *testing.T, args ...string) string {
@@ -295,4 +296,23 @@ func testLabAccess(t *testing.T, l *e2eLab) {
 	require.NoError(t, conn.Close())
 	_, err = tls.Dial("tcp", server, &tls.Config{MinVersion: tls.VersionTLS12})
 	require.Error(t, err, "not by the system's roots")
+
+	// relcap verifies the server with argocd.ca_file: every other check
+	// runs with the lab's CA; another CA is refused, saying what to set.
+	other, err := GeneratePKI(t.TempDir())
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(l.dir, "relcap.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), strconv.Quote(l.env[ArgoCAEnv]))
+	cfg := filepath.Join(t.TempDir(), "relcap.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(strings.ReplaceAll(string(b), strconv.Quote(l.env[ArgoCAEnv]), strconv.Quote(other.CACert))), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(cfg), "ownership.yaml"), []byte(RenderOwnership()), 0o644))
+	for _, env := range Envs {
+		require.NoError(t, os.MkdirAll(filepath.Join(filepath.Dir(cfg), "infra", env), 0o755))
+	}
+	code, out = l.run(t, l.relcap, "-c", cfg, "--no-tui", "converge", "--env", "staging", "--revision", l.headRev(t), "--timeout", "30s")
+	require.Equal(t, 1, code, "a server whose certificate the configured CA did not sign is refused:\n%s", out)
+	require.Contains(t, out, "x509: certificate signed by unknown authority")
+	require.Contains(t, out, "set argocd.ca_file to the CA that signed the server's certificate")
+	require.NotContains(t, out, l.env[TokenEnv], "no secret in the message")
 }

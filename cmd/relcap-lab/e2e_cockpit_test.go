@@ -1,0 +1,446 @@
+//go:build e2e
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/workflow"
+)
+
+// The captain's path through the cockpit (issue 14): relcap release in a
+// real terminal (tmux) against a Terraform root that lives outside the
+// release repository and uses the kubectl provider, with a second person
+// approving from their own shell while the cockpit stays open.
+
+// cockpitRepo is a release repository of the lab's application whose
+// environments apply Terraform roots outside it: each root manages a
+// ConfigMap through gavinbunney/kubectl and a terraform_data, both fed
+// by the release's var file. Staging's plan needs someone else's approval;
+// prod needs that for its plan and its promotion (the lab's policy).
+type cockpitRepo struct {
+	cfg   string
+	roots map[string]string // env → Terraform root
+}
+
+func (l *e2eLab) newCockpitRepo(t *testing.T) cockpitRepo {
+	t.Helper()
+	repo, infra := t.TempDir(), t.TempDir()
+	b, err := os.ReadFile(filepath.Join(l.dir, "relcap.yaml"))
+	require.NoError(t, err)
+	c := string(b)
+	roots := map[string]string{}
+	for _, env := range Envs {
+		root := filepath.Join(infra, env)
+		require.NoError(t, os.MkdirAll(root, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "main.tf"), []byte(releaseRootTF(l.env["KUBECONFIG"], env)), 0o644))
+		roots[env] = root
+		old := "terraform: {dir: infra/" + env + "}"
+		require.Contains(t, c, old)
+		c = strings.Replace(c, old, "terraform: {dir: "+strconv.Quote(root)+"}", 1)
+	}
+	const stagingPolicy = "approvals: {plan: 0, promotion: 0, distinct_from_author: false}"
+	require.Contains(t, c, stagingPolicy)
+	c = strings.Replace(c, stagingPolicy, "approvals: {plan: 1, promotion: 0, distinct_from_author: true}", 1)
+	cfg := filepath.Join(repo, "relcap.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(c), 0o644))
+	own, err := os.ReadFile(filepath.Join(l.dir, "ownership.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "ownership.yaml"), own, 0o644))
+	return cockpitRepo{cfg: cfg, roots: roots}
+}
+
+// setRelease writes the var file the release's infrastructure change is.
+func (r cockpitRepo) setRelease(t *testing.T, version string) {
+	t.Helper()
+	for _, root := range r.roots {
+		require.NoError(t, os.WriteFile(filepath.Join(root, "release.auto.tfvars"), []byte("release = \""+version+"\"\n"), 0o644))
+	}
+}
+
+func releaseRootTF(kubeconfig, env string) string {
+	return `terraform {
+  required_providers {
+    kubectl = { source = "gavinbunney/kubectl", version = "` + KubectlProviderVersion + `" }
+  }
+}
+
+provider "kubectl" {
+  config_path      = "` + kubeconfig + `"
+  load_config_file = true
+}
+
+variable "release" {
+  type = string
+}
+
+resource "terraform_data" "release" {
+  input = var.release
+}
+
+resource "kubectl_manifest" "release_info" {
+  server_side_apply = true
+  yaml_body         = <<YAML
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ` + AppName + `-release
+  namespace: ` + Namespace(env) + `
+data:
+  release: "${var.release}"
+YAML
+}
+`
+}
+
+// relcapIn runs relcap with the repository's configuration as actor.
+func (l *e2eLab) relcapIn(t *testing.T, r cockpitRepo, actor string, args ...string) (int, string) {
+	t.Helper()
+	return l.run(t, l.relcap, append([]string{"-c", r.cfg, "--no-tui", "--actor", actor}, args...)...)
+}
+
+// ledger opens relcap's ledger beside the commands', to read what they
+// recorded.
+func (l *e2eLab) ledger(t *testing.T) *store.SQLite {
+	t.Helper()
+	s, err := store.OpenSQLite(t.Context(), filepath.Join(l.data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// releaseOf is the newest release of image into env.
+func releaseOf(t *testing.T, s *store.SQLite, env, image string) *workflow.Release {
+	t.Helper()
+	rs, err := s.ListReleases(t.Context(), workflow.ReleaseFilter{Env: env, Limit: 20})
+	require.NoError(t, err)
+	for _, r := range rs {
+		if r.Image == image {
+			return r
+		}
+	}
+	return nil
+}
+
+// terraformText is what only Terraform prints: under the cockpit it may
+// appear only inside the log pane, whose lines start with "│ ".
+var terraformText = []string{
+	"Initializing the backend", "Initializing provider plugins", "Terraform has been successfully initialized",
+	"terraform_version", "Terraform used the selected providers", "Terraform will perform the following actions",
+	"Apply complete! Resources:", "Creation complete after", "Modifications complete after",
+}
+
+// terminal is a tmux server of its own running one command at a fixed
+// size, read back with capture-pane as the person at it sees it.
+type terminal struct {
+	t               *testing.T
+	socket, session string
+	w, h            int
+	keys            int
+	exited          bool
+	// screens are the distinct captures, in order, for the checks that
+	// span the whole session and for failure reports.
+	screens []string
+}
+
+var terminals atomic.Int64
+
+func (l *e2eLab) openTerminal(t *testing.T, w, h int, env []string, command string) *terminal {
+	t.Helper()
+	_, err := exec.LookPath("tmux")
+	require.NoError(t, err, "tmux is needed: make e2e installs it (apt-get install tmux)")
+	term := &terminal{t: t, socket: fmt.Sprintf("relcap-e2e-%d-%d", os.Getpid(), terminals.Add(1)), session: "cockpit", w: w, h: h}
+	cmd := exec.Command("tmux", "-L", term.socket, "-f", "/dev/null", "new-session", "-d", "-s", term.session,
+		"-x", strconv.Itoa(w), "-y", strconv.Itoa(h), command+"; echo EXIT=$?; sleep 900")
+	cmd.Dir = l.dir
+	cmd.Env = append(append(l.environ(), "TERM=xterm-256color"), env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "tmux new-session: %s", out)
+	t.Cleanup(func() {
+		if t.Failed() && len(term.screens) > 0 {
+			t.Logf("the terminal's last screen (%dx%d):\n%s", w, h, term.screens[len(term.screens)-1])
+		}
+		_ = exec.Command("tmux", "-L", term.socket, "kill-server").Run()
+	})
+	return term
+}
+
+// capture reads the screen and checks what must hold on every screen the
+// captain sees: the cockpit's header is on top and Terraform's text is
+// only inside the log pane.
+func (term *terminal) capture() string {
+	t := term.t
+	t.Helper()
+	b, err := exec.Command("tmux", "-L", term.socket, "capture-pane", "-p", "-t", term.session).Output()
+	require.NoError(t, err, "tmux capture-pane")
+	s := strings.TrimRight(string(b), "\n")
+	if len(term.screens) == 0 || term.screens[len(term.screens)-1] != s {
+		term.screens = append(term.screens, s)
+	}
+	if strings.Contains(s, "EXIT=") {
+		term.exited = true
+	}
+	if term.exited || strings.TrimSpace(s) == "" {
+		return s // before the first frame and after the cockpit closed
+	}
+	lines := strings.Split(s, "\n")
+	require.LessOrEqual(t, len(lines), term.h, "the screen is at most %d lines:\n%s", term.h, s)
+	require.True(t, strings.HasPrefix(lines[0], "relcap "), "the cockpit's header is the top line, not garbled:\n%s", s)
+	for _, line := range lines {
+		for _, text := range terraformText {
+			if strings.Contains(line, text) {
+				require.True(t, strings.HasPrefix(line, "│ "), "Terraform's %q outside the log pane:\n%s", text, s)
+			}
+		}
+	}
+	return s
+}
+
+// waitFor polls the screen until ok says so, and returns that screen.
+func (term *terminal) waitFor(what string, within time.Duration, ok func(screen string) bool) string {
+	t := term.t
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		s := term.capture()
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting %s for %s; the screen:\n%s", within, what, s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (term *terminal) waitForText(text string, within time.Duration) string {
+	term.t.Helper()
+	return term.waitFor(strconv.Quote(text), within, func(s string) bool { return strings.Contains(s, text) })
+}
+
+// press sends one key, as tmux send-keys names it.
+func (term *terminal) press(key string) {
+	term.t.Helper()
+	out, err := exec.Command("tmux", "-L", term.socket, "send-keys", "-t", term.session, key).CombinedOutput()
+	require.NoError(term.t, err, "tmux send-keys %s: %s", key, out)
+	term.keys++
+}
+
+// sawLine reports whether any screen so far had a line matching re.
+func (term *terminal) sawLine(re *regexp.Regexp) bool {
+	for _, s := range term.screens {
+		for _, line := range strings.Split(s, "\n") {
+			if re.MatchString(line) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var (
+	planInPane  = regexp.MustCompile(`^│ Plan: 2 to add, 0 to change, 0 to destroy\.`)
+	applyInPane = regexp.MustCompile(`^│ Apply complete! Resources: `)
+	pinInDiff   = regexp.MustCompile(`^\s*\+.*@sha256:[0-9a-f]{8}`)
+)
+
+// cockpitRelease drives relcap release for env in a w×h terminal as the
+// captain, with bob approving from another process what the environment's
+// policy asks. It returns the release and the terminal.
+func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w, h int) (*workflow.Release, *terminal) {
+	t.Helper()
+	ledger := l.ledger(t)
+	term := l.openTerminal(t, w, h, []string{"USER=captain"},
+		l.relcap+" -c "+r.cfg+" release --env "+env+" --image "+ref+" --timeout 4m")
+
+	// Ownership passes, Terraform plans (its output in the log pane), and
+	// the plan waits for another person.
+	term.waitFor("the plan to wait for another person's approval", 3*time.Minute, func(s string) bool {
+		return strings.Contains(s, "needs 1 more approval")
+	})
+	rel := releaseOf(t, ledger, env, ref)
+	require.NotNil(t, rel, "the cockpit started a release of %s", ref)
+	require.Equal(t, workflow.Succeeded, rel.Step(workflow.StepOwnership).Status)
+	fp := rel.Checkpoints.Fingerprint
+	require.Len(t, fp, 64)
+	// The captain reads Terraform's own output in the log pane.
+	term.press("l")
+	term.waitFor("Terraform's plan summary in the log pane", 30*time.Second, func(string) bool { return term.sawLine(planInPane) })
+	term.press("l")
+
+	// bob approves from his own shell; the open cockpit picks it up.
+	code, out := l.relcapIn(t, r, "bob", "approve", "--plan", fp, "--comment", "reviewed the plan")
+	require.Equal(t, 0, code, out)
+	term.waitForText("approved by bob", time.Minute)
+	term.waitFor("the captain's review of the approved plan", time.Minute, func(s string) bool {
+		return strings.Contains(s, "enter apply") || strings.Contains(s, "enter") && strings.Contains(s, "apply this plan")
+	})
+	term.press("Enter")
+
+	// Apply, promotion (prod waits for bob again, on the pinned change),
+	// convergence.
+	promotionApproved := false
+	term.waitFor("the release to converge", 5*time.Minute, func(s string) bool {
+		switch {
+		case strings.Contains(s, "y apply") && strings.Contains(s, "It deletes"):
+			t.Fatalf("a plan that only creates asks no confirmation:\n%s", s)
+		case !promotionApproved && strings.Contains(s, "pinned change needs approval"):
+			cur := releaseOf(t, ledger, env, ref)
+			require.NotEmpty(t, cur.Checkpoints.EnvBranch, "the pin exists before its approval")
+			require.True(t, term.sawLine(pinInDiff), "the promotion screen shows the pin's diff while it waits:\n%s", s)
+			code, out := l.relcapIn(t, r, "bob", "approve", "--release", cur.ID, "--comment", "pin reviewed")
+			require.Equal(t, 0, code, out)
+			t.Logf("%s: bob approved the pinned change %s while the cockpit waited", env, cur.Checkpoints.EnvBranch)
+			promotionApproved = true
+		}
+		cur := releaseOf(t, ledger, env, ref)
+		return cur.Status == workflow.ReleaseConverged && strings.Contains(s, "converged")
+	})
+	if env == "prod" {
+		require.True(t, promotionApproved, "prod's promotion waited for bob's approval of the pinned change")
+	}
+	if !term.sawLine(applyInPane) {
+		// A quick apply can pass between two looks: the log pane keeps it.
+		term.press("2")
+		term.press("l")
+		term.waitFor("the apply's output in the log pane", 30*time.Second, func(string) bool { return term.sawLine(applyInPane) })
+		term.press("l")
+	}
+	if !term.sawLine(pinInDiff) {
+		// Staging's promotion needs no approval and passes quickly: the
+		// captain looks back at it.
+		// At 80×24 the diff's pinned line is below the fold: j scrolls.
+		term.press("3")
+		term.waitForText("Environment repo change", 30*time.Second)
+		for i := 0; i < 15 && !term.sawLine(pinInDiff); i++ {
+			term.press("j")
+			time.Sleep(300 * time.Millisecond)
+			term.capture()
+		}
+		require.True(t, term.sawLine(pinInDiff), "the promotion screen shows the pin's diff; the screen:\n%s", term.capture())
+	}
+	term.press("q")
+	term.waitForText("EXIT=0", time.Minute)
+	return releaseOf(t, ledger, env, ref), term
+}
+
+// testCockpitRelease: staging at 80×24, then prod at 132×40, through the
+// cockpit; then the same kind of release scripted on the command line.
+func testCockpitRelease(t *testing.T, l *e2eLab, repo func(string) string) {
+	r := l.newCockpitRepo(t)
+	ref, digest := l.pushBuild(t, "3.0.0")
+	r.setRelease(t, "3.0.0")
+
+	releases := map[string]*workflow.Release{}
+	for _, size := range []struct {
+		env  string
+		w, h int
+	}{{"staging", 80, 24}, {"prod", 132, 40}} {
+		start := time.Now()
+		rel, term := l.cockpitRelease(t, r, size.env, ref, size.w, size.h)
+		t.Logf("%s through the cockpit at %dx%d: %s, %d key(s), %d distinct screens", size.env, size.w, size.h, time.Since(start).Round(time.Second), term.keys, len(term.screens))
+		require.Equal(t, workflow.ReleaseConverged, rel.Status)
+		require.Equal(t, "captain", rel.Captain)
+		releases[size.env] = rel
+
+		// kubectl agrees: the promoted digest runs, every replica ready,
+		// and Terraform's ConfigMap holds the release.
+		image, ready, want := l.live(t, size.env)
+		require.Equal(t, repo(size.env)+"@"+digest, image, "the apiserver runs the promoted digest")
+		require.Equal(t, want, ready)
+		require.Equal(t, "3.0.0", l.kubectl(t, "get", "configmap", AppName+"-release", "-n", Namespace(size.env), "-o", "jsonpath={.data.release}"),
+			"terraform applied the reviewed plan through the kubectl provider")
+	}
+
+	// The record: the journal verifies and the sessions replay.
+	out := l.relcapOK(t, "journal", "verify") // exit 0: every chain, head and recording checks
+	require.NotContains(t, out, "TAMPERED")
+	var sessions []workflow.Session
+	require.NoError(t, json.Unmarshal([]byte(l.relcapOK(t, "--json", "journal", "list")), &sessions))
+	for env, rel := range releases {
+		i := slices.IndexFunc(sessions, func(s workflow.Session) bool { return s.ReleaseID == rel.ID && s.Command == "release" })
+		require.GreaterOrEqual(t, i, 0, "the cockpit's session of %s is linked to %s", env, rel.ID)
+		replay := l.relcapOK(t, "journal", "replay", sessions[i].ID, "--speed", "0")
+		require.Contains(t, replay, "Convergence", "replay plays what the captain saw")
+		require.Contains(t, replay, "Plan: 2 to add", "Terraform's output as the captain saw it in the log pane")
+		show := l.relcapOK(t, "journal", "show", sessions[i].ID)
+		require.Contains(t, show, "step.output", "Terraform's output is kept in the journal")
+		require.Contains(t, show, "Apply complete!")
+		approvals := slices.IndexFunc(sessions, func(s workflow.Session) bool { return s.ReleaseID == rel.ID && s.Actor == "bob" })
+		require.GreaterOrEqual(t, approvals, 0, "bob's approval of %s is linked to it", env)
+	}
+
+	// The same release scripted, one command per process: the same record.
+	ref2, digest2 := l.pushBuild(t, "3.1.0")
+	r.setRelease(t, "3.1.0")
+	code, out := l.relcapIn(t, r, "captain", "plan", "--env", "staging")
+	require.Equal(t, 0, code, "the plan is reviewed; it waits for bob:\n%s", out)
+	newest, err := l.ledger(t).ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging", Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, newest, 1)
+	planned := struct{ Fingerprint, Release string }{newest[0].Checkpoints.Fingerprint, newest[0].ID}
+	require.Contains(t, out, "started release "+planned.Release+" in staging", "plan says which release it started")
+	require.Contains(t, out, "relcap approve --plan "+planned.Fingerprint)
+	code, out = l.relcapIn(t, r, "bob", "approve", "--plan", planned.Fingerprint)
+	require.Equal(t, 0, code, out)
+	code, out = l.relcapIn(t, r, "captain", "apply", "--plan", planned.Fingerprint)
+	require.Equal(t, 0, code, out)
+	code, out = l.relcapIn(t, r, "captain", "promote", "--env", "staging", "--image", ref2)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, planned.Release, "promote joins the release plan started")
+	code, out = l.relcapIn(t, r, "captain", "converge", "--env", "staging", "--timeout", "3m")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, digest2)
+
+	scripted := releaseOf(t, l.ledger(t), "staging", ref2)
+	require.NotNil(t, scripted)
+	require.Equal(t, planned.Release, scripted.ID)
+	require.Equal(t, workflow.ReleaseConverged, scripted.Status)
+	cockpit := releases["staging"]
+	require.Equal(t, cockpit.Kind, scripted.Kind)
+	require.Len(t, scripted.Steps, len(cockpit.Steps))
+	for i := range cockpit.Steps {
+		a, b := cockpit.Steps[i], scripted.Steps[i]
+		require.Equal(t, a.Kind, b.Kind)
+		require.Equal(t, a.Status, b.Status, a.Kind.String())
+		require.Equal(t, evidenceKinds(a.Evidence), evidenceKinds(b.Evidence), "%s: the same kinds of evidence", a.Kind)
+	}
+	require.NoError(t, json.Unmarshal([]byte(l.relcapOK(t, "--json", "journal", "list")), &sessions))
+	var commands []string
+	for _, s := range sessions {
+		if s.ReleaseID == scripted.ID {
+			commands = append(commands, s.Command)
+		}
+	}
+	for _, c := range []string{"plan", "approve", "apply", "promote", "converge"} {
+		require.Contains(t, commands, c, "the %s session is linked to the release", c)
+	}
+	require.Equal(t, "3.1.0", l.kubectl(t, "get", "configmap", AppName+"-release", "-n", Namespace("staging"), "-o", "jsonpath={.data.release}"))
+	image, _, _ := l.live(t, "staging")
+	require.Equal(t, repo("staging")+"@"+digest2, image)
+}
+
+// evidenceKinds lists the kinds of evidence, each once, in order.
+func evidenceKinds(es []workflow.Evidence) []workflow.EvidenceKind {
+	var out []workflow.EvidenceKind
+	for _, e := range es {
+		if !slices.Contains(out, e.Kind) {
+			out = append(out, e.Kind)
+		}
+	}
+	return out
+}
