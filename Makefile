@@ -104,3 +104,16 @@ e2e: tools
 		RELCAP_LAB_ARGOCD=$$v $(GO) test -tags e2e -count=1 -timeout 45m -run TestE2E -v ./cmd/relcap-lab || exit 1; \
 		echo "== e2e: Argo CD $$v passed in $$(( $$(date +%s) - start ))s =="; \
 	done
+
+# Convergence detection side by side with argocd app wait --sync --health on
+# a lab of each Argo CD version (issue 14; figures in docs/PERFORMANCE.md).
+# BENCH_SYNCS syncs per version (at least 10); BENCH_OUT collects the summaries.
+BENCH_SYNCS ?= 10
+BENCH_OUT ?= $(CURDIR)/bin/bench-convergence.txt
+.PHONY: bench-lab
+bench-lab: tools
+	@for v in $(E2E_ARGOCD); do \
+		RELCAP_LAB_ARGOCD=$$v RELCAP_BENCH_SYNCS=$(BENCH_SYNCS) RELCAP_BENCH_OUT=$(BENCH_OUT) \
+			$(GO) test -tags 'e2e labbench' -count=1 -timeout 30m -run TestBenchConvergenceDetection -v ./cmd/relcap-lab || exit 1; \
+	done
+	@cat $(BENCH_OUT)

@@ -29,7 +29,7 @@ func (l *e2eLab) terraform(t *testing.T, dir string, args ...string) (int, strin
 }
 
 // headRev is the environment repository's main.
-func (l *e2eLab) headRev(t *testing.T) string {
+func (l *e2eLab) headRev(t testing.TB) string {
 	return strings.TrimSpace(l.runGit(t, "rev-parse", "main"))
 }
 
@@ -60,7 +60,7 @@ func (l *e2eLab) editManifest(t *testing.T, env, message string, edit func(deplo
 }
 
 // eventually polls cond until it holds or within runs out.
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

@@ -44,7 +44,7 @@ type e2eLab struct {
 
 // e2eVariant is the Argo CD the suite runs: $RELCAP_LAB_ARGOCD, 2.14 when
 // unset.
-func e2eVariant(t *testing.T) Variant {
+func e2eVariant(t testing.TB) Variant {
 	t.Helper()
 	v, err := SelectVariant(os.Getenv(ArgoCDEnv))
 	require.NoError(t, err, "$%s", ArgoCDEnv)
@@ -65,7 +65,7 @@ func e2eTLS() bool {
 
 // startLab builds relcap and relcap-lab, brings a lab up in a temporary
 // directory and registers its teardown, which must leave nothing behind.
-func startLab(t *testing.T) *e2eLab {
+func startLab(t testing.TB) *e2eLab {
 	t.Helper()
 	bin := t.TempDir()
 	root, err := filepath.Abs("../..")
@@ -115,7 +115,7 @@ func startLab(t *testing.T) *e2eLab {
 }
 
 // readEnvFile reads the export lines relcap-lab writes.
-func readEnvFile(t *testing.T, path string) map[string]string {
+func readEnvFile(t testing.TB, path string) map[string]string {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
@@ -144,14 +144,14 @@ func (l *e2eLab) environ() []string {
 
 // run runs a binary of the lab with its environment and returns the exit
 // code and combined output.
-func (l *e2eLab) run(t *testing.T, bin string, args ...string) (int, string) {
+func (l *e2eLab) run(t testing.TB, bin string, args ...string) (int, string) {
 	t.Helper()
 	return l.runEnv(t, nil, bin, args...)
 }
 
 // runEnv is run with extra environment variables, which win over the
 // lab's.
-func (l *e2eLab) runEnv(t *testing.T, extra []string, bin string, args ...string) (int, string) {
+func (l *e2eLab) runEnv(t testing.TB, extra []string, bin string, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -170,14 +170,14 @@ func (l *e2eLab) runEnv(t *testing.T, extra []string, bin string, args ...string
 }
 
 // relcapOK runs relcap against the lab's relcap.yaml and requires exit 0.
-func (l *e2eLab) relcapOK(t *testing.T, args ...string) string {
+func (l *e2eLab) relcapOK(t testing.TB, args ...string) string {
 	t.Helper()
 	code, out := l.run(t, l.relcap, append([]string{"-c", filepath.Join(l.dir, "relcap.yaml"), "--no-tui"}, args...)...)
 	require.Equal(t, 0, code, "relcap %s:\n%s", strings.Join(args, " "), out)
 	return out
 }
 
-func (l *e2eLab) kubectl(t *testing.T, args ...string) string {
+func (l *e2eLab) kubectl(t testing.TB, args ...string) string {
 	t.Helper()
 	code, out := l.run(t, filepath.Join(l.env["RELCAP_LAB_BIN"], binKubectl), args...)
 	require.Equal(t, 0, code, "kubectl %s:\n%s", strings.Join(args, " "), out)
@@ -188,7 +188,7 @@ func (l *e2eLab) kubectl(t *testing.T, args ...string) string {
 // and how many replicas are ready of how many wanted. ready counts only
 // once every replica runs the current template (a rollout in progress has
 // ready < want).
-func (l *e2eLab) live(t *testing.T, env string) (image string, ready, want int) {
+func (l *e2eLab) live(t testing.TB, env string) (image string, ready, want int) {
 	t.Helper()
 	out := l.kubectl(t, "get", "deployment", AppName, "-n", Namespace(env), "-o",
 		`jsonpath={.spec.template.spec.containers[0].image}|{.status.readyReplicas}|{.spec.replicas}|{.status.updatedReplicas}|{.status.observedGeneration}|{.metadata.generation}`)
@@ -202,7 +202,7 @@ func (l *e2eLab) live(t *testing.T, env string) (image string, ready, want int) 
 	return f[0], ready, want
 }
 
-func (l *e2eLab) pushBuild(t *testing.T, tag string) (ref, digest string) {
+func (l *e2eLab) pushBuild(t testing.TB, tag string) (ref, digest string) {
 	t.Helper()
 	ref = l.env["RELCAP_LAB_REGISTRY"] + "/ci/" + AppName + ":" + tag
 	code, out := l.run(t, l.lab, "push-random", ref)
@@ -260,7 +260,7 @@ func TestE2E(t *testing.T) {
 	t.Run("the captain releases through the cockpit, a second person approves from another shell", func(t *testing.T) { testCockpitRelease(t, l, repo) })
 }
 
-func (l *e2eLab) runGit(t *testing.T, args ...string) string {
+func (l *e2eLab) runGit(t testing.TB, args ...string) string {
 	t.Helper()
 	code, out := l.run(t, "git", append([]string{"-C", l.env["RELCAP_LAB_ENVREPO"]}, args...)...)
 	require.Equal(t, 0, code, out)
