@@ -219,7 +219,12 @@ func (m Model) View() string {
 	digest := r.Checkpoints.Digest.String()
 	lines = append(lines, th.Label.Render("Digest     ")+orNone(th, digest))
 	if resolved, _, ok := workflow.EvidenceOf[workflow.DigestResolved](st.Evidence); ok {
-		lines = append(lines, th.Label.Render("Platforms  ")+orNone(th, strings.Join(resolved.Platforms, ", ")))
+		platforms := strings.Join(resolved.Platforms, ", ")
+		if platforms == "" {
+			// Resolved: the image's config names no OS or architecture.
+			platforms = th.Muted.Render("none declared by the image")
+		}
+		lines = append(lines, th.Label.Render("Platforms  ")+platforms)
 		lines = append(lines, th.Label.Render("Source     ")+resolved.Repository+th.Muted.Render(" · first seen "+resolved.FirstSeen.UTC().Format(time.RFC3339)))
 		lines = append(lines, th.Label.Render("Provenance ")+provenance(th, resolved.Signed, resolved.Referrers, "at source"))
 	}
