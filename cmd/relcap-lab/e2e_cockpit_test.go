@@ -72,7 +72,9 @@ func (r cockpitRepo) setRelease(t *testing.T, version string) {
 	}
 }
 
-func releaseRootTF(kubeconfig, env string) string {
+// kubectlProviderTF requires gavinbunney/kubectl (from the lab's mirror)
+// and points it at the lab's cluster.
+func kubectlProviderTF(kubeconfig string) string {
 	return `terraform {
   required_providers {
     kubectl = { source = "gavinbunney/kubectl", version = "` + KubectlProviderVersion + `" }
@@ -83,7 +85,11 @@ provider "kubectl" {
   config_path      = "` + kubeconfig + `"
   load_config_file = true
 }
+`
+}
 
+func releaseRootTF(kubeconfig, env string) string {
+	return kubectlProviderTF(kubeconfig) + `
 variable "release" {
   type = string
 }

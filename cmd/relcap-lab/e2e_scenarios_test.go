@@ -112,17 +112,7 @@ func (l *e2eLab) armedBuild(t *testing.T, tag, annotation, why string) (ref, dig
 // kubectl_manifest server-side applying Deployment web/web with another
 // replica count and image, forcing the conflicts with Argo CD's fields.
 func tugOfWarTF(kubeconfig string) string {
-	return `terraform {
-  required_providers {
-    kubectl = { source = "gavinbunney/kubectl", version = "` + KubectlProviderVersion + `" }
-  }
-}
-
-provider "kubectl" {
-  config_path      = "` + kubeconfig + `"
-  load_config_file = true
-}
-
+	return kubectlProviderTF(kubeconfig) + `
 resource "kubectl_manifest" "web_scale" {
   server_side_apply = true
   force_conflicts   = true

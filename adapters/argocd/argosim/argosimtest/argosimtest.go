@@ -103,7 +103,13 @@ func Start(t testing.TB, apps ...argosim.AppConfig) (*argosim.Server, string) {
 	if _, bench := t.(*testing.B); bench {
 		logf = nil // benchmarks print every log line; keep their output to the numbers
 	}
-	sim, err := argosim.New(argosim.Config{PollInterval: 50 * time.Millisecond, Logf: logf})
+	return startWith(t, argosim.Config{PollInterval: 50 * time.Millisecond, Logf: logf}, apps)
+}
+
+// startWith runs a simulator of cfg with apps until the test ends.
+func startWith(t testing.TB, cfg argosim.Config, apps []argosim.AppConfig) (*argosim.Server, string) {
+	t.Helper()
+	sim, err := argosim.New(cfg)
 	require.NoError(t, err)
 	for _, a := range apps {
 		require.NoError(t, sim.AddApp(a))

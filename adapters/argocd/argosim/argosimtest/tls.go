@@ -69,15 +69,7 @@ func (ca *CA) ServerTLSFor(t testing.TB, ip string) *tls.Config {
 // of ca (and gRPC-Web under pathPrefix, when set).
 func StartTLS(t testing.TB, ca *CA, pathPrefix string, apps ...argosim.AppConfig) (*argosim.Server, string) {
 	t.Helper()
-	sim, err := argosim.New(argosim.Config{PollInterval: 50 * time.Millisecond, Logf: t.Logf, TLS: ca.ServerTLS(t), PathPrefix: pathPrefix})
-	require.NoError(t, err)
-	for _, a := range apps {
-		require.NoError(t, sim.AddApp(a))
-	}
-	addr, err := sim.Start(t.Context())
-	require.NoError(t, err)
-	t.Cleanup(sim.Stop)
-	return sim, addr
+	return startWith(t, argosim.Config{PollInterval: 50 * time.Millisecond, Logf: t.Logf, TLS: ca.ServerTLS(t), PathPrefix: pathPrefix}, apps)
 }
 
 // ClientCert writes a client certificate the CA signed, and its key, and
@@ -111,13 +103,5 @@ func (ca *CA) RequireClientCerts(cfg *tls.Config) *tls.Config {
 // StartMutualTLS is StartTLS with client certificates of ca required.
 func StartMutualTLS(t testing.TB, ca *CA, apps ...argosim.AppConfig) (*argosim.Server, string) {
 	t.Helper()
-	sim, err := argosim.New(argosim.Config{PollInterval: 50 * time.Millisecond, Logf: t.Logf, TLS: ca.RequireClientCerts(ca.ServerTLS(t))})
-	require.NoError(t, err)
-	for _, a := range apps {
-		require.NoError(t, sim.AddApp(a))
-	}
-	addr, err := sim.Start(t.Context())
-	require.NoError(t, err)
-	t.Cleanup(sim.Stop)
-	return sim, addr
+	return startWith(t, argosim.Config{PollInterval: 50 * time.Millisecond, Logf: t.Logf, TLS: ca.RequireClientCerts(ca.ServerTLS(t))}, apps)
 }
