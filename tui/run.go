@@ -15,6 +15,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	effortscreen "github.com/relcap/relcap/tui/screen/effort"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // Options configure a cockpit session.
@@ -31,6 +32,9 @@ type Options struct {
 	// Env is the environment (os.Environ()); it decides the colour profile,
 	// so NO_COLOR is honoured.
 	Env []string
+	// Secrets, when set, are masked in everything written to Output and
+	// the recording.
+	Secrets *secret.Set
 	// Record, when set, receives an asciicast v2 recording of exactly what
 	// was written to the terminal.
 	Record io.Writer
@@ -80,6 +84,9 @@ func Run(ctx context.Context, opts Options) error {
 	} else if w == 0 || h == 0 {
 		w, h = 80, 24
 	}
+	// Secrets are masked at their source; this is the last line of defence,
+	// before the terminal and the recording alike.
+	out = opts.Secrets.Writer(out)
 	var rec *asciicast.Writer
 	if opts.Record != nil {
 		rec = asciicast.NewWriter(opts.Record, w, h, time.Now)

@@ -156,6 +156,9 @@ func (s *Service) PlanRelease(ctx context.Context, req OpenRequest, sink EventSi
 	if err != nil {
 		return PlanOutcome{}, err
 	}
+	if err := s.replanIfReviewed(ctx, opened.Release); err != nil {
+		return PlanOutcome{}, err
+	}
 	out := PlanOutcome{Opened: opened}
 	r, err := s.RunUntil(ctx, opened.Release.ID, sink, StepPlanReview)
 	if r != nil {
@@ -174,4 +177,28 @@ func (s *Service) PlanRelease(ctx context.Context, req OpenRequest, sink EventSi
 	}
 	out.Plan, err = s.d.Ledger.LoadPlan(ctx, fp)
 	return out, err
+}
+
+// replanIfReviewed prepares a joined release for relcap plan. Plan review
+// that already succeeded is reviewed again: its step reuses the saved plan
+// while nothing moved and plans again when something did (a var file
+// edited since), so plan never hands back a plan apply would refuse as
+// stale. A release past apply, or one that promotes only, has no plan to
+// make: the captain finishes it first.
+func (s *Service) replanIfReviewed(ctx context.Context, r *Release) error {
+	review, apply := r.Step(StepPlanReview), r.Step(StepApply)
+	switch {
+	case review.Status == Skipped:
+		return fmt.Errorf("%w: release %s in %s promotes only (no infrastructure change); finish it (relcap promote, relcap converge) before planning the next one", ErrUsage, r.ID, r.Env)
+	case apply.Status == Succeeded:
+		return fmt.Errorf("%w: release %s in %s already applied plan %s; finish it (relcap promote --env %s --image REF, then relcap converge) before planning the next release", ErrUsage, r.ID, r.Env, ShortHash(r.Checkpoints.Fingerprint), r.Env)
+	case review.Status != Succeeded:
+		return nil
+	}
+	review.Status = Pending
+	r.UpdatedAt = s.d.Clock.Now()
+	if err := s.d.Ledger.SaveRelease(ctx, r); err != nil {
+		return fmt.Errorf("save release %s: %w", r.ID, err)
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // Tool output: what Terraform (or any tool an adapter starts) prints for a
@@ -44,7 +46,8 @@ const maxJournaledOutput = 1 << 20
 // journal. It is safe for concurrent use: Terraform's stdout and stderr
 // are copied by two goroutines.
 type outputLines struct {
-	emit func(line string)
+	emit    func(line string)
+	secrets *secret.Set // masked in every line before it is shown or kept
 
 	mu      sync.Mutex
 	partial []byte
@@ -53,7 +56,9 @@ type outputLines struct {
 	dropped int
 }
 
-func newOutputLines(emit func(string)) *outputLines { return &outputLines{emit: emit} }
+func newOutputLines(emit func(string), secrets *secret.Set) *outputLines {
+	return &outputLines{emit: emit, secrets: secrets}
+}
 
 // Write splits p into lines; a trailing part waits for the rest of its line.
 func (o *outputLines) Write(p []byte) (int, error) {
@@ -83,7 +88,7 @@ func (o *outputLines) Flush() {
 
 // line records one complete line; o.mu is held.
 func (o *outputLines) line(s string) {
-	s = printable(strings.TrimRight(s, "\r"))
+	s = o.secrets.Scrub(printable(strings.TrimRight(s, "\r")))
 	if o.size+len(s) <= maxJournaledOutput {
 		o.kept = append(o.kept, s)
 		o.size += len(s)
@@ -166,7 +171,7 @@ func (s *Service) withToolOutput(ctx context.Context, release string, step StepK
 		if w := s.toolOutput(); w != nil {
 			_, _ = io.WriteString(w, line+"\n") // a terminal's write error cannot be reported anywhere better
 		}
-	})
+	}, s.d.Secrets)
 	return WithToolOutput(ctx, out), func(err error) error {
 		return joinJournalError(err, s.journalOutput(ctx, out, release, step))
 	}

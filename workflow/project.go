@@ -25,6 +25,9 @@ type Project struct {
 	// Schema is the data-shape compatibility a release of this project
 	// declares unless the release says otherwise.
 	Compatibility Compatibility
+	// SecretEnv names environment variables whose values are secrets:
+	// relcap masks them in everything it prints, journals and records.
+	SecretEnv []string
 }
 
 // Environment is one stage of the promotion order.

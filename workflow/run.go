@@ -223,7 +223,7 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 
 	out := newOutputLines(func(line string) {
 		run.sink(Event{Time: d.Clock.Now(), Kind: EventStepOutput, ReleaseID: run.r.ID, Step: k, Status: Running, Output: line})
-	})
+	}, d.Secrets)
 	res, err := run.runStep(WithToolOutput(ctx, out), k)
 	if jerr := run.svc.journalOutput(ctx, out, run.r.ID, k); jerr != nil {
 		err = errors.Join(err, jerr)

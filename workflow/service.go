@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // Deps are the ports a Service drives. Ledger, Journal and Clock are always
@@ -33,6 +34,10 @@ type Deps struct {
 	// operations outside a release run, line by line; nil discards it
 	// (it is journaled either way). Release runs send it as events.
 	ToolOutput io.Writer
+	// Secrets are the secrets this process knows, masked in tool output
+	// and everything the Service reports; adapters add what they learn.
+	// nil masks nothing.
+	Secrets *secret.Set
 	// Actor is the person running this process (--actor or $USER).
 	Actor string
 	// ConvergeTimeout bounds the convergence watch; 0 means 10 minutes.

@@ -17,6 +17,8 @@
 package registry
 
 import (
+	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
@@ -27,6 +29,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 var _ workflow.Registry = (*Adapter)(nil)
@@ -40,8 +43,6 @@ const (
 	DefaultJobs = 4
 )
 
-// Options configure an Adapter. The zero value talks HTTPS to registries,
-// with Docker's credentials and the default retry policy.
 // Credentials says where the adapter finds registry credentials.
 type Credentials int
 
@@ -61,7 +62,12 @@ func (c Credentials) keychain() authn.Keychain {
 	return authn.DefaultKeychain
 }
 
+// Options configure an Adapter. The zero value talks HTTPS to registries,
+// with Docker's credentials and the default retry policy.
 type Options struct {
+	// Secrets learns every credential the adapter uses (password, token),
+	// so none shows in what relcap prints or records; nil learns nothing.
+	Secrets *secret.Set
 	// Credentials says where registry credentials come from: the Docker
 	// config by default.
 	Credentials Credentials
@@ -151,6 +157,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if a.keychain == nil {
 		a.keychain = authn.DefaultKeychain
+	}
+	if opts.Secrets != nil {
+		a.keychain = learningKeychain{Keychain: a.keychain, secrets: opts.Secrets}
 	}
 	if a.transport == nil {
 		a.transport = remote.DefaultTransport
@@ -304,4 +313,48 @@ func cutTag(repo string) (path, tag string, ok bool) {
 		return repo, "", false
 	}
 	return repo[:i], repo[i+1:], true
+}
+
+// learningKeychain hands out the keychain's authenticators, teaching
+// secrets each credential as it is used.
+type learningKeychain struct {
+	authn.Keychain
+	secrets *secret.Set
+}
+
+// Resolve returns r's authenticator, wrapped to learn what it yields.
+func (k learningKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	auth, err := k.Keychain.Resolve(r)
+	if err != nil || auth == authn.Anonymous {
+		return auth, err
+	}
+	return learningAuth{inner: auth, secrets: k.secrets}, nil
+}
+
+type learningAuth struct {
+	inner   authn.Authenticator
+	secrets *secret.Set
+}
+
+// Authorization returns the credential and adds its secret parts.
+func (a learningAuth) Authorization() (*authn.AuthConfig, error) {
+	return a.learn(a.inner.Authorization())
+}
+
+// AuthorizationContext is Authorization for authenticators that take a
+// context (credential helpers).
+func (a learningAuth) AuthorizationContext(ctx context.Context) (*authn.AuthConfig, error) {
+	return a.learn(authn.Authorization(ctx, a.inner))
+}
+
+func (a learningAuth) learn(cfg *authn.AuthConfig, err error) (*authn.AuthConfig, error) {
+	if err == nil && cfg != nil {
+		a.secrets.Add(cfg.Password, cfg.Auth, cfg.IdentityToken, cfg.RegistryToken)
+		if raw, derr := base64.StdEncoding.DecodeString(cfg.Auth); derr == nil {
+			if _, pw, ok := strings.Cut(string(raw), ":"); ok {
+				a.secrets.Add(pw) // "auth" is base64 of user:password
+			}
+		}
+	}
+	return cfg, err
 }

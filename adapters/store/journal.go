@@ -19,6 +19,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // JournalFile is the name of a session's journal inside its directory.
@@ -33,6 +34,7 @@ type FileJournal struct {
 	clock   workflow.Clock
 	session workflow.Session
 	path    string
+	secrets *secret.Set // masked in every entry before it is sealed
 
 	mu     sync.Mutex
 	f      *os.File
@@ -57,7 +59,7 @@ func NewSessionID(now time.Time) string {
 // the session in ledger. An empty s.ID gets NewSessionID and a zero
 // s.StartedAt gets clock.Now(). It refuses to reuse an existing journal
 // file, so one session can never append to another's chain.
-func OpenSession(ctx context.Context, ledger workflow.SessionStore, dir string, s workflow.Session, clock workflow.Clock) (*FileJournal, error) {
+func OpenSession(ctx context.Context, ledger workflow.SessionStore, dir string, s workflow.Session, clock workflow.Clock, opts ...Option) (*FileJournal, error) {
 	if s.StartedAt.IsZero() {
 		s.StartedAt = clock.Now()
 	}
@@ -91,7 +93,7 @@ func OpenSession(ctx context.Context, ledger workflow.SessionStore, dir string, 
 		_ = os.Remove(sessionDir) // only if empty
 		return nil, fmt.Errorf("register session %s: %w", s.ID, err)
 	}
-	return &FileJournal{ledger: ledger, clock: clock, session: s, path: path, f: f}, nil
+	return &FileJournal{ledger: ledger, clock: clock, session: s, path: path, f: f, secrets: applyOptions(opts).secrets}, nil
 }
 
 // checkSessionID refuses IDs that are not one plain path element, since
@@ -141,7 +143,13 @@ func (j *FileJournal) Append(ctx context.Context, rec workflow.JournalRecord) (j
 	if err := ctx.Err(); err != nil {
 		return journal.Entry{}, fmt.Errorf("journal %s: %w", kind, err)
 	}
-	e, err := journal.Next(j.prev, j.clock.Now(), j.session.Actor, kind, rec)
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return journal.Entry{}, fmt.Errorf("journal %s: encode data: %w", kind, err)
+	}
+	// Masked before sealing, so the chain vouches for what is kept; the
+	// masks keep JSON valid (escaped forms are masked whole).
+	e, err := journal.Next(j.prev, j.clock.Now(), j.session.Actor, kind, json.RawMessage(j.secrets.ScrubBytes(data)))
 	if err != nil {
 		return journal.Entry{}, err
 	}

@@ -198,7 +198,7 @@ func schemaVersion() int { return migrations[len(migrations)-1].version }
 // processes opening a new ledger at once apply each migration once.
 func (s *SQLite) migrate(ctx context.Context) error {
 	var current int
-	err := s.runTx(ctx, func(tx *sql.Tx) error {
+	err := s.runTx(ctx, func(tx ledgerTx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    INTEGER PRIMARY KEY,
 	applied_at INTEGER NOT NULL
@@ -213,7 +213,7 @@ func (s *SQLite) migrate(ctx context.Context) error {
 			return err
 		}
 		var err error
-		current, err = readVersion(ctx, tx)
+		current, err = readVersion(ctx, tx.Tx)
 		return err
 	})
 	if err != nil {
@@ -226,8 +226,8 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		if m.version <= current {
 			continue
 		}
-		err := s.inTx(ctx, fmt.Sprintf("migrate schema to version %d", m.version), func(tx *sql.Tx) error {
-			v, err := readVersion(ctx, tx)
+		err := s.inTx(ctx, fmt.Sprintf("migrate schema to version %d", m.version), func(tx ledgerTx) error {
+			v, err := readVersion(ctx, tx.Tx)
 			if err != nil || v >= m.version {
 				return err
 			}

@@ -21,7 +21,7 @@ func (s *SQLite) RecordApproval(ctx context.Context, a workflow.Approval) error 
 	if err != nil {
 		return fmt.Errorf("record approval of %s %s: %w", a.Kind, a.Subject, err)
 	}
-	return s.inTx(ctx, fmt.Sprintf("record approval of %s %s", a.Kind, a.Subject), func(tx *sql.Tx) error {
+	return s.inTx(ctx, fmt.Sprintf("record approval of %s %s", a.Kind, a.Subject), func(tx ledgerTx) error {
 		_, err := tx.ExecContext(ctx, `
 INSERT INTO approvals (kind, subject, env, approver, comment, at) VALUES (?, ?, ?, ?, ?, ?)`,
 			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at)
@@ -74,7 +74,7 @@ func (s *SQLite) RecordEffort(ctx context.Context, entries []effort.Entry) error
 		}
 		ats[i] = v
 	}
-	return s.inTx(ctx, "record effort", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "record effort", func(tx ledgerTx) error {
 		stmt, err := tx.PrepareContext(ctx, `
 INSERT INTO effort (release_id, person, role, step, kind, duration_ns, at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
@@ -130,7 +130,7 @@ func (s *SQLite) RecordSighting(ctx context.Context, ref string, d workflow.Dige
 		return workflow.Sighting{}, fmt.Errorf("record sighting of %s: %w", ref, err)
 	}
 	var first workflow.Sighting
-	err = s.inTx(ctx, "record sighting of "+ref, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, "record sighting of "+ref, func(tx ledgerTx) error {
 		if _, err := tx.ExecContext(ctx, `
 INSERT INTO sightings (reference, digest, at, last_seen) VALUES (?, ?, ?, ?)
 ON CONFLICT (reference, digest) DO UPDATE SET
@@ -180,7 +180,7 @@ func (s *SQLite) RecordFindings(ctx context.Context, scope string, at time.Time,
 		}
 		present[k] = f
 	}
-	return s.inTx(ctx, "record findings of "+scope, func(tx *sql.Tx) error {
+	return s.inTx(ctx, "record findings of "+scope, func(tx ledgerTx) error {
 		for _, k := range order {
 			f := present[k]
 			body, err := json.Marshal(f)

@@ -24,7 +24,7 @@ func (s *SQLite) SaveRelease(ctx context.Context, r *workflow.Release) error {
 	if err != nil {
 		return fmt.Errorf("save release %s: %w", r.ID, err)
 	}
-	return s.inTx(ctx, "save release "+r.ID, func(tx *sql.Tx) error {
+	return s.inTx(ctx, "save release "+r.ID, func(tx ledgerTx) error {
 		_, err := tx.ExecContext(ctx, `
 INSERT INTO releases (id, app, env, status, kind, captain, created_at, updated_at, ended_at, body)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -121,7 +121,7 @@ func (s *SQLite) RecordConvergence(ctx context.Context, c workflow.ConvergenceRe
 	if err != nil {
 		return fmt.Errorf("record convergence of %s: %w", c.ReleaseID, err)
 	}
-	return s.inTx(ctx, "record convergence of "+c.ReleaseID, func(tx *sql.Tx) error {
+	return s.inTx(ctx, "record convergence of "+c.ReleaseID, func(tx ledgerTx) error {
 		_, err := tx.ExecContext(ctx, `
 INSERT INTO convergences (release_id, app, env, digest, revision, at) VALUES (?, ?, ?, ?, ?, ?)`,
 			c.ReleaseID, c.App, c.Env, c.Digest.String(), c.Revision, at)
@@ -155,7 +155,7 @@ func (s *SQLite) SavePlan(ctx context.Context, p workflow.PlanSummary) error {
 	if err != nil {
 		return fmt.Errorf("save plan %s: %w", p.Fingerprint, err)
 	}
-	return s.inTx(ctx, "save plan "+p.Fingerprint, func(tx *sql.Tx) error {
+	return s.inTx(ctx, "save plan "+p.Fingerprint, func(tx ledgerTx) error {
 		_, err := tx.ExecContext(ctx, `
 INSERT INTO plans (fingerprint, env, author, created_at, body) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
@@ -193,7 +193,7 @@ func (s *SQLite) MarkPlanApplied(ctx context.Context, fingerprint string, at tim
 	if err != nil {
 		return fmt.Errorf("mark plan %s applied: %w", fingerprint, err)
 	}
-	return s.inTx(ctx, "mark plan "+fingerprint+" applied", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "mark plan "+fingerprint+" applied", func(tx ledgerTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE plans SET applied_at = COALESCE(applied_at, ?) WHERE fingerprint = ?`, v, fingerprint)
 		if err != nil {
 			return err

@@ -106,7 +106,7 @@ func genLedger(tb testing.TB, l *SQLite, n int, seed uint64) report.Data {
 		}
 		releases = append(releases, r)
 	}
-	require.NoError(tb, l.runTx(ctx, func(tx *sql.Tx) error { return bulkInsert(ctx, tx, releases, data) }))
+	require.NoError(tb, l.runTx(ctx, func(tx ledgerTx) error { return bulkInsert(ctx, tx.Tx, releases, data) }))
 	return data
 }
 

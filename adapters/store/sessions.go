@@ -21,7 +21,7 @@ func (s *SQLite) OpenSession(ctx context.Context, sess workflow.Session) error {
 	if err != nil {
 		return fmt.Errorf("open session %s: %w", sess.ID, err)
 	}
-	return s.inTx(ctx, "open session "+sess.ID, func(tx *sql.Tx) error {
+	return s.inTx(ctx, "open session "+sess.ID, func(tx ledgerTx) error {
 		var exists bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`, sess.ID).Scan(&exists); err != nil {
 			return err
@@ -43,7 +43,7 @@ func (s *SQLite) CloseSession(ctx context.Context, id string, at time.Time) erro
 	if err != nil {
 		return fmt.Errorf("close session %s: %w", id, err)
 	}
-	return s.inTx(ctx, "close session "+id, func(tx *sql.Tx) error {
+	return s.inTx(ctx, "close session "+id, func(tx ledgerTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET ended_at = ? WHERE id = ?`, v, id)
 		if err != nil {
 			return err
@@ -57,7 +57,7 @@ func (s *SQLite) CloseSession(ctx context.Context, id string, at time.Time) erro
 // releases (the demo's) keeps the first in the ledger; its journal names
 // them all.
 func (s *SQLite) LinkSession(ctx context.Context, id, releaseID string) error {
-	return s.inTx(ctx, "link session "+id, func(tx *sql.Tx) error {
+	return s.inTx(ctx, "link session "+id, func(tx ledgerTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET release_id = ? WHERE id = ? AND release_id = ''`, releaseID, id)
 		if err != nil {
 			return err
@@ -80,7 +80,7 @@ func (s *SQLite) LinkSession(ctx context.Context, id, releaseID string) error {
 // move it back, or to change the hash of the current head, because either
 // would let a rewritten journal verify.
 func (s *SQLite) SetJournalHead(ctx context.Context, h journal.Head) error {
-	return s.inTx(ctx, "set journal head of session "+h.SessionID, func(tx *sql.Tx) error {
+	return s.inTx(ctx, "set journal head of session "+h.SessionID, func(tx ledgerTx) error {
 		var (
 			seq  int64
 			hash string

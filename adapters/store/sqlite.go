@@ -17,6 +17,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // SQLite is the default workflow.Ledger: one SQLite file that several relcap
@@ -25,6 +26,26 @@ import (
 type SQLite struct {
 	db   *sql.DB
 	path string
+	// secrets are masked in every text the ledger writes.
+	secrets *secret.Set
+}
+
+// Option configures a ledger or a session journal at open.
+type Option func(*options)
+
+type options struct{ secrets *secret.Set }
+
+// WithSecrets masks set's secrets in everything the ledger or the journal
+// writes: a release's messages, a plan's attributes, findings, evidence,
+// journal entries. What is masked is gone; it cannot be read back.
+func WithSecrets(set *secret.Set) Option { return func(o *options) { o.secrets = set } }
+
+func applyOptions(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
 }
 
 var _ workflow.Ledger = (*SQLite)(nil)
@@ -50,7 +71,7 @@ const connParams = "_pragma=busy_timeout(10000)" +
 // It fails with a message naming the path when the location is not
 // writable, the file is not a ledger, or its schema is newer than this
 // binary knows.
-func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+func OpenSQLite(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty ledger path; pass --ledger PATH", workflow.ErrUsage)
 	}
@@ -72,7 +93,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", abs, err)
 	}
-	s := &SQLite{db: db, path: abs}
+	s := &SQLite{db: db, path: abs, secrets: applyOptions(opts).secrets}
 	if err := s.ping(ctx); err != nil {
 		_ = db.Close()
 		return nil, s.openError(err)
@@ -160,7 +181,7 @@ func (s *SQLite) fail(op string, err error) error {
 // inTx runs fn in one write transaction and commits it, so a failure
 // leaves the ledger as it was before the call. Domain errors (not found,
 // invalid input) pass through unwrapped; others are wrapped with op.
-func (s *SQLite) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (s *SQLite) inTx(ctx context.Context, op string, fn func(tx ledgerTx) error) error {
 	err := s.runTx(ctx, fn)
 	if err == nil || errors.Is(err, workflow.ErrNotFound) || errors.Is(err, workflow.ErrUsage) {
 		return err
@@ -169,12 +190,12 @@ func (s *SQLite) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 }
 
 // runTx is inTx without the wrapping.
-func (s *SQLite) runTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *SQLite) runTx(ctx context.Context, fn func(tx ledgerTx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(ledgerTx{Tx: tx, secrets: s.secrets}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -220,4 +241,52 @@ func timeValues(ts ...time.Time) ([]any, error) {
 		out[i] = v
 	}
 	return out, nil
+}
+
+// ledgerTx is a transaction whose writes mask the process's secrets:
+// every text a ledger row holds passes through ExecContext or a prepared
+// statement's ExecContext.
+type ledgerTx struct {
+	*sql.Tx
+	secrets *secret.Set
+}
+
+// ExecContext runs q with its text arguments scrubbed.
+func (t ledgerTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.Tx.ExecContext(ctx, q, scrubArgs(t.secrets, args)...)
+}
+
+// PrepareContext prepares q; its statement scrubs its text arguments.
+func (t ledgerTx) PrepareContext(ctx context.Context, q string) (ledgerStmt, error) {
+	st, err := t.Tx.PrepareContext(ctx, q)
+	return ledgerStmt{Stmt: st, secrets: t.secrets}, err
+}
+
+// ledgerStmt is a prepared statement of a ledgerTx.
+type ledgerStmt struct {
+	*sql.Stmt
+	secrets *secret.Set
+}
+
+// ExecContext runs the statement with its text arguments scrubbed.
+func (s ledgerStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return s.Stmt.ExecContext(ctx, scrubArgs(s.secrets, args)...)
+}
+
+func scrubArgs(set *secret.Set, args []any) []any {
+	if set.Len() == 0 {
+		return args
+	}
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			out[i] = set.Scrub(v)
+		case []byte:
+			out[i] = set.ScrubBytes(v)
+		default:
+			out[i] = a
+		}
+	}
+	return out
 }

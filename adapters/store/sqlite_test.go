@@ -411,7 +411,7 @@ func TestFailedTransactionKeepsEarlierData(t *testing.T) {
 	ctx := t.Context()
 	l := openTest(t)
 	require.NoError(t, l.RecordEffort(ctx, []effort.Entry{{ReleaseID: "r1", Person: "ana", Step: "plan", Kind: effort.Active, Duration: time.Second, At: t0}}))
-	err := l.inTx(ctx, "test", func(tx *sql.Tx) error {
+	err := l.inTx(ctx, "test", func(tx ledgerTx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO effort (release_id, step, kind, duration_ns) VALUES ('r1', 'x', 'active', 5)"); err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 var (
@@ -56,6 +57,10 @@ type Options struct {
 	// serialized, so one writer may serve both.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Secrets learns every value Terraform marks sensitive (in state and
+	// plans) and the values of variables declared sensitive, and masks
+	// them in what the adapter reviews; nil learns nothing.
+	Secrets *secret.Set
 }
 
 // Adapter runs Terraform for relcap. It is safe for concurrent use: every
@@ -67,6 +72,7 @@ type Adapter struct {
 	clock    workflow.Clock
 	stdout   io.Writer
 	stderr   io.Writer
+	secrets  *secret.Set
 }
 
 // New validates opts and returns an Adapter. The binary must be found and the
@@ -95,6 +101,7 @@ func New(opts Options) (*Adapter, error) {
 		planDir:  dir,
 		classify: opts.Classify,
 		clock:    opts.Clock,
+		secrets:  opts.Secrets,
 	}
 	if a.classify.Identity == nil && a.classify.DataService == nil {
 		a.classify = workflow.DefaultClassify()

@@ -82,7 +82,7 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 	if err := loud.Apply(ctx, tfexec.DirOrPlan(req.PlanFile), tfexec.Lock(true)); err != nil {
 		return workflow.ApplyResult{}, a.terraformError(ctx, "apply", t, err)
 	}
-	_, serial, err := stateIdentity(ctx, quiet, t)
+	_, serial, err := stateIdentity(ctx, quiet, t, a.secrets)
 	if err != nil {
 		return workflow.ApplyResult{}, fmt.Errorf("plan %s applied, but reading the new state failed: %w", workflow.ShortHash(req.Fingerprint), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // BenchmarkReviewJSON10k reviews a generated 10,000-resource plan document
@@ -20,7 +21,7 @@ func BenchmarkReviewJSON10k(b *testing.B) {
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
-		s, err := ReviewJSON(bytes.NewReader(doc.data), "bench", workflow.DefaultClassify())
+		s, err := ReviewJSON(bytes.NewReader(doc.data), "bench", workflow.DefaultClassify(), secret.NewSet())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // reviewBudget is what one review of a 10,000-resource document may cost.
@@ -87,7 +88,7 @@ func reviewChild(path string) error {
 		return err
 	}
 	start := time.Now()
-	s, err := ReviewJSON(f, "budget", workflow.DefaultClassify())
+	s, err := ReviewJSON(f, "budget", workflow.DefaultClassify(), secret.NewSet())
 	elapsed := time.Since(start)
 	if err != nil {
 		return err

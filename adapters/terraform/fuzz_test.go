@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // FuzzReviewJSON: no input makes ReviewJSON panic; every failure is a usage
@@ -29,7 +30,7 @@ func FuzzReviewJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ReviewJSON(bytes.NewReader(data), "fuzz", workflow.DefaultClassify())
+		s, err := ReviewJSON(bytes.NewReader(data), "fuzz", workflow.DefaultClassify(), secret.NewSet())
 		if err != nil {
 			if !errors.Is(err, workflow.ErrUsage) {
 				t.Fatalf("error does not wrap ErrUsage: %v", err)

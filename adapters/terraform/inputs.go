@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // lockFileName is Terraform's dependency lock file.
@@ -68,7 +69,7 @@ func (a *Adapter) inputsIn(ctx context.Context, t target, loud, quiet *tfexec.Te
 		if restore == nil {
 			restore = r
 		}
-		in, err = currentInputs(ctx, quiet, t)
+		in, err = currentInputs(ctx, quiet, t, a.secrets)
 		return err
 	})
 	if restore == nil {
@@ -160,12 +161,12 @@ func selectWorkspace(ctx context.Context, tf *tfexec.Terraform, t target) (resto
 
 // currentInputs reads everything a plan depends on. The working directory
 // must be initialised and the workspace selected.
-func currentInputs(ctx context.Context, quiet *tfexec.Terraform, t target) (workflow.PlanInputs, error) {
+func currentInputs(ctx context.Context, quiet *tfexec.Terraform, t target, secrets *secret.Set) (workflow.PlanInputs, error) {
 	in, err := fileInputs(ctx, t)
 	if err != nil {
 		return in, err
 	}
-	in.StateLineage, in.StateSerial, err = stateIdentity(ctx, quiet, t)
+	in.StateLineage, in.StateSerial, err = stateIdentity(ctx, quiet, t, secrets)
 	return in, err
 }
 
@@ -202,8 +203,11 @@ func varFileKey(dir, f string) string {
 // stateIdentity reads the lineage and serial of the selected workspace's
 // state. An empty state (nothing applied yet) is lineage "" and serial 0.
 // The pulled state holds sensitive values in clear; only the two fields are
-// kept, and nothing of it is echoed in errors.
-func stateIdentity(ctx context.Context, quiet *tfexec.Terraform, t target) (string, int64, error) {
+// kept, and nothing of it is echoed in errors. The values the state marks
+// sensitive are taught to secrets first, so Terraform's own output of the
+// plan that follows (which prints provider-computed copies unmarked) is
+// masked as it streams.
+func stateIdentity(ctx context.Context, quiet *tfexec.Terraform, t target, secrets *secret.Set) (string, int64, error) {
 	raw, err := quiet.StatePull(ctx)
 	if err != nil {
 		return "", 0, fmt.Errorf("terraform state pull in %s: %w", t.dir, err)
@@ -211,14 +215,105 @@ func stateIdentity(ctx context.Context, quiet *tfexec.Terraform, t target) (stri
 	if strings.TrimSpace(raw) == "" {
 		return "", 0, nil
 	}
-	var s struct {
-		Lineage string `json:"lineage"`
-		Serial  int64  `json:"serial"`
-	}
+	var s rawState
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		return "", 0, fmt.Errorf("terraform state pull in %s returned a state relcap cannot read (lineage and serial)", t.dir)
 	}
+	s.learnSecrets(secrets)
 	return s.Lineage, s.Serial, nil
+}
+
+// rawState is what relcap reads of a pulled state (format version 4): its
+// identity, and where it keeps values marked sensitive. Attributes stay
+// raw until an instance is known to have a sensitive one.
+type rawState struct {
+	Lineage string `json:"lineage"`
+	Serial  int64  `json:"serial"`
+	Outputs map[string]struct {
+		Value     any  `json:"value"`
+		Sensitive bool `json:"sensitive"`
+	} `json:"outputs"`
+	Resources []struct {
+		Instances []struct {
+			Attributes json.RawMessage `json:"attributes"`
+			// SensitiveAttributes are paths, each a list of steps:
+			// {"type": "get_attr", "value": "input"} or {"type":
+			// "index", "value": {"value": 0, "type": "number"}}.
+			SensitiveAttributes []json.RawMessage `json:"sensitive_attributes"`
+		} `json:"instances"`
+	} `json:"resources"`
+}
+
+// pathStep is one step of a sensitive attribute's path in a state.
+type pathStep struct {
+	Type  string          `json:"type"`
+	Value json.RawMessage `json:"value"`
+}
+
+func (s rawState) learnSecrets(secrets *secret.Set) {
+	if secrets == nil {
+		return
+	}
+	for _, o := range s.Outputs {
+		if o.Sensitive {
+			learnAll(secrets, o.Value)
+		}
+	}
+	for _, r := range s.Resources {
+		for _, in := range r.Instances {
+			if len(in.SensitiveAttributes) == 0 {
+				continue
+			}
+			var attrs any
+			if err := json.Unmarshal(in.Attributes, &attrs); err != nil {
+				continue // an instance relcap cannot read holds nothing it shows either
+			}
+			for _, p := range in.SensitiveAttributes {
+				var steps []pathStep
+				if json.Unmarshal(p, &steps) == nil {
+					learnAll(secrets, follow(attrs, steps))
+				}
+			}
+		}
+	}
+}
+
+// follow walks v along a state path; nil when the path leaves v.
+func follow(v any, steps []pathStep) any {
+	for _, st := range steps {
+		switch st.Type {
+		case "get_attr":
+			var name string
+			m, ok := v.(map[string]any)
+			if !ok || json.Unmarshal(st.Value, &name) != nil {
+				return nil
+			}
+			v = m[name]
+		case "index":
+			var key struct {
+				Value any `json:"value"`
+			}
+			if json.Unmarshal(st.Value, &key) != nil {
+				return nil
+			}
+			switch c := v.(type) {
+			case map[string]any:
+				k, _ := key.Value.(string)
+				v = c[k]
+			case []any:
+				f, ok := key.Value.(float64)
+				if !ok || f < 0 || int(f) >= len(c) {
+					return nil
+				}
+				v = c[int(f)]
+			default:
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	return v
 }
 
 // gitRevision returns the HEAD commit of the Git work tree holding dir and

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // planSuffix ends every saved plan's file name: <fingerprint>.tfplan.
@@ -53,7 +55,7 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	// Inputs are read before planning, so they describe what Terraform
 	// read; the state is read again afterwards to catch a writer that
 	// slipped in between.
-	in, err := currentInputs(ctx, quiet, t)
+	in, err := currentInputs(ctx, quiet, t, a.secrets)
 	if err != nil {
 		return workflow.PlanSummary{}, err
 	}
@@ -78,7 +80,7 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	if _, err := loud.Plan(ctx, opts...); err != nil {
 		return workflow.PlanSummary{}, a.terraformError(ctx, "plan", t, err)
 	}
-	lineage, serial, err := stateIdentity(ctx, quiet, t)
+	lineage, serial, err := stateIdentity(ctx, quiet, t, a.secrets)
 	if err != nil {
 		return workflow.PlanSummary{}, err
 	}
@@ -101,7 +103,8 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	if err != nil {
 		return workflow.PlanSummary{}, a.terraformError(ctx, "show", t, err)
 	}
-	tr, err := translate(p.ResourceChanges, p.OutputChanges)
+	learnVariables(a.secrets, p)
+	tr, err := translate(p.ResourceChanges, p.OutputChanges, a.secrets)
 	if err != nil {
 		return workflow.PlanSummary{}, fmt.Errorf("reviewing the plan of %s: %w", t.dir, err)
 	}
@@ -135,6 +138,21 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 			s.TerraformVersion = v.String()
 		}
 	}
-	review(&s, tr, a.classify)
+	review(&s, tr, a.classify, a.secrets)
 	return s, nil
+}
+
+// learnVariables adds the values of the root module's variables declared
+// sensitive: the plan holds them in clear.
+func learnVariables(secrets *secret.Set, p *tfjson.Plan) {
+	if p.Config == nil || p.Config.RootModule == nil {
+		return
+	}
+	for name, v := range p.Config.RootModule.Variables {
+		if v != nil && v.Sensitive {
+			if pv := p.Variables[name]; pv != nil {
+				learnAll(secrets, pv.Value)
+			}
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // docMeta is what a review reads from a plan document besides the changes.
@@ -22,6 +23,26 @@ type docMeta struct {
 	hasChanges       bool // resource_changes was present
 	hasPlanned       bool // planned_values was present
 	hasValues        bool // values was present: a state document
+	// variables are the root module's variable values, and sensitiveVars
+	// says which the configuration declares sensitive.
+	variables     map[string]any
+	sensitiveVars map[string]bool
+}
+
+// planVariables is the plan's "variables": values in clear, sensitive or
+// not.
+type planVariables map[string]struct {
+	Value any `json:"value"`
+}
+
+// planConfiguration is the part of "configuration" a review reads: which
+// root variables are sensitive. The rest is skipped as it is scanned.
+type planConfiguration struct {
+	RootModule struct {
+		Variables map[string]struct {
+			Sensitive bool `json:"sensitive"`
+		} `json:"variables"`
+	} `json:"root_module"`
 }
 
 // skip decodes a JSON value without keeping it.
@@ -40,7 +61,7 @@ func (*skip) UnmarshalJSON([]byte) error { return nil }
 // input (r's Name(), as *os.File has, or "plan document") and the line,
 // column and byte offset where reading failed. Sensitive values in the
 // document never reach the summary or an error.
-func ReviewJSON(r io.Reader, env string, classify workflow.Classify) (workflow.PlanSummary, error) {
+func ReviewJSON(r io.Reader, env string, classify workflow.Classify, secrets *secret.Set) (workflow.PlanSummary, error) {
 	name := "plan document"
 	if n, ok := r.(interface{ Name() string }); ok && n.Name() != "" {
 		name = n.Name()
@@ -55,7 +76,7 @@ func ReviewJSON(r io.Reader, env string, classify workflow.Classify) (workflow.P
 	if _, err := buf.ReadFrom(r); err != nil {
 		return workflow.PlanSummary{}, fmt.Errorf("reading %s: %w", name, err)
 	}
-	return reviewDocument(buf.Bytes(), name, env, classify)
+	return reviewDocument(buf.Bytes(), name, env, classify, secrets)
 }
 
 // sizeHint is how many bytes r will yield, if it can tell (a file, a
@@ -72,8 +93,8 @@ func sizeHint(r io.Reader) int {
 	return 0
 }
 
-func reviewDocument(data []byte, name, env string, classify workflow.Classify) (workflow.PlanSummary, error) {
-	var tr translator
+func reviewDocument(data []byte, name, env string, classify workflow.Classify, secrets *secret.Set) (workflow.PlanSummary, error) {
+	tr := translator{secrets: secrets}
 	meta, err := readPlanDocument(data, name, &tr)
 	if err != nil {
 		return workflow.PlanSummary{}, err
@@ -87,8 +108,13 @@ func reviewDocument(data []byte, name, env string, classify workflow.Classify) (
 	if err := (&tfjson.Plan{FormatVersion: meta.formatVersion}).Validate(); err != nil {
 		return workflow.PlanSummary{}, fmt.Errorf("%w: %s: %w", workflow.ErrUsage, name, err)
 	}
+	for name, sensitive := range meta.sensitiveVars {
+		if sensitive {
+			learnAll(secrets, meta.variables[name])
+		}
+	}
 	s := workflow.PlanSummary{Env: env, TerraformVersion: meta.terraformVersion}
-	review(&s, tr.t, classify)
+	review(&s, tr.t, classify, secrets)
 	return s, nil
 }
 
@@ -134,6 +160,22 @@ func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error)
 			if err = dec.Decode(&outs); err == nil {
 				if terr := tr.outputs(outs); terr != nil {
 					return m, fmt.Errorf("%w: %s is not a plan relcap can review: %w", workflow.ErrUsage, name, terr)
+				}
+			}
+		case "variables":
+			var vars planVariables
+			if err = dec.Decode(&vars); err == nil {
+				m.variables = make(map[string]any, len(vars))
+				for k, v := range vars {
+					m.variables[k] = v.Value
+				}
+			}
+		case "configuration":
+			var cfg planConfiguration
+			if err = dec.Decode(&cfg); err == nil {
+				m.sensitiveVars = make(map[string]bool, len(cfg.RootModule.Variables))
+				for k, v := range cfg.RootModule.Variables {
+					m.sensitiveVars[k] = v.Sensitive
 				}
 			}
 		case "planned_values":
@@ -304,7 +346,8 @@ func position(data []byte, off int64) string {
 
 // review fills counts, flags and findings: workflow.Review, then the facts
 // the translation found that Review cannot see.
-func review(s *workflow.PlanSummary, t translation, classify workflow.Classify) {
+func review(s *workflow.PlanSummary, t translation, classify workflow.Classify, secrets *secret.Set) {
+	maskSecrets(t.changes, secrets)
 	s.Changes = t.changes
 	s.Outputs = t.outputs
 	if s.Changes == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 var _ workflow.OwnershipSource = (*Adapter)(nil)
@@ -56,6 +57,7 @@ func (a *Adapter) ManagedObjects(ctx context.Context, env workflow.Environment) 
 		if err != nil {
 			return a.terraformError(ctx, "show", t, err)
 		}
+		learnStateSecrets(a.secrets, st)
 		objects, err = objectsFromState(st)
 		if err != nil {
 			return fmt.Errorf("reading the state of %s (%s): %w", t.dir, t.workspace, err)
@@ -438,4 +440,36 @@ func single(v any) any {
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// learnStateSecrets teaches secrets every value a `terraform show -json`
+// state marks sensitive, and sensitive outputs.
+func learnStateSecrets(secrets *secret.Set, st *tfjson.State) {
+	if secrets == nil || st == nil || st.Values == nil {
+		return
+	}
+	for _, o := range st.Values.Outputs {
+		if o != nil && o.Sensitive {
+			learnAll(secrets, o.Value)
+		}
+	}
+	var walk func(m *tfjson.StateModule)
+	walk = func(m *tfjson.StateModule) {
+		if m == nil {
+			return
+		}
+		for _, r := range m.Resources {
+			if r == nil || len(r.SensitiveValues) == 0 {
+				continue
+			}
+			var shape any
+			if json.Unmarshal(r.SensitiveValues, &shape) == nil {
+				learnSensitive(secrets, any(r.AttributeValues), shape)
+			}
+		}
+		for _, c := range m.ChildModules {
+			walk(c)
+		}
+	}
+	walk(st.Values.RootModule)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // knownAfterApply is how an unknown planned value is shown, in Terraform's
@@ -36,8 +37,8 @@ type translation struct {
 // value that Terraform marks sensitive is copied into the result: sensitive
 // subtrees are replaced by workflow.SensitiveMask before anything is
 // rendered.
-func translate(rcs []*tfjson.ResourceChange, outs map[string]*tfjson.Change) (translation, error) {
-	var tr translator
+func translate(rcs []*tfjson.ResourceChange, outs map[string]*tfjson.Change, secrets *secret.Set) (translation, error) {
+	tr := translator{secrets: secrets}
 	for _, rc := range rcs {
 		if err := tr.resource(rc); err != nil {
 			return tr.t, err
@@ -53,6 +54,10 @@ type translator struct {
 	t translation
 	n int // resource changes seen, for messages
 	d differ
+	// secrets learns every value Terraform marks sensitive, so the same
+	// value is masked where Terraform did not mark it (a provider's
+	// computed copy) and wherever else relcap would show it.
+	secrets *secret.Set
 }
 
 func (tr *translator) resource(rc *tfjson.ResourceChange) error {
@@ -99,6 +104,8 @@ func (tr *translator) resource(rc *tfjson.ResourceChange) error {
 		return nil
 	}
 	ch := rc.Change
+	learnSensitive(tr.secrets, ch.Before, ch.BeforeSensitive)
+	learnSensitive(tr.secrets, ch.After, ch.AfterSensitive)
 	c := workflow.ResourceChange{
 		Address:      addr,
 		Type:         rc.Type,
@@ -134,7 +141,10 @@ func (tr *translator) outputs(outs map[string]*tfjson.Change) error {
 		}
 		// Only the name, the action and whether it is sensitive: an
 		// output's value is never carried, sensitive or not, so it cannot
-		// leak through a later change of its sensitivity.
+		// leak through a later change of its sensitivity. A sensitive
+		// value is a secret to mask wherever else it turns up.
+		learnSensitive(tr.secrets, ch.Before, ch.BeforeSensitive)
+		learnSensitive(tr.secrets, ch.After, ch.AfterSensitive)
 		tr.t.outputs = append(tr.t.outputs, workflow.OutputChange{
 			Name:      n,
 			Action:    action,
@@ -482,4 +492,71 @@ func isIdent(s string) bool {
 		}
 	}
 	return true
+}
+
+// learnSensitive adds to secrets every string in v that the sensitivity
+// shape sens marks: true marks a whole subtree; a map or list of the
+// shape marks parts. It follows the shape, not the value, so a change
+// without sensitive parts costs nothing.
+func learnSensitive(secrets *secret.Set, v, sens any) {
+	if secrets == nil || sens == nil || sens == false {
+		return
+	}
+	switch sh := sens.(type) {
+	case bool:
+		learnAll(secrets, v)
+	case map[string]any:
+		if m, ok := v.(map[string]any); ok {
+			for k, s := range sh {
+				learnSensitive(secrets, m[k], s)
+			}
+		}
+	case []any:
+		if l, ok := v.([]any); ok {
+			for i, s := range sh {
+				if i < len(l) {
+					learnSensitive(secrets, l[i], s)
+				}
+			}
+		}
+	}
+}
+
+// learnAll adds every string of v to secrets. Numbers and booleans are
+// not secrets relcap could mask without masking ordinary text.
+func learnAll(secrets *secret.Set, v any) {
+	switch v := v.(type) {
+	case string:
+		secrets.Add(v)
+	case map[string]any:
+		for _, e := range v {
+			learnAll(secrets, e)
+		}
+	case []any:
+		for _, e := range v {
+			learnAll(secrets, e)
+		}
+	}
+}
+
+// maskSecrets replaces every attribute value that holds a secret with the
+// mask, after the whole plan was read: a value Terraform did not mark
+// (terraform_data's output mirroring a sensitive input, a base64 or JSON
+// encoding of one) is masked because the same secret was marked elsewhere
+// or came from a sensitive variable.
+func maskSecrets(changes []workflow.ResourceChange, secrets *secret.Set) {
+	if secrets.Len() == 0 {
+		return
+	}
+	for i := range changes {
+		for j := range changes[i].Attributes {
+			a := &changes[i].Attributes[j]
+			if a.Before != workflow.SensitiveMask && secrets.Contains(a.Before) {
+				a.Before, a.Sensitive = workflow.SensitiveMask, true
+			}
+			if a.After != workflow.SensitiveMask && a.After != knownAfterApply && secrets.Contains(a.After) {
+				a.After, a.Sensitive = workflow.SensitiveMask, true
+			}
+		}
+	}
 }

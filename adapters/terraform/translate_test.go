@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // decodeChange decodes a change the way ReviewJSON does (numbers as written).
@@ -152,7 +153,7 @@ func TestTranslateFindings(t *testing.T) {
 		{"address":"a.gone","type":"a","name":"gone","change":{"actions":["forget"],"before":{"id":"1"}}},
 		{"address":"a.db","deposed":"00000001","type":"a","name":"db","change":{"actions":["delete"],"before":{"id":"2"}}}
 	]}`
-	s, err := ReviewJSON(bytes.NewReader([]byte(doc)), "dev", workflow.DefaultClassify())
+	s, err := ReviewJSON(bytes.NewReader([]byte(doc)), "dev", workflow.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.Equal(t, 2, s.Counts.NoOp)
 	require.Equal(t, 2, s.Counts.Delete)

@@ -25,6 +25,7 @@ func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) 
 		PlanDir:  state + "/plans",
 		Classify: p.Classify,
 		Clock:    a.clock,
+		Secrets:  a.secrets,
 	})
 }
 
@@ -129,7 +130,7 @@ func (a *app) reviewPlanDocument(path, env string) error {
 		return fmt.Errorf("%w: %v", workflow.ErrUsage, err)
 	}
 	defer f.Close()
-	review, err := terraform.ReviewJSON(f, env, classify)
+	review, err := terraform.ReviewJSON(f, env, classify, a.secrets)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func (a *app) cacheHome() (string, error) {
 // decisionAdapters wires the registry (credentials from the Docker config)
 // and the environment repository (clones cached under $XDG_CACHE_HOME).
 func (a *app) decisionAdapters() (*registry.Adapter, *gitrepo.Adapter, error) {
-	reg, err := registry.New(registry.Options{})
+	reg, err := registry.New(registry.Options{Secrets: a.secrets})
 	if err != nil {
 		return nil, nil, err
 	}

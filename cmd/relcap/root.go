@@ -17,6 +17,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // globalFlags are the flags every command takes (DESIGN.md).
@@ -37,8 +38,11 @@ type app struct {
 	flags globalFlags
 	clock workflow.Clock
 
-	ledger   *store.SQLite
-	project  *workflow.Project
+	ledger  *store.SQLite
+	project *workflow.Project
+	// secrets are masked in everything this process prints, journals and
+	// records; config, adapters and Terraform's plans add to them.
+	secrets  *secret.Set
 	sessions []*store.FileJournal
 	args     []string
 	argo     *argocd.Pool
@@ -47,7 +51,11 @@ type app struct {
 // run builds the command tree, executes it and maps the outcome to an exit
 // code. It is main without os.Exit, so tests can call it.
 func run(ctx context.Context, io *IO, args []string) (code int) {
-	a := &app{io: io, clock: workflow.SystemClock{}, args: args}
+	secrets := secret.NewSet()
+	masked := *io
+	masked.Out, masked.Err = secrets.Writer(io.Out), secrets.Writer(io.Err)
+	io = &masked
+	a := &app{io: io, clock: workflow.SystemClock{}, args: args, secrets: secrets}
 	defer func() {
 		// A bug must not greet the captain with a stack trace. Every ledger
 		// write is a transaction and every journal line is fsynced, so what
@@ -228,7 +236,7 @@ func (a *app) openLedger(ctx context.Context) (*store.SQLite, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := store.OpenSQLite(ctx, p)
+	l, err := store.OpenSQLite(ctx, p, store.WithSecrets(a.secrets))
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +266,29 @@ func (a *app) loadProject() (*workflow.Project, error) {
 		return nil, err
 	}
 	a.project = p
+	a.learnSecrets(p)
 	return p, nil
+}
+
+// learnSecrets adds the secrets the configuration names: the Argo CD
+// tokens of every environment, the variables of secret_env, and a password
+// in an environment repository's URL.
+func (a *app) learnSecrets(p *workflow.Project) {
+	names := append([]string{argocd.EnvAuthToken}, p.SecretEnv...)
+	for _, env := range p.Environments {
+		if env.ArgoCD.TokenEnv != "" {
+			names = append(names, env.ArgoCD.TokenEnv)
+		}
+		if u, err := url.Parse(env.EnvRepo.Path); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				a.secrets.Add(pw)
+			}
+		}
+	}
+	for _, n := range names {
+		v := a.io.getenv(n)
+		a.secrets.Add(v, strings.TrimSpace(v))
+	}
 }
 
 // actor is --actor, else $USER, else the OS user name.
@@ -293,7 +323,7 @@ func (a *app) openSession(ctx context.Context, command, releaseID string) (*stor
 	now := a.clock.Now()
 	j, err := store.OpenSession(ctx, l, dir, workflow.Session{
 		ID: store.NewSessionID(now), Actor: actor, Command: command, ReleaseID: releaseID, StartedAt: now,
-	}, a.clock)
+	}, a.clock, store.WithSecrets(a.secrets))
 	if err != nil {
 		return nil, err
 	}

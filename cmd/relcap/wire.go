@@ -56,6 +56,7 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	// Tools print to stderr as they go, so stdout stays the command's
 	// own output; the cockpit turns this off (its log pane shows them).
 	d.ToolOutput = a.io.Err
+	d.Secrets = a.secrets
 	svc, err := workflow.NewService(d)
 	if err != nil {
 		return nil, nil, err

@@ -32,7 +32,7 @@ const DefaultTokenEnv = "ARGOCD_AUTH_TOKEN"
 // Keys of relcap.yaml, per level, in the order the documentation lists them.
 // Unknown-key suggestions and "known keys" lists are drawn from these.
 var (
-	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility"}
+	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility", "secret_env"}
 	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals"}
 	terraformKeys = []string{"dir", "workspace", "var_files", "binary"}
 	registryKeys  = []string{"repository", "require_signature"}
@@ -240,6 +240,17 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 
 	if co, ok := top.sub("compatibility", compatKeys); ok {
 		proj.Compatibility = co.compatibility()
+	}
+
+	// Environment variables whose values relcap masks wherever they would
+	// appear (a database password Terraform reads as TF_VAR_db_password).
+	names, nodes, _ := top.strList("secret_env")
+	for i, name := range names {
+		if !envVarName.MatchString(name) {
+			p.add(nodes[i], index("secret_env", i), "want an environment variable name like DB_PASSWORD, got %s", quote(name))
+			continue
+		}
+		proj.SecretEnv = append(proj.SecretEnv, name)
 	}
 	return proj, own
 }
