@@ -17,6 +17,10 @@ var (
 	ErrApprovalRequired = fmt.Errorf("%w: approval required", ErrBlocked)
 	// ErrStalePlan: the plan no longer matches its inputs or state (exit 3).
 	ErrStalePlan = fmt.Errorf("%w: stale plan", ErrBlocked)
+	// ErrPlanRefused: relcap cannot vouch for the plan (errored,
+	// incomplete, a failing check, drift on another owner's fields), so
+	// no approval makes it applicable (exit 3).
+	ErrPlanRefused = fmt.Errorf("%w: plan refused", ErrBlocked)
 	// ErrOwnershipConflict: an object or field has more than one owner (exit 3).
 	ErrOwnershipConflict = fmt.Errorf("%w: ownership conflict", ErrBlocked)
 	// ErrNotPromotable: the digest has not converged in the previous

@@ -142,6 +142,10 @@ type PlanOutcome struct {
 	// Waiting is why the release waits after plan review (approvals), or
 	// "" when it may apply.
 	Waiting string
+	// Refused is why no approval makes the plan applicable (errored,
+	// incomplete, failing checks, drift on another owner's fields);
+	// PlanRelease then also returns ErrPlanRefused.
+	Refused string
 }
 
 // PlanRelease takes the release req opens up to plan review (relcap plan):
@@ -165,18 +169,23 @@ func (s *Service) PlanRelease(ctx context.Context, req OpenRequest, sink EventSi
 		out.Release = r
 	}
 	var step *StepError
-	if errors.As(err, &step) && step.Step == StepPlanReview && errors.Is(err, ErrApprovalRequired) {
+	reviewed := errors.As(err, &step) && step.Step == StepPlanReview
+	switch {
+	case reviewed && errors.Is(err, ErrApprovalRequired):
 		out.Waiting, err = out.Release.Step(StepPlanReview).Message, nil
-	}
-	if err != nil {
+	case reviewed && errors.Is(err, ErrPlanRefused):
+		// The review is the point: it is returned with the refusal.
+		out.Refused = out.Release.Step(StepPlanReview).Message
+	case err != nil:
 		return out, err
 	}
 	fp := out.Release.Checkpoints.Fingerprint
 	if fp == "" {
-		return out, fmt.Errorf("release %s has no plan after plan review", out.Release.ID)
+		return out, errors.Join(err, fmt.Errorf("release %s has no plan after plan review", out.Release.ID))
 	}
-	out.Plan, err = s.d.Ledger.LoadPlan(ctx, fp)
-	return out, err
+	plan, lerr := s.d.Ledger.LoadPlan(ctx, fp)
+	out.Plan = plan
+	return out, errors.Join(err, lerr)
 }
 
 // replanIfReviewed prepares a joined release for relcap plan. Plan review

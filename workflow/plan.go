@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // Action is what a plan does to one resource.
@@ -111,12 +112,74 @@ type PlanSummary struct {
 	// AppliedAt is set by the ledger once the plan was applied.
 	AppliedAt        time.Time `json:"applied_at,omitzero"`
 	TerraformVersion string    `json:"terraform_version,omitempty"`
+
+	// Drift are the changes made outside Terraform since the last apply
+	// (its refresh found them): this apply writes them back.
+	Drift []DriftedResource `json:"drift,omitempty"`
+	// Incomplete says Terraform could not plan everything (complete: false);
+	// Deferred lists the changes it put off, and why.
+	Incomplete bool             `json:"incomplete,omitempty"`
+	Deferred   []DeferredChange `json:"deferred,omitempty"`
+	// Errored says Terraform hit errors while planning: the plan is not
+	// the whole of what the configuration asks.
+	Errored bool `json:"errored,omitempty"`
+	// Checks are the results of the configuration's checks (check blocks,
+	// preconditions, postconditions, variable validations).
+	Checks []CheckResult `json:"checks,omitempty"`
+	// Actions are the actions applying the plan will invoke (Terraform
+	// 1.14's action blocks): side effects outside the resources.
+	Actions []ActionInvocation `json:"actions,omitempty"`
 }
 
-// HasChanges reports whether applying the plan would change anything.
+// DriftedResource is a resource that changed outside Terraform.
+type DriftedResource struct {
+	ResourceChange
+	// Object is the Kubernetes object the resource manages, with the
+	// field paths Terraform sets on it; nil for other resources.
+	Object *ownership.ManagedObject `json:"object,omitempty"`
+}
+
+// DeferredChange is a change Terraform put off to a later plan.
+type DeferredChange struct {
+	Address string `json:"address"`
+	Reason  string `json:"reason"`
+}
+
+// CheckStatus is a check's result: pass, fail, error or unknown.
+type CheckStatus string
+
+// Check results, in Terraform's words.
+const (
+	CheckPass    CheckStatus = "pass"
+	CheckFail    CheckStatus = "fail"
+	CheckError   CheckStatus = "error"
+	CheckUnknown CheckStatus = "unknown"
+)
+
+// CheckResult is one checkable object's result.
+type CheckResult struct {
+	Address  string      `json:"address"`
+	Kind     string      `json:"kind"` // resource, output_value, check, var
+	Status   CheckStatus `json:"status"`
+	Problems []string    `json:"problems,omitempty"`
+}
+
+// ActionInvocation is an action the apply will run.
+type ActionInvocation struct {
+	Address string `json:"address"`
+	Type    string `json:"type"`
+	// Trigger is the resource whose change invokes it and Event its
+	// lifecycle event (after_create…); both empty for an action invoked
+	// by the plan itself (terraform plan -invoke).
+	Trigger string `json:"trigger,omitempty"`
+	Event   string `json:"event,omitempty"`
+}
+
+// HasChanges reports whether applying the plan would change anything:
+// resources, outputs, or actions it would invoke.
 func (p PlanSummary) HasChanges() bool {
 	c := p.Counts
-	return c.Create+c.Update+c.Delete+c.ReplaceDeleteFirst+c.ReplaceCreateFirst > 0 || len(p.Outputs) > 0
+	return c.Create+c.Update+c.Delete+c.ReplaceDeleteFirst+c.ReplaceCreateFirst > 0 || len(p.Outputs) > 0 || len(p.Actions) > 0
 }
 
 // Destructive reports whether the plan deletes or replaces anything.
@@ -203,6 +266,7 @@ func Review(p *PlanSummary, rules Classify) {
 			Message: fmt.Sprintf("output will %s", o.Action),
 		})
 	}
+	reviewExtras(p)
 	finding.Sort(p.Findings)
 }
 

@@ -28,6 +28,9 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		return StepResult{Status: Succeeded, Message: "nothing to apply"},
 			run.checkpoint(ctx, func(c *Checkpoints) { c.Applied = Applied{Done: true, NoChanges: true} })
 	}
+	if why, refused := plan.Refused(); refused {
+		return blocked(ErrPlanRefused, fmt.Sprintf("plan %s cannot be applied as reviewed: %s", ShortHash(fp), why), plan.Findings), nil
+	}
 	if d.Applier == nil {
 		return StepResult{}, missingPort("applier")
 	}
@@ -89,6 +92,10 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	env, err := d.Project.Env(plan.Env)
 	if err != nil {
 		return ApplyResult{}, plan, err
+	}
+	if why, refused := plan.Refused(); refused {
+		err := fmt.Errorf("%w: plan %s cannot be applied as reviewed: %s", ErrPlanRefused, ShortHash(fingerprint), why)
+		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	}
 	if d.Applier == nil {
 		return ApplyResult{}, plan, missingPort("applier")

@@ -37,6 +37,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		if err != nil {
 			return StepResult{}, fmt.Errorf("plan: %w", err)
 		}
+		ReviewDrift(&p, d.Project.Ownership)
 		if err := d.Ledger.SavePlan(ctx, p); err != nil {
 			return StepResult{}, fmt.Errorf("save plan: %w", err)
 		}
@@ -46,6 +47,14 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		plan = p
 	}
 	res := StepResult{Findings: plan.Findings, Evidence: []Evidence{NewEvidence(plan.Fingerprint, PlanReviewedOf(plan))}}
+	if why, refused := plan.Refused(); refused {
+		// No approval can make it applicable: say so before anyone is
+		// asked to approve it.
+		msg := fmt.Sprintf("%splan %s cannot be applied as reviewed: %s", note, ShortHash(plan.Fingerprint), why)
+		b := blocked(ErrPlanRefused, msg, plan.Findings)
+		b.Evidence = res.Evidence
+		return b, nil
+	}
 	if !plan.HasChanges() {
 		res.Status = Succeeded
 		res.Message = note + "no changes: infrastructure matches the configuration"

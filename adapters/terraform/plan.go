@@ -1,17 +1,16 @@
 package terraform
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
-	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/finding"
-	"github.com/relcap/relcap/workflow/secret"
 )
 
 // planSuffix ends every saved plan's file name: <fingerprint>.tfplan.
@@ -97,19 +96,21 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 		return workflow.PlanSummary{}, fmt.Errorf("hashing plan file: %w", err)
 	}
 
-	// quiet: the plan JSON holds sensitive values in clear and must not be
-	// streamed to the captain's terminal.
-	p, err := quiet.ShowPlanFile(ctx, tmpPath, tfexec.JSONNumber(true))
+	// The plan JSON holds sensitive values in clear: it goes to a buffer,
+	// never to the captain's terminal, and is reviewed exactly as an
+	// uploaded document is (ReviewJSON), so both see drift, checks,
+	// actions and completeness alike.
+	doc, err := a.showPlanJSON(ctx, t, tmpPath)
 	if err != nil {
-		return workflow.PlanSummary{}, a.terraformError(ctx, "show", t, err)
+		return workflow.PlanSummary{}, err
 	}
-	learnVariables(a.secrets, p)
-	tr, err := translate(p.ResourceChanges, p.OutputChanges, a.secrets)
+	reviewed, err := reviewDocument(doc, "the plan of "+t.dir, t.env, a.classify, a.secrets)
 	if err != nil {
 		return workflow.PlanSummary{}, fmt.Errorf("reviewing the plan of %s: %w", t.dir, err)
 	}
+	var extra []finding.Finding
 	if !committed {
-		tr.findings = append(tr.findings, finding.Finding{
+		extra = append(extra, finding.Finding{
 			Severity: finding.Warning, Code: "plan.no-lock-file", Subject: t.dir,
 			Message:    "no dependency lock file committed (" + lockFileName + "); provider versions are not pinned",
 			NextAction: "run terraform init, then commit " + lockFileName,
@@ -123,36 +124,37 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	}
 	kept = true
 
-	s := workflow.PlanSummary{
-		Env:              t.env,
-		Fingerprint:      fp,
-		PlanFile:         final,
-		PlanHash:         planHash,
-		Inputs:           in,
-		Author:           author,
-		CreatedAt:        a.clock.Now(),
-		TerraformVersion: p.TerraformVersion,
-	}
+	s := reviewed
+	s.Fingerprint, s.PlanFile, s.PlanHash, s.Inputs, s.Author, s.CreatedAt = fp, final, planHash, in, author, a.clock.Now()
 	if s.TerraformVersion == "" {
 		if v, _, err := quiet.Version(ctx, false); err == nil {
 			s.TerraformVersion = v.String()
 		}
 	}
-	review(&s, tr, a.classify, a.secrets)
+	if len(extra) > 0 {
+		s.Findings = append(s.Findings, extra...)
+		finding.Sort(s.Findings)
+	}
 	return s, nil
 }
 
-// learnVariables adds the values of the root module's variables declared
-// sensitive: the plan holds them in clear.
-func learnVariables(secrets *secret.Set, p *tfjson.Plan) {
-	if p.Config == nil || p.Config.RootModule == nil {
-		return
+// showPlanJSON is `terraform show -json` of a saved plan, as bytes.
+// terraform-exec offers it only decoded; its stdout copy is the document
+// as Terraform wrote it.
+func (a *Adapter) showPlanJSON(ctx context.Context, t target, planFile string) ([]byte, error) {
+	tf, err := tfexec.NewTerraform(t.dir, t.binary)
+	if err != nil {
+		return nil, fmt.Errorf("terraform in %s: %w", t.dir, err)
 	}
-	for name, v := range p.Config.RootModule.Variables {
-		if v != nil && v.Sensitive {
-			if pv := p.Variables[name]; pv != nil {
-				learnAll(secrets, pv.Value)
-			}
-		}
+	// Asked first, so terraform-exec's own version -json (which it copies
+	// to stdout too) is cached and stays out of the document.
+	if _, _, err := tf.Version(ctx, false); err != nil {
+		return nil, a.terraformError(ctx, "version", t, err)
 	}
+	var doc bytes.Buffer
+	tf.SetStdout(&doc)
+	if _, err := tf.ShowPlanFile(ctx, planFile, tfexec.JSONNumber(true)); err != nil {
+		return nil, a.terraformError(ctx, "show", t, err)
+	}
+	return doc.Bytes(), nil
 }

@@ -27,6 +27,13 @@ type docMeta struct {
 	// says which the configuration declares sensitive.
 	variables     map[string]any
 	sensitiveVars map[string]bool
+	// What the plan says about itself: complete is false when Terraform
+	// could not plan everything; errored when it hit errors.
+	complete *bool
+	errored  bool
+	deferred []workflow.DeferredChange
+	checks   []workflow.CheckResult
+	actions  []workflow.ActionInvocation
 }
 
 // planVariables is the plan's "variables": values in clear, sensitive or
@@ -113,7 +120,9 @@ func reviewDocument(data []byte, name, env string, classify workflow.Classify, s
 			learnAll(secrets, meta.variables[name])
 		}
 	}
-	s := workflow.PlanSummary{Env: env, TerraformVersion: meta.terraformVersion}
+	s := workflow.PlanSummary{Env: env, TerraformVersion: meta.terraformVersion,
+		Incomplete: meta.complete != nil && !*meta.complete, Errored: meta.errored,
+		Deferred: meta.deferred, Checks: meta.checks, Actions: meta.actions}
 	review(&s, tr.t, classify, secrets)
 	return s, nil
 }
@@ -154,7 +163,28 @@ func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error)
 			err = dec.Decode(&m.terraformVersion)
 		case "resource_changes":
 			m.hasChanges = true
-			err = readResourceChanges(dec, data, name, tr)
+			err = readResourceChanges(dec, data, name, "resource_changes", tr.resource)
+		case "resource_drift":
+			err = readResourceChanges(dec, data, name, "resource_drift", tr.drifted)
+		case "complete":
+			err = dec.Decode(&m.complete)
+		case "errored":
+			err = dec.Decode(&m.errored)
+		case "deferred_changes":
+			var ds []*tfjson.DeferredResourceChange
+			if err = dec.Decode(&ds); err == nil {
+				m.deferred = deferredChanges(ds)
+			}
+		case "checks":
+			var cs []tfjson.CheckResultStatic
+			if err = dec.Decode(&cs); err == nil {
+				m.checks = checkResults(cs)
+			}
+		case "action_invocations":
+			var as []*tfjson.ActionInvocation
+			if err = dec.Decode(&as); err == nil {
+				m.actions = actionInvocations(as)
+			}
 		case "output_changes":
 			var outs map[string]*tfjson.Change
 			if err = dec.Decode(&outs); err == nil {
@@ -204,8 +234,10 @@ func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error)
 	return m, nil
 }
 
-// readResourceChanges reads the resource_changes array element by element.
-func readResourceChanges(dec *json.Decoder, data []byte, name string, tr *translator) error {
+// readResourceChanges reads the array of resource changes under key
+// (resource_changes, resource_drift) element by element, handing each to
+// take.
+func readResourceChanges(dec *json.Decoder, data []byte, name, key string, take func(*tfjson.ResourceChange) error) error {
 	start := firstByte(data, dec.InputOffset())
 	tok, err := dec.Token()
 	if err != nil {
@@ -215,15 +247,15 @@ func readResourceChanges(dec *json.Decoder, data []byte, name string, tr *transl
 		return nil
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return &documentErr{fmt.Errorf("%w: %s: %s: resource_changes is a JSON %s, want an array", workflow.ErrUsage, name, position(data, start), tokenKind(tok))}
+		return &documentErr{fmt.Errorf("%w: %s: %s: %s is a JSON %s, want an array", workflow.ErrUsage, name, position(data, start), key, tokenKind(tok))}
 	}
 	for i := 0; dec.More(); i++ {
 		start := firstByte(data, dec.InputOffset())
 		var rc *tfjson.ResourceChange
 		if err := dec.Decode(&rc); err != nil {
-			return &documentErr{documentError(name, data, withField(err, fmt.Sprintf("resource_changes[%d]", i)), start, dec.InputOffset())}
+			return &documentErr{documentError(name, data, withField(err, fmt.Sprintf("%s[%d]", key, i)), start, dec.InputOffset())}
 		}
-		if err := tr.resource(rc); err != nil {
+		if err := take(rc); err != nil {
 			return &documentErr{fmt.Errorf("%w: %s is not a plan relcap can review: %w", workflow.ErrUsage, name, err)}
 		}
 	}
@@ -348,6 +380,10 @@ func position(data []byte, off int64) string {
 // the translation found that Review cannot see.
 func review(s *workflow.PlanSummary, t translation, classify workflow.Classify, secrets *secret.Set) {
 	maskSecrets(t.changes, secrets)
+	for i := range t.drift {
+		maskSecrets([]workflow.ResourceChange{t.drift[i].ResourceChange}, secrets)
+	}
+	s.Drift = t.drift
 	s.Changes = t.changes
 	s.Outputs = t.outputs
 	if s.Changes == nil {
@@ -359,4 +395,60 @@ func review(s *workflow.PlanSummary, t translation, classify workflow.Classify, 
 		s.Findings = append(s.Findings, t.findings...)
 		finding.Sort(s.Findings)
 	}
+}
+
+// deferredChanges are the changes Terraform put off, by address.
+func deferredChanges(ds []*tfjson.DeferredResourceChange) []workflow.DeferredChange {
+	var out []workflow.DeferredChange
+	for _, d := range ds {
+		if d == nil {
+			continue
+		}
+		addr := "a resource"
+		if d.ResourceChange != nil && d.ResourceChange.Address != "" {
+			addr = d.ResourceChange.Address
+		}
+		reason := d.Reason
+		if reason == "" {
+			reason = "unknown reason"
+		}
+		out = append(out, workflow.DeferredChange{Address: addr, Reason: reason})
+	}
+	return out
+}
+
+// checkResults are the configuration's check results, failed problems
+// with their authors' messages.
+func checkResults(cs []tfjson.CheckResultStatic) []workflow.CheckResult {
+	out := make([]workflow.CheckResult, 0, len(cs))
+	for _, c := range cs {
+		r := workflow.CheckResult{Address: c.Address.ToDisplay, Kind: string(c.Address.Kind), Status: workflow.CheckStatus(c.Status)}
+		for _, in := range c.Instances {
+			for _, p := range in.Problems {
+				if p.Message != "" {
+					r.Problems = append(r.Problems, p.Message)
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// actionInvocations are the actions the apply will run, with what
+// triggers them. Their configuration values are not kept: an action's
+// arguments may hold secrets, and the reviewer needs what runs and when.
+func actionInvocations(as []*tfjson.ActionInvocation) []workflow.ActionInvocation {
+	var out []workflow.ActionInvocation
+	for _, a := range as {
+		if a == nil {
+			continue
+		}
+		inv := workflow.ActionInvocation{Address: a.Address, Type: a.Type}
+		if t := a.LifecycleActionTrigger; t != nil {
+			inv.Trigger, inv.Event = t.TriggeringResourceAddress, t.ActionTriggerEvent
+		}
+		out = append(out, inv)
+	}
+	return out
 }

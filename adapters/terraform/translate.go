@@ -29,24 +29,17 @@ type translation struct {
 	// findings are facts Review cannot derive from the listed changes:
 	// imports, moves and forgets ride on actions the domain has no name for.
 	findings []finding.Finding
+	// drift are the resources Terraform's refresh found changed outside
+	// it (resource_drift).
+	drift []workflow.DriftedResource
 }
 
-// translate turns Terraform's resource and output changes into workflow
-// types. Plan (from ShowPlanFile) and ReviewJSON (streaming an uploaded
-// document) both feed a translator, so both review exactly the same way. No
-// value that Terraform marks sensitive is copied into the result: sensitive
-// subtrees are replaced by workflow.SensitiveMask before anything is
-// rendered.
-func translate(rcs []*tfjson.ResourceChange, outs map[string]*tfjson.Change, secrets *secret.Set) (translation, error) {
-	tr := translator{secrets: secrets}
-	for _, rc := range rcs {
-		if err := tr.resource(rc); err != nil {
-			return tr.t, err
-		}
-	}
-	err := tr.outputs(outs)
-	return tr.t, err
-}
+// A translator turns Terraform's resource and output changes into
+// workflow types. Plan (its saved plan's JSON) and ReviewJSON (an uploaded
+// document) both stream through one, so both review exactly the same way.
+// No value that Terraform marks sensitive is copied into the result:
+// sensitive subtrees are replaced by workflow.SensitiveMask before anything
+// is rendered.
 
 // translator accumulates a translation one resource change at a time, so a
 // streaming reader never holds more than one decoded change.
@@ -559,4 +552,38 @@ func maskSecrets(changes []workflow.ResourceChange, secrets *secret.Set) {
 			}
 		}
 	}
+}
+
+// drifted translates one entry of resource_drift: what changed outside
+// Terraform, as an attribute diff of the state before and after refresh,
+// and, for a resource that manages a Kubernetes object, that object with
+// the fields Terraform sets on it (from the refreshed values).
+func (tr *translator) drifted(rc *tfjson.ResourceChange) error {
+	if rc == nil || rc.Change == nil || rc.Address == "" {
+		return fmt.Errorf("resource_drift: an entry without address or change")
+	}
+	ch := rc.Change
+	learnSensitive(tr.secrets, ch.Before, ch.BeforeSensitive)
+	learnSensitive(tr.secrets, ch.After, ch.AfterSensitive)
+	action, _, err := mapActions(ch.Actions)
+	if err != nil {
+		return fmt.Errorf("resource_drift (%s): %w", rc.Address, err)
+	}
+	d := workflow.DriftedResource{ResourceChange: workflow.ResourceChange{
+		Address: rc.Address, Type: rc.Type, Name: rc.Name, Module: rc.ModuleAddress, Action: action,
+	}}
+	var diff differ
+	diff.walk("", ch.Before, ch.After, ch.BeforeSensitive, ch.AfterSensitive, nil)
+	d.Attributes = diff.out
+	values := asMap(ch.After)
+	if values == nil {
+		values = asMap(ch.Before) // deleted outside Terraform: what it managed
+	}
+	if values != nil && rc.Mode == tfjson.ManagedResourceMode {
+		if o, err := objectOf(&tfjson.StateResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, AttributeValues: values}); err == nil && o.Kind != "" {
+			d.Object = &o
+		}
+	}
+	tr.t.drift = append(tr.t.drift, d)
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // terraformAdapter wires the Terraform adapter: the private plan store under
@@ -79,16 +80,19 @@ CI job uploads) without running Terraform, and belongs to no release.`,
 			if out.Release != nil {
 				fmt.Fprintln(a.io.Err, out.Describe())
 			}
-			if err != nil {
+			if err != nil && out.Refused == "" {
 				return err
 			}
 			if a.flags.json {
-				return a.printJSON(planJSON{PlanSummary: out.Plan, Release: out.Release.ID})
+				return errors.Join(a.printJSON(planJSON{PlanSummary: out.Plan, Release: out.Release.ID}), err)
 			}
-			if err := plain.PrintPlan(a.io.Out, out.Plan); err != nil {
-				return err
+			if perr := plain.PrintPlan(a.io.Out, out.Plan); perr != nil {
+				return perr
 			}
 			switch {
+			case out.Refused != "":
+				fmt.Fprintf(a.io.Out, "\nRelease %s cannot apply this plan: %s\n", out.Release.ID, out.Refused)
+				return errSilent{code: exitBlocked}
 			case out.Waiting != "":
 				fmt.Fprintf(a.io.Out, "\nRelease %s waits: %s\nThen: relcap apply --plan %s\n", out.Release.ID, out.Waiting, out.Plan.Fingerprint)
 			case out.Plan.HasChanges():
@@ -120,10 +124,11 @@ func (a *app) commandEvents() workflow.EventSink {
 // the classification rules when there is one.
 func (a *app) reviewPlanDocument(path, env string) error {
 	classify := workflow.DefaultClassify()
+	var own ownership.Map
 	if p, err := a.projectIfAny(); err != nil {
 		return err
 	} else if len(p.Environments) > 0 {
-		classify = p.Classify
+		classify, own = p.Classify, p.Ownership
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -134,10 +139,17 @@ func (a *app) reviewPlanDocument(path, env string) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return a.printJSON(review)
+	if own.File != "" {
+		workflow.ReviewDrift(&review, own)
 	}
-	return plain.PrintPlan(a.io.Out, review)
+	var refused error
+	if why, ok := review.Refused(); ok {
+		refused = fmt.Errorf("%w: this plan cannot be applied as reviewed: %s", workflow.ErrPlanRefused, why)
+	}
+	if a.flags.json {
+		return errors.Join(a.printJSON(review), refused)
+	}
+	return errors.Join(plain.PrintPlan(a.io.Out, review), refused)
 }
 
 func (a *app) approveCommand() *cobra.Command {

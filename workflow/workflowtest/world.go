@@ -22,9 +22,12 @@ type World struct {
 
 	StateSerial int64
 	Changes     []workflow.ResourceChange
-	plans       int
-	applied     map[string]int64 // fingerprint → serial after its apply
-	Applies     int
+	// PlanShows, when set, adds what a plan shows besides its changes
+	// (drift, checks, completeness) before the review.
+	PlanShows func(*workflow.PlanSummary)
+	plans     int
+	applied   map[string]int64 // fingerprint → serial after its apply
+	Applies   int
 
 	Artifact workflow.Artifact
 	Repos    map[string]map[workflow.Digest]bool
@@ -129,6 +132,9 @@ func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author st
 	p := workflow.PlanSummary{Env: env.Name, Author: author, Inputs: t.inputs(env), Changes: append([]workflow.ResourceChange(nil), t.W.Changes...)}
 	p.Fingerprint = hex64(fmt.Sprintf("plan-%d-%d", t.W.plans, t.W.StateSerial))
 	p.PlanHash = hex64(p.Fingerprint)
+	if t.W.PlanShows != nil {
+		t.W.PlanShows(&p)
+	}
 	workflow.Review(&p, t.Classify)
 	return p, nil
 }
