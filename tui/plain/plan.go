@@ -55,6 +55,41 @@ func PrintPlan(w io.Writer, p workflow.PlanSummary) error {
 			return err
 		}
 	}
+	if len(p.Drift) > 0 {
+		fmt.Fprintln(w, "\n  Changed outside Terraform since the last apply (this apply writes it back):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, d := range p.Drift {
+			what := "-"
+			if o := d.Object; o != nil {
+				what = strings.TrimPrefix(o.Group+"/", "/") + o.Kind + " " + strings.TrimPrefix(o.Namespace+"/", "/") + o.Name
+			}
+			paths := make([]string, 0, len(d.Attributes))
+			for _, a := range d.Attributes {
+				paths = append(paths, a.Path)
+			}
+			fmt.Fprintf(tw, "  %s	%s	%s	%s\n", d.Action, d.Address, what, strings.Join(paths, ", "))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(p.Actions) > 0 {
+		fmt.Fprintln(w, "\n  Actions the apply invokes:")
+		for _, a := range p.Actions {
+			trigger := "invoked by the plan"
+			if a.Trigger != "" {
+				trigger = "on " + a.Event + " of " + a.Trigger
+			}
+			fmt.Fprintf(w, "  %s (%s), %s\n", a.Address, a.Type, trigger)
+		}
+	}
+	if len(p.Checks) > 0 {
+		n := map[workflow.CheckStatus]int{}
+		for _, c := range p.Checks {
+			n[c.Status]++
+		}
+		fmt.Fprintf(w, "\n  Checks: %d pass, %d fail, %d error, %d unknown\n", n[workflow.CheckPass], n[workflow.CheckFail], n[workflow.CheckError], n[workflow.CheckUnknown])
+	}
 	if len(p.Outputs) > 0 {
 		fmt.Fprintln(w)
 		for _, o := range p.Outputs {

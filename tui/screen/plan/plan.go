@@ -379,8 +379,24 @@ func (m *Model) applyFilter() {
 			m.rows = append(m.rows, i)
 		}
 	}
+	// Drift follows the changes: what the apply writes back.
+	for i, d := range m.plan.Drift {
+		if f == "" || matches(d.ResourceChange, f) || strings.Contains("drift", f) {
+			m.rows = append(m.rows, len(m.plan.Changes)+i)
+		}
+	}
 	m.cursor = min(m.cursor, max(0, len(m.rows)-1))
 	m.offset = screen.Scroll(m.offset, m.cursor, m.listHeight(), len(m.rows))
+}
+
+// row is the change a list row shows, and whether it is drift.
+func (m Model) row(i int) (workflow.ResourceChange, *workflow.DriftedResource) {
+	n := m.rows[i]
+	if n < len(m.plan.Changes) {
+		return m.plan.Changes[n], nil
+	}
+	d := &m.plan.Drift[n-len(m.plan.Changes)]
+	return d.ResourceChange, d
 }
 
 func matches(c workflow.ResourceChange, f string) bool {

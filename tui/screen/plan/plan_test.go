@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/tui/screen/plan"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // blockedAtReview runs a staging release as alice until the plan review
@@ -249,4 +250,28 @@ func TestTheLogToggleShowsTerraformBesideAReviewedPlan(t *testing.T) {
 	require.Contains(t, v, "Plan for staging", "the header stays")
 	m, _ = press(t, m, "l")
 	require.NotContains(t, ansi.Strip(m.View()), "Plan: 1 to add")
+}
+
+// TestDriftIsItsOwnPartOfTheList: drift follows the changes, marked as
+// changed outside Terraform, with the Kubernetes object it is.
+func TestDriftIsItsOwnPartOfTheList(t *testing.T) {
+	t.Parallel()
+	m, _, _ := blockedAtReview(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, 120, 40)
+	p := *m.Plan()
+	p.Drift = []workflow.DriftedResource{{
+		ResourceChange: workflow.ResourceChange{Address: "kubectl_manifest.web", Type: "kubectl_manifest", Action: workflow.ActionUpdate,
+			Attributes: []workflow.AttributeChange{{Path: "yaml_incluster", Before: workflow.SensitiveMask, After: workflow.SensitiveMask, Sensitive: true}}},
+		Object: &ownership.ManagedObject{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"},
+	}}
+	m.SetPlan(p, workflow.ApprovalCheck{Required: 1})
+	view := ansi.Strip(m.View())
+	require.Contains(t, view, "≈1 drifted")
+	require.Contains(t, view, "≈ drift")
+	require.Contains(t, view, "kubectl_manifest.web")
+	for range len(p.Changes) {
+		m, _ = press(t, m, "j")
+	}
+	view = ansi.Strip(m.View())
+	require.Contains(t, view, "≈ kubectl_manifest.web · changed outside Terraform since")
+	require.Contains(t, view, "object apps/Deployment web/web")
 }

@@ -123,6 +123,9 @@ func (m Model) header() string {
 	if n := countFlagged(p); n > 0 {
 		counts += th.Warn.Render(fmt.Sprintf("  %s %d flagged", theme.IconWarning, n))
 	}
+	if n := len(p.Drift); n > 0 {
+		counts += th.Warn.Render(fmt.Sprintf("  ≈%d drifted", n))
+	}
 	if !p.HasChanges() {
 		counts = th.OK.Render("no changes: the infrastructure matches the configuration")
 	}
@@ -256,16 +259,21 @@ func (m Model) list() string {
 	}
 	end := min(len(m.rows), m.offset+m.listHeight())
 	for i := m.offset; i < end; i++ {
-		c := m.plan.Changes[m.rows[i]]
+		c, drift := m.row(i)
 		b.WriteString("\n")
-		act := shortAction(c.Action)
+		glyph, act, style := actionGlyph(c.Action), shortAction(c.Action), m.actionStyle(c.Action)
 		flags := strings.Join(c.Flags, ",")
-		row := fmt.Sprintf("%s %-*s %-*s ", actionGlyph(c.Action), actionW, act, addrW, clip(c.Address, addrW))
+		if drift != nil {
+			// Changed outside Terraform: not this plan's change, but what
+			// the apply writes back.
+			glyph, act, style, flags = "≈", "drift", th.Warn.Render, "outside terraform"
+		}
+		row := fmt.Sprintf("%s %-*s %-*s ", glyph, actionW, act, addrW, clip(c.Address, addrW))
 		if i == m.cursor {
 			b.WriteString(th.Selected.Render(screen.Line(theme.IconCursor+" "+row+clip(flags, flagsW), w)))
 			continue
 		}
-		b.WriteString("  " + m.actionStyle(c.Action)(row) + th.Warn.Render(clip(flags, flagsW)))
+		b.WriteString("  " + style(row) + th.Warn.Render(clip(flags, flagsW)))
 	}
 	return b.String()
 }
@@ -300,8 +308,14 @@ func (m Model) detail(w int) string {
 	if len(m.rows) == 0 {
 		return th.Muted.Render("select a change to see its attributes")
 	}
-	c := m.plan.Changes[m.rows[m.cursor]]
+	c, drift := m.row(m.cursor)
 	lines := []string{m.actionStyle(c.Action)(actionGlyph(c.Action)+" "+c.Address) + th.Muted.Render(" · "+string(c.Action))}
+	if drift != nil {
+		lines = []string{th.Warn.Render("≈ "+c.Address) + th.Muted.Render(" · changed outside Terraform since the last apply; this apply writes it back")}
+		if o := drift.Object; o != nil {
+			lines = append(lines, th.Label.Render("object ")+strings.TrimPrefix(o.Group+"/", "/")+o.Kind+" "+strings.TrimPrefix(o.Namespace+"/", "/")+o.Name)
+		}
+	}
 	if len(c.Flags) > 0 {
 		lines = append(lines, th.Warn.Render("risk: "+strings.Join(c.Flags, ", ")))
 	}
