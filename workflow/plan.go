@@ -94,6 +94,14 @@ type PlanInputs struct {
 	Workspace     string            `json:"workspace"`
 	StateLineage  string            `json:"state_lineage"`
 	StateSerial   int64             `json:"state_serial"`
+	// ConfigFiles are the SHA-256 of every file of the root module and of
+	// the local modules it calls, by path relative to the root: the
+	// configuration's content, committed or not.
+	ConfigFiles map[string]string `json:"config_files_sha256,omitempty"`
+	// EnvVars are keyed hashes (HMAC-SHA256 with a key kept in relcap's
+	// private plan store, never in the ledger) of the TF_VAR_* values
+	// Terraform read, by name.
+	EnvVars map[string]string `json:"env_vars_hmac,omitempty"`
 }
 
 // PlanSummary is a reviewed, saved plan.
@@ -315,6 +323,12 @@ func StaleReasons(planned, now PlanInputs) []string {
 			r = append(r, "var file added: "+f)
 		}
 	}
+	// Plans made before the configuration's content was bound have no
+	// ConfigFiles; their revision and dirty flag still bind them.
+	if planned.ConfigFiles != nil {
+		r = append(r, mapChanges("configuration file", planned.ConfigFiles, now.ConfigFiles)...)
+		r = append(r, mapChanges("environment variable", planned.EnvVars, now.EnvVars)...)
+	}
 	if planned.Workspace != now.Workspace {
 		r = append(r, fmt.Sprintf("workspace changed from %s to %s", planned.Workspace, now.Workspace))
 	}
@@ -325,4 +339,33 @@ func StaleReasons(planned, now PlanInputs) []string {
 	}
 	sort.Strings(r)
 	return r
+}
+
+// mapChanges names what differs between two hash maps: changed, added and
+// removed keys, sorted.
+func mapChanges(what string, planned, now map[string]string) []string {
+	var r []string
+	for _, k := range sortedKeys(planned) {
+		switch h, ok := now[k]; {
+		case !ok:
+			r = append(r, what+" removed: "+k)
+		case h != planned[k]:
+			r = append(r, what+" changed: "+k)
+		}
+	}
+	for _, k := range sortedKeys(now) {
+		if _, ok := planned[k]; !ok {
+			r = append(r, what+" added: "+k)
+		}
+	}
+	return r
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

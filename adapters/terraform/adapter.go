@@ -73,6 +73,11 @@ type Adapter struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	secrets  *secret.Set
+
+	// envKey keys the hashes of TF_VAR_* values (envVarKey).
+	keyOnce   sync.Once
+	envKey    []byte
+	envKeyErr error
 }
 
 // New validates opts and returns an Adapter. The binary must be found and the

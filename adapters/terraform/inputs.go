@@ -30,7 +30,7 @@ const lockFileName = ".terraform.lock.hcl"
 
 // fingerprintVersion names the canonical encoding of fingerprint; change it
 // if the encoding ever changes, so old and new fingerprints never collide.
-const fingerprintVersion = "relcap.plan-fingerprint.v1"
+const fingerprintVersion = "relcap.plan-fingerprint.v2"
 
 // Inputs reads the current source revision, dependency lock file, var files,
 // workspace and state lineage/serial of env without planning. It runs
@@ -69,7 +69,7 @@ func (a *Adapter) inputsIn(ctx context.Context, t target, loud, quiet *tfexec.Te
 		if restore == nil {
 			restore = r
 		}
-		in, err = currentInputs(ctx, quiet, t, a.secrets)
+		in, err = a.currentInputs(ctx, quiet, t, a.secrets)
 		return err
 	})
 	if restore == nil {
@@ -161,11 +161,21 @@ func selectWorkspace(ctx context.Context, tf *tfexec.Terraform, t target) (resto
 
 // currentInputs reads everything a plan depends on. The working directory
 // must be initialised and the workspace selected.
-func currentInputs(ctx context.Context, quiet *tfexec.Terraform, t target, secrets *secret.Set) (workflow.PlanInputs, error) {
+func (a *Adapter) currentInputs(ctx context.Context, quiet *tfexec.Terraform, t target, secrets *secret.Set) (workflow.PlanInputs, error) {
 	in, err := fileInputs(ctx, t)
 	if err != nil {
 		return in, err
 	}
+	if in.ConfigFiles, err = configFiles(t); err != nil {
+		return in, err
+	}
+	key, err := a.envVarKey()
+	if err != nil {
+		return in, err
+	}
+	// Terraform runs with relcap's own environment (terraform-exec passes
+	// it on), so that is where its TF_VAR_* values are.
+	in.EnvVars = envVarHashes(os.Environ(), key)
 	in.StateLineage, in.StateSerial, err = stateIdentity(ctx, quiet, t, secrets)
 	return in, err
 }
@@ -409,6 +419,12 @@ func fingerprint(planHash string, in workflow.PlanInputs) string {
 	field("workspace", in.Workspace)
 	field("state_lineage", in.StateLineage)
 	field("state_serial", strconv.FormatInt(in.StateSerial, 10))
+	for _, f := range slices.Sorted(maps.Keys(in.ConfigFiles)) {
+		field("config_file "+strconv.Quote(f), in.ConfigFiles[f])
+	}
+	for _, n := range slices.Sorted(maps.Keys(in.EnvVars)) {
+		field("env "+n, in.EnvVars[n])
+	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:])
 }

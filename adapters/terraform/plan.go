@@ -54,7 +54,7 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	// Inputs are read before planning, so they describe what Terraform
 	// read; the state is read again afterwards to catch a writer that
 	// slipped in between.
-	in, err := currentInputs(ctx, quiet, t, a.secrets)
+	in, err := a.currentInputs(ctx, quiet, t, a.secrets)
 	if err != nil {
 		return workflow.PlanSummary{}, err
 	}

@@ -81,7 +81,20 @@ func TestPlanCreates(t *testing.T) {
 	}
 
 	// Inputs of a fresh root outside Git with no state.
-	require.Equal(t, workflow.PlanInputs{Workspace: "default", VarFileHashes: map[string]string{}}, s.Inputs)
+	// Inputs of a fresh root outside Git with no state: the content of
+	// its one file binds it (.terraform and the lock file init wrote
+	// aside: the lock file is bound by its own hash).
+	mainHash, err := hashFile(filepath.Join(f.dir, "main.tf"))
+	require.NoError(t, err)
+	lockHash, err := hashFile(filepath.Join(f.dir, lockFileName))
+	if err == nil {
+		require.Equal(t, lockHash, s.Inputs.ConfigFiles[lockFileName])
+	}
+	require.Equal(t, mainHash, s.Inputs.ConfigFiles["main.tf"])
+	for name := range s.Inputs.ConfigFiles {
+		require.False(t, strings.HasPrefix(name, ".terraform/"), "Terraform's working data is not configuration: %s", name)
+	}
+	require.Equal(t, workflow.PlanInputs{Workspace: "default", VarFileHashes: map[string]string{}, ConfigFiles: s.Inputs.ConfigFiles, EnvVars: s.Inputs.EnvVars}, s.Inputs)
 	now, err := f.a.Inputs(t.Context(), f.env)
 	require.NoError(t, err)
 	require.Equal(t, s.Inputs, now)
