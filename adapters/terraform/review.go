@@ -2,12 +2,13 @@ package terraform
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"strings"
+
+	json "github.com/go-json-experiment/json/v1"
 
 	tfjson "github.com/hashicorp/terraform-json"
 

@@ -1,11 +1,12 @@
 package terraform
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	json "github.com/go-json-experiment/json/v1"
 
 	tfjson "github.com/hashicorp/terraform-json"
 

@@ -2,8 +2,9 @@ package terraform
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
+
+	json "github.com/go-json-experiment/json/v1"
 
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/stretchr/testify/require"

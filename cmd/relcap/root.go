@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/secret"
@@ -335,9 +335,7 @@ func (a *app) openSession(ctx context.Context, command, releaseID string) (*stor
 }
 
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.io.Out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return plain.WriteJSON(a.io.Out, v)
 }
 
 // noArgs rejects positional arguments as a usage error (exit 2).

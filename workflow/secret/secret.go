@@ -21,12 +21,10 @@
 package secret
 
 import (
-	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,9 +45,9 @@ const tooShort = 3
 // Set is the secrets one relcap process knows. The zero value is empty
 // and ready; a nil *Set masks nothing. It is safe for concurrent use.
 type Set struct {
-	mu       sync.RWMutex
-	values   map[string]bool
-	replacer *strings.Replacer // nil when values changed since it was built
+	mu      sync.RWMutex
+	values  map[string]bool
+	matcher *matcher // nil when values changed since it was built
 }
 
 // NewSet returns a Set holding values.
@@ -75,7 +73,7 @@ func (s *Set) Add(values ...string) {
 			s.values = map[string]bool{}
 		}
 		s.values[v] = true
-		s.replacer = nil
+		s.matcher = nil
 	}
 }
 
@@ -91,74 +89,52 @@ func (s *Set) Len() int {
 
 // Scrub returns text with every form of every secret replaced by Mask.
 func (s *Set) Scrub(text string) string {
-	r := s.current()
-	if r == nil {
+	m := s.current()
+	if m == nil {
 		return text
 	}
-	return r.Replace(text)
+	return m.replace(text)
 }
 
 // ScrubBytes is Scrub for bytes; b itself is never modified.
 func (s *Set) ScrubBytes(b []byte) []byte {
-	r := s.current()
-	if r == nil {
+	m := s.current()
+	if m == nil || !m.contains(string(b)) {
 		return b
 	}
-	out := r.Replace(string(b))
-	if len(out) == len(b) && out == string(b) {
-		return b
-	}
-	return []byte(out)
+	return []byte(m.replace(string(b)))
 }
 
 // Contains reports whether text holds any form of a secret.
 func (s *Set) Contains(text string) bool {
-	r := s.current()
-	return r != nil && r.Replace(text) != text
+	m := s.current()
+	return m != nil && m.contains(text)
 }
 
-// current returns the replacer of the Set's secrets, building it after a
+// current returns the matcher of the Set's secrets, building it after a
 // change; nil when there is nothing to mask.
-func (s *Set) current() *strings.Replacer {
+func (s *Set) current() *matcher {
 	if s == nil {
 		return nil
 	}
 	s.mu.RLock()
-	r, n := s.replacer, len(s.values)
+	m, n := s.matcher, len(s.values)
 	s.mu.RUnlock()
-	if r != nil || n == 0 {
-		return r
+	if m != nil || n == 0 {
+		return m
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.replacer == nil && len(s.values) > 0 {
-		s.replacer = build(s.values)
-	}
-	return s.replacer
-}
-
-// build makes one replacer of every form of every secret, longest first:
-// strings.Replacer tries patterns in argument order at each position, so a
-// secret that contains another is masked whole.
-func build(values map[string]bool) *strings.Replacer {
-	patterns := map[string]string{}
-	for v := range values {
-		for _, p := range forms(v) {
-			patterns[p.old] = p.new
+	if s.matcher == nil && len(s.values) > 0 {
+		patterns := map[string]string{}
+		for v := range s.values {
+			for _, p := range forms(v) {
+				patterns[p.old] = p.new
+			}
 		}
+		s.matcher = newMatcher(patterns)
 	}
-	olds := make([]string, 0, len(patterns))
-	for o := range patterns {
-		olds = append(olds, o)
-	}
-	slices.SortFunc(olds, func(a, b string) int {
-		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
-	})
-	args := make([]string, 0, 2*len(olds))
-	for _, o := range olds {
-		args = append(args, o, patterns[o])
-	}
-	return strings.NewReplacer(args...)
+	return s.matcher
 }
 
 type pattern struct{ old, new string }
@@ -176,31 +152,62 @@ func forms(v string) []pattern {
 		}
 		return ps
 	}
-	seen := map[string]bool{}
-	var ps []pattern
+	ps := make([]pattern, 0, 16)
 	add := func(s string) {
-		if len(s) >= MinLen && !seen[s] {
-			seen[s] = true
-			ps = append(ps, pattern{s, Mask})
+		if len(s) < MinLen {
+			return
 		}
+		for _, p := range ps {
+			if p.old == s {
+				return
+			}
+		}
+		ps = append(ps, pattern{s, Mask})
 	}
 	add(v)
-	add(jsonEscaped(v))
-	add(jsonEscapedNoHTML(v))
-	add(jsonEscaped(jsonEscaped(v))) // JSON inside a JSON string (a journal entry's data)
-	if q := strconv.Quote(v); len(q) >= 2 {
-		add(q[1 : len(q)-1])
+	if plain(v) {
+		// Nothing to escape: the escaped forms are v itself. Most secrets
+		// (tokens, generated passwords) take this path, which matters when
+		// a plan teaches tens of thousands of them.
+	} else {
+		add(jsonEscaped(v))
+		add(jsonEscapedNoHTML(v))
+		add(jsonEscaped(jsonEscaped(v))) // JSON inside a JSON string (a journal entry's data)
+		if q := strconv.Quote(v); len(q) >= 2 {
+			add(q[1 : len(q)-1])
+		}
+		add(url.QueryEscape(v))
+		add(url.PathEscape(v))
 	}
-	add(url.QueryEscape(v))
-	add(url.PathEscape(v))
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
-		add(enc.EncodeToString([]byte(v)))
-		add(enc.WithPadding(base64.NoPadding).EncodeToString([]byte(v)))
-		for _, inner := range embeddedBase64(enc, v) {
+	for _, enc := range base64s {
+		add(enc.padded.EncodeToString([]byte(v)))
+		add(enc.raw.EncodeToString([]byte(v)))
+		for _, inner := range embeddedBase64(enc.raw, v) {
 			add(inner)
 		}
 	}
 	return ps
+}
+
+// base64s are the alphabets a secret may be encoded in, padded or not.
+var base64s = []struct{ padded, raw *base64.Encoding }{
+	{base64.StdEncoding, base64.RawStdEncoding},
+	{base64.URLEncoding, base64.RawURLEncoding},
+}
+
+// plain reports whether v is the same escaped in JSON (with or without
+// HTML escaping), quoted in Go and escaped in a URL: letters, digits and
+// the few punctuation marks none of them touch.
+func plain(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // jsonEscaped is v as it stands inside a JSON string, without the quotes.
@@ -228,12 +235,11 @@ func jsonEscapedNoHTML(v string) string {
 	return s[1 : len(s)-1]
 }
 
-// embeddedBase64 is the part of v's base64 encoding that is the same
-// wherever v starts inside a longer text being encoded: for each of the
-// three alignments of v's first byte in a 3-byte group, the characters
-// that depend on v's bytes alone.
-func embeddedBase64(enc *base64.Encoding, v string) []string {
-	raw := enc.WithPadding(base64.NoPadding)
+// embeddedBase64 is the part of v's base64 encoding (raw, unpadded) that
+// is the same wherever v starts inside a longer text being encoded: for
+// each of the three alignments of v's first byte in a 3-byte group, the
+// characters that depend on v's bytes alone.
+func embeddedBase64(raw *base64.Encoding, v string) []string {
 	var out []string
 	for k := range 3 {
 		b := append(make([]byte, k), v...)
