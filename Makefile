@@ -47,12 +47,19 @@ vet:
 test: tools fmt-check vet
 	$(GO) test -race -count=1 ./...
 
-# Short fuzz runs of every parser; FUZZTIME=5m for a longer soak.
+# Short fuzz runs of every parser; FUZZTIME=5m for a longer soak. Minimizing
+# a new input is capped: the default (60 s each) would spend a short run
+# minimizing rather than fuzzing.
 FUZZTIME ?= 30s
+FUZZFLAGS = -run '^$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x
 fuzz:
-	$(GO) test -run '^$$' -fuzz=FuzzLoadConfig -fuzztime=$(FUZZTIME) ./workflow/config/
-	$(GO) test -run '^$$' -fuzz=FuzzLoadOwnership -fuzztime=$(FUZZTIME) ./workflow/config/
-	$(GO) test -run '^$$' -fuzz=FuzzReviewJSON -fuzztime=$(FUZZTIME) ./adapters/terraform/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzLoadConfig ./workflow/config/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzLoadOwnership ./workflow/config/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzReviewJSON ./adapters/terraform/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzScrub ./workflow/secret/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzPinKustomize ./adapters/gitrepo/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzPinHelmValues ./adapters/gitrepo/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzPinManifest ./adapters/gitrepo/
 
 bench: terraform
 	$(GO) test -run '^$$' -bench=. -benchmem ./...

@@ -182,6 +182,11 @@ type PlanRecorded struct {
 	Counts      PlanCounts          `json:"counts"`
 	Flagged     map[string][]string `json:"flagged"` // risk flag → addresses
 	Author      string              `json:"author"`
+	// Drifted counts the objects changed outside Terraform that this apply
+	// would write back; Refused says why no approval can make the plan
+	// applicable (incomplete, errored, a failing check, owned drift).
+	Drifted int    `json:"drifted,omitempty"`
+	Refused string `json:"refused,omitempty"`
 }
 
 // ApplyRefused: apply refused a plan (unapproved, stale) for Reason.

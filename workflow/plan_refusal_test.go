@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,6 +57,8 @@ func TestPlansRelcapCannotVouchForAreRefusedWhoeverApproves(t *testing.T) {
 			plan, err := l.LoadPlan(ctx, fp)
 			require.NoError(t, err)
 			require.True(t, hasBlocker(plan.Findings, tc.code), "%+v", plan.Findings)
+			reviewed := journaledPlan(t, captain.journal, fp)
+			require.Contains(t, reviewed.Refused, tc.says, "the journal keeps why the plan cannot be applied")
 			_, _, err = newProcess(t, testProject(1), w, l, clock, "bob").svc.ApprovePlan(ctx, fp, "looks fine")
 			require.NoError(t, err, "an approval is only a record; it does not make the plan applicable")
 			_, _, err = captain.svc.ApplyPlan(ctx, fp, nil)
@@ -93,4 +96,21 @@ func hasBlocker(fs []finding.Finding, code string) bool {
 		}
 	}
 	return false
+}
+
+// journaledPlan is the plan.reviewed entry the journal keeps for fp.
+func journaledPlan(t *testing.T, j *workflowtest.Journal, fp string) workflow.PlanRecorded {
+	t.Helper()
+	for _, e := range j.Entries() {
+		if e.Kind != workflow.KindPlanRecorded {
+			continue
+		}
+		var rec workflow.PlanRecorded
+		require.NoError(t, json.Unmarshal(e.Data, &rec))
+		if rec.Fingerprint == fp {
+			return rec
+		}
+	}
+	t.Fatalf("no %s entry for plan %s in %v", workflow.KindPlanRecorded, fp, j.Kinds())
+	return workflow.PlanRecorded{}
 }

@@ -41,6 +41,9 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		if err := d.Ledger.SavePlan(ctx, p); err != nil {
 			return StepResult{}, fmt.Errorf("save plan: %w", err)
 		}
+		if err := run.svc.journal(ctx, planRecord(p)); err != nil {
+			return StepResult{}, err
+		}
 		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.Fingerprint = p.Fingerprint }); err != nil {
 			return StepResult{}, err
 		}
@@ -88,5 +91,7 @@ func planRecord(p PlanSummary) PlanRecorded {
 			flagged[f] = append(flagged[f], c.Address)
 		}
 	}
-	return PlanRecorded{Env: p.Env, Fingerprint: p.Fingerprint, PlanFileSHA: p.PlanHash, Inputs: p.Inputs, Counts: p.Counts, Flagged: flagged, Author: p.Author}
+	refused, _ := p.Refused()
+	return PlanRecorded{Env: p.Env, Fingerprint: p.Fingerprint, PlanFileSHA: p.PlanHash, Inputs: p.Inputs, Counts: p.Counts,
+		Flagged: flagged, Author: p.Author, Drifted: len(p.Drift), Refused: refused}
 }

@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 
-	json "github.com/go-json-experiment/json/v1"
+	"encoding/json"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
@@ -134,68 +139,66 @@ func reviewDocument(data []byte, name, env string, classify workflow.Classify, s
 // planned_values, prior_state and configuration without building them. They
 // are most of a large document's bytes and none of its review; holding one
 // decoded change at a time keeps memory near the document's own size.
+//
+// It reads with jsontext (go-json-experiment), which skips a value in one
+// pass and decodes a value straight from the stream, so no byte is scanned
+// twice; terraform-json's types decode with encoding/json's semantics.
 func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error) {
 	var m docMeta
-	dec := json.NewDecoder(bytes.NewReader(data))
-	// Numbers stay as written: as float64 a change from
-	// 12345678901234567890 to ...891 would compare equal and vanish.
-	dec.UseNumber()
-	fail := func(err error, valueStart int64) error {
-		return documentError(name, data, err, valueStart, dec.InputOffset())
-	}
-	tok, err := dec.Token()
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	r := planReader{dec: dec, data: data, name: name}
+	tok, err := dec.ReadToken()
 	if err != nil {
-		return m, fail(err, 0)
+		return m, r.fail(err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return m, fmt.Errorf("%w: %s: %s: the document is a JSON %s, want an object (a plan from terraform show -json PLANFILE)", workflow.ErrUsage, name, position(data, firstByte(data, 0)), tokenKind(tok))
+	if tok.Kind() != '{' {
+		return m, fmt.Errorf("%w: %s: %s: the document is a JSON %s, want an object (a plan from terraform show -json PLANFILE)", workflow.ErrUsage, name, position(data, firstByte(data, 0)), kindName(tok.Kind()))
 	}
-	for dec.More() {
-		tok, err := dec.Token()
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
 		if err != nil {
-			return m, fail(err, 0)
+			return m, r.fail(err)
 		}
-		key, _ := tok.(string) // the decoder only yields strings as object keys
-		start := firstByte(data, dec.InputOffset())
+		key := tok.String()
 		switch key {
 		case "format_version":
-			err = dec.Decode(&m.formatVersion)
+			err = r.decode(&m.formatVersion)
 		case "terraform_version":
-			err = dec.Decode(&m.terraformVersion)
+			err = r.decode(&m.terraformVersion)
 		case "resource_changes":
 			m.hasChanges = true
-			err = readResourceChanges(dec, data, name, "resource_changes", tr.resource)
+			err = r.resourceChanges("resource_changes", tr.resource)
 		case "resource_drift":
-			err = readResourceChanges(dec, data, name, "resource_drift", tr.drifted)
+			err = r.resourceChanges("resource_drift", tr.drifted)
 		case "complete":
-			err = dec.Decode(&m.complete)
+			err = r.decode(&m.complete)
 		case "errored":
-			err = dec.Decode(&m.errored)
+			err = r.decode(&m.errored)
 		case "deferred_changes":
 			var ds []*tfjson.DeferredResourceChange
-			if err = dec.Decode(&ds); err == nil {
+			if err = r.decode(&ds); err == nil {
 				m.deferred = deferredChanges(ds)
 			}
 		case "checks":
 			var cs []tfjson.CheckResultStatic
-			if err = dec.Decode(&cs); err == nil {
+			if err = r.decode(&cs); err == nil {
 				m.checks = checkResults(cs)
 			}
 		case "action_invocations":
 			var as []*tfjson.ActionInvocation
-			if err = dec.Decode(&as); err == nil {
+			if err = r.decode(&as); err == nil {
 				m.actions = actionInvocations(as)
 			}
 		case "output_changes":
 			var outs map[string]*tfjson.Change
-			if err = dec.Decode(&outs); err == nil {
+			if err = r.decode(&outs); err == nil {
 				if terr := tr.outputs(outs); terr != nil {
 					return m, fmt.Errorf("%w: %s is not a plan relcap can review: %w", workflow.ErrUsage, name, terr)
 				}
 			}
 		case "variables":
 			var vars planVariables
-			if err = dec.Decode(&vars); err == nil {
+			if err = r.decode(&vars); err == nil {
 				m.variables = make(map[string]any, len(vars))
 				for k, v := range vars {
 					m.variables[k] = v.Value
@@ -203,7 +206,7 @@ func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error)
 			}
 		case "configuration":
 			var cfg planConfiguration
-			if err = dec.Decode(&cfg); err == nil {
+			if err = r.decode(&cfg); err == nil {
 				m.sensitiveVars = make(map[string]bool, len(cfg.RootModule.Variables))
 				for k, v := range cfg.RootModule.Variables {
 					m.sensitiveVars[k] = v.Sensitive
@@ -211,76 +214,198 @@ func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error)
 			}
 		case "planned_values":
 			m.hasPlanned = true
-			err = dec.Decode(&skip{})
+			err = dec.SkipValue()
 		case "values":
 			m.hasValues = true
-			err = dec.Decode(&skip{})
+			err = dec.SkipValue()
 		default:
-			err = dec.Decode(&skip{})
+			err = dec.SkipValue()
 		}
 		if err != nil {
-			var de *documentErr
-			if errors.As(err, &de) {
-				return m, de.err
-			}
-			return m, fail(withField(err, key), start)
+			return m, r.fail(err)
 		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return m, fail(err, 0)
+	if _, err := dec.ReadToken(); err != nil { // the closing brace
+		return m, r.fail(err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return m, fmt.Errorf("%w: %s: %s: unexpected data after the plan document", workflow.ErrUsage, name, position(data, firstByte(data, dec.InputOffset())))
+	end := dec.InputOffset()
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return m, fmt.Errorf("%w: %s: %s: unexpected data after the plan document", workflow.ErrUsage, name, position(data, firstByte(data, end)))
 	}
 	return m, nil
 }
 
-// readResourceChanges reads the array of resource changes under key
+// planReader reads one document, and says where it failed.
+type planReader struct {
+	dec  *jsontext.Decoder
+	data []byte
+	name string
+}
+
+// decodeOptions decode terraform-json's types as encoding/json would,
+// numbers kept as written: as float64 a change from 12345678901234567890
+// to ...891 would compare equal and vanish.
+var decodeOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(readAny)))
+
+// decode reads the next value into v.
+func (r planReader) decode(v any) error { return jsonv2.UnmarshalDecode(r.dec, v, decodeOptions) }
+
+// readAny reads any JSON value as encoding/json decodes into an empty
+// interface with UseNumber: maps, slices, strings, booleans, nil and
+// json.Number.
+func readAny(dec *jsontext.Decoder, v *any) error {
+	val, err := anyValue(dec)
+	if err == nil {
+		*v = val
+	}
+	return err
+}
+
+func anyValue(dec *jsontext.Decoder) (any, error) {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.Kind() {
+	case '{':
+		m := map[string]any{}
+		for dec.PeekKind() != '}' {
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			k := tok.String() // before the next read voids tok
+			v, err := anyValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = v
+		}
+		_, err := dec.ReadToken()
+		return m, err
+	case '[':
+		l := []any{}
+		for dec.PeekKind() != ']' {
+			v, err := anyValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+		_, err := dec.ReadToken()
+		return l, err
+	case '"':
+		return tok.String(), nil
+	case '0':
+		return json.Number(tok.String()), nil
+	case 't', 'f':
+		return tok.Bool(), nil
+	}
+	return nil, nil
+}
+
+// resourceChanges reads the array of resource changes under key
 // (resource_changes, resource_drift) element by element, handing each to
 // take.
-func readResourceChanges(dec *json.Decoder, data []byte, name, key string, take func(*tfjson.ResourceChange) error) error {
-	start := firstByte(data, dec.InputOffset())
-	tok, err := dec.Token()
-	if err != nil {
+func (r planReader) resourceChanges(key string, take func(*tfjson.ResourceChange) error) error {
+	switch k := r.dec.PeekKind(); k {
+	case 'n':
+		_, err := r.dec.ReadToken()
+		return err
+	case '[':
+	default:
+		start := firstByte(r.data, r.dec.InputOffset())
+		if k == 0 {
+			_, err := r.dec.ReadToken() // the syntax error it is
+			return err
+		}
+		return &documentErr{fmt.Errorf("%w: %s: %s: %s is a JSON %s, want an array", workflow.ErrUsage, r.name, position(r.data, start), key, kindName(k))}
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
 		return err
 	}
-	if tok == nil {
-		return nil
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return &documentErr{fmt.Errorf("%w: %s: %s: %s is a JSON %s, want an array", workflow.ErrUsage, name, position(data, start), key, tokenKind(tok))}
-	}
-	for i := 0; dec.More(); i++ {
-		start := firstByte(data, dec.InputOffset())
+	for r.dec.PeekKind() != ']' {
 		var rc *tfjson.ResourceChange
-		if err := dec.Decode(&rc); err != nil {
-			return &documentErr{documentError(name, data, withField(err, fmt.Sprintf("%s[%d]", key, i)), start, dec.InputOffset())}
+		if err := r.decode(&rc); err != nil {
+			return err
 		}
 		if err := take(rc); err != nil {
-			return &documentErr{fmt.Errorf("%w: %s is not a plan relcap can review: %w", workflow.ErrUsage, name, err)}
+			return &documentErr{fmt.Errorf("%w: %s is not a plan relcap can review: %w", workflow.ErrUsage, r.name, err)}
 		}
 	}
-	_, err = dec.Token() // the closing bracket
+	_, err := r.dec.ReadToken() // the closing bracket
 	return err
+}
+
+// fail turns a read error into a usage error saying where: a value of the
+// wrong type by its path in the document, and anything that is not JSON by
+// line, column and offset, as encoding/json's scanner of the whole document
+// reports it (the streaming decoder's offsets differ by path).
+func (r planReader) fail(err error) error {
+	var de *documentErr
+	if errors.As(err, &de) {
+		return de.err
+	}
+	if len(bytes.TrimSpace(r.data)) == 0 {
+		return fmt.Errorf("%w: %s is empty, not a plan document", workflow.ErrUsage, r.name)
+	}
+	var typ *jsonv1.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		field := fieldPath(typ.Field)
+		if field == "" {
+			field = "document"
+		}
+		// Only what was expected where: no value from the document is
+		// echoed (it may be a secret).
+		return fmt.Errorf("%w: %s: %s: %s is a JSON %s, want %s", workflow.ErrUsage, r.name, position(r.data, typ.Offset), field, jsonKind(typ.Value), typ.Type)
+	}
+	var whole *json.SyntaxError
+	if errors.As(json.Unmarshal(r.data, &skip{}), &whole) {
+		return documentError(r.name, r.data, whole, 0, whole.Offset)
+	}
+	return fmt.Errorf("%w: %s: %s: %w", workflow.ErrUsage, r.name, position(r.data, r.dec.InputOffset()), err)
+}
+
+// fieldPath renders the decoder's dotted path of a value the way the
+// document's readers say it: resource_changes.0.change becomes
+// resource_changes[0].change.
+func fieldPath(dotted string) string {
+	var b strings.Builder
+	for i, seg := range strings.Split(dotted, ".") {
+		if _, err := strconv.Atoi(seg); err == nil && i > 0 {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "value"
 }
 
 // documentErr carries an error that already says where it happened.
 type documentErr struct{ err error }
 
 func (e *documentErr) Error() string { return e.err.Error() }
-
-// withField prefixes a type error's field path with where its value sits.
-func withField(err error, prefix string) error {
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) {
-		if typ.Field == "" {
-			typ.Field = prefix
-		} else {
-			typ.Field = prefix + "." + typ.Field
-		}
-	}
-	return err
-}
 
 // firstByte returns the offset of the first byte at or after off that is not
 // JSON whitespace or a separator: where the decoder's next value starts.
@@ -294,25 +419,6 @@ func firstByte(data []byte, off int64) int64 {
 		break
 	}
 	return off
-}
-
-func tokenKind(tok json.Token) string {
-	switch v := tok.(type) {
-	case json.Delim:
-		if v == '[' {
-			return "array"
-		}
-		return "object"
-	case string:
-		return "string"
-	case json.Number, float64:
-		return "number"
-	case bool:
-		return "boolean"
-	case nil:
-		return "null"
-	}
-	return "value"
 }
 
 // documentError says where a document failed to decode.

@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"strings"
 
-	jsonv1 "github.com/go-json-experiment/json/v1"
-
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 	"gopkg.in/yaml.v3"
@@ -366,11 +364,6 @@ func toManifest(key string, v any) any {
 			return nil
 		}
 		return v
-	case jsonv1.Number: // a plan's values, read by the plan reader
-		if f, err := v.Float64(); err == nil && f == 0 {
-			return nil
-		}
-		return json.Number(v)
 	case float64:
 		if v == 0 {
 			return nil

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	json "github.com/go-json-experiment/json/v1"
+	"encoding/json"
 
 	tfjson "github.com/hashicorp/terraform-json"
 

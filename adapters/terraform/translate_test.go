@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	json "github.com/go-json-experiment/json/v1"
+	"encoding/json"
 
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/stretchr/testify/require"

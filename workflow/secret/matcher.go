@@ -19,21 +19,27 @@ import (
 // Aho-Corasick automaton took over a second to build for 200,000 patterns.)
 type matcher struct {
 	bits  []uint64
+	shift uint32               // 32 minus the bitmap's size in bits, as a power of two
 	cands map[uint32][]pattern // longest first
 }
 
-// matcherBits is the size of the prefix bitmap: 4 Mi bits (512 KiB), a
-// false-positive rate under 5 % even with 200,000 distinct prefixes.
-const matcherBits = 1 << 22
+// maxMatcherBits bounds the prefix bitmap: 4 Mi bits (512 KiB) keep false
+// positives under 5 % even with 200,000 distinct prefixes. Smaller sets get
+// 16 bits a pattern, at least 4 Ki bits.
+const maxMatcherBits = 22
 
 func newMatcher(patterns map[string]string) *matcher {
-	m := &matcher{bits: make([]uint64, matcherBits/64), cands: map[uint32][]pattern{}}
+	logBits := uint32(12)
+	for logBits < maxMatcherBits && 1<<logBits < 16*len(patterns) {
+		logBits++
+	}
+	m := &matcher{bits: make([]uint64, (1<<logBits)/64), shift: 32 - logBits, cands: map[uint32][]pattern{}}
 	for old, repl := range patterns {
 		if len(old) < 4 {
 			continue // forms never makes one; a shorter one could not be filed
 		}
 		k := prefixKey(old)
-		h := prefixSlot(k)
+		h := m.slot(k)
 		m.bits[h/64] |= 1 << (h % 64)
 		m.cands[k] = append(m.cands[k], pattern{old, repl})
 	}
@@ -50,13 +56,13 @@ func prefixKey(s string) uint32 {
 	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
-// prefixSlot hashes a prefix into the bitmap (Fibonacci hashing).
-func prefixSlot(k uint32) uint32 { return (k * 2654435761) >> (32 - 22) }
+// slot hashes a prefix into the bitmap (Fibonacci hashing).
+func (m *matcher) slot(k uint32) uint32 { return (k * 2654435761) >> m.shift }
 
 // at returns the longest pattern starting at text[i:], if any.
 func (m *matcher) at(text string, i int) (pattern, bool) {
 	k := prefixKey(text[i:])
-	h := prefixSlot(k)
+	h := m.slot(k)
 	if m.bits[h/64]&(1<<(h%64)) == 0 {
 		return pattern{}, false
 	}
