@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -171,6 +172,25 @@ func testTugOfWar(t *testing.T, l *e2eLab) {
 	code, out = l.terraform(t, root, "plan", "-detailed-exitcode", "-input=false", "-no-color")
 	require.Equal(t, 2, code, "terraform plan must want to change kubectl_manifest.web_scale again:\n%s", out)
 	require.Contains(t, out, "kubectl_manifest.web_scale")
+
+	// relcap's review of that very plan reads Terraform's refresh: Argo CD
+	// changed the Deployment since the last apply, and this apply would
+	// revert Argo CD's fields; no approval makes it applicable.
+	planFile := filepath.Join(t.TempDir(), "tug.tfplan")
+	code, out = l.terraform(t, root, "plan", "-out="+planFile, "-input=false", "-no-color")
+	require.Equal(t, 0, code, "terraform plan -out:\n%s", out)
+	show := exec.Command("terraform", "-chdir="+root, "show", "-json", planFile)
+	show.Env = l.environ()
+	doc, err := show.Output()
+	require.NoError(t, err, "terraform show -json")
+	docPath := filepath.Join(t.TempDir(), "tug.json")
+	require.NoError(t, os.WriteFile(docPath, doc, 0o600))
+	code, out = l.relcapCode(t, "plan", "--from-json", docPath)
+	require.Equal(t, 3, code, "the plan that would revert Argo CD's fields is refused:\n%s", out)
+	require.Contains(t, out, "plan.drift-owned-elsewhere")
+	require.Contains(t, out, "kubectl_manifest.web_scale")
+	require.Contains(t, out, "spec.replicas", "the refusal names the field Argo CD owns")
+	require.Contains(t, out, "this apply would revert", out)
 
 	code, out = l.relcapCode(t, "ownership", "check", "--env", "staging")
 	require.Equal(t, 3, code, "ownership check must block on the tug-of-war:\n%s", out)
