@@ -29,12 +29,14 @@ terraform:
 	fi
 
 # tmux drives the real binary in the cockpit's end-to-end test; git backs the
-# environment-repo tests. Debian packages, installed when missing.
+# environment-repo tests; OpenSSH's ssh-keygen, ssh-agent and ssh-add check
+# relcap's signatures. Debian packages (tool:package), installed when missing.
 tools: terraform
-	@for tool in tmux git; do \
+	@for pair in tmux:tmux git:git ssh-keygen:openssh-client ssh-agent:openssh-client ssh-add:openssh-client; do \
+		tool=$${pair%%:*}; pkg=$${pair#*:}; \
 		command -v $$tool >/dev/null 2>&1 && continue; \
-		echo "$$tool: installing with apt-get"; \
-		{ apt-get update -qq && apt-get install -y -qq $$tool; } || { echo "could not install $$tool: install it and run make test again"; exit 1; }; \
+		echo "$$tool: installing $$pkg with apt-get"; \
+		{ apt-get update -qq && apt-get install -y -qq $$pkg; } || { echo "could not install $$pkg: install it and run make test again"; exit 1; }; \
 	done
 
 fmt-check:

@@ -1,7 +1,12 @@
 package workflow
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,6 +20,9 @@ const (
 	// ApprovePromotion approves one release's promotion; its subject is
 	// the release ID.
 	ApprovePromotion ApprovalKind = "promotion"
+	// ApproveBreakGlass approves one break-glass pause in a production
+	// environment; its subject is the application.
+	ApproveBreakGlass ApprovalKind = "breakglass"
 )
 
 // Approval records who approved which exact thing, and when. Subject is a
@@ -27,7 +35,54 @@ type Approval struct {
 	Approver string       `json:"approver"`
 	Comment  string       `json:"comment,omitempty"`
 	At       time.Time    `json:"at"`
+	// Commit and Digest bind a promotion approval to exactly what was
+	// reviewed: the pinned commit of the release's branch and the digest
+	// it pins. A branch that moved afterwards voids the approval.
+	Commit string `json:"commit,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// Signature is the approver's SSH signature of Statement(); zero for
+	// an unsigned approval, which counts only where the environment says
+	// approvals.signed: false.
+	Signature Signature `json:"signature,omitzero"`
 }
+
+// Statement is the exact text an approval's signature covers: what kind of
+// decision, in which environment, of which subject (and, for a promotion,
+// which commit and digest), by whom and when. It is what ssh-keygen -Y
+// verify reads on its standard input.
+func (a Approval) Statement() []byte {
+	var b strings.Builder
+	b.WriteString("relcap approval v1\n")
+	fmt.Fprintf(&b, "kind: %s\nenv: %s\nsubject: %s\n", a.Kind, a.Env, a.Subject)
+	if a.Commit != "" {
+		fmt.Fprintf(&b, "commit: %s\n", a.Commit)
+	}
+	if a.Digest != "" {
+		fmt.Fprintf(&b, "digest: %s\n", a.Digest)
+	}
+	fmt.Fprintf(&b, "approver: %s\nat: %s\n", a.Approver, a.At.UTC().Format(time.RFC3339Nano))
+	if a.Comment != "" {
+		fmt.Fprintf(&b, "comment: %s\n", strconv.Quote(a.Comment))
+	}
+	return []byte(b.String())
+}
+
+// Signature is an SSH signature in the armored format `ssh-keygen -Y sign`
+// writes, and the SHA-256 fingerprint of the public key that made it.
+type Signature struct {
+	Armored string `json:"armored"`
+	Key     string `json:"key"`
+}
+
+// IsZero reports an absent signature.
+func (s Signature) IsZero() bool { return s.Armored == "" }
+
+// Signature namespaces (ssh-keygen -Y's -n): a signature made for one is
+// never accepted for another.
+const (
+	NamespaceApproval = "relcap-approval"
+	NamespaceJournal  = "relcap-journal"
+)
 
 // ApprovalCheck is the outcome of counting approvals against a rule.
 type ApprovalCheck struct {
@@ -54,23 +109,31 @@ func (c ApprovalCheck) ApprovedBy(person string) bool {
 }
 
 // ApprovalRule is an environment's policy for one kind of decision: how
-// many approvals it needs and whether the author's own counts. It is the
-// one place the approval policy is decided; the Service applies it before
-// apply and land, and the screens ask it before offering an approve key.
+// many approvals it needs, who may give them, whether the author's own
+// counts and whether they must be signed. It is the one place the approval
+// policy is decided; the Service applies it before apply and land, and the
+// screens ask it before offering an approve key.
 type ApprovalRule struct {
 	Kind               ApprovalKind
+	Env                string
 	Required           int
 	DistinctFromAuthor bool
+	Signed             bool
+	// Approvers are the principals who may approve; none means anyone the
+	// people file names.
+	Approvers []string
 }
 
 // Rule is the policy's rule for kind.
 func (p ApprovalPolicy) Rule(kind ApprovalKind) ApprovalRule {
-	r := ApprovalRule{Kind: kind, DistinctFromAuthor: p.DistinctFromAuthor}
+	r := ApprovalRule{Kind: kind, DistinctFromAuthor: p.DistinctFromAuthor, Signed: p.Signed}
 	switch kind {
 	case ApprovePlan:
-		r.Required = p.Plan
+		r.Required, r.Approvers = p.Plan, p.Approvers.Plan
 	case ApprovePromotion:
-		r.Required = p.Promotion
+		r.Required, r.Approvers = p.Promotion, p.Approvers.Promotion
+	case ApproveBreakGlass:
+		r.Required, r.Approvers = 1, p.Approvers.BreakGlass
 	}
 	return r
 }
@@ -79,34 +142,120 @@ func (p ApprovalPolicy) Rule(kind ApprovalKind) ApprovalRule {
 // count, or nil when it would: the approver hears it when approving, not
 // at apply time.
 func (r ApprovalRule) Refuses(author, approver string) error {
+	if len(r.Approvers) > 0 && !slices.Contains(r.Approvers, approver) {
+		return fmt.Errorf("%w: %s may not approve %s here: approvers.%s lists %s", ErrBlocked, approver, r.Kind, r.Kind, strings.Join(r.Approvers, ", "))
+	}
 	if r.DistinctFromAuthor && author != "" && author == approver {
 		what := "wrote this plan"
-		if r.Kind == ApprovePromotion {
+		switch r.Kind {
+		case ApprovePromotion:
 			what = "captains this release"
+		case ApproveBreakGlass:
+			what = "breaks the glass"
 		}
 		return fmt.Errorf("%w: %s %s and the environment requires approval by someone else (approvals.distinct_from_author)", ErrBlocked, approver, what)
 	}
 	return nil
 }
 
+// ApprovalTarget is exactly what an approval must be of to count: the
+// subject (plan fingerprint, release ID) and, for a promotion, the pinned
+// commit and the digest it pins.
+type ApprovalTarget struct {
+	Subject string
+	Commit  string
+	Digest  string
+}
+
+// VerifyFunc checks an approval's signature as of now; nil means nothing
+// can be verified here.
+type VerifyFunc func(Approval) error
+
 // Count applies the rule to the approvals recorded for one subject: one
-// approval per person, only for this exact subject, and not the author's
-// own when the rule wants them distinct.
-func (r ApprovalRule) Count(subject, author string, approvals []Approval) ApprovalCheck {
+// approval per person, only of this exact target, only from those the rule
+// allows, not the author's own when the rule wants them distinct, and, when
+// the rule wants them signed, only those whose signature verifies now.
+func (r ApprovalRule) Count(target ApprovalTarget, author string, approvals []Approval, verify VerifyFunc) ApprovalCheck {
 	c := ApprovalCheck{Required: r.Required, Ignored: map[string]string{}}
 	seen := map[string]bool{}
 	for _, a := range approvals {
-		switch {
-		case a.Kind != r.Kind || a.Subject != subject:
-			c.Ignored[a.Approver] = fmt.Sprintf("approved %s %s, not this one", a.Kind, a.Subject)
-		case r.Refuses(author, a.Approver) != nil:
-			c.Ignored[a.Approver] = "the author cannot approve their own change in this environment"
-		case seen[a.Approver]:
-			// Approving twice counts once.
-		default:
+		if why := r.ignores(target, author, a, verify); why != "" {
+			c.Ignored[a.Approver] = why
+			continue
+		}
+		if !seen[a.Approver] { // approving twice counts once
 			seen[a.Approver] = true
 			c.Counted = append(c.Counted, a)
 		}
 	}
+	for who := range seen {
+		delete(c.Ignored, who)
+	}
 	return c
+}
+
+// ignores says why a does not count towards target, or "" when it does.
+func (r ApprovalRule) ignores(target ApprovalTarget, author string, a Approval, verify VerifyFunc) string {
+	switch {
+	case a.Kind != r.Kind || a.Subject != target.Subject:
+		return fmt.Sprintf("approved %s %s, not this one", a.Kind, a.Subject)
+	case target.Commit != "" && a.Commit != target.Commit:
+		return fmt.Sprintf("approved commit %s, but the change is now at %s: the branch moved after approval", ShortHash(a.Commit), ShortHash(target.Commit))
+	case target.Digest != "" && a.Digest != target.Digest:
+		return fmt.Sprintf("approved digest %s, not %s", a.Digest, target.Digest)
+	case r.Refuses(author, a.Approver) != nil:
+		return strings.TrimPrefix(r.Refuses(author, a.Approver).Error(), ErrBlocked.Error()+": ")
+	case a.Signature.IsZero() && r.Signed:
+		return "unsigned, and this environment counts only approvals signed with the approver's key"
+	case !a.Signature.IsZero() && verify == nil:
+		return "signed, but no people file to verify it against"
+	case !a.Signature.IsZero():
+		if err := verify(a); err != nil {
+			return "signature does not verify: " + err.Error()
+		}
+	}
+	return ""
+}
+
+// Unsigned are the counted approvals nobody signed (where the environment
+// allows that): reports and journal verify name them.
+func (c ApprovalCheck) Unsigned() []Approval {
+	var out []Approval
+	for _, a := range c.Counted {
+		if a.Signature.IsZero() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// PromotionTarget is what a promotion approval of r must be of: the commit
+// its branch pinned and the digest it pins.
+func PromotionTarget(r *Release) ApprovalTarget {
+	return ApprovalTarget{Subject: r.ID, Commit: r.Checkpoints.EnvPinned, Digest: r.Checkpoints.Digest.String()}
+}
+
+// verifyWith checks approvals' signatures with v against the people file
+// as it reads now; nil when there is no verifier.
+func verifyWith(ctx context.Context, v SignatureVerifier) VerifyFunc {
+	if v == nil {
+		return nil
+	}
+	return func(a Approval) error {
+		return v.Verify(ctx, a.Approver, NamespaceApproval, a.Statement(), a.Signature, a.At)
+	}
+}
+
+// ignoredNote says, for a refusal's message, which approvals did not count
+// and why; "" when none were ignored.
+func ignoredNote(c ApprovalCheck) string {
+	if len(c.Ignored) == 0 {
+		return ""
+	}
+	who := slices.Sorted(maps.Keys(c.Ignored))
+	parts := make([]string, len(who))
+	for i, w := range who {
+		parts[i] = w + ": " + c.Ignored[w]
+	}
+	return " (not counted: " + strings.Join(parts, "; ") + ")"
 }

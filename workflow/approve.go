@@ -46,8 +46,13 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 	if err != nil {
 		return Approval{}, ApprovalCheck{}, err
 	}
+	if r.Checkpoints.EnvPinned == "" {
+		err := fmt.Errorf("%w: release %s has not pinned its change yet: a promotion approval signs the pinned commit and digest, so approve once relcap has pushed %s's branch", ErrBlocked, r.ID, r.Env)
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+	}
 	a, check, err := s.approve(ctx, env.Approvals.Rule(ApprovePromotion), r.Captain,
-		Approval{Kind: ApprovePromotion, Subject: releaseID, Env: r.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now()})
+		Approval{Kind: ApprovePromotion, Subject: releaseID, Env: r.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now(),
+			Commit: r.Checkpoints.EnvPinned, Digest: r.Checkpoints.Digest.String()})
 	if err != nil {
 		return a, check, err
 	}
@@ -58,9 +63,20 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 // approve records a, unless rule would never count it, and returns how the
 // subject's approvals now count.
 func (s *Service) approve(ctx context.Context, rule ApprovalRule, author string, a Approval) (Approval, ApprovalCheck, error) {
-	if err := rule.Refuses(author, a.Approver); err != nil {
+	refuse := func(err error) (Approval, ApprovalCheck, error) {
 		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: a.Kind, Subject: a.Subject, Approver: a.Approver, Reason: err.Error()})
 	}
+	if err := rule.Refuses(author, a.Approver); err != nil {
+		return refuse(err)
+	}
+	signed, err := s.sign(ctx, a)
+	switch {
+	case err != nil && rule.Signed:
+		return refuse(fmt.Errorf("%w: approvals in %s are signed with the approver's own key, and %s cannot sign as %s: %v", ErrBlocked, a.Env, s.d.Actor, a.Approver, err))
+	case err == nil:
+		a = signed
+	}
+	target := ApprovalTarget{Subject: a.Subject, Commit: a.Commit, Digest: a.Digest}
 	if err := s.d.Ledger.RecordApproval(ctx, a); err != nil {
 		return Approval{}, ApprovalCheck{}, fmt.Errorf("record approval: %w", err)
 	}
@@ -71,7 +87,28 @@ func (s *Service) approve(ctx context.Context, rule ApprovalRule, author string,
 	if err != nil {
 		return a, ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
 	}
-	return a, rule.Count(a.Subject, author, all), nil
+	return a, rule.Count(target, author, all, verifyWith(ctx, s.d.Verifier)), nil
+}
+
+// errNoSigner says why this process cannot sign.
+var errNoSigner = errors.New("no signing key: relcap signs with your SSH key through ssh-agent (SSH_AUTH_SOCK) or the key file named by RELCAP_SIGNING_KEY or git's user.signingkey, and needs the project's people file (people: in relcap.yaml)")
+
+// sign signs a with the actor's key and checks the signature against the
+// people file at once, so a key the file does not know is refused when
+// approving, not at apply time.
+func (s *Service) sign(ctx context.Context, a Approval) (Approval, error) {
+	if s.d.Signer == nil || s.d.Verifier == nil {
+		return a, errNoSigner
+	}
+	sig, err := s.d.Signer.Sign(ctx, a.Approver, NamespaceApproval, a.Statement())
+	if err != nil {
+		return a, err
+	}
+	a.Signature = sig
+	if err := verifyWith(ctx, s.d.Verifier)(a); err != nil {
+		return a, fmt.Errorf("the signature does not verify against the people file: %w", err)
+	}
+	return a, nil
 }
 
 // MayApprove says whether the actor may approve kind for a change by

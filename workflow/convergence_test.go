@@ -55,12 +55,12 @@ func TestCountApprovalsBindsToTheExactSubject(t *testing.T) {
 		{Kind: "plan", Subject: "fp-new", Approver: "bob"},
 		{Kind: "plan", Subject: "fp-new", Approver: "bob"},
 	}
-	c := workflow.ApprovalRule{Kind: workflow.ApprovePlan, Required: 2, DistinctFromAuthor: true}.Count("fp-new", "alice", approvals)
+	c := workflow.ApprovalRule{Kind: workflow.ApprovePlan, Required: 2, DistinctFromAuthor: true}.Count(workflow.ApprovalTarget{Subject: "fp-new"}, "alice", approvals, nil)
 	require.Len(t, c.Counted, 1, "only bob counts: alice is the author, carol approved another plan, bob counts once")
 	require.Equal(t, 1, c.Missing())
 	require.Contains(t, c.Ignored["carol"], "fp-old")
 
-	c = workflow.ApprovalRule{Kind: workflow.ApprovePlan, Required: 2}.Count("fp-new", "alice", approvals)
+	c = workflow.ApprovalRule{Kind: workflow.ApprovePlan, Required: 2}.Count(workflow.ApprovalTarget{Subject: "fp-new"}, "alice", approvals, nil)
 	require.True(t, c.Satisfied())
 }
 

@@ -158,6 +158,26 @@ type ReconcileControl interface {
 
 // The record: journal and ledger.
 
+// Signer signs statements with the acting person's own SSH key, the way
+// git signs commits: through ssh-agent or a key file the person names,
+// never a private key in relcap's configuration.
+type Signer interface {
+	// Sign signs message in namespace as principal. It fails, saying why
+	// and what to do, when no key the people file gives principal is
+	// available to this process.
+	Sign(ctx context.Context, principal, namespace string, message []byte) (Signature, error)
+}
+
+// SignatureVerifier checks signatures against the people file (git's
+// allowed-signers format) as it reads when asked: a key removed from it
+// no longer verifies what it signed.
+type SignatureVerifier interface {
+	// Verify checks that sig is principal's signature of message in
+	// namespace, made with a key the people file gives principal for that
+	// namespace at time at. The error says why not.
+	Verify(ctx context.Context, principal, namespace string, message []byte, sig Signature, at time.Time) error
+}
+
 // Journal appends to the current session's tamper-evident journal. Append
 // returns only when the entry is durable. When it returns an error the entry
 // may still have been written; the ledger's head then lags until the next

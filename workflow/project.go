@@ -28,6 +28,10 @@ type Project struct {
 	// SecretEnv names environment variables whose values are secrets:
 	// relcap masks them in everything it prints, journals and records.
 	SecretEnv []string
+	// People is the allowed-signers file (git's gpg.ssh.allowedSignersFile
+	// format) naming each person's principal and SSH public key; empty when
+	// no environment signs its approvals.
+	People string
 }
 
 // Environment is one stage of the promotion order.
@@ -114,6 +118,27 @@ type ApprovalPolicy struct {
 	Plan               int
 	Promotion          int
 	DistinctFromAuthor bool
+	// Signed says approvals count only when signed with the approver's own
+	// key and verified against the people file at the time of use. The
+	// configuration turns it off explicitly (approvals.signed: false), and
+	// every report says which approvals were unsigned.
+	Signed bool
+	// Approvers are who may approve each decision (principals of the people
+	// file); none listed means anyone the file names.
+	Approvers Approvers
+}
+
+// Approvers lists, per decision, the principals allowed to approve it.
+type Approvers struct {
+	Plan       []string
+	Promotion  []string
+	BreakGlass []string
+}
+
+// NeedsApprovals reports whether any decision in the environment waits for
+// someone's approval (production break-glass always does).
+func (p ApprovalPolicy) NeedsApprovals(production bool) bool {
+	return p.Plan > 0 || p.Promotion > 0 || production
 }
 
 // Classify holds glob patterns on Terraform resource types that flag a change

@@ -17,6 +17,7 @@ type Records struct {
 	ledger   Ledger
 	clock    Clock
 	sessions SessionFiles
+	verifier SignatureVerifier
 }
 
 // NewRecords checks the ports a query needs: Project, Ledger and Clock.
@@ -29,7 +30,7 @@ func NewRecords(d Deps) (*Records, error) {
 	case d.Clock == nil:
 		return nil, errors.New("workflow: no clock")
 	}
-	return &Records{project: d.Project, ledger: d.Ledger, clock: d.Clock, sessions: d.Sessions}, nil
+	return &Records{project: d.Project, ledger: d.Ledger, clock: d.Clock, sessions: d.Sessions, verifier: d.Verifier}, nil
 }
 
 // Project is the loaded configuration.
@@ -56,7 +57,7 @@ func (q *Records) PlanApprovals(ctx context.Context, p PlanSummary) (ApprovalChe
 	if err != nil {
 		return ApprovalCheck{}, err
 	}
-	return env.Approvals.Rule(ApprovePlan).Count(p.Fingerprint, p.Author, all), nil
+	return env.Approvals.Rule(ApprovePlan).Count(ApprovalTarget{Subject: p.Fingerprint}, p.Author, all, verifyWith(ctx, q.verifier)), nil
 }
 
 // Effort returns the effort recorded against a release.
@@ -189,7 +190,7 @@ func (q *Records) AwaitedApprovals(ctx context.Context, r *Release) (check Appro
 		if err != nil {
 			return ApprovalCheck{}, false, err
 		}
-		return rule.Count(r.ID, r.Captain, all), true, nil
+		return rule.Count(PromotionTarget(r), r.Captain, all, verifyWith(ctx, q.verifier)), true, nil
 	}
 	return ApprovalCheck{}, false, nil
 }

@@ -38,6 +38,11 @@ type Deps struct {
 	// and everything the Service reports; adapters add what they learn.
 	// nil masks nothing.
 	Secrets *secret.Set
+	// Signer signs the actor's approvals and session heads with their own
+	// key; Verifier checks signatures against the people file. Both are
+	// nil where the project names no people file.
+	Signer   Signer
+	Verifier SignatureVerifier
 	// Actor is the person running this process (--actor or $USER).
 	Actor string
 	// ConvergeTimeout bounds the convergence watch; 0 means 10 minutes.

@@ -104,9 +104,9 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	if err != nil {
 		return ApplyResult{}, plan, fmt.Errorf("read approvals: %w", err)
 	}
-	check := env.Approvals.Rule(ApprovePlan).Count(fingerprint, plan.Author, approvals)
+	check := env.Approvals.Rule(ApprovePlan).Count(ApprovalTarget{Subject: fingerprint}, plan.Author, approvals, verifyWith(ctx, s.d.Verifier))
 	if !check.Satisfied() {
-		err := fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s", ErrApprovalRequired, ShortHash(fingerprint), check.Missing(), env.Name, env.Approvals.Plan, fingerprint)
+		err := fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", ErrApprovalRequired, ShortHash(fingerprint), check.Missing(), env.Name, env.Approvals.Plan, fingerprint, ignoredNote(check))
 		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	}
 	if err := s.journal(ctx, ApplyStarted{Env: env.Name, Fingerprint: fingerprint}); err != nil {

@@ -67,9 +67,9 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 	if err != nil {
 		return StepResult{}, fmt.Errorf("read approvals: %w", err)
 	}
-	check := run.env.Approvals.Rule(ApprovePlan).Count(plan.Fingerprint, plan.Author, approvals)
+	check := run.env.Approvals.Rule(ApprovePlan).Count(ApprovalTarget{Subject: plan.Fingerprint}, plan.Author, approvals, verifyWith(ctx, d.Verifier))
 	if !check.Satisfied() {
-		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint)
+		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s%s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint, ignoredNote(check))
 		b := blocked(ErrApprovalRequired, msg, plan.Findings)
 		b.Evidence = res.Evidence
 		return b, nil

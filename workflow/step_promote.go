@@ -108,9 +108,9 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		if err != nil {
 			return StepResult{}, fmt.Errorf("read approvals: %w", err)
 		}
-		if check := rule.Count(run.r.ID, run.r.Captain, approvals); !check.Satisfied() {
-			msg := fmt.Sprintf("the pin of %s on %s needs %d more approval(s) before it lands in %s: relcap approve --release %s",
-				digest.Short(), run.r.Checkpoints.EnvBranch, check.Missing(), run.env.Name, run.r.ID)
+		if check := rule.Count(PromotionTarget(run.r), run.r.Captain, approvals, verifyWith(ctx, d.Verifier)); !check.Satisfied() {
+			msg := fmt.Sprintf("the pin of %s on %s (commit %s) needs %d more approval(s) before it lands in %s: relcap approve --release %s%s",
+				digest.Short(), run.r.Checkpoints.EnvBranch, ShortHash(run.r.Checkpoints.EnvPinned), check.Missing(), run.env.Name, run.r.ID, ignoredNote(check))
 			b := blocked(ErrApprovalRequired, msg, res.Findings)
 			b.Evidence = res.Evidence
 			return b, nil

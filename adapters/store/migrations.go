@@ -188,6 +188,17 @@ CREATE TRIGGER effort_no_delete BEFORE DELETE ON effort BEGIN
 	SELECT RAISE(ABORT, 'effort is append-only: entries are never deleted');
 END;
 `},
+	// Approvals bound to what was reviewed and signed by the approver: a
+	// promotion's pinned commit and digest, the armored SSH signature of
+	// the approval's statement and the fingerprint of the key that made it.
+	// Approvals recorded before carry none, and count only where the
+	// environment takes unsigned approvals.
+	{3, `
+ALTER TABLE approvals ADD COLUMN commit_sha  TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN digest      TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN signature   TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN signing_key TEXT NOT NULL DEFAULT '';
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.

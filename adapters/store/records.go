@@ -23,8 +23,9 @@ func (s *SQLite) RecordApproval(ctx context.Context, a workflow.Approval) error 
 	}
 	return s.inTx(ctx, fmt.Sprintf("record approval of %s %s", a.Kind, a.Subject), func(tx ledgerTx) error {
 		_, err := tx.ExecContext(ctx, `
-INSERT INTO approvals (kind, subject, env, approver, comment, at) VALUES (?, ?, ?, ?, ?, ?)`,
-			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at)
+INSERT INTO approvals (kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at, a.Commit, a.Digest, a.Signature.Armored, a.Signature.Key)
 		return err
 	})
 }
@@ -33,7 +34,7 @@ INSERT INTO approvals (kind, subject, env, approver, comment, at) VALUES (?, ?, 
 // first, duplicates included.
 func (s *SQLite) Approvals(ctx context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
 	rows, err := s.db.QueryContext(ctx, `
-SELECT kind, subject, env, approver, comment, at FROM approvals
+SELECT kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key FROM approvals
 WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 	if err != nil {
 		return nil, s.fail("read approvals", err)
@@ -45,7 +46,7 @@ WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 			a  workflow.Approval
 			at sql.NullInt64
 		)
-		if err := rows.Scan(&a.Kind, &a.Subject, &a.Env, &a.Approver, &a.Comment, &at); err != nil {
+		if err := rows.Scan(&a.Kind, &a.Subject, &a.Env, &a.Approver, &a.Comment, &at, &a.Commit, &a.Digest, &a.Signature.Armored, &a.Signature.Key); err != nil {
 			return nil, s.fail("read approvals", err)
 		}
 		a.At = timeOf(at)

@@ -332,11 +332,12 @@ func TestApprovalsRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	l := openTest(t)
-	a1 := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp1", Env: "prod", Approver: "bo", Comment: "lgtm", At: t0.Add(time.Minute)}
+	a1 := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp1", Env: "prod", Approver: "bo", Comment: "lgtm", At: t0.Add(time.Minute),
+		Signature: workflow.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n", Key: "SHA256:abc"}}
 	a2 := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp1", Env: "prod", Approver: "cy", At: t0}
 	other := []workflow.Approval{
 		{Kind: workflow.ApprovePlan, Subject: "fp2", Env: "prod", Approver: "bo", At: t0},
-		{Kind: workflow.ApprovePromotion, Subject: "fp1", Env: "prod", Approver: "bo", At: t0},
+		{Kind: workflow.ApprovePromotion, Subject: "fp1", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:" + strings.Repeat("a", 64)},
 	}
 	for _, a := range append([]workflow.Approval{a1, a2}, other...) {
 		require.NoError(t, l.RecordApproval(ctx, a))
@@ -350,6 +351,11 @@ func TestApprovalsRoundTrip(t *testing.T) {
 		want.At = got[i].At
 		require.Equal(t, want, got[i])
 	}
+	promo, err := l.Approvals(ctx, workflow.ApprovePromotion, "fp1")
+	require.NoError(t, err)
+	require.Len(t, promo, 1)
+	require.Equal(t, other[1].Commit, promo[0].Commit, "the promotion approval keeps the commit it approved")
+	require.Equal(t, other[1].Digest, promo[0].Digest)
 	none, err := l.Approvals(ctx, workflow.ApprovePlan, "fp9")
 	require.NoError(t, err)
 	require.Empty(t, none)

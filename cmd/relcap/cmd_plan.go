@@ -185,9 +185,17 @@ their own plan (exit 3).`,
 				return err
 			}
 			if a.flags.json {
-				return a.printJSON(map[string]any{"approval": approval, "counted": len(check.Counted), "required": check.Required, "satisfied": check.Satisfied()})
+				// The statement is what the signature covers: with it,
+				// ssh-keygen -Y verify checks the approval by hand.
+				return a.printJSON(map[string]any{"approval": approval, "statement": string(approval.Statement()),
+					"counted": len(check.Counted), "required": check.Required, "satisfied": check.Satisfied()})
 			}
 			fmt.Fprintf(a.io.Out, "approved %s %s by %s (%d of %d required)\n", approval.Kind, approval.Subject, approval.Approver, len(check.Counted), check.Required)
+			if approval.Signature.IsZero() {
+				fmt.Fprintln(a.io.Out, "  unsigned: this environment takes unsigned approvals")
+			} else {
+				fmt.Fprintf(a.io.Out, "  signed by %s with %s\n", approval.Approver, approval.Signature.Key)
+			}
 			for who, why := range check.Ignored {
 				fmt.Fprintf(a.io.Out, "  not counted: %s: %s\n", who, why)
 			}

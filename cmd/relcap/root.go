@@ -46,6 +46,9 @@ type app struct {
 	sessions []*store.FileJournal
 	args     []string
 	argo     *argocd.Pool
+	// demoKeys are the key files relcap demo's sandbox made for its
+	// people, by principal.
+	demoKeys map[string]string
 }
 
 // run builds the command tree, executes it and maps the outcome to an exit

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/relcap/relcap/adapters/argocd"
+	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/workflow"
@@ -57,6 +58,7 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	// own output; the cockpit turns this off (its log pane shows them).
 	d.ToolOutput = a.io.Err
 	d.Secrets = a.secrets
+	a.wireSigning(ctx, &d)
 	svc, err := workflow.NewService(d)
 	if err != nil {
 		return nil, nil, err
@@ -85,7 +87,11 @@ func (a *app) records(ctx context.Context) (*workflow.Records, error) {
 	if err != nil {
 		return nil, err
 	}
-	return workflow.NewRecords(workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}})
+	d := workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}}
+	if project.People != "" {
+		d.Verifier = signing.NewVerifier(project.People)
+	}
+	return workflow.NewRecords(d)
 }
 
 // argoCD is the Argo CD pool of this invocation, one adapter per

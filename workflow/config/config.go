@@ -32,13 +32,14 @@ const DefaultTokenEnv = "ARGOCD_AUTH_TOKEN"
 // Keys of relcap.yaml, per level, in the order the documentation lists them.
 // Unknown-key suggestions and "known keys" lists are drawn from these.
 var (
-	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility", "secret_env"}
-	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals"}
+	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility", "secret_env", "people"}
+	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals", "approvers"}
 	terraformKeys = []string{"dir", "workspace", "var_files", "binary"}
 	registryKeys  = []string{"repository", "require_signature"}
 	envRepoKeys   = []string{"path", "branch", "file", "image", "format", "values_path"}
 	argoCDKeys    = []string{"server", "app", "token_env", "plaintext", "insecure", "ca_file", "client_cert_file", "client_key_file", "grpc_web", "path_prefix"}
-	approvalKeys  = []string{"plan", "promotion", "distinct_from_author"}
+	approvalKeys  = []string{"plan", "promotion", "distinct_from_author", "signed"}
+	approverKeys  = []string{"plan", "promotion", "breakglass"}
 	classifyKeys  = []string{"identity", "data_service"}
 	effortKeys    = []string{"idle_threshold", "baseline_hours_per_release"}
 	plansKeys     = []string{"expiry"}
@@ -63,6 +64,9 @@ type Option func(*options)
 type options struct {
 	stat StatFunc
 	dir  string
+	// people is the people file the project names, for the environments'
+	// approval checks.
+	people string
 }
 
 // WithStat makes Parse check, through stat, that the files and directories
@@ -199,6 +203,15 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 		proj.OwnershipFile = own.abs
 	}
 
+	// The people file: who is who, by SSH key. Approvals are signed unless
+	// an environment says otherwise, so an environment that waits for
+	// approvals needs it (checked per environment).
+	if rel, n := top.str("people"); n != nil {
+		proj.People = resolvePath(o.dir, rel)
+		p.checkPath(o, n, "people", proj.People, false, "write it in git's allowed-signers format (one line per person: principal, key type, public key) or fix the path")
+	}
+	o.people = proj.People
+
 	if items, n, ok := top.list("environments"); ok {
 		if len(items) == 0 {
 			p.add(n, "environments", "want at least one environment")
@@ -316,10 +329,32 @@ func (p *parser) environment(n *yaml.Node, field string, o options, seen map[str
 	if ac, ok := m.reqSub("argocd", argoCDKeys); ok {
 		env.ArgoCD = ac.argoCD(o)
 	}
+	signedSet := false
 	if ap, ok := m.sub("approvals", approvalKeys); ok {
 		env.Approvals.Plan, _ = ap.nonNegInt("plan")
 		env.Approvals.Promotion, _ = ap.nonNegInt("promotion")
 		env.Approvals.DistinctFromAuthor = ap.boolean("distinct_from_author")
+		env.Approvals.Signed = o.people != ""
+		if set, signed := ap.optBoolean("signed"); set {
+			env.Approvals.Signed = signed
+			signedSet = true
+		}
+	} else {
+		env.Approvals.Signed = o.people != ""
+	}
+	if who, ok := m.sub("approvers", approverKeys); ok {
+		env.Approvals.Approvers.Plan, _, _ = who.strList("plan")
+		env.Approvals.Approvers.Promotion, _, _ = who.strList("promotion")
+		env.Approvals.Approvers.BreakGlass, _, _ = who.strList("breakglass")
+	}
+	// With a people file, approvals are signed unless an environment outside
+	// production says otherwise. Without one they cannot be, and reports
+	// and journal verify say every approval was unsigned.
+	switch {
+	case env.Production && signedSet && !env.Approvals.Signed:
+		m.p.add(m.node, join(field, "approvals.signed"), "%s is a production environment: its approvals are signed; remove signed: false", env.Name)
+	case o.people == "" && env.Approvals.Signed:
+		m.p.add(m.node, join(field, "approvals.signed"), "%s's approvals are signed with each person's SSH key: name the people file (people: allowed_signers)", env.Name)
 	}
 	return env, true
 }

@@ -21,6 +21,7 @@ const designConfig = `# relcap.yaml
 version: 1
 app: web
 ownership: ownership.yaml            # path relative to this file
+people: allowed_signers              # git's allowed-signers format: principal + SSH public key
 environments:                        # promotion order: a digest reaches prod only after staging
   - name: staging
     terraform: {dir: infra/staging, workspace: default, var_files: [staging.tfvars]}
@@ -37,7 +38,8 @@ environments:                        # promotion order: a digest reaches prod on
     envrepo:  {path: ../env, file: apps/web/prod/values.yaml, image: web,
                format: helm-values, values_path: image.digest}
     argocd:   {server: argocd.example.com:443, app: web-prod}
-    approvals: {plan: 2, promotion: 1, distinct_from_author: true}
+    approvals: {plan: 2, promotion: 1, distinct_from_author: true}   # approvals are SSH-signed
+    approvers: {plan: [alice, bob], promotion: [carol], breakglass: [carol]}  # principals of ` + "`people`" + `
 classify:                            # glob patterns on Terraform resource types (defaults exist)
   identity: ["*_iam_*", "*_role*", "*service_account*", "*workload_identity*"]
   data_service: ["*_db_*", "*_rds_*", "*sql*", "*_bucket*", "*redis*", "*kafka*"]
@@ -69,6 +71,7 @@ func designTree(t *testing.T) string {
 	writeTree(t, root, map[string]string{
 		"repo/relcap.yaml":                  designConfig,
 		"repo/ownership.yaml":               designOwnership,
+		"repo/allowed_signers":              "",
 		"repo/infra/staging/staging.tfvars": "",
 		"repo/infra/prod/prod.tfvars":       "",
 		"repo/infra/common.tfvars":          "",
@@ -131,7 +134,7 @@ func TestLoadDesignExample(t *testing.T) {
 					App:      "web-staging",
 					TokenEnv: "ARGOCD_AUTH_TOKEN",
 				},
-				Approvals: workflow.ApprovalPolicy{Plan: 1},
+				Approvals: workflow.ApprovalPolicy{Plan: 1, Signed: true},
 			},
 			{
 				Name:       "prod",
@@ -158,7 +161,8 @@ func TestLoadDesignExample(t *testing.T) {
 					App:      "web-prod",
 					TokenEnv: "ARGOCD_AUTH_TOKEN",
 				},
-				Approvals: workflow.ApprovalPolicy{Plan: 2, Promotion: 1, DistinctFromAuthor: true},
+				Approvals: workflow.ApprovalPolicy{Plan: 2, Promotion: 1, DistinctFromAuthor: true, Signed: true,
+					Approvers: workflow.Approvers{Plan: []string{"alice", "bob"}, Promotion: []string{"carol"}, BreakGlass: []string{"carol"}}},
 			},
 		},
 		Classify: workflow.Classify{
@@ -167,6 +171,7 @@ func TestLoadDesignExample(t *testing.T) {
 		},
 		Effort: workflow.EffortPolicy{IdleThreshold: 2 * time.Minute, BaselineHoursPerRelease: 3},
 		Plans:  workflow.PlanPolicy{Expiry: workflow.DefaultPlanExpiry},
+		People: filepath.Join(repo, "allowed_signers"),
 	}
 	require.Equal(t, want, got)
 }
@@ -203,7 +208,7 @@ func TestParseDefaults(t *testing.T) {
 				require.Equal(t, "main", e.EnvRepo.Branch)
 				require.Equal(t, "ARGOCD_AUTH_TOKEN", e.ArgoCD.TokenEnv)
 				require.Equal(t, "", e.Terraform.Binary)
-				require.Equal(t, workflow.ApprovalPolicy{}, e.Approvals)
+				require.Equal(t, workflow.ApprovalPolicy{}, e.Approvals, "without a people file approvals are unsigned")
 			},
 		},
 		{
@@ -377,7 +382,22 @@ func TestParseReportsProblems(t *testing.T) {
 		{
 			name: "unknown key without a near miss lists the known keys",
 			data: appended("    colour: blue\n"),
-			want: `relcap.yaml:10:5: environments[0].colour: unknown key "colour" (known keys: name, production, terraform, registry, envrepo, argocd, approvals)`,
+			want: `relcap.yaml:10:5: environments[0].colour: unknown key "colour" (known keys: name, production, terraform, registry, envrepo, argocd, approvals, approvers)`,
+		},
+		{
+			name: "signed approvals without a people file",
+			data: appended("    approvals: {plan: 1, signed: true}\n"),
+			want: `relcap.yaml:5:5: environments[0].approvals.signed: staging's approvals are signed with each person's SSH key: name the people file (people: allowed_signers)`,
+		},
+		{
+			name: "production approvals cannot be unsigned",
+			data: appended("    production: true\n    approvals: {plan: 1, signed: false}\n"),
+			want: `relcap.yaml:5:5: environments[0].approvals.signed: staging is a production environment: its approvals are signed; remove signed: false`,
+		},
+		{
+			name: "unknown decision in approvers",
+			data: appended("    approvers: {deploy: [alice]}\n"),
+			want: `relcap.yaml:10:17: environments[0].approvers.deploy: unknown key "deploy" (known keys: plan, promotion, breakglass)`,
 		},
 		{
 			name: "duplicate key",

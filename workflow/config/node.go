@@ -402,6 +402,15 @@ func (m *mapNode) boolean(key string) bool {
 	return v
 }
 
+// optBoolean reads an optional true or false, reporting whether it was
+// given at all, for keys whose default depends on other keys.
+func (m *mapNode) optBoolean(key string) (set, v bool) {
+	if _, ok := m.get(key); !ok {
+		return false, false
+	}
+	return true, m.boolean(key)
+}
+
 // nonNegNumber reads an optional finite number that must be zero or more.
 func (m *mapNode) nonNegNumber(key string) float64 {
 	e, ok := m.get(key)

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+
+	"github.com/relcap/relcap/adapters/signing"
+	"github.com/relcap/relcap/workflow"
+)
+
+// signingEnv names the person's signing-key setting for relcap alone; it
+// wins over git's user.signingkey.
+const signingEnv = "RELCAP_SIGNING_KEY"
+
+// wireSigning gives d the actor's signer and the people file's verifier
+// when the project names a people file; without one approvals stay
+// unsigned, as the configuration allows.
+func (a *app) wireSigning(ctx context.Context, d *workflow.Deps) {
+	if d.Project == nil || d.Project.People == "" {
+		return
+	}
+	d.Verifier = signing.NewVerifier(d.Project.People)
+	d.Signer = signing.NewSigner(signing.SignerOptions{
+		Key:         a.signingKey(ctx, d.Project.Dir, d.Actor),
+		AgentSocket: a.io.getenv("SSH_AUTH_SOCK"),
+		People:      d.Project.People,
+	})
+}
+
+// signingKey is the actor's signing-key setting, found as git finds its
+// own: relcap's variable, else git's user.signingkey when git signs with
+// SSH (gpg.format = ssh), else empty (the agent's key for the actor). The
+// demo's people use the key files its sandbox made.
+func (a *app) signingKey(ctx context.Context, repoDir, actor string) string {
+	if k, ok := a.demoKeys[actor]; ok {
+		return k
+	}
+	if k := strings.TrimSpace(a.io.getenv(signingEnv)); k != "" {
+		return k
+	}
+	if gitConfig(ctx, repoDir, "gpg.format") == "ssh" {
+		return gitConfig(ctx, repoDir, "user.signingkey")
+	}
+	return ""
+}
+
+// gitConfig reads one git setting as git would in the release repository;
+// "" when git or the setting is absent.
+func gitConfig(ctx context.Context, dir, key string) string {
+	cmd := exec.CommandContext(ctx, "git", "config", "--get", key)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
