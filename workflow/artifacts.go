@@ -134,6 +134,10 @@ type PinRequest struct {
 	// environment as the release it returns to converged, not only its
 	// digest, so a bad manifest change is undone with the bad digest.
 	RestoreFrom string
+	// Reviewed, for landing, is the commit of the release's branch that
+	// the approvers reviewed and signed: a branch that moved since is not
+	// landed.
+	Reviewed string
 }
 
 // ImageRef is an image reference as an environment repository pins it:

@@ -118,6 +118,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 	}
 	if !run.r.Checkpoints.Landed() {
 		run.progress(StepPromotion, "landing "+run.r.Checkpoints.EnvBranch+" on "+run.env.EnvRepo.Branch)
+		pin.Reviewed = run.r.Checkpoints.EnvPinned
 		ch, err := wait(run, StepPromotion, func() (EnvChange, error) { return d.EnvRepo.Land(ctx, pin) })
 		if err != nil {
 			return StepResult{}, fmt.Errorf("land %s: %w", run.r.Checkpoints.EnvBranch, err)

@@ -57,6 +57,12 @@ func (a *Adapter) land(ctx context.Context, st *pinState, req workflow.PinReques
 	if st.existing == nil {
 		return workflow.EnvChange{}, fmt.Errorf("%w: branch %s does not exist in %s: pin (promote) before landing", workflow.ErrUsage, st.branch.Short(), st.loc.display)
 	}
+	if req.Reviewed != "" && st.existing.Hash.String() != req.Reviewed {
+		// The approvals sign the pinned commit: what moved the branch since
+		// was never reviewed, and landing it would ship it anyway.
+		return workflow.EnvChange{}, fmt.Errorf("%w: branch %s moved after it was pinned and approved (approved %s, now at %s): what was reviewed is not what would land; reset the branch to %s (git push --force-with-lease origin %s:%s) or roll the change into a new release",
+			workflow.ErrBlocked, st.branch.Short(), workflow.ShortHash(req.Reviewed), workflow.ShortHash(st.existing.Hash.String()), workflow.ShortHash(req.Reviewed), req.Reviewed, st.branch.Short())
+	}
 	if err := st.refuseCheckedOut(local); err != nil {
 		return workflow.EnvChange{}, err
 	}

@@ -146,3 +146,39 @@ func TestRollbackRestoresTheFileAsTheReleaseConverged(t *testing.T) {
 	require.ErrorIs(t, err, workflow.ErrNotFound)
 	require.Contains(t, err.Error(), "promote its digest "+webRepo+"@"+digest(t, "a").String()+" instead")
 }
+
+// TestLandRefusesABranchThatMovedAfterApproval: the approvers signed the
+// pinned commit; a commit pushed onto the release's branch afterwards is
+// not landed, and the error says how to get back to what was reviewed.
+func TestLandRefusesABranchThatMovedAfterApproval(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	bare, _, _ := initOrigin(t, envFiles())
+	a := newAdapter(t, t.TempDir())
+	req := pinRequest("file://"+bare, "L5", digest(t, "a"))
+	pinned, err := a.Pin(ctx, req)
+	require.NoError(t, err)
+
+	// Someone pushes an unreviewed change onto the relcap branch.
+	other := t.TempDir()
+	for _, args := range [][]string{
+		{"clone", "-q", "--branch", pinned.Branch, bare, other},
+		{"-C", other, "-c", "user.name=mallory", "-c", "user.email=m@example.com", "commit", "-q", "--allow-empty", "-m", "sneak"},
+		{"-C", other, "push", "-q", "origin", pinned.Branch},
+	} {
+		out, err := exec.Command("git", args...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+
+	req.Reviewed = pinned.Commit
+	_, err = a.Land(ctx, req)
+	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.Contains(t, err.Error(), "moved after it was pinned and approved")
+	require.Contains(t, err.Error(), "git push --force-with-lease origin "+pinned.Commit+":"+pinned.Branch)
+	main, err := exec.Command("git", "-C", bare, "rev-parse", "main").Output()
+	require.NoError(t, err)
+	require.NotEqual(t, pinned.Commit, strings.TrimSpace(string(main)), "nothing landed")
+	log, err := exec.Command("git", "-C", bare, "log", "-1", "--format=%s", "main").Output()
+	require.NoError(t, err)
+	require.NotContains(t, string(log), "sneak")
+}
