@@ -8,11 +8,13 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/adapters/argocd/argosim"
+	"github.com/relcap/relcap/adapters/signing"
 )
 
 // relcapYAML is the sandbox's relcap.yaml. Staging needs one plan approval
 // the captain may give; prod needs a plan and a promotion approval from
-// someone else, and a signature (the demo one).
+// someone else, and an image signature (the demo one). Every approval is
+// signed with the approver's own SSH key, made by the sandbox.
 const relcapYAML = `# relcap.yaml of the relcap sandbox, written by relcap demo. Everything it
 # names runs on this machine: an OCI registry and an Argo CD API simulator
 # on 127.0.0.1 (they stop when relcap demo exits), a bare environment
@@ -20,6 +22,9 @@ const relcapYAML = `# relcap.yaml of the relcap sandbox, written by relcap demo.
 version: 1
 app: web
 ownership: ownership.yaml
+# Who is who, by SSH key (git's allowed-signers format): the sandbox made a
+# key for the captain and for demo-approver, kept in people/.
+people: allowed_signers
 environments:
   - name: staging
     terraform: {dir: infra/staging, workspace: default, var_files: [staging.tfvars]{{binary}}}
@@ -97,6 +102,34 @@ func (s *Sandbox) startSimulator(ctx context.Context, logf func(string, ...any))
 	return nil
 }
 
+// writePeople makes an SSH key for each person and the people file that
+// gives each their key, so the demo signs approvals like a team does.
+func (s *Sandbox) writePeople(people []string) error {
+	dir := filepath.Join(s.Dir, "people")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	s.PeopleFile, s.Keys = filepath.Join(s.Dir, "allowed_signers"), map[string]string{}
+	var b strings.Builder
+	b.WriteString("# The sandbox's people: principal, then the SSH public key relcap demo made.\n")
+	for _, who := range people {
+		if _, done := s.Keys[who]; done || who == "" {
+			continue
+		}
+		key := filepath.Join(dir, who)
+		line, err := signing.GenerateKeyFile(key, who+"@relcap-sandbox")
+		if err != nil {
+			return fmt.Errorf("sandbox: key for %s: %w", who, err)
+		}
+		s.Keys[who] = key
+		b.WriteString(who + " " + line + "\n")
+	}
+	if err := os.WriteFile(s.PeopleFile, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return nil
+}
+
 // writeConfig writes relcap.yaml, ownership.yaml (with the conflict) and a
 // README naming what is where.
 func (s *Sandbox) writeConfig(binary string) error {
@@ -123,6 +156,8 @@ func (s *Sandbox) readme() string {
 
 relcap.yaml      the release configuration (staging, then prod)
 ownership.yaml   the ownership map
+allowed_signers  the people file: each person's SSH public key
+people/          the SSH keys the sandbox made for the captain and demo-approver
 env.git          the environment repository (bare) the Argo CD simulator follows
 infra/<env>      Terraform roots of terraform_data resources, with their state
 ledger.db        relcap's ledger of this sandbox (unless relcap demo was given --ledger)

@@ -67,6 +67,11 @@ type Options struct {
 	// Logf receives progress lines while the sandbox is built, and the
 	// simulator's event lines; nil discards them.
 	Logf func(format string, args ...any)
+	// People are the principals the sandbox makes SSH keys for (the
+	// captain; Approver is always added), so the demo's approvals are
+	// signed with no set-up: their public keys go into the sandbox's people
+	// file, the private halves into Dir/people/<name> (mode 0600).
+	People []string
 }
 
 // Sandbox is a running demo environment. Its servers run until Close or
@@ -99,6 +104,10 @@ type Sandbox struct {
 	// it for relcap; the sandbox never touches the process environment.
 	TokenEnv string
 	Token    string
+	// PeopleFile is the people file (allowed_signers) relcap.yaml names;
+	// Keys are each person's private key file, by principal.
+	PeopleFile string
+	Keys       map[string]string
 
 	sim      *argosim.Server
 	registry *registryServer
@@ -159,6 +168,9 @@ func New(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	}
 	logf("sandbox: argo cd simulator on %s serving %s", s.ArgoCD, strings.Join(s.appNames(), ", "))
 	if err := <-tfDone; err != nil {
+		return nil, err
+	}
+	if err := s.writePeople(append([]string{Approver}, opts.People...)); err != nil {
 		return nil, err
 	}
 	if err := s.writeConfig(opts.Terraform); err != nil {

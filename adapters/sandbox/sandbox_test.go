@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/sandbox"
+	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
@@ -26,7 +28,7 @@ import (
 // newSandbox builds one sandbox for a test, stopped when it ends.
 func newSandbox(t *testing.T) *sandbox.Sandbox {
 	t.Helper()
-	sb, err := sandbox.New(t.Context(), sandbox.Options{Dir: filepath.Join(t.TempDir(), "sandbox"), Terraform: terraformtest.Binary(t), Logf: t.Logf})
+	sb, err := sandbox.New(t.Context(), sandbox.Options{Dir: filepath.Join(t.TempDir(), "sandbox"), Terraform: terraformtest.Binary(t), Logf: t.Logf, People: []string{"captain"}})
 	require.NoError(t, err)
 	t.Cleanup(sb.Close)
 	return sb
@@ -136,9 +138,24 @@ func TestSandboxServesASignedMultiPlatformReleaseAndTwoSyncedApps(t *testing.T) 
 		require.True(t, staging.ArgoCD.PlainText)
 		require.Equal(t, sb.TokenEnv, prod.ArgoCD.TokenEnv)
 		require.Equal(t, sb.EnvRepo, prod.EnvRepo.Path)
-		require.Equal(t, workflow.ApprovalPolicy{Plan: 1}, staging.Approvals)
-		require.Equal(t, workflow.ApprovalPolicy{Plan: 1, Promotion: 1, DistinctFromAuthor: true}, prod.Approvals)
+		require.Equal(t, workflow.ApprovalPolicy{Plan: 1, Signed: true}, staging.Approvals)
+		require.Equal(t, workflow.ApprovalPolicy{Plan: 1, Promotion: 1, DistinctFromAuthor: true, Signed: true}, prod.Approvals)
 		require.True(t, prod.Registry.RequireSignature)
+		require.Equal(t, sb.PeopleFile, p.People)
+	})
+
+	t.Run("its people sign with the keys it made, and ssh-keygen agrees", func(t *testing.T) {
+		people, err := signing.LoadPeople(sb.PeopleFile)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{sandbox.Approver, "captain"}, people.Principals())
+		msg := []byte("relcap approval v1\nkind: plan\n")
+		sig, err := signing.NewSigner(signing.SignerOptions{Key: sb.Keys[sandbox.Approver], People: sb.PeopleFile}).
+			Sign(t.Context(), sandbox.Approver, workflow.NamespaceApproval, msg)
+		require.NoError(t, err)
+		require.NoError(t, signing.NewVerifier(sb.PeopleFile).Verify(t.Context(), sandbox.Approver, workflow.NamespaceApproval, msg, sig, time.Now()))
+		fi, err := os.Stat(sb.Keys["captain"])
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "private keys are the person's alone")
 	})
 }
 

@@ -76,7 +76,11 @@ func (a *app) runDemo(ctx context.Context, dir string, headless bool, timeout ti
 	interactive := a.useCockpit() && !headless
 	out := a.io.Out
 	fmt.Fprintln(out, "Building the relcap sandbox: a local registry, an environment repo, Terraform roots and the Argo CD API simulator…")
-	sb, err := sandbox.New(ctx, sandbox.Options{Dir: dir})
+	captainName, err := a.actor()
+	if err != nil {
+		return err
+	}
+	sb, err := sandbox.New(ctx, sandbox.Options{Dir: dir, People: []string{captainName}})
 	if errors.Is(err, sandbox.ErrDirNotEmpty) {
 		return usageError{err}
 	}
@@ -85,6 +89,9 @@ func (a *app) runDemo(ctx context.Context, dir string, headless bool, timeout ti
 	}
 	defer sb.Close()
 	a.flags.config = sb.Config
+	// The sandbox's people sign with the keys it made for them, whatever
+	// the captain's own ssh-agent holds.
+	a.demoKeys = sb.Keys
 	if a.flags.ledger == "" {
 		a.flags.ledger = filepath.Join(sb.Dir, sandbox.LedgerFile)
 	}

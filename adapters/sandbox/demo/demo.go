@@ -256,7 +256,7 @@ func (d *driver) approvePlan(ctx context.Context, r *workflow.Release) error {
 	if err := d.Approver.FlushEffort(ctx, r.ID); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.Out, "  ▸ %s approved plan %s (%d of %d required)\n", approval.Approver, workflow.ShortHash(fp), len(check.Counted), check.Required)
+	fmt.Fprintf(d.Out, "  ▸ %s approved plan %s%s (%d of %d required)\n", approval.Approver, workflow.ShortHash(fp), signedWith(approval), len(check.Counted), check.Required)
 	return nil
 }
 
@@ -278,7 +278,7 @@ func (d *driver) approvePromotion(ctx context.Context, r *workflow.Release) erro
 	if err := d.Approver.FlushEffort(ctx, r.ID); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.Out, "  ▸ %s approved the promotion of %s (%d of %d required)\n", approval.Approver, r.ID, len(check.Counted), check.Required)
+	fmt.Fprintf(d.Out, "  ▸ %s approved the promotion of %s at %s%s (%d of %d required)\n", approval.Approver, r.ID, workflow.ShortHash(approval.Commit), signedWith(approval), len(check.Counted), check.Required)
 	return nil
 }
 
@@ -386,4 +386,12 @@ func (i *indent) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// signedWith says which key signed an approval, for the narration.
+func signedWith(a workflow.Approval) string {
+	if a.Signature.IsZero() {
+		return ", unsigned"
+	}
+	return ", signed with " + a.Signature.Key
 }
