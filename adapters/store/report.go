@@ -110,6 +110,9 @@ func (s *SQLite) ReportData(ctx context.Context, q report.Query) (report.Data, e
 		if data.Findings, err = readFindingFacts(ctx, tx, from, to); err != nil {
 			return s.fail("read report findings", err)
 		}
+		if data.Approvals, err = readApprovalFacts(ctx, tx, q.Env, from, to); err != nil {
+			return s.fail("read report approvals", err)
+		}
 		return nil
 	}()
 	wg.Wait()
@@ -488,6 +491,31 @@ func readFindingFacts(ctx context.Context, tx *sql.Tx, from, to any) ([]report.F
 		err := rows.Scan(&ff.Scope, &ff.Code, &ff.Subject, &first, &resolved)
 		ff.FirstSeen, ff.ResolvedAt = timeOf(first), timeOf(resolved)
 		return ff, err
+	})
+}
+
+// readApprovalFacts reads the approvals given in the period: who approved
+// what, and whether they signed it.
+func readApprovalFacts(ctx context.Context, tx *sql.Tx, env string, from, to any) ([]report.ApprovalFact, error) {
+	var f filter
+	if env != "" {
+		f.add("env = ?", env)
+	}
+	if from != nil {
+		f.add("at >= ?", from)
+	}
+	if to != nil {
+		f.add("at < ?", to)
+	}
+	q := `SELECT kind, subject, env, approver, at, signing_key FROM approvals` + f.where() + ` ORDER BY at, id`
+	return collect(ctx, tx, q, f.args, func(rows *sql.Rows) (report.ApprovalFact, error) {
+		var (
+			af report.ApprovalFact
+			at sql.NullInt64
+		)
+		err := rows.Scan(&af.Kind, &af.Subject, &af.Env, &af.Approver, &at, &af.Key)
+		af.At = timeOf(at)
+		return af, err
 	})
 }
 

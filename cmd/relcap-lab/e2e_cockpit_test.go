@@ -116,7 +116,13 @@ YAML
 // relcapIn runs relcap with the repository's configuration as actor.
 func (l *e2eLab) relcapIn(t *testing.T, r cockpitRepo, actor string, args ...string) (int, string) {
 	t.Helper()
-	return l.run(t, l.relcap, append([]string{"-c", r.cfg, "--no-tui", "--actor", actor}, args...)...)
+	return l.runEnv(t, l.signingEnv(actor), l.relcap, append([]string{"-c", r.cfg, "--no-tui", "--actor", actor}, args...)...)
+}
+
+// signingEnv is what a person's own shell holds: their signing key (the
+// lab made one per person) and no ssh-agent of the machine's.
+func (l *e2eLab) signingEnv(person string) []string {
+	return []string{"RELCAP_SIGNING_KEY=" + filepath.Join(l.dir, "people", person), "SSH_AUTH_SOCK="}
 }
 
 // ledger opens relcap's ledger beside the commands', to read what they
@@ -288,8 +294,13 @@ func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w,
 	term.waitFor("Terraform's plan summary in the log pane", 30*time.Second, func(string) bool { return term.sawLine(planInPane) })
 	term.press("l")
 
-	// bob approves from his own shell; the open cockpit picks it up.
-	code, out := l.relcapIn(t, r, "bob", "approve", "--plan", fp, "--comment", "reviewed the plan")
+	// Someone holding alice's key cannot approve as bob.
+	code, out := l.runEnv(t, l.signingEnv("alice"), l.relcap, "-c", r.cfg, "--no-tui", "--actor", "bob", "approve", "--plan", fp)
+	require.Equal(t, 3, code, "alice's key typed as --actor bob:\n%s", out)
+	require.Contains(t, out, "cannot sign as bob")
+	// bob approves from his own shell, signed with his key; the open
+	// cockpit picks it up.
+	code, out = l.relcapIn(t, r, "bob", "approve", "--plan", fp, "--comment", "reviewed the plan")
 	require.Equal(t, 0, code, out)
 	term.waitForText("approved by bob", time.Minute)
 	term.waitFor("the captain's review of the approved plan", time.Minute, func(s string) bool {

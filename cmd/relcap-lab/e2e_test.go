@@ -241,7 +241,9 @@ func TestE2E(t *testing.T) {
 		i := strings.Index(out, "relcap approve --release ")
 		require.GreaterOrEqual(t, i, 0, out)
 		id := strings.Fields(out[i+len("relcap approve --release "):])[0]
-		l.relcapOK(t, "--actor", "bob", "approve", "--release", id)
+		code, out = l.runEnv(t, l.signingEnv("bob"), l.relcap, "-c", filepath.Join(l.dir, "relcap.yaml"), "--no-tui", "--actor", "bob", "approve", "--release", id)
+		require.Equal(t, 0, code, "bob's signed approval of the pinned change:\n%s", out)
+		require.Contains(t, out, "signed by bob with SHA256:")
 		out = l.relcapOK(t, "resume", id, "--timeout", "3m")
 		require.Contains(t, out, "converged in prod")
 		image, ready, want = l.live(t, "prod")

@@ -29,6 +29,14 @@ const (
 	AppName = "web"
 )
 
+// PeopleFile is the lab's people file (allowed-signers format) in its
+// directory; People are the principals it gives keys to, whose private keys
+// are in people/<name>: the lab plays several people on one machine, each
+// approving with their own key.
+const PeopleFile = "allowed_signers"
+
+var People = []string{"alice", "bob", "captain"}
+
 // Envs are the environments of the lab's relcap.yaml, in promotion order.
 var Envs = []string{"staging", "prod"}
 
@@ -114,6 +122,7 @@ func RenderRelcapConfig(l Lab) string {
 version: 1
 app: ` + AppName + `
 ownership: ownership.yaml
+people: ` + strconv.Quote(filepath.Join(l.Dir, PeopleFile)) + `
 environments:
 `)
 	for _, env := range Envs {

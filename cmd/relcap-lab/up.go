@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+
+	"github.com/relcap/relcap/adapters/signing"
 )
 
 // ReconciliationTimeout is how often the lab's Argo CD looks at Git
@@ -425,7 +428,12 @@ func readyNode(ctx context.Context, kc kubectl, timeout time.Duration, l *launch
 
 // writeLabFiles writes what a user of the lab needs into its directory.
 func writeLabFiles(lab Lab) error {
+	people, err := writeLabPeople(lab.Dir)
+	if err != nil {
+		return err
+	}
 	files := map[string]string{
+		PeopleFile:       people,
 		"argocd-token":   lab.ArgoToken + "\n",
 		"relcap.yaml":    RenderRelcapConfig(lab),
 		"ownership.yaml": RenderOwnership(),
@@ -542,4 +550,30 @@ func argoComponents(v Variant, lab Lab, api argoAPI, bin func(string) string) []
 			"--metrics-port", strconv.Itoa(ports.ControllerMetrics),
 		}, Ready: httpProbe(nil, "http://"+loop(ports.ControllerMetrics)+"/healthz", "", "")},
 	}
+}
+
+// writeLabPeople makes (once; a lab brought up again keeps them) an SSH key
+// for each of the lab's people under dir/people and returns the people file
+// that gives each their key.
+func writeLabPeople(dir string) (string, error) {
+	keys := filepath.Join(dir, "people")
+	if err := os.MkdirAll(keys, 0o700); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("# The lab's people (relcap-lab up): principal and SSH public key.\n")
+	for _, who := range People {
+		key := filepath.Join(keys, who)
+		line, err := os.ReadFile(key + ".pub")
+		if errors.Is(err, fs.ErrNotExist) {
+			var made string
+			made, err = signing.GenerateKeyFile(key, who+"@relcap-lab")
+			line = []byte(made)
+		}
+		if err != nil {
+			return "", fmt.Errorf("key for %s: %w", who, err)
+		}
+		b.WriteString(who + " " + strings.TrimSpace(string(line)) + "\n")
+	}
+	return b.String(), nil
 }

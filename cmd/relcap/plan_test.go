@@ -108,6 +108,13 @@ func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 	code, _, errOut = invoke(t, data, "journal", "verify")
 	require.Equal(t, 0, code, errOut)
 
+	// Without a people file the approval is unsigned, and the measures say
+	// whose decision rests on a typed name.
+	code, out, errOut = invoke(t, data, "-c", cfg, "report", "measures")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "signed: 0, unsigned: 1")
+	require.Regexp(t, `plan\s+staging\s+[0-9a-f]{12}\s+bob`, out)
+
 	// One release, with its steps, and every command's session linked to it.
 	code, out, errOut = invoke(t, data, "--json", "journal", "list")
 	require.Equal(t, 0, code, errOut)

@@ -87,4 +87,17 @@ func TestSignedApprovalsCountOnlyWithTheApproversOwnKey(t *testing.T) {
 	code, out, errOut = as(filepath.Join(keys, "alice"), "--actor", "alice", "apply", "--plan", plan.Fingerprint)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "applied plan")
+
+	// The measures say the decision was signed.
+	code, out, errOut = as("", "report", "measures", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	var measures struct {
+		Approvals struct {
+			Signed   int
+			Unsigned []struct{ Approver string }
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &measures), out)
+	require.Equal(t, 1, measures.Approvals.Signed)
+	require.Empty(t, measures.Approvals.Unsigned)
 }

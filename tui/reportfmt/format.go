@@ -539,9 +539,24 @@ func (v measuresView) document() reportDoc {
 	for _, w := range r.ConflictsWeeks {
 		conf.rows = append(conf.rows, []string{w.Week, w.Start.In(loc).Format("2006-01-02"), strconv.Itoa(w.Opened), strconv.Itoa(w.Resolved), strconv.Itoa(w.OpenAtEnd)})
 	}
-	d.tables = append(d.tables, lead, fail, rec, drift, conf, definitions(r.AbandonAfter))
+	d.tables = append(d.tables, lead, fail, rec, drift, conf, approvalsTable(r.Approvals, loc), definitions(r.AbandonAfter))
 	d.charts = v.charts()
 	return d
+}
+
+// approvalsTable counts the period's approvals and names every unsigned
+// one: a decision that rests on a typed name, not on a person's key.
+func approvalsTable(a report.ApprovalCounts, loc *time.Location) docTable {
+	t := docTable{title: "Approvals (signed with the approver's own SSH key, or not)",
+		notes: []string{fmt.Sprintf("signed: %d, unsigned: %d", a.Signed, len(a.Unsigned))}}
+	if len(a.Unsigned) == 0 {
+		return t
+	}
+	t.header = []string{"unsigned", "env", "subject", "approver", "at"}
+	for _, u := range a.Unsigned {
+		t.rows = append(t.rows, []string{string(u.Kind), u.Env, workflow.ShortHash(u.Subject), u.Approver, u.At.In(loc).Format("2006-01-02 15:04")})
+	}
+	return t
 }
 
 // Rows is the measures report in long format.
@@ -576,5 +591,7 @@ func (v measuresView) rows() []Row {
 			Row{"ownership_conflicts", w.Week, "resolved", strconv.Itoa(w.Resolved), "count"},
 			Row{"ownership_conflicts", w.Week, "open_at_end", strconv.Itoa(w.OpenAtEnd), "count"})
 	}
+	rows = append(rows, Row{"approvals", "signed", "count", strconv.Itoa(r.Approvals.Signed), "count"},
+		Row{"approvals", "unsigned", "count", strconv.Itoa(len(r.Approvals.Unsigned)), "count"})
 	return rows
 }

@@ -52,6 +52,16 @@ type Measures struct {
 	DriftOpen      int            `json:"drift_open"`
 	DriftOldest    Duration       `json:"drift_oldest_open_seconds"`
 	ConflictsWeeks []ConflictWeek `json:"ownership_conflicts"`
+	// Approvals given in the period, signed or not; Unsigned lists those
+	// nobody signed (where an environment takes unsigned approvals), so an
+	// auditor sees which decisions rest on a typed name alone.
+	Approvals ApprovalCounts `json:"approvals"`
+}
+
+// ApprovalCounts counts the period's approvals by whether they were signed.
+type ApprovalCounts struct {
+	Signed   int            `json:"signed"`
+	Unsigned []ApprovalFact `json:"unsigned"`
 }
 
 // FailureRate is the failed-release frequency. Rate is Failures / Finished
@@ -231,6 +241,18 @@ func BuildMeasures(data Data, o Options) (*Measures, error) {
 			}
 		}
 		rep.ConflictsWeeks = append(rep.ConflictsWeeks, cw)
+	}
+
+	// Approvals, by whether a person's key vouches for them.
+	rep.Approvals.Unsigned = []ApprovalFact{}
+	for _, a := range data.Approvals {
+		switch {
+		case !envOK(a.Env) || !in(a.At, o.From, o.To):
+		case a.Key == "":
+			rep.Approvals.Unsigned = append(rep.Approvals.Unsigned, a)
+		default:
+			rep.Approvals.Signed++
+		}
 	}
 
 	if rep.Releases.Total == 0 && rep.PlanLeadTime.Count == 0 && rep.PlansPending == 0 && rep.DigestLeadTime.Count == 0 &&

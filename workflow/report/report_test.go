@@ -335,3 +335,36 @@ func TestNewStatsSelectsWhatSortingWould(t *testing.T) {
 		require.Equal(t, sorted[n-1], s.Max.D())
 	}
 }
+
+// TestMeasuresNameEveryUnsignedApproval: signed approvals are counted,
+// unsigned ones are listed one by one, within the period and environment.
+func TestMeasuresNameEveryUnsignedApproval(t *testing.T) {
+	t.Parallel()
+	in, out := reporttest.Jan1.Add(time.Hour), reporttest.Jan1.AddDate(0, -1, 0)
+	data := report.Data{
+		Releases: []report.ReleaseFact{reporttest.ReleaseAt("a", in)},
+		Approvals: []report.ApprovalFact{
+			{Kind: workflow.ApprovePlan, Subject: "fp1", Env: "prod", Approver: "bob", At: in, Key: "SHA256:bob"},
+			{Kind: workflow.ApprovePlan, Subject: "fp2", Env: "staging", Approver: "carol", At: in},
+			{Kind: workflow.ApprovePromotion, Subject: "r1", Env: "prod", Approver: "dave", At: in.Add(time.Minute)},
+			{Kind: workflow.ApprovePlan, Subject: "fp0", Env: "prod", Approver: "erin", At: out},
+		},
+	}
+	o := report.Options{From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 1, 0), Now: reporttest.Jan1.AddDate(0, 2, 0)}
+	m, err := report.BuildMeasures(data, o)
+	require.NoError(t, err)
+	require.Equal(t, 1, m.Approvals.Signed)
+	require.Equal(t, []string{"carol", "dave"}, approvers(m.Approvals.Unsigned), "erin's is outside the period")
+	o.Env = "prod"
+	m, err = report.BuildMeasures(data, o)
+	require.NoError(t, err)
+	require.Equal(t, []string{"dave"}, approvers(m.Approvals.Unsigned))
+}
+
+func approvers(as []report.ApprovalFact) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.Approver)
+	}
+	return out
+}

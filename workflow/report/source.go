@@ -62,6 +62,19 @@ type Data struct {
 	// Findings opened before the period's end and not resolved before its
 	// start.
 	Findings []FindingFact
+	// Approvals given in the period.
+	Approvals []ApprovalFact
+}
+
+// ApprovalFact is one approval as reports need it: what, by whom, when,
+// and the fingerprint of the key that signed it ("" when unsigned).
+type ApprovalFact struct {
+	Kind     workflow.ApprovalKind `json:"kind"`
+	Subject  string                `json:"subject"`
+	Env      string                `json:"env"`
+	Approver string                `json:"approver"`
+	At       time.Time             `json:"at"`
+	Key      string                `json:"key,omitempty"`
 }
 
 // ReleaseFact is what reports need of a release: no bodies, no evidence.
