@@ -308,3 +308,49 @@ func TestVerifyJournalsOfAnUnknownSessionIsAUsageError(t *testing.T) {
 	_, err = q.VerifyJournals(t.Context(), []string{"nope"})
 	require.ErrorIs(t, err, workflow.ErrUsage)
 }
+
+// TestVerifyJournalsSaysWhichApprovalsWereUnsigned: the approvals a
+// session journaled are listed, the unsigned ones (where the environment
+// allowed them) and those whose key has left the people file as warnings,
+// never as tampering.
+func TestVerifyJournalsSaysWhichApprovalsWereUnsigned(t *testing.T) {
+	t.Parallel()
+	w := newSealWorld()
+	ctx := t.Context()
+	require.NoError(t, w.ledger.OpenSession(ctx, workflow.Session{ID: "s1", Actor: "bo", Command: "approve", StartedAt: t0}))
+	unsigned := workflow.Approval{Kind: workflow.ApprovePlan, Subject: strings.Repeat("a", 64), Env: "staging", Approver: "carol", At: t0}
+	signed := workflow.Approval{Kind: workflow.ApprovePromotion, Subject: "web-prod-1", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:x"}
+	signed.Signature = workflowtest.SignAs("bo", workflow.NamespaceApproval, signed.Statement())
+	var (
+		prev  *journal.Entry
+		lines []string
+	)
+	for _, a := range []workflow.Approval{unsigned, signed} {
+		e, err := journal.Next(prev, t0, "bo", workflow.KindApprovalRecorded, workflow.ApprovalRecorded{Approval: a})
+		require.NoError(t, err)
+		b, err := json.Marshal(e)
+		require.NoError(t, err)
+		lines, prev = append(lines, string(b)), &e
+	}
+	w.files.SetJournal("s1", lines)
+	require.NoError(t, w.ledger.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: prev.Seq, Hash: prev.Hash}))
+	require.NoError(t, w.ledger.CloseSession(ctx, "s1", t0))
+	w.seal(t, "s1")
+
+	v, _ := w.verify(t, w.fullDeps())
+	s := v["s1"]
+	require.True(t, s.Intact)
+	require.Len(t, s.Approvals, 2)
+	require.False(t, s.Approvals[0].Signed)
+	require.Equal(t, workflow.VerifyAbsent, s.Approvals[0].Signature.Status)
+	require.True(t, s.Approvals[1].Signed)
+	require.Equal(t, workflow.VerifyOK, s.Approvals[1].Signature.Status)
+	require.Equal(t, []string{"unsigned plan approval of aaaaaaaaaaaa in staging by carol"}, s.Warnings)
+
+	w.sigs.Revoke("bo")
+	v, _ = w.verify(t, w.fullDeps())
+	s = v["s1"]
+	require.False(t, s.Intact, "bo's head signature no longer verifies either")
+	require.Equal(t, workflow.VerifyFailed, s.Approvals[1].Signature.Status)
+	require.Contains(t, s.Warnings, "promotion approval of web-prod-1 in prod by bo: its signature no longer verifies: blocked by policy: key FAKE:bo is not in the people file")
+}

@@ -89,6 +89,23 @@ type SessionVerification struct {
 	Unsigned   string   `json:"unsigned,omitempty"`
 	Unanchored string   `json:"unanchored,omitempty"`
 	Warnings   []string `json:"warnings,omitempty"`
+	// Approvals are the approvals the session's journal recorded, signed
+	// or not (where the environment allowed unsigned ones).
+	Approvals []ApprovalVerification `json:"approvals,omitempty"`
+}
+
+// ApprovalVerification is one approval a session's journal recorded:
+// whether it was signed and, if so, whether its signature still verifies
+// against the people file as it reads now (a key removed since withdraws
+// it). Neither is tampering, the chain vouching for the entry: both are
+// said as warnings.
+type ApprovalVerification struct {
+	Kind      ApprovalKind `json:"kind"`
+	Env       string       `json:"env"`
+	Subject   string       `json:"subject"`
+	Approver  string       `json:"approver"`
+	Signed    bool         `json:"signed"`
+	Signature VerifyCheck  `json:"signature"`
 }
 
 // JournalVerification is every verified session, and why the anchors
@@ -227,6 +244,9 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 		return v, err
 	}
 	c.checkAnchor(&v)
+	if err := c.checkApprovals(ctx, &v); err != nil {
+		return v, err
+	}
 
 	v.Failed = v.Checks.failed()
 	v.Intact = len(v.Failed) == 0
@@ -247,7 +267,54 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 			v.Warnings = append(v.Warnings, n.name+" not checked: "+n.c.Detail)
 		}
 	}
+	for _, a := range v.Approvals {
+		what := fmt.Sprintf("%s approval of %s in %s by %s", a.Kind, ShortHash(a.Subject), a.Env, a.Approver)
+		switch a.Signature.Status {
+		case VerifyAbsent:
+			v.Warnings = append(v.Warnings, "unsigned "+what)
+		case VerifyFailed:
+			v.Warnings = append(v.Warnings, what+": its signature no longer verifies: "+a.Signature.Detail)
+		}
+	}
 	return v, nil
+}
+
+// checkApprovals lists the approvals an intact journal recorded, and
+// checks the signed ones against the people file now.
+func (c *sessionCheck) checkApprovals(ctx context.Context, v *SessionVerification) error {
+	if !c.chainOK {
+		return nil
+	}
+	for _, l := range c.lines {
+		var e journal.Entry
+		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != KindApprovalRecorded {
+			continue
+		}
+		var rec ApprovalRecorded
+		if err := json.Unmarshal(e.Data, &rec); err != nil {
+			continue // an entry of another shape; the chain vouched for it
+		}
+		a := rec.Approval
+		av := ApprovalVerification{Kind: a.Kind, Env: a.Env, Subject: a.Subject, Approver: a.Approver, Signed: !a.Signature.IsZero()}
+		switch {
+		case !av.Signed:
+			av.Signature = VerifyCheck{Status: VerifyAbsent, Detail: "recorded unsigned, as the environment allowed (approvals.signed: false)"}
+		case c.q.verifier == nil:
+			av.Signature = VerifyCheck{Status: VerifyUnchecked, Detail: "no people file is configured here to check it against"}
+		default:
+			err := verifyWith(ctx, c.q.verifier)(a)
+			switch {
+			case errors.Is(err, ErrUsage):
+				return fmt.Errorf("verify %s's approval in session %s: %w", a.Approver, c.id, err)
+			case err != nil:
+				av.Signature = VerifyCheck{Status: VerifyFailed, Detail: err.Error()}
+			default:
+				av.Signature = VerifyCheck{Status: VerifyOK, Detail: "signed by " + a.Approver + " with key " + a.Signature.Key}
+			}
+		}
+		v.Approvals = append(v.Approvals, av)
+	}
+	return nil
 }
 
 // headSeq is the head the session should end at: the ledger's, else the

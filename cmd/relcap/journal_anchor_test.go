@@ -27,7 +27,12 @@ type verified struct {
 	Failed  []string
 	Checks  map[string]struct{ Status, Detail string }
 	// Unsigned says why a head has no signature.
-	Unsigned string
+	Unsigned  string
+	Approvals []struct {
+		Approver  string
+		Signed    bool
+		Signature struct{ Status string }
+	}
 }
 
 // TestJournalHeadsAreSignedAndAnchoredAndEachAttackIsCaught: sessions of
@@ -109,6 +114,10 @@ func TestJournalHeadsAreSignedAndAnchoredAndEachAttackIsCaught(t *testing.T) {
 			require.Equal(t, "ok", v.Checks[check].Status, "%s %s: %s", id, check, v.Checks[check].Detail)
 		}
 	}
+	require.Len(t, byID[approveID].Approvals, 1, "bob's approval, as journaled")
+	require.Equal(t, "bob", byID[approveID].Approvals[0].Approver)
+	require.True(t, byID[approveID].Approvals[0].Signed)
+	require.Equal(t, "ok", byID[approveID].Approvals[0].Signature.Status)
 	require.True(t, byID[carolID].Intact, "unsigned is not tampering")
 	require.Equal(t, "absent", byID[carolID].Checks["signature"].Status)
 	require.Contains(t, byID[carolID].Unsigned, "carol could not sign")
