@@ -319,7 +319,7 @@ func TestVerifyJournalsSaysWhichApprovalsWereUnsigned(t *testing.T) {
 	ctx := t.Context()
 	require.NoError(t, w.ledger.OpenSession(ctx, workflow.Session{ID: "s1", Actor: "bo", Command: "approve", StartedAt: t0}))
 	unsigned := workflow.Approval{Kind: workflow.ApprovePlan, Subject: strings.Repeat("a", 64), Env: "staging", Approver: "carol", At: t0}
-	signed := workflow.Approval{Kind: workflow.ApprovePromotion, Subject: "web-prod-1", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:x"}
+	signed := workflow.Approval{Kind: workflow.ApprovePromotion, Subject: "web-prod-20261130-1a2b3c", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:x"}
 	signed.Signature = workflowtest.SignAs("bo", workflow.NamespaceApproval, signed.Statement())
 	var (
 		prev  *journal.Entry
@@ -352,5 +352,5 @@ func TestVerifyJournalsSaysWhichApprovalsWereUnsigned(t *testing.T) {
 	s = v["s1"]
 	require.False(t, s.Intact, "bo's head signature no longer verifies either")
 	require.Equal(t, workflow.VerifyFailed, s.Approvals[1].Signature.Status)
-	require.Contains(t, s.Warnings, "promotion approval of web-prod-1 in prod by bo: its signature no longer verifies: blocked by policy: key FAKE:bo is not in the people file")
+	require.Contains(t, s.Warnings, "promotion approval of web-prod-20261130-1a2b3c in prod by bo: its signature no longer verifies: blocked by policy: key FAKE:bo is not in the people file")
 }

@@ -268,7 +268,11 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 		}
 	}
 	for _, a := range v.Approvals {
-		what := fmt.Sprintf("%s approval of %s in %s by %s", a.Kind, ShortHash(a.Subject), a.Env, a.Approver)
+		subject := a.Subject // a release ID or an application
+		if a.Kind == ApprovePlan {
+			subject = ShortHash(subject) // a fingerprint
+		}
+		what := fmt.Sprintf("%s approval of %s in %s by %s", a.Kind, subject, a.Env, a.Approver)
 		switch a.Signature.Status {
 		case VerifyAbsent:
 			v.Warnings = append(v.Warnings, "unsigned "+what)
