@@ -187,6 +187,24 @@ type Journal interface {
 	SessionID() string
 }
 
+// JournalAnchor keeps sealed session heads outside the ledger, where the
+// captain alone cannot rewrite them unnoticed: refs/relcap/journal of the
+// environment repository, a chain of commits that only moves forward.
+type JournalAnchor interface {
+	// Anchor records h and returns where (for the ledger and messages). It
+	// blocks until the anchor is durable where others see it (pushed).
+	// Anchoring the same head again changes nothing; another head for a
+	// session already anchored is refused with ErrBlocked. The error says
+	// why it could not be anchored and never carries credentials.
+	Anchor(ctx context.Context, h SealedHead) (string, error)
+	// Anchors returns every head anchored so far, as the anchor holds them
+	// now. An anchor whose history was rewritten or deleted since this
+	// machine last read it is an error wrapping ErrTampered.
+	Anchors(ctx context.Context) ([]AnchoredHead, error)
+	// Where names the anchor in messages, without credentials.
+	Where() string
+}
+
 // SessionFiles reads what sessions left beside the ledger: their journal
 // files and the screen recordings those journals vouch for.
 type SessionFiles interface {
@@ -289,6 +307,14 @@ type SessionStore interface {
 	// JournalHead returns ErrNotFound for an unknown session.
 	JournalHead(ctx context.Context, sessionID string) (journal.Head, error)
 	Sessions(ctx context.Context) ([]Session, error)
+	// SessionSeal returns the session's head as the ledger holds it (its
+	// actor, command, release and last entry) with the seal recorded for
+	// it; Sealed() is false for a session never sealed. An unknown session
+	// is ErrNotFound.
+	SessionSeal(ctx context.Context, sessionID string) (SessionSeal, error)
+	// SealSession records a session's seal once: a session already sealed,
+	// or a seal of another head than the ledger's, is refused.
+	SealSession(ctx context.Context, seal SessionSeal) error
 }
 
 // Session is one state-changing command (or one cockpit run) and its journal.

@@ -18,6 +18,7 @@ type Records struct {
 	clock    Clock
 	sessions SessionFiles
 	verifier SignatureVerifier
+	anchor   JournalAnchor
 }
 
 // NewRecords checks the ports a query needs: Project, Ledger and Clock.
@@ -30,7 +31,7 @@ func NewRecords(d Deps) (*Records, error) {
 	case d.Clock == nil:
 		return nil, errors.New("workflow: no clock")
 	}
-	return &Records{project: d.Project, ledger: d.Ledger, clock: d.Clock, sessions: d.Sessions, verifier: d.Verifier}, nil
+	return &Records{project: d.Project, ledger: d.Ledger, clock: d.Clock, sessions: d.Sessions, verifier: d.Verifier, anchor: d.Anchor}, nil
 }
 
 // Project is the loaded configuration.

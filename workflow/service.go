@@ -43,6 +43,10 @@ type Deps struct {
 	// nil where the project names no people file.
 	Signer   Signer
 	Verifier SignatureVerifier
+	// Anchor is where sealed session heads are kept outside the ledger,
+	// for journal verification; nil where the project names no
+	// environment repository.
+	Anchor JournalAnchor
 	// Actor is the person running this process (--actor or $USER).
 	Actor string
 	// ConvergeTimeout bounds the convergence watch; 0 means 10 minutes.

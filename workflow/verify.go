@@ -5,97 +5,561 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/relcap/relcap/workflow/journal"
 )
 
-// SessionVerification is one session's journal checked against its chain,
-// the ledger's head and the recordings it vouches for.
-type SessionVerification struct {
-	Session string           `json:"session"`
-	Entries int64            `json:"entries"`
-	Intact  bool             `json:"intact"`
-	Problem *journal.Problem `json:"problem,omitempty"`
+// VerifyStatus is the outcome of one check of a session's record.
+type VerifyStatus string
+
+// Verification outcomes. Only VerifyFailed is tampering; the others are
+// said as warnings.
+const (
+	VerifyOK     VerifyStatus = "ok"
+	VerifyFailed VerifyStatus = "failed"
+	// VerifyAbsent: there is nothing to check: the head is unsigned or
+	// unanchored (sessions from before signed heads, projects without a
+	// people file or environment repository), with why.
+	VerifyAbsent VerifyStatus = "absent"
+	// VerifyUnchecked: it could not be checked in this verification: no
+	// people file or anchor is configured here, the anchor could not be
+	// read, or an earlier check failed first.
+	VerifyUnchecked VerifyStatus = "unchecked"
+)
+
+// VerifyCheck is one check's outcome and what it found.
+type VerifyCheck struct {
+	Status VerifyStatus `json:"status"`
+	Detail string       `json:"detail,omitempty"`
 }
 
-// VerifySessions checks the journals of the sessions ids (every session
-// when ids is empty): each entry's hash and link, the last entry against
-// the head the ledger holds, and then, the chain being intact, that every
-// screen recording the journal vouches for still has its journaled SHA-256.
-// A tampered session is a result with Intact false, not an error; an
-// unknown session is an ErrUsage error.
+// SessionChecks are the separate checks of one session.
+type SessionChecks struct {
+	// Chain: every entry of the journal file hashes the one before.
+	Chain VerifyCheck `json:"chain"`
+	// LedgerHead: the session's row in the ledger exists and its head is
+	// the chain's last entry.
+	LedgerHead VerifyCheck `json:"ledger_head"`
+	// Recordings: the screen recordings the journal vouches for are
+	// unchanged.
+	Recordings VerifyCheck `json:"recordings"`
+	// Signature: the sealed head is signed by its actor with a key the
+	// people file gives them, as the file reads now.
+	Signature VerifyCheck `json:"signature"`
+	// Anchor: the head anchored outside the ledger is the ledger's and
+	// the journal's.
+	Anchor VerifyCheck `json:"anchor"`
+}
+
+// failed lists the checks that failed as "name: detail", in a fixed
+// order.
+func (c SessionChecks) failed() []string {
+	var out []string
+	for _, n := range []struct {
+		name string
+		c    VerifyCheck
+	}{{"chain", c.Chain}, {"ledger_head", c.LedgerHead}, {"recordings", c.Recordings}, {"signature", c.Signature}, {"anchor", c.Anchor}} {
+		if n.c.Status == VerifyFailed {
+			out = append(out, n.name+": "+n.c.Detail)
+		}
+	}
+	return out
+}
+
+// SessionVerification is one session's record checked: its journal's
+// chain, the ledger's head, the recordings, the head's signature and its
+// anchor.
+type SessionVerification struct {
+	Session string `json:"session"`
+	Entries int64  `json:"entries"`
+	// Intact is true when no check failed (unsigned, unanchored or
+	// unchecked heads are warnings, not failures).
+	Intact bool `json:"intact"`
+	// Problem is the first problem: the first bad entry, or the first
+	// failed check.
+	Problem *journal.Problem `json:"problem,omitempty"`
+	Checks  SessionChecks    `json:"checks"`
+	// Failed lists the failed checks as "check: detail".
+	Failed []string `json:"failed,omitempty"`
+	// Unsigned and Unanchored say why the head carries no signature or
+	// was not anchored; Warnings lists those and whatever was unchecked.
+	Unsigned   string   `json:"unsigned,omitempty"`
+	Unanchored string   `json:"unanchored,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
+	// Approvals are the approvals the session's journal recorded, signed
+	// or not (where the environment allowed unsigned ones).
+	Approvals []ApprovalVerification `json:"approvals,omitempty"`
+}
+
+// ApprovalVerification is one approval a session's journal recorded:
+// whether it was signed and, if so, whether its signature still verifies
+// against the people file as it reads now (a key removed since withdraws
+// it). Neither is tampering, the chain vouching for the entry: both are
+// said as warnings.
+type ApprovalVerification struct {
+	Kind      ApprovalKind `json:"kind"`
+	Env       string       `json:"env"`
+	Subject   string       `json:"subject"`
+	Approver  string       `json:"approver"`
+	Signed    bool         `json:"signed"`
+	Signature VerifyCheck  `json:"signature"`
+}
+
+// JournalVerification is every verified session, and why the anchors
+// could not be read, if they could not.
+type JournalVerification struct {
+	Sessions []SessionVerification
+	// Anchor names where the anchors were read, "" when none is
+	// configured.
+	Anchor string
+	// AnchorError is why the anchors could not be read; every session's
+	// anchor check is then unchecked (or failed, for an anchor that was
+	// rewritten).
+	AnchorError error
+}
+
+// VerifySessions is VerifyJournals' sessions.
 func (q *Records) VerifySessions(ctx context.Context, ids []string) ([]SessionVerification, error) {
+	v, err := q.VerifyJournals(ctx, ids)
+	return v.Sessions, err
+}
+
+// VerifyJournals checks the sessions ids (every session the ledger or the
+// anchor knows when ids is empty): each journal entry's hash and link; the
+// last entry against the head the ledger holds; the screen recordings the
+// journal vouches for; the sealed head's signature against the people file
+// as it reads now; and the head anchored outside the ledger against the
+// ledger and the journal. A session anchored but missing from the ledger
+// (its row deleted) is verified too, and fails. A tampered session is a
+// result with Intact false, not an error; a session neither the ledger
+// nor the anchor knows is an ErrUsage error.
+func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVerification, error) {
 	if q.sessions == nil {
-		return nil, missingPort("session files")
+		return JournalVerification{}, missingPort("session files")
+	}
+	rows, err := q.ledger.Sessions(ctx)
+	if err != nil {
+		return JournalVerification{}, err
+	}
+	byID := make(map[string]Session, len(rows))
+	for _, s := range rows {
+		byID[s.ID] = s
+	}
+	out := JournalVerification{}
+	anchored := map[string]AnchoredHead{}
+	if q.anchor != nil {
+		out.Anchor = q.anchor.Where()
+		heads, err := q.anchor.Anchors(ctx)
+		if err != nil {
+			out.AnchorError = err
+		}
+		for _, h := range heads {
+			anchored[h.Head.Session] = h
+		}
 	}
 	if len(ids) == 0 {
-		all, err := q.ledger.Sessions(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range all {
+		for _, s := range rows {
 			ids = append(ids, s.ID)
 		}
+		var only []string
+		for id := range anchored {
+			if _, ok := byID[id]; !ok {
+				only = append(only, id)
+			}
+		}
+		slices.Sort(only)
+		ids = mergeByID(ids, only)
 	}
-	out := make([]SessionVerification, 0, len(ids))
 	for _, id := range ids {
-		v, err := q.verifySession(ctx, id)
+		row, inLedger := byID[id]
+		a, isAnchored := anchored[id]
+		if !inLedger && !isAnchored {
+			return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", ErrUsage, id)
+		}
+		sv := sessionCheck{q: q, id: id, inLedger: inLedger, row: row, anchor: out.Anchor, anchorErr: out.AnchorError}
+		if isAnchored {
+			sv.anchored = &a
+		}
+		v, err := sv.verify(ctx)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, v)
+		out.Sessions = append(out.Sessions, v)
 	}
 	return out, nil
 }
 
-func (q *Records) verifySession(ctx context.Context, id string) (SessionVerification, error) {
-	head, err := q.ledger.JournalHead(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return SessionVerification{}, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", ErrUsage, id)
+// mergeByID places each of the sorted IDs extra before the first of ids
+// that sorts after it, keeping ids' own order (the ledger's, by start
+// time): session IDs begin with their start time, so a session known
+// only to the anchor is listed about where it ran.
+func mergeByID(ids, extra []string) []string {
+	out := make([]string, 0, len(ids)+len(extra))
+	for _, id := range ids {
+		for len(extra) > 0 && extra[0] < id {
+			out = append(out, extra[0])
+			extra = extra[1:]
+		}
+		out = append(out, id)
 	}
-	if err != nil {
-		return SessionVerification{}, err
+	return append(out, extra...)
+}
+
+// sessionCheck is what one session's verification knows.
+type sessionCheck struct {
+	q         *Records
+	id        string
+	inLedger  bool
+	row       Session
+	seal      SessionSeal
+	anchored  *AnchoredHead
+	anchor    string // where anchors are read, "" for none
+	anchorErr error
+
+	lines    []journal.Line
+	noFile   bool
+	chainOK  bool
+	seq      int64  // the chain's last entry
+	lastHash string // its hash
+}
+
+func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) {
+	v := SessionVerification{Session: c.id}
+	if c.inLedger {
+		seal, err := c.q.ledger.SessionSeal(ctx, c.id)
+		if err != nil {
+			return v, err
+		}
+		c.seal = seal
 	}
-	v := SessionVerification{Session: id}
-	lines, err := q.sessions.JournalLines(ctx, id)
-	switch {
-	case errors.Is(err, ErrNotFound) && head.Seq == 0:
-		v.Intact = true
-		return v, nil
-	case errors.Is(err, ErrNotFound):
-		v.Problem = &journal.Problem{Seq: 1, Reason: fmt.Sprintf("journal file is missing; the ledger's head is entry %d", head.Seq)}
-		return v, nil
-	case err != nil:
-		return SessionVerification{}, err
+	if err := c.checkChain(ctx, &v); err != nil {
+		return v, err
 	}
-	v.Entries, v.Problem = journal.Verify(lines, head)
-	if v.Problem == nil {
-		// The chain is intact, so its entries can vouch for the files
-		// beside it: the screen recordings.
-		v.Problem = q.verifyRecordings(ctx, id, lines)
+	c.checkLedgerHead(&v)
+	c.checkRecordings(ctx, &v)
+	if err := c.checkSignature(ctx, &v); err != nil {
+		return v, err
 	}
-	v.Intact = v.Problem == nil
+	c.checkAnchor(&v)
+	if err := c.checkApprovals(ctx, &v); err != nil {
+		return v, err
+	}
+
+	v.Failed = v.Checks.failed()
+	v.Intact = len(v.Failed) == 0
+	if v.Problem == nil && !v.Intact {
+		v.Problem = &journal.Problem{Seq: c.headSeq(), Reason: v.Failed[0]}
+	}
+	if v.Unsigned != "" {
+		v.Warnings = append(v.Warnings, "unsigned: "+v.Unsigned)
+	}
+	if v.Unanchored != "" {
+		v.Warnings = append(v.Warnings, "not anchored: "+v.Unanchored)
+	}
+	for _, n := range []struct {
+		name string
+		c    VerifyCheck
+	}{{"signature", v.Checks.Signature}, {"anchor", v.Checks.Anchor}} {
+		if n.c.Status == VerifyUnchecked {
+			v.Warnings = append(v.Warnings, n.name+" not checked: "+n.c.Detail)
+		}
+	}
+	for _, a := range v.Approvals {
+		subject := a.Subject // a release ID or an application
+		if a.Kind == ApprovePlan {
+			subject = ShortHash(subject) // a fingerprint
+		}
+		what := fmt.Sprintf("%s approval of %s in %s by %s", a.Kind, subject, a.Env, a.Approver)
+		switch a.Signature.Status {
+		case VerifyAbsent:
+			v.Warnings = append(v.Warnings, "unsigned "+what)
+		case VerifyFailed:
+			v.Warnings = append(v.Warnings, what+": its signature no longer verifies: "+a.Signature.Detail)
+		}
+	}
 	return v, nil
 }
 
-// verifyRecordings checks the recordings an intact journal vouches for.
-func (q *Records) verifyRecordings(ctx context.Context, id string, lines []journal.Line) *journal.Problem {
+// checkApprovals lists the approvals an intact journal recorded, and
+// checks the signed ones against the people file now.
+func (c *sessionCheck) checkApprovals(ctx context.Context, v *SessionVerification) error {
+	if !c.chainOK {
+		return nil
+	}
+	for _, l := range c.lines {
+		var e journal.Entry
+		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != KindApprovalRecorded {
+			continue
+		}
+		var rec ApprovalRecorded
+		if err := json.Unmarshal(e.Data, &rec); err != nil {
+			continue // an entry of another shape; the chain vouched for it
+		}
+		a := rec.Approval
+		av := ApprovalVerification{Kind: a.Kind, Env: a.Env, Subject: a.Subject, Approver: a.Approver, Signed: !a.Signature.IsZero()}
+		switch {
+		case !av.Signed:
+			av.Signature = VerifyCheck{Status: VerifyAbsent, Detail: "recorded unsigned, as the environment allowed (approvals.signed: false)"}
+		case c.q.verifier == nil:
+			av.Signature = VerifyCheck{Status: VerifyUnchecked, Detail: "no people file is configured here to check it against"}
+		default:
+			err := verifyWith(ctx, c.q.verifier)(a)
+			switch {
+			case errors.Is(err, ErrUsage):
+				return fmt.Errorf("verify %s's approval in session %s: %w", a.Approver, c.id, err)
+			case err != nil:
+				av.Signature = VerifyCheck{Status: VerifyFailed, Detail: err.Error()}
+			default:
+				av.Signature = VerifyCheck{Status: VerifyOK, Detail: "signed by " + a.Approver + " with key " + a.Signature.Key}
+			}
+		}
+		v.Approvals = append(v.Approvals, av)
+	}
+	return nil
+}
+
+// headSeq is the head the session should end at: the ledger's, else the
+// anchored one.
+func (c *sessionCheck) headSeq() int64 {
+	if c.inLedger {
+		return c.seal.Head.Seq
+	}
+	if c.anchored != nil {
+		return c.anchored.Head.Seq
+	}
+	return 0
+}
+
+func (c *sessionCheck) checkChain(ctx context.Context, v *SessionVerification) error {
+	lines, err := c.q.sessions.JournalLines(ctx, c.id)
+	switch {
+	case errors.Is(err, ErrNotFound) && c.headSeq() == 0:
+		c.noFile, c.chainOK = true, true
+		c.lastHash = journal.GenesisHash
+		v.Checks.Chain = VerifyCheck{Status: VerifyOK, Detail: "no entries"}
+		return nil
+	case errors.Is(err, ErrNotFound):
+		c.noFile = true
+		reason := fmt.Sprintf("journal file is missing; the ledger's head is entry %d", c.headSeq())
+		if !c.inLedger {
+			reason = fmt.Sprintf("journal file is missing; the anchored head is entry %d", c.headSeq())
+		}
+		v.Problem = &journal.Problem{Seq: 1, Reason: reason}
+		v.Checks.Chain = VerifyCheck{Status: VerifyFailed, Detail: reason}
+		return nil
+	case err != nil:
+		return err
+	}
+	c.lines = lines
+	seq, last, p := journal.Chain(lines)
+	v.Entries, c.seq, c.lastHash = seq, seq, last
+	if p != nil {
+		v.Problem = p
+		v.Checks.Chain = VerifyCheck{Status: VerifyFailed, Detail: p.String()}
+		return nil
+	}
+	c.chainOK = true
+	v.Checks.Chain = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("%d entries", seq)}
+	return nil
+}
+
+func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
+	switch {
+	case !c.inLedger:
+		h := c.anchored.Head
+		v.Checks.LedgerHead = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf(
+			"the ledger has no session %s, but %s holds its head (entry %d, %s, %s by %s): its ledger row was deleted",
+			c.id, c.anchor, h.Seq, ShortHash(h.Hash), h.Command, h.Actor)}
+	case !c.chainOK:
+		v.Checks.LedgerHead = VerifyCheck{Status: VerifyUnchecked, Detail: "the journal's chain is broken"}
+	case c.noFile:
+		v.Checks.LedgerHead = VerifyCheck{Status: VerifyOK, Detail: "no entries"}
+	default:
+		head := journal.Head{SessionID: c.id, Seq: c.seal.Head.Seq, Hash: c.seal.Head.Hash}
+		if p := journal.MatchHead(c.lines, c.seq, c.lastHash, head); p != nil {
+			v.Problem = p
+			v.Checks.LedgerHead = VerifyCheck{Status: VerifyFailed, Detail: p.String()}
+			return
+		}
+		v.Checks.LedgerHead = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("entry %d", head.Seq)}
+	}
+}
+
+func (c *sessionCheck) checkRecordings(ctx context.Context, v *SessionVerification) {
+	if !c.chainOK {
+		v.Checks.Recordings = VerifyCheck{Status: VerifyUnchecked, Detail: "the journal's chain is broken"}
+		return
+	}
+	// The chain is intact, so its entries can vouch for the files beside
+	// it: the screen recordings.
+	n, p := c.q.verifyRecordings(ctx, c.id, c.lines)
+	if p != nil {
+		if v.Problem == nil {
+			v.Problem = p
+		}
+		v.Checks.Recordings = VerifyCheck{Status: VerifyFailed, Detail: p.String()}
+		return
+	}
+	v.Checks.Recordings = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("%d recording(s)", n)}
+}
+
+// sealed is the sealed head to check the signature of: the ledger's, else
+// (its row deleted, or a seal the ledger lost) the anchored one.
+func (c *sessionCheck) sealed() (*SealedHead, string) {
+	if c.inLedger && c.seal.Sealed() {
+		return &c.seal.SealedHead, "ledger"
+	}
+	if c.anchored != nil {
+		return &c.anchored.SealedHead, "anchor"
+	}
+	return nil, ""
+}
+
+// unsealedReason says why a session has no sealed head.
+func (c *sessionCheck) unsealedReason() string {
+	if c.row.EndedAt.IsZero() {
+		return "the session is not closed (still running, or its process ended before closing), so its head was never sealed"
+	}
+	return "the session's head was never sealed (closed by a relcap from before signed heads, or its process ended before sealing)"
+}
+
+func (c *sessionCheck) checkSignature(ctx context.Context, v *SessionVerification) error {
+	sh, from := c.sealed()
+	switch {
+	case sh == nil:
+		v.Unsigned = c.unsealedReason()
+		v.Checks.Signature = VerifyCheck{Status: VerifyAbsent, Detail: v.Unsigned}
+		return nil
+	case !sh.Signed():
+		v.Unsigned = sh.Unsigned
+		if v.Unsigned == "" {
+			v.Unsigned = "sealed without a signature"
+		}
+		v.Checks.Signature = VerifyCheck{Status: VerifyAbsent, Detail: v.Unsigned}
+		return nil
+	case c.q.verifier == nil:
+		v.Checks.Signature = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
+			"signed by %s with key %s, but no people file is configured here to check it against: run journal verify with -c naming the relcap.yaml whose people: file lists them", sh.Head.Actor, sh.Signature.Key)}
+		return nil
+	}
+	err := c.q.verifier.Verify(ctx, sh.Head.Actor, NamespaceJournal, sh.Head.Statement(), sh.Signature, sh.Head.At)
+	switch {
+	case errors.Is(err, ErrUsage):
+		return fmt.Errorf("verify the signature of session %s: %w", c.id, err)
+	case err != nil:
+		v.Checks.Signature = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf("the head in the %s is not %s's: %v", from, sh.Head.Actor, err)}
+		return nil
+	}
+	v.Checks.Signature = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("signed by %s with key %s", sh.Head.Actor, sh.Signature.Key)}
+	return nil
+}
+
+func (c *sessionCheck) checkAnchor(v *SessionVerification) {
+	a := c.anchored
+	switch {
+	case a != nil:
+		if why := c.anchorDisagrees(*a); why != "" {
+			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: why}
+			return
+		}
+		v.Checks.Anchor = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("entry %d anchored in %s", a.Head.Seq, c.anchor)}
+	case c.inLedger && c.seal.Anchor != "":
+		// The ledger says it was anchored, and the anchor holds nothing.
+		switch {
+		case c.anchor == "":
+			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
+				"anchored in %s, but no environment repository is configured here to read it: run journal verify with -c naming relcap.yaml", c.seal.Anchor)}
+		case errors.Is(c.anchorErr, ErrTampered):
+			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: c.anchorErr.Error()}
+		case c.anchorErr != nil:
+			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf("anchored in %s, which could not be read: %v", c.seal.Anchor, c.anchorErr)}
+		default:
+			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf(
+				"the ledger says its head was anchored (%s), but %s holds no head for it: the anchor was rewritten", c.seal.Anchor, c.anchor)}
+		}
+	case c.inLedger && c.seal.Sealed():
+		v.Unanchored = c.seal.Unanchored
+		if v.Unanchored == "" {
+			v.Unanchored = "sealed without an anchor"
+		}
+		v.Checks.Anchor = VerifyCheck{Status: VerifyAbsent, Detail: v.Unanchored}
+	default:
+		v.Unanchored = c.unsealedReason()
+		v.Checks.Anchor = VerifyCheck{Status: VerifyAbsent, Detail: v.Unanchored}
+	}
+}
+
+// anchorDisagrees says how the anchored head a differs from the journal
+// and the ledger, or "" when it agrees with both.
+func (c *sessionCheck) anchorDisagrees(a AnchoredHead) string {
+	h := a.Head
+	if a.Statement != string(h.Statement()) {
+		return fmt.Sprintf("the statement anchored in %s is not the head beside it: the anchor file was edited", c.anchor)
+	}
+	if c.chainOK && (h.Seq != c.seq || h.Hash != c.lastHash) {
+		return fmt.Sprintf("the journal ends at entry %d (%s), but the head anchored in %s is entry %d (%s): the journal was rewritten after it was anchored",
+			c.seq, ShortHash(c.lastHash), c.anchor, h.Seq, ShortHash(h.Hash))
+	}
+	if !c.inLedger {
+		return "" // the ledger check says the row is missing
+	}
+	l := c.seal.Head
+	var diffs []string
+	if l.Seq != h.Seq || l.Hash != h.Hash {
+		diffs = append(diffs, fmt.Sprintf("the ledger's head is entry %d (%s), the anchored one entry %d (%s)", l.Seq, ShortHash(l.Hash), h.Seq, ShortHash(h.Hash)))
+	}
+	for _, f := range []struct{ name, ledger, anchored string }{
+		{"actor", l.Actor, h.Actor}, {"command", l.Command, h.Command}, {"release", l.Release, h.Release},
+	} {
+		if f.ledger != f.anchored {
+			diffs = append(diffs, fmt.Sprintf("the ledger's %s is %q, the anchored one %q", f.name, f.ledger, f.anchored))
+		}
+	}
+	if c.seal.Sealed() {
+		switch {
+		case !l.At.Equal(h.At):
+			diffs = append(diffs, fmt.Sprintf("the ledger's seal is dated %s, the anchored one %s", l.At.UTC().Format(time.RFC3339), h.At.UTC().Format(time.RFC3339)))
+		case c.seal.Signature != a.Signature:
+			diffs = append(diffs, fmt.Sprintf("the ledger's signature (key %s) is not the anchored one (key %s)", orNone(c.seal.Signature.Key), orNone(a.Signature.Key)))
+		}
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the head anchored in %s disagrees with the ledger: %s", c.anchor, strings.Join(diffs, "; "))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// verifyRecordings checks the recordings an intact journal vouches for
+// and returns how many there were.
+func (q *Records) verifyRecordings(ctx context.Context, id string, lines []journal.Line) (int, *journal.Problem) {
+	n := 0
 	for _, l := range lines {
 		var e journal.Entry
 		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != KindScreenRecorded {
 			continue // the chain already vouched for every line
 		}
+		n++
 		var rec ScreenRecorded
 		if err := json.Unmarshal(e.Data, &rec); err != nil {
-			return &journal.Problem{Seq: e.Seq, Reason: "screen.recorded entry unreadable: " + err.Error()}
+			return n, &journal.Problem{Seq: e.Seq, Reason: "screen.recorded entry unreadable: " + err.Error()}
 		}
 		sum, err := q.sessions.RecordingSHA256(ctx, id, rec.File)
 		if err != nil {
-			return &journal.Problem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s is missing: %v", rec.File, err)}
+			return n, &journal.Problem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s is missing: %v", rec.File, err)}
 		}
 		if sum != rec.SHA256 {
-			return &journal.Problem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s differs from the SHA-256 journaled in entry %d: it was edited or truncated", rec.File, e.Seq)}
+			return n, &journal.Problem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s differs from the SHA-256 journaled in entry %d: it was edited or truncated", rec.File, e.Seq)}
 		}
 	}
-	return nil
+	return n, nil
 }

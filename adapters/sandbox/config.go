@@ -167,9 +167,9 @@ While relcap demo ran, the registry served %s and the Argo CD API simulator
 %s; both stopped when it exited. What they recorded stays here:
 
   relcap --ledger %s journal list
-  relcap --ledger %s journal verify
-  git -C %s log --oneline main
-`, s.Registry, s.ArgoCD, filepath.Join(s.Dir, LedgerFile), filepath.Join(s.Dir, LedgerFile), s.EnvRepo)
+  relcap -c %s --ledger %s journal verify
+  git -C %s log --oneline main refs/relcap/journal
+`, s.Registry, s.ArgoCD, filepath.Join(s.Dir, LedgerFile), s.Config, filepath.Join(s.Dir, LedgerFile), s.EnvRepo)
 }
 
 // OwnershipFix says what FixOwnership changed.

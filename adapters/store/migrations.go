@@ -7,9 +7,12 @@ import (
 	"time"
 )
 
-// migration is one step of the schema. Versions start at 1 and follow the
-// slice order; a released migration is never edited, only followed by a new
-// one, because ledgers in the field have already applied it.
+// migration is one step of the schema. Versions start at 1 and increase
+// in slice order; a released migration is never edited, only followed by a
+// new one, because ledgers in the field have already applied it. A ledger
+// gets every migration it has not applied, in slice order, even one with a
+// lower version than its newest (two branches developed side by side), so
+// a migration must not depend on one with a higher version.
 type migration struct {
 	version int
 	sql     string
@@ -199,6 +202,33 @@ ALTER TABLE approvals ADD COLUMN digest      TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN signature   TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN signing_key TEXT NOT NULL DEFAULT '';
 `},
+	// Sealed journal heads (issue 16): when a session closes, its final
+	// head is signed by its actor and anchored outside the ledger. sealed_at
+	// is the time in the signed statement (NULL: never sealed); the
+	// signature and its key's fingerprint, or why the head is unsigned;
+	// where it was anchored, or why not. A sealed head never changes: the
+	// trigger refuses it (it guards relcap's own code; someone with
+	// sqlite3 can drop it, and then the signature and the anchor disagree).
+	// Sessions are never deleted either. Version 4 is another change of
+	// the same issue, developed beside this one; migrate applies whichever
+	// a ledger lacks.
+	{5, `
+ALTER TABLE sessions ADD COLUMN sealed_at        INTEGER;
+ALTER TABLE sessions ADD COLUMN head_signature   TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN head_signing_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN head_unsigned    TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN head_anchor      TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN head_unanchored  TEXT NOT NULL DEFAULT '';
+
+CREATE TRIGGER sessions_sealed_head BEFORE UPDATE OF
+	actor, command, release_id, head_seq, head_hash, sealed_at, head_signature, head_signing_key, head_unsigned
+ON sessions WHEN old.sealed_at IS NOT NULL BEGIN
+	SELECT RAISE(ABORT, 'a sealed session head is never changed');
+END;
+CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions BEGIN
+	SELECT RAISE(ABORT, 'sessions are never deleted from the ledger');
+END;
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.
@@ -208,7 +238,10 @@ func schemaVersion() int { return migrations[len(migrations)-1].version }
 // Each transaction re-reads the version under the write lock, so two
 // processes opening a new ledger at once apply each migration once.
 func (s *SQLite) migrate(ctx context.Context) error {
-	var current int
+	var (
+		current int
+		done    map[int]bool
+	)
 	err := s.runTx(ctx, func(tx ledgerTx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    INTEGER PRIMARY KEY,
@@ -224,7 +257,10 @@ func (s *SQLite) migrate(ctx context.Context) error {
 			return err
 		}
 		var err error
-		current, err = readVersion(ctx, tx.Tx)
+		if current, err = readVersion(ctx, tx.Tx); err != nil {
+			return err
+		}
+		done, err = appliedVersions(ctx, tx.Tx)
 		return err
 	})
 	if err != nil {
@@ -234,12 +270,12 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		return fmt.Errorf("ledger %s has schema version %d, this relcap knows up to %d: upgrade relcap", s.path, current, schemaVersion())
 	}
 	for _, m := range migrations {
-		if m.version <= current {
+		if done[m.version] {
 			continue
 		}
 		err := s.inTx(ctx, fmt.Sprintf("migrate schema to version %d", m.version), func(tx ledgerTx) error {
-			v, err := readVersion(ctx, tx.Tx)
-			if err != nil || v >= m.version {
+			done, err := applied(ctx, tx.Tx, m.version)
+			if err != nil || done {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
@@ -253,6 +289,31 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// applied reports whether migration version is recorded in the ledger.
+func applied(ctx context.Context, tx *sql.Tx, version int) (bool, error) {
+	var done bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, version).Scan(&done)
+	return done, err
+}
+
+// appliedVersions are the migrations recorded in the ledger.
+func appliedVersions(ctx context.Context, tx *sql.Tx) (map[int]bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	done := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		done[v] = true
+	}
+	return done, rows.Err()
 }
 
 func readVersion(ctx context.Context, tx *sql.Tx) (int, error) {

@@ -145,3 +145,68 @@ ORDER BY started_at, id`)
 	}
 	return out, nil
 }
+
+// SessionSeal returns session id's head as the ledger holds it, with its
+// seal (Sealed() false for a session never sealed), or an error wrapping
+// workflow.ErrNotFound.
+func (s *SQLite) SessionSeal(ctx context.Context, id string) (workflow.SessionSeal, error) {
+	var (
+		seal   workflow.SessionSeal
+		sealed sql.NullInt64
+	)
+	h := &seal.Head
+	err := s.db.QueryRowContext(ctx, `
+SELECT actor, command, release_id, head_seq, head_hash, sealed_at,
+	head_signature, head_signing_key, head_unsigned, head_anchor, head_unanchored
+FROM sessions WHERE id = ?`, id).Scan(&h.Actor, &h.Command, &h.Release, &h.Seq, &h.Hash, &sealed,
+		&seal.Signature.Armored, &seal.Signature.Key, &seal.Unsigned, &seal.Anchor, &seal.Unanchored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return workflow.SessionSeal{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+	}
+	if err != nil {
+		return workflow.SessionSeal{}, s.fail("read the seal of session "+id, err)
+	}
+	h.Session, h.At = id, timeOf(sealed)
+	return seal, nil
+}
+
+// SealSession records the seal of a session's head, once. It refuses a
+// session already sealed and a seal of another head than the one the
+// ledger holds (the head moved, or the seal names another actor, command
+// or release), since either would let a seal vouch for what it never saw.
+func (s *SQLite) SealSession(ctx context.Context, seal workflow.SessionSeal) error {
+	h := seal.Head
+	if h.At.IsZero() {
+		return fmt.Errorf("%w: seal of session %s has no time", workflow.ErrUsage, h.Session)
+	}
+	at, err := timeValue(h.At)
+	if err != nil {
+		return fmt.Errorf("seal session %s: %w", h.Session, err)
+	}
+	return s.inTx(ctx, "seal session "+h.Session, func(tx ledgerTx) error {
+		var (
+			cur    workflow.SessionHead
+			sealed sql.NullInt64
+		)
+		err := tx.QueryRowContext(ctx, `SELECT actor, command, release_id, head_seq, head_hash, sealed_at FROM sessions WHERE id = ?`, h.Session).
+			Scan(&cur.Actor, &cur.Command, &cur.Release, &cur.Seq, &cur.Hash, &sealed)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %s: %w", h.Session, workflow.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		cur.Session, cur.At = h.Session, h.At
+		switch {
+		case sealed.Valid:
+			return fmt.Errorf("session %s was sealed at %s; a seal is never replaced", h.Session, timeOf(sealed).Format(time.RFC3339))
+		case cur != h:
+			return fmt.Errorf("seal of session %s is of entry %d by %s (%s), but the ledger holds entry %d by %s (%s): seal the head the ledger holds",
+				h.Session, h.Seq, h.Actor, h.Command, cur.Seq, cur.Actor, cur.Command)
+		}
+		_, err = tx.ExecContext(ctx, `
+UPDATE sessions SET sealed_at = ?, head_signature = ?, head_signing_key = ?, head_unsigned = ?, head_anchor = ?, head_unanchored = ?
+WHERE id = ?`, at, seal.Signature.Armored, seal.Signature.Key, seal.Unsigned, seal.Anchor, seal.Unanchored, h.Session)
+		return err
+	})
+}

@@ -92,9 +92,41 @@ func TestOpenSQLitePathWithQuestionMark(t *testing.T) {
 
 func TestMigrationsAreOrdered(t *testing.T) {
 	t.Parallel()
-	for i, m := range migrations {
-		require.Equal(t, i+1, m.version, "migration %d", i)
+	require.Equal(t, 1, migrations[0].version)
+	for i := 1; i < len(migrations); i++ {
+		require.Greater(t, migrations[i].version, migrations[i-1].version, "migration %d", i)
 	}
+}
+
+// TestAMigrationMissingBelowTheNewestIsApplied: two branches of one issue
+// add versions 4 and 5 side by side; a ledger that applied 5 first still
+// gets 4 once both are merged. Here version 3 stands in for the late one.
+func TestAMigrationMissingBelowTheNewestIsApplied(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := OpenSQLite(ctx, path)
+	require.NoError(t, err)
+	for _, q := range []string{
+		`DELETE FROM schema_migrations WHERE version = 3`,
+		`ALTER TABLE approvals DROP COLUMN commit_sha`,
+		`ALTER TABLE approvals DROP COLUMN digest`,
+		`ALTER TABLE approvals DROP COLUMN signature`,
+		`ALTER TABLE approvals DROP COLUMN signing_key`,
+	} {
+		_, err := l.db.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, l.Close())
+
+	l, err = OpenSQLite(ctx, path)
+	require.NoError(t, err)
+	defer l.Close()
+	var n int
+	require.NoError(t, l.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n))
+	require.Equal(t, len(migrations), n)
+	a := workflow.Approval{Kind: workflow.ApprovePromotion, Subject: "r1", Env: "prod", Approver: "bo", At: t0, Commit: "abc", Digest: "sha256:x"}
+	require.NoError(t, l.RecordApproval(ctx, a), "version 3's columns are back")
 }
 
 func TestMigrationsIdempotentOnReopen(t *testing.T) {
@@ -606,6 +638,55 @@ func TestSessionsRoundTrip(t *testing.T) {
 	require.ErrorIs(t, l.SetJournalHead(ctx, journal.Head{SessionID: "nope", Seq: 1}), workflow.ErrNotFound)
 	require.ErrorIs(t, l.CloseSession(ctx, "nope", end), workflow.ErrNotFound)
 	require.ErrorIs(t, l.OpenSession(ctx, workflow.Session{}), workflow.ErrUsage)
+}
+
+func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	l := openTest(t)
+	require.NoError(t, l.OpenSession(ctx, workflow.Session{ID: "s1", Actor: "ana", Command: "plan", ReleaseID: "r1", StartedAt: t0}))
+	require.NoError(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 3, Hash: "h3"}))
+
+	seal, err := l.SessionSeal(ctx, "s1")
+	require.NoError(t, err)
+	require.False(t, seal.Sealed())
+	require.Equal(t, workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "r1", Seq: 3, Hash: "h3"}, seal.Head)
+
+	stale := seal
+	stale.Head.At, stale.Head.Seq, stale.Head.Hash = t0, 2, "h2"
+	require.ErrorContains(t, l.SealSession(ctx, stale), "the ledger holds entry 3", "a seal of another head is refused")
+	other := seal
+	other.Head.At, other.Head.Actor = t0, "bo"
+	require.Error(t, l.SealSession(ctx, other), "a seal naming another actor is refused")
+
+	seal.Head.At = t0
+	seal.Signature = workflow.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n", Key: "SHA256:k"}
+	seal.Anchor = "refs/relcap/journal 0123456789ab of /env.git"
+	require.NoError(t, l.SealSession(ctx, seal))
+	got, err := l.SessionSeal(ctx, "s1")
+	require.NoError(t, err)
+	require.True(t, got.Sealed())
+	requireTimeEqual(t, t0, got.Head.At)
+	got.Head.At = seal.Head.At
+	require.Equal(t, seal, got)
+	require.Equal(t, string(seal.Head.Statement()), string(got.Head.Statement()), "the statement reads back the same")
+
+	again := seal
+	again.Signature = workflow.Signature{}
+	again.Unsigned = "no key"
+	require.ErrorContains(t, l.SealSession(ctx, again), "a seal is never replaced")
+
+	// relcap never moves a sealed head; the trigger says so to anyone who
+	// tries through the ledger file.
+	_, err = l.db.ExecContext(ctx, `UPDATE sessions SET head_hash = 'forged' WHERE id = 's1'`)
+	require.ErrorContains(t, err, "a sealed session head is never changed")
+	_, err = l.db.ExecContext(ctx, `DELETE FROM sessions WHERE id = 's1'`)
+	require.ErrorContains(t, err, "sessions are never deleted")
+
+	_, err = l.SessionSeal(ctx, "nope")
+	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, l.SealSession(ctx, workflow.SessionSeal{SealedHead: workflow.SealedHead{Head: workflow.SessionHead{Session: "nope", At: t0}}}), workflow.ErrNotFound)
+	require.ErrorIs(t, l.SealSession(ctx, workflow.SessionSeal{SealedHead: workflow.SealedHead{Head: workflow.SessionHead{Session: "s1"}}}), workflow.ErrUsage, "a seal has a time")
 }
 
 // TestTwoHandlesWriteConcurrently stands in for two relcap processes

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,7 +20,11 @@ func (a *app) journalCommand() *cobra.Command {
 		Short: "The tamper-evident session journals, for audits",
 		Long: `Every state-changing command opens a session and appends hash-chained
 entries to its journal; the last entry's hash is also kept in the ledger.
-journal verify detects any edit, deletion, reordering or truncation.`,
+journal verify detects any edit, deletion, reordering or truncation. When a
+session closes, its final head is signed by the actor's key (where the project
+has a people file) and anchored on refs/relcap/journal of the environment
+repository, so a journal rewritten together with its ledger head, or a
+session's ledger row deleted, is detected too.`,
 	}
 	cmd.AddCommand(a.journalListCommand(), a.journalShowCommand(), a.journalVerifyCommand(), a.journalReplayCommand())
 	return cmd
@@ -117,12 +122,21 @@ type verifyResult struct {
 func (a *app) journalVerifyCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify [SESSION]",
-		Short: "Check journals against their hash chain and the ledger's head (all sessions by default)",
+		Short: "Check journals: hash chain, ledger head, recordings, signed head and anchor (all sessions by default)",
 		Long: `verify re-computes every entry's hash and link and compares the last one with
-the head the ledger holds, and checks that the screen recordings a journal
-vouches for are unchanged. It exits 0 when every journal is intact and 3
-naming the first bad entry when one was edited, removed, reordered or
-truncated.`,
+the head the ledger holds; checks that the screen recordings a journal vouches
+for are unchanged; checks the session's sealed head against its actor's key in
+the people file as it reads now (namespace relcap-journal); and compares it with
+the head anchored on refs/relcap/journal of the first environment's
+environment repository, which also names sessions whose ledger row is gone.
+
+It exits 0 when no check failed and 3 naming each session that failed and
+which check (chain, ledger_head, recordings, signature, anchor). Sessions
+whose head is unsigned or was never anchored (older sessions, projects
+without a people file or environment repository) are warned about on
+stderr, not counted as tampering. Run it with -c naming the relcap.yaml whose
+people file and environment repository to check against; without one,
+signatures and anchors are not checked, and it says so.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -130,7 +144,7 @@ truncated.`,
 			if err != nil {
 				return err
 			}
-			checked, err := q.VerifySessions(ctx, args)
+			checked, err := q.VerifyJournals(ctx, args)
 			if err != nil {
 				return err
 			}
@@ -138,11 +152,11 @@ truncated.`,
 			if err != nil {
 				return err
 			}
-			results := make([]verifyResult, 0, len(checked))
-			bad := 0
-			for _, v := range checked {
+			results := make([]verifyResult, 0, len(checked.Sessions))
+			var bad []string
+			for _, v := range checked.Sessions {
 				if !v.Intact {
-					bad++
+					bad = append(bad, v.Session)
 				}
 				results = append(results, verifyResult{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
 			}
@@ -151,24 +165,68 @@ truncated.`,
 					return err
 				}
 			} else {
-				for _, r := range results {
-					if r.Intact {
-						fmt.Fprintf(a.io.Out, "ok       %s  %d entries\n", r.Session, r.Entries)
-					} else {
-						fmt.Fprintf(a.io.Out, "TAMPERED %s  %s: %s\n", r.Session, r.Path, r.Problem)
-					}
+				a.printVerification(results)
+			}
+			anchorErr := checked.AnchorError
+			if anchorErr != nil && errors.Is(anchorErr, workflow.ErrTampered) {
+				w := a.io.Out
+				if a.flags.json {
+					w = a.io.Err // stdout stays one JSON document
 				}
-				if len(results) == 0 {
-					fmt.Fprintln(a.io.Err, "no sessions to verify")
+				fmt.Fprintf(w, "TAMPERED %s: %v\n", checked.Anchor, anchorErr)
+				if len(bad) == 0 {
+					return errSilent{exitBlocked}
 				}
 			}
-			if bad > 0 {
-				if !a.flags.json {
-					fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification\n", bad, len(results))
-				}
+			if len(bad) > 0 {
+				fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
 				return errSilent{exitBlocked}
+			}
+			if anchorErr != nil {
+				return fmt.Errorf("the journal anchors on %s could not be read, so no session's anchor was checked and a deleted ledger row would go unnoticed: %w; make the environment repository reachable and verify again", checked.Anchor, anchorErr)
 			}
 			return nil
 		},
 	}
+}
+
+// printVerification prints one line per session on stdout (ok or
+// TAMPERED, with each failed check) and the warnings on stderr.
+func (a *app) printVerification(results []verifyResult) {
+	for _, r := range results {
+		if r.Intact {
+			fmt.Fprintf(a.io.Out, "ok       %s  %d entries\n", r.Session, r.Entries)
+		} else {
+			fmt.Fprintf(a.io.Out, "TAMPERED %s  %s: %s\n", r.Session, r.Path, r.Problem)
+			for _, f := range r.Failed {
+				// The headline already says the first problem.
+				if _, detail, _ := strings.Cut(f, ": "); r.Problem != nil && (f == r.Problem.Reason || detail == r.Problem.String()) {
+					continue
+				}
+				fmt.Fprintf(a.io.Out, "         failed %s\n", f)
+			}
+		}
+		if w := verifyWarning(r.SessionVerification); w != "" {
+			fmt.Fprintf(a.io.Err, "warning  %s  %s\n", r.Session, w)
+		}
+	}
+	if len(results) == 0 {
+		fmt.Fprintln(a.io.Err, "no sessions to verify")
+	}
+}
+
+// verifyWarning is one line of what could not be vouched for: unsigned,
+// unanchored, unchecked; "" for nothing.
+func verifyWarning(v workflow.SessionVerification) string {
+	if v.Unsigned != "" && v.Unsigned == v.Unanchored {
+		// Never sealed: one reason for both.
+		w := "unsigned and not anchored: " + v.Unsigned
+		for _, x := range v.Warnings {
+			if !strings.HasPrefix(x, "unsigned: ") && !strings.HasPrefix(x, "not anchored: ") {
+				w += "; " + x
+			}
+		}
+		return w
+	}
+	return strings.Join(v.Warnings, "; ")
 }

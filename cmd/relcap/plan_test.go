@@ -105,8 +105,10 @@ func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 	require.Equal(t, exitBlocked, code, "never applied twice")
 	require.Contains(t, errOut, "already applied")
 
-	code, _, errOut = invoke(t, data, "journal", "verify")
+	code, _, errOut = invoke(t, data, "-c", cfg, "journal", "verify")
 	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `warning  \S+  unsigned: the project names no people file.*; unsigned plan approval of `+plan.Fingerprint[:12]+` in staging by bob`, errOut,
+		"journal verify says which approvals were unsigned")
 
 	// Without a people file the approval is unsigned, and the measures say
 	// whose decision rests on a typed name.

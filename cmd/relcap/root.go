@@ -171,6 +171,10 @@ func (a *app) close(ctx context.Context, code int, cmdErr error) error {
 		if err := j.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		// After the last entry: the head signed and anchored is final.
+		if err := a.sealSession(ctx, j); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := a.argo.Close(); err != nil {
 		errs = append(errs, err)

@@ -91,6 +91,7 @@ func (a *app) records(ctx context.Context) (*workflow.Records, error) {
 	if project.People != "" {
 		d.Verifier = signing.NewVerifier(project.People)
 	}
+	d.Anchor, _ = a.journalAnchor(project)
 	return workflow.NewRecords(d)
 }
 

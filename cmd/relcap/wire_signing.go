@@ -21,10 +21,19 @@ func (a *app) wireSigning(ctx context.Context, d *workflow.Deps) {
 		return
 	}
 	d.Verifier = signing.NewVerifier(d.Project.People)
-	d.Signer = signing.NewSigner(signing.SignerOptions{
-		Key:         a.signingKey(ctx, d.Project.Dir, d.Actor),
+	d.Signer = a.signer(ctx, d.Project, d.Actor)
+}
+
+// signer signs as actor with their own key, nil when the project names no
+// people file.
+func (a *app) signer(ctx context.Context, p *workflow.Project, actor string) workflow.Signer {
+	if p == nil || p.People == "" {
+		return nil
+	}
+	return signing.NewSigner(signing.SignerOptions{
+		Key:         a.signingKey(ctx, p.Dir, actor),
 		AgentSocket: a.io.getenv("SSH_AUTH_SOCK"),
-		People:      d.Project.People,
+		People:      p.People,
 	})
 }
 

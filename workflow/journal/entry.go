@@ -104,13 +104,23 @@ func (p Problem) String() string {
 // ledger holds. It returns the number of intact entries and the first
 // problem, or nil when the journal is intact.
 func Verify(lines []Line, head Head) (int64, *Problem) {
+	seq, hash, p := Chain(lines)
+	if p != nil {
+		return seq, p
+	}
+	return seq, MatchHead(lines, seq, hash, head)
+}
+
+// Chain checks the lines' hash chain alone: every entry's sequence, link
+// and hash. It returns the number of intact entries, the hash of the last
+// one (GenesisHash for none) and the first problem, or nil.
+func Chain(lines []Line) (seq int64, last string, p *Problem) {
 	prevHash := GenesisHash
-	var seq int64
 	for _, l := range lines {
 		want := seq + 1
 		var e Entry
 		if err := json.Unmarshal(l.Text, &e); err != nil {
-			return seq, &Problem{Line: l.Number, Seq: want, Reason: "not a journal entry (damaged or truncated line): " + err.Error()}
+			return seq, prevHash, &Problem{Line: l.Number, Seq: want, Reason: "not a journal entry (damaged or truncated line): " + err.Error()}
 		}
 		switch {
 		case e.Seq != want:
@@ -118,24 +128,33 @@ func Verify(lines []Line, head Head) (int64, *Problem) {
 			if e.Seq < want {
 				reason = fmt.Sprintf("sequence %d where %d was expected: an entry was duplicated or reordered", e.Seq, want)
 			}
-			return seq, &Problem{Line: l.Number, Seq: want, Reason: reason}
+			return seq, prevHash, &Problem{Line: l.Number, Seq: want, Reason: reason}
 		case e.Prev != prevHash:
-			return seq, &Problem{Line: l.Number, Seq: want, Reason: "previous-hash link broken: the entry before it was changed or removed"}
+			return seq, prevHash, &Problem{Line: l.Number, Seq: want, Reason: "previous-hash link broken: the entry before it was changed or removed"}
 		case e.ComputeHash() != e.Hash:
-			return seq, &Problem{Line: l.Number, Seq: want, Reason: "content does not match its hash: the entry was edited"}
+			return seq, prevHash, &Problem{Line: l.Number, Seq: want, Reason: "content does not match its hash: the entry was edited"}
 		}
 		prevHash = e.Hash
 		seq = e.Seq
 	}
+	return seq, prevHash, nil
+}
+
+// MatchHead compares an intact chain of lines, ending at entry seq with
+// hash, with the head the ledger holds: a longer head means the file was
+// truncated, a shorter one that entries were appended outside relcap, and
+// another hash that the journal was rewritten. It returns nil when they
+// agree.
+func MatchHead(lines []Line, seq int64, hash string, head Head) *Problem {
 	switch {
 	case head.Seq > seq:
-		return seq, &Problem{Seq: seq + 1, Reason: fmt.Sprintf("missing: the ledger's head is entry %d, the file ends at entry %d (truncated)", head.Seq, seq)}
+		return &Problem{Seq: seq + 1, Reason: fmt.Sprintf("missing: the ledger's head is entry %d, the file ends at entry %d (truncated)", head.Seq, seq)}
 	case head.Seq < seq:
-		return seq, &Problem{Seq: head.Seq + 1, Line: lineOf(lines, head.Seq+1), Reason: fmt.Sprintf("not confirmed by the ledger, whose head is entry %d: appended outside relcap", head.Seq)}
-	case seq > 0 && head.Hash != prevHash:
-		return seq, &Problem{Seq: seq, Line: lineOf(lines, seq), Reason: "differs from the head hash in the ledger: the journal was rewritten"}
+		return &Problem{Seq: head.Seq + 1, Line: lineOf(lines, head.Seq+1), Reason: fmt.Sprintf("not confirmed by the ledger, whose head is entry %d: appended outside relcap", head.Seq)}
+	case seq > 0 && head.Hash != hash:
+		return &Problem{Seq: seq, Line: lineOf(lines, seq), Reason: "differs from the head hash in the ledger: the journal was rewritten"}
 	}
-	return seq, nil
+	return nil
 }
 
 func lineOf(lines []Line, seq int64) int {

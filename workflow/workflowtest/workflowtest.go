@@ -119,6 +119,7 @@ type Ledger struct {
 	findings     map[string][]finding.Finding
 	sessions     map[string]workflow.Session
 	heads        map[string]journal.Head
+	seals        map[string]workflow.SessionSeal
 	// Gate, when set, runs before every write; a non-nil error refuses the
 	// write, as a dead process writes nothing.
 	Gate func() error
@@ -141,6 +142,7 @@ func NewLedger() *Ledger {
 		releases: map[string][]byte{}, plans: map[string]workflow.PlanSummary{},
 		sightings: map[string]workflow.Sighting{}, findings: map[string][]finding.Finding{},
 		sessions: map[string]workflow.Session{}, heads: map[string]journal.Head{},
+		seals: map[string]workflow.SessionSeal{},
 	}
 }
 
@@ -425,6 +427,65 @@ func (l *Ledger) Sessions(context.Context) ([]workflow.Session, error) {
 	}
 	slices.SortFunc(out, func(a, b workflow.Session) int { return a.StartedAt.Compare(b.StartedAt) })
 	return out, nil
+}
+
+// SessionSeal returns the session's head and its seal.
+func (l *Ledger) SessionSeal(_ context.Context, id string) (workflow.SessionSeal, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.sessions[id]
+	if !ok {
+		return workflow.SessionSeal{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+	}
+	// As in the SQLite ledger, the head is the session's row as it is
+	// now, beside the seal recorded for it.
+	seal := l.seals[id]
+	h := l.heads[id]
+	seal.Head = workflow.SessionHead{
+		Session: id, Actor: s.Actor, Command: s.Command, Release: s.ReleaseID, Seq: h.Seq, Hash: h.Hash, At: seal.Head.At,
+	}
+	return seal, nil
+}
+
+// SealSession records a seal once.
+func (l *Ledger) SealSession(_ context.Context, seal workflow.SessionSeal) error {
+	if err := l.gate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id := seal.Head.Session
+	if _, ok := l.sessions[id]; !ok {
+		return fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+	}
+	if _, ok := l.seals[id]; ok {
+		return fmt.Errorf("session %s is already sealed", id)
+	}
+	if h := l.heads[id]; h.Seq != seal.Head.Seq || h.Hash != seal.Head.Hash {
+		return fmt.Errorf("session %s: seal of entry %d, but the head is entry %d", id, seal.Head.Seq, h.Seq)
+	}
+	l.seals[id] = seal
+	return nil
+}
+
+// DeleteSession removes a session's row, as someone editing the ledger
+// file would.
+func (l *Ledger) DeleteSession(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.sessions, id)
+	delete(l.heads, id)
+	delete(l.seals, id)
+}
+
+// ForgeSeal overwrites a session's seal and head, as someone editing the
+// ledger file would.
+func (l *Ledger) ForgeSeal(seal workflow.SessionSeal) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id := seal.Head.Session
+	l.seals[id] = seal
+	l.heads[id] = journal.Head{SessionID: id, Seq: seal.Head.Seq, Hash: seal.Head.Hash}
 }
 
 // Close does nothing.

@@ -329,9 +329,9 @@ func Hints(out io.Writer, sb *sandbox.Sandbox, ledger string) {
 The sandbox stays in %s (its registry and simulator stopped with this command).
 Inspect what the demo recorded:
   relcap --ledger %s journal list
-  relcap --ledger %s journal verify
-  git -C %s log --oneline main
-`, sb.Dir, ledger, ledger, sb.EnvRepo)
+  relcap -c %s --ledger %s journal verify
+  git -C %s log --oneline main refs/relcap/journal
+`, sb.Dir, ledger, sb.Config, ledger, sb.EnvRepo)
 }
 
 // Describe prints what the sandbox holds.

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/relcap/relcap/adapters/gitrepo"
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/workflow"
+)
+
+// sealTimeout bounds signing and anchoring a session's head when the
+// command ends: an agent waiting for a confirmation, or an environment
+// repository that does not answer, must not hold the captain's terminal.
+const sealTimeout = time.Minute
+
+// journalAnchor is where the project's sealed session heads are anchored:
+// refs/relcap/journal of the first environment's envrepo. A project's
+// environments share one environment repository in practice; when they do
+// not, the first one in promotion order holds the anchors of every
+// session, so there is one place to check. nil, and why, when there is
+// none.
+func (a *app) journalAnchor(p *workflow.Project) (workflow.JournalAnchor, string) {
+	if p == nil || len(p.Environments) == 0 || p.Environments[0].EnvRepo.Path == "" {
+		return nil, "relcap.yaml names no environment repository to anchor journal heads in"
+	}
+	cache, err := a.cacheHome()
+	if err != nil {
+		return nil, err.Error()
+	}
+	repo, err := gitrepo.New(gitrepo.Options{WorkDir: filepath.Join(cache, "envrepos"), Clock: a.clock})
+	if err != nil {
+		return nil, err.Error()
+	}
+	anchor, err := repo.JournalAnchor(p.Environments[0].EnvRepo.Path)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return anchor, ""
+}
+
+// sealSession signs the closed session's final head with its actor's key
+// and anchors it, and says on stderr what could not be done where the
+// project asks for it (a people file, an environment repository). The
+// ledger records it either way.
+func (a *app) sealSession(ctx context.Context, j *store.FileJournal) error {
+	if a.ledger == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, sealTimeout)
+	defer cancel()
+	p := a.project
+	anchor, noAnchor := a.journalAnchor(p)
+	sealer := workflow.HeadSealer{
+		Ledger: a.ledger, Clock: a.clock,
+		Signer: a.signer(ctx, p, j.Session().Actor),
+		Anchor: anchor, NoAnchor: noAnchor,
+	}
+	seal, err := sealer.Seal(ctx, j.SessionID())
+	if err != nil {
+		return err
+	}
+	if seal.Unsigned != "" && p != nil && p.People != "" {
+		fmt.Fprintf(a.io.Err, "relcap: warning: the journal head of session %s is not signed: %s\n", j.SessionID(), seal.Unsigned)
+	}
+	if seal.Unanchored != "" && anchor != nil {
+		fmt.Fprintf(a.io.Err, "relcap: warning: the journal head of session %s is not anchored: %s\n", j.SessionID(), seal.Unanchored)
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SessionHead is a closed session's final journal head: which session,
+// whose, of which command and release, its last entry, and when it was
+// sealed. It is what the actor signs (Statement) and what is anchored
+// outside the ledger, so a rewritten journal whose ledger head was
+// rewritten with it still disagrees with both.
+type SessionHead struct {
+	Session string    `json:"session"`
+	Actor   string    `json:"actor"`
+	Command string    `json:"command"`
+	Release string    `json:"release,omitempty"`
+	Seq     int64     `json:"seq"`
+	Hash    string    `json:"hash"`
+	At      time.Time `json:"at"`
+}
+
+// Statement is the exact text a head's signature covers, in namespace
+// NamespaceJournal: what `ssh-keygen -Y verify -n relcap-journal` reads on
+// its standard input. Free text is quoted, so no field can forge another.
+func (h SessionHead) Statement() []byte {
+	var b strings.Builder
+	b.WriteString("relcap journal head v1\n")
+	fmt.Fprintf(&b, "session: %s\nactor: %s\ncommand: %s\nrelease: %s\n",
+		strconv.Quote(h.Session), strconv.Quote(h.Actor), strconv.Quote(h.Command), strconv.Quote(h.Release))
+	fmt.Fprintf(&b, "seq: %d\nhash: %s\nat: %s\n", h.Seq, h.Hash, h.At.UTC().Format(time.RFC3339Nano))
+	return []byte(b.String())
+}
+
+// SealedHead is a session's head with its actor's signature of
+// Head.Statement(), or, when there is none, why (Unsigned).
+type SealedHead struct {
+	Head      SessionHead `json:"head"`
+	Signature Signature   `json:"signature,omitzero"`
+	Unsigned  string      `json:"unsigned,omitempty"`
+}
+
+// Signed reports whether the head carries a signature.
+func (s SealedHead) Signed() bool { return !s.Signature.IsZero() }
+
+// SessionSeal is what the ledger keeps of a sealed session: the sealed
+// head, and where it was anchored or why it was not. A session closed
+// before relcap sealed heads (or whose process ended first) has none:
+// Sealed() is false.
+type SessionSeal struct {
+	SealedHead
+	Anchor     string `json:"anchor,omitempty"`
+	Unanchored string `json:"unanchored,omitempty"`
+}
+
+// Sealed reports whether the session was sealed at all.
+func (s SessionSeal) Sealed() bool { return !s.Head.At.IsZero() }
+
+// AnchoredHead is a sealed head as an anchor keeps it, with the exact
+// statement that was signed, so an auditor can check it with git and
+// ssh-keygen alone.
+type AnchoredHead struct {
+	Version int `json:"version"`
+	SealedHead
+	// Statement is Head.Statement() as text.
+	Statement string `json:"statement"`
+}
+
+// AnchorVersion is the version of AnchoredHead this relcap writes.
+const AnchorVersion = 1
+
+// NewAnchoredHead is s as an anchor keeps it.
+func NewAnchoredHead(s SealedHead) AnchoredHead {
+	return AnchoredHead{Version: AnchorVersion, SealedHead: s, Statement: string(s.Head.Statement())}
+}
+
+// HeadSealer seals closed sessions: it signs each one's final head with
+// its actor's own key (namespace relcap-journal) and anchors it outside
+// the ledger, and records in the ledger what it did, or why not. Nothing
+// it does is journaled: the session's chain ended when it closed, and an
+// entry written now would change the head being signed.
+type HeadSealer struct {
+	Ledger SessionStore
+	Clock  Clock
+	// Signer signs as the session's actor; nil when the project names no
+	// people file.
+	Signer Signer
+	// Anchor keeps the sealed head outside the ledger; nil when there is
+	// nowhere to keep it, and NoAnchor says why.
+	Anchor   JournalAnchor
+	NoAnchor string
+}
+
+// Seal signs and anchors the final head of session id, which must be
+// closed (its journal takes no more entries), and records the seal in the
+// ledger. A head that cannot be signed or anchored is sealed all the same,
+// with why in Unsigned or Unanchored: never silently. Sealing a session
+// twice changes nothing and returns the first seal. The error is only for
+// a seal the ledger could not read or record.
+func (s HeadSealer) Seal(ctx context.Context, id string) (SessionSeal, error) {
+	switch {
+	case s.Ledger == nil:
+		return SessionSeal{}, errors.New("workflow: sealing a session needs the ledger")
+	case s.Clock == nil:
+		return SessionSeal{}, errors.New("workflow: sealing a session needs a clock")
+	}
+	seal, err := s.Ledger.SessionSeal(ctx, id)
+	if err != nil {
+		return SessionSeal{}, err
+	}
+	if seal.Sealed() {
+		return seal, nil
+	}
+	seal.Head.At = s.Clock.Now()
+	if s.Signer == nil {
+		seal.Unsigned = "the project names no people file (people: in relcap.yaml), so nobody's key signs"
+	} else if sig, err := s.Signer.Sign(ctx, seal.Head.Actor, NamespaceJournal, seal.Head.Statement()); err != nil {
+		seal.Unsigned = fmt.Sprintf("%s could not sign: %v", seal.Head.Actor, err)
+	} else {
+		seal.Signature = sig
+	}
+	if s.Anchor == nil {
+		seal.Unanchored = s.NoAnchor
+		if seal.Unanchored == "" {
+			seal.Unanchored = "no anchor is configured"
+		}
+	} else if where, err := s.Anchor.Anchor(ctx, seal.SealedHead); err != nil {
+		seal.Unanchored = err.Error()
+	} else {
+		seal.Anchor = where
+	}
+	if err := s.Ledger.SealSession(ctx, seal); err != nil {
+		return seal, fmt.Errorf("record the seal of session %s: %w", id, err)
+	}
+	return seal, nil
+}
