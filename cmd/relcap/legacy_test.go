@@ -51,7 +51,11 @@ func TestALedgerWrittenByTheLastLandedVersionReadsAndVerifies(t *testing.T) {
 				require.Equal(t, 0, code, errOut)
 				want, err := os.ReadFile(filepath.Join(fixture, rep+".json"))
 				require.NoError(t, err)
-				require.JSONEq(t, withoutGeneratedAt(t, want), withoutGeneratedAt(t, []byte(out)), rep)
+				got := []byte(out)
+				if rep == "measures" {
+					got = withoutUnsignedApprovals(t, got)
+				}
+				require.JSONEq(t, withoutGeneratedAt(t, want), withoutGeneratedAt(t, got), rep)
 			}
 
 			l, err := store.OpenSQLite(t.Context(), ledger)
@@ -120,4 +124,23 @@ func withoutGeneratedAt(t *testing.T, b []byte) string {
 	out, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(out)
+}
+
+// withoutUnsignedApprovals checks the measures' approvals section, which
+// that version did not have: a ledger from before signing holds only
+// unsigned approvals, each listed. It returns the report without it.
+func withoutUnsignedApprovals(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(b, &v))
+	a, ok := v["approvals"].(map[string]any)
+	require.True(t, ok, "measures have an approvals section: %s", b)
+	require.EqualValues(t, 0, a["signed"], "nothing was signed before signing existed")
+	for _, u := range a["unsigned"].([]any) {
+		require.NotEmpty(t, u.(map[string]any)["approver"])
+	}
+	delete(v, "approvals")
+	out, err := json.Marshal(v)
+	require.NoError(t, err)
+	return out
 }
