@@ -199,6 +199,12 @@ ALTER TABLE approvals ADD COLUMN digest      TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN signature   TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN signing_key TEXT NOT NULL DEFAULT '';
 `},
+	// The time box a break-glass approval signs: how long the approver
+	// lets reconciliation stay paused, in nanoseconds. Other approvals,
+	// and those recorded before, have none (0).
+	{4, `
+ALTER TABLE approvals ADD COLUMN time_box_ns INTEGER NOT NULL DEFAULT 0 CHECK (time_box_ns >= 0);
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.
