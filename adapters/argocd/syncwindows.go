@@ -39,9 +39,9 @@ const (
 
 // relcapWindowFields are the SyncWindow fields relcap writes (kind,
 // schedule, duration, applications, manualSync, timeZone, description). A
-// window with any other (namespaces, clusters, andOperator, syncOverrun,
-// or one relcap does not know) applies differently, so it is never taken
-// for relcap's own, whatever else it shares.
+// window with any other set (namespaces, clusters, andOperator,
+// syncOverrun, or one relcap does not know) applies differently, so it is
+// never taken for relcap's own, whatever else it shares.
 var relcapWindowFields = []protowire.Number{1, 2, 3, 4, 7, 8, fieldWindowDescribe}
 
 // activeWindowPolls and activeWindowEvery bound how long DenySync waits
@@ -353,11 +353,33 @@ func decodeWindow(b []byte) (wireWindow, error) {
 		switch {
 		case f.num == fieldWindowDescribe && f.typ == protowire.BytesType:
 			ww.window.Description = string(f.value)
-		case !slices.Contains(relcapWindowFields, f.num):
+		case !slices.Contains(relcapWindowFields, f.num) && !zeroValue(f):
 			ww.foreign = true
 		}
 	}
 	return ww, nil
+}
+
+// zeroValue reports a field that holds its type's zero value. argo-cd's
+// generated code writes every optional scalar, set or not, so a 3.x server
+// sends andOperator: false and syncOverrun: false with every window; only
+// a value that is set changes how the window applies.
+func zeroValue(f field) bool {
+	b := f.raw[protowire.SizeTag(f.num):]
+	switch f.typ {
+	case protowire.VarintType:
+		v, _ := protowire.ConsumeVarint(b)
+		return v == 0
+	case protowire.Fixed32Type:
+		v, _ := protowire.ConsumeFixed32(b)
+		return v == 0
+	case protowire.Fixed64Type:
+		v, _ := protowire.ConsumeFixed64(b)
+		return v == 0
+	case protowire.BytesType:
+		return len(f.value) == 0
+	}
+	return false
 }
 
 // encodeWindow is w as SyncWindow wire bytes, with its description as

@@ -123,6 +123,14 @@ func TestRelcapTakesNoWindowThatAppliesDifferentlyForItsOwn(t *testing.T) {
 	withNS, withCluster := base, base
 	withNS.Namespaces, withCluster.Clusters = []string{"web"}, []string{"in-cluster"}
 	andOp := protowire.AppendVarint(protowire.AppendTag(nil, 9, protowire.VarintType), 1)
+	// What a 3.6 server sends back for relcap's own window: argo-cd's
+	// generated code writes every optional scalar, so andOperator and
+	// syncOverrun come as false and the description as "" (the lab's
+	// e2e run on 3.6 found relcap taking its own window for another's).
+	as36 := protowire.AppendVarint(protowire.AppendTag(nil, 9, protowire.VarintType), 0)
+	as36 = protowire.AppendString(protowire.AppendTag(as36, 10, protowire.BytesType), "")
+	as36 = protowire.AppendVarint(protowire.AppendTag(as36, 11, protowire.VarintType), 0)
+	overrun := protowire.AppendVarint(protowire.AppendTag(nil, 11, protowire.VarintType), 1)
 	for name, c := range map[string]struct {
 		raw  []byte
 		mine bool
@@ -131,6 +139,8 @@ func TestRelcapTakesNoWindowThatAppliesDifferentlyForItsOwn(t *testing.T) {
 		"with a namespace":  {enc(withNS), false},
 		"with a cluster":    {enc(withCluster), false},
 		"with andOperator":  {enc(base, andOp...), false},
+		"as 3.6 sends it":   {enc(base, as36...), true},
+		"with syncOverrun":  {enc(base, overrun...), false},
 		"described (3.1+)":  {enc(base, protowire.AppendString(protowire.AppendTag(nil, 10, protowire.BytesType), "x")...), true},
 		"another duration":  {enc(v1alpha1.SyncWindow{Kind: "deny", Schedule: ours.Schedule, Duration: "180s", Applications: []string{"web-prod"}, ManualSync: true, TimeZone: "UTC"}), true},
 		"no manual syncs":   {enc(v1alpha1.SyncWindow{Kind: "deny", Schedule: ours.Schedule, Duration: "3m", Applications: []string{"web-prod"}, TimeZone: "UTC"}), false},
