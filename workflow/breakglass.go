@@ -231,8 +231,21 @@ func (s *Service) StartBreakGlass(ctx context.Context, req BreakGlassRequest) (B
 		// and close the record, so no pause nobody knows of remains.
 		bg := context.WithoutCancel(ctx)
 		cause := fmt.Errorf("pause reconciliation of %s: %w; nothing is paused", app.Name, err)
-		if _, rmErr := sw.RemoveWindow(bg, app, window); rmErr != nil {
+		removed, rmErr := sw.RemoveWindow(bg, app, window)
+		if rmErr == nil && !removed {
+			// Nothing taken for relcap's window: make sure no window like
+			// it stays behind (the adapter may not recognise what the
+			// server made of it), or say so rather than "nothing is paused".
+			if left, err := sw.ListWindows(bg, app); err == nil && slices.ContainsFunc(left, window.Same) {
+				rmErr = errors.New("a window like it is still on the project")
+			}
+		}
+		if rmErr != nil {
+			// The record keeps the window, so the sweep tries again once
+			// the time box is over.
 			cause = fmt.Errorf("pause reconciliation of %s: %w; and removing its window failed: %v: remove the %s by hand (argocd proj windows list)", app.Name, err, rmErr, window)
+		} else {
+			r.Checkpoints.WindowRemoved = d.Clock.Now()
 		}
 		r.Status, r.EndedAt, r.UpdatedAt = ReleaseEnded, d.Clock.Now(), d.Clock.Now()
 		saveErr := d.Ledger.SaveRelease(bg, r)

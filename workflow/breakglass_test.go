@@ -214,6 +214,30 @@ func TestAPauseArgoCDDoesNotHoldLeavesNoWindowAndNoActiveRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, active)
 	require.Contains(t, alice.journal.Kinds(), "breakglass.failed")
+	w.clock.Advance(time.Hour)
+	_, err = alice.svc.StatusBreakGlass(ctx, "staging")
+	require.ErrorIs(t, err, workflow.ErrUsage, "no active break-glass")
+	require.Equal(t, []string{"deny web-staging", "remove web-staging"}, w.argo.Calls(), "removed once, not again by the sweep")
+}
+
+// TestAPauseThatCannotBeTakenBackSaysSo: when the window stays on the
+// project after a failed start (the lab's 3.6 run had the adapter not
+// recognise the window the server stored), start says to remove it by
+// hand instead of "nothing is paused".
+func TestAPauseThatCannotBeTakenBackSaysSo(t *testing.T) {
+	t.Parallel()
+	w := newBGWorld(t, t0)
+	w.argo.FailDeny(errors.New("argo cd did not keep the window"))
+	w.argo.StickyWindows()
+	_, err := w.as("alice").svc.StartBreakGlass(t.Context(), workflow.BreakGlassRequest{Env: "staging", Reason: "OOM", TTL: 10 * time.Minute})
+	require.ErrorContains(t, err, "a window like it is still on the project")
+	require.ErrorContains(t, err, "by hand (argocd proj windows list)")
+	require.NotContains(t, err.Error(), "nothing is paused")
+	require.Len(t, w.argo.Windows(), 1)
+	w.clock.Advance(time.Hour)
+	_, err = w.as("alice").svc.StatusBreakGlass(t.Context(), "staging")
+	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.Equal(t, []string{"deny web-staging", "remove web-staging", "remove web-staging"}, w.argo.Calls(), "once the time box is over, the sweep tries again")
 }
 
 // TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnother:

@@ -27,6 +27,9 @@ type ArgoCD struct {
 	// denyErr, when set, fails DenySync after the window is stored, as a
 	// server would that keeps the window but does not report it open.
 	denyErr error
+	// sticky: RemoveWindow finds nothing to remove (an adapter that does
+	// not recognise the window the server stored).
+	sticky bool
 }
 
 var (
@@ -45,6 +48,15 @@ func (a *ArgoCD) FailDeny(err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.denyErr = err
+}
+
+// StickyWindows makes RemoveWindow find nothing to remove and keep every
+// window, as an adapter would that does not recognise what the server
+// made of relcap's window.
+func (a *ArgoCD) StickyWindows() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sticky = true
 }
 
 // SetDrift sets what Drift reports for app.
@@ -126,6 +138,9 @@ func (a *ArgoCD) RemoveWindow(_ context.Context, app workflow.AppRef, w workflow
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls = append(a.calls, "remove "+app.Name)
+	if a.sticky {
+		return false, nil
+	}
 	n := len(a.windows)
 	a.windows = slices.DeleteFunc(a.windows, w.Same)
 	return len(a.windows) < n, nil
