@@ -21,13 +21,16 @@ const (
 	// the release ID.
 	ApprovePromotion ApprovalKind = "promotion"
 	// ApproveBreakGlass approves one break-glass pause in a production
-	// environment; its subject is the application.
+	// environment; its subject is the environment's application as
+	// BreakGlassSubject names it ("prod/web-prod") and its TimeBox the
+	// longest pause it allows.
 	ApproveBreakGlass ApprovalKind = "breakglass"
 )
 
 // Approval records who approved which exact thing, and when. Subject is a
-// plan fingerprint or a release ID (promotion); an approval never carries
-// over to another subject.
+// plan fingerprint, a release ID (promotion) or an environment's
+// application (break-glass); an approval never carries over to another
+// subject.
 type Approval struct {
 	Kind     ApprovalKind `json:"kind"`
 	Subject  string       `json:"subject"`
@@ -40,6 +43,9 @@ type Approval struct {
 	// it pins. A branch that moved afterwards voids the approval.
 	Commit string `json:"commit,omitempty"`
 	Digest string `json:"digest,omitempty"`
+	// TimeBox is how long a break-glass approval lets reconciliation stay
+	// paused; zero for other kinds.
+	TimeBox time.Duration `json:"time_box,omitzero"`
 	// Signature is the approver's SSH signature of Statement(); zero for
 	// an unsigned approval, which counts only where the environment says
 	// approvals.signed: false.
@@ -48,8 +54,10 @@ type Approval struct {
 
 // Statement is the exact text an approval's signature covers: what kind of
 // decision, in which environment, of which subject (and, for a promotion,
-// which commit and digest), by whom and when. It is what ssh-keygen -Y
-// verify reads on its standard input.
+// which commit and digest; for a break-glass, which time box), by whom and
+// when. It is what ssh-keygen -Y verify reads on its standard input. Lines
+// for fields that are empty are left out, so statements signed before a
+// field existed read the same.
 func (a Approval) Statement() []byte {
 	var b strings.Builder
 	b.WriteString("relcap approval v1\n")
@@ -59,6 +67,9 @@ func (a Approval) Statement() []byte {
 	}
 	if a.Digest != "" {
 		fmt.Fprintf(&b, "digest: %s\n", a.Digest)
+	}
+	if a.TimeBox != 0 {
+		fmt.Fprintf(&b, "time-box: %s\n", a.TimeBox)
 	}
 	fmt.Fprintf(&b, "approver: %s\nat: %s\n", a.Approver, a.At.UTC().Format(time.RFC3339Nano))
 	if a.Comment != "" {
@@ -133,7 +144,11 @@ func (p ApprovalPolicy) Rule(kind ApprovalKind) ApprovalRule {
 	case ApprovePromotion:
 		r.Required, r.Approvers = p.Promotion, p.Approvers.Promotion
 	case ApproveBreakGlass:
-		r.Required, r.Approvers = 1, p.Approvers.BreakGlass
+		// Whatever the environment says of its other approvals, a
+		// break-glass needs a second person (never the one who breaks the
+		// glass) and their signature: it pauses production's
+		// reconciliation on one person's word otherwise.
+		r.Required, r.Approvers, r.DistinctFromAuthor, r.Signed = 1, p.Approvers.BreakGlass, true, true
 	}
 	return r
 }
@@ -151,7 +166,7 @@ func (r ApprovalRule) Refuses(author, approver string) error {
 		case ApprovePromotion:
 			what = "captains this release"
 		case ApproveBreakGlass:
-			what = "breaks the glass"
+			return fmt.Errorf("%w: %s breaks the glass, and a break-glass needs someone else's approval", ErrBlocked, approver)
 		}
 		return fmt.Errorf("%w: %s %s and the environment requires approval by someone else (approvals.distinct_from_author)", ErrBlocked, approver, what)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // ApprovePlan records d.Actor's approval of exactly the plan with this
@@ -58,6 +60,32 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 	}
 	// The approver's session worked on this release: audits find it there.
 	return a, check, s.linkSession(ctx, releaseID)
+}
+
+// ApproveBreakGlass records d.Actor's signed approval of a break-glass in
+// the production environment envName: that its application may have
+// reconciliation paused for up to ttl, for reason. The approval is for one
+// break-glass, started within BreakGlassApprovalValidity by someone else
+// (relcap breakglass start --approver d.Actor); who will break the glass is
+// not known yet, so that is checked when it is used.
+func (s *Service) ApproveBreakGlass(ctx context.Context, envName string, ttl time.Duration, reason string) (Approval, ApprovalCheck, error) {
+	d := s.d
+	env, err := d.Project.Env(envName)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, err
+	}
+	switch {
+	case !env.Production:
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: %s is not a production environment: break-glass there needs no approval", ErrUsage, env.Name)
+	case env.ArgoCD.App == "":
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: %s has no argo cd application (argocd.app) to break the glass of", ErrUsage, env.Name)
+	case strings.TrimSpace(reason) == "":
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: a break-glass approval needs --reason: say what you approve it for (it is signed)", ErrUsage)
+	case ttl <= 0 || ttl > MaxBreakGlassTTL:
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: --ttl must be more than 0 and at most %s, got %s", ErrUsage, MaxBreakGlassTTL, ttl)
+	}
+	return s.approve(ctx, env.Approvals.Rule(ApproveBreakGlass), "",
+		Approval{Kind: ApproveBreakGlass, Subject: BreakGlassSubject(env), Env: env.Name, Approver: d.Actor, Comment: reason, At: d.Clock.Now(), TimeBox: ttl})
 }
 
 // approve records a, unless rule would never count it, and returns how the

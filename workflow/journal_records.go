@@ -299,15 +299,29 @@ type RollbackRefused struct {
 
 // Break-glass.
 
-// BreakGlassStarted: reconciliation of App is paused until ExpiresAt.
+// BreakGlassStarted: automated sync and self-heal of App are paused until
+// ExpiresAt by Window, a deny window Argo CD lifts by itself, under the
+// signed Approval in production. Sessions before sync windows recorded
+// SavedPolicy instead: the policy turned off, to restore at end.
 type BreakGlassStarted struct {
-	ID          string     `json:"id"`
-	Env         string     `json:"env"`
-	App         string     `json:"app"`
-	Reason      string     `json:"reason"`
-	Approver    string     `json:"approver"`
-	ExpiresAt   time.Time  `json:"expires_at"`
-	SavedPolicy SyncPolicy `json:"saved_policy"`
+	ID          string      `json:"id"`
+	Env         string      `json:"env"`
+	App         string      `json:"app"`
+	Reason      string      `json:"reason"`
+	Approver    string      `json:"approver"`
+	ExpiresAt   time.Time   `json:"expires_at"`
+	Window      *SyncWindow `json:"window,omitempty"`
+	Approval    *Approval   `json:"approval,omitempty"`
+	SavedPolicy *SyncPolicy `json:"saved_policy,omitempty"`
+}
+
+// BreakGlassRefused: a break-glass was asked for and refused, with why
+// (in production: no signed approval that counts).
+type BreakGlassRefused struct {
+	Env      string `json:"env"`
+	App      string `json:"app"`
+	Approver string `json:"approver,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // BreakGlassFailed: the pause could not be made; nothing is paused.
@@ -324,12 +338,25 @@ type BreakGlassCaptured struct {
 	Resources int    `json:"resources"`
 }
 
-// BreakGlassEnded: the saved sync policy is back.
+// BreakGlassWindowRemoved: relcap removed a break-glass's deny window from
+// its project (Removed false: it was gone already), at end or because it
+// had closed (Expired) and its yearly schedule would open it again.
+type BreakGlassWindowRemoved struct {
+	ID      string     `json:"id"`
+	Window  SyncWindow `json:"window"`
+	Expired bool       `json:"expired"`
+	Removed bool       `json:"removed"`
+}
+
+// BreakGlassEnded: the pause is over. For a window-held pause the window
+// is gone (WindowRemoved); a pause from before sync windows had its saved
+// sync policy restored (RestoredPolicy).
 type BreakGlassEnded struct {
-	ID             string     `json:"id"`
-	RestoredPolicy SyncPolicy `json:"restored_policy"`
-	Capture        string     `json:"capture"`
-	Expired        bool       `json:"expired"`
+	ID             string      `json:"id"`
+	WindowRemoved  bool        `json:"window_removed,omitempty"`
+	RestoredPolicy *SyncPolicy `json:"restored_policy,omitempty"`
+	Capture        string      `json:"capture"`
+	Expired        bool        `json:"expired"`
 }
 
 // The demo.
@@ -391,6 +418,8 @@ const (
 	KindRollbackStarted          journal.Kind = "rollback.started"
 	KindRollbackRefused          journal.Kind = "rollback.refused"
 	KindBreakGlassStarted        journal.Kind = "breakglass.started"
+	KindBreakGlassRefused        journal.Kind = "breakglass.refused"
+	KindBreakGlassWindowRemoved  journal.Kind = "breakglass.window-removed"
 	KindBreakGlassFailed         journal.Kind = "breakglass.failed"
 	KindBreakGlassCaptured       journal.Kind = "breakglass.captured"
 	KindBreakGlassEnded          journal.Kind = "breakglass.ended"
@@ -436,6 +465,8 @@ func (OwnershipCheckFailed) JournalKind() journal.Kind     { return KindOwnershi
 func (RollbackStarted) JournalKind() journal.Kind          { return KindRollbackStarted }
 func (RollbackRefused) JournalKind() journal.Kind          { return KindRollbackRefused }
 func (BreakGlassStarted) JournalKind() journal.Kind        { return KindBreakGlassStarted }
+func (BreakGlassRefused) JournalKind() journal.Kind        { return KindBreakGlassRefused }
+func (BreakGlassWindowRemoved) JournalKind() journal.Kind  { return KindBreakGlassWindowRemoved }
 func (BreakGlassFailed) JournalKind() journal.Kind         { return KindBreakGlassFailed }
 func (BreakGlassCaptured) JournalKind() journal.Kind       { return KindBreakGlassCaptured }
 func (BreakGlassEnded) JournalKind() journal.Kind          { return KindBreakGlassEnded }

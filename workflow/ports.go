@@ -156,6 +156,28 @@ type ReconcileControl interface {
 	Drift(ctx context.Context, app AppRef) ([]Drift, error)
 }
 
+// SyncWindows is the optional ability of a Convergence adapter to keep
+// sync windows on an application's Argo CD project. Break-glass pauses an
+// application with a deny window that Argo CD itself lifts when it closes,
+// so reconciliation resumes at the end of the time box even if nobody runs
+// relcap again.
+type SyncWindows interface {
+	// DenySync adds w to the project of app (w.Project, or the project the
+	// application is in when empty) unless an identical window is there
+	// already, and returns it as Argo CD keeps it: with its project, and
+	// with Description empty when the server has no such field. It
+	// returns only once Argo CD reports the window active for app; an
+	// error means the pause may not hold, and the caller removes w.
+	DenySync(ctx context.Context, app AppRef, w SyncWindow) (SyncWindow, error)
+	// RemoveWindow removes every window of the project identical to w
+	// (SyncWindow.Same) and no other; removed is false when there was
+	// none (it was removed by hand, or never made).
+	RemoveWindow(ctx context.Context, app AppRef, w SyncWindow) (removed bool, err error)
+	// ListWindows returns the windows of the application's project that
+	// apply to app, each with Active as Argo CD judges it now.
+	ListWindows(ctx context.Context, app AppRef) ([]SyncWindow, error)
+}
+
 // The record: journal and ledger.
 
 // Signer signs statements with the acting person's own SSH key, the way

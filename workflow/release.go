@@ -103,15 +103,32 @@ type Checkpoints struct {
 	BreakGlassPause
 }
 
-// BreakGlassPause is what a break-glass record keeps of its pause: the sync
-// policy to restore, the time box, who approved it and why, and the branch
-// its drift was captured on.
+// BreakGlassPause is what a break-glass record keeps of its pause: the
+// deny sync window that holds it (or, in records made before windows, the
+// sync policy to restore), the time box, who approved it and why, and the
+// branch its drift was captured on.
 type BreakGlassPause struct {
+	// Window is the deny window on the application's Argo CD project
+	// that pauses automated sync and self-heal until ExpiresAt, when Argo
+	// CD lifts it by itself. It is recorded before it is made, so a crash
+	// in between leaves a record that status and end clean up.
+	Window *SyncWindow `json:"breakglass.window,omitempty"`
+	// WindowRemoved is when relcap removed Window from the project (at
+	// end, or once it had closed): its schedule would open it again a
+	// year later.
+	WindowRemoved time.Time `json:"breakglass.window_removed,omitzero"`
+	// SavedPolicy is the sync policy to restore at end, in records made
+	// before break-glass used sync windows (it turned automated sync off
+	// instead); nil in newer ones.
 	SavedPolicy *SyncPolicy `json:"breakglass.saved_policy,omitempty"`
 	ExpiresAt   time.Time   `json:"breakglass.expires_at,omitzero"`
 	Reason      string      `json:"breakglass.reason,omitempty"`
 	Approver    string      `json:"breakglass.approver,omitempty"`
-	Capture     string      `json:"breakglass.capture,omitempty"`
+	// ApprovedAt is when the signed approval this break-glass used was
+	// given; with Approver it names that approval, which no other
+	// break-glass may use.
+	ApprovedAt time.Time `json:"breakglass.approved_at,omitzero"`
+	Capture    string    `json:"breakglass.capture,omitempty"`
 }
 
 // Landed reports whether the promotion landed: the release has an intended

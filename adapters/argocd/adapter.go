@@ -2,7 +2,8 @@
 // with argo-cd's own client (github.com/argoproj/argo-cd/v2/pkg/apiclient).
 // It also reads the resource tree, managed resources, sync policy and
 // deployment history that rollback, break-glass and the ownership check
-// need. No argo-cd type leaves the package: Applications become
+// need, and keeps break-glass's deny sync windows on the application's
+// project (syncwindows.go, edited as wire bytes: raw.go says why). No argo-cd type leaves the package: Applications become
 // workflow.AppState, and failures become errors that name the server and
 // the environment variable the token came from (never the token).
 package argocd
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -140,6 +142,7 @@ type Adapter struct {
 
 	mu      sync.Mutex
 	apps    application.ApplicationServiceClient
+	raw     rawInvoker // the same connection, for calls made as wire bytes
 	conn    io.Closer
 	dialing *dial // the connection attempt in progress, if any
 }
@@ -228,7 +231,7 @@ func (a *Adapter) Close() error {
 		return nil
 	}
 	err := a.conn.Close()
-	a.apps, a.conn = nil, nil
+	a.apps, a.raw, a.conn = nil, nil, nil
 	return err
 }
 
@@ -236,13 +239,24 @@ func (a *Adapter) Close() error {
 // needed. Callers wait for the connection (one attempt at a time, bounded
 // by opts.Timeout) or for their ctx, whichever ends first.
 func (a *Adapter) client(ctx context.Context) (application.ApplicationServiceClient, error) {
+	apps, _, err := a.connection(ctx)
+	return apps, err
+}
+
+// rawClient is client's connection for calls made as wire bytes.
+func (a *Adapter) rawClient(ctx context.Context) (rawInvoker, error) {
+	_, raw, err := a.connection(ctx)
+	return raw, err
+}
+
+func (a *Adapter) connection(ctx context.Context) (application.ApplicationServiceClient, rawInvoker, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("connect to argo cd at %s: %w", a.server, err)
+		return nil, nil, fmt.Errorf("connect to argo cd at %s: %w", a.server, err)
 	}
 	a.mu.Lock()
 	if a.apps != nil {
 		defer a.mu.Unlock()
-		return a.apps, nil
+		return a.apps, a.raw, nil
 	}
 	d := a.dialing
 	if d == nil {
@@ -253,9 +267,9 @@ func (a *Adapter) client(ctx context.Context) (application.ApplicationServiceCli
 	a.mu.Unlock()
 	select {
 	case <-d.done:
-		return d.apps, d.err
+		return d.apps, d.raw, d.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("connect to argo cd at %s: %w", a.server, ctx.Err())
+		return nil, nil, fmt.Errorf("connect to argo cd at %s: %w", a.server, ctx.Err())
 	}
 }
 
@@ -263,6 +277,7 @@ func (a *Adapter) client(ctx context.Context) (application.ApplicationServiceCli
 type dial struct {
 	done chan struct{}
 	apps application.ApplicationServiceClient
+	raw  rawInvoker
 	err  error
 }
 
@@ -271,27 +286,78 @@ type dial struct {
 // the version, falling back to gRPC-Web), so it runs in a goroutine that
 // is abandoned, and closes what it opened, if it does not answer in time.
 func (a *Adapter) connect(d *dial) {
-	apps, conn, err := a.connectOnce()
+	apps, raw, conn, err := a.connectOnce()
 	a.mu.Lock()
 	a.dialing = nil
 	if err == nil {
-		a.apps, a.conn = apps, conn
+		a.apps, a.raw, a.conn = apps, raw, conn
 	}
 	a.mu.Unlock()
-	d.apps, d.err = apps, err
+	d.apps, d.raw, d.err = apps, raw, err
 	close(d.done)
 }
 
-func (a *Adapter) connectOnce() (application.ApplicationServiceClient, io.Closer, error) {
+func (a *Adapter) connectOnce() (application.ApplicationServiceClient, rawInvoker, io.Closer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.Timeout)
 	defer cancel()
 	if err := a.probe(ctx); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if a.opts.GRPCWeb || a.opts.PathPrefix != "" {
-		return a.connectGRPCWeb(ctx)
+		apps, conn, err := a.connectGRPCWeb(ctx)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		raw, err := a.webRaw()
+		if err != nil {
+			_ = conn.Close()
+			return nil, nil, nil, err
+		}
+		return apps, raw, closers{conn, idleCloser{raw.client}}, nil
 	}
-	return a.connectGRPC(ctx)
+	conn, err := a.connectGRPC(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return application.NewApplicationServiceClient(conn), grpcRaw{conn}, conn, nil
+}
+
+// webRaw is the gRPC-Web caller for wire-byte calls, with the TLS
+// settings and the environment's proxy that apiclient's gRPC-Web client
+// uses.
+func (a *Adapter) webRaw() (webRaw, error) {
+	scheme := "https"
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	if a.opts.PlainText {
+		scheme = "http"
+	} else {
+		cfg, err := a.tlsConfig()
+		if err != nil {
+			return webRaw{}, err
+		}
+		tr.TLSClientConfig = cfg
+	}
+	base := scheme + "://" + a.server + strings.TrimRight(a.opts.PathPrefix, "/")
+	return webRaw{base: base, token: a.opts.AuthToken, client: &http.Client{Transport: tr}}, nil
+}
+
+// closers closes each in turn.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// idleCloser closes an HTTP client's idle connections.
+type idleCloser struct{ c *http.Client }
+
+func (ic idleCloser) Close() error {
+	ic.c.CloseIdleConnections()
+	return nil
 }
 
 // connectGRPC dials Argo CD's gRPC API (HTTP/2) with grpc-go's own
@@ -301,12 +367,12 @@ func (a *Adapter) connectOnce() (application.ApplicationServiceClient, io.Closer
 // unreachable server is reported now, within ctx. The service clients are
 // argo-cd's own (pkg/apiclient/application); only the connection is made
 // here, because apiclient's dialer honours no HTTP proxy.
-func (a *Adapter) connectGRPC(ctx context.Context) (application.ApplicationServiceClient, io.Closer, error) {
+func (a *Adapter) connectGRPC(ctx context.Context) (*grpc.ClientConn, error) {
 	creds := insecure.NewCredentials()
 	if !a.opts.PlainText {
 		cfg, err := a.tlsConfig()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		creds = credentials.NewTLS(cfg)
 	}
@@ -318,20 +384,20 @@ func (a *Adapter) connectGRPC(ctx context.Context) (application.ApplicationServi
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, PermitWithoutStream: true}),
 	)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, connectHint(err))
+		return nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, connectHint(err))
 	}
 	if _, err := version.NewVersionServiceClient(conn).Version(ctx, &emptypb.Empty{}); err != nil {
 		_ = conn.Close()
 		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("%w at %s: no answer within %s", ErrUnreachable, a.server, a.opts.Timeout)
+			return nil, fmt.Errorf("%w at %s: no answer within %s", ErrUnreachable, a.server, a.opts.Timeout)
 		}
 		msg := err.Error()
 		if st, ok := status.FromError(err); ok {
 			msg = st.Message()
 		}
-		return nil, nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, connectHint(errors.New(msg)))
+		return nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, connectHint(errors.New(msg)))
 	}
-	return application.NewApplicationServiceClient(conn), conn, nil
+	return conn, nil
 }
 
 // tlsConfig is the TLS client configuration: the system's roots plus the

@@ -35,6 +35,7 @@ var (
 	_ workflow.Refresher           = (*Pool)(nil)
 	_ workflow.OperationTerminator = (*Pool)(nil)
 	_ workflow.ReconcileControl    = (*Pool)(nil)
+	_ workflow.SyncWindows         = (*Pool)(nil)
 	_ workflow.OwnershipSource     = (*Pool)(nil)
 )
 
@@ -130,6 +131,33 @@ func (m *Pool) Drift(ctx context.Context, app workflow.AppRef) ([]workflow.Drift
 		return nil, err
 	}
 	return ad.Drift(ctx, app)
+}
+
+// DenySync adds a deny window to the project of app.Env's application.
+func (m *Pool) DenySync(ctx context.Context, app workflow.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
+	ad, err := m.adapter(app.Env)
+	if err != nil {
+		return workflow.SyncWindow{}, err
+	}
+	return ad.DenySync(ctx, app, w)
+}
+
+// RemoveWindow removes a window from the project of app.Env's application.
+func (m *Pool) RemoveWindow(ctx context.Context, app workflow.AppRef, w workflow.SyncWindow) (bool, error) {
+	ad, err := m.adapter(app.Env)
+	if err != nil {
+		return false, err
+	}
+	return ad.RemoveWindow(ctx, app, w)
+}
+
+// ListWindows lists the windows that apply to app.Env's application.
+func (m *Pool) ListWindows(ctx context.Context, app workflow.AppRef) ([]workflow.SyncWindow, error) {
+	ad, err := m.adapter(app.Env)
+	if err != nil {
+		return nil, err
+	}
+	return ad.ListWindows(ctx, app)
 }
 
 // ManagedObjects reads what the environment's Argo CD application manages,

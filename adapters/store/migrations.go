@@ -202,6 +202,12 @@ ALTER TABLE approvals ADD COLUMN digest      TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN signature   TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN signing_key TEXT NOT NULL DEFAULT '';
 `},
+	// The time box a break-glass approval signs: how long the approver
+	// lets reconciliation stay paused, in nanoseconds. Other approvals,
+	// and those recorded before, have none (0).
+	{4, `
+ALTER TABLE approvals ADD COLUMN time_box_ns INTEGER NOT NULL DEFAULT 0 CHECK (time_box_ns >= 0);
+`},
 	// Sealed journal heads (issue 16): when a session closes, its final
 	// head is signed by its actor and anchored outside the ledger. sealed_at
 	// is the time in the signed statement (NULL: never sealed); the
@@ -209,9 +215,7 @@ ALTER TABLE approvals ADD COLUMN signing_key TEXT NOT NULL DEFAULT '';
 	// where it was anchored, or why not. A sealed head never changes: the
 	// trigger refuses it (it guards relcap's own code; someone with
 	// sqlite3 can drop it, and then the signature and the anchor disagree).
-	// Sessions are never deleted either. Version 4 is another change of
-	// the same issue, developed beside this one; migrate applies whichever
-	// a ledger lacks.
+	// Sessions are never deleted either.
 	{5, `
 ALTER TABLE sessions ADD COLUMN sealed_at        INTEGER;
 ALTER TABLE sessions ADD COLUMN head_signature   TEXT NOT NULL DEFAULT '';

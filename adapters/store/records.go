@@ -17,15 +17,18 @@ func (s *SQLite) RecordApproval(ctx context.Context, a workflow.Approval) error 
 	if a.Kind == "" || a.Subject == "" || a.Approver == "" {
 		return fmt.Errorf("%w: approval needs a kind, a subject and an approver", workflow.ErrUsage)
 	}
+	if a.TimeBox < 0 {
+		return fmt.Errorf("%w: approval of %s %s: negative time box %s", workflow.ErrUsage, a.Kind, a.Subject, a.TimeBox)
+	}
 	at, err := timeValue(a.At)
 	if err != nil {
 		return fmt.Errorf("record approval of %s %s: %w", a.Kind, a.Subject, err)
 	}
 	return s.inTx(ctx, fmt.Sprintf("record approval of %s %s", a.Kind, a.Subject), func(tx ledgerTx) error {
 		_, err := tx.ExecContext(ctx, `
-INSERT INTO approvals (kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at, a.Commit, a.Digest, a.Signature.Armored, a.Signature.Key)
+INSERT INTO approvals (kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at, a.Commit, a.Digest, a.Signature.Armored, a.Signature.Key, int64(a.TimeBox))
 		return err
 	})
 }
@@ -34,7 +37,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 // first, duplicates included.
 func (s *SQLite) Approvals(ctx context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
 	rows, err := s.db.QueryContext(ctx, `
-SELECT kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key FROM approvals
+SELECT kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns FROM approvals
 WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 	if err != nil {
 		return nil, s.fail("read approvals", err)
@@ -43,13 +46,14 @@ WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 	var out []workflow.Approval
 	for rows.Next() {
 		var (
-			a  workflow.Approval
-			at sql.NullInt64
+			a       workflow.Approval
+			at      sql.NullInt64
+			timeBox int64
 		)
-		if err := rows.Scan(&a.Kind, &a.Subject, &a.Env, &a.Approver, &a.Comment, &at, &a.Commit, &a.Digest, &a.Signature.Armored, &a.Signature.Key); err != nil {
+		if err := rows.Scan(&a.Kind, &a.Subject, &a.Env, &a.Approver, &a.Comment, &at, &a.Commit, &a.Digest, &a.Signature.Armored, &a.Signature.Key, &timeBox); err != nil {
 			return nil, s.fail("read approvals", err)
 		}
-		a.At = timeOf(at)
+		a.At, a.TimeBox = timeOf(at), time.Duration(timeBox)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {

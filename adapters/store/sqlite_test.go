@@ -370,6 +370,7 @@ func TestApprovalsRoundTrip(t *testing.T) {
 	other := []workflow.Approval{
 		{Kind: workflow.ApprovePlan, Subject: "fp2", Env: "prod", Approver: "bo", At: t0},
 		{Kind: workflow.ApprovePromotion, Subject: "fp1", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:" + strings.Repeat("a", 64)},
+		{Kind: workflow.ApproveBreakGlass, Subject: "prod/web-prod", Env: "prod", Approver: "cy", At: t0, TimeBox: 30*time.Minute + 7, Comment: "OOM"},
 	}
 	for _, a := range append([]workflow.Approval{a1, a2}, other...) {
 		require.NoError(t, l.RecordApproval(ctx, a))
@@ -388,6 +389,12 @@ func TestApprovalsRoundTrip(t *testing.T) {
 	require.Len(t, promo, 1)
 	require.Equal(t, other[1].Commit, promo[0].Commit, "the promotion approval keeps the commit it approved")
 	require.Equal(t, other[1].Digest, promo[0].Digest)
+	bg, err := l.Approvals(ctx, workflow.ApproveBreakGlass, "prod/web-prod")
+	require.NoError(t, err)
+	require.Len(t, bg, 1)
+	require.Equal(t, 30*time.Minute+7, bg[0].TimeBox, "the break-glass approval keeps the time box it signed, to the nanosecond")
+	require.Zero(t, got[0].TimeBox, "other approvals have none")
+	require.ErrorIs(t, l.RecordApproval(ctx, workflow.Approval{Kind: workflow.ApproveBreakGlass, Subject: "x", Approver: "cy", TimeBox: -1}), workflow.ErrUsage)
 	none, err := l.Approvals(ctx, workflow.ApprovePlan, "fp9")
 	require.NoError(t, err)
 	require.Empty(t, none)

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,21 +257,67 @@ func testImagePullFailure(t *testing.T, l *e2eLab, repo func(string) string) {
 	require.Contains(t, l.runGit(t, "log", "-1", "--format=%s", "main"), "roll back staging to release "+goodRelease)
 }
 
-// testBreakGlass: break-glass pauses one application, a manual hotfix
-// survives, end captures it as a branch and restores the sync policy.
-func testBreakGlass(t *testing.T, l *e2eLab) {
-	policy := func() string {
-		return l.kubectl(t, "get", "application", ArgoApp("staging"), "-n", ArgoNamespace, "-o", "jsonpath={.spec.syncPolicy.automated}")
+// projectWindows reads the sync windows of the lab's AppProject "default"
+// from the Kubernetes API.
+func (l *e2eLab) projectWindows(t testing.TB) []labWindow {
+	t.Helper()
+	out := l.kubectl(t, "get", "appproject", "default", "-n", ArgoNamespace, "-o", "jsonpath={.spec.syncWindows}")
+	if out == "" {
+		return nil
 	}
-	before := policy()
+	var ws []labWindow
+	require.NoError(t, json.Unmarshal([]byte(out), &ws), out)
+	return ws
+}
+
+// labWindow is a sync window as the AppProject stores it.
+type labWindow struct {
+	Kind         string   `json:"kind"`
+	Schedule     string   `json:"schedule"`
+	Duration     string   `json:"duration"`
+	Applications []string `json:"applications"`
+	ManualSync   bool     `json:"manualSync"`
+	TimeZone     string   `json:"timeZone"`
+	Description  string   `json:"description"`
+}
+
+// requireBreakGlassWindow checks the AppProject holds exactly relcap's one
+// deny window for staging's application, and returns it.
+func (l *e2eLab) requireBreakGlassWindow(t testing.TB) labWindow {
+	t.Helper()
+	ws := l.projectWindows(t)
+	require.Len(t, ws, 1, "one window on the project: %+v", ws)
+	w := ws[0]
+	require.Equal(t, "deny", w.Kind)
+	require.Equal(t, []string{ArgoApp("staging")}, w.Applications, "for exactly that one application")
+	require.True(t, w.ManualSync, "a person can still sync by hand")
+	require.Equal(t, "UTC", w.TimeZone)
+	require.Regexp(t, `^\d+ \d+ \d+ \d+ \*$`, w.Schedule, "a cron of the start minute")
+	return w
+}
+
+// syncPolicy is staging's spec.syncPolicy.automated, as the Kubernetes
+// API has it.
+func (l *e2eLab) syncPolicy(t testing.TB) string {
+	t.Helper()
+	return l.kubectl(t, "get", "application", ArgoApp("staging"), "-n", ArgoNamespace, "-o", "jsonpath={.spec.syncPolicy.automated}")
+}
+
+// testBreakGlass: break-glass pauses one application with a deny sync
+// window (the sync policy stays as it is), a manual hotfix survives, end
+// captures it as a branch and removes the window, and self-heal puts Git's
+// state back.
+func testBreakGlass(t *testing.T, l *e2eLab) {
+	before := l.syncPolicy(t)
 	require.Contains(t, before, `"selfHeal":true`)
 	require.Contains(t, before, `"prune":true`)
-	prodBefore := l.kubectl(t, "get", "application", ArgoApp("prod"), "-n", ArgoNamespace, "-o", "jsonpath={.spec.syncPolicy.automated}")
+	require.Empty(t, l.projectWindows(t))
 
 	out := l.relcapOK(t, "--actor", "alice", "breakglass", "start", "--env", "staging", "--reason", "e2e hotfix", "--ttl", "30m")
 	require.Contains(t, out, "reconciliation of "+ArgoApp("staging")+" paused")
-	require.Empty(t, policy(), "break-glass removes automated sync (no self-heal)")
-	require.Equal(t, prodBefore, l.kubectl(t, "get", "application", ArgoApp("prod"), "-n", ArgoNamespace, "-o", "jsonpath={.spec.syncPolicy.automated}"), "only one app is paused")
+	w := l.requireBreakGlassWindow(t)
+	require.Contains(t, []string{"30m", "31m"}, w.Duration)
+	require.Equal(t, before, l.syncPolicy(t), "the sync policy is left alone: the window holds the pause")
 
 	const hotfix = "registry.invalid/hotfix:manual"
 	l.kubectl(t, "set", "image", "deployment/"+AppName, AppName+"="+hotfix, "-n", Namespace("staging"))
@@ -281,6 +328,7 @@ func testBreakGlass(t *testing.T, l *e2eLab) {
 	require.Equal(t, hotfix, image, "the hotfix survives while break-glass holds")
 	out = l.relcapOK(t, "breakglass", "status", "--env", "staging")
 	require.Contains(t, out, "drifted: apps/Deployment "+Namespace("staging")+"/"+AppName)
+	require.Contains(t, out, "paused by the deny window")
 
 	branchesBefore := l.runGit(t, "branch", "--list")
 	out = l.relcapOK(t, "--actor", "alice", "breakglass", "end", "--env", "staging")
@@ -293,15 +341,93 @@ func testBreakGlass(t *testing.T, l *e2eLab) {
 	require.Contains(t, capture, "relcap: capture break-glass", "the branch's commit is the capture")
 	require.Contains(t, capture, "+++ b/breakglass/staging/", "the live drift is a file for review")
 	require.Contains(t, capture, hotfix, "the branch carries the hotfix as a Git change")
-	require.Contains(t, out, "sync policy restored")
-	after := policy()
-	require.Contains(t, after, `"selfHeal":true`)
-	require.Contains(t, after, `"prune":true`)
-	// Restored self-heal puts Git's image back.
+	require.Contains(t, out, "its sync window is removed")
+	require.Empty(t, l.projectWindows(t), "end removes the window")
+	require.Equal(t, before, l.syncPolicy(t))
+	// Self-heal, no longer denied, puts Git's image back.
 	eventually(t, 60*time.Second, "self-heal reverting the hotfix after break-glass", func() (bool, string) {
 		image, ready, want := l.live(t, "staging")
 		return image != hotfix && ready == want, image
 	})
+	l.relcapOK(t, "converge", "--env", "staging", "--revision", l.headRev(t), "--timeout", "1m")
+}
+
+// testBreakGlassExpires: a break-glass nobody ends. Its deny window holds a
+// hotfix for the time box; when the window closes Argo CD itself, with no
+// relcap command run, self-heals Git's state back. The next break-glass
+// command removes the closed window (its yearly schedule would open it
+// again), and end closes the record with nothing left to capture.
+func testBreakGlassExpires(t *testing.T, l *e2eLab) {
+	gitImage, _, _ := l.live(t, "staging")
+	out := l.relcapOK(t, "--json", "--actor", "alice", "breakglass", "start", "--env", "staging", "--reason", "e2e: left to expire", "--ttl", "1m")
+	var b struct {
+		ID        string    `json:"id"`
+		StartedAt time.Time `json:"started_at"`
+		ExpiresAt time.Time `json:"expires_at"`
+		Window    struct {
+			Schedule    string `json:"schedule"`
+			Description string `json:"description"`
+		} `json:"window"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &b), out)
+	require.Zero(t, b.ExpiresAt.Second(), "the window closes on a whole minute")
+	w := l.requireBreakGlassWindow(t)
+	require.Equal(t, b.Window.Schedule, w.Schedule)
+	if l.variant.Is3() {
+		require.Contains(t, w.Description, b.ID, "argo cd 3.1+ keeps the window's description")
+	} else {
+		require.Empty(t, w.Description, "argo cd 2.14 has no window description")
+	}
+	t.Logf("argo cd %s: break-glass %s started %s, deny window %q for %s, closes %s",
+		l.variant.Versions.ArgoCD, b.ID, b.StartedAt.UTC().Format(time.TimeOnly), w.Schedule, w.Duration, b.ExpiresAt.UTC().Format(time.TimeOnly))
+
+	const hotfix = "registry.invalid/hotfix:left-to-expire"
+	l.kubectl(t, "set", "image", "deployment/"+AppName, AppName+"="+hotfix, "-n", Namespace("staging"))
+	// From here on relcap is not run until Argo CD has healed the app.
+	// The hotfix holds while the window is open, and Argo CD puts Git's
+	// image back once it has closed.
+	var healedAt time.Time
+	deadline := b.ExpiresAt.Add(2 * time.Minute)
+	for {
+		image, ready, want := l.live(t, "staging")
+		now := time.Now()
+		if image == gitImage && ready == want {
+			healedAt = now
+			break
+		}
+		if now.Before(b.ExpiresAt.Add(-time.Second)) {
+			require.Equal(t, hotfix, image, "the hotfix survives while the window is open (%s before it closes)", b.ExpiresAt.Sub(now).Round(time.Second))
+		}
+		require.True(t, now.Before(deadline), "argo cd did not put Git's image back within 2m of the window closing; live: %s", image)
+		time.Sleep(500 * time.Millisecond)
+	}
+	require.False(t, healedAt.Before(b.ExpiresAt), "healed only after the window closed")
+	// Cross-check with Argo CD's own record: its last operation is an
+	// automated (self-heal) sync that started after the window closed.
+	op := l.kubectl(t, "get", "application", ArgoApp("staging"), "-n", ArgoNamespace, "-o",
+		"jsonpath={.status.operationState.operation.initiatedBy.automated}|{.status.operationState.startedAt}|{.status.operationState.phase}")
+	f := strings.Split(op, "|")
+	require.Len(t, f, 3, op)
+	require.Equal(t, "true", f[0], "argo cd's automated sync did it, not a person: %s", op)
+	opStart, err := time.Parse(time.RFC3339, f[1])
+	require.NoError(t, err, op)
+	require.False(t, opStart.Before(b.ExpiresAt.Truncate(time.Second)), "the self-heal started after the window closed: %s", op)
+	require.Equal(t, "Succeeded", f[2], op)
+	t.Logf("argo cd %s: window closed %s; self-heal started %s after; Git's image live and ready %s after",
+		l.variant.Versions.ArgoCD, b.ExpiresAt.UTC().Format(time.TimeOnly), opStart.Sub(b.ExpiresAt).Round(time.Second), healedAt.Sub(b.ExpiresAt).Round(100*time.Millisecond))
+
+	require.Len(t, l.projectWindows(t), 1, "the closed window stays on the project until relcap removes it")
+	code, out := l.relcapCode(t, "ownership", "check", "--env", "staging")
+	require.Contains(t, out, "break-glass "+b.ID+" in staging expired", "every command says so (exit %d)", code)
+	require.Contains(t, out, "argo cd resumed reconciling "+ArgoApp("staging")+" when its window closed")
+	out = l.relcapOK(t, "breakglass", "status", "--env", "staging")
+	require.Contains(t, out, "EXPIRED")
+	require.Contains(t, out, "not paused: the sync window closed and relcap removed it")
+	require.Contains(t, out, "no drift: the live state matches Git")
+	require.Empty(t, l.projectWindows(t), "status removed the closed window")
+	out = l.relcapOK(t, "--actor", "alice", "breakglass", "end", "--env", "staging")
+	require.Contains(t, out, "no drift to capture")
+	require.Contains(t, out, "break-glass "+b.ID+" ended")
 	l.relcapOK(t, "converge", "--env", "staging", "--revision", l.headRev(t), "--timeout", "1m")
 }
 

@@ -255,7 +255,8 @@ func TestE2E(t *testing.T) {
 
 	t.Run("tug-of-war: terraform kubectl_manifest and argo cd write one Deployment", func(t *testing.T) { testTugOfWar(t, l) })
 	t.Run("image pull failure is named by converge and rollback converges", func(t *testing.T) { testImagePullFailure(t, l, repo) })
-	t.Run("break-glass: a hotfix survives, end captures it and restores the sync policy", func(t *testing.T) { testBreakGlass(t, l) })
+	t.Run("break-glass: a hotfix survives its deny window, end captures it and removes the window", func(t *testing.T) { testBreakGlass(t, l) })
+	t.Run("break-glass left to expire: argo cd itself self-heals when the window closes", func(t *testing.T) { testBreakGlassExpires(t, l) })
 	t.Run("failed readiness is named by converge and rollback converges", func(t *testing.T) { testReadinessFailure(t, l, repo) })
 	t.Run("a failed sync (invalid manifest) is named by converge and rollback converges", func(t *testing.T) { testFailedSync(t, l, repo) })
 	t.Run("an interrupted reconciliation is named by converge and rollback converges after the restart", func(t *testing.T) { testInterruptedReconciliation(t, l, repo) })

@@ -16,10 +16,19 @@ func (a *app) breakglassCommand() *cobra.Command {
 		Use:   "breakglass",
 		Short: "Audited, time-boxed pause of reconciliation for one application",
 		Long: `breakglass pauses Argo CD's automated sync and self-heal for exactly one
-environment's application, so an emergency hotfix survives; it is journaled
-with who, why, who approved and until when. end captures the live drift as an
-environment-repo branch for review and restores exactly the sync policy that
-was saved. An expired break-glass is reported by every command until ended.`,
+environment's application, so an emergency hotfix survives: start adds a deny
+sync window for that application alone to its Argo CD project, open from now
+until the time box ends, when Argo CD resumes reconciliation by itself (and
+self-heal puts Git's state back) even if nobody runs relcap again. Manual
+syncs stay allowed. In a production environment start needs a second person's
+signed approval (relcap approve --breakglass, then --approver NAME). It is
+journaled with who, why, who approved and until when.
+
+end captures the live drift as an environment-repo branch for review and
+removes the window. status, start and end also remove relcap's windows whose
+time box has ended (a window's schedule would open it again a year later).
+A break-glass recorded before sync windows ends by restoring its saved sync
+policy. An expired break-glass is reported by every command until ended.`,
 	}
 	cmd.AddCommand(a.breakglassStartCommand(), a.breakglassStatusCommand(), a.breakglassEndCommand())
 	return cmd
@@ -59,15 +68,18 @@ func (a *app) breakglassStartCommand() *cobra.Command {
 			if a.flags.json {
 				return a.printJSON(b)
 			}
-			fmt.Fprintf(a.io.Out, "break-glass %s: reconciliation of %s paused until %s (was %s)\nend it with: relcap breakglass end --env %s\n",
-				b.ID, b.App, b.ExpiresAt.UTC().Format(time.RFC3339), b.SavedPolicy, b.Env)
+			fmt.Fprintf(a.io.Out, "break-glass %s: reconciliation of %s paused until %s by a %s\n", b.ID, b.App, b.ExpiresAt.UTC().Format(time.RFC3339), b.Window)
+			if b.Approver != "" {
+				fmt.Fprintf(a.io.Out, "approved by %s\n", b.Approver)
+			}
+			fmt.Fprintf(a.io.Out, "argo cd resumes automated sync and self-heal by itself then (self-heal puts Git's state back);\nend it sooner, capturing the drift for review, with: relcap breakglass end --env %s\n", b.Env)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&req.Env, "env", "", "environment whose application to pause")
 	cmd.Flags().StringVar(&req.Reason, "reason", "", "what is broken (journaled)")
 	cmd.Flags().DurationVar(&req.TTL, "ttl", 0, "how long the pause may last, e.g. 30m")
-	cmd.Flags().StringVar(&req.Approver, "approver", "", "who approved it (required in production)")
+	cmd.Flags().StringVar(&req.Approver, "approver", "", "who approved it; in production, whose signed break-glass approval (relcap approve --breakglass) counts")
 	return cmd
 }
 
@@ -97,6 +109,7 @@ func (a *app) breakglassStatusCommand() *cobra.Command {
 				left = st.Left.Round(time.Second).String() + " left"
 			}
 			fmt.Fprintf(a.io.Out, "break-glass %s on %s by %s: %s\nreason: %s\n", st.ID, st.App, st.Actor, left, st.Reason)
+			fmt.Fprintln(a.io.Out, pauseLine(st))
 			if len(st.Drift) == 0 {
 				fmt.Fprintln(a.io.Out, "no drift: the live state matches Git")
 			}
@@ -114,7 +127,7 @@ func (a *app) breakglassEndCommand() *cobra.Command {
 	var env string
 	cmd := &cobra.Command{
 		Use:   "end --env ENV",
-		Short: "Capture the drift as an env-repo change and restore the saved sync policy",
+		Short: "Capture the drift as an env-repo change and remove the pause's sync window",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if env == "" {
@@ -136,7 +149,11 @@ func (a *app) breakglassEndCommand() *cobra.Command {
 			} else {
 				fmt.Fprintln(a.io.Out, "no drift to capture")
 			}
-			fmt.Fprintf(a.io.Out, "break-glass %s ended: %s sync policy restored to %s\n", st.ID, st.App, st.SavedPolicy)
+			if st.Window != nil {
+				fmt.Fprintf(a.io.Out, "break-glass %s ended: its sync window is removed and argo cd reconciles %s again\n", st.ID, st.App)
+			} else {
+				fmt.Fprintf(a.io.Out, "break-glass %s ended: %s sync policy restored to %s\n", st.ID, st.App, st.SavedPolicy)
+			}
 			return nil
 		},
 	}
@@ -165,7 +182,28 @@ func (a *app) warnExpiredBreakGlass(cmd *cobra.Command) {
 		return
 	}
 	for _, b := range expired {
+		ago := a.clock.Now().Sub(b.ExpiresAt).Round(time.Second)
+		if b.SelfEnding() {
+			fmt.Fprintf(a.io.Err, "WARNING: break-glass %s in %s expired %s ago: argo cd resumed reconciling %s when its window closed; capture what drift is left and close the record with: relcap breakglass end --env %s\n",
+				b.ID, b.Env, ago, b.App, b.Env)
+			continue
+		}
 		fmt.Fprintf(a.io.Err, "WARNING: break-glass %s in %s expired %s ago and %s is still not reconciling: relcap breakglass end --env %s\n",
-			b.ID, b.Env, a.clock.Now().Sub(b.ExpiresAt).Round(time.Second), b.App, b.Env)
+			b.ID, b.Env, ago, b.App, b.Env)
 	}
+}
+
+// pauseLine says what holds a break-glass's pause now.
+func pauseLine(st workflow.BreakGlassStatus) string {
+	switch {
+	case st.Window == nil:
+		return fmt.Sprintf("paused: automated sync is off until end restores %s", st.SavedPolicy)
+	case st.WindowRemoved:
+		return "not paused: the sync window closed and relcap removed it; argo cd reconciles again"
+	case st.Held == nil:
+		return fmt.Sprintf("NOT PAUSED: the %s is gone from the project (removed by hand?); argo cd reconciles again", st.Window)
+	case st.Held.Active:
+		return fmt.Sprintf("paused by the %s, active", st.Held)
+	}
+	return fmt.Sprintf("not paused: the %s has closed; argo cd reconciles again", st.Held)
 }

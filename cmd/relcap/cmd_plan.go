@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -153,19 +154,38 @@ func (a *app) reviewPlanDocument(path, env string) error {
 }
 
 func (a *app) approveCommand() *cobra.Command {
-	var fingerprint, releaseID, comment string
+	var fingerprint, releaseID, comment, env, reason string
+	var breakglass bool
+	var ttl time.Duration
 	cmd := &cobra.Command{
-		Use:   "approve --plan FINGERPRINT | --release ID",
-		Short: "Approve exactly one plan (by fingerprint) or one release's promotion",
+		Use:   "approve --plan FINGERPRINT | --release ID | --breakglass --env ENV --ttl DURATION --reason TEXT",
+		Short: "Approve exactly one plan (by fingerprint), one release's promotion, or a break-glass in production",
 		Long: `approve records who approved which exact plan fingerprint (or which release's
 promotion) and when. An approval never counts for another fingerprint, and in
 an environment with approvals.distinct_from_author the author cannot approve
-their own plan (exit 3).`,
+their own plan (exit 3).
+
+approve --breakglass signs your approval of a break-glass in a production
+environment: its application may have reconciliation paused for up to --ttl,
+for --reason. It lets someone else start one break-glass within ` + workflow.BreakGlassApprovalValidity.String() + `
+(relcap breakglass start --env ENV --ttl D --approver YOU), checked against the
+people file when it is used.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if (fingerprint == "") == (releaseID == "") {
-				return usageError{errors.New("approve wants exactly one of --plan FINGERPRINT or --release ID")}
+			modes := 0
+			for _, set := range []bool{fingerprint != "", releaseID != "", breakglass} {
+				if set {
+					modes++
+				}
+			}
+			switch {
+			case modes != 1:
+				return usageError{errors.New("approve wants exactly one of --plan FINGERPRINT, --release ID or --breakglass")}
+			case breakglass && (env == "" || ttl == 0):
+				return usageError{errors.New("approve --breakglass wants --env ENV, --ttl DURATION and --reason TEXT")}
+			case !breakglass && (env != "" || ttl != 0 || reason != ""):
+				return usageError{errors.New("--env, --ttl and --reason go with approve --breakglass")}
 			}
 			if _, err := a.loadProject(); err != nil {
 				return err
@@ -176,10 +196,16 @@ their own plan (exit 3).`,
 			}
 			var approval workflow.Approval
 			var check workflow.ApprovalCheck
-			if fingerprint != "" {
+			switch {
+			case fingerprint != "":
 				approval, check, err = svc.ApprovePlan(ctx, fingerprint, comment)
-			} else {
+			case releaseID != "":
 				approval, check, err = svc.ApproveRelease(ctx, releaseID, comment)
+			default:
+				if reason == "" {
+					reason = comment
+				}
+				approval, check, err = svc.ApproveBreakGlass(ctx, env, ttl, reason)
 			}
 			if err != nil {
 				return err
@@ -190,11 +216,20 @@ their own plan (exit 3).`,
 				return a.printJSON(map[string]any{"approval": approval, "statement": string(approval.Statement()),
 					"counted": len(check.Counted), "required": check.Required, "satisfied": check.Satisfied()})
 			}
-			fmt.Fprintf(a.io.Out, "approved %s %s by %s (%d of %d required)\n", approval.Kind, approval.Subject, approval.Approver, len(check.Counted), check.Required)
+			if approval.Kind == workflow.ApproveBreakGlass {
+				fmt.Fprintf(a.io.Out, "approved breakglass of %s by %s for up to %s\n", approval.Subject, approval.Approver, workflow.ShortDuration(approval.TimeBox))
+			} else {
+				fmt.Fprintf(a.io.Out, "approved %s %s by %s (%d of %d required)\n", approval.Kind, approval.Subject, approval.Approver, len(check.Counted), check.Required)
+			}
 			if approval.Signature.IsZero() {
 				fmt.Fprintln(a.io.Out, "  unsigned: this environment takes unsigned approvals")
 			} else {
 				fmt.Fprintf(a.io.Out, "  signed by %s with %s\n", approval.Approver, approval.Signature.Key)
+			}
+			if approval.Kind == workflow.ApproveBreakGlass {
+				fmt.Fprintf(a.io.Out, "  for one break-glass, started by someone else before %s:\n  relcap breakglass start --env %s --ttl %s --approver %s --reason TEXT\n",
+					approval.At.Add(workflow.BreakGlassApprovalValidity).UTC().Format(time.RFC3339), approval.Env, workflow.ShortDuration(approval.TimeBox), approval.Approver)
+				return nil
 			}
 			for who, why := range check.Ignored {
 				fmt.Fprintf(a.io.Out, "  not counted: %s: %s\n", who, why)
@@ -205,6 +240,10 @@ their own plan (exit 3).`,
 	cmd.Flags().StringVar(&fingerprint, "plan", "", "fingerprint printed by relcap plan")
 	cmd.Flags().StringVar(&releaseID, "release", "", "release whose promotion to approve")
 	cmd.Flags().StringVar(&comment, "comment", "", "what you checked")
+	cmd.Flags().BoolVar(&breakglass, "breakglass", false, "approve a break-glass of --env's application (production)")
+	cmd.Flags().StringVar(&env, "env", "", "with --breakglass: the production environment")
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "with --breakglass: the longest pause you approve, e.g. 30m")
+	cmd.Flags().StringVar(&reason, "reason", "", "with --breakglass: what the pause is for (signed)")
 	return cmd
 }
 

@@ -161,6 +161,9 @@ func (as *appService) Sync(_ context.Context, req *application.ApplicationSyncRe
 	if err != nil {
 		return nil, err
 	}
+	if !s.canSync(a, true) {
+		return nil, status.Errorf(codes.PermissionDenied, "cannot sync: blocked by sync window (%s)", Name)
+	}
 	if a.op != nil || a.obj.Operation != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "another operation is already in progress (%s)", Name)
 	}

@@ -162,6 +162,7 @@ type app struct {
 	// failSyncMarker narrows failSync to revisions whose file contains it.
 	failSyncMarker string
 	failedAuto     string // revision whose automated sync failed; not retried (as Argo CD)
+	windowDenied   bool   // a sync window prevented automated sync at the last pass
 	drift          string // field changed on the live object
 	driftAt        time.Time
 	driftedLive    *rendered
@@ -432,6 +433,20 @@ func (s *Server) step(a *app, now time.Time) {
 		s.finishOp(a, now)
 	}
 	if a.op != nil || a.obj.Operation != nil || a.target == nil || !a.automated() {
+		return
+	}
+	// As argo-cd's controller: an active deny window (or an allow window
+	// that is closed) stops automated sync and self-heal; when it closes,
+	// both resume at the next pass.
+	if denied := !s.canSync(a, false); denied != a.windowDenied {
+		a.windowDenied = denied
+		if denied {
+			s.cfg.Logf("argosim: app %s: sync prevented by sync window", a.cfg.Name)
+		} else {
+			s.cfg.Logf("argosim: app %s: no sync window prevents sync any more", a.cfg.Name)
+		}
+	}
+	if a.windowDenied {
 		return
 	}
 	gitChanged := a.deployed == nil || a.target.json != a.deployed.json

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
+	"github.com/argoproj/argo-cd/v2/pkg/apiclient/project"
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/version"
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
@@ -403,4 +404,55 @@ func TestAddAppRejectsWhatItCannotFollow(t *testing.T) {
 	require.ErrorContains(t, sim.AddApp(cfg), "branch nope")
 	require.NoError(t, sim.AddApp(repo.App("web")))
 	require.ErrorContains(t, sim.AddApp(repo.App("web")), "already exists")
+}
+
+// TestADenyWindowStopsAutomatedSyncAndManualSyncsOnlyWhereAllowed: as Argo
+// CD, a deny window holds a new commit back from automated sync, refuses a
+// manual sync unless the window has manualSync, and stale project writes
+// conflict.
+func TestADenyWindowStopsAutomatedSyncAndManualSyncsOnlyWhereAllowed(t *testing.T) {
+	t.Parallel()
+	repo, rev1 := argosimtest.NewRepo(t, "v1")
+	sim, addr := argosimtest.Start(t, repo.App("web-staging"))
+	c := dial(t, addr, sim.Token())
+	name := "web-staging"
+	c.eventually(t, name, 3*time.Second, convergedAt(rev1, argosimtest.Digest("v1")))
+	projects := project.NewProjectServiceClient(c.conn)
+	proj, err := projects.Get(c.ctx(t), &project.ProjectQuery{Name: "default"})
+	require.NoError(t, err)
+	stale := proj.DeepCopy()
+	proj.Spec.SyncWindows = append(proj.Spec.SyncWindows, &v1alpha1.SyncWindow{Kind: "deny", Schedule: "* * * * *", Duration: "1h", Applications: []string{name}})
+	updated, err := projects.Update(c.ctx(t), &project.ProjectUpdateRequest{Project: proj})
+	require.NoError(t, err)
+	require.Equal(t, "UTC", updated.Spec.SyncWindows[0].TimeZone, "the time zone defaults to UTC, as Argo CD's validation sets it")
+	stale.Spec.Description = "stale"
+	_, err = projects.Update(c.ctx(t), &project.ProjectUpdateRequest{Project: stale})
+	require.Equal(t, codes.Aborted, status.Code(err), "a write of a stale project conflicts: %v", err)
+
+	rev2 := repo.Pin(t, "v2")
+	c.eventually(t, name, 3*time.Second, func(a *v1alpha1.Application) bool { return a.Status.Sync.Revision == rev2 })
+	time.Sleep(500 * time.Millisecond)
+	a := c.get(t, name)
+	require.Equal(t, v1alpha1.SyncStatusCodeOutOfSync, a.Status.Sync.Status, "no automated sync while the window denies")
+	_, err = c.app.Sync(c.ctx(t), &application.ApplicationSyncRequest{Name: &name})
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
+	require.ErrorContains(t, err, "cannot sync: blocked by sync window")
+	windows, err := c.app.GetApplicationSyncWindows(c.ctx(t), &application.ApplicationSyncWindowsQuery{Name: &name})
+	require.NoError(t, err)
+	require.Len(t, windows.ActiveWindows, 1)
+	require.False(t, windows.GetCanSync())
+
+	updated.Spec.SyncWindows[0].ManualSync = true
+	updated, err = projects.Update(c.ctx(t), &project.ProjectUpdateRequest{Project: updated})
+	require.NoError(t, err)
+	_, err = c.app.Sync(c.ctx(t), &application.ApplicationSyncRequest{Name: &name})
+	require.NoError(t, err, "manualSync lets a person sync by hand during the window")
+	c.eventually(t, name, 3*time.Second, convergedAt(rev2, argosimtest.Digest("v2")))
+
+	rev3 := repo.Pin(t, "v3")
+	c.eventually(t, name, 3*time.Second, func(a *v1alpha1.Application) bool { return a.Status.Sync.Revision == rev3 })
+	updated.Spec.SyncWindows = nil
+	_, err = projects.Update(c.ctx(t), &project.ProjectUpdateRequest{Project: updated})
+	require.NoError(t, err)
+	c.eventually(t, name, 3*time.Second, convergedAt(rev3, argosimtest.Digest("v3")))
 }

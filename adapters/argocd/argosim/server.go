@@ -1,11 +1,14 @@
 // Package argosim is an Argo CD API simulator for the relcap sandbox and for
 // tests. It is not Argo CD: it serves Argo CD's own gRPC API (application,
-// version and settings services, from argo-cd's generated code) on
-// loopback, so relcap's real argocd adapter and argo-cd's real apiclient
-// talk to it unchanged, and it answers from a tiny reconciler per
-// application that follows a branch of a local Git repository, "syncs"
-// the images the file pins, and turns Healthy after a configured time.
-// Failures (image pull, readiness, sync, drift) are injected on purpose.
+// project, version and settings services, from argo-cd's generated code)
+// on loopback, so relcap's real argocd adapter and argo-cd's real
+// apiclient talk to it unchanged, and it answers from a tiny reconciler
+// per application that follows a branch of a local Git repository,
+// "syncs" the images the file pins, and turns Healthy after a configured
+// time. Projects carry sync windows, which the simulated controller
+// honours with argo-cd's own window logic (a deny window stops automated
+// sync and self-heal until it closes). Failures (image pull, readiness,
+// sync, drift) are injected on purpose.
 //
 // Every user-visible string it produces says it comes from the simulator.
 package argosim
@@ -31,6 +34,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
+	"github.com/argoproj/argo-cd/v2/pkg/apiclient/project"
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/settings"
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/version"
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
@@ -69,10 +73,11 @@ type Server struct {
 	cfg   Config
 	token string
 
-	mu      sync.Mutex
-	apps    map[string]*app
-	version uint64 // last resourceVersion handed out, shared by all apps like a cluster's
-	subs    map[*subscriber]struct{}
+	mu       sync.Mutex
+	apps     map[string]*app
+	projects map[string]*v1alpha1.AppProject
+	version  uint64 // last resourceVersion handed out, shared by all apps like a cluster's
+	subs     map[*subscriber]struct{}
 
 	started bool
 	stopped bool
@@ -107,7 +112,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		tok = "argosim-" + hex.EncodeToString(b)
 	}
-	return &Server{cfg: cfg, token: tok, apps: map[string]*app{}, subs: map[*subscriber]struct{}{}, version: 1000}, nil
+	return &Server{cfg: cfg, token: tok, apps: map[string]*app{}, subs: map[*subscriber]struct{}{}, version: 1000,
+		projects: map[string]*v1alpha1.AppProject{"default": defaultProject(time.Now())}}, nil
 }
 
 // Token returns the bearer token clients must present.
@@ -145,6 +151,7 @@ func (s *Server) Start(ctx context.Context) (string, error) {
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(s.unaryAuth), grpc.StreamInterceptor(s.streamAuth))
 	application.RegisterApplicationServiceServer(s.grpc, &appService{s: s})
+	project.RegisterProjectServiceServer(s.grpc, &projectService{s: s})
 	version.RegisterVersionServiceServer(s.grpc, &versionService{})
 	settings.RegisterSettingsServiceServer(s.grpc, &settingsService{s: s})
 	if s.cfg.TLS != nil {
