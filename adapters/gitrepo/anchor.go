@@ -472,18 +472,10 @@ func addToTree(s storer.EncodedObjectStorer, root plumbing.Hash, parts []string,
 	} else {
 		entries = append(entries, entry)
 	}
-	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(treeKey(a), treeKey(b)) })
+	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(gitSortName(a), gitSortName(b)) })
 	obj := s.NewEncodedObject()
 	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	return s.SetEncodedObject(obj)
-}
-
-// treeKey is how git orders tree entries.
-func treeKey(e object.TreeEntry) string {
-	if e.Mode == filemode.Dir {
-		return e.Name + "/"
-	}
-	return e.Name
 }

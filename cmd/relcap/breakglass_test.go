@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/argocd/argosim"
-	"github.com/relcap/relcap/adapters/signing"
 )
 
 // TestBreakGlassKeepsAHotfixThenCapturesItAndRemovesItsWindow runs with
@@ -89,22 +88,8 @@ func TestBreakGlassInProductionNeedsASecondPersonsSignedApproval(t *testing.T) {
 	t.Parallel()
 	cfg, _, envRepo := promoteRepo(t)
 	sim, env := simulated(t, cfg, envRepo, nil)
-	dir := filepath.Dir(cfg)
-	keys := filepath.Join(t.TempDir(), "keys")
-	require.NoError(t, os.MkdirAll(keys, 0o700))
-	var people strings.Builder
-	for _, who := range []string{"alice", "carol", "dave"} {
-		line, err := signing.GenerateKeyFile(filepath.Join(keys, who), who+"@laptop")
-		require.NoError(t, err)
-		if who != "dave" { // dave has a key, but the people file does not name it
-			people.WriteString(who + " " + line + "\n")
-		}
-	}
-	allowed := filepath.Join(dir, "allowed_signers")
-	require.NoError(t, os.WriteFile(allowed, []byte(people.String()), 0o644))
-	b, err := os.ReadFile(cfg)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(string(b), "environments:", "people: allowed_signers\nenvironments:", 1)), 0o644))
+	// dave has a key, but the people file does not name it.
+	keys, allowed, _ := withPeople(t, cfg, []string{"alice", "carol"}, "dave")
 
 	data := t.TempDir()
 	as := func(who string, args ...string) (int, string, string) {

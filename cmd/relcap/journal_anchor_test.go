@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/gitrepo"
-	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/journal"
@@ -48,23 +47,9 @@ type verified struct {
 func TestJournalHeadsAreSignedAndAnchoredAndEachAttackIsCaught(t *testing.T) {
 	t.Parallel()
 	cfg, env, _ := tfRepo(t, 1, false)
-	dir := filepath.Dir(cfg)
 	envRepo := envRepoOf(t, cfg)
-	keys := filepath.Join(t.TempDir(), "keys")
-	require.NoError(t, os.MkdirAll(keys, 0o700))
-	var people strings.Builder
-	for _, who := range []string{"alice", "bob", "mallory"} {
-		line, err := signing.GenerateKeyFile(filepath.Join(keys, who), who+"@laptop")
-		require.NoError(t, err)
-		if who != "mallory" { // mallory's key is nobody's in the people file
-			people.WriteString(who + " " + line + "\n")
-		}
-	}
-	allowed := filepath.Join(dir, "allowed_signers")
-	require.NoError(t, os.WriteFile(allowed, []byte(people.String()), 0o644))
-	b, err := os.ReadFile(cfg)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(string(b), "environments:", "people: allowed_signers\nenvironments:", 1)), 0o644))
+	// mallory's key is nobody's in the people file.
+	keys, allowed, _ := withPeople(t, cfg, []string{"alice", "bob"}, "mallory")
 
 	data := t.TempDir()
 	ledger := filepath.Join(data, "relcap", "ledger.db")

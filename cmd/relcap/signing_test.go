@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,20 +23,7 @@ import (
 func TestSignedApprovalsCountOnlyWithTheApproversOwnKey(t *testing.T) {
 	t.Parallel()
 	cfg, env, _ := tfRepo(t, 1, true)
-	dir := filepath.Dir(cfg)
-	keys := filepath.Join(t.TempDir(), "keys")
-	require.NoError(t, os.MkdirAll(keys, 0o700))
-	var people strings.Builder
-	for _, who := range []string{"alice", "bob"} {
-		line, err := signing.GenerateKeyFile(filepath.Join(keys, who), who+"@laptop")
-		require.NoError(t, err)
-		people.WriteString(who + " " + line + "\n")
-	}
-	allowed := filepath.Join(dir, "allowed_signers")
-	require.NoError(t, os.WriteFile(allowed, []byte(people.String()), 0o644))
-	b, err := os.ReadFile(cfg)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(string(b), "environments:", "people: allowed_signers\nenvironments:", 1)), 0o644))
+	keys, allowed, people := withPeople(t, cfg, []string{"alice", "bob"})
 
 	data := t.TempDir()
 	as := func(key string, args ...string) (int, string, string) {
@@ -78,12 +66,12 @@ func TestSignedApprovalsCountOnlyWithTheApproversOwnKey(t *testing.T) {
 	require.Contains(t, string(got), `Good "relcap-approval" signature for bob`)
 
 	// Bob's key leaves the people file: his approval no longer counts.
-	require.NoError(t, os.WriteFile(allowed, []byte(strings.SplitAfter(people.String(), "\n")[0]), 0o644))
+	require.NoError(t, os.WriteFile(allowed, []byte(strings.SplitAfter(people, "\n")[0]), 0o644))
 	code, _, errOut = as(filepath.Join(keys, "alice"), "--actor", "alice", "apply", "--plan", plan.Fingerprint)
 	require.Equal(t, exitBlocked, code, "verified at the time of use")
 	require.Contains(t, errOut, "not counted: bob: signature does not verify")
 
-	require.NoError(t, os.WriteFile(allowed, []byte(people.String()), 0o644))
+	require.NoError(t, os.WriteFile(allowed, []byte(people), 0o644))
 	code, out, errOut = as(filepath.Join(keys, "alice"), "--actor", "alice", "apply", "--plan", plan.Fingerprint)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "applied plan")
@@ -100,4 +88,28 @@ func TestSignedApprovalsCountOnlyWithTheApproversOwnKey(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &measures), out)
 	require.Equal(t, 1, measures.Approvals.Signed)
 	require.Empty(t, measures.Approvals.Unsigned)
+}
+
+// withPeople gives the release repository of cfg a people file naming
+// listed, makes a real SSH key under keys/ for each of listed and unlisted
+// (keys the file does not name), and names the file in relcap.yaml. It
+// returns the keys' directory, the file and what it holds.
+func withPeople(t *testing.T, cfg string, listed []string, unlisted ...string) (keys, allowed, people string) {
+	t.Helper()
+	keys = filepath.Join(t.TempDir(), "keys")
+	require.NoError(t, os.MkdirAll(keys, 0o700))
+	var b strings.Builder
+	for _, who := range append(slices.Clone(listed), unlisted...) {
+		line, err := signing.GenerateKeyFile(filepath.Join(keys, who), who+"@laptop")
+		require.NoError(t, err)
+		if slices.Contains(listed, who) {
+			b.WriteString(who + " " + line + "\n")
+		}
+	}
+	allowed = filepath.Join(filepath.Dir(cfg), "allowed_signers")
+	require.NoError(t, os.WriteFile(allowed, []byte(b.String()), 0o644))
+	c, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(string(c), "environments:", "people: allowed_signers\nenvironments:", 1)), 0o644))
+	return keys, allowed, b.String()
 }
