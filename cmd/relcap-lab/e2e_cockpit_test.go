@@ -116,7 +116,7 @@ YAML
 // relcapIn runs relcap with the repository's configuration as actor.
 func (l *e2eLab) relcapIn(t *testing.T, r cockpitRepo, actor string, args ...string) (int, string) {
 	t.Helper()
-	return l.runEnv(t, l.signingEnv(actor), l.relcap, append([]string{"-c", r.cfg, "--no-tui", "--actor", actor}, args...)...)
+	return l.run(t, l.relcap, append([]string{"-c", r.cfg, "--no-tui", "--actor", actor}, args...)...)
 }
 
 // signingEnv is what a person's own shell holds: their signing key (the
@@ -276,7 +276,7 @@ var (
 func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w, h int) (*workflow.Release, *terminal) {
 	t.Helper()
 	ledger := l.ledger(t)
-	term := l.openTerminal(t, w, h, []string{"USER=captain"},
+	term := l.openTerminal(t, w, h, append([]string{"USER=captain"}, l.signingEnv("captain")...),
 		l.relcap+" -c "+r.cfg+" release --env "+env+" --image "+ref+" --timeout 4m")
 
 	// Ownership passes, Terraform plans (its output in the log pane), and

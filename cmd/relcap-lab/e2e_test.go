@@ -157,7 +157,13 @@ func (l *e2eLab) runEnv(t testing.TB, extra []string, bin string, args ...string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = l.dir
-	cmd.Env = append(l.environ(), extra...)
+	env := l.environ()
+	if bin == l.relcap {
+		// Each lab person runs relcap from their own shell, holding their
+		// own key (extra may name another: an impersonation attempt).
+		env = append(env, l.signingEnv(actorOf(args))...)
+	}
+	cmd.Env = append(env, extra...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -167,6 +173,20 @@ func (l *e2eLab) runEnv(t testing.TB, extra []string, bin string, args ...string
 	}
 	require.NoError(t, err)
 	return 0, out.String()
+}
+
+// actorOf is who a relcap command line acts as: its --actor, else the
+// user running the suite, as relcap decides.
+func actorOf(args []string) string {
+	for i, a := range args {
+		if a == "--actor" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "--actor="); ok {
+			return v
+		}
+	}
+	return os.Getenv("USER")
 }
 
 // relcapOK runs relcap against the lab's relcap.yaml and requires exit 0.

@@ -4,7 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,6 +39,19 @@ const (
 const PeopleFile = "allowed_signers"
 
 var People = []string{"alice", "bob", "captain"}
+
+// labPeople are People and the user bringing the lab up ($USER), who acts
+// in it too when a command names no --actor.
+func labPeople() []string {
+	if u := os.Getenv("USER"); u != "" && !slices.Contains(People, u) && principalName.MatchString(u) {
+		return append(slices.Clone(People), u)
+	}
+	return People
+}
+
+// principalName is a name the people file can hold as a principal as it
+// is: no spaces, quotes, commas or pattern characters.
+var principalName = regexp.MustCompile(`^[A-Za-z0-9._@-]+$`)
 
 // Envs are the environments of the lab's relcap.yaml, in promotion order.
 var Envs = []string{"staging", "prod"}

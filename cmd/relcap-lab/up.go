@@ -562,7 +562,7 @@ func writeLabPeople(dir string) (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString("# The lab's people (relcap-lab up): principal and SSH public key.\n")
-	for _, who := range People {
+	for _, who := range labPeople() {
 		key := filepath.Join(keys, who)
 		line, err := os.ReadFile(key + ".pub")
 		if errors.Is(err, fs.ErrNotExist) {
