@@ -51,7 +51,11 @@ func TestALedgerWrittenByTheLastLandedVersionReadsAndVerifies(t *testing.T) {
 				require.Equal(t, 0, code, errOut)
 				want, err := os.ReadFile(filepath.Join(fixture, rep+".json"))
 				require.NoError(t, err)
-				require.JSONEq(t, withoutGeneratedAt(t, want), withoutGeneratedAt(t, []byte(out)), rep)
+				got := []byte(out)
+				if rep == "measures" {
+					got = withoutUnsignedApprovals(t, got)
+				}
+				require.JSONEq(t, withoutGeneratedAt(t, want), withoutGeneratedAt(t, got), rep)
 			}
 
 			l, err := store.OpenSQLite(t.Context(), ledger)
@@ -120,4 +124,22 @@ func withoutGeneratedAt(t *testing.T, b []byte) string {
 	out, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(out)
+}
+
+// withoutUnsignedApprovals checks the measures' approvals section, which
+// came after that version (issue 16, signed approvals): every approval of
+// a ledger written before signatures is unsigned. It returns the report
+// without the section, to compare with what that version printed.
+func withoutUnsignedApprovals(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(b, &v))
+	approvals, ok := v["approvals"].(map[string]any)
+	require.True(t, ok, "measures name the period's approvals")
+	require.Equal(t, float64(0), approvals["signed"])
+	require.NotEmpty(t, approvals["unsigned"])
+	delete(v, "approvals")
+	out, err := json.Marshal(v)
+	require.NoError(t, err)
+	return out
 }
