@@ -38,7 +38,7 @@ type app struct {
 	flags globalFlags
 	clock workflow.Clock
 
-	ledger  *store.SQLite
+	ledger  *store.Ledger
 	project *workflow.Project
 	// secrets are masked in everything this process prints, journals and
 	// records; config, adapters and Terraform's plans add to them.
@@ -231,7 +231,7 @@ func (a *app) sessionsDir() (string, error) {
 	return filepath.Join(filepath.Dir(p), "sessions"), nil
 }
 
-func (a *app) openLedger(ctx context.Context) (*store.SQLite, error) {
+func (a *app) openLedger(ctx context.Context) (*store.Ledger, error) {
 	if a.ledger != nil {
 		return a.ledger, nil
 	}

@@ -1,0 +1,36 @@
+package pgtest
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
+
+// TestDatabasesAreSeparateAndEmpty: every test gets its own empty
+// database on a real server it may create tables in.
+func TestDatabasesAreSeparateAndEmpty(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := Database(t), Database(t)
+	require.NotEqual(t, a, b)
+	ca, err := pgx.Connect(ctx, a)
+	require.NoError(t, err)
+	defer ca.Close(ctx)
+	cb, err := pgx.Connect(ctx, b)
+	require.NoError(t, err)
+	defer cb.Close(ctx)
+
+	_, err = ca.Exec(ctx, "CREATE TABLE t (x int)")
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, cb.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").Scan(&n))
+	require.Zero(t, n, "b does not see a's table")
+	var version int
+	require.NoError(t, ca.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version))
+	require.GreaterOrEqual(t, version, 130000, "DROP DATABASE … WITH (FORCE) needs PostgreSQL 13")
+}
