@@ -176,49 +176,49 @@ func TestJournalAppendVerifiesAndReads(t *testing.T) {
 
 func TestJournalTamperingIsDetected(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name     string
-		change   func(b []byte) []byte
-		wantLine int
-		wantSeq  int64
-	}{
-		{
-			name: "edit one byte",
-			change: func(b []byte) []byte {
-				// Change the kind of entry 2: "plan.reviewed" → "plan.reviewes".
-				i := bytes.Index(b, []byte("plan.reviewed"))
-				b[i+len("plan.reviewed")-1] = 's'
-				return b
+	forEachBackend(t, func(t *testing.T, b backend) {
+		for _, tc := range []struct {
+			name     string
+			change   func(b []byte) []byte
+			wantLine int
+			wantSeq  int64
+		}{
+			{
+				name: "edit one byte",
+				change: func(b []byte) []byte {
+					// Change the kind of entry 2: "plan.reviewed" → "plan.reviewes".
+					i := bytes.Index(b, []byte("plan.reviewed"))
+					b[i+len("plan.reviewed")-1] = 's'
+					return b
+				},
+				wantLine: 2, wantSeq: 2,
 			},
-			wantLine: 2, wantSeq: 2,
-		},
-		{
-			name: "delete a line",
-			change: func(b []byte) []byte {
-				ls := bytes.SplitAfter(b, []byte("\n"))
-				return bytes.Join([][]byte{ls[0], ls[2]}, nil)
+			{
+				name: "delete a line",
+				change: func(b []byte) []byte {
+					ls := bytes.SplitAfter(b, []byte("\n"))
+					return bytes.Join([][]byte{ls[0], ls[2]}, nil)
+				},
+				wantLine: 2, wantSeq: 2,
 			},
-			wantLine: 2, wantSeq: 2,
-		},
-		{
-			name: "truncate the last line mid-way",
-			change: func(b []byte) []byte {
-				last := bytes.LastIndex(b[:len(b)-1], []byte("\n")) + 1
-				return b[:last+(len(b)-last)/2]
+			{
+				name: "truncate the last line mid-way",
+				change: func(b []byte) []byte {
+					last := bytes.LastIndex(b[:len(b)-1], []byte("\n")) + 1
+					return b[:last+(len(b)-last)/2]
+				},
+				wantLine: 3, wantSeq: 3,
 			},
-			wantLine: 3, wantSeq: 3,
-		},
-		{
-			name: "truncate the whole last line",
-			change: func(b []byte) []byte {
-				return b[:bytes.LastIndex(b[:len(b)-1], []byte("\n"))+1]
+			{
+				name: "truncate the whole last line",
+				change: func(b []byte) []byte {
+					return b[:bytes.LastIndex(b[:len(b)-1], []byte("\n"))+1]
+				},
+				wantLine: 0, wantSeq: 3, // missing entry against the ledger's head
 			},
-			wantLine: 0, wantSeq: 3, // missing entry against the ledger's head
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			forEachBackend(t, func(t *testing.T, b backend) {
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				path, head, _ := appendThree(t, b)
 				content, err := os.ReadFile(path)
 				require.NoError(t, err)
@@ -231,8 +231,8 @@ func TestJournalTamperingIsDetected(t *testing.T) {
 				require.Equal(t, tc.wantLine, problem.Line, problem.String())
 				require.Equal(t, tc.wantSeq, problem.Seq, problem.String())
 			})
-		})
-	}
+		}
+	})
 }
 
 func TestReadJournalLines(t *testing.T) {

@@ -242,6 +242,9 @@ func startCluster(ctx context.Context) (*cluster, error) {
 		return fail(fmt.Errorf("throw-away cluster: %w", err))
 	}
 	if cred != nil {
+		if p := unsearchable(filepath.Dir(dir), cred); p != "" {
+			return fail(fmt.Errorf("throw-away cluster: its user (uid %d) cannot enter %s, above %s: set TMPDIR to a directory every user may enter, such as /tmp", cred.Uid, p, dir))
+		}
 		for _, p := range []string{dir, pwfile, filepath.Join(dir, "socket")} {
 			if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
 				return fail(fmt.Errorf("throw-away cluster: hand %s to the server's user: %w", p, err))
@@ -401,6 +404,30 @@ func serverCredential() (*syscall.Credential, error) {
 	}
 	return nil, errors.New("running as root, and neither a postgres nor a nobody user exists to run the throw-away cluster as " +
 		"(PostgreSQL refuses to run as root): create one (useradd --system postgres) or set " + EnvURL)
+}
+
+// unsearchable returns the first of dir and its parents that cred's user
+// may not enter, or "".
+func unsearchable(dir string, cred *syscall.Credential) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return d
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		perm := fi.Mode().Perm()
+		switch {
+		case !ok:
+		case st.Uid == cred.Uid && perm&0o100 != 0:
+		case st.Uid != cred.Uid && st.Gid == cred.Gid && perm&0o010 != 0:
+		case st.Uid != cred.Uid && st.Gid != cred.Gid && perm&0o001 != 0:
+		default:
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }
 
 func freePort() (int, error) {
