@@ -31,6 +31,10 @@ terraform:
 # tmux drives the real binary in the cockpit's end-to-end test; git backs the
 # environment-repo tests; OpenSSH's ssh-keygen, ssh-agent and ssh-add check
 # relcap's signatures. Debian packages (tool:package), installed when missing.
+# The PostgreSQL ledger is tested against a real server: the tests start a
+# throw-away cluster with initdb and postgres (adapters/store/pgtest), which
+# Debian's postgresql package puts in /usr/lib/postgresql/<version>/bin, off
+# PATH; nothing is installed when RELCAP_TEST_POSTGRES names a server instead.
 tools: terraform
 	@for pair in tmux:tmux git:git ssh-keygen:openssh-client ssh-agent:openssh-client ssh-add:openssh-client; do \
 		tool=$${pair%%:*}; pkg=$${pair#*:}; \
@@ -38,6 +42,10 @@ tools: terraform
 		echo "$$tool: installing $$pkg with apt-get"; \
 		{ apt-get update -qq && apt-get install -y -qq $$pkg; } || { echo "could not install $$pkg: install it and run make test again"; exit 1; }; \
 	done
+	@if [ -n "$$RELCAP_TEST_POSTGRES" ] || command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; else \
+		echo "initdb: installing postgresql with apt-get"; \
+		{ apt-get update -qq && apt-get install -y -qq postgresql; } || { echo "could not install postgresql: install it, or set RELCAP_TEST_POSTGRES to a server's URL, and run make test again"; exit 1; }; \
+	fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \

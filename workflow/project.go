@@ -32,6 +32,10 @@ type Project struct {
 	// format) naming each person's principal and SSH public key; empty when
 	// no environment signs its approvals.
 	People string
+	// Ledger is the team's ledger relcap.yaml names (ledger:): a
+	// postgres:// or postgresql:// URL, or the absolute path of an SQLite
+	// file; empty for the default. --ledger and RELCAP_LEDGER come first.
+	Ledger string
 }
 
 // Environment is one stage of the promotion order.

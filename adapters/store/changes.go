@@ -7,19 +7,26 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-var _ workflow.ChangeFeed = (*SQLite)(nil)
+var _ workflow.ChangeFeed = (*Ledger)(nil)
 
-// changePoll is how often Changes asks SQLite whether another connection
-// committed: a cheap read of one counter, so an approval given in another
-// process shows in the open cockpit within a fraction of a second.
+// Changes signals (at most one pending signal) each time the ledger
+// changes, from this process or another, until ctx ends; the channel then
+// closes. SQLite notices every commit of another connection (polling PRAGMA
+// data_version); PostgreSQL is told of releases, plans, approvals and
+// convergences by a NOTIFY in the writing transaction, on a connection
+// held to LISTEN.
+func (s *Ledger) Changes(ctx context.Context) <-chan struct{} { return s.d.changes(ctx, s) }
+
+// changePoll is how often an SQLite ledger's Changes asks whether another
+// connection committed: a cheap read of one counter, so an approval given
+// in another process shows in the open cockpit within a fraction of a
+// second.
 const changePoll = 200 * time.Millisecond
 
-// Changes signals (at most one pending signal) each time another
-// connection, in this process or another, commits to the ledger, until ctx
-// ends. SQLite tells through PRAGMA data_version, which changes for a
+// changes tells through PRAGMA data_version, which changes for a
 // connection when someone else's transaction committed; one connection is
 // held for it.
-func (s *SQLite) Changes(ctx context.Context) <-chan struct{} {
+func (sqliteDialect) changes(ctx context.Context, s *Ledger) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	go func() {
 		defer close(ch)
@@ -48,11 +55,16 @@ func (s *SQLite) Changes(ctx context.Context) <-chan struct{} {
 				continue
 			}
 			last = v
-			select {
-			case ch <- struct{}{}:
-			default: // one pending signal says enough
-			}
+			signal(ch)
 		}
 	}()
 	return ch
+}
+
+// signal sends on ch unless a signal is already pending: one says enough.
+func signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }

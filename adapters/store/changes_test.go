@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,39 +12,37 @@ import (
 
 // TestChangesSignalsACommitFromAnotherHandle: a teammate's approval,
 // written through another ledger handle (another process on the same
-// file), reaches the watcher within a second; nothing is signalled while
-// nothing changes, and the channel closes when the watch ends.
+// ledger), reaches the watcher; nothing is signalled while nothing
+// changes, and the channel closes when the watch ends.
 func TestChangesSignalsACommitFromAnotherHandle(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	cockpit, err := OpenSQLite(t.Context(), path)
-	require.NoError(t, err)
-	defer cockpit.Close()
-	approver, err := OpenSQLite(t.Context(), path)
-	require.NoError(t, err)
-	defer approver.Close()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		loc := b.newLocation(t)
+		cockpit := b.openAt(t, loc)
+		approver := b.openAt(t, loc)
 
-	ctx, stop := context.WithCancel(t.Context())
-	changes := cockpit.Changes(ctx)
-	select {
-	case <-changes:
-		t.Fatal("signalled before anything changed")
-	case <-time.After(3 * changePoll):
-	}
+		ctx, stop := context.WithCancel(t.Context())
+		changes := cockpit.Changes(ctx)
+		select {
+		case <-changes:
+			t.Fatal("signalled before anything changed")
+		case <-time.After(3 * changePoll):
+		}
 
-	require.NoError(t, approver.RecordApproval(t.Context(), workflow.Approval{
-		Kind: workflow.ApprovePlan, Subject: "fp", Env: "staging", Approver: "bob", At: time.Now()}))
-	select {
-	case <-changes:
-	case <-time.After(5 * time.Second):
-		t.Fatal("bob's approval was not signalled")
-	}
+		require.NoError(t, approver.RecordApproval(t.Context(), workflow.Approval{
+			Kind: workflow.ApprovePlan, Subject: "fp", Env: "staging", Approver: "bob", At: time.Now()}))
+		select {
+		case <-changes:
+		case <-time.After(5 * time.Second):
+			t.Fatal("bob's approval was not signalled")
+		}
 
-	stop()
-	select {
-	case _, open := <-changes:
-		require.False(t, open, "the feed closes when its context ends")
-	case <-time.After(5 * time.Second):
-		t.Fatal("the feed did not close")
-	}
+		stop()
+		select {
+		case _, open := <-changes:
+			require.False(t, open, "the feed closes when its context ends")
+		case <-time.After(5 * time.Second):
+			t.Fatal("the feed did not close")
+		}
+	})
 }

@@ -49,14 +49,14 @@ func TestNewSessionID(t *testing.T) {
 }
 
 type journalFixture struct {
-	ledger *SQLite
+	ledger *Ledger
 	dir    string
 	j      *FileJournal
 }
 
-func openJournal(t *testing.T) journalFixture {
+func openJournal(t *testing.T, b backend) journalFixture {
 	t.Helper()
-	l := openTest(t)
+	l := b.openNew(t)
 	dir := filepath.Join(t.TempDir(), "sessions")
 	j, err := OpenSession(t.Context(), l, dir, workflow.Session{Actor: "ana", Command: "release web prod", ReleaseID: "r1"}, &stepClock{t: t0})
 	require.NoError(t, err)
@@ -65,66 +65,72 @@ func openJournal(t *testing.T) journalFixture {
 
 func TestOpenSessionCreatesPrivateJournalAndRegisters(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	fx := openJournal(t)
-	id := fx.j.SessionID()
-	require.Regexp(t, `^20261130T135528Z-[0-9a-f]{6}$`, id, "ID from the clock's start time")
-	require.Equal(t, filepath.Join(fx.dir, id, JournalFile), fx.j.Path())
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		fx := openJournal(t, b)
+		id := fx.j.SessionID()
+		require.Regexp(t, `^20261130T135528Z-[0-9a-f]{6}$`, id, "ID from the clock's start time")
+		require.Equal(t, filepath.Join(fx.dir, id, JournalFile), fx.j.Path())
 
-	for path, mode := range map[string]os.FileMode{fx.dir: 0o700, filepath.Dir(fx.j.Path()): 0o700, fx.j.Path(): 0o600} {
-		fi, err := os.Stat(path)
+		for path, mode := range map[string]os.FileMode{fx.dir: 0o700, filepath.Dir(fx.j.Path()): 0o700, fx.j.Path(): 0o600} {
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			require.Equal(t, mode, fi.Mode().Perm(), path)
+		}
+
+		sessions, err := fx.ledger.Sessions(ctx)
 		require.NoError(t, err)
-		require.Equal(t, mode, fi.Mode().Perm(), path)
-	}
+		require.Len(t, sessions, 1)
+		require.Equal(t, id, sessions[0].ID)
+		require.Equal(t, "ana", sessions[0].Actor)
+		require.Equal(t, "r1", sessions[0].ReleaseID)
+		require.True(t, sessions[0].EndedAt.IsZero())
 
-	sessions, err := fx.ledger.Sessions(ctx)
-	require.NoError(t, err)
-	require.Len(t, sessions, 1)
-	require.Equal(t, id, sessions[0].ID)
-	require.Equal(t, "ana", sessions[0].Actor)
-	require.Equal(t, "r1", sessions[0].ReleaseID)
-	require.True(t, sessions[0].EndedAt.IsZero())
+		require.NoError(t, fx.j.Close(ctx))
+		require.NoError(t, fx.j.Close(ctx), "Close is idempotent")
+		sessions, err = fx.ledger.Sessions(ctx)
+		require.NoError(t, err)
+		require.False(t, sessions[0].EndedAt.IsZero())
+		_, err = fx.j.Append(ctx, testRecord{kind: "late"})
+		require.ErrorContains(t, err, "is closed")
 
-	require.NoError(t, fx.j.Close(ctx))
-	require.NoError(t, fx.j.Close(ctx), "Close is idempotent")
-	sessions, err = fx.ledger.Sessions(ctx)
-	require.NoError(t, err)
-	require.False(t, sessions[0].EndedAt.IsZero())
-	_, err = fx.j.Append(ctx, testRecord{kind: "late"})
-	require.ErrorContains(t, err, "is closed")
-
-	// The same session cannot be opened twice.
-	_, err = OpenSession(ctx, fx.ledger, fx.dir, fx.j.Session(), &stepClock{t: t0})
-	require.ErrorContains(t, err, "already exists")
+		// The same session cannot be opened twice.
+		_, err = OpenSession(ctx, fx.ledger, fx.dir, fx.j.Session(), &stepClock{t: t0})
+		require.ErrorContains(t, err, "already exists")
+	})
 }
 
 func TestOpenSessionRefusesPathLikeIDs(t *testing.T) {
 	t.Parallel()
-	l := openTest(t)
-	for _, id := range []string{"..", ".", "a/b", `a\b`} {
-		_, err := OpenSession(t.Context(), l, t.TempDir(), workflow.Session{ID: id, Actor: "ana"}, &stepClock{t: t0})
-		require.ErrorIs(t, err, workflow.ErrUsage, id)
-	}
+	forEachBackend(t, func(t *testing.T, b backend) {
+		l := b.openNew(t)
+		for _, id := range []string{"..", ".", "a/b", `a\b`} {
+			_, err := OpenSession(t.Context(), l, t.TempDir(), workflow.Session{ID: id, Actor: "ana"}, &stepClock{t: t0})
+			require.ErrorIs(t, err, workflow.ErrUsage, id)
+		}
+	})
 }
 
 func TestOpenSessionLedgerFailureLeavesNoFile(t *testing.T) {
 	t.Parallel()
-	l := openTest(t)
-	dir := t.TempDir()
-	s := workflow.Session{ID: "s1", Actor: "ana", StartedAt: t0}
-	require.NoError(t, l.OpenSession(t.Context(), s)) // taken in the ledger
-	_, err := OpenSession(t.Context(), l, dir, s, &stepClock{t: t0})
-	require.Error(t, err)
-	_, err = os.Stat(filepath.Join(dir, "s1"))
-	require.ErrorIs(t, err, os.ErrNotExist)
+	forEachBackend(t, func(t *testing.T, b backend) {
+		l := b.openNew(t)
+		dir := t.TempDir()
+		s := workflow.Session{ID: "s1", Actor: "ana", StartedAt: t0}
+		require.NoError(t, l.OpenSession(t.Context(), s)) // taken in the ledger
+		_, err := OpenSession(t.Context(), l, dir, s, &stepClock{t: t0})
+		require.Error(t, err)
+		_, err = os.Stat(filepath.Join(dir, "s1"))
+		require.ErrorIs(t, err, os.ErrNotExist)
+	})
 }
 
 // appendThree writes three entries and returns the journal's path and the
 // ledger's head.
-func appendThree(t *testing.T) (string, journal.Head, []journal.Entry) {
+func appendThree(t *testing.T, b backend) (string, journal.Head, []journal.Entry) {
 	t.Helper()
 	ctx := t.Context()
-	fx := openJournal(t)
+	fx := openJournal(t, b)
 	var written []journal.Entry
 	for i, kind := range []string{"release.start", "plan.reviewed", "apply.done"} {
 		e, err := fx.j.Append(ctx, testRecord{kind: journal.Kind(kind), N: i, Note: "<b>&</b>\nline"})
@@ -142,87 +148,91 @@ func appendThree(t *testing.T) (string, journal.Head, []journal.Entry) {
 
 func TestJournalAppendVerifiesAndReads(t *testing.T) {
 	t.Parallel()
-	path, head, written := appendThree(t)
+	forEachBackend(t, func(t *testing.T, b backend) {
+		path, head, written := appendThree(t, b)
 
-	lines, err := ReadJournal(path)
-	require.NoError(t, err)
-	require.Len(t, lines, 3)
-	for i, l := range lines {
-		require.Equal(t, i+1, l.Number)
-		require.NotContains(t, string(l.Text), "\n")
-	}
-	n, problem := journal.Verify(lines, head)
-	require.Nil(t, problem)
-	require.Equal(t, int64(3), n)
+		lines, err := ReadJournal(path)
+		require.NoError(t, err)
+		require.Len(t, lines, 3)
+		for i, l := range lines {
+			require.Equal(t, i+1, l.Number)
+			require.NotContains(t, string(l.Text), "\n")
+		}
+		n, problem := journal.Verify(lines, head)
+		require.Nil(t, problem)
+		require.Equal(t, int64(3), n)
 
-	entries, err := ReadEntries(path)
-	require.NoError(t, err)
-	require.Len(t, entries, 3)
-	for i, e := range entries {
-		requireTimeEqual(t, written[i].Time, e.Time)
-		require.Equal(t, written[i].Hash, e.Hash)
-		require.Equal(t, written[i].ComputeHash(), e.ComputeHash())
-		require.JSONEq(t, string(written[i].Data), string(e.Data))
-	}
+		entries, err := ReadEntries(path)
+		require.NoError(t, err)
+		require.Len(t, entries, 3)
+		for i, e := range entries {
+			requireTimeEqual(t, written[i].Time, e.Time)
+			require.Equal(t, written[i].Hash, e.Hash)
+			require.Equal(t, written[i].ComputeHash(), e.ComputeHash())
+			require.JSONEq(t, string(written[i].Data), string(e.Data))
+		}
+	})
 }
 
 func TestJournalTamperingIsDetected(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name     string
-		change   func(b []byte) []byte
-		wantLine int
-		wantSeq  int64
-	}{
-		{
-			name: "edit one byte",
-			change: func(b []byte) []byte {
-				// Change the kind of entry 2: "plan.reviewed" → "plan.reviewes".
-				i := bytes.Index(b, []byte("plan.reviewed"))
-				b[i+len("plan.reviewed")-1] = 's'
-				return b
+	forEachBackend(t, func(t *testing.T, b backend) {
+		for _, tc := range []struct {
+			name     string
+			change   func(b []byte) []byte
+			wantLine int
+			wantSeq  int64
+		}{
+			{
+				name: "edit one byte",
+				change: func(b []byte) []byte {
+					// Change the kind of entry 2: "plan.reviewed" → "plan.reviewes".
+					i := bytes.Index(b, []byte("plan.reviewed"))
+					b[i+len("plan.reviewed")-1] = 's'
+					return b
+				},
+				wantLine: 2, wantSeq: 2,
 			},
-			wantLine: 2, wantSeq: 2,
-		},
-		{
-			name: "delete a line",
-			change: func(b []byte) []byte {
-				ls := bytes.SplitAfter(b, []byte("\n"))
-				return bytes.Join([][]byte{ls[0], ls[2]}, nil)
+			{
+				name: "delete a line",
+				change: func(b []byte) []byte {
+					ls := bytes.SplitAfter(b, []byte("\n"))
+					return bytes.Join([][]byte{ls[0], ls[2]}, nil)
+				},
+				wantLine: 2, wantSeq: 2,
 			},
-			wantLine: 2, wantSeq: 2,
-		},
-		{
-			name: "truncate the last line mid-way",
-			change: func(b []byte) []byte {
-				last := bytes.LastIndex(b[:len(b)-1], []byte("\n")) + 1
-				return b[:last+(len(b)-last)/2]
+			{
+				name: "truncate the last line mid-way",
+				change: func(b []byte) []byte {
+					last := bytes.LastIndex(b[:len(b)-1], []byte("\n")) + 1
+					return b[:last+(len(b)-last)/2]
+				},
+				wantLine: 3, wantSeq: 3,
 			},
-			wantLine: 3, wantSeq: 3,
-		},
-		{
-			name: "truncate the whole last line",
-			change: func(b []byte) []byte {
-				return b[:bytes.LastIndex(b[:len(b)-1], []byte("\n"))+1]
+			{
+				name: "truncate the whole last line",
+				change: func(b []byte) []byte {
+					return b[:bytes.LastIndex(b[:len(b)-1], []byte("\n"))+1]
+				},
+				wantLine: 0, wantSeq: 3, // missing entry against the ledger's head
 			},
-			wantLine: 0, wantSeq: 3, // missing entry against the ledger's head
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			path, head, _ := appendThree(t)
-			b, err := os.ReadFile(path)
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(path, tc.change(b), 0o600))
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				path, head, _ := appendThree(t, b)
+				content, err := os.ReadFile(path)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(path, tc.change(content), 0o600))
 
-			lines, err := ReadJournal(path)
-			require.NoError(t, err)
-			_, problem := journal.Verify(lines, head)
-			require.NotNil(t, problem)
-			require.Equal(t, tc.wantLine, problem.Line, problem.String())
-			require.Equal(t, tc.wantSeq, problem.Seq, problem.String())
-		})
-	}
+				lines, err := ReadJournal(path)
+				require.NoError(t, err)
+				_, problem := journal.Verify(lines, head)
+				require.NotNil(t, problem)
+				require.Equal(t, tc.wantLine, problem.Line, problem.String())
+				require.Equal(t, tc.wantSeq, problem.Seq, problem.String())
+			})
+		}
+	})
 }
 
 func TestReadJournalLines(t *testing.T) {
@@ -257,53 +267,59 @@ func TestReadJournalLines(t *testing.T) {
 
 func TestReadEntriesStopsAtDamage(t *testing.T) {
 	t.Parallel()
-	path, _, _ := appendThree(t)
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, b[:len(b)-10], 0o600))
-	entries, err := ReadEntries(path)
-	require.ErrorContains(t, err, "line 3 is not a journal entry")
-	require.Len(t, entries, 2)
+	forEachBackend(t, func(t *testing.T, b backend) {
+		path, _, _ := appendThree(t, b)
+		content, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, content[:len(content)-10], 0o600))
+		entries, err := ReadEntries(path)
+		require.ErrorContains(t, err, "line 3 is not a journal entry")
+		require.Len(t, entries, 2)
+	})
 }
 
 func TestJournalConcurrentAppends(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	fx := openJournal(t)
-	const n = 40
-	var wg sync.WaitGroup
-	errc := make(chan error, n)
-	for i := range n {
-		wg.Go(func() {
-			_, err := fx.j.Append(ctx, testRecord{kind: "tick", N: i})
-			errc <- err
-		})
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		fx := openJournal(t, b)
+		const n = 40
+		var wg sync.WaitGroup
+		errc := make(chan error, n)
+		for i := range n {
+			wg.Go(func() {
+				_, err := fx.j.Append(ctx, testRecord{kind: "tick", N: i})
+				errc <- err
+			})
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			require.NoError(t, err)
+		}
+		lines, err := ReadJournal(fx.j.Path())
 		require.NoError(t, err)
-	}
-	lines, err := ReadJournal(fx.j.Path())
-	require.NoError(t, err)
-	head, err := fx.ledger.JournalHead(ctx, fx.j.SessionID())
-	require.NoError(t, err)
-	count, problem := journal.Verify(lines, head)
-	require.Nil(t, problem)
-	require.Equal(t, int64(n), count)
-	require.NoError(t, fx.j.Close(ctx))
+		head, err := fx.ledger.JournalHead(ctx, fx.j.SessionID())
+		require.NoError(t, err)
+		count, problem := journal.Verify(lines, head)
+		require.Nil(t, problem)
+		require.Equal(t, int64(n), count)
+		require.NoError(t, fx.j.Close(ctx))
+	})
 }
 
 func TestJournalAppendHonoursCancelledContext(t *testing.T) {
 	t.Parallel()
-	fx := openJournal(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err := fx.j.Append(ctx, testRecord{kind: "x"})
-	require.ErrorIs(t, err, context.Canceled)
-	lines, err := ReadJournal(fx.j.Path())
-	require.NoError(t, err)
-	require.Empty(t, lines)
+	forEachBackend(t, func(t *testing.T, b backend) {
+		fx := openJournal(t, b)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := fx.j.Append(ctx, testRecord{kind: "x"})
+		require.ErrorIs(t, err, context.Canceled)
+		lines, err := ReadJournal(fx.j.Path())
+		require.NoError(t, err)
+		require.Empty(t, lines)
+	})
 }
 
 // testRecord is a journal record of the kind it names, for tests of the

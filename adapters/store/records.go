@@ -13,7 +13,7 @@ import (
 )
 
 // RecordApproval stores a.
-func (s *SQLite) RecordApproval(ctx context.Context, a workflow.Approval) error {
+func (s *Ledger) RecordApproval(ctx context.Context, a workflow.Approval) error {
 	if a.Kind == "" || a.Subject == "" || a.Approver == "" {
 		return fmt.Errorf("%w: approval needs a kind, a subject and an approver", workflow.ErrUsage)
 	}
@@ -25,17 +25,20 @@ func (s *SQLite) RecordApproval(ctx context.Context, a workflow.Approval) error 
 		return fmt.Errorf("record approval of %s %s: %w", a.Kind, a.Subject, err)
 	}
 	return s.inTx(ctx, fmt.Sprintf("record approval of %s %s", a.Kind, a.Subject), func(tx ledgerTx) error {
-		_, err := tx.ExecContext(ctx, `
+		if _, err := tx.ExecContext(ctx, `
 INSERT INTO approvals (kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at, a.Commit, a.Digest, a.Signature.Armored, a.Signature.Key, int64(a.TimeBox))
-		return err
+			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at, a.Commit, a.Digest, a.Signature.Armored, a.Signature.Key, int64(a.TimeBox)); err != nil {
+			return err
+		}
+		// An approval is what a captain's open cockpit waits for.
+		return tx.notify(ctx, "approvals")
 	})
 }
 
 // Approvals returns every approval of exactly kind and subject, oldest
 // first, duplicates included.
-func (s *SQLite) Approvals(ctx context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
+func (s *Ledger) Approvals(ctx context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns FROM approvals
 WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
@@ -64,7 +67,7 @@ WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 
 // RecordEffort stores entries, all or none: an invalid entry (see
 // effort.Entry.Validate) rejects the whole batch.
-func (s *SQLite) RecordEffort(ctx context.Context, entries []effort.Entry) error {
+func (s *Ledger) RecordEffort(ctx context.Context, entries []effort.Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -96,7 +99,7 @@ INSERT INTO effort (release_id, person, role, step, kind, duration_ns, at, note)
 }
 
 // Effort returns the effort recorded against releaseID, oldest first.
-func (s *SQLite) Effort(ctx context.Context, releaseID string) ([]effort.Entry, error) {
+func (s *Ledger) Effort(ctx context.Context, releaseID string) ([]effort.Entry, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT release_id, person, role, step, kind, duration_ns, at, note FROM effort
 WHERE release_id = ? ORDER BY at, id`, releaseID)
@@ -126,7 +129,7 @@ WHERE release_id = ? ORDER BY at, id`, releaseID)
 
 // RecordSighting stores that ref pointed at d at time at and returns the
 // first sighting of ref. A pair seen again keeps its earliest time.
-func (s *SQLite) RecordSighting(ctx context.Context, ref string, d workflow.Digest, at time.Time) (workflow.Sighting, error) {
+func (s *Ledger) RecordSighting(ctx context.Context, ref string, d workflow.Digest, at time.Time) (workflow.Sighting, error) {
 	if ref == "" || d.IsZero() || at.IsZero() {
 		return workflow.Sighting{}, fmt.Errorf("%w: sighting needs a reference, a digest and a time", workflow.ErrUsage)
 	}
@@ -139,7 +142,7 @@ func (s *SQLite) RecordSighting(ctx context.Context, ref string, d workflow.Dige
 		if _, err := tx.ExecContext(ctx, `
 INSERT INTO sightings (reference, digest, at, last_seen) VALUES (?, ?, ?, ?)
 ON CONFLICT (reference, digest) DO UPDATE SET
-	at = min(at, excluded.at), last_seen = max(last_seen, excluded.last_seen)`,
+	at = `+s.d.least()+`(sightings.at, excluded.at), last_seen = `+s.d.greatest()+`(sightings.last_seen, excluded.last_seen)`,
 			ref, d.String(), v, v); err != nil {
 			return err
 		}
@@ -167,7 +170,7 @@ type findingKey struct{ code, subject string }
 // not open yet is opened with first_seen at; one still open keeps its
 // first_seen and gets the new severity and message; an open one absent
 // from fs is resolved at at. All of it happens in one transaction.
-func (s *SQLite) RecordFindings(ctx context.Context, scope string, at time.Time, fs []finding.Finding) error {
+func (s *Ledger) RecordFindings(ctx context.Context, scope string, at time.Time, fs []finding.Finding) error {
 	if scope == "" || at.IsZero() {
 		return fmt.Errorf("%w: findings need a scope and a time", workflow.ErrUsage)
 	}
@@ -186,6 +189,11 @@ func (s *SQLite) RecordFindings(ctx context.Context, scope string, at time.Time,
 		present[k] = f
 	}
 	return s.inTx(ctx, "record findings of "+scope, func(tx ledgerTx) error {
+		// The scope's open findings are read, then resolved: another
+		// writer of the scope must not come in between.
+		if err := tx.serialize(ctx, "findings/"+scope); err != nil {
+			return err
+		}
 		for _, k := range order {
 			f := present[k]
 			body, err := json.Marshal(f)
@@ -197,7 +205,7 @@ INSERT INTO findings (scope, code, subject, severity, message, body, first_seen,
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (scope, code, subject) WHERE resolved_at IS NULL DO UPDATE SET
 	severity = excluded.severity, message = excluded.message, body = excluded.body,
-	last_seen = max(last_seen, excluded.last_seen)`,
+	last_seen = `+s.d.greatest()+`(findings.last_seen, excluded.last_seen)`,
 				scope, f.Code, f.Subject, f.Severity.String(), f.Message, string(body), v, v); err != nil {
 				return err
 			}

@@ -12,7 +12,7 @@ import (
 )
 
 // SaveRelease inserts or replaces the release with r.ID.
-func (s *SQLite) SaveRelease(ctx context.Context, r *workflow.Release) error {
+func (s *Ledger) SaveRelease(ctx context.Context, r *workflow.Release) error {
 	if r == nil || r.ID == "" {
 		return fmt.Errorf("%w: save release: release has no ID", workflow.ErrUsage)
 	}
@@ -33,13 +33,16 @@ ON CONFLICT (id) DO UPDATE SET
 	captain = excluded.captain, created_at = excluded.created_at, updated_at = excluded.updated_at,
 	ended_at = excluded.ended_at, body = excluded.body`,
 			r.ID, r.App, r.Env, string(r.Status), r.Kind, r.Captain, ts[0], ts[1], ts[2], string(body))
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.notify(ctx, "releases")
 	})
 }
 
 // LoadRelease returns the release with id, or an error wrapping
 // workflow.ErrNotFound.
-func (s *SQLite) LoadRelease(ctx context.Context, id string) (*workflow.Release, error) {
+func (s *Ledger) LoadRelease(ctx context.Context, id string) (*workflow.Release, error) {
 	var body string
 	err := s.db.QueryRowContext(ctx, `SELECT body FROM releases WHERE id = ?`, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -54,7 +57,7 @@ func (s *SQLite) LoadRelease(ctx context.Context, id string) (*workflow.Release,
 // ListReleases returns the releases f selects, newest first. From is
 // inclusive and To exclusive, both on CreatedAt; Limit keeps the newest
 // Limit releases when positive.
-func (s *SQLite) ListReleases(ctx context.Context, f workflow.ReleaseFilter) ([]*workflow.Release, error) {
+func (s *Ledger) ListReleases(ctx context.Context, f workflow.ReleaseFilter) ([]*workflow.Release, error) {
 	var sel filter
 	if f.App != "" {
 		sel.add("app = ?", f.App)
@@ -113,7 +116,7 @@ func decodeRelease(id, body string) (*workflow.Release, error) {
 }
 
 // RecordConvergence remembers that c.Digest converged in c.Env.
-func (s *SQLite) RecordConvergence(ctx context.Context, c workflow.ConvergenceRecord) error {
+func (s *Ledger) RecordConvergence(ctx context.Context, c workflow.ConvergenceRecord) error {
 	if c.App == "" || c.Env == "" || c.Digest.IsZero() {
 		return fmt.Errorf("%w: convergence record needs an app, an environment and a digest", workflow.ErrUsage)
 	}
@@ -125,12 +128,15 @@ func (s *SQLite) RecordConvergence(ctx context.Context, c workflow.ConvergenceRe
 		_, err := tx.ExecContext(ctx, `
 INSERT INTO convergences (release_id, app, env, digest, revision, at) VALUES (?, ?, ?, ?, ?, ?)`,
 			c.ReleaseID, c.App, c.Env, c.Digest.String(), c.Revision, at)
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.notify(ctx, "convergences")
 	})
 }
 
 // HasConverged reports whether d ever converged for app in env.
-func (s *SQLite) HasConverged(ctx context.Context, app, env string, d workflow.Digest) (bool, error) {
+func (s *Ledger) HasConverged(ctx context.Context, app, env string, d workflow.Digest) (bool, error) {
 	var ok bool
 	err := s.db.QueryRowContext(ctx, `
 SELECT EXISTS (SELECT 1 FROM convergences WHERE app = ? AND env = ? AND digest = ?)`,
@@ -143,7 +149,7 @@ SELECT EXISTS (SELECT 1 FROM convergences WHERE app = ? AND env = ? AND digest =
 
 // SavePlan inserts or replaces the plan with p.Fingerprint. Saving a plan
 // again keeps the time it was marked applied.
-func (s *SQLite) SavePlan(ctx context.Context, p workflow.PlanSummary) error {
+func (s *Ledger) SavePlan(ctx context.Context, p workflow.PlanSummary) error {
 	if p.Fingerprint == "" {
 		return fmt.Errorf("%w: save plan: plan has no fingerprint", workflow.ErrUsage)
 	}
@@ -161,13 +167,16 @@ INSERT INTO plans (fingerprint, env, author, created_at, body) VALUES (?, ?, ?, 
 ON CONFLICT (fingerprint) DO UPDATE SET
 	env = excluded.env, author = excluded.author, created_at = excluded.created_at, body = excluded.body`,
 			p.Fingerprint, p.Env, p.Author, created, string(body))
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.notify(ctx, "plans")
 	})
 }
 
 // LoadPlan returns the plan with fingerprint, or an error wrapping
 // workflow.ErrNotFound.
-func (s *SQLite) LoadPlan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error) {
+func (s *Ledger) LoadPlan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error) {
 	var body string
 	var applied sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT body, applied_at FROM plans WHERE fingerprint = ?`, fingerprint).Scan(&body, &applied)
@@ -188,7 +197,7 @@ func (s *SQLite) LoadPlan(ctx context.Context, fingerprint string) (workflow.Pla
 // MarkPlanApplied records when the plan was applied. The first time wins:
 // an interrupted apply that is resumed does not move it. An unknown
 // fingerprint is an error wrapping workflow.ErrNotFound.
-func (s *SQLite) MarkPlanApplied(ctx context.Context, fingerprint string, at time.Time) error {
+func (s *Ledger) MarkPlanApplied(ctx context.Context, fingerprint string, at time.Time) error {
 	v, err := timeValue(at)
 	if err != nil {
 		return fmt.Errorf("mark plan %s applied: %w", fingerprint, err)
@@ -198,7 +207,10 @@ func (s *SQLite) MarkPlanApplied(ctx context.Context, fingerprint string, at tim
 		if err != nil {
 			return err
 		}
-		return mustAffect(res, "plan "+fingerprint)
+		if err := mustAffect(res, "plan "+fingerprint); err != nil {
+			return err
+		}
+		return tx.notify(ctx, "plans")
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/relcap/relcap/workflow/report"
 )
 
-var _ report.Source = (*SQLite)(nil)
+var _ report.Source = (*Ledger)(nil)
 
 // ReportData reads a report's records with one query per table, whatever
 // the number of releases (issue 9: 100,000 releases in under a second).
@@ -32,7 +32,10 @@ var _ report.Source = (*SQLite)(nil)
 // connections, each in a read transaction; both transactions see the same
 // committed state of the ledger (see readSnapshots), so the tables agree
 // with each other even while another process writes.
-func (s *SQLite) ReportData(ctx context.Context, q report.Query) (report.Data, error) {
+//
+// The JSON is read with each database's own functions (dialect.jsonText,
+// dialect.failedSteps); the rest of the SQL is shared.
+func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, error) {
 	var data report.Data
 	from, err := timeValue(q.From)
 	if err != nil {
@@ -126,36 +129,17 @@ func (s *SQLite) ReportData(ctx context.Context, q report.Query) (report.Data, e
 }
 
 // readSnapshots begins n read transactions on n connections that all see
-// the same committed state. A read transaction in WAL mode takes its
-// snapshot at its first read; the write lock is held while all n take
-// theirs, so no other connection or process can commit in between. The
-// lock is released before the transactions are returned: writers wait
-// only for the few reads that fix the snapshots, never for the report.
-func (s *SQLite) readSnapshots(ctx context.Context, n int) (txs []*sql.Tx, err error) {
-	defer func() {
-		if err != nil {
-			for _, tx := range txs {
-				_ = tx.Rollback()
-			}
-			txs = nil
-		}
-	}()
-	lock, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (connParams)
+// the same committed state (see dialect.snapshots).
+func (s *Ledger) readSnapshots(ctx context.Context, n int) ([]ledgerTx, error) {
+	txs, err := s.d.snapshots(ctx, s.db.DB, n)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = lock.Rollback() }()
-	for range n {
-		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-		if err != nil {
-			return txs, err
-		}
-		txs = append(txs, tx)
-		if _, err := readVersion(ctx, tx); err != nil {
-			return txs, err
-		}
+	out := make([]ledgerTx, len(txs))
+	for i, tx := range txs {
+		out[i] = ledgerTx{Tx: tx, d: s.d}
 	}
-	return txs, nil
+	return out, nil
 }
 
 // effortKey is one numbered (person, role, step, kind) of effort_keys;
@@ -170,7 +154,7 @@ type effortKey struct {
 
 // readEffortKeys reads the effort key numbers, indexed by number. Only
 // person's keys are kept when person is set.
-func readEffortKeys(ctx context.Context, tx *sql.Tx, person string) ([]effortKey, error) {
+func readEffortKeys(ctx context.Context, tx querier, person string) ([]effortKey, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, person, role, step, kind FROM effort_keys`)
 	if err != nil {
 		return nil, err
@@ -203,7 +187,7 @@ func readEffortKeys(ctx context.Context, tx *sql.Tx, person string) ([]effortKey
 // (At and Note are not kept in the sums, and reports do not read them).
 // App, environment, kind, captain and status repeat across the rows, so
 // they are read as bytes and interned: one string per distinct value.
-func readReleaseFacts(ctx context.Context, tx *sql.Tx, cond string, args []any, keys []effortKey) ([]report.ReleaseFact, []effort.Entry, error) {
+func readReleaseFacts(ctx context.Context, tx ledgerTx, cond string, args []any, keys []effortKey) ([]report.ReleaseFact, []effort.Entry, error) {
 	// Counting first (the index alone answers) sizes the slices once.
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM releases r`+cond, args...).Scan(&n); err != nil {
@@ -213,9 +197,8 @@ func readReleaseFacts(ctx context.Context, tx *sql.Tx, cond string, args []any, 
 	// release bodies spell them; FailureDetectedAt reads no other step.
 	rows, err := tx.QueryContext(ctx, `
 SELECT r.id, r.app, r.env, r.kind, r.captain, r.status, r.created_at, r.updated_at, r.ended_at,
-	CASE WHEN r.kind = 'rollback' THEN json_extract(r.body, '$.rollback_of') END,
-	CASE WHEN r.status NOT IN ('converged', 'ended', 'rolled-back') THEN (SELECT json_group_array(json(s.value))
-		FROM json_each(r.body, '$.steps') s WHERE s.value ->> 'status' IN ('failed', 'blocked')) END,
+	CASE WHEN r.kind = 'rollback' THEN `+tx.d.jsonText("r.body", "rollback_of")+` END,
+	CASE WHEN r.status NOT IN ('converged', 'ended', 'rolled-back') THEN `+tx.d.failedSteps("r.body")+` END,
 	t.sums
 FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 	if err != nil {
@@ -300,7 +283,8 @@ func compareFacts(a, b report.ReleaseFact) int {
 // appendSums appends the (key, nanoseconds) pairs of one release's
 // effort_totals.sums to pairs, leaving out skipped keys. sums is a JSON
 // object from key number to nanoseconds as SQLite writes it,
-// {"1":900000000000,"4":60000000000}, read without allocating; any other
+// {"1":900000000000,"4":60000000000}, or PostgreSQL's jsonb does, with a
+// space after each colon and comma, read without allocating; any other
 // shape is read by encoding/json.
 func appendSums(pairs []int64, sums []byte, keys []effortKey) ([]int64, error) {
 	start := len(pairs)
@@ -332,8 +316,9 @@ func appendSums(pairs []int64, sums []byte, keys []effortKey) ([]int64, error) {
 	return kept, nil
 }
 
-// parseSums appends {"1":2,"3":4} to pairs as 1, 2, 3, 4; ok is false
-// for any other shape (spaces, signs, fractions, very big numbers).
+// parseSums appends {"1":2,"3":4} (or {"1": 2, "3": 4}) to pairs as 1,
+// 2, 3, 4; ok is false for any other shape (other spaces, signs,
+// fractions, very big numbers).
 func parseSums(pairs []int64, b []byte) ([]int64, bool) {
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
 		return nil, false
@@ -364,23 +349,32 @@ func parseSums(pairs []int64, b []byte) ([]int64, bool) {
 			return nil, false
 		}
 		b = b[2:]
+		if len(b) > 0 && b[0] == ' ' {
+			b = b[1:]
+		}
 		v, ok := num()
 		if !ok {
 			return nil, false
 		}
 		pairs = append(pairs, k, v)
 		if len(b) > 0 {
-			if b[0] != ',' || len(b) == 1 {
+			if b[0] != ',' {
 				return nil, false
 			}
 			b = b[1:]
+			if len(b) > 0 && b[0] == ' ' {
+				b = b[1:]
+			}
+			if len(b) == 0 {
+				return nil, false
+			}
 		}
 	}
 	return pairs, true
 }
 
 // readPlanFacts reads plans created or applied in the period.
-func readPlanFacts(ctx context.Context, tx *sql.Tx, env string, from, to any) ([]report.PlanFact, error) {
+func readPlanFacts(ctx context.Context, tx querier, env string, from, to any) ([]report.PlanFact, error) {
 	var (
 		inPeriod []string
 		args     []any
@@ -417,7 +411,7 @@ func readPlanFacts(ctx context.Context, tx *sql.Tx, env string, from, to any) ([
 // readReportConvergences reads convergences from the period's start on,
 // and the earlier convergences of the same digests in the same places, so
 // "first converged in prod" is not fooled by the period's start.
-func readReportConvergences(ctx context.Context, tx *sql.Tx, app string, from any) ([]workflow.ConvergenceRecord, error) {
+func readReportConvergences(ctx context.Context, tx querier, app string, from any) ([]workflow.ConvergenceRecord, error) {
 	q := `SELECT release_id, app, env, digest, revision, at FROM convergences c`
 	var f filter
 	if app != "" {
@@ -447,7 +441,7 @@ func readReportConvergences(ctx context.Context, tx *sql.Tx, app string, from an
 
 // readFirstSightings returns, for every digest that converged from the
 // period's start on, the first time it was seen under any reference.
-func readFirstSightings(ctx context.Context, tx *sql.Tx, app string, from any) ([]workflow.Sighting, error) {
+func readFirstSightings(ctx context.Context, tx querier, app string, from any) ([]workflow.Sighting, error) {
 	var f filter
 	if app != "" {
 		f.add("app = ?", app)
@@ -474,7 +468,7 @@ func readFirstSightings(ctx context.Context, tx *sql.Tx, app string, from any) (
 
 // readFindingFacts reads findings alive at some point of the period:
 // opened before its end and not resolved before its start.
-func readFindingFacts(ctx context.Context, tx *sql.Tx, from, to any) ([]report.FindingFact, error) {
+func readFindingFacts(ctx context.Context, tx querier, from, to any) ([]report.FindingFact, error) {
 	var f filter
 	if to != nil {
 		f.add("first_seen < ?", to)
@@ -496,7 +490,7 @@ func readFindingFacts(ctx context.Context, tx *sql.Tx, from, to any) ([]report.F
 
 // readApprovalFacts reads the approvals given in the period: who approved
 // what, and whether they signed it.
-func readApprovalFacts(ctx context.Context, tx *sql.Tx, env string, from, to any) ([]report.ApprovalFact, error) {
+func readApprovalFacts(ctx context.Context, tx querier, env string, from, to any) ([]report.ApprovalFact, error) {
 	var f filter
 	if env != "" {
 		f.add("env = ?", env)
@@ -539,7 +533,7 @@ func (f filter) where() string {
 }
 
 // collect runs q in tx and scans every row with scan.
-func collect[T any](ctx context.Context, tx *sql.Tx, q string, args []any, scan func(*sql.Rows) (T, error)) ([]T, error) {
+func collect[T any](ctx context.Context, tx querier, q string, args []any, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -2,12 +2,9 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -29,7 +26,7 @@ var genFrom = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // convergences, sightings and findings, all in one transaction (a row at
 // a time through the public API would take minutes for 100,000). It
 // returns what it inserted, as the report would want it.
-func genLedger(tb testing.TB, l *SQLite, n int, seed uint64) report.Data {
+func genLedger(tb testing.TB, l *Ledger, n int, seed uint64) report.Data {
 	tb.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 9))
@@ -106,14 +103,14 @@ func genLedger(tb testing.TB, l *SQLite, n int, seed uint64) report.Data {
 		}
 		releases = append(releases, r)
 	}
-	require.NoError(tb, l.runTx(ctx, func(tx ledgerTx) error { return bulkInsert(ctx, tx.Tx, releases, data) }))
+	require.NoError(tb, l.runTx(ctx, func(tx ledgerTx) error { return bulkInsert(ctx, tx, releases, data) }))
 	return data
 }
 
 // bulkInsert writes a generated ledger with prepared statements in the
 // caller's transaction.
-func bulkInsert(ctx context.Context, tx *sql.Tx, releases []*workflow.Release, data report.Data) error {
-	prep := func(q string) (*sql.Stmt, error) { return tx.PrepareContext(ctx, q) }
+func bulkInsert(ctx context.Context, tx ledgerTx, releases []*workflow.Release, data report.Data) error {
+	prep := func(q string) (ledgerStmt, error) { return tx.PrepareContext(ctx, q) }
 	rel, err := prep(`INSERT INTO releases (id, app, env, status, kind, captain, created_at, updated_at, ended_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
@@ -181,11 +178,9 @@ func bulkInsert(ctx context.Context, tx *sql.Tx, releases []*workflow.Release, d
 	return nil
 }
 
-func openGenerated(tb testing.TB, n int, seed uint64) (*SQLite, report.Data) {
+func openGenerated(tb testing.TB, b backend, n int, seed uint64) (*Ledger, report.Data) {
 	tb.Helper()
-	l, err := OpenSQLite(context.Background(), filepath.Join(tb.TempDir(), "ledger.db"))
-	require.NoError(tb, err)
-	tb.Cleanup(func() { _ = l.Close() })
+	l := b.openNew(tb)
 	return l, genLedger(tb, l, n, seed)
 }
 
@@ -194,42 +189,44 @@ func openGenerated(tb testing.TB, n int, seed uint64) (*SQLite, report.Data) {
 // the whole ledger, a period inside it, one environment and one person.
 func TestReportDataReadsTheLedgerAsWritten(t *testing.T) {
 	t.Parallel()
-	l, data := openGenerated(t, 2000, 1)
-	now := genFrom.AddDate(0, 6, 0)
-	for name, q := range map[string]report.Query{
-		"all":          {From: genFrom, To: genFrom.AddDate(0, 3, 0)},
-		"february":     {From: genFrom.AddDate(0, 1, 0), To: genFrom.AddDate(0, 2, 0)},
-		"prod":         {Env: "prod", From: genFrom.AddDate(0, 0, 10), To: genFrom.AddDate(0, 0, 50)},
-		"one person":   {Person: "cap3", From: genFrom, To: genFrom.AddDate(0, 3, 0)},
-		"app filtered": {App: "web", From: genFrom, To: genFrom.AddDate(0, 3, 0)},
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			got, err := l.ReportData(t.Context(), q)
-			require.NoError(t, err)
-			o := report.Options{From: q.From, To: q.To, Env: q.Env, Person: q.Person, Now: now, BaselineHoursPerRelease: 2, ProdEnv: "prod"}
-			wantE, err := report.BuildEffort(data, o)
-			require.NoError(t, err)
-			gotE, err := report.BuildEffort(got, o)
-			require.NoError(t, err)
-			require.Equal(t, wantE, gotE)
-			require.NotZero(t, gotE.Counts.Total)
-			if q.Person != "" {
-				return // measures have no per-person view
-			}
-			wantM, err := report.BuildMeasures(data, o)
-			require.NoError(t, err)
-			gotM, err := report.BuildMeasures(got, o)
-			require.NoError(t, err)
-			require.Equal(t, wantM, gotM)
-			require.NotZero(t, gotM.PlanLeadTime.Count)
-			require.NotZero(t, gotM.Recovery.Count+gotM.Unrecovered)
-		})
-	}
-	got, err := l.ReportData(t.Context(), report.Query{App: "other", From: genFrom, To: now})
-	require.NoError(t, err)
-	require.Empty(t, got.Releases)
-	require.Empty(t, got.Effort)
+	forEachBackend(t, func(t *testing.T, b backend) {
+		l, data := openGenerated(t, b, 2000, 1)
+		now := genFrom.AddDate(0, 6, 0)
+		for name, q := range map[string]report.Query{
+			"all":          {From: genFrom, To: genFrom.AddDate(0, 3, 0)},
+			"february":     {From: genFrom.AddDate(0, 1, 0), To: genFrom.AddDate(0, 2, 0)},
+			"prod":         {Env: "prod", From: genFrom.AddDate(0, 0, 10), To: genFrom.AddDate(0, 0, 50)},
+			"one person":   {Person: "cap3", From: genFrom, To: genFrom.AddDate(0, 3, 0)},
+			"app filtered": {App: "web", From: genFrom, To: genFrom.AddDate(0, 3, 0)},
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				got, err := l.ReportData(t.Context(), q)
+				require.NoError(t, err)
+				o := report.Options{From: q.From, To: q.To, Env: q.Env, Person: q.Person, Now: now, BaselineHoursPerRelease: 2, ProdEnv: "prod"}
+				wantE, err := report.BuildEffort(data, o)
+				require.NoError(t, err)
+				gotE, err := report.BuildEffort(got, o)
+				require.NoError(t, err)
+				require.Equal(t, wantE, gotE)
+				require.NotZero(t, gotE.Counts.Total)
+				if q.Person != "" {
+					return // measures have no per-person view
+				}
+				wantM, err := report.BuildMeasures(data, o)
+				require.NoError(t, err)
+				gotM, err := report.BuildMeasures(got, o)
+				require.NoError(t, err)
+				require.Equal(t, wantM, gotM)
+				require.NotZero(t, gotM.PlanLeadTime.Count)
+				require.NotZero(t, gotM.Recovery.Count+gotM.Unrecovered)
+			})
+		}
+		got, err := l.ReportData(t.Context(), report.Query{App: "other", From: genFrom, To: now})
+		require.NoError(t, err)
+		require.Empty(t, got.Releases)
+		require.Empty(t, got.Effort)
+	})
 }
 
 // TestReportDataReadsWhatTheServiceSaves goes through the ledger's own
@@ -237,38 +234,40 @@ func TestReportDataReadsTheLedgerAsWritten(t *testing.T) {
 // the report's reads of columns and JSON.
 func TestReportDataReadsWhatTheServiceSaves(t *testing.T) {
 	t.Parallel()
-	l := openTest(t)
-	ctx := t.Context()
-	r := workflow.NewRelease("r1", "web", "prod", "img:1", "alice", t0)
-	r.Status, r.UpdatedAt = workflow.ReleaseFailed, t0.Add(2*time.Hour)
-	r.Step(workflow.StepApply).Status = workflow.Failed
-	r.Step(workflow.StepApply).EndedAt = t0.Add(time.Hour)
-	require.NoError(t, l.SaveRelease(ctx, r))
-	rb := workflow.NewRelease("r2", "web", "prod", "img:0", "alice", t0.Add(3*time.Hour))
-	rb.Kind, rb.RollbackOf, rb.Status = workflow.KindRollback, "r0", workflow.ReleaseConverged
-	require.NoError(t, l.SaveRelease(ctx, rb))
-	require.NoError(t, l.RecordEffort(ctx, []effort.Entry{{ReleaseID: "r1", Person: "alice", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Active, Duration: time.Minute, At: t0}}))
-	require.NoError(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{ReleaseID: "r2", App: "web", Env: "prod", Digest: digest(t, 'a'), At: t0.Add(4 * time.Hour)}))
-	_, err := l.RecordSighting(ctx, "img:0", digest(t, 'a'), t0.Add(-time.Hour))
-	require.NoError(t, err)
-	require.NoError(t, l.RecordFindings(ctx, "ownership/prod", t0, []finding.Finding{{Severity: finding.Blocker, Code: ownership.CodeConflict, Subject: "x"}}))
-	require.NoError(t, l.SavePlan(ctx, workflow.PlanSummary{Env: "prod", Fingerprint: "fp", CreatedAt: t0}))
-	require.NoError(t, l.MarkPlanApplied(ctx, "fp", t0.Add(time.Minute)))
+	forEachBackend(t, func(t *testing.T, b backend) {
+		l := b.openNew(t)
+		ctx := t.Context()
+		r := workflow.NewRelease("r1", "web", "prod", "img:1", "alice", t0)
+		r.Status, r.UpdatedAt = workflow.ReleaseFailed, t0.Add(2*time.Hour)
+		r.Step(workflow.StepApply).Status = workflow.Failed
+		r.Step(workflow.StepApply).EndedAt = t0.Add(time.Hour)
+		require.NoError(t, l.SaveRelease(ctx, r))
+		rb := workflow.NewRelease("r2", "web", "prod", "img:0", "alice", t0.Add(3*time.Hour))
+		rb.Kind, rb.RollbackOf, rb.Status = workflow.KindRollback, "r0", workflow.ReleaseConverged
+		require.NoError(t, l.SaveRelease(ctx, rb))
+		require.NoError(t, l.RecordEffort(ctx, []effort.Entry{{ReleaseID: "r1", Person: "alice", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Active, Duration: time.Minute, At: t0}}))
+		require.NoError(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{ReleaseID: "r2", App: "web", Env: "prod", Digest: digest(t, 'a'), At: t0.Add(4 * time.Hour)}))
+		_, err := l.RecordSighting(ctx, "img:0", digest(t, 'a'), t0.Add(-time.Hour))
+		require.NoError(t, err)
+		require.NoError(t, l.RecordFindings(ctx, "ownership/prod", t0, []finding.Finding{{Severity: finding.Blocker, Code: ownership.CodeConflict, Subject: "x"}}))
+		require.NoError(t, l.SavePlan(ctx, workflow.PlanSummary{Env: "prod", Fingerprint: "fp", CreatedAt: t0}))
+		require.NoError(t, l.MarkPlanApplied(ctx, "fp", t0.Add(time.Minute)))
 
-	got, err := l.ReportData(ctx, report.Query{From: t0.Add(-time.Hour), To: t0.Add(24 * time.Hour)})
-	require.NoError(t, err)
-	require.Len(t, got.Releases, 2)
-	require.Equal(t, "r2", got.Releases[1].ID)
-	require.Equal(t, "r0", got.Releases[1].RollbackOf)
-	require.Empty(t, got.Releases[1].Steps, "converged releases' steps are not read")
-	requireTimeEqual(t, t0.Add(time.Hour), report.FailureDetectedAt(got.Releases[0]))
-	require.Len(t, got.Effort, 1)
-	require.Len(t, got.Convergences, 1)
-	require.Len(t, got.Sightings, 1)
-	requireTimeEqual(t, t0.Add(-time.Hour), got.Sightings[0].At)
-	require.Len(t, got.Findings, 1)
-	require.Len(t, got.Plans, 1)
-	requireTimeEqual(t, t0.Add(time.Minute), got.Plans[0].AppliedAt)
+		got, err := l.ReportData(ctx, report.Query{From: t0.Add(-time.Hour), To: t0.Add(24 * time.Hour)})
+		require.NoError(t, err)
+		require.Len(t, got.Releases, 2)
+		require.Equal(t, "r2", got.Releases[1].ID)
+		require.Equal(t, "r0", got.Releases[1].RollbackOf)
+		require.Empty(t, got.Releases[1].Steps, "converged releases' steps are not read")
+		requireTimeEqual(t, t0.Add(time.Hour), report.FailureDetectedAt(got.Releases[0]))
+		require.Len(t, got.Effort, 1)
+		require.Len(t, got.Convergences, 1)
+		require.Len(t, got.Sightings, 1)
+		requireTimeEqual(t, t0.Add(-time.Hour), got.Sightings[0].At)
+		require.Len(t, got.Findings, 1)
+		require.Len(t, got.Plans, 1)
+		requireTimeEqual(t, t0.Add(time.Minute), got.Plans[0].AppliedAt)
+	})
 }
 
 // BenchmarkReport100k measures a report from a 100,000-release ledger
@@ -277,7 +276,7 @@ func TestReportDataReadsWhatTheServiceSaves(t *testing.T) {
 // wall time it reports CPU time per operation, the steadier figure on a
 // shared machine.
 func BenchmarkReport100k(b *testing.B) {
-	l, _ := openGenerated(b, 100_000, 100)
+	l, _ := openGenerated(b, sqliteBackend, 100_000, 100)
 	ctx := context.Background()
 	q := report.Query{From: genFrom, To: genFrom.AddDate(0, 3, 0)}
 	o := report.Options{From: q.From, To: q.To, Now: genFrom.AddDate(0, 6, 0), BaselineHoursPerRelease: 3, ProdEnv: "prod"}
@@ -364,63 +363,59 @@ func cpuTime() time.Duration {
 // keys summed; the reports equal those built from the records.
 func TestEffortSummaryBackfillAndTrigger(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	dsn := (&url.URL{Scheme: "file", Path: path, RawQuery: connParams}).String()
-	db, err := sql.Open("sqlite", dsn)
-	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`)
-	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, migrations[0].sql)
-	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (1, 0)`)
-	require.NoError(t, err)
-	data := genLedger(t, &SQLite{db: db, path: path}, 300, 7)
-	require.NoError(t, db.Close())
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		loc := b.newLocation(t)
+		old, err := b.open(ctx, loc, func(o *options) { o.schemaVersion = 1 })
+		require.NoError(t, err)
+		var v int
+		require.NoError(t, old.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v))
+		require.Equal(t, 1, v, "a ledger of schema version 1")
+		data := genLedger(t, old, 300, 7)
+		require.NoError(t, old.Close())
 
-	l, err := OpenSQLite(ctx, path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	// More effort against the same releases and keys, and a new key.
-	var more []effort.Entry
-	for i, e := range data.Effort[:200] {
-		e.Duration = time.Duration(i) * time.Second
-		e.Note = ""
-		if i%7 == 0 {
-			e.Person, e.Role = "newcomer", effort.RoleApprover
-			if e.Kind == effort.Wait {
-				e.Kind = effort.Active
+		l := b.openAt(t, loc)
+		// More effort against the same releases and keys, and a new key.
+		var more []effort.Entry
+		for i, e := range data.Effort[:200] {
+			e.Duration = time.Duration(i) * time.Second
+			e.Note = ""
+			if i%7 == 0 {
+				e.Person, e.Role = "newcomer", effort.RoleApprover
+				if e.Kind == effort.Wait {
+					e.Kind = effort.Active
+				}
 			}
+			more = append(more, e)
 		}
-		more = append(more, e)
-	}
-	require.NoError(t, l.RecordEffort(ctx, more))
-	data.Effort = append(data.Effort, more...)
+		require.NoError(t, l.RecordEffort(ctx, more))
+		data.Effort = append(data.Effort, more...)
 
-	now := genFrom.AddDate(0, 6, 0)
-	for _, q := range []report.Query{
-		{From: genFrom, To: genFrom.AddDate(0, 3, 0)},
-		{Person: "newcomer", From: genFrom, To: genFrom.AddDate(0, 3, 0)},
-	} {
-		got, err := l.ReportData(ctx, q)
-		require.NoError(t, err)
-		o := report.Options{From: q.From, To: q.To, Person: q.Person, Now: now, BaselineHoursPerRelease: 2}
-		want, err := report.BuildEffort(data, o)
-		require.NoError(t, err)
-		gotE, err := report.BuildEffort(got, o)
-		require.NoError(t, err)
-		require.Equal(t, want, gotE)
-		require.NotZero(t, gotE.Counts.Total)
-	}
-	// Effort is append-only: the sums could not follow a change.
-	_, err = l.db.ExecContext(ctx, `UPDATE effort SET duration_ns = 0`)
-	require.ErrorContains(t, err, "append-only")
-	_, err = l.db.ExecContext(ctx, `DELETE FROM effort`)
-	require.ErrorContains(t, err, "append-only")
+		now := genFrom.AddDate(0, 6, 0)
+		for _, q := range []report.Query{
+			{From: genFrom, To: genFrom.AddDate(0, 3, 0)},
+			{Person: "newcomer", From: genFrom, To: genFrom.AddDate(0, 3, 0)},
+		} {
+			got, err := l.ReportData(ctx, q)
+			require.NoError(t, err)
+			o := report.Options{From: q.From, To: q.To, Person: q.Person, Now: now, BaselineHoursPerRelease: 2}
+			want, err := report.BuildEffort(data, o)
+			require.NoError(t, err)
+			gotE, err := report.BuildEffort(got, o)
+			require.NoError(t, err)
+			require.Equal(t, want, gotE)
+			require.NotZero(t, gotE.Counts.Total)
+		}
+		// Effort is append-only: the sums could not follow a change.
+		_, err = l.db.ExecContext(ctx, `UPDATE effort SET duration_ns = 0`)
+		require.ErrorContains(t, err, "append-only")
+		_, err = l.db.ExecContext(ctx, `DELETE FROM effort`)
+		require.ErrorContains(t, err, "append-only")
+	})
 }
 
-// TestParseSums: the fast reader takes what SQLite writes and hands
-// anything else to encoding/json.
+// TestParseSums: the fast reader takes what SQLite and PostgreSQL write and
+// hands anything else to encoding/json.
 func TestParseSums(t *testing.T) {
 	t.Parallel()
 	keys := []effortKey{{}, {person: "a", kind: effort.Active}, {person: "b", kind: effort.OffTool, skip: true}, {kind: effort.Wait}}
@@ -435,6 +430,10 @@ func TestParseSums(t *testing.T) {
 		`{"1":1234567890123456789}`:   {1, 1234567890123456789},
 		`{"1":123456789012345678}`:    {1, 123456789012345678},
 		`{"1":0,"3":100000000000000}`: {1, 0, 3, 100000000000000},
+		`{"1": 5, "2": 6, "3": 7}`:    {1, 5, 3, 7}, // PostgreSQL's jsonb
+		`{"1": 5, }`:                  nil,
+		`{"1": 5,}`:                   nil,
+		`{"1":  5}`:                   {1, 5}, // two spaces: encoding/json reads it
 	} {
 		got, err := appendSums(nil, []byte(in), keys)
 		if want == nil && in != `{}` {
@@ -444,4 +443,8 @@ func TestParseSums(t *testing.T) {
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
+	// PostgreSQL's shape is read without encoding/json too.
+	got, ok := parseSums(nil, []byte(`{"1": 900000000000, "4": 60000000000}`))
+	require.True(t, ok)
+	require.Equal(t, []int64{1, 900000000000, 4, 60000000000}, got)
 }

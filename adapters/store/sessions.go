@@ -13,7 +13,7 @@ import (
 
 // OpenSession registers a new session. Registering an ID twice is an error,
 // because two journals would then claim one head.
-func (s *SQLite) OpenSession(ctx context.Context, sess workflow.Session) error {
+func (s *Ledger) OpenSession(ctx context.Context, sess workflow.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("%w: session has no ID", workflow.ErrUsage)
 	}
@@ -22,6 +22,9 @@ func (s *SQLite) OpenSession(ctx context.Context, sess workflow.Session) error {
 		return fmt.Errorf("open session %s: %w", sess.ID, err)
 	}
 	return s.inTx(ctx, "open session "+sess.ID, func(tx ledgerTx) error {
+		if err := tx.serialize(ctx, "session/"+sess.ID); err != nil {
+			return err
+		}
 		var exists bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`, sess.ID).Scan(&exists); err != nil {
 			return err
@@ -38,7 +41,7 @@ INSERT INTO sessions (id, actor, command, release_id, started_at, ended_at) VALU
 
 // CloseSession records when session id ended. An unknown id is an error
 // wrapping workflow.ErrNotFound.
-func (s *SQLite) CloseSession(ctx context.Context, id string, at time.Time) error {
+func (s *Ledger) CloseSession(ctx context.Context, id string, at time.Time) error {
 	v, err := timeValue(at)
 	if err != nil {
 		return fmt.Errorf("close session %s: %w", id, err)
@@ -56,7 +59,7 @@ func (s *SQLite) CloseSession(ctx context.Context, id string, at time.Time) erro
 // was opened before its release existed. A session that links several
 // releases (the demo's) keeps the first in the ledger; its journal names
 // them all.
-func (s *SQLite) LinkSession(ctx context.Context, id, releaseID string) error {
+func (s *Ledger) LinkSession(ctx context.Context, id, releaseID string) error {
 	return s.inTx(ctx, "link session "+id, func(tx ledgerTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET release_id = ? WHERE id = ? AND release_id = ''`, releaseID, id)
 		if err != nil {
@@ -79,8 +82,13 @@ func (s *SQLite) LinkSession(ctx context.Context, id, releaseID string) error {
 // SetJournalHead moves the session's journal head forward. It refuses to
 // move it back, or to change the hash of the current head, because either
 // would let a rewritten journal verify.
-func (s *SQLite) SetJournalHead(ctx context.Context, h journal.Head) error {
+func (s *Ledger) SetJournalHead(ctx context.Context, h journal.Head) error {
 	return s.inTx(ctx, "set journal head of session "+h.SessionID, func(tx ledgerTx) error {
+		// Read, compared, then moved: two writers of one head must not
+		// both read the old one.
+		if err := tx.serialize(ctx, "session/"+h.SessionID); err != nil {
+			return err
+		}
 		var (
 			seq  int64
 			hash string
@@ -106,7 +114,7 @@ func (s *SQLite) SetJournalHead(ctx context.Context, h journal.Head) error {
 // JournalHead returns the last journal entry the ledger confirmed for
 // sessionID (Seq 0 before the first), or an error wrapping
 // workflow.ErrNotFound.
-func (s *SQLite) JournalHead(ctx context.Context, sessionID string) (journal.Head, error) {
+func (s *Ledger) JournalHead(ctx context.Context, sessionID string) (journal.Head, error) {
 	h := journal.Head{SessionID: sessionID}
 	err := s.db.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, sessionID).Scan(&h.Seq, &h.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -120,7 +128,7 @@ func (s *SQLite) JournalHead(ctx context.Context, sessionID string) (journal.Hea
 
 // Sessions returns every session, oldest first; Entries is the journal
 // head's sequence number.
-func (s *SQLite) Sessions(ctx context.Context) ([]workflow.Session, error) {
+func (s *Ledger) Sessions(ctx context.Context) ([]workflow.Session, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT id, actor, command, release_id, started_at, ended_at, head_seq FROM sessions
 ORDER BY started_at, id`)

@@ -127,7 +127,7 @@ func (l *e2eLab) signingEnv(person string) []string {
 
 // ledger opens relcap's ledger beside the commands', to read what they
 // recorded.
-func (l *e2eLab) ledger(t *testing.T) *store.SQLite {
+func (l *e2eLab) ledger(t *testing.T) *store.Ledger {
 	t.Helper()
 	s, err := store.OpenSQLite(t.Context(), filepath.Join(l.data, "relcap", "ledger.db"))
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func (l *e2eLab) ledger(t *testing.T) *store.SQLite {
 }
 
 // releaseOf is the newest release of image into env.
-func releaseOf(t *testing.T, s *store.SQLite, env, image string) *workflow.Release {
+func releaseOf(t *testing.T, s *store.Ledger, env, image string) *workflow.Release {
 	t.Helper()
 	rs, err := s.ListReleases(t.Context(), workflow.ReleaseFilter{Env: env, Limit: 20})
 	require.NoError(t, err)

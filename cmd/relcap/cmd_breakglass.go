@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -168,9 +167,7 @@ func (a *app) warnExpiredBreakGlass(cmd *cobra.Command) {
 	if err != nil || len(p.Environments) == 0 {
 		return
 	}
-	if path, err := a.ledgerPath(); err != nil {
-		return
-	} else if _, err := os.Stat(path); err != nil {
+	if !a.ledgerExists() {
 		return // no ledger yet, so no break-glass either; do not create one
 	}
 	q, err := a.records(cmd.Context())

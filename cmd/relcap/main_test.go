@@ -141,24 +141,3 @@ func TestPlainRelcapWithoutATerminalPrintsHelp(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, `did you mean "release"`)
 }
-
-// TestALedgerURLIsRefusedAndCreatesNothing: --ledger postgres://u:p@host/db
-// once made an SQLite file under ./postgres:/u:p@host/db, the password in a
-// directory name. A URL is a usage error that shows no password.
-func TestALedgerURLIsRefusedAndCreatesNothing(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	for _, url := range []string{"postgres://relcap:s3cret@db.internal:5432/relcap", "postgresql://db/relcap", "mysql://x"} {
-		code, out, errOut := invoke(t, dir, "--ledger", url, "journal", "list")
-		require.Equal(t, exitUsage, code, out+errOut)
-		require.Contains(t, errOut, "is not supported by this version of relcap")
-		require.NotContains(t, out+errOut, "s3cret")
-	}
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	require.Empty(t, entries, "nothing created")
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(wd, "postgres:"))
-	require.True(t, os.IsNotExist(err), "no directory named after the URL")
-}

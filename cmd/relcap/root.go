@@ -38,8 +38,13 @@ type app struct {
 	flags globalFlags
 	clock workflow.Clock
 
-	ledger  *store.SQLite
-	project *workflow.Project
+	ledger *store.Ledger
+	// ledgerAt is where the ledger is, once resolved; ledgerErr is why it
+	// could not be opened, so a server that does not answer is waited
+	// for once per command, not once per caller.
+	ledgerAt  *ledgerLocation
+	ledgerErr error
+	project   *workflow.Project
 	// secrets are masked in everything this process prints, journals and
 	// records; config, adapters and Terraform's plans add to them.
 	secrets  *secret.Set
@@ -128,7 +133,7 @@ with every decision journaled and the staff time it cost measured.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.flags.config, "config", "c", "", "relcap.yaml to use (default: found in the current directory or a parent)")
-	pf.StringVar(&a.flags.ledger, "ledger", "", "ledger database path (default $XDG_DATA_HOME/relcap/ledger.db)")
+	pf.StringVar(&a.flags.ledger, "ledger", "", "the ledger: an SQLite file's path or a team's postgres:// URL (default $"+envLedger+", relcap.yaml's ledger:, else $XDG_DATA_HOME/relcap/ledger.db)")
 	pf.StringVar(&a.flags.actor, "actor", "", "who is acting (default $USER)")
 	pf.BoolVar(&a.flags.json, "json", false, "machine output on stdout (one JSON document or NDJSON events)")
 	pf.BoolVar(&a.flags.noTUI, "no-tui", false, "plain line output instead of the cockpit")
@@ -208,47 +213,6 @@ func (a *app) xdgHome(variable, fallback string) (string, error) {
 		home = h
 	}
 	return filepath.Join(home, filepath.FromSlash(fallback), "relcap"), nil
-}
-
-func (a *app) ledgerPath() (string, error) {
-	if a.flags.ledger != "" {
-		if err := checkLedgerPath(a.flags.ledger); err != nil {
-			return "", err
-		}
-		return filepath.Abs(a.flags.ledger)
-	}
-	d, err := a.dataHome()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(d, "ledger.db"), nil
-}
-
-// sessionsDir keeps session journals beside the ledger that holds their
-// heads: with --ledger that is the ledger's directory, so a ledger and its
-// journals travel together.
-func (a *app) sessionsDir() (string, error) {
-	p, err := a.ledgerPath()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(filepath.Dir(p), "sessions"), nil
-}
-
-func (a *app) openLedger(ctx context.Context) (*store.SQLite, error) {
-	if a.ledger != nil {
-		return a.ledger, nil
-	}
-	p, err := a.ledgerPath()
-	if err != nil {
-		return nil, err
-	}
-	l, err := store.OpenSQLite(ctx, p, store.WithSecrets(a.secrets))
-	if err != nil {
-		return nil, err
-	}
-	a.ledger = l
-	return l, nil
 }
 
 // loadProject loads relcap.yaml from -c or the nearest one up from the
@@ -361,27 +325,4 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-// checkLedgerPath refuses a --ledger value that is a URL: this version of
-// relcap keeps its ledger in an SQLite file, and a URL taken as a path
-// would create a directory named after it (a password in its name).
-func checkLedgerPath(v string) error {
-	scheme, _, isURL := strings.Cut(v, "://")
-	if !isURL || strings.ContainsAny(scheme, `/\`) {
-		return nil
-	}
-	return usageError{fmt.Errorf("--ledger %s: a %s:// ledger is not supported by this version of relcap; give the path of an SQLite file (default $XDG_DATA_HOME/relcap/ledger.db)",
-		redactURL(v), scheme)}
-}
-
-// redactURL hides the password of a URL, for messages.
-func redactURL(v string) string {
-	if u, err := url.Parse(v); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		return u.String()
-	}
-	return v
 }

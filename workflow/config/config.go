@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -32,7 +33,7 @@ const DefaultTokenEnv = "ARGOCD_AUTH_TOKEN"
 // Keys of relcap.yaml, per level, in the order the documentation lists them.
 // Unknown-key suggestions and "known keys" lists are drawn from these.
 var (
-	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility", "secret_env", "people"}
+	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility", "secret_env", "people", "ledger"}
 	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals", "approvers"}
 	terraformKeys = []string{"dir", "workspace", "var_files", "binary"}
 	registryKeys  = []string{"repository", "require_signature"}
@@ -211,6 +212,14 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 		p.checkPath(o, n, "people", proj.People, false, "write it in git's allowed-signers format (one line per person: principal, key type, public key) or fix the path")
 	}
 	o.people = proj.People
+
+	// The ledger: a team's PostgreSQL, or an SQLite file (relative to
+	// this file). A URL is checked for its form only; what is wrong with
+	// the server is said when relcap connects. Values are not repeated
+	// in problems, since a URL may hold a password.
+	if v, n := top.str("ledger"); n != nil {
+		proj.Ledger = p.ledger(n, v, o)
+	}
 
 	if items, n, ok := top.list("environments"); ok {
 		if len(items) == 0 {
@@ -558,6 +567,33 @@ func resolvePath(dir, p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(dir, p)
+}
+
+// ledger checks the value of ledger: and returns it resolved: a
+// postgres:// or postgresql:// URL as written, a path made absolute.
+func (p *parser) ledger(n *yaml.Node, v string, o options) string {
+	const want = "want a postgres://USER@HOST:PORT/DATABASE URL or the path of an SQLite file"
+	if strings.TrimSpace(v) == "" {
+		p.add(n, "ledger", "must not be empty; %s, or leave the key out for the default ($XDG_DATA_HOME/relcap/ledger.db)", want)
+		return ""
+	}
+	scheme, _, hasScheme := strings.Cut(v, "://")
+	if !hasScheme || strings.ContainsAny(scheme, `/\`) {
+		return resolvePath(o.dir, v)
+	}
+	if !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
+		p.add(n, "ledger", "a %s:// ledger is not supported; %s", scheme, want)
+		return ""
+	}
+	if _, err := url.Parse(v); err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which may hold a password
+		}
+		p.add(n, "ledger", "is not a URL: %v; %s", err, want)
+		return ""
+	}
+	return v
 }
 
 // isURL reports whether an envrepo path is a clone address rather than a

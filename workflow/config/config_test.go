@@ -22,6 +22,7 @@ version: 1
 app: web
 ownership: ownership.yaml            # path relative to this file
 people: allowed_signers              # git's allowed-signers format: principal + SSH public key
+ledger: postgres://relcap@db.internal/relcap   # optional; default SQLite under XDG (or RELCAP_LEDGER)
 environments:                        # promotion order: a digest reaches prod only after staging
   - name: staging
     terraform: {dir: infra/staging, workspace: default, var_files: [staging.tfvars]}
@@ -172,6 +173,7 @@ func TestLoadDesignExample(t *testing.T) {
 		Effort: workflow.EffortPolicy{IdleThreshold: 2 * time.Minute, BaselineHoursPerRelease: 3},
 		Plans:  workflow.PlanPolicy{Expiry: workflow.DefaultPlanExpiry},
 		People: filepath.Join(repo, "allowed_signers"),
+		Ledger: "postgres://relcap@db.internal/relcap",
 	}
 	require.Equal(t, want, got)
 }
@@ -289,6 +291,40 @@ func TestParseResolvesPaths(t *testing.T) {
 			require.NoError(t, err)
 			tt.check(t, p.Environments[0])
 		})
+	}
+}
+
+// TestParseLedger: ledger: names a team's PostgreSQL by URL, kept as
+// written, or an SQLite file, resolved against the config's directory;
+// anything else is a problem at the key that never repeats the value (a
+// URL may hold a password).
+func TestParseLedger(t *testing.T) {
+	t.Parallel()
+	for value, want := range map[string]string{
+		"postgres://relcap@db.internal:5432/relcap?sslmode=require": "postgres://relcap@db.internal:5432/relcap?sslmode=require",
+		"postgresql://db.internal/relcap":                           "postgresql://db.internal/relcap",
+		"ledger.db":                                                 "/repo/ledger.db",
+		"../shared/ledger.db":                                       "/shared/ledger.db",
+		"/var/lib/relcap/ledger.db":                                 "/var/lib/relcap/ledger.db",
+	} {
+		p, err := Parse("/repo/relcap.yaml", []byte(minimalConfig+"ledger: "+value+"\n"))
+		require.NoError(t, err, value)
+		require.Equal(t, want, p.Ledger, value)
+	}
+	p, err := Parse("/repo/relcap.yaml", []byte(minimalConfig))
+	require.NoError(t, err)
+	require.Empty(t, p.Ledger, "no key, the default")
+
+	for value, want := range map[string]string{
+		`""`: `relcap.yaml:10:9: ledger: must not be empty; want a postgres://USER@HOST:PORT/DATABASE URL or the path of an SQLite file, or leave the key out for the default ($XDG_DATA_HOME/relcap/ledger.db)`,
+		"mysql://relcap:hunter2-secret@db/relcap": `relcap.yaml:10:9: ledger: a mysql:// ledger is not supported; want a postgres://USER@HOST:PORT/DATABASE URL or the path of an SQLite file`,
+		"postgres://relcap:hunter2-secret@db:x/r": `relcap.yaml:10:9: ledger: is not a URL: invalid port ":x" after host; want a postgres://USER@HOST:PORT/DATABASE URL or the path of an SQLite file`,
+	} {
+		_, err := Parse("relcap.yaml", []byte(minimalConfig+"ledger: "+value+"\n"))
+		require.Error(t, err, value)
+		require.True(t, errors.Is(err, workflow.ErrUsage))
+		require.Equal(t, want, err.Error())
+		require.NotContains(t, err.Error(), "hunter2")
 	}
 }
 

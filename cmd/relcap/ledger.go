@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/relcap/relcap/adapters/store"
+)
+
+// envLedger names the environment variable that says where the ledger is,
+// as --ledger does.
+const envLedger = "RELCAP_LEDGER"
+
+// ledgerLocation is where this invocation's ledger is and who said so.
+type ledgerLocation struct {
+	// from names what set it, for messages: "--ledger", "RELCAP_LEDGER",
+	// or the configuration's ledger: key; empty for the default.
+	from string
+	url  string // a PostgreSQL ledger's URL, as given
+	path string // an SQLite ledger's absolute path
+}
+
+// ledgerLocation resolves where the ledger is: --ledger, else
+// $RELCAP_LEDGER, else relcap.yaml's ledger:, else SQLite under
+// $XDG_DATA_HOME. Each may be an SQLite file's path or a postgres:// URL,
+// whose password joins the process's secrets at once.
+func (a *app) ledgerLocation() (ledgerLocation, error) {
+	if a.ledgerAt != nil {
+		return *a.ledgerAt, nil
+	}
+	loc, err := a.resolveLedger()
+	if err != nil {
+		return ledgerLocation{}, err
+	}
+	a.ledgerAt = &loc
+	return loc, nil
+}
+
+func (a *app) resolveLedger() (ledgerLocation, error) {
+	if v := a.flags.ledger; v != "" {
+		return a.ledgerFrom("--ledger", v)
+	}
+	if v := a.io.getenv(envLedger); v != "" {
+		return a.ledgerFrom(envLedger, v)
+	}
+	p, err := a.projectIfAny()
+	if err != nil {
+		return ledgerLocation{}, err
+	}
+	if p.Ledger != "" {
+		// config.Load resolved a relative path against relcap.yaml.
+		return a.ledgerFrom(p.File+": ledger", p.Ledger)
+	}
+	d, err := a.dataHome()
+	if err != nil {
+		return ledgerLocation{}, err
+	}
+	return ledgerLocation{path: filepath.Join(d, "ledger.db")}, nil
+}
+
+// ledgerFrom reads v, which from gave: a postgres:// URL, or a path. Any
+// other URL is refused, since a URL taken as a path would create a
+// directory named after it (a password in its name).
+func (a *app) ledgerFrom(from, v string) (ledgerLocation, error) {
+	if store.IsPostgresURL(v) {
+		a.secrets.Add(store.URLPassword(v))
+		return ledgerLocation{from: from, url: v}, nil
+	}
+	if scheme, _, isURL := strings.Cut(v, "://"); isURL && !strings.ContainsAny(scheme, `/\`) {
+		a.secrets.Add(store.URLPassword(v))
+		return ledgerLocation{}, usageError{fmt.Errorf("%s: %s: a %s:// ledger is not supported; give a postgres:// URL for a team's PostgreSQL or the path of an SQLite file (default $XDG_DATA_HOME/relcap/ledger.db)",
+			from, store.RedactURL(v), scheme)}
+	}
+	abs, err := filepath.Abs(v)
+	if err != nil {
+		return ledgerLocation{}, usageError{fmt.Errorf("%s: %s: %w", from, v, err)}
+	}
+	return ledgerLocation{from: from, path: abs}, nil
+}
+
+// sessionsDir is where session journals are kept. An SQLite ledger keeps
+// them beside it, so a ledger file and its journals travel together; with
+// a PostgreSQL ledger they stay on this machine, under $XDG_DATA_HOME.
+func (a *app) sessionsDir() (string, error) {
+	loc, err := a.ledgerLocation()
+	if err != nil {
+		return "", err
+	}
+	if loc.url != "" {
+		d, err := a.dataHome()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(d, "sessions"), nil
+	}
+	return filepath.Join(filepath.Dir(loc.path), "sessions"), nil
+}
+
+// ledgerExists reports whether opening the ledger could find records: an
+// SQLite file that is there, or any PostgreSQL ledger (opening one creates
+// no file). Commands that only look (the break-glass warning) leave a
+// ledger that does not exist uncreated.
+func (a *app) ledgerExists() bool {
+	loc, err := a.ledgerLocation()
+	if err != nil {
+		return false
+	}
+	if loc.url != "" {
+		return true
+	}
+	_, err = os.Stat(loc.path)
+	return err == nil
+}
+
+// openLedger opens this invocation's ledger once. A failure names what
+// set the location (flag, environment or configuration key); it is kept,
+// so a server that does not answer is not waited for again.
+func (a *app) openLedger(ctx context.Context) (*store.Ledger, error) {
+	if a.ledger != nil {
+		return a.ledger, nil
+	}
+	if a.ledgerErr != nil {
+		return nil, a.ledgerErr
+	}
+	loc, err := a.ledgerLocation()
+	if err != nil {
+		return nil, err
+	}
+	var l *store.Ledger
+	if loc.url != "" {
+		l, err = store.OpenPostgres(ctx, loc.url, store.WithSecrets(a.secrets))
+	} else {
+		l, err = store.OpenSQLite(ctx, loc.path, store.WithSecrets(a.secrets))
+	}
+	if err != nil {
+		if loc.from != "" {
+			err = fmt.Errorf("%s: %w", loc.from, err)
+		}
+		if !errors.Is(err, context.Canceled) {
+			a.ledgerErr = err
+		}
+		return nil, err
+	}
+	a.ledger = l
+	return l, nil
+}
