@@ -164,6 +164,11 @@ type terminal struct {
 	w, h            int
 	keys            int
 	exited          bool
+	// quit is set once the captain pressed q: the cockpit gives the
+	// terminal back, and relcap's closing lines (the release summary, then
+	// the session's seal) come before EXIT=, so those screens are not
+	// cockpit frames.
+	quit bool
 	// screens are the distinct captures, in order, for the checks that
 	// span the whole session and for failure reports.
 	screens []string
@@ -206,7 +211,7 @@ func (term *terminal) capture() string {
 	if strings.Contains(s, "EXIT=") {
 		term.exited = true
 	}
-	if term.exited || strings.TrimSpace(s) == "" {
+	if term.exited || term.quit || strings.TrimSpace(s) == "" {
 		return s // before the first frame and after the cockpit closed
 	}
 	lines := strings.Split(s, "\n")
@@ -350,6 +355,7 @@ func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w,
 		}
 		require.True(t, term.sawLine(pinInDiff), "the promotion screen shows the pin's diff; the screen:\n%s", term.capture())
 	}
+	term.quit = true
 	term.press("q")
 	term.waitForText("EXIT=0", time.Minute)
 	return releaseOf(t, ledger, env, ref), term
