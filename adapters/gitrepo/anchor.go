@@ -14,9 +14,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage"
 
@@ -378,7 +376,7 @@ func (j *JournalAnchor) commit(r *git.Repository, tip *object.Commit, file strin
 	if tip != nil {
 		root, parents = tip.TreeHash, []plumbing.Hash{tip.Hash}
 	}
-	tree, err := addToTree(s, root, strings.Split(file, "/"), blob)
+	tree, err := putInTree(s, root, strings.Split(file, "/"), blob)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("writing the tree for %s to %s: %w", file, j.loc.display, err)
 	}
@@ -437,45 +435,4 @@ func readBlob(b *object.Blob) ([]byte, error) {
 	}
 	defer rd.Close()
 	return io.ReadAll(rd)
-}
-
-// addToTree writes the trees from root (zero: empty) down to parts, adding
-// (or replacing) the file entry there, and returns the new root. Entries
-// stay in git's order: by name, a directory's name with a trailing slash.
-func addToTree(s storer.EncodedObjectStorer, root plumbing.Hash, parts []string, blob plumbing.Hash) (plumbing.Hash, error) {
-	var entries []object.TreeEntry
-	if !root.IsZero() {
-		t, err := object.GetTree(s, root)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		entries = slices.Clone(t.Entries)
-	}
-	i := slices.IndexFunc(entries, func(e object.TreeEntry) bool { return e.Name == parts[0] })
-	entry := object.TreeEntry{Name: parts[0], Mode: filemode.Regular, Hash: blob}
-	if len(parts) > 1 {
-		sub := plumbing.ZeroHash
-		if i >= 0 {
-			if entries[i].Mode != filemode.Dir {
-				return plumbing.ZeroHash, fmt.Errorf("%s is not a directory", parts[0])
-			}
-			sub = entries[i].Hash
-		}
-		h, err := addToTree(s, sub, parts[1:], blob)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		entry = object.TreeEntry{Name: parts[0], Mode: filemode.Dir, Hash: h}
-	}
-	if i >= 0 {
-		entries[i] = entry
-	} else {
-		entries = append(entries, entry)
-	}
-	slices.SortFunc(entries, func(a, b object.TreeEntry) int { return strings.Compare(gitSortName(a), gitSortName(b)) })
-	obj := s.NewEncodedObject()
-	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return s.SetEncodedObject(obj)
 }
