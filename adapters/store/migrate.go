@@ -40,11 +40,21 @@ var notCopied = map[string]string{
 // ledgers that both saw it keep one row, seen first at the earlier of the
 // two times and last at the later. A row of the source that differs from
 // the target's only in those columns is merged, not a conflict.
-type observation struct{ first, last string }
+type observation struct {
+	first, last string
+	// key and open, for a table keyed by a number: the rows whose open
+	// column is NULL are one observation per key (a partial unique
+	// index); empty for a table with a natural key, which is the key.
+	key  []string
+	open string
+}
 
 var observations = map[string]observation{
 	// Two captains resolving the same tag to the same digest.
 	"sightings": {first: "at", last: "last_seen"},
+	// Two captains' ownership checks finding the same problem still open
+	// (findings_open: one open row per scope, code and subject).
+	"findings": {first: "first_seen", last: "last_seen", key: []string{"scope", "code", "subject"}, open: "resolved_at"},
 }
 
 // MigrateOptions says how Migrate copies.
@@ -65,6 +75,8 @@ type TableMigration struct {
 	Copied  int    `json:"copied"`
 	Present int    `json:"already_present"`
 	Merged  int    `json:"merged"`
+
+	refused bool // an insert hit a unique index: the copy stops
 }
 
 // SkippedTable is a table Migrate does not copy, and why.
@@ -215,6 +227,11 @@ func Migrate(ctx context.Context, from, to *Ledger, opts MigrateOptions) (Migrat
 			}
 			rep.Tables = append(rep.Tables, tm)
 			conflicts = append(conflicts, cs...)
+			if tm.refused {
+				// The database refused the insert and (PostgreSQL) the
+				// transaction with it: nothing more can be run in it.
+				break
+			}
 			if tm.Copied+tm.Merged > 0 {
 				// Live cockpits on a PostgreSQL ledger hear of the
 				// migrated approvals and releases at once.
@@ -498,7 +515,7 @@ func (p tablePlan) copy(ctx context.Context, src, dst ledgerTx, mode copyMode) (
 		return tm, nil, err
 	}
 
-	var insert, update *sql.Stmt
+	var insert *sql.Stmt
 	if mode == modeCopy {
 		marks := strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ")
 		// Through the transaction's own ExecContext would mask secrets
@@ -509,14 +526,6 @@ func (p tablePlan) copy(ctx context.Context, src, dst ledgerTx, mode copyMode) (
 		}
 		defer st.Close()
 		insert = st
-		if p.obs != nil {
-			st, err := dst.Tx.PrepareContext(ctx, dst.d.rebind(`UPDATE `+quoteIdent(p.name)+` SET `+quoteIdent(p.obs.first)+` = ?, `+quoteIdent(p.obs.last)+` = ? WHERE `+p.keyWhere()))
-			if err != nil {
-				return tm, nil, err
-			}
-			defer st.Close()
-			update = st
-		}
 	}
 
 	var conflicts []MigrateConflict
@@ -545,35 +554,40 @@ func (p tablePlan) copy(ctx context.Context, src, dst ledgerTx, mode copyMode) (
 		tm.Source++
 		k, h := p.identify(vals)
 		write := p.forTarget(vals)
-		if len(p.key) == 0 {
-			if count[h] > 0 {
-				count[h]--
-				tm.Present++
-				continue
-			}
-		} else if have, ok := byKey[k]; ok {
-			if have == h {
-				tm.Present++
-				continue
-			}
-			merged, differs, err := p.compare(ctx, dst, vals)
+		if len(p.key) == 0 && count[h] > 0 {
+			count[h]--
+			tm.Present++
+			continue
+		}
+		_, known := byKey[k]
+		if len(p.key) > 0 && byKey[k] == h {
+			tm.Present++
+			continue
+		}
+		if where, args, ok := p.sameObservation(vals, write); known || ok {
+			merged, differs, found, err := p.compare(ctx, dst, vals, where, args)
 			if err != nil {
 				return tm, nil, err
 			}
 			switch {
+			case !found:
+				// An observation the target does not have: inserted.
 			case differs != nil:
-				conflicts = append(conflicts, MigrateConflict{Table: p.name, Key: p.describeKey(vals), Differs: differs})
+				conflicts = append(conflicts, MigrateConflict{Table: p.name, Key: p.describe(vals, where, args), Differs: differs})
+				continue
 			case merged == nil:
 				tm.Present++
+				continue
 			default:
 				tm.Merged++
 				if mode == modeCopy {
-					if _, err := update.ExecContext(ctx, append(merged, p.keyArgs(write)...)...); err != nil {
+					q := `UPDATE ` + quoteIdent(p.name) + ` SET ` + quoteIdent(p.obs.first) + ` = ?, ` + quoteIdent(p.obs.last) + ` = ? WHERE ` + where
+					if _, err := dst.Tx.ExecContext(ctx, dst.d.rebind(q), append(merged, args...)...); err != nil {
 						return tm, nil, err
 					}
 				}
+				continue
 			}
-			continue
 		}
 		tm.Copied++
 		if mode == modeCopy {
@@ -586,6 +600,7 @@ func (p tablePlan) copy(ctx context.Context, src, dst ledgerTx, mode copyMode) (
 					if key == "" {
 						key = why
 					}
+					tm.refused = true
 					return tm, append(conflicts, MigrateConflict{Table: p.name, Key: key}), nil
 				}
 				return tm, nil, fmt.Errorf("copy a row of %s: %w", p.name, err)
@@ -598,11 +613,34 @@ func (p tablePlan) copy(ctx context.Context, src, dst ledgerTx, mode copyMode) (
 	return tm, conflicts, nil
 }
 
-// compare reads the target's row under the key of the source row vals.
-// For an observation differing only in its times it returns the merged
-// times, or nil when the target's already span the source's; otherwise
-// differs names the columns that differ.
-func (p tablePlan) compare(ctx context.Context, dst ledgerTx, vals []any) (merged []any, differs []string, err error) {
+// sameObservation is the condition selecting the target's row of the
+// same observation as the source row vals (write: as the target takes
+// them): its natural key, or for a table keyed by a number the open row
+// of its observation key; false when vals is no open observation of such
+// a table.
+func (p tablePlan) sameObservation(vals, write []any) (string, []any, bool) {
+	if len(p.key) > 0 {
+		return p.keyWhere(), p.keyArgs(write), false
+	}
+	if p.obs == nil || p.obs.open == "" || vals[slices.Index(p.columns, p.obs.open)] != nil {
+		return "", nil, false
+	}
+	conds := make([]string, 0, len(p.obs.key)+1)
+	args := make([]any, 0, len(p.obs.key))
+	for _, c := range p.obs.key {
+		conds = append(conds, quoteIdent(c)+` = ?`)
+		args = append(args, write[slices.Index(p.columns, c)])
+	}
+	conds = append(conds, quoteIdent(p.obs.open)+` IS NULL`)
+	return strings.Join(conds, " AND "), args, true
+}
+
+// compare reads the target's row selected by where and args (found false
+// for none) and compares it with the source row vals. For an observation
+// differing only in its times it returns the merged times, or nil when
+// the target's already span the source's; otherwise differs names the
+// columns that differ.
+func (p tablePlan) compare(ctx context.Context, dst ledgerTx, vals []any, where string, args []any) (merged []any, differs []string, found bool, err error) {
 	cols := make([]string, len(p.columns))
 	for i, c := range p.columns {
 		cols[i] = quoteIdent(c)
@@ -612,9 +650,12 @@ func (p tablePlan) compare(ctx context.Context, dst ledgerTx, vals []any) (merge
 	for i := range row {
 		ptrs[i] = &row[i]
 	}
-	err = dst.QueryRowContext(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM `+quoteIdent(p.name)+` WHERE `+p.keyWhere(), p.keyArgs(p.forTarget(vals))...).Scan(ptrs...)
+	err = dst.QueryRowContext(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM `+quoteIdent(p.name)+` WHERE `+where, args...).Scan(ptrs...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, false, nil
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	for i, c := range p.columns {
 		if !bytes.Equal(canonical(vals[i], p.json[i]), canonical(row[i], p.json[i])) {
@@ -622,23 +663,36 @@ func (p tablePlan) compare(ctx context.Context, dst ledgerTx, vals []any) (merge
 		}
 	}
 	if p.obs == nil {
-		return nil, differs, nil
+		return nil, differs, true, nil
 	}
 	for _, c := range differs {
 		if c != p.obs.first && c != p.obs.last {
-			return nil, differs, nil
+			return nil, differs, true, nil
 		}
 	}
 	fi, li := slices.Index(p.columns, p.obs.first), slices.Index(p.columns, p.obs.last)
 	first, okF := minInt(vals[fi], row[fi])
 	last, okL := maxInt(vals[li], row[li])
 	if !okF || !okL {
-		return nil, differs, nil
+		return nil, differs, true, nil
 	}
 	if first == asInt(row[fi]) && last == asInt(row[li]) {
-		return nil, nil, nil
+		return nil, nil, true, nil
 	}
-	return []any{first, last}, nil, nil
+	return []any{first, last}, nil, true, nil
+}
+
+// describe names the row compare selected: its key, or its observation
+// key's values.
+func (p tablePlan) describe(vals []any, where string, args []any) string {
+	if len(p.key) > 0 {
+		return p.describeKey(vals)
+	}
+	parts := make([]string, len(p.obs.key))
+	for i, c := range p.obs.key {
+		parts[i] = fmt.Sprintf("%s=%v", c, args[i])
+	}
+	return strings.Join(parts, ", ") + " (open)"
 }
 
 func (p tablePlan) keyWhere() string {
