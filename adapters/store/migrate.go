@@ -164,7 +164,8 @@ const maxConflicts = 10
 //     fingerprint, a unique set of columns) is inserted when the target
 //     has none with that key, and skipped when the target's is equal;
 //     a different row under the same key is a conflict (a ConflictError,
-//     nothing written) — save an observation's times (see observations);
+//     nothing written), unless it is the same observation seen at other
+//     times (see observations), merged to span both;
 //   - a row keyed only by a number the database assigns (effort entries,
 //     approvals, convergences, findings) is matched on all its other
 //     columns, counting duplicates: a row present as often in the target
@@ -573,7 +574,7 @@ func (p tablePlan) copy(ctx context.Context, src, dst ledgerTx, mode copyMode) (
 			case !found:
 				// An observation the target does not have: inserted.
 			case differs != nil:
-				conflicts = append(conflicts, MigrateConflict{Table: p.name, Key: p.describe(vals, where, args), Differs: differs})
+				conflicts = append(conflicts, MigrateConflict{Table: p.name, Key: p.describe(vals, args), Differs: differs})
 				continue
 			case merged == nil:
 				tm.Present++
@@ -684,7 +685,7 @@ func (p tablePlan) compare(ctx context.Context, dst ledgerTx, vals []any, where 
 
 // describe names the row compare selected: its key, or its observation
 // key's values.
-func (p tablePlan) describe(vals []any, where string, args []any) string {
+func (p tablePlan) describe(vals, args []any) string {
 	if len(p.key) > 0 {
 		return p.describeKey(vals)
 	}
