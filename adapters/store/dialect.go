@@ -22,6 +22,9 @@ type dialect interface {
 	migrationSQL(m migration) string
 	// schemaTable creates schema_migrations if it does not exist.
 	schemaTable() string
+	// schemaTables describes every table of the ledger's schema from the
+	// database's catalogue (Migrate's copy).
+	schemaTables(ctx context.Context, tx *sql.Tx) ([]tableSchema, error)
 	// probeWrite is a write that changes nothing, so a ledger that can
 	// only be read fails at open rather than at the first save.
 	probeWrite() string

@@ -90,6 +90,11 @@ func (a *app) sessionsDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return a.sessionsDirOf(loc)
+}
+
+// sessionsDirOf is where the journals of the ledger at loc are kept.
+func (a *app) sessionsDirOf(loc ledgerLocation) (string, error) {
 	if loc.url != "" {
 		d, err := a.dataHome()
 		if err != nil {
@@ -130,16 +135,8 @@ func (a *app) openLedger(ctx context.Context) (*store.Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	var l *store.Ledger
-	if loc.url != "" {
-		l, err = store.OpenPostgres(ctx, loc.url, store.WithSecrets(a.secrets))
-	} else {
-		l, err = store.OpenSQLite(ctx, loc.path, store.WithSecrets(a.secrets))
-	}
+	l, err := a.openLedgerAt(ctx, loc)
 	if err != nil {
-		if loc.from != "" {
-			err = fmt.Errorf("%s: %w", loc.from, err)
-		}
 		if !errors.Is(err, context.Canceled) {
 			a.ledgerErr = err
 		}
@@ -147,4 +144,21 @@ func (a *app) openLedger(ctx context.Context) (*store.Ledger, error) {
 	}
 	a.ledger = l
 	return l, nil
+}
+
+// openLedgerAt opens the ledger at loc; a failure names what set it.
+func (a *app) openLedgerAt(ctx context.Context, loc ledgerLocation) (*store.Ledger, error) {
+	var (
+		l   *store.Ledger
+		err error
+	)
+	if loc.url != "" {
+		l, err = store.OpenPostgres(ctx, loc.url, store.WithSecrets(a.secrets))
+	} else {
+		l, err = store.OpenSQLite(ctx, loc.path, store.WithSecrets(a.secrets))
+	}
+	if err != nil && loc.from != "" {
+		err = fmt.Errorf("%s: %w", loc.from, err)
+	}
+	return l, err
 }

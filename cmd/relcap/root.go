@@ -157,6 +157,7 @@ with every decision journaled and the staff time it cost measured.`,
 		a.rollbackCommand(),
 		a.breakglassCommand(),
 		a.demoCommand(),
+		a.ledgerCommand(),
 	)
 	return root
 }

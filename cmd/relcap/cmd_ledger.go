@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/adapters/signing"
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/report"
+)
+
+func (a *app) ledgerCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "The ledger itself: move a captain's history into the team's store",
+	}
+	cmd.AddCommand(a.ledgerMigrateCommand())
+	return cmd
+}
+
+// migrateFlags are ledger migrate's flags.
+type migrateFlags struct {
+	from, to string
+	dryRun   bool
+}
+
+func (a *app) ledgerMigrateCommand() *cobra.Command {
+	var f migrateFlags
+	cmd := &cobra.Command{
+		Use:   "migrate --from sqlite:PATH --to postgres://…",
+		Short: "Copy a ledger's history into another (a captain's SQLite into the team's PostgreSQL)",
+		Long: `migrate copies every release, plan, approval, effort entry, convergence,
+sighting, finding and session of the --from ledger into the --to ledger, in one
+transaction: all of it or nothing. Rows the target already holds are skipped,
+so running it again copies nothing, and a target that holds other captains'
+history keeps it. A row whose key the target holds with other content (the
+same release ID, another body) is a conflict: it is named and nothing is
+written.
+
+Afterwards it checks that every row arrived, that every migrated session's
+journal verifies against the target as it did against the source (the
+journals stay where they are), and that the effort report over the migrated
+releases is the same on both; it exits 1 if any differs. --dry-run says what
+would be copied, conflicts included, and writes nothing.
+
+Either ledger is an SQLite file (sqlite:PATH or a plain path) or a
+postgres:// URL; both are brought to this relcap's schema first.`,
+		Example: `  relcap ledger migrate --from ~/.local/share/relcap/ledger.db --to postgres://relcap@db.internal/relcap
+  relcap ledger migrate --from sqlite:ledger.db --to postgres://relcap@db.internal/relcap --dry-run`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runMigrate(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.from, "from", "", "the ledger to copy from: sqlite:PATH, a path, or a postgres:// URL")
+	fl.StringVar(&f.to, "to", "", "the ledger to copy into: a postgres:// URL, sqlite:PATH or a path")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "say what would be copied, write nothing")
+	return cmd
+}
+
+// migrateLocation reads --from or --to: sqlite:PATH, a path, or a
+// postgres:// URL.
+func (a *app) migrateLocation(flag, v string) (ledgerLocation, error) {
+	if v == "" {
+		return ledgerLocation{}, usageError{fmt.Errorf("%s is required: sqlite:PATH, a path, or a postgres:// URL", flag)}
+	}
+	if rest, ok := strings.CutPrefix(v, "sqlite:"); ok {
+		v = strings.TrimPrefix(rest, "//")
+		if v == "" {
+			return ledgerLocation{}, usageError{fmt.Errorf("%s sqlite: names no file; write sqlite:PATH", flag)}
+		}
+	}
+	return a.ledgerFrom(flag, v)
+}
+
+// migrateResult is what ledger migrate --json prints.
+type migrateResult struct {
+	Migration store.MigrateReport     `json:"migration"`
+	Journals  []workflow.MovedSession `json:"journals,omitempty"`
+	// EffortSame: the effort report over the migrated releases is the
+	// same on both ledgers.
+	EffortSame bool `json:"effort_same"`
+	// Verified: rows, journals and effort all agree (false for a dry run,
+	// which verifies nothing).
+	Verified bool `json:"verified"`
+	// SessionsDir is where the migrated sessions' journals are.
+	SessionsDir string `json:"sessions_dir"`
+}
+
+func (a *app) runMigrate(cmd *cobra.Command, f migrateFlags) error {
+	ctx := cmd.Context()
+	fromLoc, err := a.migrateLocation("--from", f.from)
+	if err != nil {
+		return err
+	}
+	toLoc, err := a.migrateLocation("--to", f.to)
+	if err != nil {
+		return err
+	}
+	if fromLoc.path != "" {
+		// Opening a missing file would create an empty ledger, and copy
+		// nothing as if all were well.
+		if _, err := os.Stat(fromLoc.path); errors.Is(err, fs.ErrNotExist) {
+			return usageError{fmt.Errorf("--from %s: no ledger there; name the SQLite file to migrate (default $XDG_DATA_HOME/relcap/ledger.db)", fromLoc.path)}
+		}
+	}
+	if fromLoc.path != "" && fromLoc.path == toLoc.path {
+		return usageError{fmt.Errorf("--from and --to are both %s: name two different ledgers", fromLoc.path)}
+	}
+	src, err := a.openLedgerAt(ctx, fromLoc)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := a.openLedgerAt(ctx, toLoc)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+
+	rep, err := store.Migrate(ctx, src, dst, store.MigrateOptions{DryRun: f.dryRun})
+	if err != nil {
+		return err
+	}
+	dir, err := a.sessionsDirOf(fromLoc)
+	if err != nil {
+		return err
+	}
+	res := migrateResult{Migration: rep, SessionsDir: dir}
+	var problems []string
+	if !f.dryRun {
+		if problems, err = a.verifyMigration(cmd, src, dst, dir, &res); err != nil {
+			return err
+		}
+		res.Verified = len(problems) == 0
+	}
+	if a.flags.json {
+		if err := a.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		a.printMigration(res, problems)
+	}
+	if toDir, err := a.sessionsDirOf(toLoc); err == nil && toDir != dir && len(rep.Sessions) > 0 && !f.dryRun {
+		fmt.Fprintf(a.io.Err, "note: the journals stay in %s; relcap reads %s's from %s: copy the session directories there (cp -a %s/. %s/) for relcap journal verify --ledger %s\n",
+			dir, rep.To, toDir, dir, toDir, rep.To)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(a.io.Err, "relcap: the migration's verification failed: %s\n", strings.Join(problems, "; "))
+		return errSilent{exitError}
+	}
+	return nil
+}
+
+// verifyMigration compares the migrated sessions' journal verification
+// and the migrated releases' effort report between the two ledgers; it
+// returns what differs.
+func (a *app) verifyMigration(cmd *cobra.Command, src, dst *store.Ledger, dir string, res *migrateResult) ([]string, error) {
+	ctx := cmd.Context()
+	project, err := a.projectIfAny()
+	if err != nil {
+		return nil, err
+	}
+	deps := func(l *store.Ledger) workflow.Deps {
+		d := workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}}
+		if project.People != "" {
+			d.Verifier = signing.NewVerifier(project.People)
+		}
+		d.Anchor, _ = a.journalAnchor(project)
+		return d
+	}
+	before, err := workflow.NewRecords(deps(src))
+	if err != nil {
+		return nil, err
+	}
+	after, err := workflow.NewRecords(deps(dst))
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	if res.Journals, err = workflow.VerifyMoved(ctx, before, after, res.Migration.Sessions); err != nil {
+		return nil, err
+	}
+	for _, s := range res.Journals {
+		if !s.Same {
+			problems = append(problems, fmt.Sprintf("session %s verifies differently (before: %s, after: %s)", s.Session, verdict(s.Before), verdict(s.After)))
+		}
+	}
+
+	o := report.Options{Now: a.clock.Now(), ProdEnv: "prod"}
+	if n := len(project.Environments); n > 0 {
+		o.ProdEnv = project.Environments[n-1].Name
+		o.BaselineHoursPerRelease = project.Effort.BaselineHoursPerRelease
+	}
+	var docs [2][]byte
+	for i, l := range []*store.Ledger{src, dst} {
+		e, err := report.EffortOfReleases(ctx, l, res.Migration.Releases, o)
+		if err != nil {
+			return nil, err
+		}
+		if docs[i], err = json.Marshal(e); err != nil {
+			return nil, err
+		}
+	}
+	res.EffortSame = bytes.Equal(docs[0], docs[1])
+	if !res.EffortSame {
+		problems = append(problems, "the effort report over the migrated releases differs between the two ledgers")
+	}
+	return problems, nil
+}
+
+// verdict is a session verification in a word or a problem.
+func verdict(v workflow.SessionVerification) string {
+	switch {
+	case v.Session == "":
+		return "not found"
+	case v.Intact:
+		return "intact"
+	case len(v.Failed) > 0:
+		return "failed " + strings.Join(v.Failed, ", ")
+	}
+	return "failed"
+}
+
+// printMigration prints the summary table and the verification.
+func (a *app) printMigration(res migrateResult, problems []string) {
+	rep := res.Migration
+	w := a.io.Out
+	if rep.DryRun {
+		fmt.Fprintf(w, "dry run: nothing was written; migrating %s into %s would do this:\n", rep.From, rep.To)
+	} else {
+		fmt.Fprintf(w, "migrated %s into %s\n", rep.From, rep.To)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tSOURCE ROWS\tCOPIED\tALREADY PRESENT\tMERGED")
+	for _, t := range rep.Tables {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", t.Table, t.Source, t.Copied, t.Present, t.Merged)
+	}
+	_ = tw.Flush()
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(w, "not copied: %s (%s)\n", s.Table, s.Why)
+	}
+	if rep.Copied() == 0 {
+		what := "copied"
+		if rep.DryRun {
+			what = "would copy"
+		}
+		fmt.Fprintf(w, "%s 0 rows: every row of %s is already in %s\n", what, rep.From, rep.To)
+	}
+	if rep.DryRun {
+		return
+	}
+	intact, same := 0, 0
+	for _, s := range res.Journals {
+		if s.Same {
+			same++
+		}
+		if s.After.Intact {
+			intact++
+		}
+	}
+	fmt.Fprintf(w, "rows: every row of %s is in %s\n", rep.From, rep.To)
+	fmt.Fprintf(w, "journals: %d of %d sessions verify against %s as against %s (%d intact; journals in %s)\n",
+		same, len(res.Journals), rep.To, rep.From, intact, res.SessionsDir)
+	if res.EffortSame {
+		fmt.Fprintf(w, "effort: the report over the %d migrated releases is the same on both\n", len(rep.Releases))
+	} else {
+		fmt.Fprintf(w, "effort: the report over the %d migrated releases DIFFERS\n", len(rep.Releases))
+	}
+	if len(problems) == 0 {
+		fmt.Fprintln(w, "verified")
+	} else {
+		fmt.Fprintln(w, "verification FAILED")
+	}
+}
