@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/store/pgtest"
@@ -27,13 +31,19 @@ type sharedPlanTeam struct {
 }
 
 func newSharedPlanTeam(t *testing.T, extraConfig string) *sharedPlanTeam {
+	return newSharedPlanTeamOf(t, extraConfig, "alice, bob")
+}
+
+// newSharedPlanTeamOf is newSharedPlanTeam with appliers as
+// approvers.apply.
+func newSharedPlanTeamOf(t *testing.T, extraConfig, appliers string) *sharedPlanTeam {
 	t.Helper()
 	cfg, env, _ := tfRepo(t, 1, true)
 	keys, _, _ := withPeople(t, cfg, []string{"alice", "bob", "carol"})
 	b, err := os.ReadFile(cfg)
 	require.NoError(t, err)
-	c := strings.Replace(string(b), "distinct_from_author: true}\n", "distinct_from_author: true}\n    approvers: {apply: [alice, bob]}\n", 1)
-	require.Contains(t, c, "approvers: {apply: [alice, bob]}")
+	c := strings.Replace(string(b), "distinct_from_author: true}\n", "distinct_from_author: true}\n    approvers: {apply: ["+appliers+"]}\n", 1)
+	require.Contains(t, c, "approvers: {apply: ["+appliers+"]}")
 	require.NoError(t, os.WriteFile(cfg, []byte(c+extraConfig), 0o644))
 	tm := &sharedPlanTeam{cfg: cfg, keys: keys, db: pgtest.Database(t), env: env, data: map[string]string{}}
 	for _, who := range []string{"alice", "bob", "carol"} {
@@ -100,6 +110,19 @@ func TestAPlanMadeOnOneMachineIsAppliedOnAnotherBySomeoneAllowedTo(t *testing.T)
 	require.Contains(t, errOut, "carol may not apply plans in staging: approvers.apply lists alice, bob")
 	_, err = os.Stat(filepath.Join(tm.planDir("carol"), fp+".tfplan"))
 	require.True(t, os.IsNotExist(err), "nothing decrypted on carol's machine")
+
+	// Allowed to apply after the plan was shared, carol still cannot
+	// decrypt it: her key is not one it is encrypted to.
+	b, err := os.ReadFile(tm.cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(tm.cfg, []byte(strings.Replace(string(b), "apply: [alice, bob]", "apply: [alice, bob, carol]", 1)), 0o644))
+	code, _, errOut = tm.as(t, "carol", "apply", "--plan", fp)
+	require.Equal(t, exitBlocked, code, errOut)
+	require.Contains(t, errOut, "carol cannot decrypt plan")
+	require.Contains(t, errOut, "encrypted to the keys of alice, bob")
+	require.NotContains(t, errOut, "age:", "not age's own stack of errors")
+	_, err = os.Stat(filepath.Join(tm.planDir("carol"), fp+".tfplan"))
+	require.True(t, os.IsNotExist(err))
 
 	_, err = os.Stat(filepath.Join(tm.planDir("bob"), fp+".tfplan"))
 	require.True(t, os.IsNotExist(err), "bob's machine never had the plan")
@@ -208,4 +231,55 @@ func TestWithSQLitePlansStayOnTheirMachine(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "applied plan")
 	require.NotContains(t, errOut, "team store")
+}
+
+// TestAProtectedKeyDecryptsWithTheGivenPassphrase: dana's key is
+// protected by a passphrase; without a terminal her apply says how to
+// give it, and with RELCAP_SSH_PASSPHRASE it applies, the passphrase
+// masked in what relcap writes.
+func TestAProtectedKeyDecryptsWithTheGivenPassphrase(t *testing.T) {
+	t.Parallel()
+	tm := newSharedPlanTeamOf(t, "", "alice, dana")
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	const pass = "correct-horse-battery"
+	block, err := ssh.MarshalPrivateKeyWithPassphrase(priv, "dana@laptop", []byte(pass))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(tm.keys, "dana"), pem.EncodeToMemory(block), 0o600))
+	sshPub, err := ssh.NewPublicKey(pub)
+	require.NoError(t, err)
+	allowed := filepath.Join(filepath.Dir(tm.cfg), "allowed_signers")
+	f, err := os.OpenFile(allowed, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("dana " + string(ssh.MarshalAuthorizedKey(sshPub)))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	tm.data["dana"] = t.TempDir()
+
+	code, out, errOut := tm.as(t, "alice", "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "shared in the team store with alice, dana")
+	var plan struct{ Fingerprint string }
+	require.NoError(t, json.Unmarshal([]byte(out), &plan))
+	code, _, errOut = tm.as(t, "bob", "approve", "--plan", plan.Fingerprint)
+	require.Equal(t, 0, code, errOut)
+
+	code, _, errOut = tm.as(t, "dana", "apply", "--plan", plan.Fingerprint)
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "protected by a passphrase")
+	require.Contains(t, errOut, passphraseEnv)
+
+	tm.env = append(tm.env, passphraseEnv+"="+pass)
+	code, out, errOut = tm.as(t, "dana", "apply", "--plan", plan.Fingerprint)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "applied plan")
+	requireJournaled(t, tm.data["dana"], `"kind":"plan.fetched"`)
+	journals, err := filepath.Glob(filepath.Join(tm.data["dana"], "relcap", "sessions", "*", "journal.jsonl"))
+	require.NoError(t, err)
+	for _, j := range journals {
+		b, err := os.ReadFile(j)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), pass)
+	}
+	require.NotContains(t, out+errOut, pass)
 }

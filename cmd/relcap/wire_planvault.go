@@ -36,6 +36,11 @@ func (a *app) planVault(ctx context.Context, p *workflow.Project, planDir, comma
 	if err != nil {
 		return nil, err
 	}
+	// Masked from the start, not only once read: nothing relcap writes
+	// may carry it.
+	if v := a.io.getenv(passphraseEnv); v != "" {
+		a.secrets.Add(v)
+	}
 	keyFrom := "git's user.signingkey"
 	if strings.TrimSpace(a.io.getenv(signingEnv)) != "" {
 		keyFrom = signingEnv
