@@ -14,6 +14,13 @@ import (
 func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 	d := run.svc.d
 	if !run.r.Checkpoints.Applied.IsZero() {
+		// A run killed between its checkpoint and deleting the shared
+		// copy deletes it now; deleting twice is harmless.
+		if fp := run.r.Checkpoints.Fingerprint; fp != "" && !run.r.Checkpoints.Applied.NoChanges {
+			if err := run.svc.forgetSharedPlan(ctx, fp); err != nil {
+				return StepResult{}, err
+			}
+		}
 		return StepResult{Status: Succeeded, Message: "applied earlier"}, nil
 	}
 	fp := run.r.Checkpoints.Fingerprint

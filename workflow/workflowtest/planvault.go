@@ -16,6 +16,23 @@ type SharedPlans struct {
 	shares  map[string]workflow.ShareRequest
 	Fetches int
 	Deleted []string
+	// Gate, when set, runs before each call; a non-nil error prevents it,
+	// as a dead process makes no calls.
+	Gate func() error
+}
+
+func (s *SharedPlans) gate() error {
+	if s.Gate == nil {
+		return nil
+	}
+	return s.Gate()
+}
+
+// Live counts the plans shared and not deleted.
+func (s *SharedPlans) Live() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.shares)
 }
 
 // NewSharedPlans returns an empty team store.
@@ -33,7 +50,7 @@ func (s *SharedPlans) Share(fingerprint string) (workflow.ShareRequest, bool) {
 
 // PlanVault is one machine's fake vault over a team store: its plan
 // store holds Local's fingerprints. Recipients are the appliers named in
-// the request (a fake has no people file: empty shares with nobody).
+// the request (a fake has no people file: empty means the author alone).
 type PlanVault struct {
 	S *SharedPlans
 	// Machine names the machine's plan store in file paths.
@@ -47,8 +64,11 @@ var _ workflow.PlanVault = (*PlanVault)(nil)
 
 // Share keeps req; the plan file is now local to this machine too.
 func (v *PlanVault) Share(_ context.Context, req workflow.ShareRequest) (workflow.PlanShare, error) {
+	if err := v.S.gate(); err != nil {
+		return workflow.PlanShare{}, err
+	}
 	if len(req.Appliers) == 0 {
-		return workflow.PlanShare{}, fmt.Errorf("%w: fake vault: no appliers", workflow.ErrUsage)
+		req.Appliers = []string{req.SharedBy} // "everyone": the fake knows only the author
 	}
 	v.S.mu.Lock()
 	v.S.shares[req.Plan.Fingerprint] = req
@@ -79,6 +99,9 @@ func (v *PlanVault) LocalPlanFile(fp string) (string, bool) {
 
 // Fetch "decrypts" the plan for a principal it was shared with.
 func (v *PlanVault) Fetch(_ context.Context, p workflow.PlanSummary, principal string) (workflow.FetchedPlan, error) {
+	if err := v.S.gate(); err != nil {
+		return workflow.FetchedPlan{}, err
+	}
 	v.S.mu.Lock()
 	req, ok := v.S.shares[p.Fingerprint]
 	v.S.Fetches++
@@ -96,6 +119,9 @@ func (v *PlanVault) Fetch(_ context.Context, p workflow.PlanSummary, principal s
 
 // Delete forgets the shared plan.
 func (v *PlanVault) Delete(_ context.Context, fp string) error {
+	if err := v.S.gate(); err != nil {
+		return err
+	}
 	v.S.mu.Lock()
 	defer v.S.mu.Unlock()
 	delete(v.S.shares, fp)
