@@ -14,9 +14,9 @@ import (
 var forbidden = map[string][]string{
 	"./workflow/...": {"github.com/relcap/relcap/tui", "github.com/relcap/relcap/adapters", "github.com/relcap/relcap/cmd",
 		"charm.land/", "github.com/charmbracelet/", "github.com/argoproj/", "github.com/hashicorp/terraform-exec", "github.com/hashicorp/terraform-json",
-		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx", "github.com/spf13/cobra"},
+		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx", "github.com/spf13/cobra", "filippo.io/age"},
 	"./tui/...": {"github.com/relcap/relcap/adapters", "github.com/relcap/relcap/cmd", "github.com/argoproj/", "github.com/hashicorp/",
-		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx"},
+		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx", "filippo.io/age"},
 	"./adapters/...": {"github.com/relcap/relcap/tui", "github.com/relcap/relcap/cmd", "charm.land/"},
 }
 

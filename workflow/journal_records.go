@@ -189,6 +189,30 @@ type PlanRecorded struct {
 	Refused string `json:"refused,omitempty"`
 }
 
+// PlanShared: the plan file is in the team store, encrypted to the keys
+// of Principals (the people allowed to apply) until ExpiresAt; Skipped
+// are their keys it could not be encrypted to.
+type PlanShared struct {
+	Env         string             `json:"env"`
+	Fingerprint string             `json:"fingerprint"`
+	Principals  []string           `json:"principals"`
+	Recipients  []PlanRecipient    `json:"recipients"`
+	Skipped     []SkippedRecipient `json:"skipped,omitempty"`
+	ExpiresAt   time.Time          `json:"expires_at"`
+}
+
+// PlanFetched: this machine did not have the plan file, so apply fetched
+// it From the team store and decrypted it with Key; its SHA-256 is the
+// reviewed plan's.
+type PlanFetched struct {
+	Env         string    `json:"env"`
+	Fingerprint string    `json:"fingerprint"`
+	From        string    `json:"from"`
+	Key         string    `json:"key"`
+	SharedBy    string    `json:"shared_by"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
 // ApplyRefused: apply refused a plan (unapproved, stale) for Reason.
 type ApplyRefused struct {
 	Fingerprint string `json:"fingerprint"`
@@ -402,6 +426,8 @@ const (
 	KindPlanStarted              journal.Kind = "plan.started"
 	KindPlanFailed               journal.Kind = "plan.failed"
 	KindPlanRecorded             journal.Kind = "plan.reviewed"
+	KindPlanShared               journal.Kind = "plan.shared"
+	KindPlanFetched              journal.Kind = "plan.fetched"
 	KindApplyRefused             journal.Kind = "apply.refused"
 	KindApplyStarted             journal.Kind = "apply.started"
 	KindApplyInterrupted         journal.Kind = "apply.interrupted"
@@ -449,6 +475,8 @@ func (ConvergeTimeout) JournalKind() journal.Kind          { return KindConverge
 func (PlanStarted) JournalKind() journal.Kind              { return KindPlanStarted }
 func (PlanFailed) JournalKind() journal.Kind               { return KindPlanFailed }
 func (PlanRecorded) JournalKind() journal.Kind             { return KindPlanRecorded }
+func (PlanShared) JournalKind() journal.Kind               { return KindPlanShared }
+func (PlanFetched) JournalKind() journal.Kind              { return KindPlanFetched }
 func (ApplyRefused) JournalKind() journal.Kind             { return KindApplyRefused }
 func (ApplyStarted) JournalKind() journal.Kind             { return KindApplyStarted }
 func (ApplyInterrupted) JournalKind() journal.Kind         { return KindApplyInterrupted }

@@ -279,6 +279,53 @@ type PlanStore interface {
 	MarkPlanApplied(ctx context.Context, fingerprint string, at time.Time) error
 }
 
+// SharedPlanStore is the optional ability of a Ledger to keep encrypted
+// plan files for a team (the PostgreSQL store; SQLite has the table too,
+// unused). It stores what it is given: encryption and expiry are the
+// PlanVault's.
+type SharedPlanStore interface {
+	// PutSharedPlan inserts or replaces the shared plan with p.Fingerprint.
+	PutSharedPlan(ctx context.Context, p SharedPlan) error
+	// SharedPlan returns ErrNotFound for a fingerprint not shared (or
+	// deleted).
+	SharedPlan(ctx context.Context, fingerprint string) (SharedPlan, error)
+	// DeleteSharedPlan deletes it; deleting one that is not there is not
+	// an error.
+	DeleteSharedPlan(ctx context.Context, fingerprint string) error
+	// DeleteExpiredSharedPlans deletes those whose ExpiresAt is before now
+	// and returns their fingerprints.
+	DeleteExpiredSharedPlans(ctx context.Context, now time.Time) ([]string, error)
+}
+
+// PlanVault shares saved plan files through the team store, encrypted to
+// the people allowed to apply them, so an applier on another machine
+// applies exactly the reviewed plan. It is wired only for a team store.
+type PlanVault interface {
+	// Share encrypts the plan file to every usable key of the appliers
+	// and stores it until req.ExpiresAt. Keys it cannot encrypt to are
+	// skipped and listed; no usable key at all is an error naming whose
+	// keys and why.
+	Share(ctx context.Context, req ShareRequest) (PlanShare, error)
+	// LocalPlanFile is where this machine's plan store keeps the plan
+	// file of fingerprint, and whether it is there.
+	LocalPlanFile(fingerprint string) (path string, present bool)
+	// Fetch reads the shared plan, refuses it when expired (ErrStalePlan,
+	// and deletes it), decrypts it with principal's own private key file,
+	// checks its SHA-256 against p.PlanHash (a mismatch wraps
+	// ErrTampered) and writes it, mode 0600, to LocalPlanFile. A key the
+	// plan is not encrypted to is refused with ErrBlocked; a plan not
+	// shared is ErrNotFound.
+	Fetch(ctx context.Context, p PlanSummary, principal string) (FetchedPlan, error)
+	// Delete deletes the shared copy of an applied plan.
+	Delete(ctx context.Context, fingerprint string) error
+	// Purge deletes the expired shared plans and returns their
+	// fingerprints.
+	Purge(ctx context.Context) ([]string, error)
+	// Where names the team store in messages and the journal, without
+	// credentials.
+	Where() string
+}
+
 // ApprovalStore keeps approvals.
 type ApprovalStore interface {
 	RecordApproval(ctx context.Context, a Approval) error

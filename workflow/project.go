@@ -137,6 +137,9 @@ type Approvers struct {
 	Plan       []string
 	Promotion  []string
 	BreakGlass []string
+	// Apply are who may run relcap apply (approvers.apply); in a team
+	// store, shared plans are encrypted to them alone.
+	Apply []string
 }
 
 // NeedsApprovals reports whether any decision in the environment waits for

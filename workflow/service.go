@@ -28,6 +28,9 @@ type Deps struct {
 	Registry    Registry
 	EnvRepo     EnvRepo
 	Convergence Convergence
+	// PlanVault shares saved plans through the team store; nil (SQLite)
+	// keeps them on this machine alone.
+	PlanVault PlanVault
 	// Sessions reads session files for journal verification; optional.
 	Sessions SessionFiles
 	// ToolOutput receives what tools print (Terraform's progress) during

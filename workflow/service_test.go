@@ -49,12 +49,23 @@ type process struct {
 
 func newProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l *workflowtest.Ledger, clock workflow.Clock, actor string) process {
 	t.Helper()
+	return newTeamProcess(t, p, w, l, clock, actor, nil)
+}
+
+// newTeamProcess is newProcess with a team store of shared plans (nil:
+// none, as with SQLite), the process on actor's own machine.
+func newTeamProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l *workflowtest.Ledger, clock workflow.Clock, actor string, team *workflowtest.SharedPlans) process {
+	t.Helper()
 	j := workflowtest.NewJournal(clock, actor)
 	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+	var vault workflow.PlanVault
+	if team != nil {
+		vault = &workflowtest.PlanVault{S: team, Machine: actor}
+	}
 	svc, err := workflow.NewService(workflow.Deps{
 		Project: p, Ledger: l, Journal: j, Clock: clock, Actor: actor,
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
-		Planner:   tf, Applier: tf,
+		Planner:   tf, Applier: tf, PlanVault: vault,
 		Registry: workflowtest.Registry{W: w}, EnvRepo: workflowtest.EnvRepo{W: w},
 		Convergence: workflowtest.Convergence{W: w}, ConvergeTimeout: time.Minute,
 	})
@@ -132,36 +143,51 @@ func TestResumeAfterKillBetweenEverySaveDoesNotRepeatSideEffects(t *testing.T) {
 	require.Greater(t, saves, 10, "every step and checkpoint persists")
 
 	for killAt := 2; killAt < saves; killAt++ {
-		t.Run(fmt.Sprintf("kill-after-save-%d", killAt), func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
-			var ks killSwitch
-			w.Gate, l.Gate = ks.gate, ks.gate
-			l.AfterSave = func(n int) {
-				if n == killAt {
-					ks.kill()
+		// With a team store too: the shared copy of the plan is gone
+		// once the release converged, wherever the run was killed.
+		for _, shared := range []bool{false, true} {
+			t.Run(fmt.Sprintf("kill-after-save-%d/shared-%t", killAt, shared), func(t *testing.T) {
+				t.Parallel()
+				ctx := t.Context()
+				w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+				var team *workflowtest.SharedPlans
+				var ks killSwitch
+				if shared {
+					team = workflowtest.NewSharedPlans()
+					team.Gate = ks.gate
 				}
-			}
-			first := newProcess(t, testProject(0), w, l, clock, "alice")
-			first.journal.Gate = ks.gate
-			r, err := first.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
-			require.NoError(t, err)
-			_, err = first.svc.Run(ctx, r.ID, nil)
-			require.ErrorIs(t, err, errKilled)
+				w.Gate, l.Gate = ks.gate, ks.gate
+				l.AfterSave = func(n int) {
+					if n == killAt {
+						ks.kill()
+					}
+				}
+				first := newTeamProcess(t, testProject(0), w, l, clock, "alice", team)
+				first.journal.Gate = ks.gate
+				r, err := first.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+				require.NoError(t, err)
+				_, err = first.svc.Run(ctx, r.ID, nil)
+				require.ErrorIs(t, err, errKilled)
 
-			// A new process, same world and ledger.
-			w.Gate, l.Gate, l.AfterSave = nil, nil, nil
-			second := newProcess(t, testProject(0), w, l, clock, "alice")
-			final, err := second.svc.Run(ctx, r.ID, nil)
-			require.NoError(t, err)
-			require.Equal(t, workflow.ReleaseConverged, final.Status)
-			require.Equal(t, 1, w.Plans(), "planned once")
-			require.Equal(t, 1, w.Applies, "applied once")
-			require.Equal(t, 1, w.Copies, "copied once")
-			require.Equal(t, 1, w.Commits, "committed once")
-			require.Equal(t, 1, w.Lands, "landed once")
-		})
+				// A new process, same world and ledger.
+				w.Gate, l.Gate, l.AfterSave = nil, nil, nil
+				if shared {
+					team.Gate = nil
+				}
+				second := newTeamProcess(t, testProject(0), w, l, clock, "alice", team)
+				final, err := second.svc.Run(ctx, r.ID, nil)
+				require.NoError(t, err)
+				require.Equal(t, workflow.ReleaseConverged, final.Status)
+				require.Equal(t, 1, w.Plans(), "planned once")
+				require.Equal(t, 1, w.Applies, "applied once")
+				require.Equal(t, 1, w.Copies, "copied once")
+				require.Equal(t, 1, w.Commits, "committed once")
+				require.Equal(t, 1, w.Lands, "landed once")
+				if shared {
+					require.Zero(t, team.Live(), "the shared plan is deleted after apply")
+				}
+			})
+		}
 	}
 }
 

@@ -14,6 +14,13 @@ import (
 func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 	d := run.svc.d
 	if !run.r.Checkpoints.Applied.IsZero() {
+		// A run killed between its checkpoint and deleting the shared
+		// copy deletes it now; deleting twice is harmless.
+		if fp := run.r.Checkpoints.Fingerprint; fp != "" && !run.r.Checkpoints.Applied.NoChanges {
+			if err := run.svc.forgetSharedPlan(ctx, fp); err != nil {
+				return StepResult{}, err
+			}
+		}
 		return StepResult{Status: Succeeded, Message: "applied earlier"}, nil
 	}
 	fp := run.r.Checkpoints.Fingerprint
@@ -34,13 +41,22 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 	if d.Applier == nil {
 		return StepResult{}, missingPort("applier")
 	}
-	run.progress(StepApply, "applying plan "+ShortHash(fp))
+	if err := run.env.MayApply(d.Actor); err != nil {
+		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
+	}
+	planFile, err := run.svc.planFileToApply(ctx, run.env, plan)
+	if err == nil {
+		run.progress(StepApply, "applying plan "+ShortHash(fp))
+	}
 	// The applier checks the plan file and its inputs itself, and first
 	// whether an interrupted run already applied it, so a resumed apply is
 	// recognised rather than refused as stale.
-	res, err := wait(run, StepApply, func() (ApplyResult, error) {
-		return d.Applier.Apply(ctx, ApplyRequest{Env: run.env, Fingerprint: fp, PlanFile: plan.PlanFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
-	})
+	var res ApplyResult
+	if err == nil {
+		res, err = wait(run, StepApply, func() (ApplyResult, error) {
+			return d.Applier.Apply(ctx, ApplyRequest{Env: run.env, Fingerprint: fp, PlanFile: planFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
+		})
+	}
 	switch {
 	case errors.Is(err, ErrStalePlan):
 		// The plan step plans again when the release resumes; approvals of
@@ -59,6 +75,9 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 	}
 	if err := d.Ledger.MarkPlanApplied(ctx, fp, d.Clock.Now()); err != nil {
 		return StepResult{}, fmt.Errorf("mark plan applied: %w", err)
+	}
+	if err := run.svc.forgetSharedPlan(ctx, fp); err != nil {
+		return StepResult{}, err
 	}
 	msg := "applied plan " + ShortHash(fp)
 	if res.AlreadyApplied {
@@ -100,6 +119,9 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	if d.Applier == nil {
 		return ApplyResult{}, plan, missingPort("applier")
 	}
+	if err := env.MayApply(d.Actor); err != nil {
+		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+	}
 	approvals, err := d.Ledger.Approvals(ctx, ApprovePlan, fingerprint)
 	if err != nil {
 		return ApplyResult{}, plan, fmt.Errorf("read approvals: %w", err)
@@ -109,12 +131,16 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 		err := fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", ErrApprovalRequired, ShortHash(fingerprint), check.Missing(), env.Name, env.Approvals.Plan, fingerprint, ignoredNote(check))
 		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	}
+	planFile, err := s.planFileToApply(ctx, env, plan)
+	if err != nil {
+		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+	}
 	if err := s.journal(ctx, ApplyStarted{Env: env.Name, Fingerprint: fingerprint}); err != nil {
 		return ApplyResult{}, plan, err
 	}
 	tctx, done := s.withToolOutput(ctx, "", StepApply)
 	res, err := measureWait(tctx, s, "unreleased/"+env.Name, StepApply, func() (ApplyResult, error) {
-		return d.Applier.Apply(tctx, ApplyRequest{Env: env, Fingerprint: fingerprint, PlanFile: plan.PlanFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
+		return d.Applier.Apply(tctx, ApplyRequest{Env: env, Fingerprint: fingerprint, PlanFile: planFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
 	})
 	if jerr := done(nil); jerr != nil {
 		err = errors.Join(err, jerr)
@@ -134,7 +160,8 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	if err := d.Ledger.MarkPlanApplied(jctx, fingerprint, d.Clock.Now()); err != nil {
 		return res, plan, fmt.Errorf("plan %s was applied but the ledger could not record it: %w", ShortHash(fingerprint), err)
 	}
-	return res, plan, s.journal(jctx, ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied})
+	forgot := s.forgetSharedPlan(jctx, fingerprint)
+	return res, plan, errors.Join(s.journal(jctx, ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied}), forgot)
 }
 
 // applyRelease runs release r through its apply step for relcap apply.

@@ -44,6 +44,11 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		if err := run.svc.journal(ctx, planRecord(p)); err != nil {
 			return StepResult{}, err
 		}
+		// Shared before the checkpoint: a plan the team store could not
+		// take is planned again on resume, not kept on this machine alone.
+		if err := run.svc.sharePlan(ctx, run.env, p, func(msg string) { run.progress(StepPlanReview, msg) }); err != nil {
+			return StepResult{}, err
+		}
 		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.Fingerprint = p.Fingerprint }); err != nil {
 			return StepResult{}, err
 		}

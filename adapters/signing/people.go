@@ -313,6 +313,24 @@ func (p *People) KeysFor(principal, namespace string, at time.Time) []ssh.Public
 	return keys
 }
 
+// KeysOf returns the keys the file gives principal at time at, whatever
+// the namespaces their lines restrict signing to, each once, in file
+// order: the keys principal holds, to encrypt to (a shared plan), where
+// KeysFor answers who may sign what.
+func (p *People) KeysOf(principal string, at time.Time) []ssh.PublicKey {
+	if p == nil {
+		return nil
+	}
+	var keys []ssh.PublicKey
+	for i := range p.entries {
+		e := &p.entries[i]
+		if e.givesPrincipal(principal) && e.validAt(at) && findKey(keys, e.key) == nil {
+			keys = append(keys, e.key)
+		}
+	}
+	return keys
+}
+
 // PrincipalsOf returns the literal principals (no wildcards, no negation)
 // of the lines that list key, sorted and each once: who the file says the
 // key belongs to, for error messages.

@@ -448,6 +448,36 @@ CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions FOR EACH ROW EXECUTE
 -- SQLite has no TRUNCATE; PostgreSQL's would bypass the row trigger.
 CREATE TRIGGER sessions_no_truncate BEFORE TRUNCATE ON sessions FOR EACH STATEMENT EXECUTE FUNCTION sessions_no_delete();
 `},
+	// Shared plans (issue 17): in a team store, a saved plan file is kept
+	// age-encrypted to the people allowed to apply it, until expires_at,
+	// so an applier on another machine applies exactly the reviewed plan.
+	// Rows are deleted after apply and at expiry. SQLite ledgers have the
+	// table too (one schema) and leave it empty. recipients is the JSON of
+	// who the ciphertext is encrypted to, for messages; the ciphertext
+	// itself says so to age.
+	{version: 6, sqlite: `
+CREATE TABLE shared_plans (
+	fingerprint TEXT PRIMARY KEY,
+	env         TEXT NOT NULL,
+	shared_by   TEXT NOT NULL DEFAULT '',
+	shared_at   INTEGER NOT NULL,
+	expires_at  INTEGER NOT NULL,
+	recipients  TEXT NOT NULL CHECK (json_valid(recipients)),
+	ciphertext  BLOB NOT NULL
+) STRICT;
+CREATE INDEX shared_plans_expires ON shared_plans (expires_at);
+`, postgres: `
+CREATE TABLE shared_plans (
+	fingerprint TEXT COLLATE "C" PRIMARY KEY,
+	env         TEXT NOT NULL,
+	shared_by   TEXT NOT NULL DEFAULT '',
+	shared_at   BIGINT NOT NULL,
+	expires_at  BIGINT NOT NULL,
+	recipients  JSON NOT NULL,
+	ciphertext  BYTEA NOT NULL
+);
+CREATE INDEX shared_plans_expires ON shared_plans (expires_at);
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -77,6 +78,9 @@ CI job uploads) without running Terraform, and belongs to no release.`,
 			if err != nil {
 				return err
 			}
+			if err := a.purgeSharedPlans(ctx, p, tf); err != nil {
+				return err
+			}
 			out, err := svc.PlanRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID}, a.commandEvents())
 			if out.Release != nil {
 				fmt.Fprintln(a.io.Err, out.Describe())
@@ -106,6 +110,25 @@ CI job uploads) without running Terraform, and belongs to no release.`,
 	cmd.Flags().StringVar(&releaseID, "release", "", "release to plan for (default: the environment's open release, or a new one)")
 	cmd.Flags().StringVar(&fromJSON, "from-json", "", `review a "terraform show -json" document instead of planning`)
 	return cmd
+}
+
+// purgeSharedPlans deletes the team store's expired plans, as expired
+// plan files are deleted here, or warns that plans stay on this machine.
+func (a *app) purgeSharedPlans(ctx context.Context, p *workflow.Project, tf *terraform.Adapter) error {
+	if a.teamStoreWithoutPeople(p) {
+		fmt.Fprintln(a.io.Err, "warning: plans are not shared in the team store: relcap.yaml names no people file (people:) whose keys they would be encrypted to, so only this machine can apply them")
+		return nil
+	}
+	v, err := a.planVault(ctx, p, tf.PlanDir(), "plan")
+	if err != nil || v == nil {
+		return err
+	}
+	if gone, err := v.Purge(ctx); err != nil {
+		fmt.Fprintln(a.io.Err, "warning: "+err.Error())
+	} else if len(gone) > 0 {
+		fmt.Fprintf(a.io.Err, "removed %d expired shared plan(s) from %s\n", len(gone), v.Where())
+	}
+	return nil
 }
 
 // planJSON is relcap plan --json: the reviewed plan and its release.
@@ -256,7 +279,14 @@ func (a *app) applyCommand() *cobra.Command {
 fingerprint, only when the file is unchanged, the required approvals exist,
 and the revision, lock file, var files, workspace and state are the ones it
 was planned from; otherwise it exits 3 saying what changed. State locking is
-never disabled. Ctrl-C interrupts Terraform gracefully and waits for it.`,
+never disabled. Ctrl-C interrupts Terraform gracefully and waits for it.
+
+With approvers.apply set for the environment, only those principals may apply.
+With a PostgreSQL ledger, a plan made on another machine is fetched from the
+team store and decrypted with your private key file (RELCAP_SIGNING_KEY or
+git's user.signingkey; ssh-agent cannot decrypt; a protected key's passphrase
+is asked at the terminal or read from RELCAP_SSH_PASSPHRASE), checked to be the
+reviewed plan, and applied.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

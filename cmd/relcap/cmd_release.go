@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 )
@@ -39,6 +40,11 @@ func (a *app) flowService(ctx context.Context, command, releaseID string, timeou
 	deps, err := a.flowDeps(p, timeout)
 	if err != nil {
 		return nil, nil, err
+	}
+	if tf, ok := deps.Applier.(*terraform.Adapter); ok {
+		if deps.PlanVault, err = a.planVault(ctx, p, tf.PlanDir(), command); err != nil {
+			return nil, nil, err
+		}
 	}
 	return a.serviceWith(ctx, command, releaseID, deps)
 }

@@ -40,7 +40,7 @@ var (
 	envRepoKeys   = []string{"path", "branch", "file", "image", "format", "values_path"}
 	argoCDKeys    = []string{"server", "app", "token_env", "plaintext", "insecure", "ca_file", "client_cert_file", "client_key_file", "grpc_web", "path_prefix"}
 	approvalKeys  = []string{"plan", "promotion", "distinct_from_author", "signed"}
-	approverKeys  = []string{"plan", "promotion", "breakglass"}
+	approverKeys  = []string{"plan", "promotion", "breakglass", "apply"}
 	classifyKeys  = []string{"identity", "data_service"}
 	effortKeys    = []string{"idle_threshold", "baseline_hours_per_release"}
 	plansKeys     = []string{"expiry"}
@@ -355,6 +355,7 @@ func (p *parser) environment(n *yaml.Node, field string, o options, seen map[str
 		env.Approvals.Approvers.Plan, _, _ = who.strList("plan")
 		env.Approvals.Approvers.Promotion, _, _ = who.strList("promotion")
 		env.Approvals.Approvers.BreakGlass, _, _ = who.strList("breakglass")
+		env.Approvals.Approvers.Apply, _, _ = who.strList("apply")
 	}
 	// With a people file, approvals are signed unless an environment outside
 	// production says otherwise. Without one they cannot be, and reports

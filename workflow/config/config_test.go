@@ -40,7 +40,7 @@ environments:                        # promotion order: a digest reaches prod on
                format: helm-values, values_path: image.digest}
     argocd:   {server: argocd.example.com:443, app: web-prod}
     approvals: {plan: 2, promotion: 1, distinct_from_author: true}   # approvals are SSH-signed
-    approvers: {plan: [alice, bob], promotion: [carol], breakglass: [carol]}  # principals of ` + "`people`" + `
+    approvers: {plan: [alice, bob], promotion: [carol], breakglass: [carol], apply: [alice, dave]}  # principals of ` + "`people`" + `
 classify:                            # glob patterns on Terraform resource types (defaults exist)
   identity: ["*_iam_*", "*_role*", "*service_account*", "*workload_identity*"]
   data_service: ["*_db_*", "*_rds_*", "*sql*", "*_bucket*", "*redis*", "*kafka*"]
@@ -163,7 +163,7 @@ func TestLoadDesignExample(t *testing.T) {
 					TokenEnv: "ARGOCD_AUTH_TOKEN",
 				},
 				Approvals: workflow.ApprovalPolicy{Plan: 2, Promotion: 1, DistinctFromAuthor: true, Signed: true,
-					Approvers: workflow.Approvers{Plan: []string{"alice", "bob"}, Promotion: []string{"carol"}, BreakGlass: []string{"carol"}}},
+					Approvers: workflow.Approvers{Plan: []string{"alice", "bob"}, Promotion: []string{"carol"}, BreakGlass: []string{"carol"}, Apply: []string{"alice", "dave"}}},
 			},
 		},
 		Classify: workflow.Classify{
@@ -433,7 +433,7 @@ func TestParseReportsProblems(t *testing.T) {
 		{
 			name: "unknown decision in approvers",
 			data: appended("    approvers: {deploy: [alice]}\n"),
-			want: `relcap.yaml:10:17: environments[0].approvers.deploy: unknown key "deploy" (known keys: plan, promotion, breakglass)`,
+			want: `relcap.yaml:10:17: environments[0].approvers.deploy: unknown key "deploy" (known keys: plan, promotion, breakglass, apply)`,
 		},
 		{
 			name: "duplicate key",
