@@ -34,6 +34,16 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 	if d.Applier == nil {
 		return StepResult{}, missingPort("applier")
 	}
+	// One apply per Terraform state across captains: the lock is held
+	// until Terraform is done, and refused at once naming its holder.
+	unlock, err := run.svc.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(d.Project, run.env)}, run.r.ID,
+		fmt.Sprintf("apply plan %s in %s (release %s)", ShortHash(fp), run.env.Name, run.r.ID))
+	if res, ok := lockBlocked(err); ok {
+		return res, nil
+	} else if err != nil {
+		return StepResult{}, err
+	}
+	defer unlock()
 	run.progress(StepApply, "applying plan "+ShortHash(fp))
 	// The applier checks the plan file and its inputs itself, and first
 	// whether an interrupted run already applied it, so a resumed apply is
@@ -92,6 +102,21 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	env, err := d.Project.Env(plan.Env)
 	if err != nil {
 		return ApplyResult{}, plan, err
+	}
+	// One apply per Terraform state across captains, held until Terraform
+	// is done. The plan is read again once it is held: another captain may
+	// have applied it meanwhile.
+	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(d.Project, env)}, "",
+		fmt.Sprintf("apply plan %s in %s", ShortHash(fingerprint), env.Name))
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	defer unlock()
+	if plan, err = d.Ledger.LoadPlan(ctx, fingerprint); err != nil {
+		return ApplyResult{}, plan, err
+	}
+	if !plan.AppliedAt.IsZero() {
+		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", ErrStalePlan, ShortHash(fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
 	}
 	if why, refused := plan.Refused(); refused {
 		err := fmt.Errorf("%w: plan %s cannot be applied as reviewed: %s", ErrPlanRefused, ShortHash(fingerprint), why)

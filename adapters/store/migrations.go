@@ -448,6 +448,43 @@ CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions FOR EACH ROW EXECUTE
 -- SQLite has no TRUNCATE; PostgreSQL's would bypass the row trigger.
 CREATE TRIGGER sessions_no_truncate BEFORE TRUNCATE ON sessions FOR EACH STATEMENT EXECUTE FUNCTION sessions_no_delete();
 `},
+	// Cross-captain operation locks (issue 17): who holds each advisory
+	// lock a PostgreSQL ledger's TryLock takes (oplocks.go), so a refused
+	// captain is told who, for what and since when. The lock itself is
+	// PostgreSQL's, held by the holder's connection (backend_pid); a row
+	// whose backend no longer holds the lock is stale, ignored by readers
+	// and overwritten by the next holder. Rows are ephemeral: nothing to
+	// migrate between ledgers. SQLite ledgers, one machine's, take no such
+	// locks; the table is created there too so both keep one schema.
+	//
+	// MERGE NOTE: written as version 6 only because TestMigrationsAreOrdered
+	// wants contiguous versions on this branch; it is version 8 of issue 17
+	// (6 and 7 are other branches'): renumber it 8 when merging.
+	{version: 6, sqlite: `
+CREATE TABLE operation_locks (
+	lock_key    INTEGER PRIMARY KEY,
+	kind        TEXT NOT NULL,
+	scope       TEXT NOT NULL,
+	actor       TEXT NOT NULL,
+	what        TEXT NOT NULL,
+	since       INTEGER NOT NULL,
+	host        TEXT NOT NULL DEFAULT '',
+	client_pid  INTEGER NOT NULL DEFAULT 0,
+	backend_pid INTEGER NOT NULL
+) STRICT;
+`, postgres: `
+CREATE TABLE operation_locks (
+	lock_key    BIGINT PRIMARY KEY,
+	kind        TEXT NOT NULL,
+	scope       TEXT NOT NULL,
+	actor       TEXT NOT NULL,
+	what        TEXT NOT NULL,
+	since       BIGINT NOT NULL,
+	host        TEXT NOT NULL DEFAULT '',
+	client_pid  INTEGER NOT NULL DEFAULT 0,
+	backend_pid INTEGER NOT NULL
+);
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.
