@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -132,12 +133,20 @@ func projectRelative(p *Project, dir string) string {
 // is journaled (lock.refused, with releaseID when there is one) and
 // returned as the *LockedError; a lock that cannot be taken for another
 // reason (the database unreachable) is an error, never a lock skipped.
-func (s *Service) lockOperation(ctx context.Context, scope LockScope, releaseID, what string) (unlock func(), err error) {
+func (s *Service) lockOperation(ctx context.Context, scope LockScope, releaseID, what string) (func(), error) {
 	locks, ok := s.d.Ledger.(OperationLocks)
 	if !ok {
 		return func() {}, nil
 	}
-	unlock, err = locks.TryLock(ctx, scope, LockHolder{Actor: s.d.Actor, What: what, Since: s.d.Clock.Now()})
+	s.mu.Lock()
+	again := s.held[scope]
+	s.mu.Unlock()
+	if again {
+		// relcap apply holds the lock before it runs the release's apply
+		// step, which asks again: the outer holder releases it.
+		return func() {}, nil
+	}
+	unlock, err := locks.TryLock(ctx, scope, LockHolder{Actor: s.d.Actor, What: what, Since: s.d.Clock.Now()})
 	var le *LockedError
 	switch {
 	case errors.As(err, &le):
@@ -155,7 +164,21 @@ func (s *Service) lockOperation(ctx context.Context, scope LockScope, releaseID,
 	case err != nil:
 		return nil, fmt.Errorf("take %s: %w", scope, err)
 	}
-	return unlock, nil
+	s.mu.Lock()
+	if s.held == nil {
+		s.held = map[LockScope]bool{}
+	}
+	s.held[scope] = true
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			delete(s.held, scope)
+			s.mu.Unlock()
+			unlock()
+		})
+	}, nil
 }
 
 // lockBlocked turns a lock refusal into the step's Blocked result (its

@@ -212,3 +212,37 @@ func TestStateBoundaryIsTheSameOnEveryCheckout(t *testing.T) {
 		workflow.StateBoundary(ana, env("/home/ana/src/release/infra/staging", "green")))
 	require.Equal(t, "web/staging", workflow.PromotionBoundary(bob, env("", "")))
 }
+
+// TestRelcapApplyOfAReleaseRefusedLeavesTheReleaseAlone: relcap apply of
+// a release's plan while another captain applies that state is refused
+// before the release runs, so the release the other captain is running
+// is not rewritten; once free, the apply runs as the release's step,
+// taking the lock once.
+func TestRelcapApplyOfAReleaseRefusedLeavesTheReleaseAlone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, clock := workflowtest.NewWorld(), workflowtest.NewClock(t0)
+	locks := &workflowtest.FakeLocks{Clock: clock}
+	ledger := workflowtest.NewLedger()
+	l := workflowtest.LockingLedger{Ledger: ledger, FakeLocks: locks}
+	alice := lockingProcess(t, testProject(0), w, l, clock, "alice")
+	out, err := alice.svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
+	require.NoError(t, err)
+
+	release := locks.Hold(stagingApply, workflow.LockHolder{Actor: "bob", What: "apply plan " + workflow.ShortHash(out.Plan.Fingerprint) + " in staging", Since: t0})
+	saves := ledger.Saves()
+	_, _, err = alice.svc.ApplyPlan(ctx, out.Plan.Fingerprint, nil)
+	require.ErrorIs(t, err, workflow.ErrLocked)
+	require.Contains(t, err.Error(), "held by bob")
+	require.Equal(t, saves, ledger.Saves(), "the release is not touched")
+	require.Len(t, lockRefusals(t, alice.journal), 1)
+	require.Equal(t, out.Release.ID, lockRefusals(t, alice.journal)[0].Release)
+
+	release()
+	_, _, err = alice.svc.ApplyPlan(ctx, out.Plan.Fingerprint, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, w.Applies)
+	require.Equal(t, []workflow.LockScope{stagingApply, stagingApply}, locks.Taken(), "bob's, then alice's once")
+	_, held := locks.Holder(stagingApply)
+	require.False(t, held)
+}

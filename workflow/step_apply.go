@@ -174,6 +174,18 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 	if err := s.linkSession(ctx, r.ID); err != nil {
 		return ApplyResult{}, plan, err
 	}
+	// Held before the run, so a captain refused here leaves the release
+	// another captain is applying as it is; the apply step holds it then.
+	env, err := s.d.Project.Env(r.Env)
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(s.d.Project, env)}, r.ID,
+		fmt.Sprintf("apply plan %s in %s (release %s)", ShortHash(fingerprint), env.Name, r.ID))
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	defer unlock()
 	final, err := s.RunUntil(ctx, r.ID, sink, StepApply)
 	if err != nil {
 		return ApplyResult{}, plan, err
