@@ -143,7 +143,10 @@ func (s *Service) lockOperation(ctx context.Context, scope LockScope, releaseID,
 	s.mu.Unlock()
 	if again {
 		// relcap apply holds the lock before it runs the release's apply
-		// step, which asks again: the outer holder releases it.
+		// step, which asks again: the outer holder releases it. (A
+		// Service runs one release operation at a time; two goroutines
+		// of one Service asking at once both go to the ledger, and the
+		// second is refused there.)
 		return func() {}, nil
 	}
 	unlock, err := locks.TryLock(ctx, scope, LockHolder{Actor: s.d.Actor, What: what, Since: s.d.Clock.Now()})

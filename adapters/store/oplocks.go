@@ -31,6 +31,10 @@ var _ workflow.OperationLocks = (*Ledger)(nil)
 // the holder on that same connection; a refused process reads the row
 // joined with pg_locks, so a row whose backend no longer holds the lock
 // (its holder died) is never shown, and the next holder overwrites it.
+// Should that connection drop while the operation still runs (the network
+// to the database lost), the lock is gone without the operation knowing;
+// Terraform's own state lock, which relcap never bypasses, still guards
+// the state then.
 //
 // On SQLite it takes nothing and returns a no-op unlock: an SQLite ledger
 // is one machine's, where the Terraform adapter already serializes
