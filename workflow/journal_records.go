@@ -245,6 +245,21 @@ type ApplyDone struct {
 	AlreadyApplied bool   `json:"already_applied"`
 }
 
+// LockRefused: an apply or a promotion was refused because another
+// captain holds its operation lock (Kind, Key): who (Holder, on HolderHost
+// as HolderPID), doing what, since when; Reason is the message shown.
+type LockRefused struct {
+	Kind        LockKind   `json:"kind"`
+	Key         string     `json:"key"`
+	Release     string     `json:"release,omitempty"`
+	Holder      string     `json:"holder"`
+	HolderWhat  string     `json:"holder_what"`
+	HolderSince *time.Time `json:"holder_since,omitempty"`
+	HolderHost  string     `json:"holder_host,omitempty"`
+	HolderPID   int        `json:"holder_pid,omitempty"`
+	Reason      string     `json:"reason"`
+}
+
 // UnlockRequested: a person asked to force-unlock a state lock whose holder
 // they checked is gone.
 type UnlockRequested struct {
@@ -433,6 +448,7 @@ const (
 	KindApplyInterrupted         journal.Kind = "apply.interrupted"
 	KindApplyFailed              journal.Kind = "apply.failed"
 	KindApplyDone                journal.Kind = "apply.done"
+	KindLockRefused              journal.Kind = "lock.refused"
 	KindUnlockRequested          journal.Kind = "unlock.requested"
 	KindUnlockFailed             journal.Kind = "unlock.failed"
 	KindUnlockDone               journal.Kind = "unlock.done"
@@ -482,6 +498,7 @@ func (ApplyStarted) JournalKind() journal.Kind             { return KindApplySta
 func (ApplyInterrupted) JournalKind() journal.Kind         { return KindApplyInterrupted }
 func (ApplyFailed) JournalKind() journal.Kind              { return KindApplyFailed }
 func (ApplyDone) JournalKind() journal.Kind                { return KindApplyDone }
+func (LockRefused) JournalKind() journal.Kind              { return KindLockRefused }
 func (UnlockRequested) JournalKind() journal.Kind          { return KindUnlockRequested }
 func (UnlockFailed) JournalKind() journal.Kind             { return KindUnlockFailed }
 func (UnlockDone) JournalKind() journal.Kind               { return KindUnlockDone }

@@ -405,6 +405,21 @@ type ChangeFeed interface {
 	Changes(ctx context.Context) <-chan struct{}
 }
 
+// OperationLocks is the optional ability of a Ledger to serialize one kind
+// of operation on one scope across every relcap process that shares it,
+// on any machine: a team's PostgreSQL ledger holds an advisory lock for
+// the operation, released when the holder unlocks or its connection drops
+// (the holder's process killed with SIGKILL included). The Service takes
+// the apply lock of a Terraform state around the apply, and the promotion
+// lock of an environment around copying the digest, pinning and landing.
+type OperationLocks interface {
+	// TryLock takes the lock of scope for holder, or refuses at once with
+	// a *LockedError (wrapping ErrLocked and ErrBlocked) naming who holds
+	// it, for what and since when: it never waits and never breaks a held
+	// lock. unlock releases it; it is safe to call more than once.
+	TryLock(ctx context.Context, scope LockScope, holder LockHolder) (unlock func(), err error)
+}
+
 // Ledger is everything relcap persists besides the journal files: SQLite by
 // default, PostgreSQL for a team.
 type Ledger interface {

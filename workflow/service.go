@@ -70,6 +70,7 @@ type Service struct {
 	mu     sync.Mutex
 	clocks map[string]*effort.Clock // per release, for UIs' Touch
 	linked map[string]bool          // releases this session's journal links
+	held   map[LockScope]bool       // operation locks this Service holds
 	subs   map[int]chan Event
 	nextID int
 }

@@ -44,6 +44,16 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 	if err := run.env.MayApply(d.Actor); err != nil {
 		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
 	}
+	// One apply per Terraform state across captains: the lock is held
+	// until Terraform is done, and refused at once naming its holder.
+	unlock, err := run.svc.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(d.Project, run.env)}, run.r.ID,
+		fmt.Sprintf("apply plan %s in %s (release %s)", ShortHash(fp), run.env.Name, run.r.ID))
+	if res, ok := lockBlocked(err); ok {
+		return res, nil
+	} else if err != nil {
+		return StepResult{}, err
+	}
+	defer unlock()
 	planFile, err := run.svc.planFileToApply(ctx, run.env, plan)
 	if err == nil {
 		run.progress(StepApply, "applying plan "+ShortHash(fp))
@@ -105,11 +115,29 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	if err != nil {
 		return ApplyResult{}, plan, err
 	}
-	if !plan.AppliedAt.IsZero() {
-		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", ErrStalePlan, ShortHash(fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
+	if err := appliedBefore(plan); err != nil {
+		return ApplyResult{}, plan, err
 	}
 	env, err := d.Project.Env(plan.Env)
 	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	if err := env.MayApply(d.Actor); err != nil {
+		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+	}
+	// One apply per Terraform state across captains, held until Terraform
+	// is done. The plan is read again once it is held: another captain may
+	// have applied it meanwhile.
+	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(d.Project, env)}, "",
+		fmt.Sprintf("apply plan %s in %s", ShortHash(fingerprint), env.Name))
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	defer unlock()
+	if plan, err = d.Ledger.LoadPlan(ctx, fingerprint); err != nil {
+		return ApplyResult{}, plan, err
+	}
+	if err := appliedBefore(plan); err != nil {
 		return ApplyResult{}, plan, err
 	}
 	if why, refused := plan.Refused(); refused {
@@ -118,9 +146,6 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	}
 	if d.Applier == nil {
 		return ApplyResult{}, plan, missingPort("applier")
-	}
-	if err := env.MayApply(d.Actor); err != nil {
-		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	}
 	approvals, err := d.Ledger.Approvals(ctx, ApprovePlan, fingerprint)
 	if err != nil {
@@ -176,6 +201,18 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 	if err := s.linkSession(ctx, r.ID); err != nil {
 		return ApplyResult{}, plan, err
 	}
+	// Held before the run, so a captain refused here leaves the release
+	// another captain is applying as it is; the apply step holds it then.
+	env, err := s.d.Project.Env(r.Env)
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(s.d.Project, env)}, r.ID,
+		fmt.Sprintf("apply plan %s in %s (release %s)", ShortHash(fingerprint), env.Name, r.ID))
+	if err != nil {
+		return ApplyResult{}, plan, err
+	}
+	defer unlock()
 	final, err := s.RunUntil(ctx, r.ID, sink, StepApply)
 	if err != nil {
 		return ApplyResult{}, plan, err
@@ -235,4 +272,13 @@ func (s *Service) ForceUnlock(ctx context.Context, req UnlockRequest) error {
 		return s.journalFailure(ctx, err, UnlockFailed{Env: env.Name, LockID: req.LockID, Error: err.Error()})
 	}
 	return s.journal(ctx, UnlockDone{Env: env.Name, LockID: req.LockID})
+}
+
+// appliedBefore refuses a plan that was applied already: its fingerprint
+// names a state that is gone.
+func appliedBefore(plan PlanSummary) error {
+	if plan.AppliedAt.IsZero() {
+		return nil
+	}
+	return fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", ErrStalePlan, ShortHash(plan.Fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
 }

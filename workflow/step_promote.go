@@ -68,6 +68,19 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		}
 		from = prev.Registry.Repository
 	}
+	if !run.r.Checkpoints.Landed() {
+		// One promotion per environment across captains, from the copy
+		// to the landing: refused at once, naming its holder.
+		unlock, err := run.svc.lockOperation(ctx, LockScope{Kind: LockPromote, Key: PromotionBoundary(d.Project, run.env)}, run.r.ID,
+			fmt.Sprintf("promote %s to %s (release %s)", digest.Short(), run.env.Name, run.r.ID))
+		if b, ok := lockBlocked(err); ok {
+			b.Findings, b.Evidence = res.Findings, res.Evidence
+			return b, nil
+		} else if err != nil {
+			return StepResult{Findings: res.Findings}, err
+		}
+		defer unlock()
+	}
 	if run.r.Checkpoints.CopiedTo == "" {
 		run.progress(StepPromotion, fmt.Sprintf("copying %s from %s to %s", digest.Short(), from, run.env.Registry.Repository))
 		pr, err := wait(run, StepPromotion, func() (PromoteResult, error) {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/relcap/relcap/workflow"
 )
 
 // dialect is what SQLite and PostgreSQL do differently. Everything else in
@@ -55,6 +57,8 @@ type dialect interface {
 	// snapshots begins n read-only transactions on n connections that all
 	// see the same committed state of the ledger.
 	snapshots(ctx context.Context, db *sql.DB, n int) ([]*sql.Tx, error)
+	// tryLock is workflow.OperationLocks' TryLock (oplocks.go).
+	tryLock(ctx context.Context, l *Ledger, scope workflow.LockScope, holder workflow.LockHolder) (func(), error)
 	// changes is workflow.ChangeFeed's Changes.
 	changes(ctx context.Context, l *Ledger) <-chan struct{}
 	// openError explains a failure to open or first use the ledger at

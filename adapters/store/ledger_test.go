@@ -24,7 +24,12 @@ import (
 // that times come back as the same instant.
 var t0 = time.Date(2026, 11, 30, 14, 55, 27, 123456789, time.FixedZone("CET", 3600))
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if url := os.Getenv(lockHelperEnv); url != "" {
+		os.Exit(holdLockHelper(url))
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 // backend is one of the databases the store's suite runs on: every test of
 // the ledger's behaviour runs once per backend (forEachBackend).

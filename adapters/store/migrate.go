@@ -34,6 +34,7 @@ var notCopied = map[string]string{
 	"schema_migrations": "the schema's version: each ledger was brought to the current schema when opened",
 	"effort_keys":       "derived: the effort_sum trigger numbers each person, role, step and kind as effort is inserted",
 	"effort_totals":     "derived: the effort_sum trigger sums each release's effort as it is inserted",
+	"operation_locks":   "transient: the holders of locks held right now, by connections to the source alone",
 }
 
 // observation is a table whose rows record when something was seen: two

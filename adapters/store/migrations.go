@@ -478,6 +478,39 @@ CREATE TABLE shared_plans (
 );
 CREATE INDEX shared_plans_expires ON shared_plans (expires_at);
 `},
+	// Cross-captain operation locks (issue 17): who holds each advisory
+	// lock a PostgreSQL ledger's TryLock takes (oplocks.go), so a refused
+	// captain is told who, for what and since when. The lock itself is
+	// PostgreSQL's, held by the holder's connection (backend_pid); a row
+	// whose backend no longer holds the lock is stale, ignored by readers
+	// and overwritten by the next holder. Rows are ephemeral: nothing to
+	// migrate between ledgers. SQLite ledgers, one machine's, take no such
+	// locks; the table is created there too so both keep one schema.
+	{version: 7, sqlite: `
+CREATE TABLE operation_locks (
+	lock_key    INTEGER PRIMARY KEY,
+	kind        TEXT NOT NULL,
+	scope       TEXT NOT NULL,
+	actor       TEXT NOT NULL,
+	what        TEXT NOT NULL,
+	since       INTEGER NOT NULL,
+	host        TEXT NOT NULL DEFAULT '',
+	client_pid  INTEGER NOT NULL DEFAULT 0,
+	backend_pid INTEGER NOT NULL
+) STRICT;
+`, postgres: `
+CREATE TABLE operation_locks (
+	lock_key    BIGINT PRIMARY KEY,
+	kind        TEXT NOT NULL,
+	scope       TEXT NOT NULL,
+	actor       TEXT NOT NULL,
+	what        TEXT NOT NULL,
+	since       BIGINT NOT NULL,
+	host        TEXT NOT NULL DEFAULT '',
+	client_pid  INTEGER NOT NULL DEFAULT 0,
+	backend_pid INTEGER NOT NULL
+);
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.

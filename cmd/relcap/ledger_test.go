@@ -18,7 +18,12 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(relcapProcessEnv) == "1" {
+		main() // exits
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 // ledgerFlow runs plan → approve → apply as the command line does, with
 // extra (the ledger's flag) before every command, and returns what journal

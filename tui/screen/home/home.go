@@ -278,6 +278,10 @@ func (m Model) next() []string {
 		return []string{"Needs approval: " + k("2") + " plan, " + k("a") + " approve (if policy allows); it continues once approved"}
 	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.runErr, workflow.ErrApprovalRequired):
 		return []string{"Needs approval: " + k("3") + " promotion, " + k("a") + " approve (if policy allows); it continues once approved"}
+	case st.Status == workflow.Blocked && errors.Is(m.runErr, workflow.ErrLocked):
+		// Another captain's apply or promotion holds the lock: the step's
+		// message above names them; nothing here can take it from them.
+		return []string{"Another captain holds the lock (named above): wait for them or ask them, then " + k("r") + " resume"}
 	case st.Status == workflow.Blocked && cur == workflow.StepOwnership:
 		return []string{"Resolve the conflicts (" + k("1") + " ownership), then " + k("r") + " resume"}
 	case st.Status == workflow.Blocked:

@@ -277,6 +277,8 @@ func (m Model) action() []string {
 		} else {
 			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + why + th.Muted.Render("; the release continues once it is given")}
 		}
+	case m.release.Step(workflow.StepPromotion).Status == workflow.Blocked && errors.Is(m.runErr, workflow.ErrLocked):
+		return []string{th.Warn.Render(theme.IconBlocked+" another captain is promoting here (named above): ") + "wait for them or ask them, then " + th.Key.Render("r") + " resume"}
 	case m.release.Step(workflow.StepPromotion).Status == workflow.Blocked:
 		return []string{th.Warn.Render(theme.IconBlocked+" blocked by policy: ") + "act on the message above, then " + th.Key.Render("r") + " resume"}
 	}
