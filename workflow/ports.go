@@ -362,17 +362,30 @@ type FindingStore interface {
 	RecordFindings(ctx context.Context, scope string, at time.Time, fs []finding.Finding) error
 }
 
-// SessionStore keeps sessions and their journal heads.
+// SessionStore keeps sessions, their journal heads and a copy of their
+// journals.
 type SessionStore interface {
 	OpenSession(ctx context.Context, s Session) error
 	CloseSession(ctx context.Context, id string, at time.Time) error
 	// LinkSession records that the session works on releaseID, when it
 	// was opened before the release existed (relcap release starts one).
 	LinkSession(ctx context.Context, id, releaseID string) error
-	// SetJournalHead only moves the head forward: a lower sequence or a
-	// changed hash for the current head is refused, since either would let
-	// a rewritten journal pass verification.
-	SetJournalHead(ctx context.Context, h journal.Head) error
+	// AppendJournal keeps lines, just written to the session's journal
+	// file (each one sealed entry, exactly as written, without the
+	// newline), in the ledger's copy of the journal and moves the head to
+	// the last, in one transaction: the copy and the head never disagree,
+	// so a teammate on another machine can verify the session from the
+	// ledger alone. The head only moves forward: the lines must continue
+	// the copy (the first at the head's sequence + 1, linked to its hash),
+	// and a line already held is accepted only identical (a retry after an
+	// unknown outcome); a lower sequence, a gap, a broken link or another
+	// entry at a sequence already held is refused, since each would let a
+	// rewritten journal pass verification. An unknown session is
+	// ErrNotFound.
+	AppendJournal(ctx context.Context, sessionID string, lines []journal.Line) error
+	// JournalCopy returns the ledger's copy of the session's journal. An
+	// unknown session is ErrNotFound.
+	JournalCopy(ctx context.Context, sessionID string) (JournalCopy, error)
 	// JournalHead returns ErrNotFound for an unknown session.
 	JournalHead(ctx context.Context, sessionID string) (journal.Head, error)
 	Sessions(ctx context.Context) ([]Session, error)
@@ -395,6 +408,20 @@ type Session struct {
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	Entries   int64     `json:"entries"`
+}
+
+// JournalCopy is the ledger's copy of a session's journal, read at once
+// with the head it holds.
+type JournalCopy struct {
+	// Kept is false for a session opened before the ledger kept journal
+	// entries (schema 8): its journal is in its file alone.
+	Kept bool
+	// Lines are the entries' lines as the journal file holds them,
+	// numbered by their sequence, in order; a gap in the numbers is an
+	// entry missing from the copy.
+	Lines []journal.Line
+	// Head is the ledger's head, read with the lines.
+	Head journal.Head
 }
 
 // ChangeFeed is the optional ability of a Ledger to say when it changed,

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,11 @@ type SessionChecks struct {
 	// LedgerHead: the session's row in the ledger exists and its head is
 	// the chain's last entry.
 	LedgerHead VerifyCheck `json:"ledger_head"`
+	// LedgerCopy: the ledger's copy of the journal agrees with the file
+	// line for line; or, the file not being on this machine, the journal
+	// was read from the copy. Absent for sessions from before the ledger
+	// kept journal entries.
+	LedgerCopy VerifyCheck `json:"ledger_copy"`
 	// Recordings: the screen recordings the journal vouches for are
 	// unchanged.
 	Recordings VerifyCheck `json:"recordings"`
@@ -61,7 +67,7 @@ func (c SessionChecks) failed() []string {
 	for _, n := range []struct {
 		name string
 		c    VerifyCheck
-	}{{"chain", c.Chain}, {"ledger_head", c.LedgerHead}, {"recordings", c.Recordings}, {"signature", c.Signature}, {"anchor", c.Anchor}} {
+	}{{"chain", c.Chain}, {"ledger_head", c.LedgerHead}, {"ledger_copy", c.LedgerCopy}, {"recordings", c.Recordings}, {"signature", c.Signature}, {"anchor", c.Anchor}} {
 		if n.c.Status == VerifyFailed {
 			out = append(out, n.name+": "+n.c.Detail)
 		}
@@ -75,6 +81,9 @@ func (c SessionChecks) failed() []string {
 type SessionVerification struct {
 	Session string `json:"session"`
 	Entries int64  `json:"entries"`
+	// Journal is where the journal was read: its file, or the ledger's
+	// copy when the file is not on this machine; "" when there is neither.
+	Journal JournalSource `json:"journal,omitempty"`
 	// Intact is true when no check failed (unsigned, unanchored or
 	// unchecked heads are warnings, not failures).
 	Intact bool `json:"intact"`
@@ -93,6 +102,19 @@ type SessionVerification struct {
 	// or not (where the environment allowed unsigned ones).
 	Approvals []ApprovalVerification `json:"approvals,omitempty"`
 }
+
+// JournalSource is where a session's journal was read.
+type JournalSource string
+
+// Where a journal is read from.
+const (
+	// JournalFromFile: the journal file on this machine (the ledger's copy,
+	// where it keeps one, compared with it).
+	JournalFromFile JournalSource = "file"
+	// JournalFromLedger: the ledger's copy, the file not being on this
+	// machine: the session was recorded on another one.
+	JournalFromLedger JournalSource = "ledger"
+)
 
 // ApprovalVerification is one approval a session's journal recorded:
 // whether it was signed and, if so, whether its signature still verifies
@@ -219,11 +241,14 @@ type sessionCheck struct {
 	anchor    string // where anchors are read, "" for none
 	anchorErr error
 
-	lines    []journal.Line
-	noFile   bool
-	chainOK  bool
-	seq      int64  // the chain's last entry
-	lastHash string // its hash
+	copy       JournalCopy    // the ledger's copy of the journal
+	lines      []journal.Line // the journal verified: the file's, or the copy's
+	fromLedger bool           // no file here: lines are the copy's
+	noFile     bool
+	chainOK    bool
+	chainErr   *journal.Problem // where the chain of lines broke
+	seq        int64            // the chain's last entry
+	lastHash   string           // its hash
 }
 
 func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) {
@@ -234,11 +259,15 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 			return v, err
 		}
 		c.seal = seal
+		if c.copy, err = c.q.ledger.JournalCopy(ctx, c.id); err != nil {
+			return v, err
+		}
 	}
 	if err := c.checkChain(ctx, &v); err != nil {
 		return v, err
 	}
 	c.checkLedgerHead(&v)
+	c.checkLedgerCopy(&v)
 	c.checkRecordings(ctx, &v)
 	if err := c.checkSignature(ctx, &v); err != nil {
 		return v, err
@@ -262,8 +291,8 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 	for _, n := range []struct {
 		name string
 		c    VerifyCheck
-	}{{"signature", v.Checks.Signature}, {"anchor", v.Checks.Anchor}} {
-		if n.c.Status == VerifyUnchecked {
+	}{{"recordings", v.Checks.Recordings}, {"signature", v.Checks.Signature}, {"anchor", v.Checks.Anchor}} {
+		if n.c.Status == VerifyUnchecked && (n.name != "recordings" || c.chainOK) {
 			v.Warnings = append(v.Warnings, n.name+" not checked: "+n.c.Detail)
 		}
 	}
@@ -335,14 +364,23 @@ func (c *sessionCheck) headSeq() int64 {
 
 func (c *sessionCheck) checkChain(ctx context.Context, v *SessionVerification) error {
 	lines, err := c.q.sessions.JournalLines(ctx, c.id)
+	v.Journal = JournalFromFile
+	if errors.Is(err, ErrNotFound) && c.copy.Kept {
+		// Recorded on another machine (or its file removed here): the
+		// ledger's copy is the journal.
+		lines, err, c.fromLedger = c.copy.Lines, nil, true
+		v.Journal = JournalFromLedger
+	}
 	switch {
 	case errors.Is(err, ErrNotFound) && c.headSeq() == 0:
 		c.noFile, c.chainOK = true, true
 		c.lastHash = journal.GenesisHash
+		v.Journal = ""
 		v.Checks.Chain = VerifyCheck{Status: VerifyOK, Detail: "no entries"}
 		return nil
 	case errors.Is(err, ErrNotFound):
 		c.noFile = true
+		v.Journal = ""
 		reason := fmt.Sprintf("journal file is missing; the ledger's head is entry %d", c.headSeq())
 		if !c.inLedger {
 			reason = fmt.Sprintf("journal file is missing; the anchored head is entry %d", c.headSeq())
@@ -357,13 +395,88 @@ func (c *sessionCheck) checkChain(ctx context.Context, v *SessionVerification) e
 	seq, last, p := journal.Chain(lines)
 	v.Entries, c.seq, c.lastHash = seq, seq, last
 	if p != nil {
-		v.Problem = p
+		if c.fromLedger {
+			p.Reason = "in the ledger's copy: " + p.Reason
+		}
+		v.Problem, c.chainErr = p, p
 		v.Checks.Chain = VerifyCheck{Status: VerifyFailed, Detail: p.String()}
 		return nil
 	}
 	c.chainOK = true
-	v.Checks.Chain = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("%d entries", seq)}
+	detail := fmt.Sprintf("%d entries", seq)
+	if c.fromLedger {
+		detail += " in the ledger's copy"
+	}
+	v.Checks.Chain = VerifyCheck{Status: VerifyOK, Detail: detail}
 	return nil
+}
+
+// checkLedgerCopy compares the journal file with the ledger's copy, line
+// for line: any difference is tampering with one or the other.
+func (c *sessionCheck) checkLedgerCopy(v *SessionVerification) {
+	switch {
+	case !c.inLedger:
+		v.Checks.LedgerCopy = VerifyCheck{Status: VerifyUnchecked, Detail: "the ledger has no row for the session"}
+	case !c.copy.Kept:
+		v.Checks.LedgerCopy = VerifyCheck{Status: VerifyAbsent, Detail: "recorded before the ledger kept journal entries: verified from its file alone"}
+	case c.fromLedger:
+		v.Checks.LedgerCopy = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf(
+			"the journal file is not on this machine (recorded on another): verified from the ledger's copy, %d entries", len(c.copy.Lines))}
+	default:
+		if p := c.copyDiffers(); p != nil {
+			if v.Problem == nil {
+				v.Problem = p
+			}
+			v.Checks.LedgerCopy = VerifyCheck{Status: VerifyFailed, Detail: p.String()}
+			return
+		}
+		v.Checks.LedgerCopy = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("the ledger's copy agrees with the file, line for line (%d entries)", len(c.lines))}
+	}
+}
+
+// copyDiffers is the first line where the journal file and the ledger's
+// copy differ, saying which of them is not a sealed chain there, or nil.
+func (c *sessionCheck) copyDiffers() *journal.Problem {
+	held := make(map[int][]byte, len(c.copy.Lines))
+	last := 0
+	for _, l := range c.copy.Lines {
+		held[l.Number] = l.Text
+		last = max(last, l.Number)
+	}
+	_, _, copyErr := journal.Chain(c.copy.Lines)
+	if copyErr == nil {
+		copyErr = journal.MatchHead(c.copy.Lines, int64(len(c.copy.Lines)), lastHashOf(c.copy.Lines), c.copy.Head)
+	}
+	for n := 1; n <= max(len(c.lines), last); n++ {
+		text, ok := held[n]
+		seq := int64(n)
+		switch {
+		case n > len(c.lines):
+			return &journal.Problem{Seq: seq, Reason: fmt.Sprintf("the ledger's copy holds entry %d, but the journal file ends at line %d: the file was truncated", n, len(c.lines))}
+		case !ok:
+			return &journal.Problem{Line: c.lines[n-1].Number, Seq: seq, Reason: fmt.Sprintf("not in the ledger's copy, which has no entry %d", n)}
+		case !bytes.Equal(c.lines[n-1].Text, text):
+			who := "one of them was rewritten"
+			switch {
+			case copyErr != nil && copyErr.Seq == seq:
+				who = "the ledger's copy was edited"
+			case c.chainErr != nil && c.chainErr.Seq == seq:
+				who = "the journal file was edited"
+			}
+			return &journal.Problem{Line: c.lines[n-1].Number, Seq: seq, Reason: fmt.Sprintf("differs from the ledger's copy of entry %d: %s", n, who)}
+		}
+	}
+	return nil
+}
+
+// lastHashOf is the hash of the last entry of lines, GenesisHash for none
+// or one that is not an entry.
+func lastHashOf(lines []journal.Line) string {
+	var e journal.Entry
+	if len(lines) == 0 || json.Unmarshal(lines[len(lines)-1].Text, &e) != nil {
+		return journal.GenesisHash
+	}
+	return e.Hash
 }
 
 func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
@@ -394,16 +507,22 @@ func (c *sessionCheck) checkRecordings(ctx context.Context, v *SessionVerificati
 		return
 	}
 	// The chain is intact, so its entries can vouch for the files beside
-	// it: the screen recordings.
-	n, p := c.q.verifyRecordings(ctx, c.id, c.lines)
-	if p != nil {
+	// it: the screen recordings. They stay on the machine that recorded
+	// them: read from the ledger's copy, the journal may name recordings
+	// that are not here.
+	n, elsewhere, p := c.q.verifyRecordings(ctx, c.id, c.lines, c.fromLedger)
+	switch {
+	case p != nil:
 		if v.Problem == nil {
 			v.Problem = p
 		}
 		v.Checks.Recordings = VerifyCheck{Status: VerifyFailed, Detail: p.String()}
-		return
+	case len(elsewhere) > 0:
+		v.Checks.Recordings = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
+			"%s recorded on another machine, not checked here (%d of %d recording(s) checked)", strings.Join(elsewhere, ", "), n-len(elsewhere), n)}
+	default:
+		v.Checks.Recordings = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("%d recording(s)", n)}
 	}
-	v.Checks.Recordings = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("%d recording(s)", n)}
 }
 
 // sealed is the sealed head to check the signature of: the ledger's, else
@@ -540,9 +659,11 @@ func orNone(s string) string {
 }
 
 // verifyRecordings checks the recordings an intact journal vouches for
-// and returns how many there were.
-func (q *Records) verifyRecordings(ctx context.Context, id string, lines []journal.Line) (int, *journal.Problem) {
-	n := 0
+// and returns how many there were. When elsewhere allows it (the journal
+// was read from the ledger, its session recorded on another machine), a
+// recording that cannot be read here is not a failure: it is returned in
+// unread.
+func (q *Records) verifyRecordings(ctx context.Context, id string, lines []journal.Line, elsewhere bool) (n int, unread []string, p *journal.Problem) {
 	for _, l := range lines {
 		var e journal.Entry
 		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != KindScreenRecorded {
@@ -551,15 +672,61 @@ func (q *Records) verifyRecordings(ctx context.Context, id string, lines []journ
 		n++
 		var rec ScreenRecorded
 		if err := json.Unmarshal(e.Data, &rec); err != nil {
-			return n, &journal.Problem{Seq: e.Seq, Reason: "screen.recorded entry unreadable: " + err.Error()}
+			return n, unread, &journal.Problem{Seq: e.Seq, Reason: "screen.recorded entry unreadable: " + err.Error()}
 		}
 		sum, err := q.sessions.RecordingSHA256(ctx, id, rec.File)
+		if err != nil && elsewhere {
+			unread = append(unread, rec.File)
+			continue
+		}
 		if err != nil {
-			return n, &journal.Problem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s is missing: %v", rec.File, err)}
+			return n, unread, &journal.Problem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s is missing: %v", rec.File, err)}
 		}
 		if sum != rec.SHA256 {
-			return n, &journal.Problem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s differs from the SHA-256 journaled in entry %d: it was edited or truncated", rec.File, e.Seq)}
+			return n, unread, &journal.Problem{Seq: e.Seq, Reason: fmt.Sprintf("recording %s differs from the SHA-256 journaled in entry %d: it was edited or truncated", rec.File, e.Seq)}
 		}
 	}
-	return n, nil
+	return n, unread, nil
+}
+
+// JournalEntries reads session id's journal for display: its file when it
+// is on this machine, else the ledger's copy (the session was recorded on
+// another machine), and says which. It checks no hash (VerifyJournals
+// does). On a line that is not an entry it returns the entries before it
+// and an error naming the line. A session with neither file nor copy is
+// an error wrapping ErrNotFound.
+func (q *Records) JournalEntries(ctx context.Context, id string) ([]journal.Entry, JournalSource, error) {
+	if q.sessions == nil {
+		return nil, "", missingPort("session files")
+	}
+	from := JournalFromFile
+	lines, err := q.sessions.JournalLines(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		cp, cerr := q.ledger.JournalCopy(ctx, id)
+		switch {
+		case errors.Is(cerr, ErrNotFound):
+			return nil, "", err
+		case cerr != nil:
+			return nil, "", cerr
+		case !cp.Kept:
+			return nil, "", fmt.Errorf("%w (session %s was recorded before the ledger kept journal entries, so its file is the only copy)", err, id)
+		}
+		lines, err, from = cp.Lines, nil, JournalFromLedger
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	entries := make([]journal.Entry, 0, len(lines))
+	for _, l := range lines {
+		var e journal.Entry
+		if err := json.Unmarshal(l.Text, &e); err != nil {
+			where := "line"
+			if from == JournalFromLedger {
+				where = "the ledger's copy, entry"
+			}
+			return entries, from, fmt.Errorf("journal of session %s, %s %d, is not a journal entry: %w", id, where, l.Number, err)
+		}
+		entries = append(entries, e)
+	}
+	return entries, from, nil
 }

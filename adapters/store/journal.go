@@ -27,8 +27,9 @@ const JournalFile = "journal.jsonl"
 
 // FileJournal is a session's journal: one JSON entry per line in
 // <dir>/<session id>/journal.jsonl, each chained to the previous one by
-// hash, with the head mirrored in the ledger so truncation is detectable.
-// It is safe for concurrent use.
+// hash, every line copied into the ledger with the head, so truncation is
+// detectable and a teammate whose machine has no file can verify the
+// session from the ledger. It is safe for concurrent use.
 type FileJournal struct {
 	ledger  workflow.SessionStore
 	clock   workflow.Clock
@@ -36,12 +37,15 @@ type FileJournal struct {
 	path    string
 	secrets *secret.Set // masked in every entry before it is sealed
 
-	mu     sync.Mutex
-	f      *os.File
-	size   int64
-	prev   *journal.Entry
-	broken error // set when the file may end in a partial line
-	closed bool
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+	prev *journal.Entry
+	// unconfirmed are the lines written to the file that the ledger has
+	// not confirmed keeping; the next Append sends them again first.
+	unconfirmed []journal.Line
+	broken      error // set when the file may end in a partial line
+	closed      bool
 }
 
 var _ workflow.Journal = (*FileJournal)(nil)
@@ -124,12 +128,15 @@ func (j *FileJournal) Session() workflow.Session { return j.session }
 func (j *FileJournal) Path() string { return j.path }
 
 // Append seals an entry after the previous one, writes it as one line,
-// fsyncs the file and then moves the ledger's head to it. ctx is checked
-// before writing; once the line is written the head is updated even if ctx
-// ends, so file and ledger agree. If the line is written but the head
-// update fails, Append returns the error and the next Append moves the head
-// past it. A failed write or fsync makes the journal refuse further entries,
-// because the file may then end in a partial or lost line.
+// fsyncs the file and then, in one ledger transaction, keeps the line in
+// the ledger and moves the head to it. ctx is checked before writing; once
+// the line is written the ledger is updated even if ctx ends, so file and
+// ledger agree. If the line is written but the ledger's update fails,
+// Append returns the error and the next Append sends that line again
+// before its own, so the ledger's copy has no gap (the ledger skips a line
+// it turns out to hold already). A failed write or fsync makes the journal
+// refuse further entries, because the file may then end in a partial or
+// lost line.
 func (j *FileJournal) Append(ctx context.Context, rec workflow.JournalRecord) (journal.Entry, error) {
 	kind := rec.JournalKind()
 	j.mu.Lock()
@@ -157,8 +164,7 @@ func (j *FileJournal) Append(ctx context.Context, rec workflow.JournalRecord) (j
 	if err != nil {
 		return journal.Entry{}, fmt.Errorf("journal %s: encode entry: %w", kind, err)
 	}
-	line = append(line, '\n')
-	if _, err := j.f.Write(line); err != nil {
+	if _, err := j.f.Write(append(line, '\n')); err != nil {
 		// Cut a partial line off so the chain stays readable; only if that
 		// fails too is the journal unusable.
 		if terr := j.f.Truncate(j.size); terr != nil {
@@ -173,12 +179,13 @@ func (j *FileJournal) Append(ctx context.Context, rec workflow.JournalRecord) (j
 		j.broken = fmt.Errorf("fsync failed: %w", err)
 		return journal.Entry{}, fmt.Errorf("sync journal %s: %w", j.path, err)
 	}
-	j.size += int64(len(line))
+	j.size += int64(len(line)) + 1
 	j.prev = &e
-	head := journal.Head{SessionID: j.session.ID, Seq: e.Seq, Hash: e.Hash}
-	if err := j.ledger.SetJournalHead(context.WithoutCancel(ctx), head); err != nil {
-		return e, fmt.Errorf("journal %s: entry %d is written but the ledger head was not updated: %w", j.path, e.Seq, err)
+	j.unconfirmed = append(j.unconfirmed, journal.Line{Number: int(e.Seq), Text: line})
+	if err := j.ledger.AppendJournal(context.WithoutCancel(ctx), j.session.ID, j.unconfirmed); err != nil {
+		return e, fmt.Errorf("journal %s: entry %d is written but the ledger did not keep it nor move its head: %w", j.path, e.Seq, err)
 	}
+	j.unconfirmed = j.unconfirmed[:0]
 	return e, nil
 }
 

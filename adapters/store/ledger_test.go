@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -532,14 +533,25 @@ func TestSessionsRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, journal.Head{SessionID: "s1"}, h)
 
-		require.NoError(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 1, Hash: "h1"}))
-		require.NoError(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 2, Hash: "h2"}))
-		require.NoError(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 2, Hash: "h2"}), "repeating is harmless")
-		require.Error(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 1, Hash: "h1"}), "a head never moves back")
-		require.Error(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 2, Hash: "other"}), "a head is never rewritten")
+		lines := sealedLines(t, "ana", 4)
+		forged := sealedLines(t, "mallory", 4)
+		require.NoError(t, l.AppendJournal(ctx, "s1", lines[:1]))
+		require.NoError(t, l.AppendJournal(ctx, "s1", lines[1:2]))
+		require.NoError(t, l.AppendJournal(ctx, "s1", lines[:2]), "repeating is harmless")
+		require.ErrorContains(t, l.AppendJournal(ctx, "s1", forged[:1]), "refusing another entry 1", "a held entry is never replaced")
+		require.ErrorContains(t, l.AppendJournal(ctx, "s1", forged[1:2]), "refusing another entry 2", "the head is never rewritten")
+		require.ErrorContains(t, l.AppendJournal(ctx, "s1", lines[3:4]), "gap")
+		require.ErrorContains(t, l.AppendJournal(ctx, "s1", forged[2:3]), "not linked")
+		require.ErrorIs(t, l.AppendJournal(ctx, "s1", []journal.Line{{Number: 3, Text: []byte(`{"seq":3`)}}), workflow.ErrUsage, "not an entry")
+		edited := journal.Line{Number: 3, Text: []byte(strings.Replace(string(lines[2].Text), `"ana"`, `"bo"`, 1))}
+		require.ErrorContains(t, l.AppendJournal(ctx, "s1", []journal.Line{edited}), "does not match its hash")
+		require.ErrorContains(t, l.AppendJournal(ctx, "s1", []journal.Line{lines[2], lines[3], forged[2]}), "refusing", "all or nothing")
 		h, err = l.JournalHead(ctx, "s1")
 		require.NoError(t, err)
-		require.Equal(t, journal.Head{SessionID: "s1", Seq: 2, Hash: "h2"}, h)
+		require.Equal(t, journal.Head{SessionID: "s1", Seq: 2, Hash: entryOf(t, lines[1]).Hash}, h)
+		cp, err := l.JournalCopy(ctx, "s1")
+		require.NoError(t, err)
+		require.Equal(t, workflow.JournalCopy{Kept: true, Lines: lines[:2], Head: h}, cp, "the copy is the lines as given, with the head")
 
 		end := t0.Add(time.Hour)
 		require.NoError(t, l.CloseSession(ctx, "s1", end))
@@ -557,7 +569,9 @@ func TestSessionsRoundTrip(t *testing.T) {
 
 		_, err = l.JournalHead(ctx, "nope")
 		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.SetJournalHead(ctx, journal.Head{SessionID: "nope", Seq: 1}), workflow.ErrNotFound)
+		require.ErrorIs(t, l.AppendJournal(ctx, "nope", lines[:1]), workflow.ErrNotFound)
+		_, err = l.JournalCopy(ctx, "nope")
+		require.ErrorIs(t, err, workflow.ErrNotFound)
 		require.ErrorIs(t, l.CloseSession(ctx, "nope", end), workflow.ErrNotFound)
 		require.ErrorIs(t, l.OpenSession(ctx, workflow.Session{}), workflow.ErrUsage)
 	})
@@ -631,15 +645,17 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		ctx := t.Context()
 		l := b.openNew(t)
 		require.NoError(t, l.OpenSession(ctx, workflow.Session{ID: "s1", Actor: "ana", Command: "plan", ReleaseID: "r1", StartedAt: t0}))
-		require.NoError(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 3, Hash: "h3"}))
+		lines := sealedLines(t, "ana", 3)
+		require.NoError(t, l.AppendJournal(ctx, "s1", lines))
+		h3 := entryOf(t, lines[2]).Hash
 
 		seal, err := l.SessionSeal(ctx, "s1")
 		require.NoError(t, err)
 		require.False(t, seal.Sealed())
-		require.Equal(t, workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "r1", Seq: 3, Hash: "h3"}, seal.Head)
+		require.Equal(t, workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "r1", Seq: 3, Hash: h3}, seal.Head)
 
 		stale := seal
-		stale.Head.At, stale.Head.Seq, stale.Head.Hash = t0, 2, "h2"
+		stale.Head.At, stale.Head.Seq, stale.Head.Hash = t0, 2, entryOf(t, lines[1]).Hash
 		require.ErrorContains(t, l.SealSession(ctx, stale), "the ledger holds entry 3", "a seal of another head is refused")
 		other := seal
 		other.Head.At, other.Head.Actor = t0, "bo"
@@ -674,4 +690,30 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		require.ErrorIs(t, l.SealSession(ctx, workflow.SessionSeal{SealedHead: workflow.SealedHead{Head: workflow.SessionHead{Session: "nope", At: t0}}}), workflow.ErrNotFound)
 		require.ErrorIs(t, l.SealSession(ctx, workflow.SessionSeal{SealedHead: workflow.SealedHead{Head: workflow.SessionHead{Session: "s1"}}}), workflow.ErrUsage, "a seal has a time")
 	})
+}
+
+// sealedLines is a journal of n sealed entries by actor, as lines.
+func sealedLines(t *testing.T, actor string, n int) []journal.Line {
+	t.Helper()
+	var (
+		prev  *journal.Entry
+		lines []journal.Line
+	)
+	for i := range n {
+		e, err := journal.Next(prev, t0.Add(time.Duration(i)*time.Second), actor, "tick", map[string]int{"i": i})
+		require.NoError(t, err)
+		b, err := json.Marshal(e)
+		require.NoError(t, err)
+		lines = append(lines, journal.Line{Number: i + 1, Text: b})
+		prev = &e
+	}
+	return lines
+}
+
+// entryOf decodes a journal line.
+func entryOf(t *testing.T, l journal.Line) journal.Entry {
+	t.Helper()
+	var e journal.Entry
+	require.NoError(t, json.Unmarshal(l.Text, &e))
+	return e
 }

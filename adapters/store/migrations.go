@@ -511,6 +511,69 @@ CREATE TABLE operation_locks (
 	backend_pid INTEGER NOT NULL
 );
 `},
+	// Journal entries in the ledger (issue 17): a team's ledger is read
+	// from machines that do not have a session's journal file, so every
+	// entry's line, exactly as written to the file, is kept here too, in
+	// the transaction that moves the session's head. journal_copy says
+	// the ledger keeps every entry of the session: sessions opened before
+	// keep none (0), and are verified from their file alone; it is set
+	// when the session opens and never changes, so deleting a session's
+	// rows cannot pass it off as an older one. Entries are never changed
+	// nor deleted (the triggers guard relcap's own code; someone who can
+	// drop them can rewrite a row, which the file, the seal and the anchor
+	// then contradict). There is no foreign key to sessions: a session row
+	// deleted by hand leaves its entries behind, as evidence.
+	{version: 8, sqlite: `
+ALTER TABLE sessions ADD COLUMN journal_copy INTEGER NOT NULL DEFAULT 0 CHECK (journal_copy IN (0, 1));
+
+CREATE TABLE journal_entries (
+	session_id TEXT NOT NULL,
+	seq        INTEGER NOT NULL CHECK (seq >= 1),
+	hash       TEXT NOT NULL,
+	line       TEXT NOT NULL,
+	PRIMARY KEY (session_id, seq)
+) STRICT, WITHOUT ROWID;
+
+CREATE TRIGGER journal_entries_no_update BEFORE UPDATE ON journal_entries BEGIN
+	SELECT RAISE(ABORT, 'journal entries are append-only: entries are never changed');
+END;
+CREATE TRIGGER journal_entries_no_delete BEFORE DELETE ON journal_entries BEGIN
+	SELECT RAISE(ABORT, 'journal entries are append-only: entries are never deleted');
+END;
+CREATE TRIGGER sessions_journal_copy BEFORE UPDATE OF journal_copy ON sessions
+WHEN old.journal_copy IS NOT new.journal_copy BEGIN
+	SELECT RAISE(ABORT, 'whether the ledger keeps a session''s journal is set when it opens and never changed');
+END;
+`, postgres: `
+ALTER TABLE sessions ADD COLUMN journal_copy BOOLEAN NOT NULL DEFAULT false;
+
+CREATE TABLE journal_entries (
+	session_id TEXT COLLATE "C" NOT NULL,
+	seq        BIGINT NOT NULL CHECK (seq >= 1),
+	hash       TEXT NOT NULL,
+	line       TEXT NOT NULL,
+	PRIMARY KEY (session_id, seq)
+);
+
+CREATE FUNCTION journal_entries_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'UPDATE' THEN
+		RAISE EXCEPTION 'journal entries are append-only: entries are never changed';
+	END IF;
+	RAISE EXCEPTION 'journal entries are append-only: entries are never deleted';
+END
+$$;
+CREATE TRIGGER journal_entries_no_update BEFORE UPDATE ON journal_entries FOR EACH ROW EXECUTE FUNCTION journal_entries_append_only();
+CREATE TRIGGER journal_entries_no_delete BEFORE DELETE ON journal_entries FOR EACH ROW EXECUTE FUNCTION journal_entries_append_only();
+-- SQLite has no TRUNCATE; PostgreSQL's would bypass the row triggers.
+CREATE TRIGGER journal_entries_no_truncate BEFORE TRUNCATE ON journal_entries FOR EACH STATEMENT EXECUTE FUNCTION journal_entries_append_only();
+CREATE FUNCTION sessions_journal_copy() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'whether the ledger keeps a session''s journal is set when it opens and never changed';
+END $$;
+CREATE TRIGGER sessions_journal_copy BEFORE UPDATE OF journal_copy ON sessions
+FOR EACH ROW WHEN (old.journal_copy IS DISTINCT FROM new.journal_copy) EXECUTE FUNCTION sessions_journal_copy();
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.

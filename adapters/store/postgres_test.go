@@ -333,13 +333,13 @@ func TestConcurrentWritersKeepHeadsAndCounts(t *testing.T) {
 		var count sync.Mutex
 		for i := range 8 {
 			wg.Go(func() {
-				err := ls[i%handles].SetJournalHead(ctx, journal.Head{SessionID: "race", Seq: 1, Hash: fmt.Sprintf("hash%d", i)})
+				err := ls[i%handles].AppendJournal(ctx, "race", sealedLines(t, fmt.Sprintf("p%d", i), 1))
 				count.Lock()
 				defer count.Unlock()
 				if err == nil {
 					won++
 				} else {
-					require.True(t, strings.Contains(err.Error(), "refusing to set it"), err.Error())
+					require.True(t, strings.Contains(err.Error(), "refusing another entry 1"), err.Error())
 					lost++
 				}
 			})

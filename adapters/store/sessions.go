@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -32,8 +33,10 @@ func (s *Ledger) OpenSession(ctx context.Context, sess workflow.Session) error {
 		if exists {
 			return fmt.Errorf("session %s is already registered", sess.ID)
 		}
+		// Opened by a relcap that keeps every entry in the ledger: from
+		// now on the session's journal is verifiable without its file.
 		_, err := tx.ExecContext(ctx, `
-INSERT INTO sessions (id, actor, command, release_id, started_at, ended_at) VALUES (?, ?, ?, ?, ?, ?)`,
+INSERT INTO sessions (id, actor, command, release_id, started_at, ended_at, journal_copy) VALUES (?, ?, ?, ?, ?, ?, TRUE)`,
 			sess.ID, sess.Actor, sess.Command, sess.ReleaseID, ts[0], ts[1])
 		return err
 	})
@@ -79,36 +82,126 @@ func (s *Ledger) LinkSession(ctx context.Context, id, releaseID string) error {
 	})
 }
 
-// SetJournalHead moves the session's journal head forward. It refuses to
-// move it back, or to change the hash of the current head, because either
-// would let a rewritten journal verify.
-func (s *Ledger) SetJournalHead(ctx context.Context, h journal.Head) error {
-	return s.inTx(ctx, "set journal head of session "+h.SessionID, func(tx ledgerTx) error {
+// AppendJournal keeps lines of session sessionID's journal, as the file
+// holds them, and moves its head to the last, in one transaction (see
+// workflow.SessionStore). Each line is read back as an entry and must be
+// sealed (its hash is its content's) and continue the copy: sequence head
+// + 1, linked to the head's hash. A line the ledger already holds is
+// skipped when identical, so a journal that retries lines whose commit it
+// could not confirm is harmless; any other line at or below the head is
+// refused.
+func (s *Ledger) AppendJournal(ctx context.Context, sessionID string, lines []journal.Line) error {
+	entries := make([]journal.Entry, len(lines))
+	for i, l := range lines {
+		if err := json.Unmarshal(l.Text, &entries[i]); err != nil {
+			return fmt.Errorf("%w: line %d of session %s's journal is not a journal entry: %w", workflow.ErrUsage, l.Number, sessionID, err)
+		}
+		if e := entries[i]; e.ComputeHash() != e.Hash {
+			return fmt.Errorf("%w: entry %d of session %s's journal does not match its hash: it was changed after it was sealed", workflow.ErrUsage, e.Seq, sessionID)
+		}
+	}
+	return s.inTx(ctx, "append to the journal of session "+sessionID, func(tx ledgerTx) error {
 		// Read, compared, then moved: two writers of one head must not
 		// both read the old one.
-		if err := tx.serialize(ctx, "session/"+h.SessionID); err != nil {
+		if err := tx.serialize(ctx, "session/"+sessionID); err != nil {
 			return err
 		}
 		var (
 			seq  int64
 			hash string
 		)
-		err := tx.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, h.SessionID).Scan(&seq, &hash)
+		err := tx.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, sessionID).Scan(&seq, &hash)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %s: %w", h.SessionID, workflow.ErrNotFound)
+			return fmt.Errorf("session %s: %w", sessionID, workflow.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
-		switch {
-		case h.Seq == seq && h.Hash == hash:
-			return nil
-		case h.Seq <= seq:
-			return fmt.Errorf("journal head of session %s is entry %d; refusing to set it to entry %d", h.SessionID, seq, h.Seq)
+		moved := false
+		for i, e := range entries {
+			if e.Seq <= seq {
+				if err := sameAsHeld(ctx, tx, sessionID, seq, hash, e, lines[i].Text); err != nil {
+					return err
+				}
+				continue
+			}
+			prev := hash
+			if seq == 0 {
+				prev = journal.GenesisHash
+			}
+			switch {
+			case e.Seq != seq+1:
+				return fmt.Errorf("journal head of session %s is entry %d; refusing entry %d, which would leave a gap", sessionID, seq, e.Seq)
+			case e.Prev != prev:
+				return fmt.Errorf("journal head of session %s is entry %d; refusing entry %d, which is not linked to it", sessionID, seq, e.Seq)
+			}
+			// Not scrubbed: the line was masked before it was sealed, and
+			// masking it again could change it after its hash.
+			if _, err := tx.Tx.ExecContext(ctx, tx.d.rebind(`INSERT INTO journal_entries (session_id, seq, hash, line) VALUES (?, ?, ?, ?)`),
+				sessionID, e.Seq, e.Hash, string(lines[i].Text)); err != nil {
+				return err
+			}
+			seq, hash, moved = e.Seq, e.Hash, true
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET head_seq = ?, head_hash = ? WHERE id = ?`, h.Seq, h.Hash, h.SessionID)
+		if !moved {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET head_seq = ?, head_hash = ? WHERE id = ?`, seq, hash, sessionID)
 		return err
 	})
+}
+
+// sameAsHeld accepts entry e, at or below the head (seq, hash), only if
+// the ledger already holds exactly its line; a session from before the
+// ledger kept entries holds only its head.
+func sameAsHeld(ctx context.Context, tx ledgerTx, sessionID string, seq int64, hash string, e journal.Entry, line []byte) error {
+	var held string
+	err := tx.QueryRowContext(ctx, `SELECT line FROM journal_entries WHERE session_id = ? AND seq = ?`, sessionID, e.Seq).Scan(&held)
+	switch {
+	case err == nil && held == string(line):
+		return nil
+	case errors.Is(err, sql.ErrNoRows) && e.Seq == seq && e.Hash == hash:
+		return nil
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	return fmt.Errorf("journal head of session %s is entry %d; refusing another entry %d", sessionID, seq, e.Seq)
+}
+
+// JournalCopy returns the ledger's copy of session id's journal with the
+// head, read in one statement so they are of one state, or an error
+// wrapping workflow.ErrNotFound.
+func (s *Ledger) JournalCopy(ctx context.Context, id string) (workflow.JournalCopy, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT s.journal_copy, s.head_seq, s.head_hash, e.seq, e.line
+FROM sessions s LEFT JOIN journal_entries e ON e.session_id = s.id
+WHERE s.id = ? ORDER BY e.seq`, id)
+	if err != nil {
+		return workflow.JournalCopy{}, s.fail("read the journal of session "+id, err)
+	}
+	defer rows.Close()
+	c := workflow.JournalCopy{Head: journal.Head{SessionID: id}}
+	found := false
+	for rows.Next() {
+		var (
+			seq  sql.NullInt64
+			line sql.NullString
+		)
+		if err := rows.Scan(&c.Kept, &c.Head.Seq, &c.Head.Hash, &seq, &line); err != nil {
+			return workflow.JournalCopy{}, s.fail("read the journal of session "+id, err)
+		}
+		found = true
+		if seq.Valid {
+			c.Lines = append(c.Lines, journal.Line{Number: int(seq.Int64), Text: []byte(line.String)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return workflow.JournalCopy{}, s.fail("read the journal of session "+id, err)
+	}
+	if !found {
+		return workflow.JournalCopy{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+	}
+	return c, nil
 }
 
 // JournalHead returns the last journal entry the ledger confirmed for

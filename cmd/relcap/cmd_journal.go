@@ -89,12 +89,19 @@ func (a *app) journalShowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			entries, err := store.ReadEntries(path)
+			q, err := a.records(cmd.Context())
+			if err != nil {
+				return err
+			}
+			entries, from, err := q.JournalEntries(cmd.Context(), args[0])
 			if errors.Is(err, workflow.ErrNotFound) {
-				return fmt.Errorf("%w: no journal for session %s at %s (see relcap journal list)", workflow.ErrNotFound, args[0], path)
+				return fmt.Errorf("%w: no journal for session %s at %s nor in the ledger (see relcap journal list)", workflow.ErrNotFound, args[0], path)
 			}
 			if err != nil {
 				return err
+			}
+			if from == workflow.JournalFromLedger {
+				fmt.Fprintf(a.io.Err, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", args[0], path)
 			}
 			if a.flags.json {
 				enc := json.NewEncoder(a.io.Out)
@@ -130,8 +137,15 @@ the people file as it reads now (namespace relcap-journal); and compares it with
 the head anchored on refs/relcap/journal of the first environment's
 environment repository, which also names sessions whose ledger row is gone.
 
+The ledger keeps a copy of every journal entry (sessions recorded before it
+did excepted). Where the session's journal file is on this machine, the file
+and the ledger's copy must agree line for line; where it is not (the session
+was recorded on another machine), the ledger's copy is verified instead, and
+the screen recordings, which stay on the machine that recorded them, are
+reported as not checked here.
+
 It exits 0 when no check failed and 3 naming each session that failed and
-which check (chain, ledger_head, recordings, signature, anchor). Sessions
+which check (chain, ledger_head, ledger_copy, recordings, signature, anchor). Sessions
 whose head is unsigned or was never anchored (older sessions, projects
 without a people file or environment repository) are warned about on
 stderr, not counted as tampering. Run it with -c naming the relcap.yaml whose
@@ -194,10 +208,14 @@ signatures and anchors are not checked, and it says so.`,
 // TAMPERED, with each failed check) and the warnings on stderr.
 func (a *app) printVerification(results []verifyResult) {
 	for _, r := range results {
+		where, from := r.Path, ""
+		if r.Journal == workflow.JournalFromLedger {
+			where, from = "the ledger's copy", "  (from the ledger's copy: the journal file is not on this machine)"
+		}
 		if r.Intact {
-			fmt.Fprintf(a.io.Out, "ok       %s  %d entries\n", r.Session, r.Entries)
+			fmt.Fprintf(a.io.Out, "ok       %s  %d entries%s\n", r.Session, r.Entries, from)
 		} else {
-			fmt.Fprintf(a.io.Out, "TAMPERED %s  %s: %s\n", r.Session, r.Path, r.Problem)
+			fmt.Fprintf(a.io.Out, "TAMPERED %s  %s: %s\n", r.Session, where, r.Problem)
 			for _, f := range r.Failed {
 				// The headline already says the first problem.
 				if _, detail, _ := strings.Cut(f, ": "); r.Problem != nil && (f == r.Problem.Reason || detail == r.Problem.String()) {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +37,7 @@ the journal vouches for.`,
 				return err
 			}
 			if len(casts) == 0 {
-				return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do)", workflow.ErrUsage, args[0])
+				return a.noRecording(cmd, args[0])
 			}
 			for _, path := range casts {
 				if err := replay(cmd, path, speed); err != nil {
@@ -56,4 +58,28 @@ func replay(cmd *cobra.Command, path string, speed float64) error {
 	}
 	defer f.Close()
 	return asciicast.Play(cmd.Context(), path, f, cmd.OutOrStdout(), speed)
+}
+
+// noRecording says why session id has no recording here: it has none
+// (only cockpit sessions do), or its journal, read from the ledger, names
+// recordings that stay on the machine that recorded them.
+func (a *app) noRecording(cmd *cobra.Command, id string) error {
+	q, err := a.records(cmd.Context())
+	if err != nil {
+		return err
+	}
+	entries, from, err := q.JournalEntries(cmd.Context(), id)
+	if err == nil && from == workflow.JournalFromLedger {
+		var names []string
+		for _, e := range entries {
+			var rec workflow.ScreenRecorded
+			if e.Kind == workflow.KindScreenRecorded && json.Unmarshal(e.Data, &rec) == nil {
+				names = append(names, rec.File)
+			}
+		}
+		if len(names) > 0 {
+			return fmt.Errorf("%w: session %s was recorded on another machine; its screen recording (%s) stays there: replay it on that machine", workflow.ErrUsage, id, strings.Join(names, ", "))
+		}
+	}
+	return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do)", workflow.ErrUsage, id)
 }

@@ -95,7 +95,7 @@ func TestJournalHeadsAreSignedAndAnchoredAndEachAttackIsCaught(t *testing.T) {
 	for _, id := range []string{planID, approveID, applyID} {
 		v := byID[id]
 		require.True(t, v.Intact, "%s: %v", id, v.Failed)
-		for _, check := range []string{"chain", "ledger_head", "recordings", "signature", "anchor"} {
+		for _, check := range []string{"chain", "ledger_head", "ledger_copy", "recordings", "signature", "anchor"} {
 			require.Equal(t, "ok", v.Checks[check].Status, "%s %s: %s", id, check, v.Checks[check].Detail)
 		}
 	}
@@ -151,10 +151,26 @@ func TestJournalHeadsAreSignedAndAnchoredAndEachAttackIsCaught(t *testing.T) {
 
 	// (b) alice's apply session: one entry rewritten, the chain re-hashed
 	// after it, the file replaced, and the ledger's head moved to match.
+	// The ledger's copy of the journal, left as it was, disagrees with the
+	// file from the rewritten entry on.
 	path := store.SessionFiles{Dir: filepath.Join(data, "relcap", "sessions")}.JournalPath(applyID)
 	seq, hash := rewriteJournal(t, path)
 	sqlExec(`DROP TRIGGER sessions_sealed_head`)
 	sqlExec(`UPDATE sessions SET head_seq = ?, head_hash = ? WHERE id = ?`, seq, hash, applyID)
+	code, byID, text, textErr = verify()
+	require.Equal(t, exitBlocked, code, text+textErr)
+	requireFailed(t, byID[applyID], "ledger_copy", "signature", "anchor")
+	require.Equal(t, "line 2 (entry 2): differs from the ledger's copy of entry 2: one of them was rewritten", byID[applyID].Checks["ledger_copy"].Detail)
+	// The forger rewrites the ledger's copy too: only the signature and
+	// the anchor are left to tell.
+	rewritten, err := store.ReadJournal(path)
+	require.NoError(t, err)
+	sqlExec(`DROP TRIGGER journal_entries_no_update`)
+	for _, l := range rewritten {
+		var e journal.Entry
+		require.NoError(t, json.Unmarshal(l.Text, &e))
+		sqlExec(`UPDATE journal_entries SET line = ?, hash = ? WHERE session_id = ? AND seq = ?`, string(l.Text), e.Hash, applyID, e.Seq)
+	}
 	code, byID, text, textErr = verify()
 	require.Equal(t, exitBlocked, code, text+textErr)
 	requireFailed(t, byID[applyID], "signature", "anchor")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -305,4 +306,125 @@ func listTree(t *testing.T, dir string) []string {
 		return nil
 	}))
 	return out
+}
+
+// TestATeammateVerifiesAndReadsSessionsRecordedOnAnotherMachine: alice
+// logs effort on her machine; bob, on his (another data directory and the
+// same PostgreSQL ledger; for SQLite, whose journals sit beside the file,
+// the same file with alice's journals moved away), has no journal file of
+// hers, and journal verify checks her session from the ledger's copy and
+// says so; journal show prints it from there. On alice's machine the file
+// and the copy are both checked, and an edit of the ledger's copy is
+// tampering named with the session and the line.
+func TestATeammateVerifiesAndReadsSessionsRecordedOnAnotherMachine(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			ledger := filepath.Join(t.TempDir(), "team", "ledger.db")
+			if backend == "postgres" {
+				ledger = pgtest.Database(t)
+			}
+			alice, bob := t.TempDir(), t.TempDir()
+			code, _, errOut := invokeEnv(t, alice, nil, "--ledger", ledger, "--actor", "alice", "effort", "log", "--release", "r1", "--minutes", "30", "--what", "go/no-go call")
+			require.Equal(t, 0, code, errOut)
+			asBob := func(args ...string) (int, string, string) {
+				t.Helper()
+				if backend == "sqlite" {
+					sessions := filepath.Join(filepath.Dir(ledger), "sessions")
+					require.NoError(t, os.Rename(sessions, sessions+".alice"))
+					defer func() { require.NoError(t, os.Rename(sessions+".alice", sessions)) }()
+				}
+				return invokeEnv(t, bob, nil, append([]string{"--ledger", ledger}, args...)...)
+			}
+
+			code, out, errOut := asBob("journal", "verify")
+			require.Equal(t, 0, code, out+errOut)
+			require.Regexp(t, `ok       \S+  \d+ entries  \(from the ledger's copy: the journal file is not on this machine\)`, out)
+			code, out, errOut = asBob("--json", "journal", "verify")
+			require.Equal(t, 0, code, out+errOut)
+			var list []struct {
+				Session, Journal string
+				Intact           bool
+				Checks           map[string]struct{ Status, Detail string }
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &list))
+			require.Len(t, list, 1)
+			id := list[0].Session
+			require.Equal(t, "ledger", list[0].Journal)
+			require.True(t, list[0].Intact)
+			require.Contains(t, list[0].Checks["ledger_copy"].Detail, "verified from the ledger's copy")
+
+			code, out, errOut = asBob("journal", "show", id)
+			require.Equal(t, 0, code, errOut)
+			require.Contains(t, out, "go/no-go call")
+			require.Contains(t, errOut, "session "+id+" was recorded on another machine")
+			code, _, errOut = asBob("journal", "replay", id)
+			require.Equal(t, exitUsage, code)
+			require.Contains(t, errOut, "session "+id+" has no screen recording (only cockpit sessions do)", "its journal, read from the ledger, names none")
+			code, _, errOut = asBob("journal", "show", "20261130T000000Z-000000")
+			require.Equal(t, exitError, code)
+			require.Contains(t, errOut, "no journal for session 20261130T000000Z-000000")
+
+			code, out, errOut = invokeEnv(t, alice, nil, "--ledger", ledger, "--json", "journal", "verify")
+			require.Equal(t, 0, code, out+errOut)
+			require.NoError(t, json.Unmarshal([]byte(out), &list))
+			require.Equal(t, "file", list[0].Journal)
+			require.Contains(t, list[0].Checks["ledger_copy"].Detail, "agrees with the file, line for line")
+
+			// Someone with the database edits the ledger's copy of entry 2.
+			db, err := sql.Open(map[string]string{"sqlite": "sqlite", "postgres": "pgx"}[backend], ledger)
+			require.NoError(t, err)
+			defer db.Close()
+			for _, q := range map[string][]string{
+				"sqlite":   {`DROP TRIGGER journal_entries_no_update`},
+				"postgres": {`DROP TRIGGER journal_entries_no_update ON journal_entries`},
+			}[backend] {
+				_, err = db.ExecContext(t.Context(), q)
+				require.NoError(t, err)
+			}
+			res, err := db.ExecContext(t.Context(), `UPDATE journal_entries SET line = replace(line, 'go/no-go', 'go/go') WHERE seq = 2`)
+			require.NoError(t, err)
+			n, err := res.RowsAffected()
+			require.NoError(t, err)
+			require.EqualValues(t, 1, n)
+			code, out, _ = invokeEnv(t, alice, nil, "--ledger", ledger, "journal", "verify")
+			require.Equal(t, exitBlocked, code, out)
+			require.Contains(t, out, "TAMPERED "+id)
+			require.Contains(t, out, "line 2 (entry 2): differs from the ledger's copy of entry 2: the ledger's copy was edited")
+			code, out, _ = asBob("journal", "verify")
+			require.Equal(t, exitBlocked, code, out)
+			require.Contains(t, out, "TAMPERED "+id+"  the ledger's copy: line 2 (entry 2): in the ledger's copy: content does not match its hash")
+
+			// A cockpit session of alice's, with its screen recording: the
+			// recording stays on her machine.
+			aliceSessions := filepath.Join(alice, "relcap", "sessions")
+			open := func() (*store.Ledger, error) { return store.OpenPostgres(t.Context(), ledger) }
+			if backend == "sqlite" {
+				aliceSessions = filepath.Join(filepath.Dir(ledger), "sessions")
+				open = func() (*store.Ledger, error) { return store.OpenSQLite(t.Context(), ledger) }
+			}
+			l, err := open()
+			require.NoError(t, err)
+			j, err := store.OpenSession(t.Context(), l, aliceSessions, workflow.Session{Actor: "alice", Command: "cockpit"}, workflow.SystemClock{})
+			require.NoError(t, err)
+			rec, err := j.StartRecording()
+			require.NoError(t, err)
+			_, err = rec.Write([]byte(`{"version":2,"width":80,"height":24}` + "\n"))
+			require.NoError(t, err)
+			require.NoError(t, rec.Finish(t.Context(), "r1"))
+			require.NoError(t, j.Close(t.Context()))
+			require.NoError(t, l.Close())
+			cockpit := j.SessionID()
+			code, out, errOut = asBob("journal", "verify", cockpit)
+			require.Equal(t, 0, code, out+errOut)
+			require.Contains(t, errOut, "warning  "+cockpit+"  ")
+			require.Contains(t, errOut, "recordings not checked: screen.cast recorded on another machine, not checked here")
+			code, _, errOut = asBob("journal", "replay", cockpit)
+			require.Equal(t, exitUsage, code)
+			require.Contains(t, errOut, "session "+cockpit+" was recorded on another machine; its screen recording (screen.cast) stays there")
+			code, _, errOut = invokeEnv(t, alice, nil, "--ledger", ledger, "journal", "replay", cockpit, "--speed", "0")
+			require.Equal(t, 0, code, errOut)
+		})
+	}
 }

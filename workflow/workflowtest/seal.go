@@ -210,3 +210,17 @@ func (f *SessionFiles) RecordingSHA256(_ context.Context, id, name string) (stri
 	}
 	return sum, nil
 }
+
+// SetRecording makes session id's file name hash to sum.
+func (f *SessionFiles) SetRecording(id, name, sum string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recordings[id+"/"+name] = sum
+}
+
+// RemoveRecording deletes session id's file name.
+func (f *SessionFiles) RemoveRecording(id, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.recordings, id+"/"+name)
+}

@@ -119,6 +119,8 @@ type Ledger struct {
 	findings     map[string][]finding.Finding
 	sessions     map[string]workflow.Session
 	heads        map[string]journal.Head
+	copies       map[string][]journal.Line // the ledger's copy of each journal
+	legacy       map[string]bool           // sessions whose journal the ledger does not keep
 	seals        map[string]workflow.SessionSeal
 	// Gate, when set, runs before every write; a non-nil error refuses the
 	// write, as a dead process writes nothing.
@@ -142,6 +144,7 @@ func NewLedger() *Ledger {
 		releases: map[string][]byte{}, plans: map[string]workflow.PlanSummary{},
 		sightings: map[string]workflow.Sighting{}, findings: map[string][]finding.Finding{},
 		sessions: map[string]workflow.Session{}, heads: map[string]journal.Head{},
+		copies: map[string][]journal.Line{}, legacy: map[string]bool{},
 		seals: map[string]workflow.SessionSeal{},
 	}
 }
@@ -398,12 +401,77 @@ func (l *Ledger) LinkSession(_ context.Context, id, releaseID string) error {
 	return nil
 }
 
-// SetJournalHead stores h.
+// AppendJournal keeps lines in the session's copy and moves its head to
+// the last, only forward and only linked, as the real ledger does.
+func (l *Ledger) AppendJournal(_ context.Context, id string, lines []journal.Line) error {
+	if err := l.gate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.heads[id]
+	h.SessionID = id
+	copied := slices.Clone(l.copies[id])
+	for _, line := range lines {
+		var e journal.Entry
+		if err := json.Unmarshal(line.Text, &e); err != nil {
+			return fmt.Errorf("%w: line %d is not a journal entry: %w", workflow.ErrUsage, line.Number, err)
+		}
+		if e.Seq <= h.Seq {
+			if int(e.Seq) <= len(copied) && string(copied[e.Seq-1].Text) == string(line.Text) {
+				continue
+			}
+			return fmt.Errorf("journal head of session %s is entry %d; refusing another entry %d", id, h.Seq, e.Seq)
+		}
+		prev := h.Hash
+		if h.Seq == 0 {
+			prev = journal.GenesisHash
+		}
+		if e.Seq != h.Seq+1 || e.Prev != prev || e.ComputeHash() != e.Hash {
+			return fmt.Errorf("journal head of session %s is entry %d; refusing entry %d", id, h.Seq, e.Seq)
+		}
+		copied = append(copied, journal.Line{Number: int(e.Seq), Text: slices.Clone(line.Text)})
+		h.Seq, h.Hash = e.Seq, e.Hash
+	}
+	l.copies[id], l.heads[id] = copied, h
+	return nil
+}
+
+// SetJournalHead sets the head of a session whose journal the ledger does
+// not keep, as one opened before the ledger kept journal entries: it is
+// verified from its file alone. Not a port method.
 func (l *Ledger) SetJournalHead(_ context.Context, h journal.Head) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.heads[h.SessionID] = h
+	l.legacy[h.SessionID] = true
+	delete(l.copies, h.SessionID)
 	return nil
+}
+
+// EditJournalCopy replaces the text of entry seq in the ledger's copy of
+// session id's journal, as someone with the database could. Not a port
+// method.
+func (l *Ledger) EditJournalCopy(id string, seq int64, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, line := range l.copies[id] {
+		if int64(line.Number) == seq {
+			l.copies[id][i].Text = []byte(text)
+		}
+	}
+}
+
+// JournalCopy returns the ledger's copy of a session's journal.
+func (l *Ledger) JournalCopy(_ context.Context, id string) (workflow.JournalCopy, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.sessions[id]; !ok {
+		return workflow.JournalCopy{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+	}
+	h := l.heads[id]
+	h.SessionID = id
+	return workflow.JournalCopy{Kept: !l.legacy[id], Lines: slices.Clone(l.copies[id]), Head: h}, nil
 }
 
 // JournalHead returns the head of a session.
