@@ -12,7 +12,6 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
-	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/report"
 )
 
@@ -45,10 +44,12 @@ func fillHistory(t *testing.T, l *Ledger, n int, seed uint64) {
 	require.NoError(t, l.RecordApproval(ctx, a))
 	require.NoError(t, l.RecordApproval(ctx, a))
 	require.NoError(t, l.OpenSession(ctx, workflow.Session{ID: "s1", Actor: "ana", Command: "plan", ReleaseID: "web-prod-0000001", StartedAt: t0}))
-	require.NoError(t, l.SetJournalHead(ctx, journal.Head{SessionID: "s1", Seq: 2, Hash: "h2"}))
+	lines := sealedLines(t, "ana", 2)
+	require.NoError(t, l.AppendJournal(ctx, "s1", lines))
+	head := entryOf(t, lines[1])
 	require.NoError(t, l.CloseSession(ctx, "s1", t0.Add(time.Minute)))
 	require.NoError(t, l.SealSession(ctx, workflow.SessionSeal{SealedHead: workflow.SealedHead{
-		Head:      workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-prod-0000001", Seq: 2, Hash: "h2", At: t0.Add(time.Minute)},
+		Head:      workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-prod-0000001", Seq: 2, Hash: head.Hash, At: t0.Add(time.Minute)},
 		Signature: workflow.Signature{Armored: "sig", Key: "SHA256:k"},
 	}}))
 }
