@@ -23,6 +23,11 @@ const (
 	// LockPromote: a promotion into one environment (copy, pin, land;
 	// LockScope.Key is PromotionBoundary's).
 	LockPromote LockKind = "promote"
+	// LockRun: one process running one release at a time (LockScope.Key
+	// is the release's ID), so a second captain's resume of a release
+	// another captain is driving is refused before it saves anything,
+	// rather than overwriting that run's progress with its own.
+	LockRun LockKind = "run"
 )
 
 // LockScope is what one lock covers: one kind of operation on one key.
@@ -38,6 +43,8 @@ func (s LockScope) String() string {
 		return "the apply lock of Terraform state " + s.Key
 	case LockPromote:
 		return "the promotion lock of " + s.Key
+	case LockRun:
+		return "release " + s.Key
 	}
 	return fmt.Sprintf("the %s lock of %s", s.Kind, s.Key)
 }

@@ -34,6 +34,18 @@ var (
 	stagingPromote = workflow.LockScope{Kind: workflow.LockPromote, Key: "web/staging"}
 )
 
+// sideEffects are the apply and promotion locks of scopes, without the
+// run locks every run takes (TestASecondCaptainCannotRunAReleaseAnotherIsRunning).
+func sideEffects(scopes []workflow.LockScope) []workflow.LockScope {
+	var out []workflow.LockScope
+	for _, s := range scopes {
+		if s.Kind != workflow.LockRun {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // lockRefusals are the lock.refused entries of a journal.
 func lockRefusals(t *testing.T, j *workflowtest.Journal) []workflow.LockRefused {
 	t.Helper()
@@ -79,8 +91,8 @@ func TestAReleaseHoldsTheApplyAndPromotionLocksWhileItsSideEffectsRun(t *testing
 	require.Equal(t, stagingApply, heldDuring["apply"], "terraform apply under the state's apply lock")
 	require.Equal(t, stagingPromote, heldDuring["copy"], "the copy under the environment's promotion lock")
 	require.Equal(t, stagingPromote, heldDuring["commit"], "the pin too")
-	require.Equal(t, []workflow.LockScope{stagingApply, stagingPromote}, locks.Taken())
-	require.Equal(t, []workflow.LockScope{stagingApply, stagingPromote}, locks.Released(), "each released when its step ended")
+	require.Equal(t, []workflow.LockScope{stagingApply, stagingPromote}, sideEffects(locks.Taken()))
+	require.Equal(t, []workflow.LockScope{stagingApply, stagingPromote}, sideEffects(locks.Released()), "each released when its step ended")
 }
 
 // TestAHeldApplyLockBlocksTheApplyStepNamingItsHolder: bob's apply of the
@@ -159,7 +171,7 @@ func TestAHeldApplyLockRefusesApplyPlan(t *testing.T) {
 	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, w.Applies)
-	require.Equal(t, []workflow.LockScope{stagingApply, stagingApply}, locks.Released(), "bob's, then alice's own")
+	require.Equal(t, []workflow.LockScope{stagingApply, stagingApply}, sideEffects(locks.Released()), "bob's, then alice's own")
 }
 
 // TestAHeldPromotionLockBlocksThePromotionBeforeTheCopy: another captain
@@ -242,7 +254,51 @@ func TestRelcapApplyOfAReleaseRefusedLeavesTheReleaseAlone(t *testing.T) {
 	_, _, err = alice.svc.ApplyPlan(ctx, out.Plan.Fingerprint, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, w.Applies)
-	require.Equal(t, []workflow.LockScope{stagingApply, stagingApply}, locks.Taken(), "bob's, then alice's once")
+	require.Equal(t, []workflow.LockScope{stagingApply, stagingApply}, sideEffects(locks.Taken()), "bob's, then alice's once")
 	_, held := locks.Holder(stagingApply)
 	require.False(t, held)
+}
+
+// TestASecondCaptainCannotRunAReleaseAnotherIsRunning: while alice's
+// process drives a release (here, mid-convergence), bob's resume of the
+// same release is refused naming alice, before it saves anything: the
+// release keeps alice's progress. The run lock goes with alice's run, and
+// bob's resume then finds the release converged.
+func TestASecondCaptainCannotRunAReleaseAnotherIsRunning(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, clock := workflowtest.NewWorld(), workflowtest.NewClock(t0)
+	locks := &workflowtest.FakeLocks{Clock: clock}
+	l := workflowtest.LockingLedger{Ledger: workflowtest.NewLedger(), FakeLocks: locks}
+	alice := lockingProcess(t, testProject(0), w, l, clock, "alice")
+	bob := lockingProcess(t, testProject(0), w, l, clock, "bob")
+
+	r, err := alice.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	var refused error
+	w.Interrupt = func(effect string) error {
+		if effect == "commit" && refused == nil {
+			_, refused = bob.svc.Run(ctx, r.ID, nil)
+		}
+		return nil
+	}
+	final, err := alice.svc.Run(ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.ReleaseConverged, final.Status)
+
+	var le *workflow.LockedError
+	require.ErrorAs(t, refused, &le)
+	require.ErrorIs(t, refused, workflow.ErrBlocked)
+	require.Equal(t, "alice", le.Holder.Actor)
+	require.Contains(t, refused.Error(), "release "+r.ID+" is held by alice: run release "+r.ID+" in staging")
+	after, err := l.LoadRelease(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, workflow.ReleaseConverged, after.Status, "bob's refused run saved nothing over alice's")
+	refusals := lockRefusals(t, bob.journal)
+	require.Len(t, refusals, 1)
+	require.Equal(t, workflow.LockRun, refusals[0].Kind)
+
+	again, err := bob.svc.Run(ctx, r.ID, nil)
+	require.NoError(t, err, "alice's run released the release")
+	require.Equal(t, workflow.ReleaseConverged, again.Status)
 }

@@ -84,6 +84,19 @@ func (s *Service) RunUntil(ctx context.Context, id string, sink EventSink, last 
 	if err != nil {
 		return r, err
 	}
+	// One process drives a release at a time across captains; the release
+	// is read again once it is held, since the holder may have moved it on.
+	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockRun, Key: r.ID}, r.ID, fmt.Sprintf("run release %s in %s", r.ID, r.Env))
+	if err != nil {
+		return r, err
+	}
+	defer unlock()
+	if r, err = s.d.Ledger.LoadRelease(ctx, id); err != nil {
+		return nil, fmt.Errorf("load release %s: %w", id, err)
+	}
+	if r.Status.Done() {
+		return r, nil
+	}
 	if err := s.linkSession(ctx, r.ID); err != nil {
 		return r, err
 	}
