@@ -414,7 +414,8 @@ type Session struct {
 // with the head it holds.
 type JournalCopy struct {
 	// Kept is false for a session opened before the ledger kept journal
-	// entries (schema 8): its journal is in its file alone.
+	// entries (schema 8) and never migrated with its file (relcap ledger
+	// migrate copies it in): its journal is in its file alone.
 	Kept bool
 	// Lines are the entries' lines as the journal file holds them,
 	// numbered by their sequence, in order; a gap in the numbers is an

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -331,4 +332,60 @@ func TestSessionsFromBeforeTheLedgerKeptJournalsVerifyFromTheirFile(t *testing.T
 		require.False(t, v.Intact)
 		require.Equal(t, []string{"chain: journal file is missing; the ledger's head is entry 2"}, v.Failed)
 	})
+}
+
+// TestMigrateBringsOlderSessionsJournalFilesAlong: a captain's session
+// from before the ledger kept journal entries lives in its file alone;
+// ledger migrate copies the file's entries (once they verify against the
+// head) into the team's ledger, so a teammate without the file verifies
+// it from the ledger's copy. A second migration finds them there; a file
+// that does not verify is left out and named.
+func TestMigrateBringsOlderSessionsJournalFilesAlong(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	loc := sqliteBackend.newLocation(t)
+	old, err := sqliteBackend.open(ctx, loc, func(o *options) { o.schemaVersion = 5 })
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, id := range []string{"old", "edited"} {
+		lines := sealedLines(t, "ana", 3)
+		last := entryOf(t, lines[2])
+		_, err = old.db.ExecContext(ctx, `INSERT INTO sessions (id, actor, command, started_at, head_seq, head_hash) VALUES (?, 'ana', 'plan', ?, ?, ?)`,
+			id, t0.UnixNano(), last.Seq, last.Hash)
+		require.NoError(t, err)
+		var file []byte
+		for _, l := range lines {
+			file = append(append(file, l.Text...), '\n')
+		}
+		if id == "edited" {
+			file = bytes.Replace(file, []byte(`"actor":"ana"`), []byte(`"actor":"eve"`), 1)
+		}
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, id), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, id, JournalFile), file, 0o600))
+	}
+	require.NoError(t, old.Close())
+	src := sqliteBackend.openAt(t, loc)
+	team := postgresBackend.openNew(t)
+
+	opts := MigrateOptions{Journals: SessionFiles{Dir: dir}.JournalLines}
+	rep, err := Migrate(ctx, src, team, opts)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Journals.Copied)
+	require.Len(t, rep.Journals.Left, 1)
+	require.Contains(t, rep.Journals.Left[0], "edited: its journal file does not verify")
+
+	elsewhere := recordedSession{b: postgresBackend, ledger: team, dir: t.TempDir(), id: "old"}
+	v := elsewhere.verify(t)
+	require.True(t, v.Intact, "%v", v.Failed)
+	require.Equal(t, workflow.JournalFromLedger, v.Journal, "a teammate without the file verifies the ledger's copy")
+	require.Equal(t, int64(3), v.Entries)
+	here := recordedSession{b: postgresBackend, ledger: team, dir: dir, id: "old"}
+	v = here.verify(t)
+	require.True(t, v.Intact, "%v", v.Failed)
+	require.Equal(t, workflow.VerifyOK, v.Checks.LedgerCopy.Status, "the captain's file and the copy agree")
+
+	rep, err = Migrate(ctx, src, team, opts)
+	require.NoError(t, err)
+	require.Equal(t, 0, rep.Copied())
+	require.Equal(t, JournalBackfill{Present: 1, Left: rep.Journals.Left}, rep.Journals, "the second run copies nothing")
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/journal"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -64,6 +66,26 @@ type MigrateOptions struct {
 	// the report says what would be copied, conflicts included, and
 	// nothing is written.
 	DryRun bool
+	// Journals reads a source session's journal file, for sessions the
+	// source ledger keeps no copy of (recorded before schema 8): their
+	// lines, once they verify against the source's head, are copied into
+	// the target's journal_entries, so teammates on other machines can
+	// verify them too. nil copies none; a file it cannot find
+	// (workflow.ErrNotFound) leaves the session to its file, as before.
+	Journals func(ctx context.Context, sessionID string) ([]journal.Line, error)
+}
+
+// JournalBackfill is what Migrate did with the journal files of sessions
+// the source ledger keeps no copy of.
+type JournalBackfill struct {
+	// Copied sessions had their file's entries copied into the target.
+	Copied int `json:"copied"`
+	// Present sessions' entries were in the target already.
+	Present int `json:"present"`
+	// Left are sessions whose file could not be copied, each with why
+	// (not on this machine, or it does not verify): they are verified
+	// from their file alone, where it is.
+	Left []string `json:"left,omitempty"`
 }
 
 // TableMigration is what Migrate did with one table: Source rows in the
@@ -99,6 +121,8 @@ type MigrateReport struct {
 	// sessions: what the migration's verification compares.
 	Releases []string `json:"releases"`
 	Sessions []string `json:"sessions"`
+	// Journals is the copy of older sessions' journal files.
+	Journals JournalBackfill `json:"journals"`
 }
 
 // Copied is the number of rows inserted or merged, in every table.
@@ -244,6 +268,11 @@ func Migrate(ctx context.Context, from, to *Ledger, opts MigrateOptions) (Migrat
 		}
 		if len(conflicts) > 0 {
 			return &ConflictError{To: to.loc, Conflicts: conflicts[:min(len(conflicts), maxConflicts)], Total: len(conflicts)}
+		}
+		if opts.Journals != nil {
+			if rep.Journals, err = backfillJournals(ctx, src.Tx, tx, opts.Journals); err != nil {
+				return err
+			}
 		}
 		if opts.DryRun {
 			return errDryRun
@@ -889,4 +918,71 @@ func uniqueViolation(err error) (string, bool) {
 		return err.Error(), true
 	}
 	return "", false
+}
+
+// backfillJournals copies into dst the journal files of the source's
+// sessions that the source ledger keeps no entries of (opened before
+// schema 8), each only when its lines verify against the source's head,
+// and only into a target that holds none of the session's entries yet: a
+// second migration finds them present. Sessions' journal_copy is left as
+// it is (it is write-once); a ledger that holds a session's entries
+// verifies them whatever the flag says (JournalCopy).
+func backfillJournals(ctx context.Context, src *sql.Tx, dst ledgerTx, read func(context.Context, string) ([]journal.Line, error)) (JournalBackfill, error) {
+	var b JournalBackfill
+	rows, err := src.QueryContext(ctx, `SELECT s.id, s.head_seq, s.head_hash FROM sessions s
+WHERE NOT EXISTS (SELECT 1 FROM journal_entries e WHERE e.session_id = s.id) ORDER BY s.id`)
+	if err != nil {
+		return b, err
+	}
+	var heads []journal.Head
+	for rows.Next() {
+		var h journal.Head
+		if err := rows.Scan(&h.SessionID, &h.Seq, &h.Hash); err != nil {
+			_ = rows.Close()
+			return b, err
+		}
+		heads = append(heads, h)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return b, err
+	}
+	for _, h := range heads {
+		if h.Seq == 0 {
+			continue // a session that journaled nothing
+		}
+		var n int
+		if err := dst.QueryRowContext(ctx, `SELECT count(*) FROM journal_entries WHERE session_id = ?`, h.SessionID).Scan(&n); err != nil {
+			return b, err
+		}
+		if n > 0 {
+			b.Present++
+			continue
+		}
+		lines, err := read(ctx, h.SessionID)
+		if errors.Is(err, workflow.ErrNotFound) {
+			b.Left = append(b.Left, h.SessionID+": its journal file is not on this machine")
+			continue
+		}
+		if err != nil {
+			return b, err
+		}
+		if _, p := journal.Verify(lines, h); p != nil {
+			b.Left = append(b.Left, fmt.Sprintf("%s: its journal file does not verify (%s)", h.SessionID, p))
+			continue
+		}
+		for _, l := range lines {
+			var e journal.Entry
+			if err := json.Unmarshal(l.Text, &e); err != nil {
+				return b, err // verified above: cannot happen
+			}
+			// Not scrubbed, as AppendJournal: the line was masked before
+			// it was sealed, and masking it again could change it.
+			if _, err := dst.Tx.ExecContext(ctx, dst.d.rebind(`INSERT INTO journal_entries (session_id, seq, hash, line) VALUES (?, ?, ?, ?)`),
+				h.SessionID, e.Seq, e.Hash, string(l.Text)); err != nil {
+				return b, err
+			}
+		}
+		b.Copied++
+	}
+	return b, nil
 }

@@ -201,6 +201,9 @@ WHERE s.id = ? ORDER BY e.seq`, id)
 	if !found {
 		return workflow.JournalCopy{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
 	}
+	// A session opened before schema 8 whose journal file relcap ledger
+	// migrate copied in has its entries kept too.
+	c.Kept = c.Kept || len(c.Lines) > 0
 	return c, nil
 }
 

@@ -126,11 +126,13 @@ func (a *app) runMigrate(cmd *cobra.Command, f migrateFlags) error {
 	}
 	defer dst.Close()
 
-	rep, err := store.Migrate(ctx, src, dst, store.MigrateOptions{DryRun: f.dryRun})
+	dir, err := a.sessionsDirOf(fromLoc)
 	if err != nil {
 		return err
 	}
-	dir, err := a.sessionsDirOf(fromLoc)
+	// Sessions older than the ledger's journal copies bring their files'
+	// entries along, so teammates can verify them from their machines.
+	rep, err := store.Migrate(ctx, src, dst, store.MigrateOptions{DryRun: f.dryRun, Journals: store.SessionFiles{Dir: dir}.JournalLines})
 	if err != nil {
 		return err
 	}
@@ -248,7 +250,13 @@ func (a *app) printMigration(res migrateResult, problems []string) {
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "not copied: %s (%s)\n", s.Table, s.Why)
 	}
-	if rep.Copied() == 0 {
+	if j := rep.Journals; j.Copied > 0 || len(j.Left) > 0 {
+		fmt.Fprintf(w, "journal files: %d older session(s) copied into %s's journal entries, %d there already\n", j.Copied, rep.To, j.Present)
+		for _, l := range j.Left {
+			fmt.Fprintf(w, "journal file not copied: %s\n", l)
+		}
+	}
+	if rep.Copied() == 0 && rep.Journals.Copied == 0 {
 		what := "copied"
 		if rep.DryRun {
 			what = "would copy"
