@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,21 +30,25 @@ func TestTmuxDemoReleaseWithTheKeyboardAlone(t *testing.T) {
 	require.NoError(t, err, string(out))
 
 	dir := filepath.Join(t.TempDir(), "sandbox")
-	session := "relcap-demo-" + filepath.Base(filepath.Dir(bin))
+	// A tmux server of the test's own: another test binary's session (a
+	// second checkout's make test) cannot collide with it, and the server
+	// starts with this test's environment.
+	socket := "relcap-demo-" + strconv.Itoa(os.Getpid())
+	session := "demo"
 	script := bin + " demo --dir " + dir + "; echo EXIT=$?; sleep 60"
-	cmd := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", script)
+	cmd := exec.Command("tmux", "-L", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", script)
 	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir(), "TERM=xterm-256color")
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
-	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", session).Run() })
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
 
-	send := func(key string) { _ = exec.Command("tmux", "send-keys", "-t", session, key).Run() }
+	send := func(key string) { _ = exec.Command("tmux", "-L", socket, "send-keys", "-t", session, key).Run() }
 	var screen string
 	var acted time.Time
 	deadline := time.Now().Add(6 * time.Minute) // generous: CI machines may be busy
 	for time.Now().Before(deadline) {
 		time.Sleep(300 * time.Millisecond)
-		b, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
+		b, err := exec.Command("tmux", "-L", socket, "capture-pane", "-p", "-t", session).Output()
 		require.NoError(t, err)
 		screen = string(b)
 		if strings.Contains(screen, "EXIT=") {
