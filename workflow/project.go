@@ -89,6 +89,9 @@ type EnvRepoTarget struct {
 	// ValuesPath is the YAML path of the image reference for helm-values,
 	// e.g. "image.digest".
 	ValuesPath string
+	// Review is how changes are reviewed and landed: pushed by relcap
+	// (the default) or through a pull request on the team's forge.
+	Review EnvRepoReview
 }
 
 // ArgoCDTarget is the Argo CD application that deploys an environment.

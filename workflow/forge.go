@@ -1,0 +1,194 @@
+package workflow
+
+import (
+	"context"
+	"time"
+)
+
+// Promotion through the team's forge: where the environment repository's
+// main branch is protected, relcap pushes its relcap/<env>/<release>
+// branch, opens a pull request carrying the release's evidence, counts the
+// forge's reviews, merges through the forge's API when the policy and the
+// forge allow it (never force), and converges on the merge commit.
+
+// ReviewVia is how an environment-repository change is reviewed and
+// landed (envrepo.review.via).
+type ReviewVia string
+
+const (
+	// ReviewByPush: relcap lands the change itself, pushing to the
+	// environment branch once its own approvals are in (repositories
+	// without a forge). The default.
+	ReviewByPush ReviewVia = "push"
+	// ReviewByPullRequest: the change goes through a pull request on the
+	// forge (envrepo.review.forge).
+	ReviewByPullRequest ReviewVia = "pull_request"
+)
+
+// ForgeKind names a forge relcap has an adapter for.
+type ForgeKind string
+
+// The forges relcap speaks to.
+const (
+	ForgeGitea  ForgeKind = "gitea"
+	ForgeGitHub ForgeKind = "github"
+	ForgeGitLab ForgeKind = "gitlab"
+)
+
+// MergePolicy says who merges an approved pull request
+// (envrepo.review.merge).
+type MergePolicy string
+
+const (
+	// MergeByRelcap: relcap merges through the forge's API once the
+	// approvals are in and the forge says it is mergeable. The default.
+	MergeByRelcap MergePolicy = "relcap"
+	// MergeByPerson: relcap waits for a person to merge it on the forge.
+	MergeByPerson MergePolicy = "person"
+)
+
+// ReviewApprovals says which approvals count for a promotion reviewed
+// through a pull request (envrepo.review.approvals).
+type ReviewApprovals string
+
+const (
+	// ApprovalsFromForge: the forge's approving reviews of the reviewed
+	// commit, by people mapped to relcap's people, count as the promotion
+	// approvals (the forge authenticated them). The default.
+	ApprovalsFromForge ReviewApprovals = "forge"
+	// ApprovalsFromBoth: approvals.promotion signed relcap approvals and
+	// as many approving forge reviews are both required.
+	ApprovalsFromBoth ReviewApprovals = "both"
+)
+
+// EnvRepoReview is how an environment's repository changes are reviewed
+// (envrepo.review in relcap.yaml).
+type EnvRepoReview struct {
+	Via ReviewVia
+	// Forge, URL and TokenEnv, for ReviewByPullRequest: the forge's kind,
+	// the repository's web address (https://host/owner/repo; GitLab
+	// groups nest), and the environment variable holding the API token
+	// (never the token itself; when empty, git's credential helper is
+	// asked for the URL's host).
+	Forge    ForgeKind
+	URL      string
+	TokenEnv string
+	// CAFile is a PEM file of the authorities the forge's certificate is
+	// checked against (a private CA); absolute; empty means the system's.
+	CAFile    string
+	Merge     MergePolicy
+	Approvals ReviewApprovals
+	// Users maps forge accounts to principals of the people file; a forge
+	// account not listed is the principal of the same name.
+	Users []ForgeUser
+}
+
+// ForgeUser is one forge account and the person it is.
+type ForgeUser struct {
+	Login     string // the forge's user name
+	Principal string // the people file's principal
+}
+
+// PullRequests reports whether changes go through the forge's pull
+// requests.
+func (r EnvRepoReview) PullRequests() bool { return r.Via == ReviewByPullRequest }
+
+// PrincipalOf is the person a forge account is.
+func (r EnvRepoReview) PrincipalOf(login string) string {
+	for _, u := range r.Users {
+		if u.Login == login {
+			return u.Principal
+		}
+	}
+	return login
+}
+
+// PullRequestState is where a pull request stands.
+type PullRequestState string
+
+const (
+	PullRequestOpen   PullRequestState = "open"
+	PullRequestClosed PullRequestState = "closed" // closed without merge
+	PullRequestMerged PullRequestState = "merged"
+)
+
+// PullRequest is a forge's pull (or merge) request, as relcap needs it.
+type PullRequest struct {
+	Number int              `json:"number"`
+	URL    string           `json:"url"` // the web page people open
+	State  PullRequestState `json:"state"`
+	Title  string           `json:"title"`
+	Author string           `json:"author"`
+	// Head is the relcap branch and HeadSHA its commit as the forge sees
+	// it now; Base is the environment branch.
+	Head    string `json:"head"`
+	HeadSHA string `json:"head_sha"`
+	Base    string `json:"base"`
+	// Mergeable is the forge's own verdict (conflicts, required checks,
+	// branch protection), and Blocker says why not when it is false and
+	// the forge says (empty when it does not).
+	Mergeable bool   `json:"mergeable"`
+	Blocker   string `json:"blocker,omitempty"`
+	// MergeCommit and MergedBy, once merged: the commit the environment
+	// branch points at, which Argo CD must sync.
+	MergeCommit string    `json:"merge_commit,omitempty"`
+	MergedBy    string    `json:"merged_by,omitempty"`
+	MergedAt    time.Time `json:"merged_at,omitzero"`
+}
+
+// ReviewState is a forge review's verdict.
+type ReviewState string
+
+const (
+	ReviewApproved         ReviewState = "approved"
+	ReviewChangesRequested ReviewState = "changes_requested"
+	ReviewCommented        ReviewState = "commented"
+	ReviewDismissed        ReviewState = "dismissed"
+	ReviewPending          ReviewState = "pending"
+)
+
+// ForgeReview is one review of a pull request.
+type ForgeReview struct {
+	ID    int64       `json:"id"`
+	Login string      `json:"login"` // the reviewer's forge account
+	State ReviewState `json:"state"`
+	// CommitSHA is the commit the review was given on: a review of an
+	// older commit does not approve a branch that moved since.
+	CommitSHA string    `json:"commit_sha"`
+	At        time.Time `json:"at"`
+}
+
+// OpenPullRequestRequest opens a pull request of Head into Base.
+type OpenPullRequestRequest struct {
+	Head, Base  string
+	Title, Body string
+}
+
+// Forge is one repository on a team's forge. Adapters translate the
+// forge's client types; tokens never appear in errors or Where.
+type Forge interface {
+	// OpenPullRequest opens the pull request of req.Head into req.Base,
+	// or returns the open one there is already (idempotent per head
+	// branch, so a resumed promotion does not open a second).
+	OpenPullRequest(ctx context.Context, req OpenPullRequestRequest) (PullRequest, error)
+	// PullRequest reads one as it is now; an unknown number is
+	// ErrNotFound.
+	PullRequest(ctx context.Context, number int) (PullRequest, error)
+	// Reviews lists its reviews, oldest first.
+	Reviews(ctx context.Context, number int) ([]ForgeReview, error)
+	// Merge merges it through the forge's API, never forcing: only while
+	// its head is still headSHA (the reviewed commit; otherwise
+	// ErrBlocked naming both commits) and the forge accepts it (branch
+	// protection, required checks: a refusal is ErrBlocked with the
+	// forge's reason). It returns the merge commit. Merging one already
+	// merged returns its merge commit.
+	Merge(ctx context.Context, number int, headSHA, message string) (string, error)
+	// Where names the repository in messages, without credentials.
+	Where() string
+}
+
+// ForgeOpener gives the Forge of an environment's review settings (the
+// wiring builds the adapter of r.Forge with the token of r.TokenEnv).
+type ForgeOpener interface {
+	OpenForge(ctx context.Context, r EnvRepoReview) (Forge, error)
+}
