@@ -113,6 +113,9 @@ func Status(ctx context.Context, dir string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "  argo cd %s on kubernetes %s at %s%s\n", st.Versions.ArgoCD, st.Versions.Kubernetes, api.base, argoTransportNote(st.ArgoCA))
+	if st.Gitea != nil {
+		fmt.Fprintf(out, "  gitea %s at %s: repository %s (main protected; accounts %s, %s)\n", st.Gitea.Version, st.Gitea.URL, st.Gitea.RepoURL, GiteaCaptain, GiteaApprover)
+	}
 	var dead []string
 	for _, p := range st.Processes {
 		state := "running"

@@ -381,3 +381,42 @@ func TestLabLinksNoKubernetesOrArgoCD(t *testing.T) {
 		}
 	}
 }
+
+// A lab with Gitea picks its port with the others (distinct from them);
+// one without leaves it out of Ports.All, which down checks free.
+func TestPickLabPortsWithGitea(t *testing.T) {
+	p, err := pickLabPorts(true)
+	require.NoError(t, err)
+	require.Positive(t, p.Gitea)
+	require.Len(t, p.All(), len(p.fields())+1)
+	seen := map[int]bool{}
+	for _, port := range p.All() {
+		require.False(t, seen[port], "port %d picked twice in %+v", port, p)
+		seen[port] = true
+	}
+	without, err := PickPorts()
+	require.NoError(t, err)
+	require.Zero(t, without.Gitea)
+	require.Len(t, without.All(), len(without.fields()))
+}
+
+// Gitea's configuration keeps it on loopback, offline, without SSH or
+// registration, reading its templates from the copied source tree; main's
+// protection leaves nobody a direct push and no admin override.
+func TestGiteaConfigAndProtection(t *testing.T) {
+	g := GiteaBuild{Version: GiteaVersion, Binary: "/cache/gitea", StaticRoot: "/cache/src"}
+	ini := renderGiteaConfig(g, "/lab/gitea", 4321)
+	for _, want := range []string{"HTTP_ADDR = 127.0.0.1\n", "HTTP_PORT = 4321\n", "ROOT_URL = http://127.0.0.1:4321/\n", "DISABLE_SSH = true\n",
+		"OFFLINE_MODE = true\n", "STATIC_ROOT_PATH = /cache/src\n", "DB_TYPE = sqlite3\n", "INSTALL_LOCK = true\n", "DISABLE_REGISTRATION = true\n",
+		"ROOT = /lab/gitea/repositories\n", "DEFAULT_BRANCH = main\n"} {
+		require.Contains(t, ini, want)
+	}
+	p := GiteaProtection()
+	require.Equal(t, GiteaBranch, p.RuleName)
+	require.False(t, p.EnablePush, "no direct push to main")
+	require.Empty(t, p.PushWhitelistUsernames)
+	require.EqualValues(t, 1, p.RequiredApprovals)
+	require.True(t, p.BlockOnRejectedReviews)
+	require.True(t, p.DismissStaleApprovals)
+	require.True(t, p.BlockAdminMergeOverride)
+}

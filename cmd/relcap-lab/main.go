@@ -11,8 +11,8 @@
 // compiles Kubernetes) and cached under a directory keyed by their
 // versions.
 //
-//	relcap-lab build  [--cache D] [--src lab] [--argocd 2.14|3.6]
-//	relcap-lab up     [--dir D] [--cache D] [--src lab] [--argocd 2.14|3.6] [--argocd-insecure] [--timeout 3m] [--wait-apps=true]
+//	relcap-lab build  [--cache D] [--src lab] [--argocd 2.14|3.6] [--gitea]
+//	relcap-lab up     [--dir D] [--cache D] [--src lab] [--argocd 2.14|3.6] [--argocd-insecure] [--gitea] [--timeout 3m] [--wait-apps=true]
 //	relcap-lab status [--dir D]
 //	relcap-lab down   [--dir D]
 //	relcap-lab push-random REF...   (push a random image, print its digest)
@@ -65,10 +65,11 @@ func exitCode(err error) int {
 const usage = `usage: relcap-lab <command> [flags]
 
 commands:
-  build   build (or reuse) the lab binaries in the cache
+  build   build (or reuse) the lab binaries in the cache (--gitea: Gitea only)
   up      start a lab: builds if needed, then etcd, redis, registry, git daemon,
           kube-apiserver, controller-manager, scheduler, kwok and Argo CD
-          (--argocd 2.14 or 3.6, default $RELCAP_LAB_ARGOCD or 2.14)
+          (--argocd 2.14 or 3.6, default $RELCAP_LAB_ARGOCD or 2.14); --gitea adds
+          a Gitea serving the environment repository with a protected main
   status  show what a lab runs and its Argo CD applications
   down    stop exactly what up started and remove the lab directory
   stop NAME
@@ -101,8 +102,13 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		fs.StringVar(&b.Src, "src", defaultSrc(), "the repository's lab/ directory (the build modules)")
 		fs.StringVar(&argocd, "argocd", argocd, "Argo CD minor to build and run: "+variantMinors()+" (default from $"+ArgoCDEnv+")")
 	}
+	withGitea := false
+	if cmd == "build" {
+		fs.BoolVar(&withGitea, "gitea", false, "build (or reuse) only the lab's Gitea "+GiteaVersion)
+	}
 	insecure := false
 	if cmd == "up" {
+		fs.BoolVar(&withGitea, "gitea", false, "also run Gitea "+GiteaVersion+" with the environment repository (built on first use)")
 		fs.BoolVar(&insecure, "argocd-insecure", false, "serve Argo CD in plaintext (no TLS) as before, for a relcap without argocd.ca_file")
 	}
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long each component may take to become ready")
@@ -137,7 +143,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return usageError{errors.New("no cache directory: pass --cache")}
 		}
 		t := time.Now()
-		_, err := b.Build(ctx)
+		var err error
+		if withGitea {
+			_, err = b.BuildGitea(ctx)
+		} else {
+			_, err = b.Build(ctx)
+		}
 		if err == nil {
 			fmt.Fprintf(out, "build finished in %s\n", since(t))
 		}
@@ -150,7 +161,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("find relcap-lab's own executable (it runs the registry): %w", err)
 		}
-		return Up(ctx, UpOptions{Dir: *dir, Builder: b, Self: self, Timeout: *timeout, WaitApps: *waitApps, ArgoInsecure: insecure, Out: out})
+		return Up(ctx, UpOptions{Dir: *dir, Builder: b, Self: self, Timeout: *timeout, WaitApps: *waitApps, ArgoInsecure: insecure, Gitea: withGitea, Out: out})
 	case "down":
 		return Down(*dir, *grace, out)
 	case "status":

@@ -24,6 +24,9 @@ type Ports struct {
 	ControllerMetrics int `json:"controller_metrics"`
 	Git               int `json:"git"`
 	Registry          int `json:"registry"`
+	// Gitea is picked only for a lab with Gitea (up --gitea), so it is
+	// not among fields.
+	Gitea int `json:"gitea,omitempty"`
 }
 
 // fields lists pointers to every port, so picking and checking never
@@ -38,6 +41,9 @@ func (p Ports) All() []int {
 	var out []int
 	for _, f := range p.fields() {
 		out = append(out, *f)
+	}
+	if p.Gitea != 0 {
+		out = append(out, p.Gitea)
 	}
 	return out
 }
@@ -67,9 +73,16 @@ func pickPorts(n int) ([]int, error) {
 }
 
 // PickPorts fills a Ports with distinct free loopback ports.
-func PickPorts() (Ports, error) {
+func PickPorts() (Ports, error) { return pickLabPorts(false) }
+
+// pickLabPorts is PickPorts, with Gitea's port too when gitea is set
+// (picked together, so it is distinct from the others).
+func pickLabPorts(gitea bool) (Ports, error) {
 	var p Ports
 	fs := p.fields()
+	if gitea {
+		fs = append(fs, &p.Gitea)
+	}
 	got, err := pickPorts(len(fs))
 	if err != nil {
 		return Ports{}, err

@@ -27,8 +27,11 @@ type State struct {
 	// ArgoCA is the CA file that verifies argocd-server, empty when the
 	// lab serves Argo CD in plaintext (up --argocd-insecure, and labs of
 	// before TLS).
-	ArgoCA    string    `json:"argocd_ca,omitempty"`
-	StartedAt time.Time `json:"started_at"`
+	ArgoCA string `json:"argocd_ca,omitempty"`
+	// Gitea is the lab's Gitea, when up ran with --gitea: its accounts'
+	// passwords and tokens are why this file is 0600.
+	Gitea     *GiteaState `json:"gitea,omitempty"`
+	StartedAt time.Time   `json:"started_at"`
 	// Ready is set once every component passed its readiness check and
 	// the lab's files were written.
 	Ready     bool      `json:"ready"`

@@ -41,7 +41,9 @@ type UpOptions struct {
 	// ArgoInsecure serves Argo CD in plaintext (argocd-server --insecure)
 	// instead of TLS with a certificate of the lab's CA.
 	ArgoInsecure bool
-	Out          io.Writer
+	// Gitea also runs the lab's Gitea (StartGitea), built on first use.
+	Gitea bool
+	Out   io.Writer
 }
 
 // launcher starts components and records each in the state file at once,
@@ -148,7 +150,13 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	ports, err := PickPorts()
+	var gitea GiteaBuild
+	if o.Gitea {
+		if gitea, err = o.Builder.BuildGitea(ctx); err != nil {
+			return err
+		}
+	}
+	ports, err := pickLabPorts(o.Gitea)
 	if err != nil {
 		return err
 	}
@@ -239,6 +247,23 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 		return err
 	}
 	l.logf("registry seeded with %s/ci/%s:1.0.0 (%s); environment repository %s at %s", lab.registryHost(), AppName, digest, lab.gitURL(), rev[:12])
+	if o.Gitea {
+		// The same first release in the forge's repository. Argo CD and
+		// relcap.yaml still use the git daemon's until the promotion
+		// through a pull request is wired to it.
+		gs, gerr := StartGitea(ctx, l, gitea, filepath.Join(dir, "gitea"), ports.Gitea, o.Timeout, files)
+		if err = gerr; err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.state.Gitea = &gs
+		err = WriteState(dir, l.state)
+		l.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		l.logf("gitea %s: %s (main protected; accounts %s and %s, tokens in %s)", gs.Version, gs.RepoURL, GiteaCaptain, GiteaApprover, filepath.Join(dir, StateFile))
+	}
 
 	// 2. The apiserver.
 	pool := x509.NewCertPool()
