@@ -4,6 +4,8 @@
 # first; the others build at the lowest CPU priority while the first suite
 # runs (it mostly waits on Argo CD, kwok and relcap's own grace periods),
 # so a cold machine does not pay for the builds one after the other.
+# The lab's Gitea (issue 18) builds beside the first suite too, and its
+# suite (relcap's Gitea forge against the real server) runs last.
 # Any failure stops it; the suites never skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +31,9 @@ for v in "${versions[@]:1}"; do
 	nice -n 19 "$lab" build --argocd "$v" >"bin/lab-build-$v.log" 2>&1 &
 	pids+=($!)
 done
-stop_builds() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+nice -n 19 "$lab" build --gitea >bin/lab-build-gitea.log 2>&1 &
+gitea_pid=$!
+stop_builds() { for p in "${pids[@]}" "$gitea_pid"; do kill "$p" 2>/dev/null || true; done; }
 trap stop_builds EXIT
 
 suite "${versions[0]}"
@@ -43,4 +47,13 @@ for i in "${!pids[@]}"; do
 	echo "== lab for Argo CD $v built beside the previous suite ($(tail -n 1 "bin/lab-build-$v.log")) =="
 	suite "$v"
 done
+if ! wait "$gitea_pid"; then
+	echo "lab build of Gitea failed:" >&2
+	cat bin/lab-build-gitea.log >&2
+	exit 1
+fi
 trap - EXIT
+start=$(date +%s)
+echo "== e2e: Gitea (built beside the suites: $(tail -n 1 bin/lab-build-gitea.log)) =="
+"$go" test -tags e2e -count=1 -timeout 30m -run TestGitea -v ./cmd/relcap-lab
+echo "== e2e: Gitea passed in $(( $(date +%s) - start ))s =="
