@@ -108,7 +108,7 @@ func (a *Adapter) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequ
 		return pr, err
 	}
 	created, _, err := a.c.PullRequests.Create(ctx, a.owner, a.repo, gh.CreatePullRequest{
-		Title: gh.Ptr(req.Title), Head: req.Head, Base: req.Base, Body: gh.Ptr(req.Body),
+		Title: new(req.Title), Head: req.Head, Base: req.Base, Body: new(req.Body),
 	})
 	if err != nil {
 		if status(err) == http.StatusUnprocessableEntity {

@@ -316,3 +316,17 @@ func TestNewTalksToAPIGitHubComOrTheEnterpriseHost(t *testing.T) {
 		require.Equal(t, "github "+repoURL, a.Where())
 	}
 }
+
+// TestContractMergeMadeByAPersonMeanwhileIsTaken: a person merged on the
+// web page between relcap's read and its merge call; GitHub answers 405
+// and the merge commit is read instead.
+func TestContractMergeMadeByAPersonMeanwhileIsTaken(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t, map[string][]answer{
+		"GET " + pulls + "/7":       {ok("pull-open-clean.json"), ok("pull-merged.json")},
+		"PUT " + pulls + "/7/merge": {{status: 405, file: "merge-405.json"}},
+	})
+	sha, err := a.adapter().Merge(t.Context(), 7, head, "m")
+	require.NoError(t, err)
+	require.Equal(t, merge, sha)
+}
