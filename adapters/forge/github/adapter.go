@@ -198,7 +198,10 @@ func reviewState(s string) workflow.ReviewState {
 // the call carries sha, so GitHub answers 409 when the head moved in
 // between. It never asks to bypass branch protection: a 405 (not
 // mergeable, reviews or checks missing) is ErrBlocked with GitHub's
-// reason. One already merged returns its merge commit.
+// reason; so is a repository that allows only squash or rebase merges,
+// since a merge commit keeps the reviewed commit itself in the
+// environment branch's history. One already merged
+// returns its merge commit.
 func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string) (string, error) {
 	sha, err := a.merge(ctx, number, headSHA, message)
 	return sha, forgeurl.Scrub(err, a.token)

@@ -179,7 +179,8 @@ func (a *Adapter) PullRequest(ctx context.Context, number int) (workflow.PullReq
 // Reviews lists the approvals of merge request number as approving
 // reviews, oldest first, each on the head of the diff version current
 // when it was given (the package comment says why and what it cannot
-// tell).
+// tell). GitLab approvals have no id of their own: ID is the approver's
+// user id (one approval per user).
 func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeReview, error) {
 	ap, _, err := a.c.MergeRequestApprovals.GetConfiguration(a.project, int64(number), gl.WithContext(ctx))
 	if err != nil {
