@@ -14,9 +14,11 @@ import (
 var forbidden = map[string][]string{
 	"./workflow/...": {"github.com/relcap/relcap/tui", "github.com/relcap/relcap/adapters", "github.com/relcap/relcap/cmd",
 		"charm.land/", "github.com/charmbracelet/", "github.com/argoproj/", "github.com/hashicorp/terraform-exec", "github.com/hashicorp/terraform-json",
-		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx", "github.com/spf13/cobra", "filippo.io/age"},
+		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx", "github.com/spf13/cobra", "filippo.io/age",
+		"github.com/google/go-github/", "gitlab.com/gitlab-org/api/client-go", "code.gitea.io/sdk"},
 	"./tui/...": {"github.com/relcap/relcap/adapters", "github.com/relcap/relcap/cmd", "github.com/argoproj/", "github.com/hashicorp/",
-		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx", "filippo.io/age"},
+		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx", "filippo.io/age",
+		"github.com/google/go-github/", "gitlab.com/gitlab-org/api/client-go", "code.gitea.io/sdk"},
 	"./adapters/...": {"github.com/relcap/relcap/tui", "github.com/relcap/relcap/cmd", "charm.land/"},
 }
 
@@ -34,13 +36,22 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
-	// argo-cd only inside adapters/argocd.
+	// argo-cd only inside adapters/argocd, and each forge's client only
+	// inside its adapter (and its tests).
+	sdkHome := map[string]string{
+		"github.com/argoproj/":                 "github.com/relcap/relcap/adapters/argocd",
+		"github.com/google/go-github/v92":      "github.com/relcap/relcap/adapters/forge/github",
+		"gitlab.com/gitlab-org/api/client-go/": "github.com/relcap/relcap/adapters/forge/gitlab",
+		"code.gitea.io/sdk/":                   "github.com/relcap/relcap/adapters/forge/gitea",
+	}
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../...").CombinedOutput()
 	require.NoError(t, err, string(out))
 	for _, line := range strings.Split(string(out), "\n") {
 		pkg, imports, _ := strings.Cut(line, " ")
-		if strings.Contains(imports, "github.com/argoproj/") {
-			require.True(t, strings.HasPrefix(pkg, "github.com/relcap/relcap/adapters/argocd"), "%s imports argo-cd; only adapters/argocd may", pkg)
+		for sdk, home := range sdkHome {
+			if strings.Contains(imports, sdk) {
+				require.True(t, strings.HasPrefix(pkg, home), "%s imports %s; only %s may", pkg, sdk, home)
+			}
 		}
 	}
 }
