@@ -162,6 +162,16 @@ func tick() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg{now: t} })
 }
 
+// forgePollMsg re-runs a promotion that waits on the forge; gen is the
+// run that waited, so a later run makes it stale.
+type forgePollMsg struct{ gen int }
+
+// pollForge asks for a re-run after ForgePollInterval; the run, not
+// Update, reads the forge.
+func pollForge(gen int) tea.Cmd {
+	return tea.Tick(workflow.ForgePollInterval, func(time.Time) tea.Msg { return forgePollMsg{gen: gen} })
+}
+
 // approvalsMsg is a new count of the approvals a blocked release waits
 // for, read after the ledger changed: a teammate approved with relcap
 // approve on their own machine, or the captain did on the plan screen.

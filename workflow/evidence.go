@@ -133,8 +133,13 @@ type DigestVerified struct {
 	// Carried are the kinds of the referrers found on the target
 	// (signature, attestation, sbom…), one per referrer; evidence written
 	// before has none.
-	Carried []string `json:"carried,omitempty"`
+	Carried ReferrerKinds `json:"carried,omitempty"`
 }
+
+// ReferrerKinds are the kinds of an artifact's referrers, one per referrer.
+type ReferrerKinds []string
+
+func (k ReferrerKinds) String() string { return strings.Join(k, ",") }
 
 // EnvPinned: the digest is pinned on a relcap branch (Subject is its commit).
 type EnvPinned struct {

@@ -161,7 +161,7 @@ type PromotionSummary struct {
 	Signed     bool
 	// Carried are the referrers' kinds on the target (signature,
 	// attestation, sbom…).
-	Carried []string
+	Carried ReferrerKinds
 
 	// Upstream is the previous environment's convergence of the digest;
 	// nil for the first environment (UpstreamEnv empty) or when forced

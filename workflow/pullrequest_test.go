@@ -338,7 +338,7 @@ func TestPullRequestBodyGolden(t *testing.T) {
 	body := workflow.PullRequestBody(workflow.PromotionSummary{
 		App: "web", Env: "prod", ReleaseID: "web-prod-20261130T090000Z", Kind: workflow.KindRelease, Captain: "alice",
 		Digest: d, Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/prod/web",
-		Platforms: workflow.Platforms{"linux/amd64", "linux/arm64"}, Signed: true, Carried: []string{"signature", "attestation"},
+		Platforms: workflow.Platforms{"linux/amd64", "linux/arm64"}, Signed: true, Carried: workflow.ReferrerKinds{"signature", "attestation"},
 		UpstreamEnv: "staging", Upstream: &workflow.ConvergenceRecord{ReleaseID: "web-staging-20261129T080000Z", Revision: strings.Repeat("c", 40), At: t0.Add(-time.Hour)},
 		Plan:      workflow.PlanEvidence{Fingerprint: strings.Repeat("f", 64), Applied: workflow.Applied{Done: true, StateSerial: 7}},
 		Ownership: &workflow.OwnershipChecked{Objects: 12, Findings: 0},
