@@ -342,12 +342,12 @@ func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
 		m.active = scrHome
 		m.setNotice("release "+m.release.ID+" converged", false)
 	case errors.Is(msg.err, workflow.ErrAwaitingForge):
-		// Reviews and merges on the forge reach no ledger: re-run the
-		// step (it reads the pull request once and returns) until it
-		// lands or blocks for a person.
+		// Reviews and merges on the forge reach no ledger: poll the
+		// forge and re-run the step (it reads the pull request once and
+		// returns) when it moved, until it lands or blocks for a person.
 		m.active = stepScreen(cur)
 		m.setNotice(fmt.Sprintf("waiting on the forge: %s (re-checked every %s)", firstLine(msg.err.Error()), workflow.ForgePollInterval), true)
-		return m, tea.Batch(cmd, pollForge(m.gen))
+		return m, tea.Batch(cmd, m.pollForge(m.gen))
 	case errors.Is(msg.err, workflow.ErrApprovalRequired):
 		// Wait for the approvers where they are: the run goes on by
 		// itself once their approvals are in the ledger.

@@ -166,10 +166,25 @@ func tick() tea.Cmd {
 // run that waited, so a later run makes it stale.
 type forgePollMsg struct{ gen int }
 
-// pollForge asks for a re-run after ForgePollInterval; the run, not
-// Update, reads the forge.
-func pollForge(gen int) tea.Cmd {
-	return tea.Tick(workflow.ForgePollInterval, func(time.Time) tea.Msg { return forgePollMsg{gen: gen} })
+// pollForge reads the pull request every ForgePollInterval, off the
+// Update loop, and asks for a re-run of the step once it moved on the
+// forge (a review, a merge, a close, a push): re-running every interval
+// would journal a step per poll. A read error asks for a re-run too, so
+// the step reports it.
+func (m Model) pollForge(gen int) tea.Cmd {
+	svc, parent, id := m.svc, m.ctx, m.releaseID
+	return func() tea.Msg {
+		for {
+			select {
+			case <-parent.Done():
+				return nil
+			case <-time.After(workflow.ForgePollInterval):
+			}
+			if moved, err := svc.ForgeMoved(parent, id); moved || err != nil {
+				return forgePollMsg{gen: gen}
+			}
+		}
+	}
 }
 
 // approvalsMsg is a new count of the approvals a blocked release waits

@@ -523,3 +523,49 @@ func appendOnce(fs []finding.Finding, f finding.Finding) []finding.Finding {
 	}
 	return append(fs, f)
 }
+
+// ForgeMoved reports whether the pull request a release waits on changed
+// on the forge in a way that lets its promotion step move on: merged or
+// closed, a new head, different reviews, or approved and now mergeable
+// for relcap to merge. It reads the forge and changes nothing, so the
+// cockpit can ask every ForgePollInterval and re-run the step (which
+// journals) only when there is something to do. A release not waiting on
+// a pull request has not moved.
+func (s *Service) ForgeMoved(ctx context.Context, releaseID string) (bool, error) {
+	r, err := s.d.Ledger.LoadRelease(ctx, releaseID)
+	if err != nil {
+		return false, err
+	}
+	rec := r.Checkpoints.PullRequest
+	if rec == nil || r.Checkpoints.Landed() {
+		return false, nil
+	}
+	env, err := s.d.Project.Env(r.Env)
+	if err != nil {
+		return false, err
+	}
+	if s.d.Forges == nil {
+		return false, missingPort("forge")
+	}
+	forge, err := s.d.Forges.OpenForge(ctx, env.EnvRepo.Review)
+	if err != nil {
+		return false, err
+	}
+	pr, err := forge.PullRequest(ctx, rec.Number)
+	if err != nil {
+		return false, err
+	}
+	if pr.State != rec.State || pr.HeadSHA != rec.HeadSHA {
+		return true, nil
+	}
+	reviews, err := forge.Reviews(ctx, pr.Number)
+	if err != nil {
+		return false, err
+	}
+	verdicts := CountForgeReviews(env, r.Captain, pr, reviews)
+	if !slices.Equal(verdicts, rec.Reviews) {
+		return true, nil
+	}
+	approved := len(counted(verdicts)) >= RequiredForgeReviews(env)
+	return approved && pr.Mergeable && env.EnvRepo.Review.Merge != MergeByPerson, nil
+}

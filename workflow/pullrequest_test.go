@@ -354,3 +354,34 @@ func TestPullRequestBodyGolden(t *testing.T) {
 	require.NoError(t, err, "run go test ./workflow -run TestPullRequestBodyGolden -update to write it")
 	require.Equal(t, string(want), body)
 }
+
+func TestForgeMovedSaysWhenTheStepHasSomethingToDo(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pw := newPRWorld(prProject(nil))
+	captain := pw.process(t, "alice")
+	r := pw.startBlocked(t, captain)
+	moved, err := captain.svc.ForgeMoved(ctx, r.ID)
+	require.NoError(t, err)
+	require.False(t, moved, "nothing happened on the forge")
+
+	pw.forge.Review(1, "carol", workflow.ReviewCommented)
+	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, moved, "a new review is counted (or not) by the step")
+	_, err = captain.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrAwaitingForge)
+	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
+	require.NoError(t, err)
+	require.False(t, moved, "the step recorded it")
+
+	pw.forge.Approve(1, "bob-forge")
+	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, moved)
+	_, err = captain.svc.Run(ctx, r.ID, nil)
+	require.NoError(t, err)
+	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
+	require.NoError(t, err)
+	require.False(t, moved, "landed: nothing to wait for")
+}
