@@ -269,5 +269,14 @@ func (r *Release) Clone() *Release {
 		s.Evidence = append([]Evidence(nil), s.Evidence...)
 		c.Steps[i] = s
 	}
+	// The pull request records are replaced, never changed in place, but
+	// a copy keeps a screen's release its own whatever a later change does.
+	for _, pr := range []**PullRequestRecord{&c.Checkpoints.PullRequest, &c.Checkpoints.CapturePullRequest} {
+		if *pr != nil {
+			cp := **pr
+			cp.Reviews = append([]ReviewVerdict(nil), cp.Reviews...)
+			*pr = &cp
+		}
+	}
 	return &c
 }
