@@ -302,11 +302,23 @@ func (run *releaseRun) landByPullRequest(ctx context.Context, res StepResult) (S
 	if d.Forges == nil {
 		return StepResult{}, missingPort("forge")
 	}
+	c := run.r.Checkpoints
+	if c.EnvBranch == run.env.EnvRepo.Branch {
+		// The environment branch pins the digest already (Pin committed
+		// nothing): there is no change to review, and its tip is the
+		// revision Argo CD must sync.
+		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.EnvCommit = c.EnvPinned }); err != nil {
+			return StepResult{}, err
+		}
+		res.Evidence = append(res.Evidence, NewEvidence(c.EnvPinned, EnvLanded{Branch: c.EnvBranch, Pushed: true}))
+		res.Status = Succeeded
+		res.Message = fmt.Sprintf("%s is pinned on %s already at %s: no pull request needed", c.Digest.Short(), c.EnvBranch, ShortHash(c.EnvPinned))
+		return res, nil
+	}
 	forge, err := d.Forges.OpenForge(ctx, review)
 	if err != nil {
 		return StepResult{}, fmt.Errorf("open the forge for %s (envrepo.review): %w", run.env.Name, err)
 	}
-	c := run.r.Checkpoints
 	var pr PullRequest
 	if c.PullRequest == nil {
 		sum, err := run.promotionSummary(ctx)

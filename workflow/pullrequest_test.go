@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -384,4 +385,32 @@ func TestForgeMovedSaysWhenTheStepHasSomethingToDo(t *testing.T) {
 	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
 	require.NoError(t, err)
 	require.False(t, moved, "landed: nothing to wait for")
+}
+
+// alreadyPinnedRepo is the fake environment repository whose branch pins
+// the digest already: Pin commits nothing and returns the branch's tip.
+type alreadyPinnedRepo struct{ workflowtest.EnvRepo }
+
+func (alreadyPinnedRepo) Pin(_ context.Context, req workflow.PinRequest) (workflow.EnvChange, error) {
+	return workflow.EnvChange{Branch: req.Target.Branch, Commit: strings.Repeat("e", 40), Existing: true, Pushed: true}, nil
+}
+
+func TestNothingToReviewWhenTheEnvironmentBranchPinsTheDigestAlready(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pw := newPRWorld(prProject(nil))
+	j := workflowtest.NewJournal(pw.clock, "alice")
+	tf := workflowtest.Terraform{W: pw.w, Classify: pw.p.Classify}
+	svc, err := workflow.NewService(workflow.Deps{Project: pw.p, Ledger: pw.l, Journal: j, Clock: pw.clock, Actor: "alice",
+		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: pw.w}}, Planner: tf, Applier: tf,
+		Registry: workflowtest.Registry{W: pw.w}, EnvRepo: alreadyPinnedRepo{workflowtest.EnvRepo{W: pw.w}},
+		Convergence: workflowtest.Convergence{W: pw.w}, ConvergeTimeout: time.Minute, Forges: &workflowtest.FakeForgeOpener{Forge: pw.forge}})
+	require.NoError(t, err)
+	r, err := svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	got, err := svc.RunUntil(ctx, r.ID, nil, workflow.StepPromotion)
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("e", 40), got.Checkpoints.EnvCommit)
+	require.Nil(t, got.Checkpoints.PullRequest)
+	require.Zero(t, pw.forge.Opens, "main into main is no pull request")
 }
