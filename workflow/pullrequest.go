@@ -352,6 +352,11 @@ func (run *releaseRun) landByPullRequest(ctx context.Context, res StepResult) (S
 	ref := fmt.Sprintf("pull request #%d (%s)", pr.Number, pr.URL)
 
 	if pr.State == PullRequestMerged {
+		// Merged on the forge: who reviewed it is read now, for the
+		// ledger and journal, as the step did not see the last reviews.
+		if reviews, err := forge.Reviews(ctx, pr.Number); err == nil {
+			rec.Reviews = CountForgeReviews(run.env, run.r.Captain, pr, reviews)
+		}
 		return run.merged(ctx, res, rec, pr, false)
 	}
 	if pr.State == PullRequestClosed {

@@ -214,6 +214,7 @@ func TestPullRequestMergedByHandIsPickedUpOnResume(t *testing.T) {
 	pw := newPRWorld(prProject(nil))
 	captain := pw.process(t, "alice")
 	r := pw.startBlocked(t, captain)
+	pw.forge.Approve(1, "bob-forge")
 	mc := pw.forge.MergeByHand(1, "carol")
 
 	final, err := captain.svc.Run(ctx, r.ID, nil)
@@ -222,6 +223,8 @@ func TestPullRequestMergedByHandIsPickedUpOnResume(t *testing.T) {
 	require.Equal(t, mc, final.Checkpoints.EnvCommit)
 	require.False(t, final.Checkpoints.PullRequest.ByRelcap)
 	require.Equal(t, "carol", final.Checkpoints.PullRequest.MergedBy)
+	require.Equal(t, "bob", final.Checkpoints.PullRequest.Reviews[0].Principal, "the reviews are read when the merge is picked up")
+	require.True(t, final.Checkpoints.PullRequest.Reviews[0].Counted)
 	require.Zero(t, pw.forge.Merges)
 }
 
