@@ -197,6 +197,11 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 	case approvalsMsg:
 		return m.approvalsArrived(msg)
+	case forgePollMsg:
+		if msg.gen != m.gen || m.running || m.quitting {
+			return m, nil // the captain resumed meanwhile, or is leaving
+		}
+		return m, m.beginRun()
 	case effortFlushedMsg:
 		return m, nil
 	case tea.KeyPressMsg:
@@ -336,6 +341,13 @@ func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
 	case msg.err == nil:
 		m.active = scrHome
 		m.setNotice("release "+m.release.ID+" converged", false)
+	case errors.Is(msg.err, workflow.ErrAwaitingForge):
+		// Reviews and merges on the forge reach no ledger: poll the
+		// forge and re-run the step (it reads the pull request once and
+		// returns) when it moved, until it lands or blocks for a person.
+		m.active = stepScreen(cur)
+		m.setNotice(fmt.Sprintf("waiting on the forge: %s (re-checked every %s)", firstLine(msg.err.Error()), workflow.ForgePollInterval), true)
+		return m, tea.Batch(cmd, m.pollForge(m.gen))
 	case errors.Is(msg.err, workflow.ErrApprovalRequired):
 		// Wait for the approvers where they are: the run goes on by
 		// itself once their approvals are in the ledger.

@@ -162,6 +162,31 @@ func tick() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg{now: t} })
 }
 
+// forgePollMsg re-runs a promotion that waits on the forge; gen is the
+// run that waited, so a later run makes it stale.
+type forgePollMsg struct{ gen int }
+
+// pollForge reads the pull request every ForgePollInterval, off the
+// Update loop, and asks for a re-run of the step once it moved on the
+// forge (a review, a merge, a close, a push): re-running every interval
+// would journal a step per poll. A read error asks for a re-run too, so
+// the step reports it.
+func (m Model) pollForge(gen int) tea.Cmd {
+	svc, parent, id := m.svc, m.ctx, m.releaseID
+	return func() tea.Msg {
+		for {
+			select {
+			case <-parent.Done():
+				return nil
+			case <-time.After(workflow.ForgePollInterval):
+			}
+			if moved, err := svc.ForgeMoved(parent, id); moved || err != nil {
+				return forgePollMsg{gen: gen}
+			}
+		}
+	}
+}
+
 // approvalsMsg is a new count of the approvals a blocked release waits
 // for, read after the ledger changed: a teammate approved with relcap
 // approve on their own machine, or the captain did on the plan screen.

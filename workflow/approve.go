@@ -48,6 +48,14 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 	if err != nil {
 		return Approval{}, ApprovalCheck{}, err
 	}
+	if review := env.EnvRepo.Review; review.PullRequests() && review.Approvals != ApprovalsFromBoth {
+		where := "the forge"
+		if pr := r.Checkpoints.PullRequest; pr != nil {
+			where = pr.URL
+		}
+		err := fmt.Errorf("%w: %s's promotions are approved by reviewing the pull request on the forge (envrepo.review.approvals: forge): approve it at %s", ErrUsage, r.Env, where)
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+	}
 	if r.Checkpoints.EnvPinned == "" {
 		err := fmt.Errorf("%w: release %s has not pinned its change yet: a promotion approval signs the pinned commit and digest, so approve once relcap has pushed %s's branch", ErrBlocked, r.ID, r.Env)
 		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})

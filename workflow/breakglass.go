@@ -482,6 +482,7 @@ func (s *Service) EndBreakGlass(ctx context.Context, envName string) (BreakGlass
 	env, _ := d.Project.Env(envName)
 	app := env.AppRef()
 	var change EnvChange
+	var capturePR *PullRequestRecord
 	if len(st.Drift) > 0 {
 		capturer, ok := d.EnvRepo.(Capturer)
 		if !ok || d.EnvRepo == nil {
@@ -493,13 +494,28 @@ func (s *Service) EndBreakGlass(ctx context.Context, envName string) (BreakGlass
 		if err != nil {
 			return st, EnvChange{}, fmt.Errorf("capture drift of %s: %w (reconciliation is still paused)", app.Name, err)
 		}
-		if _, err := d.Journal.Append(ctx, BreakGlassCaptured{ID: st.ID, Branch: change.Branch, Commit: change.Commit, Resources: len(st.Drift)}); err != nil {
+		captured := BreakGlassCaptured{ID: st.ID, Branch: change.Branch, Commit: change.Commit, Resources: len(st.Drift)}
+		if env.EnvRepo.Review.PullRequests() {
+			// Reviewed the way every change of this repository is: in a
+			// pull request, which people merge or close (relcap never
+			// merges a capture: it records what was done by hand).
+			pr, err := s.openCapturePullRequest(ctx, env, st, change)
+			if err != nil {
+				return st, change, fmt.Errorf("open a pull request for the capture of %s: %w (reconciliation is still paused; relcap breakglass end --env %s again)", app.Name, err, env.Name)
+			}
+			capturePR = pr
+			captured.PullRequest, captured.URL = pr.Number, pr.URL
+		}
+		if _, err := d.Journal.Append(ctx, captured); err != nil {
 			return st, change, err
 		}
 	}
 	r, err := d.Ledger.LoadRelease(ctx, st.ID)
 	if err != nil {
 		return st, change, err
+	}
+	if capturePR != nil {
+		r.Checkpoints.CapturePullRequest = capturePR
 	}
 	ended := BreakGlassEnded{ID: st.ID, Capture: change.Branch, Expired: st.Left < 0}
 	switch {
@@ -579,4 +595,25 @@ func captureDocument(st BreakGlassStatus, now time.Time) []byte {
 		b.WriteString(live + "\n")
 	}
 	return []byte(b.String())
+}
+
+// openCapturePullRequest opens (once: the forge returns the open one) the
+// pull request of a break-glass capture branch into the environment
+// branch.
+func (s *Service) openCapturePullRequest(ctx context.Context, env Environment, st BreakGlassStatus, change EnvChange) (*PullRequestRecord, error) {
+	if s.d.Forges == nil {
+		return nil, missingPort("forge")
+	}
+	forge, err := s.d.Forges.OpenForge(ctx, env.EnvRepo.Review)
+	if err != nil {
+		return nil, err
+	}
+	body := fmt.Sprintf("relcap captured the live drift of break-glass `%s` in **%s** (%d resource(s)) for review: merge it to keep what was changed by hand, or close it to let Git's state stand.\n\nReason: %s\n\n---\nrelcap-break-glass: %s\n",
+		st.ID, env.Name, len(st.Drift), st.Reason, st.ID)
+	pr, err := forge.OpenPullRequest(ctx, OpenPullRequestRequest{Head: change.Branch, Base: env.EnvRepo.Branch,
+		Title: fmt.Sprintf("relcap: break-glass %s in %s: captured drift for review", st.ID, env.Name), Body: body})
+	if err != nil {
+		return nil, err
+	}
+	return &PullRequestRecord{Forge: env.EnvRepo.Review.Forge, Number: pr.Number, URL: pr.URL, Head: change.Branch, Base: env.EnvRepo.Branch, HeadSHA: pr.HeadSHA, State: pr.State}, nil
 }

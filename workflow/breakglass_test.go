@@ -426,3 +426,38 @@ func TestDenyWindowOpensAtTheMinuteAndClosesOnAWholeMinuteAfterTheTimeBox(t *tes
 		require.Zero(t, closes.Second())
 	}
 }
+
+// TestBreakGlassCaptureIsReviewedInAPullRequest: where the environment's
+// changes go through the forge, the capture branch is opened as a pull
+// request for people to merge or close; relcap does not merge it.
+func TestBreakGlassCaptureIsReviewedInAPullRequest(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w := newBGWorld(t, t0)
+	w.p.Environments[0].EnvRepo.Review = workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitLab, URL: "https://forge.test/team/env",
+		Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge}
+	forge := workflowtest.NewFakeForge(w.repo.W, w.clock, 1)
+	j := workflowtest.NewJournal(w.clock, "alice")
+	svc, err := workflow.NewService(workflow.Deps{Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: "alice",
+		Convergence: w.argo, EnvRepo: w.repo, Forges: &workflowtest.FakeForgeOpener{Forge: forge}})
+	require.NoError(t, err)
+	b, err := svc.StartBreakGlass(ctx, workflow.BreakGlassRequest{Env: "staging", Reason: "OOM: raise memory", TTL: 30 * time.Minute})
+	require.NoError(t, err)
+	w.argo.SetDrift("web-staging", workflow.Drift{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Live: `{"spec":{"replicas":3}}`})
+	w.repo.W.Branches["relcap/staging/"+b.ID] = "c0ffee0000000000000000000000000000000000"
+
+	_, _, err = svc.EndBreakGlass(ctx, "staging")
+	require.NoError(t, err)
+	prs := forge.PullRequests()
+	require.Len(t, prs, 1)
+	require.Equal(t, "relcap/staging/"+b.ID, prs[0].Head)
+	require.Equal(t, workflow.PullRequestOpen, prs[0].State, "a capture is for review: relcap never merges it")
+	r, err := w.l.LoadRelease(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, prs[0].URL, r.Checkpoints.CapturePullRequest.URL)
+	for _, e := range j.Entries() {
+		if e.Kind == workflow.KindBreakGlassCaptured {
+			require.Contains(t, string(e.Data), `"pull_request":1`)
+		}
+	}
+}

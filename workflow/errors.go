@@ -15,6 +15,11 @@ var (
 	ErrBlocked = errors.New("blocked by policy")
 	// ErrApprovalRequired: the plan or promotion waits for approvals (exit 3).
 	ErrApprovalRequired = fmt.Errorf("%w: approval required", ErrBlocked)
+	// ErrAwaitingForge: the promotion's pull request waits for reviews or
+	// a merge on the forge (exit 3). Nothing in the ledger changes when it
+	// is reviewed there, so the cockpit re-runs the step every
+	// ForgePollInterval and relcap resume re-checks.
+	ErrAwaitingForge = fmt.Errorf("%w: waiting on the forge", ErrApprovalRequired)
 	// ErrStalePlan: the plan no longer matches its inputs or state (exit 3).
 	ErrStalePlan = fmt.Errorf("%w: stale plan", ErrBlocked)
 	// ErrPlanRefused: relcap cannot vouch for the plan (errored,

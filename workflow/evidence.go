@@ -18,17 +18,19 @@ type EvidenceKind string
 
 // The evidence a release's steps record, one detail type each.
 const (
-	EvidenceOwnershipChecked    EvidenceKind = "ownership.checked"        // OwnershipChecked
-	EvidencePlanReviewed        EvidenceKind = "plan.fingerprint"         // PlanReviewed
-	EvidencePlanApproved        EvidenceKind = "plan.approval"            // PlanApproved
-	EvidencePlanApplied         EvidenceKind = "plan.applied"             // PlanApplied
-	EvidenceDigestResolved      EvidenceKind = "digest.resolved"          // DigestResolved
-	EvidenceDigestVerified      EvidenceKind = "digest.verified"          // DigestVerified
-	EvidenceEnvPinned           EvidenceKind = "envrepo.pinned"           // EnvPinned
-	EvidenceEnvLanded           EvidenceKind = "envrepo.commit"           // EnvLanded
-	EvidenceAppConverged        EvidenceKind = "app.converged"            // AppConverged
-	EvidenceAppNotConverged     EvidenceKind = "app.not-converged"        // AppNotConverged
-	EvidenceOperationTerminated EvidenceKind = "app.operation-terminated" // OperationTerminated
+	EvidenceOwnershipChecked    EvidenceKind = "ownership.checked"           // OwnershipChecked
+	EvidencePlanReviewed        EvidenceKind = "plan.fingerprint"            // PlanReviewed
+	EvidencePlanApproved        EvidenceKind = "plan.approval"               // PlanApproved
+	EvidencePlanApplied         EvidenceKind = "plan.applied"                // PlanApplied
+	EvidenceDigestResolved      EvidenceKind = "digest.resolved"             // DigestResolved
+	EvidenceDigestVerified      EvidenceKind = "digest.verified"             // DigestVerified
+	EvidenceEnvPinned           EvidenceKind = "envrepo.pinned"              // EnvPinned
+	EvidenceEnvLanded           EvidenceKind = "envrepo.commit"              // EnvLanded
+	EvidencePullRequestOpened   EvidenceKind = "envrepo.pull-request"        // PullRequestOpened
+	EvidencePullRequestMerged   EvidenceKind = "envrepo.pull-request-merged" // PullRequestLanded
+	EvidenceAppConverged        EvidenceKind = "app.converged"               // AppConverged
+	EvidenceAppNotConverged     EvidenceKind = "app.not-converged"           // AppNotConverged
+	EvidenceOperationTerminated EvidenceKind = "app.operation-terminated"    // OperationTerminated
 )
 
 // EvidenceDetail is the typed content of one kind of evidence.
@@ -128,7 +130,16 @@ type DigestVerified struct {
 	Signed        bool   `json:"signed"`
 	Referrers     int    `json:"referrers"`
 	BlobsUploaded int    `json:"blobs_uploaded"`
+	// Carried are the kinds of the referrers found on the target
+	// (signature, attestation, sbom…), one per referrer; evidence written
+	// before has none.
+	Carried ReferrerKinds `json:"carried,omitempty"`
 }
+
+// ReferrerKinds are the kinds of an artifact's referrers, one per referrer.
+type ReferrerKinds []string
+
+func (k ReferrerKinds) String() string { return strings.Join(k, ",") }
 
 // EnvPinned: the digest is pinned on a relcap branch (Subject is its commit).
 type EnvPinned struct {
@@ -141,6 +152,28 @@ type EnvPinned struct {
 type EnvLanded struct {
 	Branch string `json:"branch"`
 	Pushed bool   `json:"pushed"`
+}
+
+// PullRequestOpened: the pinned branch is under review in a pull request
+// on the forge (Subject is its address).
+type PullRequestOpened struct {
+	Number int       `json:"number"`
+	Forge  ForgeKind `json:"forge"`
+	Head   string    `json:"head"`
+	Base   string    `json:"base"`
+	Commit string    `json:"commit"`
+}
+
+// PullRequestLanded: the pull request merged (Subject is the merge commit,
+// the revision Argo CD must sync): who merged it, which commit was
+// reviewed, and whose reviews counted (login → principal).
+type PullRequestLanded struct {
+	Number    int      `json:"number"`
+	URL       string   `json:"url"`
+	Reviewed  string   `json:"reviewed"`
+	MergedBy  string   `json:"merged_by"`
+	ByRelcap  bool     `json:"by_relcap"`
+	Reviewers []string `json:"reviewers"`
 }
 
 // AppConverged: the application as it was when it converged (Subject is
@@ -187,6 +220,8 @@ func (DigestResolved) EvidenceKind() EvidenceKind      { return EvidenceDigestRe
 func (DigestVerified) EvidenceKind() EvidenceKind      { return EvidenceDigestVerified }
 func (EnvPinned) EvidenceKind() EvidenceKind           { return EvidenceEnvPinned }
 func (EnvLanded) EvidenceKind() EvidenceKind           { return EvidenceEnvLanded }
+func (PullRequestOpened) EvidenceKind() EvidenceKind   { return EvidencePullRequestOpened }
+func (PullRequestLanded) EvidenceKind() EvidenceKind   { return EvidencePullRequestMerged }
 func (AppConverged) EvidenceKind() EvidenceKind        { return EvidenceAppConverged }
 func (AppNotConverged) EvidenceKind() EvidenceKind     { return EvidenceAppNotConverged }
 func (OperationTerminated) EvidenceKind() EvidenceKind { return EvidenceOperationTerminated }
@@ -200,6 +235,8 @@ func (d DigestResolved) Facts() finding.Facts      { return factsOf(d) }
 func (d DigestVerified) Facts() finding.Facts      { return factsOf(d) }
 func (d EnvPinned) Facts() finding.Facts           { return factsOf(d) }
 func (d EnvLanded) Facts() finding.Facts           { return factsOf(d) }
+func (d PullRequestOpened) Facts() finding.Facts   { return factsOf(d) }
+func (d PullRequestLanded) Facts() finding.Facts   { return factsOf(d) }
 func (d AppConverged) Facts() finding.Facts        { return factsOf(d) }
 func (d AppNotConverged) Facts() finding.Facts     { return factsOf(d) }
 func (d OperationTerminated) Facts() finding.Facts { return factsOf(d) }
@@ -224,6 +261,10 @@ func newDetail(k EvidenceKind) EvidenceDetail {
 		return &EnvPinned{}
 	case EvidenceEnvLanded:
 		return &EnvLanded{}
+	case EvidencePullRequestOpened:
+		return &PullRequestOpened{}
+	case EvidencePullRequestMerged:
+		return &PullRequestLanded{}
 	case EvidenceAppConverged:
 		return &AppConverged{}
 	case EvidenceAppNotConverged:

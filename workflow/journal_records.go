@@ -129,6 +129,55 @@ type PromotionForceUnverified struct {
 // OperationTerminated (as evidence, and journaled under
 // convergence.operation-terminated) ends Argo CD's retries of a failed sync.
 
+// PromotionPROpened: relcap opened (or found open) the pull request of the
+// pinned branch Head into Base on the forge.
+type PromotionPROpened struct {
+	Release string    `json:"release"`
+	Env     string    `json:"env"`
+	Forge   ForgeKind `json:"forge"`
+	Number  int       `json:"number"`
+	URL     string    `json:"url"`
+	Head    string    `json:"head"`
+	Base    string    `json:"base"`
+	Commit  string    `json:"commit"`
+}
+
+// PromotionPRReviewed: the forge's reviews of the pull request's head
+// Commit, as relcap counted them (each login with the principal it is and
+// whether it counted, and why not), whenever what counts changed.
+type PromotionPRReviewed struct {
+	Release  string          `json:"release"`
+	Number   int             `json:"number"`
+	Commit   string          `json:"commit"`
+	Reviews  []ReviewVerdict `json:"reviews"`
+	Counted  int             `json:"counted"`
+	Required int             `json:"required"`
+}
+
+// PromotionPRMerged: the pull request merged at MergeCommit, the revision
+// Argo CD must sync; by relcap through the forge's API (ByRelcap) or by a
+// person on the forge (MergedBy), with the reviewers that counted.
+type PromotionPRMerged struct {
+	Release     string          `json:"release"`
+	Number      int             `json:"number"`
+	URL         string          `json:"url"`
+	Reviewed    string          `json:"reviewed"`
+	MergeCommit string          `json:"merge_commit"`
+	MergedBy    string          `json:"merged_by"`
+	ByRelcap    bool            `json:"by_relcap"`
+	Reviewers   []ReviewVerdict `json:"reviewers"`
+}
+
+// PromotionPRBlocked: the pull request cannot land as it is (closed
+// without merge, head moved after approval, refused by the forge), with
+// the next safe action.
+type PromotionPRBlocked struct {
+	Release    string `json:"release"`
+	Number     int    `json:"number"`
+	Reason     string `json:"reason"`
+	NextAction string `json:"next_action"`
+}
+
 // TerminateFailed: ending Argo CD's retries was refused; the rollback
 // waits them out instead.
 type TerminateFailed struct {
@@ -369,12 +418,16 @@ type BreakGlassFailed struct {
 	Error string `json:"error"`
 }
 
-// BreakGlassCaptured: the live drift is on Branch for review.
+// BreakGlassCaptured: the live drift is on Branch for review, in pull
+// request PullRequest (URL) where the environment's changes go through the
+// forge.
 type BreakGlassCaptured struct {
-	ID        string `json:"id"`
-	Branch    string `json:"branch"`
-	Commit    string `json:"commit"`
-	Resources int    `json:"resources"`
+	ID          string `json:"id"`
+	Branch      string `json:"branch"`
+	Commit      string `json:"commit"`
+	Resources   int    `json:"resources"`
+	PullRequest int    `json:"pull_request,omitempty"`
+	URL         string `json:"url,omitempty"`
 }
 
 // BreakGlassWindowRemoved: relcap removed a break-glass's deny window from
@@ -465,6 +518,10 @@ const (
 	KindBreakGlassFailed         journal.Kind = "breakglass.failed"
 	KindBreakGlassCaptured       journal.Kind = "breakglass.captured"
 	KindBreakGlassEnded          journal.Kind = "breakglass.ended"
+	KindPromotionPROpened        journal.Kind = "promotion.pr_opened"
+	KindPromotionPRReviewed      journal.Kind = "promotion.pr_reviewed"
+	KindPromotionPRMerged        journal.Kind = "promotion.pr_merged"
+	KindPromotionPRBlocked       journal.Kind = "promotion.pr_blocked"
 	KindDemoSandbox              journal.Kind = "demo.sandbox"
 	KindDemoOwnershipFixed       journal.Kind = "demo.ownership-fixed"
 )
@@ -515,5 +572,9 @@ func (BreakGlassWindowRemoved) JournalKind() journal.Kind  { return KindBreakGla
 func (BreakGlassFailed) JournalKind() journal.Kind         { return KindBreakGlassFailed }
 func (BreakGlassCaptured) JournalKind() journal.Kind       { return KindBreakGlassCaptured }
 func (BreakGlassEnded) JournalKind() journal.Kind          { return KindBreakGlassEnded }
+func (PromotionPROpened) JournalKind() journal.Kind        { return KindPromotionPROpened }
+func (PromotionPRReviewed) JournalKind() journal.Kind      { return KindPromotionPRReviewed }
+func (PromotionPRMerged) JournalKind() journal.Kind        { return KindPromotionPRMerged }
+func (PromotionPRBlocked) JournalKind() journal.Kind       { return KindPromotionPRBlocked }
 func (DemoSandbox) JournalKind() journal.Kind              { return KindDemoSandbox }
 func (DemoOwnershipFixed) JournalKind() journal.Kind       { return KindDemoOwnershipFixed }

@@ -184,7 +184,10 @@ func (q *Records) AwaitedApprovals(ctx context.Context, r *Release) (check Appro
 		return check, err == nil, err
 	case StepPromotion:
 		rule := env.Approvals.Rule(ApprovePromotion)
-		if rule.Required == 0 {
+		review := env.EnvRepo.Review
+		if rule.Required == 0 || (review.PullRequests() && review.Approvals != ApprovalsFromBoth) {
+			// Approvals given on the forge reach no ledger: the cockpit
+			// polls the forge instead (ErrAwaitingForge).
 			return ApprovalCheck{}, false, nil
 		}
 		all, err := q.ledger.Approvals(ctx, ApprovePromotion, r.ID)

@@ -99,6 +99,12 @@ type Checkpoints struct {
 	// RestoreFrom is, for a rollback, the revision whose environment file
 	// it restores: where the release it returns to converged.
 	RestoreFrom string `json:"rollback.restore-from,omitempty"`
+	// PullRequest is, where the environment's changes go through the
+	// forge (envrepo.review.via: pull_request), the pull request relcap
+	// opened for EnvBranch: its number and address once opened, the
+	// reviews as last counted and, once merged, the merge commit (which
+	// is then EnvCommit). Releases written before have none.
+	PullRequest *PullRequestRecord `json:"promotion.pull_request,omitempty"`
 	// BreakGlassPause is set on break-glass records only.
 	BreakGlassPause
 }
@@ -129,6 +135,9 @@ type BreakGlassPause struct {
 	// break-glass may use.
 	ApprovedAt time.Time `json:"breakglass.approved_at,omitzero"`
 	Capture    string    `json:"breakglass.capture,omitempty"`
+	// CapturePullRequest is the pull request opened for Capture where
+	// the environment's changes go through the forge.
+	CapturePullRequest *PullRequestRecord `json:"breakglass.capture_pull_request,omitempty"`
 }
 
 // Landed reports whether the promotion landed: the release has an intended
@@ -259,6 +268,15 @@ func (r *Release) Clone() *Release {
 		s.Findings = append([]finding.Finding(nil), s.Findings...)
 		s.Evidence = append([]Evidence(nil), s.Evidence...)
 		c.Steps[i] = s
+	}
+	// The pull request records are replaced, never changed in place, but
+	// a copy keeps a screen's release its own whatever a later change does.
+	for _, pr := range []**PullRequestRecord{&c.Checkpoints.PullRequest, &c.Checkpoints.CapturePullRequest} {
+		if *pr != nil {
+			cp := **pr
+			cp.Reviews = append([]ReviewVerdict(nil), cp.Reviews...)
+			*pr = &cp
+		}
 	}
 	return &c
 }

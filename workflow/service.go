@@ -28,6 +28,10 @@ type Deps struct {
 	Registry    Registry
 	EnvRepo     EnvRepo
 	Convergence Convergence
+	// Forges opens the forge of an environment whose changes go through
+	// pull requests (envrepo.review.via: pull_request); nil where none
+	// does.
+	Forges ForgeOpener
 	// PlanVault shares saved plans through the team store; nil (SQLite)
 	// keeps them on this machine alone.
 	PlanVault PlanVault

@@ -96,8 +96,12 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 			msg := fmt.Sprintf("%s has no signature and %s requires one (registry.require_signature)", digest.Short(), run.env.Name)
 			return blocked(ErrNotPromotable, msg, res.Findings), nil
 		}
+		var carried []string
+		for _, ref := range pr.Target.Referrers {
+			carried = append(carried, ref.Kind)
+		}
 		res.Evidence = append(res.Evidence, NewEvidence(digest.String(), DigestVerified{
-			Repository: run.env.Registry.Repository, Signed: pr.Target.Signed(), Referrers: len(pr.Target.Referrers), BlobsUploaded: pr.BlobsUploaded}))
+			Repository: run.env.Registry.Repository, Signed: pr.Target.Signed(), Referrers: len(pr.Target.Referrers), BlobsUploaded: pr.BlobsUploaded, Carried: carried}))
 		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.CopiedTo = run.env.Registry.Repository }); err != nil {
 			return StepResult{}, err
 		}
@@ -114,7 +118,11 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		}
 		res.Evidence = append(res.Evidence, NewEvidence(ch.Commit, EnvPinned{Branch: ch.Branch, Pushed: ch.Pushed}))
 	}
-	if rule := run.env.Approvals.Rule(ApprovePromotion); rule.Required > 0 {
+	if run.env.EnvRepo.Review.PullRequests() && !run.r.Checkpoints.Landed() {
+		// The forge reviews and merges the change (envrepo.review).
+		return run.landByPullRequest(ctx, res)
+	}
+	if rule := run.env.Approvals.Rule(ApprovePromotion); rule.Required > 0 && !run.env.EnvRepo.Review.PullRequests() {
 		// Approvers review the pinned change itself, so the check comes
 		// after the branch exists and before it lands.
 		approvals, err := d.Ledger.Approvals(ctx, ApprovePromotion, run.r.ID)

@@ -42,7 +42,7 @@ func (a *app) breakglassService(cmd *cobra.Command, command string) (*workflow.S
 	if err != nil {
 		return nil, err
 	}
-	svc, _, err := a.serviceWith(cmd.Context(), command, "", workflow.Deps{Convergence: a.argoCD(p), EnvRepo: repo})
+	svc, _, err := a.serviceWith(cmd.Context(), command, "", workflow.Deps{Convergence: a.argoCD(p), EnvRepo: repo, Forges: a.forges()})
 	return svc, err
 }
 

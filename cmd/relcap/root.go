@@ -243,13 +243,16 @@ func (a *app) loadProject() (*workflow.Project, error) {
 }
 
 // learnSecrets adds the secrets the configuration names: the Argo CD
-// tokens of every environment, the variables of secret_env, and a password
+// and forge tokens of every environment, the variables of secret_env, and a password
 // in an environment repository's URL.
 func (a *app) learnSecrets(p *workflow.Project) {
 	names := append([]string{argocd.EnvAuthToken}, p.SecretEnv...)
 	for _, env := range p.Environments {
 		if env.ArgoCD.TokenEnv != "" {
 			names = append(names, env.ArgoCD.TokenEnv)
+		}
+		if env.EnvRepo.Review.TokenEnv != "" {
+			names = append(names, env.EnvRepo.Review.TokenEnv)
 		}
 		if u, err := url.Parse(env.EnvRepo.Path); err == nil && u.User != nil {
 			if pw, ok := u.User.Password(); ok {

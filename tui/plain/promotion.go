@@ -28,6 +28,9 @@ func PrintPromotion(w io.Writer, r *workflow.Release) {
 			fmt.Fprintf(w, "landed     on %s at %s (the revision Argo CD must sync)\n", d.Branch, e.Subject)
 		}
 	}
+	if pr := r.Checkpoints.PullRequest; pr != nil {
+		PrintPullRequest(w, pr)
+	}
 	if diff := r.Checkpoints.EnvDiff; diff != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(diff, "\n"))
 	}
@@ -36,4 +39,35 @@ func PrintPromotion(w io.Writer, r *workflow.Release) {
 		fmt.Fprintf(w, ": %s", st.Message)
 	}
 	fmt.Fprintln(w)
+}
+
+// PrintPullRequest says where the promotion's pull request is and how its
+// reviews counted, so a headless captain knows where to send reviewers.
+func PrintPullRequest(w io.Writer, pr *workflow.PullRequestRecord) {
+	fmt.Fprintf(w, "pull request #%d %s (%s into %s)", pr.Number, pr.URL, pr.Head, pr.Base)
+	switch {
+	case pr.MergeCommit != "":
+		by := "by relcap"
+		if !pr.ByRelcap {
+			by = "on the forge"
+			if pr.MergedBy != "" {
+				by += " by " + pr.MergedBy
+			}
+		}
+		fmt.Fprintf(w, ": merged %s at %s", by, workflow.ShortHash(pr.MergeCommit))
+	case pr.State != "":
+		fmt.Fprintf(w, ": %s", pr.State)
+	}
+	fmt.Fprintln(w)
+	for _, v := range pr.Reviews {
+		who := v.Login
+		if v.Principal != v.Login {
+			who += " → " + v.Principal
+		}
+		verdict := "counted"
+		if !v.Counted {
+			verdict = "not counted: " + v.Why
+		}
+		fmt.Fprintf(w, "  review   %s %s on %s: %s\n", who, v.State, workflow.ShortHash(v.Commit), verdict)
+	}
 }

@@ -37,14 +37,17 @@ var (
 	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals", "approvers"}
 	terraformKeys = []string{"dir", "workspace", "var_files", "binary"}
 	registryKeys  = []string{"repository", "require_signature"}
-	envRepoKeys   = []string{"path", "branch", "file", "image", "format", "values_path"}
-	argoCDKeys    = []string{"server", "app", "token_env", "plaintext", "insecure", "ca_file", "client_cert_file", "client_key_file", "grpc_web", "path_prefix"}
-	approvalKeys  = []string{"plan", "promotion", "distinct_from_author", "signed"}
-	approverKeys  = []string{"plan", "promotion", "breakglass", "apply"}
-	classifyKeys  = []string{"identity", "data_service"}
-	effortKeys    = []string{"idle_threshold", "baseline_hours_per_release"}
-	plansKeys     = []string{"expiry"}
-	compatKeys    = []string{"schema", "min_schema", "max_schema"}
+	envRepoKeys   = []string{"path", "branch", "file", "image", "format", "values_path", "review"}
+	// reviewKeys has token so that a token written in clear is refused
+	// with what to do instead, rather than as an unknown key.
+	reviewKeys   = []string{"via", "forge", "url", "token_env", "ca_file", "merge", "approvals", "users", "token"}
+	argoCDKeys   = []string{"server", "app", "token_env", "plaintext", "insecure", "ca_file", "client_cert_file", "client_key_file", "grpc_web", "path_prefix"}
+	approvalKeys = []string{"plan", "promotion", "distinct_from_author", "signed"}
+	approverKeys = []string{"plan", "promotion", "breakglass", "apply"}
+	classifyKeys = []string{"identity", "data_service"}
+	effortKeys   = []string{"idle_threshold", "baseline_hours_per_release"}
+	plansKeys    = []string{"expiry"}
+	compatKeys   = []string{"schema", "min_schema", "max_schema"}
 
 	formats = []string{workflow.FormatKustomize, workflow.FormatHelmValues, workflow.FormatManifest}
 )
@@ -68,6 +71,10 @@ type options struct {
 	// people is the people file the project names, for the environments'
 	// approval checks.
 	people string
+	// readFile, when set (Load), reads the people file so the forge
+	// accounts of envrepo.review.users are checked against its
+	// principals; Parse never reads files.
+	readFile func(string) ([]byte, error)
 }
 
 // WithStat makes Parse check, through stat, that the files and directories
@@ -118,7 +125,7 @@ func Load(path string) (*workflow.Project, error) {
 	}
 	var c collector
 	p := &parser{file: path, probs: &c}
-	proj, own := p.project(data, options{stat: os.Stat, dir: filepath.Dir(abs)})
+	proj, own := p.project(data, options{stat: os.Stat, dir: filepath.Dir(abs), readFile: os.ReadFile})
 	if own.exists {
 		m := readOwnership(&c, p, own)
 		if proj != nil {
@@ -478,6 +485,10 @@ func (m *mapNode) envRepo(o options) workflow.EnvRepoTarget {
 		m.p.add(vn, join(m.path, "values_path"), "is only used with format helm-values; remove it")
 	}
 	t.ValuesPath = vp
+	t.Review = workflow.EnvRepoReview{Via: workflow.ReviewByPush}
+	if rv, ok := m.sub("review", reviewKeys); ok {
+		t.Review = rv.review(o)
+	}
 	return t
 }
 

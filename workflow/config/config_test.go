@@ -37,7 +37,9 @@ environments:                        # promotion order: a digest reaches prod on
     terraform: {dir: infra/prod, var_files: [prod.tfvars, ../common.tfvars]}
     registry: {repository: registry.example.com/prod/web, require_signature: true}
     envrepo:  {path: ../env, file: apps/web/prod/values.yaml, image: web,
-               format: helm-values, values_path: image.digest}
+               format: helm-values, values_path: image.digest,
+               review: {via: pull_request, forge: gitea, url: https://git.example.com/team/env,   # optional; default via: push
+                        token_env: GITEA_TOKEN, users: {carol-git: carol}}}   # forge account → principal
     argocd:   {server: argocd.example.com:443, app: web-prod}
     approvals: {plan: 2, promotion: 1, distinct_from_author: true}   # approvals are SSH-signed
     approvers: {plan: [alice, bob], promotion: [carol], breakglass: [carol], apply: [alice, dave]}  # principals of ` + "`people`" + `
@@ -72,7 +74,7 @@ func designTree(t *testing.T) string {
 	writeTree(t, root, map[string]string{
 		"repo/relcap.yaml":                  designConfig,
 		"repo/ownership.yaml":               designOwnership,
-		"repo/allowed_signers":              "",
+		"repo/allowed_signers":              "carol ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDcarolcarolcarolcarolcarolcarolcarolcarol\n",
 		"repo/infra/staging/staging.tfvars": "",
 		"repo/infra/prod/prod.tfvars":       "",
 		"repo/infra/common.tfvars":          "",
@@ -129,6 +131,7 @@ func TestLoadDesignExample(t *testing.T) {
 					File:   "apps/web/staging/kustomization.yaml",
 					Image:  "web",
 					Format: workflow.FormatKustomize,
+					Review: workflow.EnvRepoReview{Via: workflow.ReviewByPush},
 				},
 				ArgoCD: workflow.ArgoCDTarget{
 					Server:   "argocd.example.com:443",
@@ -156,6 +159,9 @@ func TestLoadDesignExample(t *testing.T) {
 					Image:      "web",
 					Format:     workflow.FormatHelmValues,
 					ValuesPath: "image.digest",
+					Review: workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env",
+						TokenEnv: "GITEA_TOKEN", Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge,
+						Users: []workflow.ForgeUser{{Login: "carol-git", Principal: "carol"}}},
 				},
 				ArgoCD: workflow.ArgoCDTarget{
 					Server:   "argocd.example.com:443",

@@ -20,6 +20,8 @@ func FuzzLoadConfig(f *testing.F) {
 		minimalConfig + "plans: {expiry: -1h}\ncompatibility: {schema: 7, min_schema: 9, max_schema: 3}\n",
 		minimalConfig + "classify: {identity: [\"[\"], data_service: x}\n",
 		strings.Replace(minimalConfig, "format: kustomize", "format: helm-values", 1),
+		strings.Replace(minimalConfig, "format: kustomize}", "format: kustomize, review: {via: pull_request, forge: gitea, url: 'https://u:p@h/o/r', token: x, users: {a: b, a: [c]}, ca_file: c.pem, merge: person, approvals: both}}", 1),
+		strings.Replace(minimalConfig, "format: kustomize}", "format: kustomize, review: {forge: gitlab, via: push, users: x}}", 1),
 		strings.Replace(minimalConfig, "{dir: infra}", "{dir: missing, var_files: [a.tfvars, {x: 1}]}", 1),
 		configHead + "  - &e {name: a}\n  - <<: [*e, *e]\n    name: b\n  - *e\n",
 		"version: 1\napp: [\n",

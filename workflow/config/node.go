@@ -35,6 +35,9 @@ type parser struct {
 	probs *collector
 	work  int // units left; set by document
 	spent bool
+	// people caches the people file's principals (see principals).
+	people    *[]string
+	peopleErr bool
 }
 
 // add records a problem at n's position (none when n is nil).

@@ -276,6 +276,12 @@ func (m Model) next() []string {
 	switch {
 	case st.Status == workflow.Blocked && errors.Is(m.runErr, workflow.ErrApprovalRequired) && cur == workflow.StepPlanReview:
 		return []string{"Needs approval: " + k("2") + " plan, " + k("a") + " approve (if policy allows); it continues once approved"}
+	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.runErr, workflow.ErrAwaitingForge):
+		where := "its pull request"
+		if pr := r.Checkpoints.PullRequest; pr != nil {
+			where = fmt.Sprintf("pull request #%d (%s)", pr.Number, pr.URL)
+		}
+		return []string{"Waiting on the forge: review and merge " + where + " there; " + k("3") + " promotion; it continues by itself"}
 	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.runErr, workflow.ErrApprovalRequired):
 		return []string{"Needs approval: " + k("3") + " promotion, " + k("a") + " approve (if policy allows); it continues once approved"}
 	case st.Status == workflow.Blocked && errors.Is(m.runErr, workflow.ErrLocked):

@@ -142,7 +142,14 @@ func (m Model) approveRelease() tea.Cmd {
 // waitsForApproval reports whether the run stopped for promotion approvals.
 func (m Model) waitsForApproval() bool {
 	return m.release != nil && !m.running && m.release.Step(workflow.StepPromotion).Status == workflow.Blocked &&
-		errors.Is(m.runErr, workflow.ErrApprovalRequired)
+		errors.Is(m.runErr, workflow.ErrApprovalRequired) && !errors.Is(m.runErr, workflow.ErrAwaitingForge)
+}
+
+// waitsForForge reports whether the run stopped for reviews or a merge on
+// the forge; the cockpit re-runs it by itself.
+func (m Model) waitsForForge() bool {
+	return m.release != nil && !m.running && m.release.Step(workflow.StepPromotion).Status == workflow.Blocked &&
+		errors.Is(m.runErr, workflow.ErrAwaitingForge)
 }
 
 func (m Model) canApprove() (bool, string) {
@@ -242,6 +249,9 @@ func (m Model) View() string {
 		}
 		lines = append(lines, line)
 	}
+	if pr := r.Checkpoints.PullRequest; pr != nil {
+		lines = append(lines, pullRequestLines(th, pr)...)
+	}
 	for _, f := range st.Findings {
 		lines = append(lines, th.SeverityStyle(f.Severity).Render(theme.SeverityIcon(f.Severity)+" "+f.Message)+th.Muted.Render(" — "+f.NextAction))
 	}
@@ -271,6 +281,13 @@ func (m Model) action() []string {
 		return []string{th.Muted.Render("recording approval…")}
 	case m.approveErr != nil:
 		return []string{th.Err.Render(m.approveErr.Error())}
+	case m.waitsForForge():
+		where := "the pull request"
+		if pr := m.release.Checkpoints.PullRequest; pr != nil {
+			where = fmt.Sprintf("pull request #%d (%s)", pr.Number, pr.URL)
+		}
+		return []string{th.Warn.Render(theme.IconBlocked+" waiting on the forge: ") + "review and merge " + where + " there" +
+			th.Muted.Render(fmt.Sprintf("; relcap re-checks every %s and continues once it can land", workflow.ForgePollInterval))}
 	case m.waitsForApproval():
 		if ok, why := m.canApprove(); ok {
 			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + th.Key.Render("a") + " approve as " + m.port.Actor() + th.Muted.Render("; the release continues once approved")}
@@ -297,4 +314,41 @@ func orNone(th theme.Theme, s string) string {
 		return th.Muted.Render("not resolved yet")
 	}
 	return s
+}
+
+// pullRequestLines show the promotion's pull request: where it is, where
+// it stands, and each reviewer's latest review, counted or why not.
+func pullRequestLines(th theme.Theme, pr *workflow.PullRequestRecord) []string {
+	state := string(pr.State)
+	switch {
+	case pr.MergeCommit != "" && pr.ByRelcap:
+		state = th.OK.Render("merged by relcap at " + workflow.ShortHash(pr.MergeCommit))
+	case pr.MergeCommit != "":
+		by := "merged on the forge"
+		if pr.MergedBy != "" {
+			by += " by " + pr.MergedBy
+		}
+		state = th.OK.Render(by + " at " + workflow.ShortHash(pr.MergeCommit))
+	case pr.State == workflow.PullRequestClosed:
+		state = th.Err.Render("closed without merge")
+	case pr.State == workflow.PullRequestOpen:
+		state = th.Warn.Render("open") + th.Muted.Render(" at "+workflow.ShortHash(pr.HeadSHA))
+	}
+	lines := []string{th.Label.Render("Pull req.  ") + fmt.Sprintf("#%d %s ", pr.Number, pr.URL) + state}
+	if len(pr.Reviews) == 0 && pr.MergeCommit == "" {
+		lines = append(lines, th.Muted.Render("           no reviews yet"))
+	}
+	for _, v := range pr.Reviews {
+		who := v.Login
+		if v.Principal != v.Login {
+			who += " → " + v.Principal
+		}
+		line := fmt.Sprintf("%s %s on %s", who, v.State, workflow.ShortHash(v.Commit))
+		if v.Counted {
+			lines = append(lines, "           "+th.OK.Render(theme.IconSucceeded+" "+line)+th.Muted.Render(" · counted"))
+		} else {
+			lines = append(lines, "           "+th.Muted.Render(theme.IconPending+" "+line+" · not counted: "+v.Why))
+		}
+	}
+	return lines
 }

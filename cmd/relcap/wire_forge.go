@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
+)
+
+// forgeOptions is what a forge adapter is built from: the environment's
+// review settings (the repository's URL, the CA file) and the API token,
+// already masked in the process's secret set.
+type forgeOptions struct {
+	Review  workflow.EnvRepoReview
+	Token   string
+	Secrets *secret.Set
+}
+
+// forgeConstructor builds one kind of forge adapter.
+type forgeConstructor func(forgeOptions) (workflow.Forge, error)
+
+// forgeConstructors are the forge adapters this build has, by kind: the one
+// place adapters/forge/{gitea,github,gitlab} are wired in.
+var forgeConstructors = map[workflow.ForgeKind]forgeConstructor{}
+
+// forgeOpener is the workflow.ForgeOpener of this process: it finds the
+// token (envrepo.review.token_env, else git's credential helper for the
+// URL's host), masks it at once, and builds the adapter of the review's
+// kind, once per repository.
+type forgeOpener struct {
+	constructors map[workflow.ForgeKind]forgeConstructor
+	getenv       func(string) string
+	// credential asks git's credential helper for the password of an
+	// address; a field so tests can count the asks.
+	credential func(ctx context.Context, u *url.URL) (string, error)
+	secrets    *secret.Set
+
+	mu     sync.Mutex
+	opened map[string]workflow.Forge
+}
+
+var _ workflow.ForgeOpener = (*forgeOpener)(nil)
+
+// forges is this invocation's forge opener.
+func (a *app) forges() *forgeOpener {
+	return &forgeOpener{constructors: forgeConstructors, getenv: a.io.getenv, credential: gitCredential(a.io.Env), secrets: a.secrets}
+}
+
+// OpenForge returns the forge adapter of r.
+func (o *forgeOpener) OpenForge(ctx context.Context, r workflow.EnvRepoReview) (workflow.Forge, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := string(r.Forge) + " " + r.URL
+	if f, ok := o.opened[key]; ok {
+		return f, nil
+	}
+	build, ok := o.constructors[r.Forge]
+	if !ok {
+		return nil, fmt.Errorf("%w: this relcap has no %s adapter for envrepo.review.forge (it knows %s); use a build with it, or via: push", workflow.ErrUsage, r.Forge, o.kinds())
+	}
+	u, err := url.Parse(r.URL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("%w: envrepo.review.url is not a repository address; want https://HOST/OWNER/REPO", workflow.ErrUsage)
+	}
+	token, err := o.token(ctx, r, u)
+	if err != nil {
+		return nil, err
+	}
+	f, err := build(forgeOptions{Review: r, Token: token, Secrets: o.secrets})
+	if err != nil {
+		return nil, fmt.Errorf("%s forge at %s: %w", r.Forge, u.Host, err)
+	}
+	if o.opened == nil {
+		o.opened = map[string]workflow.Forge{}
+	}
+	o.opened[key] = f
+	return f, nil
+}
+
+// token reads the forge's API token and adds it to the secret set before
+// anything else can print it.
+func (o *forgeOpener) token(ctx context.Context, r workflow.EnvRepoReview, u *url.URL) (string, error) {
+	if r.TokenEnv != "" {
+		v := strings.TrimSpace(o.getenv(r.TokenEnv))
+		o.secrets.Add(v)
+		if v == "" {
+			return "", fmt.Errorf("%w: the %s token for %s: $%s (envrepo.review.token_env) is empty or unset; set it to an API token of the account relcap opens pull requests as", workflow.ErrUsage, r.Forge, u.Host, r.TokenEnv)
+		}
+		return v, nil
+	}
+	v, err := o.credential(ctx, u)
+	v = strings.TrimSpace(v)
+	o.secrets.Add(v)
+	if err != nil || v == "" {
+		why := "it has none"
+		if err != nil {
+			why = err.Error()
+		}
+		return "", fmt.Errorf("%w: no %s token for %s: git's credential helper was asked (%s); store one there (git credential approve) or name the environment variable holding it with envrepo.review.token_env",
+			workflow.ErrUsage, r.Forge, u.Host, why)
+	}
+	return v, nil
+}
+
+func (o *forgeOpener) kinds() string {
+	var ks []string
+	for _, k := range []workflow.ForgeKind{workflow.ForgeGitea, workflow.ForgeGitHub, workflow.ForgeGitLab} {
+		if _, ok := o.constructors[k]; ok {
+			ks = append(ks, string(k))
+		}
+	}
+	if len(ks) == 0 {
+		return "none"
+	}
+	return strings.Join(ks, ", ")
+}
+
+// gitCredential asks `git credential fill` for the password of u's host,
+// with env as git's environment and never prompting: relcap runs headless
+// as often as not.
+func gitCredential(env []string) func(context.Context, *url.URL) (string, error) {
+	return func(ctx context.Context, u *url.URL) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", "credential", "fill")
+		cmd.Env = append(append([]string(nil), env...), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never")
+		cmd.Stdin = strings.NewReader(fmt.Sprintf("protocol=%s\nhost=%s\n\n", u.Scheme, u.Host))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			// git's message says which helper failed; it holds no
+			// password (fill prints those on stdout only).
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				msg = err.Error()
+			}
+			return "", fmt.Errorf("git credential fill: %s", firstLineOf(msg))
+		}
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "password="); ok {
+				return v, nil
+			}
+		}
+		return "", nil
+	}
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

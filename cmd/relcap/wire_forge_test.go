@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
+)
+
+// stubForge stands for an adapter: the opener's tests are about the token
+// and the registry, not about a forge.
+type stubForge struct {
+	workflow.Forge
+	opts forgeOptions
+}
+
+func (s stubForge) Where() string { return s.opts.Review.URL }
+
+func stubConstructors() map[workflow.ForgeKind]forgeConstructor {
+	return map[workflow.ForgeKind]forgeConstructor{workflow.ForgeGitea: func(o forgeOptions) (workflow.Forge, error) { return stubForge{opts: o}, nil }}
+}
+
+func TestForgeOpenerReadsTheTokenFromTokenEnvAndMasksIt(t *testing.T) {
+	t.Parallel()
+	io, _, _ := testIO("GITEA_TOKEN=  tok-123456789  ")
+	secrets := secret.NewSet()
+	o := &forgeOpener{constructors: stubConstructors(), getenv: io.getenv, secrets: secrets,
+		credential: func(context.Context, *url.URL) (string, error) {
+			t.Fatal("the credential helper is not asked when token_env is set")
+			return "", nil
+		}}
+	r := workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env", TokenEnv: "GITEA_TOKEN"}
+	f, err := o.OpenForge(t.Context(), r)
+	require.NoError(t, err)
+	require.Equal(t, "tok-123456789", f.(stubForge).opts.Token)
+	require.Equal(t, "token: "+secret.Mask, secrets.Scrub("token: tok-123456789"))
+	again, err := o.OpenForge(t.Context(), r)
+	require.NoError(t, err)
+	require.Equal(t, f, again, "one adapter per repository")
+
+	_, err = (&forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, secrets: secret.NewSet()}).OpenForge(t.Context(), r)
+	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorContains(t, err, "$GITEA_TOKEN (envrepo.review.token_env) is empty or unset")
+}
+
+func TestForgeOpenerAsksGitsCredentialHelper(t *testing.T) {
+	t.Parallel()
+	// A real `git credential fill`, with a helper configured through
+	// git's environment the way a user's ~/.gitconfig would.
+	env := []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"),
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=!f() { test \"$1\" = get && echo username=bot && echo password=cred-987654321; }; f"}
+	secrets := secret.NewSet()
+	o := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, credential: gitCredential(env), secrets: secrets}
+	f, err := o.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env"})
+	require.NoError(t, err)
+	require.Equal(t, "cred-987654321", f.(stubForge).opts.Token)
+	require.True(t, secrets.Contains("x cred-987654321 y"))
+
+	// No helper: a clear error, no prompt.
+	bare := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, secrets: secret.NewSet(),
+		credential: gitCredential([]string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")})}
+	_, err = bare.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env"})
+	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorContains(t, err, "no gitea token for git.example.com: git's credential helper was asked")
+	require.ErrorContains(t, err, "envrepo.review.token_env")
+}
+
+func TestForgeOpenerWithoutAnAdapterForTheKindSaysSo(t *testing.T) {
+	t.Parallel()
+	o := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "t" }, secrets: secret.NewSet()}
+	_, err := o.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitLab, URL: "https://gitlab.example.com/g/env", TokenEnv: "T"})
+	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorContains(t, err, "this relcap has no gitlab adapter for envrepo.review.forge (it knows gitea)")
+}
