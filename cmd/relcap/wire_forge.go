@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/relcap/relcap/adapters/forge/gitea"
+	"github.com/relcap/relcap/adapters/forge/github"
+	"github.com/relcap/relcap/adapters/forge/gitlab"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -28,7 +31,17 @@ type forgeConstructor func(forgeOptions) (workflow.Forge, error)
 
 // forgeConstructors are the forge adapters this build has, by kind: the one
 // place adapters/forge/{gitea,github,gitlab} are wired in.
-var forgeConstructors = map[workflow.ForgeKind]forgeConstructor{}
+var forgeConstructors = map[workflow.ForgeKind]forgeConstructor{
+	workflow.ForgeGitea: func(o forgeOptions) (workflow.Forge, error) {
+		return gitea.New(gitea.Options{URL: o.Review.URL, Token: o.Token, CAFile: o.Review.CAFile})
+	},
+	workflow.ForgeGitHub: func(o forgeOptions) (workflow.Forge, error) {
+		return github.New(github.Options{URL: o.Review.URL, Token: o.Token, TokenEnv: o.Review.TokenEnv, CAFile: o.Review.CAFile})
+	},
+	workflow.ForgeGitLab: func(o forgeOptions) (workflow.Forge, error) {
+		return gitlab.New(gitlab.Options{URL: o.Review.URL, Token: o.Token, TokenEnv: o.Review.TokenEnv, CAFile: o.Review.CAFile})
+	},
+}
 
 // forgeOpener is the workflow.ForgeOpener of this process: it finds the
 // token (envrepo.review.token_env, else git's credential helper for the
