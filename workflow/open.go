@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -87,7 +88,12 @@ func (s *Service) OpenRelease(ctx context.Context, req OpenRequest) (Opened, err
 		return Opened{Release: r, Started: true}, nil
 	}
 	switch {
-	case req.Image != "" && r.Image != "" && r.Image != req.Image:
+	case req.Image != "" && r.Image != "" && !sameImage(r, req.Image):
+		if req.ReleaseID != "" {
+			// Asked for this very release: the image is what is wrong.
+			return Opened{}, fmt.Errorf("%w: release %s promotes %s, not %s: give --image %s (or its digest, %s), or relcap resume %s",
+				ErrUsage, r.ID, r.Image, req.Image, r.Image, imageAtDigest(r), r.ID)
+		}
 		return Opened{}, fmt.Errorf("%w: release %s is open in %s for %s, not %s: continue it with --release %s (or relcap resume %s), or finish it first",
 			ErrUsage, r.ID, env.Name, r.Image, req.Image, r.ID, r.ID)
 	case req.Image != "" && r.Image == "":
@@ -104,6 +110,34 @@ func (s *Service) OpenRelease(ctx context.Context, req OpenRequest) (Opened, err
 		}
 	}
 	return Opened{Release: r}, s.linkSession(ctx, r.ID)
+}
+
+// sameImage reports whether image names what r promotes: the reference
+// it was opened with, or the digest that reference resolved to, in the
+// same repository (a captain who resumes by digest, as relcap prints it).
+func sameImage(r *Release, image string) bool {
+	if image == r.Image {
+		return true
+	}
+	return !r.Checkpoints.Digest.IsZero() && image == imageAtDigest(r)
+}
+
+// imageAtDigest is r's image repository at the digest it resolved to, or
+// its reference as given before it resolved.
+func imageAtDigest(r *Release) string {
+	if r.Checkpoints.Digest.IsZero() {
+		return r.Image
+	}
+	repo := r.Image
+	if at := strings.IndexByte(repo, '@'); at >= 0 {
+		repo = repo[:at]
+	}
+	// A tag follows the last colon after the last slash (a registry's
+	// port comes before a slash).
+	if colon := strings.LastIndexByte(repo, ':'); colon > strings.LastIndexByte(repo, '/') {
+		repo = repo[:colon]
+	}
+	return repo + "@" + r.Checkpoints.Digest.String()
 }
 
 // openIn is the newest open release of env, or nil.

@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,6 +74,18 @@ func TestAScriptedReleaseLeavesTheSameRecordAsOneRun(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cmd("alice").svc.OpenRelease(ctx, workflow.OpenRequest{Env: "staging", Image: "registry.test/ci/web:9.9.9"})
 	require.ErrorIs(t, err, workflow.ErrUsage, "another image does not join the open release")
+	// By the digest its tag resolved to, as relcap prints it, the release
+	// is joined (a captain resuming a release waiting on a pull request).
+	promoted, err := l2.LoadRelease(ctx, id)
+	require.NoError(t, err)
+	require.False(t, promoted.Checkpoints.Digest.IsZero())
+	byDigest := "registry.test/ci/web@" + promoted.Checkpoints.Digest.String()
+	joined, err := cmd("alice").svc.OpenRelease(ctx, workflow.OpenRequest{Env: "staging", ReleaseID: id, Image: byDigest, PromoteOnly: true})
+	require.NoError(t, err)
+	require.Equal(t, id, joined.Release.ID)
+	_, err = cmd("alice").svc.OpenRelease(ctx, workflow.OpenRequest{Env: "staging", ReleaseID: id, Image: "registry.test/ci/web@sha256:" + strings.Repeat("0", 64)})
+	require.ErrorIs(t, err, workflow.ErrUsage, "another digest is another image")
+	require.ErrorContains(t, err, "give --image "+image+" (or its digest, "+byDigest+")", "with --release given, the advice is the image, not --release")
 	scripted, err := cmd("alice").svc.Run(ctx, id, nil)
 	require.NoError(t, err)
 

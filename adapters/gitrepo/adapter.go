@@ -59,6 +59,10 @@ type Options struct {
 	// SSH agent for ssh URLs, and no credentials otherwise (go-git does not
 	// read git's credential helpers).
 	Auth transport.AuthMethod
+	// Credentials, when set and Auth is not, answers an http(s) origin
+	// that asks for credentials the URL does not carry (cmd/relcap asks
+	// git's credential helper, as git push does).
+	Credentials Credentials
 	// Clock stamps commits; nil means the wall clock.
 	Clock workflow.Clock
 }
@@ -73,8 +77,12 @@ type Adapter struct {
 	auth    transport.AuthMethod
 	clock   workflow.Clock
 
+	credentials Credentials
+
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+	// found are the credentials Credentials gave, by location key.
+	found map[string]transport.AuthMethod
 }
 
 // New validates opts and returns an Adapter; bad options wrap
@@ -86,6 +94,9 @@ func New(opts Options) (*Adapter, error) {
 		auth:  opts.Auth,
 		clock: opts.Clock,
 		locks: map[string]*sync.Mutex{},
+		found: map[string]transport.AuthMethod{},
+
+		credentials: opts.Credentials,
 	}
 	if a.name == "" {
 		a.name = DefaultAuthorName

@@ -159,11 +159,13 @@ func (j *JournalAnchor) anchor(ctx context.Context, h workflow.SealedHead) (stri
 		if j.beforePush != nil {
 			j.beforePush()
 		}
-		err = r.PushContext(ctx, &git.PushOptions{
-			RemoteName: "origin",
-			RemoteURL:  j.loc.url,
-			RefSpecs:   []config.RefSpec{config.RefSpec(next.String() + ":" + JournalRef.String())},
-			Auth:       j.a.auth,
+		err = j.a.remote(ctx, j.loc, func(auth transport.AuthMethod) error {
+			return r.PushContext(ctx, &git.PushOptions{
+				RemoteName: "origin",
+				RemoteURL:  j.loc.url,
+				RefSpecs:   []config.RefSpec{config.RefSpec(next.String() + ":" + JournalRef.String())},
+				Auth:       auth,
+			})
 		})
 		switch {
 		case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -175,7 +177,7 @@ func (j *JournalAnchor) anchor(ctx context.Context, h workflow.SealedHead) (stri
 		case ctx.Err() != nil:
 			return "", fmt.Errorf("pushing %s to origin of %s: %w", JournalRef, j.loc.display, ctx.Err())
 		case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-			return "", fmt.Errorf("pushing %s to origin of %s: %w (relcap does not read git credential helpers: use an ssh URL with an agent, or give it credentials)", JournalRef, j.loc.display, err)
+			return "", fmt.Errorf("pushing %s to origin of %s: %w (store credentials for the host in git's credential helper, or use an ssh URL with an agent)", JournalRef, j.loc.display, err)
 		}
 		// Rejected: most likely someone else anchored meanwhile, so the
 		// push was not a fast-forward. Re-read origin; if it moved, build
@@ -296,12 +298,14 @@ func (j *JournalAnchor) fetch(ctx context.Context, r *git.Repository) error {
 	if err != nil {
 		return fmt.Errorf("reading %s in %s: %w", journalSeen, j.loc.display, err)
 	}
-	err = r.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: "origin",
-		RemoteURL:  j.loc.url,
-		RefSpecs:   []config.RefSpec{config.RefSpec("+" + JournalRef.String() + ":" + journalFetched.String())},
-		Auth:       j.a.auth,
-		Tags:       git.NoTags,
+	err = j.a.remote(ctx, j.loc, func(auth transport.AuthMethod) error {
+		return r.FetchContext(ctx, &git.FetchOptions{
+			RemoteName: "origin",
+			RemoteURL:  j.loc.url,
+			RefSpecs:   []config.RefSpec{config.RefSpec("+" + JournalRef.String() + ":" + journalFetched.String())},
+			Auth:       auth,
+			Tags:       git.NoTags,
+		})
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -314,7 +318,7 @@ func (j *JournalAnchor) fetch(ctx context.Context, r *git.Repository) error {
 	case ctx.Err() != nil:
 		return fmt.Errorf("fetching %s from %s: %w", JournalRef, j.loc.display, ctx.Err())
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return fmt.Errorf("fetching %s from %s: %w (relcap does not read git credential helpers: use an ssh URL with an agent, or give it credentials)", JournalRef, j.loc.display, err)
+		return fmt.Errorf("fetching %s from %s: %w (store credentials for the host in git's credential helper, or use an ssh URL with an agent)", JournalRef, j.loc.display, err)
 	default:
 		return fmt.Errorf("fetching %s from %s: %w", JournalRef, j.loc.display, err)
 	}

@@ -98,11 +98,13 @@ func (a *Adapter) push(ctx context.Context, st *pinState, ch workflow.EnvChange)
 		return ch, nil
 	}
 	spec := config.RefSpec(st.branch.String() + ":" + st.branch.String())
-	err := st.repo.PushContext(ctx, &git.PushOptions{
-		RemoteName: "origin",
-		RemoteURL:  st.loc.url,
-		RefSpecs:   []config.RefSpec{spec},
-		Auth:       a.auth,
+	err := a.remote(ctx, st.loc, func(auth transport.AuthMethod) error {
+		return st.repo.PushContext(ctx, &git.PushOptions{
+			RemoteName: "origin",
+			RemoteURL:  st.loc.url,
+			RefSpecs:   []config.RefSpec{spec},
+			Auth:       auth,
+		})
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -111,7 +113,7 @@ func (a *Adapter) push(ctx context.Context, st *pinState, ch workflow.EnvChange)
 	case ctx.Err() != nil:
 		return ch, fmt.Errorf("pushing %s to origin: %w", ch.Branch, ctx.Err())
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return ch, fmt.Errorf("pushing %s to origin of %s: %w (relcap does not read git credential helpers: give it credentials, or push it yourself with git push origin %s)", ch.Branch, st.loc.display, err, ch.Branch)
+		return ch, fmt.Errorf("pushing %s to origin of %s: %w (store credentials for the host in git's credential helper, use an ssh URL with an agent, or push it yourself with git push origin %s)", ch.Branch, st.loc.display, err, ch.Branch)
 	}
 	return ch, fmt.Errorf("pushing %s to origin of %s: %w", ch.Branch, st.loc.display, err)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/relcap/relcap/workflow"
 )
@@ -87,7 +88,9 @@ func (a *Adapter) land(ctx context.Context, st *pinState, req workflow.PinReques
 		// refusing a non-fast-forward (someone landed meanwhile: landing
 		// again re-reads it).
 		spec := config.RefSpec(newTip.String() + ":" + local.String())
-		err := st.repo.PushContext(ctx, &git.PushOptions{RemoteName: "origin", RemoteURL: st.loc.url, RefSpecs: []config.RefSpec{spec}, Auth: a.auth})
+		err := a.remote(ctx, st.loc, func(auth transport.AuthMethod) error {
+			return st.repo.PushContext(ctx, &git.PushOptions{RemoteName: "origin", RemoteURL: st.loc.url, RefSpecs: []config.RefSpec{spec}, Auth: auth})
+		})
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return workflow.EnvChange{}, fmt.Errorf("pushing %s to origin of %s: %w; land again to retry", local.Short(), st.loc.display, err)
 		}

@@ -211,13 +211,15 @@ func (a *Adapter) clone(ctx context.Context, l location, dir string) (*git.Repos
 // deleted ones so a relcap branch deleted on origin is not taken as
 // existing.
 func (a *Adapter) fetch(ctx context.Context, r *git.Repository, l location) error {
-	err := r.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: "origin",
-		RemoteURL:  l.url,
-		RefSpecs:   []config.RefSpec{fetchSpec},
-		Auth:       a.auth,
-		Tags:       git.NoTags,
-		Prune:      true,
+	err := a.remote(ctx, l, func(auth transport.AuthMethod) error {
+		return r.FetchContext(ctx, &git.FetchOptions{
+			RemoteName: "origin",
+			RemoteURL:  l.url,
+			RefSpecs:   []config.RefSpec{fetchSpec},
+			Auth:       auth,
+			Tags:       git.NoTags,
+			Prune:      true,
+		})
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
@@ -225,7 +227,7 @@ func (a *Adapter) fetch(ctx context.Context, r *git.Repository, l location) erro
 	case ctx.Err() != nil:
 		return fmt.Errorf("fetching %s: %w", l.display, ctx.Err())
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return fmt.Errorf("fetching %s: %w (relcap does not read git credential helpers: use an ssh URL with an agent, or give it credentials)", l.display, err)
+		return fmt.Errorf("fetching %s: %w (store credentials for the host in git's credential helper, or use an ssh URL with an agent)", l.display, err)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return fmt.Errorf("%w: fetching %s: %w; fix envrepo.path", workflow.ErrUsage, l.display, err)
 	}

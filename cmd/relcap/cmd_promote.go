@@ -30,7 +30,7 @@ func (a *app) decisionAdapters() (*registry.Adapter, *gitrepo.Adapter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	repo, err := gitrepo.New(gitrepo.Options{WorkDir: filepath.Join(cache, "envrepos"), Clock: a.clock})
+	repo, err := gitrepo.New(gitrepo.Options{WorkDir: filepath.Join(cache, "envrepos"), Clock: a.clock, Credentials: a.gitPushCredentials()})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -77,3 +77,15 @@ func TestForgeOpenerWithoutAnAdapterForTheKindSaysSo(t *testing.T) {
 	require.ErrorIs(t, err, workflow.ErrUsage)
 	require.ErrorContains(t, err, "this relcap has no gitlab adapter for envrepo.review.forge (it knows gitea)")
 }
+
+func TestGitPushCredentialsComeFromGitsHelperAndAreMasked(t *testing.T) {
+	t.Parallel()
+	io, _, _ := testIO("GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir(), "PATH="+os.Getenv("PATH"),
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=!f() { test \"$1\" = get && echo username=captain && echo password=push-cred-24680135; }; f")
+	a := &app{io: io, secrets: secret.NewSet()}
+	user, password, err := a.gitPushCredentials()(t.Context(), &url.URL{Scheme: "https", Host: "git.example.com", Path: "team/env.git"})
+	require.NoError(t, err)
+	require.Equal(t, "captain", user)
+	require.Equal(t, "push-cred-24680135", password)
+	require.True(t, a.secrets.Contains("pushed with push-cred-24680135"), "masked as soon as read")
+}

@@ -30,7 +30,7 @@ func (a *app) journalAnchor(p *workflow.Project) (workflow.JournalAnchor, string
 	if err != nil {
 		return nil, err.Error()
 	}
-	repo, err := gitrepo.New(gitrepo.Options{WorkDir: filepath.Join(cache, "envrepos"), Clock: a.clock})
+	repo, err := gitrepo.New(gitrepo.Options{WorkDir: filepath.Join(cache, "envrepos"), Clock: a.clock, Credentials: a.gitPushCredentials()})
 	if err != nil {
 		return nil, err.Error()
 	}
