@@ -31,14 +31,8 @@ func CreateEnvRepo(ctx context.Context, bare string, files map[string]string) (s
 		return "", err
 	}
 	defer os.RemoveAll(work)
-	for p, content := range files {
-		full := filepath.Join(work, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			return "", err
-		}
+	if err := writeFiles(work, files); err != nil {
+		return "", err
 	}
 	steps := [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"commit", "-q", "-m", "relcap lab: first release"}}
 	for _, s := range steps {
@@ -53,4 +47,18 @@ func CreateEnvRepo(ctx context.Context, bare string, files map[string]string) (s
 		return "", err
 	}
 	return git(ctx, bare, "rev-parse", "main")
+}
+
+// writeFiles writes each file of files (slash path → content) under dir.
+func writeFiles(dir string, files map[string]string) error {
+	for p, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -308,14 +308,8 @@ func seedGiteaRepo(ctx context.Context, dir, cloneURL string, u GiteaUser, files
 		return "", err
 	}
 	defer os.RemoveAll(work)
-	for p, content := range files {
-		full := filepath.Join(work, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			return "", err
-		}
+	if err := writeFiles(work, files); err != nil {
+		return "", err
 	}
 	for _, s := range [][]string{{"init", "-q", "-b", GiteaBranch}, {"add", "."}, {"commit", "-q", "-m", "relcap lab: first release"}} {
 		if _, err := git(ctx, work, s...); err != nil {
