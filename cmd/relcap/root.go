@@ -54,6 +54,10 @@ type app struct {
 	// demoKeys are the key files relcap demo's sandbox made for its
 	// people, by principal.
 	demoKeys map[string]string
+	// gitSigningKeys are git's signing-key settings, by release
+	// repository, read once per command: the signer, the shared-plan
+	// vault and the session's seal all ask.
+	gitSigningKeys map[string]string
 }
 
 // run builds the command tree, executes it and maps the outcome to an exit

@@ -48,10 +48,18 @@ func (a *app) signingKey(ctx context.Context, repoDir, actor string) string {
 	if k := strings.TrimSpace(a.io.getenv(signingEnv)); k != "" {
 		return k
 	}
-	if gitConfig(ctx, repoDir, "gpg.format") == "ssh" {
-		return gitConfig(ctx, repoDir, "user.signingkey")
+	if k, ok := a.gitSigningKeys[repoDir]; ok {
+		return k
 	}
-	return ""
+	k := ""
+	if gitConfig(ctx, repoDir, "gpg.format") == "ssh" {
+		k = gitConfig(ctx, repoDir, "user.signingkey")
+	}
+	if a.gitSigningKeys == nil {
+		a.gitSigningKeys = map[string]string{}
+	}
+	a.gitSigningKeys[repoDir] = k
+	return k
 }
 
 // gitConfig reads one git setting as git would in the release repository;
