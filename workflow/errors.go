@@ -20,6 +20,12 @@ var (
 	// is reviewed there, so the cockpit re-runs the step every
 	// ForgePollInterval and relcap resume re-checks.
 	ErrAwaitingForge = fmt.Errorf("%w: waiting on the forge", ErrApprovalRequired)
+	// ErrForgeNotReady is a forge's refusal to merge for want of what its
+	// branch protection requires and a person can still give: approving
+	// reviews, passing checks. Gitea reports such a pull request mergeable
+	// (it has no conflict) and says so only when asked to merge, so this
+	// is a wait on the forge, not a block.
+	ErrForgeNotReady = errors.New("the forge does not let it merge yet")
 	// ErrStalePlan: the plan no longer matches its inputs or state (exit 3).
 	ErrStalePlan = fmt.Errorf("%w: stale plan", ErrBlocked)
 	// ErrPlanRefused: relcap cannot vouch for the plan (errored,

@@ -42,7 +42,17 @@ type PullRequestRecord struct {
 	MergeCommit string `json:"merge_commit,omitempty"`
 	MergedBy    string `json:"merged_by,omitempty"`
 	ByRelcap    bool   `json:"by_relcap,omitempty"`
+	// NotReady is the forge's last reason for not merging (ErrForgeNotReady)
+	// and NotReadyAt when it said so: ForgeMoved asks again after
+	// ForgeRetryInterval, as a required check may pass without anything
+	// relcap reads changing.
+	NotReady   string    `json:"not_ready,omitempty"`
+	NotReadyAt time.Time `json:"not_ready_at,omitzero"`
 }
+
+// ForgeRetryInterval is how long after a forge's ErrForgeNotReady the
+// cockpit tries the merge again when nothing else moved.
+const ForgeRetryInterval = time.Minute
 
 // ReviewVerdict is one forge account's latest review and whether it
 // counts as a promotion approval, and why not.
@@ -432,6 +442,14 @@ func (run *releaseRun) landByPullRequest(ctx context.Context, res StepResult) (S
 	run.progress(StepPromotion, fmt.Sprintf("merging pull request #%d at %s on %s", pr.Number, ShortHash(pr.HeadSHA), forge.Where()))
 	msg := fmt.Sprintf("%s\n\nReviewed-on: %s\nReviewed-by: %s\nRelcap-Release: %s\n", run.title(), ShortHash(pr.HeadSHA), strings.Join(reviewers(verdicts), ", "), run.r.ID)
 	mc, err := wait(run, StepPromotion, func() (string, error) { return forge.Merge(ctx, pr.Number, pr.HeadSHA, msg) })
+	if errors.Is(err, ErrForgeNotReady) {
+		reason := strings.TrimPrefix(err.Error(), ErrForgeNotReady.Error()+": ")
+		rec.NotReady, rec.NotReadyAt = reason, d.Clock.Now()
+		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.PullRequest = &rec }); err != nil {
+			return StepResult{}, err
+		}
+		return run.awaiting(res, fmt.Sprintf("%s is approved (%d/%d), but the forge does not let it merge yet: %s", ref, got, required, reason)), nil
+	}
 	if errors.Is(err, ErrBlocked) {
 		return run.prBlocked(ctx, res, rec, ErrBlocked, fmt.Sprintf("the forge refused to merge %s: %s", ref, strings.TrimPrefix(err.Error(), ErrBlocked.Error()+": ")),
 			fmt.Sprintf("act on the forge's reason (branch protection, required checks, a moved head), then relcap resume %s", run.r.ID))
@@ -584,5 +602,8 @@ func (s *Service) ForgeMoved(ctx context.Context, releaseID string) (bool, error
 		return true, nil
 	}
 	approved := len(counted(verdicts)) >= RequiredForgeReviews(env)
+	if rec.NotReady != "" && s.d.Clock.Now().Sub(rec.NotReadyAt) < ForgeRetryInterval {
+		return false, nil
+	}
 	return approved && pr.Mergeable && env.EnvRepo.Review.Merge != MergeByPerson, nil
 }

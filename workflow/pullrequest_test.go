@@ -208,6 +208,42 @@ func TestNotMergeableWaitsWithTheForgesReason(t *testing.T) {
 	require.Zero(t, pw.forge.Merges)
 }
 
+// Gitea says nothing of its branch protection until asked to merge: the
+// refusal for want of a review is a wait, retried once the review comes
+// (the cockpit's ForgeMoved) or a minute later (a check that passed).
+func TestForgeProtectionSpokenAtMergeIsAWaitNotABlock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pw := newPRWorld(prProject(func(env *workflow.Environment) { env.Approvals.Promotion = 0 }))
+	pw.forge.ProtectionAtMerge = true
+	captain := pw.process(t, "alice")
+	r, err := captain.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	got, err := captain.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrAwaitingForge, "relcap needs no review here, Gitea's protection does")
+	require.Contains(t, got.Step(workflow.StepPromotion).Message, "the forge does not let it merge yet: Does not have enough approvals")
+	require.Equal(t, "Does not have enough approvals", got.Checkpoints.PullRequest.NotReady)
+	require.NotContains(t, captain.journal.Kinds(), "promotion.pr_blocked")
+	require.Zero(t, pw.forge.Merges)
+
+	moved, err := captain.svc.ForgeMoved(ctx, r.ID)
+	require.NoError(t, err)
+	require.False(t, moved, "nothing changed on the forge: no new merge attempt every poll")
+	pw.clock.Advance(workflow.ForgeRetryInterval)
+	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, moved, "a minute later the merge is tried again (a required check may have passed)")
+
+	pw.forge.Approve(1, "bob-forge")
+	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, moved, "a new review is something to do")
+	got, err = captain.svc.Run(ctx, r.ID, nil)
+	require.NoError(t, err)
+	require.True(t, got.Checkpoints.Landed())
+	require.Equal(t, 1, pw.forge.Merges)
+}
+
 func TestPullRequestMergedByHandIsPickedUpOnResume(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

@@ -26,6 +26,11 @@ type FakeForge struct {
 	// MergeRefusal, when set, is the forge's reason for refusing a merge
 	// (a required check failing at merge time).
 	MergeRefusal string
+	// ProtectionAtMerge makes it behave as Gitea does: a pull request
+	// without conflicts reads as mergeable whatever its reviews, and the
+	// branch protection speaks only when asked to merge
+	// (workflow.ErrForgeNotReady).
+	ProtectionAtMerge bool
 
 	mu      sync.Mutex
 	prs     []*workflow.PullRequest
@@ -118,6 +123,8 @@ func (f *FakeForge) Merge(ctx context.Context, number int, headSHA, _ string) (s
 		return "", fmt.Errorf("%w: the head of #%d is %s, not %s", workflow.ErrBlocked, number, pr.HeadSHA, headSHA)
 	case f.MergeRefusal != "":
 		return "", fmt.Errorf("%w: %s", workflow.ErrBlocked, f.MergeRefusal)
+	case !f.mergeable(pr) && f.ProtectionAtMerge:
+		return "", fmt.Errorf("%w: Does not have enough approvals", workflow.ErrForgeNotReady)
 	case !f.mergeable(pr):
 		return "", fmt.Errorf("%w: branch protection requires %d approving review(s) of %s", workflow.ErrBlocked, f.RequiredReviews, pr.HeadSHA)
 	}
@@ -234,7 +241,7 @@ func (f *FakeForge) mergeable(pr *workflow.PullRequest) bool {
 // view is the pull request as the forge reports it now.
 func (f *FakeForge) view(pr *workflow.PullRequest) workflow.PullRequest {
 	v := *pr
-	v.Mergeable = f.mergeable(pr)
+	v.Mergeable = f.mergeable(pr) || (f.ProtectionAtMerge && v.State == workflow.PullRequestOpen)
 	if !v.Mergeable && v.State == workflow.PullRequestOpen {
 		v.Blocker = fmt.Sprintf("branch protection requires %d approving review(s)", f.RequiredReviews)
 	}

@@ -420,6 +420,8 @@ func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string
 	}
 	switch {
 	case status/100 == 2:
+	case status == http.StatusMethodNotAllowed && waitsOnAPerson(msg):
+		return "", fmt.Errorf("%w: %s (gitea %s, branch protection of the base branch)", workflow.ErrForgeNotReady, a.redact(msg), a.Where())
 	case status == http.StatusMethodNotAllowed || status == http.StatusConflict || status == http.StatusUnprocessableEntity || status == http.StatusForbidden:
 		return "", fmt.Errorf("%w: gitea %s refused to merge pull request #%d: %s", workflow.ErrBlocked, a.Where(), number, a.redact(msg))
 	default:
@@ -433,6 +435,26 @@ func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string
 		return "", fmt.Errorf("gitea %s accepted the merge of pull request #%d but reports it %s without a merge commit", a.Where(), number, merged.State)
 	}
 	return merged.MergeCommit, nil
+}
+
+// giteaNotReady are Gitea's reasons (pull_service.ErrNotReadyToMerge) for
+// refusing a merge that reviews or checks still to come can lift. The
+// others (an outdated head branch, changed protected files, a closed pull
+// request) need someone to act on the branch: they block.
+var giteaNotReady = []string{
+	"Does not have enough approvals",
+	"Not all required status checks successful",
+	"There are requested changes",
+	"There are official review requests",
+}
+
+func waitsOnAPerson(msg string) bool {
+	for _, r := range giteaNotReady {
+		if strings.HasPrefix(msg, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // giteaStillChecking is Gitea's answer to a merge while its mergeability
