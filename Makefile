@@ -134,11 +134,16 @@ e2e: tools relcap-lab
 # relcap's Gitea adapter against the lab's real Gitea (issue 18): Gitea is
 # built into the lab cache on first use (~10 min of CPU; 20 min wall at nice
 # 19 on a busy 2-core machine; reused at once after) and started by the tests
-# themselves. Not part of the e2e matrix yet.
+# themselves; then a lab whose Argo CD follows Gitea, promoted through
+# reviewed pull requests, for each version in E2E_ARGOCD. make e2e runs the
+# same at its end.
 .PHONY: e2e-gitea
 e2e-gitea: tools relcap-lab
 	nice -n 19 $(BIN)/relcap-lab build --gitea
-	$(GO) test -tags e2e -count=1 -timeout 30m -run TestGitea -v ./cmd/relcap-lab
+	$(GO) test -tags e2e -count=1 -timeout 30m -run TestGiteaPromotion -v ./cmd/relcap-lab
+	for v in $(E2E_ARGOCD); do \
+		RELCAP_LAB_ARGOCD=$$v $(GO) test -tags e2e -count=1 -timeout 30m -run 'TestGiteaLab$$' -v ./cmd/relcap-lab || exit 1; \
+	done
 
 # Convergence detection side by side with argocd app wait --sync --health on
 # a lab of each Argo CD version (issue 14; figures in docs/PERFORMANCE.md).

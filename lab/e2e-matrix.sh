@@ -4,8 +4,9 @@
 # first; the others build at the lowest CPU priority while the first suite
 # runs (it mostly waits on Argo CD, kwok and relcap's own grace periods),
 # so a cold machine does not pay for the builds one after the other.
-# The lab's Gitea (issue 18) builds beside the first suite too, and its
-# suite (relcap's Gitea forge against the real server) runs last.
+# The lab's Gitea (issue 18) builds beside the first suite too; its
+# suites run last: relcap's Gitea forge against the real server, then a
+# lab whose Argo CD follows Gitea for each version.
 # Any failure stops it; the suites never skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,5 +56,13 @@ fi
 trap - EXIT
 start=$(date +%s)
 echo "== e2e: Gitea (built beside the suites: $(tail -n 1 bin/lab-build-gitea.log)) =="
-"$go" test -tags e2e -count=1 -timeout 30m -run TestGitea -v ./cmd/relcap-lab
+"$go" test -tags e2e -count=1 -timeout 30m -run 'TestGiteaPromotion' -v ./cmd/relcap-lab
 echo "== e2e: Gitea passed in $(( $(date +%s) - start ))s =="
+# The lab whose Argo CD follows Gitea's protected repository: relcap
+# promotes through reviewed pull requests, once per Argo CD version.
+for v in "${versions[@]}"; do
+	start=$(date +%s)
+	echo "== e2e: Argo CD $v following Gitea =="
+	RELCAP_LAB_ARGOCD=$v "$go" test -tags e2e -count=1 -timeout 30m -run 'TestGiteaLab$' -v ./cmd/relcap-lab
+	echo "== e2e: Argo CD $v following Gitea passed in $(( $(date +%s) - start ))s =="
+done

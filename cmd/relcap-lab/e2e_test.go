@@ -65,7 +65,7 @@ func e2eTLS() bool {
 
 // startLab builds relcap and relcap-lab, brings a lab up in a temporary
 // directory and registers its teardown, which must leave nothing behind.
-func startLab(t testing.TB) *e2eLab {
+func startLab(t testing.TB, upArgs ...string) *e2eLab {
 	t.Helper()
 	bin := t.TempDir()
 	root, err := filepath.Abs("../..")
@@ -82,6 +82,7 @@ func startLab(t testing.TB) *e2eLab {
 	if !l.tls {
 		args = append(args, "--argocd-insecure")
 	}
+	args = append(args, upArgs...)
 	t.Logf("lab: argo cd %s on kubernetes %s, argocd-server TLS %v", l.variant.Versions.ArgoCD, l.variant.Versions.Kubernetes, l.tls)
 	up := exec.Command(l.lab, args...)
 	up.Stdout, up.Stderr = os.Stderr, os.Stderr // progress and timings in the test log

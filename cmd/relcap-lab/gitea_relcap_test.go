@@ -145,8 +145,15 @@ type journalLine struct {
 
 func (c *relcapAsCaptain) journal(t *testing.T) []journalLine {
 	t.Helper()
+	return readJournals(t, filepath.Join(c.home, "data"))
+}
+
+// readJournals reads every session's journal under an XDG data
+// directory.
+func readJournals(t *testing.T, dataHome string) []journalLine {
+	t.Helper()
 	var lines []journalLine
-	files, err := filepath.Glob(filepath.Join(c.home, "data", "relcap", "sessions", "*", "journal.jsonl"))
+	files, err := filepath.Glob(filepath.Join(dataHome, "relcap", "sessions", "*", "journal.jsonl"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	for _, f := range files {

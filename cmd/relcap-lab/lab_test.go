@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
+	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
 )
 
@@ -162,6 +163,47 @@ func TestRenderedRelcapConfigIsValidAndPointsAtTheLab(t *testing.T) {
 		require.Equal(t, ManifestPath(env), e.EnvRepo.File)
 		require.Equal(t, "manifest", e.EnvRepo.Format)
 		require.Equal(t, filepath.Join(l.Dir, "infra", env), e.Terraform.Dir)
+	}
+}
+
+// TestRenderedRelcapConfigWithGiteaPromotesThroughItsPullRequests: a lab
+// with Gitea pins in Gitea's repository through a reviewed pull request,
+// maps its accounts to the lab's people, and gives git push the captain's
+// token through git's credential helper only.
+func TestRenderedRelcapConfigWithGiteaPromotesThroughItsPullRequests(t *testing.T) {
+	t.Parallel()
+	l := testLab()
+	l.Gitea = &GiteaState{URL: "http://127.0.0.1:3000", RepoURL: "http://127.0.0.1:3000/captain/env", CloneURL: "http://127.0.0.1:3000/captain/env.git",
+		Users: []GiteaUser{{Login: GiteaCaptain, Token: "captain-token"}, {Login: GiteaApprover, Token: "approver-token"}}}
+	require.Equal(t, l.Gitea.CloneURL, l.argoRepoURL(), "Argo CD follows Gitea's repository")
+	p, err := config.Parse(filepath.Join(l.Dir, "relcap.yaml"), []byte(RenderRelcapConfig(l)))
+	require.NoError(t, err)
+	for _, e := range p.Environments {
+		require.Equal(t, l.Gitea.CloneURL, e.EnvRepo.Path)
+		r := e.EnvRepo.Review
+		require.True(t, r.PullRequests())
+		require.Equal(t, workflow.ForgeGitea, r.Forge)
+		require.Equal(t, l.Gitea.RepoURL, r.URL)
+		require.Equal(t, GiteaTokenEnv, r.TokenEnv)
+		require.Equal(t, "bob", r.PrincipalOf(GiteaApprover))
+		require.Equal(t, "captain", r.PrincipalOf(GiteaCaptain))
+	}
+	require.NotContains(t, RenderRelcapConfig(l), "captain-token", "no token in relcap.yaml")
+	vars := map[string]string{}
+	for _, kv := range l.EnvVars() {
+		vars[kv[0]] = kv[1]
+	}
+	require.Equal(t, "captain-token", vars[GiteaTokenEnv])
+	require.Equal(t, "approver-token", vars[GiteaApproverTokenEnv])
+	require.Equal(t, "1", vars["GIT_CONFIG_COUNT"])
+	require.Equal(t, "credential.http://127.0.0.1:3000.helper", vars["GIT_CONFIG_KEY_0"])
+	require.Equal(t, "store --file="+l.giteaCredentials(), vars["GIT_CONFIG_VALUE_0"])
+
+	plain := testLab()
+	require.Equal(t, plain.gitURL(), plain.argoRepoURL())
+	for _, kv := range plain.EnvVars() {
+		require.NotContains(t, kv[0], "GITEA")
+		require.NotContains(t, kv[0], "GIT_CONFIG")
 	}
 }
 

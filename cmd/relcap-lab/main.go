@@ -69,7 +69,9 @@ commands:
   up      start a lab: builds if needed, then etcd, redis, registry, git daemon,
           kube-apiserver, controller-manager, scheduler, kwok and Argo CD
           (--argocd 2.14 or 3.6, default $RELCAP_LAB_ARGOCD or 2.14); --gitea adds
-          a Gitea serving the environment repository with a protected main
+          a Gitea serving the environment repository with a protected main,
+          which Argo CD then follows and relcap.yaml promotes to through
+          reviewed pull requests
   status  show what a lab runs and its Argo CD applications
   down    stop exactly what up started and remove the lab directory
   stop NAME

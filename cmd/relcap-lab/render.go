@@ -79,7 +79,39 @@ type Lab struct {
 	// DockerConfig is the directory of the docker config.json holding the
 	// registry's credentials (DOCKER_CONFIG).
 	DockerConfig string
+	// Gitea is the lab's Gitea when up ran with --gitea: then Argo CD
+	// follows its environment repository, whose protected main takes
+	// changes only through a reviewed pull request, and relcap.yaml
+	// promotes through one (envrepo.review).
+	Gitea *GiteaState
 }
+
+// argoRepoURL is the environment repository Argo CD follows: Gitea's in a
+// lab with Gitea, else git daemon's.
+func (l Lab) argoRepoURL() string {
+	if l.Gitea != nil {
+		return l.Gitea.CloneURL
+	}
+	return l.gitURL()
+}
+
+// GiteaTokenEnv is the lab.env export holding the captain's Gitea token,
+// which the lab's relcap.yaml names in envrepo.review.token_env;
+// GiteaApproverTokenEnv holds the approver's, for reviewing in Gitea as
+// them.
+const (
+	GiteaTokenEnv         = "RELCAP_LAB_GITEA_TOKEN"
+	GiteaApproverTokenEnv = "RELCAP_LAB_GITEA_APPROVER_TOKEN"
+)
+
+// GiteaPeople maps the lab Gitea's accounts to the lab's people
+// (envrepo.review.users): the approver's reviews count as bob's.
+var GiteaPeople = [][2]string{{GiteaCaptain, "captain"}, {GiteaApprover, "bob"}}
+
+// giteaCredentials is the git credential store file of a lab with Gitea:
+// the captain's token for git push, found through git's credential helper
+// as a captain's own machine would have it.
+func (l Lab) giteaCredentials() string { return filepath.Join(l.Dir, "gitea", "git-credentials") }
 
 func (l Lab) apiServerURL() string         { return fmt.Sprintf("https://127.0.0.1:%d", l.Ports.APIServer) }
 func (l Lab) argoServer() string           { return fmt.Sprintf("127.0.0.1:%d", l.Ports.Server) }
@@ -149,7 +181,16 @@ environments:
 		}
 		fmt.Fprintf(&b, "    terraform: {dir: infra/%s}\n", env)
 		fmt.Fprintf(&b, "    registry: {repository: %s, require_signature: false}\n", l.repository(env))
-		fmt.Fprintf(&b, "    envrepo: {path: %s, branch: main, file: %s, image: %s, format: manifest}\n", strconv.Quote(l.EnvRepo), ManifestPath(env), AppName)
+		if l.Gitea != nil {
+			var users []string
+			for _, u := range GiteaPeople {
+				users = append(users, u[0]+": "+u[1])
+			}
+			fmt.Fprintf(&b, "    envrepo:\n      path: %s\n      branch: main\n      file: %s\n      image: %s\n      format: manifest\n", strconv.Quote(l.Gitea.CloneURL), ManifestPath(env), AppName)
+			fmt.Fprintf(&b, "      review: {via: pull_request, forge: gitea, url: %s, token_env: %s, users: {%s}}\n", strconv.Quote(l.Gitea.RepoURL), GiteaTokenEnv, strings.Join(users, ", "))
+		} else {
+			fmt.Fprintf(&b, "    envrepo: {path: %s, branch: main, file: %s, image: %s, format: manifest}\n", strconv.Quote(l.EnvRepo), ManifestPath(env), AppName)
+		}
 		transport := "plaintext: true"
 		if l.argoTLS() {
 			transport = "ca_file: " + strconv.Quote(l.ArgoCAFile)
@@ -228,7 +269,7 @@ func (l Lab) EnvVars() [][2]string {
 	if l.argoTLS() {
 		vars = append(vars, [2]string{ArgoCAEnv, l.ArgoCAFile})
 	}
-	return append(vars, [][2]string{
+	vars = append(vars, [][2]string{
 		{"RELCAP_LAB_ARGOCD_CLIENT_CERT", l.ClientCert},
 		{"RELCAP_LAB_ARGOCD_CLIENT_KEY", l.ClientKey},
 		{"RELCAP_LAB_REGISTRY", l.registryHost()},
@@ -241,6 +282,24 @@ func (l Lab) EnvVars() [][2]string {
 		{"RELCAP_LAB_BIN", l.BinDir},
 		{"TF_CLI_CONFIG_FILE", filepath.Join(l.Dir, "terraform.rc")},
 	}...)
+	if g := l.Gitea; g != nil {
+		captain, _ := g.User(GiteaCaptain)
+		approver, _ := g.User(GiteaApprover)
+		vars = append(vars, [][2]string{
+			{"RELCAP_LAB_GITEA_URL", g.URL},
+			{"RELCAP_LAB_GITEA_REPO", g.RepoURL},
+			{"RELCAP_LAB_GITEA_CLONE_URL", g.CloneURL},
+			{GiteaTokenEnv, captain.Token},
+			{GiteaApproverTokenEnv, approver.Token},
+			// git push finds the captain's token through git's
+			// credential helper, scoped to the lab's Gitea, without
+			// replacing the user's own git configuration.
+			{"GIT_CONFIG_COUNT", "1"},
+			{"GIT_CONFIG_KEY_0", "credential." + g.URL + ".helper"},
+			{"GIT_CONFIG_VALUE_0", "store --file=" + l.giteaCredentials()},
+		}...)
+	}
+	return vars
 }
 
 // Kubernetes objects, as JSON that kubectl apply takes.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -248,13 +249,13 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	}
 	l.logf("registry seeded with %s/ci/%s:1.0.0 (%s); environment repository %s at %s", lab.registryHost(), AppName, digest, lab.gitURL(), rev[:12])
 	if o.Gitea {
-		// The same first release in the forge's repository. Argo CD and
-		// relcap.yaml still use the git daemon's until the promotion
-		// through a pull request is wired to it.
+		// The same first release in the forge's repository, which Argo
+		// CD follows and relcap.yaml promotes to through pull requests.
 		gs, gerr := StartGitea(ctx, l, gitea, filepath.Join(dir, "gitea"), ports.Gitea, o.Timeout, files)
 		if err = gerr; err != nil {
 			return err
 		}
+		lab.Gitea = &gs
 		l.mu.Lock()
 		l.state.Gitea = &gs
 		err = WriteState(dir, l.state)
@@ -345,7 +346,7 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 		return err
 	}
 	for _, env := range Envs {
-		if err = kc.apply(ctx, RenderApplication(ArgoApp(env), lab.gitURL(), filepath.Dir(ManifestPath(env)), lab.apiServerURL(), Namespace(env))); err != nil {
+		if err = kc.apply(ctx, RenderApplication(ArgoApp(env), lab.argoRepoURL(), filepath.Dir(ManifestPath(env)), lab.apiServerURL(), Namespace(env))); err != nil {
 			return err
 		}
 	}
@@ -468,6 +469,11 @@ func writeLabFiles(lab Lab) error {
 	for _, env := range Envs {
 		files[filepath.Join("infra", env, "main.tf")] = RenderTerraformRoot(env)
 	}
+	if lab.Gitea != nil {
+		if err := writeGiteaCredentials(lab); err != nil {
+			return err
+		}
+	}
 	for name, content := range files {
 		p := filepath.Join(lab.Dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -478,6 +484,21 @@ func writeLabFiles(lab Lab) error {
 		}
 	}
 	return nil
+}
+
+// writeGiteaCredentials writes the git credential store lab.env points
+// git's credential helper at: the captain's token for the lab's Gitea.
+func writeGiteaCredentials(lab Lab) error {
+	captain, ok := lab.Gitea.User(GiteaCaptain)
+	if !ok {
+		return fmt.Errorf("the lab's Gitea has no %s account", GiteaCaptain)
+	}
+	u, err := url.Parse(lab.Gitea.URL)
+	if err != nil {
+		return fmt.Errorf("gitea URL %q: %w", lab.Gitea.URL, err)
+	}
+	u.User = url.UserPassword(captain.Login, captain.Token)
+	return os.WriteFile(lab.giteaCredentials(), []byte(u.String()+"\n"), 0o600)
 }
 
 // waitApps waits until every seeded Application is Synced and Healthy.
