@@ -448,7 +448,7 @@ func (run *releaseRun) landByPullRequest(ctx context.Context, res StepResult) (S
 		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.PullRequest = &rec }); err != nil {
 			return StepResult{}, err
 		}
-		return run.awaiting(res, fmt.Sprintf("%s is approved (%d/%d), but the forge does not let it merge yet: %s", ref, got, required, reason)), nil
+		return run.awaiting(res, fmt.Sprintf("the forge does not let pull request #%d merge yet: %s (relcap counts %d of the %d approving review(s) it needs; %s)", pr.Number, reason, got, required, pr.URL)), nil
 	}
 	if errors.Is(err, ErrBlocked) {
 		return run.prBlocked(ctx, res, rec, ErrBlocked, fmt.Sprintf("the forge refused to merge %s: %s", ref, strings.TrimPrefix(err.Error(), ErrBlocked.Error()+": ")),

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // The boundary stage, first half: the exact saved plan, reviewed, with its
@@ -80,7 +81,15 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		return b, nil
 	}
 	res.Status = Succeeded
-	res.Message = fmt.Sprintf("%splan %s approved by %d", note, ShortHash(plan.Fingerprint), len(check.Counted))
+	if len(check.Counted) == 0 {
+		res.Message = fmt.Sprintf("%splan %s needs no approval in %s (approvals.plan: 0)", note, ShortHash(plan.Fingerprint), run.env.Name)
+	} else {
+		names := make([]string, 0, len(check.Counted))
+		for _, a := range check.Counted {
+			names = append(names, a.Approver)
+		}
+		res.Message = fmt.Sprintf("%splan %s approved by %s", note, ShortHash(plan.Fingerprint), strings.Join(names, ", "))
+	}
 	for _, a := range check.Counted {
 		res.Evidence = append(res.Evidence, NewEvidence(plan.Fingerprint, PlanApproved{Approver: a.Approver, At: a.At.UTC()}))
 	}
