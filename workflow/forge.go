@@ -156,6 +156,9 @@ type ForgeReview struct {
 	// older commit does not approve a branch that moved since.
 	CommitSHA string    `json:"commit_sha"`
 	At        time.Time `json:"at"`
+	// Body is what the reviewer wrote with it (a request for changes says
+	// why); untrusted text from the forge, shown as such.
+	Body string `json:"body,omitempty"`
 }
 
 // OpenPullRequestRequest opens a pull request of Head into Base.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/relcap/relcap/workflow/finding"
 )
@@ -63,6 +64,31 @@ type ReviewVerdict struct {
 	Commit    string      `json:"commit"`
 	Counted   bool        `json:"counted"`
 	Why       string      `json:"why,omitempty"`
+	// Comment is the first line of what the reviewer wrote, clipped: the
+	// captain sees why changes were requested without leaving relcap.
+	Comment string `json:"comment,omitempty"`
+}
+
+// reviewComment is a review body as a ReviewVerdict keeps it: its first
+// non-empty line, control characters dropped (it is the forge user's
+// text, shown in a terminal), at most 160 characters.
+func reviewComment(body string) string {
+	for _, l := range strings.Split(body, "\n") {
+		l = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, strings.TrimSpace(l))
+		if l == "" {
+			continue
+		}
+		if r := []rune(l); len(r) > 160 {
+			l = string(r[:159]) + "…"
+		}
+		return l
+	}
+	return ""
 }
 
 // Counted are the verdicts that count.
@@ -122,7 +148,7 @@ func CountForgeReviews(env Environment, captain string, pr PullRequest, reviews 
 				continue
 			}
 		}
-		v := ReviewVerdict{Login: r.Login, Principal: review.PrincipalOf(r.Login), State: r.State, Commit: r.CommitSHA}
+		v := ReviewVerdict{Login: r.Login, Principal: review.PrincipalOf(r.Login), State: r.State, Commit: r.CommitSHA, Comment: reviewComment(r.Body)}
 		if i, seen := latest[r.Login]; seen {
 			out[i] = v
 			continue
@@ -448,7 +474,11 @@ func (run *releaseRun) landByPullRequest(ctx context.Context, res StepResult) (S
 		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.PullRequest = &rec }); err != nil {
 			return StepResult{}, err
 		}
-		return run.awaiting(res, fmt.Sprintf("the forge does not let pull request #%d merge yet: %s (relcap counts %d of the %d approving review(s) it needs; %s)", pr.Number, reason, got, required, pr.URL)), nil
+		count := fmt.Sprintf("relcap counts %d of the %d approving review(s) it needs", got, required)
+		if required == 0 {
+			count = "relcap itself needs no review here"
+		}
+		return run.awaiting(res, fmt.Sprintf("the forge does not let pull request #%d merge yet: %s (%s; %s)", pr.Number, reason, count, pr.URL)), nil
 	}
 	if errors.Is(err, ErrBlocked) {
 		return run.prBlocked(ctx, res, rec, ErrBlocked, fmt.Sprintf("the forge refused to merge %s: %s", ref, strings.TrimPrefix(err.Error(), ErrBlocked.Error()+": ")),

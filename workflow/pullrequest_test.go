@@ -316,6 +316,23 @@ func TestRelcapApprovalIsRefusedWhereTheForgeApproves(t *testing.T) {
 	require.ErrorContains(t, err, "approve it at https://forge.test/team/env/pulls/1")
 }
 
+// A reviewer's words reach the captain: the first line, clipped, with
+// the terminal's control characters (the forge user's text) dropped.
+func TestReviewCommentIsTheBodysFirstLineMadeSafe(t *testing.T) {
+	t.Parallel()
+	env := prProject(nil).Environments[0]
+	pr := workflow.PullRequest{Number: 1, HeadSHA: "h", Author: "relcap-bot"}
+	long := strings.Repeat("x", 300)
+	vs := workflow.CountForgeReviews(env, "alice", pr, []workflow.ForgeReview{
+		{Login: "bob-forge", State: workflow.ReviewChangesRequested, CommitSHA: "h", Body: "\n  freeze until 17:00\x1b[2J\nsecond line"},
+		{Login: "carol", State: workflow.ReviewApproved, CommitSHA: "h", Body: long},
+	})
+	require.Len(t, vs, 2)
+	require.Equal(t, "freeze until 17:00[2J", vs[0].Comment)
+	require.Len(t, []rune(vs[1].Comment), 160)
+	require.True(t, strings.HasSuffix(vs[1].Comment, "…"))
+}
+
 func TestRollbackGoesThroughAPullRequest(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

@@ -130,6 +130,7 @@ func TestGiteaLab(t *testing.T) {
 		require.Equal(t, GiteaApprover, rec.Reviews[0].Login)
 		require.Equal(t, "bob", rec.Reviews[0].Principal)
 		require.True(t, rec.Reviews[0].Counted, rec.Reviews[0].Why)
+		require.Equal(t, "digest checked", rec.Reviews[0].Comment, "what the approver wrote reaches the captain")
 
 		parents := strings.Fields(l.remoteGit(t, clone, "rev-list", "--parents", "-n", "1", merge))
 		require.Len(t, parents, 3, "a merge commit of main and the pull request's head")

@@ -338,7 +338,7 @@ func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeRevi
 			if r.State == sdk.ReviewStateRequestReview {
 				continue // a request for a review, not a review
 			}
-			fr := workflow.ForgeReview{ID: r.ID, State: reviewState(r.State, r.Dismissed, r.Stale), CommitSHA: r.CommitID, At: r.Submitted}
+			fr := workflow.ForgeReview{ID: r.ID, State: reviewState(r.State, r.Dismissed, r.Stale), CommitSHA: r.CommitID, At: r.Submitted, Body: r.Body}
 			if r.Reviewer != nil {
 				fr.Login = r.Reviewer.UserName
 			}

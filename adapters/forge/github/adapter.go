@@ -166,7 +166,7 @@ func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeRevi
 		for _, r := range page {
 			out = append(out, workflow.ForgeReview{
 				ID: r.GetID(), Login: r.GetUser().GetLogin(), State: reviewState(r.GetState()),
-				CommitSHA: r.GetCommitID(), At: r.GetSubmittedAt().Time,
+				CommitSHA: r.GetCommitID(), At: r.GetSubmittedAt().Time, Body: r.GetBody(),
 			})
 		}
 		if resp == nil || resp.NextPage == 0 {

@@ -224,7 +224,7 @@ func TestContractReviewsFollowTheLinkHeader(t *testing.T) {
 	base := "9049f1265b7d61be4a8904a9a27120d2064dab3b"
 	require.Equal(t, []workflow.ForgeReview{
 		{ID: 81, Login: "dave", State: workflow.ReviewCommented, CommitSHA: base, At: at(10)},
-		{ID: 82, Login: "carol", State: workflow.ReviewChangesRequested, CommitSHA: base, At: at(20)},
+		{ID: 82, Login: "carol", State: workflow.ReviewChangesRequested, CommitSHA: base, At: at(20), Body: "Pin the digest, not the tag.\nDetails in the runbook."},
 		{ID: 83, Login: "carol", State: workflow.ReviewApproved, CommitSHA: head, At: at(30)},
 		{ID: 84, Login: "erin", State: workflow.ReviewDismissed, CommitSHA: base, At: at(31)},
 		{ID: 85, Login: "frank", State: workflow.ReviewPending, CommitSHA: head},

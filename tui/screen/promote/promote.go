@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/progress"
 	tea "charm.land/bubbletea/v2"
@@ -201,13 +203,30 @@ func (m Model) View() string {
 	r := m.release
 	st := r.Step(workflow.StepPromotion)
 	lines := []string{th.Title.Render("Digest promotion") + th.Muted.Render(" · decision stage · "+r.Image+" → "+r.Env)}
-	status := th.StepStyle(st.Status).Render(theme.StepIcon(st.Status) + " " + st.Status.String())
-	if msg := m.progress; msg != "" && st.Status == workflow.Running {
-		status += " " + th.Muted.Render(msg)
-	} else if st.Message != "" {
-		status += " " + th.Muted.Render(st.Message)
+	// The step's message says what it waits for, with the pull request's
+	// address and the forge's reason: wrapped, not cut at the edge.
+	label := th.StepStyle(st.Status).Render(theme.StepIcon(st.Status) + " " + st.Status.String())
+	if m.waitsForForge() {
+		// Blocked for the ledger, but nothing is wrong: someone on the
+		// forge is to act, and the cockpit goes on by itself.
+		label = th.Warn.Render(theme.IconRunning + " waiting:")
 	}
-	lines = append(lines, status)
+	msg := st.Message
+	if m.progress != "" && st.Status == workflow.Running {
+		msg = m.progress
+	}
+	if msg == "" {
+		lines = append(lines, label)
+	} else {
+		indent := ansi.StringWidth(label) + 1
+		for i, l := range screen.Wrap(msg, max(20, m.w-indent)) {
+			if i == 0 {
+				lines = append(lines, label+" "+th.Muted.Render(l))
+			} else {
+				lines = append(lines, strings.Repeat(" ", indent)+th.Muted.Render(l))
+			}
+		}
+	}
 
 	done := 0
 	var marks []string
@@ -250,7 +269,7 @@ func (m Model) View() string {
 		lines = append(lines, line)
 	}
 	if pr := r.Checkpoints.PullRequest; pr != nil {
-		lines = append(lines, pullRequestLines(th, pr)...)
+		lines = append(lines, pullRequestLines(th, pr, m.w)...)
 	}
 	for _, f := range st.Findings {
 		lines = append(lines, th.SeverityStyle(f.Severity).Render(theme.SeverityIcon(f.Severity)+" "+f.Message)+th.Muted.Render(" — "+f.NextAction))
@@ -286,8 +305,16 @@ func (m Model) action() []string {
 		if pr := m.release.Checkpoints.PullRequest; pr != nil {
 			where = fmt.Sprintf("pull request #%d (%s)", pr.Number, pr.URL)
 		}
-		return []string{th.Warn.Render(theme.IconBlocked+" waiting on the forge: ") + "review and merge " + where + " there" +
-			th.Muted.Render(fmt.Sprintf("; relcap re-checks every %s and continues once it can land", workflow.ForgePollInterval))}
+		head := theme.IconBlocked + " waiting on the forge: "
+		var out []string
+		for i, l := range screen.Wrap("review and merge "+where+fmt.Sprintf(" there; relcap re-checks every %s and continues once it can land", workflow.ForgePollInterval), max(20, m.w-len([]rune(head)))) {
+			if i == 0 {
+				out = append(out, th.Warn.Render(head)+l)
+			} else {
+				out = append(out, strings.Repeat(" ", len([]rune(head)))+l)
+			}
+		}
+		return out
 	case m.waitsForApproval():
 		if ok, why := m.canApprove(); ok {
 			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + th.Key.Render("a") + " approve as " + m.port.Actor() + th.Muted.Render("; the release continues once approved")}
@@ -318,7 +345,7 @@ func orNone(th theme.Theme, s string) string {
 
 // pullRequestLines show the promotion's pull request: where it is, where
 // it stands, and each reviewer's latest review, counted or why not.
-func pullRequestLines(th theme.Theme, pr *workflow.PullRequestRecord) []string {
+func pullRequestLines(th theme.Theme, pr *workflow.PullRequestRecord, width int) []string {
 	state := string(pr.State)
 	switch {
 	case pr.MergeCommit != "" && pr.ByRelcap:
@@ -344,10 +371,20 @@ func pullRequestLines(th theme.Theme, pr *workflow.PullRequestRecord) []string {
 			who += " → " + v.Principal
 		}
 		line := fmt.Sprintf("%s %s on %s", who, v.State, workflow.ShortHash(v.Commit))
+		if v.Comment != "" {
+			line += fmt.Sprintf(" %q", v.Comment)
+		}
 		if v.Counted {
 			lines = append(lines, "           "+th.OK.Render(theme.IconSucceeded+" "+line)+th.Muted.Render(" · counted"))
 		} else {
-			lines = append(lines, "           "+th.Muted.Render(theme.IconPending+" "+line+" · not counted: "+v.Why))
+			// Why a review does not count is what the captain acts on:
+			// wrapped under the review, not cut.
+			for i, l := range screen.Wrap(theme.IconPending+" "+line+" · not counted: "+v.Why, max(20, width-13)) {
+				if i > 0 {
+					l = "  " + l
+				}
+				lines = append(lines, "           "+th.Muted.Render(l))
+			}
 		}
 	}
 	return lines

@@ -46,13 +46,27 @@ func TestPromotionScreenShowsThePullRequestAndItsReviews(t *testing.T) {
 	v := ansi.Strip(m.View())
 	for _, want := range []string{
 		"Pull req.  #7 https://forge.test/team/env/pulls/7 open at bbbbbbbbbbbb",
-		"bob-forge → bob approved on aaaaaaaaaaaa · not counted: approved commit aaaaaaaaaaaa, but the pull request is now at bbbbbbbbbbbb: approvals must be renewed on the new commit",
+		"bob-forge → bob approved on aaaaaaaaaaaa · not counted: approved commit aaaaaaaaaaaa, but the pull request is now at bbbbbbbbbbbb: approvals must",
 		"carol approved on bbbbbbbbbbbb · counted",
 		"waiting on the forge: review and merge pull request #7 (https://forge.test/team/env/pulls/7) there; relcap re-checks every 5s",
 	} {
 		require.Contains(t, v, want)
 	}
 	require.NotContains(t, v, "approve as alice", "approvals are given on the forge")
+
+	// At 80 columns the forge's reason and the address wrap instead of
+	// being cut, and a wait on the forge reads as waiting, not blocked.
+	m.SetSize(80, 40)
+	st.Message = "the forge does not let pull request #7 merge yet: Does not have enough approvals (relcap itself needs no review here; https://forge.test/team/env/pulls/7)"
+	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: fmt.Errorf("%w: %s", workflow.ErrAwaitingForge, st.Message)})
+	v = ansi.Strip(m.View())
+	require.Contains(t, v, "◐ waiting: the forge does not let pull request #7 merge yet")
+	require.NotContains(t, v, "■ blocked")
+	require.NotContains(t, v, "…", "nothing cut at the edge")
+	require.Regexp(t, `Does not have\s+enough approvals`, v)
+	require.Contains(t, v, "https://forge.test/team/env/pulls/7)")
+	require.Contains(t, v, "continues once it can land")
+	m.SetSize(200, 40)
 
 	// Closed without merge: blocked, with the step's next action.
 	r.Checkpoints.PullRequest.State = workflow.PullRequestClosed
