@@ -478,7 +478,7 @@ func (run *releaseRun) landByPullRequest(ctx context.Context, res StepResult) (S
 		if required == 0 {
 			count = "relcap itself needs no review here"
 		}
-		return run.awaiting(res, fmt.Sprintf("the forge does not let pull request #%d merge yet: %s (%s; %s)", pr.Number, reason, count, pr.URL)), nil
+		return run.awaiting(res, fmt.Sprintf("the forge's branch protection does not let pull request #%d merge yet: %s (%s; %s)", pr.Number, reason, count, pr.URL)), nil
 	}
 	if errors.Is(err, ErrBlocked) {
 		return run.prBlocked(ctx, res, rec, ErrBlocked, fmt.Sprintf("the forge refused to merge %s: %s", ref, strings.TrimPrefix(err.Error(), ErrBlocked.Error()+": ")),

@@ -221,7 +221,7 @@ func TestForgeProtectionSpokenAtMergeIsAWaitNotABlock(t *testing.T) {
 	require.NoError(t, err)
 	got, err := captain.svc.Run(ctx, r.ID, nil)
 	require.ErrorIs(t, err, workflow.ErrAwaitingForge, "relcap needs no review here, Gitea's protection does")
-	require.Contains(t, got.Step(workflow.StepPromotion).Message, "the forge does not let pull request #1 merge yet: Does not have enough approvals")
+	require.Contains(t, got.Step(workflow.StepPromotion).Message, "the forge's branch protection does not let pull request #1 merge yet: Does not have enough approvals")
 	require.Equal(t, "Does not have enough approvals", got.Checkpoints.PullRequest.NotReady)
 	require.NotContains(t, captain.journal.Kinds(), "promotion.pr_blocked")
 	require.Zero(t, pw.forge.Merges)

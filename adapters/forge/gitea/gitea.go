@@ -421,7 +421,7 @@ func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string
 	switch {
 	case status/100 == 2:
 	case status == http.StatusMethodNotAllowed && waitsOnAPerson(msg):
-		return "", fmt.Errorf("%w: %s (gitea %s, branch protection of the base branch)", workflow.ErrForgeNotReady, a.redact(msg), a.Where())
+		return "", fmt.Errorf("%w: %s", workflow.ErrForgeNotReady, a.redact(msg))
 	case status == http.StatusMethodNotAllowed || status == http.StatusConflict || status == http.StatusUnprocessableEntity || status == http.StatusForbidden:
 		return "", fmt.Errorf("%w: gitea %s refused to merge pull request #%d: %s", workflow.ErrBlocked, a.Where(), number, a.redact(msg))
 	default:

@@ -57,10 +57,10 @@ func TestPromotionScreenShowsThePullRequestAndItsReviews(t *testing.T) {
 	// At 80 columns the forge's reason and the address wrap instead of
 	// being cut, and a wait on the forge reads as waiting, not blocked.
 	m.SetSize(80, 40)
-	st.Message = "the forge does not let pull request #7 merge yet: Does not have enough approvals (relcap itself needs no review here; https://forge.test/team/env/pulls/7)"
+	st.Message = "the forge's branch protection does not let pull request #7 merge yet: Does not have enough approvals (relcap itself needs no review here; https://forge.test/team/env/pulls/7)"
 	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: fmt.Errorf("%w: %s", workflow.ErrAwaitingForge, st.Message)})
 	v = ansi.Strip(m.View())
-	require.Contains(t, v, "◐ waiting: the forge does not let pull request #7 merge yet")
+	require.Contains(t, v, "◐ waiting: the forge's branch protection does not let pull request #7 merge yet")
 	require.NotContains(t, v, "■ blocked")
 	require.NotContains(t, v, "…", "nothing cut at the edge")
 	require.Regexp(t, `Does not have\s+enough approvals`, v)
