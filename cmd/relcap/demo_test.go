@@ -46,6 +46,11 @@ func TestDemoHeadlessConvergesBothEnvironments(t *testing.T) {
 		require.Contains(t, out, want)
 	}
 	require.Less(t, strings.Index(out, "Release to staging"), strings.Index(out, "Release to prod"), "staging first")
+	// The effort table and its notes fit an 80-column terminal, which
+	// would otherwise wrap them mid-word ("0\ns").
+	for _, l := range strings.Split(out[strings.Index(out, "━━ Effort ━━"):strings.Index(out, "The sandbox stays in")], "\n") {
+		require.LessOrEqual(t, len([]rune(l)), 80, "effort summary line wider than 80 columns: %q", l)
+	}
 	require.NoFileExists(t, filepath.Join(data, "relcap", "ledger.db"), "the demo never touches the default ledger")
 
 	l, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "ledger.db"))

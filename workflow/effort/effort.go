@@ -34,6 +34,11 @@ const (
 	Active  Kind = "active"   // a person engaged with relcap
 	Wait    Kind = "wait"     // waiting on Terraform, copies, reconciliation
 	OffTool Kind = "off-tool" // meetings and chat logged by hand
+	// Unmeasured says a person worked on a step where relcap could not
+	// measure it (a command without a terminal: CI, a script). Its
+	// duration is 0 and it is never read as zero effort: reports count
+	// such releases as not measured.
+	Unmeasured Kind = "unmeasured"
 )
 
 // Role is the part a person plays in a release.
@@ -68,8 +73,10 @@ func (e Entry) Validate() error {
 		return fmt.Errorf("%w: effort entry needs a release", ErrInvalid)
 	case e.Duration < 0:
 		return fmt.Errorf("%w: effort cannot be negative (%s)", ErrInvalid, e.Duration)
-	case e.Kind != Active && e.Kind != Wait && e.Kind != OffTool:
+	case e.Kind != Active && e.Kind != Wait && e.Kind != OffTool && e.Kind != Unmeasured:
 		return fmt.Errorf("%w: unknown effort kind %q", ErrInvalid, e.Kind)
+	case e.Kind == Unmeasured && e.Duration != 0:
+		return fmt.Errorf("%w: unmeasured effort has no duration (%s)", ErrInvalid, e.Duration)
 	case e.Kind != Wait && e.Person == "":
 		return fmt.Errorf("%w: staff effort needs a person", ErrInvalid)
 	}
@@ -79,22 +86,43 @@ func (e Entry) Validate() error {
 // Clock measures active effort per person per step and machine wait
 // per step. Active time accrues between two signs of engagement (input,
 // focus) no more than the idle threshold apart; a longer gap counts as
-// nothing, because nobody can say what the person did in it. It reads time
-// only from the Clock, so it is deterministic under a fake one.
+// nothing, because nobody can say what the person did in it, and so does
+// time with the terminal unfocused (Pause). Within a gap, time is booked
+// to the step the person had in front of them: the step of their last
+// input, then each step the work moved on to (Follow). It reads time only
+// from the Clock, so it is deterministic under a fake one.
 type Clock struct {
 	mu        sync.Mutex
 	clock     TimeSource
 	idle      time.Duration
 	releaseID string
-	last      map[string]touch // by person
+	last      map[string]*engagement // by person; absent: not engaged (new, idle or unfocused)
 	waits     map[string]time.Time
 	pending   map[effortKey]time.Duration
+	// measured are the (person, role, step) the clock saw engagement on;
+	// Drain reports each once even at 0, since a measured zero is a fact
+	// and no entry at all is no data.
+	measured map[effortKey]bool
+	reported map[effortKey]bool
+	// total is each person's active effort credited so far, drained or
+	// not, for a live display.
+	total  map[string]time.Duration
+	inputs map[string]int
 }
 
-type touch struct {
-	at   time.Time
-	role Role
+// engagement is a person's open gap: since their last input, split at
+// the steps the work moved to.
+type engagement struct {
+	input    time.Time // the last sign of engagement
+	role     Role
+	segments []segment // closed parts of the gap, oldest first
+	from     time.Time // start of the open part
+	step     string    // step of the open part
+}
+
+type segment struct {
 	step string
+	d    time.Duration
 }
 
 type effortKey struct {
@@ -111,23 +139,111 @@ func NewClock(clock TimeSource, idle time.Duration, releaseID string) *Clock {
 	}
 	return &Clock{
 		clock: clock, idle: idle, releaseID: releaseID,
-		last: map[string]touch{}, waits: map[string]time.Time{}, pending: map[effortKey]time.Duration{},
+		last: map[string]*engagement{}, waits: map[string]time.Time{}, pending: map[effortKey]time.Duration{},
+		measured: map[effortKey]bool{}, reported: map[effortKey]bool{}, total: map[string]time.Duration{}, inputs: map[string]int{},
 	}
 }
 
-// Touch records a sign that person is engaged on step. The time since their
-// previous touch is credited to the previous touch's step if it is within
-// the idle threshold.
+// Touch records a sign that person is engaged on step (a key press, a
+// mouse event, the terminal gaining focus). The gap since their previous
+// one is credited, split by step, if it is within the idle threshold.
 func (c *Clock) Touch(person string, role Role, step string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	if prev, ok := c.last[person]; ok {
-		if gap := now.Sub(prev.at); gap > 0 && gap <= c.idle {
-			c.pending[effortKey{person, prev.role, prev.step, Active}] += gap
+	c.settle(person, now)
+	c.last[person] = &engagement{input: now, role: role, from: now, step: step}
+	c.measured[effortKey{person, role, step, Active}] = true
+}
+
+// Input is Touch for a key press or mouse click, which is also counted:
+// the number of inputs a release took is one of its costs.
+func (c *Clock) Input(person string, role Role, step string) {
+	c.Touch(person, role, step)
+	c.mu.Lock()
+	c.inputs[person]++
+	c.mu.Unlock()
+}
+
+// Follow moves person's open gap on to step: the work went there (the
+// cockpit shows the next step) without their input. What they spent
+// looking at the previous step stays that step's, once the gap closes
+// within the threshold.
+func (c *Clock) Follow(person string, step string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.last[person]
+	if !ok || e.step == step {
+		return
+	}
+	now := c.clock.Now()
+	if now.Sub(e.input) > c.idle {
+		// Idle already: nothing of this gap will count.
+		delete(c.last, person)
+		return
+	}
+	e.segments = append(e.segments, segment{e.step, now.Sub(e.from)})
+	e.from, e.step = now, step
+	c.measured[effortKey{person, e.role, step, Active}] = true
+}
+
+// Pause ends person's engagement now (the terminal lost focus): the gap up
+// to now counts if within the threshold, and nothing counts until their
+// next Touch.
+func (c *Clock) Pause(person string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.settle(person, c.clock.Now())
+	delete(c.last, person)
+}
+
+// settle credits person's open gap up to now when it is within the idle
+// threshold.
+func (c *Clock) settle(person string, now time.Time) {
+	e, ok := c.last[person]
+	if !ok {
+		return
+	}
+	gap := now.Sub(e.input)
+	if gap <= 0 || gap > c.idle {
+		return
+	}
+	for _, sg := range append(e.segments, segment{e.step, now.Sub(e.from)}) {
+		if sg.d > 0 {
+			c.pending[effortKey{person, e.role, sg.step, Active}] += sg.d
+			c.total[person] += sg.d
 		}
 	}
-	c.last[person] = touch{at: now, role: role, step: step}
+}
+
+// Active is person's active effort on this clock so far, the open gap
+// included while it is within the threshold: what a live display shows.
+func (c *Clock) Active(person string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.total[person]
+	if e, ok := c.last[person]; ok {
+		if gap := c.clock.Now().Sub(e.input); gap > 0 && gap <= c.idle {
+			d += gap
+		}
+	}
+	return d
+}
+
+// Idle reports whether person is not engaged now: never touched, past the
+// threshold, or paused.
+func (c *Clock) Idle(person string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.last[person]
+	return !ok || c.clock.Now().Sub(e.input) > c.idle
+}
+
+// Inputs is how many key presses and clicks person made on this clock.
+func (c *Clock) Inputs(person string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inputs[person]
 }
 
 // BeginWait starts timing machine work on step; EndWait stops it. A wait
@@ -172,6 +288,11 @@ func (c *Clock) Drain() []Entry {
 			keys = append(keys, k)
 		}
 	}
+	for k := range c.measured {
+		if !c.reported[k] && c.pending[k] <= 0 {
+			keys = append(keys, k) // measured, at 0 so far
+		}
+	}
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
 		if a.kind != b.kind {
@@ -188,6 +309,11 @@ func (c *Clock) Drain() []Entry {
 			ReleaseID: c.releaseID, Person: k.person, Role: k.role, Step: k.step,
 			Kind: k.kind, Duration: c.pending[k], At: now,
 		})
+	}
+	for _, k := range keys {
+		if k.kind == Active {
+			c.reported[k] = true
+		}
 	}
 	clear(c.pending)
 	return out

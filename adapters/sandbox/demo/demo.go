@@ -305,21 +305,24 @@ func (d *driver) effortSummary(ctx context.Context, releases []*workflow.Release
 	}
 	fmt.Fprintf(d.Out, "\n━━ Effort ━━\n")
 	tw := tabwriter.NewWriter(d.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  RELEASE\tENV\tSTATUS\tSTAFF ACTIVE\tMACHINE WAIT\tOFF-TOOL")
+	// 80 columns at most: a terminal wraps a wider table mid-word. The
+	// environment is in the release's name.
+	fmt.Fprintln(tw, "  RELEASE\tSTATUS\tSTAFF ACTIVE\tMACHINE WAIT\tOFF-TOOL")
 	for _, r := range releases {
 		entries, err := d.Captain.Effort(ctx, r.ID)
 		if err != nil {
 			return err
 		}
 		t := effort.Sum(entries)
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Env, r.Status, round(t.Active), round(t.Wait), round(t.OffTool))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, round(t.Active), round(t.Wait), round(t.OffTool))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(d.Out, "  Staff time (people engaged with relcap: here the scripted captain and demo-approver) and")
-	fmt.Fprintln(d.Out, "  machine wait (Terraform, copies, reconciliation) are separate numbers, never added together.")
-	fmt.Fprintln(d.Out, "  Off-tool time is what people log with relcap effort log --release ID (meetings, chat).")
+	fmt.Fprintln(d.Out, "  Staff time (people engaged with relcap: the captain and demo-approver)")
+	fmt.Fprintln(d.Out, "  and machine wait (Terraform, copies, reconciliation) are separate")
+	fmt.Fprintln(d.Out, "  numbers, never added together. Off-tool time is what people log with")
+	fmt.Fprintln(d.Out, "  relcap effort log --release ID (meetings, chat).")
 	return nil
 }
 
