@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,10 +16,41 @@ import (
 // and off-tool time logged by hand. The clock itself is workflow/effort.
 
 // Touch records that the actor is engaged with step of a release in role,
-// for the effort clock of a UI that sees input: call it on input and focus.
+// for the effort clock of a UI: call it when the terminal gains focus.
 // The time is flushed to the ledger by FlushEffort.
 func (s *Service) Touch(releaseID string, role effort.Role, step StepKind) {
 	s.uiEffort(releaseID).Touch(s.d.Actor, role, step.String())
+}
+
+// Input is Touch for a key press or a mouse click, which is also counted.
+func (s *Service) Input(releaseID string, role effort.Role, step StepKind) {
+	s.uiEffort(releaseID).Input(s.d.Actor, role, step.String())
+}
+
+// Follow books the actor's time from now on to step, where the release
+// went on without their input (the UI shows the new step).
+func (s *Service) Follow(releaseID string, step StepKind) {
+	s.uiEffort(releaseID).Follow(s.d.Actor, step.String())
+}
+
+// Pause stops the actor's effort clock (the terminal lost focus) until
+// their next Touch or Input.
+func (s *Service) Pause(releaseID string) {
+	s.uiEffort(releaseID).Pause(s.d.Actor)
+}
+
+// LiveEffort is the actor's effort on a release in this process so far,
+// as a status bar shows it: the same clock FlushEffort stores.
+type LiveEffort struct {
+	Active time.Duration
+	Idle   bool // not engaged now: idle past the threshold or unfocused
+	Inputs int
+}
+
+// LiveEffort reads the actor's effort clock of a release.
+func (s *Service) LiveEffort(releaseID string) LiveEffort {
+	c := s.uiEffort(releaseID)
+	return LiveEffort{Active: c.Active(s.d.Actor), Idle: c.Idle(s.d.Actor), Inputs: c.Inputs(s.d.Actor)}
 }
 
 // FlushEffort stores the effort measured by Touch so far.
@@ -71,6 +103,52 @@ func (s *Service) storeEffort(ctx context.Context, scope string, entries []effor
 		return fmt.Errorf("record effort of %s: %w, %w", scope, err, journalFailed(jerr))
 	}
 	return nil
+}
+
+// CommandEffort is how one relcap command at a terminal counts its
+// person's time: from Started to now, up to the idle threshold (nobody
+// can say what they did beyond it), booked to Step in Role on every
+// release the command worked on. A command without a terminal (CI, a
+// script) measures nothing and says so: an unmeasured entry with Why,
+// never a zero.
+type CommandEffort struct {
+	Step        string // a step name, or effort.WholeRelease
+	Role        effort.Role
+	Started     time.Time
+	Interactive bool
+	Why         string // why it is not interactive
+}
+
+// RecordCommandEffort stores a command's effort on the releases this
+// session linked (planned, approved, applied, promoted, resumed).
+func (s *Service) RecordCommandEffort(ctx context.Context, c CommandEffort) error {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.linked))
+	for id := range s.linked {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	slices.Sort(ids)
+	now := s.d.Clock.Now()
+	var errs []error
+	for _, id := range ids {
+		e := effort.Entry{ReleaseID: id, Person: s.d.Actor, Role: c.Role, Step: c.Step, At: now}
+		if c.Interactive {
+			e.Kind, e.Duration = effort.Active, min(max(0, now.Sub(c.Started)), s.idleThreshold())
+			e.Note = "command at a terminal"
+		} else {
+			e.Kind, e.Note = effort.Unmeasured, c.Why
+		}
+		errs = append(errs, s.storeEffort(ctx, id, []effort.Entry{e}))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) idleThreshold() time.Duration {
+	if t := s.d.Project.Effort.IdleThreshold; t > 0 {
+		return t
+	}
+	return effort.DefaultIdleThreshold
 }
 
 // OffToolRequest is coordination time spent outside relcap: meetings, chat.

@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -78,6 +79,7 @@ CI job uploads) without running Terraform, and belongs to no release.`,
 			if err != nil {
 				return err
 			}
+			a.measure(svc, workflow.StepPlanReview, effort.RoleCaptain)
 			if err := a.purgeSharedPlans(ctx, p, tf); err != nil {
 				return err
 			}
@@ -217,6 +219,11 @@ people file when it is used.`,
 			if err != nil {
 				return err
 			}
+			if releaseID != "" {
+				a.measure(svc, workflow.StepPromotion, effort.RoleApprover)
+			} else {
+				a.measure(svc, workflow.StepPlanReview, effort.RoleApprover)
+			}
 			var approval workflow.Approval
 			var check workflow.ApprovalCheck
 			switch {
@@ -297,6 +304,7 @@ reviewed plan, and applied.`,
 			if err != nil {
 				return err
 			}
+			a.measure(svc, workflow.StepApply, effort.RoleCaptain)
 			res, plan, err := svc.ApplyPlan(ctx, fingerprint, a.commandEvents())
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/adapters/registry"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 // cacheHome is $XDG_CACHE_HOME/relcap.
@@ -67,6 +68,7 @@ one it starts a promotion of its own.`,
 			if err != nil {
 				return err
 			}
+			a.measure(svc, workflow.StepPromotion, effort.RoleCaptain)
 			opened, err := svc.OpenRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID, Image: image, PromoteOnly: true, ForceUnverified: strings.TrimSpace(force)})
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 // flowDeps wires every stage's adapter for a release run.
@@ -108,6 +109,7 @@ to an incompatible release is refused.`,
 			if err != nil {
 				return err
 			}
+			a.measureRelease(svc)
 			req := workflow.StartRequest{Env: env, Image: image}
 			if cmd.Flags().Changed("schema") || cmd.Flags().Changed("min-schema") || cmd.Flags().Changed("max-schema") {
 				if schema < 0 || minSchema < 0 || maxSchema < 0 || (maxSchema > 0 && minSchema > maxSchema) {
@@ -146,6 +148,7 @@ func (a *app) resumeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			a.measureRelease(svc)
 			if _, err := svc.Release(ctx, args[0]); errors.Is(err, workflow.ErrNotFound) {
 				return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, args[0])
 			}
@@ -182,6 +185,7 @@ action. Without --release it takes the latest promotion into ENV; with
 			if err != nil {
 				return err
 			}
+			a.measure(svc, workflow.StepConvergence, effort.RoleCaptain)
 			if releaseID == "" {
 				r, err := svc.AwaitingConvergence(ctx, env)
 				if err != nil {

@@ -31,6 +31,7 @@ release left (see relcap release --schema).`,
 			if err != nil {
 				return err
 			}
+			a.measureRelease(svc)
 			r, err := svc.StartRollback(ctx, workflow.RollbackRequest{Env: env, To: to})
 			if err != nil {
 				return err

@@ -15,12 +15,15 @@ type IO struct {
 	Out   io.Writer
 	Err   io.Writer
 	IsTTY bool
-	Env   []string
+	// StdinTTY: a person types at this command (stdin is a terminal),
+	// whatever its output goes to; its time counts as their effort.
+	StdinTTY bool
+	Env      []string
 }
 
 func systemIO() *IO {
 	tty := term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stdout.Fd()))
-	return &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTTY: tty, Env: os.Environ()}
+	return &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTTY: tty, StdinTTY: term.IsTerminal(int(os.Stdin.Fd())), Env: os.Environ()}
 }
 
 // testIO returns an IO over buffers with the given environment.

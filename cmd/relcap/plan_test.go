@@ -10,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 const stagingRoot = `
@@ -132,6 +134,24 @@ func TestPlanApproveApplyThroughTheCommandLine(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]int{"plan": 1, "approve": 1, "apply": 2}, linked, "the refused and the done apply, bob's approval, the plan")
+
+	// Run without a terminal (this test's IO), no command measured anyone's
+	// time: each says so instead of recording a zero.
+	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	defer l.Close()
+	entries, err := l.Effort(t.Context(), plan.Release)
+	require.NoError(t, err)
+	unmeasured := map[string]bool{}
+	for _, e := range entries {
+		require.NotEqual(t, effort.Active, e.Kind, "no staff time measured without a terminal: %+v", e)
+		if e.Kind == effort.Unmeasured {
+			unmeasured[e.Person+"/"+string(e.Role)+"/"+e.Step] = true
+			require.Contains(t, e.Note, "no terminal")
+			require.Zero(t, e.Duration)
+		}
+	}
+	require.Equal(t, map[string]bool{"alice/captain/plan-review": true, "alice/captain/apply": true, "bob/approver/plan-review": true}, unmeasured)
 
 	journals, err := filepath.Glob(filepath.Join(data, "relcap", "sessions", "*", "journal.jsonl"))
 	require.NoError(t, err)

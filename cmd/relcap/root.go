@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -58,6 +59,10 @@ type app struct {
 	// repository, read once per command: the signer, the shared-plan
 	// vault and the session's seal all ask.
 	gitSigningKeys map[string]string
+	// started is when the command began; measured the services whose
+	// command time counts as effort (cmd/relcap/effort_command.go).
+	started  time.Time
+	measured []measuredCommand
 }
 
 // run builds the command tree, executes it and maps the outcome to an exit
@@ -68,6 +73,7 @@ func run(ctx context.Context, io *IO, args []string) (code int) {
 	masked.Out, masked.Err = secrets.Writer(io.Out), secrets.Writer(io.Err)
 	io = &masked
 	a := &app{io: io, clock: workflow.SystemClock{}, args: args, secrets: secrets}
+	a.started = a.clock.Now()
 	defer func() {
 		// A bug must not greet the captain with a stack trace. Every ledger
 		// write is a transaction and every journal line is fsynced, so what
@@ -170,6 +176,11 @@ with every decision journaled and the staff time it cost measured.`,
 // command ended, then closes the ledger.
 func (a *app) close(ctx context.Context, code int, cmdErr error) error {
 	var errs []error
+	// Before the journals close: a lost effort entry is journaled.
+	for _, m := range a.measured {
+		errs = append(errs, m.svc.RecordCommandEffort(ctx, workflow.CommandEffort{Step: m.step, Role: m.role, Started: a.started,
+			Interactive: a.io.StdinTTY, Why: "no terminal: stdin is not a TTY (CI or a script), so relcap cannot tell how long a person spent"}))
+	}
 	for _, j := range a.sessions {
 		outcome := workflow.SessionClosed{ExitCode: code}
 		if cmdErr != nil {

@@ -11,7 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 // TestTmuxDemoReleaseWithTheKeyboardAlone builds the real binary, runs
@@ -88,4 +91,61 @@ func TestTmuxDemoReleaseWithTheKeyboardAlone(t *testing.T) {
 	casts, err := filepath.Glob(filepath.Join(dir, "sessions", "*", "screen*.cast"))
 	require.NoError(t, err)
 	require.Len(t, casts, 2, "one recording per cockpit: staging and prod")
+}
+
+// TestCommandAtATerminalCountsItsDuration: relcap plan typed at a real
+// terminal (tmux) books its duration, up to the idle threshold, as the
+// captain's active effort on plan review, which a scripted run (the same
+// command without a terminal) never does.
+func TestCommandAtATerminalCountsItsDuration(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("tmux")
+	require.NoError(t, err, "tmux is needed: make test installs it (apt-get install tmux)")
+	cfg, env, _ := tfRepo(t, 0, false)
+	bin := filepath.Join(t.TempDir(), "relcap")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(out))
+	data := t.TempDir()
+
+	socket := "relcap-effort-" + strconv.Itoa(os.Getpid())
+	script := bin + " -c " + cfg + " --actor alice plan --env staging; echo EXIT=$?; sleep 60"
+	cmd := exec.Command("tmux", "-L", socket, "new-session", "-d", "-s", "cmd", "-x", "120", "-y", "30", script)
+	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_STATE_HOME="+filepath.Join(data, "state"),
+		"XDG_CACHE_HOME="+filepath.Join(data, "cache"), "TERM=xterm-256color"), env...)
+	start := time.Now()
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
+	var screen string
+	require.Eventually(t, func() bool {
+		b, err := exec.Command("tmux", "-L", socket, "capture-pane", "-p", "-t", "cmd").Output()
+		screen = string(b)
+		return err == nil && strings.Contains(screen, "EXIT=")
+	}, 3*time.Minute, 200*time.Millisecond)
+	took := time.Since(start)
+	require.Contains(t, screen, "EXIT=0", screen)
+
+	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	defer l.Close()
+	rs, err := l.ListReleases(t.Context(), workflow.ReleaseFilter{})
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	entries, err := l.Effort(t.Context(), rs[0].ID)
+	require.NoError(t, err)
+	var active []effort.Entry
+	for _, e := range entries {
+		require.NotEqual(t, effort.Unmeasured, e.Kind, "at a terminal the command is measured: %+v", e)
+		if e.Kind == effort.Active {
+			active = append(active, e)
+		}
+	}
+	require.Len(t, active, 1, "%+v", entries)
+	a := active[0]
+	require.Equal(t, "alice", a.Person)
+	require.Equal(t, effort.RoleCaptain, a.Role)
+	require.Equal(t, "plan-review", a.Step)
+	require.Positive(t, a.Duration)
+	require.LessOrEqual(t, a.Duration, took, "no more than the harness timed")
+	require.LessOrEqual(t, a.Duration, 2*time.Minute, "never more than the idle threshold")
 }
