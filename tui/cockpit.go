@@ -94,7 +94,10 @@ type Model struct {
 	// last run to persist its state before returning.
 	runs *runTracker
 
-	effort      effortTimer
+	// live is the captain's effort as the Service's clock has it (the one
+	// FlushEffort stores), refreshed after each sign of engagement and
+	// every tick, for the status bar.
+	live        workflow.LiveEffort
 	notice      string
 	noticeErr   bool
 	noticeUntil time.Time
@@ -105,15 +108,11 @@ type Model struct {
 // effort screen; nil leaves it saying reports are unavailable.
 func New(ctx context.Context, svc *workflow.Service, reports effortscreen.Port, releaseID string) Model {
 	th, km := theme.New(true), keys.Default()
-	idle := svc.Project().Effort.IdleThreshold
-	if idle <= 0 {
-		idle = effort.DefaultIdleThreshold
-	}
 	m := Model{
 		svc: svc, ctx: ctx, releaseID: releaseID, th: th, km: km, help: help.New(), now: time.Now,
 		home: home.New(svc, th, km), ownership: ownership.New(svc, svc.Project().OwnershipFile, th, km),
 		plan: plan.New(svc, th, km), promote: promote.New(svc, th, km), converge: converge.New(th, km), report: effortscreen.New(reports, th, km),
-		runs: &runTracker{}, effort: effortTimer{idle: idle},
+		runs: &runTracker{},
 	}
 	m.help.Styles = th.Help
 	return m
@@ -164,6 +163,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		if !m.noticeUntil.IsZero() && msg.now.After(m.noticeUntil) {
 			m.notice, m.noticeUntil = "", time.Time{}
 		}
+		m.live = m.svc.LiveEffort(m.releaseID)
 		m, cmd := m.broadcast(screen.TickMsg{Now: msg.now})
 		return m, tea.Batch(cmd, tick())
 	case releaseLoadedMsg:
@@ -172,9 +172,9 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 			return m, nil
 		}
 		m.release = msg.release
-		m.effort.touch(m.now())
+		m.engaged(false)
 		m, cmd := m.broadcast(screen.RunStateMsg{Release: msg.release})
-		return m, tea.Batch(cmd, m.touch(), m.beginRun())
+		return m, tea.Batch(cmd, m.beginRun())
 	case runStartedMsg:
 		if msg.gen != m.gen {
 			return m, nil
@@ -206,29 +206,70 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyPressMsg:
 		return m.key(msg)
+	case tea.FocusMsg:
+		// Back at the terminal: engaged again, not an input.
+		m.engaged(false)
+		return m, nil
+	case tea.BlurMsg:
+		// Another window has the captain: nothing counts until they
+		// are back (DESIGN: effort from input or focus).
+		if m.release != nil {
+			m.svc.Pause(m.releaseID)
+			m.live = m.svc.LiveEffort(m.releaseID)
+		}
+		return m, nil
+	case tea.MouseClickMsg:
+		m.engaged(true)
+		return m, nil
+	case tea.MouseWheelMsg:
+		// Scrolling reads the screen: engagement, and the list moves as
+		// its arrow keys would move it.
+		m.engaged(true)
+		switch msg.Mouse().Button {
+		case tea.MouseWheelUp:
+			return m.updateActive(tea.KeyPressMsg{Code: tea.KeyUp})
+		case tea.MouseWheelDown:
+			return m.updateActive(tea.KeyPressMsg{Code: tea.KeyDown})
+		}
+		return m, nil
 	}
 	return m.broadcast(msg)
 }
 
+// engaged books a sign of the captain's engagement (an input when input
+// is set: a key press or a click) on the current step to the Service's
+// effort clock, in memory; FlushEffort stores it.
+func (m *Model) engaged(input bool) {
+	if m.release == nil {
+		return
+	}
+	step := m.bookedStep()
+	if input {
+		m.svc.Input(m.releaseID, effort.RoleCaptain, step)
+	} else {
+		m.svc.Touch(m.releaseID, effort.RoleCaptain, step)
+	}
+	m.live = m.svc.LiveEffort(m.releaseID)
+}
+
 // key handles global keys, unless the active screen is taking text.
 func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
-	m.effort.touch(m.now())
-	touch := m.touch()
+	m.engaged(true)
 	g := m.km.Global
 	if m.active == scrPlan && m.plan.Capturing() && msg.String() != "ctrl+c" {
 		var cmd tea.Cmd
 		m.plan, cmd = m.plan.Update(msg)
-		return m, tea.Batch(touch, cmd)
+		return m, cmd
 	}
 	switch {
 	case key.Matches(msg, g.Quit):
-		return m.quit(touch)
+		return m.quit()
 	case key.Matches(msg, g.Help):
 		m.help.ShowAll = !m.help.ShowAll
 	case key.Matches(msg, g.Map):
 		m.active = scrHome
 	case key.Matches(msg, g.Resume):
-		return m, tea.Batch(touch, m.beginRun())
+		return m, m.beginRun()
 	case key.Matches(msg, g.NextScreen):
 		m.active = (m.active + 1) % numScreens
 	case key.Matches(msg, g.PrevScreen):
@@ -243,28 +284,28 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.active = scrConverge
 	case key.Matches(msg, g.Effort):
 		m.active = scrEffort
-		return m, tea.Batch(touch, m.report.Load())
+		return m, m.report.Load()
 	default:
 		var cmd tea.Cmd
 		m, cmd = m.updateActive(msg)
-		return m, tea.Batch(touch, cmd)
+		return m, cmd
 	}
-	return m, touch
+	return m, nil
 }
 
 // quit stops a running release gracefully: the run's context is cancelled
 // and the cockpit waits for it to persist before it flushes the effort and
 // exits, so the release resumes where it stopped. A second quit while
 // waiting exits at once (Run still waits for the run to save).
-func (m Model) quit(touch tea.Cmd) (Model, tea.Cmd) {
+func (m Model) quit() (Model, tea.Cmd) {
 	if m.running && !m.quitting {
 		m.quitting = true
 		m.cancel()
 		m.setNotice("stopping safely: saving the release so it can resume…", false)
-		return m, touch
+		return m, nil
 	}
 	m.quitting = true
-	return m, tea.Sequence(touch, m.flushEffort(), tea.Quit)
+	return m, tea.Sequence(m.flushEffort(), tea.Quit)
 }
 
 // beginRun continues the release from its first unfinished step. It runs
@@ -304,8 +345,10 @@ func (m Model) event(msg runEventMsg) (Model, tea.Cmd) {
 		m.release = e.Release
 	}
 	if e.Kind == workflow.EventStepStarted && !m.quitting {
-		// Follow the run: show the step that just started.
+		// Follow the run: show the step that just started, and book the
+		// captain's time from now on to it (if they are still engaged).
 		m.active = stepScreen(e.Step)
+		m.svc.Follow(m.releaseID, e.Step)
 	}
 	m, cmd := m.broadcast(screen.EventMsg{Event: e})
 	return m, tea.Batch(cmd, waitNext(msg.stream))
@@ -481,6 +524,27 @@ func (m *Model) setNotice(text string, isErr bool) {
 }
 
 // currentStep is the step the status bar names and effort is booked to.
+// bookedStep is the step the captain's time goes to: the one on the
+// screen they look at. The plan screen shows the plan under review until
+// its apply runs; the map and the effort screen book to the current step.
+func (m Model) bookedStep() workflow.StepKind {
+	cur, st := m.currentStep()
+	switch m.active {
+	case scrOwnership:
+		return workflow.StepOwnership
+	case scrPlan:
+		if cur == workflow.StepApply && st == workflow.Running {
+			return workflow.StepApply
+		}
+		return workflow.StepPlanReview
+	case scrPromote:
+		return workflow.StepPromotion
+	case scrConverge:
+		return workflow.StepConvergence
+	}
+	return cur
+}
+
 func (m Model) currentStep() (workflow.StepKind, workflow.StepStatus) {
 	if m.release == nil {
 		return workflow.StepOwnership, workflow.Pending

@@ -184,19 +184,52 @@ func TestCockpitQuitWhileRunningWaitsForTheRunToSave(t *testing.T) {
 	require.True(t, ok, "the release is resumable")
 }
 
-func TestEffortTimerPausesWhenIdle(t *testing.T) {
-	t.Parallel()
-	e := effortTimer{idle: 2 * time.Minute}
-	t0 := fixture.T0
-	e.touch(t0)
-	require.Equal(t, 30*time.Second, e.total(t0.Add(30*time.Second)))
-	e.touch(t0.Add(time.Minute))
-	require.Equal(t, time.Minute, e.total(t0.Add(time.Minute)))
-	require.False(t, e.paused(t0.Add(2*time.Minute)))
-	require.Equal(t, time.Minute, e.total(t0.Add(10*time.Minute)), "idle time counts as nothing")
-	require.True(t, e.paused(t0.Add(10*time.Minute)))
-	e.touch(t0.Add(10 * time.Minute))
-	require.Equal(t, time.Minute+5*time.Second, e.total(t0.Add(10*time.Minute+5*time.Second)))
-}
-
 func fixtureWindow(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
+
+// TestCockpitEffortFollowsInputFocusAndMouse: key presses, clicks and the
+// wheel are inputs; focus counts as engagement; time with the terminal
+// unfocused counts nothing; the status bar and the converged summary say
+// the same number, which is what the ledger holds.
+func TestCockpitEffortFollowsInputFocusAndMouse(t *testing.T) {
+	t.Parallel()
+	m, env := cockpit(t, fixture.Policy{}, 120, 40)
+	m = open(t, m) // loading the release is the first sign of engagement
+	require.Equal(t, scrPlan, m.active)
+
+	env.Clock.Advance(40 * time.Second) // reading the plan
+	m = step(t, m, tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	require.Equal(t, 40*time.Second, m.live.Active)
+	env.Clock.Advance(5 * time.Second)
+	m = step(t, m, tea.BlurMsg{}) // to the chat window
+	require.Equal(t, 45*time.Second, m.live.Active)
+	require.True(t, m.live.Idle)
+	require.Contains(t, ansi.Strip(m.render()), "effort 45s (idle)")
+	env.Clock.Advance(10 * time.Minute) // away: counts nothing
+	m = step(t, m, tea.FocusMsg{})
+	require.False(t, m.live.Idle)
+	env.Clock.Advance(15 * time.Second)
+	m = step(t, m, tea.MouseClickMsg{Button: tea.MouseLeft})
+	require.Equal(t, time.Minute, m.live.Active)
+	m = drive(t, m, fixtureKey("enter"))
+	require.True(t, m.plan.Capturing())
+	env.Clock.Advance(5 * time.Second)
+	m = drive(t, m, fixtureKey("y"))
+	require.Equal(t, workflow.ReleaseConverged, m.Release().Status)
+	require.Equal(t, time.Minute+5*time.Second, m.live.Active)
+	require.Equal(t, 4, m.live.Inputs, "wheel, click, enter, y; focus is not an input")
+
+	v := ansi.Strip(m.render())
+	require.Contains(t, v, "effort 1m05s")
+	require.Contains(t, v, "effort: active 1m05s", "the summary says what the status bar says")
+	entries, err := env.Ledger.Effort(t.Context(), fixture.ReleaseID)
+	require.NoError(t, err)
+	byStep := map[string]time.Duration{}
+	for _, e := range entries {
+		if e.Kind == "active" {
+			require.Equal(t, "alice", e.Person)
+			byStep[e.Step] += e.Duration
+		}
+	}
+	require.Equal(t, time.Minute+5*time.Second, byStep["plan-review"], "reading the plan and confirming its apply are the plan review's: %v", byStep)
+	require.Zero(t, byStep["apply"]+byStep["promotion"]+byStep["convergence"], "%v", byStep)
+}

@@ -8,7 +8,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/effort"
 )
 
 // releaseLoadedMsg is the release read from the ledger at start.
@@ -103,20 +102,6 @@ func waitNext(s *runStream) tea.Cmd {
 			return runEventMsg{gen: s.gen, event: e, stream: s}
 		}
 		return <-s.result
-	}
-}
-
-// touch books the captain's engagement on the current step to the
-// Service's effort clock.
-func (m Model) touch() tea.Cmd {
-	if m.release == nil {
-		return nil
-	}
-	svc, id := m.svc, m.releaseID
-	step, _ := m.currentStep()
-	return func() tea.Msg {
-		svc.Touch(id, effort.RoleCaptain, step)
-		return nil
 	}
 }
 

@@ -54,6 +54,11 @@ func (m Model) activeKeys() keyMap {
 func (m Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
+	// Focus and mouse events are signs of engagement for the effort
+	// clock (and the wheel scrolls); Shift+drag still selects text in
+	// most terminals.
+	v.ReportFocus = true
+	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = "relcap · " + m.releaseID
 	if m.running {
 		if k, _ := m.currentStep(); k == workflow.StepConvergence {
@@ -142,9 +147,8 @@ func (m Model) statusBar() string {
 		env = m.release.Env
 	}
 	k, st := m.currentStep()
-	now := m.now()
-	effort := "effort " + screen.Duration(m.effort.total(now))
-	if m.effort.paused(now) {
+	effort := "effort " + screen.Duration(m.live.Active)
+	if m.live.Idle {
 		effort += " (idle)"
 	}
 	segs := []string{

@@ -53,6 +53,17 @@ func (s *Service) LiveEffort(releaseID string) LiveEffort {
 	return LiveEffort{Active: c.Active(s.d.Actor), Idle: c.Idle(s.d.Actor), Inputs: c.Inputs(s.d.Actor)}
 }
 
+// Effort is the effort recorded against a release, with what this
+// process's effort clock measured of it stored first: a summary read
+// while the captain is still at the cockpit says what its status bar says
+// (Records.Effort reads the ledger alone).
+func (s *Service) Effort(ctx context.Context, releaseID string) ([]effort.Entry, error) {
+	if err := s.FlushEffort(ctx, releaseID); err != nil {
+		return nil, err
+	}
+	return s.Records.Effort(ctx, releaseID)
+}
+
 // FlushEffort stores the effort measured by Touch so far.
 func (s *Service) FlushEffort(ctx context.Context, releaseID string) error {
 	entries := s.uiEffort(releaseID).Drain()

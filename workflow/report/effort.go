@@ -390,7 +390,8 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 		pe := PersonEffort{Person: persons.list[pi], Active: Duration(p.active), OffTool: Duration(p.offTool),
 			Staff: Duration(p.active + p.offTool)}
 		for _, i := range keep {
-			if p.releases[i] {
+			// A person seen only in unmeasured entries has no releases.
+			if p.releases != nil && p.releases[i] {
 				pe.Releases++
 			}
 		}
