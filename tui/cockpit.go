@@ -94,6 +94,10 @@ type Model struct {
 	// last run to persist its state before returning.
 	runs *runTracker
 
+	// review, when set, makes this an approver's review of the release
+	// (relcap review): no run, the screen under review, the approver's
+	// effort.
+	review ReviewTarget
 	// live is the captain's effort as the Service's clock has it (the one
 	// FlushEffort stores), refreshed after each sign of engagement and
 	// every tick, for the status bar.
@@ -115,6 +119,29 @@ func New(ctx context.Context, svc *workflow.Service, reports effortscreen.Port, 
 		runs: &runTracker{},
 	}
 	m.help.Styles = th.Help
+	return m
+}
+
+// ReviewTarget is what an approver's review screen shows.
+type ReviewTarget int
+
+// Review targets.
+const (
+	NoReview        ReviewTarget = iota
+	ReviewPlan                   // relcap review --plan FP
+	ReviewPromotion              // relcap review --release ID
+)
+
+// asReview turns the cockpit into an approver's review of t: the release
+// is never run from here, the plan screen offers no apply, and the time
+// spent is the approver's effort on the step under review.
+func (m Model) asReview(t ReviewTarget) Model {
+	m.review = t
+	m.plan = m.plan.AsReview()
+	m.active = scrPlan
+	if t == ReviewPromotion {
+		m.active = scrPromote
+	}
 	return m
 }
 
@@ -243,11 +270,14 @@ func (m *Model) engaged(input bool) {
 	if m.release == nil {
 		return
 	}
-	step := m.bookedStep()
+	step, role := m.bookedStep(), effort.RoleCaptain
+	if m.review != NoReview {
+		role = effort.RoleApprover
+	}
 	if input {
-		m.svc.Input(m.releaseID, effort.RoleCaptain, step)
+		m.svc.Input(m.releaseID, role, step)
 	} else {
-		m.svc.Touch(m.releaseID, effort.RoleCaptain, step)
+		m.svc.Touch(m.releaseID, role, step)
 	}
 	m.live = m.svc.LiveEffort(m.releaseID)
 }
@@ -312,6 +342,9 @@ func (m Model) quit() (Model, tea.Cmd) {
 // to the end of plan review first, so the captain reviews a plan before it
 // is applied (and confirms a destructive one) on the plan screen.
 func (m *Model) beginRun() tea.Cmd {
+	if m.review != NoReview {
+		return nil // a review never drives the release
+	}
 	if m.running || m.quitting || m.release == nil || m.release.Status.Done() {
 		return nil
 	}

@@ -233,3 +233,60 @@ func TestCockpitEffortFollowsInputFocusAndMouse(t *testing.T) {
 	require.Equal(t, time.Minute+5*time.Second, byStep["plan-review"], "reading the plan and confirming its apply are the plan review's: %v", byStep)
 	require.Zero(t, byStep["apply"]+byStep["promotion"]+byStep["convergence"], "%v", byStep)
 }
+
+// TestReviewScreenApprovesAndBooksTheApproversTime: bob reviews the plan
+// alice's release waits on, from his own process: the screen never runs
+// the release, offers no apply, approves (as bob) on a, and his reading
+// time is the approver's effort on plan review.
+func TestReviewScreenApprovesAndBooksTheApproversTime(t *testing.T) {
+	t.Parallel()
+	m, env := cockpit(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, 120, 40)
+	m = open(t, m)
+	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired)
+
+	bob, _, err := env.Service("bob")
+	require.NoError(t, err)
+	r := New(t.Context(), bob, nil, fixture.ReleaseID).asReview(ReviewPlan)
+	r.now = func() time.Time { return fixture.T0 }
+	r = step(t, r, tea.WindowSizeMsg{Width: 120, Height: 40})
+	r = open(t, r)
+	require.False(t, r.running, "a review never runs the release")
+	v := ansi.Strip(r.render())
+	require.Contains(t, v, "a approve as bob (signed)")
+	require.NotContains(t, v, "enter apply")
+	require.Contains(t, v, "review as bob")
+
+	env.Clock.Advance(90 * time.Second) // reading the plan
+	r = step(t, r, fixtureKey("down"))
+	env.Clock.Advance(20 * time.Second)
+	r = drive(t, r, fixtureKey("a"))
+	r = drive(t, r, fixtureKey("enter")) // no apply from a review
+	require.False(t, r.running)
+	check, err := bob.PlanApprovals(t.Context(), mustPlan(t, bob, r.Release().Checkpoints.Fingerprint))
+	require.NoError(t, err)
+	require.True(t, check.Satisfied(), "bob's approval counts")
+	rel, err := env.Ledger.LoadRelease(t.Context(), fixture.ReleaseID)
+	require.NoError(t, err)
+	require.False(t, rel.Step(workflow.StepApply).Status.Done(), "nothing applied from the review")
+
+	_ = step(t, r, fixtureKey("q"))
+	require.NoError(t, bob.FlushEffort(t.Context(), fixture.ReleaseID)) // as Run does when the program ends
+	entries, err := env.Ledger.Effort(t.Context(), fixture.ReleaseID)
+	require.NoError(t, err)
+	var bobs time.Duration
+	for _, e := range entries {
+		if e.Person == "bob" && e.Kind == "active" {
+			require.Equal(t, "approver", string(e.Role))
+			require.Equal(t, "plan-review", e.Step)
+			bobs += e.Duration
+		}
+	}
+	require.Equal(t, 110*time.Second, bobs)
+}
+
+func mustPlan(t *testing.T, svc *workflow.Service, fp string) workflow.PlanSummary {
+	t.Helper()
+	p, err := svc.Plan(t.Context(), fp)
+	require.NoError(t, err)
+	return p
+}

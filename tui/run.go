@@ -42,6 +42,10 @@ type Options struct {
 	// happened outside the cockpit that the captain should know (the demo's
 	// second approver acting, say).
 	Notices <-chan string
+	// Review, when set, opens an approver's review of the release instead
+	// of the cockpit: the plan or the pinned change, read-only but for
+	// approving (which signs); its time is the approver's effort.
+	Review ReviewTarget
 	// Width and Height are the initial size when Output is not a terminal
 	// (tests, recordings made without a TTY); ignored otherwise.
 	Width, Height int
@@ -68,6 +72,9 @@ func Run(ctx context.Context, opts Options) error {
 	runCtx, cancelRuns := context.WithCancel(ctx)
 	defer cancelRuns()
 	root := New(runCtx, opts.Service, opts.Reports, opts.ReleaseID)
+	if opts.Review != NoReview {
+		root = root.asReview(opts.Review)
+	}
 	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithEnvironment(opts.Env)}
 	if opts.Input != nil {
 		progOpts = append(progOpts, tea.WithInput(opts.Input))
@@ -136,6 +143,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	m, _ := final.(Model)
+	if opts.Review != NoReview {
+		return m.loadErr // closing a review is its normal end
+	}
 	switch {
 	case m.Err() != nil:
 		return m.Err()

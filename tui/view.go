@@ -151,10 +151,14 @@ func (m Model) statusBar() string {
 	if m.live.Idle {
 		effort += " (idle)"
 	}
+	stepSeg := th.StatusItem.Inherit(th.StepStyle(st)).Render(theme.StepIcon(st) + " " + k.Title())
+	if m.review != NoReview {
+		stepSeg = th.StatusItem.Render("review as " + m.svc.Actor())
+	}
 	segs := []string{
 		th.StatusItem.Bold(true).Render(m.releaseID),
 		th.StatusItem.Render("env " + env),
-		th.StatusItem.Inherit(th.StepStyle(st)).Render(theme.StepIcon(st) + " " + k.Title()),
+		stepSeg,
 		th.StatusItem.Render(effort),
 	}
 	return th.Status.Render(screen.Line(strings.Join(segs, ""), m.w))

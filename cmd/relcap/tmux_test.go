@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,4 +149,74 @@ func TestCommandAtATerminalCountsItsDuration(t *testing.T) {
 	require.Positive(t, a.Duration)
 	require.LessOrEqual(t, a.Duration, took, "no more than the harness timed")
 	require.LessOrEqual(t, a.Duration, 2*time.Minute, "never more than the idle threshold")
+}
+
+// TestReviewScreenAtATerminal: bob reviews alice's plan with relcap review
+// in a real terminal, approves with a, closes with q; the approval is his,
+// nothing was applied, and his reading time is the approver's effort.
+func TestReviewScreenAtATerminal(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("tmux")
+	require.NoError(t, err, "tmux is needed: make test installs it (apt-get install tmux)")
+	cfg, env, _ := tfRepo(t, 1, true)
+	data := t.TempDir()
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "--actor", "alice", "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, errOut)
+	var plan struct{ Fingerprint, Release string }
+	require.NoError(t, json.Unmarshal([]byte(out), &plan))
+
+	bin := filepath.Join(t.TempDir(), "relcap")
+	b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(b))
+	socket := "relcap-review-" + strconv.Itoa(os.Getpid())
+	script := bin + " -c " + cfg + " --actor bob review --plan " + plan.Fingerprint + "; echo EXIT=$?; sleep 60"
+	cmd := exec.Command("tmux", "-L", socket, "new-session", "-d", "-s", "rev", "-x", "120", "-y", "40", script)
+	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_STATE_HOME="+filepath.Join(data, "state"),
+		"XDG_CACHE_HOME="+filepath.Join(data, "cache"), "TERM=xterm-256color"), env...)
+	b, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
+	capture := func() string {
+		b, _ := exec.Command("tmux", "-L", socket, "capture-pane", "-p", "-t", "rev").Output()
+		return string(b)
+	}
+	waitFor := func(what string) string {
+		t.Helper()
+		var s string
+		require.Eventually(t, func() bool { s = capture(); return strings.Contains(s, what) }, 90*time.Second, 200*time.Millisecond, "waiting for %q; screen:\n%s", what, s)
+		return s
+	}
+	s := waitFor("a approve as bob")
+	require.Contains(t, s, "review as bob")
+	require.NotContains(t, s, "enter apply")
+	time.Sleep(1500 * time.Millisecond) // reading
+	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rev", "a").Run()
+	waitFor("approved plan")
+	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rev", "q").Run()
+	s = waitFor("EXIT=")
+	require.Contains(t, s, "EXIT=0", s)
+
+	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	defer l.Close()
+	approvals, err := l.Approvals(t.Context(), workflow.ApprovePlan, plan.Fingerprint)
+	require.NoError(t, err)
+	require.Len(t, approvals, 1)
+	require.Equal(t, "bob", approvals[0].Approver)
+	r, err := l.LoadRelease(t.Context(), plan.Release)
+	require.NoError(t, err)
+	require.False(t, r.Step(workflow.StepApply).Status.Done(), "nothing applied from a review")
+	entries, err := l.Effort(t.Context(), plan.Release)
+	require.NoError(t, err)
+	var bobs time.Duration
+	for _, e := range entries {
+		if e.Person == "bob" {
+			require.Equal(t, effort.Active, e.Kind, "the review is measured: %+v", e)
+			require.Equal(t, effort.RoleApprover, e.Role)
+			require.Equal(t, "plan-review", e.Step)
+			bobs += e.Duration
+		}
+	}
+	require.GreaterOrEqual(t, bobs, time.Second, "bob read for 1.5 s before approving")
+	require.Less(t, bobs, 2*time.Minute)
 }

@@ -56,7 +56,10 @@ type Model struct {
 	check   workflow.ApprovalCheck
 	loadErr error
 
-	approving  bool
+	approving bool
+	// reviewOnly is an approver's review (relcap review): the plan and
+	// the approve key, never the captain's continue to apply.
+	reviewOnly bool
 	approveErr error
 	confirming bool
 
@@ -450,10 +453,20 @@ func (m Model) reviewPending() bool {
 // plan: it was reviewed and approved, or it was blocked for approvals that
 // are now all given.
 func (m Model) continuable() bool {
+	if m.reviewOnly {
+		return false
+	}
 	if m.reviewPending() {
 		return true
 	}
 	return m.blocked() && m.plan != nil && m.plan.HasChanges() && m.check.Satisfied()
+}
+
+// AsReview is the screen for an approver's review: read-only but for
+// approving, which signs; the captain applies from their cockpit.
+func (m Model) AsReview() Model {
+	m.reviewOnly = true
+	return m
 }
 
 // ShortHelp is the one-line help of the screen.

@@ -196,6 +196,18 @@ func (m Model) stateLine() string {
 		return th.Err.Render(errText(m.approveErr))
 	case m.running:
 		return th.Step.Running.Render(theme.IconRunning + " the release is running")
+	case m.reviewOnly && m.plan.AppliedAt.IsZero():
+		missing := m.check.Missing()
+		if ok, _ := m.canApprove(); ok && missing > 0 {
+			return th.Warn.Render(fmt.Sprintf("%s needs %d more approval(s). ", theme.IconBlocked, missing)) +
+				th.Key.Render("a") + " approve as " + m.port.Actor() + th.Muted.Render(" (signed); the captain's release continues once it is given")
+		} else if ok {
+			return th.Key.Render("a") + " approve as " + m.port.Actor() + th.Muted.Render(" (signed)")
+		} else if missing > 0 {
+			_, why := m.canApprove()
+			return th.Warn.Render(fmt.Sprintf("%s needs %d more approval(s): ", theme.IconBlocked, missing)) + why
+		}
+		return th.OK.Render(theme.IconSucceeded+" approved") + th.Muted.Render(": the captain applies it from their cockpit; q closes this review")
 	case m.blocked():
 		missing := m.check.Missing()
 		if ok, why := m.canApprove(); ok {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/tui"
+	"github.com/relcap/relcap/workflow"
+)
+
+func (a *app) reviewCommand() *cobra.Command {
+	var fingerprint, releaseID string
+	cmd := &cobra.Command{
+		Use:   "review --plan FINGERPRINT | --release ID",
+		Short: "An approver's review screen: the plan or the pinned change, read-only; a approves (signed)",
+		Long: `review opens, at your terminal, the screen the captain sees for one
+release's plan (--plan, the fingerprint relcap plan printed) or its pinned
+environment-repository change (--release): every change and its risks, the
+approvals so far, the diff. Nothing runs from here. a approves as you, signed
+with your key, exactly as relcap approve does; q closes. The captain's release
+continues by itself once the approvals are in.
+
+The time you spend reading is your effort on that release (the approver's,
+on plan review or promotion), measured as in the cockpit: key presses, mouse
+and terminal focus, within the idle threshold, nothing while the terminal is
+unfocused. The screen is recorded in your session, like the cockpit.`,
+		Example: `  relcap review --plan 3f1c…e9 --actor bob
+  relcap review --release web-prod-20261201-1a2b3c`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if (fingerprint == "") == (releaseID == "") {
+				return usageError{errors.New("review wants exactly one of --plan FINGERPRINT or --release ID")}
+			}
+			if !a.useCockpit() {
+				return usageError{errors.New("review is a screen and needs a terminal; from a script, relcap approve --plan FP or --release ID records the same approval")}
+			}
+			if _, err := a.loadProject(); err != nil {
+				return err
+			}
+			svc, journal, err := a.serviceWith(ctx, "review", releaseID, workflow.Deps{})
+			if err != nil {
+				return err
+			}
+			target, id := tui.ReviewPromotion, releaseID
+			if fingerprint != "" {
+				target = tui.ReviewPlan
+				r, err := svc.ReleaseOfPlan(ctx, fingerprint)
+				if err != nil {
+					return err
+				}
+				if r == nil {
+					return fmt.Errorf("%w: no release holds plan %s: relcap approve --plan %s approves a plan outside a release", workflow.ErrUsage, fingerprint, fingerprint)
+				}
+				if r.Checkpoints.Fingerprint != fingerprint {
+					return fmt.Errorf("%w: release %s has moved on to plan %s; review that one", workflow.ErrBlocked, r.ID, workflow.ShortHash(r.Checkpoints.Fingerprint))
+				}
+				id = r.ID
+			} else if _, err := svc.Release(ctx, releaseID); errors.Is(err, workflow.ErrNotFound) {
+				return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, releaseID)
+			} else if err != nil {
+				return err
+			}
+			rec, err := journal.StartRecording()
+			if err != nil {
+				return err
+			}
+			runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Review: target, Input: a.io.In, Output: a.io.Out, Env: a.io.Env, Secrets: a.secrets, Record: rec})
+			return errors.Join(runErr, rec.Finish(ctx, id))
+		},
+	}
+	cmd.Flags().StringVar(&fingerprint, "plan", "", "the fingerprint of the plan to review")
+	cmd.Flags().StringVar(&releaseID, "release", "", "the release whose pinned change to review")
+	return cmd
+}
