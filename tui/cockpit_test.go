@@ -223,13 +223,15 @@ func TestCockpitEffortFollowsInputFocusAndMouse(t *testing.T) {
 	require.Contains(t, v, "effort: active 1m05s", "the summary says what the status bar says")
 	entries, err := env.Ledger.Effort(t.Context(), fixture.ReleaseID)
 	require.NoError(t, err)
-	byStep := map[string]time.Duration{}
+	byStep, inputs := map[string]time.Duration{}, 0
 	for _, e := range entries {
 		if e.Kind == "active" {
 			require.Equal(t, "alice", e.Person)
 			byStep[e.Step] += e.Duration
+			inputs += e.Inputs
 		}
 	}
+	require.Equal(t, 4, inputs, "the ledger counts the same inputs")
 	require.Equal(t, time.Minute+5*time.Second, byStep["plan-review"], "reading the plan and confirming its apply are the plan review's: %v", byStep)
 	require.Zero(t, byStep["apply"]+byStep["promotion"]+byStep["convergence"], "%v", byStep)
 }

@@ -317,17 +317,18 @@ func TestEffortRoundTrip(t *testing.T) {
 		ctx := t.Context()
 		l := b.openNew(t)
 		entries := []effort.Entry{
-			{ReleaseID: "r1", Person: "ana", Role: effort.RoleCaptain, Step: "plan", Kind: effort.Active, Duration: 90*time.Second + 7, At: t0},
+			{ReleaseID: "r1", Person: "ana", Role: effort.RoleCaptain, Step: "plan", Kind: effort.Active, Duration: 90*time.Second + 7, At: t0, Inputs: 4},
 			{ReleaseID: "r1", Step: "apply", Kind: effort.Wait, Duration: 3 * time.Minute, At: t0.Add(time.Minute)},
 			{ReleaseID: "r1", Person: "bo", Role: effort.RoleApprover, Step: effort.WholeRelease, Kind: effort.OffTool, Duration: time.Hour, At: t0.Add(2 * time.Minute), Note: "change board"},
+			{ReleaseID: "r1", Person: "ci", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Unmeasured, At: t0.Add(3 * time.Minute), Note: "no terminal"},
 			{ReleaseID: "r2", Person: "ana", Step: "plan", Kind: effort.Active, Duration: time.Second, At: t0},
 		}
 		require.NoError(t, l.RecordEffort(ctx, entries))
 		require.NoError(t, l.RecordEffort(ctx, nil))
 		got, err := l.Effort(ctx, "r1")
 		require.NoError(t, err)
-		require.Len(t, got, 3)
-		for i, want := range entries[:3] {
+		require.Len(t, got, 4)
+		for i, want := range entries[:4] {
 			requireTimeEqual(t, want.At, got[i].At)
 			want.At = got[i].At
 			require.Equal(t, want, got[i])

@@ -574,6 +574,11 @@ END $$;
 CREATE TRIGGER sessions_journal_copy BEFORE UPDATE OF journal_copy ON sessions
 FOR EACH ROW WHEN (old.journal_copy IS DISTINCT FROM new.journal_copy) EXECUTE FUNCTION sessions_journal_copy();
 `},
+	// 9: how many key presses and clicks a person's active effort took
+	// (issue 20: a routine release costs minutes and few keys).
+	{version: 9,
+		sqlite:   `ALTER TABLE effort ADD COLUMN inputs INTEGER NOT NULL DEFAULT 0 CHECK (inputs >= 0);`,
+		postgres: `ALTER TABLE effort ADD COLUMN inputs BIGINT NOT NULL DEFAULT 0 CHECK (inputs >= 0);`},
 }
 
 // schemaVersion is the newest schema this binary knows.

@@ -84,13 +84,13 @@ func (s *Ledger) RecordEffort(ctx context.Context, entries []effort.Entry) error
 	}
 	return s.inTx(ctx, "record effort", func(tx ledgerTx) error {
 		stmt, err := tx.PrepareContext(ctx, `
-INSERT INTO effort (release_id, person, role, step, kind, duration_ns, at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+INSERT INTO effort (release_id, person, role, step, kind, duration_ns, at, note, inputs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for i, e := range entries {
-			if _, err := stmt.ExecContext(ctx, e.ReleaseID, e.Person, e.Role, e.Step, string(e.Kind), int64(e.Duration), ats[i], e.Note); err != nil {
+			if _, err := stmt.ExecContext(ctx, e.ReleaseID, e.Person, e.Role, e.Step, string(e.Kind), int64(e.Duration), ats[i], e.Note, e.Inputs); err != nil {
 				return err
 			}
 		}
@@ -101,7 +101,7 @@ INSERT INTO effort (release_id, person, role, step, kind, duration_ns, at, note)
 // Effort returns the effort recorded against releaseID, oldest first.
 func (s *Ledger) Effort(ctx context.Context, releaseID string) ([]effort.Entry, error) {
 	rows, err := s.db.QueryContext(ctx, `
-SELECT release_id, person, role, step, kind, duration_ns, at, note FROM effort
+SELECT release_id, person, role, step, kind, duration_ns, at, note, inputs FROM effort
 WHERE release_id = ? ORDER BY at, id`, releaseID)
 	if err != nil {
 		return nil, s.fail("read effort of "+releaseID, err)
@@ -115,7 +115,7 @@ WHERE release_id = ? ORDER BY at, id`, releaseID)
 			ns   int64
 			at   sql.NullInt64
 		)
-		if err := rows.Scan(&e.ReleaseID, &e.Person, &e.Role, &e.Step, &kind, &ns, &at, &e.Note); err != nil {
+		if err := rows.Scan(&e.ReleaseID, &e.Person, &e.Role, &e.Step, &kind, &ns, &at, &e.Note, &e.Inputs); err != nil {
 			return nil, s.fail("read effort of "+releaseID, err)
 		}
 		e.Kind, e.Duration, e.At = effort.Kind(kind), time.Duration(ns), timeOf(at)

@@ -64,6 +64,8 @@ type Entry struct {
 	Duration  time.Duration `json:"duration"`
 	At        time.Time     `json:"at"` // when the measured span ended
 	Note      string        `json:"note,omitempty"`
+	// Inputs is how many key presses and clicks went with active effort.
+	Inputs int `json:"inputs,omitempty"`
 }
 
 // Validate checks an entry before it is stored.
@@ -75,6 +77,8 @@ func (e Entry) Validate() error {
 		return fmt.Errorf("%w: effort cannot be negative (%s)", ErrInvalid, e.Duration)
 	case e.Kind != Active && e.Kind != Wait && e.Kind != OffTool && e.Kind != Unmeasured:
 		return fmt.Errorf("%w: unknown effort kind %q", ErrInvalid, e.Kind)
+	case e.Inputs < 0 || e.Inputs > 0 && e.Kind != Active:
+		return fmt.Errorf("%w: only active effort has inputs (%d on %s)", ErrInvalid, e.Inputs, e.Kind)
 	case e.Kind == Unmeasured && e.Duration != 0:
 		return fmt.Errorf("%w: unmeasured effort has no duration (%s)", ErrInvalid, e.Duration)
 	case e.Kind != Wait && e.Person == "":
@@ -108,6 +112,9 @@ type Clock struct {
 	// not, for a live display.
 	total  map[string]time.Duration
 	inputs map[string]int
+	// pendingInputs are the inputs since the last Drain, by the step
+	// they were made on.
+	pendingInputs map[effortKey]int
 }
 
 // engagement is a person's open gap: since their last input, split at
@@ -141,6 +148,7 @@ func NewClock(clock TimeSource, idle time.Duration, releaseID string) *Clock {
 		clock: clock, idle: idle, releaseID: releaseID,
 		last: map[string]*engagement{}, waits: map[string]time.Time{}, pending: map[effortKey]time.Duration{},
 		measured: map[effortKey]bool{}, reported: map[effortKey]bool{}, total: map[string]time.Duration{}, inputs: map[string]int{},
+		pendingInputs: map[effortKey]int{},
 	}
 }
 
@@ -162,6 +170,7 @@ func (c *Clock) Input(person string, role Role, step string) {
 	c.Touch(person, role, step)
 	c.mu.Lock()
 	c.inputs[person]++
+	c.pendingInputs[effortKey{person, role, step, Active}]++
 	c.mu.Unlock()
 }
 
@@ -289,8 +298,8 @@ func (c *Clock) Drain() []Entry {
 		}
 	}
 	for k := range c.measured {
-		if !c.reported[k] && c.pending[k] <= 0 {
-			keys = append(keys, k) // measured, at 0 so far
+		if c.pending[k] <= 0 && (!c.reported[k] || c.pendingInputs[k] > 0) {
+			keys = append(keys, k) // measured, at 0 so far, or inputs to report
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -307,7 +316,7 @@ func (c *Clock) Drain() []Entry {
 	for _, k := range keys {
 		out = append(out, Entry{
 			ReleaseID: c.releaseID, Person: k.person, Role: k.role, Step: k.step,
-			Kind: k.kind, Duration: c.pending[k], At: now,
+			Kind: k.kind, Duration: c.pending[k], At: now, Inputs: c.pendingInputs[k],
 		})
 	}
 	for _, k := range keys {
@@ -316,6 +325,7 @@ func (c *Clock) Drain() []Entry {
 		}
 	}
 	clear(c.pending)
+	clear(c.pendingInputs)
 	return out
 }
 

@@ -87,6 +87,13 @@ func TestEffortFollowsTheStepOnScreenWithinAGap(t *testing.T) {
 	}, drained(c))
 	require.Equal(t, 42*time.Second, c.Active("alice"))
 	require.Equal(t, 3, c.Inputs("alice"))
+	c.Input("alice", effort.RoleCaptain, "convergence")
+	c.Input("alice", effort.RoleCaptain, "convergence")
+	inputs := map[string]int{}
+	for _, e := range c.Drain() {
+		inputs[e.Step] += e.Inputs
+	}
+	require.Equal(t, map[string]int{"convergence": 2}, inputs, "each drain reports the inputs since the last, by step")
 }
 
 // Unfocused time counts nothing: Pause settles the gap up to the blur, and
