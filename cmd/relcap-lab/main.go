@@ -67,8 +67,9 @@ const usage = `usage: relcap-lab <command> [flags]
 
 commands:
   build   build (or reuse) the lab binaries in the cache (--gitea: Gitea only)
-  up      start a lab: builds if needed, then etcd, redis, registry, git daemon,
-          kube-apiserver, controller-manager, scheduler, kwok and Argo CD
+  up      start a lab: builds if needed, then etcd, redis, registry, image
+          webhook, git daemon, kube-apiserver, controller-manager, scheduler,
+          kwok and Argo CD
           (--argocd 2.14 or 3.6, default $RELCAP_LAB_ARGOCD or 2.14); --gitea adds
           a Gitea serving the environment repository with a protected main,
           which Argo CD then follows and relcap.yaml promotes to through

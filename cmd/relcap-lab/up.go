@@ -444,11 +444,12 @@ func setupCluster(ctx context.Context, kc kubectl, binDir, webhookConfig string,
 	if len(crds) == 0 || len(config) == 0 {
 		return fmt.Errorf("no argo cd manifests in %s: rebuild with relcap-lab build", filepath.Join(binDir, manifestsDir))
 	}
-	// One kubectl for both: each start of kubectl costs a few hundred
-	// milliseconds of up's time.
+	if err := kc.apply(ctx, webhookConfig); err != nil {
+		return fmt.Errorf("register the image webhook: %w", err)
+	}
 	ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ArgoNamespace + `"}}`
-	if err := kc.apply(ctx, webhookConfig+"---\n"+ns); err != nil {
-		return fmt.Errorf("register the image webhook and create namespace %s: %w", ArgoNamespace, err)
+	if err := kc.apply(ctx, ns); err != nil {
+		return err
 	}
 	if err := kc.applyFiles(ctx, crds); err != nil {
 		return err
