@@ -28,12 +28,17 @@ type PKI struct {
 	// does not ask for one).
 	ArgoCert, ArgoKey     string
 	ClientCert, ClientKey string
-	CAPEM                 []byte
+	// WebhookCert and WebhookKey are the image webhook's serving
+	// certificate, which the apiserver verifies with the CA (the
+	// caBundle of its MutatingWebhookConfiguration).
+	WebhookCert, WebhookKey string
+	CAPEM                   []byte
 }
 
 // GeneratePKI writes, into dir: a CA; a serving certificate for 127.0.0.1,
 // localhost and kubernetes.default.svc signed by it; one for argocd-server
-// on 127.0.0.1 and localhost; a client certificate; and the RSA key pair
+// on 127.0.0.1 and localhost; one for the image webhook on the same; a
+// client certificate; and the RSA key pair
 // kube-apiserver signs service-account tokens with (kube-controller-manager
 // gets the private half).
 func GeneratePKI(dir string) (PKI, error) {
@@ -45,6 +50,7 @@ func GeneratePKI(dir string) (PKI, error) {
 		SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"),
 		ArgoCert: filepath.Join(dir, "argocd-server.crt"), ArgoKey: filepath.Join(dir, "argocd-server.key"),
 		ClientCert: filepath.Join(dir, "client.crt"), ClientKey: filepath.Join(dir, "client.key"),
+		WebhookCert: filepath.Join(dir, "image-webhook.crt"), WebhookKey: filepath.Join(dir, "image-webhook.key"),
 	}
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -81,6 +87,8 @@ func GeneratePKI(dir string) (PKI, error) {
 			[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, []net.IP{loopback, net.IPv4(10, 96, 0, 1)})},
 		{"argocd-server", p.ArgoCert, p.ArgoKey, leaf("argocd-server", x509.ExtKeyUsageServerAuth,
 			[]string{"localhost", "argocd-server", "argocd-server.argocd.svc"}, []net.IP{loopback})},
+		{"image-webhook", p.WebhookCert, p.WebhookKey, leaf("relcap-lab-image-webhook", x509.ExtKeyUsageServerAuth,
+			[]string{"localhost"}, []net.IP{loopback})},
 		{"client", p.ClientCert, p.ClientKey, leaf("relcap-lab-client", x509.ExtKeyUsageClientAuth, nil, nil)},
 	}
 	p.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})

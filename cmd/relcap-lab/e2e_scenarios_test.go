@@ -3,6 +3,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -478,4 +480,86 @@ func testReadinessFailure(t *testing.T, l *e2eLab, repo func(string) string) {
 		pods := l.kubectl(t, "get", "pods", "-n", Namespace("staging"), "-o", `jsonpath={range .items[*]}{.spec.containers[0].image}{"\n"}{end}`)
 		return !strings.Contains(pods, bad), pods
 	})
+}
+
+// testFaultsTheRegistryDecides: with no fault annotation anywhere in the
+// environment repository, the image webhook makes the lab's node fail as
+// a kubelet would. A digest staging's repository does not have (random)
+// leaves its Pod in ImagePullBackOff; the unready build up pushed (label
+// io.relcap-lab.readiness=never) runs and never becomes ready. Each is
+// rolled back with relcap rollback, so staging ends where it began.
+func testFaultsTheRegistryDecides(t *testing.T, l *e2eLab, repo func(string) string) {
+	goodRelease, good := l.convergedRelease(t, "6.0.0")
+	ns := Namespace("staging")
+	podsOf := func(image string) string {
+		out := l.kubectl(t, "get", "pods", "-n", ns, "-o", `jsonpath={range .items[*]}{.spec.containers[0].image} {.status.phase} {.status.containerStatuses[0].state.waiting.reason} {.status.containerStatuses[0].ready} {.metadata.annotations}{"\n"}{end}`)
+		var mine []string
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, image+" ") {
+				mine = append(mine, line)
+			}
+		}
+		return strings.Join(mine, "\n")
+	}
+	noTemplateAnnotation := func() {
+		t.Helper()
+		require.Empty(t, l.kubectl(t, "get", "deployment", AppName, "-n", ns, "-o", "jsonpath={.spec.template.metadata.annotations}"), "no fault is declared in the template")
+		require.NotContains(t, l.runGit(t, "show", "main:"+ManifestPath("staging")), "relcap-lab.io/", "nor in the environment repository")
+	}
+	rollback := func(bad string) {
+		t.Helper()
+		out := l.relcapOK(t, "--actor", "alice", "rollback", "--env", "staging", "--to", goodRelease, "--timeout", "3m")
+		require.Contains(t, out, "converged in staging")
+		image, ready, want := l.live(t, "staging")
+		require.Equal(t, repo("staging")+"@"+good, image)
+		require.Equal(t, want, ready)
+		eventually(t, 60*time.Second, "the failing Pods going away", func() (bool, string) {
+			pods := l.kubectl(t, "get", "pods", "-n", ns, "-o", `jsonpath={range .items[*]}{.spec.containers[0].image}{"\n"}{end}`)
+			return !strings.Contains(pods, bad), pods
+		})
+	}
+
+	// 1. A digest the registry does not have, pinned by hand (relcap
+	// promote verifies digests in the registry and would refuse it).
+	b := make([]byte, 32)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	absent := "sha256:" + hex.EncodeToString(b)
+	absentImage := repo("staging") + "@" + absent
+	rev := l.editManifest(t, "staging", "pin "+absent+", which the registry does not have", func(d map[string]any) {
+		d["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"] = absentImage
+	})
+	start := time.Now()
+	code, out := l.relcapCode(t, "converge", "--env", "staging", "--revision", rev, "--timeout", "3m")
+	t.Logf("pull failure of an absent digest named after %s", time.Since(start).Round(100*time.Millisecond))
+	require.Equal(t, 4, code, "not converged:\n%s", out)
+	require.Contains(t, out, "convergence.image-pull-failed")
+	require.Contains(t, out, `cannot pull its image: Back-off pulling image "`+absentImage+`"`)
+	noTemplateAnnotation()
+	pods := podsOf(absentImage)
+	require.Contains(t, pods, absentImage+" Pending ImagePullBackOff false ", pods)
+	require.Contains(t, pods, `"`+PullFailsAnnotation+`":"`+absent+`"`, "the webhook armed the stage on the Pod")
+	require.Contains(t, pods, "manifest not in the registry", pods)
+	rollback(absent)
+
+	// 2. The unready build, promoted through relcap like any build.
+	unready := l.env[UnreadyDigestEnv]
+	require.Regexp(t, `^sha256:[0-9a-f]{64}$`, unready)
+	out = l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", l.env["RELCAP_LAB_REGISTRY"]+"/ci/"+AppName+":"+UnreadyTag)
+	require.Contains(t, out, "promotion succeeded")
+	unreadyImage := repo("staging") + "@" + unready
+	start = time.Now()
+	code, out = l.relcapCode(t, "converge", "--env", "staging", "--timeout", "4m")
+	t.Logf("readiness failure of the unready build named after %s", time.Since(start).Round(time.Second))
+	require.Equal(t, 4, code, "not converged:\n%s", out)
+	require.Contains(t, out, "convergence.readiness-failed")
+	require.Contains(t, out, NotReadyMessage)
+	noTemplateAnnotation()
+	pods = podsOf(unreadyImage)
+	require.Contains(t, pods, unreadyImage+" Running  false ", pods)
+	require.Contains(t, pods, `"`+NotReadyAnnotation+`":"`+unready+`"`, pods)
+	ready := l.kubectl(t, "get", "pods", "-n", ns, "-o", `jsonpath={range .items[*]}{.spec.containers[0].image} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+	require.Contains(t, ready, unreadyImage+" False", "never Ready")
+	require.NotContains(t, ready, unreadyImage+" True")
+	rollback(unready)
 }

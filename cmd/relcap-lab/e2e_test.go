@@ -281,6 +281,7 @@ func TestE2E(t *testing.T) {
 	t.Run("failed readiness is named by converge and rollback converges", func(t *testing.T) { testReadinessFailure(t, l, repo) })
 	t.Run("a failed sync (invalid manifest) is named by converge and rollback converges", func(t *testing.T) { testFailedSync(t, l, repo) })
 	t.Run("an interrupted reconciliation is named by converge and rollback converges after the restart", func(t *testing.T) { testInterruptedReconciliation(t, l, repo) })
+	t.Run("the registry decides: an absent digest never pulls, the unready build never becomes ready", func(t *testing.T) { testFaultsTheRegistryDecides(t, l, repo) })
 	t.Run("the captain releases through the cockpit, a second person approves from another shell", func(t *testing.T) { testCockpitRelease(t, l, repo) })
 }
 

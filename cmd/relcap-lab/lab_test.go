@@ -166,6 +166,55 @@ func TestRenderedRelcapConfigIsValidAndPointsAtTheLab(t *testing.T) {
 	}
 }
 
+// TestRenderedRelcapConfigRehearsal: with Lab.Rehearsal (up --rehearsal)
+// each environment gets the rehearsal: keys relcap rehearse reads, and
+// nothing else changes; without it there are none, so a relcap whose
+// configuration does not know the key reads the file. Checked with yaml.v3
+// directly until config.Parse knows rehearsal:.
+func TestRenderedRelcapConfigRehearsal(t *testing.T) {
+	t.Parallel()
+	type env struct {
+		Name      string
+		Rehearsal *struct {
+			UnreadyImage string `yaml:"unready_image"`
+			Interrupt    struct {
+				Stop, Start []string
+			}
+		}
+	}
+	decode := func(l Lab) (typed struct{ Environments []env }, loose map[string]any) {
+		require.NoError(t, yaml.Unmarshal([]byte(RenderRelcapConfig(l)), &typed))
+		require.NoError(t, yaml.Unmarshal([]byte(RenderRelcapConfig(l)), &loose))
+		return typed, loose
+	}
+	l := testLab()
+	l.Dir = "/tmp/lab dir"
+	l.UnreadyDigest = "sha256:" + strings.Repeat("ab", 32)
+	plain, plainLoose := decode(l)
+	for _, e := range plain.Environments {
+		require.Nil(t, e.Rehearsal, "no rehearsal: without up --rehearsal")
+	}
+	l.Rehearsal = &Rehearsal{Self: "/opt/relcap lab/bin/relcap-lab"}
+	got, loose := decode(l)
+	require.Len(t, got.Environments, len(Envs))
+	for i, e := range got.Environments {
+		require.Equal(t, Envs[i], e.Name)
+		require.NotNil(t, e.Rehearsal, e.Name)
+		require.Equal(t, "127.0.0.1:5000/"+e.Name+"/web@sha256:"+strings.Repeat("ab", 32), e.Rehearsal.UnreadyImage, "the unready build in the environment's own repository")
+		require.Equal(t, []string{"/opt/relcap lab/bin/relcap-lab", "stop", "--dir", "/tmp/lab dir", "--grace", "0s", "argocd-application-controller"}, e.Rehearsal.Interrupt.Stop)
+		require.Equal(t, []string{"/opt/relcap lab/bin/relcap-lab", "start", "--dir", "/tmp/lab dir", "argocd-application-controller"}, e.Rehearsal.Interrupt.Start)
+		delete(loose["environments"].([]any)[i].(map[string]any), "rehearsal")
+	}
+	require.Equal(t, plainLoose, loose, "rehearsal: is the only difference")
+	// The interruption is what relcap-lab itself parses as stop and start.
+	stop, start := l.interruptCommands()
+	for _, argv := range [][]string{stop, start} {
+		var out, errOut strings.Builder
+		err := run(t.Context(), argv[1:], &out, &errOut)
+		require.ErrorContains(t, err, "no lab state", "parsed as a command on a lab directory: %s", errOut.String())
+	}
+}
+
 // TestRenderedRelcapConfigWithGiteaPromotesThroughItsPullRequests: a lab
 // with Gitea pins in Gitea's repository through a reviewed pull request,
 // maps its accounts to the lab's people, and gives git push the captain's
@@ -256,6 +305,9 @@ func TestEnvFileSaysHowArgoCDAndTheRegistryAreReached(t *testing.T) {
 	require.Equal(t, "/tmp/lab/docker", plain["DOCKER_CONFIG"])
 	require.Equal(t, "/tmp/lab/pki/client.crt", plain["RELCAP_LAB_ARGOCD_CLIENT_CERT"])
 	require.Equal(t, "/tmp/lab/pki/client.key", plain["RELCAP_LAB_ARGOCD_CLIENT_KEY"])
+	l.UnreadyDigest = "sha256:" + strings.Repeat("cd", 32)
+	require.Equal(t, l.UnreadyDigest, env(l)[UnreadyDigestEnv], "the unready build, for drills and e2e")
+	l.UnreadyDigest = ""
 
 	l.ArgoCAFile = "/tmp/lab/pki/ca.crt"
 	tls := env(l)
@@ -286,7 +338,9 @@ func TestPKISignsArgoCDServerAndClientCertificates(t *testing.T) {
 	require.NoError(t, err, "the client certificate is for client auth under the lab's CA")
 	_, err = load(p.ServingCert, p.ServingKey).Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"})
 	require.NoError(t, err)
-	for _, f := range []string{p.ArgoKey, p.ClientKey, p.ServingKey, p.SAKey} {
+	_, err = load(p.WebhookCert, p.WebhookKey).Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1", KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	require.NoError(t, err, "the apiserver verifies the image webhook on 127.0.0.1 with the lab's CA (its caBundle)")
+	for _, f := range []string{p.ArgoKey, p.ClientKey, p.ServingKey, p.SAKey, p.WebhookKey} {
 		fi, err := os.Stat(f)
 		require.NoError(t, err)
 		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), f)

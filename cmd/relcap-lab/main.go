@@ -15,7 +15,8 @@
 //	relcap-lab up     [--dir D] [--cache D] [--src lab] [--argocd 2.14|3.6] [--argocd-insecure] [--gitea] [--timeout 3m] [--wait-apps=true]
 //	relcap-lab status [--dir D]
 //	relcap-lab down   [--dir D]
-//	relcap-lab push-random REF...   (push a random image, print its digest)
+//	relcap-lab push-random [--label K=V]... REF...   (push a random image, print its digest)
+//	relcap-lab image-webhook --listen A --cert F --key F --registry HOST:PORT [--docker-config D]   (run by up)
 package main
 
 import (
@@ -66,8 +67,9 @@ const usage = `usage: relcap-lab <command> [flags]
 
 commands:
   build   build (or reuse) the lab binaries in the cache (--gitea: Gitea only)
-  up      start a lab: builds if needed, then etcd, redis, registry, git daemon,
-          kube-apiserver, controller-manager, scheduler, kwok and Argo CD
+  up      start a lab: builds if needed, then etcd, redis, registry, image
+          webhook, git daemon, kube-apiserver, controller-manager, scheduler,
+          kwok and Argo CD
           (--argocd 2.14 or 3.6, default $RELCAP_LAB_ARGOCD or 2.14); --gitea adds
           a Gitea serving the environment repository with a protected main,
           which Argo CD then follows and relcap.yaml promotes to through
@@ -78,8 +80,11 @@ commands:
           stop one component (SIGTERM, SIGKILL after --grace; 0s: a crash)
   start NAME
           start a stopped component again, as up started it
-  push-random REF...
-          push one random image under each reference and print its digest
+  push-random [--label K=V]... REF...
+          push one random image under each reference and print its digest;
+          --label puts K=V in its config (io.relcap-lab.readiness=never: the
+          lab's node never makes its Pods ready; io.relcap-lab.start=slow:
+          it makes them ready after 30s)
 
 run "relcap-lab <command> -h" for its flags`
 
@@ -108,8 +113,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if cmd == "build" {
 		fs.BoolVar(&withGitea, "gitea", false, "build (or reuse) only the lab's Gitea "+GiteaVersion)
 	}
-	insecure := false
+	insecure, rehearsal := false, false
 	if cmd == "up" {
+		// Off until relcap's configuration reads rehearsal: (issue 19's
+		// relcap rehearse): an older relcap refuses the unknown key.
+		fs.BoolVar(&rehearsal, "rehearsal", false, "write each environment's rehearsal: keys (unready build, interrupt commands) into relcap.yaml")
 		fs.BoolVar(&withGitea, "gitea", false, "also run Gitea "+GiteaVersion+" with the environment repository (built on first use)")
 		fs.BoolVar(&insecure, "argocd-insecure", false, "serve Argo CD in plaintext (no TLS) as before, for a relcap without argocd.ca_file")
 	}
@@ -118,6 +126,17 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	grace := fs.Duration("grace", 10*time.Second, "how long down waits after SIGTERM before SIGKILL")
 	listen := fs.String("listen", "127.0.0.1:0", "registry: address to serve on")
 	users := fs.String("users", "", "registry: file of user:password lines that basic auth accepts (empty: no auth)")
+	var labels imageLabels
+	var certFile, keyFile, registryHost, dockerDir string
+	switch cmd {
+	case "push-random":
+		fs.Var(&labels, "label", "K=V label of the image's config (repeatable)")
+	case "image-webhook":
+		fs.StringVar(&certFile, "cert", "", "image-webhook: serving certificate (PEM)")
+		fs.StringVar(&keyFile, "key", "", "image-webhook: its private key (PEM)")
+		fs.StringVar(&registryHost, "registry", "", "image-webhook: host:port of the registry whose images it looks up")
+		fs.StringVar(&dockerDir, "docker-config", "", "image-webhook: directory of the docker config.json with the registry's credentials")
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -163,7 +182,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("find relcap-lab's own executable (it runs the registry): %w", err)
 		}
-		return Up(ctx, UpOptions{Dir: *dir, Builder: b, Self: self, Timeout: *timeout, WaitApps: *waitApps, ArgoInsecure: insecure, Gitea: withGitea, Out: out})
+		return Up(ctx, UpOptions{Dir: *dir, Builder: b, Self: self, Timeout: *timeout, WaitApps: *waitApps, ArgoInsecure: insecure, Gitea: withGitea, Rehearsal: rehearsal, Out: out})
 	case "down":
 		return Down(*dir, *grace, out)
 	case "status":
@@ -174,6 +193,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return StartComponent(ctx, *dir, fs.Arg(0), *timeout, out)
 	case "registry":
 		return serveRegistry(ctx, *listen, *users)
+	case "image-webhook":
+		kc, err := dockerConfigKeychain(dockerDir, registryHost)
+		if err != nil {
+			return usageError{err}
+		}
+		return serveImageWebhook(ctx, *listen, certFile, keyFile, registryHost, kc, errOut)
 	case "push-random":
 		// A test helper: pushes one random image under each reference
 		// and prints its digest (a new "build" for e2e scenarios).
@@ -182,7 +207,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		// Credentials as every other client finds them: $DOCKER_CONFIG,
 		// which lab.env points at the lab's docker/config.json.
-		d, err := pushRandomImage(ctx, authn.DefaultKeychain, fs.Args()...)
+		d, err := pushRandomLabeled(ctx, authn.DefaultKeychain, labels.m, fs.Args()...)
 		if err != nil {
 			return err
 		}
@@ -194,6 +219,29 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	fmt.Fprintln(errOut, usage)
 	return usageError{fmt.Errorf("unknown command %q", cmd)}
+}
+
+// imageLabels is push-random's repeatable --label K=V.
+type imageLabels struct{ m map[string]string }
+
+func (l *imageLabels) String() string {
+	var kv []string
+	for k, v := range l.m {
+		kv = append(kv, k+"="+v)
+	}
+	return strings.Join(kv, ",")
+}
+
+func (l *imageLabels) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want K=V, e.g. --label %s=never", ReadinessLabel)
+	}
+	if l.m == nil {
+		l.m = map[string]string{}
+	}
+	l.m[k] = v
+	return nil
 }
 
 func variantMinors() string {

@@ -24,6 +24,8 @@ type Ports struct {
 	ControllerMetrics int `json:"controller_metrics"`
 	Git               int `json:"git"`
 	Registry          int `json:"registry"`
+	// ImageWebhook is the lab's admission webhook (webhook.go).
+	ImageWebhook int `json:"image_webhook,omitempty"`
 	// Gitea is picked only for a lab with Gitea (up --gitea), so it is
 	// not among fields.
 	Gitea int `json:"gitea,omitempty"`
@@ -33,7 +35,7 @@ type Ports struct {
 // forget one.
 func (p *Ports) fields() []*int {
 	return []*int{&p.Etcd, &p.EtcdPeer, &p.Redis, &p.APIServer, &p.ControllerManager, &p.Scheduler, &p.Kwok,
-		&p.RepoServer, &p.RepoServerMetrics, &p.Server, &p.ServerMetrics, &p.ControllerMetrics, &p.Git, &p.Registry}
+		&p.RepoServer, &p.RepoServerMetrics, &p.Server, &p.ServerMetrics, &p.ControllerMetrics, &p.Git, &p.Registry, &p.ImageWebhook}
 }
 
 // All returns every port in a fixed order.

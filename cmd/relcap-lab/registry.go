@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
@@ -184,9 +185,28 @@ func registryProbe(base, user, password string) Probe {
 // first release, already in every environment's repository so the seeded
 // Applications run a pinned digest.
 func pushRandomImage(ctx context.Context, keychain authn.Keychain, refs ...string) (v1.Hash, error) {
+	return pushRandomLabeled(ctx, keychain, nil, refs...)
+}
+
+// pushRandomLabeled is pushRandomImage with labels in the image's config,
+// as a Dockerfile's LABEL puts them: how a drill's build tells the lab's
+// image webhook that it never becomes ready (ReadinessLabel) or starts
+// slowly (StartLabel).
+func pushRandomLabeled(ctx context.Context, keychain authn.Keychain, labels map[string]string, refs ...string) (v1.Hash, error) {
 	img, err := random.Image(1024, 1)
 	if err != nil {
 		return v1.Hash{}, err
+	}
+	if len(labels) > 0 {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		cfg := *cf.Config.DeepCopy()
+		cfg.Labels = labels
+		if img, err = mutate.Config(img, cfg); err != nil {
+			return v1.Hash{}, err
+		}
 	}
 	d, err := img.Digest()
 	if err != nil {

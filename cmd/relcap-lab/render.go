@@ -84,6 +84,51 @@ type Lab struct {
 	// changes only through a reviewed pull request, and relcap.yaml
 	// promotes through one (envrepo.review).
 	Gitea *GiteaState
+	// UnreadyDigest is the digest of the failed-readiness drill's build
+	// (UnreadyTag in every environment's repository), whose Pods the
+	// image webhook has run and never become ready.
+	UnreadyDigest string
+	// Rehearsal, when set, puts each environment's rehearsal: keys into
+	// relcap.yaml (up --rehearsal).
+	Rehearsal *Rehearsal
+}
+
+// UnreadyTag tags the failed-readiness drill's build (ci/web and every
+// environment's repository).
+const UnreadyTag = "drill-unready"
+
+// ImageWebhookComponent is the image webhook's component name (logs,
+// stop and start).
+const ImageWebhookComponent = "image-webhook"
+
+// InterruptedComponent is what the interrupted-reconciliation drill stops
+// and starts: Argo CD's application controller, as a crash (grace 0s).
+const InterruptedComponent = binArgoController
+
+// Rehearsal is what relcap.yaml's rehearsal: keys need beyond Lab: the
+// relcap-lab executable whose stop and start interrupt reconciliation.
+type Rehearsal struct {
+	Self string // absolute path of relcap-lab
+}
+
+// unreadyImage is env's pin of the unready build.
+func (l Lab) unreadyImage(env string) string { return l.repository(env) + "@" + l.UnreadyDigest }
+
+// interruptCommands are the argv of the drill's interruption and resume.
+func (l Lab) interruptCommands() (stop, start []string) {
+	self := l.Rehearsal.Self
+	return []string{self, "stop", "--dir", l.Dir, "--grace", "0s", InterruptedComponent},
+		[]string{self, "start", "--dir", l.Dir, InterruptedComponent}
+}
+
+// yamlFlowList renders items as a YAML flow sequence of double-quoted
+// strings (strconv.Quote's escapes are YAML's for these).
+func yamlFlowList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // argoRepoURL is the environment repository Argo CD follows: Gitea's in a
@@ -201,6 +246,11 @@ environments:
 		} else {
 			b.WriteString("    approvals: {plan: 0, promotion: 0, distinct_from_author: false}\n")
 		}
+		if l.Rehearsal != nil {
+			stop, start := l.interruptCommands()
+			fmt.Fprintf(&b, "    rehearsal:\n      unready_image: %s\n      interrupt:\n        stop: %s\n        start: %s\n",
+				strconv.Quote(l.unreadyImage(env)), yamlFlowList(stop), yamlFlowList(start))
+		}
 	}
 	b.WriteString("effort: {idle_threshold: 2m, baseline_hours_per_release: 3}\n")
 	return b.String()
@@ -248,6 +298,8 @@ const (
 	ArgoCAEnv = "RELCAP_LAB_ARGOCD_CA"
 	// ArgoVersionEnv is the Argo CD version the lab runs.
 	ArgoVersionEnv = "RELCAP_LAB_ARGOCD_VERSION"
+	// UnreadyDigestEnv is the digest of the unready build (UnreadyTag).
+	UnreadyDigestEnv = "RELCAP_LAB_UNREADY_DIGEST"
 )
 
 // EnvVars are the exports of lab.env.
@@ -273,6 +325,9 @@ func (l Lab) EnvVars() [][2]string {
 		{"RELCAP_LAB_ARGOCD_CLIENT_CERT", l.ClientCert},
 		{"RELCAP_LAB_ARGOCD_CLIENT_KEY", l.ClientKey},
 		{"RELCAP_LAB_REGISTRY", l.registryHost()},
+		// The failed-readiness drill's build (UnreadyTag), in every
+		// environment's repository.
+		{UnreadyDigestEnv, l.UnreadyDigest},
 		// Registry credentials, for relcap and push-random alike
 		// (go-containerregistry's default keychain reads it).
 		{"DOCKER_CONFIG", l.DockerConfig},

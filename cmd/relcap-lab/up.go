@@ -44,7 +44,11 @@ type UpOptions struct {
 	ArgoInsecure bool
 	// Gitea also runs the lab's Gitea (StartGitea), built on first use.
 	Gitea bool
-	Out   io.Writer
+	// Rehearsal writes each environment's rehearsal: keys (the drills'
+	// unready build and how to interrupt reconciliation) into
+	// relcap.yaml, for a relcap whose configuration knows them.
+	Rehearsal bool
+	Out       io.Writer
 }
 
 // launcher starts components and records each in the state file at once,
@@ -209,6 +213,9 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	bin := func(n string) string { return filepath.Join(binDir, n) }
 	kc := kubectl{bin: bin(binKubectl), kubeconfig: lab.Kubeconfig}
 	loop := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(lab.CAPEM)
+	labTLS := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 
 	// 1. Storage, registry and Git: nothing depends on anything.
 	err = l.launchReady(ctx, o.Timeout,
@@ -223,6 +230,13 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 		}, Ready: redisProbe(ports.Redis)},
 		Component{Name: "registry", Path: o.Self, Ports: []int{ports.Registry}, Args: []string{"registry", "--listen", loop(ports.Registry), "--users", registryUsers},
 			Ready: registryProbe("http://"+loop(ports.Registry), RegistryUser, registryPassword)},
+		// The image webhook only needs the registry when a Pod is
+		// created, and is up before the apiserver (failurePolicy Fail
+		// in RenderWebhookConfiguration).
+		Component{Name: ImageWebhookComponent, Path: o.Self, Ports: []int{ports.ImageWebhook}, Args: []string{
+			"image-webhook", "--listen", loop(ports.ImageWebhook), "--cert", pki.WebhookCert, "--key", pki.WebhookKey,
+			"--registry", lab.registryHost(), "--docker-config", lab.DockerConfig,
+		}, Ready: httpProbe(labTLS, "https://"+loop(ports.ImageWebhook)+"/healthz", "", "ok")},
 		Component{Name: "git-daemon", Path: "git", Ports: []int{ports.Git}, Args: []string{
 			"daemon", "--export-all", "--reuseaddr", "--informative-errors", "--base-path=" + filepath.Join(dir, "git"),
 			"--listen=127.0.0.1", "--port=" + strconv.Itoa(ports.Git), filepath.Join(dir, "git"),
@@ -248,6 +262,21 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 		return err
 	}
 	l.logf("registry seeded with %s/ci/%s:1.0.0 (%s); environment repository %s at %s", lab.registryHost(), AppName, digest, lab.gitURL(), rev[:12])
+	// The failed-readiness drill's build, in every environment's
+	// repository like the first release: the image webhook has its Pods
+	// run and never become ready.
+	unreadyRefs := []string{lab.registryHost() + "/ci/" + AppName + ":" + UnreadyTag}
+	for _, env := range Envs {
+		unreadyRefs = append(unreadyRefs, lab.repository(env)+":"+UnreadyTag)
+	}
+	unready, err := pushRandomLabeled(ctx, registryAuth, map[string]string{ReadinessLabel: "never"}, unreadyRefs...)
+	if err != nil {
+		return err
+	}
+	lab.UnreadyDigest = unready.String()
+	if o.Rehearsal {
+		lab.Rehearsal = &Rehearsal{Self: o.Self}
+	}
 	if o.Gitea {
 		// The same first release in the forge's repository, which Argo
 		// CD follows and relcap.yaml promotes to through pull requests.
@@ -267,9 +296,7 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	}
 
 	// 2. The apiserver.
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(lab.CAPEM)
-	apiClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	apiClient := labTLS
 	err = l.launchReady(ctx, o.Timeout, Component{Name: "kube-apiserver", Path: bin(binAPIServer), Ports: []int{ports.APIServer}, Args: append([]string{
 		"--etcd-servers=http://" + loop(ports.Etcd), "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports.APIServer),
 		"--advertise-address=127.0.0.1", "--cert-dir=" + filepath.Join(dir, "pki"),
@@ -298,7 +325,8 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	}
 	var wg sync.WaitGroup
 	var setupErr error
-	wg.Go(func() { setupErr = setupCluster(ctx, kc, binDir, o.Timeout, l) })
+	webhookConfig := RenderWebhookConfiguration("https://"+loop(ports.ImageWebhook)+WebhookPath, lab.CAPEM)
+	wg.Go(func() { setupErr = setupCluster(ctx, kc, binDir, webhookConfig, o.Timeout, l) })
 	err = l.launchReady(ctx, o.Timeout,
 		Component{Name: "kube-controller-manager", Path: bin(binControllerManager), Ports: []int{ports.ControllerManager}, Args: []string{
 			"--kubeconfig=" + lab.Kubeconfig, "--authentication-kubeconfig=" + lab.Kubeconfig, "--authorization-kubeconfig=" + lab.Kubeconfig,
@@ -403,10 +431,11 @@ func checkFreeDir(dir string) error {
 	return nil
 }
 
-// setupCluster creates Argo CD's namespace, CRDs (server-side: they are
-// too big for the last-applied annotation) and base configuration, and
-// the fake node. It runs while the controllers start.
-func setupCluster(ctx context.Context, kc kubectl, binDir string, timeout time.Duration, l *launcher) error {
+// setupCluster registers the image webhook (before Argo CD creates any
+// app Pod), creates Argo CD's namespace, CRDs (server-side: they are too
+// big for the last-applied annotation) and base configuration, and the
+// fake node. It runs while the controllers start.
+func setupCluster(ctx context.Context, kc kubectl, binDir, webhookConfig string, timeout time.Duration, l *launcher) error {
 	t := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -414,6 +443,9 @@ func setupCluster(ctx context.Context, kc kubectl, binDir string, timeout time.D
 	config, _ := filepath.Glob(filepath.Join(binDir, manifestsDir, "config", "*.yaml"))
 	if len(crds) == 0 || len(config) == 0 {
 		return fmt.Errorf("no argo cd manifests in %s: rebuild with relcap-lab build", filepath.Join(binDir, manifestsDir))
+	}
+	if err := kc.apply(ctx, webhookConfig); err != nil {
+		return fmt.Errorf("register the image webhook: %w", err)
 	}
 	ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ArgoNamespace + `"}}`
 	if err := kc.apply(ctx, ns); err != nil {
