@@ -145,6 +145,26 @@ func (m Model) asReview(t ReviewTarget) Model {
 	return m
 }
 
+// waitingFor is what a release stopped on, as the run that stopped it
+// said, for a review, which runs nothing: the screens decide from it
+// whether an approval is what the release waits for.
+func waitingFor(r *workflow.Release) error {
+	k, ok := r.Current()
+	if !ok {
+		return nil
+	}
+	st := r.Step(k)
+	switch {
+	case st.Status != workflow.Blocked:
+		return nil
+	case k == workflow.StepPromotion && r.Checkpoints.PullRequest != nil:
+		return fmt.Errorf("%w: %s", workflow.ErrAwaitingForge, st.Message)
+	case k == workflow.StepPromotion && r.Checkpoints.EnvPinned != "" || k == workflow.StepPlanReview:
+		return fmt.Errorf("%w: %s", workflow.ErrApprovalRequired, st.Message)
+	}
+	return nil
+}
+
 // Release is the latest snapshot of the release, or nil before it loads.
 func (m Model) Release() *workflow.Release { return m.release }
 
@@ -200,7 +220,11 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 		m.release = msg.release
 		m.engaged(false)
-		m, cmd := m.broadcast(screen.RunStateMsg{Release: msg.release})
+		var why error
+		if m.review != NoReview {
+			why = waitingFor(msg.release)
+		}
+		m, cmd := m.broadcast(screen.RunStateMsg{Release: msg.release, Err: why})
 		return m, tea.Batch(cmd, m.beginRun())
 	case runStartedMsg:
 		if msg.gen != m.gen {

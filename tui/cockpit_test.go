@@ -292,3 +292,32 @@ func mustPlan(t *testing.T, svc *workflow.Service, fp string) workflow.PlanSumma
 	require.NoError(t, err)
 	return p
 }
+
+// TestReviewOfAPinnedChangeOffersTheApproveKey: bob's review of the
+// promotion prod's release waits on shows the pin and a approve, although
+// no run of his says what the release waits for.
+func TestReviewOfAPinnedChangeOffersTheApproveKey(t *testing.T) {
+	t.Parallel()
+	m, env := cockpit(t, fixture.Policy{PromotionApprovals: 1, DistinctFromAuthor: true}, 120, 40)
+	m = open(t, m)
+	m = drive(t, m, fixtureKey("enter"))
+	m = drive(t, m, fixtureKey("y"))
+	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired, "the pinned change waits for another person")
+
+	bob, _, err := env.Service("bob")
+	require.NoError(t, err)
+	r := New(t.Context(), bob, nil, fixture.ReleaseID).asReview(ReviewPromotion)
+	r.now = func() time.Time { return fixture.T0 }
+	r = step(t, r, tea.WindowSizeMsg{Width: 120, Height: 40})
+	r = open(t, r)
+	v := ansi.Strip(r.render())
+	require.Contains(t, v, "a approve as bob", v)
+	r = drive(t, r, fixtureKey("a"))
+	rel, err := bob.Release(t.Context(), fixture.ReleaseID)
+	require.NoError(t, err)
+	check, ok, err := bob.AwaitedApprovals(t.Context(), rel)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, check.Satisfied(), "bob's approval of the pinned change counts")
+	require.Contains(t, ansi.Strip(r.render()), "approved the promotion as bob")
+}

@@ -163,7 +163,11 @@ type terminal struct {
 	socket, session string
 	w, h            int
 	keys            int
-	exited          bool
+	// opened is when the terminal started the command; pressed when each
+	// key was sent, for checking what relcap measured against it.
+	opened  time.Time
+	pressed []time.Time
+	exited  bool
 	// quit is set once the captain pressed q: the cockpit gives the
 	// terminal back, and relcap's closing lines (the release summary, then
 	// the session's seal) come before EXIT=, so those screens are not
@@ -185,6 +189,7 @@ func (l *e2eLab) openTerminal(t *testing.T, w, h int, env []string, command stri
 		"-x", strconv.Itoa(w), "-y", strconv.Itoa(h), command+"; echo EXIT=$?; sleep 900")
 	cmd.Dir = l.dir
 	cmd.Env = append(append(l.environ(), "TERM=xterm-256color"), env...)
+	term.opened = time.Now()
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "tmux new-session: %s", out)
 	t.Cleanup(func() {
@@ -255,6 +260,40 @@ func (term *terminal) press(key string) {
 	out, err := exec.Command("tmux", "-L", term.socket, "send-keys", "-t", term.session, key).CombinedOutput()
 	require.NoError(term.t, err, "tmux send-keys %s: %s", key, out)
 	term.keys++
+	term.pressed = append(term.pressed, time.Now())
+}
+
+// engagedAtLeast is the active effort the harness knows the person spent:
+// the gaps between their key presses that are within the idle threshold,
+// less a second per key for tmux's delivery. relcap may count more (from
+// the moment the release loaded to the first key), never less.
+func (term *terminal) engagedAtLeast(idle time.Duration) time.Duration {
+	var d time.Duration
+	for i := 1; i < len(term.pressed); i++ {
+		if gap := term.pressed[i].Sub(term.pressed[i-1]); gap <= idle {
+			d += gap
+		}
+	}
+	return max(0, d-time.Duration(len(term.pressed))*time.Second)
+}
+
+// reviewAs opens relcap review in a terminal of person's own, approves
+// with a after reading for a moment, and closes it with q: the second
+// person's part of a routine release.
+func (l *e2eLab) reviewAs(t *testing.T, r cockpitRepo, person string, args ...string) *terminal {
+	t.Helper()
+	term := l.openTerminal(t, 120, 40, append([]string{"USER=" + person}, l.signingEnv(person)...),
+		l.relcap+" -c "+r.cfg+" --actor "+person+" review "+strings.Join(args, " "))
+	s := term.waitForText("a approve as "+person, time.Minute)
+	require.Contains(t, s, "review as "+person)
+	require.NotContains(t, s, "enter apply", "no apply from a review")
+	time.Sleep(3 * time.Second) // reading what they approve
+	term.press("a")
+	term.waitForText("approved", 30*time.Second)
+	term.quit = true
+	term.press("q")
+	term.waitForText("EXIT=0", 30*time.Second)
+	return term
 }
 
 // sawLine reports whether any screen so far had a line matching re.
@@ -303,10 +342,9 @@ func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w,
 	code, out := l.runEnv(t, l.signingEnv("alice"), l.relcap, "-c", r.cfg, "--no-tui", "--actor", "bob", "approve", "--plan", fp)
 	require.Equal(t, 3, code, "alice's key typed as --actor bob:\n%s", out)
 	require.Contains(t, out, "cannot sign as bob")
-	// bob approves from his own shell, signed with his key; the open
-	// cockpit picks it up.
-	code, out = l.relcapIn(t, r, "bob", "approve", "--plan", fp, "--comment", "reviewed the plan")
-	require.Equal(t, 0, code, out)
+	// bob reviews the plan on his own review screen and approves it there,
+	// signed with his key; the open cockpit picks it up.
+	l.reviewAs(t, r, "bob", "--plan", fp)
 	term.waitForText("approved by bob", time.Minute)
 	term.waitFor("the captain's review of the approved plan", time.Minute, func(s string) bool {
 		return strings.Contains(s, "enter apply") || strings.Contains(s, "enter") && strings.Contains(s, "apply this plan")
@@ -324,9 +362,8 @@ func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w,
 			cur := releaseOf(t, ledger, env, ref)
 			require.NotEmpty(t, cur.Checkpoints.EnvBranch, "the pin exists before its approval")
 			require.True(t, term.sawLine(pinInDiff), "the promotion screen shows the pin's diff while it waits:\n%s", s)
-			code, out := l.relcapIn(t, r, "bob", "approve", "--release", cur.ID, "--comment", "pin reviewed")
-			require.Equal(t, 0, code, out)
-			t.Logf("%s: bob approved the pinned change %s while the cockpit waited", env, cur.Checkpoints.EnvBranch)
+			l.reviewAs(t, r, "bob", "--release", cur.ID)
+			t.Logf("%s: bob approved the pinned change %s on his review screen while the cockpit waited", env, cur.Checkpoints.EnvBranch)
 			promotionApproved = true
 		}
 		cur := releaseOf(t, ledger, env, ref)
@@ -358,7 +395,40 @@ func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w,
 	term.quit = true
 	term.press("q")
 	term.waitForText("EXIT=0", time.Minute)
-	return releaseOf(t, ledger, env, ref), term
+	closed := time.Now()
+	rel = releaseOf(t, ledger, env, ref)
+
+	// What relcap measured of this release, per person, against what the
+	// harness did (issue 20): the captain's inputs are exactly the keys
+	// sent, their active effort within what the harness timed, and bob's
+	// review is his measured effort as approver.
+	entries, err := ledger.Effort(t.Context(), rel.ID)
+	require.NoError(t, err)
+	var captain, bob time.Duration
+	inputs := 0
+	for _, e := range entries {
+		switch {
+		case e.Kind == "unmeasured":
+			t.Fatalf("everything in a cockpit release is measured: %+v", e)
+		case e.Kind == "active" && e.Person == "captain":
+			require.Equal(t, "captain", string(e.Role))
+			captain += e.Duration
+			inputs += e.Inputs
+		case e.Kind == "active" && e.Person == "bob":
+			require.Equal(t, "approver", string(e.Role))
+			bob += e.Duration
+		}
+	}
+	idle := 2 * time.Minute // the lab's effort.idle_threshold
+	t.Logf("%s: captain %s active, %d key(s) (harness: %d keys, at least %s engaged, %s open); bob %s as approver",
+		env, captain.Round(time.Second), inputs, term.keys, term.engagedAtLeast(idle).Round(time.Second), closed.Sub(term.opened).Round(time.Second), bob.Round(time.Second))
+	require.Equal(t, term.keys, inputs, "the ledger counts every key the captain pressed")
+	require.LessOrEqual(t, inputs, 25, "a routine release takes at most 25 key presses")
+	require.LessOrEqual(t, captain, 15*time.Minute, "a routine release costs at most 15 minutes of the captain's measured time")
+	require.GreaterOrEqual(t, captain, term.engagedAtLeast(idle), "relcap counts at least the gaps between the captain's keys")
+	require.LessOrEqual(t, captain, closed.Sub(term.opened), "and never more than the cockpit was open")
+	require.Positive(t, bob, "bob's review is measured")
+	return rel, term
 }
 
 // testCockpitRelease: staging at 80×24, then prod at 132×40, through the
