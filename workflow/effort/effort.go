@@ -29,11 +29,17 @@ const DefaultIdleThreshold = 2 * time.Minute
 // Kind separates the numbers that must never be added together.
 type Kind string
 
-// Effort kinds: staff time (active, off-tool) and machine time (wait).
+// Effort kinds: staff time (active, off-tool), machine time (wait), and
+// the mark that a person's work could not be measured (unmeasured).
 const (
 	Active  Kind = "active"   // a person engaged with relcap
 	Wait    Kind = "wait"     // waiting on Terraform, copies, reconciliation
 	OffTool Kind = "off-tool" // meetings and chat logged by hand
+	// Unmeasured says a person's work on a step happened where relcap could
+	// not measure it (no terminal, CI, a script). It carries no duration:
+	// it is the absence of a measurement, which reports must never read as
+	// zero effort, and Note says why.
+	Unmeasured Kind = "unmeasured"
 )
 
 // Role is the part a person plays in a release.
@@ -68,8 +74,10 @@ func (e Entry) Validate() error {
 		return fmt.Errorf("%w: effort entry needs a release", ErrInvalid)
 	case e.Duration < 0:
 		return fmt.Errorf("%w: effort cannot be negative (%s)", ErrInvalid, e.Duration)
-	case e.Kind != Active && e.Kind != Wait && e.Kind != OffTool:
+	case e.Kind != Active && e.Kind != Wait && e.Kind != OffTool && e.Kind != Unmeasured:
 		return fmt.Errorf("%w: unknown effort kind %q", ErrInvalid, e.Kind)
+	case e.Kind == Unmeasured && e.Duration != 0:
+		return fmt.Errorf("%w: an unmeasured entry carries no duration (got %s): record measured time as active", ErrInvalid, e.Duration)
 	case e.Kind != Wait && e.Person == "":
 		return fmt.Errorf("%w: staff effort needs a person", ErrInvalid)
 	}
