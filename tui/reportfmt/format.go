@@ -416,8 +416,12 @@ func engagementTable(r *report.Effort) docTable {
 	t := docTable{title: EngagementTitle, header: []string{"month", "measured releases", "before", "after", "difference"}}
 	for _, m := range r.ByMonth {
 		cov := fmt.Sprintf("%d of %d", m.Measured, m.Releases)
-		if m.MonthComparison == nil {
+		switch {
+		case m.MonthComparison == nil:
 			t.rows = append(t.rows, []string{m.Month, cov, "-", "-", "not measured"})
+			continue
+		case m.Releases == 0:
+			t.rows = append(t.rows, []string{m.Month, cov, "0", "0", "no releases"})
 			continue
 		}
 		t.rows = append(t.rows, []string{m.Month, cov, report.FormatHours(m.BeforeHours), report.FormatHours(m.AfterHours), differenceText(m.FreedHours)})
@@ -438,20 +442,25 @@ func differenceText(freed float64) string {
 // measured, and who and which steps were and were not.
 func coverageLines(c report.Coverage) []string {
 	out := []string{c.Line}
-	if len(c.MeasuredPeople)+len(c.MeasuredSteps) > 0 {
-		out = append(out, "  measured: people "+orNone(c.MeasuredPeople)+"; steps "+orNone(c.MeasuredSteps))
+	if l := peopleAndSteps(c.MeasuredPeople, c.MeasuredSteps); l != "" {
+		out = append(out, "  measured: "+l)
 	}
-	if len(c.UnmeasuredPeople)+len(c.UnmeasuredSteps) > 0 {
-		out = append(out, "  not measured: people "+orNone(c.UnmeasuredPeople)+"; steps "+orNone(c.UnmeasuredSteps))
+	if l := peopleAndSteps(c.UnmeasuredPeople, c.UnmeasuredSteps); l != "" {
+		out = append(out, "  not measured: "+l)
 	}
 	return out
 }
 
-func orNone(ss []string) string {
-	if len(ss) == 0 {
-		return "none"
+// peopleAndSteps is "people a, b; steps x, y", leaving out an empty list.
+func peopleAndSteps(people, steps []string) string {
+	var parts []string
+	if len(people) > 0 {
+		parts = append(parts, "people "+strings.Join(people, ", "))
 	}
-	return strings.Join(ss, ", ")
+	if len(steps) > 0 {
+		parts = append(parts, "steps "+strings.Join(steps, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func prefixAll(p string, ss []string) []string {

@@ -96,7 +96,9 @@ func coverageLedger() (report.Data, report.Options) {
 		data.Effort = append(data.Effort, reporttest.Entry(id, "alice", effort.RoleCaptain, "plan-review", effort.Active, d, at),
 			reporttest.Entry(id, "", "", "convergence", effort.Wait, 5*time.Minute, at))
 	}
-	data.Releases = append(data.Releases, reporttest.ReleaseAt("p1", day(10)), reporttest.ReleaseAt("u1", day(11)), reporttest.ReleaseAt("u2", day(40)))
+	p1 := reporttest.ReleaseAt("p1", day(10))
+	p1.Captain = "bob"
+	data.Releases = append(data.Releases, p1, reporttest.ReleaseAt("u1", day(11)), reporttest.ReleaseAt("u2", day(40)))
 	data.Effort = append(data.Effort,
 		reporttest.Entry("p1", "bob", effort.RoleCaptain, "apply", effort.Active, 20*time.Minute, day(10)),
 		reporttest.Entry("p1", "carol", effort.RoleApprover, "apply", effort.Unmeasured, 0, day(10)),
@@ -190,4 +192,30 @@ func TestCoverageAndBeforeAfterOverMeasuredReleasesOnly(t *testing.T) {
 	require.Contains(t, rows, reportfmt.Row{Section: "comparison", Key: "Release coordination effort", Metric: "measured_releases", Value: "7", Unit: "count"})
 	require.Contains(t, rows, reportfmt.Row{Section: "by_month", Key: "2026-02", Metric: "compared", Value: "false", Unit: "bool"})
 	require.NotContains(t, rows, reportfmt.Row{Section: "by_month", Key: "2026-02", Metric: "freed", Value: "0", Unit: "hours"})
+}
+
+// TestACaptainNobodyMeasuredMakesTheReleasePartlyMeasured is the headless
+// demo's ledger before unmeasured entries: the scripted approver's
+// seconds were measured, the captain left no entry at all. The approver's
+// minutes do not measure the release.
+func TestACaptainNobodyMeasuredMakesTheReleasePartlyMeasured(t *testing.T) {
+	t.Parallel()
+	at := reporttest.Jan1.Add(9 * time.Hour)
+	data := report.Data{Releases: []report.ReleaseFact{reporttest.ReleaseAt("r1", at)}, Effort: []effort.Entry{
+		reporttest.Entry("r1", "demo-approver", effort.RoleApprover, "plan-review", effort.Active, 4*time.Second, at),
+	}}
+	o := report.Options{From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 1, 0), Now: reporttest.Jan1.AddDate(0, 2, 0), BaselineHoursPerRelease: 3}
+	rep, err := report.BuildEffort(data, o)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Coverage.PartlyMeasured)
+	require.Equal(t, []string{"alice"}, rep.Coverage.UnmeasuredPeople, "the captain")
+	require.Equal(t, []string{"demo-approver"}, rep.Coverage.MeasuredPeople)
+	require.Nil(t, rep.Comparison)
+	require.NotContains(t, render(t, reportfmt.Effort(rep), reportfmt.FormatTable), "freed")
+
+	// The per-person view holds one person's entries: it cannot say.
+	o.Person = "demo-approver"
+	rep, err = report.BuildEffort(data, o)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Coverage.Measured)
 }

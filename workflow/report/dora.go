@@ -84,7 +84,7 @@ var DORADefinitions = []string{
 	"deployment frequency: production deployments ÷ the period's length in weeks (up to now)",
 	"change fail rate: deployments that needed remediation ÷ deployments; remediation is a rollback of it, a failure at apply or convergence, or a hotfix (a break-glass session in production after it converged and before the next deployment)",
 	"failed deployment recovery time: from a failed deployment (the rollback's start, the failed step's end, or the hotfix's break-glass start) to the next time production converged: another release converged, a break-glass session ended, or Argo CD recorded a convergence of the app; not from any incident",
-	"deployment rework rate: unplanned deployments ÷ (deployments + break-glass sessions); unplanned are rollbacks and break-glass sessions in production, each made because of a production incident",
+	"deployment rework rate: unplanned deployments ÷ (deployments + break-glass sessions in production); unplanned are the relcap rollback records among the deployments and the break-glass records in production created in the period, because each is made only in answer to a production incident; a fix shipped as an ordinary release cannot be told from planned work and is not counted",
 }
 
 // deployedFailure reports whether a failed release reached production:

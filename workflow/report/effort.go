@@ -105,7 +105,9 @@ type CoverageStatus string
 // least one active entry (a measured zero included) and no unmeasured one;
 // partly measured when it has both; unmeasured when it has no active entry
 // (off-tool time logged by hand and machine wait alone measure nobody's
-// work in relcap).
+// work in relcap). A release whose captain has no active entry counts as
+// if the captain's work were marked unmeasured: someone else's measured
+// minutes do not measure the release.
 const (
 	CoverageMeasured   CoverageStatus = "measured"
 	CoveragePartly     CoverageStatus = "partly-measured"
@@ -311,6 +313,8 @@ type perRelease struct {
 	// measured: an active entry (even of zero); unmeasured: an unmeasured
 	// entry. Together they are the release's CoverageStatus.
 	measured, unmeasured bool
+	// captainMeasured: the release's captain has an active entry on it.
+	captainMeasured bool
 }
 
 // names numbers the distinct roles, steps or people of a report, so
@@ -455,6 +459,9 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 			byStep[i*ns+int(r.step)] += e.Duration
 			stepMarks[i*ns+int(r.step)] |= stepActive
 			a.touched, a.measured = true, true
+			if e.Person == facts[i].Captain {
+				a.captainMeasured = true
+			}
 		case effort.Unmeasured:
 			stepMarks[i*ns+int(r.step)] |= stepUnmeasured
 			a.touched, a.unmeasured = true, true
@@ -509,9 +516,20 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	// measuredKeep is keep's measured releases: the staff and active
 	// figures are theirs alone.
 	measuredKeep := make([]int, 0, n)
+	unmeasuredCaptains := map[string]bool{}
 	for _, i := range keep {
 		f, a := facts[i], acc[i]
-		cov := coverageOf(a.measured, a.unmeasured)
+		// A release always has its captain's work in it: when nothing of
+		// the captain's was measured, the release is at most partly
+		// measured, even on a ledger from before unmeasured entries
+		// existed (where a scripted captain left no entry at all). The
+		// per-person view holds one person's entries only, so it cannot
+		// say.
+		captainMissing := o.Person == "" && f.Captain != "" && !a.captainMeasured
+		if captainMissing && a.measured {
+			unmeasuredCaptains[f.Captain] = true
+		}
+		cov := coverageOf(a.measured, a.unmeasured || captainMissing)
 		rep.Coverage.Releases++
 		switch cov {
 		case CoverageMeasured:
@@ -579,6 +597,11 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 		}
 		if pe.Releases > 0 {
 			rep.People = append(rep.People, pe)
+		}
+	}
+	for p := range unmeasuredCaptains {
+		if !slices.Contains(rep.Coverage.UnmeasuredPeople, p) {
+			rep.Coverage.UnmeasuredPeople = append(rep.Coverage.UnmeasuredPeople, p)
 		}
 	}
 	slices.Sort(rep.Coverage.MeasuredPeople)
