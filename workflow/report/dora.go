@@ -107,13 +107,13 @@ func deployedFailure(f ReleaseFact) bool {
 // over releases created in [o.From, o.To).
 func buildDORA(data Data, o Options, prod string) DORA {
 	rep := DORA{ProdEnv: prod}
-	byID := make(map[string]ReleaseFact, len(data.Releases))
+	byID := make(map[string]int, len(data.Releases)) // index in data.Releases
 	var prodReleases, breakGlass []ReleaseFact
-	for _, f := range data.Releases {
+	for i, f := range data.Releases {
 		if _, dup := byID[f.ID]; dup {
 			continue
 		}
-		byID[f.ID] = f
+		byID[f.ID] = i
 		if f.Env != prod {
 			continue
 		}
@@ -163,13 +163,18 @@ func buildDORA(data Data, o Options, prod string) DORA {
 	// The deployment each break-glass session followed: the app's last
 	// deployment created before it. If that one converged, the session
 	// hotfixed it.
-	hotfix := map[string]time.Time{} // release ID → break-glass start
+	hotfix := map[string]time.Time{}        // release ID → break-glass start
+	depsByApp := map[string][]*deployment{} // in creation order, as deps
+	for i := range deps {
+		depsByApp[deps[i].f.App] = append(depsByApp[deps[i].f.App], &deps[i])
+	}
 	for _, b := range breakGlass {
 		var last *deployment
-		for i := range deps {
-			if deps[i].f.App == b.App && deps[i].f.CreatedAt.Before(b.CreatedAt) {
-				last = &deps[i]
-			}
+		ds := depsByApp[b.App]
+		// The first created at or after b; the one before it is the last
+		// created before b.
+		if i, _ := slices.BinarySearchFunc(ds, b.CreatedAt, func(d *deployment, t time.Time) int { return d.f.CreatedAt.Compare(t) }); i > 0 {
+			last = ds[i-1]
 		}
 		if last != nil && last.outcome == OutcomeSucceeded {
 			if _, rolled := rolledBackBy[last.f.ID]; !rolled {
@@ -231,7 +236,8 @@ func buildDORA(data Data, o Options, prod string) DORA {
 	}
 	firstOfChange := map[workflow.Digest]time.Time{}
 	for id, d := range digestOf {
-		if f, ok := byID[id]; ok && Counted(f) {
+		if i, ok := byID[id]; ok && Counted(data.Releases[i]) {
+			f := data.Releases[i]
 			if t, seen := firstOfChange[d]; !seen || f.CreatedAt.Before(t) {
 				firstOfChange[d] = f.CreatedAt
 			}
