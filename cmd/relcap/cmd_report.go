@@ -27,9 +27,11 @@ func (a *app) reportCommand() *cobra.Command {
 		Short: "Coordination-effort reports and the operating measures",
 		Long: `report effort shows the staff time releases cost (median, p90 and total per
 release, by role and by step, off-tool coordination apart, elapsed time beside
-it) and the before/after comparison with effort.baseline_hours_per_release.
-report measures shows reviewed-change lead time, failed-release frequency,
-recovery time, drift age and ownership conflicts over time.
+it), how many releases were measured, and the before/after comparison with
+effort.baseline_hours_per_release over the measured releases alone.
+report measures shows the five DORA measures (change lead time, deployment
+frequency, failed deployment recovery time, change fail rate, deployment rework
+rate), reviewed-plan lead time, drift age and ownership conflicts over time.
 
 Periods are in the --tz time zone (default UTC): --from is inclusive, --to
 names the last day (or month) included. Formats: table (default), md, csv,
@@ -53,6 +55,22 @@ func (a *app) reportEffortCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "effort [--from DATE --to DATE] [--env E] [--person P] [--tz ZONE] [--format table|md|csv|json|html]",
 		Short: "Staff effort per release, hours per month and the before/after comparison",
+		Long: `Staff effort is active time in relcap plus off-tool time logged by hand;
+machine wait and elapsed time are shown beside it and never added to it.
+
+Coverage: a release is measured when relcap measured someone's active time on
+it (a measured zero counts) and nobody's work on it was marked unmeasured;
+partly measured when it has both; unmeasured when relcap measured no one's
+active time on it (a run without a terminal, in CI or a script, is marked
+unmeasured; off-tool time and machine wait alone do not measure a release).
+The report says how many releases, and which people and steps, were measured.
+
+Before/after ("Release coordination effort, hours/month: before, after,
+difference"): before = measured releases × the baseline; after = their
+measured staff hours; per month over the months that have a measured release
+(or no release at all). Partly measured and unmeasured releases are left out
+and named beside the figure; with no measured release there is no
+before/after at all, because missing data is not saved time.`,
 		Example: `  relcap report effort --from 2026-01 --to 2026-03
   relcap report effort --person alice --tz Europe/Berlin
   relcap report effort --format html > effort.html`,
@@ -71,8 +89,13 @@ func (a *app) reportMeasuresCommand() *cobra.Command {
 	var f reportFlags
 	cmd := &cobra.Command{
 		Use:   "measures [--from DATE --to DATE] [--env E] [--tz ZONE] [--format table|md|csv|json|html]",
-		Short: "Lead time, failed releases, recovery time, drift age and ownership conflicts",
-		Args:  noArgs,
+		Short: "The five DORA measures, plan lead time, drift age and ownership conflicts",
+		Long: "The five DORA measures, of the production environment (the last of the promotion\n" +
+			"order, or --env), over releases created in the period:\n\n" + wrapDefinitions(report.DORADefinitions) +
+			"\nrelcap's own: reviewed-plan lead time (plan created → applied), drift age\n" +
+			"(findings first seen → resolved), ownership conflicts per week, and approvals\n" +
+			"signed or not.",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runReport(cmd, f, false)
 		},
@@ -100,7 +123,7 @@ func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
 		return usageError{err}
 	}
 	opts := report.Options{From: from, To: to, Location: loc, Now: now, Env: strings.TrimSpace(f.env),
-		Person: strings.TrimSpace(f.person), BaselineHoursPerRelease: f.baseline, ProdEnv: "prod"}
+		Person: strings.TrimSpace(f.person), BaselineHoursPerRelease: f.baseline, BaselineSource: "--baseline", ProdEnv: "prod"}
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -113,6 +136,7 @@ func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
 		q.App = p.App
 		if !cmd.Flags().Changed("baseline") {
 			opts.BaselineHoursPerRelease = p.Effort.BaselineHoursPerRelease
+			opts.BaselineSource = "effort.baseline_hours_per_release in " + p.File
 		}
 		if n := len(p.Environments); n > 0 {
 			opts.ProdEnv = p.Environments[n-1].Name
@@ -226,4 +250,22 @@ func parseReportTime(s string, loc *time.Location) (time.Time, func(time.Time) t
 		return t, func(t time.Time) time.Time { return t }, nil
 	}
 	return time.Time{}, nil, fmt.Errorf("%q is not YYYY-MM-DD, YYYY-MM or an RFC 3339 time", s)
+}
+
+// wrapDefinitions prints definitions as a bulleted list wrapped at 80
+// columns, for help text.
+func wrapDefinitions(defs []string) string {
+	var b strings.Builder
+	for _, d := range defs {
+		line := "  -"
+		for _, w := range strings.Fields(d) {
+			if len(line)+1+len(w) > 80 {
+				b.WriteString(line + "\n")
+				line = "   "
+			}
+			line += " " + w
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }

@@ -121,7 +121,8 @@ func TestReportMeasuresTable(t *testing.T) {
 	seedReports(t, data, 3)
 	code, out, errOut := invoke(t, data, "report", "measures", "--from", "2026-01", "--to", "2026-01")
 	require.Equal(t, 0, code, errOut)
-	for _, want := range []string{"Reviewed-change lead time", "Failed-release frequency", "Recovery time", "Drift age", "Ownership conflicts per week", "2026-W01"} {
+	for _, want := range []string{"DORA measures (production: prod)", "change fail rate", "failed deployment recovery time", "deployment rework rate",
+		"Reviewed-change lead time", "Drift age", "Ownership conflicts per week", "2026-W01"} {
 		require.Contains(t, out, want)
 	}
 }
@@ -141,4 +142,60 @@ func TestReportUsageErrors(t *testing.T) {
 			require.Equal(t, exitUsage, code, errOut)
 		})
 	}
+}
+
+// TestReportEffortDoesNotCountScriptedReleasesAsSavedTime builds a ledger
+// with real commands run without a terminal (promote, converge, approve,
+// resume), as a script or CI runs them: nobody's active time is measured,
+// so the report must say the releases are unmeasured and show no
+// before/after, never "2 releases × 3 h → 0, freed".
+func TestReportEffortDoesNotCountScriptedReleasesAsSavedTime(t *testing.T) {
+	t.Parallel()
+	cfg, host, envRepo := promoteRepo(t)
+	_, env := simulated(t, cfg, envRepo, nil)
+	data := t.TempDir()
+	pushImage(t, host+"/ci/web:1.4.2")
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:1.4.2")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--actor", "alice", "promote", "--env", "prod", "--image", host+"/ci/web:1.4.2")
+	require.Equal(t, exitBlocked, code, out+errOut)
+	id := releaseIDFrom(t, errOut+out)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--actor", "bob", "approve", "--release", id)
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "resume", id, "--timeout", "30s")
+	require.Equal(t, 0, code, out+errOut)
+
+	code, js, errOut := invokeEnv(t, data, env, "-c", cfg, "report", "effort", "--baseline", "3", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	var rep report.Effort
+	require.NoError(t, json.Unmarshal([]byte(js), &rep))
+	require.Equal(t, 2, rep.Coverage.Releases)
+	require.Zero(t, rep.Coverage.Measured, "no terminal, no measured staff time")
+	require.Equal(t, 2, rep.Coverage.Unmeasured)
+	require.Nil(t, rep.Comparison)
+	require.Contains(t, rep.ComparisonNote, "staff effort was measured on none of the 2 releases")
+	require.NotContains(t, js, "freed_hours")
+
+	for _, f := range []string{"table", "md", "csv", "html"} {
+		code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "report", "effort", "--baseline", "3", "--format", f)
+		require.Equal(t, 0, code, errOut)
+		require.NotContains(t, out, "freed", f)
+		if f != "csv" {
+			require.Contains(t, out, "Coverage: staff effort measured on 0 of 2 releases; 2 unmeasured: ", f)
+		}
+	}
+}
+
+func TestReportMeasuresHelpDefinesTheFiveDORAMeasures(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := invoke(t, t.TempDir(), "report", "measures", "--help")
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{"change lead time:", "deployment frequency:", "failed deployment recovery time:", "change fail rate:", "deployment rework rate:", "not from any incident"} {
+		require.Contains(t, out, want)
+	}
+	code, out, errOut = invoke(t, t.TempDir(), "report", "effort", "--help")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "missing data is not saved time")
 }

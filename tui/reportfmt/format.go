@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -319,11 +320,14 @@ func (v effortView) document() reportDoc {
 	if c.BreakGlassExcluded > 0 {
 		d.headline = append(d.headline, fmt.Sprintf("Break-glass records left out (not releases): %d", c.BreakGlassExcluded))
 	}
+	d.headline = append(d.headline, coverageLines(r.Coverage)...)
 	if r.Comparison != nil {
 		d.headline = append(d.headline, "", r.Comparison.Line)
 		for _, cond := range r.Comparison.Conditions {
 			d.headline = append(d.headline, "  if: "+cond)
 		}
+	} else if r.ComparisonNote != "" {
+		d.headline = append(d.headline, "", r.ComparisonNote)
 	}
 
 	per := docTable{title: "Staff effort per release", header: append([]string{"measure"}, statsHeader...)}
@@ -333,6 +337,8 @@ func (v effortView) document() reportDoc {
 		append([]string{"  off-tool coordination"}, statsCells(r.OffTool)...),
 		append([]string{"machine wait (not staff)"}, statsCells(r.Wait)...),
 		append([]string{"elapsed (beside, never added)"}, statsCells(r.Elapsed)...))
+	per.notes = append(per.notes, fmt.Sprintf("staff and active: over the %d measured release(s); off-tool, machine wait and elapsed: over all %d",
+		r.Coverage.Measured, r.Coverage.Releases))
 	if r.ElapsedOpen > 0 {
 		per.notes = append(per.notes, fmt.Sprintf("%d release(s) still running: their elapsed time runs to %s", r.ElapsedOpen, r.GeneratedAt.UTC().Format(time.RFC3339)))
 	}
@@ -345,15 +351,16 @@ func (v effortView) document() reportDoc {
 	role.rows = append(role.rows, append([]string{"off-tool (all roles)"}, statsCells(r.OffTool)...))
 	d.tables = append(d.tables, role)
 
-	step := docTable{title: "Active effort by step, per release", header: append(append([]string{"step"}, statsHeader...), "machine wait")}
+	step := docTable{title: "Active effort by step, per release", header: append(append([]string{"step"}, statsHeader...), "machine wait", "unmeasured")}
 	for _, x := range r.ByStep {
-		step.rows = append(step.rows, append(append([]string{x.Step}, statsCells(x.Active)...), FormatMinutes(x.Wait)))
+		step.rows = append(step.rows, append(append([]string{x.Step}, statsCells(x.Active)...), FormatMinutes(x.Wait), strconv.Itoa(x.UnmeasuredReleases)))
 	}
-	step.rows = append(step.rows, append(append([]string{"off-tool coordination"}, statsCells(r.OffTool)...), "-"))
+	step.rows = append(step.rows, append(append([]string{"off-tool coordination"}, statsCells(r.OffTool)...), "-", "-"))
+	step.notes = append(step.notes, "unmeasured: releases on which someone's work on the step happened where relcap could not measure it")
 	d.tables = append(d.tables, step)
 
 	month := docTable{title: "Hours per month (a release and all its effort belong to the month it was created in)",
-		header: []string{"month", "releases", "staff", "active", "off-tool"}}
+		header: []string{"month", "releases", "measured", "staff", "active", "off-tool"}}
 	if r.Comparison != nil {
 		month.header = append(month.header, "before (h)", "after (h)", "freed (h)")
 	}
@@ -362,15 +369,22 @@ func (v effortView) document() reportDoc {
 		if m.Partial {
 			name += " (partial)"
 		}
-		row := []string{name, strconv.Itoa(m.Releases), FormatMinutes(m.Staff), FormatMinutes(m.Active), FormatMinutes(m.OffTool)}
+		row := []string{name, strconv.Itoa(m.Releases), strconv.Itoa(m.Measured), FormatMinutes(m.Staff), FormatMinutes(m.Active), FormatMinutes(m.OffTool)}
 		if r.Comparison != nil {
-			row = append(row, report.FormatHours(m.BeforeHours), report.FormatHours(m.AfterHours), report.FormatHours(m.FreedHours))
+			if m.MonthComparison != nil {
+				row = append(row, report.FormatHours(m.BeforeHours), report.FormatHours(m.AfterHours), report.FormatHours(m.FreedHours))
+			} else {
+				row = append(row, "-", "-", "-")
+			}
 		}
 		month.rows = append(month.rows, row)
+		if m.CoverageNote != "" {
+			month.notes = append(month.notes, m.Month+": "+m.CoverageNote)
+		}
 	}
 	if r.Comparison != nil {
 		cmp := r.Comparison
-		month.notes = append(month.notes, fmt.Sprintf("before = releases × baseline %s h; after = measured staff hours; per month = period total ÷ %d month(s)",
+		month.notes = append(month.notes, fmt.Sprintf("before = measured releases × baseline %s h; after = their measured staff hours; per month = compared total ÷ %d month(s)",
 			report.FormatHours(cmp.BaselineHoursPerRelease), cmp.Months))
 	} else if r.ComparisonNote != "" {
 		month.notes = append(month.notes, r.ComparisonNote)
@@ -378,20 +392,75 @@ func (v effortView) document() reportDoc {
 	d.tables = append(d.tables, month)
 
 	if r.Comparison != nil {
-		cmp := r.Comparison
-		d.tables = append(d.tables, docTable{title: "Before / after",
-			header: []string{"measure", "before", "after", "difference"},
-			rows:   [][]string{{cmp.Measure + ", " + cmp.Unit, report.FormatHours(cmp.Before), report.FormatHours(cmp.After), cmp.DifferenceText()}},
-			notes:  append([]string{"conditions:"}, prefixAll("  ", cmp.Conditions)...)})
+		d.tables = append(d.tables, engagementTable(r))
 	}
 
-	people := docTable{title: "People", header: []string{"person", "releases", "active", "off-tool", "staff"}}
+	people := docTable{title: "People", header: []string{"person", "releases", "measured", "unmeasured", "active", "off-tool", "staff"}}
 	for _, p := range r.People {
-		people.rows = append(people.rows, []string{p.Person, strconv.Itoa(p.Releases), FormatMinutes(p.Active), FormatMinutes(p.OffTool), FormatMinutes(p.Staff)})
+		people.rows = append(people.rows, []string{p.Person, strconv.Itoa(p.Releases), strconv.Itoa(p.MeasuredReleases), strconv.Itoa(p.UnmeasuredReleases),
+			FormatMinutes(p.Active), FormatMinutes(p.OffTool), FormatMinutes(p.Staff)})
 	}
 	d.tables = append(d.tables, people, definitions(r.AbandonAfter))
 	d.charts = v.charts()
 	return d
+}
+
+// EngagementTitle is the engagement's table as a manager asked for it.
+const EngagementTitle = "Release coordination effort, hours/month: before, after, difference"
+
+// engagementTable is the engagement's table: before, after and difference
+// per month over measured releases, the average per month, and the
+// conditions under which the figures mean what they say.
+func engagementTable(r *report.Effort) docTable {
+	c := r.Comparison
+	t := docTable{title: EngagementTitle, header: []string{"month", "measured releases", "before", "after", "difference"}}
+	for _, m := range r.ByMonth {
+		cov := fmt.Sprintf("%d of %d", m.Measured, m.Releases)
+		switch {
+		case m.MonthComparison == nil:
+			t.rows = append(t.rows, []string{m.Month, cov, "-", "-", "not measured"})
+			continue
+		case m.Releases == 0:
+			t.rows = append(t.rows, []string{m.Month, cov, "0", "0", "no releases"})
+			continue
+		}
+		t.rows = append(t.rows, []string{m.Month, cov, report.FormatHours(m.BeforeHours), report.FormatHours(m.AfterHours), differenceText(m.FreedHours)})
+	}
+	t.rows = append(t.rows, []string{fmt.Sprintf("per month (%d)", c.Months), fmt.Sprintf("%d of %d", c.MeasuredReleases, c.Releases),
+		report.FormatHours(c.Before), report.FormatHours(c.After), c.DifferenceText()})
+	t.notes = append([]string{"conditions:"}, prefixAll("  ", c.Conditions)...)
+	return t
+}
+
+// differenceText is a month's difference as Comparison.DifferenceText
+// says the period's.
+func differenceText(freed float64) string {
+	return (&report.Comparison{Difference: freed}).DifferenceText()
+}
+
+// coverageLines are the coverage headline: how many releases were
+// measured, and who and which steps were and were not.
+func coverageLines(c report.Coverage) []string {
+	out := []string{c.Line}
+	if l := peopleAndSteps(c.MeasuredPeople, c.MeasuredSteps); l != "" {
+		out = append(out, "  measured: "+l)
+	}
+	if l := peopleAndSteps(c.UnmeasuredPeople, c.UnmeasuredSteps); l != "" {
+		out = append(out, "  not measured: "+l)
+	}
+	return out
+}
+
+// peopleAndSteps is "people a, b; steps x, y", leaving out an empty list.
+func peopleAndSteps(people, steps []string) string {
+	var parts []string
+	if len(people) > 0 {
+		parts = append(parts, "people "+strings.Join(people, ", "))
+	}
+	if len(steps) > 0 {
+		parts = append(parts, "steps "+strings.Join(steps, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func prefixAll(p string, ss []string) []string {
@@ -422,6 +491,27 @@ func (v effortView) rows() []Row {
 	for _, k := range orderedKeys(r.Counts.ByKind, releaseKinds) {
 		rows = append(rows, Row{"releases", string(k), "count", strconv.Itoa(r.Counts.ByKind[k]), "count"})
 	}
+	cv := r.Coverage
+	rows = append(rows,
+		Row{"coverage", "", "releases", strconv.Itoa(cv.Releases), "count"},
+		Row{"coverage", "", "measured", strconv.Itoa(cv.Measured), "count"},
+		Row{"coverage", "", "partly_measured", strconv.Itoa(cv.PartlyMeasured), "count"},
+		Row{"coverage", "", "unmeasured", strconv.Itoa(cv.Unmeasured), "count"})
+	for _, p := range cv.MeasuredPeople {
+		rows = append(rows, Row{"coverage", p, "measured_person", "true", "bool"})
+	}
+	for _, p := range cv.UnmeasuredPeople {
+		rows = append(rows, Row{"coverage", p, "unmeasured_person", "true", "bool"})
+	}
+	for _, s := range cv.MeasuredSteps {
+		rows = append(rows, Row{"coverage", s, "measured_step", "true", "bool"})
+	}
+	for _, s := range cv.UnmeasuredSteps {
+		rows = append(rows, Row{"coverage", s, "unmeasured_step", "true", "bool"})
+	}
+	for _, id := range cv.NotMeasured {
+		rows = append(rows, Row{"coverage", id, "not_measured_release", "true", "bool"})
+	}
 	rows = append(rows, statsRows("per_release", "staff", r.Staff)...)
 	rows = append(rows, statsRows("per_release", "active", r.Active)...)
 	rows = append(rows, statsRows("per_release", "off_tool", r.OffTool)...)
@@ -433,7 +523,9 @@ func (v effortView) rows() []Row {
 	}
 	for _, x := range r.ByStep {
 		rows = append(rows, statsRows("by_step", x.Step, x.Active)...)
-		rows = append(rows, Row{"by_step", x.Step, "machine_wait_total", minutes(x.Wait), "minutes"})
+		rows = append(rows, Row{"by_step", x.Step, "machine_wait_total", minutes(x.Wait), "minutes"},
+			Row{"by_step", x.Step, "measured_releases", strconv.Itoa(x.MeasuredReleases), "count"},
+			Row{"by_step", x.Step, "unmeasured_releases", strconv.Itoa(x.UnmeasuredReleases), "count"})
 	}
 	for _, m := range r.ByMonth {
 		rows = append(rows,
@@ -441,8 +533,13 @@ func (v effortView) rows() []Row {
 			Row{"by_month", m.Month, "releases", strconv.Itoa(m.Releases), "count"},
 			Row{"by_month", m.Month, "staff", minutes(m.Staff), "minutes"},
 			Row{"by_month", m.Month, "active", minutes(m.Active), "minutes"},
-			Row{"by_month", m.Month, "off_tool", minutes(m.OffTool), "minutes"})
-		if r.Comparison != nil {
+			Row{"by_month", m.Month, "off_tool", minutes(m.OffTool), "minutes"},
+			Row{"by_month", m.Month, "measured_releases", strconv.Itoa(m.Measured), "count"},
+			Row{"by_month", m.Month, "partly_measured_releases", strconv.Itoa(m.PartlyMeasured), "count"},
+			Row{"by_month", m.Month, "unmeasured_releases", strconv.Itoa(m.Unmeasured), "count"},
+			Row{"by_month", m.Month, "measured_staff", minutes(m.MeasuredStaff), "minutes"},
+			Row{"by_month", m.Month, "compared", strconv.FormatBool(m.Compared), "bool"})
+		if m.MonthComparison != nil {
 			rows = append(rows,
 				Row{"by_month", m.Month, "before", hours(m.BeforeHours), "hours"},
 				Row{"by_month", m.Month, "after", hours(m.AfterHours), "hours"},
@@ -452,6 +549,9 @@ func (v effortView) rows() []Row {
 	if c := r.Comparison; c != nil {
 		rows = append(rows,
 			Row{"comparison", c.Measure, "baseline_per_release", hours(c.BaselineHoursPerRelease), "hours"},
+			Row{"comparison", c.Measure, "baseline_source", c.BaselineSource, "text"},
+			Row{"comparison", c.Measure, "releases", strconv.Itoa(c.Releases), "count"},
+			Row{"comparison", c.Measure, "measured_releases", strconv.Itoa(c.MeasuredReleases), "count"},
 			Row{"comparison", c.Measure, "months", strconv.Itoa(c.Months), "count"},
 			Row{"comparison", c.Measure, "before", hours(c.Before), c.Unit},
 			Row{"comparison", c.Measure, "after", hours(c.After), c.Unit},
@@ -460,6 +560,8 @@ func (v effortView) rows() []Row {
 	for _, p := range r.People {
 		rows = append(rows,
 			Row{"people", p.Person, "releases", strconv.Itoa(p.Releases), "count"},
+			Row{"people", p.Person, "measured_releases", strconv.Itoa(p.MeasuredReleases), "count"},
+			Row{"people", p.Person, "unmeasured_releases", strconv.Itoa(p.UnmeasuredReleases), "count"},
 			Row{"people", p.Person, "active", minutes(p.Active), "minutes"},
 			Row{"people", p.Person, "off_tool", minutes(p.OffTool), "minutes"},
 			Row{"people", p.Person, "staff", minutes(p.Staff), "minutes"})
@@ -467,6 +569,7 @@ func (v effortView) rows() []Row {
 	for _, x := range r.Releases {
 		rows = append(rows,
 			Row{"release", x.ID, "outcome", string(x.Outcome), "outcome"},
+			Row{"release", x.ID, "coverage", string(x.Coverage), "coverage"},
 			Row{"release", x.ID, "month", x.Month, "month"},
 			Row{"release", x.ID, "staff", minutes(x.Staff), "minutes"},
 			Row{"release", x.ID, "active", minutes(x.Active), "minutes"},
@@ -510,7 +613,7 @@ func (v measuresView) document() reportDoc {
 		d.empty = r.Message
 		return d
 	}
-	lead := docTable{title: "Reviewed-change lead time", header: append([]string{"measure"}, "count", "median", "p90", "max", "total")}
+	lead := docTable{title: "Reviewed-change lead time (relcap's own)", header: append([]string{"measure"}, "count", "median", "p90", "max", "total")}
 	lead.rows = append(lead.rows,
 		append([]string{"plan created → applied"}, statsCells(r.PlanLeadTime)...),
 		append([]string{"digest first seen → converged in " + r.ProdEnv}, statsCells(r.DigestLeadTime)...))
@@ -518,15 +621,8 @@ func (v measuresView) document() reportDoc {
 	if r.DigestsUnseen > 0 {
 		lead.notes = append(lead.notes, fmt.Sprintf("digests converged in %s with no registry sighting before: %d (left out)", r.ProdEnv, r.DigestsUnseen))
 	}
-	fr := r.Releases
-	fail := docTable{title: "Failed-release frequency", header: []string{"releases", "finished", "failed", "rolled back", "abandoned", "failure rate"},
-		rows: [][]string{{strconv.Itoa(fr.Total), strconv.Itoa(fr.Finished), strconv.Itoa(fr.Failed), strconv.Itoa(fr.RolledBack),
-			strconv.Itoa(fr.Abandoned), fmt.Sprintf("%.1f%%", fr.Rate*100)}},
-		notes: []string{"failure rate = (failed + rolled back + abandoned) ÷ finished; releases in progress have no outcome yet"}}
-	rec := docTable{title: "Recovery time (failure detected → converged again in the same environment)",
-		header: append([]string{"measure"}, "count", "median", "p90", "max", "total"),
-		rows:   [][]string{append([]string{"recovery"}, statsCells(r.Recovery)...)},
-		notes:  []string{fmt.Sprintf("failures not yet recovered: %d", r.Unrecovered)}}
+	// The failed-release frequency and recovery time of earlier versions
+	// stay in the JSON and CSV; the DORA table supersedes them here.
 	drift := docTable{title: "Drift age (ownership and drift findings, first seen → resolved)",
 		header: append([]string{"measure"}, "count", "median", "p90", "max", "total"),
 		rows:   [][]string{append([]string{"resolved in period"}, statsCells(r.DriftAge)...)},
@@ -539,9 +635,38 @@ func (v measuresView) document() reportDoc {
 	for _, w := range r.ConflictsWeeks {
 		conf.rows = append(conf.rows, []string{w.Week, w.Start.In(loc).Format("2006-01-02"), strconv.Itoa(w.Opened), strconv.Itoa(w.Resolved), strconv.Itoa(w.OpenAtEnd)})
 	}
-	d.tables = append(d.tables, lead, fail, rec, drift, conf, approvalsTable(r.Approvals, loc), definitions(r.AbandonAfter))
+	defs := definitions(r.AbandonAfter)
+	defs.notes = append(defs.notes, report.DORADefinitions...)
+	d.tables = append(d.tables, doraTable(r.DORA), lead, drift, conf, approvalsTable(r.Approvals, loc), defs)
 	d.charts = v.charts()
 	return d
+}
+
+// DORATitle is the title of the five DORA measures' table.
+const DORATitle = "DORA measures (production: %s)"
+
+// doraTable is the five DORA measures, one row each, with what each
+// figure counts beside it; the definitions are at the foot of the report.
+func doraTable(x report.DORA) docTable {
+	pct := func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) }
+	lt, fd, cf, rt, rw := x.ChangeLeadTime, x.DeploymentFrequency, x.ChangeFailRate, x.FailedDeploymentRecoveryTime, x.DeploymentReworkRate
+	medianP90 := func(s report.Stats) string {
+		if s.Count == 0 {
+			return "-"
+		}
+		return "median " + FormatMinutes(s.Median) + ", p90 " + FormatMinutes(s.P90)
+	}
+	t := docTable{title: fmt.Sprintf(DORATitle, x.ProdEnv), header: []string{"measure", "value", "over"}}
+	t.rows = [][]string{
+		{"change lead time", medianP90(lt), fmt.Sprintf("%d converged deployment(s) of a change", lt.Count)},
+		{"deployment frequency", strconv.FormatFloat(math.Round(fd.PerWeek*100)/100, 'f', -1, 64) + " per week",
+			fmt.Sprintf("%d deployment(s) in %s day(s)", fd.Deployments, strconv.FormatFloat(math.Round(fd.PeriodDays*100)/100, 'f', -1, 64))},
+		{"change fail rate", pct(cf.Rate), fmt.Sprintf("%d of %d: rolled back %d, hotfixed %d, failed %d", cf.Failures, cf.Deployments, cf.RolledBack, cf.Hotfixed, cf.FailedConvergence)},
+		{"failed deployment recovery time", medianP90(rt), fmt.Sprintf("%d recovered, %d not yet", rt.Count, x.Unrecovered)},
+		{"deployment rework rate", pct(rw.Rate), fmt.Sprintf("%d of %d: rollbacks %d, break-glass %d", rw.Unplanned, rw.Deployments, rw.Rollbacks, rw.BreakGlass)},
+	}
+	t.notes = []string{fmt.Sprintf("production release records that are not deployments (failed before apply, abandoned, in progress): %d", x.NotDeployed)}
+	return t
 }
 
 // approvalsTable counts the period's approvals and names every unsigned
@@ -582,6 +707,7 @@ func (v measuresView) rows() []Row {
 		Row{"failed_releases", "", "rate", strconv.FormatFloat(fr.Rate, 'f', -1, 64), "ratio"})
 	rows = append(rows, statsRows("recovery", "", r.Recovery)...)
 	rows = append(rows, Row{"recovery", "", "unrecovered", strconv.Itoa(r.Unrecovered), "count"})
+	rows = append(rows, doraRows(r.DORA)...)
 	rows = append(rows, statsRows("drift_age", "resolved", r.DriftAge)...)
 	rows = append(rows, Row{"drift_age", "open", "count", strconv.Itoa(r.DriftOpen), "count"},
 		Row{"drift_age", "open", "oldest", minutes(r.DriftOldest), "minutes"})
@@ -593,5 +719,32 @@ func (v measuresView) rows() []Row {
 	}
 	rows = append(rows, Row{"approvals", "signed", "count", strconv.Itoa(r.Approvals.Signed), "count"},
 		Row{"approvals", "unsigned", "count", strconv.Itoa(len(r.Approvals.Unsigned)), "count"})
+	return rows
+}
+
+// doraRows is the DORA measures in long format.
+func doraRows(x report.DORA) []Row {
+	fd, cf, rw := x.DeploymentFrequency, x.ChangeFailRate, x.DeploymentReworkRate
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	rows := statsRows("dora", "change_lead_time", x.ChangeLeadTime)
+	rows = append(rows,
+		Row{"dora", "deployment_frequency", "deployments", strconv.Itoa(fd.Deployments), "count"},
+		Row{"dora", "deployment_frequency", "period_days", f(fd.PeriodDays), "days"},
+		Row{"dora", "deployment_frequency", "per_week", f(fd.PerWeek), "per_week"},
+		Row{"dora", "change_fail_rate", "deployments", strconv.Itoa(cf.Deployments), "count"},
+		Row{"dora", "change_fail_rate", "failures", strconv.Itoa(cf.Failures), "count"},
+		Row{"dora", "change_fail_rate", "rolled_back", strconv.Itoa(cf.RolledBack), "count"},
+		Row{"dora", "change_fail_rate", "hotfixed", strconv.Itoa(cf.Hotfixed), "count"},
+		Row{"dora", "change_fail_rate", "failed_convergence", strconv.Itoa(cf.FailedConvergence), "count"},
+		Row{"dora", "change_fail_rate", "rate", f(cf.Rate), "ratio"})
+	rows = append(rows, statsRows("dora", "failed_deployment_recovery_time", x.FailedDeploymentRecoveryTime)...)
+	rows = append(rows,
+		Row{"dora", "failed_deployment_recovery_time", "unrecovered", strconv.Itoa(x.Unrecovered), "count"},
+		Row{"dora", "deployment_rework_rate", "deployments", strconv.Itoa(rw.Deployments), "count"},
+		Row{"dora", "deployment_rework_rate", "unplanned", strconv.Itoa(rw.Unplanned), "count"},
+		Row{"dora", "deployment_rework_rate", "rollbacks", strconv.Itoa(rw.Rollbacks), "count"},
+		Row{"dora", "deployment_rework_rate", "break_glass", strconv.Itoa(rw.BreakGlass), "count"},
+		Row{"dora", "deployment_rework_rate", "rate", f(rw.Rate), "ratio"},
+		Row{"dora", "", "not_deployed", strconv.Itoa(x.NotDeployed), "count"})
 	return rows
 }

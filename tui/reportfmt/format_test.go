@@ -23,7 +23,7 @@ func TestTableSaysTheManagersLineAndItsConditions(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, reportfmt.Write(&out, reportfmt.Effort(rep), reportfmt.FormatTable))
 	text := out.String()
-	require.Contains(t, text, "Release coordination effort, hours/month: 120 → 40, 80 freed\n  if: comparable scope")
+	require.Contains(t, text, "Release coordination effort, hours/month: 120 → 40, 80 freed (over 40 of 40 releases)\n  if: comparable scope")
 	require.Contains(t, text, "same review and approval requirements")
 	require.Contains(t, text, "costs not included")
 	require.Contains(t, text, "time zone UTC")
@@ -107,8 +107,8 @@ func TestMarkdownHasTheTables(t *testing.T) {
 	require.NoError(t, reportfmt.Write(&out, reportfmt.Effort(rep), reportfmt.FormatMarkdown))
 	md := out.String()
 	require.Contains(t, md, "# Release coordination effort\n")
-	require.Contains(t, md, "| month | releases | staff | active | off-tool | before (h) | after (h) | freed (h) |")
-	require.Regexp(t, `\| 2026-01 \| \d+ \| \d+h\d\dm \|`, md)
+	require.Contains(t, md, "| month | releases | measured | staff | active | off-tool | before (h) | after (h) | freed (h) |")
+	require.Regexp(t, `\| 2026-01 \| \d+ \| \d+ \| \d+h\d\dm \|`, md)
 }
 
 func TestEveryFormatSaysAnEmptyPeriodAndTheTimeZone(t *testing.T) {

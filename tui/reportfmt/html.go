@@ -68,10 +68,14 @@ func (v effortView) charts() []chart {
 		var after, before []float64
 		for _, m := range r.ByMonth {
 			labels = append(labels, m.Month)
-			after = append(after, m.Staff.D().Hours())
-			before = append(before, m.BeforeHours)
+			after = append(after, m.MeasuredStaff.D().Hours())
+			var b float64
+			if m.MonthComparison != nil {
+				b = m.BeforeHours
+			}
+			before = append(before, b)
 		}
-		ss := []series{{"measured staff hours", "#2f6fb0", after}}
+		ss := []series{{"staff hours of measured releases", "#2f6fb0", after}}
 		if r.Comparison != nil {
 			ss = append([]series{{"before (releases × baseline)", "#d08c3a", before}}, ss...)
 		}

@@ -29,15 +29,16 @@ const DefaultIdleThreshold = 2 * time.Minute
 // Kind separates the numbers that must never be added together.
 type Kind string
 
-// Effort kinds: staff time (active, off-tool) and machine time (wait).
+// Effort kinds: staff time (active, off-tool), machine time (wait), and
+// the mark that a person's work could not be measured (unmeasured).
 const (
 	Active  Kind = "active"   // a person engaged with relcap
 	Wait    Kind = "wait"     // waiting on Terraform, copies, reconciliation
 	OffTool Kind = "off-tool" // meetings and chat logged by hand
-	// Unmeasured says a person worked on a step where relcap could not
-	// measure it (a command without a terminal: CI, a script). Its
-	// duration is 0 and it is never read as zero effort: reports count
-	// such releases as not measured.
+	// Unmeasured says a person's work on a step happened where relcap could
+	// not measure it (no terminal, CI, a script). It carries no duration:
+	// it is the absence of a measurement, which reports must never read as
+	// zero effort, and Note says why.
 	Unmeasured Kind = "unmeasured"
 )
 
@@ -80,7 +81,7 @@ func (e Entry) Validate() error {
 	case e.Inputs < 0 || e.Inputs > 0 && e.Kind != Active:
 		return fmt.Errorf("%w: only active effort has inputs (%d on %s)", ErrInvalid, e.Inputs, e.Kind)
 	case e.Kind == Unmeasured && e.Duration != 0:
-		return fmt.Errorf("%w: unmeasured effort has no duration (%s)", ErrInvalid, e.Duration)
+		return fmt.Errorf("%w: an unmeasured entry carries no duration (got %s): record measured time as active", ErrInvalid, e.Duration)
 	case e.Kind != Wait && e.Person == "":
 		return fmt.Errorf("%w: staff effort needs a person", ErrInvalid)
 	}

@@ -139,3 +139,19 @@ func TestEffortTotalsKeepStaffAndMachineApart(t *testing.T) {
 	require.Equal(t, 90*time.Minute, totals.Staff())
 	require.Equal(t, 2*time.Hour, totals.Wait)
 }
+
+func TestUnmeasuredEntriesAreValidOnlyWithoutADuration(t *testing.T) {
+	t.Parallel()
+	ok := effort.Entry{ReleaseID: "r1", Person: "alice", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Unmeasured,
+		Note: "no terminal: stdin is not a TTY (CI or a script)"}
+	require.NoError(t, ok.Validate())
+	withTime := ok
+	withTime.Duration = time.Minute
+	require.ErrorIs(t, withTime.Validate(), effort.ErrInvalid)
+	nobody := ok
+	nobody.Person = ""
+	require.ErrorIs(t, nobody.Validate(), effort.ErrInvalid, "unmeasured work is a person's")
+	zero := effort.Entry{ReleaseID: "r1", Person: "alice", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Active}
+	require.NoError(t, zero.Validate(), "a measured zero is a fact")
+	require.Equal(t, effort.Totals{}, effort.Sum([]effort.Entry{ok, zero}), "unmeasured adds nothing to any total")
+}

@@ -34,8 +34,14 @@ type Effort struct {
 	Empty   bool          `json:"empty"`
 	Message string        `json:"message,omitempty"`
 	Counts  ReleaseCounts `json:"releases"`
+	// Coverage says for which releases, people and steps staff effort was
+	// measured. Staff and active figures per release, by role, by step and
+	// the before/after comparison are over measured releases only: a
+	// release nobody measured has no staff figure, not a zero one.
+	Coverage Coverage `json:"coverage"`
 
-	// Per-release statistics over the counted releases.
+	// Per-release statistics: staff and active over the measured releases
+	// (Coverage), off-tool, machine wait and elapsed over all counted ones.
 	Staff   Stats `json:"staff_per_release"`
 	Active  Stats `json:"active_per_release"`
 	OffTool Stats `json:"off_tool_per_release"`
@@ -92,6 +98,92 @@ func (c *ReleaseCounts) add(o ReleaseOutcome, kind workflow.ReleaseKind) {
 	}
 }
 
+// CoverageStatus says whether a release's staff effort was measured.
+type CoverageStatus string
+
+// Coverage of a release, from its effort entries: measured when it has at
+// least one active entry (a measured zero included) and no unmeasured one;
+// partly measured when it has both; unmeasured when it has no active entry
+// (off-tool time logged by hand and machine wait alone measure nobody's
+// work in relcap). A release whose captain has no active entry counts as
+// if the captain's work were marked unmeasured: someone else's measured
+// minutes do not measure the release.
+const (
+	CoverageMeasured   CoverageStatus = "measured"
+	CoveragePartly     CoverageStatus = "partly-measured"
+	CoverageUnmeasured CoverageStatus = "unmeasured"
+)
+
+func coverageOf(active, unmeasured bool) CoverageStatus {
+	switch {
+	case active && !unmeasured:
+		return CoverageMeasured
+	case active:
+		return CoveragePartly
+	}
+	return CoverageUnmeasured
+}
+
+// Coverage counts the period's releases by CoverageStatus and names who
+// and which steps were measured (an active entry) and not (an unmeasured
+// entry); a person or step can be in both lists, on different releases.
+type Coverage struct {
+	Releases         int      `json:"releases"`
+	Measured         int      `json:"measured"`
+	PartlyMeasured   int      `json:"partly_measured"`
+	Unmeasured       int      `json:"unmeasured"`
+	MeasuredPeople   []string `json:"measured_people"`
+	UnmeasuredPeople []string `json:"unmeasured_people"`
+	MeasuredSteps    []string `json:"measured_steps"`
+	UnmeasuredSteps  []string `json:"unmeasured_steps"`
+	// NotMeasured lists the partly measured and unmeasured releases,
+	// oldest first.
+	NotMeasured []string `json:"not_measured_releases"`
+	// Line is the coverage in words, as the table formats print it.
+	Line string `json:"line"`
+}
+
+// notMeasuredText is "3 unmeasured", "1 partly measured" or "2 unmeasured,
+// 1 partly measured".
+func notMeasuredText(unmeasured, partly int) string {
+	switch {
+	case partly == 0:
+		return fmt.Sprintf("%d unmeasured", unmeasured)
+	case unmeasured == 0:
+		return fmt.Sprintf("%d partly measured", partly)
+	}
+	return fmt.Sprintf("%d unmeasured, %d partly measured", unmeasured, partly)
+}
+
+// listIDs names up to five releases, then how many more, so a line stays a
+// line on a ledger of thousands.
+func listIDs(ids []string) string {
+	const show = 5
+	if len(ids) <= show {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:show], ", "), len(ids)-show)
+}
+
+// over is the coverage beside a before/after figure: "over 7 of 10
+// releases; 3 unmeasured: r1, r2, r3".
+func (c Coverage) over() string {
+	s := fmt.Sprintf("over %d of %d releases", c.Measured, c.Releases)
+	if n := c.Unmeasured + c.PartlyMeasured; n > 0 {
+		s += "; " + notMeasuredText(c.Unmeasured, c.PartlyMeasured) + ": " + listIDs(c.NotMeasured)
+	}
+	return s
+}
+
+func (c Coverage) line() string {
+	s := fmt.Sprintf("Coverage: staff effort measured on %d of %d releases", c.Measured, c.Releases)
+	if n := c.Unmeasured + c.PartlyMeasured; n > 0 {
+		s += "; " + notMeasuredText(c.Unmeasured, c.PartlyMeasured) + ": " + listIDs(c.NotMeasured) +
+			" (left out of staff figures and before/after)"
+	}
+	return s
+}
+
 // RoleEffort is active effort by role (captain, approver), per release.
 // Off-tool time is reported on its own, not split by role, because it is
 // logged by hand against the release as a whole.
@@ -106,6 +198,10 @@ type StepEffort struct {
 	Step   string   `json:"step"`
 	Active Stats    `json:"active_per_release"`
 	Wait   Duration `json:"machine_wait_total_seconds"`
+	// MeasuredReleases and UnmeasuredReleases count the releases with an
+	// active, and with an unmeasured, entry on the step.
+	MeasuredReleases   int `json:"measured_releases"`
+	UnmeasuredReleases int `json:"unmeasured_releases"`
 }
 
 // MonthEffort is one calendar month of the period (in the report's time
@@ -119,9 +215,28 @@ type MonthEffort struct {
 	Staff    Duration `json:"staff_seconds"`
 	Active   Duration `json:"active_seconds"`
 	OffTool  Duration `json:"off_tool_seconds"`
-	// BeforeHours is Releases × the baseline; AfterHours the measured staff
-	// hours; Freed = Before − After (negative when releases cost more).
-	// All three are zero without a baseline.
+	// Coverage of the month's releases; MeasuredStaff is the staff time of
+	// its measured releases, the only ones before/after compares.
+	Measured       int      `json:"measured_releases"`
+	PartlyMeasured int      `json:"partly_measured_releases"`
+	Unmeasured     int      `json:"unmeasured_releases"`
+	MeasuredStaff  Duration `json:"measured_staff_seconds"`
+	// CoverageNote says so when some of the month's releases were not
+	// measured.
+	CoverageNote string `json:"coverage_note,omitempty"`
+	// Compared is false when the month has releases but none measured: it
+	// has no before/after and is left out of the per-month average.
+	Compared bool `json:"compared"`
+	// MonthComparison is the month's before/after, nil (and absent from
+	// the JSON) without a baseline or when the month is not compared: a
+	// month nobody measured has no "freed" figure, not a zero one.
+	*MonthComparison
+}
+
+// MonthComparison is a month's before/after. BeforeHours is its measured
+// releases × the baseline; AfterHours their measured staff hours; Freed =
+// Before − After (negative when releases cost more).
+type MonthComparison struct {
 	BeforeHours float64 `json:"before_hours"`
 	AfterHours  float64 `json:"after_hours"`
 	FreedHours  float64 `json:"freed_hours"`
@@ -132,8 +247,18 @@ type Comparison struct {
 	Measure                 string  `json:"measure"`
 	Unit                    string  `json:"unit"`
 	BaselineHoursPerRelease float64 `json:"baseline_hours_per_release"`
-	// Months is the number of calendar months the period touches; Before
-	// and After are per month: the period's totals divided by Months.
+	// BaselineSource says where the baseline came from (relcap.yaml or
+	// --baseline).
+	BaselineSource string `json:"baseline_source"`
+	// Releases and MeasuredReleases: the comparison is over the measured
+	// ones alone; Coverage says so in words ("over 7 of 10 releases; 3
+	// unmeasured: …").
+	Releases         int    `json:"releases"`
+	MeasuredReleases int    `json:"measured_releases"`
+	Coverage         string `json:"coverage"`
+	// Months is the number of calendar months compared: those the period
+	// touches, less those whose releases were all unmeasured. Before and
+	// After are per month: the compared totals divided by Months.
 	Months     int      `json:"months"`
 	Before     float64  `json:"before"`
 	After      float64  `json:"after"`
@@ -152,11 +277,15 @@ var ComparisonConditions = []string{
 
 // PersonEffort is one person's staff effort in the period.
 type PersonEffort struct {
-	Person   string   `json:"person"`
-	Releases int      `json:"releases"`
-	Active   Duration `json:"active_seconds"`
-	OffTool  Duration `json:"off_tool_seconds"`
-	Staff    Duration `json:"staff_seconds"`
+	Person   string `json:"person"`
+	Releases int    `json:"releases"`
+	// MeasuredReleases and UnmeasuredReleases count the releases with an
+	// active, and with an unmeasured, entry of theirs.
+	MeasuredReleases   int      `json:"measured_releases"`
+	UnmeasuredReleases int      `json:"unmeasured_releases"`
+	Active             Duration `json:"active_seconds"`
+	OffTool            Duration `json:"off_tool_seconds"`
+	Staff              Duration `json:"staff_seconds"`
 }
 
 // ReleaseEffort is one counted release.
@@ -166,6 +295,7 @@ type ReleaseEffort struct {
 	Kind        workflow.ReleaseKind `json:"kind"`
 	Captain     string               `json:"captain"`
 	Outcome     ReleaseOutcome       `json:"outcome"`
+	Coverage    CoverageStatus       `json:"coverage"`
 	CreatedAt   time.Time            `json:"created_at"`
 	Month       string               `json:"month"`
 	Staff       Duration             `json:"staff_seconds"`
@@ -180,6 +310,11 @@ type ReleaseEffort struct {
 type perRelease struct {
 	active, offTool, wait time.Duration
 	touched               bool // the person of a per-person view spent time on it
+	// measured: an active entry (even of zero); unmeasured: an unmeasured
+	// entry. Together they are the release's CoverageStatus.
+	measured, unmeasured bool
+	// captainMeasured: the release's captain has an active entry on it.
+	captainMeasured bool
 }
 
 // names numbers the distinct roles, steps or people of a report, so
@@ -301,10 +436,13 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	acc := make([]perRelease, len(facts))
 	byRole := make([]time.Duration, len(facts)*nr)
 	byStep := make([]time.Duration, len(facts)*ns)
+	// stepMarks holds, per release and step, stepActive and stepUnmeasured.
+	stepMarks := make([]uint8, len(facts)*ns)
 	waitByStep := make([]time.Duration, ns)
 	type personAcc struct {
 		active, offTool time.Duration
-		releases        []bool // by release index: counted once each
+		releases        []bool  // by release index: counted once each
+		marks           []uint8 // by release index: stepActive, stepUnmeasured
 	}
 	people := make([]personAcc, np)
 	for ei, e := range data.Effort {
@@ -319,7 +457,14 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 			a.active += e.Duration
 			byRole[i*nr+int(r.role)] += e.Duration
 			byStep[i*ns+int(r.step)] += e.Duration
-			a.touched = true
+			stepMarks[i*ns+int(r.step)] |= stepActive
+			a.touched, a.measured = true, true
+			if e.Person == facts[i].Captain {
+				a.captainMeasured = true
+			}
+		case effort.Unmeasured:
+			stepMarks[i*ns+int(r.step)] |= stepUnmeasured
+			a.touched, a.unmeasured = true, true
 		case effort.OffTool:
 			a.offTool += e.Duration
 			a.touched = true
@@ -333,12 +478,16 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 		if e.Person != "" {
 			p := &people[r.person]
 			if p.releases == nil {
-				p.releases = make([]bool, len(facts))
+				p.releases, p.marks = make([]bool, len(facts)), make([]uint8, len(facts))
 			}
 			p.releases[i] = true
-			if e.Kind == effort.Active {
+			switch e.Kind {
+			case effort.Active:
 				p.active += e.Duration
-			} else {
+				p.marks[i] |= stepActive
+			case effort.Unmeasured:
+				p.marks[i] |= stepUnmeasured
+			default:
 				p.offTool += e.Duration
 			}
 		}
@@ -364,8 +513,36 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	n := len(keep)
 	staff, active, offTool, wait, elapsed := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 	rep.Releases = make([]ReleaseEffort, 0, n)
+	// measuredKeep is keep's measured releases: the staff and active
+	// figures are theirs alone.
+	measuredKeep := make([]int, 0, n)
+	unmeasuredCaptains := map[string]bool{}
 	for _, i := range keep {
 		f, a := facts[i], acc[i]
+		// A release always has its captain's work in it: when nothing of
+		// the captain's was measured, the release is at most partly
+		// measured, even on a ledger from before unmeasured entries
+		// existed (where a scripted captain left no entry at all). The
+		// per-person view holds one person's entries only, so it cannot
+		// say.
+		captainMissing := o.Person == "" && f.Captain != "" && !a.captainMeasured
+		if captainMissing && a.measured {
+			unmeasuredCaptains[f.Captain] = true
+		}
+		cov := coverageOf(a.measured, a.unmeasured || captainMissing)
+		rep.Coverage.Releases++
+		switch cov {
+		case CoverageMeasured:
+			rep.Coverage.Measured++
+			measuredKeep = append(measuredKeep, i)
+		case CoveragePartly:
+			rep.Coverage.PartlyMeasured++
+		default:
+			rep.Coverage.Unmeasured++
+		}
+		if cov != CoverageMeasured {
+			rep.Coverage.NotMeasured = append(rep.Coverage.NotMeasured, f.ID)
+		}
 		outcome := OutcomeOf(f, o.Now, o.abandonAfter())
 		rep.Counts.add(outcome, f.Kind)
 		el, open := ElapsedOf(f, outcome, o.Now)
@@ -373,7 +550,10 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 			rep.ElapsedOpen++
 		}
 		s := a.active + a.offTool
-		staff, active, offTool, wait, elapsed = append(staff, s), append(active, a.active), append(offTool, a.offTool), append(wait, a.wait), append(elapsed, el)
+		if cov == CoverageMeasured {
+			staff, active = append(staff, s), append(active, a.active)
+		}
+		offTool, wait, elapsed = append(offTool, a.offTool), append(wait, a.wait), append(elapsed, el)
 		mk := monthKey(f.CreatedAt, loc)
 		if mi, ok := monthIdx[mk]; ok {
 			m := &rep.ByMonth[mi]
@@ -381,8 +561,17 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 			m.Staff += Duration(s)
 			m.Active += Duration(a.active)
 			m.OffTool += Duration(a.offTool)
+			switch cov {
+			case CoverageMeasured:
+				m.Measured++
+				m.MeasuredStaff += Duration(s)
+			case CoveragePartly:
+				m.PartlyMeasured++
+			default:
+				m.Unmeasured++
+			}
 		}
-		rep.Releases = append(rep.Releases, ReleaseEffort{ID: f.ID, Env: f.Env, Kind: f.Kind, Captain: f.Captain, Outcome: outcome,
+		rep.Releases = append(rep.Releases, ReleaseEffort{ID: f.ID, Env: f.Env, Kind: f.Kind, Captain: f.Captain, Outcome: outcome, Coverage: cov,
 			CreatedAt: f.CreatedAt, Month: mk, Staff: Duration(s), Active: Duration(a.active),
 			OffTool: Duration(a.offTool), Wait: Duration(a.wait), Elapsed: Duration(el), ElapsedOpen: open})
 	}
@@ -393,12 +582,31 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 			// A person seen only in unmeasured entries has no releases.
 			if p.releases != nil && p.releases[i] {
 				pe.Releases++
+				if p.marks[i]&stepActive != 0 {
+					pe.MeasuredReleases++
+				}
+				if p.marks[i]&stepUnmeasured != 0 {
+					pe.UnmeasuredReleases++
+				}
 			}
+		}
+		if pe.MeasuredReleases > 0 {
+			rep.Coverage.MeasuredPeople = append(rep.Coverage.MeasuredPeople, pe.Person)
+		}
+		if pe.UnmeasuredReleases > 0 {
+			rep.Coverage.UnmeasuredPeople = append(rep.Coverage.UnmeasuredPeople, pe.Person)
 		}
 		if pe.Releases > 0 {
 			rep.People = append(rep.People, pe)
 		}
 	}
+	for p := range unmeasuredCaptains {
+		if !slices.Contains(rep.Coverage.UnmeasuredPeople, p) {
+			rep.Coverage.UnmeasuredPeople = append(rep.Coverage.UnmeasuredPeople, p)
+		}
+	}
+	slices.Sort(rep.Coverage.MeasuredPeople)
+	slices.Sort(rep.Coverage.UnmeasuredPeople)
 	slices.SortFunc(rep.People, func(a, b PersonEffort) int {
 		return cmp.Or(cmp.Compare(b.Staff, a.Staff), strings.Compare(a.Person, b.Person))
 	})
@@ -407,7 +615,7 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	// Roles: captain and approver always, others in alphabetical order.
 	for _, ri := range orderIdx(roles, 2) {
 		ds := make([]time.Duration, 0, n)
-		for _, i := range keep {
+		for _, i := range measuredKeep {
 			ds = append(ds, byRole[i*nr+ri])
 		}
 		rep.ByRole = append(rep.ByRole, RoleEffort{Role: effort.Role(roles.list[ri]), Active: NewStats(ds)})
@@ -419,19 +627,53 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 			continue
 		}
 		ds := make([]time.Duration, 0, n)
-		for _, i := range keep {
+		for _, i := range measuredKeep {
 			ds = append(ds, byStep[i*ns+si])
 		}
-		rep.ByStep = append(rep.ByStep, StepEffort{Step: steps.list[si], Active: NewStats(ds), Wait: Duration(waitByStep[si])})
+		se := StepEffort{Step: steps.list[si], Active: NewStats(ds), Wait: Duration(waitByStep[si])}
+		for _, i := range keep {
+			mark := stepMarks[i*ns+si]
+			if mark&stepActive != 0 {
+				se.MeasuredReleases++
+			}
+			if mark&stepUnmeasured != 0 {
+				se.UnmeasuredReleases++
+			}
+		}
+		if se.MeasuredReleases > 0 {
+			rep.Coverage.MeasuredSteps = append(rep.Coverage.MeasuredSteps, se.Step)
+		}
+		if se.UnmeasuredReleases > 0 {
+			rep.Coverage.UnmeasuredSteps = append(rep.Coverage.UnmeasuredSteps, se.Step)
+		}
+		rep.ByStep = append(rep.ByStep, se)
 	}
 
+	rep.Coverage.Line = rep.Coverage.line()
+	for i := range rep.ByMonth {
+		m := &rep.ByMonth[i]
+		m.Compared = m.Releases == 0 || m.Measured > 0
+		if n := m.Unmeasured + m.PartlyMeasured; n > 0 {
+			m.CoverageNote = fmt.Sprintf("%d of %d releases not measured (%s)", n, m.Releases, notMeasuredText(m.Unmeasured, m.PartlyMeasured))
+			if !m.Compared {
+				m.CoverageNote += ": no before/after this month"
+			}
+		}
+	}
 	switch {
 	case o.Person != "":
 		rep.ComparisonNote = "no before/after in the per-person view: the baseline is a whole release's coordination effort, not one person's share"
 	case o.BaselineHoursPerRelease <= 0:
 		rep.ComparisonNote = "no before/after: set effort.baseline_hours_per_release in relcap.yaml (or pass --baseline HOURS)"
+	case rep.Coverage.Measured == 0 && rep.Coverage.Releases > 0:
+		// No measured release means no "after": reporting one would count
+		// work nobody measured as hours saved.
+		rep.ComparisonNote = fmt.Sprintf("no before/after: staff effort was measured on none of the %d releases (%s: %s)",
+			rep.Coverage.Releases, notMeasuredText(rep.Coverage.Unmeasured, rep.Coverage.PartlyMeasured), listIDs(rep.Coverage.NotMeasured))
+	case rep.Coverage.Releases == 0:
+		rep.ComparisonNote = "no before/after: no releases in the period"
 	default:
-		rep.Comparison = compare(rep.ByMonth, o.BaselineHoursPerRelease)
+		rep.Comparison = compare(rep.ByMonth, o.BaselineHoursPerRelease, o.baselineSource(), rep.Coverage)
 	}
 	if rep.Counts.Total == 0 {
 		rep.Empty = true
@@ -440,24 +682,44 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	return rep, nil
 }
 
-// compare fills the months' before/after figures and the headline.
-func compare(months []MonthEffort, baseline float64) *Comparison {
+// Step marks: whether a release (or a person's share of it, or a step of
+// it) has an active entry, an unmeasured one, or both.
+const (
+	stepActive uint8 = 1 << iota
+	stepUnmeasured
+)
+
+// compare fills the months' before/after figures and the headline, over
+// measured releases only: "before" is what the measured releases would
+// have cost at the baseline, "after" what they cost. Months whose
+// releases were all unmeasured are left out of the average rather than
+// counted as months of zero effort.
+func compare(months []MonthEffort, baseline float64, source string, cov Coverage) *Comparison {
 	var before, after float64
+	n := 0
 	for i := range months {
 		m := &months[i]
-		m.BeforeHours = float64(m.Releases) * baseline
-		m.AfterHours = m.Staff.D().Hours()
-		m.FreedHours = m.BeforeHours - m.AfterHours
-		before += m.BeforeHours
-		after += m.AfterHours
+		if !m.Compared {
+			continue
+		}
+		n++
+		mc := &MonthComparison{BeforeHours: float64(m.Measured) * baseline, AfterHours: m.MeasuredStaff.D().Hours()}
+		mc.FreedHours = mc.BeforeHours - mc.AfterHours
+		m.MonthComparison = mc
+		before += mc.BeforeHours
+		after += mc.AfterHours
 	}
-	n := max(len(months), 1)
+	n = max(n, 1)
 	c := &Comparison{
-		Measure: "Release coordination effort", Unit: "hours/month", BaselineHoursPerRelease: baseline,
-		Months: n, Before: before / float64(n), After: after / float64(n), Conditions: ComparisonConditions,
+		Measure: "Release coordination effort", Unit: "hours/month", BaselineHoursPerRelease: baseline, BaselineSource: source,
+		Releases: cov.Releases, MeasuredReleases: cov.Measured, Coverage: cov.over(),
+		Months: n, Before: before / float64(n), After: after / float64(n),
 	}
 	c.Difference = c.Before - c.After
-	c.Line = fmt.Sprintf("%s, %s: %s → %s, %s", c.Measure, c.Unit, FormatHours(c.Before), FormatHours(c.After), c.DifferenceText())
+	c.Conditions = append(slices.Clone(ComparisonConditions),
+		fmt.Sprintf("baseline: %s h per release, from %s", FormatHours(baseline), source),
+		"coverage: "+c.Coverage+"; before and after count measured releases only")
+	c.Line = fmt.Sprintf("%s, %s: %s → %s, %s (%s)", c.Measure, c.Unit, FormatHours(c.Before), FormatHours(c.After), c.DifferenceText(), c.Coverage)
 	return c
 }
 

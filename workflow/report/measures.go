@@ -52,6 +52,8 @@ type Measures struct {
 	DriftOpen      int            `json:"drift_open"`
 	DriftOldest    Duration       `json:"drift_oldest_open_seconds"`
 	ConflictsWeeks []ConflictWeek `json:"ownership_conflicts"`
+	// DORA is the five measures DORA defines today (dora.go).
+	DORA DORA `json:"dora"`
 	// Approvals given in the period, signed or not; Unsigned lists those
 	// nobody signed (where an environment takes unsigned approvals), so an
 	// auditor sees which decisions rest on a typed name alone.
@@ -254,6 +256,8 @@ func BuildMeasures(data Data, o Options) (*Measures, error) {
 			rep.Approvals.Signed++
 		}
 	}
+
+	rep.DORA = buildDORA(data, o, prod)
 
 	if rep.Releases.Total == 0 && rep.PlanLeadTime.Count == 0 && rep.PlansPending == 0 && rep.DigestLeadTime.Count == 0 &&
 		rep.DigestsUnseen == 0 && rep.DriftAge.Count == 0 && rep.DriftOpen == 0 {

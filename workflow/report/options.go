@@ -40,6 +40,11 @@ type Options struct {
 	// BaselineHoursPerRelease is effort.baseline_hours_per_release; 0 means
 	// none is configured and the before/after comparison is left out.
 	BaselineHoursPerRelease float64
+	// BaselineSource says where the baseline came from, for the conditions
+	// printed beside the comparison ("relcap.yaml
+	// effort.baseline_hours_per_release", "--baseline"); empty means
+	// effort.baseline_hours_per_release.
+	BaselineSource string
 	// ProdEnv is the environment digest lead time ends in: the last of the
 	// promotion order. Env, when set, takes its place.
 	ProdEnv string
@@ -52,6 +57,13 @@ func (o Options) loc() *time.Location {
 		return time.UTC
 	}
 	return o.Location
+}
+
+func (o Options) baselineSource() string {
+	if o.BaselineSource == "" {
+		return "effort.baseline_hours_per_release"
+	}
+	return o.BaselineSource
 }
 
 func (o Options) abandonAfter() time.Duration {

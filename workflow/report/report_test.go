@@ -23,14 +23,15 @@ func TestEffortReportManagerForm(t *testing.T) {
 	rep, err := report.BuildEffort(reporttest.ManagerForm())
 	require.NoError(t, err)
 	require.NotNil(t, rep.Comparison)
-	require.Equal(t, "Release coordination effort, hours/month: 120 → 40, 80 freed", rep.Comparison.Line)
+	require.Equal(t, "Release coordination effort, hours/month: 120 → 40, 80 freed (over 40 of 40 releases)", rep.Comparison.Line)
 	require.Equal(t, 40, rep.Counts.Total)
 	require.Equal(t, time.Hour, rep.Staff.Median.D())
 	require.Equal(t, 40*time.Hour, rep.Staff.Total.D())
 	require.Equal(t, 20*time.Hour, rep.Wait.Total.D())
 	require.Equal(t, []report.MonthEffort{{Month: "2026-01", Releases: 40, Staff: report.Duration(40 * time.Hour),
 		Active: report.Duration(1000 * time.Minute * 2), OffTool: report.Duration(400 * time.Minute),
-		BeforeHours: 120, AfterHours: 40, FreedHours: 80}}, rep.ByMonth)
+		Measured: 40, MeasuredStaff: report.Duration(40 * time.Hour), Compared: true,
+		MonthComparison: &report.MonthComparison{BeforeHours: 120, AfterHours: 40, FreedHours: 80}}}, rep.ByMonth)
 
 }
 

@@ -27,5 +27,6 @@ func (r Reporter) Effort(ctx context.Context, window time.Duration) (*Effort, er
 		return nil, err
 	}
 	return BuildEffort(data, Options{From: from, To: to, Now: now,
-		BaselineHoursPerRelease: r.Project.Effort.BaselineHoursPerRelease, ProdEnv: r.Project.ProdEnv()})
+		BaselineHoursPerRelease: r.Project.Effort.BaselineHoursPerRelease, BaselineSource: "relcap.yaml effort.baseline_hours_per_release",
+		ProdEnv: r.Project.ProdEnv()})
 }

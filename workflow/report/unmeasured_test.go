@@ -12,8 +12,8 @@ import (
 )
 
 // A person whose only entry says their work was not measured (a command
-// without a terminal) has no effort to report, and the report does not
-// fail on them.
+// without a terminal) is listed as unmeasured with no effort, and the
+// report does not fail on them.
 func TestAPersonSeenOnlyUnmeasuredHasNoEffort(t *testing.T) {
 	t.Parallel()
 	data, opts := reporttest.ManagerForm()
@@ -21,7 +21,14 @@ func TestAPersonSeenOnlyUnmeasuredHasNoEffort(t *testing.T) {
 	data.Effort = append(data.Effort, reporttest.Entry(id, "zed", effort.RoleApprover, "plan-review", effort.Unmeasured, 0, time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)))
 	rep, err := report.BuildEffort(data, opts)
 	require.NoError(t, err)
+	seen := false
 	for _, p := range rep.People {
-		require.NotEqual(t, "zed", p.Person)
+		if p.Person == "zed" {
+			seen = true
+			require.Equal(t, 1, p.UnmeasuredReleases)
+			require.Zero(t, p.MeasuredReleases)
+			require.Zero(t, p.Staff)
+		}
 	}
+	require.True(t, seen, "zed's unmeasured work is listed as such")
 }

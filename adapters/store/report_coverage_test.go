@@ -1,0 +1,61 @@
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/report"
+)
+
+// TestEffortSumsKeepAMeasuredZeroAndAnUnmeasuredMark proves the summed
+// read (effort_totals) keeps a zero-duration active entry as a key with 0
+// and an unmeasured entry as a key of its own: without them a measured
+// zero and work relcap could not measure would both read as "no data",
+// and reports could not tell measured releases from unmeasured ones.
+func TestEffortSumsKeepAMeasuredZeroAndAnUnmeasuredMark(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		l := b.openNew(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+		for _, id := range []string{"zero", "unmeasured"} {
+			r := workflow.NewRelease(id, "web", "prod", "img:1", "alice", at)
+			require.NoError(t, l.SaveRelease(ctx, r))
+		}
+		require.NoError(t, l.RecordEffort(ctx, []effort.Entry{
+			{ReleaseID: "zero", Person: "alice", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Active, At: at},
+			{ReleaseID: "zero", Person: "alice", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Active, At: at.Add(time.Minute)},
+			{ReleaseID: "unmeasured", Person: "alice", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Unmeasured, At: at,
+				Note: "no terminal: stdin is not a TTY (CI or a script)"},
+			{ReleaseID: "unmeasured", Step: "apply", Kind: effort.Wait, Duration: time.Minute, At: at},
+		}))
+		data, err := l.ReportData(ctx, report.Query{From: at.Add(-time.Hour), To: at.Add(time.Hour), EffortOnly: true})
+		require.NoError(t, err)
+		type key struct {
+			release, person, step string
+			kind                  effort.Kind
+			d                     time.Duration
+		}
+		var got []key
+		for _, e := range data.Effort {
+			got = append(got, key{e.ReleaseID, e.Person, e.Step, e.Kind, e.Duration})
+		}
+		require.ElementsMatch(t, []key{
+			{"zero", "alice", "apply", effort.Active, 0},
+			{"unmeasured", "alice", "apply", effort.Unmeasured, 0},
+			{"unmeasured", "", "apply", effort.Wait, time.Minute},
+		}, got)
+
+		rep, err := report.BuildEffort(data, report.Options{From: at.Add(-time.Hour), To: at.Add(time.Hour), Now: at.Add(2 * time.Hour), BaselineHoursPerRelease: 3})
+		require.NoError(t, err)
+		require.Equal(t, 1, rep.Coverage.Measured, "a measured zero measures the release")
+		require.Equal(t, 1, rep.Coverage.Unmeasured)
+		require.Equal(t, []string{"unmeasured"}, rep.Coverage.NotMeasured)
+		require.NotNil(t, rep.Comparison)
+		require.Equal(t, "Release coordination effort, hours/month: 3 → 0, 3 freed (over 1 of 2 releases; 1 unmeasured: unmeasured)", rep.Comparison.Line)
+	})
+}
