@@ -123,6 +123,9 @@ const (
 	// Argo CD's application controller does not reconcile the
 	// application (stopped, crashed, stuck).
 	VerdictReconcileStalled VerdictKind = "reconciliation-stalled"
+	// VerdictReconcilePaused: a deny sync window (a break-glass) holds
+	// automated sync off, so the intended revision is not synced.
+	VerdictReconcilePaused VerdictKind = "reconciliation-paused"
 )
 
 // FindingCode is the code of the finding a failed watch records.

@@ -574,6 +574,35 @@ END $$;
 CREATE TRIGGER sessions_journal_copy BEFORE UPDATE OF journal_copy ON sessions
 FOR EACH ROW WHEN (old.journal_copy IS DISTINCT FROM new.journal_copy) EXECUTE FUNCTION sessions_journal_copy();
 `},
+	// Rehearsals (relcap rehearse): one row per drill, the record as JSON,
+	// with the fields reports and lists select by.
+	{version: 9, sqlite: `
+CREATE TABLE rehearsals (
+	id         TEXT PRIMARY KEY,
+	app        TEXT NOT NULL,
+	env        TEXT NOT NULL,
+	drill      TEXT NOT NULL,
+	state      TEXT NOT NULL,
+	started_at INTEGER,
+	body       TEXT NOT NULL CHECK (json_valid(body))
+) STRICT;
+CREATE INDEX rehearsals_env_started ON rehearsals (env, started_at);
+CREATE INDEX rehearsals_drill_state ON rehearsals (drill, state);
+CREATE INDEX rehearsals_started ON rehearsals (started_at);
+`, postgres: `
+CREATE TABLE rehearsals (
+	id         TEXT COLLATE "C" PRIMARY KEY,
+	app        TEXT NOT NULL,
+	env        TEXT NOT NULL,
+	drill      TEXT NOT NULL,
+	state      TEXT NOT NULL,
+	started_at BIGINT,
+	body       JSON NOT NULL
+);
+CREATE INDEX rehearsals_env_started ON rehearsals (env, started_at);
+CREATE INDEX rehearsals_drill_state ON rehearsals (drill, state);
+CREATE INDEX rehearsals_started ON rehearsals (started_at);
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.

@@ -424,7 +424,7 @@ func TestParseReportsProblems(t *testing.T) {
 		{
 			name: "unknown key without a near miss lists the known keys",
 			data: appended("    colour: blue\n"),
-			want: `relcap.yaml:10:5: environments[0].colour: unknown key "colour" (known keys: name, production, terraform, registry, envrepo, argocd, approvals, approvers)`,
+			want: `relcap.yaml:10:5: environments[0].colour: unknown key "colour" (known keys: name, production, terraform, registry, envrepo, argocd, approvals, approvers, rehearsal)`,
 		},
 		{
 			name: "signed approvals without a people file",

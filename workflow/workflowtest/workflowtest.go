@@ -129,6 +129,13 @@ type Ledger struct {
 	// count of saves so far.
 	AfterSave func(n int)
 	saves     int
+
+	rehearsals     map[string][]byte
+	rehearsalSaves int
+	// AfterRehearsalSave, when set, runs after every SaveRehearsal with
+	// the count so far and what was saved; its error is returned as if
+	// the process had died right after the save.
+	AfterRehearsalSave func(n int, r *workflow.Rehearsal) error
 }
 
 func (l *Ledger) gate() error {
