@@ -226,7 +226,7 @@ func (r Registry) Promote(ctx context.Context, req workflow.PromoteRequest) (wor
 		return workflow.PromoteResult{}, &workflow.TerminalError{Err: fmt.Errorf("%s not in %s: %w", req.Digest, req.From, workflow.ErrNotFound)}
 	}
 	res := workflow.PromoteResult{Target: r.W.Artifact}
-	res.Target.Repository = req.To
+	res.Target.Repository, res.Target.Digest = req.To, req.Digest
 	if r.W.Repos[req.To] == nil {
 		r.W.Repos[req.To] = map[workflow.Digest]bool{}
 	}
@@ -370,14 +370,16 @@ func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (
 		for i, s := range steps {
 			s.Name = "web"
 			s.Version = fmt.Sprint(i + 2)
+			// The application is in this state before anyone hears of it,
+			// as Argo CD's is: a Get after the watch returns agrees.
+			c.W.mu.Lock()
+			c.W.App = s
+			c.W.mu.Unlock()
 			select {
 			case ch <- workflow.AppUpdate{State: s}:
 			case <-ctx.Done():
 				return
 			}
-			c.W.mu.Lock()
-			c.W.App = s
-			c.W.mu.Unlock()
 		}
 		if failing {
 			<-ctx.Done() // a stuck rollout sends nothing more
