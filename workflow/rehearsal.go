@@ -126,6 +126,9 @@ type Rehearsal struct {
 	// ProductionOverride is the --i-know reason a drill ran in
 	// production.
 	ProductionOverride string `json:"production_override,omitempty"`
+	// PhaseTimeout bounds each phase (detect, recover), kept so a resumed
+	// drill keeps the bound it started with.
+	PhaseTimeout time.Duration `json:"phase_timeout,omitempty"`
 }
 
 // TimeToDetect is DetectedAt − InjectedAt; ok is false until both are set.

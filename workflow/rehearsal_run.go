@@ -17,6 +17,9 @@ type RehearseRequest struct {
 	// IKnow is the reason to drill a production environment (--i-know);
 	// without it a production environment is refused.
 	IKnow string
+	// Timeout bounds each phase (detect, recover); 0 means the
+	// environment's rehearsal.timeout.
+	Timeout time.Duration
 }
 
 // Rehearse runs one drill from the environment's baseline to its end:
@@ -57,7 +60,11 @@ func (s *Service) Rehearse(ctx context.Context, req RehearseRequest, sink EventS
 	}
 	now := d.Clock.Now()
 	rh := &Rehearsal{ID: NewRehearsalID(d.Project.App, env.Name, now), App: d.Project.App, Env: env.Name, Drill: req.Drill, Captain: d.Actor,
-		State: RehearsalStateRunning, Phase: PhaseBaseline, Baseline: base, Expected: s.expected(env, req.Drill), StartedAt: now.UTC()}
+		State: RehearsalStateRunning, Phase: PhaseBaseline, Baseline: base, Expected: s.expected(env, req.Drill), StartedAt: now.UTC(),
+		PhaseTimeout: env.Rehearsal.PhaseTimeout()}
+	if req.Timeout > 0 {
+		rh.PhaseTimeout = req.Timeout
+	}
 	if env.Production {
 		rh.ProductionOverride = reason
 		if err := s.journal(ctx, RehearsalProductionOverride{Env: env.Name, Drill: req.Drill, Reason: reason}); err != nil {
@@ -316,6 +323,14 @@ func (s *Service) advanceRehearsal(ctx context.Context, env Environment, rh *Reh
 	return rh.Clone(), s.journal(ctx, RehearsalFailed{Rehearsal: rh.ID, Reason: rh.Failure})
 }
 
+// phaseTimeout is how long each phase of rh may take.
+func (rh *Rehearsal) phaseTimeout(env Environment) time.Duration {
+	if rh.PhaseTimeout > 0 {
+		return rh.PhaseTimeout
+	}
+	return env.Rehearsal.PhaseTimeout()
+}
+
 func joinFailure(a, b string) string {
 	if a == "" {
 		return b
@@ -423,7 +438,7 @@ func (s *Service) interrupt(ctx context.Context, env Environment, rh *Rehearsal)
 		return err // paused already by this drill before a crash
 	}
 	_, err := s.StartBreakGlass(ctx, BreakGlassRequest{Env: env.Name, Reason: "rehearsal " + rh.ID + ": interrupted-reconciliation",
-		TTL: 3*env.Rehearsal.PhaseTimeout() + time.Minute})
+		TTL: 3*rh.phaseTimeout(env) + time.Minute})
 	return err
 }
 
@@ -466,7 +481,7 @@ func (s *Service) detect(ctx context.Context, env Environment, rh *Rehearsal, si
 			sink(e)
 		}
 	}
-	pctx, cancel := context.WithTimeout(ctx, env.Rehearsal.PhaseTimeout())
+	pctx, cancel := context.WithTimeout(ctx, rh.phaseTimeout(env))
 	_, runErr := s.RunUntil(pctx, rh.DrillRelease, watchSink, StepConvergence)
 	cancel()
 	r, err := d.Ledger.LoadRelease(ctx, rh.DrillRelease)
@@ -492,7 +507,7 @@ func (s *Service) detect(ctx context.Context, env Environment, rh *Rehearsal, si
 		rh.Detected = VerdictConverged
 		rh.Failure = "not detected: release " + r.ID + " converged although the drill broke it"
 	case runErr != nil && (errors.Is(runErr, ErrNotConverged) || errors.Is(runErr, context.DeadlineExceeded)) && ctx.Err() == nil:
-		rh.Failure = fmt.Sprintf("not detected within %s: %v", env.Rehearsal.PhaseTimeout(), runErr)
+		rh.Failure = fmt.Sprintf("not detected within %s: %v", rh.phaseTimeout(env), runErr)
 	case runErr != nil:
 		return fmt.Errorf("rehearsal %s: watch release %s: %w (continue with relcap rehearse --resume %s)", rh.ID, r.ID, runErr, rh.ID)
 	default:
@@ -530,7 +545,7 @@ func (s *Service) answer(rh *Rehearsal, r *Release, v AppNotConverged, last AppS
 // rollback to the baseline release, converged on its digest.
 func (s *Service) recover(ctx context.Context, env Environment, rh *Rehearsal, sink EventSink) error {
 	d := s.d
-	pctx, cancel := context.WithTimeout(ctx, env.Rehearsal.PhaseTimeout())
+	pctx, cancel := context.WithTimeout(ctx, rh.phaseTimeout(env))
 	defer cancel()
 	if rh.Phase != PhaseRecovering {
 		if rh.Drill == DrillInterruptedReconc && !rh.InjectedAt.IsZero() {
