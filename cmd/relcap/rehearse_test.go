@@ -95,6 +95,17 @@ func TestRehearseDrillsOnTheCommandLine(t *testing.T) {
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "rehearse", "--resume", "rh-none")
 	require.Equal(t, exitUsage, code, out+errOut)
 
+	today := time.Now().Format("2006-01-02") // the report's days are local
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "report", "measures", "--from", today, "--to", today)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "Recovery rehearsals")
+	require.Regexp(t, `staging\s+2\s+2\s+0\s+0\s+\d+s\s+\d+s`, out)
+	require.Regexp(t, `staging\s+failed-apply\s+never\s+never`, out)
+	require.Regexp(t, `staging\s+unavailable-image\s+\S+ \S+\s+0`, out)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "report", "measures", "--from", today, "--to", today, "--format", "csv")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "rehearsals,staging,passed,2,count")
+
 	code, _, errOut = invokeEnv(t, data, env, "journal", "verify")
 	require.Equal(t, 0, code, errOut)
 }

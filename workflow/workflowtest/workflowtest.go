@@ -648,5 +648,14 @@ func (l *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 			}
 		}
 	}
+	rehearsals, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{App: q.App, Env: q.Env})
+	if err != nil {
+		return data, err
+	}
+	for _, r := range rehearsals {
+		if q.To.IsZero() || r.StartedAt.Before(q.To) {
+			data.Rehearsals = append(data.Rehearsals, *r)
+		}
+	}
 	return data, nil
 }
