@@ -75,7 +75,7 @@ Exit 0 only when every drill passed: detected, named correctly, recovered;
 			ctx = workflow.WithToolOutput(ctx, a.io.Err)
 			sink := a.rehearsalSink()
 			var records []*workflow.Rehearsal
-			var runErr error
+			var runErr, notRun error
 			switch {
 			case resume != "":
 				rh, err := svc.ResumeRehearsal(ctx, resume, sink)
@@ -92,7 +92,7 @@ Exit 0 only when every drill passed: detected, named correctly, recovered;
 						// said, and counted against the run, but the
 						// other drills still run.
 						fmt.Fprintf(a.io.Err, "rehearse %s in %s: not run: %v\n", d, env, err)
-						runErr = errors.Join(runErr, fmt.Errorf("%s not run: %w", d, err))
+						notRun = errors.Join(notRun, fmt.Errorf("%s not run: %w", d, err))
 						continue
 					}
 					if err != nil {
@@ -119,7 +119,14 @@ Exit 0 only when every drill passed: detected, named correctly, recovered;
 				}
 				return runErr
 			}
-			return rehearsalOutcome(records)
+			if err := rehearsalOutcome(records); err != nil {
+				// A failed drill (4) says more than one that did not run.
+				if notRun != nil {
+					fmt.Fprintf(a.io.Err, "also: %v\n", notRun)
+				}
+				return err
+			}
+			return notRun
 		},
 	}
 	cmd.Flags().StringVar(&env, "env", "", "environment to drill")
