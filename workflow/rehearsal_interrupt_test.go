@@ -74,13 +74,13 @@ func twoReleases(t *testing.T, p process, w *workflowtest.World) (previous, base
 	return previous, base
 }
 
-func TestRehearseInterruptedReconciliationWithTheConfiguredCommands(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
+// commandProcess is a process whose controller the configured commands
+// stop and start.
+func commandProcess(t *testing.T, w *workflowtest.World, l *workflowtest.Ledger) (process, *controller) {
+	t.Helper()
 	proj := testProject(0)
 	proj.Environments[0].Rehearsal.InterruptStop = []string{"lab", "controller", "stop"}
 	proj.Environments[0].Rehearsal.InterruptStart = []string{"lab", "controller", "start"}
-	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	ctrl := &controller{TreeConvergence: workflowtest.TreeConvergence{Convergence: workflowtest.Convergence{W: w}}}
 	clock := workflow.SystemClock{}
 	j := workflowtest.NewJournal(clock, "alice")
@@ -94,9 +94,42 @@ func TestRehearseInterruptedReconciliationWithTheConfiguredCommands(t *testing.T
 		Convergence: ctrl, Commands: ctrl, ConvergeTimeout: 5 * time.Second, Wait: o,
 	})
 	require.NoError(t, err)
-	p := process{svc: svc, journal: j}
+	return process{svc: svc, journal: j}, ctrl
+}
 
-	_, err = p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillInterruptedReconc}, nil)
+func TestCleanupOfAnInterruptedReconciliationStartsTheController(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p, ctrl := commandProcess(t, w, l)
+	_, base := twoReleases(t, p, w)
+	l.AfterRehearsalSave = func(_ int, r *workflow.Rehearsal) error {
+		if r.Phase == workflow.PhaseInjected {
+			return errKilled // killed with the controller stopped mid-rollout
+		}
+		return nil
+	}
+	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillInterruptedReconc}, nil)
+	require.ErrorIs(t, err, errKilled)
+	require.True(t, ctrl.isStopped())
+	l.AfterRehearsalSave = nil
+	all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	rh, err := p.svc.CleanupRehearsal(ctx, all[0].ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStateAbandoned, rh.State)
+	require.False(t, ctrl.isStopped(), "the controller runs again")
+	runsBaseline(t, w, base)
+}
+
+func TestRehearseInterruptedReconciliationWithTheConfiguredCommands(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p, ctrl := commandProcess(t, w, l)
+
+	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillInterruptedReconc}, nil)
 	require.ErrorIs(t, err, workflow.ErrBlocked, "no converged release yet")
 	released(t, p, w, "staging")
 	_, err = p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillInterruptedReconc}, nil)

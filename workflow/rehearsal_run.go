@@ -105,7 +105,10 @@ func (s *Service) CleanupRehearsal(ctx context.Context, id string, sink EventSin
 	defer unlock()
 	d := s.d
 	var undone []string
-	if rh.Drill == DrillInterruptedReconc && !rh.InjectedAt.IsZero() {
+	if rh.Drill == DrillInterruptedReconc && rh.DrillRelease != "" {
+		// Killed between the interruption and its save, the record does
+		// not say it happened: resume anyway (starting a running
+		// controller, or ending no break-glass, changes nothing).
 		if err := s.resumeReconciliation(ctx, env, rh); err != nil {
 			return rh.Clone(), err
 		}
