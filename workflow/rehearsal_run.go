@@ -374,6 +374,15 @@ func (s *Service) inject(ctx context.Context, env Environment, rh *Rehearsal, si
 			return err
 		}
 	}
+	if rh.Drill == DrillInterruptedReconc {
+		// Stopped before the change lands, so the rollout it starts is
+		// the one interrupted: stopped after, a rollout of a good build
+		// may finish first (on a kwok cluster pods are ready within
+		// milliseconds) and the drill would prove nothing.
+		if err := s.interrupt(ctx, env, rh); err != nil {
+			return fmt.Errorf("rehearsal %s: interrupt reconciliation: %w (undo with relcap rehearse --cleanup %s)", rh.ID, err, rh.ID)
+		}
+	}
 	r, err := s.RunUntil(ctx, rh.DrillRelease, sink, StepPromotion)
 	if err != nil {
 		return fmt.Errorf("rehearsal %s: inject through release %s: %w (continue with relcap rehearse --resume %s, or undo with relcap rehearse --cleanup %s)",
@@ -381,11 +390,6 @@ func (s *Service) inject(ctx context.Context, env Environment, rh *Rehearsal, si
 	}
 	if !r.Checkpoints.Landed() {
 		return fmt.Errorf("rehearsal %s: release %s did not land", rh.ID, r.ID)
-	}
-	if rh.Drill == DrillInterruptedReconc {
-		if err := s.interrupt(ctx, env, rh); err != nil {
-			return err
-		}
 	}
 	rh.Phase, rh.InjectedAt = PhaseInjected, d.Clock.Now().UTC()
 	if err := s.saveRehearsal(ctx, rh); err != nil {
