@@ -109,3 +109,41 @@ func TestRehearseDrillsOnTheCommandLine(t *testing.T) {
 	code, _, errOut = invokeEnv(t, data, env, "journal", "verify")
 	require.Equal(t, 0, code, errOut)
 }
+
+// TestRehearseAllOnTheSimulator runs --all where two builds converged in
+// staging: interrupted-reconciliation pauses with break-glass (no
+// rehearsal.interrupt), the drills not configured or not built are said
+// and make the exit code 2, and every drill that ran passed.
+func TestRehearseAllOnTheSimulator(t *testing.T) {
+	t.Parallel()
+	cfg, host, envRepo := promoteRepo(t)
+	pushImage(t, host+"/ci/web:1.4.2")
+	pushImage(t, host+"/ci/web:1.4.3")
+	sim, env := simulated(t, cfg, envRepo, kubeletPulls(""))
+	data := t.TempDir()
+	for _, tag := range []string{"1.4.2", "1.4.3"} {
+		code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:"+tag)
+		require.Equal(t, 0, code, out+errOut)
+		code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
+		require.Equal(t, 0, code, out+errOut)
+	}
+
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "--json", "rehearse", "--env", "staging", "--all", "--timeout", "60s")
+	require.Equal(t, exitUsage, code, out+errOut)
+	require.Contains(t, errOut, "failed-apply in staging: not run")
+	require.Contains(t, errOut, "failed-readiness in staging: not run")
+	var recs []workflow.Rehearsal
+	require.NoError(t, json.Unmarshal([]byte(out), &recs), out)
+	require.Len(t, recs, 2)
+	byDrill := map[workflow.Drill]workflow.Rehearsal{}
+	for _, r := range recs {
+		byDrill[r.Drill] = r
+		require.Equal(t, workflow.RehearsalStatePassed, r.State, "%s: %s", r.Drill, r.Failure)
+	}
+	ir := byDrill[workflow.DrillInterruptedReconc]
+	require.Equal(t, workflow.VerdictReconcilePaused, ir.Detected)
+	require.Contains(t, ir.ActualArtifact.Shown, "reconciliation paused by break-glass window")
+	windows, err := sim.SyncWindows("default")
+	require.NoError(t, err)
+	require.Empty(t, windows, "the break-glass window is gone")
+}
