@@ -68,7 +68,19 @@ Exit 0 only when every drill passed: detected, named correctly, recovered;
 			} else if all {
 				drills = workflow.AllDrills
 			}
-			svc, _, err := a.flowService(ctx, "rehearse", "", max(timeout, workflow.DefaultRehearsalTimeout))
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			// The watch's own timeout is the longest phase's, so that the
+			// phase's bound is what ends a drill that is not detected.
+			watchTimeout := timeout
+			if watchTimeout == 0 {
+				for _, e := range p.Environments {
+					watchTimeout = max(watchTimeout, e.Rehearsal.PhaseTimeout())
+				}
+			}
+			svc, _, err := a.flowService(ctx, "rehearse", "", watchTimeout)
 			if err != nil {
 				return err
 			}
