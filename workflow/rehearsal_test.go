@@ -363,3 +363,32 @@ func TestRehearsalHoldsThePromotionLock(t *testing.T) {
 	_, err = p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
 	require.ErrorIs(t, err, workflow.ErrLocked)
 }
+
+// TestRehearsalInterruptedByCtrlCResumes: the context ends while the
+// watch looks at the broken release; the rehearsal stays running at its
+// phase, and a resume in a new process finishes it.
+func TestRehearsalInterruptedByCtrlCResumes(t *testing.T) {
+	t.Parallel()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	base := released(t, p, w, "staging")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, func(e workflow.Event) {
+		if e.Kind == workflow.EventAppState && e.Step == workflow.StepConvergence {
+			cancel() // Ctrl-C during detection
+		}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	all, err := l.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Equal(t, workflow.RehearsalStateRunning, all[0].State)
+	require.Equal(t, workflow.PhaseInjected, all[0].Phase)
+
+	q := drillProcess(t, testProject(0), w, l, nil)
+	rh, err := q.svc.ResumeRehearsal(t.Context(), all[0].ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	runsBaseline(t, w, base)
+}
