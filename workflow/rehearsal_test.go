@@ -392,3 +392,31 @@ func TestRehearsalInterruptedByCtrlCResumes(t *testing.T) {
 	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
 	runsBaseline(t, w, base)
 }
+
+// TestADrillLeftMidwayIsNotJoinedByRelcapPromote: a drill stopped before
+// it landed leaves its release in progress; relcap promote starts its own
+// release rather than joining the drill's.
+func TestADrillLeftMidwayIsNotJoinedByRelcapPromote(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	released(t, p, w, "staging")
+	l.AfterRehearsalSave = func(n int, r *workflow.Rehearsal) error {
+		if r.DrillRelease != "" {
+			return errKilled // the drill's release exists, nothing ran yet
+		}
+		return nil
+	}
+	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	require.ErrorIs(t, err, errKilled)
+	l.AfterRehearsalSave = nil
+	all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+
+	opened, err := p.svc.OpenRelease(ctx, workflow.OpenRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3", PromoteOnly: true})
+	require.NoError(t, err)
+	require.True(t, opened.Started)
+	require.NotEqual(t, all[0].DrillRelease, opened.Release.ID)
+}
