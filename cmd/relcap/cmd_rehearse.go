@@ -38,7 +38,8 @@ rollback to that release. A production environment is refused unless
 (Ctrl-C, kill -9) is continued with --resume ID or undone with --cleanup ID.
 
 Exit 0 only when every drill passed: detected, named correctly, recovered;
-3 when refused or blocked; 4 when a drill failed.`,
+3 when refused or blocked; 4 when a drill failed; 2 when a drill cannot run
+here (not configured, or failed-apply, not built yet).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
