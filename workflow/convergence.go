@@ -123,6 +123,9 @@ const (
 	// Argo CD's application controller does not reconcile the
 	// application (stopped, crashed, stuck).
 	VerdictReconcileStalled VerdictKind = "reconciliation-stalled"
+	// VerdictReconcilePaused: a deny sync window (a break-glass) holds
+	// automated sync off, so the intended revision is not synced.
+	VerdictReconcilePaused VerdictKind = "reconciliation-paused"
 )
 
 // FindingCode is the code of the finding a failed watch records.
@@ -198,6 +201,14 @@ func Converged(s AppState, w Want) Verdict {
 	case HealthHealthy:
 		return Verdict{Kind: VerdictConverged}
 	case HealthDegraded:
+		// Argo CD's application health repeats the Pod's message once the
+		// Deployment degrades: name the failure as the tree would.
+		if slices.ContainsFunc(imagePullSigns, func(sign string) bool { return strings.Contains(s.HealthMessage, sign) }) ||
+			strings.Contains(s.HealthMessage, "Readiness probe failed") {
+			v, _ := ResourceFailure([]AppResource{{Kind: "Pod", Health: HealthDegraded, Message: s.HealthMessage}}, nil, 0)
+			v.Reason = "applied but degraded: " + s.HealthMessage
+			return v
+		}
 		return Verdict{Kind: VerdictAppliedUnhealthy, Terminal: true,
 			Reason:     "applied but degraded: " + s.HealthMessage,
 			NextAction: "inspect the failing resources; roll back with relcap rollback if the new digest is at fault"}

@@ -31,6 +31,7 @@ const (
 	EvidenceAppConverged        EvidenceKind = "app.converged"               // AppConverged
 	EvidenceAppNotConverged     EvidenceKind = "app.not-converged"           // AppNotConverged
 	EvidenceOperationTerminated EvidenceKind = "app.operation-terminated"    // OperationTerminated
+	EvidenceDrillCopySkipped    EvidenceKind = "digest.drill-unavailable"    // DrillCopySkipped
 )
 
 // EvidenceDetail is the typed content of one kind of evidence.
@@ -226,6 +227,16 @@ func (AppConverged) EvidenceKind() EvidenceKind        { return EvidenceAppConve
 func (AppNotConverged) EvidenceKind() EvidenceKind     { return EvidenceAppNotConverged }
 func (OperationTerminated) EvidenceKind() EvidenceKind { return EvidenceOperationTerminated }
 
+// DrillCopySkipped: a rehearsal's unavailable-image drill pinned a digest
+// that exists in no registry, on purpose, so the copy was skipped (there
+// are no bytes to copy); Subject is the digest.
+type DrillCopySkipped struct {
+	Rehearsal  string `json:"rehearsal"`
+	Repository string `json:"repository"`
+}
+
+func (DrillCopySkipped) EvidenceKind() EvidenceKind { return EvidenceDrillCopySkipped }
+
 // Facts implementations: every field, by its stored name.
 func (d OwnershipChecked) Facts() finding.Facts    { return factsOf(d) }
 func (d PlanReviewed) Facts() finding.Facts        { return factsOf(d) }
@@ -240,6 +251,7 @@ func (d PullRequestLanded) Facts() finding.Facts   { return factsOf(d) }
 func (d AppConverged) Facts() finding.Facts        { return factsOf(d) }
 func (d AppNotConverged) Facts() finding.Facts     { return factsOf(d) }
 func (d OperationTerminated) Facts() finding.Facts { return factsOf(d) }
+func (d DrillCopySkipped) Facts() finding.Facts    { return factsOf(d) }
 
 // newDetail returns a pointer to a zero detail of kind, or nil for a kind
 // this version does not know.
@@ -271,6 +283,8 @@ func newDetail(k EvidenceKind) EvidenceDetail {
 		return &AppNotConverged{}
 	case EvidenceOperationTerminated:
 		return &OperationTerminated{}
+	case EvidenceDrillCopySkipped:
+		return &DrillCopySkipped{}
 	}
 	return nil
 }

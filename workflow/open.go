@@ -49,9 +49,11 @@ func (o Opened) Describe() string {
 }
 
 // open reports whether a release is one a command joins: not done, and
-// not ended by a failure someone has to look at first.
+// not ended by a failure someone has to look at first. A rehearsal's
+// drill is never joined: relcap rehearse --resume or --cleanup ends it.
 func open(r *Release) bool {
-	return (r.Kind == KindRelease || r.Kind == KindPromotion) && (r.Status == ReleaseInProgress || r.Status == ReleaseBlocked)
+	return (r.Kind == KindRelease || r.Kind == KindPromotion) && (r.Status == ReleaseInProgress || r.Status == ReleaseBlocked) &&
+		r.Checkpoints.Rehearsal == ""
 }
 
 // OpenRelease returns the release req names, or the environment's open

@@ -108,6 +108,14 @@ type Capturer interface {
 	Capture(ctx context.Context, req CaptureRequest) (EnvChange, error)
 }
 
+// CommandRunner runs a command the configuration names as an argv list
+// (rehearsal.interrupt.stop and .start), directly, never through a shell.
+// Its output goes to ToolOutput(ctx) when there is one; a non-zero exit is
+// an error naming the command.
+type CommandRunner interface {
+	RunCommand(ctx context.Context, argv []string) error
+}
+
 // Evidence: Argo CD converged.
 
 // Convergence reads Argo CD applications.
@@ -458,5 +466,6 @@ type Ledger interface {
 	ArtifactStore
 	FindingStore
 	SessionStore
+	RehearsalStore
 	Close() error
 }

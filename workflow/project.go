@@ -47,6 +47,34 @@ type Environment struct {
 	EnvRepo    EnvRepoTarget
 	ArgoCD     ArgoCDTarget
 	Approvals  ApprovalPolicy
+	Rehearsal  RehearsalTarget
+}
+
+// DefaultRehearsalTimeout is how long each phase of a drill (detect,
+// recover) may take when rehearsal.timeout is not set.
+const DefaultRehearsalTimeout = 4 * time.Minute
+
+// RehearsalTarget is how relcap rehearse drills an environment
+// (rehearsal: in relcap.yaml).
+type RehearsalTarget struct {
+	// UnreadyImage is a digest reference of a build whose pods never
+	// become ready, for failed-readiness; empty refuses that drill.
+	UnreadyImage string
+	// InterruptStop and InterruptStart are argv lists that stop and
+	// start reconciliation (interrupted-reconciliation); empty pauses
+	// with break-glass instead.
+	InterruptStop, InterruptStart []string
+	// Timeout bounds each phase (detect, recover); 0 means
+	// DefaultRehearsalTimeout.
+	Timeout time.Duration
+}
+
+// PhaseTimeout is how long each phase of a drill may take.
+func (t RehearsalTarget) PhaseTimeout() time.Duration {
+	if t.Timeout > 0 {
+		return t.Timeout
+	}
+	return DefaultRehearsalTimeout
 }
 
 // AppRef names the environment's Argo CD application.

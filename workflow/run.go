@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/relcap/relcap/workflow/effort"
@@ -24,6 +25,12 @@ type StartRequest struct {
 	// allowNoImage lets OpenRelease start a release whose image comes
 	// later, at relcap promote (relcap plan starts it).
 	allowNoImage bool
+	// rehearsal is the rehearsal whose drill this release is; with
+	// rehearsalUnavailable, Image is a digest reference that exists in no
+	// registry: it is pinned without being resolved or copied. Unexported:
+	// only Service.Rehearse makes such a release.
+	rehearsal            string
+	rehearsalUnavailable bool
 }
 
 // Start creates and persists a new release without running it, and links
@@ -49,6 +56,17 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 		}
 	}
 	r.Checkpoints.ForceUnverified = req.ForceUnverified
+	r.Checkpoints.Rehearsal = req.rehearsal
+	if req.rehearsalUnavailable {
+		at := strings.LastIndexByte(req.Image, '@')
+		d, err := ParseDigest(req.Image[at+1:])
+		if at < 0 || err != nil {
+			return nil, fmt.Errorf("rehearsal %s: %s is not a digest reference", req.rehearsal, req.Image)
+		}
+		// Nothing to resolve: the digest is made up, on purpose.
+		r.Checkpoints.RehearsalUnavailable = true
+		r.Checkpoints.Digest, r.Checkpoints.DigestRepository = d, req.Image[:at]
+	}
 	if err := s.d.Ledger.SaveRelease(ctx, r); err != nil {
 		return nil, fmt.Errorf("save release %s: %w", r.ID, err)
 	}

@@ -91,8 +91,9 @@ func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdi
 	wasHealthy := st.Health == HealthHealthy
 	tree, _ := w.Source.(ResourceTreeReader)
 	refresher, _ := w.Source.(Refresher)
+	windows, _ := w.Source.(SyncWindows)
 	var tick <-chan time.Time
-	if tree != nil || refresher != nil {
+	if tree != nil || refresher != nil || windows != nil {
 		tick = clock.After(o.TreeInterval)
 	}
 	notReadySince := map[string]time.Time{}
@@ -116,6 +117,13 @@ func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdi
 				// Answered (or the server could not be asked, which the
 				// watch reports): quiet is not a stall; ask again later.
 				lastChange = clock.Now()
+			}
+			if windows != nil && want.Revision != "" && (st.SyncStatus != SyncSynced || st.SyncRevision != want.Revision) {
+				// A deny window (break-glass) holds automated sync off:
+				// the revision waits for the window, not for Argo CD.
+				if pv, paused := pausedByWindow(ctx, windows, app, st); paused {
+					return st, pv, nil
+				}
 			}
 			if tree == nil {
 				continue
@@ -190,4 +198,28 @@ func stalled(st AppState, within time.Duration, now time.Time) Verdict {
 			st.Name, within, last, st.SyncStatus, revOrNone(st.SyncRevision), st.Health),
 		NextAction: "check argocd-application-controller (is it running, what do its logs say); nothing is lost meanwhile: once it runs, relcap converge picks up where Argo CD is, " +
 			"and if the half-done rollout must not finish, relcap rollback"}
+}
+
+// pausedByWindow is the verdict on an application that an active deny
+// sync window keeps from syncing; false when none is active (or the
+// windows cannot be read: the watch goes on).
+func pausedByWindow(ctx context.Context, sw SyncWindows, app AppRef, st AppState) (Verdict, bool) {
+	ws, err := sw.ListWindows(ctx, app)
+	if err != nil {
+		return Verdict{}, false
+	}
+	for _, w := range ws {
+		if w.Kind != SyncWindowDeny || !w.Active {
+			continue
+		}
+		what := w.Description
+		if what == "" {
+			what = "schedule " + w.Schedule + " for " + w.Duration.String()
+		}
+		return Verdict{Kind: VerdictReconcilePaused, Terminal: true,
+			Reason: fmt.Sprintf("reconciliation paused by break-glass window (deny, %s) on project %s: %s stays at sync %s at %s, health %s",
+				what, w.Project, st.Name, st.SyncStatus, revOrNone(st.SyncRevision), st.Health),
+			NextAction: "end the break-glass (relcap breakglass end --env " + app.Env + ") to let Argo CD sync, or wait until the window closes"}, true
+	}
+	return Verdict{}, false
 }

@@ -43,6 +43,8 @@ func fillHistory(t *testing.T, l *Ledger, n int, seed uint64) {
 	a := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp0000001", Env: "prod", Approver: "bob", Comment: "ok", At: t0}
 	require.NoError(t, l.RecordApproval(ctx, a))
 	require.NoError(t, l.RecordApproval(ctx, a))
+	require.NoError(t, l.SaveRehearsal(ctx, &workflow.Rehearsal{ID: "rh-web-staging-1", App: "web", Env: "staging", Drill: workflow.DrillUnavailableImage,
+		State: workflow.RehearsalStatePassed, StartedAt: t0, InjectedAt: t0.Add(time.Second), DetectedAt: t0.Add(time.Minute)}))
 	require.NoError(t, l.OpenSession(ctx, workflow.Session{ID: "s1", Actor: "ana", Command: "plan", ReleaseID: "web-prod-0000001", StartedAt: t0}))
 	lines := sealedLines(t, "ana", 2)
 	require.NoError(t, l.AppendJournal(ctx, "s1", lines))
@@ -102,6 +104,7 @@ func TestMigrateCopiesEveryTableBothWays(t *testing.T) {
 				require.True(t, seen[name], "table %s is copied or skipped with a reason", name)
 			}
 			require.Equal(t, 2, got["approvals"], "duplicates are kept")
+			require.Equal(t, 1, got["rehearsals"], "rehearsals travel too")
 			require.Len(t, rep.Releases, 40)
 			require.Equal(t, []string{"s1"}, rep.Sessions)
 			require.Equal(t, reportsOf(t, from), reportsOf(t, to))

@@ -579,6 +579,35 @@ FOR EACH ROW WHEN (old.journal_copy IS DISTINCT FROM new.journal_copy) EXECUTE F
 	{version: 9,
 		sqlite:   `ALTER TABLE effort ADD COLUMN inputs INTEGER NOT NULL DEFAULT 0 CHECK (inputs >= 0);`,
 		postgres: `ALTER TABLE effort ADD COLUMN inputs BIGINT NOT NULL DEFAULT 0 CHECK (inputs >= 0);`},
+	// 10: rehearsals (relcap rehearse): one row per drill, the record as JSON,
+	// with the fields reports and lists select by.
+	{version: 10, sqlite: `
+CREATE TABLE rehearsals (
+	id         TEXT PRIMARY KEY,
+	app        TEXT NOT NULL,
+	env        TEXT NOT NULL,
+	drill      TEXT NOT NULL,
+	state      TEXT NOT NULL,
+	started_at INTEGER,
+	body       TEXT NOT NULL CHECK (json_valid(body))
+) STRICT;
+CREATE INDEX rehearsals_env_started ON rehearsals (env, started_at);
+CREATE INDEX rehearsals_drill_state ON rehearsals (drill, state);
+CREATE INDEX rehearsals_started ON rehearsals (started_at);
+`, postgres: `
+CREATE TABLE rehearsals (
+	id         TEXT COLLATE "C" PRIMARY KEY,
+	app        TEXT NOT NULL,
+	env        TEXT NOT NULL,
+	drill      TEXT NOT NULL,
+	state      TEXT NOT NULL,
+	started_at BIGINT,
+	body       JSON NOT NULL
+);
+CREATE INDEX rehearsals_env_started ON rehearsals (env, started_at);
+CREATE INDEX rehearsals_drill_state ON rehearsals (drill, state);
+CREATE INDEX rehearsals_started ON rehearsals (started_at);
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.

@@ -116,6 +116,9 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 		if data.Approvals, err = readApprovalFacts(ctx, tx, q.Env, from, to); err != nil {
 			return s.fail("read report approvals", err)
 		}
+		if data.Rehearsals, err = readReportRehearsals(ctx, tx, q.App, q.Env, to); err != nil {
+			return s.fail("read report rehearsals", err)
+		}
 		return nil
 	}()
 	wg.Wait()
@@ -510,6 +513,33 @@ func readApprovalFacts(ctx context.Context, tx querier, env string, from, to any
 		err := rows.Scan(&af.Kind, &af.Subject, &af.Env, &af.Approver, &at, &af.Key)
 		af.At = timeOf(at)
 		return af, err
+	})
+}
+
+// readReportRehearsals reads the rehearsals started before to, all of
+// them: when each drill last passed may be long before the period.
+func readReportRehearsals(ctx context.Context, tx querier, app, env string, to any) ([]workflow.Rehearsal, error) {
+	var f filter
+	if app != "" {
+		f.add("app = ?", app)
+	}
+	if env != "" {
+		f.add("env = ?", env)
+	}
+	if to != nil {
+		f.add("started_at < ?", to)
+	}
+	q := `SELECT id, body FROM rehearsals` + f.where() + ` ORDER BY started_at, id`
+	return collect(ctx, tx, q, f.args, func(rows *sql.Rows) (workflow.Rehearsal, error) {
+		var id, body string
+		if err := rows.Scan(&id, &body); err != nil {
+			return workflow.Rehearsal{}, err
+		}
+		r, err := decodeRehearsal(id, body)
+		if err != nil {
+			return workflow.Rehearsal{}, err
+		}
+		return *r, nil
 	})
 }
 

@@ -138,9 +138,10 @@ func withoutGeneratedAt(t *testing.T, b []byte) string {
 	return string(out)
 }
 
-// withoutUnsignedApprovals checks the measures' approvals section, which
-// that version did not have: a ledger from before signing holds only
-// unsigned approvals, each listed. It returns the report without it.
+// withoutUnsignedApprovals checks the measures' sections that version did
+// not have: approvals (a ledger from before signing holds only unsigned
+// approvals, each listed) and rehearsals (none). It returns the report
+// without them.
 func withoutUnsignedApprovals(t *testing.T, b []byte) []byte {
 	t.Helper()
 	var v map[string]any
@@ -152,6 +153,9 @@ func withoutUnsignedApprovals(t *testing.T, b []byte) []byte {
 		require.NotEmpty(t, u.(map[string]any)["approver"])
 	}
 	delete(v, "approvals")
+	// Rehearsals came later too: a ledger from before them has none.
+	require.Equal(t, []any{}, v["rehearsals"], "no rehearsal before relcap rehearse existed")
+	delete(v, "rehearsals")
 	out, err := json.Marshal(v)
 	require.NoError(t, err)
 	return out

@@ -260,6 +260,10 @@ func statsRows(section, key string, s report.Stats) []Row {
 
 func minutes(d report.Duration) string { return strconv.FormatInt(d.Minutes(), 10) }
 
+func seconds(d report.Duration) string {
+	return strconv.FormatFloat(d.D().Seconds(), 'f', -1, 64)
+}
+
 func hours(h float64) string { return strconv.FormatFloat(h, 'f', -1, 64) }
 
 func periodLine(from, to time.Time, tz, by string) string {
@@ -637,7 +641,9 @@ func (v measuresView) document() reportDoc {
 	}
 	defs := definitions(r.AbandonAfter)
 	defs.notes = append(defs.notes, report.DORADefinitions...)
-	d.tables = append(d.tables, doraTable(r.DORA), lead, drift, conf, approvalsTable(r.Approvals, loc), defs)
+	d.tables = append(d.tables, doraTable(r.DORA), lead, drift, conf, approvalsTable(r.Approvals, loc))
+	d.tables = append(d.tables, rehearsalTables(r.Rehearsals, loc)...)
+	d.tables = append(d.tables, defs)
 	d.charts = v.charts()
 	return d
 }
@@ -684,6 +690,38 @@ func approvalsTable(a report.ApprovalCounts, loc *time.Location) docTable {
 	return t
 }
 
+// rehearsalTables are the recovery drills per environment: how they
+// ended and how fast, then how long ago each drill last passed.
+func rehearsalTables(rs []report.RehearsalFigures, loc *time.Location) []docTable {
+	sum := docTable{title: "Recovery rehearsals (relcap rehearse: failure injected → detected → converged on the baseline again)",
+		header: []string{"env", "run", "passed", "failed", "abandoned", "median detect", "median recover"}}
+	fresh := docTable{title: "Days since each drill last passed", header: []string{"env", "drill", "last passed", "days since"}}
+	if len(rs) == 0 {
+		sum.header, sum.notes = nil, []string{"no drills run: relcap rehearse --env ENV --all"}
+		return []docTable{sum}
+	}
+	for _, f := range rs {
+		sum.rows = append(sum.rows, []string{f.Env, strconv.Itoa(f.Run), strconv.Itoa(f.Passed), strconv.Itoa(f.Failed), strconv.Itoa(f.Abandoned),
+			medianSeconds(f.TimeToDetect), medianSeconds(f.TimeToRecover)})
+		for _, d := range f.Drills {
+			last, days := "never", "never"
+			if !d.Never() {
+				last, days = d.LastPassed.In(loc).Format("2006-01-02 15:04"), strconv.Itoa(d.DaysSince)
+			}
+			fresh.rows = append(fresh.rows, []string{f.Env, string(d.Drill), last, days})
+		}
+	}
+	return []docTable{sum, fresh}
+}
+
+// medianSeconds is a median of seconds-long drills, to the second.
+func medianSeconds(s report.Stats) string {
+	if s.Count == 0 {
+		return "-"
+	}
+	return s.Median.D().Round(time.Second).String()
+}
+
 // Rows is the measures report in long format.
 func (v measuresView) rows() []Row {
 	r := v.Measures
@@ -719,6 +757,22 @@ func (v measuresView) rows() []Row {
 	}
 	rows = append(rows, Row{"approvals", "signed", "count", strconv.Itoa(r.Approvals.Signed), "count"},
 		Row{"approvals", "unsigned", "count", strconv.Itoa(len(r.Approvals.Unsigned)), "count"})
+	for _, f := range r.Rehearsals {
+		rows = append(rows,
+			Row{"rehearsals", f.Env, "run", strconv.Itoa(f.Run), "count"},
+			Row{"rehearsals", f.Env, "passed", strconv.Itoa(f.Passed), "count"},
+			Row{"rehearsals", f.Env, "failed", strconv.Itoa(f.Failed), "count"},
+			Row{"rehearsals", f.Env, "abandoned", strconv.Itoa(f.Abandoned), "count"},
+			Row{"rehearsals", f.Env, "detect_median", seconds(f.TimeToDetect.Median), "seconds"},
+			Row{"rehearsals", f.Env, "recover_median", seconds(f.TimeToRecover.Median), "seconds"})
+		for _, d := range f.Drills {
+			days := "never"
+			if !d.Never() {
+				days = strconv.Itoa(d.DaysSince)
+			}
+			rows = append(rows, Row{"rehearsals", f.Env + "/" + string(d.Drill), "days_since_passed", days, "days"})
+		}
+	}
 	return rows
 }
 

@@ -34,20 +34,22 @@ const DefaultTokenEnv = "ARGOCD_AUTH_TOKEN"
 // Unknown-key suggestions and "known keys" lists are drawn from these.
 var (
 	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility", "secret_env", "people", "ledger"}
-	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals", "approvers"}
+	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals", "approvers", "rehearsal"}
 	terraformKeys = []string{"dir", "workspace", "var_files", "binary"}
 	registryKeys  = []string{"repository", "require_signature"}
 	envRepoKeys   = []string{"path", "branch", "file", "image", "format", "values_path", "review"}
 	// reviewKeys has token so that a token written in clear is refused
 	// with what to do instead, rather than as an unknown key.
-	reviewKeys   = []string{"via", "forge", "url", "token_env", "ca_file", "merge", "approvals", "users", "token"}
-	argoCDKeys   = []string{"server", "app", "token_env", "plaintext", "insecure", "ca_file", "client_cert_file", "client_key_file", "grpc_web", "path_prefix"}
-	approvalKeys = []string{"plan", "promotion", "distinct_from_author", "signed"}
-	approverKeys = []string{"plan", "promotion", "breakglass", "apply"}
-	classifyKeys = []string{"identity", "data_service"}
-	effortKeys   = []string{"idle_threshold", "baseline_hours_per_release"}
-	plansKeys    = []string{"expiry"}
-	compatKeys   = []string{"schema", "min_schema", "max_schema"}
+	reviewKeys    = []string{"via", "forge", "url", "token_env", "ca_file", "merge", "approvals", "users", "token"}
+	argoCDKeys    = []string{"server", "app", "token_env", "plaintext", "insecure", "ca_file", "client_cert_file", "client_key_file", "grpc_web", "path_prefix"}
+	approvalKeys  = []string{"plan", "promotion", "distinct_from_author", "signed"}
+	approverKeys  = []string{"plan", "promotion", "breakglass", "apply"}
+	classifyKeys  = []string{"identity", "data_service"}
+	effortKeys    = []string{"idle_threshold", "baseline_hours_per_release"}
+	plansKeys     = []string{"expiry"}
+	rehearsalKeys = []string{"unready_image", "interrupt", "timeout"}
+	interruptKeys = []string{"stop", "start"}
+	compatKeys    = []string{"schema", "min_schema", "max_schema"}
 
 	formats = []string{workflow.FormatKustomize, workflow.FormatHelmValues, workflow.FormatManifest}
 )
@@ -364,6 +366,9 @@ func (p *parser) environment(n *yaml.Node, field string, o options, seen map[str
 		env.Approvals.Approvers.BreakGlass, _, _ = who.strList("breakglass")
 		env.Approvals.Approvers.Apply, _, _ = who.strList("apply")
 	}
+	if rh, ok := m.sub("rehearsal", rehearsalKeys); ok {
+		env.Rehearsal = rh.rehearsal()
+	}
 	// With a people file, approvals are signed unless an environment outside
 	// production says otherwise. Without one they cannot be, and reports
 	// and journal verify say every approval was unsigned.
@@ -612,4 +617,38 @@ func (p *parser) ledger(n *yaml.Node, v string, o options) string {
 // local checkout.
 func isURL(s string) bool {
 	return strings.Contains(s, "://") || strings.HasPrefix(s, "git@") || scpLike.MatchString(s)
+}
+
+// rehearsal reads an environment's drill settings (relcap rehearse): the
+// never-ready build, by digest so the drill runs exactly those bytes, and
+// the argv lists that stop and start reconciliation.
+func (m *mapNode) rehearsal() workflow.RehearsalTarget {
+	r := workflow.RehearsalTarget{Timeout: m.duration("timeout", 0)}
+	if img, n := m.str("unready_image"); n != nil {
+		if at := strings.Index(img, "@sha256:"); at <= 0 || !validDigest(img[at+1:]) {
+			m.p.add(n, join(m.path, "unready_image"), "want a digest reference (repository@sha256:<64 hex>) of a build whose pods never become ready, got %s", quote(img))
+		} else {
+			r.UnreadyImage = img
+		}
+	}
+	if in, ok := m.sub("interrupt", interruptKeys); ok {
+		stop, _, stopSet := in.strList("stop")
+		start, _, startSet := in.strList("start")
+		switch {
+		case !stopSet || !startSet:
+			m.p.add(in.node, join(m.path, "interrupt"), "give both stop and start (argv lists, e.g. stop: [relcap-lab, stop, argocd-application-controller]), or leave interrupt out to pause with break-glass")
+		case len(stop) == 0 || stop[0] == "":
+			m.p.add(in.node, join(m.path, "interrupt.stop"), "must name a command to run (an argv list, not a shell string)")
+		case len(start) == 0 || start[0] == "":
+			m.p.add(in.node, join(m.path, "interrupt.start"), "must name a command to run (an argv list, not a shell string)")
+		default:
+			r.InterruptStop, r.InterruptStart = stop, start
+		}
+	}
+	return r
+}
+
+func validDigest(s string) bool {
+	_, err := workflow.ParseDigest(s)
+	return err == nil
 }

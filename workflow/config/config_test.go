@@ -424,7 +424,7 @@ func TestParseReportsProblems(t *testing.T) {
 		{
 			name: "unknown key without a near miss lists the known keys",
 			data: appended("    colour: blue\n"),
-			want: `relcap.yaml:10:5: environments[0].colour: unknown key "colour" (known keys: name, production, terraform, registry, envrepo, argocd, approvals, approvers)`,
+			want: `relcap.yaml:10:5: environments[0].colour: unknown key "colour" (known keys: name, production, terraform, registry, envrepo, argocd, approvals, approvers, rehearsal)`,
 		},
 		{
 			name: "signed approvals without a people file",
@@ -848,4 +848,39 @@ func TestEditDistance(t *testing.T) {
 	// Capped at the limit.
 	require.Equal(t, 2, editDistance("kitten", "sitting", 2))
 	require.Equal(t, 3, editDistance("a", "abcdef", 3))
+}
+
+func TestParseRehearsal(t *testing.T) {
+	t.Parallel()
+	data := minimalConfig + `    rehearsal:
+      unready_image: registry.example.com/ci/web@sha256:` + strings.Repeat("ab", 32) + `
+      interrupt:
+        stop: [relcap-lab, stop, --grace, 0s, argocd-application-controller]
+        start: [relcap-lab, start, argocd-application-controller]
+      timeout: 90s
+`
+	p, err := Parse("/repo/relcap.yaml", []byte(data), WithStat(fakeStat))
+	require.NoError(t, err)
+	r := p.Environments[0].Rehearsal
+	require.Equal(t, "registry.example.com/ci/web@sha256:"+strings.Repeat("ab", 32), r.UnreadyImage)
+	require.Equal(t, []string{"relcap-lab", "stop", "--grace", "0s", "argocd-application-controller"}, r.InterruptStop)
+	require.Equal(t, []string{"relcap-lab", "start", "argocd-application-controller"}, r.InterruptStart)
+	require.Equal(t, 90*time.Second, r.PhaseTimeout())
+
+	p, err = Parse("/repo/relcap.yaml", []byte(minimalConfig), WithStat(fakeStat))
+	require.NoError(t, err)
+	require.Equal(t, workflow.DefaultRehearsalTimeout, p.Environments[0].Rehearsal.PhaseTimeout(), "4m when not set")
+
+	for _, c := range []struct{ yaml, want string }{
+		{"    rehearsal: {unready_image: registry.example.com/ci/web:2.0}\n",
+			`environments[0].rehearsal.unready_image: want a digest reference (repository@sha256:<64 hex>) of a build whose pods never become ready, got "registry.example.com/ci/web:2.0"`},
+		{"    rehearsal: {interrupt: {stop: [a]}}\n", "environments[0].rehearsal.interrupt: give both stop and start"},
+		{"    rehearsal: {interrupt: {stop: relcap-lab stop, start: [b]}}\n", "environments[0].rehearsal.interrupt.stop: want a list of strings"},
+		{"    rehearsal: {timeout: soon}\n", "environments[0].rehearsal.timeout: want a Go duration"},
+		{"    rehearsal: {retries: 3}\n", `environments[0].rehearsal.retries: unknown key "retries"`},
+	} {
+		_, err := Parse("/repo/relcap.yaml", []byte(minimalConfig+c.yaml), WithStat(fakeStat))
+		require.Error(t, err, c.yaml)
+		require.Contains(t, err.Error(), c.want)
+	}
 }

@@ -23,6 +23,8 @@ func FuzzLoadConfig(f *testing.F) {
 		strings.Replace(minimalConfig, "format: kustomize}", "format: kustomize, review: {via: pull_request, forge: gitea, url: 'https://u:p@h/o/r', token: x, users: {a: b, a: [c]}, ca_file: c.pem, merge: person, approvals: both}}", 1),
 		strings.Replace(minimalConfig, "format: kustomize}", "format: kustomize, review: {forge: gitlab, via: push, users: x}}", 1),
 		strings.Replace(minimalConfig, "{dir: infra}", "{dir: missing, var_files: [a.tfvars, {x: 1}]}", 1),
+		strings.Replace(minimalConfig, "format: kustomize}", "format: kustomize}\n    rehearsal: {unready_image: r.test/ci/web@sha256:00, interrupt: {stop: [a, '', {b: c}], start: \"x y\"}, timeout: 0s}", 1),
+		strings.Replace(minimalConfig, "format: kustomize}", "format: kustomize}\n    rehearsal: {unready_image: '@sha256:', interrupt: {stop: []}}", 1),
 		configHead + "  - &e {name: a}\n  - <<: [*e, *e]\n    name: b\n  - *e\n",
 		"version: 1\napp: [\n",
 		"---\n---\n",

@@ -58,6 +58,9 @@ type Measures struct {
 	// nobody signed (where an environment takes unsigned approvals), so an
 	// auditor sees which decisions rest on a typed name alone.
 	Approvals ApprovalCounts `json:"approvals"`
+	// Rehearsals are the recovery drills per environment (relcap
+	// rehearse).
+	Rehearsals []RehearsalFigures `json:"rehearsals"`
 }
 
 // ApprovalCounts counts the period's approvals by whether they were signed.
@@ -258,8 +261,9 @@ func BuildMeasures(data Data, o Options) (*Measures, error) {
 	}
 
 	rep.DORA = buildDORA(data, o, prod)
+	rep.Rehearsals = rehearsalFigures(data.Rehearsals, o)
 
-	if rep.Releases.Total == 0 && rep.PlanLeadTime.Count == 0 && rep.PlansPending == 0 && rep.DigestLeadTime.Count == 0 &&
+	if len(rep.Rehearsals) == 0 && rep.Releases.Total == 0 && rep.PlanLeadTime.Count == 0 && rep.PlansPending == 0 && rep.DigestLeadTime.Count == 0 &&
 		rep.DigestsUnseen == 0 && rep.DriftAge.Count == 0 && rep.DriftOpen == 0 {
 		rep.Empty = true
 		rep.Message = strings.Replace(emptyMessage(o, loc), "no releases", "no releases, plans, convergences or findings", 1)

@@ -64,6 +64,9 @@ type Data struct {
 	Findings []FindingFact
 	// Approvals given in the period.
 	Approvals []ApprovalFact
+	// Rehearsals started before the period's end (earlier ones too, for
+	// when each drill last passed).
+	Rehearsals []workflow.Rehearsal
 }
 
 // ApprovalFact is one approval as reports need it: what, by whom, when,

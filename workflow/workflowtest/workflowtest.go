@@ -129,6 +129,13 @@ type Ledger struct {
 	// count of saves so far.
 	AfterSave func(n int)
 	saves     int
+
+	rehearsals     map[string][]byte
+	rehearsalSaves int
+	// AfterRehearsalSave, when set, runs after every SaveRehearsal with
+	// the count so far and what was saved; its error is returned as if
+	// the process had died right after the save.
+	AfterRehearsalSave func(n int, r *workflow.Rehearsal) error
 }
 
 func (l *Ledger) gate() error {
@@ -639,6 +646,15 @@ func (l *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 			if q.Person == "" || e.Person == q.Person {
 				data.Effort = append(data.Effort, e)
 			}
+		}
+	}
+	rehearsals, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{App: q.App, Env: q.Env})
+	if err != nil {
+		return data, err
+	}
+	for _, r := range rehearsals {
+		if q.To.IsZero() || r.StartedAt.Before(q.To) {
+			data.Rehearsals = append(data.Rehearsals, *r)
 		}
 	}
 	return data, nil

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
@@ -39,6 +40,12 @@ type World struct {
 	Lands    int
 
 	App workflow.AppState
+	// landedImage is, per environment, the repository@digest its last
+	// landed change pins: what its Pods run.
+	landedImage map[string]string
+	// NeverReady are digests whose Pods never pass their readiness
+	// probe (TreeConvergence; the application never becomes healthy).
+	NeverReady map[workflow.Digest]bool
 	// Unhealthy makes the application degrade instead of converging.
 	Unhealthy bool
 
@@ -186,12 +193,25 @@ type Registry struct{ W *World }
 var _ workflow.Registry = Registry{}
 
 // Resolve returns the world's artifact.
-func (r Registry) Resolve(ctx context.Context, _ string) (workflow.Artifact, error) {
+func (r Registry) Resolve(ctx context.Context, ref string) (workflow.Artifact, error) {
 	if err := r.W.gate(ctx); err != nil {
 		return workflow.Artifact{}, err
 	}
 	r.W.mu.Lock()
 	defer r.W.mu.Unlock()
+	if at := strings.LastIndexByte(ref, '@'); at > 0 {
+		// By digest: only where the world holds it, as a registry answers
+		// a manifest it does not have with MANIFEST_UNKNOWN.
+		d, err := workflow.ParseDigest(ref[at+1:])
+		if err == nil && d != r.W.Artifact.Digest {
+			if !r.W.Repos[ref[:at]][d] {
+				return workflow.Artifact{}, fmt.Errorf("%s: manifest unknown: %w", ref, workflow.ErrNotFound)
+			}
+			a := r.W.Artifact
+			a.Reference, a.Repository, a.Digest = ref, ref[:at], d
+			return a, nil
+		}
+	}
 	return r.W.Artifact, nil
 }
 
@@ -206,7 +226,7 @@ func (r Registry) Promote(ctx context.Context, req workflow.PromoteRequest) (wor
 		return workflow.PromoteResult{}, &workflow.TerminalError{Err: fmt.Errorf("%s not in %s: %w", req.Digest, req.From, workflow.ErrNotFound)}
 	}
 	res := workflow.PromoteResult{Target: r.W.Artifact}
-	res.Target.Repository = req.To
+	res.Target.Repository, res.Target.Digest = req.To, req.Digest
 	if r.W.Repos[req.To] == nil {
 		r.W.Repos[req.To] = map[workflow.Digest]bool{}
 	}
@@ -278,6 +298,10 @@ func (e EnvRepo) Land(ctx context.Context, req workflow.PinRequest) (workflow.En
 		return workflow.EnvChange{Branch: req.Target.Branch, Commit: commit, Existing: true}, nil
 	}
 	e.W.Landed[req.Env] = commit
+	if e.W.landedImage == nil {
+		e.W.landedImage = map[string]string{}
+	}
+	e.W.landedImage[req.Env] = req.Image + "@" + req.Digest.String()
 	e.W.Lands++
 	e.W.App.SyncStatus = workflow.SyncOutOfSync
 	e.W.App.Health = workflow.HealthProgressing
@@ -321,6 +345,10 @@ func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (
 	c.W.mu.Lock()
 	commit := c.W.Landed[app.Env]
 	image := c.W.Artifact.Repository + "@" + c.W.Artifact.Digest.String()
+	if landed, ok := c.W.landedImage[app.Env]; ok {
+		image = c.W.Artifact.Repository + landed[strings.LastIndexByte(landed, '@'):]
+	}
+	failing := c.W.podFailure(app.Env) != ""
 	steps := []workflow.AppState{
 		{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthProgressing, Operation: workflow.OperationRunning, Images: []string{image}},
 		{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthProgressing, Operation: workflow.OperationSucceeded, Images: []string{image}},
@@ -328,6 +356,11 @@ func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (
 	final := workflow.AppState{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthHealthy, Operation: workflow.OperationSucceeded, Images: []string{image}}
 	if c.W.Unhealthy {
 		final.Health, final.HealthMessage = workflow.HealthDegraded, "Back-off pulling image"
+	}
+	if failing {
+		// The Pods do not run: the application stays Progressing, and
+		// only the resource tree (TreeConvergence) says why.
+		final.Health = workflow.HealthProgressing
 	}
 	steps = append(steps, final)
 	c.W.mu.Unlock()
@@ -337,14 +370,19 @@ func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (
 		for i, s := range steps {
 			s.Name = "web"
 			s.Version = fmt.Sprint(i + 2)
+			// The application is in this state before anyone hears of it,
+			// as Argo CD's is: a Get after the watch returns agrees.
+			c.W.mu.Lock()
+			c.W.App = s
+			c.W.mu.Unlock()
 			select {
 			case ch <- workflow.AppUpdate{State: s}:
 			case <-ctx.Done():
 				return
 			}
-			c.W.mu.Lock()
-			c.W.App = s
-			c.W.mu.Unlock()
+		}
+		if failing {
+			<-ctx.Done() // a stuck rollout sends nothing more
 		}
 	}()
 	return ch, nil

@@ -77,6 +77,13 @@ type AppConfig struct {
 	// not retried.
 	SyncRetries  int
 	RetryBackoff time.Duration
+	// Pull, when set, is how the simulated kubelet pulls each image of a
+	// rollout: an error makes the new pods fail to pull (ImagePullBackOff),
+	// as a digest missing from the registry does. Nil pulls every image.
+	Pull func(image string) error
+	// NeverReady, when set, says an image's pods never pass their
+	// readiness probe (a build that does not start).
+	NeverReady func(image string) bool
 }
 
 func (c *AppConfig) defaults() error {
@@ -546,6 +553,14 @@ func (s *Server) finishOp(a *app, now time.Time) {
 		// pods are gone with them.
 		a.rollout = now
 		a.podFailure = podFailNone
+		for _, img := range op.target.images {
+			switch {
+			case a.cfg.Pull != nil && a.cfg.Pull(img) != nil:
+				a.podFailure, a.podFailureAt = podFailImagePull, now
+			case a.cfg.NeverReady != nil && a.cfg.NeverReady(img) && a.podFailure == podFailNone:
+				a.podFailure, a.podFailureAt = podFailReadiness, now
+			}
+		}
 	}
 	a.deployed = op.target
 	a.drift, a.driftedLive = "", nil

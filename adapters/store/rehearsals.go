@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// SaveRehearsal inserts or replaces the rehearsal with r.ID.
+func (s *Ledger) SaveRehearsal(ctx context.Context, r *workflow.Rehearsal) error {
+	if r == nil || r.ID == "" {
+		return fmt.Errorf("%w: save rehearsal: rehearsal has no ID", workflow.ErrUsage)
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("save rehearsal %s: encode: %w", r.ID, err)
+	}
+	started, err := timeValue(r.StartedAt)
+	if err != nil {
+		return fmt.Errorf("save rehearsal %s: %w", r.ID, err)
+	}
+	return s.inTx(ctx, "save rehearsal "+r.ID, func(tx ledgerTx) error {
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO rehearsals (id, app, env, drill, state, started_at, body)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+	app = excluded.app, env = excluded.env, drill = excluded.drill, state = excluded.state,
+	started_at = excluded.started_at, body = excluded.body`,
+			r.ID, r.App, r.Env, string(r.Drill), string(r.State), started, string(body))
+		if err != nil {
+			return err
+		}
+		return tx.notify(ctx, "rehearsals")
+	})
+}
+
+// LoadRehearsal returns the rehearsal with id, or an error wrapping
+// workflow.ErrNotFound.
+func (s *Ledger) LoadRehearsal(ctx context.Context, id string) (*workflow.Rehearsal, error) {
+	var body string
+	err := s.db.QueryRowContext(ctx, `SELECT body FROM rehearsals WHERE id = ?`, id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("rehearsal %s: %w", id, workflow.ErrNotFound)
+	}
+	if err != nil {
+		return nil, s.fail("load rehearsal "+id, err)
+	}
+	return decodeRehearsal(id, body)
+}
+
+// ListRehearsals returns the rehearsals f selects, newest first.
+func (s *Ledger) ListRehearsals(ctx context.Context, f workflow.RehearsalFilter) ([]*workflow.Rehearsal, error) {
+	var sel filter
+	if f.App != "" {
+		sel.add("app = ?", f.App)
+	}
+	if f.Env != "" {
+		sel.add("env = ?", f.Env)
+	}
+	if f.Drill != "" {
+		sel.add("drill = ?", string(f.Drill))
+	}
+	q := "SELECT id, body FROM rehearsals" + sel.where() + " ORDER BY started_at DESC, id DESC"
+	args := sel.args
+	if f.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.fail("list rehearsals", err)
+	}
+	defer rows.Close()
+	var out []*workflow.Rehearsal
+	for rows.Next() {
+		var id, body string
+		if err := rows.Scan(&id, &body); err != nil {
+			return nil, s.fail("list rehearsals", err)
+		}
+		r, err := decodeRehearsal(id, body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list rehearsals", err)
+	}
+	return out, nil
+}
+
+func decodeRehearsal(id, body string) (*workflow.Rehearsal, error) {
+	var r workflow.Rehearsal
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		return nil, fmt.Errorf("rehearsal %s: stored record is unreadable: %w", id, err)
+	}
+	return &r, nil
+}

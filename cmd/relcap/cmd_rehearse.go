@@ -1,0 +1,285 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/tui/plain"
+	"github.com/relcap/relcap/workflow"
+)
+
+func (a *app) rehearseCommand() *cobra.Command {
+	var env, drill, iKnow, resume, cleanup string
+	var all bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "rehearse --env ENV (--drill NAME | --all) | --resume ID | --cleanup ID",
+		Short: "Run recovery drills: inject a failure through relcap's own paths, detect it, recover",
+		Long: `rehearse breaks an environment on purpose and recovers it, the way a real
+incident would go, and keeps the record: what relcap showed for the intended
+revision, the actual artifact, the controller status and the next safe
+action, and how long detection and recovery took. Drills:
+
+  unavailable-image           pin a digest that exists in no registry
+  failed-readiness            promote rehearsal.unready_image, whose pods never become ready
+  interrupted-reconciliation  stop reconciliation mid-rollout (rehearsal.interrupt, else break-glass), resume it
+  failed-apply                (not built yet)
+
+Each starts from the release the environment last converged on (it must be
+converged on it now), holds the environment's promotion lock, and ends with a
+rollback to that release. A production environment is refused unless
+--i-know gives a reason (journaled and signed). A drill that was interrupted
+(Ctrl-C, kill -9) is continued with --resume ID or undone with --cleanup ID.
+
+Exit 0 only when every drill passed: detected, named correctly, recovered;
+3 when refused or blocked; 4 when a drill failed; 2 when a drill cannot run
+here (not configured, or failed-apply, not built yet).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			modes := 0
+			for _, set := range []bool{drill != "" || all, resume != "", cleanup != ""} {
+				if set {
+					modes++
+				}
+			}
+			switch {
+			case modes != 1:
+				return usageError{errors.New("rehearse wants one of --env ENV --drill NAME, --env ENV --all, --resume ID or --cleanup ID")}
+			case drill != "" && all:
+				return usageError{errors.New("rehearse takes --drill NAME or --all, not both")}
+			case (drill != "" || all) && env == "":
+				return usageError{errors.New("rehearse wants --env ENV")}
+			case timeout < 0:
+				return usageError{errors.New("--timeout must be positive")}
+			}
+			var drills []workflow.Drill
+			if drill != "" {
+				d, err := workflow.ParseDrill(drill)
+				if err != nil {
+					return err
+				}
+				drills = []workflow.Drill{d}
+			} else if all {
+				drills = workflow.AllDrills
+			}
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			// The watch's own timeout is the longest phase's, so that the
+			// phase's bound is what ends a drill that is not detected.
+			watchTimeout := timeout
+			if watchTimeout == 0 {
+				for _, e := range p.Environments {
+					watchTimeout = max(watchTimeout, e.Rehearsal.PhaseTimeout())
+				}
+			}
+			svc, _, err := a.flowService(ctx, "rehearse", "", watchTimeout)
+			if err != nil {
+				return err
+			}
+			ctx = workflow.WithToolOutput(ctx, a.io.Err)
+			sink := a.rehearsalSink()
+			var records []*workflow.Rehearsal
+			var runErr, notRun error
+			switch {
+			case resume != "":
+				rh, err := svc.ResumeRehearsal(ctx, resume, sink)
+				records, runErr = appendRecord(records, rh), err
+			case cleanup != "":
+				rh, err := svc.CleanupRehearsal(ctx, cleanup, sink)
+				records, runErr = appendRecord(records, rh), err
+			default:
+				for _, d := range drills {
+					rh, err := svc.Rehearse(ctx, workflow.RehearseRequest{Env: env, Drill: d, IKnow: iKnow, Timeout: timeout}, sink)
+					records = appendRecord(records, rh)
+					if err != nil && all && rh == nil && errors.Is(err, workflow.ErrUsage) {
+						// Not runnable here (not configured, not built):
+						// said, and counted against the run, but the
+						// other drills still run.
+						fmt.Fprintf(a.io.Err, "rehearse %s in %s: not run: %v\n", d, env, err)
+						notRun = errors.Join(notRun, fmt.Errorf("%s not run: %w", d, err))
+						continue
+					}
+					if err != nil {
+						runErr = errors.Join(runErr, err)
+						break
+					}
+				}
+			}
+			if a.flags.json {
+				if err := writeJSON(a.io.Out, records); err != nil {
+					return err
+				}
+			} else {
+				for _, rh := range records {
+					printRehearsal(a.io.Out, rh)
+				}
+			}
+			if runErr != nil {
+				for _, rh := range records {
+					if !rh.State.Done() {
+						fmt.Fprintf(a.io.Err, "rehearsal %s stopped at phase %s; continue with: relcap rehearse --resume %s, or undo with: relcap rehearse --cleanup %s\n",
+							rh.ID, rh.Phase, rh.ID, rh.ID)
+					}
+				}
+				return runErr
+			}
+			if err := rehearsalOutcome(records); err != nil {
+				// A failed drill (4) says more than one that did not run.
+				if notRun != nil {
+					fmt.Fprintf(a.io.Err, "also: %v\n", notRun)
+				}
+				return err
+			}
+			return notRun
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "environment to drill")
+	cmd.Flags().StringVar(&drill, "drill", "", "drill to run: "+drillNames())
+	cmd.Flags().BoolVar(&all, "all", false, "run every drill, in order: "+drillNames())
+	cmd.Flags().StringVar(&iKnow, "i-know", "", "the reason to drill a production environment (journaled and signed)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long each phase (detect, recover) may take (default: rehearsal.timeout, else 4m)")
+	cmd.Flags().StringVar(&resume, "resume", "", "continue an interrupted rehearsal from its phase")
+	cmd.Flags().StringVar(&cleanup, "cleanup", "", "undo an interrupted rehearsal: back to its baseline, then abandoned")
+	cmd.AddCommand(a.rehearseListCommand())
+	return cmd
+}
+
+func (a *app) rehearseListCommand() *cobra.Command {
+	var env string
+	cmd := &cobra.Command{
+		Use:   "list [--env ENV]",
+		Short: "List rehearsals, newest first",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			p, err := a.loadProject()
+			if err != nil {
+				return err
+			}
+			if env != "" {
+				if _, err := p.Env(env); err != nil {
+					return err
+				}
+			}
+			l, err := a.openLedger(ctx)
+			if err != nil {
+				return err
+			}
+			rs, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{App: p.App, Env: env})
+			if err != nil {
+				return err
+			}
+			if a.flags.json {
+				return writeJSON(a.io.Out, rs)
+			}
+			if len(rs) == 0 {
+				fmt.Fprintln(a.io.Out, "no rehearsals yet: relcap rehearse --env ENV --all")
+				return nil
+			}
+			for _, rh := range rs {
+				ttd, ttr := "-", "-"
+				if d, ok := rh.TimeToDetect(); ok {
+					ttd = d.Round(time.Second).String()
+				}
+				if d, ok := rh.TimeToRecover(); ok {
+					ttr = d.Round(time.Second).String()
+				}
+				fmt.Fprintf(a.io.Out, "%s  %-10s %-27s %-9s detect %-6s recover %-6s %s\n",
+					rh.StartedAt.UTC().Format(time.RFC3339), rh.Env, rh.Drill, rh.State, ttd, ttr, rh.ID)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "only this environment's")
+	return cmd
+}
+
+// rehearsalSink shows the drill's releases as they run: one line per
+// event on stderr, so that stdout stays the record (--json) or the summary.
+func (a *app) rehearsalSink() workflow.EventSink {
+	return plain.New(a.io.Err, false).WithToolOutput(a.io.Err).Event
+}
+
+func appendRecord(rs []*workflow.Rehearsal, rh *workflow.Rehearsal) []*workflow.Rehearsal {
+	if rh == nil {
+		return rs
+	}
+	return append(rs, rh)
+}
+
+// rehearsalOutcome is nil when every drill passed, else an error for the
+// exit code: a failed drill is "not converged" (4), an abandoned one
+// blocked (3).
+func rehearsalOutcome(rs []*workflow.Rehearsal) error {
+	var failed, abandoned []string
+	for _, rh := range rs {
+		switch rh.State {
+		case workflow.RehearsalStateFailed:
+			failed = append(failed, fmt.Sprintf("%s (%s): %s", rh.Drill, rh.ID, rh.Failure))
+		case workflow.RehearsalStateAbandoned:
+			abandoned = append(abandoned, fmt.Sprintf("%s (%s)", rh.Drill, rh.ID))
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return fmt.Errorf("%w: drill failed: %s", workflow.ErrNotConverged, strings.Join(failed, "; "))
+	case len(abandoned) > 0:
+		return fmt.Errorf("%w: rehearsal abandoned, so it proves nothing: %s", workflow.ErrBlocked, strings.Join(abandoned, ", "))
+	}
+	return nil
+}
+
+func printRehearsal(w io.Writer, rh *workflow.Rehearsal) {
+	fmt.Fprintf(w, "\nrehearsal %s: %s in %s: %s\n", rh.ID, rh.Drill, rh.Env, strings.ToUpper(string(rh.State)))
+	at := func(t time.Time) string { return t.UTC().Format("15:04:05") }
+	fmt.Fprintf(w, "  baseline    %s  release %s running %s at %s\n", at(rh.StartedAt), rh.Baseline.ReleaseID, rh.Baseline.Digest.Short(), workflow.ShortHash(rh.Baseline.EnvCommit))
+	if !rh.InjectedAt.IsZero() {
+		fmt.Fprintf(w, "  injected    %s  release %s\n", at(rh.InjectedAt), rh.DrillRelease)
+	}
+	if d, ok := rh.TimeToDetect(); ok {
+		named := string(rh.Detected)
+		if named == "" {
+			named = "nothing"
+		}
+		fmt.Fprintf(w, "  detected    %s  %s after %s (expected %s)\n", at(rh.DetectedAt), named, d.Round(time.Second), rh.Expected)
+	}
+	if d, ok := rh.TimeToRecover(); ok {
+		fmt.Fprintf(w, "  recovered   %s  release %s back on %s after %s\n", at(rh.RecoveredAt), rh.RecoveryRelease, rh.Baseline.Digest.Short(), d.Round(time.Second))
+	} else if rh.RecoveryRelease != "" {
+		fmt.Fprintf(w, "  recovering  release %s\n", rh.RecoveryRelease)
+	}
+	for _, ans := range []workflow.Answer{rh.IntendedRevision, rh.ActualArtifact, rh.ControllerStatus, rh.NextSafeAction} {
+		if ans.Shown != "" {
+			fmt.Fprintf(w, "  %s\n", ans.Shown)
+		}
+	}
+	if rh.ProductionOverride != "" {
+		fmt.Fprintf(w, "  production, with --i-know: %s\n", rh.ProductionOverride)
+	}
+	if rh.Failure != "" {
+		fmt.Fprintf(w, "  why: %s\n", rh.Failure)
+	}
+}
+
+func drillNames() string {
+	names := make([]string, len(workflow.AllDrills))
+	for i, d := range workflow.AllDrills {
+		names[i] = string(d)
+	}
+	return strings.Join(names, ", ")
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// execCommands runs the argv lists relcap.yaml names (rehearsal.interrupt)
+// directly, never through a shell, their output into the tool output.
+type execCommands struct{}
+
+var _ workflow.CommandRunner = execCommands{}
+
+func (execCommands) RunCommand(ctx context.Context, argv []string) error {
+	if len(argv) == 0 || argv[0] == "" {
+		return fmt.Errorf("%w: an empty command", workflow.ErrUsage)
+	}
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var tail tailBuffer
+	out := io.Writer(&tail)
+	if w, ok := workflow.ToolOutput(ctx); ok {
+		out = io.MultiWriter(w, &tail)
+	}
+	c.Stdout, c.Stderr = out, out
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("command %s failed: %w%s", strings.Join(argv, " "), err, tail.last())
+	}
+	return nil
+}
+
+// tailBuffer keeps the last line a command printed, for its error.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) last() string {
+	s := strings.TrimSpace(string(t.b))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}

@@ -1,0 +1,177 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Recovery rehearsal (relcap rehearse): a failure injected on purpose
+// through relcap's own paths, detected by the convergence watch, and
+// recovered by a rollback, with the four answers a captain needs and the
+// time each took, kept in the ledger and signed into the journal.
+
+// Drill names one kind of rehearsed failure.
+type Drill string
+
+// The drills, in the order --all runs them.
+const (
+	DrillFailedApply       Drill = "failed-apply"
+	DrillUnavailableImage  Drill = "unavailable-image"
+	DrillFailedReadiness   Drill = "failed-readiness"
+	DrillInterruptedReconc Drill = "interrupted-reconciliation"
+)
+
+// AllDrills is every drill, in the order --all runs them.
+var AllDrills = []Drill{DrillFailedApply, DrillUnavailableImage, DrillFailedReadiness, DrillInterruptedReconc}
+
+// ParseDrill reads a drill's name; an unknown one is a usage error listing
+// the valid ones.
+func ParseDrill(s string) (Drill, error) {
+	if d := Drill(s); slices.Contains(AllDrills, d) {
+		return d, nil
+	}
+	names := make([]string, len(AllDrills))
+	for i, d := range AllDrills {
+		names[i] = string(d)
+	}
+	return "", fmt.Errorf("%w: unknown drill %q; want one of %s", ErrUsage, s, strings.Join(names, ", "))
+}
+
+// Expected is the verdict the convergence watch must name for the drill.
+func (d Drill) Expected() VerdictKind {
+	switch d {
+	case DrillUnavailableImage:
+		return VerdictImagePullFailed
+	case DrillFailedReadiness:
+		return VerdictReadinessFailed
+	case DrillInterruptedReconc:
+		return VerdictReconcileStalled
+	}
+	return ""
+}
+
+// RehearsalState is where a rehearsal ended, or that it runs.
+type RehearsalState string
+
+// Rehearsal states.
+const (
+	RehearsalStateRunning   RehearsalState = "running"
+	RehearsalStatePassed    RehearsalState = "passed"
+	RehearsalStateFailed    RehearsalState = "failed"
+	RehearsalStateAbandoned RehearsalState = "abandoned"
+)
+
+// Done reports whether the rehearsal is over.
+func (s RehearsalState) Done() bool { return s != RehearsalStateRunning && s != "" }
+
+// RehearsalPhase is how far a running rehearsal got, so a resumed one
+// continues from there.
+type RehearsalPhase string
+
+// Rehearsal phases, in order.
+const (
+	PhaseBaseline   RehearsalPhase = "baseline"
+	PhaseInjected   RehearsalPhase = "injected"
+	PhaseDetected   RehearsalPhase = "detected"
+	PhaseRecovering RehearsalPhase = "recovering"
+	PhaseRecovered  RehearsalPhase = "recovered"
+)
+
+// RehearsalBaseline is the release the environment had converged on
+// before the drill, and the one recovery must return to.
+type RehearsalBaseline struct {
+	ReleaseID string `json:"release_id"`
+	Digest    Digest `json:"digest"`
+	EnvCommit string `json:"env_commit"`
+}
+
+// Answer is one of the four answers: its value and the exact line relcap
+// showed the captain.
+type Answer struct {
+	Value string `json:"value"`
+	Shown string `json:"shown"`
+}
+
+// Rehearsal is one drill's record.
+type Rehearsal struct {
+	ID              string            `json:"id"`
+	App             string            `json:"app"`
+	Env             string            `json:"env"`
+	Drill           Drill             `json:"drill"`
+	Captain         string            `json:"captain"`
+	State           RehearsalState    `json:"state"`
+	Phase           RehearsalPhase    `json:"phase"`
+	Baseline        RehearsalBaseline `json:"baseline"`
+	DrillRelease    string            `json:"drill_release,omitempty"`
+	RecoveryRelease string            `json:"recovery_release,omitempty"`
+	Expected        VerdictKind       `json:"expected"`
+	Detected        VerdictKind       `json:"detected,omitempty"`
+	// The four answers, from what the convergence watch last showed.
+	IntendedRevision Answer `json:"intended_revision"`
+	ActualArtifact   Answer `json:"actual_artifact"`
+	ControllerStatus Answer `json:"controller_status"`
+	NextSafeAction   Answer `json:"next_safe_action"`
+
+	StartedAt   time.Time `json:"started_at"`
+	InjectedAt  time.Time `json:"injected_at,omitzero"`
+	DetectedAt  time.Time `json:"detected_at,omitzero"`
+	RecoveredAt time.Time `json:"recovered_at,omitzero"`
+	FinishedAt  time.Time `json:"finished_at,omitzero"`
+	// Failure is why the drill failed (not detected, misnamed, not
+	// recovered), or why it was abandoned.
+	Failure string `json:"failure,omitempty"`
+	// ProductionOverride is the --i-know reason a drill ran in
+	// production.
+	ProductionOverride string `json:"production_override,omitempty"`
+	// PhaseTimeout bounds each phase (detect, recover), kept so a resumed
+	// drill keeps the bound it started with.
+	PhaseTimeout time.Duration `json:"phase_timeout,omitempty"`
+}
+
+// TimeToDetect is DetectedAt − InjectedAt; ok is false until both are set.
+func (r *Rehearsal) TimeToDetect() (time.Duration, bool) {
+	if r.InjectedAt.IsZero() || r.DetectedAt.IsZero() {
+		return 0, false
+	}
+	return r.DetectedAt.Sub(r.InjectedAt), true
+}
+
+// TimeToRecover is RecoveredAt − DetectedAt; ok is false until both are set.
+func (r *Rehearsal) TimeToRecover() (time.Duration, bool) {
+	if r.DetectedAt.IsZero() || r.RecoveredAt.IsZero() {
+		return 0, false
+	}
+	return r.RecoveredAt.Sub(r.DetectedAt), true
+}
+
+// Clone is a deep copy.
+func (r *Rehearsal) Clone() *Rehearsal {
+	c := *r
+	return &c
+}
+
+// RehearsalFilter selects rehearsals by StartedAt, newest first; zero
+// fields select all.
+type RehearsalFilter struct {
+	App   string
+	Env   string
+	Drill Drill
+	Limit int
+}
+
+// RehearsalStore keeps rehearsals. SaveRehearsal is durable when it
+// returns, and replaces the record with the same ID.
+type RehearsalStore interface {
+	SaveRehearsal(ctx context.Context, r *Rehearsal) error
+	// LoadRehearsal returns ErrNotFound for an unknown ID.
+	LoadRehearsal(ctx context.Context, id string) (*Rehearsal, error)
+	ListRehearsals(ctx context.Context, f RehearsalFilter) ([]*Rehearsal, error)
+}
+
+// NewRehearsalID is an ID like a release's: app, env, day and a random tail.
+func NewRehearsalID(app, env string, now time.Time) string {
+	return "rh-" + NewReleaseID(app, env, now)
+}

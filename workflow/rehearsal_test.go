@@ -1,0 +1,422 @@
+package workflow_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/workflowtest"
+)
+
+// drillWatch is a convergence watch fast enough for a test on the wall
+// clock: the resource tree every few milliseconds, readiness failing for
+// longer than 20ms fails the rollout.
+var drillWatch = workflow.WaitOptions{TreeInterval: 2 * time.Millisecond, ReadinessGrace: 20 * time.Millisecond, StallAfter: time.Hour, RefreshWithin: time.Second}
+
+// drillProcess is a relcap process over the world whose Pods fail as a
+// kubelet's would (workflowtest.TreeConvergence), on the wall clock.
+func drillProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l workflow.Ledger, conv workflow.Convergence) process {
+	t.Helper()
+	if conv == nil {
+		conv = workflowtest.TreeConvergence{Convergence: workflowtest.Convergence{W: w}}
+	}
+	clock := workflow.SystemClock{}
+	j := workflowtest.NewJournal(clock, "alice")
+	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+	svc, err := workflow.NewService(workflow.Deps{
+		Project: p, Ledger: l, Journal: j, Clock: clock, Actor: "alice",
+		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
+		Planner:   tf, Applier: tf,
+		Registry: workflowtest.Registry{W: w}, EnvRepo: workflowtest.EnvRepo{W: w},
+		Convergence: conv, ConvergeTimeout: 5 * time.Second, Wait: drillWatch,
+	})
+	require.NoError(t, err)
+	return process{svc: svc, journal: j}
+}
+
+// released runs a full release to env and returns it converged: the
+// baseline a drill starts from.
+func released(t *testing.T, p process, w *workflowtest.World, env string) *workflow.Release {
+	t.Helper()
+	r, err := p.svc.Start(t.Context(), workflow.StartRequest{Env: env, Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	w.Changes = []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Action: workflow.ActionUpdate}}
+	final, err := p.svc.Run(t.Context(), r.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.ReleaseConverged, final.Status)
+	return final
+}
+
+// runsBaseline checks the application is synced, healthy and runs only
+// base's digest.
+func runsBaseline(t *testing.T, w *workflowtest.World, base *workflow.Release) {
+	t.Helper()
+	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), workflow.AppRef{})
+	require.NoError(t, err)
+	require.Equal(t, workflow.SyncSynced, st.SyncStatus)
+	require.Equal(t, workflow.HealthHealthy, st.Health)
+	require.Len(t, st.Images, 1)
+	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()), "runs %s, not the baseline %s", st.Images[0], base.Checkpoints.Digest)
+}
+
+func unreadyWorld(t *testing.T, p *workflow.Project) (*workflowtest.World, workflow.Digest) {
+	t.Helper()
+	w := workflowtest.NewWorld()
+	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("ab", 32))
+	require.NoError(t, err)
+	w.Repos["registry.test/ci/web"][d] = true
+	w.NeverReady = map[workflow.Digest]bool{d: true}
+	for i := range p.Environments {
+		p.Environments[i].Rehearsal.UnreadyImage = "registry.test/ci/web@" + d.String()
+	}
+	return w, d
+}
+
+func TestRehearseUnavailableImageIsDetectedNamedAndRecovered(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	base := released(t, p, w, "staging")
+	copies := w.Copies
+
+	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, workflow.PhaseRecovered, rh.Phase)
+	require.Equal(t, workflow.VerdictImagePullFailed, rh.Detected)
+	require.Equal(t, base.ID, rh.Baseline.ReleaseID)
+	require.Equal(t, base.Checkpoints.Digest, rh.Baseline.Digest)
+	require.Equal(t, copies, w.Copies, "a digest that exists nowhere is not copied")
+
+	drill, err := l.LoadRelease(ctx, rh.DrillRelease)
+	require.NoError(t, err)
+	require.True(t, drill.Checkpoints.RehearsalUnavailable)
+	require.Equal(t, "rehearsal "+rh.ID+": unavailable-image", drill.Checkpoints.ForceUnverified)
+	require.Contains(t, rh.IntendedRevision.Value, drill.Checkpoints.EnvCommit)
+	require.Contains(t, rh.IntendedRevision.Shown, drill.Checkpoints.Digest.String())
+	require.Contains(t, rh.ActualArtifact.Value, drill.Checkpoints.Digest.String(), "the pods run the drill's digest")
+	require.Contains(t, rh.ActualArtifact.Shown, "cannot pull its image")
+	require.Contains(t, rh.ControllerStatus.Shown, "convergence.image-pull-failed")
+	require.Contains(t, rh.NextSafeAction.Value, "roll back")
+	ttd, ok := rh.TimeToDetect()
+	require.True(t, ok)
+	require.Positive(t, ttd)
+	_, ok = rh.TimeToRecover()
+	require.True(t, ok)
+
+	recovery, err := l.LoadRelease(ctx, rh.RecoveryRelease)
+	require.NoError(t, err)
+	require.Equal(t, workflow.KindRollback, recovery.Kind)
+	require.Equal(t, base.ID, recovery.RollbackOf)
+	require.Equal(t, workflow.ReleaseConverged, recovery.Status)
+	runsBaseline(t, w, base)
+
+	kinds := p.journal.Kinds()
+	for _, k := range []string{"rehearsal.started", "rehearsal.injected", "rehearsal.detected", "rehearsal.recovered", "rehearsal.passed"} {
+		require.Contains(t, kinds, k)
+	}
+	stored, err := l.LoadRehearsal(ctx, rh.ID)
+	require.NoError(t, err)
+	require.Equal(t, rh, stored)
+}
+
+func TestRehearseFailedReadiness(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	proj := testProject(0)
+	w, unready := unreadyWorld(t, proj)
+	l := workflowtest.NewLedger()
+	p := drillProcess(t, proj, w, l, nil)
+	base := released(t, p, w, "staging")
+
+	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedReadiness}, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
+	require.Contains(t, rh.ActualArtifact.Value, unready.String())
+	require.Contains(t, rh.ActualArtifact.Shown, "does not become ready")
+	runsBaseline(t, w, base)
+}
+
+func TestRehearseFailedReadinessNeedsTheUnreadyImage(t *testing.T) {
+	t.Parallel()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	released(t, p, w, "staging")
+	_, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedReadiness}, nil)
+	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.Contains(t, err.Error(), "environments[staging].rehearsal.unready_image")
+	all, err := l.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+	require.NoError(t, err)
+	require.Empty(t, all, "refused before anything is recorded")
+}
+
+func TestRehearsalNotDetectedFails(t *testing.T) {
+	t.Parallel()
+	proj := testProject(0)
+	w, unready := unreadyWorld(t, proj)
+	delete(w.NeverReady, unready) // the "unready" build is fine after all
+	l := workflowtest.NewLedger()
+	p := drillProcess(t, proj, w, l, nil)
+	base := released(t, p, w, "staging")
+
+	rh, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedReadiness}, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStateFailed, rh.State)
+	require.Equal(t, workflow.VerdictConverged, rh.Detected)
+	require.Contains(t, rh.Failure, "not detected")
+	require.Contains(t, p.journal.Kinds(), "rehearsal.failed")
+	runsBaseline(t, w, base) // recovered all the same
+}
+
+// misnaming reports a Pod that cannot pull its image as one failing its
+// readiness probe: a watch that names the failure wrongly.
+type misnaming struct{ workflowtest.TreeConvergence }
+
+func (m misnaming) ResourceTree(ctx context.Context, app workflow.AppRef) ([]workflow.AppResource, error) {
+	rs, err := m.TreeConvergence.ResourceTree(ctx, app)
+	for i, r := range rs {
+		if strings.Contains(r.Message, "ImagePullBackOff") {
+			rs[i].Health, rs[i].Message = workflow.HealthDegraded, "Readiness probe failed"
+		}
+	}
+	return rs, err
+}
+
+func TestRehearsalMisnamedFails(t *testing.T) {
+	t.Parallel()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, misnaming{workflowtest.TreeConvergence{Convergence: workflowtest.Convergence{W: w}}})
+	base := released(t, p, w, "staging")
+
+	rh, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStateFailed, rh.State)
+	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
+	require.Contains(t, rh.Failure, "misnamed: the watch named readiness-failed, the drill expects image-pull-failed")
+	require.Equal(t, workflow.PhaseRecovered, rh.Phase, "recovered even so")
+	runsBaseline(t, w, base)
+}
+
+func TestRehearsalInProductionNeedsIKnow(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	proj := testProject(0)
+	proj.Environments[1].Production = true
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, proj, w, l, nil)
+	released(t, p, w, "staging")
+	base := released(t, p, w, "prod")
+
+	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "prod", Drill: workflow.DrillUnavailableImage, IKnow: "  "}, nil)
+	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.Contains(t, err.Error(), "--i-know REASON")
+	require.NotContains(t, p.journal.Kinds(), "rehearsal.started")
+
+	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "prod", Drill: workflow.DrillUnavailableImage, IKnow: "game day INC-7, approved by the CAB"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, "game day INC-7, approved by the CAB", rh.ProductionOverride)
+	require.Contains(t, p.journal.Kinds(), "rehearsal.production_override")
+	runsBaseline(t, w, base)
+}
+
+func TestRehearsalRefusedWhenNotConvergedNow(t *testing.T) {
+	t.Parallel()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	_, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.Contains(t, err.Error(), "no converged release")
+
+	released(t, p, w, "staging")
+	w.App.Health = workflow.HealthDegraded // someone broke it since
+	_, err = p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.Contains(t, err.Error(), "converge first")
+}
+
+func TestUnknownDrillListsTheValidOnes(t *testing.T) {
+	t.Parallel()
+	_, err := workflow.ParseDrill("chaos-monkey")
+	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.Contains(t, err.Error(), "failed-apply, unavailable-image, failed-readiness, interrupted-reconciliation")
+}
+
+// TestRehearsalResumesAfterAKillAtEveryPhase kills the process right after
+// each save of the rehearsal and resumes it in a new one: it passes, the
+// failure injected once, the environment back on the baseline.
+func TestRehearsalResumesAfterAKillAtEveryPhase(t *testing.T) {
+	t.Parallel()
+	for kill := 1; kill <= 8; kill++ {
+		t.Run("after save "+string(rune('0'+kill)), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+			first := drillProcess(t, testProject(0), w, l, nil)
+			base := released(t, first, w, "staging")
+			lands := w.Lands
+			var phase workflow.RehearsalPhase
+			l.AfterRehearsalSave = func(n int, r *workflow.Rehearsal) error {
+				if n == kill {
+					phase = r.Phase
+					return errKilled
+				}
+				return nil
+			}
+			_, err := first.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+			if kill == 8 {
+				// The last save is the verdict itself: nothing is left.
+				require.ErrorIs(t, err, errKilled)
+			} else {
+				require.ErrorIs(t, err, errKilled, "phase %s", phase)
+			}
+			l.AfterRehearsalSave = nil
+			all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{})
+			require.NoError(t, err)
+			require.Len(t, all, 1)
+
+			second := drillProcess(t, testProject(0), w, l, nil)
+			rh, err := second.svc.ResumeRehearsal(ctx, all[0].ID, nil)
+			require.NoError(t, err)
+			require.Equal(t, workflow.RehearsalStatePassed, rh.State, "killed at phase %s: %s", phase, rh.Failure)
+			require.Equal(t, lands+2, w.Lands, "one drill landing and one rollback landing, whatever the kill")
+			runsBaseline(t, w, base)
+			again, err := second.svc.ResumeRehearsal(ctx, rh.ID, nil)
+			require.NoError(t, err)
+			require.Equal(t, rh, again, "resuming a finished rehearsal changes nothing")
+		})
+	}
+}
+
+func TestCleanupRestoresTheBaseline(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	base := released(t, p, w, "staging")
+	l.AfterRehearsalSave = func(_ int, r *workflow.Rehearsal) error {
+		if r.Phase == workflow.PhaseInjected {
+			return errKilled // killed with the broken digest landed
+		}
+		return nil
+	}
+	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	require.ErrorIs(t, err, errKilled)
+	l.AfterRehearsalSave = nil
+	all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{Env: "staging"})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+
+	q := drillProcess(t, testProject(0), w, l, nil)
+	rh, err := q.svc.CleanupRehearsal(ctx, all[0].ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStateAbandoned, rh.State)
+	require.NotEmpty(t, rh.RecoveryRelease)
+	runsBaseline(t, w, base)
+	drill, err := l.LoadRelease(ctx, rh.DrillRelease)
+	require.NoError(t, err)
+	require.Equal(t, workflow.ReleaseRolledBack, drill.Status, "the drill's release is not left open for relcap promote to join")
+	require.Contains(t, q.journal.Kinds(), "rehearsal.abandoned")
+
+	lands := w.Lands
+	again, err := q.svc.CleanupRehearsal(ctx, rh.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, rh, again)
+	require.Equal(t, lands, w.Lands, "a second cleanup changes nothing")
+}
+
+func TestRehearsalHoldsThePromotionLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w := workflowtest.NewWorld()
+	locks := &workflowtest.FakeLocks{}
+	l := workflowtest.LockingLedger{Ledger: workflowtest.NewLedger(), FakeLocks: locks}
+	p := drillProcess(t, testProject(0), w, l, nil)
+	released(t, p, w, "staging")
+	scope := workflow.LockScope{Kind: workflow.LockPromote, Key: "web/staging"}
+	var heldAt []workflow.RehearsalPhase
+	l.AfterRehearsalSave = func(_ int, r *workflow.Rehearsal) error {
+		if h, ok := locks.Holder(scope); ok && strings.Contains(h.What, "rehearse unavailable-image in staging") {
+			heldAt = append(heldAt, r.Phase)
+		}
+		return nil
+	}
+	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	for _, ph := range []workflow.RehearsalPhase{workflow.PhaseBaseline, workflow.PhaseInjected, workflow.PhaseDetected, workflow.PhaseRecovering, workflow.PhaseRecovered} {
+		require.True(t, slices.Contains(heldAt, ph), "lock held at phase %s", ph)
+	}
+	_, held := locks.Holder(scope)
+	require.False(t, held, "released at the end")
+
+	// Another captain's promotion meanwhile is refused.
+	release := locks.Hold(scope, workflow.LockHolder{Actor: "bob", What: "promote"})
+	defer release()
+	_, err = p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	require.ErrorIs(t, err, workflow.ErrLocked)
+}
+
+// TestRehearsalInterruptedByCtrlCResumes: the context ends while the
+// watch looks at the broken release; the rehearsal stays running at its
+// phase, and a resume in a new process finishes it.
+func TestRehearsalInterruptedByCtrlCResumes(t *testing.T) {
+	t.Parallel()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	base := released(t, p, w, "staging")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, func(e workflow.Event) {
+		if e.Kind == workflow.EventAppState && e.Step == workflow.StepConvergence {
+			cancel() // Ctrl-C during detection
+		}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	all, err := l.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Equal(t, workflow.RehearsalStateRunning, all[0].State)
+	require.Equal(t, workflow.PhaseInjected, all[0].Phase)
+
+	q := drillProcess(t, testProject(0), w, l, nil)
+	rh, err := q.svc.ResumeRehearsal(t.Context(), all[0].ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	runsBaseline(t, w, base)
+}
+
+// TestADrillLeftMidwayIsNotJoinedByRelcapPromote: a drill stopped before
+// it landed leaves its release in progress; relcap promote starts its own
+// release rather than joining the drill's.
+func TestADrillLeftMidwayIsNotJoinedByRelcapPromote(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	released(t, p, w, "staging")
+	l.AfterRehearsalSave = func(n int, r *workflow.Rehearsal) error {
+		if r.DrillRelease != "" {
+			return errKilled // the drill's release exists, nothing ran yet
+		}
+		return nil
+	}
+	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	require.ErrorIs(t, err, errKilled)
+	l.AfterRehearsalSave = nil
+	all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+
+	opened, err := p.svc.OpenRelease(ctx, workflow.OpenRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3", PromoteOnly: true})
+	require.NoError(t, err)
+	require.True(t, opened.Started)
+	require.NotEqual(t, all[0].DrillRelease, opened.Release.ID)
+}

@@ -1,0 +1,107 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// RehearsalFigures are one environment's recovery drills (relcap
+// rehearse) in the period: how many ran and how they ended, the medians
+// of time to detect and time to recover (of the drills that got that
+// far), and, per drill, how long ago it last passed, over the whole
+// ledger up to the report's end, so a drill not rehearsed in the period
+// still shows its age.
+type RehearsalFigures struct {
+	Env       string `json:"env"`
+	Run       int    `json:"run"`
+	Passed    int    `json:"passed"`
+	Failed    int    `json:"failed"`
+	Abandoned int    `json:"abandoned"`
+	Running   int    `json:"running"`
+	// TimeToDetect is injected → detected; TimeToRecover detected →
+	// converged on the baseline again.
+	TimeToDetect  Stats            `json:"time_to_detect"`
+	TimeToRecover Stats            `json:"time_to_recover"`
+	Drills        []DrillFreshness `json:"drills"`
+}
+
+// DrillFreshness is when a drill last passed in an environment.
+type DrillFreshness struct {
+	Drill workflow.Drill `json:"drill"`
+	// LastPassed is zero, and DaysSince -1, when it never passed.
+	LastPassed time.Time `json:"last_passed,omitzero"`
+	DaysSince  int       `json:"days_since_passed"`
+}
+
+// Never reports whether the drill never passed.
+func (f DrillFreshness) Never() bool { return f.LastPassed.IsZero() }
+
+// rehearsalFigures builds the figures of every environment that has a
+// rehearsal (or, with o.Env, that one), in the project's order of first
+// appearance.
+func rehearsalFigures(rs []workflow.Rehearsal, o Options) []RehearsalFigures {
+	end := o.To
+	if !o.Now.IsZero() && (end.IsZero() || o.Now.Before(end)) {
+		end = o.Now
+	}
+	var envs []string
+	by := map[string]*RehearsalFigures{}
+	detect, recover := map[string][]time.Duration{}, map[string][]time.Duration{}
+	last := map[string]map[workflow.Drill]time.Time{}
+	for _, r := range rs {
+		if o.Env != "" && r.Env != o.Env {
+			continue
+		}
+		if !end.IsZero() && !r.StartedAt.Before(end) {
+			continue
+		}
+		f, ok := by[r.Env]
+		if !ok {
+			f = &RehearsalFigures{Env: r.Env}
+			by[r.Env], last[r.Env] = f, map[workflow.Drill]time.Time{}
+			envs = append(envs, r.Env)
+		}
+		if r.State == workflow.RehearsalStatePassed && r.FinishedAt.After(last[r.Env][r.Drill]) {
+			last[r.Env][r.Drill] = r.FinishedAt
+		}
+		if !in(r.StartedAt, o.From, o.To) {
+			continue
+		}
+		f.Run++
+		switch r.State {
+		case workflow.RehearsalStatePassed:
+			f.Passed++
+		case workflow.RehearsalStateFailed:
+			f.Failed++
+		case workflow.RehearsalStateAbandoned:
+			f.Abandoned++
+		default:
+			f.Running++
+		}
+		if d, ok := r.TimeToDetect(); ok {
+			detect[r.Env] = append(detect[r.Env], d)
+		}
+		if d, ok := r.TimeToRecover(); ok {
+			recover[r.Env] = append(recover[r.Env], d)
+		}
+	}
+	slices.Sort(envs)
+	out := make([]RehearsalFigures, 0, len(envs))
+	for _, env := range envs {
+		f := by[env]
+		f.TimeToDetect, f.TimeToRecover = NewStats(detect[env]), NewStats(recover[env])
+		for _, d := range workflow.AllDrills {
+			fr := DrillFreshness{Drill: d, DaysSince: -1}
+			if at, ok := last[env][d]; ok {
+				fr.LastPassed = at
+				fr.DaysSince = int(math.Floor(end.Sub(at).Hours() / 24))
+			}
+			f.Drills = append(f.Drills, fr)
+		}
+		out = append(out, *f)
+	}
+	return out
+}
