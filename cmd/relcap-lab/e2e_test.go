@@ -283,6 +283,7 @@ func TestE2E(t *testing.T) {
 	t.Run("an interrupted reconciliation is named by converge and rollback converges after the restart", func(t *testing.T) { testInterruptedReconciliation(t, l, repo) })
 	t.Run("the registry decides: an absent digest never pulls, the unready build never becomes ready", func(t *testing.T) { testFaultsTheRegistryDecides(t, l, repo) })
 	t.Run("the captain releases through the cockpit, a second person approves from another shell", func(t *testing.T) { testCockpitRelease(t, l, repo) })
+	t.Run("relcap rehearse: each drill detects, names and recovers its failure; a killed one is undone", func(t *testing.T) { testRehearsals(t, l, repo) })
 }
 
 func (l *e2eLab) runGit(t testing.TB, args ...string) string {

@@ -192,10 +192,17 @@ func TestRenderedRelcapConfigRehearsal(t *testing.T) {
 	l.UnreadyDigest = "sha256:" + strings.Repeat("ab", 32)
 	plain, plainLoose := decode(l)
 	for _, e := range plain.Environments {
-		require.Nil(t, e.Rehearsal, "no rehearsal: without up --rehearsal")
+		require.Nil(t, e.Rehearsal, "no rehearsal: without Lab.Rehearsal")
 	}
 	l.Rehearsal = &Rehearsal{Self: "/opt/relcap lab/bin/relcap-lab"}
 	got, loose := decode(l)
+	// relcap itself reads them as the drills' configuration.
+	p, err := config.Parse(filepath.Join(l.Dir, "relcap.yaml"), []byte(RenderRelcapConfig(l)))
+	require.NoError(t, err)
+	for _, e := range p.Environments {
+		require.Equal(t, "127.0.0.1:5000/"+e.Name+"/web@sha256:"+strings.Repeat("ab", 32), e.Rehearsal.UnreadyImage)
+		require.Equal(t, []string{"/opt/relcap lab/bin/relcap-lab", "stop", "--dir", "/tmp/lab dir", "--grace", "0s", "argocd-application-controller"}, e.Rehearsal.InterruptStop)
+	}
 	require.Len(t, got.Environments, len(Envs))
 	for i, e := range got.Environments {
 		require.Equal(t, Envs[i], e.Name)

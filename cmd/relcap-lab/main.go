@@ -113,11 +113,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if cmd == "build" {
 		fs.BoolVar(&withGitea, "gitea", false, "build (or reuse) only the lab's Gitea "+GiteaVersion)
 	}
-	insecure, rehearsal := false, false
+	insecure := false
 	if cmd == "up" {
-		// Off until relcap's configuration reads rehearsal: (issue 19's
-		// relcap rehearse): an older relcap refuses the unknown key.
-		fs.BoolVar(&rehearsal, "rehearsal", false, "write each environment's rehearsal: keys (unready build, interrupt commands) into relcap.yaml")
 		fs.BoolVar(&withGitea, "gitea", false, "also run Gitea "+GiteaVersion+" with the environment repository (built on first use)")
 		fs.BoolVar(&insecure, "argocd-insecure", false, "serve Argo CD in plaintext (no TLS) as before, for a relcap without argocd.ca_file")
 	}
@@ -182,7 +179,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("find relcap-lab's own executable (it runs the registry): %w", err)
 		}
-		return Up(ctx, UpOptions{Dir: *dir, Builder: b, Self: self, Timeout: *timeout, WaitApps: *waitApps, ArgoInsecure: insecure, Gitea: withGitea, Rehearsal: rehearsal, Out: out})
+		return Up(ctx, UpOptions{Dir: *dir, Builder: b, Self: self, Timeout: *timeout, WaitApps: *waitApps, ArgoInsecure: insecure, Gitea: withGitea, Out: out})
 	case "down":
 		return Down(*dir, *grace, out)
 	case "status":

@@ -89,7 +89,7 @@ type Lab struct {
 	// image webhook has run and never become ready.
 	UnreadyDigest string
 	// Rehearsal, when set, puts each environment's rehearsal: keys into
-	// relcap.yaml (up --rehearsal).
+	// relcap.yaml (up always sets it).
 	Rehearsal *Rehearsal
 }
 

@@ -44,11 +44,7 @@ type UpOptions struct {
 	ArgoInsecure bool
 	// Gitea also runs the lab's Gitea (StartGitea), built on first use.
 	Gitea bool
-	// Rehearsal writes each environment's rehearsal: keys (the drills'
-	// unready build and how to interrupt reconciliation) into
-	// relcap.yaml, for a relcap whose configuration knows them.
-	Rehearsal bool
-	Out       io.Writer
+	Out   io.Writer
 }
 
 // launcher starts components and records each in the state file at once,
@@ -274,9 +270,9 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 		return err
 	}
 	lab.UnreadyDigest = unready.String()
-	if o.Rehearsal {
-		lab.Rehearsal = &Rehearsal{Self: o.Self}
-	}
+	// Each environment's rehearsal: keys (relcap rehearse): the unready
+	// build and how relcap-lab stops and restarts reconciliation.
+	lab.Rehearsal = &Rehearsal{Self: o.Self}
 	if o.Gitea {
 		// The same first release in the forge's repository, which Argo
 		// CD follows and relcap.yaml promotes to through pull requests.

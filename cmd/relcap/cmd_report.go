@@ -89,12 +89,15 @@ func (a *app) reportMeasuresCommand() *cobra.Command {
 	var f reportFlags
 	cmd := &cobra.Command{
 		Use:   "measures [--from DATE --to DATE] [--env E] [--tz ZONE] [--format table|md|csv|json|html]",
-		Short: "The five DORA measures, plan lead time, drift age and ownership conflicts",
+		Short: "The five DORA measures, plan lead time, drift age, ownership conflicts and rehearsals",
 		Long: "The five DORA measures, of the production environment (the last of the promotion\n" +
 			"order, or --env), over releases created in the period:\n\n" + wrapDefinitions(report.DORADefinitions) +
 			"\nrelcap's own: reviewed-plan lead time (plan created → applied), drift age\n" +
-			"(findings first seen → resolved), ownership conflicts per week, and approvals\n" +
-			"signed or not.",
+			"(findings first seen → resolved), ownership conflicts per week, approvals\n" +
+			"signed or not, and recovery rehearsals per environment (relcap rehearse):\n" +
+			"drills run, passed and failed, median time to detect (failure injected →\n" +
+			"named) and to recover (named → converged on the pre-drill release again), and\n" +
+			"days since each drill last passed.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runReport(cmd, f, false)

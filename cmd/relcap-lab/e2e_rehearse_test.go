@@ -1,0 +1,159 @@
+//go:build e2e
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/workflow"
+)
+
+// rehearsalDrills are the drills the lab runs (issue 19); failed-apply
+// joins them once it is built.
+var rehearsalDrills = []workflow.Drill{workflow.DrillUnavailableImage, workflow.DrillFailedReadiness, workflow.DrillInterruptedReconc}
+
+// testRehearsals runs relcap rehearse on the real lab, drill by drill, the
+// way a captain would: each detects its failure, names it as expected,
+// recovers, and leaves staging converged on the pre-drill digest, with
+// kubectl agreeing; the ledger holds each drill's four answers and times,
+// report measures shows them, a drill of production is refused, and a
+// drill killed midway is undone with one command.
+func testRehearsals(t *testing.T, l *e2eLab, repo func(string) string) {
+	// A baseline with an earlier good release behind it: the
+	// interrupted reconciliation rolls out to that one.
+	l.convergedRelease(t, "8.0.0")
+	baseline, base := l.convergedRelease(t, "8.1.0")
+	for _, drill := range rehearsalDrills {
+		t.Run(string(drill), func(t *testing.T) {
+			start := time.Now()
+			code, out := l.relcapCode(t, "--actor", "alice", "--json", "rehearse", "--env", "staging", "--drill", string(drill))
+			require.Equal(t, 0, code, "the drill passes:\n%s", out)
+			var recs []workflow.Rehearsal
+			require.NoError(t, json.Unmarshal([]byte(lastJSON(out)), &recs), out)
+			require.Len(t, recs, 1)
+			rh := recs[0]
+			require.Equal(t, workflow.RehearsalStatePassed, rh.State)
+			require.Equal(t, baseline, rh.Baseline.ReleaseID)
+			require.Equal(t, base, rh.Baseline.Digest.String())
+			require.Equal(t, rh.Expected, rh.Detected, "named as expected")
+			for name, a := range map[string]workflow.Answer{"intended revision": rh.IntendedRevision, "actual artifact": rh.ActualArtifact,
+				"controller status": rh.ControllerStatus, "next safe action": rh.NextSafeAction} {
+				require.NotEmpty(t, a.Value, name)
+				require.NotEmpty(t, a.Shown, "%s: what relcap showed", name)
+			}
+			detect, ok := rh.TimeToDetect()
+			require.True(t, ok)
+			recover, ok := rh.TimeToRecover()
+			require.True(t, ok)
+			t.Logf("%s: detected %s (%s) in %s, recovered in %s; %s in all", drill, rh.Detected, rh.NextSafeAction.Value, detect.Round(100*time.Millisecond),
+				recover.Round(100*time.Millisecond), time.Since(start).Round(time.Second))
+			require.Positive(t, detect)
+			require.Positive(t, recover)
+
+			// kubectl agrees: back on the pre-drill digest, every replica ready.
+			image, ready, want := l.live(t, "staging")
+			require.Equal(t, repo("staging")+"@"+base, image, "staging runs the pre-drill digest again")
+			require.Equal(t, want, ready)
+			stored := l.rehearsal(t, rh.ID)
+			require.Equal(t, rh.IntendedRevision, stored.IntendedRevision, "the ledger holds the answers")
+			require.Equal(t, rh.DetectedAt.UTC(), stored.DetectedAt.UTC())
+		})
+	}
+
+	t.Run("report measures shows the drills", func(t *testing.T) {
+		out := l.relcapOK(t, "--json", "report", "measures")
+		var m struct {
+			Rehearsals []struct {
+				Env    string `json:"env"`
+				Run    int    `json:"run"`
+				Passed int    `json:"passed"`
+			} `json:"rehearsals"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+		var staging int
+		for _, r := range m.Rehearsals {
+			if r.Env == "staging" {
+				staging = r.Passed
+			}
+		}
+		require.GreaterOrEqual(t, staging, len(rehearsalDrills), "%+v", m.Rehearsals)
+		require.Contains(t, l.relcapOK(t, "report", "measures"), "unavailable-image")
+	})
+
+	t.Run("a drill of production is refused", func(t *testing.T) {
+		code, out := l.relcapCode(t, "--actor", "alice", "rehearse", "--env", "prod", "--drill", "unavailable-image")
+		require.Equal(t, 3, code, out)
+		require.Contains(t, out, "--i-know")
+		image, _, _ := l.live(t, "prod")
+		require.NotContains(t, image, "sha256:0000", "nothing was pinned in prod")
+	})
+
+	t.Run("a drill killed midway is undone with one command", func(t *testing.T) {
+		cmd := exec.Command(l.relcap, "-c", filepath.Join(l.dir, "relcap.yaml"), "--no-tui", "--actor", "alice", "rehearse", "--env", "staging", "--drill", "failed-readiness")
+		cmd.Dir, cmd.Env = l.dir, append(l.environ(), l.signingEnv("alice")...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		require.NoError(t, cmd.Start())
+		var id string
+		eventually(t, 2*time.Minute, "the drill to inject its failure", func() (bool, string) {
+			for _, rh := range l.rehearsals(t) {
+				if rh.State == workflow.RehearsalStateRunning && rh.Phase == workflow.PhaseInjected {
+					id = rh.ID
+					return true, ""
+				}
+			}
+			return false, out.String()
+		})
+		require.NoError(t, cmd.Process.Kill()) // kill -9: no chance to clean up
+		_ = cmd.Wait()
+		image, _, _ := l.live(t, "staging")
+		t.Logf("killed at phase injected; staging runs %s", image)
+
+		code, cout := l.relcapCode(t, "--actor", "alice", "rehearse", "--cleanup", id)
+		require.Equal(t, 0, code, cout)
+		rh := l.rehearsal(t, id)
+		require.Equal(t, workflow.RehearsalStateAbandoned, rh.State)
+		image, ready, want := l.live(t, "staging")
+		require.Equal(t, repo("staging")+"@"+base, image, "back on the pre-drill digest")
+		require.Equal(t, want, ready)
+		code, cout = l.relcapCode(t, "--actor", "alice", "rehearse", "--cleanup", id)
+		require.Equal(t, 0, code, "cleaning up twice changes nothing:\n%s", cout)
+	})
+}
+
+// rehearsals lists the ledger's rehearsals (relcap rehearse list --json).
+func (l *e2eLab) rehearsals(t *testing.T) []workflow.Rehearsal {
+	t.Helper()
+	var rs []workflow.Rehearsal
+	out := l.relcapOK(t, "--json", "rehearse", "list")
+	require.NoError(t, json.Unmarshal([]byte(lastJSON(out)), &rs), out)
+	return rs
+}
+
+func (l *e2eLab) rehearsal(t *testing.T, id string) workflow.Rehearsal {
+	t.Helper()
+	for _, rh := range l.rehearsals(t) {
+		if rh.ID == id {
+			return rh
+		}
+	}
+	t.Fatalf("no rehearsal %s in the ledger", id)
+	return workflow.Rehearsal{}
+}
+
+// lastJSON is the JSON document at the end of out (stdout and stderr are
+// combined here; stderr's progress lines come first).
+func lastJSON(out string) string {
+	if i := strings.Index(out, "\n["); i >= 0 {
+		return out[i+1:]
+	}
+	return out
+}
