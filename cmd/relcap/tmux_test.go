@@ -46,7 +46,11 @@ func TestTmuxDemoReleaseWithTheKeyboardAlone(t *testing.T) {
 	require.NoError(t, err, string(out))
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
 
-	send := func(key string) { _ = exec.Command("tmux", "-L", socket, "send-keys", "-t", session, key).Run() }
+	sent := 0
+	send := func(key string) {
+		_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", session, key).Run()
+		sent++
+	}
 	var screen string
 	var acted time.Time
 	deadline := time.Now().Add(6 * time.Minute) // generous: CI machines may be busy
@@ -85,6 +89,25 @@ func TestTmuxDemoReleaseWithTheKeyboardAlone(t *testing.T) {
 	}
 	require.Contains(t, screen, "EXIT=0", "the demo completed from the keyboard:\n%s", screen)
 	require.Contains(t, screen, "Both releases converged")
+	require.LessOrEqual(t, sent, 10, "the demo's two releases take at most 10 key presses")
+
+	// relcap counted the same keys as the captain's inputs.
+	l, err := store.OpenSQLite(t.Context(), filepath.Join(dir, "ledger.db"))
+	require.NoError(t, err)
+	defer l.Close()
+	releases, err := l.ListReleases(t.Context(), workflow.ReleaseFilter{})
+	require.NoError(t, err)
+	inputs := 0
+	for _, r := range releases {
+		entries, err := l.Effort(t.Context(), r.ID)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if e.Kind == effort.Active && e.Role == effort.RoleCaptain {
+				inputs += e.Inputs
+			}
+		}
+	}
+	require.Equal(t, sent, inputs, "the ledger counts every key the captain pressed")
 
 	io, vout, verr := testIO("USER=captain")
 	code := run(t.Context(), io, []string{"--ledger", filepath.Join(dir, "ledger.db"), "journal", "verify"})
