@@ -196,8 +196,9 @@ func (s *Service) rehearsalApprovals(ctx context.Context, scratch Environment, r
 	if check.Satisfied() {
 		return nil
 	}
-	return fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s, then relcap rehearse --resume %s%s",
-		ErrApprovalRequired, rh.ID, ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, plan.Fingerprint, rh.ID, ignoredNote(check))
+	// The fingerprint ends the message, so it is copied whole.
+	return fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy needs %d more approval(s) in %s (approvals.plan = %d)%s; once approved, continue with relcap rehearse --resume %s; approve with: relcap approve --plan %s",
+		ErrApprovalRequired, rh.ID, ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, ignoredNote(check), rh.ID, plan.Fingerprint)
 }
 
 // refuseFailedApply ends a drill refused before anything was applied: the
@@ -266,7 +267,7 @@ func (s *Service) detectFailedApply(ctx context.Context, env Environment, rh *Re
 // answerFailedApply fills the four answers of a failed apply.
 func (s *Service) answerFailedApply(rh *Rehearsal, resources []StateResource, lockErr error, next string) {
 	rh.IntendedRevision = Answer{Value: rh.DrillPlan,
-		Shown: fmt.Sprintf("intended revision: plan %s: the root at %s plus %s, in the scratch copy %s", rh.DrillPlan, revOrNone(rh.Baseline.Revision), rehearsalDrillFile, rh.ScratchDir)}
+		Shown: fmt.Sprintf("intended revision: plan %s: %s plus %s, in the scratch copy %s", rh.DrillPlan, rootAt(rh.Baseline.Revision), rehearsalDrillFile, rh.ScratchDir)}
 	state := rehearsalResource + " absent"
 	for _, r := range resources {
 		if r.Address == rehearsalResource {
@@ -288,6 +289,14 @@ func (s *Service) answerFailedApply(rh *Rehearsal, resources []StateResource, lo
 	if next != "" {
 		rh.NextSafeAction = Answer{Value: next, Shown: "next safe action: " + next}
 	}
+}
+
+// rootAt names the Terraform root by its Git revision.
+func rootAt(rev string) string {
+	if rev == "" {
+		return "the root (no Git revision)"
+	}
+	return "the root at " + rev
 }
 
 // recoverFailedApply removes the drill's file, then plans and applies the

@@ -96,6 +96,17 @@ func (a *Adapter) CreateScratch(_ context.Context, id string, env workflow.Envir
 	if err != nil {
 		return workflow.TerraformTarget{}, err
 	}
+	// A local module outside the root would not be found from the copy
+	// (its relative source points elsewhere); modules.json is there once
+	// the root was initialised, as PullState does.
+	outside, err := localModules(t.dir)
+	if err != nil {
+		return workflow.TerraformTarget{}, err
+	}
+	if len(outside) > 0 {
+		return workflow.TerraformTarget{}, fmt.Errorf("%w: environment %s: the root %s calls local modules outside itself (%s), which a scratch copy of the root cannot reach; the failed-apply drill cannot run on it",
+			workflow.ErrUsage, env.Name, t.dir, strings.Join(outside, ", "))
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return workflow.TerraformTarget{}, fmt.Errorf("removing the earlier scratch copy %s: %w", dir, err)
 	}

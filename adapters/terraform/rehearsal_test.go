@@ -91,6 +91,22 @@ func TestScratchRootFailsItsApplyAndLeavesTheRealStateAlone(t *testing.T) {
 	require.ErrorIs(t, err, workflow.ErrUsage)
 }
 
+func TestCreateScratchRefusesARootWithLocalModulesOutsideIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, `module "m" { source = "../mod" }`+"\n")
+	mod := filepath.Join(filepath.Dir(f.dir), "mod")
+	require.NoError(t, os.MkdirAll(mod, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(mod) })
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "main.tf"), []byte(`resource "terraform_data" "x" {}`+"\n"), 0o644))
+	f.a.rehearsalDir = filepath.Join(t.TempDir(), "rehearsals")
+	state, err := f.a.PullState(t.Context(), f.env)
+	require.NoError(t, err)
+	_, err = f.a.CreateScratch(t.Context(), "rh-mod", f.env, nil, state)
+	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorContains(t, err, "local modules outside itself")
+	require.NoDirExists(t, filepath.Join(f.a.rehearsalDir, "rh-mod"))
+}
+
 // TestCheckStateLockNamesAHeldLock holds the scratch state's lock with a
 // terraform apply run by hand (a provisioner that sleeps) and checks that
 // the lock check fails at once, naming the lock, rather than waiting.
