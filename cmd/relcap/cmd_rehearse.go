@@ -114,6 +114,14 @@ configured).`,
 						notRun = errors.Join(notRun, fmt.Errorf("%s not run: %w", d, err))
 						continue
 					}
+					if err != nil && all && rh != nil && rh.State == workflow.RehearsalStateAbandoned && errors.Is(err, workflow.ErrBlocked) {
+						// Refused before it changed anything (failed-apply
+						// on a root with pending changes): it left nothing
+						// behind, so the other drills still run.
+						fmt.Fprintf(a.io.Err, "rehearse %s in %s: refused: %v\n", d, env, err)
+						notRun = errors.Join(notRun, fmt.Errorf("%s refused: %w", d, err))
+						continue
+					}
 					if err != nil {
 						runErr = errors.Join(runErr, err)
 						break

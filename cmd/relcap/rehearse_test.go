@@ -193,7 +193,18 @@ func TestRehearseFailedApplyWithRealTerraform(t *testing.T) {
 		return string(b)
 	}
 
-	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "--json", "plan", "--env", "staging")
+	// Not applied yet: the drill's plan would create the root's resources
+	// too, so it is refused before anything is applied; under --all the
+	// next drill still runs (and is refused for its own reason here).
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "rehearse", "--env", "staging", "--all")
+	require.Equal(t, exitBlocked, code, out+errOut)
+	require.Regexp(t, `failed-apply in staging: refused: .*the environment has drift or pending changes: \d+ other change\(s\)`, errOut)
+	require.Contains(t, errOut, "converge first")
+	require.Contains(t, errOut, "no converged release", "unavailable-image ran after the refusal")
+	require.NotContains(t, errOut, "failing on purpose")
+	requireNoScratch(t, data)
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "plan", "--env", "staging")
 	require.Equal(t, 0, code, out+errOut)
 	var plan struct{ Fingerprint string }
 	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
@@ -228,7 +239,7 @@ func TestRehearseFailedApplyWithRealTerraform(t *testing.T) {
 	today := time.Now().Format("2006-01-02")
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "report", "measures", "--from", today, "--to", today)
 	require.Equal(t, 0, code, out+errOut)
-	require.Regexp(t, `staging\s+1\s+1\s+0\s+0\s+\d+s\s+\d+s`, out)
+	require.Regexp(t, `staging\s+2\s+1\s+0\s+1\s+\d+s\s+\d+s`, out, "the refused drill is kept, abandoned")
 	require.Regexp(t, `staging\s+failed-apply\s+\S+ \S+\s+0`, out)
 	code, _, errOut = invokeEnv(t, data, env, "journal", "verify")
 	require.Equal(t, 0, code, errOut)
