@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -214,4 +215,35 @@ func TestAFailedApplyDrillKilledAtAnySaveResumes(t *testing.T) {
 		require.NotEmpty(t, rh.NextSafeAction.Value, "kill at save %d", kill)
 		requireRealStateUntouched(t, w, serial)
 	}
+}
+
+// TestAFailedApplyDrillInterruptedDuringTheApplyResumes interrupts the
+// drill (Ctrl-C) while Terraform applies: the apply had already failed
+// part-way, so the resumed drill finds its plan stale and reads what the
+// apply left from the scratch state.
+func TestAFailedApplyDrillInterruptedDuringTheApplyResumes(t *testing.T) {
+	t.Parallel()
+	w, l := cleanTerraform(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	serial := w.StateSerial
+	ctx, cancel := context.WithCancel(t.Context())
+	w.Interrupt = func(effect string) error {
+		if effect == "apply" {
+			cancel()
+			return context.Canceled
+		}
+		return nil
+	}
+	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedApply}, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Contains(t, err.Error(), "relcap rehearse --resume "+rh.ID)
+	require.Equal(t, workflow.PhaseInjected, rh.Phase)
+	w.Interrupt = nil
+
+	done, err := p.svc.ResumeRehearsal(t.Context(), rh.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStatePassed, done.State, done.Failure)
+	require.Equal(t, "terraform_data.relcap_rehearsal tainted", done.ActualArtifact.Value)
+	require.Contains(t, done.NextSafeAction.Value, "terraform_data.relcap_rehearsal is tainted")
+	requireRealStateUntouched(t, w, serial)
 }
