@@ -23,7 +23,7 @@ type RehearseRequest struct {
 }
 
 // Rehearse runs one drill from the environment's baseline to its end:
-// inject, detect, recover. It holds the environment's promotion lock
+// inject, detect, recover (failed-apply: rehearsal_failedapply.go). It holds the environment's promotion lock
 // throughout, so no release lands in the middle of it, and saves the
 // rehearsal after every phase, so a drill killed at any point is continued
 // by ResumeRehearsal or undone by CleanupRehearsal. The returned record
@@ -98,8 +98,9 @@ func (s *Service) ResumeRehearsal(ctx context.Context, id string, sink EventSink
 
 // CleanupRehearsal undoes what an unfinished rehearsal left: it resumes
 // reconciliation it paused, rolls the environment back to the baseline
-// when it is not running it, and marks the drill's release ended; then
-// the rehearsal is abandoned. A finished rehearsal is returned as it is,
+// when it is not running it, and marks the drill's release ended (for
+// failed-apply: removes its scratch copy, all it made); then the
+// rehearsal is abandoned. A finished rehearsal is returned as it is,
 // so cleaning up twice changes nothing.
 func (s *Service) CleanupRehearsal(ctx context.Context, id string, sink EventSink) (*Rehearsal, error) {
 	rh, env, unlock, err := s.heldRehearsal(ctx, id, "clean up")
