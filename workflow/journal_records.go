@@ -285,6 +285,8 @@ type ApplyInterrupted struct {
 type ApplyFailed struct {
 	Fingerprint string `json:"fingerprint"`
 	Error       string `json:"error"`
+	// NextAction is the next safe action relcap showed.
+	NextAction string `json:"next_action,omitempty"`
 }
 
 // ApplyDone: the plan is applied.
@@ -391,6 +393,8 @@ type RehearsalInjected struct {
 	Rehearsal string    `json:"rehearsal"`
 	Release   string    `json:"release"`
 	At        time.Time `json:"at"`
+	// Plan is the failed-apply drill's plan, about to be applied.
+	Plan string `json:"plan,omitempty"`
 }
 
 // RehearsalDetected: relcap named the failure, with the four answers as
@@ -412,6 +416,8 @@ type RehearsalRecovered struct {
 	Release        string  `json:"release"`
 	Digest         string  `json:"digest"`
 	RecoverSeconds float64 `json:"recover_seconds"`
+	// Plan is the failed-apply drill's recovery plan.
+	Plan string `json:"plan,omitempty"`
 }
 
 // RehearsalPassed: detected, named correctly and recovered.

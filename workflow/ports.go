@@ -70,6 +70,53 @@ type StateUnlocker interface {
 	ForceUnlock(ctx context.Context, env Environment, lockID string) error
 }
 
+// RehearsalRoots is the optional ability of a Planner to run the
+// failed-apply drill (relcap rehearse) on a scratch copy of an
+// environment's Terraform root, so that a failure injected on purpose
+// never writes the real state. The scratch copy is planned and applied
+// through the Planner and Applier like any root.
+type RehearsalRoots interface {
+	// PullState returns the state of env's workspace as terraform state
+	// pull prints it. It writes nothing, and holds Terraform's state lock
+	// (if the backend takes one) no longer than the pull. The bytes hold
+	// sensitive values in clear: never log or store them.
+	PullState(ctx context.Context, env Environment) ([]byte, error)
+	// CreateScratch makes, or makes again from the start, the scratch
+	// root of rehearsal id: a copy of env's Terraform root without its
+	// working files and local state, plus files, whose backend is a
+	// local state seeded with state. It returns the copy's target.
+	CreateScratch(ctx context.Context, id string, env Environment, files []ScratchFile, state []byte) (TerraformTarget, error)
+	// RemoveScratchFile deletes a file CreateScratch added to rehearsal
+	// id's root; one already gone is not an error.
+	RemoveScratchFile(ctx context.Context, id, name string) error
+	// DeleteScratch removes rehearsal id's scratch directory; one already
+	// gone is not an error.
+	DeleteScratch(ctx context.Context, id string) error
+	// StateResources reads the managed resource instances of env's state
+	// (terraform show -json), without their values.
+	StateResources(ctx context.Context, env Environment) ([]StateResource, error)
+	// CheckStateLock takes env's state lock without waiting and releases
+	// it (a plan with -lock=true -lock-timeout=0s): a lock still held is
+	// an error wrapping ErrLocked that names its holder. It never
+	// disables locking and never force-unlocks.
+	CheckStateLock(ctx context.Context, env Environment) error
+}
+
+// ScratchFile is a file added to a scratch root.
+type ScratchFile struct {
+	Name    string // a file name in the root, no directory
+	Content []byte
+}
+
+// StateResource is one managed resource instance a Terraform state holds,
+// without its values.
+type StateResource struct {
+	Address string `json:"address"`
+	// Tainted: created part-way (a provisioner failed); the next apply
+	// replaces it.
+	Tainted bool `json:"tainted,omitempty"`
+}
+
 // Decision: one digest, pinned.
 
 // Registry resolves references and copies digests between repositories.

@@ -40,9 +40,17 @@ func ParseDrill(s string) (Drill, error) {
 	return "", fmt.Errorf("%w: unknown drill %q; want one of %s", ErrUsage, s, strings.Join(names, ", "))
 }
 
-// Expected is the verdict the convergence watch must name for the drill.
+// VerdictApplyFailed is the failed-apply drill's detection: Terraform's
+// apply failed, naming the drill's local-exec provisioner. It is no
+// convergence verdict: the drill never reaches Argo CD.
+const VerdictApplyFailed VerdictKind = "apply-failed"
+
+// Expected is what relcap must name for the drill: the convergence
+// watch's verdict, or for failed-apply the apply's failure.
 func (d Drill) Expected() VerdictKind {
 	switch d {
+	case DrillFailedApply:
+		return VerdictApplyFailed
 	case DrillUnavailableImage:
 		return VerdictImagePullFailed
 	case DrillFailedReadiness:
@@ -86,6 +94,11 @@ type RehearsalBaseline struct {
 	ReleaseID string `json:"release_id"`
 	Digest    Digest `json:"digest"`
 	EnvCommit string `json:"env_commit"`
+	// For failed-apply, which has no release: the Terraform root's
+	// revision and the resources of the real state as seeded into the
+	// scratch copy, which recovery must return to.
+	Revision  string          `json:"revision,omitempty"`
+	Resources []StateResource `json:"resources,omitempty"`
 }
 
 // Answer is one of the four answers: its value and the exact line relcap
@@ -107,8 +120,13 @@ type Rehearsal struct {
 	Baseline        RehearsalBaseline `json:"baseline"`
 	DrillRelease    string            `json:"drill_release,omitempty"`
 	RecoveryRelease string            `json:"recovery_release,omitempty"`
-	Expected        VerdictKind       `json:"expected"`
-	Detected        VerdictKind       `json:"detected,omitempty"`
+	// For failed-apply: the scratch copy of the Terraform root the drill
+	// plans and applies in (never the real one), and its two plans.
+	ScratchDir   string      `json:"scratch_dir,omitempty"`
+	DrillPlan    string      `json:"drill_plan,omitempty"`
+	RecoveryPlan string      `json:"recovery_plan,omitempty"`
+	Expected     VerdictKind `json:"expected"`
+	Detected     VerdictKind `json:"detected,omitempty"`
 	// The four answers, from what the convergence watch last showed.
 	IntendedRevision Answer `json:"intended_revision"`
 	ActualArtifact   Answer `json:"actual_artifact"`
@@ -150,6 +168,7 @@ func (r *Rehearsal) TimeToRecover() (time.Duration, bool) {
 // Clone is a deep copy.
 func (r *Rehearsal) Clone() *Rehearsal {
 	c := *r
+	c.Baseline.Resources = append([]StateResource(nil), r.Baseline.Resources...)
 	return &c
 }
 

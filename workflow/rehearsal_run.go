@@ -23,7 +23,7 @@ type RehearseRequest struct {
 }
 
 // Rehearse runs one drill from the environment's baseline to its end:
-// inject, detect, recover. It holds the environment's promotion lock
+// inject, detect, recover (failed-apply: rehearsal_failedapply.go). It holds the environment's promotion lock
 // throughout, so no release lands in the middle of it, and saves the
 // rehearsal after every phase, so a drill killed at any point is continued
 // by ResumeRehearsal or undone by CleanupRehearsal. The returned record
@@ -38,7 +38,7 @@ func (s *Service) Rehearse(ctx context.Context, req RehearseRequest, sink EventS
 	if _, err := ParseDrill(string(req.Drill)); err != nil {
 		return nil, err
 	}
-	if err := s.rehearsalPorts(); err != nil {
+	if err := s.rehearsalPorts(req.Drill); err != nil {
 		return nil, err
 	}
 	reason := strings.TrimSpace(req.IKnow)
@@ -54,9 +54,13 @@ func (s *Service) Rehearse(ctx context.Context, req RehearseRequest, sink EventS
 		return nil, err
 	}
 	defer unlock()
-	base, err := s.baseline(ctx, env)
-	if err != nil {
-		return nil, err
+	// The failed-apply drill never reaches Argo CD: its baseline is the
+	// Terraform state, taken as it makes its scratch copy.
+	var base RehearsalBaseline
+	if req.Drill != DrillFailedApply {
+		if base, err = s.baseline(ctx, env); err != nil {
+			return nil, err
+		}
 	}
 	now := d.Clock.Now()
 	rh := &Rehearsal{ID: NewRehearsalID(d.Project.App, env.Name, now), App: d.Project.App, Env: env.Name, Drill: req.Drill, Captain: d.Actor,
@@ -94,8 +98,9 @@ func (s *Service) ResumeRehearsal(ctx context.Context, id string, sink EventSink
 
 // CleanupRehearsal undoes what an unfinished rehearsal left: it resumes
 // reconciliation it paused, rolls the environment back to the baseline
-// when it is not running it, and marks the drill's release ended; then
-// the rehearsal is abandoned. A finished rehearsal is returned as it is,
+// when it is not running it, and marks the drill's release ended (for
+// failed-apply: removes its scratch copy, all it made); then the
+// rehearsal is abandoned. A finished rehearsal is returned as it is,
 // so cleaning up twice changes nothing.
 func (s *Service) CleanupRehearsal(ctx context.Context, id string, sink EventSink) (*Rehearsal, error) {
 	rh, env, unlock, err := s.heldRehearsal(ctx, id, "clean up")
@@ -104,6 +109,9 @@ func (s *Service) CleanupRehearsal(ctx context.Context, id string, sink EventSin
 	}
 	defer unlock()
 	d := s.d
+	if rh.Drill == DrillFailedApply {
+		return s.cleanupFailedApply(ctx, rh)
+	}
 	var undone []string
 	if rh.Drill == DrillInterruptedReconc && rh.DrillRelease != "" {
 		// Killed between the interruption and its save, the record does
@@ -165,7 +173,7 @@ func (s *Service) heldRehearsal(ctx context.Context, id, what string) (*Rehearsa
 	if err != nil {
 		return rh, env, nil, err
 	}
-	if err := s.rehearsalPorts(); err != nil {
+	if err := s.rehearsalPorts(rh.Drill); err != nil {
 		return rh, env, nil, err
 	}
 	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockPromote, Key: PromotionBoundary(d.Project, env)}, "",
@@ -176,7 +184,13 @@ func (s *Service) heldRehearsal(ctx context.Context, id, what string) (*Rehearsa
 	return rh, env, unlock, nil
 }
 
-func (s *Service) rehearsalPorts() error {
+func (s *Service) rehearsalPorts(drill Drill) error {
+	if drill == DrillFailedApply {
+		if _, ok := s.d.Planner.(RehearsalRoots); !ok || s.d.Applier == nil {
+			return missingPort("terraform (planner with scratch roots, applier)")
+		}
+		return nil
+	}
 	if s.d.Registry == nil || s.d.EnvRepo == nil || s.d.Convergence == nil {
 		return missingPort("registry, environment-repo or convergence")
 	}
@@ -201,7 +215,9 @@ func (s *Service) drillConfigured(env Environment, drill Drill) error {
 			return missingPort("command runner (rehearsal.interrupt)")
 		}
 	case DrillFailedApply:
-		return fmt.Errorf("%w: the failed-apply drill is not built yet in this relcap; run the other drills (--drill unavailable-image, failed-readiness, interrupted-reconciliation)", ErrUsage)
+		if env.Terraform.Dir == "" {
+			return fmt.Errorf("%w: failed-apply fails a Terraform apply on a copy of %s's root, and %s has none: set environments[%s].terraform.dir", ErrUsage, env.Name, env.Name, env.Name)
+		}
 	}
 	return nil
 }
@@ -290,7 +306,9 @@ func (s *Service) saveRehearsal(ctx context.Context, rh *Rehearsal) error {
 
 // advanceRehearsal runs the phases left, each saved as it ends.
 func (s *Service) advanceRehearsal(ctx context.Context, env Environment, rh *Rehearsal, sink EventSink) (*Rehearsal, error) {
-	d := s.d
+	if rh.Drill == DrillFailedApply {
+		return s.advanceFailedApply(ctx, env, rh)
+	}
 	if rh.Phase == PhaseBaseline {
 		if err := s.inject(ctx, env, rh, sink); err != nil {
 			return rh.Clone(), err
@@ -311,7 +329,13 @@ func (s *Service) advanceRehearsal(ctx context.Context, env Environment, rh *Reh
 			rh.Failure = joinFailure(rh.Failure, "recovery did not converge on "+rh.Baseline.Digest.Short()+": "+err.Error())
 		}
 	}
-	rh.FinishedAt = d.Clock.Now().UTC()
+	return s.finishRehearsal(ctx, rh)
+}
+
+// finishRehearsal ends a rehearsal that ran all its phases: passed, or
+// failed saying why.
+func (s *Service) finishRehearsal(ctx context.Context, rh *Rehearsal) (*Rehearsal, error) {
+	rh.FinishedAt = s.d.Clock.Now().UTC()
 	if rh.Failure == "" {
 		rh.State = RehearsalStatePassed
 	} else {

@@ -122,6 +122,24 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	if err != nil {
 		return ApplyResult{}, plan, err
 	}
+	return s.applyPlanIn(ctx, env, fingerprint)
+}
+
+// applyPlanIn applies the plan with this fingerprint in env: ApplyPlan's
+// environment from the configuration, or the failed-apply drill's
+// scratch copy of it. Everything a plan must pass is checked here, for
+// both: who may apply, the apply lock, a plan applied already or refused,
+// approvals by env's plan rule, and (by the Applier) the plan file and
+// its inputs.
+func (s *Service) applyPlanIn(ctx context.Context, env Environment, fingerprint string) (ApplyResult, PlanSummary, error) {
+	d := s.d
+	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
+	if err != nil {
+		return ApplyResult{}, plan, fmt.Errorf("load plan %s: %w", ShortHash(fingerprint), err)
+	}
+	if plan.Env != env.Name {
+		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s is %s's, not %s's", ErrUsage, ShortHash(fingerprint), plan.Env, env.Name)
+	}
 	if err := env.MayApply(d.Actor); err != nil {
 		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	}
@@ -147,11 +165,10 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	if d.Applier == nil {
 		return ApplyResult{}, plan, missingPort("applier")
 	}
-	approvals, err := d.Ledger.Approvals(ctx, ApprovePlan, fingerprint)
+	check, err := s.planApprovals(ctx, env, plan)
 	if err != nil {
-		return ApplyResult{}, plan, fmt.Errorf("read approvals: %w", err)
+		return ApplyResult{}, plan, err
 	}
-	check := env.Approvals.Rule(ApprovePlan).Count(ApprovalTarget{Subject: fingerprint}, plan.Author, approvals, verifyWith(ctx, s.d.Verifier))
 	if !check.Satisfied() {
 		err := fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", ErrApprovalRequired, ShortHash(fingerprint), check.Missing(), env.Name, env.Approvals.Plan, fingerprint, ignoredNote(check))
 		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
@@ -180,13 +197,67 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("%w; run relcap plan --env %s again and have the new fingerprint approved", err, env.Name),
 			ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	case err != nil:
-		return ApplyResult{}, plan, s.journalFailure(jctx, err, ApplyFailed{Fingerprint: fingerprint, Error: err.Error()})
+		next := s.nextAfterFailedApply(jctx, env)
+		return ApplyResult{}, plan, s.journalFailure(jctx, &ApplyFailedError{Fingerprint: fingerprint, Err: err, NextAction: next},
+			ApplyFailed{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
 	}
 	if err := d.Ledger.MarkPlanApplied(jctx, fingerprint, d.Clock.Now()); err != nil {
 		return res, plan, fmt.Errorf("plan %s was applied but the ledger could not record it: %w", ShortHash(fingerprint), err)
 	}
 	forgot := s.forgetSharedPlan(jctx, fingerprint)
 	return res, plan, errors.Join(s.journal(jctx, ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied}), forgot)
+}
+
+// planApprovals counts the approvals of plan under env's plan rule.
+func (s *Service) planApprovals(ctx context.Context, env Environment, plan PlanSummary) (ApprovalCheck, error) {
+	approvals, err := s.d.Ledger.Approvals(ctx, ApprovePlan, plan.Fingerprint)
+	if err != nil {
+		return ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
+	}
+	return env.Approvals.Rule(ApprovePlan).Count(ApprovalTarget{Subject: plan.Fingerprint}, plan.Author, approvals, verifyWith(ctx, s.d.Verifier)), nil
+}
+
+// ApplyFailedError is a plan's apply that Terraform failed, with the next
+// safe action relcap showed for it.
+type ApplyFailedError struct {
+	Fingerprint string
+	Err         error
+	NextAction  string
+}
+
+func (e *ApplyFailedError) Error() string {
+	return fmt.Sprintf("apply of plan %s failed: %v; next safe action: %s", ShortHash(e.Fingerprint), e.Err, e.NextAction)
+}
+
+func (e *ApplyFailedError) Unwrap() error { return e.Err }
+
+// nextAfterFailedApply is the next safe action after a failed apply: a
+// failed apply may have changed part of the infrastructure, so the saved
+// plan no longer describes what applying does. It names the resources
+// the apply left tainted when the Planner can read the state.
+func (s *Service) nextAfterFailedApply(ctx context.Context, env Environment) string {
+	rest := fmt.Sprintf("re-plan from the reviewed root (relcap plan --env %s), review what the plan destroys or replaces, then apply", env.Name)
+	roots, ok := s.d.Planner.(RehearsalRoots)
+	if !ok {
+		return "the apply may have failed part-way: " + rest
+	}
+	resources, err := roots.StateResources(ctx, env)
+	if err != nil {
+		return "the apply may have failed part-way (the state could not be read: " + err.Error() + "): " + rest
+	}
+	var tainted []string
+	for _, r := range resources {
+		if r.Tainted {
+			tainted = append(tainted, r.Address)
+		}
+	}
+	switch len(tainted) {
+	case 0:
+		return "the apply failed; no resource is tainted: " + rest
+	case 1:
+		return "the apply failed part-way: " + tainted[0] + " is tainted; " + rest
+	}
+	return "the apply failed part-way: " + strings.Join(tainted, ", ") + " are tainted; " + rest
 }
 
 // applyRelease runs release r through its apply step for relcap apply.

@@ -38,11 +38,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		if err != nil {
 			return StepResult{}, fmt.Errorf("plan: %w", err)
 		}
-		ReviewDrift(&p, d.Project.Ownership)
-		if err := d.Ledger.SavePlan(ctx, p); err != nil {
-			return StepResult{}, fmt.Errorf("save plan: %w", err)
-		}
-		if err := run.svc.journal(ctx, planRecord(p)); err != nil {
+		if p, err = run.svc.keepPlan(ctx, p); err != nil {
 			return StepResult{}, err
 		}
 		// Shared before the checkpoint: a plan the team store could not
@@ -94,6 +90,17 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		res.Evidence = append(res.Evidence, NewEvidence(plan.Fingerprint, PlanApproved{Approver: a.Approver, At: a.At.UTC()}))
 	}
 	return res, nil
+}
+
+// keepPlan reviews a new plan's drift against the ownership map, saves it
+// in the ledger and journals it: every plan relcap makes, a release's or
+// the failed-apply drill's, is kept the same way.
+func (s *Service) keepPlan(ctx context.Context, p PlanSummary) (PlanSummary, error) {
+	ReviewDrift(&p, s.d.Project.Ownership)
+	if err := s.d.Ledger.SavePlan(ctx, p); err != nil {
+		return p, fmt.Errorf("save plan: %w", err)
+	}
+	return p, s.journal(ctx, planRecord(p))
 }
 
 // planRecord is what the journal keeps of a plan: counts, flags and the

@@ -57,6 +57,10 @@ type Options struct {
 	// serialized, so one writer may serve both.
 	Stdout io.Writer
 	Stderr io.Writer
+	// RehearsalDir is where the failed-apply drill keeps its scratch
+	// roots, e.g. $XDG_STATE_HOME/relcap/rehearsals; empty means this
+	// adapter cannot make one (workflow.RehearsalRoots refuses).
+	RehearsalDir string
 	// Secrets learns every value Terraform marks sensitive (in state and
 	// plans) and the values of variables declared sensitive, and masks
 	// them in what the adapter reviews; nil learns nothing.
@@ -73,6 +77,8 @@ type Adapter struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	secrets  *secret.Set
+	// rehearsalDir holds the failed-apply drill's scratch roots.
+	rehearsalDir string
 
 	// envKey keys the hashes of TF_VAR_* values (envVarKey).
 	keyOnce   sync.Once
@@ -107,6 +113,11 @@ func New(opts Options) (*Adapter, error) {
 		classify: opts.Classify,
 		clock:    opts.Clock,
 		secrets:  opts.Secrets,
+	}
+	if opts.RehearsalDir != "" {
+		if a.rehearsalDir, err = filepath.Abs(opts.RehearsalDir); err != nil {
+			return nil, fmt.Errorf("%w: rehearsal directory %s: %w", workflow.ErrUsage, opts.RehearsalDir, err)
+		}
 	}
 	if a.classify.Identity == nil && a.classify.DataService == nil {
 		a.classify = workflow.DefaultClassify()

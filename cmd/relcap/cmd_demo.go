@@ -139,7 +139,7 @@ func (a *app) runDemo(ctx context.Context, dir string, headless bool, timeout ti
 // Docker credentials have no business there.
 func (a *app) demoDeps(p *workflow.Project, sb *sandbox.Sandbox, timeout time.Duration) (workflow.Deps, error) {
 	tf, err := terraform.New(terraform.Options{
-		PlanDir: filepath.Join(sb.Dir, "state", "plans"), Classify: p.Classify, Clock: a.clock, Secrets: a.secrets,
+		PlanDir: filepath.Join(sb.Dir, "state", "plans"), RehearsalDir: filepath.Join(sb.Dir, "state", "rehearsals"), Classify: p.Classify, Clock: a.clock, Secrets: a.secrets,
 		// Terraform's own progress would bury the narration; the demo
 		// prints relcap's review of the plan instead.
 	})

@@ -26,10 +26,11 @@ func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) 
 		return nil, err
 	}
 	return terraform.New(terraform.Options{
-		PlanDir:  state + "/plans",
-		Classify: p.Classify,
-		Clock:    a.clock,
-		Secrets:  a.secrets,
+		PlanDir:      state + "/plans",
+		RehearsalDir: state + "/rehearsals",
+		Classify:     p.Classify,
+		Clock:        a.clock,
+		Secrets:      a.secrets,
 	})
 }
 

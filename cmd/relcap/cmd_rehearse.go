@@ -29,19 +29,24 @@ action, and how long detection and recovery took. Drills:
   unavailable-image           pin a digest that exists in no registry
   failed-readiness            promote rehearsal.unready_image, whose pods never become ready
   interrupted-reconciliation  stop reconciliation mid-rollout (rehearsal.interrupt, else break-glass), resume it
-  failed-apply                (not built yet)
+  failed-apply                apply a terraform_data whose local-exec provisioner exits 1, in a scratch
+                              copy of the Terraform root seeded with a copy of its state, then destroy it
 
-Each starts from the release the environment last converged on (it must be
-converged on it now), holds the environment's promotion lock, and ends with a
-rollback to that release. A production environment is refused unless
+Each Argo CD drill starts from the release the environment last converged on
+(it must be converged on it now) and ends with a rollback to that release.
+failed-apply never writes the real state: it reads it (terraform state pull)
+into $XDG_STATE_HOME/relcap/rehearsals/ID, plans and applies there through
+relcap's plan and apply (approvals.plan applies to both of its plans), and is
+refused when the plan would change anything but its own resource. Every drill
+holds the environment's promotion lock. A production environment is refused unless
 --i-know gives a reason (journaled and signed). A drill that was interrupted
 (Ctrl-C, kill -9) is continued with --resume ID or undone with --cleanup ID.
 
 Exit 0 only when every drill passed: detected, named correctly, recovered;
-3 when refused or blocked; 4 when a drill failed; 2 when a drill cannot run
-here (not configured, or failed-apply, not built yet). --cleanup exits 0 once
-the environment is back where the drill found it (the drill itself stays
-abandoned: it proves nothing).`,
+3 when refused or blocked (waiting for a plan approval: approve, then
+--resume ID); 4 when a drill failed; 2 when a drill cannot run here (not
+configured). --cleanup exits 0 once the environment is back where the drill
+found it (the drill itself stays abandoned: it proves nothing).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -103,11 +108,19 @@ abandoned: it proves nothing).`,
 					rh, err := svc.Rehearse(ctx, workflow.RehearseRequest{Env: env, Drill: d, IKnow: iKnow, Timeout: timeout}, sink)
 					records = appendRecord(records, rh)
 					if err != nil && all && rh == nil && errors.Is(err, workflow.ErrUsage) {
-						// Not runnable here (not configured, not built):
+						// Not runnable here (not configured):
 						// said, and counted against the run, but the
 						// other drills still run.
 						fmt.Fprintf(a.io.Err, "rehearse %s in %s: not run: %v\n", d, env, err)
 						notRun = errors.Join(notRun, fmt.Errorf("%s not run: %w", d, err))
+						continue
+					}
+					if err != nil && all && rh != nil && rh.State == workflow.RehearsalStateAbandoned && errors.Is(err, workflow.ErrBlocked) {
+						// Refused before it changed anything (failed-apply
+						// on a root with pending changes): it left nothing
+						// behind, so the other drills still run.
+						fmt.Fprintf(a.io.Err, "rehearse %s in %s: refused: %v\n", d, env, err)
+						notRun = errors.Join(notRun, fmt.Errorf("%s refused: %w", d, err))
 						continue
 					}
 					if err != nil {
@@ -248,8 +261,18 @@ func rehearsalOutcome(rs []*workflow.Rehearsal) error {
 func printRehearsal(w io.Writer, rh *workflow.Rehearsal) {
 	fmt.Fprintf(w, "\nrehearsal %s: %s in %s: %s\n", rh.ID, rh.Drill, rh.Env, strings.ToUpper(string(rh.State)))
 	at := func(t time.Time) string { return t.UTC().Format("15:04:05") }
-	fmt.Fprintf(w, "  baseline    %s  release %s running %s at %s\n", at(rh.StartedAt), rh.Baseline.ReleaseID, rh.Baseline.Digest.Short(), workflow.ShortHash(rh.Baseline.EnvCommit))
-	if !rh.InjectedAt.IsZero() {
+	failedApply := rh.Drill == workflow.DrillFailedApply
+	switch {
+	case failedApply:
+		fmt.Fprintf(w, "  baseline    %s  Terraform root at revision %s, %d resource(s) in its state; scratch copy %s\n", at(rh.StartedAt), orNone(workflow.ShortHash(rh.Baseline.Revision)), len(rh.Baseline.Resources), orNone(rh.ScratchDir))
+	default:
+		fmt.Fprintf(w, "  baseline    %s  release %s running %s at %s\n", at(rh.StartedAt), rh.Baseline.ReleaseID, rh.Baseline.Digest.Short(), workflow.ShortHash(rh.Baseline.EnvCommit))
+	}
+	switch {
+	case rh.InjectedAt.IsZero():
+	case failedApply:
+		fmt.Fprintf(w, "  injected    %s  applying plan %s in the scratch copy\n", at(rh.InjectedAt), workflow.ShortHash(rh.DrillPlan))
+	default:
 		fmt.Fprintf(w, "  injected    %s  release %s\n", at(rh.InjectedAt), rh.DrillRelease)
 	}
 	if d, ok := rh.TimeToDetect(); ok {
@@ -259,8 +282,12 @@ func printRehearsal(w io.Writer, rh *workflow.Rehearsal) {
 		}
 		fmt.Fprintf(w, "  detected    %s  %s after %s (expected %s)\n", at(rh.DetectedAt), named, d.Round(time.Second), rh.Expected)
 	}
-	if d, ok := rh.TimeToRecover(); ok {
+	if d, ok := rh.TimeToRecover(); ok && failedApply {
+		fmt.Fprintf(w, "  recovered   %s  plan %s applied: the scratch state holds its %d baseline resource(s) again, after %s\n", at(rh.RecoveredAt), workflow.ShortHash(rh.RecoveryPlan), len(rh.Baseline.Resources), d.Round(time.Second))
+	} else if ok {
 		fmt.Fprintf(w, "  recovered   %s  release %s back on %s after %s\n", at(rh.RecoveredAt), rh.RecoveryRelease, rh.Baseline.Digest.Short(), d.Round(time.Second))
+	} else if rh.RecoveryPlan != "" {
+		fmt.Fprintf(w, "  recovering  plan %s\n", workflow.ShortHash(rh.RecoveryPlan))
 	} else if rh.RecoveryRelease != "" {
 		fmt.Fprintf(w, "  recovering  release %s\n", rh.RecoveryRelease)
 	}
@@ -289,4 +316,11 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/argocd/argosim"
+	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -111,15 +115,24 @@ func TestRehearseDrillsOnTheCommandLine(t *testing.T) {
 }
 
 // TestRehearseAllOnTheSimulator runs --all where two builds converged in
-// staging: interrupted-reconciliation pauses with break-glass (no
-// rehearsal.interrupt), the drills not configured or not built are said
-// and make the exit code 2, and every drill that ran passed.
+// staging and an unready build is configured: failed-apply on a scratch
+// copy of staging's (empty) Terraform root with real Terraform,
+// interrupted-reconciliation pausing with break-glass (no
+// rehearsal.interrupt); all four pass, and nothing is left behind.
 func TestRehearseAllOnTheSimulator(t *testing.T) {
 	t.Parallel()
+	terraformtest.Binary(t)
 	cfg, host, envRepo := promoteRepo(t)
 	pushImage(t, host+"/ci/web:1.4.2")
 	pushImage(t, host+"/ci/web:1.4.3")
-	sim, env := simulated(t, cfg, envRepo, kubeletPulls(""))
+	unready := pushImage(t, host+"/ci/web:2.0.0-broken")
+	sim, env := simulated(t, cfg, envRepo, kubeletPulls(unready))
+	b, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	withUnready := strings.Replace(string(b), "    approvals: {plan: 1, promotion: 0, distinct_from_author: false}\n",
+		"    approvals: {plan: 0, promotion: 0, distinct_from_author: false}\n    rehearsal: {unready_image: "+host+"/ci/web@"+unready+"}\n", 1)
+	require.NotEqual(t, string(b), withUnready)
+	require.NoError(t, os.WriteFile(cfg, []byte(withUnready), 0o644))
 	data := t.TempDir()
 	for _, tag := range []string{"1.4.2", "1.4.3"} {
 		code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:"+tag)
@@ -129,12 +142,12 @@ func TestRehearseAllOnTheSimulator(t *testing.T) {
 	}
 
 	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "--json", "rehearse", "--env", "staging", "--all", "--timeout", "60s")
-	require.Equal(t, exitUsage, code, out+errOut)
-	require.Contains(t, errOut, "failed-apply in staging: not run")
-	require.Contains(t, errOut, "failed-readiness in staging: not run")
+	require.Equal(t, 0, code, out+errOut)
+	require.NotContains(t, errOut, "not run")
 	var recs []workflow.Rehearsal
 	require.NoError(t, json.Unmarshal([]byte(out), &recs), out)
-	require.Len(t, recs, 2)
+	require.Len(t, recs, 4)
+	require.Equal(t, workflow.DrillFailedApply, recs[0].Drill, "failed-apply runs first")
 	byDrill := map[workflow.Drill]workflow.Rehearsal{}
 	for _, r := range recs {
 		byDrill[r.Drill] = r
@@ -146,4 +159,145 @@ func TestRehearseAllOnTheSimulator(t *testing.T) {
 	windows, err := sim.SyncWindows("default")
 	require.NoError(t, err)
 	require.Empty(t, windows, "the break-glass window is gone")
+	require.Equal(t, workflow.VerdictApplyFailed, byDrill[workflow.DrillFailedApply].Detected)
+	requireNoScratch(t, data)
+}
+
+// requireNoScratch checks every rehearsal's scratch copy is gone.
+func requireNoScratch(t *testing.T, data string) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(data, "state", "relcap", "rehearsals"))
+	if err != nil {
+		require.ErrorIs(t, err, os.ErrNotExist)
+	}
+	require.Empty(t, entries, "no scratch copy left behind")
+}
+
+// TestRehearseFailedApplyWithRealTerraform drills staging's real
+// Terraform root, applied first: the apply fails in the scratch copy, the
+// four answers say so, recovery destroys the tainted resource, and the
+// real root's state is byte for byte what it was.
+func TestRehearseFailedApplyWithRealTerraform(t *testing.T) {
+	t.Parallel()
+	cfg, env, _ := tfRepo(t, 0, false)
+	data := t.TempDir()
+	root := filepath.Join(filepath.Dir(cfg), "infra", "staging")
+	tf := terraformtest.Binary(t)
+	pull := func() string {
+		t.Helper()
+		cmd := exec.Command(tf, "state", "pull")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+		b, err := cmd.Output()
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	// Not applied yet: the drill's plan would create the root's resources
+	// too, so it is refused before anything is applied; under --all the
+	// next drill still runs (and is refused for its own reason here).
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "rehearse", "--env", "staging", "--all")
+	require.Equal(t, exitBlocked, code, out+errOut)
+	require.Regexp(t, `failed-apply in staging: refused: .*the environment has drift or pending changes: \d+ other change\(s\)`, errOut)
+	require.Contains(t, errOut, "converge first")
+	require.Contains(t, errOut, "no converged release", "unavailable-image ran after the refusal")
+	require.NotContains(t, errOut, "failing on purpose")
+	requireNoScratch(t, data)
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, out+errOut)
+	var plan struct{ Fingerprint string }
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "apply", "--plan", plan.Fingerprint)
+	require.Equal(t, 0, code, out+errOut)
+	before, beforeFile := pull(), readFile(t, filepath.Join(root, "terraform.tfstate"))
+	require.Contains(t, before, "terraform_data")
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "rehearse", "--env", "staging", "--drill", "failed-apply")
+	require.Equal(t, 0, code, out+errOut)
+	var recs []workflow.Rehearsal
+	require.NoError(t, json.Unmarshal([]byte(out), &recs), out)
+	require.Len(t, recs, 1)
+	rh := recs[0]
+	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, workflow.VerdictApplyFailed, rh.Detected)
+	require.Len(t, rh.Baseline.Resources, 2, "terraform_data.app and .cache, from the real state")
+	require.Equal(t, rh.DrillPlan, rh.IntendedRevision.Value)
+	require.Equal(t, "terraform_data.relcap_rehearsal tainted", rh.ActualArtifact.Value)
+	require.Equal(t, "state lock released", rh.ControllerStatus.Value)
+	require.Contains(t, rh.NextSafeAction.Value, "terraform_data.relcap_rehearsal is tainted; re-plan from the reviewed root")
+	require.Contains(t, errOut, "relcap rehearsal: failing on purpose", "Terraform's own failure, as the captain saw it")
+	require.NotContains(t, out+errOut, "hunter2-very-secret")
+
+	require.Equal(t, before, pull(), "the real state is unchanged")
+	require.Equal(t, beforeFile, readFile(t, filepath.Join(root, "terraform.tfstate")))
+	requireNoScratch(t, data)
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "rehearse", "list", "--env", "staging")
+	require.Equal(t, 0, code, out+errOut)
+	require.Regexp(t, `staging\s+failed-apply\s+passed`, out)
+	today := time.Now().Format("2006-01-02")
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "report", "measures", "--from", today, "--to", today)
+	require.Equal(t, 0, code, out+errOut)
+	require.Regexp(t, `staging\s+2\s+1\s+0\s+1\s+\d+s\s+\d+s`, out, "the refused drill is kept, abandoned")
+	require.Regexp(t, `staging\s+failed-apply\s+\S+ \S+\s+0`, out)
+	code, _, errOut = invokeEnv(t, data, env, "journal", "verify")
+	require.Equal(t, 0, code, errOut)
+}
+
+// TestRehearseFailedApplyWaitsForPlanApprovalsOnTheCommandLine drills a
+// staging that asks one approval of every plan, by someone other than its
+// author: both of the drill's plans stop it (exit 3) naming the command,
+// and --resume continues once approved.
+func TestRehearseFailedApplyWaitsForPlanApprovalsOnTheCommandLine(t *testing.T) {
+	t.Parallel()
+	cfg, env, _ := tfRepo(t, 1, true)
+	data := t.TempDir()
+	as := func(actor string, args ...string) (int, string, string) {
+		return invokeEnv(t, data, env, append([]string{"-c", cfg, "--actor", actor}, args...)...)
+	}
+	code, out, errOut := as("alice", "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, out+errOut)
+	var plan struct{ Fingerprint string }
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	code, out, errOut = as("bob", "approve", "--plan", plan.Fingerprint)
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = as("alice", "apply", "--plan", plan.Fingerprint)
+	require.Equal(t, 0, code, out+errOut)
+
+	approval := regexp.MustCompile(`relcap approve --plan ([0-9a-f]{64})$`)
+	code, out, errOut = as("alice", "rehearse", "--env", "staging", "--drill", "failed-apply")
+	require.Equal(t, exitBlocked, code, out+errOut)
+	id := regexp.MustCompile(`relcap rehearse --resume (rh-\S+),`).FindStringSubmatch(errOut)
+	require.NotNil(t, id, errOut)
+	m := approval.FindStringSubmatch(strings.TrimSpace(errOut))
+	require.NotNil(t, m, errOut)
+	require.NotContains(t, errOut, "failing on purpose", "nothing applied before the approval")
+	code, out, errOut = as("bob", "approve", "--plan", m[1])
+	require.Equal(t, 0, code, out+errOut)
+
+	code, out, errOut = as("alice", "rehearse", "--resume", id[1])
+	require.Equal(t, exitBlocked, code, "the recovery plan waits for its approval: "+out+errOut)
+	require.Contains(t, out, "detected ")
+	require.Contains(t, errOut, "relcap rehearsal: failing on purpose")
+	m = approval.FindStringSubmatch(strings.TrimSpace(errOut))
+	require.NotNil(t, m, errOut)
+	code, out, errOut = as("bob", "approve", "--plan", m[1])
+	require.Equal(t, 0, code, out+errOut)
+
+	code, out, errOut = as("alice", "rehearse", "--resume", id[1])
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "failed-apply in staging: PASSED")
+	for _, line := range []string{"intended revision: plan ", "actual artifact: the scratch state holds terraform_data.relcap_rehearsal tainted",
+		"controller status: Terraform's state lock is released", "next safe action: the apply failed part-way"} {
+		require.Contains(t, out, line)
+	}
+	requireNoScratch(t, data)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
 }

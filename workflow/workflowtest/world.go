@@ -30,6 +30,13 @@ type World struct {
 	applied   map[string]int64 // fingerprint → serial after its apply
 	Applies   int
 
+	// The failed-apply drill's scratch roots (FakeTerraform's
+	// RehearsalRoots), by directory; StatePulls counts reads of the real
+	// state; ScratchLockHeld makes the scratch state's lock held.
+	scratch         map[string]*scratchRoot
+	StatePulls      int
+	ScratchLockHeld bool
+
 	Artifact workflow.Artifact
 	Repos    map[string]map[workflow.Digest]bool
 	Copies   int
@@ -129,6 +136,9 @@ func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author st
 	if err := t.W.gate(ctx); err != nil {
 		return workflow.PlanSummary{}, err
 	}
+	if sc := t.W.scratchAt(env.Terraform.Dir); sc != nil {
+		return t.planScratch(env, sc, author), nil
+	}
 	if w, ok := workflow.ToolOutput(ctx); ok {
 		// What Terraform prints first, so output reaches whoever listens.
 		fmt.Fprintf(w, "Initializing the backend...\n\nPlan: %d to add, 0 to change, 0 to destroy.\n", len(t.W.Changes))
@@ -157,6 +167,9 @@ func (w *World) Plans() int {
 func (t Terraform) Inputs(_ context.Context, env workflow.Environment) (workflow.PlanInputs, error) {
 	t.W.mu.Lock()
 	defer t.W.mu.Unlock()
+	if sc := t.W.scratch[env.Terraform.Dir]; sc != nil {
+		return sc.inputs(), nil
+	}
 	return t.inputs(env), nil
 }
 
@@ -165,6 +178,9 @@ func (t Terraform) Inputs(_ context.Context, env workflow.Environment) (workflow
 func (t Terraform) Apply(ctx context.Context, req workflow.ApplyRequest) (workflow.ApplyResult, error) {
 	if err := t.W.gate(ctx); err != nil {
 		return workflow.ApplyResult{}, err
+	}
+	if sc := t.W.scratchAt(req.Env.Terraform.Dir); sc != nil {
+		return t.applyScratch(req, sc)
 	}
 	t.W.mu.Lock()
 	if serial, ok := t.W.applied[req.Fingerprint]; ok {
