@@ -445,43 +445,6 @@ func setTemplateAnnotation(d map[string]any, key, value string) {
 	tmpl["annotations"] = ann
 }
 
-// testReadinessFailure: a promoted digest whose Pods run but never pass
-// their readiness probe (kwok keeps them Running, not Ready) is named by
-// relcap converge once workflow.ReadinessGrace has passed (exit 4, with
-// the next safe action); rollback to the previous release converges.
-func testReadinessFailure(t *testing.T, l *e2eLab, repo func(string) string) {
-	goodRelease, good := l.convergedRelease(t, "3.0.0")
-	badRef, bad := l.armedBuild(t, "3.1.0", NotReadyAnnotation, "never becomes ready")
-
-	out := l.relcapOK(t, "--actor", "alice", "promote", "--env", "staging", "--image", badRef)
-	require.Contains(t, out, "promotion succeeded")
-	start := time.Now()
-	code, out := l.relcapCode(t, "converge", "--env", "staging", "--timeout", "3m")
-	took := time.Since(start)
-	require.Equal(t, 4, code, "converge must report the readiness failure as not converged:\n%s", out)
-	t.Logf("readiness failure named after %s", took.Round(time.Second))
-	require.Less(t, took, 3*time.Minute, "named before the timeout")
-	require.Contains(t, out, "convergence.readiness-failed")
-	require.Regexp(t, `Pod `+regexp.QuoteMeta(Namespace("staging"))+`/`+AppName+`-\S+ does not become ready: `+regexp.QuoteMeta(NotReadyMessage), out)
-	require.Contains(t, out, "next: read the Pod's events and logs; the new version fails its readiness probe: roll back with relcap rollback", "the next safe action")
-	// Cross-check: the apiserver has the new Pod Running but not Ready
-	// with the probe's message, and the old ones still serving.
-	pods := l.kubectl(t, "get", "pods", "-n", Namespace("staging"), "-o", `jsonpath={range .items[*]}{.spec.containers[0].image} {.status.phase} {.status.containerStatuses[0].ready} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}{"\n"}{end}`)
-	require.Contains(t, pods, repo("staging")+"@"+bad+" Running false False "+NotReadyMessage, pods)
-	require.Contains(t, pods, repo("staging")+"@"+good+" Running true True ", pods)
-
-	out = l.relcapOK(t, "--actor", "alice", "rollback", "--env", "staging", "--to", goodRelease, "--timeout", "3m")
-	require.Contains(t, out, "back to release "+goodRelease)
-	require.Contains(t, out, "converged in staging")
-	image, ready, want := l.live(t, "staging")
-	require.Equal(t, repo("staging")+"@"+good, image, "the apiserver runs the rolled-back digest")
-	require.Equal(t, want, ready)
-	eventually(t, 60*time.Second, "the not-ready Pod going away", func() (bool, string) {
-		pods := l.kubectl(t, "get", "pods", "-n", Namespace("staging"), "-o", `jsonpath={range .items[*]}{.spec.containers[0].image}{"\n"}{end}`)
-		return !strings.Contains(pods, bad), pods
-	})
-}
-
 // testFaultsTheRegistryDecides: with no fault annotation anywhere in the
 // environment repository, the image webhook makes the lab's node fail as
 // a kubelet would. A digest staging's repository does not have (random)
@@ -553,7 +516,8 @@ func testFaultsTheRegistryDecides(t *testing.T, l *e2eLab, repo func(string) str
 	t.Logf("readiness failure of the unready build named after %s", time.Since(start).Round(time.Second))
 	require.Equal(t, 4, code, "not converged:\n%s", out)
 	require.Contains(t, out, "convergence.readiness-failed")
-	require.Contains(t, out, NotReadyMessage)
+	require.Regexp(t, `Pod `+regexp.QuoteMeta(ns)+`/`+AppName+`-\S+ does not become ready: `+regexp.QuoteMeta(NotReadyMessage), out)
+	require.Contains(t, out, "next: read the Pod's events and logs; the new version fails its readiness probe: roll back with relcap rollback", "the next safe action")
 	noTemplateAnnotation()
 	pods = podsOf(unreadyImage)
 	require.Contains(t, pods, unreadyImage+" Running  false ", pods)

@@ -278,9 +278,11 @@ func TestE2E(t *testing.T) {
 	t.Run("image pull failure is named by converge and rollback converges", func(t *testing.T) { testImagePullFailure(t, l, repo) })
 	t.Run("break-glass: a hotfix survives its deny window, end captures it and removes the window", func(t *testing.T) { testBreakGlass(t, l) })
 	t.Run("break-glass left to expire: argo cd itself self-heals when the window closes", func(t *testing.T) { testBreakGlassExpires(t, l) })
-	t.Run("failed readiness is named by converge and rollback converges", func(t *testing.T) { testReadinessFailure(t, l, repo) })
 	t.Run("a failed sync (invalid manifest) is named by converge and rollback converges", func(t *testing.T) { testFailedSync(t, l, repo) })
 	t.Run("an interrupted reconciliation is named by converge and rollback converges after the restart", func(t *testing.T) { testInterruptedReconciliation(t, l, repo) })
+	// Readiness failures are named from the unready build (the lab's
+	// webhook, no fault annotation), here and in relcap rehearse: each
+	// costs workflow.ReadinessGrace, so the suite has no third one.
 	t.Run("the registry decides: an absent digest never pulls, the unready build never becomes ready", func(t *testing.T) { testFaultsTheRegistryDecides(t, l, repo) })
 	t.Run("the captain releases through the cockpit, a second person approves from another shell", func(t *testing.T) { testCockpitRelease(t, l, repo) })
 	t.Run("relcap rehearse: each drill detects, names and recovers its failure; a killed one is undone", func(t *testing.T) { testRehearsals(t, l, repo) })
