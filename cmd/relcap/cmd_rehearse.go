@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui"
 	"github.com/relcap/relcap/tui/plain"
+	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -81,9 +85,18 @@ here (not configured, or failed-apply, not built yet).`,
 					watchTimeout = max(watchTimeout, e.Rehearsal.PhaseTimeout())
 				}
 			}
-			svc, _, err := a.flowService(ctx, "rehearse", "", watchTimeout)
+			svc, journal, err := a.flowService(ctx, "rehearse", "", watchTimeout)
 			if err != nil {
 				return err
+			}
+			if a.useCockpit() && cleanup == "" {
+				// At a terminal the rehearsal screen guides the captain
+				// through the same drills; --cleanup stays a command.
+				o, err := a.rehearsalScreen(ctx, svc, journal, rehearse.Request{Env: env, Drills: drills, IKnow: iKnow, Timeout: timeout, Resume: resume})
+				if err != nil {
+					return err
+				}
+				return a.rehearseOutcome(o.Records, o.RunErr, o.NotRun)
 			}
 			ctx = workflow.WithToolOutput(ctx, a.io.Err)
 			sink := a.rehearsalSink()
@@ -114,32 +127,7 @@ here (not configured, or failed-apply, not built yet).`,
 					}
 				}
 			}
-			if a.flags.json {
-				if err := writeJSON(a.io.Out, records); err != nil {
-					return err
-				}
-			} else {
-				for _, rh := range records {
-					printRehearsal(a.io.Out, rh)
-				}
-			}
-			if runErr != nil {
-				for _, rh := range records {
-					if !rh.State.Done() {
-						fmt.Fprintf(a.io.Err, "rehearsal %s stopped at phase %s; continue with: relcap rehearse --resume %s, or undo with: relcap rehearse --cleanup %s\n",
-							rh.ID, rh.Phase, rh.ID, rh.ID)
-					}
-				}
-				return runErr
-			}
-			if err := rehearsalOutcome(records); err != nil {
-				// A failed drill (4) says more than one that did not run.
-				if notRun != nil {
-					fmt.Fprintf(a.io.Err, "also: %v\n", notRun)
-				}
-				return err
-			}
-			return notRun
+			return a.rehearseOutcome(records, runErr, notRun)
 		},
 	}
 	cmd.Flags().StringVar(&env, "env", "", "environment to drill")
@@ -151,6 +139,58 @@ here (not configured, or failed-apply, not built yet).`,
 	cmd.Flags().StringVar(&cleanup, "cleanup", "", "undo an interrupted rehearsal: back to its baseline, then abandoned")
 	cmd.AddCommand(a.rehearseListCommand())
 	return cmd
+}
+
+// rehearseOutcome prints the records (the summary, or JSON) and maps the
+// session to its exit code, the same after the screen as headless: an
+// error that stopped a drill first, then a failed or abandoned drill,
+// then drills that could not run here.
+func (a *app) rehearseOutcome(records []*workflow.Rehearsal, runErr, notRun error) error {
+	if a.flags.json {
+		if err := writeJSON(a.io.Out, records); err != nil {
+			return err
+		}
+	} else {
+		for _, rh := range records {
+			printRehearsal(a.io.Out, rh)
+		}
+	}
+	if runErr != nil {
+		for _, rh := range records {
+			if !rh.State.Done() {
+				fmt.Fprintf(a.io.Err, "rehearsal %s stopped at phase %s; continue with: relcap rehearse --resume %s, or undo with: relcap rehearse --cleanup %s\n",
+					rh.ID, rh.Phase, rh.ID, rh.ID)
+			}
+		}
+		return runErr
+	}
+	if err := rehearsalOutcome(records); err != nil {
+		// A failed drill (4) says more than one that did not run.
+		if notRun != nil {
+			fmt.Fprintf(a.io.Err, "also: %v\n", notRun)
+		}
+		return err
+	}
+	return notRun
+}
+
+// rehearsalScreen runs the rehearsal screen, recording it beside the
+// session's journal as the cockpit is recorded.
+func (a *app) rehearsalScreen(ctx context.Context, svc *workflow.Service, journal *store.FileJournal, req rehearse.Request) (tui.RehearsalOutcome, error) {
+	rec, err := journal.StartRecording()
+	if err != nil {
+		return tui.RehearsalOutcome{}, err
+	}
+	// Under the screen no child process writes to the terminal: tools
+	// reach the journal only.
+	svc.SetToolOutput(nil)
+	o, runErr := tui.RunRehearsal(ctx, tui.RehearsalOptions{Service: svc, Request: req, Input: a.io.In, Output: a.io.Out, Env: a.io.Env,
+		Secrets: a.secrets, Record: rec})
+	release := ""
+	if len(o.Records) > 0 {
+		release = o.Records[0].DrillRelease
+	}
+	return o, errors.Join(runErr, rec.Finish(ctx, release))
 }
 
 func (a *app) rehearseListCommand() *cobra.Command {
