@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,13 +30,14 @@ func drillWorld(t *testing.T, hold chan struct{}) (*workflow.Service, *workflowt
 	p := fixture.Project(fixture.Policy{})
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	clock := workflow.SystemClock{}
+	gate := &atomic.Pointer[chan struct{}]{}
 	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
 	svc, err := workflow.NewService(workflow.Deps{
 		Project: p, Ledger: l, Journal: workflowtest.NewJournal(clock, "alice"), Clock: clock, Actor: "alice",
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
 		Planner:   tf, Applier: tf,
 		Registry: workflowtest.Registry{W: w}, EnvRepo: workflowtest.EnvRepo{W: w},
-		Convergence: heldTree{TreeConvergence: workflowtest.TreeConvergence{Convergence: workflowtest.Convergence{W: w}}, hold: hold}, ConvergeTimeout: 5 * time.Second,
+		Convergence: heldTree{TreeConvergence: workflowtest.TreeConvergence{Convergence: workflowtest.Convergence{W: w}}, hold: gate}, ConvergeTimeout: 5 * time.Second,
 		Wait: workflow.WaitOptions{TreeInterval: 2 * time.Millisecond, ReadinessGrace: 20 * time.Millisecond, StallAfter: time.Hour, RefreshWithin: time.Second},
 	})
 	require.NoError(t, err)
@@ -45,6 +47,9 @@ func drillWorld(t *testing.T, hold chan struct{}) (*workflow.Service, *workflowt
 	base, err := svc.Run(t.Context(), r.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, workflow.ReleaseConverged, base.Status)
+	if hold != nil {
+		gate.Store(&hold)
+	}
 	return svc, w, l, base
 }
 
@@ -52,13 +57,15 @@ func drillWorld(t *testing.T, hold chan struct{}) (*workflow.Service, *workflowt
 // be closed (nil: never waits), or for the reader's context to end.
 type heldTree struct {
 	workflowtest.TreeConvergence
-	hold chan struct{}
+	// hold is set once the baseline converged: its own watch must not
+	// wait.
+	hold *atomic.Pointer[chan struct{}]
 }
 
 func (c heldTree) ResourceTree(ctx context.Context, app workflow.AppRef) ([]workflow.AppResource, error) {
-	if c.hold != nil {
+	if hold := c.hold.Load(); hold != nil {
 		select {
-		case <-c.hold:
+		case <-*hold:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

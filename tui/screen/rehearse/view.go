@@ -38,7 +38,9 @@ func phaseIndex(p workflow.RehearsalPhase) int {
 	return -1
 }
 
-// View renders the current drill, exactly w×h.
+// View renders the current drill, exactly w×h. When the full view does
+// not fit, it is laid out compactly (one line per answer, the latest
+// event only), so the phases and the verdict always show.
 func (m Model) View() string {
 	if m.w <= 0 || m.h <= 0 {
 		return ""
@@ -46,11 +48,24 @@ func (m Model) View() string {
 	if len(m.items) == 0 {
 		return screen.Fit("no drill to run", m.w, m.h)
 	}
+	b := m.lines(false)
+	if len(b) > m.h {
+		b = m.lines(true)
+	}
+	return screen.Fit(strings.Join(b, "\n"), m.w, m.h)
+}
+
+func (m Model) lines(compact bool) []string {
 	th := m.th
 	it := m.items[m.cur]
 	var b []string
 	add := func(s ...string) { b = append(b, s...) }
-	label := func(s string) string { return th.Label.Render(fmt.Sprintf("%-*s", labelWidth, s)) }
+	text := func(name, v string) []string {
+		if compact {
+			return []string{m.th.Label.Render(fmt.Sprintf("%-*s", labelWidth, name)) + v}
+		}
+		return m.labelled(name, v)
+	}
 
 	env := m.req.Env
 	if it.rh != nil && it.rh.Env != "" {
@@ -65,20 +80,20 @@ func (m Model) View() string {
 	}
 	add(th.Title.Render(title))
 	if it.rh != nil && it.rh.ID != "" {
-		add(label("Rehearsal") + it.rh.ID)
+		add(text("Rehearsal", it.rh.ID)...)
 	}
 	if it.drill != "" {
-		add(m.labelled("What it does", what(it.drill))...)
+		add(text("What it does", what(it.drill))...)
 	}
 	base, expected := m.baseline(it)
 	if base.ReleaseID != "" {
-		add(label("Must return to") + fmt.Sprintf("release %s · %s · revision %s", base.ReleaseID, screen.Clip(base.Digest.String(), 12), workflow.ShortHash(base.EnvCommit)))
+		add(m.labelled("Must return to", fmt.Sprintf("release %s · %s · revision %s", base.ReleaseID, screen.Clip(base.Digest.String(), 12), workflow.ShortHash(base.EnvCommit)))...)
 	}
 	if expected != "" {
-		add(label("Must be named") + string(expected))
+		add(text("Must be named", string(expected))...)
 	}
 	if reason := m.override(it); reason != "" {
-		add(th.Err.Render(label("PRODUCTION") + "--i-know: " + reason))
+		add(th.Err.Render(fmt.Sprintf("%-*s", labelWidth, "PRODUCTION") + "--i-know: " + reason))
 	}
 
 	switch {
@@ -94,13 +109,15 @@ func (m Model) View() string {
 		add("", fmt.Sprintf("Nothing is broken yet. Press %s to inject the failure.", th.Key.Render("enter")))
 	}
 	if it.rh != nil && m.stage != stLoading {
-		add("")
+		if !compact {
+			add("")
+		}
 		add(m.phaseLines(it)...)
-		add(m.answerLines(it)...)
-		add(m.tail(it)...)
+		add(m.answerLines(it, text)...)
+		add(m.tail(it, compact)...)
 	}
 	add(m.verdict(it)...)
-	return screen.Fit(strings.Join(b, "\n"), m.w, m.h)
+	return b
 }
 
 // labelled is text after a label, wrapped under itself.
@@ -199,7 +216,7 @@ func (m Model) phaseLines(it item) []string {
 			}
 		case workflow.PhaseRecovering:
 			if rh.RecoveryRelease != "" {
-				detail = "rollback " + rh.RecoveryRelease + " to " + rh.Baseline.ReleaseID
+				detail = "rollback " + rh.RecoveryRelease
 			}
 		case workflow.PhaseRecovered:
 			when = rh.RecoveredAt
@@ -213,7 +230,7 @@ func (m Model) phaseLines(it item) []string {
 }
 
 // answerLines are the four answers as relcap showed them, once detected.
-func (m Model) answerLines(it item) []string {
+func (m Model) answerLines(it item, text func(name, v string) []string) []string {
 	rh, th := it.rh, m.th
 	if rh.IntendedRevision.Shown == "" && rh.ActualArtifact.Shown == "" && rh.ControllerStatus.Shown == "" && rh.NextSafeAction.Shown == "" {
 		return nil
@@ -229,16 +246,19 @@ func (m Model) answerLines(it item) []string {
 		if v == "" {
 			v = "(not shown)"
 		}
-		out = append(out, m.labelled(a.name, v)...)
+		out = append(out, text(a.name, v)...)
 	}
 	return out
 }
 
 // tail is the latest events of the drill's releases while it runs: the
 // injection, the watch, the rollback and its convergence.
-func (m Model) tail(it item) []string {
+func (m Model) tail(it item, compact bool) []string {
 	if !m.Running() || len(it.log) == 0 {
 		return nil
+	}
+	if compact {
+		return []string{m.th.Label.Render(fmt.Sprintf("%-*s", labelWidth, "Now")) + m.th.Muted.Render(firstLine(it.log[len(it.log)-1]))}
 	}
 	out := []string{m.th.Title.Render("Now")}
 	n := min(len(it.log), 3)
