@@ -240,3 +240,43 @@ func TestRehearsalScreenQuitMidDrillSavesItAndCleansUp(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()), "back on the baseline: %v", st.Images)
 }
+
+// TestRehearsalScreenResumesAStoppedDrill is relcap rehearse --resume ID
+// at a terminal: the saved drill shown at its phase, enter continues it
+// to passed.
+func TestRehearsalScreenResumesAStoppedDrill(t *testing.T) {
+	t.Parallel()
+	hold := make(chan struct{})
+	svc, w, _, base := drillWorld(t, hold)
+	d := newDriver(t, svc, rehearse.Request{Env: "staging", Drills: []workflow.Drill{workflow.DrillUnavailableImage}, Timeout: time.Minute})
+	m, cmd := d.m.Update(fixture.Key("enter"))
+	msgs := fixture.Run(cmd)
+	for len(msgs) > 0 {
+		msg := msgs[0]
+		msgs = msgs[1:]
+		m, cmd = m.Update(msg)
+		msgs = append(msgs, fixture.Run(cmd)...)
+		if _, _, ok := m.Effort(); ok && m.Running() {
+			m, _ = m.Update(fixture.Key("q"))
+		}
+	}
+	recs, _, _ := m.Outcome()
+	require.Len(t, recs, 1)
+	id := recs[0].ID
+	close(hold)
+
+	r := newDriver(t, svc, rehearse.Request{Resume: id})
+	v := r.view()
+	for _, want := range []string{"unavailable-image in staging", id, "Saved at phase", "Press enter to resume", base.ID} {
+		require.Contains(t, v, want)
+	}
+	require.True(t, slices.ContainsFunc(r.m.ShortHelp(), func(b key.Binding) bool { return b.Help().Desc == "resume the drill" }))
+	r.key("enter")
+	recs, runErr, _ := r.m.Outcome()
+	require.NoError(t, runErr)
+	require.Equal(t, workflow.RehearsalStatePassed, recs[0].State, recs[0].Failure)
+	require.Contains(t, r.view(), "✓ PASSED")
+	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), workflow.AppRef{})
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()))
+}
