@@ -198,7 +198,7 @@ func TestTmuxRehearsalScreen(t *testing.T) {
 	}
 	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rh", "Enter").Run()
 	s = waitFor("✓ PASSED")
-	for _, want := range []string{"✓ detected", "named as expected", "✓ recovered", "Intended revision", "Actual artifact", "Controller status", "Next safe action"} {
+	for _, want := range []string{"✓ detected", "(as expected)", "✓ recovered", "Intended revision", "Actual artifact", "Controller status", "Next safe action"} {
 		require.Contains(t, s, want)
 	}
 	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rh", "q").Run()

@@ -328,15 +328,10 @@ func (m Model) canCleanup() bool {
 
 // start runs the drill (or resumes the saved one) in the background.
 func (m Model) start() (Model, tea.Cmd) {
-	it := &m.items[m.cur]
-	resume := ""
-	if m.req.Resume != "" {
-		resume = m.req.Resume
-	}
-	svc, req, drill := m.svc, m.req, it.drill
+	svc, req, drill := m.svc, m.req, m.items[m.cur].drill
 	return m.run(func(ctx context.Context, sink workflow.EventSink) (*workflow.Rehearsal, error) {
-		if resume != "" {
-			return svc.ResumeRehearsal(ctx, resume, sink)
+		if req.Resume != "" {
+			return svc.ResumeRehearsal(ctx, req.Resume, sink)
 		}
 		return svc.Rehearse(ctx, workflow.RehearseRequest{Env: req.Env, Drill: drill, IKnow: req.IKnow, Timeout: req.Timeout}, sink)
 	}, stRunning)

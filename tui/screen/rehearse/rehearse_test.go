@@ -163,7 +163,7 @@ func TestRehearsalScreenGuidesADrillToPassed(t *testing.T) {
 		d.phases, "every phase shown done, in order")
 	require.True(t, d.recovering, "the recovery shown running, after the detection and with its four answers")
 	v = d.view()
-	for _, want := range []string{"✓ PASSED", "image-pull-failed in ", "named as expected", "The four answers, as relcap showed them",
+	for _, want := range []string{"✓ PASSED", "image-pull-failed (as expected) · time to detect ", "(as expected)", "The four answers, as relcap showed them",
 		"Intended revision", "Actual artifact", "Controller status", "Next safe action", "convergence.image-pull-failed", "cannot pull its image", "rollback ", "back on " + base.Checkpoints.Digest.String()[:19]} {
 		require.Contains(t, v, want)
 	}

@@ -207,12 +207,14 @@ func (m Model) phaseLines(it item) []string {
 				if named == "" {
 					named = "nothing"
 				}
-				detail = fmt.Sprintf("%s in %s", named, screen.Duration(d))
+				// Whether the failure was named as the drill expects: the
+				// second of the three things a drill must prove.
 				if rh.Detected == rh.Expected {
-					detail += th.OK.Render(" · named as expected")
+					named += th.OK.Render(" (as expected)")
 				} else {
-					detail += th.Err.Render(" · expected " + string(rh.Expected))
+					named += th.Err.Render(" (expected " + string(rh.Expected) + ")")
 				}
+				detail = fmt.Sprintf("%s · time to detect %s", named, screen.Duration(d))
 			}
 		case workflow.PhaseRecovering:
 			if rh.RecoveryRelease != "" {
@@ -221,7 +223,7 @@ func (m Model) phaseLines(it item) []string {
 		case workflow.PhaseRecovered:
 			when = rh.RecoveredAt
 			if d, ok := rh.TimeToRecover(); ok {
-				detail = fmt.Sprintf("back on %s in %s", screen.Clip(rh.Baseline.Digest.String(), 12), screen.Duration(d))
+				detail = fmt.Sprintf("back on %s · time to recover %s", screen.Clip(rh.Baseline.Digest.String(), 12), screen.Duration(d))
 			}
 		}
 		out = append(out, fmt.Sprintf(" %s %-11s %s  %s", style.Render(icon), p, th.Muted.Render(at(when)), detail))

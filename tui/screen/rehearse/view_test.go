@@ -129,7 +129,7 @@ func running(t *testing.T) Model {
 
 func TestViewWhileRecovering(t *testing.T) {
 	eachSize(t, running(t), func(t *testing.T, v string) {
-		for _, want := range []string{"elapsed 37s", "✓ detected", "image-pull-failed in 15s · named as expected", "● recovering", "rollback web-staging-20261130-2ecbac",
+		for _, want := range []string{"elapsed 37s", "✓ detected", "image-pull-failed (as expected) · time to detect 15s", "● recovering", "rollback web-staging-20261130-2ecbac",
 			"Intended revision", "Actual artifact", "Controller status", "Next safe action", "watching web-staging converge"} {
 			require.Contains(t, v, want)
 		}
@@ -144,7 +144,7 @@ func TestViewPassed(t *testing.T) {
 	m := running(t)
 	m, _ = m.Update(finishedMsg{gen: m.gen, rh: passed()})
 	eachSize(t, m, func(t *testing.T, v string) {
-		for _, want := range []string{"elapsed 52s", "✓ recovered", "back on sha256:7e7e7e7e7e7e in 32s", "✓ PASSED"} {
+		for _, want := range []string{"elapsed 52s", "✓ recovered", "back on sha256:7e7e7e7e7e7e · time to recover 32s", "✓ PASSED"} {
 			require.Contains(t, v, want)
 		}
 		require.NotContains(t, v, "watching", "the live tail is gone once it ended")
