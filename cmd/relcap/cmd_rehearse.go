@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui"
 	"github.com/relcap/relcap/tui/plain"
+	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -88,9 +92,18 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 					watchTimeout = max(watchTimeout, e.Rehearsal.PhaseTimeout())
 				}
 			}
-			svc, _, err := a.flowService(ctx, "rehearse", "", watchTimeout)
+			svc, journal, err := a.flowService(ctx, "rehearse", "", watchTimeout)
 			if err != nil {
 				return err
+			}
+			if a.useCockpit() && cleanup == "" {
+				// At a terminal the rehearsal screen guides the captain
+				// through the same drills; --cleanup stays a command.
+				o, err := a.rehearsalScreen(ctx, svc, journal, rehearse.Request{Env: env, Drills: drills, IKnow: iKnow, Timeout: timeout, Resume: resume})
+				if err != nil {
+					return err
+				}
+				return a.rehearseOutcome(o.Records, o.RunErr, o.NotRun, false)
 			}
 			ctx = workflow.WithToolOutput(ctx, a.io.Err)
 			sink := a.rehearsalSink()
@@ -129,37 +142,7 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 					}
 				}
 			}
-			if a.flags.json {
-				if err := writeJSON(a.io.Out, records); err != nil {
-					return err
-				}
-			} else {
-				for _, rh := range records {
-					printRehearsal(a.io.Out, rh)
-				}
-			}
-			if runErr != nil {
-				for _, rh := range records {
-					if !rh.State.Done() {
-						fmt.Fprintf(a.io.Err, "rehearsal %s stopped at phase %s; continue with: relcap rehearse --resume %s, or undo with: relcap rehearse --cleanup %s\n",
-							rh.ID, rh.Phase, rh.ID, rh.ID)
-					}
-				}
-				return runErr
-			}
-			if cleanup != "" {
-				// The cleanup did its job; the abandoned drill is said in
-				// the record printed above, and counts as no pass.
-				return nil
-			}
-			if err := rehearsalOutcome(records); err != nil {
-				// A failed drill (4) says more than one that did not run.
-				if notRun != nil {
-					fmt.Fprintf(a.io.Err, "also: %v\n", notRun)
-				}
-				return err
-			}
-			return notRun
+			return a.rehearseOutcome(records, runErr, notRun, cleanup != "")
 		},
 	}
 	cmd.Flags().StringVar(&env, "env", "", "environment to drill")
@@ -171,6 +154,63 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 	cmd.Flags().StringVar(&cleanup, "cleanup", "", "undo an interrupted rehearsal: back to its baseline, then abandoned")
 	cmd.AddCommand(a.rehearseListCommand())
 	return cmd
+}
+
+// rehearseOutcome prints the records (the summary, or JSON) and maps the
+// session to its exit code, the same after the screen as headless: an
+// error that stopped a drill first, then a failed or abandoned drill,
+// then drills that could not run here.
+func (a *app) rehearseOutcome(records []*workflow.Rehearsal, runErr, notRun error, cleanedUp bool) error {
+	if a.flags.json {
+		if err := writeJSON(a.io.Out, records); err != nil {
+			return err
+		}
+	} else {
+		for _, rh := range records {
+			printRehearsal(a.io.Out, rh)
+		}
+	}
+	if runErr != nil {
+		for _, rh := range records {
+			if !rh.State.Done() {
+				fmt.Fprintf(a.io.Err, "rehearsal %s stopped at phase %s; continue with: relcap rehearse --resume %s, or undo with: relcap rehearse --cleanup %s\n",
+					rh.ID, rh.Phase, rh.ID, rh.ID)
+			}
+		}
+		return runErr
+	}
+	if cleanedUp {
+		// The cleanup did its job; the abandoned drill is said in the
+		// record printed above, and counts as no pass.
+		return nil
+	}
+	if err := rehearsalOutcome(records); err != nil {
+		// A failed drill (4) says more than one that did not run.
+		if notRun != nil {
+			fmt.Fprintf(a.io.Err, "also: %v\n", notRun)
+		}
+		return err
+	}
+	return notRun
+}
+
+// rehearsalScreen runs the rehearsal screen, recording it beside the
+// session's journal as the cockpit is recorded.
+func (a *app) rehearsalScreen(ctx context.Context, svc *workflow.Service, journal *store.FileJournal, req rehearse.Request) (tui.RehearsalOutcome, error) {
+	rec, err := journal.StartRecording()
+	if err != nil {
+		return tui.RehearsalOutcome{}, err
+	}
+	// Under the screen no child process writes to the terminal: tools
+	// reach the journal only.
+	svc.SetToolOutput(nil)
+	o, runErr := tui.RunRehearsal(ctx, tui.RehearsalOptions{Service: svc, Request: req, Input: a.io.In, Output: a.io.Out, Env: a.io.Env,
+		Secrets: a.secrets, Record: rec})
+	release := ""
+	if len(o.Records) > 0 {
+		release = o.Records[0].DrillRelease
+	}
+	return o, errors.Join(runErr, rec.Finish(ctx, release))
 }
 
 func (a *app) rehearseListCommand() *cobra.Command {

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/argocd/argosim"
+	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 // kubeletPulls makes the simulator's pods pull from the real registry on
@@ -300,4 +304,72 @@ func readFile(t *testing.T, path string) string {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestTmuxRehearsalScreen runs relcap rehearse at a real terminal (tmux,
+// the real binary) on the simulator: the rehearsal screen shows the drill
+// and its baseline, enter injects it, the screen reaches passed, q closes
+// it, and the exit code is the headless one, 0.
+func TestTmuxRehearsalScreen(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("tmux")
+	require.NoError(t, err, "tmux is needed: make test installs it (apt-get install tmux)")
+	cfg, host, envRepo := promoteRepo(t)
+	pushImage(t, host+"/ci/web:1.4.2")
+	_, env := simulated(t, cfg, envRepo, kubeletPulls(""))
+	data := t.TempDir()
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "promote", "--env", "staging", "--image", host+"/ci/web:1.4.2")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
+	require.Equal(t, 0, code, out+errOut)
+
+	bin := filepath.Join(t.TempDir(), "relcap")
+	b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(b))
+	socket := "relcap-rehearse-" + strconv.Itoa(os.Getpid())
+	script := bin + " -c " + cfg + " --actor alice rehearse --env staging --drill unavailable-image --timeout 30s; echo EXIT=$?; sleep 60"
+	cmd := exec.Command("tmux", "-L", socket, "new-session", "-d", "-s", "rh", "-x", "120", "-y", "40", script)
+	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_STATE_HOME="+filepath.Join(data, "state"),
+		"XDG_CACHE_HOME="+filepath.Join(data, "cache"), "TERM=xterm-256color"), env...)
+	b, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
+	capture := func() string {
+		b, _ := exec.Command("tmux", "-L", socket, "capture-pane", "-p", "-t", "rh").Output()
+		return string(b)
+	}
+	waitFor := func(what string) string {
+		t.Helper()
+		var s string
+		require.Eventually(t, func() bool { s = capture(); return strings.Contains(s, what) }, 2*time.Minute, 200*time.Millisecond, "waiting for %q; screen:\n%s", what, s)
+		return s
+	}
+	s := waitFor("Press enter to inject")
+	for _, want := range []string{"recovery rehearsal", "Drill 1/1: unavailable-image in staging", "Must return to", "image-pull-failed", "enter start the drill"} {
+		require.Contains(t, s, want)
+	}
+	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rh", "Enter").Run()
+	s = waitFor("✓ PASSED")
+	for _, want := range []string{"✓ detected", "(as expected)", "✓ recovered", "Intended revision", "Actual artifact", "Controller status", "Next safe action"} {
+		require.Contains(t, s, want)
+	}
+	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rh", "q").Run()
+	s = waitFor("EXIT=")
+	require.Contains(t, s, "EXIT=0", s)
+	require.Contains(t, s, "unavailable-image in staging: PASSED", "the record stays on the terminal")
+
+	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	defer l.Close()
+	rs, err := l.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	require.Equal(t, workflow.RehearsalStatePassed, rs[0].State, rs[0].Failure)
+	entries, err := l.Effort(t.Context(), rs[0].RecoveryRelease)
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(entries, func(e effort.Entry) bool { return e.Person == "alice" && e.Role == effort.RoleCaptain }),
+		"the captain's time on the screen is booked to the drill's release: %+v", entries)
+
+	code, _, errOut = invokeEnv(t, data, env, "journal", "verify")
+	require.Equal(t, 0, code, errOut)
 }
