@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/term"
 
-	"github.com/relcap/relcap/tui/asciicast"
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/tui/theme"
@@ -60,35 +56,8 @@ func RunRehearsal(ctx context.Context, opts RehearsalOptions) (RehearsalOutcome,
 	runCtx, cancelRuns := context.WithCancel(ctx)
 	defer cancelRuns()
 	root := newRehearsalModel(runCtx, opts.Service, opts.Request)
-	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithEnvironment(opts.Env)}
-	if opts.Input != nil {
-		progOpts = append(progOpts, tea.WithInput(opts.Input))
-	}
-	out := opts.Output
-	if out == nil {
-		out = os.Stdout
-	}
-	w, h := opts.Width, opts.Height
-	if f, ok := out.(term.File); ok && term.IsTerminal(f.Fd()) {
-		if tw, th, err := term.GetSize(f.Fd()); err == nil {
-			w, h = tw, th
-		}
-	} else if w == 0 || h == 0 {
-		w, h = 80, 24
-	}
-	out = opts.Secrets.Writer(out)
-	var rec *asciicast.Writer
-	if opts.Record != nil {
-		rec = asciicast.NewWriter(opts.Record, w, h, time.Now)
-		out = asciicast.Tee(out, rec)
-		progOpts = append(progOpts, tea.WithFilter(func(_ tea.Model, msg tea.Msg) tea.Msg {
-			if ws, ok := msg.(tea.WindowSizeMsg); ok {
-				rec.Resize(ws.Width, ws.Height)
-			}
-			return msg
-		}))
-	}
-	progOpts = append(progOpts, tea.WithOutput(out), tea.WithWindowSize(w, h))
+	progOpts, rec := terminalOptions(ctx, terminal{Input: opts.Input, Output: opts.Output, Env: opts.Env, Secrets: opts.Secrets,
+		Record: opts.Record, Width: opts.Width, Height: opts.Height})
 	final, err := tea.NewProgram(root, progOpts...).Run()
 	// Whatever ended the program, a drill that was going has been
 	// cancelled; wait for it to save so it resumes.

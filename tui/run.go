@@ -9,7 +9,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/term"
+	xterm "github.com/charmbracelet/x/term"
 
 	"github.com/relcap/relcap/tui/asciicast"
 	"github.com/relcap/relcap/tui/screen"
@@ -51,6 +51,57 @@ type Options struct {
 	Width, Height int
 }
 
+// terminal is where a program of relcap's draws, and what it records.
+type terminal struct {
+	Input   io.Reader
+	Output  io.Writer
+	Env     []string
+	Secrets *secret.Set
+	Record  io.Writer
+	// Width and Height are the size when Output is not a terminal.
+	Width, Height int
+}
+
+// terminalOptions are the program options for term: its input, its
+// output with secrets masked, its size, and, when Record is set, an
+// asciicast recording of exactly what was written (rec, to be closed once
+// the program ends; nil without Record).
+func terminalOptions(ctx context.Context, term terminal) ([]tea.ProgramOption, *asciicast.Writer) {
+	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithEnvironment(term.Env)}
+	if term.Input != nil {
+		progOpts = append(progOpts, tea.WithInput(term.Input))
+	}
+	out := term.Output
+	if out == nil {
+		out = os.Stdout
+	}
+	w, h := term.Width, term.Height
+	if f, ok := out.(xterm.File); ok && xterm.IsTerminal(f.Fd()) {
+		if tw, th, err := xterm.GetSize(f.Fd()); err == nil {
+			w, h = tw, th
+		}
+	} else if w == 0 || h == 0 {
+		w, h = 80, 24
+	}
+	// Secrets are masked at their source; this is the last line of defence,
+	// before the terminal and the recording alike.
+	out = term.Secrets.Writer(out)
+	var rec *asciicast.Writer
+	if term.Record != nil {
+		rec = asciicast.NewWriter(term.Record, w, h, time.Now)
+		out = asciicast.Tee(out, rec)
+		// The recording follows resizes; a filter sees them before Update
+		// and does no more than note the size.
+		progOpts = append(progOpts, tea.WithFilter(func(_ tea.Model, msg tea.Msg) tea.Msg {
+			if ws, ok := msg.(tea.WindowSizeMsg); ok {
+				rec.Resize(ws.Width, ws.Height)
+			}
+			return msg
+		}))
+	}
+	return append(progOpts, tea.WithOutput(out), tea.WithWindowSize(w, h)), rec
+}
+
 // ErrQuit is returned by Run when the captain closed the cockpit before
 // the release finished and nothing blocked it; the release is saved and
 // `relcap resume ID` continues it.
@@ -75,40 +126,8 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Review != NoReview {
 		root = root.asReview(opts.Review)
 	}
-	progOpts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithEnvironment(opts.Env)}
-	if opts.Input != nil {
-		progOpts = append(progOpts, tea.WithInput(opts.Input))
-	}
-	out := opts.Output
-	if out == nil {
-		out = os.Stdout
-	}
-	w, h := opts.Width, opts.Height
-	if f, ok := out.(term.File); ok && term.IsTerminal(f.Fd()) {
-		if tw, th, err := term.GetSize(f.Fd()); err == nil {
-			w, h = tw, th
-		}
-	} else if w == 0 || h == 0 {
-		w, h = 80, 24
-	}
-	// Secrets are masked at their source; this is the last line of defence,
-	// before the terminal and the recording alike.
-	out = opts.Secrets.Writer(out)
-	var rec *asciicast.Writer
-	if opts.Record != nil {
-		rec = asciicast.NewWriter(opts.Record, w, h, time.Now)
-		out = asciicast.Tee(out, rec)
-		// The recording follows resizes; a filter sees them before Update
-		// and does no more than note the size.
-		progOpts = append(progOpts, tea.WithFilter(func(_ tea.Model, msg tea.Msg) tea.Msg {
-			if ws, ok := msg.(tea.WindowSizeMsg); ok {
-				rec.Resize(ws.Width, ws.Height)
-			}
-			return msg
-		}))
-	}
-	progOpts = append(progOpts, tea.WithOutput(out))
-	progOpts = append(progOpts, tea.WithWindowSize(w, h))
+	progOpts, rec := terminalOptions(ctx, terminal{Input: opts.Input, Output: opts.Output, Env: opts.Env, Secrets: opts.Secrets,
+		Record: opts.Record, Width: opts.Width, Height: opts.Height})
 
 	prog := tea.NewProgram(root, progOpts...)
 	if opts.Notices != nil {

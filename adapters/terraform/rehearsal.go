@@ -35,37 +35,13 @@ const (
 // env's workspace, through the quiet client (the state holds sensitive
 // values in clear). state pull reads the backend and writes nothing.
 func (a *Adapter) PullState(ctx context.Context, env workflow.Environment) ([]byte, error) {
-	t, err := a.target(env)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := a.lockWorkdir(ctx, t, "state-pull")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	loud, quiet, err := a.terraforms(ctx, t)
-	if err != nil {
-		return nil, err
-	}
 	var raw string
-	var restore func()
-	err = a.withInit(ctx, t, loud, func() error {
-		r, err := selectWorkspace(ctx, quiet, t)
-		if err != nil {
-			return err
-		}
-		if restore == nil {
-			restore = r
-		}
+	err := a.inWorkspace(ctx, env, "state-pull", func(t target, quiet *tfexec.Terraform) (err error) {
 		if raw, err = quiet.StatePull(ctx); err != nil {
 			return a.terraformError(ctx, "state pull", t, err)
 		}
 		return nil
 	})
-	if restore != nil {
-		restore()
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -207,29 +183,8 @@ func (a *Adapter) DeleteScratch(_ context.Context, id string) error {
 // StateResources implements workflow.RehearsalRoots: terraform show -json
 // of the state, through the quiet client; only addresses and taint leave.
 func (a *Adapter) StateResources(ctx context.Context, env workflow.Environment) ([]workflow.StateResource, error) {
-	t, err := a.target(env)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := a.lockWorkdir(ctx, t, "show")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	loud, quiet, err := a.terraforms(ctx, t)
-	if err != nil {
-		return nil, err
-	}
 	var out []workflow.StateResource
-	var restore func()
-	err = a.withInit(ctx, t, loud, func() error {
-		r, err := selectWorkspace(ctx, quiet, t)
-		if err != nil {
-			return err
-		}
-		if restore == nil {
-			restore = r
-		}
+	err := a.inWorkspace(ctx, env, "show", func(t target, quiet *tfexec.Terraform) error {
 		st, err := quiet.Show(ctx, tfexec.JSONNumber(true))
 		if err != nil {
 			return a.terraformError(ctx, "show", t, err)
@@ -238,9 +193,6 @@ func (a *Adapter) StateResources(ctx context.Context, env workflow.Environment) 
 		out = stateResources(st)
 		return nil
 	})
-	if restore != nil {
-		restore()
-	}
 	return out, err
 }
 
@@ -272,26 +224,8 @@ func stateResources(st *tfjson.State) []workflow.StateResource {
 // at once or fails naming its holder, and writes nothing. -refresh=false
 // because the lock is the question, not the infrastructure.
 func (a *Adapter) CheckStateLock(ctx context.Context, env workflow.Environment) error {
-	t, err := a.target(env)
-	if err != nil {
-		return err
-	}
-	unlock, err := a.lockWorkdir(ctx, t, "lock-check")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	loud, quiet, err := a.terraforms(ctx, t)
-	if err != nil {
-		return err
-	}
 	// The probe's plan goes nowhere: the quiet client runs it.
-	return a.withInit(ctx, t, loud, func() error {
-		restore, err := selectWorkspace(ctx, quiet, t)
-		if err != nil {
-			return err
-		}
-		defer restore()
+	return a.inWorkspace(ctx, env, "lock-check", func(t target, quiet *tfexec.Terraform) error {
 		opts := []tfexec.PlanOption{tfexec.Lock(true), tfexec.LockTimeout("0s"), tfexec.Refresh(false)}
 		for _, f := range t.varFiles {
 			opts = append(opts, tfexec.VarFile(f))

@@ -31,29 +31,8 @@ var _ workflow.OwnershipSource = (*Adapter)(nil)
 // Planned creates are not included: they would cost a full plan (a
 // refresh of every resource) per check, and relcap plan reviews them.
 func (a *Adapter) ManagedObjects(ctx context.Context, env workflow.Environment) ([]ownership.ManagedObject, error) {
-	t, err := a.target(env)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := a.lockWorkdir(ctx, t, "ownership")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	loud, quiet, err := a.terraforms(ctx, t)
-	if err != nil {
-		return nil, err
-	}
 	var objects []ownership.ManagedObject
-	var restore func()
-	err = a.withInit(ctx, t, loud, func() error {
-		r, err := selectWorkspace(ctx, quiet, t)
-		if err != nil {
-			return err
-		}
-		if restore == nil {
-			restore = r
-		}
+	err := a.inWorkspace(ctx, env, "ownership", func(t target, quiet *tfexec.Terraform) error {
 		st, err := quiet.Show(ctx, tfexec.JSONNumber(true))
 		if err != nil {
 			return a.terraformError(ctx, "show", t, err)
@@ -65,10 +44,42 @@ func (a *Adapter) ManagedObjects(ctx context.Context, env workflow.Environment) 
 		}
 		return nil
 	})
+	return objects, err
+}
+
+// inWorkspace runs op with the quiet client (the state holds sensitive
+// values in clear) in env's initialised root with its workspace selected,
+// holding the working-directory lock under the name what, and selects the
+// workspace that was selected before once op is done.
+func (a *Adapter) inWorkspace(ctx context.Context, env workflow.Environment, what string, op func(t target, quiet *tfexec.Terraform) error) error {
+	t, err := a.target(env)
+	if err != nil {
+		return err
+	}
+	unlock, err := a.lockWorkdir(ctx, t, what)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	loud, quiet, err := a.terraforms(ctx, t)
+	if err != nil {
+		return err
+	}
+	var restore func()
+	err = a.withInit(ctx, t, loud, func() error {
+		r, err := selectWorkspace(ctx, quiet, t)
+		if err != nil {
+			return err
+		}
+		if restore == nil {
+			restore = r
+		}
+		return op(t, quiet)
+	})
 	if restore != nil {
 		restore()
 	}
-	return objects, err
+	return err
 }
 
 // ObjectsFromStateJSON translates a "terraform show -json" document of a
