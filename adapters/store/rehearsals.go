@@ -70,27 +70,7 @@ func (s *Ledger) ListRehearsals(ctx context.Context, f workflow.RehearsalFilter)
 		q += " LIMIT ?"
 		args = append(args, f.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, s.fail("list rehearsals", err)
-	}
-	defer rows.Close()
-	var out []*workflow.Rehearsal
-	for rows.Next() {
-		var id, body string
-		if err := rows.Scan(&id, &body); err != nil {
-			return nil, s.fail("list rehearsals", err)
-		}
-		r, err := decodeRehearsal(id, body)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail("list rehearsals", err)
-	}
-	return out, nil
+	return listBodies(ctx, s, "list rehearsals", q, args, decodeRehearsal)
 }
 
 func decodeRehearsal(id, body string) (*workflow.Rehearsal, error) {

@@ -84,25 +84,31 @@ func (s *Ledger) ListReleases(ctx context.Context, f workflow.ReleaseFilter) ([]
 		q += " LIMIT ?"
 		args = append(args, f.Limit)
 	}
+	return listBodies(ctx, s, "list releases", q, args, decodeRelease)
+}
+
+// listBodies runs q, which selects id and body, and decodes each row's
+// JSON body: the records the ledger keeps whole (releases, rehearsals).
+func listBodies[T any](ctx context.Context, s *Ledger, what, q string, args []any, decode func(id, body string) (*T, error)) ([]*T, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, s.fail("list releases", err)
+		return nil, s.fail(what, err)
 	}
 	defer rows.Close()
-	var out []*workflow.Release
+	var out []*T
 	for rows.Next() {
 		var id, body string
 		if err := rows.Scan(&id, &body); err != nil {
-			return nil, s.fail("list releases", err)
+			return nil, s.fail(what, err)
 		}
-		r, err := decodeRelease(id, body)
+		r, err := decode(id, body)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail("list releases", err)
+		return nil, s.fail(what, err)
 	}
 	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -323,38 +322,18 @@ func TestTmuxRehearsalScreen(t *testing.T) {
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "converge", "--env", "staging", "--timeout", "30s")
 	require.Equal(t, 0, code, out+errOut)
 
-	bin := filepath.Join(t.TempDir(), "relcap")
-	b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(b))
-	socket := "relcap-rehearse-" + strconv.Itoa(os.Getpid())
-	script := bin + " -c " + cfg + " --actor alice rehearse --env staging --drill unavailable-image --timeout 30s; echo EXIT=$?; sleep 60"
-	cmd := exec.Command("tmux", "-L", socket, "new-session", "-d", "-s", "rh", "-x", "120", "-y", "40", script)
-	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_STATE_HOME="+filepath.Join(data, "state"),
-		"XDG_CACHE_HOME="+filepath.Join(data, "cache"), "TERM=xterm-256color"), env...)
-	b, err = cmd.CombinedOutput()
-	require.NoError(t, err, string(b))
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
-	capture := func() string {
-		b, _ := exec.Command("tmux", "-L", socket, "capture-pane", "-p", "-t", "rh").Output()
-		return string(b)
-	}
-	waitFor := func(what string) string {
-		t.Helper()
-		var s string
-		require.Eventually(t, func() bool { s = capture(); return strings.Contains(s, what) }, 2*time.Minute, 200*time.Millisecond, "waiting for %q; screen:\n%s", what, s)
-		return s
-	}
-	s := waitFor("Press enter to inject")
+	term := relcapAtTerminal(t, data, env, 120, 40, "-c "+cfg+" --actor alice rehearse --env staging --drill unavailable-image --timeout 30s")
+	s := term.waitFor("Press enter to inject", 2*time.Minute)
 	for _, want := range []string{"recovery rehearsal", "Drill 1/1: unavailable-image in staging", "Must return to", "image-pull-failed", "enter start the drill"} {
 		require.Contains(t, s, want)
 	}
-	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rh", "Enter").Run()
-	s = waitFor("✓ PASSED")
+	term.press("Enter")
+	s = term.waitFor("✓ PASSED", 2*time.Minute)
 	for _, want := range []string{"✓ detected", "(as expected)", "✓ recovered", "Intended revision", "Actual artifact", "Controller status", "Next safe action"} {
 		require.Contains(t, s, want)
 	}
-	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rh", "q").Run()
-	s = waitFor("EXIT=")
+	term.press("q")
+	s = term.waitFor("EXIT=", 2*time.Minute)
 	require.Contains(t, s, "EXIT=0", s)
 	require.Contains(t, s, "unavailable-image in staging: PASSED", "the record stays on the terminal")
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,56 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
 )
+
+// tmuxTerm is one command of the relcap binary running in a tmux terminal
+// of the test's own (its own server socket), read back as a person sees
+// it.
+type tmuxTerm struct {
+	t              *testing.T
+	socket, window string
+}
+
+// relcapAtTerminal builds relcap and runs it with args (a shell command
+// line after the binary) in a w×h tmux terminal, with data as its XDG
+// directories and env added; EXIT=<code> is printed when it ends.
+func relcapAtTerminal(t *testing.T, data string, env []string, w, h int, args string) *tmuxTerm {
+	t.Helper()
+	_, err := exec.LookPath("tmux")
+	require.NoError(t, err, "tmux is needed: make test installs it (apt-get install tmux)")
+	bin := filepath.Join(t.TempDir(), "relcap")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(out))
+	term := &tmuxTerm{t: t, socket: "relcap-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(tmuxTerms.Add(1), 10), window: "relcap"}
+	cmd := exec.Command("tmux", "-L", term.socket, "new-session", "-d", "-s", term.window, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h),
+		bin+" "+args+"; echo EXIT=$?; sleep 60")
+	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_STATE_HOME="+filepath.Join(data, "state"),
+		"XDG_CACHE_HOME="+filepath.Join(data, "cache"), "TERM=xterm-256color"), env...)
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", term.socket, "kill-server").Run() })
+	return term
+}
+
+var tmuxTerms atomic.Int64
+
+// capture is the screen now.
+func (term *tmuxTerm) capture() string {
+	b, _ := exec.Command("tmux", "-L", term.socket, "capture-pane", "-p", "-t", term.window).Output()
+	return string(b)
+}
+
+// waitFor waits up to within for what on the screen and returns the screen.
+func (term *tmuxTerm) waitFor(what string, within time.Duration) string {
+	term.t.Helper()
+	var s string
+	require.Eventually(term.t, func() bool { s = term.capture(); return strings.Contains(s, what) }, within, 200*time.Millisecond, "waiting for %q; screen:\n%s", what, s)
+	return s
+}
+
+// press sends one key, as tmux send-keys names it.
+func (term *tmuxTerm) press(key string) {
+	_ = exec.Command("tmux", "-L", term.socket, "send-keys", "-t", term.window, key).Run()
+}
 
 // TestTmuxDemoReleaseWithTheKeyboardAlone builds the real binary, runs
 // `relcap demo` in a tmux terminal of 80×24, and completes both releases
@@ -123,29 +174,11 @@ func TestTmuxDemoReleaseWithTheKeyboardAlone(t *testing.T) {
 // command without a terminal) never does.
 func TestCommandAtATerminalCountsItsDuration(t *testing.T) {
 	t.Parallel()
-	_, err := exec.LookPath("tmux")
-	require.NoError(t, err, "tmux is needed: make test installs it (apt-get install tmux)")
 	cfg, env, _ := tfRepo(t, 0, false)
-	bin := filepath.Join(t.TempDir(), "relcap")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
 	data := t.TempDir()
-
-	socket := "relcap-effort-" + strconv.Itoa(os.Getpid())
-	script := bin + " -c " + cfg + " --actor alice plan --env staging; echo EXIT=$?; sleep 60"
-	cmd := exec.Command("tmux", "-L", socket, "new-session", "-d", "-s", "cmd", "-x", "120", "-y", "30", script)
-	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_STATE_HOME="+filepath.Join(data, "state"),
-		"XDG_CACHE_HOME="+filepath.Join(data, "cache"), "TERM=xterm-256color"), env...)
 	start := time.Now()
-	out, err = cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
-	var screen string
-	require.Eventually(t, func() bool {
-		b, err := exec.Command("tmux", "-L", socket, "capture-pane", "-p", "-t", "cmd").Output()
-		screen = string(b)
-		return err == nil && strings.Contains(screen, "EXIT=")
-	}, 3*time.Minute, 200*time.Millisecond)
+	term := relcapAtTerminal(t, data, env, 120, 30, "-c "+cfg+" --actor alice plan --env staging")
+	screen := term.waitFor("EXIT=", 3*time.Minute)
 	took := time.Since(start)
 	require.Contains(t, screen, "EXIT=0", screen)
 
@@ -188,35 +221,15 @@ func TestReviewScreenAtATerminal(t *testing.T) {
 	var plan struct{ Fingerprint, Release string }
 	require.NoError(t, json.Unmarshal([]byte(out), &plan))
 
-	bin := filepath.Join(t.TempDir(), "relcap")
-	b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(b))
-	socket := "relcap-review-" + strconv.Itoa(os.Getpid())
-	script := bin + " -c " + cfg + " --actor bob review --plan " + plan.Fingerprint + "; echo EXIT=$?; sleep 60"
-	cmd := exec.Command("tmux", "-L", socket, "new-session", "-d", "-s", "rev", "-x", "120", "-y", "40", script)
-	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_STATE_HOME="+filepath.Join(data, "state"),
-		"XDG_CACHE_HOME="+filepath.Join(data, "cache"), "TERM=xterm-256color"), env...)
-	b, err = cmd.CombinedOutput()
-	require.NoError(t, err, string(b))
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
-	capture := func() string {
-		b, _ := exec.Command("tmux", "-L", socket, "capture-pane", "-p", "-t", "rev").Output()
-		return string(b)
-	}
-	waitFor := func(what string) string {
-		t.Helper()
-		var s string
-		require.Eventually(t, func() bool { s = capture(); return strings.Contains(s, what) }, 90*time.Second, 200*time.Millisecond, "waiting for %q; screen:\n%s", what, s)
-		return s
-	}
-	s := waitFor("a approve as bob")
+	term := relcapAtTerminal(t, data, env, 120, 40, "-c "+cfg+" --actor bob review --plan "+plan.Fingerprint)
+	s := term.waitFor("a approve as bob", 90*time.Second)
 	require.Contains(t, s, "review as bob")
 	require.NotContains(t, s, "enter apply")
 	time.Sleep(1500 * time.Millisecond) // reading
-	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rev", "a").Run()
-	waitFor("approved plan")
-	_ = exec.Command("tmux", "-L", socket, "send-keys", "-t", "rev", "q").Run()
-	s = waitFor("EXIT=")
+	term.press("a")
+	term.waitFor("approved plan", 90*time.Second)
+	term.press("q")
+	s = term.waitFor("EXIT=", 90*time.Second)
 	require.Contains(t, s, "EXIT=0", s)
 
 	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
