@@ -155,6 +155,14 @@ func testTugOfWar(t *testing.T, l *e2eLab) {
 	root := filepath.Join(l.dir, "infra", "staging")
 	tf := filepath.Join(root, "web.tf")
 	require.NoError(t, os.WriteFile(tf, []byte(tugOfWarTF(l.env["KUBECONFIG"])), 0o600))
+	// The hand-run terraform init below writes a dependency lock file
+	// naming the kubectl provider; the root had none, and relcap plans it
+	// later (relcap rehearse), refusing a lock file its init must change:
+	// leave the root as it was found.
+	lock := filepath.Join(root, ".terraform.lock.hcl")
+	if _, err := os.Stat(lock); os.IsNotExist(err) {
+		t.Cleanup(func() { _ = os.Remove(lock) })
+	}
 
 	code, out := l.terraform(t, root, "init", "-input=false", "-no-color")
 	require.Equal(t, 0, code, "terraform init must find gavinbunney/kubectl in the lab's mirror:\n%s", out)
