@@ -159,6 +159,11 @@ func NewClock(clock TimeSource, idle time.Duration, releaseID string) *Clock {
 func (c *Clock) Touch(person string, role Role, step string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.touch(person, role, step)
+}
+
+// touch is Touch with c.mu held.
+func (c *Clock) touch(person string, role Role, step string) {
 	now := c.clock.Now()
 	c.settle(person, now)
 	c.last[person] = &engagement{input: now, role: role, from: now, step: step}
@@ -168,11 +173,11 @@ func (c *Clock) Touch(person string, role Role, step string) {
 // Input is Touch for a key press or mouse click, which is also counted:
 // the number of inputs a release took is one of its costs.
 func (c *Clock) Input(person string, role Role, step string) {
-	c.Touch(person, role, step)
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.touch(person, role, step)
 	c.inputs[person]++
 	c.pendingInputs[effortKey{person, role, step, Active}]++
-	c.mu.Unlock()
 }
 
 // Follow moves person's open gap on to step: the work went there (the
