@@ -89,7 +89,12 @@ type Model struct {
 	// reviewedPlan is the fingerprint the captain reviewed on the plan
 	// screen; the run applies only that plan without stopping again.
 	reviewedPlan string
-	quitting     bool
+	// approvedBy names who approved the plan while the cockpit waited,
+	// until the captain's review notice has said it: the run re-checks
+	// plan review at once and would replace "approved by" before a
+	// captain who looked away saw it.
+	approvedBy string
+	quitting   bool
 	// runs is shared by every copy of the model, so Run can wait for the
 	// last run to persist its state before returning.
 	runs *runTracker
@@ -382,7 +387,12 @@ func (m *Model) beginRun() tea.Cmd {
 		last = workflow.StepPlanReview
 	case plan.NeedsReview(m.release) && m.reviewedPlan != m.release.Checkpoints.Fingerprint:
 		m.active = scrPlan
-		m.setNotice("review the plan, then press enter to apply it", false)
+		notice := "review the plan, then press enter to apply it"
+		if m.approvedBy != "" {
+			notice = "approved by " + m.approvedBy + ": " + notice
+			m.approvedBy = ""
+		}
+		m.setNotice(notice, false)
 		return nil
 	}
 	m.gen++
@@ -482,7 +492,8 @@ func (m Model) approvalsArrived(msg approvalsMsg) (Model, tea.Cmd) {
 		return m, tea.Batch(cmd, m.awaitApprovals(m.gen, len(check.Counted)))
 	}
 	if len(check.Counted) > 0 {
-		m.setNotice("approved by "+approvers(check)+": continuing", false)
+		m.approvedBy = approvers(check)
+		m.setNotice("approved by "+m.approvedBy+": continuing", false)
 	}
 	return m, tea.Batch(cmd, m.beginRun())
 }

@@ -321,3 +321,32 @@ func TestReviewOfAPinnedChangeOffersTheApproveKey(t *testing.T) {
 	require.True(t, check.Satisfied(), "bob's approval of the pinned change counts")
 	require.Contains(t, ansi.Strip(r.render()), "approved the promotion as bob")
 }
+
+// TestCockpitSaysWhoApprovedWhenItStopsForTheCaptainsReview: a teammate
+// approves the blocked plan elsewhere; the run re-checks plan review at
+// once and stops for the captain, whose notice still says who approved
+// (the "continuing" notice it replaced lasted only that re-check).
+func TestCockpitSaysWhoApprovedWhenItStopsForTheCaptainsReview(t *testing.T) {
+	t.Parallel()
+	m, env := cockpit(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, 80, 24)
+	m = open(t, m)
+	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired)
+
+	bob, _, err := env.Service("bob")
+	require.NoError(t, err)
+	_, _, err = bob.ApprovePlan(t.Context(), m.Release().Checkpoints.Fingerprint, "looks right")
+	require.NoError(t, err)
+	// What awaitApprovals reports once the ledger's change feed fires (the
+	// fake ledger has none).
+	r, err := m.svc.Release(t.Context(), fixture.ReleaseID)
+	require.NoError(t, err)
+	check, waiting, err := m.svc.AwaitedApprovals(t.Context(), r)
+	require.NoError(t, err)
+	require.True(t, waiting && check.Satisfied())
+	m = drive(t, m, approvalsMsg{gen: m.gen, release: r, check: check})
+
+	require.False(t, m.running, "the run stopped for the captain's review")
+	require.Equal(t, scrPlan, m.active)
+	require.Equal(t, "approved by bob: review the plan, then press enter to apply it", m.notice)
+	require.Contains(t, ansi.Strip(m.render()), "approved by bob: review the plan")
+}

@@ -312,6 +312,9 @@ var (
 	planInPane  = regexp.MustCompile(`^│ Plan: 2 to add, 0 to change, 0 to destroy\.`)
 	applyInPane = regexp.MustCompile(`^│ Apply complete! Resources: `)
 	pinInDiff   = regexp.MustCompile(`^\s*\+.*@sha256:[0-9a-f]{8}`)
+	// planApprovedByBob is the plan screen's approvals line once bob's
+	// approval counts; it stays, unlike the notice saying so.
+	planApprovedByBob = regexp.MustCompile(`Approvals 1/1 ✓ bob`)
 )
 
 // cockpitRelease drives relcap release for env in a w×h terminal as the
@@ -345,7 +348,9 @@ func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w,
 	// bob reviews the plan on his own review screen and approves it there,
 	// signed with his key; the open cockpit picks it up.
 	l.reviewAs(t, r, "bob", "--plan", fp)
-	term.waitForText("approved by bob", time.Minute)
+	term.waitFor("bob's approval on the captain's screen", time.Minute, func(s string) bool {
+		return strings.Contains(s, "approved by bob") || planApprovedByBob.MatchString(s)
+	})
 	term.waitFor("the captain's review of the approved plan", time.Minute, func(s string) bool {
 		return strings.Contains(s, "enter apply") || strings.Contains(s, "enter") && strings.Contains(s, "apply this plan")
 	})
