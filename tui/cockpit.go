@@ -432,6 +432,11 @@ func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
 		m.release = msg.release
 	}
 	m.runErr = msg.err
+	if m.release != nil && m.release.Step(workflow.StepApply).Status == workflow.Failed {
+		// The captain reviews again whatever plan the retry keeps: the
+		// failed apply may have changed what it does.
+		m.reviewedPlan = ""
+	}
 	if m.quitting && errors.Is(msg.err, context.Canceled) {
 		// Interrupted on purpose: the release is saved and resumable.
 		m.runErr = nil
@@ -469,7 +474,13 @@ func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
 		m.setNotice("blocked: "+firstLine(msg.err.Error()), true)
 	default:
 		m.active = stepScreen(cur)
-		m.setNotice("failed: "+firstLine(msg.err.Error())+" (r retries)", true)
+		retry := "r retries"
+		var failedApply *workflow.ApplyFailedError
+		if errors.As(msg.err, &failedApply) {
+			// Its first line is the next safe action; r reviews a plan again.
+			msg.err, retry = failedApply, "r plans again"
+		}
+		m.setNotice("failed: "+firstLine(msg.err.Error())+" ("+retry+")", true)
 	}
 	return m, cmd
 }

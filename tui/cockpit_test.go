@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -349,4 +350,45 @@ func TestCockpitSaysWhoApprovedWhenItStopsForTheCaptainsReview(t *testing.T) {
 	require.Equal(t, scrPlan, m.active)
 	require.Equal(t, "approved by bob: review the plan, then press enter to apply it", m.notice)
 	require.Contains(t, ansi.Strip(m.render()), "approved by bob: review the plan")
+}
+
+// TestCockpitFailedApplyNamesTheNextSafeActionAndRetryReviewsAgain: an
+// apply that fails part-way shows its next safe action on the plan
+// screen, the map and the notice; r plans again and stops for the
+// captain's review of the new plan before anything else is applied.
+func TestCockpitFailedApplyNamesTheNextSafeActionAndRetryReviewsAgain(t *testing.T) {
+	t.Parallel()
+	m, env := cockpit(t, fixture.Policy{}, 120, 30)
+	left := env.World.Changes
+	env.World.Interrupt = func(effect string) error {
+		if effect == "apply" {
+			return errors.New("exit status 1\n\nError: local-exec provisioner error")
+		}
+		return nil
+	}
+	m = open(t, m)
+	m = drive(t, m, fixtureKey("enter"))
+	m = drive(t, m, fixtureKey("y"))
+	var failed *workflow.ApplyFailedError
+	require.ErrorAs(t, m.Err(), &failed)
+	oldFP := failed.Fingerprint
+	require.Equal(t, scrPlan, m.active)
+	require.Equal(t, "failed: apply of plan "+workflow.ShortHash(oldFP)+" failed; next safe action: "+failed.NextAction+" (r plans again)", m.notice)
+	flat := func(m Model) string { return strings.Join(strings.Fields(ansi.Strip(m.render())), " ") }
+	require.Contains(t, flat(m), "✗ apply of plan "+workflow.ShortHash(oldFP)+" failed; next safe action:")
+	require.Contains(t, flat(m), "· r plans again")
+	require.NotContains(t, flat(m), "enter apply", "no apply of a plan whose apply failed")
+
+	home := step(t, m, fixtureKey("m"))
+	require.Contains(t, flat(home), "Apply failed: act on its next safe action above, then r plans again")
+	require.Contains(t, flat(home), "local-exec provisioner error", "Terraform's error is on the map")
+
+	env.World.Interrupt, env.World.Changes = nil, left
+	m = drive(t, home, fixtureKey("r"))
+	require.NoError(t, m.Err())
+	require.False(t, m.running, "stopped for the captain's review")
+	require.Equal(t, scrPlan, m.active)
+	require.NotEqual(t, oldFP, m.Release().Checkpoints.Fingerprint, "the state moved: a new plan")
+	require.Contains(t, flat(m), "enter apply (asks to confirm)")
+	require.Equal(t, 1, env.World.Applies, "nothing applied again before the review")
 }

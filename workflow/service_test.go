@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -420,4 +421,57 @@ func TestForceUnverifiedPromotesWithAJournaledReason(t *testing.T) {
 	require.Equal(t, workflow.Succeeded, got.Step(workflow.StepPromotion).Status)
 	require.Equal(t, "promotion.force-unverified", got.Step(workflow.StepPromotion).Findings[0].Code)
 	require.Contains(t, p.journal.Kinds(), "promotion.force-unverified")
+}
+
+// TestFailedApplyNamesTheNextSafeActionAndRetryReviewsThePlanAgain: a
+// Terraform apply that fails part-way (the state moved) fails the release
+// with the next safe action on the first line, and retrying reviews the
+// plan again: the old plan is stale, so a new one is made, which needs
+// its own approval before anything is applied.
+func TestFailedApplyNamesTheNextSafeActionAndRetryReviewsThePlanAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
+	captain := newProcess(t, testProject(1), w, l, clock, "alice")
+	reviewer := newProcess(t, testProject(1), w, l, clock, "bob")
+	r, err := captain.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
+	require.NoError(t, err)
+	got, err := captain.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	oldFP := got.Checkpoints.Fingerprint
+	_, _, err = reviewer.svc.ApprovePlan(ctx, oldFP, "")
+	require.NoError(t, err)
+
+	// The fake applies (the state serial moves) and then fails, as a
+	// provisioner failing after the first resource does; what it left
+	// undone is planned again.
+	left := w.Changes
+	terraformErr := errors.New("exit status 1\n\nError: local-exec provisioner error")
+	w.Interrupt = func(effect string) error {
+		if effect == "apply" {
+			return terraformErr
+		}
+		return nil
+	}
+	got, err = captain.svc.Run(ctx, r.ID, nil)
+	var failed *workflow.ApplyFailedError
+	require.ErrorAs(t, err, &failed)
+	require.ErrorIs(t, err, terraformErr)
+	require.Equal(t, workflow.ReleaseFailed, got.Status)
+	msg := got.Step(workflow.StepApply).Message
+	first, rest, _ := strings.Cut(msg, "\n")
+	require.Equal(t, "apply of plan "+workflow.ShortHash(oldFP)+" failed; next safe action: "+failed.NextAction, first, "the next safe action is the first line")
+	require.Contains(t, failed.NextAction, "relcap plan --env staging")
+	require.Contains(t, rest, "local-exec provisioner error", "Terraform's own error follows")
+	cur, ok := got.Current()
+	require.True(t, ok)
+	require.Equal(t, workflow.StepPlanReview, cur, "retrying starts from plan review")
+	require.Contains(t, captain.journal.Kinds(), "step.finished")
+
+	w.Interrupt, w.Changes = nil, left
+	got, err = captain.svc.Run(ctx, r.ID, nil)
+	require.ErrorIs(t, err, workflow.ErrApprovalRequired, "the new plan needs its own approval")
+	require.NotEqual(t, oldFP, got.Checkpoints.Fingerprint, "the state moved: planned again")
+	require.Contains(t, got.Step(workflow.StepPlanReview).Message, "stale")
+	require.Equal(t, 1, w.Applies, "nothing applied after the failure without a new approval")
 }

@@ -77,8 +77,18 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		return blocked(ErrStalePlan, msg, nil), nil
 	case errors.Is(err, ErrBlocked):
 		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
-	case err != nil:
+	case err != nil && ctx.Err() != nil:
+		// Interrupted: the step stays Running, and resuming asks the
+		// Applier whether the plan was applied meanwhile.
 		return StepResult{}, fmt.Errorf("apply plan %s: %w", ShortHash(fp), err)
+	case err != nil:
+		// Terraform failed: it may have changed part of the
+		// infrastructure, so retrying reviews the plan again, which keeps
+		// this plan (and its approvals) only while its inputs, the state
+		// among them, are unchanged.
+		run.r.Step(StepPlanReview).Status = Pending
+		next := run.svc.nextAfterFailedApply(ctx, run.env)
+		return StepResult{}, &ApplyFailedError{Fingerprint: fp, Err: err, NextAction: next}
 	}
 	if err := run.checkpoint(ctx, func(c *Checkpoints) { c.Applied = Applied{Done: true, StateSerial: res.StateSerial} }); err != nil {
 		return StepResult{}, err
@@ -225,8 +235,11 @@ type ApplyFailedError struct {
 	NextAction  string
 }
 
+// Error puts the next safe action on the first line, which is what a
+// status line or a notice shows; Terraform's error, often many lines,
+// follows.
 func (e *ApplyFailedError) Error() string {
-	return fmt.Sprintf("apply of plan %s failed: %v; next safe action: %s", ShortHash(e.Fingerprint), e.Err, e.NextAction)
+	return fmt.Sprintf("apply of plan %s failed; next safe action: %s\n%v", ShortHash(e.Fingerprint), e.NextAction, e.Err)
 }
 
 func (e *ApplyFailedError) Unwrap() error { return e.Err }

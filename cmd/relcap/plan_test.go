@@ -191,3 +191,61 @@ func TestPlanFromJSONRejectsATruncatedDocument(t *testing.T) {
 	require.Contains(t, errOut, "plan.json")
 	require.NotContains(t, errOut, "goroutine")
 }
+
+// TestAFailedApplyNamesWhatItLeftAndThePlanIsMadeAgain: real Terraform
+// fails part-way through a release's apply (a provisioner exits 1 after
+// the other resources were created). relcap apply says so with the next
+// safe action, naming the tainted resource; relcap plan then plans the
+// same release again from the state Terraform left, and that plan applies.
+func TestAFailedApplyNamesWhatItLeftAndThePlanIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	cfg, env, _ := tfRepo(t, 0, false)
+	data := t.TempDir()
+	invoke := func(t *testing.T, args ...string) (int, string, string) {
+		return invokeEnv(t, data, env, append([]string{"-c", cfg}, args...)...)
+	}
+	root := filepath.Join(filepath.Dir(cfg), "infra/staging/main.tf")
+	boom := func(command string) string {
+		return stagingRoot + `
+resource "terraform_data" "migrate" {
+  depends_on = [terraform_data.app]
+  provisioner "local-exec" {
+    command = "` + command + `"
+  }
+}
+`
+	}
+	require.NoError(t, os.WriteFile(root, []byte(boom("echo migration failed >&2; exit 1")), 0o644))
+	code, out, errOut := invoke(t, "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, errOut)
+	var first struct{ Fingerprint, Release string }
+	require.NoError(t, json.Unmarshal([]byte(out), &first))
+
+	code, _, errOut = invoke(t, "apply", "--plan", first.Fingerprint)
+	require.NotEqual(t, 0, code, "the apply failed")
+	require.Contains(t, errOut, "apply of plan "+first.Fingerprint[:12]+" failed; next safe action: the apply failed part-way: terraform_data.migrate is tainted; re-plan from the reviewed root (relcap plan --env staging)")
+	require.Contains(t, errOut, "migration failed", "Terraform's own error follows")
+
+	// The team fixes the migration; plan makes the same release's new plan
+	// from the state the failed apply left: app exists, migrate is replaced.
+	require.NoError(t, os.WriteFile(root, []byte(boom("true")), 0o644))
+	code, out, errOut = invoke(t, "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, errOut)
+	var second struct {
+		Fingerprint, Release string
+		Counts               struct {
+			Create             int
+			ReplaceDeleteFirst int `json:"replace_delete_first"`
+			ReplaceCreateFirst int `json:"replace_create_first"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &second))
+	require.Equal(t, first.Release, second.Release, "the same release")
+	require.NotEqual(t, first.Fingerprint, second.Fingerprint, "a new plan")
+	require.Equal(t, 1, second.Counts.ReplaceDeleteFirst+second.Counts.ReplaceCreateFirst, "the tainted resource is replaced: %s", out)
+	require.Equal(t, 0, second.Counts.Create, "what the failed apply created is not created again: %s", out)
+
+	code, out, errOut = invoke(t, "apply", "--plan", second.Fingerprint)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "applied plan")
+}

@@ -294,6 +294,11 @@ func (m Model) next() []string {
 		return []string{"Blocked by policy: act on the message above, then " + k("r") + " resume"}
 	case st.Status == workflow.Failed:
 		return []string{th.Err.Render("Failed: ") + "read the facts on the step's screen (" + k("enter") + "), then " + k("r") + " retry"}
+	case cur == workflow.StepPlanReview && r.Step(workflow.StepApply).Status == workflow.Failed:
+		// A failed apply sends the release back to plan review: what it
+		// changed is in the state now, so the plan to apply is a new one
+		// (the same one, approvals kept, only if nothing changed).
+		return []string{th.Err.Render("Apply failed: ") + "act on its next safe action above, then " + k("r") + " plans again; " + k("2") + " shows the new plan before anything is applied"}
 	case cur == workflow.StepApply && r.Step(workflow.StepPlanReview).Status == workflow.Succeeded:
 		return []string{"Plan reviewed: " + k("2") + " open it and press " + k("enter") + " to apply"}
 	}

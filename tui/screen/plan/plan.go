@@ -449,6 +449,16 @@ func (m Model) reviewPending() bool {
 		!m.release.Step(workflow.StepApply).Status.Done() && m.release.Step(workflow.StepApply).Status != workflow.Running
 }
 
+// applyFailed reports whether this plan's apply failed and the release
+// waits to review a plan again (the state may have moved under it).
+func (m Model) applyFailed() bool {
+	if m.release == nil || m.running || m.plan == nil || m.release.Checkpoints.Fingerprint != m.fp {
+		return false
+	}
+	return m.release.Step(workflow.StepApply).Status == workflow.Failed &&
+		m.release.Step(workflow.StepPlanReview).Status == workflow.Pending
+}
+
 // continuable reports whether enter may send the run on to apply this
 // plan: it was reviewed and approved, or it was blocked for approvals that
 // are now all given.

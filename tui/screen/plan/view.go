@@ -221,6 +221,11 @@ func (m Model) stateLine() string {
 		return th.Warn.Render("Reviewed and approved. This plan deletes or replaces resources: ") + th.Key.Render("enter") + " apply (asks to confirm)"
 	case m.reviewPending():
 		return th.OK.Render("Reviewed and approved. ") + th.Key.Render("enter") + " apply this plan and continue"
+	case m.applyFailed():
+		// The step's first line is the next safe action; Terraform's
+		// error is in the log pane and on the map.
+		first, _, _ := strings.Cut(m.release.Step(workflow.StepApply).Message, "\n")
+		return th.Err.Render(theme.IconFailed+" "+first) + th.Muted.Render(" · ") + th.Key.Render("r") + " plans again"
 	case !m.plan.AppliedAt.IsZero():
 		return th.OK.Render(theme.IconSucceeded + " applied " + m.plan.AppliedAt.UTC().Format("2006-01-02 15:04 UTC"))
 	}
