@@ -273,8 +273,14 @@ func ResourceFailure(resources []AppResource, notReadyFor func(AppResource) time
 			continue
 		}
 		if r.Health == HealthDegraded || (notReadyFor != nil && notReadyFor(r) > grace) {
+			// Say how long it was given, so a captain whose application
+			// is merely slow knows which setting to raise.
+			given := ""
+			if r.Health != HealthDegraded {
+				given = fmt.Sprintf(" (not ready for over %s, argocd.readiness_grace)", grace)
+			}
 			return Verdict{Kind: VerdictReadinessFailed, Terminal: true,
-				Reason:     fmt.Sprintf("Pod %s/%s does not become ready: %s", r.Namespace, r.Name, r.Message),
+				Reason:     fmt.Sprintf("Pod %s/%s does not become ready%s: %s", r.Namespace, r.Name, given, r.Message),
 				NextAction: "read the Pod's events and logs; the new version fails its readiness probe: roll back with relcap rollback, then fix forward"}, true
 		}
 	}

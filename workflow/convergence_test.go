@@ -90,6 +90,8 @@ func TestResourceFailureNamesPodFailuresThatTheApplicationHides(t *testing.T) {
 	v, failed = workflow.ResourceFailure(starting, func(workflow.AppResource) time.Duration { return 2 * time.Minute }, time.Minute)
 	require.True(t, failed)
 	require.Equal(t, workflow.VerdictReadinessFailed, v.Kind)
+	require.Equal(t, "Pod web/web-2 does not become ready (not ready for over 1m0s, argocd.readiness_grace): Readiness probe failed: connection refused", v.Reason,
+		"the reason names the grace it was given and the setting that gives it")
 
 	_, failed = workflow.ResourceFailure([]workflow.AppResource{{Kind: "Pod", Name: "ok", Health: "Healthy"}}, nil, time.Minute)
 	require.False(t, failed)

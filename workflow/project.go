@@ -145,6 +145,12 @@ type ArgoCDTarget struct {
 	// PathPrefix is the path Argo CD is served under behind an ingress
 	// (its --rootpath), e.g. "/argo-cd"; it implies gRPC-Web.
 	PathPrefix string
+	// ReadinessGrace is how long the application's new Pods may fail
+	// readiness before the convergence watch calls the rollout failed;
+	// zero means ReadinessGrace. An application that takes minutes to
+	// become ready (a JVM warming caches) sets more, so a good release is
+	// not rolled back; one that is ready in seconds may set less.
+	ReadinessGrace time.Duration
 }
 
 // ApprovalPolicy says how many approvals each decision needs and whether the

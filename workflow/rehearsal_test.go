@@ -22,6 +22,12 @@ var drillWatch = workflow.WaitOptions{TreeInterval: 2 * time.Millisecond, Readin
 // kubelet's would (workflowtest.TreeConvergence), on the wall clock.
 func drillProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l workflow.Ledger, conv workflow.Convergence) process {
 	t.Helper()
+	return drillProcessWatching(t, p, w, l, conv, drillWatch)
+}
+
+// drillProcessWatching is drillProcess with the watch's timings.
+func drillProcessWatching(t *testing.T, p *workflow.Project, w *workflowtest.World, l workflow.Ledger, conv workflow.Convergence, watch workflow.WaitOptions) process {
+	t.Helper()
 	if conv == nil {
 		conv = workflowtest.TreeConvergence{Convergence: workflowtest.Convergence{W: w}}
 	}
@@ -33,7 +39,7 @@ func drillProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l wo
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
 		Planner:   tf, Applier: tf,
 		Registry: workflowtest.Registry{W: w}, EnvRepo: workflowtest.EnvRepo{W: w},
-		Convergence: conv, ConvergeTimeout: 5 * time.Second, Wait: drillWatch,
+		Convergence: conv, ConvergeTimeout: 5 * time.Second, Wait: watch,
 	})
 	require.NoError(t, err)
 	return process{svc: svc, journal: j}
@@ -124,6 +130,25 @@ func TestRehearseUnavailableImageIsDetectedNamedAndRecovered(t *testing.T) {
 	stored, err := l.LoadRehearsal(ctx, rh.ID)
 	require.NoError(t, err)
 	require.Equal(t, rh, stored)
+}
+
+// TestTheEnvironmentsReadinessGraceDecides: the watch's own grace is an
+// hour here, the environment's (argocd.readiness_grace) 20ms: the unready
+// build is named readiness-failed within the convergence timeout.
+func TestTheEnvironmentsReadinessGraceDecides(t *testing.T) {
+	t.Parallel()
+	proj := testProject(0)
+	proj.Environments[0].ArgoCD.ReadinessGrace = 20 * time.Millisecond
+	w, _ := unreadyWorld(t, proj)
+	slow := drillWatch
+	slow.ReadinessGrace = time.Hour
+	p := drillProcessWatching(t, proj, w, workflowtest.NewLedger(), nil, slow)
+	released(t, p, w, "staging")
+
+	rh, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedReadiness}, nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
 }
 
 func TestRehearseFailedReadiness(t *testing.T) {

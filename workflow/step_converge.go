@@ -35,7 +35,7 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 		}
 		evidence = append(evidence, ev...)
 	}
-	st, v, err := run.svc.watch(func(s AppState) {
+	st, v, err := run.svc.watch(run.env, func(s AppState) {
 		run.sink(Event{Time: d.Clock.Now(), Kind: EventAppState, ReleaseID: run.r.ID, Step: StepConvergence, Status: Running, App: &s})
 	}).Wait(ctx, app, want)
 	converged := AppConverged{IntendedRevision: want.Revision, Digest: digest, Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health}
@@ -62,11 +62,15 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 		Evidence: append(evidence, NewEvidence(app.Name, converged))}, nil
 }
 
-// watch is the Service's convergence watch: its Convergence port and
-// clock, the configured timings, and the convergence timeout.
-func (s *Service) watch(observe func(AppState)) Watch {
+// watch is the Service's convergence watch of env: its Convergence port
+// and clock, the configured timings (env's readiness grace, when it sets
+// one), and the convergence timeout.
+func (s *Service) watch(env Environment, observe func(AppState)) Watch {
 	o := s.d.Wait
 	o.Timeout = s.d.ConvergeTimeout
+	if env.ArgoCD.ReadinessGrace > 0 {
+		o.ReadinessGrace = env.ArgoCD.ReadinessGrace
+	}
 	return Watch{Source: s.d.Convergence, Clock: s.d.Clock, Options: o, Observe: observe}
 }
 
@@ -138,7 +142,7 @@ func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string
 		return RevisionResult{}, err
 	}
 	want := Want{Revision: revision, Digest: pinned.Digest}
-	st, v, err := s.watch(observe).Wait(ctx, env.AppRef(), want)
+	st, v, err := s.watch(env, observe).Wait(ctx, env.AppRef(), want)
 	res := RevisionResult{App: st, Verdict: v, Pinned: pinned}
 	watched := RevisionWatch{IntendedRevision: revision, Digest: pinned.Digest.String(), Sync: st.SyncStatus, Revision: st.SyncRevision,
 		Health: st.Health, Images: strings.Join(st.Images, ",")}

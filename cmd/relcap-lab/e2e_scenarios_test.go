@@ -524,7 +524,7 @@ func testFaultsTheRegistryDecides(t *testing.T, l *e2eLab, repo func(string) str
 	t.Logf("readiness failure of the unready build named after %s", time.Since(start).Round(time.Second))
 	require.Equal(t, 4, code, "not converged:\n%s", out)
 	require.Contains(t, out, "convergence.readiness-failed")
-	require.Regexp(t, `Pod `+regexp.QuoteMeta(ns)+`/`+AppName+`-\S+ does not become ready: `+regexp.QuoteMeta(NotReadyMessage), out)
+	require.Regexp(t, `Pod `+regexp.QuoteMeta(ns)+`/`+AppName+`-\S+ does not become ready \(not ready for over `+LabReadinessGrace+`, argocd.readiness_grace\): `+regexp.QuoteMeta(NotReadyMessage), out)
 	require.Contains(t, out, "next: read the Pod's events and logs; the new version fails its readiness probe: roll back with relcap rollback", "the next safe action")
 	noTemplateAnnotation()
 	pods = podsOf(unreadyImage)

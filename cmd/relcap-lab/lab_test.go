@@ -289,7 +289,7 @@ func TestRenderedRelcapConfigCarriesTheArgoCDCAWithTLS(t *testing.T) {
 	}
 	l.ArgoCAFile = "/tmp/lab dir/pki/ca.crt"
 	for i, a := range argocd(l) {
-		require.Equal(t, map[string]any{"server": "127.0.0.1:8080", "app": ArgoApp(Envs[i]), "token_env": TokenEnv, "ca_file": "/tmp/lab dir/pki/ca.crt"}, a)
+		require.Equal(t, map[string]any{"server": "127.0.0.1:8080", "app": ArgoApp(Envs[i]), "token_env": TokenEnv, "ca_file": "/tmp/lab dir/pki/ca.crt", "readiness_grace": LabReadinessGrace}, a)
 	}
 }
 

@@ -97,6 +97,9 @@ type Lab struct {
 // environment's repository).
 const UnreadyTag = "drill-unready"
 
+// LabReadinessGrace is the lab environments' argocd.readiness_grace.
+const LabReadinessGrace = "30s"
+
 // ImageWebhookComponent is the image webhook's component name (logs,
 // stop and start).
 const ImageWebhookComponent = "image-webhook"
@@ -240,7 +243,11 @@ environments:
 		if l.argoTLS() {
 			transport = "ca_file: " + strconv.Quote(l.ArgoCAFile)
 		}
-		fmt.Fprintf(&b, "    argocd: {server: %s, app: %s, token_env: %s, %s}\n", l.argoServer(), ArgoApp(env), TokenEnv, transport)
+		// The lab's kwok Pods are ready the moment they run (or never, for
+		// the unready build): a readiness grace well under relcap's
+		// default names a failed readiness sooner without calling a
+		// good rollout failed.
+		fmt.Fprintf(&b, "    argocd: {server: %s, app: %s, token_env: %s, %s, readiness_grace: %s}\n", l.argoServer(), ArgoApp(env), TokenEnv, transport, LabReadinessGrace)
 		if prod {
 			b.WriteString("    approvals: {plan: 1, promotion: 1, distinct_from_author: true}\n")
 		} else {

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -41,7 +42,7 @@ var (
 	// reviewKeys has token so that a token written in clear is refused
 	// with what to do instead, rather than as an unknown key.
 	reviewKeys    = []string{"via", "forge", "url", "token_env", "ca_file", "merge", "approvals", "users", "token"}
-	argoCDKeys    = []string{"server", "app", "token_env", "plaintext", "insecure", "ca_file", "client_cert_file", "client_key_file", "grpc_web", "path_prefix"}
+	argoCDKeys    = []string{"server", "app", "token_env", "plaintext", "insecure", "ca_file", "client_cert_file", "client_key_file", "grpc_web", "path_prefix", "readiness_grace"}
 	approvalKeys  = []string{"plan", "promotion", "distinct_from_author", "signed"}
 	approverKeys  = []string{"plan", "promotion", "breakglass", "apply"}
 	classifyKeys  = []string{"identity", "data_service"}
@@ -497,6 +498,10 @@ func (m *mapNode) envRepo(o options) workflow.EnvRepoTarget {
 	return t
 }
 
+// maxReadinessGrace bounds argocd.readiness_grace: longer is a typo (1h
+// for 1m) that would leave a failed rollout unnamed for the whole watch.
+const maxReadinessGrace = 30 * time.Minute
+
 func (m *mapNode) argoCD(o options) workflow.ArgoCDTarget {
 	t := workflow.ArgoCDTarget{TokenEnv: DefaultTokenEnv}
 	// server may be left out: like the argocd CLI, relcap then reads
@@ -513,6 +518,11 @@ func (m *mapNode) argoCD(o options) workflow.ArgoCDTarget {
 		} else {
 			t.TokenEnv = te
 		}
+	}
+	t.ReadinessGrace = m.duration("readiness_grace", 0)
+	if t.ReadinessGrace > maxReadinessGrace {
+		m.p.add(m.valueNode("readiness_grace"), join(m.path, "readiness_grace"),
+			"want at most %s: a rollout not ready after that has failed (Kubernetes' own progress deadline is 10m), got %s", maxReadinessGrace, t.ReadinessGrace)
 	}
 	t.PlainText = m.boolean("plaintext")
 	t.Insecure = m.boolean("insecure")

@@ -215,6 +215,7 @@ func TestParseDefaults(t *testing.T) {
 				require.Equal(t, "default", e.Terraform.Workspace)
 				require.Equal(t, "main", e.EnvRepo.Branch)
 				require.Equal(t, "ARGOCD_AUTH_TOKEN", e.ArgoCD.TokenEnv)
+				require.Zero(t, e.ArgoCD.ReadinessGrace, "the watch's own grace")
 				require.Equal(t, "", e.Terraform.Binary)
 				require.Equal(t, workflow.ApprovalPolicy{}, e.Approvals, "without a people file approvals are unsigned")
 			},
@@ -622,6 +623,16 @@ func TestParseReportsProblems(t *testing.T) {
 			want: `relcap.yaml:9:74: environments[0].argocd.grpc_web: want true or false, got "1"`,
 		},
 		{
+			name: "argocd readiness_grace not a duration",
+			data: edited("app: web-staging}", "app: web-staging, readiness_grace: 90}"),
+			want: `relcap.yaml:9:81: environments[0].argocd.readiness_grace: want a Go duration like 2m or 1h30m, got "90"`,
+		},
+		{
+			name: "argocd readiness_grace far too long",
+			data: edited("app: web-staging}", "app: web-staging, readiness_grace: 1h}"),
+			want: `relcap.yaml:9:81: environments[0].argocd.readiness_grace: want at most 30m0s: a rollout not ready after that has failed (Kubernetes' own progress deadline is 10m), got 1h0m0s`,
+		},
+		{
 			name: "invalid classify glob",
 			data: appended(`classify: {identity: ["["]}` + "\n"),
 			want: `relcap.yaml:10:23: classify.identity[0]: invalid glob pattern "[": syntax error in pattern`,
@@ -883,4 +894,12 @@ func TestParseRehearsal(t *testing.T) {
 		require.Error(t, err, c.yaml)
 		require.Contains(t, err.Error(), c.want)
 	}
+}
+
+func TestParseReadinessGrace(t *testing.T) {
+	t.Parallel()
+	data := strings.Replace(minimalConfig, "app: web-staging}", "app: web-staging, readiness_grace: 4m}", 1)
+	p, err := Parse("/repo/relcap.yaml", []byte(data))
+	require.NoError(t, err)
+	require.Equal(t, 4*time.Minute, p.Environments[0].ArgoCD.ReadinessGrace)
 }
