@@ -48,14 +48,35 @@ func (m Model) View() string {
 	if len(m.items) == 0 {
 		return screen.Fit("no drill to run", m.w, m.h)
 	}
-	b := m.lines(false)
+	b := m.lines(layout{})
 	if len(b) > m.h {
-		b = m.lines(true)
+		// Compact, then give what room is left to the answers in full,
+		// the most useful first: clipped, they are what the drill is for.
+		for wrapped := len(answerRank); wrapped >= 0; wrapped-- {
+			if b = m.lines(layout{compact: true, wrapped: wrapped}); len(b) <= m.h {
+				break
+			}
+		}
 	}
 	return screen.Fit(strings.Join(b, "\n"), m.w, m.h)
 }
 
-func (m Model) lines(compact bool) []string {
+// layout is how lines lays the drill out.
+type layout struct {
+	// compact puts one line per field and the latest event only.
+	compact bool
+	// wrapped is how many of the four answers a compact layout still
+	// shows in full, by answerRank.
+	wrapped int
+}
+
+// answerRank orders the four answers by what a captain reads first when
+// the screen is short: what to do, then what the controller says, then
+// what runs, then what was intended.
+var answerRank = map[string]int{"Next safe action": 0, "Controller status": 1, "Actual artifact": 2, "Intended revision": 3}
+
+func (m Model) lines(lay layout) []string {
+	compact := lay.compact
 	th := m.th
 	it := m.items[m.cur]
 	var b []string
@@ -119,7 +140,12 @@ func (m Model) lines(compact bool) []string {
 			add("")
 		}
 		add(m.phaseLines(it)...)
-		add(m.answerLines(it, text)...)
+		add(m.answerLines(it, func(name, v string) []string {
+			if compact && answerRank[name] < lay.wrapped {
+				return m.labelled(name, v)
+			}
+			return text(name, v)
+		})...)
 		add(m.tail(it, compact)...)
 	}
 	add(m.verdict(it)...)
