@@ -484,7 +484,7 @@ func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
 	case !c.inLedger:
 		h := c.anchored.Head
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf(
-			"the ledger has no session %s, but %s holds its head (entry %d, %s, %s by %s): its ledger row was deleted",
+			"the ledger has no session %s, but %s holds its head (entry %d, %s, %s by %s): its ledger row was deleted, unless it was recorded in another ledger whose project anchors in the same environment repository (verify it there, or copy that ledger in with relcap ledger migrate)",
 			c.id, c.anchor, h.Seq, ShortHash(h.Hash), h.Command, h.Actor)}
 	case !c.chainOK:
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyUnchecked, Detail: "the journal's chain is broken"}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/store/pgtest"
 )
 
 // TestMain lets the test binary stand in for a lab component: with
@@ -34,7 +36,9 @@ func TestMain(m *testing.M) {
 			_ = c.Close()
 		}
 	}
-	os.Exit(m.Run())
+	// pgtest.Main stops the throw-away PostgreSQL the team-store tests
+	// (the cockpit release's ledger) started, if any did.
+	os.Exit(pgtest.Main(m))
 }
 
 // TestStopThenStartAComponentAsUpStartedIt: stop kills one component of a

@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,22 +20,50 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
 )
 
 // The captain's path through the cockpit (issue 14): relcap release in a
 // real terminal (tmux) against a Terraform root that lives outside the
 // release repository and uses the kubectl provider, with a second person
-// approving from their own shell while the cockpit stays open.
+// approving from their own shell while the cockpit stays open, every
+// process on the team's store: a real PostgreSQL ledger.
 
 // cockpitRepo is a release repository of the lab's application whose
 // environments apply Terraform roots outside it: each root manages a
 // ConfigMap through gavinbunney/kubectl and a terraform_data, both fed
 // by the release's var file. Staging's plan needs someone else's approval;
 // prod needs that for its plan and its promotion (the lab's policy).
+// Everyone's relcap shares one PostgreSQL ledger, as a team does.
 type cockpitRepo struct {
 	cfg   string
 	roots map[string]string // env → Terraform root
+	// ledgerURL is the team's PostgreSQL ledger (with its password);
+	// every relcap of this repository is given it as RELCAP_LEDGER.
+	ledgerURL string
+}
+
+// env is what every shell of the team holds for this repository.
+func (r cockpitRepo) env() []string { return []string{"RELCAP_LEDGER=" + r.ledgerURL} }
+
+// ledger opens the team's ledger beside the commands', to read what they
+// recorded.
+func (r cockpitRepo) ledger(t *testing.T) *store.Ledger {
+	t.Helper()
+	s, err := store.OpenPostgres(t.Context(), r.ledgerURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// relcapOKIn runs relcap on the team's ledger with the repository's
+// configuration and wants exit 0.
+func (l *e2eLab) relcapOKIn(t *testing.T, r cockpitRepo, args ...string) string {
+	t.Helper()
+	code, out := l.runEnv(t, r.env(), l.relcap, append([]string{"-c", r.cfg, "--no-tui"}, args...)...)
+	require.Equal(t, 0, code, "relcap %s:\n%s", strings.Join(args, " "), out)
+	return out
 }
 
 func (l *e2eLab) newCockpitRepo(t *testing.T) cockpitRepo {
@@ -61,7 +90,7 @@ func (l *e2eLab) newCockpitRepo(t *testing.T) cockpitRepo {
 	own, err := os.ReadFile(filepath.Join(l.dir, "ownership.yaml"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "ownership.yaml"), own, 0o644))
-	return cockpitRepo{cfg: cfg, roots: roots}
+	return cockpitRepo{cfg: cfg, roots: roots, ledgerURL: pgtest.Database(t)}
 }
 
 // setRelease writes the var file the release's infrastructure change is.
@@ -116,7 +145,7 @@ YAML
 // relcapIn runs relcap with the repository's configuration as actor.
 func (l *e2eLab) relcapIn(t *testing.T, r cockpitRepo, actor string, args ...string) (int, string) {
 	t.Helper()
-	return l.run(t, l.relcap, append([]string{"-c", r.cfg, "--no-tui", "--actor", actor}, args...)...)
+	return l.runEnv(t, r.env(), l.relcap, append([]string{"-c", r.cfg, "--no-tui", "--actor", actor}, args...)...)
 }
 
 // signingEnv is what a person's own shell holds: their signing key (the
@@ -282,7 +311,7 @@ func (term *terminal) engagedAtLeast(idle time.Duration) time.Duration {
 // person's part of a routine release.
 func (l *e2eLab) reviewAs(t *testing.T, r cockpitRepo, person string, args ...string) *terminal {
 	t.Helper()
-	term := l.openTerminal(t, 120, 40, append([]string{"USER=" + person}, l.signingEnv(person)...),
+	term := l.openTerminal(t, 120, 40, append(append([]string{"USER=" + person}, l.signingEnv(person)...), r.env()...),
 		l.relcap+" -c "+r.cfg+" --actor "+person+" review "+strings.Join(args, " "))
 	s := term.waitForText("a approve as "+person, time.Minute)
 	require.Contains(t, s, "review as "+person)
@@ -322,8 +351,8 @@ var (
 // policy asks. It returns the release and the terminal.
 func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w, h int) (*workflow.Release, *terminal) {
 	t.Helper()
-	ledger := l.ledger(t)
-	term := l.openTerminal(t, w, h, append([]string{"USER=captain"}, l.signingEnv("captain")...),
+	ledger := r.ledger(t)
+	term := l.openTerminal(t, w, h, append(append([]string{"USER=captain"}, l.signingEnv("captain")...), r.env()...),
 		l.relcap+" -c "+r.cfg+" release --env "+env+" --image "+ref+" --timeout 4m")
 
 	// Ownership passes, Terraform plans (its output in the log pane), and
@@ -342,7 +371,7 @@ func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w,
 	term.press("l")
 
 	// Someone holding alice's key cannot approve as bob.
-	code, out := l.runEnv(t, l.signingEnv("alice"), l.relcap, "-c", r.cfg, "--no-tui", "--actor", "bob", "approve", "--plan", fp)
+	code, out := l.runEnv(t, append(l.signingEnv("alice"), r.env()...), l.relcap, "-c", r.cfg, "--no-tui", "--actor", "bob", "approve", "--plan", fp)
 	require.Equal(t, 3, code, "alice's key typed as --actor bob:\n%s", out)
 	require.Contains(t, out, "cannot sign as bob")
 	// bob reviews the plan on his own review screen and approves it there,
@@ -433,6 +462,13 @@ func (l *e2eLab) cockpitRelease(t *testing.T, r cockpitRepo, env, ref string, w,
 	require.GreaterOrEqual(t, captain, term.engagedAtLeast(idle), "relcap counts at least the gaps between the captain's keys")
 	require.LessOrEqual(t, captain, closed.Sub(term.opened), "and never more than the cockpit was open")
 	require.Positive(t, bob, "bob's review is measured")
+	u, err := url.Parse(r.ledgerURL)
+	require.NoError(t, err)
+	password, ok := u.User.Password()
+	require.True(t, ok && password != "", "the team's ledger URL holds a password")
+	for _, s := range term.screens {
+		require.NotContains(t, s, password, "the ledger's password is never on the captain's screen")
+	}
 	return rel, term
 }
 
@@ -464,18 +500,29 @@ func testCockpitRelease(t *testing.T, l *e2eLab, repo func(string) string) {
 			"terraform applied the reviewed plan through the kubectl provider")
 	}
 
-	// The record: the journal verifies and the sessions replay.
-	out := l.relcapOK(t, "journal", "verify") // exit 0: every chain, head and recording checks
-	require.NotContains(t, out, "TAMPERED")
+	// The record: each session of these releases verifies (exit 0: its
+	// chain, the team ledger's copy and head, recordings, signed and
+	// anchored head) and replays. One by one: the environment repository
+	// also anchors the other tests' sessions, kept in the lab's SQLite
+	// ledger, which this team's ledger rightly does not hold.
 	var sessions []workflow.Session
-	require.NoError(t, json.Unmarshal([]byte(l.relcapOK(t, "--json", "journal", "list")), &sessions))
+	require.NoError(t, json.Unmarshal([]byte(l.relcapOKIn(t, r, "--json", "journal", "list")), &sessions))
+	verified := 0
+	for _, s := range sessions {
+		if s.ReleaseID == releases["staging"].ID || s.ReleaseID == releases["prod"].ID {
+			out := l.relcapOKIn(t, r, "journal", "verify", s.ID)
+			require.NotContains(t, out, "TAMPERED")
+			verified++
+		}
+	}
+	require.GreaterOrEqual(t, verified, 4, "the captain's and bob's sessions of both releases")
 	for env, rel := range releases {
 		i := slices.IndexFunc(sessions, func(s workflow.Session) bool { return s.ReleaseID == rel.ID && s.Command == "release" })
 		require.GreaterOrEqual(t, i, 0, "the cockpit's session of %s is linked to %s", env, rel.ID)
-		replay := l.relcapOK(t, "journal", "replay", sessions[i].ID, "--speed", "0")
+		replay := l.relcapOKIn(t, r, "journal", "replay", sessions[i].ID, "--speed", "0")
 		require.Contains(t, replay, "Convergence", "replay plays what the captain saw")
 		require.Contains(t, replay, "Plan: 2 to add", "Terraform's output as the captain saw it in the log pane")
-		show := l.relcapOK(t, "journal", "show", sessions[i].ID)
+		show := l.relcapOKIn(t, r, "journal", "show", sessions[i].ID)
 		require.Contains(t, show, "step.output", "Terraform's output is kept in the journal")
 		require.Contains(t, show, "Apply complete!")
 		approvals := slices.IndexFunc(sessions, func(s workflow.Session) bool { return s.ReleaseID == rel.ID && s.Actor == "bob" })
@@ -487,7 +534,7 @@ func testCockpitRelease(t *testing.T, l *e2eLab, repo func(string) string) {
 	r.setRelease(t, "3.1.0")
 	code, out := l.relcapIn(t, r, "captain", "plan", "--env", "staging")
 	require.Equal(t, 0, code, "the plan is reviewed; it waits for bob:\n%s", out)
-	newest, err := l.ledger(t).ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging", Limit: 1})
+	newest, err := r.ledger(t).ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging", Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, newest, 1)
 	planned := struct{ Fingerprint, Release string }{newest[0].Checkpoints.Fingerprint, newest[0].ID}
@@ -504,7 +551,7 @@ func testCockpitRelease(t *testing.T, l *e2eLab, repo func(string) string) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, digest2)
 
-	scripted := releaseOf(t, l.ledger(t), "staging", ref2)
+	scripted := releaseOf(t, r.ledger(t), "staging", ref2)
 	require.NotNil(t, scripted)
 	require.Equal(t, planned.Release, scripted.ID)
 	require.Equal(t, workflow.ReleaseConverged, scripted.Status)
@@ -517,7 +564,7 @@ func testCockpitRelease(t *testing.T, l *e2eLab, repo func(string) string) {
 		require.Equal(t, a.Status, b.Status, a.Kind.String())
 		require.Equal(t, evidenceKinds(a.Evidence), evidenceKinds(b.Evidence), "%s: the same kinds of evidence", a.Kind)
 	}
-	require.NoError(t, json.Unmarshal([]byte(l.relcapOK(t, "--json", "journal", "list")), &sessions))
+	require.NoError(t, json.Unmarshal([]byte(l.relcapOKIn(t, r, "--json", "journal", "list")), &sessions))
 	var commands []string
 	for _, s := range sessions {
 		if s.ReleaseID == scripted.ID {
