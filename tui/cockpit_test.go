@@ -237,18 +237,26 @@ func TestCockpitEffortFollowsInputFocusAndMouse(t *testing.T) {
 	require.Zero(t, byStep["apply"]+byStep["promotion"]+byStep["convergence"], "%v", byStep)
 }
 
+// blockedOnBob is alice's w×h cockpit stopped at plan review for another
+// person's approval, its environment, and the Service of bob, who may
+// give it.
+func blockedOnBob(t *testing.T, w, h int) (Model, *fixture.Env, *workflow.Service) {
+	t.Helper()
+	m, env := cockpit(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, w, h)
+	m = open(t, m)
+	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired)
+	bob, _, err := env.Service("bob")
+	require.NoError(t, err)
+	return m, env, bob
+}
+
 // TestReviewScreenApprovesAndBooksTheApproversTime: bob reviews the plan
 // alice's release waits on, from his own process: the screen never runs
 // the release, offers no apply, approves (as bob) on a, and his reading
 // time is the approver's effort on plan review.
 func TestReviewScreenApprovesAndBooksTheApproversTime(t *testing.T) {
 	t.Parallel()
-	m, env := cockpit(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, 120, 40)
-	m = open(t, m)
-	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired)
-
-	bob, _, err := env.Service("bob")
-	require.NoError(t, err)
+	_, env, bob := blockedOnBob(t, 120, 40)
 	r := New(t.Context(), bob, nil, fixture.ReleaseID).asReview(ReviewPlan)
 	r.now = func() time.Time { return fixture.T0 }
 	r = step(t, r, tea.WindowSizeMsg{Width: 120, Height: 40})
@@ -329,13 +337,8 @@ func TestReviewOfAPinnedChangeOffersTheApproveKey(t *testing.T) {
 // (the "continuing" notice it replaced lasted only that re-check).
 func TestCockpitSaysWhoApprovedWhenItStopsForTheCaptainsReview(t *testing.T) {
 	t.Parallel()
-	m, env := cockpit(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, 80, 24)
-	m = open(t, m)
-	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired)
-
-	bob, _, err := env.Service("bob")
-	require.NoError(t, err)
-	_, _, err = bob.ApprovePlan(t.Context(), m.Release().Checkpoints.Fingerprint, "looks right")
+	m, _, bob := blockedOnBob(t, 80, 24)
+	_, _, err := bob.ApprovePlan(t.Context(), m.Release().Checkpoints.Fingerprint, "looks right")
 	require.NoError(t, err)
 	// What awaitApprovals reports once the ledger's change feed fires (the
 	// fake ledger has none).

@@ -261,8 +261,11 @@ func TestReleaseBlocksOnApprovalAndResumesAfterIt(t *testing.T) {
 	require.Equal(t, 1, w.Plans(), "resuming did not re-plan an unchanged plan")
 }
 
-func TestStalePlanIsRefusedAndApprovalsDoNotCarryOver(t *testing.T) {
-	t.Parallel()
+// approvedStagingPlan starts a staging release whose plan needs another
+// person's approval, has bob give it, and returns the world, alice's
+// process, the release and the approved plan's fingerprint.
+func approvedStagingPlan(t *testing.T) (*workflowtest.World, process, *workflow.Release, string) {
+	t.Helper()
 	ctx := t.Context()
 	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
 	captain := newProcess(t, testProject(1), w, l, clock, "alice")
@@ -271,14 +274,21 @@ func TestStalePlanIsRefusedAndApprovalsDoNotCarryOver(t *testing.T) {
 	require.NoError(t, err)
 	got, err := captain.svc.Run(ctx, r.ID, nil)
 	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
-	oldFP := got.Checkpoints.Fingerprint
-	_, _, err = reviewer.svc.ApprovePlan(ctx, oldFP, "")
+	fp := got.Checkpoints.Fingerprint
+	_, _, err = reviewer.svc.ApprovePlan(ctx, fp, "")
 	require.NoError(t, err)
+	return w, captain, r, fp
+}
+
+func TestStalePlanIsRefusedAndApprovalsDoNotCarryOver(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, captain, r, oldFP := approvedStagingPlan(t)
 
 	// Someone else changes the state before the apply.
 	w.StateSerial++
 
-	got, err = captain.svc.Run(ctx, r.ID, nil)
+	got, err := captain.svc.Run(ctx, r.ID, nil)
 	require.ErrorIs(t, err, workflow.ErrApprovalRequired, "the new plan needs its own approval")
 	newFP := got.Checkpoints.Fingerprint
 	require.NotEqual(t, oldFP, newFP)
@@ -431,16 +441,7 @@ func TestForceUnverifiedPromotesWithAJournaledReason(t *testing.T) {
 func TestFailedApplyNamesTheNextSafeActionAndRetryReviewsThePlanAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
-	captain := newProcess(t, testProject(1), w, l, clock, "alice")
-	reviewer := newProcess(t, testProject(1), w, l, clock, "bob")
-	r, err := captain.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
-	require.NoError(t, err)
-	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
-	oldFP := got.Checkpoints.Fingerprint
-	_, _, err = reviewer.svc.ApprovePlan(ctx, oldFP, "")
-	require.NoError(t, err)
+	w, captain, r, oldFP := approvedStagingPlan(t)
 
 	// The fake applies (the state serial moves) and then fails, as a
 	// provisioner failing after the first resource does; what it left
@@ -453,7 +454,7 @@ func TestFailedApplyNamesTheNextSafeActionAndRetryReviewsThePlanAgain(t *testing
 		}
 		return nil
 	}
-	got, err = captain.svc.Run(ctx, r.ID, nil)
+	got, err := captain.svc.Run(ctx, r.ID, nil)
 	var failed *workflow.ApplyFailedError
 	require.ErrorAs(t, err, &failed)
 	require.ErrorIs(t, err, terraformErr)
