@@ -452,6 +452,10 @@ type SessionStore interface {
 	// SealSession records a session's seal once: a session already sealed,
 	// or a seal of another head than the ledger's, is refused.
 	SealSession(ctx context.Context, seal SessionSeal) error
+	// LedgerIdentity is the ledger's own name: random, given once, never
+	// changed, and not copied by a migration into another ledger. The head
+	// SessionSeal returns for a session not yet sealed names it.
+	LedgerIdentity(ctx context.Context) (string, error)
 }
 
 // Session is one state-changing command (or one cockpit run) and its journal.

@@ -15,23 +15,39 @@ import (
 // outside the ledger, so a rewritten journal whose ledger head was
 // rewritten with it still disagrees with both.
 type SessionHead struct {
-	Session string    `json:"session"`
-	Actor   string    `json:"actor"`
-	Command string    `json:"command"`
-	Release string    `json:"release,omitempty"`
-	Seq     int64     `json:"seq"`
-	Hash    string    `json:"hash"`
-	At      time.Time `json:"at"`
+	Session string `json:"session"`
+	Actor   string `json:"actor"`
+	Command string `json:"command"`
+	Release string `json:"release,omitempty"`
+	// Ledger is the identity of the ledger that holds the session
+	// (LedgerIdentity), signed with the rest: an anchor shared by several
+	// ledgers (projects whose environment repository is the same, or a
+	// team's store beside a captain's own) then tells a session of
+	// another ledger from one whose row was deleted. Empty for heads
+	// sealed before ledgers had one.
+	Ledger string    `json:"ledger,omitempty"`
+	Seq    int64     `json:"seq"`
+	Hash   string    `json:"hash"`
+	At     time.Time `json:"at"`
 }
 
 // Statement is the exact text a head's signature covers, in namespace
 // NamespaceJournal: what `ssh-keygen -Y verify -n relcap-journal` reads on
 // its standard input. Free text is quoted, so no field can forge another.
+// A head that names its ledger is a v2 statement, with the ledger's line;
+// one that does not is v1, byte for byte as heads were signed before.
 func (h SessionHead) Statement() []byte {
 	var b strings.Builder
-	b.WriteString("relcap journal head v1\n")
+	if h.Ledger == "" {
+		b.WriteString("relcap journal head v1\n")
+	} else {
+		b.WriteString("relcap journal head v2\n")
+	}
 	fmt.Fprintf(&b, "session: %s\nactor: %s\ncommand: %s\nrelease: %s\n",
 		strconv.Quote(h.Session), strconv.Quote(h.Actor), strconv.Quote(h.Command), strconv.Quote(h.Release))
+	if h.Ledger != "" {
+		fmt.Fprintf(&b, "ledger: %s\n", strconv.Quote(h.Ledger))
+	}
 	fmt.Fprintf(&b, "seq: %d\nhash: %s\nat: %s\n", h.Seq, h.Hash, h.At.UTC().Format(time.RFC3339Nano))
 	return []byte(b.String())
 }

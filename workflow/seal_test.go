@@ -98,7 +98,10 @@ func TestSealSignsTheFinalHeadAsTheActorAndAnchorsIt(t *testing.T) {
 	seal := w.seal(t, "s1")
 
 	require.True(t, seal.Sealed())
-	require.Equal(t, workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-staging-1", Seq: 4, Hash: seal.Head.Hash, At: t0}, seal.Head)
+	self, err := w.ledger.LedgerIdentity(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-staging-1", Ledger: self, Seq: 4, Hash: seal.Head.Hash, At: t0}, seal.Head,
+		"the head names the ledger that holds the session")
 	require.True(t, seal.Signed())
 	require.Empty(t, seal.Unsigned)
 	require.NoError(t, w.sigs.Verify(t.Context(), "ana", workflow.NamespaceJournal, seal.Head.Statement(), seal.Signature, seal.Head.At), "signed in the journal namespace")
@@ -116,6 +119,59 @@ func TestSealSignsTheFinalHeadAsTheActorAndAnchorsIt(t *testing.T) {
 	w.clock.Advance(time.Hour)
 	again := w.seal(t, "s1")
 	require.Equal(t, seal, again, "sealing twice returns the first seal, re-signing nothing")
+}
+
+// TestVerifyJournalsLeavesAnotherLedgersSessionsToIt: two ledgers (a
+// team's store and a captain's own, or two projects) anchor in one
+// environment repository. Verifying this ledger does not call the other's
+// sessions deleted: their signed heads name that ledger. Asked for by ID,
+// such a session is verified as far as this machine can and says where
+// to verify the rest; a session of this ledger whose row is deleted still
+// fails.
+func TestVerifyJournalsLeavesAnotherLedgersSessionsToIt(t *testing.T) {
+	t.Parallel()
+	w := newSealWorld()
+	theirs := newSealWorld()
+	theirs.anchor, theirs.files = w.anchor, w.files // one repository, one machine
+	w.session(t, "ours", "ana", 3)
+	w.seal(t, "ours")
+	w.session(t, "deleted", "ana", 3)
+	w.seal(t, "deleted")
+	w.ledger.DeleteSession("deleted")
+	theirs.session(t, "theirs", "bo", 4)
+	theirs.seal(t, "theirs")
+
+	v, all := w.verify(t, w.fullDeps())
+	require.Equal(t, 1, all.OtherLedgers, "the other ledger's session is counted, not verified")
+	require.NotContains(t, v, "theirs")
+	require.True(t, v["ours"].Intact)
+	require.False(t, v["deleted"].Intact, "a row deleted from this ledger is still tampering")
+	require.Contains(t, v["deleted"].Checks.LedgerHead.Detail, "its ledger row was deleted")
+
+	q, err := workflow.NewRecords(workflow.Deps{Project: testProject(0), Ledger: w.ledger, Clock: w.clock, Sessions: w.files, Verifier: w.sigs, Anchor: w.anchor})
+	require.NoError(t, err)
+	one, err := q.VerifySessions(t.Context(), []string{"theirs"})
+	require.NoError(t, err)
+	require.Len(t, one, 1)
+	require.True(t, one[0].Intact, "not tampering: %v", one[0].Failed)
+	require.Equal(t, workflow.VerifyUnchecked, one[0].Checks.LedgerHead.Status)
+	other, err := theirs.ledger.LedgerIdentity(t.Context())
+	require.NoError(t, err)
+	require.Contains(t, one[0].Checks.LedgerHead.Detail, "recorded in ledger "+other+" (its signed head says so)")
+	require.Equal(t, workflow.VerifyOK, one[0].Checks.Signature.Status, "bo's signature covers the ledger it names")
+	require.Equal(t, workflow.VerifyOK, one[0].Checks.Chain.Status)
+	require.Contains(t, strings.Join(one[0].Warnings, "\n"), "ledger_head not checked: recorded in ledger "+other)
+}
+
+// TestSealStatementNamesItsLedgerInVersion2: a head without a ledger is
+// the v1 statement heads were signed with before, byte for byte; one
+// with a ledger is v2 and its signature covers the ledger.
+func TestSealStatementNamesItsLedgerInVersion2(t *testing.T) {
+	t.Parallel()
+	h := workflow.SessionHead{Session: "s", Actor: "ana", Command: "plan", Seq: 1, Hash: "h", At: t0}
+	require.Equal(t, "relcap journal head v1\nsession: \"s\"\nactor: \"ana\"\ncommand: \"plan\"\nrelease: \"\"\nseq: 1\nhash: h\nat: 2026-11-30T09:00:00Z\n", string(h.Statement()))
+	h.Ledger = "0123abcd"
+	require.Equal(t, "relcap journal head v2\nsession: \"s\"\nactor: \"ana\"\ncommand: \"plan\"\nrelease: \"\"\nledger: \"0123abcd\"\nseq: 1\nhash: h\nat: 2026-11-30T09:00:00Z\n", string(h.Statement()))
 }
 
 func TestSealStatementQuotesFreeText(t *testing.T) {

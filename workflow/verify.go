@@ -137,6 +137,11 @@ type JournalVerification struct {
 	// Anchor names where the anchors were read, "" when none is
 	// configured.
 	Anchor string
+	// OtherLedgers counts the sessions the anchor holds whose signed head
+	// names another ledger (projects sharing the environment repository,
+	// or a captain's own ledger beside the team's): they are not this
+	// ledger's to verify, and are left out unless asked for by ID.
+	OtherLedgers int
 	// AnchorError is why the anchors could not be read; every session's
 	// anchor check is then unchecked (or failed, for an anchor that was
 	// rewritten).
@@ -170,6 +175,10 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 	for _, s := range rows {
 		byID[s.ID] = s
 	}
+	self, err := q.ledger.LedgerIdentity(ctx)
+	if err != nil {
+		return JournalVerification{}, fmt.Errorf("read the ledger's identity: %w", err)
+	}
 	out := JournalVerification{}
 	anchored := map[string]AnchoredHead{}
 	if q.anchor != nil {
@@ -187,8 +196,12 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 			ids = append(ids, s.ID)
 		}
 		var only []string
-		for id := range anchored {
-			if _, ok := byID[id]; !ok {
+		for id, a := range anchored {
+			switch _, ok := byID[id]; {
+			case ok:
+			case a.Head.Ledger != "" && a.Head.Ledger != self:
+				out.OtherLedgers++
+			default:
 				only = append(only, id)
 			}
 		}
@@ -201,7 +214,7 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 		if !inLedger && !isAnchored {
 			return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", ErrUsage, id)
 		}
-		sv := sessionCheck{q: q, id: id, inLedger: inLedger, row: row, anchor: out.Anchor, anchorErr: out.AnchorError}
+		sv := sessionCheck{q: q, self: self, id: id, inLedger: inLedger, row: row, anchor: out.Anchor, anchorErr: out.AnchorError}
 		if isAnchored {
 			sv.anchored = &a
 		}
@@ -233,6 +246,7 @@ func mergeByID(ids, extra []string) []string {
 // sessionCheck is what one session's verification knows.
 type sessionCheck struct {
 	q         *Records
+	self      string // this ledger's identity
 	id        string
 	inLedger  bool
 	row       Session
@@ -295,6 +309,9 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 		if n.c.Status == VerifyUnchecked && (n.name != "recordings" || c.chainOK) {
 			v.Warnings = append(v.Warnings, n.name+" not checked: "+n.c.Detail)
 		}
+	}
+	if !c.inLedger && v.Checks.LedgerHead.Status == VerifyUnchecked {
+		v.Warnings = append(v.Warnings, "ledger_head not checked: "+v.Checks.LedgerHead.Detail)
 	}
 	for _, a := range v.Approvals {
 		subject := a.Subject // a release ID or an application
@@ -481,6 +498,11 @@ func lastHashOf(lines []journal.Line) string {
 
 func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
 	switch {
+	case !c.inLedger && c.anchored.Head.Ledger != "" && c.anchored.Head.Ledger != c.self:
+		// Its signed head names the ledger that holds it: not this one.
+		v.Checks.LedgerHead = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
+			"recorded in ledger %s (its signed head says so), not in this one (%s): verify it with that ledger (--ledger), or copy that ledger in with relcap ledger migrate",
+			c.anchored.Head.Ledger, c.self)}
 	case !c.inLedger:
 		h := c.anchored.Head
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf(
@@ -631,7 +653,7 @@ func (c *sessionCheck) anchorDisagrees(a AnchoredHead) string {
 		diffs = append(diffs, fmt.Sprintf("the ledger's head is entry %d (%s), the anchored one entry %d (%s)", l.Seq, ShortHash(l.Hash), h.Seq, ShortHash(h.Hash)))
 	}
 	for _, f := range []struct{ name, ledger, anchored string }{
-		{"actor", l.Actor, h.Actor}, {"command", l.Command, h.Command}, {"release", l.Release, h.Release},
+		{"actor", l.Actor, h.Actor}, {"command", l.Command, h.Command}, {"release", l.Release, h.Release}, {"ledger", l.Ledger, h.Ledger},
 	} {
 		if f.ledger != f.anchored {
 			diffs = append(diffs, fmt.Sprintf("the ledger's %s is %q, the anchored one %q", f.name, f.ledger, f.anchored))

@@ -660,7 +660,16 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		seal, err := l.SessionSeal(ctx, "s1")
 		require.NoError(t, err)
 		require.False(t, seal.Sealed())
-		require.Equal(t, workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "r1", Seq: 3, Hash: h3}, seal.Head)
+		self, err := l.LedgerIdentity(ctx)
+		require.NoError(t, err)
+		require.Regexp(t, `^[0-9a-f]{32}$`, self)
+		require.Equal(t, workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "r1", Ledger: self, Seq: 3, Hash: h3}, seal.Head,
+			"the head to seal names this ledger")
+		require.Contains(t, string(seal.Head.Statement()), "relcap journal head v2\n", "and is signed as such")
+		require.Contains(t, string(seal.Head.Statement()), `ledger: "`+self+`"`)
+		otherLedger := seal
+		otherLedger.Head.At, otherLedger.Head.Ledger = t0, "0123456789abcdef0123456789abcdef"
+		require.ErrorContains(t, l.SealSession(ctx, otherLedger), "in ledger", "a seal naming another ledger is refused")
 
 		stale := seal
 		stale.Head.At, stale.Head.Seq, stale.Head.Hash = t0, 2, entryOf(t, lines[1]).Hash
@@ -690,6 +699,15 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		// who tries through the database.
 		_, err = l.db.ExecContext(ctx, `UPDATE sessions SET head_hash = 'forged' WHERE id = 's1'`)
 		require.ErrorContains(t, err, "a sealed session head is never changed")
+		_, err = l.db.ExecContext(ctx, `UPDATE sessions SET head_ledger = '0123456789abcdef0123456789abcdef' WHERE id = 's1'`)
+		require.ErrorContains(t, err, "a sealed session head is never changed", "nor the ledger it names")
+		_, err = l.db.ExecContext(ctx, `UPDATE ledger_identity SET id = '0123456789abcdef0123456789abcdef'`)
+		require.ErrorContains(t, err, "a ledger's identity never changes")
+		_, err = l.db.ExecContext(ctx, `DELETE FROM ledger_identity`)
+		require.ErrorContains(t, err, "a ledger's identity never changes")
+		again2, err := l.LedgerIdentity(ctx)
+		require.NoError(t, err)
+		require.Equal(t, self, again2)
 		_, err = l.db.ExecContext(ctx, `DELETE FROM sessions WHERE id = 's1'`)
 		require.ErrorContains(t, err, "sessions are never deleted")
 

@@ -37,6 +37,7 @@ var notCopied = map[string]string{
 	"effort_keys":       "derived: the effort_sum trigger numbers each person, role, step and kind as effort is inserted",
 	"effort_totals":     "derived: the effort_sum trigger sums each release's effort as it is inserted",
 	"operation_locks":   "transient: the holders of locks held right now, by connections to the source alone",
+	"ledger_identity":   "each ledger's own: the sessions copied keep the source's identity in their sealed heads, as signed",
 }
 
 // observation is a table whose rows record when something was seen: two

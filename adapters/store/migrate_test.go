@@ -50,8 +50,10 @@ func fillHistory(t *testing.T, l *Ledger, n int, seed uint64) {
 	require.NoError(t, l.AppendJournal(ctx, "s1", lines))
 	head := entryOf(t, lines[1])
 	require.NoError(t, l.CloseSession(ctx, "s1", t0.Add(time.Minute)))
+	self, err := l.LedgerIdentity(ctx)
+	require.NoError(t, err)
 	require.NoError(t, l.SealSession(ctx, workflow.SessionSeal{SealedHead: workflow.SealedHead{
-		Head:      workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-prod-0000001", Seq: 2, Hash: head.Hash, At: t0.Add(time.Minute)},
+		Head:      workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-prod-0000001", Ledger: self, Seq: 2, Hash: head.Hash, At: t0.Add(time.Minute)},
 		Signature: workflow.Signature{Armored: "sig", Key: "SHA256:k"},
 	}}))
 }
@@ -113,7 +115,13 @@ func TestMigrateCopiesEveryTableBothWays(t *testing.T) {
 			b, err := to.SessionSeal(ctx, "s1")
 			require.NoError(t, err)
 			require.True(t, b.Sealed())
-			require.Equal(t, a, b)
+			require.Equal(t, a, b, "the sealed head names the source's ledger, as signed")
+			fromID, err := from.LedgerIdentity(ctx)
+			require.NoError(t, err)
+			toID, err := to.LedgerIdentity(ctx)
+			require.NoError(t, err)
+			require.Equal(t, fromID, b.Head.Ledger)
+			require.NotEqual(t, fromID, toID, "each ledger keeps its own identity")
 
 			again, err := Migrate(ctx, from, to, MigrateOptions{})
 			require.NoError(t, err)

@@ -608,6 +608,44 @@ CREATE INDEX rehearsals_env_started ON rehearsals (env, started_at);
 CREATE INDEX rehearsals_drill_state ON rehearsals (drill, state);
 CREATE INDEX rehearsals_started ON rehearsals (started_at);
 `},
+	// 11: the ledger's identity, and the identity each sealed head names.
+	// A session's signed head names the ledger that holds it, so journal
+	// verify tells a session another ledger anchored in the same
+	// environment repository from one whose row was deleted here. The
+	// identity is random, given once, never changed nor copied by relcap
+	// ledger migrate; head_ledger is sealed like the rest of the head.
+	{version: 11, sqlite: `
+CREATE TABLE ledger_identity (
+	id  TEXT NOT NULL PRIMARY KEY CHECK (length(id) = 32),
+	one INTEGER NOT NULL DEFAULT 1 UNIQUE CHECK (one = 1)
+) STRICT;
+INSERT INTO ledger_identity (id) VALUES (lower(hex(randomblob(16))));
+CREATE TRIGGER ledger_identity_no_update BEFORE UPDATE ON ledger_identity BEGIN
+	SELECT RAISE(ABORT, 'a ledger''s identity never changes');
+END;
+CREATE TRIGGER ledger_identity_no_delete BEFORE DELETE ON ledger_identity BEGIN
+	SELECT RAISE(ABORT, 'a ledger''s identity never changes');
+END;
+ALTER TABLE sessions ADD COLUMN head_ledger TEXT NOT NULL DEFAULT '';
+CREATE TRIGGER sessions_sealed_ledger BEFORE UPDATE OF head_ledger ON sessions WHEN old.sealed_at IS NOT NULL BEGIN
+	SELECT RAISE(ABORT, 'a sealed session head is never changed');
+END;
+`, postgres: `
+CREATE TABLE ledger_identity (
+	id  TEXT NOT NULL PRIMARY KEY CHECK (length(id) = 32),
+	one INTEGER NOT NULL DEFAULT 1 UNIQUE CHECK (one = 1)
+);
+INSERT INTO ledger_identity (id) VALUES (md5(random()::text || clock_timestamp()::text || pg_backend_pid()::text));
+CREATE FUNCTION ledger_identity_fixed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'a ledger''s identity never changes';
+END $$;
+CREATE TRIGGER ledger_identity_no_change BEFORE UPDATE OR DELETE ON ledger_identity FOR EACH ROW EXECUTE FUNCTION ledger_identity_fixed();
+CREATE TRIGGER ledger_identity_no_truncate BEFORE TRUNCATE ON ledger_identity FOR EACH STATEMENT EXECUTE FUNCTION ledger_identity_fixed();
+ALTER TABLE sessions ADD COLUMN head_ledger TEXT NOT NULL DEFAULT '';
+CREATE TRIGGER sessions_sealed_ledger BEFORE UPDATE OF head_ledger ON sessions
+FOR EACH ROW WHEN (old.sealed_at IS NOT NULL) EXECUTE FUNCTION sessions_sealed_head();
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.

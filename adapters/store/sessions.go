@@ -261,9 +261,10 @@ func (s *SQLite) SessionSeal(ctx context.Context, id string) (workflow.SessionSe
 	h := &seal.Head
 	err := s.db.QueryRowContext(ctx, `
 SELECT actor, command, release_id, head_seq, head_hash, sealed_at,
-	head_signature, head_signing_key, head_unsigned, head_anchor, head_unanchored
+	head_signature, head_signing_key, head_unsigned, head_anchor, head_unanchored,
+	CASE WHEN sealed_at IS NULL THEN (SELECT id FROM ledger_identity) ELSE head_ledger END
 FROM sessions WHERE id = ?`, id).Scan(&h.Actor, &h.Command, &h.Release, &h.Seq, &h.Hash, &sealed,
-		&seal.Signature.Armored, &seal.Signature.Key, &seal.Unsigned, &seal.Anchor, &seal.Unanchored)
+		&seal.Signature.Armored, &seal.Signature.Key, &seal.Unsigned, &seal.Anchor, &seal.Unanchored, &h.Ledger)
 	if errors.Is(err, sql.ErrNoRows) {
 		return workflow.SessionSeal{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
 	}
@@ -272,6 +273,16 @@ FROM sessions WHERE id = ?`, id).Scan(&h.Actor, &h.Command, &h.Release, &h.Seq, 
 	}
 	h.Session, h.At = id, timeOf(sealed)
 	return seal, nil
+}
+
+// LedgerIdentity is the ledger's own random name (schema 11), which the
+// head of a session sealed here names.
+func (s *SQLite) LedgerIdentity(ctx context.Context) (string, error) {
+	var id string
+	if err := s.db.QueryRowContext(ctx, `SELECT id FROM ledger_identity`).Scan(&id); err != nil {
+		return "", s.fail("read the ledger's identity", err)
+	}
+	return id, nil
 }
 
 // SealSession records the seal of a session's head, once. It refuses a
@@ -292,8 +303,8 @@ func (s *SQLite) SealSession(ctx context.Context, seal workflow.SessionSeal) err
 			cur    workflow.SessionHead
 			sealed sql.NullInt64
 		)
-		err := tx.QueryRowContext(ctx, `SELECT actor, command, release_id, head_seq, head_hash, sealed_at FROM sessions WHERE id = ?`, h.Session).
-			Scan(&cur.Actor, &cur.Command, &cur.Release, &cur.Seq, &cur.Hash, &sealed)
+		err := tx.QueryRowContext(ctx, `SELECT actor, command, release_id, head_seq, head_hash, sealed_at, (SELECT id FROM ledger_identity) FROM sessions WHERE id = ?`, h.Session).
+			Scan(&cur.Actor, &cur.Command, &cur.Release, &cur.Seq, &cur.Hash, &sealed, &cur.Ledger)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("session %s: %w", h.Session, workflow.ErrNotFound)
 		}
@@ -305,12 +316,12 @@ func (s *SQLite) SealSession(ctx context.Context, seal workflow.SessionSeal) err
 		case sealed.Valid:
 			return fmt.Errorf("session %s was sealed at %s; a seal is never replaced", h.Session, timeOf(sealed).Format(time.RFC3339))
 		case cur != h:
-			return fmt.Errorf("seal of session %s is of entry %d by %s (%s), but the ledger holds entry %d by %s (%s): seal the head the ledger holds",
-				h.Session, h.Seq, h.Actor, h.Command, cur.Seq, cur.Actor, cur.Command)
+			return fmt.Errorf("seal of session %s is of entry %d by %s (%s) in ledger %q, but the ledger holds entry %d by %s (%s) in ledger %q: seal the head the ledger holds",
+				h.Session, h.Seq, h.Actor, h.Command, h.Ledger, cur.Seq, cur.Actor, cur.Command, cur.Ledger)
 		}
 		_, err = tx.ExecContext(ctx, `
-UPDATE sessions SET sealed_at = ?, head_signature = ?, head_signing_key = ?, head_unsigned = ?, head_anchor = ?, head_unanchored = ?
-WHERE id = ?`, at, seal.Signature.Armored, seal.Signature.Key, seal.Unsigned, seal.Anchor, seal.Unanchored, h.Session)
+UPDATE sessions SET sealed_at = ?, head_signature = ?, head_signing_key = ?, head_unsigned = ?, head_anchor = ?, head_unanchored = ?, head_ledger = ?
+WHERE id = ?`, at, seal.Signature.Armored, seal.Signature.Key, seal.Unsigned, seal.Anchor, seal.Unanchored, h.Ledger, h.Session)
 		return err
 	})
 }

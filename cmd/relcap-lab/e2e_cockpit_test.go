@@ -500,22 +500,17 @@ func testCockpitRelease(t *testing.T, l *e2eLab, repo func(string) string) {
 			"terraform applied the reviewed plan through the kubectl provider")
 	}
 
-	// The record: each session of these releases verifies (exit 0: its
-	// chain, the team ledger's copy and head, recordings, signed and
-	// anchored head) and replays. One by one: the environment repository
-	// also anchors the other tests' sessions, kept in the lab's SQLite
-	// ledger, which this team's ledger rightly does not hold.
+	// The record: the team ledger's journals verify (exit 0: every chain,
+	// the ledger's copy and head, recordings, signed and anchored head)
+	// and the sessions replay. The environment repository also anchors
+	// the other tests' sessions, kept in the lab's SQLite ledger: their
+	// signed heads name that ledger, so they are not taken for sessions
+	// deleted from this one.
+	out := l.relcapOKIn(t, r, "journal", "verify")
+	require.NotContains(t, out, "TAMPERED")
+	require.Regexp(t, `also anchors [1-9]\d* session\(s\) of other ledgers`, out)
 	var sessions []workflow.Session
 	require.NoError(t, json.Unmarshal([]byte(l.relcapOKIn(t, r, "--json", "journal", "list")), &sessions))
-	verified := 0
-	for _, s := range sessions {
-		if s.ReleaseID == releases["staging"].ID || s.ReleaseID == releases["prod"].ID {
-			out := l.relcapOKIn(t, r, "journal", "verify", s.ID)
-			require.NotContains(t, out, "TAMPERED")
-			verified++
-		}
-	}
-	require.GreaterOrEqual(t, verified, 4, "the captain's and bob's sessions of both releases")
 	for env, rel := range releases {
 		i := slices.IndexFunc(sessions, func(s workflow.Session) bool { return s.ReleaseID == rel.ID && s.Command == "release" })
 		require.GreaterOrEqual(t, i, 0, "the cockpit's session of %s is linked to %s", env, rel.ID)

@@ -181,6 +181,10 @@ signatures and anchors are not checked, and it says so.`,
 			} else {
 				a.printVerification(results)
 			}
+			if checked.OtherLedgers > 0 {
+				fmt.Fprintf(a.io.Err, "note: %s also anchors %d session(s) of other ledgers (their signed heads say which); verify them with those ledgers (--ledger), or one by ID here\n",
+					checked.Anchor, checked.OtherLedgers)
+			}
 			anchorErr := checked.AnchorError
 			if anchorErr != nil && errors.Is(anchorErr, workflow.ErrTampered) {
 				w := a.io.Out

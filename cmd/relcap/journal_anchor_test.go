@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,7 +182,7 @@ func TestJournalHeadsAreSignedAndAnchoredAndEachAttackIsCaught(t *testing.T) {
 	require.Contains(t, text, "TAMPERED "+applyID)
 	require.Regexp(t, `TAMPERED `+applyID+`  \S+: entry \d+: signature: the head in the ledger is not alice's: `, text)
 	require.Contains(t, text, "\n         failed anchor: the journal ends at entry")
-	require.Contains(t, textErr, "2 of 4 journal(s) failed verification: "+planID+", "+applyID)
+	requireFailedList(t, textErr, 4, planID, applyID)
 
 	// (c) bob's approval session re-signed with mallory's key, which the
 	// people file does not hold; then with alice's, which is not bob's.
@@ -203,7 +204,7 @@ func TestJournalHeadsAreSignedAndAnchoredAndEachAttackIsCaught(t *testing.T) {
 		require.Contains(t, byID[approveID].Checks["signature"].Detail, signer.want, signer.key)
 		require.Contains(t, byID[approveID].Checks["anchor"].Detail, "is not the anchored one", signer.key)
 		require.Contains(t, text, "TAMPERED "+approveID)
-		require.Contains(t, textErr, "3 of 4 journal(s) failed verification: "+planID+", "+approveID+", "+applyID)
+		requireFailedList(t, textErr, 4, planID, approveID, applyID)
 	}
 	require.True(t, byID[carolID].Intact, "the untouched session still verifies")
 }
@@ -321,4 +322,17 @@ func TestAHeadThatCannotBeAnchoredSaysWhy(t *testing.T) {
 	require.Equal(t, "absent", list[0].Checks["anchor"].Status)
 	require.Contains(t, list[0].Checks["anchor"].Detail, "is not a git repository", "why it was not anchored, as recorded")
 	require.Contains(t, list[0].Unsigned, "no people file")
+}
+
+// requireFailedList checks journal verify's summary names exactly the
+// sessions failed, of total, in whatever order: sessions are listed by
+// start, and two started in the same second by the random end of their
+// IDs.
+func requireFailedList(t *testing.T, textErr string, total int, failed ...string) {
+	t.Helper()
+	prefix := fmt.Sprintf("%d of %d journal(s) failed verification: ", len(failed), total)
+	i := strings.Index(textErr, prefix)
+	require.GreaterOrEqual(t, i, 0, "%q in:\n%s", prefix, textErr)
+	line, _, _ := strings.Cut(textErr[i+len(prefix):], "\n")
+	require.ElementsMatch(t, failed, strings.Split(line, ", "), textErr)
 }

@@ -122,6 +122,9 @@ type Ledger struct {
 	copies       map[string][]journal.Line // the ledger's copy of each journal
 	legacy       map[string]bool           // sessions whose journal the ledger does not keep
 	seals        map[string]workflow.SessionSeal
+	// Identity is the ledger's identity; empty until first asked, when
+	// the fake names itself.
+	Identity string
 	// Gate, when set, runs before every write; a non-nil error refuses the
 	// write, as a dead process writes nothing.
 	Gate func() error
@@ -514,12 +517,32 @@ func (l *Ledger) SessionSeal(_ context.Context, id string) (workflow.SessionSeal
 	}
 	// As in the SQLite ledger, the head is the session's row as it is
 	// now, beside the seal recorded for it.
-	seal := l.seals[id]
+	seal, sealed := l.seals[id]
 	h := l.heads[id]
+	ledger := seal.Head.Ledger
+	if !sealed {
+		ledger = l.identity()
+	}
 	seal.Head = workflow.SessionHead{
-		Session: id, Actor: s.Actor, Command: s.Command, Release: s.ReleaseID, Seq: h.Seq, Hash: h.Hash, At: seal.Head.At,
+		Session: id, Actor: s.Actor, Command: s.Command, Release: s.ReleaseID, Ledger: ledger, Seq: h.Seq, Hash: h.Hash, At: seal.Head.At,
 	}
 	return seal, nil
+}
+
+// LedgerIdentity is the fake ledger's own name (Identity, else one of its
+// own, chosen once).
+func (l *Ledger) LedgerIdentity(context.Context) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.identity(), nil
+}
+
+// identity is LedgerIdentity with l.mu held.
+func (l *Ledger) identity() string {
+	if l.Identity == "" {
+		l.Identity = fmt.Sprintf("fake-ledger-%p", l)
+	}
+	return l.Identity
 }
 
 // SealSession records a seal once.
@@ -538,6 +561,9 @@ func (l *Ledger) SealSession(_ context.Context, seal workflow.SessionSeal) error
 	}
 	if h := l.heads[id]; h.Seq != seal.Head.Seq || h.Hash != seal.Head.Hash {
 		return fmt.Errorf("session %s: seal of entry %d, but the head is entry %d", id, seal.Head.Seq, h.Seq)
+	}
+	if seal.Head.Ledger != l.identity() {
+		return fmt.Errorf("session %s: seal names ledger %q, but this is %q", id, seal.Head.Ledger, l.identity())
 	}
 	l.seals[id] = seal
 	return nil
