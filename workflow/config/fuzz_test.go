@@ -25,6 +25,8 @@ func FuzzLoadConfig(f *testing.F) {
 		strings.Replace(minimalConfig, "{dir: infra}", "{dir: missing, var_files: [a.tfvars, {x: 1}]}", 1),
 		strings.Replace(minimalConfig, "format: kustomize}", "format: kustomize}\n    rehearsal: {unready_image: r.test/ci/web@sha256:00, interrupt: {stop: [a, '', {b: c}], start: \"x y\"}, timeout: 0s}", 1),
 		strings.Replace(minimalConfig, "format: kustomize}", "format: kustomize}\n    rehearsal: {unready_image: '@sha256:', interrupt: {stop: []}}", 1),
+		strings.Replace(minimalConfig, "app: web-staging}", "app: web-staging, readiness_grace: 90h}", 1),
+		strings.Replace(minimalConfig, "app: web-staging}", "app: web-staging, readiness_grace: [1m]}", 1),
 		configHead + "  - &e {name: a}\n  - <<: [*e, *e]\n    name: b\n  - *e\n",
 		"version: 1\napp: [\n",
 		"---\n---\n",
