@@ -59,8 +59,13 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 		}
 	}()
 
-	// The release selection.
+	// The release selection. A rehearsal's drill and recovery releases
+	// are no release of the team's: their figures are the rehearsals'
+	// own (report measures), and counted here they would pass as
+	// releases of unmeasured effort, and in production as failed
+	// deployments.
 	var sel filter
+	sel.add("r.rehearsal = ''")
 	if q.App != "" {
 		sel.add("r.app = ?", q.App)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -245,6 +246,12 @@ func TestReportDataReadsWhatTheServiceSaves(t *testing.T) {
 		rb := workflow.NewRelease("r2", "web", "prod", "img:0", "alice", t0.Add(3*time.Hour))
 		rb.Kind, rb.RollbackOf, rb.Status = workflow.KindRollback, "r0", workflow.ReleaseConverged
 		require.NoError(t, l.SaveRelease(ctx, rb))
+		// A rehearsal's drill release, failed on purpose: no release of the
+		// team's, so no report counts it.
+		drill := workflow.NewRelease("r3", "web", "prod", "img:drill", "alice", t0.Add(5*time.Hour))
+		drill.Status, drill.Checkpoints.Rehearsal = workflow.ReleaseFailed, "rh-web-prod-1"
+		drill.Step(workflow.StepConvergence).Status = workflow.Failed
+		require.NoError(t, l.SaveRelease(ctx, drill))
 		require.NoError(t, l.RecordEffort(ctx, []effort.Entry{{ReleaseID: "r1", Person: "alice", Role: effort.RoleCaptain, Step: "apply", Kind: effort.Active, Duration: time.Minute, At: t0}}))
 		require.NoError(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{ReleaseID: "r2", App: "web", Env: "prod", Digest: digest(t, 'a'), At: t0.Add(4 * time.Hour)}))
 		_, err := l.RecordSighting(ctx, "img:0", digest(t, 'a'), t0.Add(-time.Hour))
@@ -255,7 +262,7 @@ func TestReportDataReadsWhatTheServiceSaves(t *testing.T) {
 
 		got, err := l.ReportData(ctx, report.Query{From: t0.Add(-time.Hour), To: t0.Add(24 * time.Hour)})
 		require.NoError(t, err)
-		require.Len(t, got.Releases, 2)
+		require.Len(t, got.Releases, 2, "the drill release is left out")
 		require.Equal(t, "r2", got.Releases[1].ID)
 		require.Equal(t, "r0", got.Releases[1].RollbackOf)
 		require.Empty(t, got.Releases[1].Steps, "converged releases' steps are not read")
@@ -447,4 +454,44 @@ func TestParseSums(t *testing.T) {
 	got, ok := parseSums(nil, []byte(`{"1": 900000000000, "4": 60000000000}`))
 	require.True(t, ok)
 	require.Equal(t, []int64{1, 900000000000, 4, 60000000000}, got)
+}
+
+// TestMigration12BackfillsTheRehearsalColumn: releases saved before
+// schema 12 get the column reports filter drill releases by, from their
+// bodies, on both databases.
+func TestMigration12BackfillsTheRehearsalColumn(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		l := b.openNew(t)
+		drill := workflow.NewRelease("r1", "web", "staging", "img:drill", "alice", t0)
+		drill.Checkpoints.Rehearsal = "rh-web-staging-1"
+		require.NoError(t, l.SaveRelease(ctx, drill))
+		require.NoError(t, l.SaveRelease(ctx, workflow.NewRelease("r2", "web", "staging", "img:1", "alice", t0)))
+		_, err := l.db.ExecContext(ctx, `UPDATE releases SET rehearsal = ''`) // as saved before schema 12
+		require.NoError(t, err)
+
+		m := migrations[11]
+		require.Equal(t, 12, m.version)
+		var backfill string
+		for _, line := range strings.Split(l.d.migrationSQL(m), "\n") {
+			if strings.HasPrefix(line, "UPDATE releases") {
+				backfill = line
+			}
+		}
+		require.NotEmpty(t, backfill)
+		_, err = l.db.ExecContext(ctx, backfill)
+		require.NoError(t, err)
+		got := map[string]string{}
+		rows, err := l.db.QueryContext(ctx, `SELECT id, rehearsal FROM releases`)
+		require.NoError(t, err)
+		defer rows.Close()
+		for rows.Next() {
+			var id, rh string
+			require.NoError(t, rows.Scan(&id, &rh))
+			got[id] = rh
+		}
+		require.NoError(t, rows.Err())
+		require.Equal(t, map[string]string{"r1": "rh-web-staging-1", "r2": ""}, got)
+	})
 }
