@@ -52,16 +52,8 @@ func (o Opened) Describe() string {
 // not ended by a failure someone has to look at first. A rehearsal's
 // drill is never joined: relcap rehearse --resume or --cleanup ends it.
 func open(r *Release) bool {
-	return (r.Kind == KindRelease || r.Kind == KindPromotion) && (r.Status == ReleaseInProgress || r.Status == ReleaseBlocked || replanAfterFailedApply(r)) &&
+	return (r.Kind == KindRelease || r.Kind == KindPromotion) && (r.Status == ReleaseInProgress || r.Status == ReleaseBlocked || r.AwaitsReplan()) &&
 		r.Checkpoints.Rehearsal == ""
-}
-
-// replanAfterFailedApply reports whether r failed in its apply and waits
-// to be planned again: it stays the environment's open release, so relcap
-// plan (the failure's next safe action) plans it again rather than
-// starting another release beside a half-applied one.
-func replanAfterFailedApply(r *Release) bool {
-	return r.Status == ReleaseFailed && r.Step(StepApply).Status == Failed && r.Step(StepPlanReview).Status == Pending
 }
 
 // OpenRelease returns the release req names, or the environment's open

@@ -235,6 +235,15 @@ func (r *Release) Step(k StepKind) *StepRecord {
 	return &r.Steps[len(r.Steps)-1]
 }
 
+// AwaitsReplan reports whether r failed in its apply and waits to be
+// planned again (the apply step sent it back to plan review): it stays
+// the environment's open release, so relcap plan (the failure's next safe
+// action) plans it again rather than starting another release beside a
+// half-applied one, and the cockpit offers r to plan again.
+func (r *Release) AwaitsReplan() bool {
+	return r.Status == ReleaseFailed && r.Step(StepApply).Status == Failed && r.Step(StepPlanReview).Status == Pending
+}
+
 // Current is the first step that has not succeeded, or false when all have.
 func (r *Release) Current() (StepKind, bool) {
 	for _, k := range StepKinds {

@@ -31,6 +31,11 @@ type SessionHead struct {
 	At     time.Time `json:"at"`
 }
 
+// OfAnotherLedger reports whether the head names a ledger other than
+// self; a head that names none (sealed before ledgers had one) is taken
+// to be self's.
+func (h SessionHead) OfAnotherLedger(self string) bool { return h.Ledger != "" && h.Ledger != self }
+
 // Statement is the exact text a head's signature covers, in namespace
 // NamespaceJournal: what `ssh-keygen -Y verify -n relcap-journal` reads on
 // its standard input. Free text is quoted, so no field can forge another.

@@ -199,7 +199,7 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 		for id, a := range anchored {
 			switch _, ok := byID[id]; {
 			case ok:
-			case a.Head.Ledger != "" && a.Head.Ledger != self:
+			case a.Head.OfAnotherLedger(self):
 				out.OtherLedgers++
 			default:
 				only = append(only, id)
@@ -498,7 +498,7 @@ func lastHashOf(lines []journal.Line) string {
 
 func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
 	switch {
-	case !c.inLedger && c.anchored.Head.Ledger != "" && c.anchored.Head.Ledger != c.self:
+	case !c.inLedger && c.anchored.Head.OfAnotherLedger(c.self):
 		// Its signed head names the ledger that holds it: not this one.
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
 			"recorded in ledger %s (its signed head says so), not in this one (%s): verify it with that ledger (--ledger), or copy that ledger in with relcap ledger migrate",

@@ -294,7 +294,7 @@ func (m Model) next() []string {
 		return []string{"Blocked by policy: act on the message above, then " + k("r") + " resume"}
 	case st.Status == workflow.Failed:
 		return []string{th.Err.Render("Failed: ") + "read the facts on the step's screen (" + k("enter") + "), then " + k("r") + " retry"}
-	case cur == workflow.StepPlanReview && r.Step(workflow.StepApply).Status == workflow.Failed:
+	case r.AwaitsReplan():
 		// A failed apply sends the release back to plan review: what it
 		// changed is in the state now, so the plan to apply is a new one
 		// (the same one, approvals kept, only if nothing changed).

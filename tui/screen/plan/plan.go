@@ -452,11 +452,7 @@ func (m Model) reviewPending() bool {
 // applyFailed reports whether this plan's apply failed and the release
 // waits to review a plan again (the state may have moved under it).
 func (m Model) applyFailed() bool {
-	if m.release == nil || m.running || m.plan == nil || m.release.Checkpoints.Fingerprint != m.fp {
-		return false
-	}
-	return m.release.Step(workflow.StepApply).Status == workflow.Failed &&
-		m.release.Step(workflow.StepPlanReview).Status == workflow.Pending
+	return m.release != nil && !m.running && m.plan != nil && m.release.Checkpoints.Fingerprint == m.fp && m.release.AwaitsReplan()
 }
 
 // continuable reports whether enter may send the run on to apply this
