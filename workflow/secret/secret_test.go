@@ -63,13 +63,16 @@ func leaks(v string) []string {
 	return []string{v, strconv.Quote(v)[1:10], "hunter2", b64[2 : len(b64)-2]}
 }
 
-func TestShortSecretsAreMaskedOnlyAsWholeQuotedValues(t *testing.T) {
+// TestShortSecretsAreMaskedOnlyAsWholeTokens: quoted or not (issue 26,
+// attack 13: this test used to pin a short secret left in clear when
+// unquoted, the hole now closed), but never inside a longer word.
+func TestShortSecretsAreMaskedOnlyAsWholeTokens(t *testing.T) {
 	t.Parallel()
 	s := secret.NewSet("admin", "ab")
 	require.Equal(t, `{"user":"(sensitive)"}`, s.Scrub(`{"user":"admin"}`))
 	require.Equal(t, `user = '(sensitive)'`, s.Scrub(`user = 'admin'`))
 	require.Equal(t, `{\"user\":\"(sensitive)\"}`, s.Scrub(`{\"user\":\"admin\"}`))
-	require.Equal(t, "the administrator logs in as admin", s.Scrub("the administrator logs in as admin"), "unquoted, a short secret cannot be told from text")
+	require.Equal(t, "the administrator logs in as (sensitive)", s.Scrub("the administrator logs in as admin"), "a whole token is masked, a longer word is not")
 	require.Equal(t, `"ab"`, s.Scrub(`"ab"`), "two characters are not a secret relcap can mask")
 	require.Equal(t, 1, s.Len())
 }
