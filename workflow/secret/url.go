@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 )
@@ -209,4 +210,27 @@ func dedupe(vs []string) []string {
 		}
 	}
 	return out
+}
+
+// ParseURL is url.Parse for a URL that may carry credentials, with an
+// error that never quotes them (url.Parse's quotes the URL, and its
+// reason may quote a piece of a password it took for a port or an
+// escape). A password written with / ? # unescaped is refused: url.Parse
+// would read a host, a path or a query in it and connect elsewhere.
+func ParseURL(s string) (*url.URL, error) {
+	if ui, ok := cutUserinfo(s); ok && ui.beyondAuthority {
+		return nil, errors.New("its password (what follows the user name up to the last '@') holds / ? or # written as they are; percent-escape them (%2F %3F %23), and an '@' after the host as %40")
+	}
+	u, err := url.Parse(s)
+	if err == nil {
+		return u, nil
+	}
+	if _, rerr := url.Parse(RedactURL(s)); rerr != nil {
+		var ue *url.Error
+		if errors.As(rerr, &ue) {
+			rerr = ue.Err // without the URL
+		}
+		return nil, rerr
+	}
+	return nil, errors.New("its user information is not validly percent-escaped (write a % as %25)")
 }
