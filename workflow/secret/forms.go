@@ -16,9 +16,7 @@ type escaper func(string) string
 // encoders that do not), inside a Go-quoted string (%q, strconv.Quote),
 // and in a URL: query-escaped ('+' for a space), fully escaped with %20
 // (Python's quote(safe=""), curl), path-escaped, and as url.UserPassword
-// writes a password into a URL's user information; each URL form with
-// upper-case hex digits, as Go writes them, and lower-case ones, which
-// RFC 3986 allows.
+// writes a password into a URL's user information.
 var escapers = []escaper{
 	jsonEscaped,
 	jsonEscapedNoHTML,
@@ -27,19 +25,17 @@ var escapers = []escaper{
 	fullyEscaped,
 	url.PathEscape,
 	userinfoEscaped,
-	lowerHex(url.QueryEscape),
-	lowerHex(fullyEscaped),
-	lowerHex(url.PathEscape),
-	lowerHex(userinfoEscaped),
 }
 
 // escapeDepth is how many escapers are applied one over the other: twice
 // covers a JSON string inside a JSON string (a journal entry's data), a
-// URL-escaped value escaped again (%2540), a Go-quoted JSON text. Each
-// secret with characters to escape has at most 11 + 11×11 text forms, in
-// practice 10 to 40 distinct ones; a plain secret (letters, digits, - _ .
-// ~) has only itself, which keeps the tens of thousands of tokens a plan
-// may teach cheap.
+// URL-escaped value escaped again (%2540), a Go-quoted JSON text, a JSON
+// text in a URL. Each form with percent escapes is also masked with their
+// hex digits in lower case, which RFC 3986 allows and some encoders write.
+// A secret with characters to escape has at most 7 + 7×7 text forms and
+// their lower-case variants, in practice 10 to 40 distinct ones; a plain
+// secret (letters, digits, - _ . ~) has only itself, which keeps the tens
+// of thousands of tokens a plan may teach cheap. See BenchmarkLearn10k.
 const escapeDepth = 2
 
 // textForms returns v and every distinct escaped form of it, up to
@@ -50,25 +46,33 @@ func textForms(v string) []string {
 		return out
 	}
 	seen := map[string]bool{v: true}
+	add := func(e string) bool {
+		if seen[e] {
+			return false
+		}
+		seen[e] = true
+		out = append(out, e)
+		return true
+	}
 	level := []string{v}
 	for range escapeDepth {
 		var next []string
 		for _, t := range level {
 			for _, esc := range escapers {
-				e := esc(t)
-				if !seen[e] {
-					seen[e] = true
+				if e := esc(t); add(e) {
 					next = append(next, e)
 				}
 			}
 		}
-		out = append(out, next...)
 		level = next
 	}
 	// JSON three deep: a journaled line of output that held a JSON text
 	// inside a JSON string.
-	if j3 := jsonEscaped(jsonEscaped(jsonEscaped(v))); !seen[j3] {
-		out = append(out, j3)
+	add(jsonEscaped(jsonEscaped(jsonEscaped(v))))
+	for _, f := range out {
+		if strings.Contains(f, "%") {
+			add(lowerHex(f))
+		}
 	}
 	return out
 }
@@ -176,23 +180,17 @@ func userinfoEscaped(v string) string {
 	return strings.TrimPrefix(url.UserPassword("", v).String(), ":")
 }
 
-// lowerHex returns esc with the hex digits of its percent escapes in
-// lower case.
-func lowerHex(esc escaper) escaper {
-	return func(v string) string {
-		s := esc(v)
-		if !strings.Contains(s, "%") {
-			return s
+// lowerHex returns s with the hex digits of its percent escapes in lower
+// case.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' && isHex(b[i+1]) && isHex(b[i+2]) {
+			b[i+1], b[i+2] = lower(b[i+1]), lower(b[i+2])
+			i += 2
 		}
-		b := []byte(s)
-		for i := 0; i+2 < len(b); i++ {
-			if b[i] == '%' && isHex(b[i+1]) && isHex(b[i+2]) {
-				b[i+1], b[i+2] = lower(b[i+1]), lower(b[i+2])
-				i += 2
-			}
-		}
-		return string(b)
 	}
+	return string(b)
 }
 
 func isHex(c byte) bool {

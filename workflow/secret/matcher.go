@@ -1,7 +1,6 @@
 package secret
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 )
@@ -30,17 +29,22 @@ type pattern struct {
 type matcher struct {
 	bits  []uint64
 	shift uint32               // 32 minus the bitmap's size in bits, as a power of two
-	cands map[uint32][]pattern // longest first
+	cands map[uint32][]pattern // sorted
 
 	three map[uint32][]pattern // three-byte patterns by their bytes
 	bits3 []uint64             // 4 Ki bits over three's keys
 
-	// heads holds the first one, two and three bytes of every pattern, so
-	// a streaming writer can tell whether the end of what it holds could
-	// begin a pattern (prefixKey of the bytes, tagged with their count).
-	heads  map[uint32]bool
+	// heads is a bitmap of the first one, two and three bytes of every
+	// pattern (hashed; a false positive only holds a writer's last bytes
+	// back a little longer), so a streaming writer can tell whether the
+	// end of what it holds could begin a pattern.
+	heads  []uint64
 	maxLen int
 }
+
+const headsLog = 16
+
+func headSlot(k uint32) uint32 { return (k * 2654435761) >> (32 - headsLog) }
 
 // maxMatcherBits bounds the prefix bitmap: 4 Mi bits (512 KiB) keep false
 // positives under 5 % even with 200,000 distinct prefixes. Smaller sets get
@@ -49,12 +53,12 @@ const maxMatcherBits = 22
 
 const bits3Log = 12
 
-func newMatcher(patterns map[string]pattern) *matcher {
+func newMatcher(patterns []pattern) *matcher {
 	logBits := uint32(12)
 	for logBits < maxMatcherBits && 1<<logBits < 16*len(patterns) {
 		logBits++
 	}
-	m := &matcher{bits: make([]uint64, (1<<logBits)/64), shift: 32 - logBits, cands: map[uint32][]pattern{}, heads: map[uint32]bool{}}
+	m := &matcher{bits: make([]uint64, (1<<logBits)/64), shift: 32 - logBits, cands: map[uint32][]pattern{}, heads: make([]uint64, (1<<headsLog)/64)}
 	for _, p := range patterns {
 		switch {
 		case len(p.old) < 3:
@@ -74,15 +78,27 @@ func newMatcher(patterns map[string]pattern) *matcher {
 			m.cands[k] = append(m.cands[k], p)
 		}
 		for n := 1; n <= 3; n++ {
-			m.heads[headKey(p.old[:n])] = true
+			h := headSlot(headKey(p.old[:n]))
+			m.heads[h/64] |= 1 << (h % 64)
 		}
 		m.maxLen = max(m.maxLen, len(p.old))
 	}
 	for k, ps := range m.cands {
+		// Sorted, one pattern per text: masked anywhere beats masked as
+		// a token (two secrets may share a form).
 		slices.SortFunc(ps, func(a, b pattern) int {
-			return cmp.Or(cmp.Compare(len(b.old), len(a.old)), strings.Compare(a.old, b.old))
+			if c := strings.Compare(a.old, b.old); c != 0 {
+				return c
+			}
+			if a.token == b.token {
+				return 0
+			}
+			if !a.token {
+				return -1
+			}
+			return 1
 		})
-		m.cands[k] = ps
+		m.cands[k] = slices.CompactFunc(ps, func(a, b pattern) bool { return a.old == b.old })
 	}
 	return m
 }
@@ -152,10 +168,8 @@ func (m *matcher) at(text string, i, before, after int) (pattern, bool) {
 		k := prefixKey(text[i:])
 		h := m.slot(k)
 		if m.bits[h/64]&(1<<(h%64)) != 0 {
-			for _, p := range m.cands[k] {
-				if strings.HasPrefix(text[i:], p.old) && bounded(p, text, i, before, after) {
-					return p, true
-				}
+			if p, ok := longestPrefix(m.cands[k], text, i, before, after); ok {
+				return p, true
 			}
 		}
 	}
@@ -171,6 +185,49 @@ func (m *matcher) at(text string, i, before, after int) (pattern, bool) {
 		}
 	}
 	return pattern{}, false
+}
+
+// longestPrefix returns the longest pattern of ps (sorted, sharing their
+// first four bytes) that text[i:] begins with and that stands whole there.
+// The greatest pattern not after the text is the longest that begins it,
+// if any does; if it does not, only a pattern beginning their common
+// prefix can, and the search narrows to that: a few binary searches
+// however many secrets share a prefix ("arn:aws:", a generated
+// password's fixed part).
+func longestPrefix(ps []pattern, text string, i, before, after int) (pattern, bool) {
+	t := text[i:]
+	for len(ps) > 0 && len(t) >= 4 {
+		j, _ := slices.BinarySearchFunc(ps, t, func(p pattern, t string) int {
+			if p.old <= t {
+				return -1
+			}
+			return 1
+		})
+		if j == 0 {
+			return pattern{}, false
+		}
+		p := ps[j-1]
+		ps = ps[:j-1]
+		if strings.HasPrefix(t, p.old) {
+			if bounded(p, text, i, before, after) {
+				return p, true
+			}
+			t = p.old[:len(p.old)-1] // a shorter one, if any, begins p too
+			continue
+		}
+		t = t[:commonPrefix(p.old, t)]
+	}
+	return pattern{}, false
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // minPattern is the shortest pattern the matcher holds.
@@ -249,15 +306,20 @@ func (m *matcher) undecided(text string, before int) int {
 // bytes is a token, whose end is undecided).
 func (m *matcher) mayBegin(rest string) bool {
 	if len(rest) <= 3 {
-		return m.heads[headKey(rest)]
+		h := headSlot(headKey(rest))
+		return m.heads[h/64]&(1<<(h%64)) != 0
 	}
 	k := prefixKey(rest)
 	h := m.slot(k)
 	if m.bits[h/64]&(1<<(h%64)) == 0 {
 		return false
 	}
-	for _, p := range m.cands[k] {
-		if len(p.old) > len(rest) && strings.HasPrefix(p.old, rest) || p.token && p.old == rest {
+	// The patterns beginning with rest are together in the sorted bucket,
+	// from the first not before it.
+	ps := m.cands[k]
+	j, _ := slices.BinarySearchFunc(ps, rest, func(p pattern, t string) int { return strings.Compare(p.old, t) })
+	for ; j < len(ps) && strings.HasPrefix(ps[j].old, rest); j++ {
+		if len(ps[j].old) > len(rest) || ps[j].token {
 			return true
 		}
 	}

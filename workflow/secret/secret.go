@@ -189,14 +189,9 @@ func (s *Set) current() *matcher {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.matcher == nil && len(s.values) > 0 {
-		patterns := map[string]pattern{}
+		var patterns []pattern
 		for _, ps := range s.values {
-			for _, p := range ps {
-				// Masked anywhere beats masked as a token.
-				if q, ok := patterns[p.old]; !ok || q.token && !p.token {
-					patterns[p.old] = p
-				}
-			}
+			patterns = append(patterns, ps...)
 		}
 		s.matcher = newMatcher(patterns)
 	}
@@ -210,7 +205,12 @@ func (m *matcher) scrub(text string, before, after int) string {
 	if out == text || !mayBeJSON(text) || json.Valid([]byte(out)) || !json.Valid([]byte(text)) {
 		return out
 	}
-	return m.scrubJSON(text)
+	if js := m.scrubJSON(text); !m.contains(js) {
+		return js
+	}
+	// A secret spans JSON values (its text is JSON syntax): masking it
+	// comes before keeping the JSON valid.
+	return out
 }
 
 // mayBeJSON is a cheap test before json.Valid: how a JSON object or
