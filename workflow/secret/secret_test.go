@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -262,4 +263,12 @@ func TestWriterOfAFileIsAFile(t *testing.T) {
 	b, err := os.ReadFile(f.Name())
 	require.NoError(t, err)
 	require.Equal(t, "(sensitive)\n", string(b))
+	// The last bytes of a frame that may begin a secret ("\x1b[?25h" ends
+	// in "t"'s place here) are let go once the terminal is idle.
+	_, err = w.Write([]byte("\x1b[?25t"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(f.Name())
+		return err == nil && string(b) == "(sensitive)\n\x1b[?25t"
+	}, 5*time.Second, 10*time.Millisecond)
 }

@@ -3,6 +3,7 @@ package secret
 import (
 	"io"
 	"sync"
+	"time"
 )
 
 // Writer returns a writer that scrubs what it writes to w. A secret split
@@ -14,17 +15,28 @@ import (
 // one of them when the output ends, or its last bytes may never be seen.
 //
 // When w is a file (a terminal), so is the writer: its Fd, Read and Close
-// are w's, so terminal detection and raw mode still see the terminal.
+// are w's, so terminal detection and raw mode still see the terminal. A
+// terminal's writer also lets go of what it holds back once nothing more
+// was written for terminalIdle: a full-screen program's last frame (its
+// final "show the cursor" sequence ends in an "h", the first letter of
+// many a secret) must not wait for a frame that never comes. Programs
+// write a terminal whole lines and whole frames; a secret split across
+// two writes that far apart is not masked there.
 func (s *Set) Writer(w io.Writer) io.Writer {
 	if s == nil {
 		return w
 	}
 	sw := &writer{s: s, w: w, before: noByte}
 	if f, ok := w.(file); ok {
+		sw.idle = terminalIdle
 		return fileWriter{writer: sw, f: f}
 	}
 	return sw
 }
+
+// terminalIdle is how long a terminal's writer holds back the end of what
+// it was given while nothing more comes.
+const terminalIdle = 100 * time.Millisecond
 
 // Flusher is the writer Writer returns: Flush writes what it holds back.
 type Flusher interface {
@@ -54,6 +66,9 @@ type writer struct {
 	mu     sync.Mutex
 	held   []byte // the end of the stream, not yet decided
 	before int    // the last byte let go, for a token's left edge
+
+	idle  time.Duration // a terminal's: let go of held bytes after this
+	timer *time.Timer
 }
 
 // Write scrubs what p completes and reports all of p written when that
@@ -77,13 +92,19 @@ func (w *writer) Write(p []byte) (int, error) {
 	if m != nil {
 		cut = m.undecided(text, w.before)
 	}
-	if cut == 0 {
-		return len(p), nil
+	if cut > 0 {
+		if err := w.emit(m, text[:cut], byteAt(text, cut)); err != nil {
+			return 0, err
+		}
+		w.held = append(w.held[:0], text[cut:]...)
 	}
-	if err := w.emit(m, text[:cut], byteAt(text, cut)); err != nil {
-		return 0, err
+	if len(w.held) > 0 && w.idle > 0 {
+		if w.timer == nil {
+			w.timer = time.AfterFunc(w.idle, func() { _ = w.Flush() })
+		} else {
+			w.timer.Reset(w.idle)
+		}
 	}
-	w.held = append(w.held[:0], text[cut:]...)
 	return len(p), nil
 }
 
