@@ -578,12 +578,14 @@ func TestLocate(t *testing.T) {
 	for in, want := range map[string]location{
 		"/srv/env":                                 {dir: "/srv/env", display: "/srv/env"},
 		"https://git.example.com/org/env.git":      {url: "https://git.example.com/org/env.git", display: "https://git.example.com/org/env.git"},
-		"https://x:s3cret@git.example.com/env.git": {url: "https://x:s3cret@git.example.com/env.git", display: "https://x:***@git.example.com/env.git", secret: "x:s3cret"},
-		"https://tok3n@git.example.com/env.git":    {url: "https://tok3n@git.example.com/env.git", display: "https://***@git.example.com/env.git", secret: "tok3n"},
+		"https://x:s3cret@git.example.com/env.git": {url: "https://x:s3cret@git.example.com/env.git", display: "https://x:xxxxx@git.example.com/env.git", secret: "x:s3cret"},
+		"https://tok3n@git.example.com/env.git":    {url: "https://tok3n@git.example.com/env.git", display: "https://xxxxx@git.example.com/env.git", secret: "tok3n"},
 		"ssh://git@git.example.com/org/env.git":    {url: "ssh://git@git.example.com/org/env.git", display: "ssh://git@git.example.com/org/env.git"},
 		"git@git.example.com:org/env.git":          {url: "git@git.example.com:org/env.git", display: "git@git.example.com:org/env.git"},
 		"git://git.example.com/env.git":            {url: "git://git.example.com/env.git", display: "git://git.example.com/env.git"},
 		"file:///srv/env.git":                      {url: "file:///srv/env.git", display: "file:///srv/env.git"},
+		// A password written with / unescaped (issue 26, attack 4).
+		"https://x:to/ken@git.example.com/env.git": {url: "https://x:to/ken@git.example.com/env.git", display: "https://xxxxx@git.example.com/env.git", secret: "x:to/ken"},
 	} {
 		got, err := locate(in)
 		require.NoError(t, err, in)

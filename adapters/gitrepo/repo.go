@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // maxFileSize bounds the file relcap edits; a pin file is a few kilobytes,
@@ -66,30 +67,11 @@ func locate(p string) (location, error) {
 }
 
 // redactURL returns the URL for display, and the userinfo that must be kept
-// out of messages: a password, or an http(s) user name, which is where
-// tokens go.
-func redactURL(u string) (display, secret string) {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u, ""
-	}
-	authority := rest
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		authority = rest[:i]
-	}
-	at := strings.LastIndexByte(authority, '@')
-	if at < 0 {
-		return u, ""
-	}
-	info := authority[:at]
-	user, _, hasPassword := strings.Cut(info, ":")
-	switch {
-	case hasPassword:
-		return scheme + "://" + user + ":***@" + rest[at+1:], info
-	case scheme == "http" || scheme == "https":
-		return scheme + "://***@" + rest[at+1:], info
-	}
-	return u, ""
+// out of messages and files: a password, or an http(s) user name, which is
+// where tokens go (secret.RedactURL and secret.SecretUserinfo decide both,
+// for every URL relcap shows).
+func redactURL(u string) (display, userinfo string) {
+	return secret.RedactURL(u), secret.SecretUserinfo(u)
 }
 
 // storedURL is the URL written into a cached clone's config: without the

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -25,77 +24,6 @@ import (
 func IsPostgresURL(v string) bool {
 	scheme, _, ok := strings.Cut(v, "://")
 	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
-}
-
-// passwordMask replaces a password in URLs shown to people.
-const passwordMask = "xxxxx"
-
-// RedactURL returns v with the password masked, for messages: in the user
-// information (postgres://relcap:xxxxx@db/relcap) and in a password query
-// parameter. A value that does not parse as a URL has all of its user
-// information masked.
-func RedactURL(v string) string {
-	u, err := url.Parse(v)
-	if err != nil {
-		scheme, _, rest, ok := cutUserinfo(v)
-		if !ok {
-			return v
-		}
-		return scheme + "://" + passwordMask + "@" + rest
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), passwordMask)
-		}
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", passwordMask)
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
-
-// cutUserinfo splits scheme://userinfo@rest without parsing the rest, for
-// values url.Parse refuses.
-func cutUserinfo(v string) (scheme, userinfo, rest string, ok bool) {
-	scheme, after, ok := strings.Cut(v, "://")
-	if !ok {
-		return "", "", "", false
-	}
-	authority := after
-	if i := strings.IndexAny(after, "/?#"); i >= 0 {
-		authority = after[:i]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return "", "", "", false
-	}
-	return scheme, after[:at], after[at+1:], true
-}
-
-// URLPassword returns the password a ledger URL carries, in its user
-// information or its password parameter; empty when it has none. Of a
-// value that does not parse as a URL, what follows the user name is taken
-// for the password, so it can be masked all the same.
-func URLPassword(v string) string {
-	u, err := url.Parse(v)
-	if err != nil {
-		_, userinfo, _, ok := cutUserinfo(v)
-		if !ok {
-			return ""
-		}
-		_, pw, _ := strings.Cut(userinfo, ":")
-		if raw, err := url.PathUnescape(pw); err == nil {
-			return raw
-		}
-		return pw
-	}
-	if u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			return pw
-		}
-	}
-	return u.Query().Get("password")
 }
 
 // defaultConnectTimeout bounds a connection attempt when the URL does not
@@ -120,18 +48,17 @@ const changeChannel = "relcap_ledger"
 // the WithSecrets set.
 func OpenPostgres(ctx context.Context, rawURL string, opts ...Option) (*Ledger, error) {
 	o := applyOptions(opts)
-	loc := RedactURL(rawURL)
-	pw := secret.NewSet(URLPassword(rawURL))
-	o.secrets.Add(URLPassword(rawURL))
+	loc := secret.RedactURL(rawURL)
+	// Learnt before anything is parsed or said: however the password was
+	// written (escaped or not, with / ? # @ in it), no message shows it.
+	creds := secret.URLCredentials(rawURL)
+	pw := secret.NewSet(creds...)
+	o.secrets.Add(creds...)
 	if !IsPostgresURL(rawURL) {
 		return nil, fmt.Errorf("%w: ledger %s is not a postgres:// or postgresql:// URL", workflow.ErrUsage, loc)
 	}
-	u, err := url.Parse(rawURL)
+	u, err := secret.ParseURL(rawURL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // without the URL, which loc shows masked
-		}
 		return nil, fmt.Errorf("%w: ledger %s is not a URL: %s; write it as postgres://USER@HOST:PORT/DATABASE", workflow.ErrUsage, loc, pw.Scrub(err.Error()))
 	}
 	if q := u.Query(); !q.Has("connect_timeout") {

@@ -516,21 +516,10 @@ func learnSensitive(secrets *secret.Set, v, sens any) {
 	}
 }
 
-// learnAll adds every string of v to secrets. Numbers and booleans are
-// not secrets relcap could mask without masking ordinary text.
+// learnAll adds v, a sensitive value of any type, to secrets:
+// secret.Set.AddValue decides how each type is learnt.
 func learnAll(secrets *secret.Set, v any) {
-	switch v := v.(type) {
-	case string:
-		secrets.Add(v)
-	case map[string]any:
-		for _, e := range v {
-			learnAll(secrets, e)
-		}
-	case []any:
-		for _, e := range v {
-			learnAll(secrets, e)
-		}
-	}
+	secrets.AddValue(v)
 }
 
 // maskSecrets replaces every attribute value that holds a secret with the

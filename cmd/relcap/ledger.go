@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // envLedger names the environment variable that says where the ledger is,
@@ -66,14 +67,15 @@ func (a *app) resolveLedger() (ledgerLocation, error) {
 // other URL is refused, since a URL taken as a path would create a
 // directory named after it (a password in its name).
 func (a *app) ledgerFrom(from, v string) (ledgerLocation, error) {
+	// Learnt before the value is parsed or shown: the password as written
+	// (escaped or not, with / ? # @ in it) and unescaped.
+	a.secrets.Add(secret.URLCredentials(v)...)
 	if store.IsPostgresURL(v) {
-		a.secrets.Add(store.URLPassword(v))
 		return ledgerLocation{from: from, url: v}, nil
 	}
 	if scheme, _, isURL := strings.Cut(v, "://"); isURL && !strings.ContainsAny(scheme, `/\`) {
-		a.secrets.Add(store.URLPassword(v))
 		return ledgerLocation{}, usageError{fmt.Errorf("%s: %s: a %s:// ledger is not supported; give a postgres:// URL for a team's PostgreSQL or the path of an SQLite file (default $XDG_DATA_HOME/relcap/ledger.db)",
-			from, store.RedactURL(v), scheme)}
+			from, secret.RedactURL(v), scheme)}
 	}
 	abs, err := filepath.Abs(v)
 	if err != nil {

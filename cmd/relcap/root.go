@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -69,9 +68,21 @@ type app struct {
 // code. It is main without os.Exit, so tests can call it.
 func run(ctx context.Context, io *IO, args []string) (code int) {
 	secrets := secret.NewSet()
+	// A URL in the arguments or in $RELCAP_LEDGER may carry a password,
+	// written escaped or not: it is a secret before anything parses the
+	// arguments, prints or journals the command line.
+	for _, v := range append([]string{io.getenv(envLedger)}, args...) {
+		if _, value, ok := strings.Cut(v, "="); ok && strings.HasPrefix(v, "-") {
+			v = value // --ledger=URL
+		}
+		secrets.Add(secret.URLCredentials(v)...)
+	}
 	masked := *io
 	masked.Out, masked.Err = secrets.Writer(io.Out), secrets.Writer(io.Err)
 	io = &masked
+	// The masking writers hold back what may begin a secret until they
+	// know; whatever they hold is let go, masked, when the command ends.
+	defer func() { _, _ = secret.Flush(masked.Out), secret.Flush(masked.Err) }()
 	a := &app{io: io, clock: workflow.SystemClock{}, args: args, secrets: secrets}
 	a.started = a.clock.Now()
 	defer func() {
@@ -271,11 +282,7 @@ func (a *app) learnSecrets(p *workflow.Project) {
 		if env.EnvRepo.Review.TokenEnv != "" {
 			names = append(names, env.EnvRepo.Review.TokenEnv)
 		}
-		if u, err := url.Parse(env.EnvRepo.Path); err == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok {
-				a.secrets.Add(pw)
-			}
-		}
+		a.secrets.Add(secret.URLCredentials(env.EnvRepo.Path)...)
 	}
 	for _, n := range names {
 		v := a.io.getenv(n)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // FileName is the configuration file Find looks for.
@@ -612,11 +612,7 @@ func (p *parser) ledger(n *yaml.Node, v string, o options) string {
 		p.add(n, "ledger", "a %s:// ledger is not supported; %s", scheme, want)
 		return ""
 	}
-	if _, err := url.Parse(v); err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // without the URL, which may hold a password
-		}
+	if _, err := secret.ParseURL(v); err != nil { // its error quotes no password
 		p.add(n, "ledger", "is not a URL: %v; %s", err, want)
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // Repo is a forge repository's web address, taken apart.
@@ -76,10 +77,5 @@ func Parse(raw string, minSegments int) (Repo, error) {
 // display shows an address in an error without any user information it
 // may carry.
 func display(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable address)"
-	}
-	u.User = nil
-	return fmt.Sprintf("%q", u.Redacted())
+	return fmt.Sprintf("%q", secret.RedactURL(raw))
 }

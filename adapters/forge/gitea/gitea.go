@@ -23,6 +23,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // urlKey names the setting a repository URL comes from, in errors.
@@ -101,12 +102,7 @@ func ParseRepoURL(raw string) (Repo, error) {
 
 // redactUserinfo drops a password from a URL shown in an error.
 func redactUserinfo(raw string) string {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = url.User("***")
-	return u.String()
+	return secret.RedactURL(strings.TrimSpace(raw))
 }
 
 // Adapter is one Gitea repository.
