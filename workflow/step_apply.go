@@ -84,7 +84,8 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		// approved, is the way on once the captain has looked.
 		run.r.Step(StepPlanReview).Status = Pending
 		run.r.Checkpoints.Fingerprint = ""
-		return blocked(ErrApplyOutcomeUnknown, fmt.Sprintf("%v (release %s)", err, run.r.ID), nil), nil
+		why := strings.TrimPrefix(err.Error(), ErrApplyOutcomeUnknown.Error()+": ")
+		return blocked(ErrApplyOutcomeUnknown, fmt.Sprintf("%s; relcap resume %s plans again", why, run.r.ID), nil), nil
 	case errors.Is(err, ErrStalePlan):
 		// The plan step plans again when the release resumes; approvals of
 		// the old fingerprint do not carry over.

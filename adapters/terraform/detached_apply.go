@@ -197,7 +197,7 @@ type ApplyOutcomeUnknownError struct {
 }
 
 func (e *ApplyOutcomeUnknownError) Error() string {
-	return fmt.Sprintf("%s: plan %s may have been applied already and relcap cannot tell whether it changed anything (%s); it will not apply it again. Next safe action: inspect the state (terraform state list, terraform show in %s, workspace %s), run terraform plan there to see what is left, then plan again in this release (relcap plan --env %s, or relcap resume RELEASE) and have the new plan approved",
+	return fmt.Sprintf("%s: plan %s may have been applied already and relcap cannot tell whether it changed anything (%s); it will not apply it again. Next safe action: inspect the state (terraform state list, terraform show in %s, workspace %s), run terraform plan there to see what is left, then plan again in this release (relcap plan --env %s) and have the new plan approved",
 		workflow.ErrApplyOutcomeUnknown, workflow.ShortHash(e.Fingerprint), strings.Join(e.Why, "; "), e.Dir, e.Workspace, e.Env)
 }
 
