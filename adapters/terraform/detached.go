@@ -3,6 +3,8 @@ package terraform
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -513,4 +516,37 @@ func exitError(st runStatus, stderr string) error {
 		return fmt.Errorf("terraform was killed by %s\n%s", st.Exit.Signal, stderr)
 	}
 	return fmt.Errorf("exit status %d\n%s", st.Exit.Code, stderr)
+}
+
+// runDetachedCommand runs Terraform (args) in t.dir detached, as an
+// apply is, for a command that takes the state lock (plan): relcap's
+// death leaves it to finish and release the lock rather than killing it
+// while it holds the lock. Its output follows to the operation's writers;
+// it returns Terraform's exit code, and an error as terraform-exec's
+// would (Terraform's stderr kept, for terraformError) unless the code is
+// among ok. The run's directory, under the plan store, is removed once
+// its outcome is read.
+func (a *Adapter) runDetachedCommand(ctx context.Context, t target, op string, args []string, ok ...int) (int, error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	dir := filepath.Join(a.planDir, "runs", "ops", op+"-"+a.clock.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(b[:]))
+	run, err := a.startDetached(t, dir, args, runCommand{Op: op})
+	if err != nil {
+		return -1, err
+	}
+	stdout, stderr := a.writers(ctx)
+	st, err := followRun(ctx, run.dir, run.pid, stdout, stderr)
+	if err != nil {
+		return -1, a.terraformError(ctx, op, t, err)
+	}
+	_, errOut := runOutput(run.dir)
+	if st.State == runExited && st.Exit.StartError == "" && st.Exit.Signal == "" && slices.Contains(ok, st.Exit.Code) {
+		_ = os.RemoveAll(run.dir) // the outcome is read; a leftover is only clutter
+		return st.Exit.Code, nil
+	}
+	_ = os.RemoveAll(run.dir) // the outcome is in the error
+	if st.State != runExited {
+		return -1, a.terraformError(ctx, op, t, fmt.Errorf("terraform %s ended with no exit status recorded\n%s", op, errOut))
+	}
+	return st.Exit.Code, a.terraformError(ctx, op, t, exitError(st, errOut))
 }
