@@ -282,3 +282,44 @@ func terraformIn(t *testing.T, dir string, args ...string) string {
 	require.NoError(t, err, "terraform %s: %s", strings.Join(args, " "), out)
 	return string(out)
 }
+
+// TestCtrlCDuringApplyInterruptsTerraformGracefully: SIGINT to relcap
+// (Ctrl-C) mid-apply still interrupts its detached Terraform gracefully:
+// Terraform says it received the interrupt, stops, records its exit and
+// releases its state lock; relcap exits with the interruption, and the
+// release stays resumable (the interrupted plan is stale, so it plans
+// again) without the side effect happening again.
+func TestCtrlCDuringApplyInterruptsTerraformGracefully(t *testing.T) {
+	t.Parallel()
+	k := newApplyKill(t)
+	cmd, output := k.start(t, "--actor", "alice", "apply", "--plan", k.fp)
+	require.True(t, assertEventually(func() bool { _, err := os.Stat(filepath.Join(k.side, "provisioner.pid")); return err == nil }, 120*time.Second), output())
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	require.Error(t, err, "an interrupted apply is not a success: %s", output())
+	require.Less(t, time.Since(start), 30*time.Second, "relcap waited for Terraform to stop, not for the provisioner to end")
+	t.Logf("relcap after Ctrl-C:\n%s", output())
+	require.Contains(t, output(), "Interrupt received", "terraform was interrupted, not killed")
+	require.Contains(t, output(), "interrupted")
+	runs, err := filepath.Glob(filepath.Join(k.data, "state", "relcap", "plans", "runs", k.fp, "*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	b, err := os.ReadFile(filepath.Join(runs[0], "exit.json"))
+	require.NoError(t, err, "the supervisor recorded Terraform's exit")
+	var exit struct {
+		Code   int
+		Signal string
+	}
+	require.NoError(t, json.Unmarshal(b, &exit))
+	require.NotZero(t, exit.Code, "terraform stopped with an error")
+	require.Empty(t, exit.Signal, "terraform exited, it was not killed")
+	require.NoFileExists(t, filepath.Join(k.root, ".terraform.tfstate.lock.info"), "the state lock was released")
+
+	code, out, errOut := k.run(t, "--actor", "alice", "resume", k.release, "--timeout", "30s")
+	t.Logf("relcap resume after Ctrl-C:\n%s%s", out, errOut)
+	require.Equal(t, exitBlocked, code, "the interrupted plan is stale: "+out+errOut)
+	require.Contains(t, errOut, "is stale")
+	require.Contains(t, errOut, "relcap resume "+k.release, "resuming again plans again")
+	require.Equal(t, 1, k.effects(t), "the interrupted plan was not applied again")
+}
