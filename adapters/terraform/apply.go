@@ -134,8 +134,8 @@ func (a *Adapter) ForceUnlock(ctx context.Context, env workflow.Environment, loc
 }
 
 // PurgeExpired deletes saved plans (and temporary files of interrupted
-// plans) last modified more than expiry before now, and returns the paths it
-// deleted.
+// plans) and settled Terraform runs (purgeRuns) last modified more than
+// expiry before now, and returns the paths it deleted.
 func (a *Adapter) PurgeExpired(now time.Time, expiry time.Duration) ([]string, error) {
 	entries, err := os.ReadDir(a.planDir)
 	if err != nil {
@@ -167,6 +167,9 @@ func (a *Adapter) PurgeExpired(now time.Time, expiry time.Duration) ([]string, e
 		}
 		removed = append(removed, p)
 	}
+	runs, err := a.purgeRuns(now, expiry)
+	removed = append(removed, runs...)
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return removed, fmt.Errorf("purging expired plans: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/relcap/relcap/workflow"
 )
@@ -202,3 +203,57 @@ func (e *ApplyOutcomeUnknownError) Error() string {
 }
 
 func (e *ApplyOutcomeUnknownError) Unwrap() error { return workflow.ErrApplyOutcomeUnknown }
+
+// purgeRuns deletes the run directories last modified more than expiry
+// before now whose outcome is settled: an apply's that exited (its
+// output may hold what Terraform printed of secrets, like a plan file),
+// and any other command's. A run still going, and an apply whose
+// outcome is unknown, are kept: the latter is what stops its plan from
+// being applied again.
+func (a *Adapter) purgeRuns(now time.Time, expiry time.Duration) ([]string, error) {
+	root := filepath.Join(a.planDir, "runs")
+	groups, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading terraform runs: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, g := range groups {
+		if !g.IsDir() {
+			continue
+		}
+		runs, err := os.ReadDir(filepath.Join(root, g.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, r := range runs {
+			dir := filepath.Join(root, g.Name(), r.Name())
+			info, err := r.Info()
+			if err != nil || !r.IsDir() || now.Sub(info.ModTime()) <= expiry {
+				continue
+			}
+			st, err := inspectRun(dir)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			settled := st.State == runExited || (g.Name() == "ops" && st.State == runLost) || strings.HasPrefix(r.Name(), ".prepare-")
+			if !settled {
+				continue
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, dir)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return removed, fmt.Errorf("purging terraform runs: %w", err)
+	}
+	return removed, nil
+}

@@ -206,3 +206,28 @@ func TestAGonePlanFileIsNeverTakenAsApplied(t *testing.T) {
 	require.ErrorContains(t, err, "is gone")
 	require.ErrorContains(t, err, "run relcap plan again")
 }
+
+// TestPurgeKeepsRunsWhoseOutcomeIsUnknown: expired runs whose outcome is
+// settled go with the expired plans; an apply run whose outcome is
+// unknown stays, since it is what keeps its plan from running again.
+func TestPurgeKeepsRunsWhoseOutcomeIsUnknown(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, twoResources)
+	old := testNow.Add(-48 * time.Hour)
+	run := func(name string, exited bool) string {
+		dir := filepath.Join(f.a.PlanDir(), "runs", strings.Repeat("ab", 32), name)
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, runLockFile), nil, 0o600))
+		if exited {
+			require.NoError(t, writeJSONFile(filepath.Join(dir, runExitFile), runExit{Code: 0}))
+		}
+		require.NoError(t, os.Chtimes(dir, old, old))
+		return dir
+	}
+	finished, unknown := run("finished", true), run("unknown", false)
+	removed, err := f.a.PurgeExpired(testNow, workflow.DefaultPlanExpiry)
+	require.NoError(t, err)
+	require.Equal(t, []string{finished}, removed)
+	require.NoDirExists(t, finished)
+	require.DirExists(t, unknown)
+}
