@@ -28,6 +28,14 @@ var (
 	ErrForgeNotReady = errors.New("the forge does not let it merge yet")
 	// ErrStalePlan: the plan no longer matches its inputs or state (exit 3).
 	ErrStalePlan = fmt.Errorf("%w: stale plan", ErrBlocked)
+	// ErrAlreadyApplied: the plan was applied already; its fingerprint
+	// names a state that is gone, and it is never applied again (exit 3).
+	ErrAlreadyApplied = fmt.Errorf("%w: plan already applied", ErrBlocked)
+	// ErrApplyOutcomeUnknown: an apply of the plan may have started and
+	// whether it changed anything cannot be established (Terraform gone
+	// without an exit status); relcap never applies it again and says
+	// what to inspect (exit 3).
+	ErrApplyOutcomeUnknown = fmt.Errorf("%w: outcome of an earlier apply unknown", ErrBlocked)
 	// ErrPlanRefused: relcap cannot vouch for the plan (errored,
 	// incomplete, a failing check, drift on another owner's fields), so
 	// no approval makes it applicable (exit 3).

@@ -272,6 +272,9 @@ type ApplyRefused struct {
 type ApplyStarted struct {
 	Env         string `json:"env"`
 	Fingerprint string `json:"fingerprint"`
+	// Run is where the attempt's Terraform run is kept (host:directory),
+	// recorded before Terraform may start.
+	Run string `json:"run,omitempty"`
 }
 
 // ApplyInterrupted: the apply was interrupted and Terraform stopped cleanly.

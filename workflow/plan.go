@@ -229,12 +229,43 @@ type ApplyRequest struct {
 	PlanFile    string
 	PlanHash    string
 	Inputs      PlanInputs
+	// Run names this attempt: the Applier keeps Terraform's run under
+	// it, where a relcap that died meanwhile finds it. It was recorded
+	// (a release's checkpoint, the journal) before the Applier is asked.
+	Run ApplyRun
+	// Earlier are attempts at this plan recorded before, which may have
+	// started Terraform: the Applier takes their result (waiting for one
+	// still running) and never starts the plan again while one's outcome
+	// is unknown.
+	Earlier []ApplyRun
+}
+
+// ApplyRun is one attempt at applying a plan, recorded before Terraform
+// starts: where its run is kept (its host and directory, whose files say
+// whether Terraform still runs, how it exited and what it printed).
+type ApplyRun struct {
+	Fingerprint string    `json:"fingerprint"`
+	ID          string    `json:"id"`
+	Host        string    `json:"host,omitempty"`
+	Dir         string    `json:"dir,omitempty"`
+	StartedAt   time.Time `json:"started_at,omitzero"`
+}
+
+// IsZero reports whether no attempt is recorded.
+func (r ApplyRun) IsZero() bool { return r.ID == "" }
+
+// ApplyRunPlacer is the optional ability of an Applier to say, before it
+// starts Terraform, where the run of an attempt will be kept, so the
+// attempt's record names it.
+type ApplyRunPlacer interface {
+	PlaceApplyRun(fingerprint, id string) ApplyRun
 }
 
 // ApplyResult is what an apply did.
 type ApplyResult struct {
 	// AlreadyApplied is true when the plan had been applied by an earlier,
-	// interrupted run; nothing was applied twice.
+	// interrupted run, by the evidence that run left (Terraform's own
+	// exit status and result for this plan); nothing was applied twice.
 	AlreadyApplied bool  `json:"already_applied,omitempty"`
 	StateSerial    int64 `json:"state_serial"`
 }

@@ -37,7 +37,8 @@ func TestApplyPlanNeedsApprovalsOfThatExactPlanAndAppliesOnce(t *testing.T) {
 	require.Equal(t, 1, w.Applies)
 
 	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
-	require.ErrorIs(t, err, workflow.ErrStalePlan, "an applied plan is not applied again")
+	require.ErrorIs(t, err, workflow.ErrAlreadyApplied, "an applied plan is not applied again")
+	require.NotErrorIs(t, err, workflow.ErrStalePlan, "already applied is its own refusal, not a stale plan")
 	require.Equal(t, 1, w.Applies)
 	r, err := l.LoadRelease(ctx, out.Release.ID)
 	require.NoError(t, err)

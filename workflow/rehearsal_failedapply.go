@@ -234,8 +234,9 @@ func (s *Service) detectFailedApply(ctx context.Context, env Environment, rh *Re
 		} else {
 			rh.Failure = "misnamed: the apply failed without naming the local-exec provisioner of " + rehearsalResource + ": " + msg
 		}
-	case errors.Is(err, ErrStalePlan) && ctx.Err() == nil:
-		// Killed while Terraform applied: the state moved under the plan.
+	case (errors.Is(err, ErrStalePlan) || errors.Is(err, ErrApplyOutcomeUnknown)) && ctx.Err() == nil:
+		// Killed while Terraform applied: the state moved under the plan,
+		// or the run's outcome is unknown (its Terraform killed too).
 		// What the apply left is in the state.
 		resources, serr := roots.StateResources(ctx, scratch)
 		if serr != nil || !slices.Contains(resources, StateResource{Address: rehearsalResource, Tainted: true}) {

@@ -76,6 +76,11 @@ type Checkpoints struct {
 	Fingerprint string `json:"plan.fingerprint,omitempty"`
 	// Applied is set once the plan is applied (or had nothing to apply).
 	Applied Applied `json:"apply.done,omitzero"`
+	// ApplyRuns are the attempts at applying, each recorded before its
+	// Terraform starts, with where its run is kept: an attempt may have
+	// started, so a resumed release takes its result from that run
+	// and never starts its plan again while the outcome is unknown.
+	ApplyRuns []ApplyRun `json:"apply.runs,omitempty"`
 	// Digest is the one immutable digest the release promotes, resolved
 	// once, in DigestRepository.
 	Digest           Digest `json:"digest,omitzero"`
@@ -146,6 +151,17 @@ type BreakGlassPause struct {
 	// CapturePullRequest is the pull request opened for Capture where
 	// the environment's changes go through the forge.
 	CapturePullRequest *PullRequestRecord `json:"breakglass.capture_pull_request,omitempty"`
+}
+
+// ApplyRunsOf are the recorded attempts at applying plan fp.
+func (c Checkpoints) ApplyRunsOf(fp string) []ApplyRun {
+	var runs []ApplyRun
+	for _, r := range c.ApplyRuns {
+		if r.Fingerprint == fp {
+			runs = append(runs, r)
+		}
+	}
+	return runs
 }
 
 // Landed reports whether the promotion landed: the release has an intended

@@ -57,7 +57,7 @@ func TestAScriptedReleaseLeavesTheSameRecordAsOneRun(t *testing.T) {
 	_, _, err = cmd("alice").svc.ApplyPlan(ctx, planned.Plan.Fingerprint, nil)
 	require.NoError(t, err)
 	_, _, err = cmd("alice").svc.ApplyPlan(ctx, planned.Plan.Fingerprint, nil)
-	require.ErrorIs(t, err, workflow.ErrStalePlan, "applied once, and a second apply does not promote")
+	require.ErrorIs(t, err, workflow.ErrAlreadyApplied, "applied once, and a second apply does not promote")
 	_, err = cmd("alice").svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
 	require.ErrorIs(t, err, workflow.ErrUsage, "a release past apply has no plan to make")
 	require.ErrorContains(t, err, "already applied plan "+workflow.ShortHash(planned.Plan.Fingerprint))

@@ -145,10 +145,11 @@ func (s *Service) planFileToApply(ctx context.Context, env Environment, p PlanSu
 	if present {
 		return local, nil
 	}
-	// An apply interrupted after Terraform finished deletes the local
-	// file and leaves the state moved: the applier then reports it as
-	// applied earlier, which a fetched copy would hide behind a stale
-	// refusal. Reading the inputs first tells the two apart.
+	// A state moved past the plan makes a fetched copy stale anyway, so
+	// it is not fetched: the applier decides from its record of this
+	// plan's runs whether one applied it (an apply interrupted after
+	// Terraform finished) or the plan is stale. The moved state decides
+	// only where the file is looked for, never that the plan was applied.
 	if s.d.Planner != nil {
 		if now, err := s.d.Planner.Inputs(ctx, env); err == nil {
 			sameState := now.StateLineage == p.Inputs.StateLineage || p.Inputs.StateLineage == ""

@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,19 +57,35 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 	}
 	defer unlock()
 	planFile, err := run.svc.planFileToApply(ctx, run.env, plan)
+	// The attempt is recorded before Terraform may start: a relcap killed
+	// from here on resumes by taking that run's result, never by
+	// starting the plan again.
+	earlier := run.r.Checkpoints.ApplyRunsOf(fp)
+	attempt := run.svc.newApplyRun(fp)
 	if err == nil {
+		err = run.checkpoint(ctx, func(c *Checkpoints) { c.ApplyRuns = append(c.ApplyRuns, attempt) })
+		if err != nil {
+			return StepResult{}, err
+		}
 		run.progress(StepApply, "applying plan "+ShortHash(fp))
 	}
 	// The applier checks the plan file and its inputs itself, and first
-	// whether an interrupted run already applied it, so a resumed apply is
-	// recognised rather than refused as stale.
+	// what the earlier attempts did (waiting for one still running), so a
+	// resumed apply takes their result rather than applying again.
 	var res ApplyResult
 	if err == nil {
 		res, err = wait(run, StepApply, func() (ApplyResult, error) {
-			return d.Applier.Apply(ctx, ApplyRequest{Env: run.env, Fingerprint: fp, PlanFile: planFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
+			return d.Applier.Apply(ctx, ApplyRequest{Env: run.env, Fingerprint: fp, PlanFile: planFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs, Run: attempt, Earlier: earlier})
 		})
 	}
 	switch {
+	case errors.Is(err, ErrApplyOutcomeUnknown):
+		// Nothing applies this plan again; a new plan, reviewed and
+		// approved, is the way on once the captain has looked.
+		run.r.Step(StepPlanReview).Status = Pending
+		run.r.Checkpoints.Fingerprint = ""
+		why := strings.TrimPrefix(err.Error(), ErrApplyOutcomeUnknown.Error()+": ")
+		return blocked(ErrApplyOutcomeUnknown, fmt.Sprintf("%s; relcap resume %s plans again", why, run.r.ID), nil), nil
 	case errors.Is(err, ErrStalePlan):
 		// The plan step plans again when the release resumes; approvals of
 		// the old fingerprint do not carry over.
@@ -187,12 +205,16 @@ func (s *Service) applyPlanIn(ctx context.Context, env Environment, fingerprint 
 	if err != nil {
 		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	}
-	if err := s.journal(ctx, ApplyStarted{Env: env.Name, Fingerprint: fingerprint}); err != nil {
+	// The attempt is journaled (and so kept in the ledger) before
+	// Terraform may start; the Applier finds this machine's earlier runs
+	// of the plan itself.
+	attempt := s.newApplyRun(fingerprint)
+	if err := s.journal(ctx, ApplyStarted{Env: env.Name, Fingerprint: fingerprint, Run: runRef(attempt)}); err != nil {
 		return ApplyResult{}, plan, err
 	}
 	tctx, done := s.withToolOutput(ctx, "", StepApply)
 	res, err := measureWait(tctx, s, "unreleased/"+env.Name, StepApply, func() (ApplyResult, error) {
-		return d.Applier.Apply(tctx, ApplyRequest{Env: env, Fingerprint: fingerprint, PlanFile: planFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs})
+		return d.Applier.Apply(tctx, ApplyRequest{Env: env, Fingerprint: fingerprint, PlanFile: planFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs, Run: attempt})
 	})
 	if jerr := done(nil); jerr != nil {
 		err = errors.Join(err, jerr)
@@ -203,6 +225,8 @@ func (s *Service) applyPlanIn(ctx context.Context, env Environment, fingerprint 
 		next := fmt.Sprintf("Terraform was interrupted and stopped cleanly; run relcap plan --env %s to see what is left, then approve and apply the new plan", env.Name)
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("apply interrupted: %w; next: %s", err, next),
 			ApplyInterrupted{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
+	case errors.Is(err, ErrApplyOutcomeUnknown):
+		return ApplyResult{}, plan, s.journalFailure(jctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	case errors.Is(err, ErrStalePlan):
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("%w; run relcap plan --env %s again and have the new fingerprint approved", err, env.Name),
 			ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
@@ -280,7 +304,7 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 		return ApplyResult{}, plan, err
 	}
 	if !plan.AppliedAt.IsZero() || r.Step(StepApply).Status.Done() {
-		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied (release %s); run relcap plan --env %s for a new one", ErrStalePlan, ShortHash(fingerprint), r.ID, r.Env)
+		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied (release %s); run relcap plan --env %s for a new one", ErrAlreadyApplied, ShortHash(fingerprint), r.ID, r.Env)
 	}
 	if err := s.linkSession(ctx, r.ID); err != nil {
 		return ApplyResult{}, plan, err
@@ -364,5 +388,28 @@ func appliedBefore(plan PlanSummary) error {
 	if plan.AppliedAt.IsZero() {
 		return nil
 	}
-	return fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", ErrStalePlan, ShortHash(plan.Fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
+	return fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", ErrAlreadyApplied, ShortHash(plan.Fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
+}
+
+// newApplyRun names a new attempt at applying plan fp and, when the
+// Applier can say, where its Terraform run will be kept.
+func (s *Service) newApplyRun(fp string) ApplyRun {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	now := s.d.Clock.Now().UTC()
+	id := now.Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	run := ApplyRun{Fingerprint: fp, ID: id}
+	if p, ok := s.d.Applier.(ApplyRunPlacer); ok {
+		run = p.PlaceApplyRun(fp, id)
+	}
+	run.StartedAt = now
+	return run
+}
+
+// runRef is how the journal names an attempt's run.
+func runRef(r ApplyRun) string {
+	if r.Dir == "" {
+		return r.ID
+	}
+	return r.Host + ":" + r.Dir
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-exec/tfexec"
-
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -23,15 +21,20 @@ import (
 // stale plan wraps workflow.ErrStalePlan too, and a held state lock returns
 // a *StateLockError, which wraps workflow.ErrLocked.
 //
-// On success the plan file is deleted. If the plan file is already gone and
-// the state has moved past req.Inputs.StateSerial in the same lineage, the
-// plan was applied by an earlier run that did not record it (a crash after
-// apply): Apply returns AlreadyApplied and applies nothing.
+// Terraform runs detached (detached.go): relcap's death does not kill it,
+// and its run directory keeps its output and exit status. Before anything
+// else, Apply settles the earlier attempts at this plan (earlierApplies):
+// it waits for one still running, returns AlreadyApplied (applying
+// nothing) when one applied the plan by Terraform's own result, and
+// refuses with workflow.ErrApplyOutcomeUnknown when one's outcome cannot
+// be established. A moved state is never taken as evidence: a plan file
+// that is gone with no run that applied it is refused as stale. On
+// success the plan file is deleted.
 //
-// When ctx is cancelled, terraform-exec sends Terraform SIGINT and waits for
-// it to exit (up to its WaitDelay of 60 s), so Terraform stops gracefully,
-// writes its state and releases its lock; the error then satisfies
-// errors.Is(err, context.Canceled). The plan is stale afterwards.
+// When ctx is cancelled, Terraform gets SIGINT and relcap waits for it to
+// exit (up to 60 s), so Terraform stops gracefully, writes its state and
+// releases its lock; the error then satisfies errors.Is(err,
+// context.Canceled). The plan is stale afterwards.
 func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflow.ApplyResult, error) {
 	t, err := a.target(req.Env)
 	if err != nil {
@@ -45,6 +48,12 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 		return workflow.ApplyResult{}, err
 	}
 	defer unlock()
+	// An earlier run still going is waited for before anything else runs
+	// Terraform in the root.
+	ranBefore, err := a.earlierApplies(ctx, t, req)
+	if err != nil {
+		return workflow.ApplyResult{}, err
+	}
 	loud, quiet, err := a.terraforms(ctx, t)
 	if err != nil {
 		return workflow.ApplyResult{}, err
@@ -55,16 +64,16 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 	if err != nil {
 		return workflow.ApplyResult{}, err
 	}
+	if ranBefore {
+		if err := os.Remove(req.PlanFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return workflow.ApplyResult{AlreadyApplied: true, StateSerial: now.StateSerial}, fmt.Errorf("plan %s applied, but deleting its plan file failed: %w", workflow.ShortHash(req.Fingerprint), err)
+		}
+		return workflow.ApplyResult{AlreadyApplied: true, StateSerial: now.StateSerial}, nil
+	}
 
 	planHash, err := hashFile(req.PlanFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		// A plan made against no state at all ("" lineage) creates the
-		// lineage it is applied into.
-		sameState := now.StateLineage == req.Inputs.StateLineage || req.Inputs.StateLineage == ""
-		if sameState && now.StateSerial > req.Inputs.StateSerial {
-			return workflow.ApplyResult{AlreadyApplied: true, StateSerial: now.StateSerial}, nil
-		}
-		return workflow.ApplyResult{}, fmt.Errorf("%w: plan file %s is gone (expired or purged) and the state has not moved since it was made; run relcap plan again", workflow.ErrStalePlan, req.PlanFile)
+		return workflow.ApplyResult{}, fmt.Errorf("%w: plan file %s is gone (expired or purged) and no run of it on this machine applied it; run relcap plan again", workflow.ErrStalePlan, req.PlanFile)
 	}
 	if err != nil {
 		return workflow.ApplyResult{}, fmt.Errorf("hashing plan file: %w", err)
@@ -77,10 +86,9 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 	}
 
 	// The saved plan carries its variables; passing var files or -var
-	// here would be refused by Terraform. -lock=true is explicit so no
-	// TF_CLI_ARGS in the environment can turn locking off.
-	if err := loud.Apply(ctx, tfexec.DirOrPlan(req.PlanFile), tfexec.Lock(true)); err != nil {
-		return workflow.ApplyResult{}, a.terraformError(ctx, "apply", t, err)
+	// here would be refused by Terraform.
+	if err := a.applyDetached(ctx, t, req); err != nil {
+		return workflow.ApplyResult{}, err
 	}
 	_, serial, err := stateIdentity(ctx, quiet, t, a.secrets)
 	if err != nil {
@@ -126,8 +134,8 @@ func (a *Adapter) ForceUnlock(ctx context.Context, env workflow.Environment, loc
 }
 
 // PurgeExpired deletes saved plans (and temporary files of interrupted
-// plans) last modified more than expiry before now, and returns the paths it
-// deleted.
+// plans) and settled Terraform runs (purgeRuns) last modified more than
+// expiry before now, and returns the paths it deleted.
 func (a *Adapter) PurgeExpired(now time.Time, expiry time.Duration) ([]string, error) {
 	entries, err := os.ReadDir(a.planDir)
 	if err != nil {
@@ -159,6 +167,9 @@ func (a *Adapter) PurgeExpired(now time.Time, expiry time.Duration) ([]string, e
 		}
 		removed = append(removed, p)
 	}
+	runs, err := a.purgeRuns(now, expiry)
+	removed = append(removed, runs...)
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return removed, fmt.Errorf("purging expired plans: %w", err)
 	}

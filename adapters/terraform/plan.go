@@ -72,12 +72,16 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 		}
 	}()
 
-	opts := []tfexec.PlanOption{tfexec.Out(tmpPath), tfexec.Lock(true)}
+	// Detached, as terraform-exec's Plan with Out, Lock(true) and the var
+	// files would run it (exit 2: changes): Terraform holds the state
+	// lock while it plans, and relcap's death must not kill it then.
+	args := []string{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-lock-timeout=0s", "-out=" + tmpPath}
 	for _, f := range t.varFiles {
-		opts = append(opts, tfexec.VarFile(f))
+		args = append(args, "-var-file="+f)
 	}
-	if _, err := loud.Plan(ctx, opts...); err != nil {
-		return workflow.PlanSummary{}, a.terraformError(ctx, "plan", t, err)
+	args = append(args, "-lock=true", "-parallelism=10", "-refresh=true")
+	if _, err := a.runDetachedCommand(ctx, t, "plan", args, 0, 2); err != nil {
+		return workflow.PlanSummary{}, err
 	}
 	lineage, serial, err := stateIdentity(ctx, quiet, t, a.secrets)
 	if err != nil {

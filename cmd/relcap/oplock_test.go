@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/store/pgtest"
-	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -26,20 +26,39 @@ import (
 // kill with SIGKILL.
 const relcapProcessEnv = "RELCAP_TEST_RUN_AS_RELCAP"
 
-// slowRoot is a Terraform root whose apply takes as many seconds as the
-// file sleep-seconds in the directory %[1]q says when the apply runs (the
-// shell reads it then), and leaves the sleeping process's pid in sleep.pid
-// there. The directory is outside the root, whose files the plan's
-// fingerprint covers.
+// slowRoot is a Terraform root whose apply appends a line to the file
+// effects in the directory %[1]q (a side effect outside Terraform's
+// state), leaves its provisioner's pid in sleep.pid there, and waits
+// until the file go-on exists there. The directory is outside the root,
+// whose files the plan's fingerprint covers.
 const slowRoot = `
 resource "terraform_data" "slow" {
   input = "v1"
   provisioner "local-exec" {
     working_dir = %[1]q
-    command     = "echo $$ > sleep.pid; exec sleep $(cat sleep-seconds)"
+    command     = "echo once >> effects; echo $$ > sleep.pid; while [ ! -e go-on ]; do sleep 0.1; done"
   }
 }
 `
+
+// syncBuilder is a strings.Builder a process's output copier and a test
+// may use at once.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
 
 // captain is one person's relcap on this machine: their own data and state
 // directories, and the team's PostgreSQL ledger.
@@ -82,22 +101,20 @@ func (c captain) run(t *testing.T, args ...string) (code int, stdout, stderr str
 // directories (so no lock of this machine's is shared), is refused at
 // once, told it is alice, what she applies and since when, exit 3. alice's
 // relcap is killed with SIGKILL mid-apply: the lock goes within a second,
-// and bob's apply then takes it and applies the plan, Terraform's own
-// state lock having gone with alice's terraform.
+// but not her Terraform, which goes on holding Terraform's state lock
+// (relcap's death never kills Terraform mid-write; issue 26). bob's apply
+// then takes relcap's lock, finds alice's run in the release's
+// checkpoint, waits for that Terraform without breaking its lock, and
+// records the apply from its result: the plan is applied once.
 func TestTwoCaptainsOnePostgresOneApplyAtATime(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.Database(t)
 	cfg, tfEnv, _ := tfRepo(t, 0, false)
 	root, slow := filepath.Join(filepath.Dir(cfg), "infra/staging"), t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "main.tf"), fmt.Appendf(nil, slowRoot, slow), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(slow, "sleep-seconds"), []byte("120\n"), 0o644))
 	t.Cleanup(func() {
-		// The sleep outlives a terraform killed under it; end it.
-		if b, err := os.ReadFile(filepath.Join(slow, "sleep.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
+		// Let a provisioner still waiting end.
+		_ = os.WriteFile(filepath.Join(slow, "go-on"), nil, 0o644)
 	})
 	alice := captain{actor: "alice", data: t.TempDir(), env: tfEnv, ledger: dbURL}
 	bob := captain{actor: "bob", data: t.TempDir(), env: tfEnv, ledger: dbURL}
@@ -143,8 +160,7 @@ func TestTwoCaptainsOnePostgresOneApplyAtATime(t *testing.T) {
 	require.Contains(t, string(b), `"kind":"lock.refused"`, "bob's journal keeps the refusal")
 	require.Contains(t, string(b), `"holder":"alice"`)
 
-	// alice's relcap dies without a word; its terraform with it.
-	require.NoError(t, os.WriteFile(filepath.Join(slow, "sleep-seconds"), []byte("0\n"), 0o644))
+	// alice's relcap dies without a word; her terraform goes on.
 	require.NoError(t, holder.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
 	<-exited
@@ -158,31 +174,31 @@ func TestTwoCaptainsOnePostgresOneApplyAtATime(t *testing.T) {
 		return n == 0
 	}, time.Second, 10*time.Millisecond, "the lock outlived its killed holder by a second")
 	t.Logf("released %s after SIGKILL", time.Since(killed).Round(time.Millisecond))
-
-	// A terraform that outlived its relcap would still hold Terraform's
-	// state lock (here a console, which holds it while it is open): bob's
-	// relcap then has the apply lock, says Terraform's state is locked,
-	// and applies nothing; it never breaks Terraform's lock.
-	console := exec.Command(terraformtest.Binary(t), "console")
-	console.Dir = root
-	stdin, err := console.StdinPipe()
+	time.Sleep(500 * time.Millisecond) // SIGPIPE or a parent-death signal would have ended it by now
+	b, err = os.ReadFile(filepath.Join(slow, "sleep.pid"))
 	require.NoError(t, err)
-	require.NoError(t, console.Start())
-	t.Cleanup(func() { _ = console.Process.Kill() })
-	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join(root, ".terraform.tfstate.lock.info"))
-		return err == nil
-	}, 30*time.Second, 20*time.Millisecond, "terraform console took no state lock")
-	code, out, errOut = bob.run(t, "-c", cfg, "apply", "--plan", plan.Fingerprint)
-	t.Logf("bob, with Terraform's state locked:\n%s", errOut)
-	require.NotEqual(t, 0, code, out+errOut)
-	require.Contains(t, errOut, "the Terraform state of "+root+" (default) is locked by")
-	require.NotContains(t, errOut, "is held by alice", "relcap's own lock was free")
-	require.NoError(t, stdin.Close())
-	require.NoError(t, console.Wait())
+	sleeper, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(sleeper, 0), "alice's provisioner still runs")
+	require.FileExists(t, filepath.Join(root, ".terraform.tfstate.lock.info"), "alice's terraform still holds the state lock")
 
-	code, out, errOut = bob.run(t, "-c", cfg, "apply", "--plan", plan.Fingerprint)
-	require.Equal(t, 0, code, out+errOut)
-	require.Contains(t, out, "applied plan")
-	require.NotContains(t, out+errOut, "is held by alice")
+	// bob's relcap waits for alice's terraform, never breaking its lock,
+	// and takes its result once it finishes.
+	waiting := bob.command("-c", cfg, "apply", "--plan", plan.Fingerprint)
+	var bobOut, bobErr syncBuilder
+	waiting.Stdout, waiting.Stderr = &bobOut, &bobErr
+	require.NoError(t, waiting.Start())
+	t.Cleanup(func() { _ = waiting.Process.Kill() })
+	require.Eventually(t, func() bool { return strings.Contains(bobErr.String(), "is still running") }, 90*time.Second, 50*time.Millisecond,
+		"bob never said he waits for alice's terraform: %s", &bobErr)
+	require.FileExists(t, filepath.Join(root, ".terraform.tfstate.lock.info"), "Terraform's state lock is left to its holder")
+	require.NoError(t, os.WriteFile(filepath.Join(slow, "go-on"), nil, 0o644))
+	require.NoError(t, waiting.Wait(), "%s%s", &bobOut, &bobErr)
+	t.Logf("bob, after alice's relcap died:\n%s%s", &bobOut, &bobErr)
+	require.Contains(t, bobOut.String(), "applied plan")
+	require.Contains(t, bobOut.String()+bobErr.String(), "completed by an earlier, interrupted run")
+	require.NotContains(t, bobErr.String(), "is held by alice")
+	b, err = os.ReadFile(filepath.Join(slow, "effects"))
+	require.NoError(t, err)
+	require.Equal(t, "once\n", string(b), "the plan's side effect happened once")
 }
