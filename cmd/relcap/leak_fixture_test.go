@@ -20,14 +20,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/argocd/argosim"
+	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret/secrettest"
@@ -98,20 +101,21 @@ func hclString(v string) string {
 
 // leakWorld is one release repository wired to generated secrets.
 type leakWorld struct {
-	gen      *secrettest.Generator
-	secrets  []secrettest.Secret // every generated secret, credentials included
-	tfVars   []secrettest.Secret // the Terraform root's sensitive variables
-	cfg      string
-	root     string // the staging Terraform root
-	envRepo  string
-	host     string // the registry, which asks for the generated credential
-	data     string // XDG data, state (data/state) and cache (data/cache)
-	env      []string
-	sim      *argosim.Server
-	regAuth  authn.Authenticator
-	outputs  []capture
-	forge    *fakeForge // nil unless the world promotes through a pull request
-	ledgerDB string     // the SQLite ledger, when that is the ledger
+	gen       *secrettest.Generator
+	secrets   []secrettest.Secret // every generated secret, credentials included
+	tfVars    []secrettest.Secret // the Terraform root's sensitive variables
+	cfg       string
+	root      string // the staging Terraform root
+	envRepo   string
+	host      string // the registry, which asks for the generated credential
+	data      string // XDG data, state (data/state) and cache (data/cache)
+	env       []string
+	sim       *argosim.Server
+	regAuth   authn.Authenticator
+	outputs   []capture
+	forge     *fakeForge // nil unless the world promotes through a pull request
+	ledgerDB  string     // the SQLite ledger, when that is the ledger
+	ledgerURL string     // the team ledger, given as --ledger to every command
 }
 
 // capture is one command's output, scanned with its command's name.
@@ -212,7 +216,7 @@ func newLeakWorld(t *testing.T, opts leakOptions) *leakWorld {
 
 	w.env = []string{"ARGOCD_AUTH_TOKEN=" + argoToken.Value, "FORGE_TOKEN=" + forgeToken.Value}
 	if opts.ledger != "" {
-		w.env = append(w.env, "RELCAP_LEDGER="+opts.ledger)
+		w.ledgerURL = opts.ledger
 	} else {
 		w.ledgerDB = filepath.Join(w.data, "relcap", "ledger.db")
 	}
@@ -251,11 +255,29 @@ func (w *leakWorld) push(t *testing.T, tag string) string {
 // the scan; want is its exit code.
 func (w *leakWorld) relcap(t *testing.T, want int, args ...string) string {
 	t.Helper()
-	code, out, errOut := invokeEnv(t, w.data, w.env, append([]string{"-c", w.cfg}, args...)...)
-	label := "relcap " + strings.Join(args, " ")
-	w.outputs = append(w.outputs, capture{"stdout of `" + label + "`", out}, capture{"stderr of `" + label + "`", errOut})
-	require.Equal(t, want, code, "%s:\n%s%s", label, out, errOut)
+	if w.ledgerURL != "" {
+		args = append([]string{"--ledger", w.ledgerURL}, args...)
+	}
+	code, out, errOut := w.relcapAny(t, args...)
+	require.Equal(t, want, code, "%s%s", out, errOut)
 	return out
+}
+
+// relcapAny runs one command whatever its exit code; the command line is
+// named in the scan without the ledger's URL.
+func (w *leakWorld) relcapAny(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	code, out, errOut := invokeEnv(t, w.data, w.env, append([]string{"-c", w.cfg}, args...)...)
+	var named []string
+	for i, a := range args {
+		if i > 0 && args[i-1] == "--ledger" {
+			a = "<ledger URL>"
+		}
+		named = append(named, a)
+	}
+	label := "relcap " + strings.Join(named, " ")
+	w.outputs = append(w.outputs, capture{"stdout of `" + label + "`", out}, capture{"stderr of `" + label + "`", errOut})
+	return code, out, errOut
 }
 
 // plan plans staging as author and returns the fingerprint and release.
@@ -505,4 +527,109 @@ func (f *fakeForge) Bodies() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.bodies...)
+}
+
+// cockpitRelease runs a release in the cockpit (a terminal simulated with
+// a pipe for keys) after setting replicas: its plan waits for bob, who
+// approves from his own relcap; the captain presses enter to apply, opens
+// the log pane (Terraform's own output) and quits once it converged.
+func (w *leakWorld) cockpitRelease(t *testing.T, replicas int) {
+	t.Helper()
+	w.setReplicas(t, replicas)
+	image := w.host + "/ci/web:1.0." + itoa(replicas)
+	w.push(t, "1.0."+itoa(replicas))
+	keys, typing := io.Pipe()
+	var screen, errb bytes.Buffer
+	tio := &IO{In: keys, Out: &screen, Err: &errb, IsTTY: true,
+		Env: append([]string{"XDG_DATA_HOME=" + w.data, "XDG_STATE_HOME=" + filepath.Join(w.data, "state"), "XDG_CACHE_HOME=" + filepath.Join(w.data, "cache"), "USER=alice", "TERM=xterm-256color"}, w.env...)}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), tio, []string{"-c", w.cfg, "release", "--env", "staging", "--image", image, "--timeout", "60s"})
+	}()
+	defer func() {
+		_ = typing.Close()
+		w.outputs = append(w.outputs, capture{"the cockpit's terminal", screen.String()}, capture{"the cockpit's stderr", errb.String()})
+	}()
+	watch, err := store.OpenSQLite(t.Context(), w.ledgerDB)
+	require.NoError(t, err)
+	defer watch.Close()
+	latest := func() *workflow.Release {
+		rs, err := watch.ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging"})
+		if err != nil {
+			return nil
+		}
+		for _, r := range rs {
+			if r.Image == image {
+				return r
+			}
+		}
+		return nil
+	}
+	var r *workflow.Release
+	require.Eventually(t, func() bool {
+		r = latest()
+		return r != nil && r.Status == workflow.ReleaseBlocked && r.Step(workflow.StepPlanReview).Status == workflow.Blocked
+	}, 2*time.Minute, 100*time.Millisecond, "the cockpit's plan waits for bob:\n%s", errb.String())
+	w.relcap(t, exitOK, "--actor", "bob", "approve", "--plan", r.Checkpoints.Fingerprint)
+	require.Eventually(t, func() bool {
+		r = latest()
+		return r != nil && r.Step(workflow.StepPlanReview).Status == workflow.Succeeded
+	}, 30*time.Second, 100*time.Millisecond, "the cockpit continued after bob approved")
+	time.Sleep(500 * time.Millisecond)
+	_, _ = typing.Write([]byte("\r"))
+	converged := func() bool {
+		r = latest()
+		return r != nil && r.Status == workflow.ReleaseConverged
+	}
+	for deadline := time.Now().Add(2 * time.Minute); !converged(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			var steps []string
+			for _, k := range workflow.StepKinds {
+				steps = append(steps, fmt.Sprintf("%s %s", k, r.Step(k).Status))
+			}
+			seen := ansi.Strip(screen.String())
+			t.Fatalf("enter did not apply and converge: release %s, steps %s; the screen ends:\n%s\n%s", r.Status, strings.Join(steps, ", "), seen[max(0, len(seen)-3000):], errb.String())
+		}
+	}
+	_, _ = typing.Write([]byte("l")) // the log pane: Terraform's own plan and apply output
+	time.Sleep(500 * time.Millisecond)
+	_, _ = typing.Write([]byte("q"))
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_, _ = typing.Write([]byte("q"))
+		<-done
+	}
+}
+
+// dumpTables reads every row of every table of the database as text (the
+// simple protocol's text format: bytea as hex, JSON as written), one
+// capture per table.
+func dumpTables(t *testing.T, conn *pgx.Conn) []capture {
+	t.Helper()
+	rows, err := conn.Query(t.Context(), "SELECT schemaname, tablename FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2")
+	require.NoError(t, err)
+	var tables []pgx.Identifier
+	for rows.Next() {
+		var schema, table string
+		require.NoError(t, rows.Scan(&schema, &table))
+		tables = append(tables, pgx.Identifier{schema, table})
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, tables)
+	var dump []capture
+	for _, table := range tables {
+		rows, err := conn.Query(t.Context(), "SELECT * FROM "+table.Sanitize(), pgx.QueryExecModeSimpleProtocol)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		for rows.Next() {
+			for _, cell := range rows.RawValues() {
+				b.Write(cell)
+				b.WriteByte('\n')
+			}
+		}
+		require.NoError(t, rows.Err())
+		dump = append(dump, capture{"PostgreSQL table " + table.Sanitize(), b.String()})
+	}
+	return dump
 }

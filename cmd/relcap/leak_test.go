@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/adapters/store/pgtest"
 )
 
 // TestNoSecretAnywhereInAScriptedReleaseThroughAPullRequest: a release of
@@ -48,5 +56,105 @@ func TestNoSecretAnywhereInAScriptedReleaseThroughAPullRequest(t *testing.T) {
 	s := w.scan(t)
 	sources := s.Sources()
 	require.Contains(t, sources, w.ledgerDB+"-wal", "the ledger's write-ahead log was scanned")
+	requireNoLeak(t, w, s)
+}
+
+// TestNoSecretAnywhereInBreakGlassRehearsalsAndTheCockpit: on the same
+// generated secrets, after a scripted release converged, the captain
+// breaks the glass (start, status, end and its capture branch), drills an
+// unavailable image and a failed apply (a scratch copy of the root,
+// planned and applied with real Terraform, each plan approved by bob),
+// then runs a release in the cockpit (its plan and apply streamed into
+// the log pane and the screen recording). No form of any secret is in
+// anything relcap wrote, screen.cast included.
+func TestNoSecretAnywhereInBreakGlassRehearsalsAndTheCockpit(t *testing.T) {
+	w := newLeakWorld(t, leakOptions{})
+	fp, release := w.plan(t, "alice")
+	w.relcap(t, exitOK, "--actor", "bob", "approve", "--plan", fp)
+	w.relcap(t, exitOK, "--actor", "alice", "apply", "--plan", fp)
+	w.push(t, "1.0.0")
+	w.relcap(t, exitOK, "--actor", "alice", "promote", "--env", "staging", "--release", release, "--image", w.host+"/ci/web:1.0.0")
+	w.relcap(t, exitOK, "--actor", "alice", "converge", "--env", "staging", "--release", release, "--timeout", "60s")
+
+	w.relcap(t, exitOK, "--actor", "alice", "breakglass", "start", "--env", "staging", "--reason", "OOM: raise memory by hand", "--ttl", "30m")
+	w.relcap(t, exitOK, "breakglass", "status", "--env", "staging")
+	w.relcap(t, exitOK, "--actor", "alice", "breakglass", "end", "--env", "staging")
+	rev := strings.TrimSpace(gitOut(t, w.envRepo, "rev-parse", "main"))
+	w.relcap(t, exitOK, "converge", "--env", "staging", "--revision", rev, "--timeout", "60s")
+
+	w.relcap(t, exitOK, "--actor", "alice", "rehearse", "--env", "staging", "--drill", "unavailable-image", "--timeout", "30s")
+	approval := regexp.MustCompile(`relcap approve --plan ([0-9a-f]{64})`)
+	drill := func(args ...string) {
+		t.Helper()
+		code, out, errOut := invokeEnv(t, w.data, w.env, append([]string{"-c", w.cfg, "--actor", "alice"}, args...)...)
+		label := "relcap --actor alice " + strings.Join(args, " ")
+		w.outputs = append(w.outputs, capture{"stdout of `" + label + "`", out}, capture{"stderr of `" + label + "`", errOut})
+		require.Contains(t, []int{exitOK, exitBlocked}, code, out+errOut)
+		if code == exitBlocked {
+			m := approval.FindStringSubmatch(errOut)
+			require.NotNil(t, m, errOut)
+			w.relcap(t, exitOK, "--actor", "bob", "approve", "--plan", m[1])
+		}
+	}
+	drill("rehearse", "--env", "staging", "--drill", "failed-apply")
+	ids := regexp.MustCompile(`rh-[0-9A-Za-z-]+`).FindAllString(w.outputs[len(w.outputs)-1].text+w.outputs[len(w.outputs)-2].text, 1)
+	for range 2 {
+		if len(ids) == 0 {
+			break
+		}
+		drill("rehearse", "--resume", ids[0])
+	}
+	w.relcap(t, exitOK, "rehearse", "list", "--env", "staging")
+
+	w.cockpitRelease(t, 2)
+	w.records(t)
+	casts, err := filepath.Glob(filepath.Join(w.data, "relcap", "sessions", "*", "screen.cast"))
+	require.NoError(t, err)
+	require.NotEmpty(t, casts, "the cockpit's recording is scanned")
+	requireNoLeak(t, w, w.scan(t))
+}
+
+// TestNoSecretAnywhereOnAPostgresLedger: the team ledger's role has a
+// generated password with every character a URL must escape, given
+// percent-escaped in --ledger to every command of a release (plan,
+// approve, apply, effort log, reports, journal list/show/verify), and
+// once written unescaped, the easy mistake. No form of the password or of
+// any other secret is in the commands' output, the journals, or any row of
+// any table of the database (each read as text).
+func TestNoSecretAnywhereOnAPostgresLedger(t *testing.T) {
+	admin := pgtest.Database(t)
+	u, err := url.Parse(admin)
+	require.NoError(t, err)
+	conn, err := pgx.Connect(t.Context(), admin)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+
+	w := newLeakWorld(t, leakOptions{})
+	password := w.gen.Password("postgres password", 12)
+	w.secrets = append(w.secrets, password)
+	_, err = conn.Exec(t.Context(), "CREATE ROLE leak_captain LOGIN PASSWORD '"+strings.ReplaceAll(password.Value, "'", "''")+"'")
+	require.NoError(t, err)
+	_, err = conn.Exec(t.Context(), "ALTER DATABASE "+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+" OWNER TO leak_captain")
+	require.NoError(t, err)
+	team := *u
+	team.User = url.UserPassword("leak_captain", password.Value)
+	w.ledgerURL = team.String()
+	w.ledgerDB = ""
+
+	// The password written in --ledger unescaped: refused, and not shown.
+	unescaped := "postgres://leak_captain:" + password.Value + "@" + u.Host + u.Path + "?" + u.RawQuery
+	code, _, _ := w.relcapAny(t, "--ledger", unescaped, "journal", "list")
+	require.NotEqual(t, exitOK, code)
+
+	w.relcap(t, exitOK, "validate")
+	fp, release := w.plan(t, "alice")
+	w.relcap(t, exitOK, "--actor", "bob", "approve", "--plan", fp)
+	w.relcap(t, exitOK, "--actor", "alice", "apply", "--plan", fp)
+	w.relcap(t, exitOK, "--actor", "bob", "effort", "log", "--release", release, "--minutes", "20", "--what", "change board")
+	w.records(t)
+	_, err = os.Stat(filepath.Join(w.data, "relcap", "ledger.db"))
+	require.True(t, os.IsNotExist(err), "the records are in PostgreSQL")
+
+	s := w.scan(t, dumpTables(t, conn)...)
 	requireNoLeak(t, w, s)
 }
