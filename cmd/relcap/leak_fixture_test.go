@@ -531,7 +531,8 @@ func (f *fakeForge) Bodies() []string {
 
 // cockpitRelease runs a release in the cockpit (a terminal simulated with
 // a pipe for keys) after setting replicas: its plan waits for bob, who
-// approves from his own relcap; the captain presses enter to apply, opens
+// approves from his own relcap; the captain presses enter to apply (and y
+// to confirm the replacement), opens
 // the log pane (Terraform's own output) and quits once it converged.
 func (w *leakWorld) cockpitRelease(t *testing.T, replicas int) {
 	t.Helper()
@@ -577,6 +578,8 @@ func (w *leakWorld) cockpitRelease(t *testing.T, replicas int) {
 	}, 30*time.Second, 100*time.Millisecond, "the cockpit continued after bob approved")
 	time.Sleep(500 * time.Millisecond)
 	_, _ = typing.Write([]byte("\r"))
+	time.Sleep(500 * time.Millisecond)
+	_, _ = typing.Write([]byte("y")) // it replaces a resource: confirm
 	converged := func() bool {
 		r = latest()
 		return r != nil && r.Status == workflow.ReleaseConverged

@@ -163,7 +163,8 @@ func (g *Generator) Token(name string, n int) Secret {
 	return Secret{Name: name, Kind: Token, Value: g.pick(alnum+"-._~+/=", n)}
 }
 
-// Password is a credential with URL-unsafe characters and n random ones.
+// Password is a credential holding every URL-unsafe character (see
+// URLUnsafe) and n random letters and digits.
 func (g *Generator) Password(name string, n int) Secret {
-	return Secret{Name: name, Kind: URLUnsafe, Value: g.URLUnsafe()[:8] + g.pick(alnum, n)}
+	return Secret{Name: name, Kind: URLUnsafe, Value: "p@/:?#%&=+ $;" + g.pick(alnum, n)}
 }
