@@ -116,6 +116,7 @@ type leakWorld struct {
 	forge     *fakeForge // nil unless the world promotes through a pull request
 	ledgerDB  string     // the SQLite ledger, when that is the ledger
 	ledgerURL string     // the team ledger, given as --ledger to every command
+	keys      string     // the people's SSH keys, when signed
 }
 
 // capture is one command's output, scanned with its command's name.
@@ -123,6 +124,7 @@ type capture struct{ where, text string }
 
 type leakOptions struct {
 	pullRequest bool   // promote staging through a pull request on a fake forge
+	signed      bool   // alice and bob sign with their own SSH keys: heads anchored, releases attested
 	ledger      string // --ledger for every command; "" is the default SQLite
 }
 
@@ -215,6 +217,9 @@ func newLeakWorld(t *testing.T, opts leakOptions) *leakWorld {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ownership.yaml"), []byte(own), 0o644))
 
 	w.env = []string{"ARGOCD_AUTH_TOKEN=" + argoToken.Value, "FORGE_TOKEN=" + forgeToken.Value}
+	if opts.signed {
+		w.keys, _, _ = withPeople(t, cfg, []string{"alice", "bob"})
+	}
 	if opts.ledger != "" {
 		w.ledgerURL = opts.ledger
 	} else {
@@ -267,7 +272,16 @@ func (w *leakWorld) relcap(t *testing.T, want int, args ...string) string {
 // named in the scan without the ledger's URL.
 func (w *leakWorld) relcapAny(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	code, out, errOut := invokeEnv(t, w.data, w.env, append([]string{"-c", w.cfg}, args...)...)
+	env := w.env
+	if w.keys != "" {
+		// Each person signs with their own key; the rest run unsigned.
+		key := ""
+		if i := slices.Index(args, "--actor"); i >= 0 && i+1 < len(args) {
+			key = filepath.Join(w.keys, args[i+1])
+		}
+		env = append(slices.Clone(env), signingEnv+"="+key, "SSH_AUTH_SOCK=")
+	}
+	code, out, errOut := invokeEnv(t, w.data, env, append([]string{"-c", w.cfg}, args...)...)
 	var named []string
 	for i, a := range args {
 		if i > 0 && args[i-1] == "--ledger" {
@@ -635,4 +649,47 @@ func dumpTables(t *testing.T, conn *pgx.Conn) []capture {
 		dump = append(dump, capture{"PostgreSQL table " + table.Sanitize(), b.String()})
 	}
 	return dump
+}
+
+// scanRegistry scans what relcap wrote to the registry: every tag's
+// manifest and config and, for each, the referrers attached to it (the
+// signed release statements relcap attaches to a converged digest), with
+// their layers.
+func (w *leakWorld) scanRegistry(t *testing.T, s *secrettest.Scanner, repos ...string) (referrers int) {
+	t.Helper()
+	opts := []remote.Option{remote.WithAuth(w.regAuth), remote.WithContext(t.Context())}
+	for _, repo := range repos {
+		r, err := name.NewRepository(w.host+"/"+repo, name.Insecure)
+		require.NoError(t, err)
+		tags, err := remote.List(r, opts...)
+		require.NoError(t, err)
+		for _, tag := range tags {
+			desc, err := remote.Get(r.Tag(tag), opts...)
+			require.NoError(t, err)
+			s.Scan(fmt.Sprintf("registry manifest %s:%s", r, tag), desc.Manifest)
+			idx, err := remote.Referrers(r.Digest(desc.Digest.String()), opts...)
+			require.NoError(t, err)
+			m, err := idx.IndexManifest()
+			require.NoError(t, err)
+			for _, ref := range m.Manifests {
+				referrers++
+				img, err := remote.Image(r.Digest(ref.Digest.String()), opts...)
+				require.NoError(t, err)
+				raw, err := img.RawManifest()
+				require.NoError(t, err)
+				s.Scan(fmt.Sprintf("registry referrer %s of %s:%s", ref.Digest, r, tag), raw)
+				layers, err := img.Layers()
+				require.NoError(t, err)
+				for i, l := range layers {
+					rc, err := l.Uncompressed()
+					require.NoError(t, err)
+					b, err := io.ReadAll(rc)
+					require.NoError(t, err)
+					_ = rc.Close()
+					s.Scan(fmt.Sprintf("registry referrer %s of %s:%s, layer %d", ref.Digest, r, tag, i), b)
+				}
+			}
+		}
+	}
+	return referrers
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // TestNoSecretAnywhereInAScriptedReleaseThroughAPullRequest: a release of
-// the generated secrets' Terraform root is validated, planned by alice,
+// the generated secrets' Terraform root (alice and bob signing with their
+// own SSH keys, so every head is anchored) is validated, planned by alice,
 // approved by bob and applied, its image promoted through a pull request
 // on a fake forge (whose first merge fails with an error quoting the
 // forge's token), converged, then rotated (replicas changes, so
@@ -27,7 +28,7 @@ import (
 // verified. No form of any secret is in anything relcap wrote, the pull
 // request bodies included.
 func TestNoSecretAnywhereInAScriptedReleaseThroughAPullRequest(t *testing.T) {
-	w := newLeakWorld(t, leakOptions{pullRequest: true})
+	w := newLeakWorld(t, leakOptions{pullRequest: true, signed: true})
 	w.relcap(t, exitOK, "validate")
 
 	fp, release := w.plan(t, "alice")
@@ -56,6 +57,9 @@ func TestNoSecretAnywhereInAScriptedReleaseThroughAPullRequest(t *testing.T) {
 	s := w.scan(t)
 	sources := s.Sources()
 	require.Contains(t, sources, w.ledgerDB+"-wal", "the ledger's write-ahead log was scanned")
+	refs := gitOut(t, w.envRepo, "for-each-ref", "--format=%(refname)")
+	require.Contains(t, refs, "refs/relcap/journal", "the sessions' heads are anchored in the environment repository, scanned")
+	t.Logf("%d referrer(s) in the registry scanned", w.scanRegistry(t, s, "ci/web", "staging/web"))
 	requireNoLeak(t, w, s)
 }
 
