@@ -489,8 +489,12 @@ func (s *Service) EndBreakGlass(ctx context.Context, envName string) (BreakGlass
 			return st, EnvChange{}, missingPort("environment-repo capture")
 		}
 		path := fmt.Sprintf("breakglass/%s/%s.yaml", env.Name, st.ID)
+		// The capture is committed to the environment repository, which
+		// people and systems outside relcap read: the live state and the
+		// reason are masked like everything relcap writes.
 		change, err = capturer.Capture(ctx, CaptureRequest{Env: env.Name, ID: st.ID, Target: env.EnvRepo, Path: path,
-			Content: captureDocument(st, d.Clock.Now()), Message: fmt.Sprintf("relcap: capture break-glass %s in %s for review\n\n%s\n\nRelcap-Break-Glass: %s\nRelcap-Environment: %s\n", st.ID, env.Name, st.Reason, st.ID, env.Name)})
+			Content: d.Secrets.ScrubBytes(captureDocument(st, d.Clock.Now())),
+			Message: d.Secrets.Scrub(fmt.Sprintf("relcap: capture break-glass %s in %s for review\n\n%s\n\nRelcap-Break-Glass: %s\nRelcap-Environment: %s\n", st.ID, env.Name, st.Reason, st.ID, env.Name))})
 		if err != nil {
 			return st, EnvChange{}, fmt.Errorf("capture drift of %s: %w (reconciliation is still paused)", app.Name, err)
 		}
@@ -601,10 +605,7 @@ func captureDocument(st BreakGlassStatus, now time.Time) []byte {
 // pull request of a break-glass capture branch into the environment
 // branch.
 func (s *Service) openCapturePullRequest(ctx context.Context, env Environment, st BreakGlassStatus, change EnvChange) (*PullRequestRecord, error) {
-	if s.d.Forges == nil {
-		return nil, missingPort("forge")
-	}
-	forge, err := s.d.Forges.OpenForge(ctx, env.EnvRepo.Review)
+	forge, err := s.openForge(ctx, env.EnvRepo.Review)
 	if err != nil {
 		return nil, err
 	}

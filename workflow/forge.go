@@ -3,6 +3,8 @@ package workflow
 import (
 	"context"
 	"time"
+
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // Promotion through the team's forge: where the environment repository's
@@ -194,4 +196,36 @@ type Forge interface {
 // wiring builds the adapter of r.Forge with the token of r.TokenEnv).
 type ForgeOpener interface {
 	OpenForge(ctx context.Context, r EnvRepoReview) (Forge, error)
+}
+
+// openForge opens the forge of r with everything relcap sends it masked:
+// a pull request's title and body (a break-glass reason, captured live
+// state, evidence) and a merge's message are text that leaves relcap for
+// people and systems it does not control, so they pass through the
+// process's secrets like everything relcap prints. The one place forges
+// are opened from.
+func (s *Service) openForge(ctx context.Context, r EnvRepoReview) (Forge, error) {
+	if s.d.Forges == nil {
+		return nil, missingPort("forge")
+	}
+	f, err := s.d.Forges.OpenForge(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return maskingForge{Forge: f, secrets: s.d.Secrets}, nil
+}
+
+// maskingForge masks the process's secrets in what it sends to a forge.
+type maskingForge struct {
+	Forge
+	secrets *secret.Set
+}
+
+func (m maskingForge) OpenPullRequest(ctx context.Context, req OpenPullRequestRequest) (PullRequest, error) {
+	req.Title, req.Body = m.secrets.Scrub(req.Title), m.secrets.Scrub(req.Body)
+	return m.Forge.OpenPullRequest(ctx, req)
+}
+
+func (m maskingForge) Merge(ctx context.Context, number int, headSHA, message string) (string, error) {
+	return m.Forge.Merge(ctx, number, headSHA, m.secrets.Scrub(message))
 }

@@ -335,9 +335,6 @@ func (run *releaseRun) promotionSummary(ctx context.Context) (PromotionSummary, 
 func (run *releaseRun) landByPullRequest(ctx context.Context, res StepResult) (StepResult, error) {
 	d := run.svc.d
 	review := run.env.EnvRepo.Review
-	if d.Forges == nil {
-		return StepResult{}, missingPort("forge")
-	}
 	c := run.r.Checkpoints
 	if c.EnvBranch == run.env.EnvRepo.Branch {
 		// The environment branch pins the digest already (Pin committed
@@ -351,7 +348,7 @@ func (run *releaseRun) landByPullRequest(ctx context.Context, res StepResult) (S
 		res.Message = fmt.Sprintf("%s is pinned on %s already at %s: no pull request needed", c.Digest.Short(), c.EnvBranch, ShortHash(c.EnvPinned))
 		return res, nil
 	}
-	forge, err := d.Forges.OpenForge(ctx, review)
+	forge, err := run.svc.openForge(ctx, review)
 	if err != nil {
 		return StepResult{}, fmt.Errorf("open the forge for %s (envrepo.review): %w", run.env.Name, err)
 	}
@@ -609,10 +606,7 @@ func (s *Service) ForgeMoved(ctx context.Context, releaseID string) (bool, error
 	if err != nil {
 		return false, err
 	}
-	if s.d.Forges == nil {
-		return false, missingPort("forge")
-	}
-	forge, err := s.d.Forges.OpenForge(ctx, env.EnvRepo.Review)
+	forge, err := s.openForge(ctx, env.EnvRepo.Review)
 	if err != nil {
 		return false, err
 	}
