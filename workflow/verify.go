@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/relcap/relcap/workflow/journal"
 )
@@ -142,10 +141,34 @@ type JournalVerification struct {
 	// or a captain's own ledger beside the team's): they are not this
 	// ledger's to verify, and are left out unless asked for by ID.
 	OtherLedgers int
+	// OtherLedgerJournals counts the journals on disk without a row in
+	// this ledger whose session.opened names another ledger (the sessions
+	// directory of a PostgreSQL ledger is shared with the default one):
+	// left out like OtherLedgers.
+	OtherLedgerJournals int
 	// AnchorError is why the anchors could not be read; every session's
 	// anchor check is then unchecked (or failed, for an anchor that was
 	// rewritten).
 	AnchorError error
+	// AnchorTampered lists what the anchor's history shows was erased of
+	// sessions that are not this ledger's to verify (their signed heads
+	// name another ledger): the anchor itself was tampered with, whoever's
+	// the session. This ledger's erased sessions fail their own anchor
+	// check instead.
+	AnchorTampered []string
+	// Unprotected is AnchorPlace.Unprotected of the anchor read: "" when
+	// the anchor lives where its keeper alone cannot rewind it.
+	Unprotected string
+	// Unchecked says what could not be checked at all here, and why
+	// ("anchors not checked: no relcap.yaml (-c)").
+	Unchecked []string
+}
+
+// Tampered reports whether anything beyond the sessions' own checks was
+// found tampered with: the anchor's history, or the anchor unreadable
+// because it was rewritten.
+func (v JournalVerification) Tampered() bool {
+	return len(v.AnchorTampered) > 0 || errors.Is(v.AnchorError, ErrTampered)
 }
 
 // VerifySessions is VerifyJournals' sessions.
@@ -154,15 +177,19 @@ func (q *Records) VerifySessions(ctx context.Context, ids []string) ([]SessionVe
 	return v.Sessions, err
 }
 
-// VerifyJournals checks the sessions ids (every session the ledger or the
-// anchor knows when ids is empty): each journal entry's hash and link; the
-// last entry against the head the ledger holds; the screen recordings the
-// journal vouches for; the sealed head's signature against the people file
-// as it reads now; and the head anchored outside the ledger against the
-// ledger and the journal. A session anchored but missing from the ledger
-// (its row deleted) is verified too, and fails. A tampered session is a
-// result with Intact false, not an error; a session neither the ledger
-// nor the anchor knows is an ErrUsage error.
+// VerifyJournals checks the sessions ids (every session the ledger, the
+// anchor's history or the sessions directory knows when ids is empty):
+// each journal entry's hash and link; the last entry against the head the
+// ledger holds; the screen recordings the journal vouches for; the sealed
+// head's signature against the people file as it reads now; and the head
+// anchored outside the ledger against the ledger and the journal, in the
+// anchor's whole history: a head erased from it by a later commit, or a
+// session whose recorded anchor commit is no longer in it, fails. A
+// session anchored but missing from the ledger (its row deleted), and a
+// journal on disk that no ledger row accounts for, are verified too, and
+// fail. A tampered session is a result with Intact false, not an error; a
+// session neither the ledger, the anchor nor the disk knows is an
+// ErrUsage error.
 func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVerification, error) {
 	if q.sessions == nil {
 		return JournalVerification{}, missingPort("session files")
@@ -180,17 +207,7 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 		return JournalVerification{}, fmt.Errorf("read the ledger's identity: %w", err)
 	}
 	out := JournalVerification{}
-	anchored := map[string]AnchoredHead{}
-	if q.anchor != nil {
-		out.Anchor = q.anchor.Where()
-		heads, err := q.anchor.Anchors(ctx)
-		if err != nil {
-			out.AnchorError = err
-		}
-		for _, h := range heads {
-			anchored[h.Head.Session] = h
-		}
-	}
+	anchored, erased, hist := q.readAnchor(ctx, self, &out)
 	if len(ids) == 0 {
 		for _, s := range rows {
 			ids = append(ids, s.ID)
@@ -205,22 +222,46 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 				only = append(only, id)
 			}
 		}
+		for id := range erased {
+			if _, ok := byID[id]; !ok && !slices.Contains(only, id) {
+				if _, inTip := anchored[id]; !inTip {
+					only = append(only, id)
+				}
+			}
+		}
+		orphans, err := q.orphanJournals(ctx, self, byID, anchored, erased, &out)
+		if err != nil {
+			return out, err
+		}
+		only = append(only, orphans...)
 		slices.Sort(only)
 		ids = mergeByID(ids, only)
 	}
 	for _, id := range ids {
 		row, inLedger := byID[id]
 		a, isAnchored := anchored[id]
-		if !inLedger && !isAnchored {
-			return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", ErrUsage, id)
+		e, isErased := erased[id]
+		if isErased {
+			a, isAnchored = e.Head, true // as first anchored
 		}
-		sv := sessionCheck{q: q, self: self, id: id, inLedger: inLedger, row: row, anchor: out.Anchor, anchorErr: out.AnchorError}
+		if !inLedger && !isAnchored {
+			if _, err := q.sessions.JournalLines(ctx, id); err != nil {
+				return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", ErrUsage, id)
+			}
+		}
+		sv := sessionCheck{q: q, self: self, id: id, inLedger: inLedger, row: row, anchor: out.Anchor, anchorErr: out.AnchorError, history: hist}
 		if isAnchored {
 			sv.anchored = &a
+		}
+		if isErased {
+			sv.erased = &e
 		}
 		v, err := sv.verify(ctx)
 		if err != nil {
 			return out, err
+		}
+		if out.Unprotected != "" && (isAnchored || (inLedger && sv.seal.Anchor != "")) {
+			v.Warnings = append(v.Warnings, out.Unprotected)
 		}
 		out.Sessions = append(out.Sessions, v)
 	}
@@ -251,7 +292,9 @@ type sessionCheck struct {
 	inLedger  bool
 	row       Session
 	seal      SessionSeal
-	anchored  *AnchoredHead
+	anchored  *AnchoredHead // as the tip holds it, or as first anchored when erased
+	erased    *ErasedAnchor // erased from the anchor by a later commit
+	history   *AnchorHistory
 	anchor    string // where anchors are read, "" for none
 	anchorErr error
 
@@ -498,6 +541,8 @@ func lastHashOf(lines []journal.Line) string {
 
 func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
 	switch {
+	case !c.inLedger && c.anchored == nil:
+		v.Checks.LedgerHead = c.orphanLedgerHead()
 	case !c.inLedger && c.anchored.Head.OfAnotherLedger(c.self):
 		// Its signed head names the ledger that holds it: not this one.
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
@@ -505,9 +550,13 @@ func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
 			c.anchored.Head.Ledger, c.self)}
 	case !c.inLedger:
 		h := c.anchored.Head
+		holds := "holds"
+		if c.erased != nil {
+			holds = "held (until commit " + short(c.erased.By) + ")"
+		}
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf(
-			"the ledger has no session %s, but %s holds its head (entry %d, %s, %s by %s): its ledger row was deleted, unless it was recorded in another ledger whose project anchors in the same environment repository (verify it there, or copy that ledger in with relcap ledger migrate)",
-			c.id, c.anchor, h.Seq, ShortHash(h.Hash), h.Command, h.Actor)}
+			"the ledger has no session %s, but %s %s its head (entry %d, %s, %s by %s): its ledger row was deleted, unless it was recorded in another ledger whose project anchors in the same environment repository (verify it there, or copy that ledger in with relcap ledger migrate)",
+			c.id, c.anchor, holds, h.Seq, ShortHash(h.Hash), h.Command, h.Actor)}
 	case !c.chainOK:
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyUnchecked, Detail: "the journal's chain is broken"}
 	case c.noFile:
@@ -561,6 +610,9 @@ func (c *sessionCheck) sealed() (*SealedHead, string) {
 
 // unsealedReason says why a session has no sealed head.
 func (c *sessionCheck) unsealedReason() string {
+	if !c.inLedger {
+		return "the ledger has no row for the session, so no sealed head to check"
+	}
 	if c.row.EndedAt.IsZero() {
 		return "the session is not closed (still running, or its process ended before closing), so its head was never sealed"
 	}
@@ -596,88 +648,6 @@ func (c *sessionCheck) checkSignature(ctx context.Context, v *SessionVerificatio
 	}
 	v.Checks.Signature = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("signed by %s with key %s", sh.Head.Actor, sh.Signature.Key)}
 	return nil
-}
-
-func (c *sessionCheck) checkAnchor(v *SessionVerification) {
-	a := c.anchored
-	switch {
-	case a != nil:
-		if why := c.anchorDisagrees(*a); why != "" {
-			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: why}
-			return
-		}
-		v.Checks.Anchor = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("entry %d anchored in %s", a.Head.Seq, c.anchor)}
-	case c.inLedger && c.seal.Anchor != "":
-		// The ledger says it was anchored, and the anchor holds nothing.
-		switch {
-		case c.anchor == "":
-			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
-				"anchored in %s, but no environment repository is configured here to read it: run journal verify with -c naming relcap.yaml", c.seal.Anchor)}
-		case errors.Is(c.anchorErr, ErrTampered):
-			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: c.anchorErr.Error()}
-		case c.anchorErr != nil:
-			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf("anchored in %s, which could not be read: %v", c.seal.Anchor, c.anchorErr)}
-		default:
-			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf(
-				"the ledger says its head was anchored (%s), but %s holds no head for it: the anchor was rewritten", c.seal.Anchor, c.anchor)}
-		}
-	case c.inLedger && c.seal.Sealed():
-		v.Unanchored = c.seal.Unanchored
-		if v.Unanchored == "" {
-			v.Unanchored = "sealed without an anchor"
-		}
-		v.Checks.Anchor = VerifyCheck{Status: VerifyAbsent, Detail: v.Unanchored}
-	default:
-		v.Unanchored = c.unsealedReason()
-		v.Checks.Anchor = VerifyCheck{Status: VerifyAbsent, Detail: v.Unanchored}
-	}
-}
-
-// anchorDisagrees says how the anchored head a differs from the journal
-// and the ledger, or "" when it agrees with both.
-func (c *sessionCheck) anchorDisagrees(a AnchoredHead) string {
-	h := a.Head
-	if a.Statement != string(h.Statement()) {
-		return fmt.Sprintf("the statement anchored in %s is not the head beside it: the anchor file was edited", c.anchor)
-	}
-	if c.chainOK && (h.Seq != c.seq || h.Hash != c.lastHash) {
-		return fmt.Sprintf("the journal ends at entry %d (%s), but the head anchored in %s is entry %d (%s): the journal was rewritten after it was anchored",
-			c.seq, ShortHash(c.lastHash), c.anchor, h.Seq, ShortHash(h.Hash))
-	}
-	if !c.inLedger {
-		return "" // the ledger check says the row is missing
-	}
-	l := c.seal.Head
-	var diffs []string
-	if l.Seq != h.Seq || l.Hash != h.Hash {
-		diffs = append(diffs, fmt.Sprintf("the ledger's head is entry %d (%s), the anchored one entry %d (%s)", l.Seq, ShortHash(l.Hash), h.Seq, ShortHash(h.Hash)))
-	}
-	for _, f := range []struct{ name, ledger, anchored string }{
-		{"actor", l.Actor, h.Actor}, {"command", l.Command, h.Command}, {"release", l.Release, h.Release}, {"ledger", l.Ledger, h.Ledger},
-	} {
-		if f.ledger != f.anchored {
-			diffs = append(diffs, fmt.Sprintf("the ledger's %s is %q, the anchored one %q", f.name, f.ledger, f.anchored))
-		}
-	}
-	if c.seal.Sealed() {
-		switch {
-		case !l.At.Equal(h.At):
-			diffs = append(diffs, fmt.Sprintf("the ledger's seal is dated %s, the anchored one %s", l.At.UTC().Format(time.RFC3339), h.At.UTC().Format(time.RFC3339)))
-		case c.seal.Signature != a.Signature:
-			diffs = append(diffs, fmt.Sprintf("the ledger's signature (key %s) is not the anchored one (key %s)", orNone(c.seal.Signature.Key), orNone(a.Signature.Key)))
-		}
-	}
-	if len(diffs) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the head anchored in %s disagrees with the ledger: %s", c.anchor, strings.Join(diffs, "; "))
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 // verifyRecordings checks the recordings an intact journal vouches for
