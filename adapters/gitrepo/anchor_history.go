@@ -277,34 +277,60 @@ func (w *historyWalk) diff(dir string, a, b plumbing.Hash, fn func(file string, 
 	if err != nil {
 		return err
 	}
-	type side struct{ file, tree plumbing.Hash }
-	names := map[string][2]side{}
-	for i, entries := range [][]object.TreeEntry{ea, eb} {
-		for _, e := range entries {
-			s := names[e.Name]
-			if e.Mode == filemode.Dir {
-				s[i].tree = e.Hash
-			} else {
-				s[i].file = e.Hash
-			}
-			names[e.Name] = s
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(names)) {
-		s := names[name]
-		p := dir + "/" + name
-		if s[0].tree != s[1].tree {
-			if err := w.diff(p, s[0].tree, s[1].tree, fn); err != nil {
-				return err
+	// Git keeps a tree's entries sorted by name, a directory's as if it
+	// ended in "/": one merge of the two lists finds what differs.
+	for i, k := 0, 0; i < len(ea) || k < len(eb); {
+		var x, y *object.TreeEntry
+		switch {
+		case k == len(eb):
+			x = &ea[i]
+		case i == len(ea):
+			y = &eb[k]
+		default:
+			switch c := strings.Compare(entryKey(ea[i]), entryKey(eb[k])); {
+			case c < 0:
+				x = &ea[i]
+			case c > 0:
+				y = &eb[k]
+			default:
+				x, y = &ea[i], &eb[k]
 			}
 		}
-		if s[0].file != s[1].file {
-			if err := fn(p, s[0].file, s[1].file); err != nil {
-				return err
-			}
+		if x != nil {
+			i++
+		}
+		if y != nil {
+			k++
+		}
+		if x != nil && y != nil && x.Hash == y.Hash {
+			continue
+		}
+		name, dirEntry, old, cur := "", false, plumbing.ZeroHash, plumbing.ZeroHash
+		if x != nil {
+			name, dirEntry, old = x.Name, x.Mode == filemode.Dir, x.Hash
+		}
+		if y != nil {
+			name, dirEntry, cur = y.Name, y.Mode == filemode.Dir, y.Hash
+		}
+		var err error
+		if dirEntry {
+			err = w.diff(dir+"/"+name, old, cur, fn)
+		} else {
+			err = fn(dir+"/"+name, old, cur)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// entryKey is what git sorts a tree's entries by.
+func entryKey(e object.TreeEntry) string {
+	if e.Mode == filemode.Dir {
+		return e.Name + "/"
+	}
+	return e.Name
 }
 
 func firstLine(s string) string {
