@@ -156,7 +156,9 @@ func TestAnchorHistoryOfTwoThousandCommitsIsReadQuickly(t *testing.T) {
 	out, err := imp.CombinedOutput()
 	require.NoError(t, err, "git fast-import: %s", out)
 	// One removal in the middle of the history, by a fast-forward.
-	tamperAnchor(t, bare, func(dir string) { gitOut(t, dir, "rm", "-q", AnchorFile(fmt.Sprintf("20261130T%06dZ-%06x", 1000, 1000))) })
+	tamperAnchor(t, bare, func(dir string) {
+		gitOut(t, dir, "rm", "-q", AnchorFile(fmt.Sprintf("20261130T%06dZ-%06x", 1000, 1000)))
+	})
 
 	start := time.Now()
 	h, err := j.History(ctx)
