@@ -207,7 +207,7 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 		return JournalVerification{}, fmt.Errorf("read the ledger's identity: %w", err)
 	}
 	out := JournalVerification{}
-	anchored, erased, hist := q.readAnchor(ctx, self, &out)
+	anchored, erased, hist := q.readAnchor(ctx, self, byID, &out)
 	if len(ids) == 0 {
 		for _, s := range rows {
 			ids = append(ids, s.ID)

@@ -13,11 +13,12 @@ import (
 
 // readAnchor reads the anchor's whole history into out and returns its
 // heads by session (as the tip holds them) and the erased ones of this
-// ledger (as first anchored). The erased heads of other ledgers are not
-// this ledger's to verify, but their erasure is the anchor's tampering:
-// it goes to out.AnchorTampered. Without an anchor, out says what was not
+// ledger (as first anchored). The erased heads of other ledgers (not in
+// this one, and naming another) are not this ledger's to verify, but
+// their erasure is the anchor's tampering: it goes to
+// out.AnchorTampered, and the head among the anchored ones. Without an anchor, out says what was not
 // checked.
-func (q *Records) readAnchor(ctx context.Context, self string, out *JournalVerification) (map[string]AnchoredHead, map[string]ErasedAnchor, *AnchorHistory) {
+func (q *Records) readAnchor(ctx context.Context, self string, byID map[string]Session, out *JournalVerification) (map[string]AnchoredHead, map[string]ErasedAnchor, *AnchorHistory) {
 	anchored := map[string]AnchoredHead{}
 	erased := map[string]ErasedAnchor{}
 	if q.anchor == nil {
@@ -44,7 +45,9 @@ func (q *Records) readAnchor(ctx context.Context, self string, out *JournalVerif
 		if _, seen := erased[id]; seen {
 			continue // the first erasure found names it
 		}
-		if e.Head.Head.OfAnotherLedger(self) {
+		if _, inLedger := byID[id]; !inLedger && e.Head.Head.OfAnotherLedger(self) {
+			// Not this ledger's, nor an orphan here: its head says whose.
+			anchored[id] = e.Head
 			out.AnchorTampered = append(out.AnchorTampered, fmt.Sprintf("the anchor of session %s (of ledger %s) was erased by a later commit: %s",
 				id, e.Head.Head.Ledger, e.what()))
 			continue
