@@ -24,6 +24,11 @@ type SessionOpened struct {
 	Command string   `json:"command"`
 	Args    []string `json:"args"`
 	Relcap  string   `json:"relcap"` // relcap's version
+	// Ledger is the identity of the ledger the session is recorded in
+	// (LedgerIdentity): journal verify tells a journal whose ledger row
+	// was deleted from one of another ledger sharing the sessions
+	// directory. Empty in journals from before it was recorded.
+	Ledger string `json:"ledger,omitempty"`
 }
 
 // SessionRelease links the session to a release it works on; a session

@@ -268,16 +268,20 @@ type Journal interface {
 // captain alone cannot rewrite them unnoticed: refs/relcap/journal of the
 // environment repository, a chain of commits that only moves forward.
 type JournalAnchor interface {
-	// Anchor records h and returns where (for the ledger and messages). It
-	// blocks until the anchor is durable where others see it (pushed).
-	// Anchoring the same head again changes nothing; another head for a
-	// session already anchored is refused with ErrBlocked. The error says
-	// why it could not be anchored and never carries credentials.
-	Anchor(ctx context.Context, h SealedHead) (string, error)
-	// Anchors returns every head anchored so far, as the anchor holds them
-	// now. An anchor whose history was rewritten or deleted since this
-	// machine last read it is an error wrapping ErrTampered.
-	Anchors(ctx context.Context) ([]AnchoredHead, error)
+	// Anchor records h and returns where (its String is for the ledger
+	// and messages). It blocks until the anchor is durable where others
+	// see it (pushed). Anchoring the same head again changes nothing;
+	// another head for a session already anchored is refused with
+	// ErrBlocked. The error says why it could not be anchored and never
+	// carries credentials.
+	Anchor(ctx context.Context, h SealedHead) (AnchorPlace, error)
+	// History reads the anchor's whole history: the heads its tip holds,
+	// every commit reachable from the tip, and every anchor file a commit
+	// held that the tip no longer holds as first written. An anchor whose
+	// history was rewritten or deleted since this machine last read it,
+	// or a file that is not the head of the session it is named after, is
+	// an error wrapping ErrTampered.
+	History(ctx context.Context) (AnchorHistory, error)
 	// Where names the anchor in messages, without credentials.
 	Where() string
 }
@@ -291,6 +295,9 @@ type SessionFiles interface {
 	// RecordingSHA256 returns the hex SHA-256 of a file of the session's
 	// directory (name as journaled), or an error when it cannot be read.
 	RecordingSHA256(ctx context.Context, sessionID, name string) (string, error)
+	// SessionIDs lists the sessions that left a directory here, whether
+	// or not the ledger knows them, sorted.
+	SessionIDs(ctx context.Context) ([]string, error)
 }
 
 // ReleaseStore persists releases. SaveRelease is durable when it returns.

@@ -76,6 +76,11 @@ type SessionSeal struct {
 	SealedHead
 	Anchor     string `json:"anchor,omitempty"`
 	Unanchored string `json:"unanchored,omitempty"`
+	// Unprotected warns, when the head was just anchored, that the anchor
+	// is where its keeper alone can rewind it (AnchorPlace.Unprotected).
+	// The ledger does not keep it: journal verify reads it from the
+	// anchor each time.
+	Unprotected string `json:"-"`
 }
 
 // Sealed reports whether the session was sealed at all.
@@ -152,9 +157,12 @@ func (s HeadSealer) Seal(ctx context.Context, id string) (SessionSeal, error) {
 	} else if where, err := s.Anchor.Anchor(ctx, seal.SealedHead); err != nil {
 		seal.Unanchored = err.Error()
 	} else {
-		seal.Anchor = where
+		seal.Anchor = where.String()
+		seal.Unprotected = where.Unprotected()
 	}
-	if err := s.Ledger.SealSession(ctx, seal); err != nil {
+	kept := seal
+	kept.Unprotected = "" // said, not kept
+	if err := s.Ledger.SealSession(ctx, kept); err != nil {
 		return seal, fmt.Errorf("record the seal of session %s: %w", id, err)
 	}
 	return seal, nil

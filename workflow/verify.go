@@ -1,14 +1,12 @@
 package workflow
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/relcap/relcap/workflow/journal"
 )
@@ -142,10 +140,34 @@ type JournalVerification struct {
 	// or a captain's own ledger beside the team's): they are not this
 	// ledger's to verify, and are left out unless asked for by ID.
 	OtherLedgers int
+	// OtherLedgerJournals counts the journals on disk without a row in
+	// this ledger whose session.opened names another ledger (the sessions
+	// directory of a PostgreSQL ledger is shared with the default one):
+	// left out like OtherLedgers.
+	OtherLedgerJournals int
 	// AnchorError is why the anchors could not be read; every session's
 	// anchor check is then unchecked (or failed, for an anchor that was
 	// rewritten).
 	AnchorError error
+	// AnchorTampered lists what the anchor's history shows was erased of
+	// sessions that are not this ledger's to verify (their signed heads
+	// name another ledger): the anchor itself was tampered with, whoever's
+	// the session. This ledger's erased sessions fail their own anchor
+	// check instead.
+	AnchorTampered []string
+	// Unprotected is AnchorPlace.Unprotected of the anchor read: "" when
+	// the anchor lives where its keeper alone cannot rewind it.
+	Unprotected string
+	// Unchecked says what could not be checked at all here, and why
+	// ("anchors not checked: no relcap.yaml (-c)").
+	Unchecked []string
+}
+
+// Tampered reports whether anything beyond the sessions' own checks was
+// found tampered with: the anchor's history, or the anchor unreadable
+// because it was rewritten.
+func (v JournalVerification) Tampered() bool {
+	return len(v.AnchorTampered) > 0 || errors.Is(v.AnchorError, ErrTampered)
 }
 
 // VerifySessions is VerifyJournals' sessions.
@@ -154,15 +176,19 @@ func (q *Records) VerifySessions(ctx context.Context, ids []string) ([]SessionVe
 	return v.Sessions, err
 }
 
-// VerifyJournals checks the sessions ids (every session the ledger or the
-// anchor knows when ids is empty): each journal entry's hash and link; the
-// last entry against the head the ledger holds; the screen recordings the
-// journal vouches for; the sealed head's signature against the people file
-// as it reads now; and the head anchored outside the ledger against the
-// ledger and the journal. A session anchored but missing from the ledger
-// (its row deleted) is verified too, and fails. A tampered session is a
-// result with Intact false, not an error; a session neither the ledger
-// nor the anchor knows is an ErrUsage error.
+// VerifyJournals checks the sessions ids (every session the ledger, the
+// anchor's history or the sessions directory knows when ids is empty):
+// each journal entry's hash and link; the last entry against the head the
+// ledger holds; the screen recordings the journal vouches for; the sealed
+// head's signature against the people file as it reads now; and the head
+// anchored outside the ledger against the ledger and the journal, in the
+// anchor's whole history: a head erased from it by a later commit, or a
+// session whose recorded anchor commit is no longer in it, fails. A
+// session anchored but missing from the ledger (its row deleted), and a
+// journal on disk that no ledger row accounts for, are verified too, and
+// fail. A tampered session is a result with Intact false, not an error; a
+// session neither the ledger, the anchor nor the disk knows is an
+// ErrUsage error.
 func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVerification, error) {
 	if q.sessions == nil {
 		return JournalVerification{}, missingPort("session files")
@@ -180,17 +206,7 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 		return JournalVerification{}, fmt.Errorf("read the ledger's identity: %w", err)
 	}
 	out := JournalVerification{}
-	anchored := map[string]AnchoredHead{}
-	if q.anchor != nil {
-		out.Anchor = q.anchor.Where()
-		heads, err := q.anchor.Anchors(ctx)
-		if err != nil {
-			out.AnchorError = err
-		}
-		for _, h := range heads {
-			anchored[h.Head.Session] = h
-		}
-	}
+	anchored, erased, hist := q.readAnchor(ctx, self, byID, &out)
 	if len(ids) == 0 {
 		for _, s := range rows {
 			ids = append(ids, s.ID)
@@ -205,22 +221,46 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 				only = append(only, id)
 			}
 		}
+		for id := range erased {
+			if _, ok := byID[id]; !ok && !slices.Contains(only, id) {
+				if _, inTip := anchored[id]; !inTip {
+					only = append(only, id)
+				}
+			}
+		}
+		orphans, err := q.orphanJournals(ctx, self, byID, anchored, erased, &out)
+		if err != nil {
+			return out, err
+		}
+		only = append(only, orphans...)
 		slices.Sort(only)
 		ids = mergeByID(ids, only)
 	}
 	for _, id := range ids {
 		row, inLedger := byID[id]
 		a, isAnchored := anchored[id]
-		if !inLedger && !isAnchored {
-			return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", ErrUsage, id)
+		e, isErased := erased[id]
+		if isErased {
+			a, isAnchored = e.Head, true // as first anchored
 		}
-		sv := sessionCheck{q: q, self: self, id: id, inLedger: inLedger, row: row, anchor: out.Anchor, anchorErr: out.AnchorError}
+		if !inLedger && !isAnchored {
+			if _, err := q.sessions.JournalLines(ctx, id); err != nil {
+				return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", ErrUsage, id)
+			}
+		}
+		sv := sessionCheck{q: q, self: self, id: id, inLedger: inLedger, row: row, anchor: out.Anchor, anchorErr: out.AnchorError, history: hist}
 		if isAnchored {
 			sv.anchored = &a
+		}
+		if isErased {
+			sv.erased = &e
 		}
 		v, err := sv.verify(ctx)
 		if err != nil {
 			return out, err
+		}
+		if out.Unprotected != "" && (isAnchored || (inLedger && sv.seal.Anchor != "")) {
+			v.Warnings = append(v.Warnings, out.Unprotected)
 		}
 		out.Sessions = append(out.Sessions, v)
 	}
@@ -251,7 +291,9 @@ type sessionCheck struct {
 	inLedger  bool
 	row       Session
 	seal      SessionSeal
-	anchored  *AnchoredHead
+	anchored  *AnchoredHead // as the tip holds it, or as first anchored when erased
+	erased    *ErasedAnchor // erased from the anchor by a later commit
+	history   *AnchorHistory
 	anchor    string // where anchors are read, "" for none
 	anchorErr error
 
@@ -428,76 +470,10 @@ func (c *sessionCheck) checkChain(ctx context.Context, v *SessionVerification) e
 	return nil
 }
 
-// checkLedgerCopy compares the journal file with the ledger's copy, line
-// for line: any difference is tampering with one or the other.
-func (c *sessionCheck) checkLedgerCopy(v *SessionVerification) {
-	switch {
-	case !c.inLedger:
-		v.Checks.LedgerCopy = VerifyCheck{Status: VerifyUnchecked, Detail: "the ledger has no row for the session"}
-	case !c.copy.Kept:
-		v.Checks.LedgerCopy = VerifyCheck{Status: VerifyAbsent, Detail: "recorded before the ledger kept journal entries: verified from its file alone"}
-	case c.fromLedger:
-		v.Checks.LedgerCopy = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf(
-			"the journal file is not on this machine (recorded on another): verified from the ledger's copy, %d entries", len(c.copy.Lines))}
-	default:
-		if p := c.copyDiffers(); p != nil {
-			if v.Problem == nil {
-				v.Problem = p
-			}
-			v.Checks.LedgerCopy = VerifyCheck{Status: VerifyFailed, Detail: p.String()}
-			return
-		}
-		v.Checks.LedgerCopy = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("the ledger's copy agrees with the file, line for line (%d entries)", len(c.lines))}
-	}
-}
-
-// copyDiffers is the first line where the journal file and the ledger's
-// copy differ, saying which of them is not a sealed chain there, or nil.
-func (c *sessionCheck) copyDiffers() *journal.Problem {
-	held := make(map[int][]byte, len(c.copy.Lines))
-	last := 0
-	for _, l := range c.copy.Lines {
-		held[l.Number] = l.Text
-		last = max(last, l.Number)
-	}
-	_, _, copyErr := journal.Chain(c.copy.Lines)
-	if copyErr == nil {
-		copyErr = journal.MatchHead(c.copy.Lines, int64(len(c.copy.Lines)), lastHashOf(c.copy.Lines), c.copy.Head)
-	}
-	for n := 1; n <= max(len(c.lines), last); n++ {
-		text, ok := held[n]
-		seq := int64(n)
-		switch {
-		case n > len(c.lines):
-			return &journal.Problem{Seq: seq, Reason: fmt.Sprintf("the ledger's copy holds entry %d, but the journal file ends at line %d: the file was truncated", n, len(c.lines))}
-		case !ok:
-			return &journal.Problem{Line: c.lines[n-1].Number, Seq: seq, Reason: fmt.Sprintf("not in the ledger's copy, which has no entry %d", n)}
-		case !bytes.Equal(c.lines[n-1].Text, text):
-			who := "one of them was rewritten"
-			switch {
-			case copyErr != nil && copyErr.Seq == seq:
-				who = "the ledger's copy was edited"
-			case c.chainErr != nil && c.chainErr.Seq == seq:
-				who = "the journal file was edited"
-			}
-			return &journal.Problem{Line: c.lines[n-1].Number, Seq: seq, Reason: fmt.Sprintf("differs from the ledger's copy of entry %d: %s", n, who)}
-		}
-	}
-	return nil
-}
-
-// lastHashOf is the hash of the last entry of lines, GenesisHash for none
-// or one that is not an entry.
-func lastHashOf(lines []journal.Line) string {
-	var e journal.Entry
-	if len(lines) == 0 || json.Unmarshal(lines[len(lines)-1].Text, &e) != nil {
-		return journal.GenesisHash
-	}
-	return e.Hash
-}
-
 func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
 	switch {
+	case !c.inLedger && c.anchored == nil:
+		v.Checks.LedgerHead = c.orphanLedgerHead()
 	case !c.inLedger && c.anchored.Head.OfAnotherLedger(c.self):
 		// Its signed head names the ledger that holds it: not this one.
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
@@ -505,9 +481,13 @@ func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
 			c.anchored.Head.Ledger, c.self)}
 	case !c.inLedger:
 		h := c.anchored.Head
+		holds := "holds"
+		if c.erased != nil {
+			holds = "held (until commit " + short(c.erased.By) + ")"
+		}
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf(
-			"the ledger has no session %s, but %s holds its head (entry %d, %s, %s by %s): its ledger row was deleted, unless it was recorded in another ledger whose project anchors in the same environment repository (verify it there, or copy that ledger in with relcap ledger migrate)",
-			c.id, c.anchor, h.Seq, ShortHash(h.Hash), h.Command, h.Actor)}
+			"the ledger has no session %s, but %s %s its head (entry %d, %s, %s by %s): its ledger row was deleted, unless it was recorded in another ledger whose project anchors in the same environment repository (verify it there, or copy that ledger in with relcap ledger migrate)",
+			c.id, c.anchor, holds, h.Seq, ShortHash(h.Hash), h.Command, h.Actor)}
 	case !c.chainOK:
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyUnchecked, Detail: "the journal's chain is broken"}
 	case c.noFile:
@@ -561,6 +541,9 @@ func (c *sessionCheck) sealed() (*SealedHead, string) {
 
 // unsealedReason says why a session has no sealed head.
 func (c *sessionCheck) unsealedReason() string {
+	if !c.inLedger {
+		return "the ledger has no row for the session, so no sealed head to check"
+	}
 	if c.row.EndedAt.IsZero() {
 		return "the session is not closed (still running, or its process ended before closing), so its head was never sealed"
 	}
@@ -598,88 +581,6 @@ func (c *sessionCheck) checkSignature(ctx context.Context, v *SessionVerificatio
 	return nil
 }
 
-func (c *sessionCheck) checkAnchor(v *SessionVerification) {
-	a := c.anchored
-	switch {
-	case a != nil:
-		if why := c.anchorDisagrees(*a); why != "" {
-			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: why}
-			return
-		}
-		v.Checks.Anchor = VerifyCheck{Status: VerifyOK, Detail: fmt.Sprintf("entry %d anchored in %s", a.Head.Seq, c.anchor)}
-	case c.inLedger && c.seal.Anchor != "":
-		// The ledger says it was anchored, and the anchor holds nothing.
-		switch {
-		case c.anchor == "":
-			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
-				"anchored in %s, but no environment repository is configured here to read it: run journal verify with -c naming relcap.yaml", c.seal.Anchor)}
-		case errors.Is(c.anchorErr, ErrTampered):
-			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: c.anchorErr.Error()}
-		case c.anchorErr != nil:
-			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf("anchored in %s, which could not be read: %v", c.seal.Anchor, c.anchorErr)}
-		default:
-			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf(
-				"the ledger says its head was anchored (%s), but %s holds no head for it: the anchor was rewritten", c.seal.Anchor, c.anchor)}
-		}
-	case c.inLedger && c.seal.Sealed():
-		v.Unanchored = c.seal.Unanchored
-		if v.Unanchored == "" {
-			v.Unanchored = "sealed without an anchor"
-		}
-		v.Checks.Anchor = VerifyCheck{Status: VerifyAbsent, Detail: v.Unanchored}
-	default:
-		v.Unanchored = c.unsealedReason()
-		v.Checks.Anchor = VerifyCheck{Status: VerifyAbsent, Detail: v.Unanchored}
-	}
-}
-
-// anchorDisagrees says how the anchored head a differs from the journal
-// and the ledger, or "" when it agrees with both.
-func (c *sessionCheck) anchorDisagrees(a AnchoredHead) string {
-	h := a.Head
-	if a.Statement != string(h.Statement()) {
-		return fmt.Sprintf("the statement anchored in %s is not the head beside it: the anchor file was edited", c.anchor)
-	}
-	if c.chainOK && (h.Seq != c.seq || h.Hash != c.lastHash) {
-		return fmt.Sprintf("the journal ends at entry %d (%s), but the head anchored in %s is entry %d (%s): the journal was rewritten after it was anchored",
-			c.seq, ShortHash(c.lastHash), c.anchor, h.Seq, ShortHash(h.Hash))
-	}
-	if !c.inLedger {
-		return "" // the ledger check says the row is missing
-	}
-	l := c.seal.Head
-	var diffs []string
-	if l.Seq != h.Seq || l.Hash != h.Hash {
-		diffs = append(diffs, fmt.Sprintf("the ledger's head is entry %d (%s), the anchored one entry %d (%s)", l.Seq, ShortHash(l.Hash), h.Seq, ShortHash(h.Hash)))
-	}
-	for _, f := range []struct{ name, ledger, anchored string }{
-		{"actor", l.Actor, h.Actor}, {"command", l.Command, h.Command}, {"release", l.Release, h.Release}, {"ledger", l.Ledger, h.Ledger},
-	} {
-		if f.ledger != f.anchored {
-			diffs = append(diffs, fmt.Sprintf("the ledger's %s is %q, the anchored one %q", f.name, f.ledger, f.anchored))
-		}
-	}
-	if c.seal.Sealed() {
-		switch {
-		case !l.At.Equal(h.At):
-			diffs = append(diffs, fmt.Sprintf("the ledger's seal is dated %s, the anchored one %s", l.At.UTC().Format(time.RFC3339), h.At.UTC().Format(time.RFC3339)))
-		case c.seal.Signature != a.Signature:
-			diffs = append(diffs, fmt.Sprintf("the ledger's signature (key %s) is not the anchored one (key %s)", orNone(c.seal.Signature.Key), orNone(a.Signature.Key)))
-		}
-	}
-	if len(diffs) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the head anchored in %s disagrees with the ledger: %s", c.anchor, strings.Join(diffs, "; "))
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
 // verifyRecordings checks the recordings an intact journal vouches for
 // and returns how many there were. When elsewhere allows it (the journal
 // was read from the ledger, its session recorded on another machine), a
@@ -709,46 +610,4 @@ func (q *Records) verifyRecordings(ctx context.Context, id string, lines []journ
 		}
 	}
 	return n, unread, nil
-}
-
-// JournalEntries reads session id's journal for display: its file when it
-// is on this machine, else the ledger's copy (the session was recorded on
-// another machine), and says which. It checks no hash (VerifyJournals
-// does). On a line that is not an entry it returns the entries before it
-// and an error naming the line. A session with neither file nor copy is
-// an error wrapping ErrNotFound.
-func (q *Records) JournalEntries(ctx context.Context, id string) ([]journal.Entry, JournalSource, error) {
-	if q.sessions == nil {
-		return nil, "", missingPort("session files")
-	}
-	from := JournalFromFile
-	lines, err := q.sessions.JournalLines(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		cp, cerr := q.ledger.JournalCopy(ctx, id)
-		switch {
-		case errors.Is(cerr, ErrNotFound):
-			return nil, "", err
-		case cerr != nil:
-			return nil, "", cerr
-		case !cp.Kept:
-			return nil, "", fmt.Errorf("%w (session %s was recorded before the ledger kept journal entries, so its file is the only copy)", err, id)
-		}
-		lines, err, from = cp.Lines, nil, JournalFromLedger
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	entries := make([]journal.Entry, 0, len(lines))
-	for _, l := range lines {
-		var e journal.Entry
-		if err := json.Unmarshal(l.Text, &e); err != nil {
-			where := "line"
-			if from == JournalFromLedger {
-				where = "the ledger's copy, entry"
-			}
-			return entries, from, fmt.Errorf("journal of session %s, %s %d, is not a journal entry: %w", id, where, l.Number, err)
-		}
-		entries = append(entries, e)
-	}
-	return entries, from, nil
 }

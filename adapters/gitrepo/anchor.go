@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"slices"
 	"strings"
 
 	git "github.com/go-git/go-git/v5"
@@ -94,51 +92,53 @@ func encodeAnchored(h workflow.SealedHead) ([]byte, error) {
 // Anchor commits h's file on top of JournalRef and pushes it (for a
 // repository with an origin) without force, re-reading and retrying when
 // another anchor got there first. It returns where it is anchored:
-// "refs/relcap/journal <commit> of <repository>". The same head anchored
-// again changes nothing; another head for a session already anchored is
-// refused with workflow.ErrBlocked.
-func (j *JournalAnchor) Anchor(ctx context.Context, h workflow.SealedHead) (string, error) {
+// "refs/relcap/journal <commit> of <repository>", and whether it was
+// written in place (a repository without an origin). The same head
+// anchored again changes nothing; another head for a session already
+// anchored is refused with workflow.ErrBlocked.
+func (j *JournalAnchor) Anchor(ctx context.Context, h workflow.SealedHead) (workflow.AnchorPlace, error) {
 	where, err := j.anchor(ctx, h)
 	return where, j.loc.scrub(err)
 }
 
-func (j *JournalAnchor) anchor(ctx context.Context, h workflow.SealedHead) (string, error) {
+func (j *JournalAnchor) anchor(ctx context.Context, h workflow.SealedHead) (workflow.AnchorPlace, error) {
+	none := workflow.AnchorPlace{}
 	id := h.Head.Session
 	if id == "" || strings.ContainsAny(id, "/\\\x00") || id == "." || id == ".." {
-		return "", fmt.Errorf("%w: session ID %q cannot name a file of the journal anchor", workflow.ErrUsage, id)
+		return none, fmt.Errorf("%w: session ID %q cannot name a file of the journal anchor", workflow.ErrUsage, id)
 	}
 	data, err := encodeAnchored(h)
 	if err != nil {
-		return "", err
+		return none, err
 	}
 	file := AnchorFile(id)
 	unlock := j.a.lock(j.loc.key())
 	defer unlock()
 	r, origin, err := j.open(ctx)
 	if err != nil {
-		return "", err
+		return none, err
 	}
 	for attempt := 1; ; attempt++ {
 		tip, err := j.tip(ctx, r, origin)
 		if err != nil {
-			return "", err
+			return none, err
 		}
 		if tip != nil {
 			have, err := readAnchorFile(r, tip, file)
 			if err != nil {
-				return "", err
+				return none, err
 			}
 			switch {
 			case have == nil:
 			case bytes.Equal(have, data):
-				return j.at(tip.Hash), nil
+				return j.place(tip.Hash, origin), nil
 			default:
-				return "", fmt.Errorf("%w: %s already holds another head for session %s (%s): a session is anchored once", workflow.ErrBlocked, j.Where(), id, file)
+				return none, fmt.Errorf("%w: %s already holds another head for session %s (%s): a session is anchored once", workflow.ErrBlocked, j.Where(), id, file)
 			}
 		}
 		next, err := j.commit(r, tip, file, data, h)
 		if err != nil {
-			return "", err
+			return none, err
 		}
 		if !origin {
 			// In place: move the ref only if nobody moved it since it was
@@ -152,9 +152,9 @@ func (j *JournalAnchor) anchor(ctx context.Context, h workflow.SealedHead) (stri
 				continue
 			}
 			if err != nil {
-				return "", fmt.Errorf("moving %s in %s: %w", JournalRef, j.loc.display, err)
+				return none, fmt.Errorf("moving %s in %s: %w", JournalRef, j.loc.display, err)
 			}
-			return j.at(next), nil
+			return j.place(next, origin), nil
 		}
 		if j.beforePush != nil {
 			j.beforePush()
@@ -171,13 +171,13 @@ func (j *JournalAnchor) anchor(ctx context.Context, h workflow.SealedHead) (stri
 		case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 			// What origin now holds is what this machine saw last.
 			if err := r.Storer.SetReference(plumbing.NewHashReference(journalSeen, next)); err != nil {
-				return "", fmt.Errorf("recording %s in the clone of %s: %w", JournalRef, j.loc.display, err)
+				return none, fmt.Errorf("recording %s in the clone of %s: %w", JournalRef, j.loc.display, err)
 			}
-			return j.at(next), nil
+			return j.place(next, origin), nil
 		case ctx.Err() != nil:
-			return "", fmt.Errorf("pushing %s to origin of %s: %w", JournalRef, j.loc.display, ctx.Err())
+			return none, fmt.Errorf("pushing %s to origin of %s: %w", JournalRef, j.loc.display, ctx.Err())
 		case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-			return "", fmt.Errorf("pushing %s to origin of %s: %w (store credentials for the host in git's credential helper, or use an ssh URL with an agent)", JournalRef, j.loc.display, err)
+			return none, fmt.Errorf("pushing %s to origin of %s: %w (store credentials for the host in git's credential helper, or use an ssh URL with an agent)", JournalRef, j.loc.display, err)
 		}
 		// Rejected: most likely someone else anchored meanwhile, so the
 		// push was not a fast-forward. Re-read origin; if it moved, build
@@ -187,58 +187,50 @@ func (j *JournalAnchor) anchor(ctx context.Context, h workflow.SealedHead) (stri
 				continue
 			}
 		}
-		return "", fmt.Errorf("pushing %s to origin of %s: %w", JournalRef, j.loc.display, err)
+		return none, fmt.Errorf("pushing %s to origin of %s: %w", JournalRef, j.loc.display, err)
 	}
 }
 
-// Anchors reads every head anchored on JournalRef, as origin holds it now
-// (for a repository with an origin) or as the repository holds it. A ref
-// that origin rewrote or deleted since this machine last read it is an
-// error wrapping workflow.ErrTampered; so is a file that is not the head
-// of the session it is named after.
+// Anchors reads every head JournalRef's tip holds: History's heads.
 func (j *JournalAnchor) Anchors(ctx context.Context) ([]workflow.AnchoredHead, error) {
-	heads, err := j.anchors(ctx)
-	return heads, j.loc.scrub(err)
+	h, err := j.History(ctx)
+	return h.Heads, err
 }
 
-func (j *JournalAnchor) anchors(ctx context.Context) ([]workflow.AnchoredHead, error) {
+// History reads JournalRef's whole history, as origin holds it now (for a
+// repository with an origin) or as the repository holds it: the heads
+// its tip holds, every commit reachable from the tip, and every anchor
+// file some commit held that the tip no longer holds as first written
+// (removed or changed by a later commit, a fast-forward included). A ref
+// that origin rewrote or deleted since this machine last read it is an
+// error wrapping workflow.ErrTampered; so is a file, in any commit, that
+// is not the head of the session it is named after.
+func (j *JournalAnchor) History(ctx context.Context) (workflow.AnchorHistory, error) {
+	h, err := j.history(ctx)
+	return h, j.loc.scrub(err)
+}
+
+func (j *JournalAnchor) history(ctx context.Context) (workflow.AnchorHistory, error) {
 	unlock := j.a.lock(j.loc.key())
 	defer unlock()
 	r, origin, err := j.open(ctx)
 	if err != nil {
-		return nil, err
+		return workflow.AnchorHistory{}, err
 	}
 	tip, err := j.tip(ctx, r, origin)
-	if err != nil || tip == nil {
-		return nil, err
-	}
-	tree, err := tip.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("reading the tree of %s in %s: %w", JournalRef, j.loc.display, err)
+		return workflow.AnchorHistory{}, err
 	}
-	var out []workflow.AnchoredHead
-	err = tree.Files().ForEach(func(f *object.File) error {
-		if !strings.HasPrefix(f.Name, "sessions/") || path.Ext(f.Name) != ".json" {
-			return nil
-		}
-		data, err := readBlob(&f.Blob)
-		if err != nil {
-			return fmt.Errorf("reading %s of %s in %s: %w", f.Name, JournalRef, j.loc.display, err)
-		}
-		var h workflow.AnchoredHead
-		if err := json.Unmarshal(data, &h); err != nil {
-			return fmt.Errorf("%w: %s of %s is not an anchored head (%v): it was edited outside relcap", workflow.ErrTampered, f.Name, j.Where(), err)
-		}
-		if AnchorFile(h.Head.Session) != f.Name {
-			return fmt.Errorf("%w: %s of %s holds the head of session %q: it was edited outside relcap", workflow.ErrTampered, f.Name, j.Where(), h.Head.Session)
-		}
-		out = append(out, h)
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	out := workflow.AnchorHistory{Place: j.place(plumbing.ZeroHash, origin), Commits: map[string]bool{}}
+	if tip == nil {
+		out.Place.Commit = ""
+		return out, nil
 	}
-	slices.SortFunc(out, func(a, b workflow.AnchoredHead) int { return strings.Compare(a.Head.Session, b.Head.Session) })
+	out.Place = j.place(tip.Hash, origin)
+	w := newHistoryWalk(ctx, r, j)
+	if err := w.walk(tip, &out); err != nil {
+		return workflow.AnchorHistory{}, err
+	}
 	return out, nil
 }
 
@@ -411,9 +403,10 @@ func anchorMessage(h workflow.SealedHead, file string) string {
 	return b.String()
 }
 
-// at is where a commit anchors, for the ledger and messages.
-func (j *JournalAnchor) at(h plumbing.Hash) string {
-	return JournalRef.String() + " " + h.String()[:12] + " of " + j.loc.display
+// place is commit h of the anchor: written in place when the repository
+// has no origin.
+func (j *JournalAnchor) place(h plumbing.Hash, origin bool) workflow.AnchorPlace {
+	return workflow.AnchorPlace{Ref: JournalRef.String(), Commit: h.String(), Repo: j.loc.display, InPlace: !origin}
 }
 
 // readAnchorFile reads file from c's tree, nil when absent.

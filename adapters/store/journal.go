@@ -267,6 +267,26 @@ func (f SessionFiles) JournalLines(_ context.Context, id string) ([]journal.Line
 	return ReadJournal(f.JournalPath(id))
 }
 
+// SessionIDs lists the session directories of Dir, sorted (ReadDir's
+// order): every directory a session left, whether or not a ledger knows
+// it. No directory yet is no sessions.
+func (f SessionFiles) SessionIDs(context.Context) ([]string, error) {
+	entries, err := os.ReadDir(f.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list the sessions in %s: %w", f.Dir, err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && checkSessionID(e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
 // RecordingSHA256 hashes the file name (as a journal names it) of session
 // id's directory; only a plain file name is accepted, never a path.
 func (f SessionFiles) RecordingSHA256(_ context.Context, id, name string) (string, error) {

@@ -331,3 +331,22 @@ type testRecord struct {
 }
 
 func (r testRecord) JournalKind() journal.Kind { return r.kind }
+
+// TestSessionFilesListsEverySessionDirectory: journal verify finds the
+// journals no ledger row accounts for from this list: every session
+// directory, with a journal or not, and nothing else.
+func TestSessionFilesListsEverySessionDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	none, err := SessionFiles{Dir: filepath.Join(dir, "missing")}.SessionIDs(t.Context())
+	require.NoError(t, err, "no sessions directory yet is no sessions")
+	require.Empty(t, none)
+	for _, d := range []string{"20261130T100000Z-00000b", "20261130T090000Z-00000a", "empty"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, d), 0o700))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "20261130T090000Z-00000a", JournalFile), []byte("{}\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stray.txt"), []byte("x"), 0o600))
+	ids, err := SessionFiles{Dir: dir}.SessionIDs(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{"20261130T090000Z-00000a", "20261130T100000Z-00000b", "empty"}, ids)
+}

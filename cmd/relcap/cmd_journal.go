@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -136,6 +137,18 @@ for are unchanged; checks the session's sealed head against its actor's key in
 the people file as it reads now (namespace relcap-journal); and compares it with
 the head anchored on refs/relcap/journal of the first environment's
 environment repository, which also names sessions whose ledger row is gone.
+It reads that ref's whole history, not only its tip: a head that any commit
+held and a later commit removed or changed (a fast-forward that a server's
+protection allows) is TAMPERED, naming the commit; so is a session whose
+anchor commit, as the ledger recorded it, is no longer in the ref's history
+(the ref was rewound). A journal on disk that no ledger row accounts for is
+TAMPERED too, unless its journal names another ledger.
+
+An environment repository without an origin is written in place: whoever
+keeps it can rewind the ref alone, and a rewind that also deletes the
+session's ledger rows and journal leaves nothing to detect. verify says so
+("anchor not protected"); push the anchors to an origin whose
+refs/relcap/journal only fast-forwards (docs/SECURITY.md).
 
 The ledger keeps a copy of every journal entry (sessions recorded before it
 did excepted). Where the session's journal file is on this machine, the file
@@ -179,25 +192,38 @@ signatures and anchors are not checked, and it says so.`,
 					return err
 				}
 			} else {
-				a.printVerification(results)
+				a.printVerification(results, checked.Unprotected)
 			}
 			if checked.OtherLedgers > 0 {
 				fmt.Fprintf(a.io.Err, "note: %s also anchors %d session(s) of other ledgers (their signed heads say which); verify them with those ledgers (--ledger), or one by ID here\n",
 					checked.Anchor, checked.OtherLedgers)
 			}
+			if checked.OtherLedgerJournals > 0 {
+				fmt.Fprintf(a.io.Err, "note: %s also holds the journals of %d session(s) of other ledgers (their journals say which); verify them with those ledgers (--ledger)\n",
+					dir, checked.OtherLedgerJournals)
+			}
+			for _, u := range checked.Unchecked {
+				fmt.Fprintf(a.io.Err, "warning  %s\n", u)
+			}
+			if checked.Unprotected != "" {
+				fmt.Fprintf(a.io.Err, "warning  %s\n", checked.Unprotected)
+			}
+			tampered := a.io.Out
+			if a.flags.json {
+				tampered = a.io.Err // stdout stays one JSON document
+			}
+			for _, t := range checked.AnchorTampered {
+				fmt.Fprintf(tampered, "TAMPERED %s: %s\n", checked.Anchor, t)
+			}
 			anchorErr := checked.AnchorError
 			if anchorErr != nil && errors.Is(anchorErr, workflow.ErrTampered) {
-				w := a.io.Out
-				if a.flags.json {
-					w = a.io.Err // stdout stays one JSON document
-				}
-				fmt.Fprintf(w, "TAMPERED %s: %v\n", checked.Anchor, anchorErr)
-				if len(bad) == 0 {
-					return errSilent{exitBlocked}
-				}
+				fmt.Fprintf(tampered, "TAMPERED %s: %v\n", checked.Anchor, anchorErr)
 			}
 			if len(bad) > 0 {
 				fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
+				return errSilent{exitBlocked}
+			}
+			if checked.Tampered() {
 				return errSilent{exitBlocked}
 			}
 			if anchorErr != nil {
@@ -209,8 +235,9 @@ signatures and anchors are not checked, and it says so.`,
 }
 
 // printVerification prints one line per session on stdout (ok or
-// TAMPERED, with each failed check) and the warnings on stderr.
-func (a *app) printVerification(results []verifyResult) {
+// TAMPERED, with each failed check) and the warnings on stderr, but for
+// once, which is said once for all.
+func (a *app) printVerification(results []verifyResult, once string) {
 	for _, r := range results {
 		where, from := r.Path, ""
 		if r.Journal == workflow.JournalFromLedger {
@@ -228,7 +255,9 @@ func (a *app) printVerification(results []verifyResult) {
 				fmt.Fprintf(a.io.Out, "         failed %s\n", f)
 			}
 		}
-		if w := verifyWarning(r.SessionVerification); w != "" {
+		v := r.SessionVerification
+		v.Warnings = slices.DeleteFunc(slices.Clone(v.Warnings), func(w string) bool { return w == once }) // said once, below
+		if w := verifyWarning(v); w != "" {
 			fmt.Fprintf(a.io.Err, "warning  %s  %s\n", r.Session, w)
 		}
 	}

@@ -327,7 +327,13 @@ func (a *app) openSession(ctx context.Context, command, releaseID string) (*stor
 		return nil, err
 	}
 	a.sessions = append(a.sessions, j)
-	if _, err := j.Append(ctx, workflow.SessionOpened{Command: command, Args: a.args, Relcap: version}); err != nil {
+	// The journal names its ledger, so journal verify tells a journal
+	// whose ledger row was deleted from another ledger's.
+	self, err := l.LedgerIdentity(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger's identity: %w", err)
+	}
+	if _, err := j.Append(ctx, workflow.SessionOpened{Command: command, Args: a.args, Relcap: version, Ledger: self}); err != nil {
 		return nil, err
 	}
 	return j, nil

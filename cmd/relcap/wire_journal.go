@@ -68,5 +68,8 @@ func (a *app) sealSession(ctx context.Context, j *store.FileJournal) error {
 	if seal.Unanchored != "" && anchor != nil {
 		fmt.Fprintf(a.io.Err, "relcap: warning: the journal head of session %s is not anchored: %s\n", j.SessionID(), seal.Unanchored)
 	}
+	if seal.Unprotected != "" {
+		fmt.Fprintf(a.io.Err, "relcap: warning: the journal head of session %s is anchored, but %s\n", j.SessionID(), seal.Unprotected)
+	}
 	return nil
 }

@@ -84,76 +84,178 @@ func (s *Signatures) Verify(_ context.Context, principal, namespace string, mess
 	return nil
 }
 
-// Anchor is a fake JournalAnchor keeping heads in memory. Err, when set,
-// fails Anchor; ReadErr fails Anchors.
+// Anchor is a fake JournalAnchor keeping a history of commits in memory,
+// each a snapshot of the heads it holds. Err, when set, fails Anchor;
+// ReadErr fails History; InPlace says it is written in place, where its
+// keeper can rewind it.
 type Anchor struct {
 	mu      sync.Mutex
-	heads   map[string]workflow.AnchoredHead
+	commits []fakeAnchorCommit
 	Err     error
 	ReadErr error
+	InPlace bool
+}
+
+type fakeAnchorCommit struct {
+	id    string
+	heads map[string]workflow.AnchoredHead
 }
 
 var _ workflow.JournalAnchor = (*Anchor)(nil)
 
 // NewAnchor returns an empty anchor.
-func NewAnchor() *Anchor { return &Anchor{heads: map[string]workflow.AnchoredHead{}} }
+func NewAnchor() *Anchor { return &Anchor{} }
 
-// Anchor keeps h, once per session.
-func (a *Anchor) Anchor(_ context.Context, h workflow.SealedHead) (string, error) {
+// tip is the newest snapshot, with a.mu held.
+func (a *Anchor) tip() map[string]workflow.AnchoredHead {
+	if len(a.commits) == 0 {
+		return map[string]workflow.AnchoredHead{}
+	}
+	return a.commits[len(a.commits)-1].heads
+}
+
+// commit adds a commit holding heads, with a.mu held.
+func (a *Anchor) commit(heads map[string]workflow.AnchoredHead) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "fake anchor commit %d", len(a.commits)+1))
+	id := hex.EncodeToString(sum[:20])
+	a.commits = append(a.commits, fakeAnchorCommit{id: id, heads: heads})
+	return id
+}
+
+func (a *Anchor) place(commit string) workflow.AnchorPlace {
+	return workflow.AnchorPlace{Ref: "refs/relcap/journal", Commit: commit, Repo: "the fake repository", InPlace: a.InPlace}
+}
+
+// Anchor keeps h, once per session, in a new commit.
+func (a *Anchor) Anchor(_ context.Context, h workflow.SealedHead) (workflow.AnchorPlace, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.Err != nil {
-		return "", a.Err
+		return workflow.AnchorPlace{}, a.Err
 	}
 	want := workflow.NewAnchoredHead(h)
-	if have, ok := a.heads[h.Head.Session]; ok {
+	tip := a.tip()
+	if have, ok := tip[h.Head.Session]; ok {
 		if have.Statement != want.Statement || have.Signature != want.Signature || have.Unsigned != want.Unsigned {
-			return "", fmt.Errorf("%w: session %s is anchored already", workflow.ErrBlocked, h.Head.Session)
+			return workflow.AnchorPlace{}, fmt.Errorf("%w: session %s is anchored already", workflow.ErrBlocked, h.Head.Session)
 		}
+		return a.place(a.commits[len(a.commits)-1].id), nil
 	}
-	a.heads[h.Head.Session] = want
-	return fmt.Sprintf("fake anchor #%d", len(a.heads)), nil
+	next := maps.Clone(tip)
+	next[h.Head.Session] = want
+	return a.place(a.commit(next)), nil
 }
 
-// Anchors returns the heads by session.
-func (a *Anchor) Anchors(context.Context) ([]workflow.AnchoredHead, error) {
+// History returns the tip's heads by session, every commit, and what a
+// commit held that the tip does not hold as first written.
+func (a *Anchor) History(context.Context) (workflow.AnchorHistory, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ReadErr != nil {
-		return nil, a.ReadErr
+		return workflow.AnchorHistory{}, a.ReadErr
 	}
-	ids := slices.Sorted(maps.Keys(a.heads))
-	out := make([]workflow.AnchoredHead, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, a.heads[id])
+	out := workflow.AnchorHistory{Commits: map[string]bool{}}
+	tip := a.tip()
+	for _, id := range slices.Sorted(maps.Keys(tip)) {
+		out.Heads = append(out.Heads, tip[id])
+	}
+	first := map[string]workflow.AnchoredHead{}
+	added := map[string]string{}
+	var prev map[string]workflow.AnchoredHead
+	erased := map[string]bool{}
+	for _, c := range a.commits {
+		out.Commits[c.id] = true
+		out.Place = a.place(c.id)
+		for _, id := range slices.Sorted(maps.Keys(prev)) {
+			now, ok := c.heads[id]
+			changed := ok && now.Statement != prev[id].Statement
+			if (!ok || changed) && !erased[id] && !sameHead(tip, id, first[id]) {
+				erased[id] = true
+				out.Erased = append(out.Erased, workflow.ErasedAnchor{
+					File: "sessions/" + id + ".json", Head: first[id], AddedIn: added[id], By: c.id,
+					Author: "fake <fake@example.com>", At: time.Unix(0, 0), Changed: changed, Subject: "fake commit",
+				})
+			}
+		}
+		for id, h := range c.heads {
+			if _, ok := first[id]; !ok {
+				first[id], added[id] = h, c.id
+			}
+		}
+		prev = c.heads
 	}
 	return out, nil
+}
+
+func sameHead(heads map[string]workflow.AnchoredHead, id string, h workflow.AnchoredHead) bool {
+	have, ok := heads[id]
+	return ok && have.Statement == h.Statement && have.Signature == h.Signature
 }
 
 // Where names the fake.
 func (a *Anchor) Where() string { return "the fake anchor" }
 
-// Head returns session id's anchored head.
+// Head returns session id's anchored head, as the tip holds it.
 func (a *Anchor) Head(id string) (workflow.AnchoredHead, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	h, ok := a.heads[id]
+	h, ok := a.tip()[id]
 	return h, ok
 }
 
-// Replace overwrites session id's anchored head, as someone rewriting the
-// anchor would.
+// Replace overwrites session id's anchored head in every commit, as
+// someone rewriting the whole history would.
 func (a *Anchor) Replace(h workflow.AnchoredHead) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.heads[h.Head.Session] = h
+	for _, c := range a.commits {
+		if _, ok := c.heads[h.Head.Session]; ok {
+			c.heads[h.Head.Session] = h
+		}
+	}
 }
 
-// Remove drops session id's anchored head.
+// Remove drops session id's anchored head from every commit, as someone
+// rewriting the whole history would.
 func (a *Anchor) Remove(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.heads, id)
+	for _, c := range a.commits {
+		delete(c.heads, id)
+	}
+}
+
+// EraseInNewCommit removes session id's head in a new commit on top: a
+// fast-forward, which a server that only refuses rewrites allows.
+func (a *Anchor) EraseInNewCommit(id string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	next := maps.Clone(a.tip())
+	delete(next, id)
+	return a.commit(next)
+}
+
+// ChangeInNewCommit overwrites h's session's head in a new commit on top.
+func (a *Anchor) ChangeInNewCommit(h workflow.AnchoredHead) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	next := maps.Clone(a.tip())
+	next[h.Head.Session] = h
+	return a.commit(next)
+}
+
+// Rewind drops the newest n commits, as git update-ref on a repository
+// without an origin can.
+func (a *Anchor) Rewind(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.commits = a.commits[:len(a.commits)-n]
+}
+
+// Reanchor commits h again on top, as someone rebuilding a rewound ref
+// would: the head is there, at another commit.
+func (a *Anchor) Reanchor(h workflow.AnchoredHead) {
+	a.ChangeInNewCommit(h)
 }
 
 // SessionFiles is a fake SessionFiles: journals as lines in memory, and
@@ -198,6 +300,13 @@ func (f *SessionFiles) JournalLines(_ context.Context, id string) ([]journal.Lin
 		return nil, fmt.Errorf("journal of %s: %w", id, workflow.ErrNotFound)
 	}
 	return slices.Clone(lines), nil
+}
+
+// SessionIDs lists the sessions with a journal, sorted.
+func (f *SessionFiles) SessionIDs(context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.journals)), nil
 }
 
 // RecordingSHA256 returns a recording's hash, or an error.
