@@ -1,0 +1,308 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
+)
+
+// Secrets are learnt before Terraform prints anything: what Terraform
+// streams (the plan's "Changes to Outputs", the apply's "Outputs:") goes to
+// the captain's screen, the cockpit's recording and the journal line by
+// line as it comes, and a value learnt afterwards is too late for what
+// was already shown. Before a plan relcap learns the values of the root's
+// sensitive variables (learnSensitiveVariables) and the current state's
+// sensitive values (stateIdentity); before an apply, every value the saved
+// plan holds as sensitive (learnSavedPlan).
+
+// learnSensitiveVariables teaches a.secrets the value of every variable of
+// t's root declared sensitive, exactly as Terraform resolves it for a plan:
+// the configured var files, terraform.tfvars, *.auto.tfvars(.json),
+// TF_VAR_* and defaults. Terraform itself resolves them, through
+// `terraform console` with the plan's own var files; nothing it prints is
+// shown. The working directory must be initialised and the workspace
+// selected; the caller holds the working-directory lock.
+func (a *Adapter) learnSensitiveVariables(ctx context.Context, t target) error {
+	if a.secrets == nil {
+		return nil
+	}
+	names, err := declaredVariables(t.dir)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	values, err := a.sensitiveValues(ctx, t, names)
+	if err == nil {
+		learnValue(a.secrets, values)
+		return nil
+	}
+	// One name the scan found may not be a variable Terraform declares
+	// (a block inside a heredoc or comment), and one variable may have no
+	// value yet (Terraform's plan says so itself): each is asked alone, so
+	// the others are still learnt.
+	var errs []error
+	learnt := 0
+	for _, n := range names {
+		v, err := a.sensitiveValues(ctx, t, []string{n})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		learnValue(a.secrets, v)
+		learnt++
+	}
+	if learnt == 0 {
+		return fmt.Errorf("reading the sensitive variables of %s before running terraform (so their values are masked in its output): %w", t.dir, errors.Join(errs...))
+	}
+	return nil
+}
+
+// variableBlock finds `variable "name" {` (or an unquoted name) at the
+// start of a line: HCL puts a block's header on one line.
+var variableBlock = regexp.MustCompile(`(?m)^[ \t]*variable[ \t]+(?:"([^"\\\n]+)"|([A-Za-z_][A-Za-z0-9_-]*))[ \t]*\{`)
+
+// declaredVariables are the names of the variables the root module in dir
+// declares, from its *.tf and *.tf.json files (Terraform reads no
+// subdirectory of the root). Whether each is sensitive, and its value, is
+// Terraform's to say.
+func declaredVariables(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the configuration in %s: %w", dir, err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		native, isJSON := strings.HasSuffix(name, ".tf"), strings.HasSuffix(name, ".tf.json")
+		if e.IsDir() || (!native && !isJSON) || strings.HasPrefix(name, ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, name), err)
+		}
+		if native {
+			for _, m := range variableBlock.FindAllSubmatch(b, -1) {
+				seen[string(m[1])+string(m[2])] = true
+			}
+			continue
+		}
+		var doc struct {
+			Variable json.RawMessage `json:"variable"`
+		}
+		if json.Unmarshal(b, &doc) != nil || len(doc.Variable) == 0 {
+			continue // Terraform's own plan reports a file it cannot read
+		}
+		// "variable" is an object of blocks, or a list of such objects.
+		var one map[string]json.RawMessage
+		var many []map[string]json.RawMessage
+		if json.Unmarshal(doc.Variable, &one) == nil {
+			many = append(many, one)
+		} else {
+			_ = json.Unmarshal(doc.Variable, &many)
+		}
+		for _, blocks := range many {
+			for n := range blocks {
+				seen[n] = true
+			}
+		}
+	}
+	var names []string
+	for n := range seen {
+		if hclIdentifier(n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// hclIdentifier reports whether s can follow "var." in an expression.
+func hclIdentifier(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+		case i > 0 && (r == '-' || r >= '0' && r <= '9'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// sensitiveValues asks `terraform console` for the values of those of
+// names that are sensitive, as one JSON object (base64 encoded, so the
+// console's own string quoting cannot alter it). Values Terraform does not
+// know yet (a required variable without a value) fail the question.
+func (a *Adapter) sensitiveValues(ctx context.Context, t target, names []string) (any, error) {
+	var expr strings.Builder
+	expr.WriteString("base64encode(jsonencode({")
+	for i, n := range names {
+		if i > 0 {
+			expr.WriteString(", ")
+		}
+		fmt.Fprintf(&expr, "%q = issensitive(var.%s) ? nonsensitive(var.%s) : null", n, n, n)
+	}
+	expr.WriteString("}))\n")
+	args := []string{"console", "-no-color"}
+	for _, f := range t.varFiles {
+		args = append(args, "-var-file="+f)
+	}
+	cmd := exec.CommandContext(ctx, t.binary, args...)
+	cmd.Dir = t.dir
+	cmd.Env = consoleEnv(os.Environ())
+	cmd.Stdin = strings.NewReader(expr.String())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("terraform console in %s interrupted: %w", t.dir, ctx.Err())
+		}
+		return nil, fmt.Errorf("terraform console in %s: %w: %s", t.dir, err, diagnosticSummaries(errb.String()))
+	}
+	quoted := strings.TrimSpace(out.String())
+	enc, err := strconv.Unquote(quoted)
+	if err != nil {
+		// "(known after apply)": a variable without a value. Nothing of
+		// the output is repeated: it may be a value.
+		return nil, fmt.Errorf("terraform console in %s gave no value for variable(s) %s (one may have no value yet)", t.dir, strings.Join(names, ", "))
+	}
+	doc, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, fmt.Errorf("terraform console in %s answered in a form relcap cannot read", t.dir)
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber() // numbers as Terraform wrote them, not rounded to float64
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("terraform console in %s answered in a form relcap cannot read", t.dir)
+	}
+	return v, nil
+}
+
+// consoleEnv is relcap's environment as terraform-exec passes it to the
+// Terraform it runs: no logging (TF_LOG would write values to a log), no
+// workspace override (the workspace is selected), automation mode.
+func consoleEnv(environ []string) []string {
+	env := make([]string, 0, len(environ)+6)
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "TF_LOG", "TF_LOG_CORE", "TF_LOG_PATH", "TF_LOG_PROVIDER", "TF_WORKSPACE", "TF_IN_AUTOMATION", "TF_INPUT":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "TF_LOG=", "TF_LOG_CORE=", "TF_LOG_PATH=", "TF_LOG_PROVIDER=", "TF_IN_AUTOMATION=1", "TF_INPUT=0")
+}
+
+// diagnosticSummaries keeps of Terraform's diagnostics their summaries
+// ("Error: Invalid expression") and locations ("on x.tfvars line 2:"),
+// never the source lines or details it quotes: those may hold a value.
+func diagnosticSummaries(stderr string) string {
+	var kept []string
+	for _, l := range strings.Split(stderr, "\n") {
+		l = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "│╷╵"))
+		if strings.HasPrefix(l, "Error: ") || strings.HasPrefix(l, "on ") && strings.HasSuffix(l, ":") {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) == 0 {
+		return "terraform gave no diagnostic"
+	}
+	return strings.Join(kept, " ")
+}
+
+// learnSavedPlan teaches a.secrets every value the saved plan holds as
+// sensitive, before it is applied: the values of its sensitive variables
+// (a `relcap apply` in a new process has not planned, so nothing learnt
+// them), and the values its resource and output changes mark sensitive.
+// `terraform show -json` goes to a buffer, never to the screen.
+func (a *Adapter) learnSavedPlan(ctx context.Context, t target, planFile string) error {
+	if a.secrets == nil {
+		return nil
+	}
+	doc, err := a.showPlanJSON(ctx, t, planFile)
+	if err != nil {
+		return fmt.Errorf("reading the saved plan's sensitive values before applying it: %w", err)
+	}
+	// The review learns as it reads; only what it learnt is kept.
+	if _, err := reviewDocument(doc, "the plan "+filepath.Base(planFile), t.env, a.classify, a.secrets); err != nil {
+		return fmt.Errorf("reading the saved plan's sensitive values before applying it: %w", err)
+	}
+	return nil
+}
+
+// learnValue teaches secrets v, a value Terraform holds as sensitive, in
+// the forms Terraform prints it: each string; each number as JSON writes
+// it and as Terraform's plan renders it; each leaf of a list or map.
+// Booleans are not learnt: "true" cannot be masked without masking
+// ordinary text.
+//
+// It is the one place a value of any type becomes secrets; the scrubber's
+// typed API (Set.AddValue) replaces its body once it lands.
+func learnValue(secrets *secret.Set, v any) {
+	if secrets == nil {
+		return
+	}
+	switch v := v.(type) {
+	case string:
+		secrets.Add(v)
+	case json.Number:
+		secrets.Add(numberForms(v.String())...)
+	case float64:
+		secrets.Add(numberForms(strconv.FormatFloat(v, 'f', -1, 64))...)
+	case map[string]any:
+		for _, e := range v {
+			learnValue(secrets, e)
+		}
+	case []any:
+		for _, e := range v {
+			learnValue(secrets, e)
+		}
+	}
+}
+
+// numberForms are the ways a number written as s is printed: as written,
+// and in the plain decimal form Terraform's human output uses (1e3 is
+// printed 1000).
+func numberForms(s string) []string {
+	forms := []string{s}
+	if f, ok := new(big.Float).SetPrec(512).SetString(s); ok {
+		if d := f.Text('f', -1); d != s {
+			forms = append(forms, d)
+		}
+	}
+	return forms
+}
+
+// learnBeforeRun is everything learnt before Terraform plans in t: the
+// sensitive variables. (The state's sensitive values are learnt as the
+// inputs are read, stateIdentity.) A failure is returned as it is:
+// planning without knowing the secrets would show them.
+func (a *Adapter) learnBeforeRun(ctx context.Context, t target) error {
+	if err := a.learnSensitiveVariables(ctx, t); err != nil {
+		if errors.Is(err, workflow.ErrUsage) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+	}
+	return nil
+}
