@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -50,26 +49,33 @@ func (a *Adapter) learnSensitiveVariables(ctx context.Context, t target) error {
 		learnValue(a.secrets, values)
 		return nil
 	}
-	// One name the scan found may not be a variable Terraform declares
-	// (a block inside a heredoc or comment), and one variable may have no
-	// value yet (Terraform's plan says so itself): each is asked alone, so
-	// the others are still learnt.
-	var errs []error
-	learnt := 0
+	if !errors.Is(err, errNoValue) && !errors.Is(err, errUndeclared) {
+		return fmt.Errorf("reading the sensitive variables of %s before running terraform (so their values are masked in its output): %w", t.dir, err)
+	}
+	// A name the scan found may not be a variable Terraform declares (a
+	// block header inside a heredoc), and a variable may have no value
+	// (Terraform's plan says so itself): each is asked alone, so the
+	// others are still learnt.
 	for _, n := range names {
 		v, err := a.sensitiveValues(ctx, t, []string{n})
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		switch {
+		case err == nil:
+			learnValue(a.secrets, v)
+		case errors.Is(err, errNoValue) || errors.Is(err, errUndeclared):
+			// Nothing to learn: no value is no secret.
+		default:
+			return fmt.Errorf("reading the sensitive variable %s of %s before running terraform (so its value is masked in its output): %w", n, t.dir, err)
 		}
-		learnValue(a.secrets, v)
-		learnt++
-	}
-	if learnt == 0 {
-		return fmt.Errorf("reading the sensitive variables of %s before running terraform (so their values are masked in its output): %w", t.dir, errors.Join(errs...))
 	}
 	return nil
 }
+
+// Why terraform console gave no value: a variable without one (the
+// console says "(known after apply)"), or a name that is not a variable.
+var (
+	errNoValue    = errors.New("a variable has no value")
+	errUndeclared = errors.New("not a declared variable")
+)
 
 // variableBlock finds `variable "name" {` (or an unquoted name) at the
 // start of a line: HCL puts a block's header on one line.
@@ -175,6 +181,9 @@ func (a *Adapter) sensitiveValues(ctx context.Context, t target, names []string)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("terraform console in %s interrupted: %w", t.dir, ctx.Err())
 		}
+		if strings.Contains(errb.String(), "Reference to undeclared input variable") {
+			return nil, fmt.Errorf("terraform console in %s: %w", t.dir, errUndeclared)
+		}
 		return nil, fmt.Errorf("terraform console in %s: %w: %s", t.dir, err, diagnosticSummaries(errb.String()))
 	}
 	quoted := strings.TrimSpace(out.String())
@@ -182,7 +191,7 @@ func (a *Adapter) sensitiveValues(ctx context.Context, t target, names []string)
 	if err != nil {
 		// "(known after apply)": a variable without a value. Nothing of
 		// the output is repeated: it may be a value.
-		return nil, fmt.Errorf("terraform console in %s gave no value for variable(s) %s (one may have no value yet)", t.dir, strings.Join(names, ", "))
+		return nil, fmt.Errorf("terraform console in %s, variable(s) %s: %w", t.dir, strings.Join(names, ", "), errNoValue)
 	}
 	doc, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil {
@@ -295,14 +304,9 @@ func numberForms(s string) []string {
 
 // learnBeforeRun is everything learnt before Terraform plans in t: the
 // sensitive variables. (The state's sensitive values are learnt as the
-// inputs are read, stateIdentity.) A failure is returned as it is:
-// planning without knowing the secrets would show them.
+// inputs are read, stateIdentity.) A failure stops the plan: planning
+// without knowing the secrets would show them, and what made Terraform
+// fail here (a var file it cannot read) fails its plan alike.
 func (a *Adapter) learnBeforeRun(ctx context.Context, t target) error {
-	if err := a.learnSensitiveVariables(ctx, t); err != nil {
-		if errors.Is(err, workflow.ErrUsage) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", workflow.ErrUsage, err)
-	}
-	return nil
+	return a.learnSensitiveVariables(ctx, t)
 }

@@ -195,3 +195,58 @@ func TestLearnValueLearnsEveryLeafInTheFormsTerraformPrints(t *testing.T) {
 	}
 	require.False(t, set.Contains("enabled = true"), "a boolean is not learnt")
 }
+
+// TestLearnSensitiveVariablesAsksEachNameAloneWhenOneHasNoAnswer: a block
+// header inside a heredoc is no variable, and a required variable may
+// have no value yet; the others are still learnt, and a variable not
+// declared sensitive never is.
+func TestLearnSensitiveVariablesAsksEachNameAloneWhenOneHasNoAnswer(t *testing.T) {
+	t.Parallel()
+	bin := terraformtest.Binary(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`
+variable "db_password" {
+  sensitive = true
+  default   = "pw-from-default-31c9"
+}
+variable "missing" {
+  type      = string
+  sensitive = true
+}
+variable "region" {
+  default = "eu-central-1-plain"
+}
+locals {
+  doc = <<-EOT
+variable "ghost" {
+  EOT
+}
+`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.auto.tfvars.json"), []byte(`{"region": "eu-west-3-plain"}`), 0o644))
+	set := secret.NewSet()
+	a, err := New(Options{Binary: bin, PlanDir: filepath.Join(t.TempDir(), "plans"), Secrets: set})
+	require.NoError(t, err)
+	names, err := declaredVariables(dir)
+	require.NoError(t, err)
+	require.Contains(t, names, "ghost", "the scan's false positive is there: the test is real")
+	require.NoError(t, a.learnSensitiveVariables(t.Context(), target{env: "dev", dir: dir, workspace: "default", binary: a.binary}))
+	require.True(t, set.Contains("pw-from-default-31c9"))
+	require.False(t, set.Contains("eu-central-1-plain"), "a variable not declared sensitive is not a secret")
+	require.False(t, set.Contains("eu-west-3-plain"))
+	require.Equal(t, 1, set.Len())
+}
+
+// TestABrokenVarFileFailsTheLearningWithoutQuotingIt: Terraform quotes
+// the offending source line in its diagnostic; relcap's error keeps the
+// summary and the location only, so a value on that line stays out.
+func TestABrokenVarFileFailsTheLearningWithoutQuotingIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "variable \"token\" {\n  sensitive = true\n}\n")
+	f.a.secrets = secret.NewSet()
+	f.varFile("broken.tfvars", "token = \"tok-unterminated-5d2a\n")
+	_, err := f.a.Plan(t.Context(), f.env, "alice")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "broken.tfvars line 1")
+	require.Contains(t, err.Error(), "Error: Unterminated template string", "Terraform's summary is kept")
+	require.NotContains(t, err.Error(), "tok-unterminated-5d2a")
+}
