@@ -32,10 +32,11 @@ import (
 // learnSensitiveVariables teaches a.secrets the value of every variable of
 // t's root declared sensitive, exactly as Terraform resolves it for a plan:
 // the configured var files, terraform.tfvars, *.auto.tfvars(.json),
-// TF_VAR_* and defaults. Terraform itself resolves them, through
-// `terraform console` with the plan's own var files; nothing it prints is
-// shown. The working directory must be initialised and the workspace
-// selected; the caller holds the working-directory lock.
+// TF_VAR_* and defaults. Terraform itself says which are sensitive and
+// resolves their values, through `terraform console` with the plan's own
+// var files; nothing it prints is shown. The working directory must be
+// initialised and the workspace selected; the caller holds the
+// working-directory lock.
 func (a *Adapter) learnSensitiveVariables(ctx context.Context, t target) error {
 	if a.secrets == nil {
 		return nil
@@ -44,24 +45,29 @@ func (a *Adapter) learnSensitiveVariables(ctx context.Context, t target) error {
 	if err != nil || len(names) == 0 {
 		return err
 	}
-	values, err := a.sensitiveValues(ctx, t, names)
+	sensitive, err := a.sensitiveNames(ctx, t, names)
+	if err != nil {
+		return fmt.Errorf("reading which variables of %s are sensitive before running terraform (so their values are masked in its output): %w", t.dir, err)
+	}
+	if len(sensitive) == 0 {
+		return nil
+	}
+	values, err := a.sensitiveValues(ctx, t, sensitive)
 	if err == nil {
 		learnValue(a.secrets, values)
 		return nil
 	}
-	if !errors.Is(err, errNoValue) && !errors.Is(err, errUndeclared) {
+	if !errors.Is(err, errNoValue) {
 		return fmt.Errorf("reading the sensitive variables of %s before running terraform (so their values are masked in its output): %w", t.dir, err)
 	}
-	// A name the scan found may not be a variable Terraform declares (a
-	// block header inside a heredoc), and a variable may have no value
-	// (Terraform's plan says so itself): each is asked alone, so the
-	// others are still learnt.
-	for _, n := range names {
+	// A variable may have no value (Terraform's plan says so itself):
+	// each is asked alone, so the others are still learnt.
+	for _, n := range sensitive {
 		v, err := a.sensitiveValues(ctx, t, []string{n})
 		switch {
 		case err == nil:
 			learnValue(a.secrets, v)
-		case errors.Is(err, errNoValue) || errors.Is(err, errUndeclared):
+		case errors.Is(err, errNoValue):
 			// Nothing to learn: no value is no secret.
 		default:
 			return fmt.Errorf("reading the sensitive variable %s of %s before running terraform (so its value is masked in its output): %w", n, t.dir, err)
@@ -76,6 +82,61 @@ var (
 	errNoValue    = errors.New("a variable has no value")
 	errUndeclared = errors.New("not a declared variable")
 )
+
+// consoleSensitive is how the console prints an object's attribute whose
+// value is sensitive: `  "name" = (sensitive value)`.
+var consoleSensitive = regexp.MustCompile(`(?m)^[ \t]*"([^"\n]+)"[ \t]*=[ \t]*\(sensitive value\)[ \t]*$`)
+
+// sensitiveNames are those of names whose value Terraform holds as
+// sensitive. The console is asked for {"name" = var.name == null, ...}:
+// a comparison with a sensitive value is sensitive, and the console prints
+// it as "(sensitive value)"; of the others it prints true or false, never
+// a value. (This works on every Terraform relcap runs, issensitive() came
+// only with 1.8.) A name the scan found that is no variable (a block
+// header inside a heredoc) makes the console refuse the question: each is
+// then asked alone, and those are dropped.
+func (a *Adapter) sensitiveNames(ctx context.Context, t target, names []string) ([]string, error) {
+	var expr strings.Builder
+	expr.WriteString("{")
+	for i, n := range names {
+		if i > 0 {
+			expr.WriteString(", ")
+		}
+		fmt.Fprintf(&expr, "%q = var.%s == null", n, n)
+	}
+	expr.WriteString("}")
+	out, err := a.console(ctx, t, expr.String())
+	whole := err == nil && strings.TrimSpace(out) == "(sensitive value)"
+	if whole && len(names) == 1 {
+		return names, nil
+	}
+	// A Terraform that marked the whole object would not say which:
+	// each is then asked alone too.
+	if (whole || errors.Is(err, errUndeclared)) && len(names) > 1 {
+		var sensitive []string
+		for _, n := range names {
+			s, err := a.sensitiveNames(ctx, t, []string{n})
+			if errors.Is(err, errUndeclared) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			sensitive = append(sensitive, s...)
+		}
+		return sensitive, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var sensitive []string
+	for _, m := range consoleSensitive.FindAllStringSubmatch(out, -1) {
+		if slices.Contains(names, m[1]) && !slices.Contains(sensitive, m[1]) {
+			sensitive = append(sensitive, m[1])
+		}
+	}
+	return sensitive, nil
+}
 
 // variableBlock finds `variable "name" {` (or an unquoted name) at the
 // start of a line: HCL puts a block's header on one line.
@@ -153,10 +214,10 @@ func hclIdentifier(s string) bool {
 	return s != ""
 }
 
-// sensitiveValues asks `terraform console` for the values of those of
-// names that are sensitive, as one JSON object (base64 encoded, so the
-// console's own string quoting cannot alter it). Values Terraform does not
-// know yet (a required variable without a value) fail the question.
+// sensitiveValues asks the console for the values of names, sensitive
+// variables all, as one JSON object (base64 encoded, so the console's own
+// string quoting cannot alter it). A variable Terraform has no value for
+// yet fails the question with errNoValue.
 func (a *Adapter) sensitiveValues(ctx context.Context, t target, names []string) (any, error) {
 	var expr strings.Builder
 	expr.WriteString("base64encode(jsonencode({")
@@ -164,30 +225,14 @@ func (a *Adapter) sensitiveValues(ctx context.Context, t target, names []string)
 		if i > 0 {
 			expr.WriteString(", ")
 		}
-		fmt.Fprintf(&expr, "%q = issensitive(var.%s) ? nonsensitive(var.%s) : null", n, n, n)
+		fmt.Fprintf(&expr, "%q = nonsensitive(var.%s)", n, n)
 	}
-	expr.WriteString("}))\n")
-	args := []string{"console", "-no-color"}
-	for _, f := range t.varFiles {
-		args = append(args, "-var-file="+f)
+	expr.WriteString("}))")
+	out, err := a.console(ctx, t, expr.String())
+	if err != nil {
+		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, t.binary, args...)
-	cmd.Dir = t.dir
-	cmd.Env = consoleEnv(os.Environ())
-	cmd.Stdin = strings.NewReader(expr.String())
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("terraform console in %s interrupted: %w", t.dir, ctx.Err())
-		}
-		if strings.Contains(errb.String(), "Reference to undeclared input variable") {
-			return nil, fmt.Errorf("terraform console in %s: %w", t.dir, errUndeclared)
-		}
-		return nil, fmt.Errorf("terraform console in %s: %w: %s", t.dir, err, diagnosticSummaries(errb.String()))
-	}
-	quoted := strings.TrimSpace(out.String())
-	enc, err := strconv.Unquote(quoted)
+	enc, err := strconv.Unquote(strings.TrimSpace(out))
 	if err != nil {
 		// "(known after apply)": a variable without a value. Nothing of
 		// the output is repeated: it may be a value.
@@ -204,6 +249,32 @@ func (a *Adapter) sensitiveValues(ctx context.Context, t target, names []string)
 		return nil, fmt.Errorf("terraform console in %s answered in a form relcap cannot read", t.dir)
 	}
 	return v, nil
+}
+
+// console evaluates expr with `terraform console` in t, with t's var
+// files, and returns what it printed. Its output goes to a buffer, never
+// to the screen; an error carries Terraform's diagnostic summaries only.
+func (a *Adapter) console(ctx context.Context, t target, expr string) (string, error) {
+	args := []string{"console", "-no-color"}
+	for _, f := range t.varFiles {
+		args = append(args, "-var-file="+f)
+	}
+	cmd := exec.CommandContext(ctx, t.binary, args...)
+	cmd.Dir = t.dir
+	cmd.Env = consoleEnv(os.Environ())
+	cmd.Stdin = strings.NewReader(expr + "\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("terraform console in %s interrupted: %w", t.dir, ctx.Err())
+		}
+		if strings.Contains(errb.String(), "Reference to undeclared input variable") {
+			return "", fmt.Errorf("terraform console in %s: %w", t.dir, errUndeclared)
+		}
+		return "", fmt.Errorf("terraform console in %s: %w: %s", t.dir, err, diagnosticSummaries(errb.String()))
+	}
+	return out.String(), nil
 }
 
 // consoleEnv is relcap's environment as terraform-exec passes it to the
