@@ -46,6 +46,9 @@ func (a *Adapter) learnSensitiveVariables(ctx context.Context, t target) error {
 		return err
 	}
 	sensitive, err := a.sensitiveNames(ctx, t, names)
+	if errors.Is(err, errUndeclared) {
+		return nil // the one name the scan found is no variable
+	}
 	if err != nil {
 		return fmt.Errorf("reading which variables of %s are sensitive before running terraform (so their values are masked in its output): %w", t.dir, err)
 	}

@@ -250,3 +250,14 @@ func TestABrokenVarFileFailsTheLearningWithoutQuotingIt(t *testing.T) {
 	require.Contains(t, err.Error(), "Error: Unterminated template string", "Terraform's summary is kept")
 	require.NotContains(t, err.Error(), "tok-unterminated-5d2a")
 }
+
+// TestARootWhoseOnlyVariableHeaderIsInAStringPlans: the scan's one false
+// positive is no reason to refuse the plan.
+func TestARootWhoseOnlyVariableHeaderIsInAStringPlans(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "locals {\n  doc = <<-EOT\nvariable \"ghost\" {\n  EOT\n}\nresource \"terraform_data\" \"a\" {\n  input = local.doc\n}\n")
+	f.a.secrets = secret.NewSet()
+	s := f.plan()
+	require.Equal(t, 1, s.Counts.Create)
+	require.Zero(t, f.a.secrets.Len())
+}
