@@ -83,9 +83,6 @@ func terminalOptions(ctx context.Context, term terminal) ([]tea.ProgramOption, *
 	} else if w == 0 || h == 0 {
 		w, h = 80, 24
 	}
-	// Secrets are masked at their source; this is the last line of defence,
-	// before the terminal and the recording alike.
-	out = term.Secrets.Writer(out)
 	var rec *asciicast.Writer
 	if term.Record != nil {
 		rec = asciicast.NewWriter(term.Record, w, h, time.Now)
@@ -99,6 +96,10 @@ func terminalOptions(ctx context.Context, term terminal) ([]tea.ProgramOption, *
 			return msg
 		}))
 	}
+	// Secrets are masked at their source; this is the last line of defence,
+	// before the terminal and the recording alike: the tee sits behind it,
+	// so the recording gets the very bytes the terminal does.
+	out = term.Secrets.Writer(out)
 	return append(progOpts, tea.WithOutput(out), tea.WithWindowSize(w, h)), rec
 }
 

@@ -14,11 +14,18 @@ import (
 
 	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // runBlocked runs the cockpit with Run until the release blocks on its
 // plan approval, then quits with q, and returns what it wrote.
 func runBlocked(t *testing.T, env []string) (out, cast *bytes.Buffer, err error) {
+	t.Helper()
+	return runBlockedMasking(t, env, nil)
+}
+
+// runBlockedMasking is runBlocked with secrets masked in the output.
+func runBlockedMasking(t *testing.T, env []string, secrets *secret.Set) (out, cast *bytes.Buffer, err error) {
 	t.Helper()
 	fx := fixture.New(fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true})
 	svc, _, serr := fx.Service("alice")
@@ -30,7 +37,7 @@ func runBlocked(t *testing.T, env []string) (out, cast *bytes.Buffer, err error)
 	screen := &lockedWriter{w: out}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(t.Context(), Options{Service: svc, ReleaseID: fixture.ReleaseID, Input: in, Output: screen, Env: env, Record: cast, Width: 80, Height: 24})
+		done <- Run(t.Context(), Options{Service: svc, ReleaseID: fixture.ReleaseID, Input: in, Output: screen, Env: env, Secrets: secrets, Record: cast, Width: 80, Height: 24})
 	}()
 	// Quit only once the blocked state is on the screen, however long a
 	// busy machine takes to render it.
@@ -135,4 +142,18 @@ func BenchmarkFirstFrame(b *testing.B) {
 	if perOp := b.Elapsed() / time.Duration(b.N); perOp > 300*time.Millisecond {
 		b.Fatalf("first frame takes %s; the budget is 300 ms", perOp)
 	}
+}
+
+// TestTheRecordingGetsTheMaskedBytesTheTerminalGets: a secret on the
+// screen (here the release ID, made a secret) is masked in the terminal's
+// bytes and in screen.cast alike. Before, the recording was tapped in
+// front of the masking writer and kept the secret in clear.
+func TestTheRecordingGetsTheMaskedBytesTheTerminalGets(t *testing.T) {
+	t.Parallel()
+	out, cast, err := runBlockedMasking(t, []string{"TERM=xterm-256color", "TTY_FORCE=1"}, secret.NewSet(fixture.ReleaseID))
+	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.Contains(t, out.String(), secret.Mask, "the screen showed the masked secret: the test is real")
+	require.NotContains(t, out.String(), fixture.ReleaseID)
+	require.NotContains(t, cast.String(), fixture.ReleaseID, "the recording keeps what the screen masked")
+	require.NotContains(t, cast.String(), "c0ffee")
 }

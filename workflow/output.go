@@ -48,6 +48,8 @@ const maxJournaledOutput = 1 << 20
 type outputLines struct {
 	emit    func(line string)
 	secrets *secret.Set // masked in every line before it is shown or kept
+	// keepNone keeps no line: nothing journals them (ScrubbedLines).
+	keepNone bool
 
 	mu      sync.Mutex
 	partial []byte
@@ -89,15 +91,30 @@ func (o *outputLines) Flush() {
 // line records one complete line; o.mu is held.
 func (o *outputLines) line(s string) {
 	s = o.secrets.Scrub(printable(strings.TrimRight(s, "\r")))
-	if o.size+len(s) <= maxJournaledOutput {
+	switch {
+	case o.keepNone:
+	case o.size+len(s) <= maxJournaledOutput:
 		o.kept = append(o.kept, s)
 		o.size += len(s)
-	} else {
+	default:
 		o.dropped++
 	}
 	if o.emit != nil {
 		o.emit(s)
 	}
+}
+
+// ScrubbedLines is tool output for a command that gives tools w directly,
+// outside the Service's operations (which journal theirs): each complete
+// line, made printable and with secrets masked as known when the line
+// completes, goes to w; flush ends a trailing partial line. Masking whole
+// lines catches a secret a tool's output splits across two writes.
+func ScrubbedLines(w io.Writer, secrets *secret.Set) (out io.Writer, flush func()) {
+	o := newOutputLines(func(line string) {
+		_, _ = io.WriteString(w, line+"\n") // a terminal's write error cannot be reported anywhere better
+	}, secrets)
+	o.keepNone = true
+	return o, o.Flush
 }
 
 // Lines returns what was kept and how many lines were not.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -77,4 +78,21 @@ func TestToolOutputOfACommandGoesToItsWriter(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, stderr.String())
 	require.Equal(t, 2, strings.Count(strings.Join(j.Kinds(), " "), string(workflow.KindStepOutput)), "journaled either way")
+}
+
+// TestScrubbedLinesMasksASecretSplitAcrossWrites: a tool's output arrives
+// in chunks that need not end at a line; each line is masked whole, so a
+// secret cut in two by the chunks is still caught, and control sequences
+// never reach the terminal.
+func TestScrubbedLinesMasksASecretSplitAcrossWrites(t *testing.T) {
+	t.Parallel()
+	var term strings.Builder
+	out, flush := workflow.ScrubbedLines(&term, secret.NewSet("tok-7f3a9c2e51"))
+	for _, chunk := range []string{"token = \"tok-7f3", "a9c2e51\"\n\x1b[31mred", " tok-7f3a9c", "2e51"} {
+		_, err := out.Write([]byte(chunk))
+		require.NoError(t, err)
+	}
+	require.Equal(t, "token = \"(sensitive)\"\n", term.String(), "a partial line waits for its end")
+	flush()
+	require.Equal(t, "token = \"(sensitive)\"\nred (sensitive)\n", term.String())
 }

@@ -85,6 +85,9 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 		return workflow.ApplyResult{}, fmt.Errorf("%w: plan %s for %s (%s): %s; run relcap plan again", workflow.ErrStalePlan, workflow.ShortHash(req.Fingerprint), t.dir, t.workspace, strings.Join(reasons, "; "))
 	}
 
+	if err := a.learnSavedPlan(ctx, t, req.PlanFile); err != nil {
+		return workflow.ApplyResult{}, err
+	}
 	// The saved plan carries its variables; passing var files or -var
 	// here would be refused by Terraform.
 	if err := a.applyDetached(ctx, t, req); err != nil {

@@ -226,7 +226,7 @@ func stateIdentity(ctx context.Context, quiet *tfexec.Terraform, t target, secre
 		return "", 0, nil
 	}
 	var s rawState
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+	if err := decodeNumbers([]byte(raw), &s); err != nil {
 		return "", 0, fmt.Errorf("terraform state pull in %s returned a state relcap cannot read (lineage and serial)", t.dir)
 	}
 	s.learnSecrets(secrets)
@@ -266,7 +266,7 @@ func (s rawState) learnSecrets(secrets *secret.Set) {
 	}
 	for _, o := range s.Outputs {
 		if o.Sensitive {
-			learnAll(secrets, o.Value)
+			learnValue(secrets, o.Value)
 		}
 	}
 	for _, r := range s.Resources {
@@ -275,17 +275,26 @@ func (s rawState) learnSecrets(secrets *secret.Set) {
 				continue
 			}
 			var attrs any
-			if err := json.Unmarshal(in.Attributes, &attrs); err != nil {
+			if err := decodeNumbers(in.Attributes, &attrs); err != nil {
 				continue // an instance relcap cannot read holds nothing it shows either
 			}
 			for _, p := range in.SensitiveAttributes {
 				var steps []pathStep
 				if json.Unmarshal(p, &steps) == nil {
-					learnAll(secrets, follow(attrs, steps))
+					learnValue(secrets, follow(attrs, steps))
 				}
 			}
 		}
 	}
+}
+
+// decodeNumbers is json.Unmarshal keeping numbers as written
+// (json.Number): a sensitive number is learnt in the form Terraform
+// prints, not rounded through float64.
+func decodeNumbers(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 // follow walks v along a state path; nil when the path leaves v.

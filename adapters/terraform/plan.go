@@ -58,6 +58,12 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	if err != nil {
 		return workflow.PlanSummary{}, err
 	}
+	// Learnt before Terraform prints a line (the state's sensitive values
+	// were, as the inputs were read): the plan's output streams to the
+	// screen, the recording and the journal as it comes.
+	if err := a.learnBeforeRun(ctx, t); err != nil {
+		return workflow.PlanSummary{}, err
+	}
 
 	tmp, err := os.CreateTemp(a.planDir, ".plan-*.tmp")
 	if err != nil {

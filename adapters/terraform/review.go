@@ -123,7 +123,7 @@ func reviewDocument(data []byte, name, env string, classify workflow.Classify, s
 	}
 	for name, sensitive := range meta.sensitiveVars {
 		if sensitive {
-			learnAll(secrets, meta.variables[name])
+			learnValue(secrets, meta.variables[name])
 		}
 	}
 	s := workflow.PlanSummary{Env: env, TerraformVersion: meta.terraformVersion,

@@ -462,7 +462,7 @@ func learnStateSecrets(secrets *secret.Set, st *tfjson.State) {
 	}
 	for _, o := range st.Values.Outputs {
 		if o != nil && o.Sensitive {
-			learnAll(secrets, o.Value)
+			learnValue(secrets, o.Value)
 		}
 	}
 	var walk func(m *tfjson.StateModule)

@@ -488,7 +488,7 @@ func isIdent(s string) bool {
 	return true
 }
 
-// learnSensitive adds to secrets every string in v that the sensitivity
+// learnSensitive adds to secrets every value in v that the sensitivity
 // shape sens marks: true marks a whole subtree; a map or list of the
 // shape marks parts. It follows the shape, not the value, so a change
 // without sensitive parts costs nothing.
@@ -498,7 +498,7 @@ func learnSensitive(secrets *secret.Set, v, sens any) {
 	}
 	switch sh := sens.(type) {
 	case bool:
-		learnAll(secrets, v)
+		learnValue(secrets, v)
 	case map[string]any:
 		if m, ok := v.(map[string]any); ok {
 			for k, s := range sh {
@@ -514,12 +514,6 @@ func learnSensitive(secrets *secret.Set, v, sens any) {
 			}
 		}
 	}
-}
-
-// learnAll adds v, a sensitive value of any type, to secrets:
-// secret.Set.AddValue decides how each type is learnt.
-func learnAll(secrets *secret.Set, v any) {
-	secrets.AddValue(v)
 }
 
 // maskSecrets replaces every attribute value that holds a secret with the

@@ -105,7 +105,11 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 				}
 				return a.rehearseOutcome(o.Records, o.RunErr, o.NotRun, false)
 			}
-			ctx = workflow.WithToolOutput(ctx, a.io.Err)
+			// Masked line by line: a secret split across two of a
+			// tool's writes is still caught.
+			toolOut, flushToolOut := workflow.ScrubbedLines(a.io.Err, a.secrets)
+			defer flushToolOut()
+			ctx = workflow.WithToolOutput(ctx, toolOut)
 			sink := a.rehearsalSink()
 			var records []*workflow.Rehearsal
 			var runErr, notRun error
