@@ -505,6 +505,38 @@ func runOutput(dir string) (stdout, stderr string) {
 	return string(o), string(e)
 }
 
+// maskRunOutput rewrites a finished run's stdout and stderr with every
+// secret relcap knows masked, once its outcome has been read: the files
+// must hold Terraform's raw output while it runs (relcap may die and a
+// later relcap follows them), but nothing relcap keeps after that may
+// hold a secret in clear. A run still going, or one whose files cannot be
+// rewritten, is left as it is (0600 in the private plan store, as the plan
+// files beside it); the next relcap that settles it masks it then.
+func (a *Adapter) maskRunOutput(dir string) {
+	if a.secrets.Len() == 0 {
+		return
+	}
+	for _, name := range []string{runStdoutFile, runStderrFile} {
+		path := filepath.Join(dir, name)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		masked := a.secrets.ScrubBytes(raw)
+		if bytes.Equal(masked, raw) {
+			continue
+		}
+		tmp := path + ".masked"
+		if err := os.WriteFile(tmp, masked, 0o600); err != nil {
+			_ = os.Remove(tmp)
+			continue
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			_ = os.Remove(tmp)
+		}
+	}
+}
+
 // exitError is a run's failure as terraform-exec reports one: the exit
 // and Terraform's stderr, which terraformError reads (lock holders, stale
 // plans).

@@ -102,7 +102,11 @@ func (a *Adapter) earlierApplies(ctx context.Context, t target, req workflow.App
 				return false, a.terraformError(ctx, "apply", t, ctx.Err())
 			}
 		}
-		switch outcome, why := applyOutcome(dir, st); outcome {
+		outcome, why := applyOutcome(dir, st)
+		if st.State != runAlive {
+			a.maskRunOutput(dir)
+		}
+		switch outcome {
 		case applyRan:
 			return true, nil
 		case applyUnknown:
@@ -177,13 +181,17 @@ func (a *Adapter) applyDetached(ctx context.Context, t target, req workflow.Appl
 	if err != nil {
 		return a.terraformError(ctx, "apply", t, err)
 	}
-	switch outcome, why := applyOutcome(run.dir, st); outcome {
+	outcome, why := applyOutcome(run.dir, st)
+	_, errOut := runOutput(run.dir)
+	if st.State != runAlive {
+		a.maskRunOutput(run.dir)
+	}
+	switch outcome {
 	case applyRan:
 		return nil
 	case applyUnknown:
 		return &ApplyOutcomeUnknownError{Fingerprint: req.Fingerprint, Env: req.Env.Name, Dir: t.dir, Workspace: t.workspace, Why: []string{why}}
 	}
-	_, errOut := runOutput(run.dir)
 	return a.terraformError(ctx, "apply", t, exitError(st, errOut))
 }
 
