@@ -70,7 +70,12 @@ type app struct {
 func run(ctx context.Context, io *IO, args []string) (code int) {
 	secrets := secret.NewSet()
 	masked := *io
-	masked.Out, masked.Err = secrets.Writer(io.Out), secrets.Writer(io.Err)
+	// Standard error never carries the cockpit's screen: everything on it
+	// is text, and no escape, control character or bidi override from a
+	// typed value, a file or a tool reaches the terminal raw. (Standard
+	// output carries the cockpit and relcap replay's recordings; what
+	// commands print there as text goes through tui/plain's printers.)
+	masked.Out, masked.Err = secrets.Writer(io.Out), secrets.Writer(plain.SafeWriter(io.Err))
 	io = &masked
 	a := &app{io: io, clock: workflow.SystemClock{}, args: args, secrets: secrets}
 	a.started = a.clock.Now()
@@ -126,7 +131,11 @@ with every decision journaled and the staff time it cost measured.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.openCockpit(cmd)
 		},
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			// Before anything is opened or recorded.
+			if err := checkTypedInput(cmd, args); err != nil {
+				return err
+			}
 			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
 				a.flags.noColor = true
 			}
