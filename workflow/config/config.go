@@ -224,6 +224,13 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 	if rel, n := top.str("people"); n != nil {
 		proj.People = resolvePath(o.dir, rel)
 		p.checkPath(o, n, "people", proj.People, false, "write it in git's allowed-signers format (one line per person: principal, key type, public key) or fix the path")
+		if o.readFile != nil {
+			if data, err := o.readFile(proj.People); err == nil {
+				if line, col, msg, bad := InvalidUTF8(data); bad {
+					p.probs.add(Problem{File: proj.People, Line: line, Col: col, Message: msg})
+				}
+			}
+		}
 	}
 	o.people = proj.People
 
