@@ -78,7 +78,9 @@ func ValidAppName(app string) bool {
 }
 
 // ValidEnvName reports whether name is usable as an environment's name.
-func ValidEnvName(name string) bool { return envNamePattern.MatchString(name) && len(name) <= MaxEnvNameLen }
+func ValidEnvName(name string) bool {
+	return envNamePattern.MatchString(name) && len(name) <= MaxEnvNameLen
+}
 
 // MaxEnvNameLen bounds an environment's name, so its release IDs stay
 // within MaxIDLen.
