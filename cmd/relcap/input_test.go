@@ -176,3 +176,22 @@ func TestTerminalSafeMakesEscapesVisible(t *testing.T) {
 }
 
 var plainSafe = plain.SafeWriter
+
+// TestEscapesInAToolsOutputNeverReachTheTerminalRaw: a Terraform plan
+// document whose resource address and module carry a clear-screen escape,
+// a window-title escape, a carriage return and a bidi override (names a
+// module author chose): relcap plan --from-json prints the review on
+// stdout and its findings on stderr with every one of them made visible.
+func TestEscapesInAToolsOutputNeverReachTheTerminalRaw(t *testing.T) {
+	t.Parallel()
+	doc := filepath.Join(t.TempDir(), "plan.json")
+	require.NoError(t, os.WriteFile(doc, []byte(`{"format_version":"1.2","terraform_version":"1.11.4","planned_values":{"root_module":{}},
+"resource_changes":[{"address":"module.m[\"\u001b[2J\u001b]0;owned\u0007\"].aws_iam_role.r\r\u202eforged","mode":"managed","type":"aws_iam_role","name":"r","provider_name":"registry.terraform.io/hashicorp/aws",
+"change":{"actions":["delete"],"before":{"name":"x"},"after":null}}]}`), 0o644))
+	code, out, errOut := invoke(t, t.TempDir(), "plan", "--from-json", doc)
+	t.Logf("exit %d\n%s\n%s", code, out, errOut)
+	require.Contains(t, out, `\x1b[2J\x1b]0;owned\a`, "the address is shown, its escapes visible")
+	for _, raw := range []string{"\x1b", "\a", "\r", "\u202e"} {
+		require.NotContains(t, out+errOut, raw)
+	}
+}

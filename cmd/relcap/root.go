@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/user"
@@ -35,9 +36,12 @@ type globalFlags struct {
 // said, and the adapters opened so far (lazily, so `relcap version` opens
 // nothing).
 type app struct {
-	io    *IO
-	flags globalFlags
-	clock workflow.Clock
+	io *IO
+	// screen is standard output for what draws a terminal screen (the
+	// cockpit, a replayed recording): masked, not escaped.
+	screen io.Writer
+	flags  globalFlags
+	clock  workflow.Clock
 
 	ledger *store.Ledger
 	// ledgerAt is where the ledger is, once resolved; ledgerErr is why it
@@ -70,14 +74,14 @@ type app struct {
 func run(ctx context.Context, io *IO, args []string) (code int) {
 	secrets := secret.NewSet()
 	masked := *io
-	// Standard error never carries the cockpit's screen: everything on it
-	// is text, and no escape, control character or bidi override from a
-	// typed value, a file or a tool reaches the terminal raw. (Standard
-	// output carries the cockpit and relcap replay's recordings; what
-	// commands print there as text goes through tui/plain's printers.)
-	masked.Out, masked.Err = secrets.Writer(io.Out), secrets.Writer(plain.SafeWriter(io.Err))
+	// What commands print is text: no escape, control character or bidi
+	// override from a typed value, a file, the ledger or a tool reaches
+	// the terminal raw (tui/plain.SafeWriter). The cockpit and relcap
+	// journal replay draw the screen itself and write to screen.
+	screen := secrets.Writer(io.Out)
+	masked.Out, masked.Err = secrets.Writer(plain.SafeWriter(io.Out)), secrets.Writer(plain.SafeWriter(io.Err))
 	io = &masked
-	a := &app{io: io, clock: workflow.SystemClock{}, args: args, secrets: secrets}
+	a := &app{io: io, screen: screen, clock: workflow.SystemClock{}, args: args, secrets: secrets}
 	a.started = a.clock.Now()
 	defer func() {
 		// A bug must not greet the captain with a stack trace. Every ledger

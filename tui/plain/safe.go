@@ -12,7 +12,30 @@ import (
 // name), and none of it may move the cursor, retitle the window or forge
 // a line with a carriage return. Each Write is escaped on its own, so a
 // rune split across two writes shows as its bytes' escapes, never raw.
-func SafeWriter(w io.Writer) io.Writer { return safeWriter{w} }
+//
+// When w is a file (a terminal), so is the writer: its Fd, Read and Close
+// are w's, so terminal detection still sees the terminal.
+func SafeWriter(w io.Writer) io.Writer {
+	if f, ok := w.(file); ok {
+		return safeFile{safeWriter{w}, f}
+	}
+	return safeWriter{w}
+}
+
+// file is what terminal detection looks for: an *os.File or its like.
+type file interface {
+	io.ReadWriteCloser
+	Fd() uintptr
+}
+
+type safeFile struct {
+	safeWriter
+	f file
+}
+
+func (s safeFile) Read(p []byte) (int, error) { return s.f.Read(p) }
+func (s safeFile) Close() error               { return s.f.Close() }
+func (s safeFile) Fd() uintptr                { return s.f.Fd() }
 
 type safeWriter struct{ w io.Writer }
 
