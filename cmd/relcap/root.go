@@ -126,7 +126,7 @@ with every decision journaled and the staff time it cost measured.`,
 			if len(args) == 0 {
 				return nil
 			}
-			msg := fmt.Sprintf("unknown command %q", args[0])
+			msg := fmt.Sprintf("unknown command %s", workflow.QuoteInput(args[0]))
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
 			}
@@ -346,7 +346,7 @@ func (a *app) printJSON(v any) error {
 // noArgs rejects positional arguments as a usage error (exit 2).
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args)}
+		return usageError{fmt.Errorf("%s takes no arguments, got %s", cmd.CommandPath(), workflow.QuoteInput(strings.Join(args, " ")))}
 	}
 	return nil
 }
