@@ -179,6 +179,9 @@ func (a *Adapter) currentInputs(ctx context.Context, quiet *tfexec.Terraform, t 
 	// And the variables that choose the providers' cluster, account or
 	// project (KUBECONFIG, AWS_PROFILE, …), with the files they name.
 	in.ProviderEnv = providerEnvHashes(os.Environ(), key)
+	if err := addProviderConfigFiles(t.dir, key, in.ProviderEnv); err != nil {
+		return in, err
+	}
 	in.StateLineage, in.StateSerial, err = stateIdentity(ctx, quiet, t, secrets)
 	return in, err
 }

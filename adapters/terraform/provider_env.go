@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -142,4 +144,45 @@ func expandHome(path string) string {
 		}
 	}
 	return path
+}
+
+// providerConfigPath finds the kubeconfig a provider block names with a
+// literal string (config_path = "~/.kube/config", config_paths = [...], as
+// the kubernetes and helm providers take): the file lives outside the
+// root, so its content is bound like KUBECONFIG's. A path built from an
+// expression is not followed (its variables are bound themselves).
+var providerConfigPath = regexp.MustCompile(`(?m)^\s*config_paths?\s*=\s*(\[[^\]]*\]|"[^"]*")`)
+
+// quotedLiteral is one "…" string without interpolation.
+var quotedLiteral = regexp.MustCompile(`"([^"$]*)"`)
+
+// addProviderConfigFiles adds to out, keyed "config_path PATH", a keyed
+// hash of each kubeconfig the root's .tf files name literally.
+func addProviderConfigFiles(root string, key []byte, out map[string]string) error {
+	files, err := filepath.Glob(filepath.Join(root, "*.tf"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", f, err)
+		}
+		for _, m := range providerConfigPath.FindAllSubmatch(b, -1) {
+			for _, lit := range quotedLiteral.FindAllSubmatch(m[1], -1) {
+				path := string(lit[1])
+				if path == "" {
+					continue
+				}
+				abs := expandHome(path)
+				if !filepath.IsAbs(abs) {
+					abs = filepath.Join(root, abs)
+				}
+				mac := hmac.New(sha256.New, key)
+				mac.Write([]byte(fileDigest(abs)))
+				out["config_path "+path] = hex.EncodeToString(mac.Sum(nil))
+			}
+		}
+	}
+	return nil
 }

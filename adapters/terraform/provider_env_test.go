@@ -105,3 +105,34 @@ func TestAPlanSavedBeforeProviderSettingsWereBoundIsNotStaleForThem(t *testing.T
 	now.ProviderEnv = map[string]string{"KUBECONFIG": "k"}
 	require.Equal(t, []string{"provider setting added: KUBECONFIG"}, workflow.StaleReasons(none, now))
 }
+
+// TestAKubeconfigNamedInTheConfigurationIsBoundByItsContent: a
+// config_path the configuration names literally (as the kubernetes and
+// helm providers take it; here in a locals block, since the test cannot
+// download those providers, and the binding reads the .tf files, not the
+// provider) binds the file's content: edited in place between plan and
+// apply, the plan is stale naming config_path and its path.
+// Not parallel: it shares nothing, but newFixture's Terraform is real and
+// the machine is small.
+func TestAKubeconfigNamedInTheConfigurationIsBoundByItsContent(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "cluster.kubeconfig")
+	require.NoError(t, os.WriteFile(kc, []byte(kubeconfigA), 0o600))
+	f := newFixture(t, `locals {
+  config_path = "`+kc+`"
+}
+resource "terraform_data" "x" {
+  input = "v1"
+}
+`)
+	s := f.plan()
+	require.Contains(t, s.Inputs.ProviderEnv, "config_path "+kc)
+	require.NoError(t, os.WriteFile(kc, []byte(kubeconfigA+"# now prod\n"), 0o600))
+	_, err := f.a.Apply(t.Context(), request(f.env, s))
+	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorContains(t, err, "provider setting changed: config_path "+kc)
+	require.NotContains(t, err.Error(), "staging-token-111")
+
+	require.NoError(t, os.WriteFile(kc, []byte(kubeconfigA), 0o600))
+	_, err = f.a.Apply(t.Context(), request(f.env, s))
+	require.NoError(t, err, "the same content: applied\n%s", f.out.String())
+}
