@@ -56,14 +56,14 @@ var (
 		re   *regexp.Regexp
 		want string
 	}{
-		IDRelease:   {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`), "letters, digits, '.', '_' and '-', as relcap prints it (e.g. web-prod-20261130-1a2b3c)"},
-		IDRehearsal: {regexp.MustCompile(`^rh-[A-Za-z0-9][A-Za-z0-9._-]*$`), "rh- then letters, digits, '.', '_' and '-', as relcap rehearse prints it"},
+		IDRelease:   {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`), "only letters, digits, '.', '_' and '-', as relcap prints it (e.g. web-prod-20261130-1a2b3c)"},
+		IDRehearsal: {regexp.MustCompile(`^rh-[A-Za-z0-9][A-Za-z0-9._-]*$`), "rh- then only letters, digits, '.', '_' and '-', as relcap rehearse prints it"},
 		IDPlan:      {regexp.MustCompile(`^[0-9a-f]{64}$`), "64 lowercase hexadecimal digits, as relcap plan prints it"},
-		IDSession:   {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`), "letters, digits, '.', '_' and '-', as relcap journal list prints it (e.g. 20261130T135527Z-3f9a1c)"},
-		IDEnv:       {envNamePattern, "lowercase letters, digits and '-', as relcap.yaml names it"},
-		IDDrill:     {regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`), "lowercase letters, digits and '-'"},
-		IDPrincipal: {regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._@+-]*$`), "letters, digits, '.', '_', '@', '+' and '-'"},
-		IDLock:      {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`), "letters, digits, '.', '_', ':' and '-', as Terraform prints it"},
+		IDSession:   {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`), "only letters, digits, '.', '_' and '-', as relcap journal list prints it (e.g. 20261130T135527Z-3f9a1c)"},
+		IDEnv:       {envNamePattern, "only lowercase letters, digits and '-', as relcap.yaml names it"},
+		IDDrill:     {regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`), "only lowercase letters, digits and '-'"},
+		IDPrincipal: {regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._@+-]*$`), "only letters, digits, '.', '_', '@', '+' and '-'"},
+		IDLock:      {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`), "only letters, digits, '.', '_', ':' and '-', as Terraform prints it"},
 	}
 )
 
@@ -97,9 +97,11 @@ func CheckID(kind IDKind, what, value string) error {
 	case value == "":
 		return fmt.Errorf("%w: %s is empty: give a %s", ErrUsage, what, kind)
 	case len(value) > MaxIDLen:
-		return fmt.Errorf("%w: %s %s is not a %s: %d bytes, at most %d", ErrUsage, what, QuoteInput(value), kind, len(value), MaxIDLen)
-	case strings.Contains(value, ".."), !g.re.MatchString(value):
-		return fmt.Errorf("%w: %s %s is not a %s: it has %s", ErrUsage, what, QuoteInput(value), kind, g.want)
+		return fmt.Errorf("%w: %s %s is not a %s: one is at most %d bytes", ErrUsage, what, QuoteInput(value), kind, MaxIDLen)
+	case strings.Contains(value, ".."):
+		return fmt.Errorf("%w: %s %s is not a %s: one never has '..'", ErrUsage, what, QuoteInput(value), kind)
+	case !g.re.MatchString(value):
+		return fmt.Errorf("%w: %s %s is not a %s: one has %s", ErrUsage, what, QuoteInput(value), kind, g.want)
 	}
 	return nil
 }
@@ -111,7 +113,7 @@ func CheckID(kind IDKind, what, value string) error {
 func CheckFreeText(what, value string) error {
 	switch {
 	case len(value) > MaxFreeTextLen:
-		return fmt.Errorf("%w: %s %s is too long: %d bytes, at most %d", ErrUsage, what, QuoteInput(value), len(value), MaxFreeTextLen)
+		return fmt.Errorf("%w: %s %s is too long: at most %d bytes", ErrUsage, what, QuoteInput(value), MaxFreeTextLen)
 	case !utf8.ValidString(value):
 		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrUsage, what, QuoteInput(value))
 	case strings.IndexFunc(value, unsafeRune) >= 0:
