@@ -73,13 +73,20 @@ type LockedError struct {
 	// Backend is the holder's PostgreSQL backend pid, for a holder that
 	// had not yet said who it is (Holder.Actor empty).
 	Backend int
+	// LockFile is the lock file of an SQLite ledger's lock, for a holder
+	// that had not yet said who it is.
+	LockFile string
 }
 
 func (e *LockedError) Error() string {
 	h := e.Holder
 	if h.Actor == "" {
-		return fmt.Sprintf("%v: %s is held by another relcap that has not said who it is yet (database backend pid %d); try again in a moment, or ask your team who is applying or promoting",
-			ErrLocked, e.Scope, e.Backend)
+		which := fmt.Sprintf("database backend pid %d", e.Backend)
+		if e.Backend == 0 {
+			which = "its lock file " + e.LockFile + " names nobody"
+		}
+		return fmt.Sprintf("%v: %s is held by another relcap that has not said who it is yet (%s); try again in a moment, or ask your team who is applying or promoting",
+			ErrLocked, e.Scope, which)
 	}
 	where := ""
 	switch {
@@ -135,8 +142,8 @@ func projectRelative(p *Project, dir string) string {
 }
 
 // lockOperation takes the lock of scope for this Service's actor doing
-// what, when the ledger keeps operation locks (a team's PostgreSQL); on a
-// ledger without them (one machine's SQLite) it takes nothing. A refusal
+// what, when the ledger keeps operation locks (a team's PostgreSQL, and
+// one machine's SQLite); on a ledger without them it takes nothing. A refusal
 // is journaled (lock.refused, with releaseID when there is one) and
 // returned as the *LockedError; a lock that cannot be taken for another
 // reason (the database unreachable) is an error, never a lock skipped.

@@ -102,6 +102,13 @@ type PlanInputs struct {
 	// private plan store, never in the ledger) of the TF_VAR_* values
 	// Terraform read, by name.
 	EnvVars map[string]string `json:"env_vars_hmac,omitempty"`
+	// ProviderEnv are keyed hashes, by name, of the environment variables
+	// that select which cluster, account, project or region the providers
+	// act on (KUBECONFIG, AWS_PROFILE, GOOGLE_PROJECT, ARM_SUBSCRIPTION_ID,
+	// …; the Terraform adapter's list), each with the content of the files
+	// it names. Never omitted when recorded (an empty map says none was
+	// set), so nil means a plan saved before relcap bound them.
+	ProviderEnv map[string]string `json:"provider_env_hmac"`
 }
 
 // PlanSummary is a reviewed, saved plan.
@@ -359,6 +366,11 @@ func StaleReasons(planned, now PlanInputs) []string {
 	if planned.ConfigFiles != nil {
 		r = append(r, mapChanges("configuration file", planned.ConfigFiles, now.ConfigFiles)...)
 		r = append(r, mapChanges("environment variable", planned.EnvVars, now.EnvVars)...)
+	}
+	// Plans saved before provider settings were bound (nil) are not
+	// judged on them: they are still bound by everything else, and expire.
+	if planned.ProviderEnv != nil {
+		r = append(r, mapChanges("provider setting", planned.ProviderEnv, now.ProviderEnv)...)
 	}
 	if planned.Workspace != now.Workspace {
 		r = append(r, fmt.Sprintf("workspace changed from %s to %s", planned.Workspace, now.Workspace))

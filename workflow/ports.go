@@ -503,7 +503,8 @@ type ChangeFeed interface {
 // of operation on one scope across every relcap process that shares it,
 // on any machine: a team's PostgreSQL ledger holds an advisory lock for
 // the operation, released when the holder unlocks or its connection drops
-// (the holder's process killed with SIGKILL included). The Service takes
+// (the holder's process killed with SIGKILL included); an SQLite ledger
+// holds a flock(2) on a file beside it, gone with its holder's process. The Service takes
 // the apply lock of a Terraform state around the apply, and the promotion
 // lock of an environment around copying the digest, pinning and landing.
 type OperationLocks interface {

@@ -36,10 +36,10 @@ var _ workflow.OperationLocks = (*Ledger)(nil)
 // Terraform's own state lock, which relcap never bypasses, still guards
 // the state then.
 //
-// On SQLite it takes nothing and returns a no-op unlock: an SQLite ledger
-// is one machine's, where the Terraform adapter already serializes
-// operations per working directory (flock) and Terraform's state lock
-// protects the state; promotions of one machine are not serialized.
+// On SQLite the lock is a flock(2) on a file in <ledger>.locks/ (see
+// oplocks_sqlite.go), held by the process as PostgreSQL's is by its
+// connection and gone with it, killed or not; the holder is written in
+// the file.
 func (s *Ledger) TryLock(ctx context.Context, scope workflow.LockScope, holder workflow.LockHolder) (func(), error) {
 	if scope.Kind == "" || scope.Key == "" {
 		return nil, fmt.Errorf("%w: an operation lock needs a kind and a key (got %q, %q)", workflow.ErrUsage, scope.Kind, scope.Key)
@@ -64,11 +64,6 @@ func (s *Ledger) TryLock(ctx context.Context, scope workflow.LockScope, holder w
 func lockKey(scope workflow.LockScope) int64 {
 	sum := sha256.Sum256([]byte("relcap operation lock\x00" + string(scope.Kind) + "\x00" + scope.Key))
 	return int64(binary.BigEndian.Uint64(sum[:8]))
-}
-
-// tryLock: see TryLock.
-func (sqliteDialect) tryLock(context.Context, *Ledger, workflow.LockScope, workflow.LockHolder) (func(), error) {
-	return func() {}, nil
 }
 
 // describeAttempts bounds how often a refused process looks for the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,14 +24,19 @@ var (
 	since        = time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
 )
 
-// lockHelperEnv, set to a ledger URL, makes the test binary a helper
+// lockHelperEnv, set to a ledger's location (a PostgreSQL URL or an
+// SQLite file), makes the test binary a helper
 // process (see TestMain) that takes the apply lock of applyStaging as
 // "child", says "locked" on stdout and holds it until it is killed.
 const lockHelperEnv = "RELCAP_TEST_LOCK_HELPER"
 
 func holdLockHelper(url string) int {
 	ctx := context.Background()
-	l, err := OpenPostgres(ctx, url)
+	open := OpenSQLite
+	if strings.HasPrefix(url, "postgres") {
+		open = OpenPostgres
+	}
+	l, err := open(ctx, url)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -181,15 +187,81 @@ func TestPostgresOperationLockOfAKilledProcessIsReleasedWithinASecond(t *testing
 	unlock()
 }
 
-// TestSQLiteTakesNoOperationLocks: an SQLite ledger is one machine's; its
-// TryLock takes nothing (see TryLock) and never refuses.
-func TestSQLiteTakesNoOperationLocks(t *testing.T) {
-	t.Parallel()
-	l := sqliteBackend.openNew(t)
-	for range 2 {
-		unlock, err := l.TryLock(t.Context(), applyStaging, workflow.LockHolder{Actor: "ana", What: "apply", Since: since})
+// TestOperationLockRefusesASecondHolderOnEveryBackend: two ledgers
+// opened on one location (two processes' view of it) exclude each other
+// on both backends: the second is refused at once naming the first (who,
+// where, for what, since when); another scope is another lock; once the
+// first unlocks, the second takes it.
+func TestOperationLockRefusesASecondHolderOnEveryBackend(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		loc := b.newLocation(t)
+		ana, bob := b.openAt(t, loc), b.openAt(t, loc)
+		ctx := t.Context()
+		unlock, err := ana.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since})
 		require.NoError(t, err)
+		start := time.Now()
+		_, err = bob.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "bob", What: "apply plan ffff in staging", Since: time.Now()})
+		require.Less(t, time.Since(start), time.Second, "refused at once, not waited")
+		le := lockedError(t, err)
+		host, _ := os.Hostname()
+		require.Equal(t, workflow.LockHolder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since, Host: host, PID: os.Getpid()}, le.Holder)
+		require.Contains(t, err.Error(), "the apply lock of Terraform state web:infra/staging@default is held by ana")
+
+		for _, other := range []workflow.LockScope{{Kind: workflow.LockPromote, Key: applyStaging.Key}, {Kind: workflow.LockRun, Key: "web-staging-20261201-a1b2c3"}} {
+			u, err := bob.TryLock(ctx, other, workflow.LockHolder{Actor: "bob", What: "other", Since: since})
+			require.NoError(t, err, other)
+			u()
+		}
 		unlock()
-	}
-	require.Equal(t, 0, lockRows(t, l))
+		unlock() // twice is harmless
+		unlockBob, err := bob.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "bob", What: "apply plan ffff in staging", Since: since})
+		require.NoError(t, err, "the next one gets it")
+		_, err = ana.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "ana", What: "again", Since: since})
+		require.Equal(t, "bob", lockedError(t, err).Holder.Actor)
+		unlockBob()
+	})
+}
+
+// TestSQLiteOperationLockOfAKilledProcessIsReleased: a real child process
+// (this test binary, re-executed) holds the apply lock of an SQLite
+// ledger; a second is refused naming the child's pid; the child is killed
+// with SIGKILL, so nothing of it runs to unlock, and the lock is free at
+// once (the kernel drops a dead process's flocks). Before, an SQLite
+// ledger took no lock at all and both held it.
+func TestSQLiteOperationLockOfAKilledProcessIsReleased(t *testing.T) {
+	t.Parallel()
+	loc := sqliteBackend.newLocation(t)
+	l := sqliteBackend.openAt(t, loc)
+	ctx := t.Context()
+
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), lockHelperEnv+"="+loc)
+	var stderr strings.Builder
+	child.Stderr = &stderr
+	out, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "child: %s", stderr.String())
+	require.Equal(t, "locked\n", line)
+
+	_, err = l.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "parent", What: "apply", Since: since})
+	le := lockedError(t, err)
+	require.Equal(t, "child", le.Holder.Actor)
+	require.Equal(t, "apply plan c41dc41dc41d in staging", le.Holder.What)
+	require.Equal(t, child.Process.Pid, le.Holder.PID, "names the holding process")
+	require.Contains(t, err.Error(), fmt.Sprintf("(relcap pid %d on ", child.Process.Pid))
+
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	_ = child.Wait()
+	unlock, err := l.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "parent", What: "apply", Since: since})
+	require.NoError(t, err, "the killed holder's lock is gone with it")
+	unlock()
+	files, err := os.ReadDir(loc + ".locks")
+	require.NoError(t, err)
+	require.Len(t, files, 1, "one lock file per scope, beside the ledger")
+	b, err := os.ReadFile(filepath.Join(loc+".locks", files[0].Name()))
+	require.NoError(t, err)
+	require.Empty(t, b, "unlock empties the holder's description")
 }

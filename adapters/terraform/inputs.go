@@ -176,6 +176,12 @@ func (a *Adapter) currentInputs(ctx context.Context, quiet *tfexec.Terraform, t 
 	// Terraform runs with relcap's own environment (terraform-exec passes
 	// it on), so that is where its TF_VAR_* values are.
 	in.EnvVars = envVarHashes(os.Environ(), key)
+	// And the variables that choose the providers' cluster, account or
+	// project (KUBECONFIG, AWS_PROFILE, …), with the files they name.
+	in.ProviderEnv = providerEnvHashes(os.Environ(), key)
+	if err := addProviderConfigFiles(t.dir, key, in.ProviderEnv); err != nil {
+		return in, err
+	}
 	in.StateLineage, in.StateSerial, err = stateIdentity(ctx, quiet, t, secrets)
 	return in, err
 }
@@ -433,6 +439,9 @@ func fingerprint(planHash string, in workflow.PlanInputs) string {
 	}
 	for _, n := range slices.Sorted(maps.Keys(in.EnvVars)) {
 		field("env "+n, in.EnvVars[n])
+	}
+	for _, n := range slices.Sorted(maps.Keys(in.ProviderEnv)) {
+		field("provider_env "+n, in.ProviderEnv[n])
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:])

@@ -94,7 +94,8 @@ func TestPlanCreates(t *testing.T) {
 	for name := range s.Inputs.ConfigFiles {
 		require.False(t, strings.HasPrefix(name, ".terraform/"), "Terraform's working data is not configuration: %s", name)
 	}
-	require.Equal(t, workflow.PlanInputs{Workspace: "default", VarFileHashes: map[string]string{}, ConfigFiles: s.Inputs.ConfigFiles, EnvVars: s.Inputs.EnvVars}, s.Inputs)
+	require.Equal(t, workflow.PlanInputs{Workspace: "default", VarFileHashes: map[string]string{}, ConfigFiles: s.Inputs.ConfigFiles, EnvVars: s.Inputs.EnvVars, ProviderEnv: map[string]string{}}, s.Inputs,
+		"no provider setting set: an empty map, which says they were bound")
 	now, err := f.a.Inputs(t.Context(), f.env)
 	require.NoError(t, err)
 	require.Equal(t, s.Inputs, now)

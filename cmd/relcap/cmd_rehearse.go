@@ -208,7 +208,7 @@ func (a *app) rehearsalScreen(ctx context.Context, svc *workflow.Service, journa
 	// Under the screen no child process writes to the terminal: tools
 	// reach the journal only.
 	svc.SetToolOutput(nil)
-	o, runErr := tui.RunRehearsal(ctx, tui.RehearsalOptions{Service: svc, Request: req, Input: a.io.In, Output: a.io.Out, Env: a.io.Env,
+	o, runErr := tui.RunRehearsal(ctx, tui.RehearsalOptions{Service: svc, Request: req, Input: a.io.In, Output: a.screen, Env: a.io.Env,
 		Secrets: a.secrets, Record: rec})
 	release := ""
 	if len(o.Records) > 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -40,7 +41,7 @@ the journal vouches for.`,
 				return a.noRecording(cmd, args[0])
 			}
 			for _, path := range casts {
-				if err := replay(cmd, path, speed); err != nil {
+				if err := replay(cmd, a.screen, path, speed); err != nil {
 					return err
 				}
 			}
@@ -51,13 +52,13 @@ the journal vouches for.`,
 	return cmd
 }
 
-func replay(cmd *cobra.Command, path string, speed float64) error {
+func replay(cmd *cobra.Command, screen io.Writer, path string, speed float64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return asciicast.Play(cmd.Context(), path, f, cmd.OutOrStdout(), speed)
+	return asciicast.Play(cmd.Context(), path, f, screen, speed)
 }
 
 // noRecording says why session id has no recording here: it has none

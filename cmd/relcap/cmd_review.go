@@ -67,7 +67,7 @@ unfocused. The screen is recorded in your session, like the cockpit.`,
 			if err != nil {
 				return err
 			}
-			runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Review: target, Input: a.io.In, Output: a.io.Out, Env: a.io.Env, Secrets: a.secrets, Record: rec})
+			runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Review: target, Input: a.io.In, Output: a.screen, Env: a.io.Env, Secrets: a.secrets, Record: rec})
 			return errors.Join(runErr, rec.Finish(ctx, id))
 		},
 	}

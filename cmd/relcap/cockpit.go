@@ -41,7 +41,7 @@ func (a *app) cockpit(ctx context.Context, svc *workflow.Service, id string, jou
 	// tools reach the log pane as events, and anything else they print
 	// is journaled only.
 	svc.SetToolOutput(nil)
-	runErr := tui.Run(ctx, tui.Options{Service: svc, Reports: a.reports(svc.Project()), ReleaseID: id, Input: a.io.In, Output: a.io.Out, Env: a.io.Env, Secrets: a.secrets,
+	runErr := tui.Run(ctx, tui.Options{Service: svc, Reports: a.reports(svc.Project()), ReleaseID: id, Input: a.io.In, Output: a.screen, Env: a.io.Env, Secrets: a.secrets,
 		Record: rec, Notices: notices})
 	if err := rec.Finish(ctx, id); err != nil {
 		return errors.Join(runErr, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -34,9 +35,12 @@ type globalFlags struct {
 // said, and the adapters opened so far (lazily, so `relcap version` opens
 // nothing).
 type app struct {
-	io    *IO
-	flags globalFlags
-	clock workflow.Clock
+	io *IO
+	// screen is standard output for what draws a terminal screen (the
+	// cockpit, a replayed recording): masked, not escaped.
+	screen io.Writer
+	flags  globalFlags
+	clock  workflow.Clock
 
 	ledger *store.Ledger
 	// ledgerAt is where the ledger is, once resolved; ledgerErr is why it
@@ -78,12 +82,17 @@ func run(ctx context.Context, io *IO, args []string) (code int) {
 		secrets.Add(secret.URLCredentials(v)...)
 	}
 	masked := *io
-	masked.Out, masked.Err = secrets.Writer(io.Out), secrets.Writer(io.Err)
+	// What commands print is text: no escape, control character or bidi
+	// override from a typed value, a file, the ledger or a tool reaches
+	// the terminal raw (tui/plain.SafeWriter). The cockpit and relcap
+	// journal replay draw the screen itself and write to screen.
+	screen := secrets.Writer(io.Out)
+	masked.Out, masked.Err = secrets.Writer(plain.SafeWriter(io.Out)), secrets.Writer(plain.SafeWriter(io.Err))
 	io = &masked
 	// The masking writers hold back what may begin a secret until they
 	// know; whatever they hold is let go, masked, when the command ends.
-	defer func() { _, _ = secret.Flush(masked.Out), secret.Flush(masked.Err) }()
-	a := &app{io: io, clock: workflow.SystemClock{}, args: args, secrets: secrets}
+	defer func() { _, _, _ = secret.Flush(masked.Out), secret.Flush(masked.Err), secret.Flush(screen) }()
+	a := &app{io: io, screen: screen, clock: workflow.SystemClock{}, args: args, secrets: secrets}
 	a.started = a.clock.Now()
 	defer func() {
 		// A bug must not greet the captain with a stack trace. Every ledger
@@ -128,7 +137,7 @@ with every decision journaled and the staff time it cost measured.`,
 			if len(args) == 0 {
 				return nil
 			}
-			msg := fmt.Sprintf("unknown command %q", args[0])
+			msg := fmt.Sprintf("unknown command %s", workflow.QuoteInput(args[0]))
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
 			}
@@ -137,7 +146,11 @@ with every decision journaled and the staff time it cost measured.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.openCockpit(cmd)
 		},
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			// Before anything is opened or recorded.
+			if err := checkTypedInput(cmd, args); err != nil {
+				return err
+			}
 			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
 				a.flags.noColor = true
 			}
@@ -346,7 +359,7 @@ func (a *app) printJSON(v any) error {
 // noArgs rejects positional arguments as a usage error (exit 2).
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args)}
+		return usageError{fmt.Errorf("%s takes no arguments, got %s", cmd.CommandPath(), workflow.QuoteInput(strings.Join(args, " ")))}
 	}
 	return nil
 }

@@ -60,6 +60,7 @@ func OwnershipDocument(reports []ownership.Report) OwnershipJSON {
 // PrintOwnership prints one environment's matrix as a table, then its
 // findings, most serious first.
 func PrintOwnership(w io.Writer, r ownership.Report) {
+	w = SafeWriter(w)
 	fmt.Fprintf(w, "%s: %d managed object(s), %d resource(s)\n\n", r.Env, r.Objects, len(r.Matrix))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESOURCE\tRULE\tOWNER\tFIELD OWNERS\tWRITTEN BY")

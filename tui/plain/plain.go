@@ -28,14 +28,19 @@ type Printer struct {
 }
 
 // New returns a printer writing text, or NDJSON when asJSON is set.
+// Text goes through SafeWriter: events carry messages, resource addresses
+// and tool lines that came from files and tools.
 func New(out io.Writer, asJSON bool) *Printer {
+	if !asJSON {
+		out = SafeWriter(out)
+	}
 	return &Printer{out: out, json: asJSON}
 }
 
 // WithToolOutput has the printer write what tools print to w (stderr, so
 // stdout stays the events), one line as it came.
 func (p *Printer) WithToolOutput(w io.Writer) *Printer {
-	p.tools = w
+	p.tools = SafeWriter(w)
 	return p
 }
 

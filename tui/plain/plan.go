@@ -15,6 +15,7 @@ import (
 // here (the cockpit's detail pane shows them, masked); the review is about
 // what changes and how risky it is.
 func PrintPlan(w io.Writer, p workflow.PlanSummary) error {
+	w = SafeWriter(w)
 	c := p.Counts
 	var b strings.Builder
 	if p.Env != "" {

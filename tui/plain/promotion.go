@@ -11,6 +11,7 @@ import (
 
 // PrintPromotion summarises what a promotion established, for the captain.
 func PrintPromotion(w io.Writer, r *workflow.Release) {
+	w = SafeWriter(w)
 	st := r.Step(workflow.StepPromotion)
 	for _, e := range st.Evidence {
 		switch d := e.Detail.(type) {
@@ -44,6 +45,7 @@ func PrintPromotion(w io.Writer, r *workflow.Release) {
 // PrintPullRequest says where the promotion's pull request is and how its
 // reviews counted, so a headless captain knows where to send reviewers.
 func PrintPullRequest(w io.Writer, pr *workflow.PullRequestRecord) {
+	w = SafeWriter(w)
 	fmt.Fprintf(w, "pull request #%d %s (%s into %s)", pr.Number, pr.URL, pr.Head, pr.Base)
 	switch {
 	case pr.MergeCommit != "":

@@ -56,7 +56,6 @@ var (
 )
 
 var (
-	envName    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// scpLike is git's "user@host:path" clone address form.
 	scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:`)
@@ -201,7 +200,12 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 	}
 	top.version()
 	proj := &workflow.Project{}
-	proj.App, _ = top.reqStr("app", "the application name, e.g. app: web")
+	var appNode *yaml.Node
+	proj.App, appNode = top.reqStr("app", "the application name, e.g. app: web")
+	if appNode != nil && proj.App != "" && !workflow.ValidAppName(proj.App) {
+		// The app starts every release ID, which a person types back.
+		p.add(appNode, "app", "want letters, digits, '.', '_' and '-' starting with a letter or digit (at most %d), got %s", workflow.MaxAppNameLen, quote(proj.App))
+	}
 
 	if rel, n := top.reqStr("ownership", "the ownership map file, e.g. ownership: ownership.yaml"); n != nil {
 		own.abs = resolvePath(o.dir, rel)
@@ -220,6 +224,13 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 	if rel, n := top.str("people"); n != nil {
 		proj.People = resolvePath(o.dir, rel)
 		p.checkPath(o, n, "people", proj.People, false, "write it in git's allowed-signers format (one line per person: principal, key type, public key) or fix the path")
+		if o.readFile != nil {
+			if data, err := o.readFile(proj.People); err == nil {
+				if line, col, msg, bad := InvalidUTF8(data); bad {
+					p.probs.add(Problem{File: proj.People, Line: line, Col: col, Message: msg})
+				}
+			}
+		}
 	}
 	o.people = proj.People
 
@@ -327,7 +338,9 @@ func (p *parser) environment(n *yaml.Node, field string, o options, seen map[str
 		switch first, dup := seen[name]; {
 		case dup:
 			p.add(nn, join(field, "name"), "duplicate environment name %s (first at line %d)", quote(name), first)
-		case !envName.MatchString(name):
+		case len(name) > workflow.MaxEnvNameLen:
+			p.add(nn, join(field, "name"), "at most %d characters (it starts every release ID), got %d", workflow.MaxEnvNameLen, len(name))
+		case !workflow.ValidEnvName(name):
 			p.add(nn, join(field, "name"), "want lowercase letters, digits and dashes starting with a letter or digit, got %s", quote(name))
 		default:
 			seen[name] = nn.Line

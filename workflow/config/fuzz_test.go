@@ -34,12 +34,17 @@ func FuzzLoadConfig(f *testing.F) {
 		"",
 		"a: &a [*a]\n",
 		"? [a]\n: b\n",
+		"version: 1\napp: web\xff\n",
+		minimalConfig + "# caf\xe9 in Latin-1\n",
+		"version: 1\n\xc3\n",
+		"\xef\xbb\xbfversion: 1\napp: \xed\xa0\x80\n",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("/repo/relcap.yaml", data, WithStat(fakeStat))
 		checkResult(t, p != nil, err)
+		checkUTF8Located(t, data, err)
 		if err == nil && len(p.Environments) == 0 {
 			t.Fatal("valid project without environments")
 		}
@@ -56,12 +61,15 @@ func FuzzLoadOwnership(f *testing.F) {
 		"version: 1\nrules:\n  - &r {match: {kind: x}, owner: terraform}\n  - <<: *r\n  - *r\n",
 		"version: 1\nrules: [\n",
 		"~",
+		ownershipBase + "  - match: {kind: Deployment}\n    owner: terr\xe0form\n",
+		"version: 1\nrules:\n  - match: {name: \"\xff\"}\n",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseOwnership("ownership.yaml", data)
 		checkResult(t, m.File != "", err)
+		checkUTF8Located(t, data, err)
 		if err == nil {
 			for _, r := range m.Rules {
 				if r.Match.IsZero() || r.Owner == "" || r.Line < 1 {
@@ -70,6 +78,23 @@ func FuzzLoadOwnership(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkUTF8Located: a file that is not UTF-8 is refused, its first
+// problem the invalid byte's line and column.
+func checkUTF8Located(t *testing.T, data []byte, err error) {
+	t.Helper()
+	line, col, _, bad := InvalidUTF8(data)
+	if !bad {
+		return
+	}
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("invalid UTF-8 accepted: %v", err)
+	}
+	if p := errs.Problems[0]; p.Line != line || p.Col != col || p.Line < 1 || p.Col < 1 || !strings.Contains(p.Message, "UTF-8") {
+		t.Fatalf("invalid UTF-8 at %d:%d reported as %+v", line, col, p)
+	}
 }
 
 // checkResult holds the contract every Parse result keeps: a value or an

@@ -75,6 +75,9 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 // nil after recording why there is none.
 func (p *parser) document(data []byte, want string) *yaml.Node {
 	p.work = baseWork + len(data)
+	if !p.checkUTF8(data) {
+		return nil
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := p.decode(dec, &doc); err != nil {

@@ -47,9 +47,27 @@ func ParseOwnership(file string, data []byte) (ownership.Map, error) {
 	return m, nil
 }
 
-// ownership decodes the whole of ownership.yaml.
+// ownership decodes the whole of ownership.yaml: one item at a time when
+// its shape allows (ownership_stream.go), else as one document of at most
+// maxWholeOwnership bytes.
 func (p *parser) ownership(data []byte) ownership.Map {
 	om := ownership.Map{File: p.file}
+	p.work = baseWork + len(data)
+	if !p.checkUTF8(data) {
+		return om
+	}
+	if plan, ok := planStream(data); ok {
+		return p.ownershipStreamed(data, plan, om)
+	}
+	if len(data) > maxWholeOwnership {
+		p.tooLargeWhole(len(data))
+		return om
+	}
+	return p.ownershipWhole(data, om)
+}
+
+// ownershipWhole decodes ownership.yaml as one document.
+func (p *parser) ownershipWhole(data []byte, om ownership.Map) ownership.Map {
 	root := p.document(data, "a mapping with version and rules")
 	if root == nil {
 		return om
@@ -67,35 +85,56 @@ func (p *parser) ownership(data []byte) ownership.Map {
 	case !ok && n == nil:
 		top.require("rules", "every managed object must match one rule")
 	}
-	// A rule whose match repeats an earlier one can never win, since the
-	// first match wins.
-	firstLine := map[ownership.Match]int{}
+	c := newRuleCollector(p, &om)
 	for i, item := range rules {
 		if !p.spend() {
 			break
 		}
-		r, ok := p.rule(item, index("rules", i))
-		if !ok {
-			continue
-		}
-		if line, dup := firstLine[r.Match]; dup {
-			p.add(item, index("rules", i), "same match as the rule at line %d, which wins; this rule is never used", line)
-		} else if !r.Match.IsZero() {
-			firstLine[r.Match] = r.Line
-		}
-		om.Rules = append(om.Rules, r)
+		c.rule(item, i)
 	}
-
 	handoffs, _, _ := top.list("handoffs")
 	for i, item := range handoffs {
 		if !p.spend() {
 			break
 		}
-		if h, ok := p.handoff(item, index("handoffs", i)); ok {
-			om.Handoffs = append(om.Handoffs, h)
-		}
+		c.handoff(item, i)
 	}
 	return om
+}
+
+// ruleCollector checks rules and hand-offs one by one into a map, the
+// same whether they come from one document or one at a time.
+type ruleCollector struct {
+	p  *parser
+	om *ownership.Map
+	// firstLine: a rule whose match repeats an earlier one can never win,
+	// since the first match wins.
+	firstLine map[ownership.Match]int
+}
+
+func newRuleCollector(p *parser, om *ownership.Map) *ruleCollector {
+	return &ruleCollector{p: p, om: om, firstLine: map[ownership.Match]int{}}
+}
+
+// rule checks the i-th rule, item, and adds it.
+func (c *ruleCollector) rule(item *yaml.Node, i int) {
+	r, ok := c.p.rule(item, index("rules", i))
+	if !ok {
+		return
+	}
+	if line, dup := c.firstLine[r.Match]; dup {
+		c.p.add(item, index("rules", i), "same match as the rule at line %d, which wins; this rule is never used", line)
+	} else if !r.Match.IsZero() {
+		c.firstLine[r.Match] = r.Line
+	}
+	c.om.Rules = append(c.om.Rules, r)
+}
+
+// handoff checks the i-th hand-off, item, and adds it.
+func (c *ruleCollector) handoff(item *yaml.Node, i int) {
+	if h, ok := c.p.handoff(item, index("handoffs", i)); ok {
+		c.om.Handoffs = append(c.om.Handoffs, h)
+	}
 }
 
 func (p *parser) rule(n *yaml.Node, field string) (ownership.Rule, bool) {
