@@ -352,7 +352,7 @@ func (c *sessionCheck) checkApprovals(ctx context.Context, v *SessionVerificatio
 		case c.q.verifier == nil:
 			av.Signature = VerifyCheck{Status: VerifyUnchecked, Detail: "no people file is configured here to check it against"}
 		default:
-			err := verifyWith(ctx, c.q.verifier)(a)
+			err := verifyWith(ctx, c.q.verifier)(a, a.signatureTime(time.Time{}))
 			switch {
 			case errors.Is(err, ErrUsage):
 				return fmt.Errorf("verify %s's approval in session %s: %w", a.Approver, c.id, err)
