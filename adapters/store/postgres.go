@@ -187,7 +187,7 @@ func (*postgresDialect) greatest() string                { return "GREATEST" }
 func (*postgresDialect) clockNanos() string {
 	return "(extract(epoch from clock_timestamp()) * 1000000000)::bigint"
 }
-func (*postgresDialect) least() string                   { return "LEAST" }
+func (*postgresDialect) least() string { return "LEAST" }
 
 func (*postgresDialect) schemaTable() string {
 	return `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -51,7 +51,7 @@ WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 	var out []workflow.Approval
 	for rows.Next() {
 		var (
-			a       workflow.Approval
+			a        workflow.Approval
 			at       sql.NullInt64
 			received sql.NullInt64
 			timeBox  int64

@@ -115,7 +115,7 @@ func (sqliteDialect) greatest() string                { return "max" }
 func (sqliteDialect) clockNanos() string {
 	return "CAST((julianday('now') - 2440587.5) * 86400000000000 AS INTEGER)"
 }
-func (sqliteDialect) least() string                   { return "min" }
+func (sqliteDialect) least() string { return "min" }
 
 func (sqliteDialect) schemaTable() string {
 	return `CREATE TABLE IF NOT EXISTS schema_migrations (
