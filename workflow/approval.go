@@ -134,6 +134,9 @@ type ApprovalCheck struct {
 	Counted  []Approval
 	// Ignored are approvals that do not count, with why.
 	Ignored map[string]string
+	// Warnings are what the reader must know of how they were counted:
+	// a people file nothing protects, or a working copy that differs.
+	Warnings []string
 }
 
 // Satisfied reports whether enough approvals counted.

@@ -111,12 +111,23 @@ func (s *Service) approve(ctx context.Context, rule ApprovalRule, author string,
 	if err := rule.Refuses(author, a.Approver); err != nil {
 		return refuse(err)
 	}
+	env, err := s.d.Project.Env(a.Env)
+	if err != nil {
+		return refuse(err)
+	}
+	people, warnings, err := peopleVerdict(ctx, s.d.Verifier, env)
+	if err != nil {
+		return refuse(err)
+	}
+	a.People = people.Revision
 	signed, err := s.sign(ctx, a)
 	switch {
 	case err != nil && rule.Signed:
 		return refuse(fmt.Errorf("%w: approvals in %s are signed with the approver's own key, and %s cannot sign as %s: %v", ErrBlocked, a.Env, s.d.Actor, a.Approver, err))
 	case err == nil:
 		a = signed
+	default:
+		a.People = "" // unsigned: verified against nothing
 	}
 	target := ApprovalTarget{Subject: a.Subject, Commit: a.Commit, Digest: a.Digest, NotBefore: notBefore}
 	// The ledger keeps its own time of receipt (the team database's clock
@@ -132,7 +143,9 @@ func (s *Service) approve(ctx context.Context, rule ApprovalRule, author string,
 	if err != nil {
 		return a, ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
 	}
-	return a, rule.Count(target, author, all, verifyWith(ctx, s.d.Verifier)), nil
+	check := rule.Count(target, author, all, verifyWith(ctx, s.d.Verifier))
+	check.Warnings = warnings
+	return a, check, nil
 }
 
 // errNoSigner says why this process cannot sign.

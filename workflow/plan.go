@@ -122,6 +122,9 @@ type PlanSummary struct {
 	// AuthorSignature is the author's SSH signature of AuthorStatement(),
 	// made when the plan was saved; zero without a people file.
 	AuthorSignature Signature `json:"author_signature,omitzero"`
+	// AuthorPeople names the people file revision the author signature
+	// was verified against (PeopleState.Revision).
+	AuthorPeople string `json:"author_people,omitempty"`
 	// AppliedAt is set by the ledger once the plan was applied.
 	AppliedAt        time.Time `json:"applied_at,omitzero"`
 	TerraformVersion string    `json:"terraform_version,omitempty"`

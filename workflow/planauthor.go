@@ -46,17 +46,19 @@ func (s *Service) signPlan(ctx context.Context, env Environment, p PlanSummary) 
 	if s.d.Verifier == nil {
 		return p, nil
 	}
-	p.AuthorSignature = Signature{}
-	var err error
-	if s.d.Signer == nil {
+	p.AuthorSignature, p.AuthorPeople = Signature{}, ""
+	st, _, err := peopleVerdict(ctx, s.d.Verifier, env)
+	switch {
+	case err != nil:
+	case s.d.Signer == nil:
 		err = errNoSigner
-	} else {
+	default:
 		var sig Signature
 		sig, err = s.d.Signer.Sign(ctx, p.Author, NamespaceApproval, p.AuthorStatement())
 		if err == nil {
-			p.AuthorSignature = sig
+			p.AuthorSignature, p.AuthorPeople = sig, st.Revision
 			if verr := s.d.Verifier.Verify(ctx, p.Author, NamespaceApproval, p.AuthorStatement(), sig, p.CreatedAt); verr != nil {
-				p.AuthorSignature, err = Signature{}, fmt.Errorf("the signature does not verify against the people file: %w", verr)
+				p.AuthorSignature, p.AuthorPeople, err = Signature{}, "", fmt.Errorf("the signature does not verify against the people file: %w", verr)
 			}
 		}
 	}
@@ -115,12 +117,18 @@ func planAuthorFor(ctx context.Context, v SignatureVerifier, env Environment, ru
 // plan's verified author and its creation as the earliest time an
 // approval may claim.
 func countPlanApprovals(ctx context.Context, v SignatureVerifier, env Environment, p PlanSummary, approvals []Approval) (ApprovalCheck, error) {
+	_, warnings, err := peopleVerdict(ctx, v, env)
+	if err != nil {
+		return ApprovalCheck{}, err
+	}
 	rule := env.Approvals.Rule(ApprovePlan)
 	author, err := planAuthorFor(ctx, v, env, rule, p)
 	if err != nil {
 		return ApprovalCheck{}, err
 	}
-	return rule.Count(ApprovalTarget{Subject: p.Fingerprint, NotBefore: p.CreatedAt}, author, approvals, verifyWith(ctx, v)), nil
+	check := rule.Count(ApprovalTarget{Subject: p.Fingerprint, NotBefore: p.CreatedAt}, author, approvals, verifyWith(ctx, v))
+	check.Warnings = warnings
+	return check, nil
 }
 
 // withoutSentinel is err's message without sentinel's text in front, for

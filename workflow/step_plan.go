@@ -82,13 +82,18 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		return StepResult{}, fmt.Errorf("read approvals: %w", err)
 	}
 	check, err := countPlanApprovals(ctx, d.Verifier, run.env, plan, approvals)
-	if errors.Is(err, ErrAuthorUnverified) {
-		b := blocked(ErrAuthorUnverified, note+withoutSentinel(err, ErrAuthorUnverified), plan.Findings)
-		b.Evidence = res.Evidence
-		return b, nil
+	for _, sentinel := range []error{ErrAuthorUnverified, ErrPeopleFileDiffers, ErrBlocked} {
+		if errors.Is(err, sentinel) {
+			b := blocked(sentinel, note+withoutSentinel(err, sentinel), plan.Findings)
+			b.Evidence = res.Evidence
+			return b, nil
+		}
 	}
 	if err != nil {
 		return StepResult{}, err
+	}
+	for _, w := range check.Warnings {
+		note += "warning: " + w + ". "
 	}
 	if !check.Satisfied() {
 		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s%s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint, ignoredNote(check))

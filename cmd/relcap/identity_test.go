@@ -135,3 +135,88 @@ func TestAnExpiredKeyCannotApproveByBackDating(t *testing.T) {
 	require.Contains(t, errOut, "before what it approves was made")
 	require.NotContains(t, errOut, "applied plan")
 }
+
+// TestALocalEditOfThePeopleFileForgesNoApprover (attack 9): a captain gave
+// her own key to bob in her working copy of the people file, approved her
+// own plan as bob, applied it and restored the file; journal verify said
+// ok. The people file that counts is now the one committed on the
+// protected branch, read from origin: the edited working copy is refused,
+// an approval recorded against it does not count at apply, and an
+// approval verified against a revision later rewound off the branch fails
+// journal verify.
+func TestALocalEditOfThePeopleFileForgesNoApprover(t *testing.T) {
+	t.Parallel()
+	cfg, env, _ := tfRepo(t, 1, true)
+	keys, allowed, people := withPeople(t, cfg, []string{"alice", "bob"})
+	dir := filepath.Dir(cfg)
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("add", ".")
+	git("commit", "-q", "-m", "release repository")
+	origin := filepath.Join(t.TempDir(), "release.git")
+	git("clone", "-q", "--bare", dir, origin)
+	git("remote", "add", "origin", origin)
+	git("fetch", "-q", "origin")
+
+	data := t.TempDir()
+	asAlice := func(args ...string) (int, string, string) {
+		return invokeEnv(t, data, append(env, signingEnv+"="+filepath.Join(keys, "alice"), "SSH_AUTH_SOCK="), append([]string{"-c", cfg}, args...)...)
+	}
+	code, out, errOut := asAlice("--actor", "alice", "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, errOut, "not protected", "the people file comes from origin's main")
+	var plan struct{ Fingerprint string }
+	require.NoError(t, json.Unmarshal([]byte(out), &plan))
+
+	// Alice's key, given to bob in her working copy.
+	aliceLine := strings.TrimPrefix(strings.SplitAfter(people, "\n")[0], "alice ")
+	forged := people + "bob " + aliceLine
+	require.NoError(t, os.WriteFile(allowed, []byte(forged), 0o644))
+	code, _, errOut = asAlice("--actor", "bob", "approve", "--plan", plan.Fingerprint)
+	require.Equal(t, exitBlocked, code, "approving as bob with a locally edited people file")
+	require.Contains(t, errOut, "allowed_signers")
+	require.Contains(t, errOut, "differs from allowed_signers at origin/main")
+	require.Contains(t, errOut, "for bob")
+	require.Contains(t, errOut, "push it through review")
+
+	// The approval an older relcap recorded against the edited file.
+	a := workflow.Approval{Kind: workflow.ApprovePlan, Subject: plan.Fingerprint, Env: "staging", Approver: "bob", At: time.Now()}
+	sign := exec.Command("ssh-keygen", "-Y", "sign", "-q", "-f", filepath.Join(keys, "alice"), "-n", workflow.NamespaceApproval)
+	sign.Stdin = bytes.NewReader(a.Statement())
+	sig, err := sign.Output()
+	require.NoError(t, err)
+	a.Signature = workflow.Signature{Armored: string(sig)}
+	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	require.NoError(t, l.RecordApproval(t.Context(), a))
+	require.NoError(t, l.Close())
+	code, _, errOut = asAlice("--actor", "alice", "apply", "--plan", plan.Fingerprint)
+	require.Equal(t, exitBlocked, code, "applied with a forged approver")
+	require.Contains(t, errOut, "differs from allowed_signers at origin/main")
+	require.NoError(t, os.WriteFile(allowed, []byte(people), 0o644))
+	code, _, errOut = asAlice("--actor", "alice", "apply", "--plan", plan.Fingerprint)
+	require.Equal(t, exitBlocked, code, "applied with a forged approver")
+	require.Contains(t, errOut, "not counted: bob")
+
+	// She pushes the edit to main itself (a branch nothing protects
+	// here), approves as bob, then rewinds main: the approval's recorded
+	// revision is no longer the protected branch's.
+	require.NoError(t, os.WriteFile(allowed, []byte(forged), 0o644))
+	git("commit", "-q", "-am", "bob's key")
+	git("push", "-q", "origin", "main")
+	code, _, errOut = asAlice("--actor", "bob", "approve", "--plan", plan.Fingerprint)
+	require.Equal(t, 0, code, errOut)
+	git("reset", "-q", "--hard", "HEAD~1")
+	git("push", "-q", "-f", "origin", "main")
+	code, _, errOut = asAlice("--actor", "alice", "apply", "--plan", plan.Fingerprint)
+	require.Equal(t, exitBlocked, code, "applied with a forged approver")
+	require.Contains(t, errOut, "not counted: bob")
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "journal", "verify")
+	require.NotEqual(t, 0, code, "journal verify passed a forged approver: %s%s", out, errOut)
+	require.Contains(t, out+errOut, "does not hold against the people file it was recorded with")
+	require.Contains(t, out+errOut, "not in the history of origin's main")
+}
