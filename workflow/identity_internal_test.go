@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -48,11 +47,11 @@ func TestASignatureIsCheckedWhenTheLedgerReceivedIt(t *testing.T) {
 		checkedAt    time.Time
 		why          string
 	}{
-		"on time":                  {planned.Add(time.Hour), planned.Add(time.Hour + time.Second), true, planned.Add(time.Hour + time.Second), ""},
-		"back-dated statement":     {planned.Add(-48 * time.Hour), planned.Add(time.Hour), false, time.Time{}, "from its receipt"},
-		"back-dated receipt too":   {planned.Add(-48 * time.Hour), planned.Add(-48 * time.Hour), false, time.Time{}, "before what it approves was made"},
-		"future-dated statement":   {planned.Add(2 * time.Hour), planned.Add(time.Hour), false, time.Time{}, "from its receipt"},
-		"older relcap, no receipt": {planned.Add(time.Hour), time.Time{}, true, planned.Add(time.Hour), ""},
+		"on time":                              {planned.Add(time.Hour), planned.Add(time.Hour + time.Second), true, planned.Add(time.Hour + time.Second), ""},
+		"back-dated statement":                 {planned.Add(-48 * time.Hour), planned.Add(time.Hour), false, time.Time{}, "from its receipt"},
+		"back-dated receipt too":               {planned.Add(-48 * time.Hour), planned.Add(-48 * time.Hour), false, time.Time{}, "before what it approves was made"},
+		"future-dated statement":               {planned.Add(2 * time.Hour), planned.Add(time.Hour), false, time.Time{}, "from its receipt"},
+		"older relcap, no receipt":             {planned.Add(time.Hour), time.Time{}, true, planned.Add(time.Hour), ""},
 		"receipt before the plan, within skew": {planned.Add(-time.Minute), planned.Add(-time.Minute), true, planned, ""},
 	}
 	for name, c := range cases {
@@ -107,5 +106,40 @@ func TestJournalVerifyChecksAnApprovalAgainstItsRecordedPeopleFile(t *testing.T)
 	require.Equal(t, VerifyOK, legacy.Signature.Status)
 	require.Empty(t, approvalFailures([]ApprovalVerification{legacy}))
 	require.True(t, strings.Contains(strings.Join(legacy.Notes, ";"), "people file revision not recorded"))
-	require.False(t, errors.Is(nil, ErrBlocked))
+}
+
+// TestAnEditedPeopleFileIsRefusedWhereWhoIsWhoMatters (attack 9): a
+// working copy that differs from the protected people file refuses
+// approvals where the author must differ or production plans need one, and
+// warns elsewhere; a file nothing protects is always said to be so.
+func TestAnEditedPeopleFileIsRefusedWhereWhoIsWhoMatters(t *testing.T) {
+	differs := PeopleState{File: "allowed_signers", Revision: "git:1:2", Protected: true, Where: "allowed_signers at origin/main (commit 1)", Differs: []string{"bob"}}
+	for name, c := range map[string]struct {
+		env    Environment
+		refuse bool
+	}{
+		"distinct from author":        {Environment{Name: "staging", Approvals: ApprovalPolicy{Plan: 1, DistinctFromAuthor: true}}, true},
+		"production plan approvals":   {Environment{Name: "prod", Production: true, Approvals: ApprovalPolicy{Plan: 1}}, true},
+		"production without approval": {Environment{Name: "prod", Production: true}, false},
+		"staging":                     {Environment{Name: "staging", Approvals: ApprovalPolicy{Plan: 1}}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			warnings, err := PeopleFileVerdict(c.env, differs)
+			if c.refuse {
+				require.ErrorIs(t, err, ErrPeopleFileDiffers)
+				require.ErrorIs(t, err, ErrBlocked)
+				require.Contains(t, err.Error(), "allowed_signers on this machine differs from allowed_signers at origin/main (commit 1) for bob")
+				require.Contains(t, err.Error(), "push it through review")
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, warnings, 1)
+			require.Contains(t, warnings[0], "for bob")
+		})
+	}
+	warnings, err := PeopleFileVerdict(Environment{Name: "prod", Production: true, Approvals: ApprovalPolicy{Plan: 2, DistinctFromAuthor: true}},
+		PeopleState{File: "allowed_signers", Revision: "file:sha256:00", Where: "the repository /r that holds allowed_signers has no origin"})
+	require.NoError(t, err, "nothing to compare with: said, not refused")
+	require.Len(t, warnings, 1)
+	require.Contains(t, warnings[0], "is not protected (the repository /r that holds allowed_signers has no origin)")
 }
