@@ -65,7 +65,12 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 		err := fmt.Errorf("%w: release %s has not pinned its change yet: a promotion approval signs the pinned commit and digest, so approve once relcap has pushed %s's branch", ErrBlocked, r.ID, r.Env)
 		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
 	}
-	a, check, err := s.approve(ctx, env.Approvals.Rule(ApprovePromotion), r.Captain, time.Time{},
+	rule := env.Approvals.Rule(ApprovePromotion)
+	captain, err := promotionCaptain(ctx, d.Verifier, env, rule, r)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+	}
+	a, check, err := s.approve(ctx, rule, captain, r.CreatedAt,
 		Approval{Kind: ApprovePromotion, Subject: releaseID, Env: r.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now(),
 			Commit: r.Checkpoints.EnvPinned, Digest: r.Checkpoints.Digest.String()})
 	if err != nil {

@@ -79,7 +79,7 @@ func checkApprovalSignature(ctx context.Context, v SignatureVerifier, a Approval
 	ok := VerifyCheck{Status: VerifyOK, Detail: "signed by " + a.Approver + " with key " + a.Signature.Key}
 	pf, known := v.(PeopleFile)
 	if a.People == "" || !known {
-		if a.People == "" {
+		if a.People == "" && known {
 			av.Notes = append(av.Notes, "people file revision not recorded (approved with an older relcap): checked against the people file that counts now")
 		}
 		err := verifyWith(ctx, v)(a, at)

@@ -220,3 +220,22 @@ func TestALocalEditOfThePeopleFileForgesNoApprover(t *testing.T) {
 	require.Contains(t, out+errOut, "does not hold against the people file it was recorded with")
 	require.Contains(t, out+errOut, "not in the history of origin's main")
 }
+
+// TestAReleaseIsSignedByItsCaptain (attack 7's other path): a promotion's
+// author is the release's captain, which was the unverified --actor too.
+// Where promotions need approval by someone other than the captain, a
+// release is signed by its captain when it starts: starting one as bob
+// with alice's key is refused.
+func TestAReleaseIsSignedByItsCaptain(t *testing.T) {
+	t.Parallel()
+	cfg, env, host := tfRepo(t, 1, true)
+	keys, _, _ := withPeople(t, cfg, []string{"alice", "bob"})
+	data := t.TempDir()
+	pushImage(t, host+"/ci/web:1.4.2")
+	code, out, errOut := invokeEnv(t, data, append(env, signingEnv+"="+filepath.Join(keys, "alice"), "SSH_AUTH_SOCK="),
+		"-c", cfg, "--actor", "bob", "promote", "--env", "prod", "--image", host+"/ci/web:1.4.2")
+	require.Equal(t, exitBlocked, code, out+errOut)
+	require.Contains(t, errOut, "cannot sign as bob")
+	require.Contains(t, errOut, "signed by their captain")
+	require.NotContains(t, out+errOut, "started release")
+}
