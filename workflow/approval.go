@@ -50,6 +50,39 @@ type Approval struct {
 	// an unsigned approval, which counts only where the environment says
 	// approvals.signed: false.
 	Signature Signature `json:"signature,omitzero"`
+	// ReceivedAt is when the ledger received the approval, by the
+	// ledger's clock (the team database's own, on PostgreSQL). It is not
+	// signed: At is what the approver claims, ReceivedAt what relcap saw,
+	// and a signature is checked at the time relcap received it. Zero for
+	// approvals recorded before relcap kept it.
+	ReceivedAt time.Time `json:"received_at,omitzero"`
+	// People names the revision of the people file the signature was
+	// verified against when it was recorded (PeopleRevision.ID); "" when
+	// unsigned, or recorded before relcap kept it.
+	People string `json:"people,omitempty"`
+}
+
+// StatementSkew is how far a signed statement's own time may be from the
+// time relcap received it, and how much earlier than the thing it approves
+// (a plan's creation) it may claim to be: clocks of two machines differ a
+// little, never by more. A statement dated further away is refused, so no
+// one back-dates a signature into a key's validity.
+const StatementSkew = 5 * time.Minute
+
+// signatureTime is the time at which a's signature is checked against
+// the people file's validity windows: when relcap received it (its
+// statement's own time only for approvals recorded before relcap kept the
+// receipt), and never earlier than notBefore, the creation of what it
+// approves.
+func (a Approval) signatureTime(notBefore time.Time) time.Time {
+	at := a.ReceivedAt
+	if at.IsZero() {
+		at = a.At
+	}
+	if at.Before(notBefore) {
+		at = notBefore
+	}
+	return at
 }
 
 // Statement is the exact text an approval's signature covers: what kind of
@@ -101,6 +134,9 @@ type ApprovalCheck struct {
 	Counted  []Approval
 	// Ignored are approvals that do not count, with why.
 	Ignored map[string]string
+	// Warnings are what the reader must know of how they were counted:
+	// a people file nothing protects, or a working copy that differs.
+	Warnings []string
 }
 
 // Satisfied reports whether enough approvals counted.
@@ -180,11 +216,15 @@ type ApprovalTarget struct {
 	Subject string
 	Commit  string
 	Digest  string
+	// NotBefore is when the subject came to be (a plan's creation): an
+	// approval dated before it is refused, and signatures are checked no
+	// earlier. Zero when unknown.
+	NotBefore time.Time
 }
 
-// VerifyFunc checks an approval's signature as of now; nil means nothing
-// can be verified here.
-type VerifyFunc func(Approval) error
+// VerifyFunc checks an approval's signature at time at (see
+// Approval.signatureTime); nil means nothing can be verified here.
+type VerifyFunc func(a Approval, at time.Time) error
 
 // Count applies the rule to the approvals recorded for one subject: one
 // approval per person, only of this exact target, only from those the rule
@@ -222,10 +262,16 @@ func (r ApprovalRule) ignores(target ApprovalTarget, author string, a Approval, 
 		return strings.TrimPrefix(r.Refuses(author, a.Approver).Error(), ErrBlocked.Error()+": ")
 	case a.Signature.IsZero() && r.Signed:
 		return "unsigned, and this environment counts only approvals signed with the approver's key"
+	case !a.ReceivedAt.IsZero() && (a.At.Sub(a.ReceivedAt) > StatementSkew || a.ReceivedAt.Sub(a.At) > StatementSkew):
+		return fmt.Sprintf("its statement is dated %s but relcap received it at %s: a statement dated more than %s from its receipt does not count (approve again: relcap approve)",
+			a.At.UTC().Format(time.RFC3339), a.ReceivedAt.UTC().Format(time.RFC3339), ShortDuration(StatementSkew))
+	case !target.NotBefore.IsZero() && a.At.Before(target.NotBefore.Add(-StatementSkew)):
+		return fmt.Sprintf("its statement is dated %s, before what it approves was made (%s): an approval cannot predate its subject",
+			a.At.UTC().Format(time.RFC3339), target.NotBefore.UTC().Format(time.RFC3339))
 	case !a.Signature.IsZero() && verify == nil:
 		return "signed, but no people file to verify it against"
 	case !a.Signature.IsZero():
-		if err := verify(a); err != nil {
+		if err := verify(a, a.signatureTime(target.NotBefore)); err != nil {
 			return "signature does not verify: " + err.Error()
 		}
 	}
@@ -256,8 +302,8 @@ func verifyWith(ctx context.Context, v SignatureVerifier) VerifyFunc {
 	if v == nil {
 		return nil
 	}
-	return func(a Approval) error {
-		return v.Verify(ctx, a.Approver, NamespaceApproval, a.Statement(), a.Signature, a.At)
+	return func(a Approval, at time.Time) error {
+		return v.Verify(ctx, a.Approver, NamespaceApproval, a.Statement(), a.Signature, at)
 	}
 }
 

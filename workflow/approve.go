@@ -23,8 +23,13 @@ func (s *Service) ApprovePlan(ctx context.Context, fingerprint, comment string) 
 	if err != nil {
 		return Approval{}, ApprovalCheck{}, err
 	}
-	a, check, err := s.approve(ctx, env.Approvals.Rule(ApprovePlan), plan.Author,
-		Approval{Kind: ApprovePlan, Subject: fingerprint, Env: plan.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now()})
+	a := Approval{Kind: ApprovePlan, Subject: fingerprint, Env: plan.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now()}
+	rule := env.Approvals.Rule(ApprovePlan)
+	author, err := planAuthorFor(ctx, d.Verifier, env, rule, plan)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: a.Kind, Subject: a.Subject, Approver: a.Approver, Reason: err.Error()})
+	}
+	a, check, err := s.approve(ctx, rule, author, plan.CreatedAt, a)
 	if err != nil {
 		return a, check, err
 	}
@@ -60,7 +65,12 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 		err := fmt.Errorf("%w: release %s has not pinned its change yet: a promotion approval signs the pinned commit and digest, so approve once relcap has pushed %s's branch", ErrBlocked, r.ID, r.Env)
 		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
 	}
-	a, check, err := s.approve(ctx, env.Approvals.Rule(ApprovePromotion), r.Captain,
+	rule := env.Approvals.Rule(ApprovePromotion)
+	captain, err := promotionCaptain(ctx, d.Verifier, env, rule, r)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+	}
+	a, check, err := s.approve(ctx, rule, captain, r.CreatedAt,
 		Approval{Kind: ApprovePromotion, Subject: releaseID, Env: r.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now(),
 			Commit: r.Checkpoints.EnvPinned, Digest: r.Checkpoints.Digest.String()})
 	if err != nil {
@@ -92,27 +102,42 @@ func (s *Service) ApproveBreakGlass(ctx context.Context, envName string, ttl tim
 	case ttl <= 0 || ttl > MaxBreakGlassTTL:
 		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: --ttl must be more than 0 and at most %s, got %s", ErrUsage, MaxBreakGlassTTL, ttl)
 	}
-	return s.approve(ctx, env.Approvals.Rule(ApproveBreakGlass), "",
+	return s.approve(ctx, env.Approvals.Rule(ApproveBreakGlass), "", time.Time{},
 		Approval{Kind: ApproveBreakGlass, Subject: BreakGlassSubject(env), Env: env.Name, Approver: d.Actor, Comment: reason, At: d.Clock.Now(), TimeBox: ttl})
 }
 
 // approve records a, unless rule would never count it, and returns how the
-// subject's approvals now count.
-func (s *Service) approve(ctx context.Context, rule ApprovalRule, author string, a Approval) (Approval, ApprovalCheck, error) {
+// subject's approvals now count; notBefore is when the subject was made
+// (zero when unknown).
+func (s *Service) approve(ctx context.Context, rule ApprovalRule, author string, notBefore time.Time, a Approval) (Approval, ApprovalCheck, error) {
 	refuse := func(err error) (Approval, ApprovalCheck, error) {
 		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: a.Kind, Subject: a.Subject, Approver: a.Approver, Reason: err.Error()})
 	}
 	if err := rule.Refuses(author, a.Approver); err != nil {
 		return refuse(err)
 	}
+	env, err := s.d.Project.Env(a.Env)
+	if err != nil {
+		return refuse(err)
+	}
+	people, warnings, err := peopleVerdict(ctx, s.d.Verifier, env)
+	if err != nil {
+		return refuse(err)
+	}
+	a.People = people.Revision
 	signed, err := s.sign(ctx, a)
 	switch {
 	case err != nil && rule.Signed:
 		return refuse(fmt.Errorf("%w: approvals in %s are signed with the approver's own key, and %s cannot sign as %s: %v", ErrBlocked, a.Env, s.d.Actor, a.Approver, err))
 	case err == nil:
 		a = signed
+	default:
+		a.People = "" // unsigned: verified against nothing
 	}
-	target := ApprovalTarget{Subject: a.Subject, Commit: a.Commit, Digest: a.Digest}
+	target := ApprovalTarget{Subject: a.Subject, Commit: a.Commit, Digest: a.Digest, NotBefore: notBefore}
+	// The ledger keeps its own time of receipt (the team database's clock
+	// on PostgreSQL); this one stands where the ledger keeps none.
+	a.ReceivedAt = s.d.Clock.Now()
 	if err := s.d.Ledger.RecordApproval(ctx, a); err != nil {
 		return Approval{}, ApprovalCheck{}, fmt.Errorf("record approval: %w", err)
 	}
@@ -123,7 +148,9 @@ func (s *Service) approve(ctx context.Context, rule ApprovalRule, author string,
 	if err != nil {
 		return a, ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
 	}
-	return a, rule.Count(target, author, all, verifyWith(ctx, s.d.Verifier)), nil
+	check := rule.Count(target, author, all, verifyWith(ctx, s.d.Verifier))
+	check.Warnings = warnings
+	return a, check, nil
 }
 
 // errNoSigner says why this process cannot sign.
@@ -141,7 +168,7 @@ func (s *Service) sign(ctx context.Context, a Approval) (Approval, error) {
 		return a, err
 	}
 	a.Signature = sig
-	if err := verifyWith(ctx, s.d.Verifier)(a); err != nil {
+	if err := verifyWith(ctx, s.d.Verifier)(a, a.At); err != nil {
 		return a, fmt.Errorf("the signature does not verify against the people file: %w", err)
 	}
 	return a, nil

@@ -236,6 +236,9 @@ type PlanRecorded struct {
 	Counts      PlanCounts          `json:"counts"`
 	Flagged     map[string][]string `json:"flagged"` // risk flag → addresses
 	Author      string              `json:"author"`
+	// AuthorKey is the fingerprint of the key that signed the plan as its
+	// author; "" for a plan nobody signed.
+	AuthorKey string `json:"author_key,omitempty"`
 	// Drifted counts the objects changed outside Terraform that this apply
 	// would write back; Refused says why no approval can make the plan
 	// applicable (incomplete, errored, a failing check, owned drift).

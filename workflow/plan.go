@@ -124,6 +124,14 @@ type PlanSummary struct {
 	Findings    []finding.Finding `json:"findings,omitempty"`
 	Author      string            `json:"author,omitempty"`
 	CreatedAt   time.Time         `json:"created_at,omitzero"`
+	// Release is the release the plan was made for; "" for a drill's.
+	Release string `json:"release,omitempty"`
+	// AuthorSignature is the author's SSH signature of AuthorStatement(),
+	// made when the plan was saved; zero without a people file.
+	AuthorSignature Signature `json:"author_signature,omitzero"`
+	// AuthorPeople names the people file revision the author signature
+	// was verified against (PeopleState.Revision).
+	AuthorPeople string `json:"author_people,omitempty"`
 	// AppliedAt is set by the ledger once the plan was applied.
 	AppliedAt        time.Time `json:"applied_at,omitzero"`
 	TerraformVersion string    `json:"terraform_version,omitempty"`

@@ -255,6 +255,42 @@ type SignatureVerifier interface {
 	Verify(ctx context.Context, principal, namespace string, message []byte, sig Signature, at time.Time) error
 }
 
+// PeopleFile is the optional ability of a SignatureVerifier that knows
+// where the people file that counts comes from: the protected branch of
+// the repository that holds it, fetched from its origin, rather than the
+// working copy any captain can edit alone. Verify then checks against the
+// revision that counts now.
+type PeopleFile interface {
+	// PeopleState says which revision of the people file counts now,
+	// whether anything protects it, and how the working copy differs.
+	PeopleState(ctx context.Context) (PeopleState, error)
+	// VerifyIn is Verify against the people file of an earlier revision
+	// (a PeopleState.Revision): what journal verify re-checks an approval
+	// against. The revision must still be in the protected branch's
+	// history; a revision nothing protected can be checked only while the
+	// working copy still has it.
+	VerifyIn(ctx context.Context, revision, principal, namespace string, message []byte, sig Signature, at time.Time) error
+}
+
+// PeopleState is the people file that counts, where it comes from, and
+// how the working copy on this machine differs from it.
+type PeopleState struct {
+	// File is the people file's path on this machine.
+	File string
+	// Revision names the content that counts, recorded with every
+	// signature verified against it ("git:<commit>:<blob>", or
+	// "file:sha256:<hex>" for a working copy nothing protects).
+	Revision string
+	// Protected says the content is the protected branch's, as its
+	// origin says; Where names it (branch and commit) or, when nothing
+	// protects the file, says why.
+	Protected bool
+	Where     string
+	// Differs lists the principals whose lines differ in the working
+	// copy; empty when it is the protected content.
+	Differs []string
+}
+
 // Journal appends to the current session's tamper-evident journal. Append
 // returns only when the entry is durable. When it returns an error the entry
 // may still have been written; the ledger's head then lags until the next

@@ -443,7 +443,15 @@ func (run *releaseRun) landByPullRequest(ctx context.Context, res StepResult) (S
 			// would merge: a moved head needs them renewed too.
 			target := PromotionTarget(run.r)
 			target.Commit = pr.HeadSHA
-			if check := rule.Count(target, run.r.Captain, approvals, verifyWith(ctx, d.Verifier)); !check.Satisfied() {
+			captain, err := promotionCaptain(ctx, d.Verifier, run.env, rule, run.r)
+			if errors.Is(err, ErrAuthorUnverified) {
+				b := blocked(ErrAuthorUnverified, withoutSentinel(err, ErrAuthorUnverified), res.Findings)
+				b.Evidence = res.Evidence
+				return b, nil
+			} else if err != nil {
+				return StepResult{}, err
+			}
+			if check := rule.Count(target, captain, approvals, verifyWith(ctx, d.Verifier)); !check.Satisfied() {
 				msg := fmt.Sprintf("%s is approved on the forge; it also needs %d more signed relcap approval(s) of commit %s (envrepo.review.approvals: both): relcap approve --release %s%s",
 					ref, check.Missing(), ShortHash(pr.HeadSHA), run.r.ID, ignoredNote(check))
 				b := blocked(ErrApprovalRequired, msg, res.Findings)

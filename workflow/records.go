@@ -58,7 +58,7 @@ func (q *Records) PlanApprovals(ctx context.Context, p PlanSummary) (ApprovalChe
 	if err != nil {
 		return ApprovalCheck{}, err
 	}
-	return env.Approvals.Rule(ApprovePlan).Count(ApprovalTarget{Subject: p.Fingerprint}, p.Author, all, verifyWith(ctx, q.verifier)), nil
+	return countPlanApprovals(ctx, q.verifier, env, p, all)
 }
 
 // Effort returns the effort recorded against a release.

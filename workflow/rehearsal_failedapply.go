@@ -183,7 +183,7 @@ func (s *Service) rehearsalPlan(ctx context.Context, scratch Environment, finger
 	if err = done(err); err != nil {
 		return p, fmt.Errorf("plan the scratch copy %s: %w", scratch.Terraform.Dir, err)
 	}
-	return s.keepPlan(ctx, p)
+	return s.keepPlan(ctx, scratch, p)
 }
 
 // rehearsalApprovals stops the drill, resumable, while its plan lacks the

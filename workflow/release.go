@@ -34,19 +34,23 @@ func (s ReleaseStatus) Done() bool {
 // drives through the four stages, resumes after an interruption and reports
 // effort against.
 type Release struct {
-	ID            string        `json:"id"`
-	App           string        `json:"app"`
-	Env           string        `json:"env"`
-	Image         string        `json:"image"` // the reference as given
-	Captain       string        `json:"captain"`
-	Status        ReleaseStatus `json:"status"`
-	Kind          ReleaseKind   `json:"kind"`
-	RollbackOf    string        `json:"rollback_of,omitempty"`
-	Compatibility Compatibility `json:"compatibility,omitzero"`
-	Steps         []StepRecord  `json:"steps"`
-	CreatedAt     time.Time     `json:"created_at"`
-	UpdatedAt     time.Time     `json:"updated_at"`
-	EndedAt       time.Time     `json:"ended_at,omitzero"`
+	ID      string `json:"id"`
+	App     string `json:"app"`
+	Env     string `json:"env"`
+	Image   string `json:"image"` // the reference as given
+	Captain string `json:"captain"`
+	// CaptainSignature is the captain's SSH signature of
+	// CaptainStatement(), made when the release started; zero without a
+	// people file.
+	CaptainSignature Signature     `json:"captain_signature,omitzero"`
+	Status           ReleaseStatus `json:"status"`
+	Kind             ReleaseKind   `json:"kind"`
+	RollbackOf       string        `json:"rollback_of,omitempty"`
+	Compatibility    Compatibility `json:"compatibility,omitzero"`
+	Steps            []StepRecord  `json:"steps"`
+	CreatedAt        time.Time     `json:"created_at"`
+	UpdatedAt        time.Time     `json:"updated_at"`
+	EndedAt          time.Time     `json:"ended_at,omitzero"`
 	// Checkpoints are what the release has durably done; a step consults
 	// them before repeating a side effect. They are stored under
 	// "outputs", the name of the string map they replace.

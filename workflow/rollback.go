@@ -56,6 +56,9 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 		st.Status, st.Message = Skipped, "rollback: restores a release's environment file; no infrastructure change"
 	}
 	r.Checkpoints.Digest, r.Checkpoints.DigestRepository = digest, env.Registry.Repository
+	if err := s.signRelease(ctx, env, r); err != nil {
+		return nil, s.journalFailure(ctx, err, RollbackRefused{Env: env.Name, To: target.ID, Reason: err.Error()})
+	}
 	// The environment file as the target converged: undoing a bad manifest
 	// change along with a bad digest (a failed sync) needs both.
 	r.Checkpoints.RestoreFrom = target.Checkpoints.EnvCommit

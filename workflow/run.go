@@ -67,6 +67,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 		r.Checkpoints.RehearsalUnavailable = true
 		r.Checkpoints.Digest, r.Checkpoints.DigestRepository = d, req.Image[:at]
 	}
+	if env, err := s.d.Project.Env(r.Env); err != nil {
+		return nil, err
+	} else if err := s.signRelease(ctx, env, r); err != nil {
+		return nil, s.journalFailure(ctx, err, PlanFailed{Env: r.Env, Error: err.Error()})
+	}
 	if err := s.d.Ledger.SaveRelease(ctx, r); err != nil {
 		return nil, fmt.Errorf("save release %s: %w", r.ID, err)
 	}

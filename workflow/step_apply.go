@@ -248,7 +248,7 @@ func (s *Service) planApprovals(ctx context.Context, env Environment, plan PlanS
 	if err != nil {
 		return ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
 	}
-	return env.Approvals.Rule(ApprovePlan).Count(ApprovalTarget{Subject: plan.Fingerprint}, plan.Author, approvals, verifyWith(ctx, s.d.Verifier)), nil
+	return countPlanApprovals(ctx, s.d.Verifier, env, plan, approvals)
 }
 
 // ApplyFailedError is a plan's apply that Terraform failed, with the next

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -34,11 +35,22 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 	}
 	if plan.Fingerprint == "" {
 		run.progress(StepPlanReview, "planning")
-		p, err := wait(run, StepPlanReview, func() (PlanSummary, error) { return d.Planner.Plan(ctx, run.env, run.r.Captain) })
+		// With a people file the author is who plans, and signs the
+		// plan; the release's captain may be someone else (a release
+		// joined or resumed by a teammate).
+		author := run.r.Captain
+		if d.Verifier != nil && d.Actor != "" {
+			author = d.Actor
+		}
+		p, err := wait(run, StepPlanReview, func() (PlanSummary, error) { return d.Planner.Plan(ctx, run.env, author) })
 		if err != nil {
 			return StepResult{}, fmt.Errorf("plan: %w", err)
 		}
-		if p, err = run.svc.keepPlan(ctx, p); err != nil {
+		p.Release = run.r.ID
+		if p, err = run.svc.keepPlan(ctx, run.env, p); err != nil {
+			if errors.Is(err, ErrAuthorUnverified) {
+				return blocked(ErrAuthorUnverified, note+withoutSentinel(err, ErrAuthorUnverified), p.Findings), nil
+			}
 			return StepResult{}, err
 		}
 		// Shared before the checkpoint: a plan the team store could not
@@ -69,7 +81,20 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 	if err != nil {
 		return StepResult{}, fmt.Errorf("read approvals: %w", err)
 	}
-	check := run.env.Approvals.Rule(ApprovePlan).Count(ApprovalTarget{Subject: plan.Fingerprint}, plan.Author, approvals, verifyWith(ctx, d.Verifier))
+	check, err := countPlanApprovals(ctx, d.Verifier, run.env, plan, approvals)
+	for _, sentinel := range []error{ErrAuthorUnverified, ErrPeopleFileDiffers, ErrBlocked} {
+		if errors.Is(err, sentinel) {
+			b := blocked(sentinel, note+withoutSentinel(err, sentinel), plan.Findings)
+			b.Evidence = res.Evidence
+			return b, nil
+		}
+	}
+	if err != nil {
+		return StepResult{}, err
+	}
+	for _, w := range check.Warnings {
+		note += "warning: " + w + ". "
+	}
 	if !check.Satisfied() {
 		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s%s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint, ignoredNote(check))
 		b := blocked(ErrApprovalRequired, msg, plan.Findings)
@@ -95,8 +120,12 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 // keepPlan reviews a new plan's drift against the ownership map, saves it
 // in the ledger and journals it: every plan relcap makes, a release's or
 // the failed-apply drill's, is kept the same way.
-func (s *Service) keepPlan(ctx context.Context, p PlanSummary) (PlanSummary, error) {
+func (s *Service) keepPlan(ctx context.Context, env Environment, p PlanSummary) (PlanSummary, error) {
 	ReviewDrift(&p, s.d.Project.Ownership)
+	p, err := s.signPlan(ctx, env, p)
+	if err != nil {
+		return p, s.journalFailure(ctx, err, PlanFailed{Env: p.Env, Error: err.Error()})
+	}
 	if err := s.d.Ledger.SavePlan(ctx, p); err != nil {
 		return p, fmt.Errorf("save plan: %w", err)
 	}
@@ -114,5 +143,5 @@ func planRecord(p PlanSummary) PlanRecorded {
 	}
 	refused, _ := p.Refused()
 	return PlanRecorded{Env: p.Env, Fingerprint: p.Fingerprint, PlanFileSHA: p.PlanHash, Inputs: p.Inputs, Counts: p.Counts,
-		Flagged: flagged, Author: p.Author, Drifted: len(p.Drift), Refused: refused}
+		Flagged: flagged, Author: p.Author, AuthorKey: p.AuthorSignature.Key, Drifted: len(p.Drift), Refused: refused}
 }

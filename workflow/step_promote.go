@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -143,7 +144,15 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		if err != nil {
 			return StepResult{}, fmt.Errorf("read approvals: %w", err)
 		}
-		if check := rule.Count(PromotionTarget(run.r), run.r.Captain, approvals, verifyWith(ctx, d.Verifier)); !check.Satisfied() {
+		captain, err := promotionCaptain(ctx, d.Verifier, run.env, rule, run.r)
+		if errors.Is(err, ErrAuthorUnverified) {
+			b := blocked(ErrAuthorUnverified, withoutSentinel(err, ErrAuthorUnverified), res.Findings)
+			b.Evidence = res.Evidence
+			return b, nil
+		} else if err != nil {
+			return StepResult{}, err
+		}
+		if check := rule.Count(PromotionTarget(run.r), captain, approvals, verifyWith(ctx, d.Verifier)); !check.Satisfied() {
 			msg := fmt.Sprintf("the pin of %s on %s (commit %s) needs %d more approval(s) before it lands in %s: relcap approve --release %s%s",
 				digest.Short(), run.r.Checkpoints.EnvBranch, ShortHash(run.r.Checkpoints.EnvPinned), check.Missing(), run.env.Name, run.r.ID, ignoredNote(check))
 			b := blocked(ErrApprovalRequired, msg, res.Findings)

@@ -126,6 +126,16 @@ type ApprovalVerification struct {
 	Approver  string       `json:"approver"`
 	Signed    bool         `json:"signed"`
 	Signature VerifyCheck  `json:"signature"`
+	// People is the people file revision the approval was verified
+	// against when recorded, "" when it was not recorded (older relcap).
+	// A signature that does not hold against its recorded revision is a
+	// failed check, not a warning: see checkApprovalSignature.
+	People string `json:"people,omitempty"`
+	// Binding says the signature was checked against the recorded
+	// revision, so a failure means the record is not what was verified.
+	Binding bool `json:"binding,omitempty"`
+	// Notes are what the reader must know of how it was checked.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // JournalVerification is every verified session, and why the anchors
@@ -333,7 +343,7 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 		return v, err
 	}
 
-	v.Failed = v.Checks.failed()
+	v.Failed = append(v.Checks.failed(), approvalFailures(v.Approvals)...)
 	v.Intact = len(v.Failed) == 0
 	if v.Problem == nil && !v.Intact {
 		v.Problem = &journal.Problem{Seq: c.headSeq(), Reason: v.Failed[0]}
@@ -361,11 +371,16 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 			subject = ShortHash(subject) // a fingerprint
 		}
 		what := fmt.Sprintf("%s approval of %s in %s by %s", a.Kind, subject, a.Env, a.Approver)
-		switch a.Signature.Status {
-		case VerifyAbsent:
+		switch {
+		case a.Signature.Status == VerifyAbsent:
 			v.Warnings = append(v.Warnings, "unsigned "+what)
-		case VerifyFailed:
+		case a.Signature.Status == VerifyFailed && !a.Binding:
 			v.Warnings = append(v.Warnings, what+": its signature no longer verifies: "+a.Signature.Detail)
+		case a.Signature.Status == VerifyUnchecked:
+			v.Warnings = append(v.Warnings, what+": not checked: "+a.Signature.Detail)
+		}
+		for _, n := range a.Notes {
+			v.Warnings = append(v.Warnings, what+": "+n)
 		}
 	}
 	return v, nil
@@ -394,14 +409,8 @@ func (c *sessionCheck) checkApprovals(ctx context.Context, v *SessionVerificatio
 		case c.q.verifier == nil:
 			av.Signature = VerifyCheck{Status: VerifyUnchecked, Detail: "no people file is configured here to check it against"}
 		default:
-			err := verifyWith(ctx, c.q.verifier)(a)
-			switch {
-			case errors.Is(err, ErrUsage):
+			if err := checkApprovalSignature(ctx, c.q.verifier, a, &av); err != nil {
 				return fmt.Errorf("verify %s's approval in session %s: %w", a.Approver, c.id, err)
-			case err != nil:
-				av.Signature = VerifyCheck{Status: VerifyFailed, Detail: err.Error()}
-			default:
-				av.Signature = VerifyCheck{Status: VerifyOK, Detail: "signed by " + a.Approver + " with key " + a.Signature.Key}
 			}
 		}
 		v.Approvals = append(v.Approvals, av)

@@ -39,12 +39,28 @@ func FuzzParseAllowedSigners(f *testing.F) {
 		`"alice` + "\n",
 		",, " + alice + "\n",
 		"alice " + alice[:len(alice)-4] + "\n",
+		"alice\x00 " + alice + "\n",
+		"# comment \x00\nbob " + bob + "\n",
+		"alice " + alice + "\n\xff\xfe\n",
+		"\x1b[31malice " + alice + "\n",
 	} {
 		f.Add([]byte(seed))
 	}
 	at := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseAllowedSigners("allowed_signers", data)
+		problems := CheckAllowedSigners("allowed_signers", data)
+		if (err == nil) != (len(problems) == 0) {
+			t.Fatalf("validate and verification disagree: parse says %v, check says %v", err, problems)
+		}
+		if err != nil && problems[0].Error() != err.Error() {
+			t.Fatalf("validate's first problem %v is not verification's %v", problems[0], err)
+		}
+		for _, pr := range problems {
+			if !errors.Is(pr, workflow.ErrUsage) || !strings.HasPrefix(pr.Error(), "allowed_signers:") {
+				t.Fatalf("problem without file and line, or not a usage error: %v", pr)
+			}
+		}
 		if err != nil {
 			if p != nil {
 				t.Fatalf("error with a result: %v", err)

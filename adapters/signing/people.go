@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -72,20 +73,66 @@ func ParseAllowedSigners(name string, data []byte) (*People, error) {
 // parseAllowedSigners is ParseAllowedSigners with local time in loc, so
 // tests do not depend on the machine's time zone.
 func parseAllowedSigners(name string, data []byte, loc *time.Location) (*People, error) {
+	p, problems := parseAll(name, data, loc)
+	if len(problems) > 0 {
+		return nil, problems[0]
+	}
+	return p, nil
+}
+
+// CheckAllowedSigners parses data, the people file read from name, with
+// the parser verification uses, and returns every problem it has, one
+// error per line ("name:LINE: what is wrong, and what to do", each
+// wrapping workflow.ErrUsage), in line order; none when the file is
+// valid. relcap validate reports them all at once, so a broken file is
+// found before anyone approves with it.
+func CheckAllowedSigners(name string, data []byte) []error {
+	_, problems := parseAll(name, data, time.Local)
+	return problems
+}
+
+// parseAll parses every line of data, collecting each line's problem.
+func parseAll(name string, data []byte, loc *time.Location) (*People, []error) {
 	p := &People{name: name}
+	var problems []error
 	for i, raw := range bytes.Split(data, []byte("\n")) {
+		if err := lineBytesProblem(raw); err != nil {
+			problems = append(problems, usagef("%s:%d: %v", name, i+1, err))
+			continue
+		}
 		text := strings.Trim(string(raw), " \t\r")
 		if text == "" || text[0] == '#' {
 			continue
 		}
 		e, err := parseLine(text, loc)
 		if err != nil {
-			return nil, usagef("%s:%d: %v", name, i+1, err)
+			problems = append(problems, usagef("%s:%d: %v", name, i+1, err))
+			continue
 		}
 		e.line = i + 1
 		p.entries = append(p.entries, e)
 	}
-	return p, nil
+	return p, problems
+}
+
+// lineBytesProblem refuses bytes no people file line may hold, comments
+// included: a NUL (OpenSSH's line reader stops at it, so ssh-keygen and
+// relcap would read different files), other control characters (they
+// could forge what a terminal shows of a principal), and invalid UTF-8.
+func lineBytesProblem(raw []byte) error {
+	raw = bytes.TrimSuffix(raw, []byte("\r"))
+	for i, b := range raw {
+		switch {
+		case b == 0:
+			return fmt.Errorf("a NUL byte at column %d: the file is binary or damaged; remove it (ssh-keygen stops reading the line there)", i+1)
+		case b < 0x20 && b != '\t', b == 0x7f:
+			return fmt.Errorf("control character 0x%02x at column %d: remove it (a people file holds principals, options and keys in plain text)", b, i+1)
+		}
+	}
+	if !utf8.Valid(raw) {
+		return errors.New("not valid UTF-8: save the file as UTF-8")
+	}
+	return nil
 }
 
 // keyHint is the shape of a line, for error messages.

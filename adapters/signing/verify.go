@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/hiddeco/sshsig"
@@ -13,7 +15,10 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-var _ workflow.SignatureVerifier = (*Verifier)(nil)
+var (
+	_ workflow.SignatureVerifier = (*Verifier)(nil)
+	_ workflow.PeopleFile        = (*Verifier)(nil)
+)
 
 // Verifier checks SSH signatures against the people file at Path.
 //
@@ -26,10 +31,80 @@ var _ workflow.SignatureVerifier = (*Verifier)(nil)
 type Verifier struct {
 	// Path is the people file, in git's allowed-signers format.
 	Path string
+	// Source, when set, finds the people file that counts: the protected
+	// branch's (see PeopleSource), the working copy only where nothing
+	// protects it. Nil reads the file at Path as it is.
+	Source *PeopleSource
 }
 
-// NewVerifier returns a Verifier of the people file at path.
+// NewVerifier returns a Verifier of the people file at path as it reads
+// on this machine.
 func NewVerifier(path string) *Verifier { return &Verifier{Path: path} }
+
+// NewProtectedVerifier returns a Verifier of the people file that counts
+// for the file at path: its protected branch's content (PeopleSource).
+func NewProtectedVerifier(path string) *Verifier {
+	return &Verifier{Path: path, Source: NewPeopleSource(path)}
+}
+
+// people returns the people file that counts now, and its name for
+// messages.
+func (v *Verifier) people(ctx context.Context) (*People, error) {
+	if v.Source == nil {
+		return LoadPeople(v.Path)
+	}
+	r, err := v.Source.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAllowedSigners(peopleName(r.state), r.data)
+}
+
+// peopleName names a reading of the people file in messages.
+func peopleName(st workflow.PeopleState) string {
+	if st.Protected {
+		return st.Where
+	}
+	return st.File
+}
+
+// PeopleState says which people file counts now (workflow.PeopleFile).
+func (v *Verifier) PeopleState(ctx context.Context) (workflow.PeopleState, error) {
+	if v.Source == nil {
+		data, err := os.ReadFile(v.Path)
+		if err != nil {
+			_, err = LoadPeople(v.Path)
+			return workflow.PeopleState{}, err
+		}
+		return workflow.PeopleState{File: v.Path, Revision: fileRevision(data), Where: "read as it is on this machine"}, nil
+	}
+	r, err := v.Source.read(ctx)
+	if err != nil {
+		return workflow.PeopleState{}, err
+	}
+	return r.state, nil
+}
+
+// VerifyIn is Verify against the people file of revision
+// (workflow.PeopleFile).
+func (v *Verifier) VerifyIn(ctx context.Context, revision, principal, namespace string, message []byte, sig workflow.Signature, at time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	src := v.Source
+	if src == nil {
+		src = NewPeopleSource(v.Path)
+	}
+	data, err := src.content(ctx, revision)
+	if err != nil {
+		return err
+	}
+	people, err := ParseAllowedSigners(v.Path+" at "+short(strings.TrimPrefix(revision, gitRevisionPrefix)), data)
+	if err != nil {
+		return err
+	}
+	return verifyAgainst(people, principal, namespace, message, sig, at)
+}
 
 // Verify checks that sig is principal's signature of message in
 // namespace, made with a key the people file gives principal for that
@@ -41,10 +116,15 @@ func (v *Verifier) Verify(ctx context.Context, principal, namespace string, mess
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	people, err := LoadPeople(v.Path)
+	people, err := v.people(ctx)
 	if err != nil {
 		return err
 	}
+	return verifyAgainst(people, principal, namespace, message, sig, at)
+}
+
+// verifyAgainst is Verify against one reading of the people file.
+func verifyAgainst(people *People, principal, namespace string, message []byte, sig workflow.Signature, at time.Time) error {
 	if sig.IsZero() {
 		return unverifiedf("%s's statement is not signed", principal)
 	}

@@ -44,6 +44,10 @@ type dialect interface {
 	// run again as it is: PostgreSQL aborts one of two transactions that
 	// deadlock, and the other then goes through.
 	retryable(err error) bool
+	// clockNanos is the SQL expression of the database's own clock, in
+	// Unix nanoseconds: the time the ledger received a row, which the
+	// writer's clock cannot back-date (on PostgreSQL, the server's).
+	clockNanos() string
 	// greatest and least name the functions of the larger and the smaller
 	// of two values (SQLite's two-argument max and min).
 	greatest() string

@@ -281,9 +281,13 @@ func TestApprovalsRoundTrip(t *testing.T) {
 			{Kind: workflow.ApprovePromotion, Subject: "fp1", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:" + strings.Repeat("a", 64)},
 			{Kind: workflow.ApproveBreakGlass, Subject: "prod/web-prod", Env: "prod", Approver: "cy", At: t0, TimeBox: 30*time.Minute + 7, Comment: "OOM"},
 		}
+		a1.People = "git:0123abcd:4567ef89"
+		before := time.Now().Add(-time.Second)
 		for _, a := range append([]workflow.Approval{a1, a2}, other...) {
+			a.ReceivedAt = t0.Add(-24 * time.Hour) // the writer's claim is not kept
 			require.NoError(t, l.RecordApproval(ctx, a))
 		}
+		after := time.Now().Add(time.Second)
 		got, err := l.Approvals(ctx, workflow.ApprovePlan, "fp1")
 		require.NoError(t, err)
 		require.Len(t, got, 2)
@@ -291,6 +295,9 @@ func TestApprovalsRoundTrip(t *testing.T) {
 		for i, want := range []workflow.Approval{a2, a1} {
 			requireTimeEqual(t, want.At, got[i].At)
 			want.At = got[i].At
+			// The ledger's own clock says when it received the approval.
+			require.True(t, got[i].ReceivedAt.After(before) && got[i].ReceivedAt.Before(after), "received at %s, recorded between %s and %s", got[i].ReceivedAt, before, after)
+			want.ReceivedAt = got[i].ReceivedAt
 			require.Equal(t, want, got[i])
 		}
 		promo, err := l.Approvals(ctx, workflow.ApprovePromotion, "fp1")

@@ -656,6 +656,17 @@ UPDATE releases SET rehearsal = coalesce(json_extract(body, '$.outputs.rehearsal
 ALTER TABLE releases ADD COLUMN rehearsal TEXT NOT NULL DEFAULT '';
 UPDATE releases SET rehearsal = coalesce(body #>> '{outputs,rehearsal}', '');
 `},
+	// 13 (issue 26): when the ledger received each approval, by the
+	// database's own clock, so a signature is checked at its receipt and
+	// not at the time its statement claims (NULL for older approvals);
+	// and the revision of the people file it was verified against.
+	{version: 13, sqlite: `
+ALTER TABLE approvals ADD COLUMN received_at INTEGER;
+ALTER TABLE approvals ADD COLUMN people TEXT NOT NULL DEFAULT '';
+`, postgres: `
+ALTER TABLE approvals ADD COLUMN received_at BIGINT;
+ALTER TABLE approvals ADD COLUMN people TEXT NOT NULL DEFAULT '';
+`},
 }
 
 // schemaVersion is the newest schema this binary knows.

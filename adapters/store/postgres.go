@@ -110,7 +110,11 @@ var _ dialect = (*postgresDialect)(nil)
 
 func (*postgresDialect) migrationSQL(m migration) string { return m.postgres }
 func (*postgresDialect) greatest() string                { return "GREATEST" }
-func (*postgresDialect) least() string                   { return "LEAST" }
+
+func (*postgresDialect) clockNanos() string {
+	return "(extract(epoch from clock_timestamp()) * 1000000000)::bigint"
+}
+func (*postgresDialect) least() string { return "LEAST" }
 
 func (*postgresDialect) schemaTable() string {
 	return `CREATE TABLE IF NOT EXISTS schema_migrations (

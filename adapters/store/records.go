@@ -25,10 +25,12 @@ func (s *Ledger) RecordApproval(ctx context.Context, a workflow.Approval) error 
 		return fmt.Errorf("record approval of %s %s: %w", a.Kind, a.Subject, err)
 	}
 	return s.inTx(ctx, fmt.Sprintf("record approval of %s %s", a.Kind, a.Subject), func(tx ledgerTx) error {
+		// received_at is the database's clock, not the writer's: a
+		// signature counts at the time the ledger received it.
 		if _, err := tx.ExecContext(ctx, `
-INSERT INTO approvals (kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at, a.Commit, a.Digest, a.Signature.Armored, a.Signature.Key, int64(a.TimeBox)); err != nil {
+INSERT INTO approvals (kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns, people, received_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+s.d.clockNanos()+`)`,
+			a.Kind, a.Subject, a.Env, a.Approver, a.Comment, at, a.Commit, a.Digest, a.Signature.Armored, a.Signature.Key, int64(a.TimeBox), a.People); err != nil {
 			return err
 		}
 		// An approval is what a captain's open cockpit waits for.
@@ -40,7 +42,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 // first, duplicates included.
 func (s *Ledger) Approvals(ctx context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
 	rows, err := s.db.QueryContext(ctx, `
-SELECT kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns FROM approvals
+SELECT kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns, people, received_at FROM approvals
 WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 	if err != nil {
 		return nil, s.fail("read approvals", err)
@@ -49,14 +51,15 @@ WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 	var out []workflow.Approval
 	for rows.Next() {
 		var (
-			a       workflow.Approval
-			at      sql.NullInt64
-			timeBox int64
+			a        workflow.Approval
+			at       sql.NullInt64
+			received sql.NullInt64
+			timeBox  int64
 		)
-		if err := rows.Scan(&a.Kind, &a.Subject, &a.Env, &a.Approver, &a.Comment, &at, &a.Commit, &a.Digest, &a.Signature.Armored, &a.Signature.Key, &timeBox); err != nil {
+		if err := rows.Scan(&a.Kind, &a.Subject, &a.Env, &a.Approver, &a.Comment, &at, &a.Commit, &a.Digest, &a.Signature.Armored, &a.Signature.Key, &timeBox, &a.People, &received); err != nil {
 			return nil, s.fail("read approvals", err)
 		}
-		a.At, a.TimeBox = timeOf(at), time.Duration(timeBox)
+		a.At, a.TimeBox, a.ReceivedAt = timeOf(at), time.Duration(timeBox), timeOf(received)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {

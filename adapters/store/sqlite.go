@@ -111,7 +111,11 @@ var _ dialect = sqliteDialect{}
 func (sqliteDialect) rebind(q string) string          { return q }
 func (sqliteDialect) migrationSQL(m migration) string { return m.sqlite }
 func (sqliteDialect) greatest() string                { return "max" }
-func (sqliteDialect) least() string                   { return "min" }
+
+func (sqliteDialect) clockNanos() string {
+	return "CAST((julianday('now') - 2440587.5) * 86400000000000 AS INTEGER)"
+}
+func (sqliteDialect) least() string { return "min" }
 
 func (sqliteDialect) schemaTable() string {
 	return `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -174,7 +174,7 @@ func (a *app) verifyMigration(cmd *cobra.Command, src, dst *store.Ledger, dir st
 	deps := func(l *store.Ledger) workflow.Deps {
 		d := workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}}
 		if project.People != "" {
-			d.Verifier = signing.NewVerifier(project.People)
+			d.Verifier = signing.NewProtectedVerifier(project.People)
 		}
 		d.Anchor, _ = a.journalAnchor(project)
 		return d

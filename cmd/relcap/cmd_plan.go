@@ -245,7 +245,10 @@ people file when it is used.`,
 				// The statement is what the signature covers: with it,
 				// ssh-keygen -Y verify checks the approval by hand.
 				return a.printJSON(map[string]any{"approval": approval, "statement": string(approval.Statement()),
-					"counted": len(check.Counted), "required": check.Required, "satisfied": check.Satisfied()})
+					"counted": len(check.Counted), "required": check.Required, "satisfied": check.Satisfied(), "warnings": check.Warnings})
+			}
+			for _, w := range check.Warnings {
+				fmt.Fprintln(a.io.Err, "warning: "+w)
 			}
 			if approval.Kind == workflow.ApproveBreakGlass {
 				fmt.Fprintf(a.io.Out, "approved breakglass of %s by %s for up to %s\n", approval.Subject, approval.Approver, workflow.ShortDuration(approval.TimeBox))

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/signing"
 )
 
 const validConfig = `version: 1
@@ -127,4 +129,33 @@ func TestValidateWithoutAConfigSaysWhereItLooked(t *testing.T) {
 	code, _, errOut := invoke(t, t.TempDir(), "validate", "-c", filepath.Join(t.TempDir(), "relcap.yaml"))
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "relcap.yaml")
+}
+
+// TestValidateParsesThePeopleFile (issue 26, attack 14): a people file with
+// a NUL byte and a malformed key used to pass validate and fail only when
+// someone approved; validate now reads it with the verifying parser and
+// names every broken line.
+func TestValidateParsesThePeopleFile(t *testing.T) {
+	t.Parallel()
+	alice, err := signing.GenerateKeyFile(filepath.Join(t.TempDir(), "alice"), "alice@laptop")
+	require.NoError(t, err)
+	dir := releaseRepo(t, strings.Replace(validConfig, "environments:", "people: allowed_signers\nenvironments:", 1))
+	people := filepath.Join(dir, "allowed_signers")
+
+	require.NoError(t, os.WriteFile(people, []byte("alice "+alice+"\n"), 0o644))
+	code, out, errOut := invoke(t, t.TempDir(), "validate", "-c", filepath.Join(dir, "relcap.yaml"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "allowed_signers: 1 principal(s)")
+
+	broken := "# the team\nalice " + alice + "\nbob\x00 " + alice + "\ncarol ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA!!\n" +
+		`dave valid-before="yesterday" ` + alice + "\n"
+	require.NoError(t, os.WriteFile(people, []byte(broken), 0o644))
+	code, _, errOut = invoke(t, t.TempDir(), "validate", "-c", filepath.Join(dir, "relcap.yaml"))
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "allowed_signers:3: a NUL byte")
+	require.Contains(t, errOut, "allowed_signers:4: ")
+	require.Contains(t, errOut, "allowed_signers:5: valid-before")
+	require.Contains(t, errOut, "3 problem(s)")
+	require.NotContains(t, errOut, "AAAAC3NzaC1lZDI1NTE5AAAA!!", "no key quoted")
+	require.NotContains(t, errOut, "allowed_signers:2:", "the valid line is not blamed")
 }

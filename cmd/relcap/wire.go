@@ -89,7 +89,7 @@ func (a *app) records(ctx context.Context) (*workflow.Records, error) {
 	}
 	d := workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}}
 	if project.People != "" {
-		d.Verifier = signing.NewVerifier(project.People)
+		d.Verifier = signing.NewProtectedVerifier(project.People)
 	}
 	d.Anchor, _ = a.journalAnchor(project)
 	return workflow.NewRecords(d)

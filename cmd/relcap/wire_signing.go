@@ -15,12 +15,13 @@ const signingEnv = "RELCAP_SIGNING_KEY"
 
 // wireSigning gives d the actor's signer and the people file's verifier
 // when the project names a people file; without one approvals stay
-// unsigned, as the configuration allows.
+// unsigned, as the configuration allows. The verifier counts the people
+// file of the protected branch (origin's), not the working copy.
 func (a *app) wireSigning(ctx context.Context, d *workflow.Deps) {
 	if d.Project == nil || d.Project.People == "" {
 		return
 	}
-	d.Verifier = signing.NewVerifier(d.Project.People)
+	d.Verifier = signing.NewProtectedVerifier(d.Project.People)
 	d.Signer = a.signer(ctx, d.Project, d.Actor)
 }
 
