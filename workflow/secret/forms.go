@@ -84,13 +84,18 @@ func forms(v string) []pattern {
 	token := len(v) < MinLen
 	var ps []pattern
 	seen := map[string]bool{}
-	add := func(s string) {
+	addAs := func(s string, token bool) {
 		if seen[s] || len(s) < tooShort || !token && len(s) < MinLen {
 			return
 		}
 		seen[s] = true
 		ps = append(ps, pattern{old: s, new: Mask, token: token})
 	}
+	add := func(s string) { addAs(s, token) }
+	// A short value's base64 is as long as a long value's ("4711" is
+	// "NDcxMQ=="): as likely to stand inside other text (a header, a
+	// docker auth, a JSON blob), and as unlikely to be ordinary text.
+	addEncoded := func(s string) { addAs(s, token && len(s) < MinLen) }
 	texts := textForms(v)
 	for _, t := range texts {
 		add(t)
@@ -104,8 +109,8 @@ func forms(v string) []pattern {
 	}
 	for _, t := range encoded {
 		for _, enc := range base64s {
-			add(enc.padded.EncodeToString([]byte(t)))
-			add(enc.raw.EncodeToString([]byte(t)))
+			addEncoded(enc.padded.EncodeToString([]byte(t)))
+			addEncoded(enc.raw.EncodeToString([]byte(t)))
 			if token {
 				continue // a few bytes' worth of base64 inside a longer text is any base64
 			}

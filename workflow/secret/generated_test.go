@@ -1,6 +1,7 @@
 package secret_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -32,6 +33,10 @@ func TestScrubLeavesNoFormOfAGeneratedSecret(t *testing.T) {
 	secrets := append(g.Sensitive(), g.Token("forge token", 40), g.Password("postgres password", 12))
 	set := secret.NewSet()
 	for _, s := range secrets {
+		if s.Kind == secrettest.Number {
+			set.AddValue(json.Number(s.Value)) // a number is learnt as one (Terraform's JSON)
+			continue
+		}
 		set.Add(s.Value)
 	}
 	scan := secrettest.NewScanner(secrets...)

@@ -78,6 +78,8 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Mask replaces a secret wherever it appears.
@@ -130,6 +132,14 @@ func (s *Set) addLocked(v string) {
 	}
 	s.values[v] = forms(v)
 	s.matcher = nil
+	// Terraform keeps strings in Unicode's composed form (NFC) and prints
+	// them so; a value given decomposed (a var file written on macOS) is
+	// printed in a form it was not learnt in. Both forms are the secret.
+	for _, f := range []norm.Form{norm.NFC, norm.NFD} {
+		if n := f.String(v); n != v {
+			s.addLocked(n)
+		}
+	}
 	if !strings.ContainsAny(v, "\r\n") {
 		return
 	}
