@@ -2,10 +2,12 @@ package secret
 
 import (
 	"encoding/base64"
+	"fmt"
 	"encoding/json"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // escaper turns a text into the form it takes inside some other text.
@@ -14,9 +16,11 @@ type escaper func(string) string
 // escapers are the ways a value is escaped on its way to an output: inside
 // a JSON string (by Go and Terraform, which escape <, > and &, and by
 // encoders that do not), inside a Go-quoted string (%q, strconv.Quote),
-// and in a URL: query-escaped ('+' for a space), fully escaped with %20
+// in a URL: query-escaped ('+' for a space), fully escaped with %20
 // (Python's quote(safe=""), curl), path-escaped, and as url.UserPassword
-// writes a password into a URL's user information.
+// writes a password into a URL's user information; and with only its
+// backslashes and control characters escaped; and as a quoted Terraform
+// string.
 var escapers = []escaper{
 	jsonEscaped,
 	jsonEscapedNoHTML,
@@ -25,6 +29,53 @@ var escapers = []escaper{
 	fullyEscaped,
 	url.PathEscape,
 	userinfoEscaped,
+	backslashEscaped,
+	hclEscaped,
+}
+
+// hclEscaped is a value inside a quoted Terraform (HCL) string, as
+// Terraform's plan and apply output print it: quotes, backslashes and
+// control characters escaped, and a template sequence's "${" and "%{"
+// doubled ("$${", "%%{"). A value with none of these is unchanged.
+func hclEscaped(v string) string {
+	if !strings.ContainsAny(v, "\\\"{") && !strings.ContainsFunc(v, unicode.IsControl) {
+		return v
+	}
+	var b strings.Builder
+	for i, r := range v {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case (r == '$' || r == '%') && strings.HasPrefix(v[i+1:], "{"):
+			b.WriteRune(r)
+			b.WriteRune(r)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// backslashEscaped is a value as text formats that escape only the
+// backslash and control characters write it, quotes left as they are:
+// PostgreSQL's COPY text (pg_dump, psql's \copy), a sed or shell
+// replacement. A value without a backslash or control character is
+// unchanged, so it costs nothing.
+func backslashEscaped(v string) string {
+	if !strings.ContainsAny(v, "\\\t\n\r") {
+		return v
+	}
+	return strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n", "\r", "\\r").Replace(v)
 }
 
 // escapeDepth is how many escapers are applied one over the other: twice
