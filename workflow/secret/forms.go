@@ -2,8 +2,8 @@ package secret
 
 import (
 	"encoding/base64"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
