@@ -29,13 +29,9 @@ func TestThreeCaptainsOneSQLiteLedgerOneApplyAtATime(t *testing.T) {
 	ledger := filepath.Join(t.TempDir(), "shared", "ledger.db")
 	root, slow := filepath.Join(filepath.Dir(cfg), "infra/staging"), t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "main.tf"), fmt.Appendf(nil, slowRoot, slow), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(slow, "sleep-seconds"), []byte("120\n"), 0o644))
 	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(slow, "sleep.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
+		// Let a provisioner still waiting end.
+		_ = os.WriteFile(filepath.Join(slow, "go-on"), nil, 0o644)
 	})
 	alice := captain{actor: "alice", data: t.TempDir(), env: tfEnv, ledger: ledger}
 	others := []captain{
@@ -84,11 +80,20 @@ func TestThreeCaptainsOneSQLiteLedgerOneApplyAtATime(t *testing.T) {
 		require.NotContains(t, r.out, "applied plan")
 	}
 
-	// alice's relcap dies without a word: the lock goes with it.
-	require.NoError(t, os.WriteFile(filepath.Join(slow, "sleep-seconds"), []byte("0\n"), 0o644))
+	// alice's relcap dies without a word: the lock goes with it. Her
+	// Terraform does not (it runs detached): bob's apply waits for it and
+	// records its result, and the side effect happens once.
 	require.NoError(t, holder.Process.Signal(syscall.SIGKILL))
 	<-exited
+	go func() {
+		time.Sleep(2 * time.Second)
+		_ = os.WriteFile(filepath.Join(slow, "go-on"), nil, 0o644)
+	}()
 	code, out, errOut = others[0].run(t, "-c", cfg, "apply", "--plan", plan.Fingerprint)
 	t.Logf("bob after alice was killed (%d):\n%s%s", code, out, errOut)
 	require.NotContains(t, out+errOut, "is held by alice", "the killed holder's lock went with it")
+	require.Equal(t, 0, code, out+errOut)
+	effects, err := os.ReadFile(filepath.Join(slow, "effects"))
+	require.NoError(t, err)
+	require.Equal(t, "once\n", string(effects), "the plan was applied once, by alice's Terraform")
 }
