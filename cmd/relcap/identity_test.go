@@ -168,7 +168,7 @@ func TestALocalEditOfThePeopleFileForgesNoApprover(t *testing.T) {
 	}
 	code, out, errOut := asAlice("--actor", "alice", "--json", "plan", "--env", "staging")
 	require.Equal(t, 0, code, errOut)
-	require.NotContains(t, errOut, "not protected", "the people file comes from origin's main")
+	require.NotContains(t, errOut, "is not protected (", "the people file comes from origin's main")
 	var plan struct{ Fingerprint string }
 	require.NoError(t, json.Unmarshal([]byte(out), &plan))
 

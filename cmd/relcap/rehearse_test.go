@@ -268,7 +268,7 @@ func TestRehearseFailedApplyWaitsForPlanApprovalsOnTheCommandLine(t *testing.T) 
 	code, out, errOut = as("alice", "apply", "--plan", plan.Fingerprint)
 	require.Equal(t, 0, code, out+errOut)
 
-	approval := regexp.MustCompile(`relcap approve --plan ([0-9a-f]{64})$`)
+	approval := regexp.MustCompile(`(?m)relcap approve --plan ([0-9a-f]{64})$`)
 	code, out, errOut = as("alice", "rehearse", "--env", "staging", "--drill", "failed-apply")
 	require.Equal(t, exitBlocked, code, out+errOut)
 	id := regexp.MustCompile(`relcap rehearse --resume (rh-\S+),`).FindStringSubmatch(errOut)
