@@ -567,12 +567,13 @@ func (w *leakWorld) cockpitRelease(t *testing.T, replicas int) {
 	image := w.host + "/ci/web:1.0." + itoa(replicas)
 	w.push(t, "1.0."+itoa(replicas))
 	keys, typing := io.Pipe()
-	var screen, errb bytes.Buffer
+	// The cockpit writes while the test reads: buffers safe for both.
+	var screen, errb syncBuilder
 	tio := &IO{In: keys, Out: &screen, Err: &errb, IsTTY: true,
 		Env: append([]string{"XDG_DATA_HOME=" + w.data, "XDG_STATE_HOME=" + filepath.Join(w.data, "state"), "XDG_CACHE_HOME=" + filepath.Join(w.data, "cache"), "USER=alice", "TERM=xterm-256color"}, w.env...)}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(t.Context(), tio, []string{"-c", w.cfg, "release", "--env", "staging", "--image", image, "--timeout", "60s"})
+		done <- run(t.Context(), tio, []string{"-c", w.cfg, "release", "--env", "staging", "--image", image, "--timeout", "120s"})
 	}()
 	defer func() {
 		_ = typing.Close()
