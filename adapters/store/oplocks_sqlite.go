@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relcap/relcap/adapters/internal/flock"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -71,7 +71,7 @@ func (sqliteDialect) tryLock(ctx context.Context, s *Ledger, scope workflow.Lock
 		if err != nil {
 			return nil, fmt.Errorf("take %s: open lock file %s: %w", scope, name, err)
 		}
-		got, err := flockTry(f)
+		got, err := flock.TryLock(f)
 		if err != nil {
 			_ = f.Close()
 			return nil, fmt.Errorf("take %s: lock %s: %w", scope, name, err)
@@ -94,7 +94,7 @@ func (sqliteDialect) tryLock(ctx context.Context, s *Ledger, scope workflow.Lock
 					// holder that has gone; closing releases it even if
 					// the truncate fails.
 					_ = f.Truncate(0)
-					_ = flockRelease(f)
+					_ = flock.Unlock(f)
 					_ = f.Close()
 				})
 			}, nil
@@ -142,6 +142,3 @@ func readLockFile(f *os.File) (workflow.LockHolder, bool) {
 	}
 	return workflow.LockHolder{Actor: h.Actor, What: h.What, Since: h.Since.UTC(), Host: h.Host, PID: h.PID}, true
 }
-
-// errNoFlock is flockTry's answer where flock(2) does not exist.
-var errNoFlock = errors.New("operation locks on an SQLite ledger need flock(2), which this platform lacks")

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/relcap/relcap/adapters/internal/flock"
 )
 
 // Terraform runs that relcap's death cannot kill.
@@ -239,7 +241,7 @@ func (a *Adapter) startDetached(t target, dir string, args []string, about runCo
 		return nil, err
 	}
 	defer lock.Close() // the supervisor holds its own copy of the lock
-	if ok, err := tryLock(lock); err != nil || !ok {
+	if ok, err := flock.TryLock(lock); err != nil || !ok {
 		return nil, fmt.Errorf("locking terraform run %s: %v", dir, errors.Join(err, errors.New("lock held")))
 	}
 	about.Args, about.Dir, about.Workspace = args, t.dir, t.workspace
@@ -355,12 +357,12 @@ func runHeld(dir string) (bool, error) {
 		return false, fmt.Errorf("terraform run %s: %w", dir, err)
 	}
 	defer f.Close()
-	got, err := tryLock(f)
+	got, err := flock.TryLock(f)
 	if err != nil {
 		return false, fmt.Errorf("terraform run %s: %w", dir, err)
 	}
 	if got {
-		_ = unlockFile(f) // closing releases it anyway
+		_ = flock.Unlock(f) // closing releases it anyway
 	}
 	return !got, nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/adapters/internal/flock"
 )
 
 // lockPoll is how often a waiting operation retries the working-directory
@@ -35,7 +37,7 @@ func (a *Adapter) lockWorkdir(ctx context.Context, t target, op string) (unlock 
 	if err != nil {
 		return nil, fmt.Errorf("opening relcap lock for %s: %w", t.dir, err)
 	}
-	locked, err := tryLock(f)
+	locked, err := flock.TryLock(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("relcap lock for %s: %w", t.dir, err)
@@ -57,7 +59,7 @@ func (a *Adapter) lockWorkdir(ctx context.Context, t target, op string) (unlock 
 				return nil, fmt.Errorf("waiting for another relcap %s on %s (%s): %w", holderOp, t.dir, holderWs, ctx.Err())
 			case <-tick.C:
 			}
-			if locked, err = tryLock(f); err != nil {
+			if locked, err = flock.TryLock(f); err != nil {
 				f.Close()
 				return nil, fmt.Errorf("relcap lock for %s: %w", t.dir, err)
 			}
@@ -67,7 +69,7 @@ func (a *Adapter) lockWorkdir(ctx context.Context, t target, op string) (unlock 
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt(fmt.Appendf(nil, "%s %s pid=%d dir=%s\n", op, t.workspace, os.Getpid(), t.dir), 0)
 	return func() {
-		_ = unlockFile(f)
+		_ = flock.Unlock(f)
 		_ = f.Close()
 	}, nil
 }
