@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -165,12 +166,22 @@ func (l *e2eLab) runEnv(t testing.TB, extra []string, bin string, args ...string
 		env = append(env, l.signingEnv(actorOf(args))...)
 	}
 	cmd.Env = append(env, extra...)
-	var out bytes.Buffer
+	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	machine := bin == l.relcap && slices.Contains(args, "--json")
+	if machine {
+		// --json's document is stdout alone: what relcap says on stderr
+		// (a warning at the session's close) is logged, and joins the
+		// output only when the command failed.
+		cmd.Stderr = &errOut
+	}
 	err := cmd.Run()
+	if machine && errOut.Len() > 0 {
+		t.Logf("relcap %s (stderr):\n%s", strings.Join(args, " "), errOut.String())
+	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		return exit.ExitCode(), out.String()
+		return exit.ExitCode(), out.String() + errOut.String()
 	}
 	require.NoError(t, err)
 	return 0, out.String()
