@@ -6,44 +6,44 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/input"
 )
 
 // typedIDFlags are the flags that take an identifier, by name, whichever
 // command has them: each value is checked against its kind's grammar
-// (workflow.CheckID) before the command opens or records anything.
-var typedIDFlags = map[string]workflow.IDKind{
-	"release":  workflow.IDRelease,
-	"plan":     workflow.IDPlan,
-	"env":      workflow.IDEnv,
-	"drill":    workflow.IDDrill,
-	"resume":   workflow.IDRehearsal,
-	"cleanup":  workflow.IDRehearsal,
-	"actor":    workflow.IDPrincipal,
-	"person":   workflow.IDPrincipal,
-	"approver": workflow.IDPrincipal,
-	"lock-id":  workflow.IDLock,
+// (input.CheckID) before the command opens or records anything.
+var typedIDFlags = map[string]input.IDKind{
+	"release":  input.IDRelease,
+	"plan":     input.IDPlan,
+	"env":      input.IDEnv,
+	"drill":    input.IDDrill,
+	"resume":   input.IDRehearsal,
+	"cleanup":  input.IDRehearsal,
+	"actor":    input.IDPrincipal,
+	"person":   input.IDPrincipal,
+	"approver": input.IDPrincipal,
+	"lock-id":  input.IDLock,
 }
 
 // commandIDFlags are identifier flags whose name means something else in
 // other commands (report's --to is a date).
-var commandIDFlags = map[string]workflow.IDKind{
-	"relcap rollback --to": workflow.IDRelease,
+var commandIDFlags = map[string]input.IDKind{
+	"relcap rollback --to": input.IDRelease,
 }
 
 // freeTextFlags take text that is journaled, signed or shown: checked by
-// workflow.CheckFreeText (one line, no control character, bounded).
+// input.CheckFreeText (one line, no control character, bounded).
 var freeTextFlags = map[string]bool{
 	"reason": true, "what": true, "comment": true, "i-know": true, "force-unverified": true,
 	"image": true, "revision": true, "tz": true, "format": true, "from": true, "to": true,
 }
 
 // positionalIDs are the commands whose arguments are identifiers.
-var positionalIDs = map[string]workflow.IDKind{
-	"relcap resume":         workflow.IDRelease,
-	"relcap journal show":   workflow.IDSession,
-	"relcap journal verify": workflow.IDSession,
-	"relcap journal replay": workflow.IDSession,
+var positionalIDs = map[string]input.IDKind{
+	"relcap resume":         input.IDRelease,
+	"relcap journal show":   input.IDSession,
+	"relcap journal verify": input.IDSession,
+	"relcap journal replay": input.IDSession,
 }
 
 // checkTypedInput checks every identifier and free text the command line
@@ -64,7 +64,7 @@ func checkTypedInput(cmd *cobra.Command, args []string) error {
 				if v == "" {
 					continue // empty: the command's default, or its own "needs --x"
 				}
-				if err := workflow.CheckID(kind, "--"+f.Name, v); err != nil {
+				if err := input.CheckID(kind, "--"+f.Name, v); err != nil {
 					bad = usageError{err}
 					return
 				}
@@ -72,7 +72,7 @@ func checkTypedInput(cmd *cobra.Command, args []string) error {
 		}
 		if !ok && freeTextFlags[f.Name] {
 			for _, v := range flagValues(f) {
-				if err := workflow.CheckFreeText("--"+f.Name, v); err != nil {
+				if err := input.CheckFreeText("--"+f.Name, v); err != nil {
 					bad = usageError{err}
 					return
 				}
@@ -85,7 +85,7 @@ func checkTypedInput(cmd *cobra.Command, args []string) error {
 	}
 	if kind, ok := positionalIDs[cmd.CommandPath()]; ok {
 		for _, v := range args {
-			if err := workflow.CheckID(kind, string(kind), v); err != nil {
+			if err := input.CheckID(kind, string(kind), v); err != nil {
 				return usageError{err}
 			}
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/tui/plain"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/input"
 )
 
 // hostileValues are what a careless user or an adversary types where an
@@ -167,7 +167,7 @@ func TestTerminalSafeMakesEscapesVisible(t *testing.T) {
 		"bad \xff byte":       `bad \xff byte`,
 		"café ✓ 日本":           "café ✓ 日本",
 	} {
-		require.Equal(t, want, workflow.TerminalSafe(in), "%q", in)
+		require.Equal(t, want, input.TerminalSafe(in), "%q", in)
 	}
 	var b strings.Builder
 	_, err := plainSafe(&b).Write([]byte("reason: \x1b[31mred\n"))

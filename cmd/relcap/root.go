@@ -18,6 +18,7 @@ import (
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/input"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -137,7 +138,7 @@ with every decision journaled and the staff time it cost measured.`,
 			if len(args) == 0 {
 				return nil
 			}
-			msg := fmt.Sprintf("unknown command %s", workflow.QuoteInput(args[0]))
+			msg := fmt.Sprintf("unknown command %s", input.QuoteInput(args[0]))
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
 			}
@@ -359,7 +360,7 @@ func (a *app) printJSON(v any) error {
 // noArgs rejects positional arguments as a usage error (exit 2).
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageError{fmt.Errorf("%s takes no arguments, got %s", cmd.CommandPath(), workflow.QuoteInput(strings.Join(args, " ")))}
+		return usageError{fmt.Errorf("%s takes no arguments, got %s", cmd.CommandPath(), input.QuoteInput(strings.Join(args, " ")))}
 	}
 	return nil
 }

@@ -3,11 +3,11 @@ package plain
 import (
 	"io"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/input"
 )
 
 // SafeWriter writes to w what it is given with every rune a terminal could
-// act on made visible (workflow.TerminalSafe): text relcap prints comes
+// act on made visible (input.TerminalSafe): text relcap prints comes
 // from people, files and tools (a reason, a resource address, a branch
 // name), and none of it may move the cursor, retitle the window or forge
 // a line with a carriage return. Each Write is escaped on its own, so a
@@ -40,7 +40,7 @@ func (s safeFile) Fd() uintptr                { return s.f.Fd() }
 type safeWriter struct{ w io.Writer }
 
 func (s safeWriter) Write(p []byte) (int, error) {
-	safe := workflow.TerminalSafe(string(p))
+	safe := input.TerminalSafe(string(p))
 	if len(safe) == len(p) && safe == string(p) {
 		return s.w.Write(p)
 	}

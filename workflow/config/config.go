@@ -20,6 +20,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/input"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -202,9 +203,9 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 	proj := &workflow.Project{}
 	var appNode *yaml.Node
 	proj.App, appNode = top.reqStr("app", "the application name, e.g. app: web")
-	if appNode != nil && proj.App != "" && !workflow.ValidAppName(proj.App) {
+	if appNode != nil && proj.App != "" && !input.ValidAppName(proj.App) {
 		// The app starts every release ID, which a person types back.
-		p.add(appNode, "app", "want letters, digits, '.', '_' and '-' starting with a letter or digit (at most %d), got %s", workflow.MaxAppNameLen, quote(proj.App))
+		p.add(appNode, "app", "want letters, digits, '.', '_' and '-' starting with a letter or digit (at most %d), got %s", input.MaxAppNameLen, quote(proj.App))
 	}
 
 	if rel, n := top.reqStr("ownership", "the ownership map file, e.g. ownership: ownership.yaml"); n != nil {
@@ -338,9 +339,9 @@ func (p *parser) environment(n *yaml.Node, field string, o options, seen map[str
 		switch first, dup := seen[name]; {
 		case dup:
 			p.add(nn, join(field, "name"), "duplicate environment name %s (first at line %d)", quote(name), first)
-		case len(name) > workflow.MaxEnvNameLen:
-			p.add(nn, join(field, "name"), "at most %d characters (it starts every release ID), got %d", workflow.MaxEnvNameLen, len(name))
-		case !workflow.ValidEnvName(name):
+		case len(name) > input.MaxEnvNameLen:
+			p.add(nn, join(field, "name"), "at most %d characters (it starts every release ID), got %d", input.MaxEnvNameLen, len(name))
+		case !input.ValidEnvName(name):
 			p.add(nn, join(field, "name"), "want lowercase letters, digits and dashes starting with a letter or digit, got %s", quote(name))
 		default:
 			seen[name] = nn.Line
