@@ -387,8 +387,15 @@ func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (
 			s.Name = "web"
 			s.Version = fmt.Sprint(i + 2)
 			// The application is in this state before anyone hears of it,
-			// as Argo CD's is: a Get after the watch returns agrees.
+			// as Argo CD's is: a Get after the watch returns agrees. A
+			// watch its reader gave up on changes nothing: the reader may
+			// already watch the next rollout, which this one must not
+			// overwrite.
 			c.W.mu.Lock()
+			if ctx.Err() != nil {
+				c.W.mu.Unlock()
+				return
+			}
 			c.W.App = s
 			c.W.mu.Unlock()
 			select {
