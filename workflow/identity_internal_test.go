@@ -2,8 +2,6 @@ package workflow
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -68,44 +66,6 @@ func TestASignatureIsCheckedWhenTheLedgerReceivedIt(t *testing.T) {
 			require.Empty(t, v.at, "not even checked")
 		})
 	}
-}
-
-// TestJournalVerifyChecksAnApprovalAgainstItsRecordedPeopleFile (attack
-// 9): an approval that does not hold against the revision it was recorded
-// with fails the check; one recorded before relcap kept the revision is
-// said to be so and checked as before, never called tampered.
-func TestJournalVerifyChecksAnApprovalAgainstItsRecordedPeopleFile(t *testing.T) {
-	v := peopleFileVerifier{&recordingVerifier{revisions: map[string]error{
-		"git:good:1":    nil,
-		"git:rewound:2": fmt.Errorf("%w: not in the history of origin's main", ErrBlocked),
-		"git:gone:3":    fmt.Errorf("%w: origin unreachable", ErrPeopleUnavailable),
-	}}}
-	a := Approval{Kind: ApprovePlan, Subject: "fp", Approver: "bob", At: time.Now(), Signature: Signature{Armored: "sig", Key: "SHA256:k"}}
-	check := func(people string) ApprovalVerification {
-		a := a
-		a.People = people
-		var av ApprovalVerification
-		require.NoError(t, checkApprovalSignature(t.Context(), v, a, &av))
-		return av
-	}
-	good := check("git:good:1")
-	require.Equal(t, VerifyOK, good.Signature.Status)
-	require.Empty(t, approvalFailures([]ApprovalVerification{good}))
-
-	rewound := check("git:rewound:2")
-	require.Equal(t, VerifyFailed, rewound.Signature.Status)
-	failures := approvalFailures([]ApprovalVerification{rewound})
-	require.Len(t, failures, 1)
-	require.Contains(t, failures[0], "does not hold against the people file it was recorded with")
-
-	gone := check("git:gone:3")
-	require.Equal(t, VerifyUnchecked, gone.Signature.Status, "a revision that cannot be read is unchecked, not tampered")
-	require.Empty(t, approvalFailures([]ApprovalVerification{gone}))
-
-	legacy := check("")
-	require.Equal(t, VerifyOK, legacy.Signature.Status)
-	require.Empty(t, approvalFailures([]ApprovalVerification{legacy}))
-	require.True(t, strings.Contains(strings.Join(legacy.Notes, ";"), "people file revision not recorded"))
 }
 
 // TestAnEditedPeopleFileIsRefusedWhereWhoIsWhoMatters (attack 9): a

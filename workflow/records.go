@@ -11,14 +11,12 @@ import (
 // Records answers questions about what the ledger holds, changing nothing
 // and journaling nothing: the queries commands ask before (or instead of)
 // acting, and the screens' reads. It needs the project, the ledger and the
-// clock; SessionFiles too for VerifySessions. A Service embeds one.
+// clock. A Service embeds one. Journal verification is workflow/audit's.
 type Records struct {
 	project  *Project
 	ledger   Ledger
 	clock    Clock
-	sessions SessionFiles
 	verifier SignatureVerifier
-	anchor   JournalAnchor
 }
 
 // NewRecords checks the ports a query needs: Project, Ledger and Clock.
@@ -31,7 +29,7 @@ func NewRecords(d Deps) (*Records, error) {
 	case d.Clock == nil:
 		return nil, errors.New("workflow: no clock")
 	}
-	return &Records{project: d.Project, ledger: d.Ledger, clock: d.Clock, sessions: d.Sessions, verifier: d.Verifier, anchor: d.Anchor}, nil
+	return &Records{project: d.Project, ledger: d.Ledger, clock: d.Clock, verifier: d.Verifier}, nil
 }
 
 // Project is the loaded configuration.

@@ -38,8 +38,6 @@ type Deps struct {
 	// Commands runs the environment's rehearsal.interrupt commands;
 	// optional (relcap rehearse without them pauses with break-glass).
 	Commands CommandRunner
-	// Sessions reads session files for journal verification; optional.
-	Sessions SessionFiles
 	// ToolOutput receives what tools print (Terraform's progress) during
 	// operations outside a release run, line by line; nil discards it
 	// (it is journaled either way). Release runs send it as events.
@@ -48,15 +46,10 @@ type Deps struct {
 	// and everything the Service reports; adapters add what they learn.
 	// nil masks nothing.
 	Secrets *secret.Set
-	// Signer signs the actor's approvals and session heads with their own
-	// key; Verifier checks signatures against the people file. Both are
+	// Signer signs the actor's approvals with their own key; Verifier checks signatures against the people file. Both are
 	// nil where the project names no people file.
 	Signer   Signer
 	Verifier SignatureVerifier
-	// Anchor is where sealed session heads are kept outside the ledger,
-	// for journal verification; nil where the project names no
-	// environment repository.
-	Anchor JournalAnchor
 	// Actor is the person running this process (--actor or $USER).
 	Actor string
 	// ConvergeTimeout bounds the convergence watch; 0 means 10 minutes.

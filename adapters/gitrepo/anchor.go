@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 )
 
 // JournalRef is the ref sealed session heads are anchored on: a chain of
@@ -46,7 +47,7 @@ const maxAnchorFile = 64 << 10
 // checkout that has an origin), written in place for a local repository
 // without one. Anchoring only fast-forwards the ref, never forces it: when
 // someone else anchored meanwhile, it re-reads the ref and builds on it.
-// It is workflow.JournalAnchor, and safe for concurrent use.
+// It is audit.JournalAnchor, and safe for concurrent use.
 type JournalAnchor struct {
 	a   *Adapter
 	loc location
@@ -55,7 +56,7 @@ type JournalAnchor struct {
 	beforePush func()
 }
 
-var _ workflow.JournalAnchor = (*JournalAnchor)(nil)
+var _ audit.JournalAnchor = (*JournalAnchor)(nil)
 
 // JournalAnchor returns the anchor on the environment repository at repo
 // (a local path or a clone URL, as envrepo.path); a path that is neither
@@ -81,8 +82,8 @@ func AnchorFile(id string) string {
 }
 
 // encodeAnchored is the file that anchors h.
-func encodeAnchored(h workflow.SealedHead) ([]byte, error) {
-	b, err := json.MarshalIndent(workflow.NewAnchoredHead(h), "", "  ")
+func encodeAnchored(h audit.SealedHead) ([]byte, error) {
+	b, err := json.MarshalIndent(audit.NewAnchoredHead(h), "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode the anchor of session %s: %w", h.Head.Session, err)
 	}
@@ -96,13 +97,13 @@ func encodeAnchored(h workflow.SealedHead) ([]byte, error) {
 // written in place (a repository without an origin). The same head
 // anchored again changes nothing; another head for a session already
 // anchored is refused with workflow.ErrBlocked.
-func (j *JournalAnchor) Anchor(ctx context.Context, h workflow.SealedHead) (workflow.AnchorPlace, error) {
+func (j *JournalAnchor) Anchor(ctx context.Context, h audit.SealedHead) (audit.AnchorPlace, error) {
 	where, err := j.anchor(ctx, h)
 	return where, j.loc.scrub(err)
 }
 
-func (j *JournalAnchor) anchor(ctx context.Context, h workflow.SealedHead) (workflow.AnchorPlace, error) {
-	none := workflow.AnchorPlace{}
+func (j *JournalAnchor) anchor(ctx context.Context, h audit.SealedHead) (audit.AnchorPlace, error) {
+	none := audit.AnchorPlace{}
 	id := h.Head.Session
 	if id == "" || strings.ContainsAny(id, "/\\\x00") || id == "." || id == ".." {
 		return none, fmt.Errorf("%w: session ID %q cannot name a file of the journal anchor", workflow.ErrUsage, id)
@@ -192,7 +193,7 @@ func (j *JournalAnchor) anchor(ctx context.Context, h workflow.SealedHead) (work
 }
 
 // Anchors reads every head JournalRef's tip holds: History's heads.
-func (j *JournalAnchor) Anchors(ctx context.Context) ([]workflow.AnchoredHead, error) {
+func (j *JournalAnchor) Anchors(ctx context.Context) ([]audit.AnchoredHead, error) {
 	h, err := j.History(ctx)
 	return h.Heads, err
 }
@@ -205,23 +206,23 @@ func (j *JournalAnchor) Anchors(ctx context.Context) ([]workflow.AnchoredHead, e
 // that origin rewrote or deleted since this machine last read it is an
 // error wrapping workflow.ErrTampered; so is a file, in any commit, that
 // is not the head of the session it is named after.
-func (j *JournalAnchor) History(ctx context.Context) (workflow.AnchorHistory, error) {
+func (j *JournalAnchor) History(ctx context.Context) (audit.AnchorHistory, error) {
 	h, err := j.history(ctx)
 	return h, j.loc.scrub(err)
 }
 
-func (j *JournalAnchor) history(ctx context.Context) (workflow.AnchorHistory, error) {
+func (j *JournalAnchor) history(ctx context.Context) (audit.AnchorHistory, error) {
 	unlock := j.a.lock(j.loc.key())
 	defer unlock()
 	r, origin, err := j.open(ctx)
 	if err != nil {
-		return workflow.AnchorHistory{}, err
+		return audit.AnchorHistory{}, err
 	}
 	tip, err := j.tip(ctx, r, origin)
 	if err != nil {
-		return workflow.AnchorHistory{}, err
+		return audit.AnchorHistory{}, err
 	}
-	out := workflow.AnchorHistory{Place: j.place(plumbing.ZeroHash, origin), Commits: map[string]bool{}}
+	out := audit.AnchorHistory{Place: j.place(plumbing.ZeroHash, origin), Commits: map[string]bool{}}
 	if tip == nil {
 		out.Place.Commit = ""
 		return out, nil
@@ -229,7 +230,7 @@ func (j *JournalAnchor) history(ctx context.Context) (workflow.AnchorHistory, er
 	out.Place = j.place(tip.Hash, origin)
 	w := newHistoryWalk(ctx, r, j)
 	if err := w.walk(tip, &out); err != nil {
-		return workflow.AnchorHistory{}, err
+		return audit.AnchorHistory{}, err
 	}
 	return out, nil
 }
@@ -361,7 +362,7 @@ func (j *JournalAnchor) moved(ctx context.Context, r *git.Repository, tip *objec
 
 // commit writes the commit that adds file to tip's tree (an empty tree
 // for the first anchor), with tip as its parent.
-func (j *JournalAnchor) commit(r *git.Repository, tip *object.Commit, file string, data []byte, h workflow.SealedHead) (plumbing.Hash, error) {
+func (j *JournalAnchor) commit(r *git.Repository, tip *object.Commit, file string, data []byte, h audit.SealedHead) (plumbing.Hash, error) {
 	s := r.Storer
 	blob, err := writeBlob(s, data)
 	if err != nil {
@@ -390,7 +391,7 @@ func (j *JournalAnchor) commit(r *git.Repository, tip *object.Commit, file strin
 }
 
 // anchorMessage says whose session the commit anchors, with trailers.
-func anchorMessage(h workflow.SealedHead, file string) string {
+func anchorMessage(h audit.SealedHead, file string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "relcap: anchor session %s (%s by %s)\n\n", h.Head.Session, h.Head.Command, h.Head.Actor)
 	fmt.Fprintf(&b, "The journal of session %s ends at entry %d, %s.\n", h.Head.Session, h.Head.Seq, h.Head.Hash)
@@ -405,8 +406,8 @@ func anchorMessage(h workflow.SealedHead, file string) string {
 
 // place is commit h of the anchor: written in place when the repository
 // has no origin.
-func (j *JournalAnchor) place(h plumbing.Hash, origin bool) workflow.AnchorPlace {
-	return workflow.AnchorPlace{Ref: JournalRef.String(), Commit: h.String(), Repo: j.loc.display, InPlace: !origin}
+func (j *JournalAnchor) place(h plumbing.Hash, origin bool) audit.AnchorPlace {
+	return audit.AnchorPlace{Ref: JournalRef.String(), Commit: h.String(), Repo: j.loc.display, InPlace: !origin}
 }
 
 // readAnchorFile reads file from c's tree, nil when absent.

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 )
 
 // treeCacheSize bounds the trees a history walk keeps decoded: walking a
@@ -31,7 +32,7 @@ type historyWalk struct {
 
 	trees     map[plumbing.Hash][]object.TreeEntry
 	treeOrder []plumbing.Hash
-	heads     map[string]workflow.AnchoredHead // blob hash + path → its head, checked
+	heads     map[string]audit.AnchoredHead // blob hash + path → its head, checked
 	// first is each anchor file as first written: its blob and commit.
 	first map[string]firstWritten
 	// erased is each file's first erasure: the commit that removed it or
@@ -52,14 +53,14 @@ type erasure struct {
 func newHistoryWalk(ctx context.Context, r *git.Repository, j *JournalAnchor) *historyWalk {
 	return &historyWalk{
 		ctx: ctx, r: r, j: j,
-		trees: map[plumbing.Hash][]object.TreeEntry{}, heads: map[string]workflow.AnchoredHead{},
+		trees: map[plumbing.Hash][]object.TreeEntry{}, heads: map[string]audit.AnchoredHead{},
 		first: map[string]firstWritten{}, erased: map[string]erasure{},
 	}
 }
 
 // walk fills out with tip's heads, every commit reachable from tip, and
 // what the tip no longer holds as first written.
-func (w *historyWalk) walk(tip *object.Commit, out *workflow.AnchorHistory) error {
+func (w *historyWalk) walk(tip *object.Commit, out *audit.AnchorHistory) error {
 	order, commits, err := w.topological(tip)
 	if err != nil {
 		return err
@@ -109,7 +110,7 @@ func (w *historyWalk) walk(tip *object.Commit, out *workflow.AnchorHistory) erro
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(out.Heads, func(a, b workflow.AnchoredHead) int { return strings.Compare(a.Head.Session, b.Head.Session) })
+	slices.SortFunc(out.Heads, func(a, b audit.AnchoredHead) int { return strings.Compare(a.Head.Session, b.Head.Session) })
 	for _, file := range slices.Sorted(maps.Keys(w.first)) {
 		f := w.first[file]
 		if held[file] == f.blob {
@@ -126,7 +127,7 @@ func (w *historyWalk) walk(tip *object.Commit, out *workflow.AnchorHistory) erro
 		if h == nil {
 			continue // not an anchor file
 		}
-		out.Erased = append(out.Erased, workflow.ErasedAnchor{
+		out.Erased = append(out.Erased, audit.ErasedAnchor{
 			File: file, Head: *h, AddedIn: f.commit.String(), By: e.by.Hash.String(),
 			Author: e.by.Author.Name + " <" + e.by.Author.Email + ">", At: e.by.Committer.When,
 			Changed: e.changed, Subject: firstLine(e.by.Message),
@@ -163,7 +164,7 @@ func (w *historyWalk) event(c *object.Commit, file string, _, cur plumbing.Hash)
 // head reads and checks the anchor file at file with blob b, once per
 // pair; nil for a file that is not an anchor file (outside sessions/ or
 // not .json).
-func (w *historyWalk) head(file string, b plumbing.Hash) (*workflow.AnchoredHead, error) {
+func (w *historyWalk) head(file string, b plumbing.Hash) (*audit.AnchoredHead, error) {
 	if path.Ext(file) != ".json" {
 		return nil, nil
 	}
@@ -179,7 +180,7 @@ func (w *historyWalk) head(file string, b plumbing.Hash) (*workflow.AnchoredHead
 	if err != nil {
 		return nil, fmt.Errorf("reading %s of %s in %s: %w", file, JournalRef, w.j.loc.display, err)
 	}
-	var h workflow.AnchoredHead
+	var h audit.AnchoredHead
 	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, fmt.Errorf("%w: %s (blob %s) of %s is not an anchored head (%v): it was edited outside relcap", workflow.ErrTampered, file, b, w.j.Where(), err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 )
 
 // tamperAnchor checks refs/relcap/journal of repo out into a scratch
@@ -85,7 +85,7 @@ func TestAHeadErasedByAFastForwardStaysInTheHistory(t *testing.T) {
 	}
 	require.Equal(t, []string{ids[0], ids[2], ids[3]}, tip)
 	require.Len(t, h.Erased, 2)
-	byFile := map[string]workflow.ErasedAnchor{}
+	byFile := map[string]audit.ErasedAnchor{}
 	for _, e := range h.Erased {
 		byFile[e.File] = e
 	}
@@ -123,7 +123,7 @@ func TestAnAnchorInALocalRepositoryWithoutAnOriginIsInPlace(t *testing.T) {
 	require.True(t, h.Place.InPlace)
 	require.Len(t, h.Heads, 1)
 	require.Empty(t, h.Erased, "a rewind leaves no trace in the history")
-	p, ok := workflow.ParseAnchorPlace(second.String())
+	p, ok := audit.ParseAnchorPlace(second.String())
 	require.True(t, ok)
 	require.False(t, h.Contains(p.Commit), "but the commit the ledger recorded is gone from it")
 }

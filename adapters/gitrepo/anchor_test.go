@@ -16,13 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 )
 
 // sealedHead is a signed-looking head of session id; the adapter does not
 // check signatures, it keeps them.
-func sealedHead(id string, seq int64) workflow.SealedHead {
-	return workflow.SealedHead{
-		Head: workflow.SessionHead{
+func sealedHead(id string, seq int64) audit.SealedHead {
+	return audit.SealedHead{
+		Head: audit.SessionHead{
 			Session: id, Actor: "ana", Command: "plan", Release: "web-staging-1",
 			Seq: seq, Hash: strings.Repeat("ab", 32), At: testTime,
 		},
@@ -113,9 +114,9 @@ func TestAnchorInALocalRepositoryChainsOneCommitPerSession(t *testing.T) {
 
 	// An auditor reads it with git alone; git finds the objects sound.
 	show := gitOut(t, bare, "show", "refs/relcap/journal:sessions/202611/20261130T135527Z-3f9a1c.json")
-	var file workflow.AnchoredHead
+	var file audit.AnchoredHead
 	require.NoError(t, json.Unmarshal([]byte(show), &file))
-	require.Equal(t, workflow.AnchorVersion, file.Version)
+	require.Equal(t, audit.AnchorVersion, file.Version)
 	require.Equal(t, first.Signature, file.Signature)
 	require.Contains(t, file.Statement, "hash: "+first.Head.Hash)
 	require.Equal(t, "sessions/202612/20261201T080000Z-000001.json\n",

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -249,10 +250,10 @@ func ReadEntries(path string) ([]journal.Entry, error) {
 }
 
 // SessionFiles reads the session directories under Dir: each session's
-// journal and the recordings beside it. It is workflow.SessionFiles.
+// journal and the recordings beside it. It is audit.SessionFiles.
 type SessionFiles struct{ Dir string }
 
-var _ workflow.SessionFiles = SessionFiles{}
+var _ audit.SessionFiles = SessionFiles{}
 
 // JournalPath is where session id's journal is.
 func (f SessionFiles) JournalPath(id string) string {

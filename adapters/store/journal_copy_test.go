@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -45,9 +46,9 @@ func recordSession(t *testing.T, b backend) recordedSession {
 }
 
 // verify checks the session as relcap journal verify does.
-func (s recordedSession) verify(t *testing.T) workflow.SessionVerification {
+func (s recordedSession) verify(t *testing.T) audit.SessionVerification {
 	t.Helper()
-	q, err := workflow.NewRecords(workflow.Deps{Project: &workflow.Project{}, Ledger: s.ledger, Clock: &stepClock{t: t0}, Sessions: SessionFiles{Dir: s.dir}})
+	q, err := audit.New(audit.Deps{Project: &workflow.Project{}, Ledger: s.ledger, Sessions: SessionFiles{Dir: s.dir}})
 	require.NoError(t, err)
 	vs, err := q.VerifySessions(t.Context(), []string{s.id})
 	require.NoError(t, err)
@@ -195,8 +196,8 @@ func TestVerifyFromTheFileAndTheLedgersCopy(t *testing.T) {
 			t.Parallel()
 			v := recordSession(t, b).verify(t)
 			require.True(t, v.Intact, "%v", v.Failed)
-			require.Equal(t, workflow.JournalFromFile, v.Journal)
-			require.Equal(t, workflow.VerifyOK, v.Checks.LedgerCopy.Status)
+			require.Equal(t, audit.JournalFromFile, v.Journal)
+			require.Equal(t, audit.VerifyOK, v.Checks.LedgerCopy.Status)
 			require.Contains(t, v.Checks.LedgerCopy.Detail, "agrees with the file, line for line (3 entries)")
 			require.Equal(t, "1 recording(s)", v.Checks.Recordings.Detail)
 		})
@@ -206,18 +207,18 @@ func TestVerifyFromTheFileAndTheLedgersCopy(t *testing.T) {
 			require.NoError(t, os.Remove(s.path))
 			v := s.verify(t)
 			require.True(t, v.Intact, "%v", v.Failed)
-			require.Equal(t, workflow.JournalFromLedger, v.Journal)
+			require.Equal(t, audit.JournalFromLedger, v.Journal)
 			require.EqualValues(t, 3, v.Entries)
 			require.Equal(t, "3 entries in the ledger's copy", v.Checks.Chain.Detail)
-			require.Equal(t, workflow.VerifyOK, v.Checks.LedgerHead.Status)
+			require.Equal(t, audit.VerifyOK, v.Checks.LedgerHead.Status)
 			require.Contains(t, v.Checks.LedgerCopy.Detail, "not on this machine")
-			require.Equal(t, workflow.VerifyOK, v.Checks.Recordings.Status, "the recording is here, so it is checked")
+			require.Equal(t, audit.VerifyOK, v.Checks.Recordings.Status, "the recording is here, so it is checked")
 
 			// The recording stays on the machine that made it.
 			require.NoError(t, os.Remove(s.cast))
 			v = s.verify(t)
 			require.True(t, v.Intact, "%v", v.Failed)
-			require.Equal(t, workflow.VerifyUnchecked, v.Checks.Recordings.Status)
+			require.Equal(t, audit.VerifyUnchecked, v.Checks.Recordings.Status)
 			require.Contains(t, v.Checks.Recordings.Detail, "screen.cast recorded on another machine, not checked here")
 			require.Contains(t, strings.Join(v.Warnings, "\n"), "recordings not checked: screen.cast recorded on another machine")
 
@@ -233,7 +234,7 @@ func TestVerifyFromTheFileAndTheLedgersCopy(t *testing.T) {
 			require.NoError(t, os.Remove(s.cast))
 			v := s.verify(t)
 			require.False(t, v.Intact, "missing on the machine that has the journal file is a failure")
-			require.Equal(t, workflow.VerifyFailed, v.Checks.Recordings.Status)
+			require.Equal(t, audit.VerifyFailed, v.Checks.Recordings.Status)
 			require.Contains(t, v.Checks.Recordings.Detail, "recording screen.cast is missing")
 		})
 		t.Run("ledger entry edited", func(t *testing.T) {
@@ -243,8 +244,8 @@ func TestVerifyFromTheFileAndTheLedgersCopy(t *testing.T) {
 			s.exec(t, `UPDATE journal_entries SET line = replace(line, 'plan.reviewed', 'plan.reviewes') WHERE seq = 2`)
 			v := s.verify(t)
 			require.False(t, v.Intact)
-			require.Equal(t, workflow.VerifyOK, v.Checks.Chain.Status, "the file is intact")
-			require.Equal(t, workflow.VerifyFailed, v.Checks.LedgerCopy.Status)
+			require.Equal(t, audit.VerifyOK, v.Checks.Chain.Status, "the file is intact")
+			require.Equal(t, audit.VerifyFailed, v.Checks.LedgerCopy.Status)
 			require.Equal(t, "line 2 (entry 2): differs from the ledger's copy of entry 2: the ledger's copy was edited", v.Checks.LedgerCopy.Detail)
 			require.Equal(t, 2, v.Problem.Line)
 
@@ -252,7 +253,7 @@ func TestVerifyFromTheFileAndTheLedgersCopy(t *testing.T) {
 			require.NoError(t, os.Remove(s.path))
 			v = s.verify(t)
 			require.False(t, v.Intact)
-			require.Equal(t, workflow.JournalFromLedger, v.Journal)
+			require.Equal(t, audit.JournalFromLedger, v.Journal)
 			require.Equal(t, "line 2 (entry 2): in the ledger's copy: content does not match its hash: the entry was edited", v.Checks.Chain.Detail)
 		})
 		t.Run("ledger entry deleted", func(t *testing.T) {
@@ -323,8 +324,8 @@ func TestSessionsFromBeforeTheLedgerKeptJournalsVerifyFromTheirFile(t *testing.T
 		require.Empty(t, cp.Lines)
 		v := s.verify(t)
 		require.True(t, v.Intact, "%v", v.Failed)
-		require.Equal(t, workflow.JournalFromFile, v.Journal)
-		require.Equal(t, workflow.VerifyAbsent, v.Checks.LedgerCopy.Status)
+		require.Equal(t, audit.JournalFromFile, v.Journal)
+		require.Equal(t, audit.VerifyAbsent, v.Checks.LedgerCopy.Status)
 		require.Contains(t, v.Checks.LedgerCopy.Detail, "before the ledger kept journal entries")
 
 		require.NoError(t, os.Remove(path))
@@ -377,12 +378,12 @@ func TestMigrateBringsOlderSessionsJournalFilesAlong(t *testing.T) {
 	elsewhere := recordedSession{b: postgresBackend, ledger: team, dir: t.TempDir(), id: "old"}
 	v := elsewhere.verify(t)
 	require.True(t, v.Intact, "%v", v.Failed)
-	require.Equal(t, workflow.JournalFromLedger, v.Journal, "a teammate without the file verifies the ledger's copy")
+	require.Equal(t, audit.JournalFromLedger, v.Journal, "a teammate without the file verifies the ledger's copy")
 	require.Equal(t, int64(3), v.Entries)
 	here := recordedSession{b: postgresBackend, ledger: team, dir: dir, id: "old"}
 	v = here.verify(t)
 	require.True(t, v.Intact, "%v", v.Failed)
-	require.Equal(t, workflow.VerifyOK, v.Checks.LedgerCopy.Status, "the captain's file and the copy agree")
+	require.Equal(t, audit.VerifyOK, v.Checks.LedgerCopy.Status, "the captain's file and the copy agree")
 
 	rep, err = Migrate(ctx, src, team, opts)
 	require.NoError(t, err)

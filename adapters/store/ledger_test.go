@@ -16,6 +16,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/journal"
@@ -566,7 +567,7 @@ func TestSessionsRoundTrip(t *testing.T) {
 		require.Equal(t, journal.Head{SessionID: "s1", Seq: 2, Hash: entryOf(t, lines[1]).Hash}, h)
 		cp, err := l.JournalCopy(ctx, "s1")
 		require.NoError(t, err)
-		require.Equal(t, workflow.JournalCopy{Kept: true, Lines: lines[:2], Head: h}, cp, "the copy is the lines as given, with the head")
+		require.Equal(t, audit.JournalCopy{Kept: true, Lines: lines[:2], Head: h}, cp, "the copy is the lines as given, with the head")
 
 		end := t0.Add(time.Hour)
 		require.NoError(t, l.CloseSession(ctx, "s1", end))
@@ -670,7 +671,7 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		self, err := l.LedgerIdentity(ctx)
 		require.NoError(t, err)
 		require.Regexp(t, `^[0-9a-f]{32}$`, self)
-		require.Equal(t, workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "r1", Ledger: self, Seq: 3, Hash: h3}, seal.Head,
+		require.Equal(t, audit.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "r1", Ledger: self, Seq: 3, Hash: h3}, seal.Head,
 			"the head to seal names this ledger")
 		require.Contains(t, string(seal.Head.Statement()), "relcap journal head v2\n", "and is signed as such")
 		require.Contains(t, string(seal.Head.Statement()), `ledger: "`+self+`"`)
@@ -720,8 +721,8 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 
 		_, err = l.SessionSeal(ctx, "nope")
 		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.SealSession(ctx, workflow.SessionSeal{SealedHead: workflow.SealedHead{Head: workflow.SessionHead{Session: "nope", At: t0}}}), workflow.ErrNotFound)
-		require.ErrorIs(t, l.SealSession(ctx, workflow.SessionSeal{SealedHead: workflow.SealedHead{Head: workflow.SessionHead{Session: "s1"}}}), workflow.ErrUsage, "a seal has a time")
+		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "nope", At: t0}}}), workflow.ErrNotFound)
+		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "s1"}}}), workflow.ErrUsage, "a seal has a time")
 	})
 }
 

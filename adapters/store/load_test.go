@@ -27,6 +27,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/journal"
 )
@@ -178,12 +179,12 @@ func TestLoadManyProcessesLoseNothing(t *testing.T) {
 	}
 	machines = append(machines, filepath.Join(dir, "teammate", "sessions"))
 	for m, sessionsDir := range machines {
-		q, err := workflow.NewRecords(workflow.Deps{Project: &workflow.Project{}, Ledger: l, Clock: workflow.SystemClock{}, Sessions: store.SessionFiles{Dir: sessionsDir}})
+		q, err := audit.New(audit.Deps{Project: &workflow.Project{}, Ledger: l, Sessions: store.SessionFiles{Dir: sessionsDir}})
 		require.NoError(t, err)
 		teammate := m == len(results)
-		ids, from := []string(nil), workflow.JournalFromLedger // nil: every session
+		ids, from := []string(nil), audit.JournalFromLedger // nil: every session
 		if !teammate {
-			ids, from = own[results[m].Actor], workflow.JournalFromFile
+			ids, from = own[results[m].Actor], audit.JournalFromFile
 			if len(ids) == 0 {
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/report"
@@ -52,8 +53,8 @@ func fillHistory(t *testing.T, l *Ledger, n int, seed uint64) {
 	require.NoError(t, l.CloseSession(ctx, "s1", t0.Add(time.Minute)))
 	self, err := l.LedgerIdentity(ctx)
 	require.NoError(t, err)
-	require.NoError(t, l.SealSession(ctx, workflow.SessionSeal{SealedHead: workflow.SealedHead{
-		Head:      workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-prod-0000001", Ledger: self, Seq: 2, Hash: head.Hash, At: t0.Add(time.Minute)},
+	require.NoError(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{
+		Head:      audit.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-prod-0000001", Ledger: self, Seq: 2, Hash: head.Hash, At: t0.Add(time.Minute)},
 		Signature: workflow.Signature{Armored: "sig", Key: "SHA256:k"},
 	}}))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -171,16 +172,16 @@ func sameAsHeld(ctx context.Context, tx ledgerTx, sessionID string, seq int64, h
 // JournalCopy returns the ledger's copy of session id's journal with the
 // head, read in one statement so they are of one state, or an error
 // wrapping workflow.ErrNotFound.
-func (s *Ledger) JournalCopy(ctx context.Context, id string) (workflow.JournalCopy, error) {
+func (s *Ledger) JournalCopy(ctx context.Context, id string) (audit.JournalCopy, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT s.journal_copy, s.head_seq, s.head_hash, e.seq, e.line
 FROM sessions s LEFT JOIN journal_entries e ON e.session_id = s.id
 WHERE s.id = ? ORDER BY e.seq`, id)
 	if err != nil {
-		return workflow.JournalCopy{}, s.fail("read the journal of session "+id, err)
+		return audit.JournalCopy{}, s.fail("read the journal of session "+id, err)
 	}
 	defer rows.Close()
-	c := workflow.JournalCopy{Head: journal.Head{SessionID: id}}
+	c := audit.JournalCopy{Head: journal.Head{SessionID: id}}
 	found := false
 	for rows.Next() {
 		var (
@@ -188,7 +189,7 @@ WHERE s.id = ? ORDER BY e.seq`, id)
 			line sql.NullString
 		)
 		if err := rows.Scan(&c.Kept, &c.Head.Seq, &c.Head.Hash, &seq, &line); err != nil {
-			return workflow.JournalCopy{}, s.fail("read the journal of session "+id, err)
+			return audit.JournalCopy{}, s.fail("read the journal of session "+id, err)
 		}
 		found = true
 		if seq.Valid {
@@ -196,10 +197,10 @@ WHERE s.id = ? ORDER BY e.seq`, id)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return workflow.JournalCopy{}, s.fail("read the journal of session "+id, err)
+		return audit.JournalCopy{}, s.fail("read the journal of session "+id, err)
 	}
 	if !found {
-		return workflow.JournalCopy{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return audit.JournalCopy{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
 	}
 	// A session opened before schema 8 whose journal file relcap ledger
 	// migrate copied in has its entries kept too.
@@ -250,12 +251,16 @@ ORDER BY started_at, id`)
 	return out, nil
 }
 
+// Ledger is what journal verification reads and seals, beside
+// workflow.Ledger.
+var _ audit.Ledger = (*Ledger)(nil)
+
 // SessionSeal returns session id's head as the ledger holds it, with its
 // seal (Sealed() false for a session never sealed), or an error wrapping
 // workflow.ErrNotFound.
-func (s *SQLite) SessionSeal(ctx context.Context, id string) (workflow.SessionSeal, error) {
+func (s *SQLite) SessionSeal(ctx context.Context, id string) (audit.SessionSeal, error) {
 	var (
-		seal   workflow.SessionSeal
+		seal   audit.SessionSeal
 		sealed sql.NullInt64
 	)
 	h := &seal.Head
@@ -266,10 +271,10 @@ SELECT actor, command, release_id, head_seq, head_hash, sealed_at,
 FROM sessions WHERE id = ?`, id).Scan(&h.Actor, &h.Command, &h.Release, &h.Seq, &h.Hash, &sealed,
 		&seal.Signature.Armored, &seal.Signature.Key, &seal.Unsigned, &seal.Anchor, &seal.Unanchored, &h.Ledger)
 	if errors.Is(err, sql.ErrNoRows) {
-		return workflow.SessionSeal{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return audit.SessionSeal{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
 	}
 	if err != nil {
-		return workflow.SessionSeal{}, s.fail("read the seal of session "+id, err)
+		return audit.SessionSeal{}, s.fail("read the seal of session "+id, err)
 	}
 	h.Session, h.At = id, timeOf(sealed)
 	return seal, nil
@@ -289,7 +294,7 @@ func (s *SQLite) LedgerIdentity(ctx context.Context) (string, error) {
 // session already sealed and a seal of another head than the one the
 // ledger holds (the head moved, or the seal names another actor, command
 // or release), since either would let a seal vouch for what it never saw.
-func (s *SQLite) SealSession(ctx context.Context, seal workflow.SessionSeal) error {
+func (s *SQLite) SealSession(ctx context.Context, seal audit.SessionSeal) error {
 	h := seal.Head
 	if h.At.IsZero() {
 		return fmt.Errorf("%w: seal of session %s has no time", workflow.ErrUsage, h.Session)
@@ -300,7 +305,7 @@ func (s *SQLite) SealSession(ctx context.Context, seal workflow.SessionSeal) err
 	}
 	return s.inTx(ctx, "seal session "+h.Session, func(tx ledgerTx) error {
 		var (
-			cur    workflow.SessionHead
+			cur    audit.SessionHead
 			sealed sql.NullInt64
 		)
 		err := tx.QueryRowContext(ctx, `SELECT actor, command, release_id, head_seq, head_hash, sealed_at, (SELECT id FROM ledger_identity) FROM sessions WHERE id = ?`, h.Session).

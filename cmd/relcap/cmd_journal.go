@@ -13,6 +13,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 )
 
 func (a *app) journalCommand() *cobra.Command {
@@ -90,7 +91,7 @@ func (a *app) journalShowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			q, err := a.records(cmd.Context())
+			q, err := a.auditor(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -101,7 +102,7 @@ func (a *app) journalShowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if from == workflow.JournalFromLedger {
+			if from == audit.JournalFromLedger {
 				fmt.Fprintf(a.io.Err, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", args[0], path)
 			}
 			if a.flags.json {
@@ -123,7 +124,7 @@ func (a *app) journalShowCommand() *cobra.Command {
 
 // verifyResult is one session's verification, as --json prints it.
 type verifyResult struct {
-	workflow.SessionVerification
+	audit.SessionVerification
 	Path string `json:"path"`
 }
 
@@ -167,7 +168,7 @@ signatures and anchors are not checked, and it says so.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			q, err := a.records(ctx)
+			q, err := a.auditor(ctx)
 			if err != nil {
 				return err
 			}
@@ -240,7 +241,7 @@ signatures and anchors are not checked, and it says so.`,
 func (a *app) printVerification(results []verifyResult, once string) {
 	for _, r := range results {
 		where, from := r.Path, ""
-		if r.Journal == workflow.JournalFromLedger {
+		if r.Journal == audit.JournalFromLedger {
 			where, from = "the ledger's copy", "  (from the ledger's copy: the journal file is not on this machine)"
 		}
 		if r.Intact {
@@ -268,7 +269,7 @@ func (a *app) printVerification(results []verifyResult, once string) {
 
 // verifyWarning is one line of what could not be vouched for: unsigned,
 // unanchored, unchecked; "" for nothing.
-func verifyWarning(v workflow.SessionVerification) string {
+func verifyWarning(v audit.SessionVerification) string {
 	if v.Unsigned != "" && v.Unsigned == v.Unanchored {
 		// Never sealed: one reason for both.
 		w := "unsigned and not anchored: " + v.Unsigned

@@ -14,7 +14,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/report"
 )
 
@@ -83,8 +83,8 @@ func (a *app) migrateLocation(flag, v string) (ledgerLocation, error) {
 
 // migrateResult is what ledger migrate --json prints.
 type migrateResult struct {
-	Migration store.MigrateReport     `json:"migration"`
-	Journals  []workflow.MovedSession `json:"journals,omitempty"`
+	Migration store.MigrateReport  `json:"migration"`
+	Journals  []audit.MovedSession `json:"journals,omitempty"`
 	// EffortSame: the effort report over the migrated releases is the
 	// same on both ledgers.
 	EffortSame bool `json:"effort_same"`
@@ -171,24 +171,24 @@ func (a *app) verifyMigration(cmd *cobra.Command, src, dst *store.Ledger, dir st
 	if err != nil {
 		return nil, err
 	}
-	deps := func(l *store.Ledger) workflow.Deps {
-		d := workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}}
+	deps := func(l *store.Ledger) audit.Deps {
+		d := audit.Deps{Project: project, Ledger: l, Sessions: store.SessionFiles{Dir: dir}}
 		if project.People != "" {
 			d.Verifier = signing.NewProtectedVerifier(project.People)
 		}
 		d.Anchor, _ = a.journalAnchor(project)
 		return d
 	}
-	before, err := workflow.NewRecords(deps(src))
+	before, err := audit.New(deps(src))
 	if err != nil {
 		return nil, err
 	}
-	after, err := workflow.NewRecords(deps(dst))
+	after, err := audit.New(deps(dst))
 	if err != nil {
 		return nil, err
 	}
 	var problems []string
-	if res.Journals, err = workflow.VerifyMoved(ctx, before, after, res.Migration.Sessions); err != nil {
+	if res.Journals, err = audit.VerifyMoved(ctx, before, after, res.Migration.Sessions); err != nil {
 		return nil, err
 	}
 	for _, s := range res.Journals {
@@ -220,7 +220,7 @@ func (a *app) verifyMigration(cmd *cobra.Command, src, dst *store.Ledger, dir st
 }
 
 // verdict is a session verification in a word or a problem.
-func verdict(v workflow.SessionVerification) string {
+func verdict(v audit.SessionVerification) string {
 	switch {
 	case v.Session == "":
 		return "not found"

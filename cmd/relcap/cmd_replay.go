@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui/asciicast"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 )
 
 func (a *app) journalReplayCommand() *cobra.Command {
@@ -65,12 +66,12 @@ func replay(cmd *cobra.Command, screen io.Writer, path string, speed float64) er
 // (only cockpit sessions do), or its journal, read from the ledger, names
 // recordings that stay on the machine that recorded them.
 func (a *app) noRecording(cmd *cobra.Command, id string) error {
-	q, err := a.records(cmd.Context())
+	q, err := a.auditor(cmd.Context())
 	if err != nil {
 		return err
 	}
 	entries, from, err := q.JournalEntries(cmd.Context(), id)
-	if err == nil && from == workflow.JournalFromLedger {
+	if err == nil && from == audit.JournalFromLedger {
 		var names []string
 		for _, e := range entries {
 			var rec workflow.ScreenRecorded

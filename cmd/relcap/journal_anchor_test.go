@@ -17,6 +17,7 @@ import (
 	"github.com/relcap/relcap/adapters/gitrepo"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -118,7 +119,7 @@ func TestJournalHeadsAreSignedAndAnchoredAndEachAttackIsCaught(t *testing.T) {
 	// session and its signature.
 	show, err := exec.Command("git", "--git-dir", envRepo, "show", "refs/relcap/journal:"+gitrepo.AnchorFile(approveID)).Output()
 	require.NoError(t, err)
-	var anchored workflow.AnchoredHead
+	var anchored audit.AnchoredHead
 	require.NoError(t, json.Unmarshal(show, &anchored))
 	require.Equal(t, "bob", anchored.Head.Actor)
 	sigFile := filepath.Join(t.TempDir(), "head.sig")

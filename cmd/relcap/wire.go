@@ -48,12 +48,7 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := a.sessionsDir()
-	if err != nil {
-		return nil, nil, err
-	}
 	d.Project, d.Ledger, d.Journal, d.Clock, d.Actor = project, a.ledger, journal, a.clock, actor
-	d.Sessions = store.SessionFiles{Dir: dir}
 	// Tools print to stderr as they go, so stdout stays the command's
 	// own output; the cockpit turns this off (its log pane shows them).
 	d.ToolOutput = a.io.Err
@@ -73,7 +68,7 @@ func (a *app) ownershipSources(p *workflow.Project, tf *terraform.Adapter) []wor
 }
 
 // records wires the read-only queries over the ledger: what commands ask
-// before acting, and journal verification. It opens no session.
+// before acting. It opens no session. Journal verification is auditor's.
 func (a *app) records(ctx context.Context) (*workflow.Records, error) {
 	project, err := a.projectIfAny()
 	if err != nil {
@@ -83,15 +78,10 @@ func (a *app) records(ctx context.Context) (*workflow.Records, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := a.sessionsDir()
-	if err != nil {
-		return nil, err
-	}
-	d := workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}}
+	d := workflow.Deps{Project: project, Ledger: l, Clock: a.clock}
 	if project.People != "" {
 		d.Verifier = signing.NewProtectedVerifier(project.People)
 	}
-	d.Anchor, _ = a.journalAnchor(project)
 	return workflow.NewRecords(d)
 }
 

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/adapters/gitrepo"
+	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 )
 
 // sealTimeout bounds signing and anchoring a session's head when the
@@ -22,7 +24,7 @@ const sealTimeout = time.Minute
 // not, the first one in promotion order holds the anchors of every
 // session, so there is one place to check. nil, and why, when there is
 // none.
-func (a *app) journalAnchor(p *workflow.Project) (workflow.JournalAnchor, string) {
+func (a *app) journalAnchor(p *workflow.Project) (audit.JournalAnchor, string) {
 	if p == nil || len(p.Environments) == 0 || p.Environments[0].EnvRepo.Path == "" {
 		return nil, "relcap.yaml names no environment repository to anchor journal heads in"
 	}
@@ -41,6 +43,29 @@ func (a *app) journalAnchor(p *workflow.Project) (workflow.JournalAnchor, string
 	return anchor, ""
 }
 
+// auditor wires journal verification over the ledger: the session files,
+// the people file and the anchor. It opens no session.
+func (a *app) auditor(ctx context.Context) (*audit.Auditor, error) {
+	project, err := a.projectIfAny()
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.openLedger(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := a.sessionsDir()
+	if err != nil {
+		return nil, err
+	}
+	d := audit.Deps{Project: project, Ledger: l, Sessions: store.SessionFiles{Dir: dir}}
+	if project.People != "" {
+		d.Verifier = signing.NewProtectedVerifier(project.People)
+	}
+	d.Anchor, _ = a.journalAnchor(project)
+	return audit.New(d)
+}
+
 // sealSession signs the closed session's final head with its actor's key
 // and anchors it, and says on stderr what could not be done where the
 // project asks for it (a people file, an environment repository). The
@@ -53,7 +78,7 @@ func (a *app) sealSession(ctx context.Context, j *store.FileJournal) error {
 	defer cancel()
 	p := a.project
 	anchor, noAnchor := a.journalAnchor(p)
-	sealer := workflow.HeadSealer{
+	sealer := audit.HeadSealer{
 		Ledger: a.ledger, Clock: a.clock,
 		Signer: a.signer(ctx, p, j.Session().Actor),
 		Anchor: anchor, NoAnchor: noAnchor,

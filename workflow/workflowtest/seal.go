@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -98,46 +99,46 @@ type Anchor struct {
 
 type fakeAnchorCommit struct {
 	id    string
-	heads map[string]workflow.AnchoredHead
+	heads map[string]audit.AnchoredHead
 }
 
-var _ workflow.JournalAnchor = (*Anchor)(nil)
+var _ audit.JournalAnchor = (*Anchor)(nil)
 
 // NewAnchor returns an empty anchor.
 func NewAnchor() *Anchor { return &Anchor{} }
 
 // tip is the newest snapshot, with a.mu held.
-func (a *Anchor) tip() map[string]workflow.AnchoredHead {
+func (a *Anchor) tip() map[string]audit.AnchoredHead {
 	if len(a.commits) == 0 {
-		return map[string]workflow.AnchoredHead{}
+		return map[string]audit.AnchoredHead{}
 	}
 	return a.commits[len(a.commits)-1].heads
 }
 
 // commit adds a commit holding heads, with a.mu held.
-func (a *Anchor) commit(heads map[string]workflow.AnchoredHead) string {
+func (a *Anchor) commit(heads map[string]audit.AnchoredHead) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "fake anchor commit %d", len(a.commits)+1))
 	id := hex.EncodeToString(sum[:20])
 	a.commits = append(a.commits, fakeAnchorCommit{id: id, heads: heads})
 	return id
 }
 
-func (a *Anchor) place(commit string) workflow.AnchorPlace {
-	return workflow.AnchorPlace{Ref: "refs/relcap/journal", Commit: commit, Repo: "the fake repository", InPlace: a.InPlace}
+func (a *Anchor) place(commit string) audit.AnchorPlace {
+	return audit.AnchorPlace{Ref: "refs/relcap/journal", Commit: commit, Repo: "the fake repository", InPlace: a.InPlace}
 }
 
 // Anchor keeps h, once per session, in a new commit.
-func (a *Anchor) Anchor(_ context.Context, h workflow.SealedHead) (workflow.AnchorPlace, error) {
+func (a *Anchor) Anchor(_ context.Context, h audit.SealedHead) (audit.AnchorPlace, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.Err != nil {
-		return workflow.AnchorPlace{}, a.Err
+		return audit.AnchorPlace{}, a.Err
 	}
-	want := workflow.NewAnchoredHead(h)
+	want := audit.NewAnchoredHead(h)
 	tip := a.tip()
 	if have, ok := tip[h.Head.Session]; ok {
 		if have.Statement != want.Statement || have.Signature != want.Signature || have.Unsigned != want.Unsigned {
-			return workflow.AnchorPlace{}, fmt.Errorf("%w: session %s is anchored already", workflow.ErrBlocked, h.Head.Session)
+			return audit.AnchorPlace{}, fmt.Errorf("%w: session %s is anchored already", workflow.ErrBlocked, h.Head.Session)
 		}
 		return a.place(a.commits[len(a.commits)-1].id), nil
 	}
@@ -148,20 +149,20 @@ func (a *Anchor) Anchor(_ context.Context, h workflow.SealedHead) (workflow.Anch
 
 // History returns the tip's heads by session, every commit, and what a
 // commit held that the tip does not hold as first written.
-func (a *Anchor) History(context.Context) (workflow.AnchorHistory, error) {
+func (a *Anchor) History(context.Context) (audit.AnchorHistory, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ReadErr != nil {
-		return workflow.AnchorHistory{}, a.ReadErr
+		return audit.AnchorHistory{}, a.ReadErr
 	}
-	out := workflow.AnchorHistory{Commits: map[string]bool{}}
+	out := audit.AnchorHistory{Commits: map[string]bool{}}
 	tip := a.tip()
 	for _, id := range slices.Sorted(maps.Keys(tip)) {
 		out.Heads = append(out.Heads, tip[id])
 	}
-	first := map[string]workflow.AnchoredHead{}
+	first := map[string]audit.AnchoredHead{}
 	added := map[string]string{}
-	var prev map[string]workflow.AnchoredHead
+	var prev map[string]audit.AnchoredHead
 	erased := map[string]bool{}
 	for _, c := range a.commits {
 		out.Commits[c.id] = true
@@ -171,7 +172,7 @@ func (a *Anchor) History(context.Context) (workflow.AnchorHistory, error) {
 			changed := ok && now.Statement != prev[id].Statement
 			if (!ok || changed) && !erased[id] && !sameHead(tip, id, first[id]) {
 				erased[id] = true
-				out.Erased = append(out.Erased, workflow.ErasedAnchor{
+				out.Erased = append(out.Erased, audit.ErasedAnchor{
 					File: "sessions/" + id + ".json", Head: first[id], AddedIn: added[id], By: c.id,
 					Author: "fake <fake@example.com>", At: time.Unix(0, 0), Changed: changed, Subject: "fake commit",
 				})
@@ -187,7 +188,7 @@ func (a *Anchor) History(context.Context) (workflow.AnchorHistory, error) {
 	return out, nil
 }
 
-func sameHead(heads map[string]workflow.AnchoredHead, id string, h workflow.AnchoredHead) bool {
+func sameHead(heads map[string]audit.AnchoredHead, id string, h audit.AnchoredHead) bool {
 	have, ok := heads[id]
 	return ok && have.Statement == h.Statement && have.Signature == h.Signature
 }
@@ -196,7 +197,7 @@ func sameHead(heads map[string]workflow.AnchoredHead, id string, h workflow.Anch
 func (a *Anchor) Where() string { return "the fake anchor" }
 
 // Head returns session id's anchored head, as the tip holds it.
-func (a *Anchor) Head(id string) (workflow.AnchoredHead, bool) {
+func (a *Anchor) Head(id string) (audit.AnchoredHead, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h, ok := a.tip()[id]
@@ -205,7 +206,7 @@ func (a *Anchor) Head(id string) (workflow.AnchoredHead, bool) {
 
 // Replace overwrites session id's anchored head in every commit, as
 // someone rewriting the whole history would.
-func (a *Anchor) Replace(h workflow.AnchoredHead) {
+func (a *Anchor) Replace(h audit.AnchoredHead) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, c := range a.commits {
@@ -236,7 +237,7 @@ func (a *Anchor) EraseInNewCommit(id string) string {
 }
 
 // ChangeInNewCommit overwrites h's session's head in a new commit on top.
-func (a *Anchor) ChangeInNewCommit(h workflow.AnchoredHead) string {
+func (a *Anchor) ChangeInNewCommit(h audit.AnchoredHead) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	next := maps.Clone(a.tip())
@@ -254,7 +255,7 @@ func (a *Anchor) Rewind(n int) {
 
 // Reanchor commits h again on top, as someone rebuilding a rewound ref
 // would: the head is there, at another commit.
-func (a *Anchor) Reanchor(h workflow.AnchoredHead) {
+func (a *Anchor) Reanchor(h audit.AnchoredHead) {
 	a.ChangeInNewCommit(h)
 }
 
@@ -266,7 +267,7 @@ type SessionFiles struct {
 	recordings map[string]string // session/name → SHA-256
 }
 
-var _ workflow.SessionFiles = (*SessionFiles)(nil)
+var _ audit.SessionFiles = (*SessionFiles)(nil)
 
 // NewSessionFiles returns no files.
 func NewSessionFiles() *SessionFiles {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/journal"
@@ -121,7 +122,7 @@ type Ledger struct {
 	heads        map[string]journal.Head
 	copies       map[string][]journal.Line // the ledger's copy of each journal
 	legacy       map[string]bool           // sessions whose journal the ledger does not keep
-	seals        map[string]workflow.SessionSeal
+	seals        map[string]audit.SessionSeal
 	// Identity is the ledger's identity; empty until first asked, when
 	// the fake names itself.
 	Identity string
@@ -155,11 +156,14 @@ func NewLedger() *Ledger {
 		sightings: map[string]workflow.Sighting{}, findings: map[string][]finding.Finding{},
 		sessions: map[string]workflow.Session{}, heads: map[string]journal.Head{},
 		copies: map[string][]journal.Line{}, legacy: map[string]bool{},
-		seals: map[string]workflow.SessionSeal{},
+		seals: map[string]audit.SessionSeal{},
 	}
 }
 
-var _ workflow.Ledger = (*Ledger)(nil)
+var (
+	_ workflow.Ledger = (*Ledger)(nil)
+	_ audit.Ledger    = (*Ledger)(nil)
+)
 
 // Saves is how many times SaveRelease succeeded.
 func (l *Ledger) Saves() int {
@@ -473,15 +477,15 @@ func (l *Ledger) EditJournalCopy(id string, seq int64, text string) {
 }
 
 // JournalCopy returns the ledger's copy of a session's journal.
-func (l *Ledger) JournalCopy(_ context.Context, id string) (workflow.JournalCopy, error) {
+func (l *Ledger) JournalCopy(_ context.Context, id string) (audit.JournalCopy, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.sessions[id]; !ok {
-		return workflow.JournalCopy{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return audit.JournalCopy{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
 	}
 	h := l.heads[id]
 	h.SessionID = id
-	return workflow.JournalCopy{Kept: !l.legacy[id], Lines: slices.Clone(l.copies[id]), Head: h}, nil
+	return audit.JournalCopy{Kept: !l.legacy[id], Lines: slices.Clone(l.copies[id]), Head: h}, nil
 }
 
 // JournalHead returns the head of a session.
@@ -508,12 +512,12 @@ func (l *Ledger) Sessions(context.Context) ([]workflow.Session, error) {
 }
 
 // SessionSeal returns the session's head and its seal.
-func (l *Ledger) SessionSeal(_ context.Context, id string) (workflow.SessionSeal, error) {
+func (l *Ledger) SessionSeal(_ context.Context, id string) (audit.SessionSeal, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s, ok := l.sessions[id]
 	if !ok {
-		return workflow.SessionSeal{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return audit.SessionSeal{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
 	}
 	// As in the SQLite ledger, the head is the session's row as it is
 	// now, beside the seal recorded for it.
@@ -523,7 +527,7 @@ func (l *Ledger) SessionSeal(_ context.Context, id string) (workflow.SessionSeal
 	if !sealed {
 		ledger = l.identity()
 	}
-	seal.Head = workflow.SessionHead{
+	seal.Head = audit.SessionHead{
 		Session: id, Actor: s.Actor, Command: s.Command, Release: s.ReleaseID, Ledger: ledger, Seq: h.Seq, Hash: h.Hash, At: seal.Head.At,
 	}
 	return seal, nil
@@ -546,7 +550,7 @@ func (l *Ledger) identity() string {
 }
 
 // SealSession records a seal once.
-func (l *Ledger) SealSession(_ context.Context, seal workflow.SessionSeal) error {
+func (l *Ledger) SealSession(_ context.Context, seal audit.SessionSeal) error {
 	if err := l.gate(); err != nil {
 		return err
 	}
@@ -581,7 +585,7 @@ func (l *Ledger) DeleteSession(id string) {
 
 // ForgeSeal overwrites a session's seal and head, as someone editing the
 // ledger file would.
-func (l *Ledger) ForgeSeal(seal workflow.SessionSeal) {
+func (l *Ledger) ForgeSeal(seal audit.SessionSeal) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	id := seal.Head.Session

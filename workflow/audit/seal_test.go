@@ -1,4 +1,4 @@
-package workflow_test
+package audit_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -61,11 +62,11 @@ func (w *sealWorld) session(t *testing.T, id, actor string, n int) {
 	w.files.SetJournal(id, lines)
 }
 
-func (w *sealWorld) sealer() workflow.HeadSealer {
-	return workflow.HeadSealer{Ledger: w.ledger, Clock: w.clock, Signer: w.sigs, Anchor: w.anchor}
+func (w *sealWorld) sealer() audit.HeadSealer {
+	return audit.HeadSealer{Ledger: w.ledger, Clock: w.clock, Signer: w.sigs, Anchor: w.anchor}
 }
 
-func (w *sealWorld) seal(t *testing.T, id string) workflow.SessionSeal {
+func (w *sealWorld) seal(t *testing.T, id string) audit.SessionSeal {
 	t.Helper()
 	s, err := w.sealer().Seal(t.Context(), id)
 	require.NoError(t, err)
@@ -73,22 +74,22 @@ func (w *sealWorld) seal(t *testing.T, id string) workflow.SessionSeal {
 }
 
 // verify checks every session and returns them by ID.
-func (w *sealWorld) verify(t *testing.T, d workflow.Deps) (map[string]workflow.SessionVerification, workflow.JournalVerification) {
+func (w *sealWorld) verify(t *testing.T, d audit.Deps) (map[string]audit.SessionVerification, audit.JournalVerification) {
 	t.Helper()
-	d.Project, d.Ledger, d.Clock, d.Sessions = testProject(0), w.ledger, w.clock, w.files
-	q, err := workflow.NewRecords(d)
+	d.Project, d.Ledger, d.Sessions = testProject(0), w.ledger, w.files
+	q, err := audit.New(d)
 	require.NoError(t, err)
 	all, err := q.VerifyJournals(t.Context(), nil)
 	require.NoError(t, err)
-	out := map[string]workflow.SessionVerification{}
+	out := map[string]audit.SessionVerification{}
 	for _, v := range all.Sessions {
 		out[v.Session] = v
 	}
 	return out, all
 }
 
-func (w *sealWorld) fullDeps() workflow.Deps {
-	return workflow.Deps{Verifier: w.sigs, Anchor: w.anchor}
+func (w *sealWorld) fullDeps() audit.Deps {
+	return audit.Deps{Verifier: w.sigs, Anchor: w.anchor}
 }
 
 func TestSealSignsTheFinalHeadAsTheActorAndAnchorsIt(t *testing.T) {
@@ -100,7 +101,7 @@ func TestSealSignsTheFinalHeadAsTheActorAndAnchorsIt(t *testing.T) {
 	require.True(t, seal.Sealed())
 	self, err := w.ledger.LedgerIdentity(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, workflow.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-staging-1", Ledger: self, Seq: 4, Hash: seal.Head.Hash, At: t0}, seal.Head,
+	require.Equal(t, audit.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-staging-1", Ledger: self, Seq: 4, Hash: seal.Head.Hash, At: t0}, seal.Head,
 		"the head names the ledger that holds the session")
 	require.True(t, seal.Signed())
 	require.Empty(t, seal.Unsigned)
@@ -148,18 +149,18 @@ func TestVerifyJournalsLeavesAnotherLedgersSessionsToIt(t *testing.T) {
 	require.False(t, v["deleted"].Intact, "a row deleted from this ledger is still tampering")
 	require.Contains(t, v["deleted"].Checks.LedgerHead.Detail, "its ledger row was deleted")
 
-	q, err := workflow.NewRecords(workflow.Deps{Project: testProject(0), Ledger: w.ledger, Clock: w.clock, Sessions: w.files, Verifier: w.sigs, Anchor: w.anchor})
+	q, err := audit.New(audit.Deps{Project: testProject(0), Ledger: w.ledger, Sessions: w.files, Verifier: w.sigs, Anchor: w.anchor})
 	require.NoError(t, err)
 	one, err := q.VerifySessions(t.Context(), []string{"theirs"})
 	require.NoError(t, err)
 	require.Len(t, one, 1)
 	require.True(t, one[0].Intact, "not tampering: %v", one[0].Failed)
-	require.Equal(t, workflow.VerifyUnchecked, one[0].Checks.LedgerHead.Status)
+	require.Equal(t, audit.VerifyUnchecked, one[0].Checks.LedgerHead.Status)
 	other, err := theirs.ledger.LedgerIdentity(t.Context())
 	require.NoError(t, err)
 	require.Contains(t, one[0].Checks.LedgerHead.Detail, "recorded in ledger "+other+" (its signed head says so)")
-	require.Equal(t, workflow.VerifyOK, one[0].Checks.Signature.Status, "bo's signature covers the ledger it names")
-	require.Equal(t, workflow.VerifyOK, one[0].Checks.Chain.Status)
+	require.Equal(t, audit.VerifyOK, one[0].Checks.Signature.Status, "bo's signature covers the ledger it names")
+	require.Equal(t, audit.VerifyOK, one[0].Checks.Chain.Status)
 	require.Contains(t, strings.Join(one[0].Warnings, "\n"), "ledger_head not checked: recorded in ledger "+other)
 }
 
@@ -168,7 +169,7 @@ func TestVerifyJournalsLeavesAnotherLedgersSessionsToIt(t *testing.T) {
 // with a ledger is v2 and its signature covers the ledger.
 func TestSealStatementNamesItsLedgerInVersion2(t *testing.T) {
 	t.Parallel()
-	h := workflow.SessionHead{Session: "s", Actor: "ana", Command: "plan", Seq: 1, Hash: "h", At: t0}
+	h := audit.SessionHead{Session: "s", Actor: "ana", Command: "plan", Seq: 1, Hash: "h", At: t0}
 	require.Equal(t, "relcap journal head v1\nsession: \"s\"\nactor: \"ana\"\ncommand: \"plan\"\nrelease: \"\"\nseq: 1\nhash: h\nat: 2026-11-30T09:00:00Z\n", string(h.Statement()))
 	h.Ledger = "0123abcd"
 	require.Equal(t, "relcap journal head v2\nsession: \"s\"\nactor: \"ana\"\ncommand: \"plan\"\nrelease: \"\"\nledger: \"0123abcd\"\nseq: 1\nhash: h\nat: 2026-11-30T09:00:00Z\n", string(h.Statement()))
@@ -176,7 +177,7 @@ func TestSealStatementNamesItsLedgerInVersion2(t *testing.T) {
 
 func TestSealStatementQuotesFreeText(t *testing.T) {
 	t.Parallel()
-	h := workflow.SessionHead{Session: "s1", Actor: "ana\nseq: 99", Command: "plan", Seq: 3, Hash: "abc", At: t0}
+	h := audit.SessionHead{Session: "s1", Actor: "ana\nseq: 99", Command: "plan", Seq: 3, Hash: "abc", At: t0}
 	require.Equal(t, "relcap journal head v1\nsession: \"s1\"\nactor: \"ana\\nseq: 99\"\ncommand: \"plan\"\nrelease: \"\"\nseq: 3\nhash: abc\nat: 2026-11-30T09:00:00Z\n", string(h.Statement()),
 		"an actor cannot forge another field of the statement")
 }
@@ -189,7 +190,7 @@ func TestASealThatCannotSignOrAnchorSaysWhy(t *testing.T) {
 	for _, id := range []string{"no-people", "no-key", "unreachable"} {
 		w.session(t, id, "carol", 2)
 	}
-	s, err := workflow.HeadSealer{Ledger: w.ledger, Clock: w.clock, NoAnchor: "relcap.yaml names no environment repository"}.Seal(t.Context(), "no-people")
+	s, err := audit.HeadSealer{Ledger: w.ledger, Clock: w.clock, NoAnchor: "relcap.yaml names no environment repository"}.Seal(t.Context(), "no-people")
 	require.NoError(t, err)
 	require.Contains(t, s.Unsigned, "no people file")
 	require.Equal(t, "relcap.yaml names no environment repository", s.Unanchored)
@@ -230,8 +231,8 @@ func TestVerifyJournalsChecksChainLedgerSignatureAndAnchorApart(t *testing.T) {
 		}
 		require.True(t, s.Intact, "%s: %v", id, s.Failed)
 		require.Empty(t, s.Warnings, id)
-		require.Equal(t, workflow.VerifyCheck{Status: workflow.VerifyOK, Detail: "signed by " + map[bool]string{true: "bo", false: "ana"}[id == "revoked"] + " with key FAKE:" + map[bool]string{true: "bo", false: "ana"}[id == "revoked"]}, s.Checks.Signature, id)
-		require.Equal(t, workflow.VerifyOK, s.Checks.Anchor.Status, id)
+		require.Equal(t, audit.VerifyCheck{Status: audit.VerifyOK, Detail: "signed by " + map[bool]string{true: "bo", false: "ana"}[id == "revoked"] + " with key FAKE:" + map[bool]string{true: "bo", false: "ana"}[id == "revoked"]}, s.Checks.Signature, id)
+		require.Equal(t, audit.VerifyOK, s.Checks.Anchor.Status, id)
 	}
 
 	// The attacks, each on its own session.
@@ -266,20 +267,20 @@ func TestVerifyJournalsChecksChainLedgerSignatureAndAnchorApart(t *testing.T) {
 	del := v["deleted"]
 	require.False(t, del.Intact)
 	require.Len(t, del.Failed, 1)
-	require.Equal(t, workflow.VerifyFailed, del.Checks.LedgerHead.Status)
+	require.Equal(t, audit.VerifyFailed, del.Checks.LedgerHead.Status)
 	require.Contains(t, del.Checks.LedgerHead.Detail, "the ledger has no session deleted, but the fake anchor holds its head (entry 3")
 	require.Contains(t, del.Checks.LedgerHead.Detail, "its ledger row was deleted")
-	require.Equal(t, workflow.VerifyOK, del.Checks.Chain.Status, "the journal file is still there")
-	require.Equal(t, workflow.VerifyOK, del.Checks.Signature.Status, "checked from the anchor")
-	require.Equal(t, workflow.VerifyOK, del.Checks.Anchor.Status)
+	require.Equal(t, audit.VerifyOK, del.Checks.Chain.Status, "the journal file is still there")
+	require.Equal(t, audit.VerifyOK, del.Checks.Signature.Status, "checked from the anchor")
+	require.Equal(t, audit.VerifyOK, del.Checks.Anchor.Status)
 
 	rw := v["rewritten"]
 	require.False(t, rw.Intact)
-	require.Equal(t, workflow.VerifyOK, rw.Checks.Chain.Status, "a rewritten chain is a valid chain")
-	require.Equal(t, workflow.VerifyOK, rw.Checks.LedgerHead.Status, "and the ledger head was rewritten with it")
-	require.Equal(t, workflow.VerifyFailed, rw.Checks.Signature.Status)
+	require.Equal(t, audit.VerifyOK, rw.Checks.Chain.Status, "a rewritten chain is a valid chain")
+	require.Equal(t, audit.VerifyOK, rw.Checks.LedgerHead.Status, "and the ledger head was rewritten with it")
+	require.Equal(t, audit.VerifyFailed, rw.Checks.Signature.Status)
 	require.Contains(t, rw.Checks.Signature.Detail, "the head in the ledger is not ana's: ")
-	require.Equal(t, workflow.VerifyFailed, rw.Checks.Anchor.Status)
+	require.Equal(t, audit.VerifyFailed, rw.Checks.Anchor.Status)
 	require.Contains(t, rw.Checks.Anchor.Detail, "the journal ends at entry 5")
 	require.Contains(t, rw.Checks.Anchor.Detail, "the head anchored in the fake anchor is entry 3")
 	require.Equal(t, int64(5), rw.Problem.Seq)
@@ -291,7 +292,7 @@ func TestVerifyJournalsChecksChainLedgerSignatureAndAnchorApart(t *testing.T) {
 	require.Contains(t, rs.Checks.Anchor.Detail, "the ledger's signature (key FAKE:mallory) is not the anchored one (key FAKE:ana)")
 
 	own := v["owned"]
-	require.Equal(t, workflow.VerifyOK, own.Checks.Signature.Status, "ana's own key verifies what she re-signed")
+	require.Equal(t, audit.VerifyOK, own.Checks.Signature.Status, "ana's own key verifies what she re-signed")
 	require.Equal(t, []string{"anchor"}, checkNames(own.Failed), "the anchor does not move with the ledger")
 
 	rv := v["revoked"]
@@ -304,16 +305,16 @@ func TestVerifyJournalsChecksChainLedgerSignatureAndAnchorApart(t *testing.T) {
 
 	un := v["unsigned"]
 	require.True(t, un.Intact, "unsigned is a warning, not tampering")
-	require.Equal(t, workflow.VerifyAbsent, un.Checks.Signature.Status)
+	require.Equal(t, audit.VerifyAbsent, un.Checks.Signature.Status)
 	require.Equal(t, "carol could not sign: invalid input: no key for carol", un.Unsigned)
-	require.Equal(t, workflow.VerifyOK, un.Checks.Anchor.Status)
+	require.Equal(t, audit.VerifyOK, un.Checks.Anchor.Status)
 	require.Equal(t, []string{"unsigned: carol could not sign: invalid input: no key for carol"}, un.Warnings)
 
 	lg := v["legacy"]
 	require.True(t, lg.Intact)
 	require.Contains(t, lg.Unsigned, "never sealed")
 	require.Equal(t, lg.Unsigned, lg.Unanchored)
-	require.Equal(t, workflow.VerifyAbsent, lg.Checks.Anchor.Status)
+	require.Equal(t, audit.VerifyAbsent, lg.Checks.Anchor.Status)
 }
 
 func checkNames(failed []string) []string {
@@ -334,13 +335,13 @@ func TestVerifyJournalsWithoutPeopleOrAnchorSaysWhatItDidNotCheck(t *testing.T) 
 	w.session(t, "s1", "ana", 3)
 	w.seal(t, "s1")
 
-	v, all := w.verify(t, workflow.Deps{})
+	v, all := w.verify(t, audit.Deps{})
 	s := v["s1"]
 	require.True(t, s.Intact)
 	require.Empty(t, all.Anchor)
-	require.Equal(t, workflow.VerifyUnchecked, s.Checks.Signature.Status)
+	require.Equal(t, audit.VerifyUnchecked, s.Checks.Signature.Status)
 	require.Contains(t, s.Checks.Signature.Detail, "no people file is configured here")
-	require.Equal(t, workflow.VerifyUnchecked, s.Checks.Anchor.Status)
+	require.Equal(t, audit.VerifyUnchecked, s.Checks.Anchor.Status)
 	require.Contains(t, s.Checks.Anchor.Detail, "no environment repository is configured here")
 	require.Len(t, s.Warnings, 2)
 
@@ -348,7 +349,7 @@ func TestVerifyJournalsWithoutPeopleOrAnchorSaysWhatItDidNotCheck(t *testing.T) 
 	v, all = w.verify(t, w.fullDeps())
 	require.EqualError(t, all.AnchorError, "fetching refs/relcap/journal: connection refused")
 	require.True(t, v["s1"].Intact)
-	require.Equal(t, workflow.VerifyUnchecked, v["s1"].Checks.Anchor.Status)
+	require.Equal(t, audit.VerifyUnchecked, v["s1"].Checks.Anchor.Status)
 	seal, err := w.ledger.SessionSeal(t.Context(), "s1")
 	require.NoError(t, err)
 	require.Contains(t, v["s1"].Warnings, "anchor not checked: anchored in "+seal.Anchor+", which could not be read: fetching refs/relcap/journal: connection refused")
@@ -361,7 +362,7 @@ func TestVerifyJournalsWithoutPeopleOrAnchorSaysWhatItDidNotCheck(t *testing.T) 
 func TestVerifyJournalsOfAnUnknownSessionIsAUsageError(t *testing.T) {
 	t.Parallel()
 	w := newSealWorld()
-	q, err := workflow.NewRecords(workflow.Deps{Project: testProject(0), Ledger: w.ledger, Clock: w.clock, Sessions: w.files, Anchor: w.anchor})
+	q, err := audit.New(audit.Deps{Project: testProject(0), Ledger: w.ledger, Sessions: w.files, Anchor: w.anchor})
 	require.NoError(t, err)
 	_, err = q.VerifyJournals(t.Context(), []string{"nope"})
 	require.ErrorIs(t, err, workflow.ErrUsage)
@@ -400,15 +401,15 @@ func TestVerifyJournalsSaysWhichApprovalsWereUnsigned(t *testing.T) {
 	require.True(t, s.Intact)
 	require.Len(t, s.Approvals, 2)
 	require.False(t, s.Approvals[0].Signed)
-	require.Equal(t, workflow.VerifyAbsent, s.Approvals[0].Signature.Status)
+	require.Equal(t, audit.VerifyAbsent, s.Approvals[0].Signature.Status)
 	require.True(t, s.Approvals[1].Signed)
-	require.Equal(t, workflow.VerifyOK, s.Approvals[1].Signature.Status)
+	require.Equal(t, audit.VerifyOK, s.Approvals[1].Signature.Status)
 	require.Equal(t, []string{"unsigned plan approval of aaaaaaaaaaaa in staging by carol"}, s.Warnings)
 
 	w.sigs.Revoke("bo")
 	v, _ = w.verify(t, w.fullDeps())
 	s = v["s1"]
 	require.False(t, s.Intact, "bo's head signature no longer verifies either")
-	require.Equal(t, workflow.VerifyFailed, s.Approvals[1].Signature.Status)
+	require.Equal(t, audit.VerifyFailed, s.Approvals[1].Signature.Status)
 	require.Contains(t, s.Warnings, "promotion approval of web-prod-20261130-1a2b3c in prod by bo: its signature no longer verifies: blocked by policy: key FAKE:bo is not in the people file")
 }

@@ -1,4 +1,4 @@
-package workflow_test
+package audit_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -49,41 +50,41 @@ func TestVerifyComparesTheFileWithTheLedgersCopy(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(w *sealWorld, lines []string)
-		check  func(t *testing.T, v workflow.SessionVerification)
+		check  func(t *testing.T, v audit.SessionVerification)
 	}{
-		{"both intact", func(*sealWorld, []string) {}, func(t *testing.T, v workflow.SessionVerification) {
+		{"both intact", func(*sealWorld, []string) {}, func(t *testing.T, v audit.SessionVerification) {
 			require.True(t, v.Intact, "%v", v.Failed)
-			require.Equal(t, workflow.JournalFromFile, v.Journal)
-			require.Equal(t, workflow.VerifyOK, v.Checks.LedgerCopy.Status)
+			require.Equal(t, audit.JournalFromFile, v.Journal)
+			require.Equal(t, audit.VerifyOK, v.Checks.LedgerCopy.Status)
 		}},
-		{"file on another machine", func(w *sealWorld, _ []string) { w.files.RemoveJournal("s1") }, func(t *testing.T, v workflow.SessionVerification) {
+		{"file on another machine", func(w *sealWorld, _ []string) { w.files.RemoveJournal("s1") }, func(t *testing.T, v audit.SessionVerification) {
 			require.True(t, v.Intact, "%v", v.Failed)
-			require.Equal(t, workflow.JournalFromLedger, v.Journal)
+			require.Equal(t, audit.JournalFromLedger, v.Journal)
 			require.EqualValues(t, 2, v.Entries)
-			require.Equal(t, workflow.VerifyOK, v.Checks.Recordings.Status, "the recording is here")
+			require.Equal(t, audit.VerifyOK, v.Checks.Recordings.Status, "the recording is here")
 		}},
 		{"file and recording on another machine", func(w *sealWorld, _ []string) {
 			w.files.RemoveJournal("s1")
 			w.files.RemoveRecording("s1", "screen.cast")
-		}, func(t *testing.T, v workflow.SessionVerification) {
+		}, func(t *testing.T, v audit.SessionVerification) {
 			require.True(t, v.Intact, "%v", v.Failed)
-			require.Equal(t, workflow.VerifyUnchecked, v.Checks.Recordings.Status)
+			require.Equal(t, audit.VerifyUnchecked, v.Checks.Recordings.Status)
 			require.Equal(t, "screen.cast recorded on another machine, not checked here (0 of 1 recording(s) checked)", v.Checks.Recordings.Detail)
 			require.Contains(t, v.Warnings, "recordings not checked: "+v.Checks.Recordings.Detail)
 		}},
-		{"recording missing beside the file", func(w *sealWorld, _ []string) { w.files.RemoveRecording("s1", "screen.cast") }, func(t *testing.T, v workflow.SessionVerification) {
+		{"recording missing beside the file", func(w *sealWorld, _ []string) { w.files.RemoveRecording("s1", "screen.cast") }, func(t *testing.T, v audit.SessionVerification) {
 			require.False(t, v.Intact)
-			require.Equal(t, workflow.VerifyFailed, v.Checks.Recordings.Status)
+			require.Equal(t, audit.VerifyFailed, v.Checks.Recordings.Status)
 		}},
 		{"ledger's copy edited", func(w *sealWorld, lines []string) {
 			w.ledger.EditJournalCopy("s1", 1, strings.Replace(lines[0], `"plan"`, `"apply"`, 1))
-		}, func(t *testing.T, v workflow.SessionVerification) {
+		}, func(t *testing.T, v audit.SessionVerification) {
 			require.False(t, v.Intact)
 			require.Equal(t, []string{"ledger_copy: line 1 (entry 1): differs from the ledger's copy of entry 1: the ledger's copy was edited"}, v.Failed)
 		}},
 		{"file edited", func(w *sealWorld, lines []string) {
 			w.files.SetJournal("s1", []string{strings.Replace(lines[0], `"plan"`, `"apply"`, 1), lines[1]})
-		}, func(t *testing.T, v workflow.SessionVerification) {
+		}, func(t *testing.T, v audit.SessionVerification) {
 			require.False(t, v.Intact)
 			require.Equal(t, []string{
 				"chain: line 1 (entry 1): content does not match its hash: the entry was edited",
@@ -92,7 +93,7 @@ func TestVerifyComparesTheFileWithTheLedgersCopy(t *testing.T) {
 		}},
 		{"line appended to the file", func(w *sealWorld, lines []string) {
 			w.files.SetJournal("s1", append(lines, lines[1]))
-		}, func(t *testing.T, v workflow.SessionVerification) {
+		}, func(t *testing.T, v audit.SessionVerification) {
 			require.False(t, v.Intact)
 			require.Contains(t, v.Failed, "ledger_copy: line 3 (entry 3): not in the ledger's copy, which has no entry 3")
 		}},
@@ -102,7 +103,7 @@ func TestVerifyComparesTheFileWithTheLedgersCopy(t *testing.T) {
 			w := newSealWorld()
 			lines := w.keptSession(t, "s1")
 			tc.change(w, lines)
-			byID, _ := w.verify(t, workflow.Deps{})
+			byID, _ := w.verify(t, audit.Deps{})
 			tc.check(t, byID["s1"])
 		})
 	}

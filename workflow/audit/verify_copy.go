@@ -1,4 +1,4 @@
-package workflow
+package audit
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -84,16 +85,16 @@ func lastHashOf(lines []journal.Line) string {
 // does). On a line that is not an entry it returns the entries before it
 // and an error naming the line. A session with neither file nor copy is
 // an error wrapping ErrNotFound.
-func (q *Records) JournalEntries(ctx context.Context, id string) ([]journal.Entry, JournalSource, error) {
+func (q *Auditor) JournalEntries(ctx context.Context, id string) ([]journal.Entry, JournalSource, error) {
 	if q.sessions == nil {
-		return nil, "", missingPort("session files")
+		return nil, "", workflow.MissingPort("session files")
 	}
 	from := JournalFromFile
 	lines, err := q.sessions.JournalLines(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, workflow.ErrNotFound) {
 		cp, cerr := q.ledger.JournalCopy(ctx, id)
 		switch {
-		case errors.Is(cerr, ErrNotFound):
+		case errors.Is(cerr, workflow.ErrNotFound):
 			return nil, "", err
 		case cerr != nil:
 			return nil, "", cerr

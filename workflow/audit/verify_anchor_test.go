@@ -1,4 +1,4 @@
-package workflow_test
+package audit_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -90,7 +91,7 @@ func TestVerifyJournalsCatchesARewoundAnchorByItsRecordedCommit(t *testing.T) {
 	w.files.RemoveJournal("dropped")
 	seal, err := w.ledger.SessionSeal(t.Context(), "last")
 	require.NoError(t, err)
-	place, ok := workflow.ParseAnchorPlace(seal.Anchor)
+	place, ok := audit.ParseAnchorPlace(seal.Anchor)
 	require.True(t, ok)
 
 	v, _ = w.verify(t, w.fullDeps())
@@ -139,11 +140,11 @@ func TestVerifyJournalsWithoutConfigurationReportsJournalsWithoutALedgerRow(t *t
 	w.files.SetJournal("theirs", orphanJournal(t, "another-ledger", 2))
 	w.files.SetJournal("interrupted", nil)
 
-	q, err := workflow.NewRecords(workflow.Deps{Project: &workflow.Project{}, Ledger: w.ledger, Clock: w.clock, Sessions: w.files})
+	q, err := audit.New(audit.Deps{Project: &workflow.Project{}, Ledger: w.ledger, Sessions: w.files})
 	require.NoError(t, err)
 	all, err := q.VerifyJournals(t.Context(), nil)
 	require.NoError(t, err)
-	v := map[string]workflow.SessionVerification{}
+	v := map[string]audit.SessionVerification{}
 	for _, s := range all.Sessions {
 		v[s.Session] = s
 	}

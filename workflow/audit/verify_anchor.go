@@ -1,4 +1,4 @@
-package workflow
+package audit
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -18,7 +19,7 @@ import (
 // their erasure is the anchor's tampering: it goes to
 // out.AnchorTampered, and the head among the anchored ones. Without an anchor, out says what was not
 // checked.
-func (q *Records) readAnchor(ctx context.Context, self string, byID map[string]Session, out *JournalVerification) (map[string]AnchoredHead, map[string]ErasedAnchor, *AnchorHistory) {
+func (q *Auditor) readAnchor(ctx context.Context, self string, byID map[string]workflow.Session, out *JournalVerification) (map[string]AnchoredHead, map[string]ErasedAnchor, *AnchorHistory) {
 	anchored := map[string]AnchoredHead{}
 	erased := map[string]ErasedAnchor{}
 	if q.anchor == nil {
@@ -60,7 +61,7 @@ func (q *Records) readAnchor(ctx context.Context, self string, byID map[string]S
 // orphanJournals lists the sessions on disk that neither the ledger nor
 // the anchor knows, of this ledger (or of none named); those whose
 // journal names another ledger are counted in out instead.
-func (q *Records) orphanJournals(ctx context.Context, self string, byID map[string]Session, anchored map[string]AnchoredHead, erased map[string]ErasedAnchor, out *JournalVerification) ([]string, error) {
+func (q *Auditor) orphanJournals(ctx context.Context, self string, byID map[string]workflow.Session, anchored map[string]AnchoredHead, erased map[string]ErasedAnchor, out *JournalVerification) ([]string, error) {
 	ids, err := q.sessions.SessionIDs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the session directories: %w", err)
@@ -74,7 +75,7 @@ func (q *Records) orphanJournals(ctx context.Context, self string, byID map[stri
 			continue
 		}
 		lines, err := q.sessions.JournalLines(ctx, id)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, workflow.ErrNotFound) {
 			return nil, err
 		}
 		if l := journalLedger(lines); l != "" && l != self {
@@ -93,10 +94,10 @@ func journalLedger(lines []journal.Line) string {
 		return ""
 	}
 	var e journal.Entry
-	if json.Unmarshal(lines[0].Text, &e) != nil || e.Kind != KindSessionOpened {
+	if json.Unmarshal(lines[0].Text, &e) != nil || e.Kind != workflow.KindSessionOpened {
 		return ""
 	}
-	var o SessionOpened
+	var o workflow.SessionOpened
 	if json.Unmarshal(e.Data, &o) != nil {
 		return ""
 	}
@@ -146,7 +147,7 @@ func (c *sessionCheck) checkAnchor(v *SessionVerification) {
 		case c.anchor == "":
 			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
 				"anchored in %s, but no environment repository is configured here to read it: run journal verify with -c naming relcap.yaml", c.seal.Anchor)}
-		case errors.Is(c.anchorErr, ErrTampered):
+		case errors.Is(c.anchorErr, workflow.ErrTampered):
 			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: c.anchorErr.Error()}
 		case c.anchorErr != nil:
 			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf("anchored in %s, which could not be read: %v", c.seal.Anchor, c.anchorErr)}
@@ -191,7 +192,7 @@ func (c *sessionCheck) anchorDisagrees(a AnchoredHead) string {
 	}
 	if c.chainOK && (h.Seq != c.seq || h.Hash != c.lastHash) {
 		return fmt.Sprintf("the journal ends at entry %d (%s), but the head anchored in %s is entry %d (%s): the journal was rewritten after it was anchored",
-			c.seq, ShortHash(c.lastHash), c.anchor, h.Seq, ShortHash(h.Hash))
+			c.seq, workflow.ShortHash(c.lastHash), c.anchor, h.Seq, workflow.ShortHash(h.Hash))
 	}
 	if !c.inLedger {
 		return "" // the ledger check says the row is missing
@@ -199,7 +200,7 @@ func (c *sessionCheck) anchorDisagrees(a AnchoredHead) string {
 	l := c.seal.Head
 	var diffs []string
 	if l.Seq != h.Seq || l.Hash != h.Hash {
-		diffs = append(diffs, fmt.Sprintf("the ledger's head is entry %d (%s), the anchored one entry %d (%s)", l.Seq, ShortHash(l.Hash), h.Seq, ShortHash(h.Hash)))
+		diffs = append(diffs, fmt.Sprintf("the ledger's head is entry %d (%s), the anchored one entry %d (%s)", l.Seq, workflow.ShortHash(l.Hash), h.Seq, workflow.ShortHash(h.Hash)))
 	}
 	for _, f := range []struct{ name, ledger, anchored string }{
 		{"actor", l.Actor, h.Actor}, {"command", l.Command, h.Command}, {"release", l.Release, h.Release}, {"ledger", l.Ledger, h.Ledger},

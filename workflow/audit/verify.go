@@ -1,4 +1,4 @@
-package workflow
+package audit
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -120,12 +121,12 @@ const (
 // it). Neither is tampering, the chain vouching for the entry: both are
 // said as warnings.
 type ApprovalVerification struct {
-	Kind      ApprovalKind `json:"kind"`
-	Env       string       `json:"env"`
-	Subject   string       `json:"subject"`
-	Approver  string       `json:"approver"`
-	Signed    bool         `json:"signed"`
-	Signature VerifyCheck  `json:"signature"`
+	Kind      workflow.ApprovalKind `json:"kind"`
+	Env       string                `json:"env"`
+	Subject   string                `json:"subject"`
+	Approver  string                `json:"approver"`
+	Signed    bool                  `json:"signed"`
+	Signature VerifyCheck           `json:"signature"`
 	// People is the people file revision the approval was verified
 	// against when recorded, "" when it was not recorded (older relcap).
 	// A signature that does not hold against its recorded revision is a
@@ -177,11 +178,11 @@ type JournalVerification struct {
 // found tampered with: the anchor's history, or the anchor unreadable
 // because it was rewritten.
 func (v JournalVerification) Tampered() bool {
-	return len(v.AnchorTampered) > 0 || errors.Is(v.AnchorError, ErrTampered)
+	return len(v.AnchorTampered) > 0 || errors.Is(v.AnchorError, workflow.ErrTampered)
 }
 
 // VerifySessions is VerifyJournals' sessions.
-func (q *Records) VerifySessions(ctx context.Context, ids []string) ([]SessionVerification, error) {
+func (q *Auditor) VerifySessions(ctx context.Context, ids []string) ([]SessionVerification, error) {
 	v, err := q.VerifyJournals(ctx, ids)
 	return v.Sessions, err
 }
@@ -199,15 +200,15 @@ func (q *Records) VerifySessions(ctx context.Context, ids []string) ([]SessionVe
 // fail. A tampered session is a result with Intact false, not an error; a
 // session neither the ledger, the anchor nor the disk knows is an
 // ErrUsage error.
-func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVerification, error) {
+func (q *Auditor) VerifyJournals(ctx context.Context, ids []string) (JournalVerification, error) {
 	if q.sessions == nil {
-		return JournalVerification{}, missingPort("session files")
+		return JournalVerification{}, workflow.MissingPort("session files")
 	}
 	rows, err := q.ledger.Sessions(ctx)
 	if err != nil {
 		return JournalVerification{}, err
 	}
-	byID := make(map[string]Session, len(rows))
+	byID := make(map[string]workflow.Session, len(rows))
 	for _, s := range rows {
 		byID[s.ID] = s
 	}
@@ -255,7 +256,7 @@ func (q *Records) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 		}
 		if !inLedger && !isAnchored {
 			if _, err := q.sessions.JournalLines(ctx, id); err != nil {
-				return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", ErrUsage, id)
+				return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", workflow.ErrUsage, id)
 			}
 		}
 		sv := sessionCheck{q: q, self: self, id: id, inLedger: inLedger, row: row, anchor: out.Anchor, anchorErr: out.AnchorError, history: hist}
@@ -295,11 +296,11 @@ func mergeByID(ids, extra []string) []string {
 
 // sessionCheck is what one session's verification knows.
 type sessionCheck struct {
-	q         *Records
+	q         *Auditor
 	self      string // this ledger's identity
 	id        string
 	inLedger  bool
-	row       Session
+	row       workflow.Session
 	seal      SessionSeal
 	anchored  *AnchoredHead // as the tip holds it, or as first anchored when erased
 	erased    *ErasedAnchor // erased from the anchor by a later commit
@@ -367,8 +368,8 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 	}
 	for _, a := range v.Approvals {
 		subject := a.Subject // a release ID or an application
-		if a.Kind == ApprovePlan {
-			subject = ShortHash(subject) // a fingerprint
+		if a.Kind == workflow.ApprovePlan {
+			subject = workflow.ShortHash(subject) // a fingerprint
 		}
 		what := fmt.Sprintf("%s approval of %s in %s by %s", a.Kind, subject, a.Env, a.Approver)
 		switch {
@@ -394,10 +395,10 @@ func (c *sessionCheck) checkApprovals(ctx context.Context, v *SessionVerificatio
 	}
 	for _, l := range c.lines {
 		var e journal.Entry
-		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != KindApprovalRecorded {
+		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != workflow.KindApprovalRecorded {
 			continue
 		}
-		var rec ApprovalRecorded
+		var rec workflow.ApprovalRecorded
 		if err := json.Unmarshal(e.Data, &rec); err != nil {
 			continue // an entry of another shape; the chain vouched for it
 		}
@@ -433,20 +434,20 @@ func (c *sessionCheck) headSeq() int64 {
 func (c *sessionCheck) checkChain(ctx context.Context, v *SessionVerification) error {
 	lines, err := c.q.sessions.JournalLines(ctx, c.id)
 	v.Journal = JournalFromFile
-	if errors.Is(err, ErrNotFound) && c.copy.Kept {
+	if errors.Is(err, workflow.ErrNotFound) && c.copy.Kept {
 		// Recorded on another machine (or its file removed here): the
 		// ledger's copy is the journal.
 		lines, err, c.fromLedger = c.copy.Lines, nil, true
 		v.Journal = JournalFromLedger
 	}
 	switch {
-	case errors.Is(err, ErrNotFound) && c.headSeq() == 0:
+	case errors.Is(err, workflow.ErrNotFound) && c.headSeq() == 0:
 		c.noFile, c.chainOK = true, true
 		c.lastHash = journal.GenesisHash
 		v.Journal = ""
 		v.Checks.Chain = VerifyCheck{Status: VerifyOK, Detail: "no entries"}
 		return nil
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, workflow.ErrNotFound):
 		c.noFile = true
 		v.Journal = ""
 		reason := fmt.Sprintf("journal file is missing; the ledger's head is entry %d", c.headSeq())
@@ -496,7 +497,7 @@ func (c *sessionCheck) checkLedgerHead(v *SessionVerification) {
 		}
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf(
 			"the ledger has no session %s, but %s %s its head (entry %d, %s, %s by %s): its ledger row was deleted, unless it was recorded in another ledger whose project anchors in the same environment repository (verify it there, or copy that ledger in with relcap ledger migrate)",
-			c.id, c.anchor, holds, h.Seq, ShortHash(h.Hash), h.Command, h.Actor)}
+			c.id, c.anchor, holds, h.Seq, workflow.ShortHash(h.Hash), h.Command, h.Actor)}
 	case !c.chainOK:
 		v.Checks.LedgerHead = VerifyCheck{Status: VerifyUnchecked, Detail: "the journal's chain is broken"}
 	case c.noFile:
@@ -578,9 +579,9 @@ func (c *sessionCheck) checkSignature(ctx context.Context, v *SessionVerificatio
 			"signed by %s with key %s, but no people file is configured here to check it against: run journal verify with -c naming the relcap.yaml whose people: file lists them", sh.Head.Actor, sh.Signature.Key)}
 		return nil
 	}
-	err := c.q.verifier.Verify(ctx, sh.Head.Actor, NamespaceJournal, sh.Head.Statement(), sh.Signature, sh.Head.At)
+	err := c.q.verifier.Verify(ctx, sh.Head.Actor, workflow.NamespaceJournal, sh.Head.Statement(), sh.Signature, sh.Head.At)
 	switch {
-	case errors.Is(err, ErrUsage):
+	case errors.Is(err, workflow.ErrUsage):
 		return fmt.Errorf("verify the signature of session %s: %w", c.id, err)
 	case err != nil:
 		v.Checks.Signature = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf("the head in the %s is not %s's: %v", from, sh.Head.Actor, err)}
@@ -595,14 +596,14 @@ func (c *sessionCheck) checkSignature(ctx context.Context, v *SessionVerificatio
 // was read from the ledger, its session recorded on another machine), a
 // recording that cannot be read here is not a failure: it is returned in
 // unread.
-func (q *Records) verifyRecordings(ctx context.Context, id string, lines []journal.Line, elsewhere bool) (n int, unread []string, p *journal.Problem) {
+func (q *Auditor) verifyRecordings(ctx context.Context, id string, lines []journal.Line, elsewhere bool) (n int, unread []string, p *journal.Problem) {
 	for _, l := range lines {
 		var e journal.Entry
-		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != KindScreenRecorded {
+		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != workflow.KindScreenRecorded {
 			continue // the chain already vouched for every line
 		}
 		n++
-		var rec ScreenRecorded
+		var rec workflow.ScreenRecorded
 		if err := json.Unmarshal(e.Data, &rec); err != nil {
 			return n, unread, &journal.Problem{Seq: e.Seq, Reason: "screen.recorded entry unreadable: " + err.Error()}
 		}

@@ -1,4 +1,4 @@
-package workflow
+package audit
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow"
 )
 
 // SessionHead is a closed session's final journal head: which session,
@@ -60,9 +62,9 @@ func (h SessionHead) Statement() []byte {
 // SealedHead is a session's head with its actor's signature of
 // Head.Statement(), or, when there is none, why (Unsigned).
 type SealedHead struct {
-	Head      SessionHead `json:"head"`
-	Signature Signature   `json:"signature,omitzero"`
-	Unsigned  string      `json:"unsigned,omitempty"`
+	Head      SessionHead        `json:"head"`
+	Signature workflow.Signature `json:"signature,omitzero"`
+	Unsigned  string             `json:"unsigned,omitempty"`
 }
 
 // Signed reports whether the head carries a signature.
@@ -110,11 +112,11 @@ func NewAnchoredHead(s SealedHead) AnchoredHead {
 // it does is journaled: the session's chain ended when it closed, and an
 // entry written now would change the head being signed.
 type HeadSealer struct {
-	Ledger SessionStore
-	Clock  Clock
+	Ledger SealStore
+	Clock  workflow.Clock
 	// Signer signs as the session's actor; nil when the project names no
 	// people file.
-	Signer Signer
+	Signer workflow.Signer
 	// Anchor keeps the sealed head outside the ledger; nil when there is
 	// nowhere to keep it, and NoAnchor says why.
 	Anchor   JournalAnchor
@@ -144,7 +146,7 @@ func (s HeadSealer) Seal(ctx context.Context, id string) (SessionSeal, error) {
 	seal.Head.At = s.Clock.Now()
 	if s.Signer == nil {
 		seal.Unsigned = "the project names no people file (people: in relcap.yaml), so nobody's key signs"
-	} else if sig, err := s.Signer.Sign(ctx, seal.Head.Actor, NamespaceJournal, seal.Head.Statement()); err != nil {
+	} else if sig, err := s.Signer.Sign(ctx, seal.Head.Actor, workflow.NamespaceJournal, seal.Head.Statement()); err != nil {
 		seal.Unsigned = fmt.Sprintf("%s could not sign: %v", seal.Head.Actor, err)
 	} else {
 		seal.Signature = sig

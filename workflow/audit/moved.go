@@ -1,4 +1,4 @@
-package workflow
+package audit
 
 import (
 	"context"
@@ -23,7 +23,7 @@ type MovedSession struct {
 // verified against the old ledger verifies against the new one, and one
 // that did not fails there alike. Both Records should read the journals
 // from the same session files.
-func VerifyMoved(ctx context.Context, before, after *Records, ids []string) ([]MovedSession, error) {
+func VerifyMoved(ctx context.Context, before, after *Auditor, ids []string) ([]MovedSession, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
