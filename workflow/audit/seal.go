@@ -132,9 +132,9 @@ type HeadSealer struct {
 func (s HeadSealer) Seal(ctx context.Context, id string) (SessionSeal, error) {
 	switch {
 	case s.Ledger == nil:
-		return SessionSeal{}, errors.New("workflow: sealing a session needs the ledger")
+		return SessionSeal{}, errors.New("audit: sealing a session needs the ledger")
 	case s.Clock == nil:
-		return SessionSeal{}, errors.New("workflow: sealing a session needs a clock")
+		return SessionSeal{}, errors.New("audit: sealing a session needs a clock")
 	}
 	seal, err := s.Ledger.SessionSeal(ctx, id)
 	if err != nil {
