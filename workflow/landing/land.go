@@ -30,8 +30,8 @@ type PullRequests struct{}
 
 var _ workflow.Lander = PullRequests{}
 
-// landing is one Land call: the core's promotion step and what it lands.
-type landing struct {
+// landingRun is one Land call: the core's promotion step and what it lands.
+type landingRun struct {
 	l   *workflow.Landing
 	r   *workflow.Release // the live release: checkpoints change it
 	env workflow.Environment
@@ -41,7 +41,7 @@ type landing struct {
 // request once, count its reviews, merge it (or wait for a person to), and
 // take the merge commit as EnvCommit.
 func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.StepResult) (workflow.StepResult, error) {
-	run := landing{l: l, r: l.Release(), env: l.Env()}
+	run := landingRun{l: l, r: l.Release(), env: l.Env()}
 	review := run.env.EnvRepo.Review
 	c := run.r.Checkpoints
 	if c.EnvBranch == run.env.EnvRepo.Branch {
@@ -200,14 +200,14 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 }
 
 // title is the run's pull request title, for merge messages.
-func (run landing) title() string {
+func (run landingRun) title() string {
 	r := run.r
 	return PullRequestTitle(PromotionSummary{App: r.App, Env: r.Env, ReleaseID: r.ID, Kind: r.Kind, RollbackOf: r.RollbackOf, Digest: r.Checkpoints.Digest})
 }
 
 // merged lands a merged pull request: its merge commit is the revision
 // Argo CD must sync.
-func (run landing) merged(ctx context.Context, res workflow.StepResult, rec workflow.PullRequestRecord, pr workflow.PullRequest, byRelcap bool) (workflow.StepResult, error) {
+func (run landingRun) merged(ctx context.Context, res workflow.StepResult, rec workflow.PullRequestRecord, pr workflow.PullRequest, byRelcap bool) (workflow.StepResult, error) {
 	if pr.MergeCommit == "" {
 		return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("pull request #%d is merged but the forge names no merge commit; relcap resume %s reads it again", pr.Number, run.r.ID)
 	}
@@ -248,7 +248,7 @@ func awaiting(res workflow.StepResult, msg string) workflow.StepResult {
 
 // prBlocked stops the promotion on what the pull request became, saying
 // what to do next, and journals it.
-func (run landing) prBlocked(ctx context.Context, res workflow.StepResult, rec workflow.PullRequestRecord, sentinel error, reason, next string) (workflow.StepResult, error) {
+func (run landingRun) prBlocked(ctx context.Context, res workflow.StepResult, rec workflow.PullRequestRecord, sentinel error, reason, next string) (workflow.StepResult, error) {
 	if err := run.l.Checkpoint(ctx, func(c *workflow.Checkpoints) { c.PullRequest = &rec }); err != nil {
 		return workflow.StepResult{}, err
 	}
@@ -260,7 +260,7 @@ func (run landing) prBlocked(ctx context.Context, res workflow.StepResult, rec w
 	return b, nil
 }
 
-func (run landing) journalPRBlocked(ctx context.Context, number int, reason, next string) error {
+func (run landingRun) journalPRBlocked(ctx context.Context, number int, reason, next string) error {
 	return run.l.Journal(ctx, workflow.PromotionPRBlocked{Release: run.r.ID, Number: number, Reason: reason, NextAction: next})
 }
 
