@@ -138,6 +138,49 @@ type PullRequest struct {
 	MergedAt    time.Time `json:"merged_at,omitzero"`
 }
 
+// ForgePollInterval is how often the cockpit re-reads a pull request that
+// waits for review or merge on the forge (Service.ForgeMoved), re-running
+// the promotion step when it moved.
+const ForgePollInterval = 5 * time.Second
+
+// PullRequestRecord is what a release keeps of its pull request.
+type PullRequestRecord struct {
+	Forge  ForgeKind `json:"forge"`
+	Number int       `json:"number"`
+	URL    string    `json:"url"`
+	Head   string    `json:"head"` // the relcap branch
+	Base   string    `json:"base"` // the environment branch
+	// HeadSHA is the head commit as last read; Reviews the reviews as last
+	// counted against it.
+	HeadSHA string           `json:"head_sha,omitempty"`
+	State   PullRequestState `json:"state,omitempty"`
+	Reviews []ReviewVerdict  `json:"reviews,omitempty"`
+	// MergeCommit, MergedBy and ByRelcap, once merged.
+	MergeCommit string `json:"merge_commit,omitempty"`
+	MergedBy    string `json:"merged_by,omitempty"`
+	ByRelcap    bool   `json:"by_relcap,omitempty"`
+	// NotReady is the forge's last reason for not merging (ErrForgeNotReady)
+	// and NotReadyAt when it said so: the Lander's Moved asks again after a
+	// while, as a required check may pass without anything relcap reads
+	// changing.
+	NotReady   string    `json:"not_ready,omitempty"`
+	NotReadyAt time.Time `json:"not_ready_at,omitzero"`
+}
+
+// ReviewVerdict is one forge account's latest review and whether it
+// counts as a promotion approval, and why not.
+type ReviewVerdict struct {
+	Login     string      `json:"login"`
+	Principal string      `json:"principal"`
+	State     ReviewState `json:"state"`
+	Commit    string      `json:"commit"`
+	Counted   bool        `json:"counted"`
+	Why       string      `json:"why,omitempty"`
+	// Comment is the first line of what the reviewer wrote, clipped: the
+	// captain sees why changes were requested without leaving relcap.
+	Comment string `json:"comment,omitempty"`
+}
+
 // ReviewState is a forge review's verdict.
 type ReviewState string
 

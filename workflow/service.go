@@ -32,6 +32,9 @@ type Deps struct {
 	// pull requests (envrepo.review.via: pull_request); nil where none
 	// does.
 	Forges ForgeOpener
+	// Lander lands a promotion's pinned change through the forge's pull
+	// request (workflow/landing); nil where no environment's does.
+	Lander Lander
 	// PlanVault shares saved plans through the team store; nil (SQLite)
 	// keeps them on this machine alone.
 	PlanVault PlanVault

@@ -135,7 +135,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 	}
 	if run.env.EnvRepo.Review.PullRequests() && !run.r.Checkpoints.Landed() {
 		// The forge reviews and merges the change (envrepo.review).
-		return run.landByPullRequest(ctx, res)
+		return run.landByReview(ctx, res)
 	}
 	if rule := run.env.Approvals.Rule(ApprovePromotion); rule.Required > 0 && !run.env.EnvRepo.Review.PullRequests() {
 		// Approvers review the pinned change itself, so the check comes

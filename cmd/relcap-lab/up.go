@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,8 +18,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-
-	"github.com/relcap/relcap/adapters/signing"
 )
 
 // ReconciliationTimeout is how often the lab's Argo CD looks at Git
@@ -45,94 +41,6 @@ type UpOptions struct {
 	// Gitea also runs the lab's Gitea (StartGitea), built on first use.
 	Gitea bool
 	Out   io.Writer
-}
-
-// launcher starts components and records each in the state file at once,
-// so that a failed or interrupted `up` leaves a state `down` can clean.
-type launcher struct {
-	dir   string
-	out   io.Writer
-	start time.Time
-
-	mu    sync.Mutex
-	state State
-	procs []*running
-}
-
-func (l *launcher) launch(c Component) (*running, error) {
-	r, err := start(l.dir, c)
-	if err != nil {
-		return nil, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.procs = append(l.procs, r)
-	l.state.Processes = append(l.state.Processes, r.Process)
-	return r, WriteState(l.dir, l.state)
-}
-
-// launchReady starts the components together and waits until all are
-// ready; any that fails to start or dies is reported with its log.
-func (l *launcher) launchReady(ctx context.Context, timeout time.Duration, cs ...Component) error {
-	t := time.Now()
-	rs := make([]*running, len(cs))
-	for i, c := range cs {
-		r, err := l.launch(c)
-		if err != nil {
-			return err
-		}
-		rs[i] = r
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	errs := make([]error, len(cs))
-	var wg sync.WaitGroup
-	for i := range cs {
-		wg.Go(func() { errs[i] = rs[i].waitReady(ctx, cs[i].Ready) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	names := make([]string, len(cs))
-	for i, c := range cs {
-		names[i] = c.Name
-	}
-	l.logf("%s ready in %s", strings.Join(names, ", "), since(t))
-	return nil
-}
-
-// logf prints one progress line with the time since `up` began.
-func (l *launcher) logf(format string, args ...any) {
-	fmt.Fprintf(l.out, "[%6.1fs] %s\n", time.Since(l.start).Seconds(), fmt.Sprintf(format, args...))
-}
-
-// allRunning fails, with its log, for any component that passed its
-// readiness check and died later during start-up.
-func (l *launcher) allRunning() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var errs []error
-	for _, r := range l.procs {
-		select {
-		case <-r.exited:
-			errs = append(errs, fmt.Errorf("%s exited during start-up (%v); last lines of %s:\n%s", r.Name, r.err, r.Log, logTail(r.Log, 25)))
-		default:
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// abort stops everything started so far, newest first, and keeps the
-// directory (and its logs) for the post-mortem.
-func (l *launcher) abort() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i := len(l.procs) - 1; i >= 0; i-- {
-		if err := stop(l.procs[i].Process, 5*time.Second); err != nil {
-			fmt.Fprintf(l.out, "relcap-lab: %v\n", err)
-		}
-	}
 }
 
 // Up starts a lab in o.Dir and returns once Argo CD serves and the lab's
@@ -407,26 +315,6 @@ func Up(ctx context.Context, o UpOptions) (err error) {
 	return nil
 }
 
-// checkFreeDir refuses a directory that holds a lab's state (running or
-// not) or anything else: up never mixes two labs or overwrites files.
-func checkFreeDir(dir string) error {
-	if st, err := ReadState(dir); err == nil {
-		for _, p := range st.Processes {
-			if alive(p) {
-				return fmt.Errorf("a lab is already up in %s (%s is pid %d): relcap-lab down --dir %s first", dir, p.Name, p.PID, dir)
-			}
-		}
-		return fmt.Errorf("%s holds the state of a stopped lab: relcap-lab down --dir %s removes it", dir, dir)
-	} else if !errors.Is(err, errNoLab) {
-		return err
-	}
-	entries, err := os.ReadDir(dir)
-	if err == nil && len(entries) > 0 {
-		return fmt.Errorf("%s is not empty and holds no lab: pick another --dir or remove it", dir)
-	}
-	return nil
-}
-
 // setupCluster registers the image webhook (before Argo CD creates any
 // app Pod), creates Argo CD's namespace, CRDs (server-side: they are too
 // big for the last-applied annotation) and base configuration, and the
@@ -478,55 +366,6 @@ func readyNode(ctx context.Context, kc kubectl, timeout time.Duration, l *launch
 	}
 	l.logf("node %s Ready and schedulable in %s", NodeName, since(t))
 	return nil
-}
-
-// writeLabFiles writes what a user of the lab needs into its directory.
-func writeLabFiles(lab Lab) error {
-	people, err := writeLabPeople(lab.Dir)
-	if err != nil {
-		return err
-	}
-	files := map[string]string{
-		PeopleFile:       people,
-		"argocd-token":   lab.ArgoToken + "\n",
-		"relcap.yaml":    RenderRelcapConfig(lab),
-		"ownership.yaml": RenderOwnership(),
-		"lab.env":        RenderEnvFile(lab.EnvVars()),
-		"terraform.rc":   RenderTerraformCLIConfig(lab.TFMirror),
-	}
-	for _, env := range Envs {
-		files[filepath.Join("infra", env, "main.tf")] = RenderTerraformRoot(env)
-	}
-	if lab.Gitea != nil {
-		if err := writeGiteaCredentials(lab); err != nil {
-			return err
-		}
-	}
-	for name, content := range files {
-		p := filepath.Join(lab.Dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
-		}
-	}
-	return nil
-}
-
-// writeGiteaCredentials writes the git credential store lab.env points
-// git's credential helper at: the captain's token for the lab's Gitea.
-func writeGiteaCredentials(lab Lab) error {
-	captain, ok := lab.Gitea.User(GiteaCaptain)
-	if !ok {
-		return fmt.Errorf("the lab's Gitea has no %s account", GiteaCaptain)
-	}
-	u, err := url.Parse(lab.Gitea.URL)
-	if err != nil {
-		return fmt.Errorf("gitea URL %q: %w", lab.Gitea.URL, err)
-	}
-	u.User = url.UserPassword(captain.Login, captain.Token)
-	return os.WriteFile(lab.giteaCredentials(), []byte(u.String()+"\n"), 0o600)
 }
 
 // waitApps waits until every seeded Application is Synced and Healthy.
@@ -624,30 +463,4 @@ func argoComponents(v Variant, lab Lab, api argoAPI, bin func(string) string) []
 			"--metrics-port", strconv.Itoa(ports.ControllerMetrics),
 		}, Ready: httpProbe(nil, "http://"+loop(ports.ControllerMetrics)+"/healthz", "", "")},
 	}
-}
-
-// writeLabPeople makes (once; a lab brought up again keeps them) an SSH key
-// for each of the lab's people under dir/people and returns the people file
-// that gives each their key.
-func writeLabPeople(dir string) (string, error) {
-	keys := filepath.Join(dir, "people")
-	if err := os.MkdirAll(keys, 0o700); err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	b.WriteString("# The lab's people (relcap-lab up): principal and SSH public key.\n")
-	for _, who := range labPeople() {
-		key := filepath.Join(keys, who)
-		line, err := os.ReadFile(key + ".pub")
-		if errors.Is(err, fs.ErrNotExist) {
-			var made string
-			made, err = signing.GenerateKeyFile(key, who+"@relcap-lab")
-			line = []byte(made)
-		}
-		if err != nil {
-			return "", fmt.Errorf("key for %s: %w", who, err)
-		}
-		b.WriteString(who + " " + strings.TrimSpace(string(line)) + "\n")
-	}
-	return b.String(), nil
 }

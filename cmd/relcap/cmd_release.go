@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/landing"
 )
 
 // flowDeps wires every stage's adapter for a release run.
@@ -29,7 +30,7 @@ func (a *app) flowDeps(p *workflow.Project, timeout time.Duration) (workflow.Dep
 	return workflow.Deps{
 		Ownership: a.ownershipSources(p, tf), Planner: tf, Applier: tf,
 		Registry: reg, EnvRepo: repo, Convergence: argo, ConvergeTimeout: timeout,
-		Forges: a.forges(), Commands: execCommands{},
+		Forges: a.forges(), Lander: landing.PullRequests{}, Commands: execCommands{},
 	}, nil
 }
 

@@ -1,4 +1,4 @@
-package workflow_test
+package landing_test
 
 import (
 	"context"
@@ -12,10 +12,45 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/landing"
+	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// testProject is the core's test project (workflow's service_test.go):
+// staging then prod, plan approvals by someone other than the author.
+func testProject(planApprovals int) *workflow.Project {
+	env := func(name string) workflow.Environment {
+		return workflow.Environment{
+			Name:      name,
+			Terraform: workflow.TerraformTarget{Dir: "/infra/" + name, Workspace: "default"},
+			Registry:  workflow.RegistryTarget{Repository: "registry.test/" + name + "/web", RequireSignature: name == "prod"},
+			EnvRepo:   workflow.EnvRepoTarget{Path: "/env", Branch: "main", File: "apps/web/" + name + "/kustomization.yaml", Image: "web", Format: workflow.FormatKustomize},
+			ArgoCD:    workflow.ArgoCDTarget{Server: "argocd.test:443", App: "web-" + name},
+			Approvals: workflow.ApprovalPolicy{Plan: planApprovals, DistinctFromAuthor: true},
+		}
+	}
+	return &workflow.Project{
+		File: "/repo/relcap.yaml", App: "web",
+		Ownership: ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{
+			{Line: 3, Match: ownership.Match{TerraformType: "aws_*"}, Owner: ownership.OwnerTerraform},
+			{Line: 5, Match: ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: ownership.OwnerArgoCD},
+		}},
+		Environments: []workflow.Environment{env("staging"), env("prod")},
+		Classify:     workflow.DefaultClassify(),
+		Effort:       workflow.EffortPolicy{IdleThreshold: 2 * time.Minute, BaselineHoursPerRelease: 3},
+	}
+}
+
+// process is one relcap process: a Service over a shared world and ledger.
+type process struct {
+	svc     *workflow.Service
+	journal *workflowtest.Journal
+}
 
 // prProject is testProject with staging's changes reviewed through pull
 // requests: one approving review, by someone other than the captain.
@@ -55,7 +90,7 @@ func (pw *prWorld) process(t *testing.T, actor string) process {
 		Planner:   tf, Applier: tf,
 		Registry: workflowtest.Registry{W: pw.w}, EnvRepo: workflowtest.EnvRepo{W: pw.w},
 		Convergence: workflowtest.Convergence{W: pw.w}, ConvergeTimeout: time.Minute,
-		Forges: &workflowtest.FakeForgeOpener{Forge: pw.forge},
+		Forges: &workflowtest.FakeForgeOpener{Forge: pw.forge}, Lander: landing.PullRequests{},
 	})
 	require.NoError(t, err)
 	return process{svc: svc, journal: j}
@@ -229,7 +264,7 @@ func TestForgeProtectionSpokenAtMergeIsAWaitNotABlock(t *testing.T) {
 	moved, err := captain.svc.ForgeMoved(ctx, r.ID)
 	require.NoError(t, err)
 	require.False(t, moved, "nothing changed on the forge: no new merge attempt every poll")
-	pw.clock.Advance(workflow.ForgeRetryInterval)
+	pw.clock.Advance(landing.ForgeRetryInterval)
 	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
 	require.NoError(t, err)
 	require.True(t, moved, "a minute later the merge is tried again (a required check may have passed)")
@@ -323,7 +358,7 @@ func TestReviewCommentIsTheBodysFirstLineMadeSafe(t *testing.T) {
 	env := prProject(nil).Environments[0]
 	pr := workflow.PullRequest{Number: 1, HeadSHA: "h", Author: "relcap-bot"}
 	long := strings.Repeat("x", 300)
-	vs := workflow.CountForgeReviews(env, "alice", pr, []workflow.ForgeReview{
+	vs := landing.CountForgeReviews(env, "alice", pr, []workflow.ForgeReview{
 		{Login: "bob-forge", State: workflow.ReviewChangesRequested, CommitSHA: "h", Body: "\n  freeze until 17:00\x1b[2J\nsecond line"},
 		{Login: "carol", State: workflow.ReviewApproved, CommitSHA: "h", Body: long},
 	})
@@ -361,17 +396,17 @@ func TestRollbackGoesThroughAPullRequest(t *testing.T) {
 func TestProductionNeedsAForgeReviewEvenWithoutApprovalsPromotion(t *testing.T) {
 	t.Parallel()
 	env := workflow.Environment{Name: "prod", Production: true}
-	require.Equal(t, 1, workflow.RequiredForgeReviews(env))
+	require.Equal(t, 1, landing.RequiredForgeReviews(env))
 	env.Approvals.Promotion = 2
-	require.Equal(t, 2, workflow.RequiredForgeReviews(env))
-	require.Zero(t, workflow.RequiredForgeReviews(workflow.Environment{Name: "staging"}))
+	require.Equal(t, 2, landing.RequiredForgeReviews(env))
+	require.Zero(t, landing.RequiredForgeReviews(workflow.Environment{Name: "staging"}))
 }
 
 func TestCountForgeReviewsTakesEachPersonsLatestVerdict(t *testing.T) {
 	t.Parallel()
 	env := prProject(nil).Environments[0]
 	pr := workflow.PullRequest{Number: 1, HeadSHA: "bbbb", Author: "relcap-bot"}
-	got := workflow.CountForgeReviews(env, "alice", pr, []workflow.ForgeReview{
+	got := landing.CountForgeReviews(env, "alice", pr, []workflow.ForgeReview{
 		{Login: "bob-forge", State: workflow.ReviewApproved, CommitSHA: "bbbb"},
 		{Login: "bob-forge", State: workflow.ReviewChangesRequested, CommitSHA: "bbbb"},
 		{Login: "carol", State: workflow.ReviewApproved, CommitSHA: "aaaa"},
@@ -392,12 +427,12 @@ func TestPullRequestBodyGolden(t *testing.T) {
 	t.Parallel()
 	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("ab", 32))
 	require.NoError(t, err)
-	body := workflow.PullRequestBody(workflow.PromotionSummary{
+	body := landing.PullRequestBody(landing.PromotionSummary{
 		App: "web", Env: "prod", ReleaseID: "web-prod-20261130T090000Z", Kind: workflow.KindRelease, Captain: "alice",
 		Digest: d, Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/prod/web",
 		Platforms: workflow.Platforms{"linux/amd64", "linux/arm64"}, Signed: true, Carried: workflow.ReferrerKinds{"signature", "attestation"},
 		UpstreamEnv: "staging", Upstream: &workflow.ConvergenceRecord{ReleaseID: "web-staging-20261129T080000Z", Revision: strings.Repeat("c", 40), At: t0.Add(-time.Hour)},
-		Plan:      workflow.PlanEvidence{Fingerprint: strings.Repeat("f", 64), Applied: workflow.Applied{Done: true, StateSerial: 7}},
+		Plan:      landing.PlanEvidence{Fingerprint: strings.Repeat("f", 64), Applied: workflow.Applied{Done: true, StateSerial: 7}},
 		Ownership: &workflow.OwnershipChecked{Objects: 12, Findings: 0},
 		Branch:    "relcap/prod/web-prod-20261130T090000Z", Base: "main", Commit: strings.Repeat("d", 40),
 		Diff: "--- a/apps/web/prod/kustomization.yaml\n+++ b/apps/web/prod/kustomization.yaml\n-    digest: sha256:old\n+    digest: " + d.String() + "\n",
@@ -408,7 +443,7 @@ func TestPullRequestBodyGolden(t *testing.T) {
 		require.NoError(t, os.WriteFile(golden, []byte(body), 0o644))
 	}
 	want, err := os.ReadFile(golden)
-	require.NoError(t, err, "run go test ./workflow -run TestPullRequestBodyGolden -update to write it")
+	require.NoError(t, err, "run go test ./workflow/landing -run TestPullRequestBodyGolden -update to write it")
 	require.Equal(t, string(want), body)
 }
 
@@ -460,7 +495,7 @@ func TestNothingToReviewWhenTheEnvironmentBranchPinsTheDigestAlready(t *testing.
 	svc, err := workflow.NewService(workflow.Deps{Project: pw.p, Ledger: pw.l, Journal: j, Clock: pw.clock, Actor: "alice",
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: pw.w}}, Planner: tf, Applier: tf,
 		Registry: workflowtest.Registry{W: pw.w}, EnvRepo: alreadyPinnedRepo{workflowtest.EnvRepo{W: pw.w}},
-		Convergence: workflowtest.Convergence{W: pw.w}, ConvergeTimeout: time.Minute, Forges: &workflowtest.FakeForgeOpener{Forge: pw.forge}})
+		Convergence: workflowtest.Convergence{W: pw.w}, ConvergeTimeout: time.Minute, Forges: &workflowtest.FakeForgeOpener{Forge: pw.forge}, Lander: landing.PullRequests{}})
 	require.NoError(t, err)
 	r, err := svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
