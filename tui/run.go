@@ -150,7 +150,7 @@ func Run(ctx context.Context, opts Options) error {
 	// Whatever ended the program, a run that was going has been cancelled
 	// (by quit or by ctx); wait for it to save so the release resumes.
 	cancelRuns()
-	root.runs.closeAndWait()
+	root.runs.CloseAndWait()
 	ferr := opts.Service.FlushEffort(context.WithoutCancel(ctx), opts.ReleaseID)
 	var rerr error
 	if rec != nil {
