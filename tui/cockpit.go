@@ -22,6 +22,7 @@ import (
 	"github.com/relcap/relcap/tui/screen/ownership"
 	"github.com/relcap/relcap/tui/screen/plan"
 	"github.com/relcap/relcap/tui/screen/promote"
+	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
@@ -45,6 +46,12 @@ type Model struct {
 	promote   promote.Model
 	converge  converge.Model
 	report    effortscreen.Model
+	// rehearsal is the rehearsal route's screen (relcap rehearse), set
+	// only when the cockpit opened on it; see asRehearsal.
+	rehearsal rehearse.Model
+	// booked are the drills' releases the captain's effort went to on the
+	// rehearsal route, for RunRehearsal to flush.
+	booked *bookedReleases
 
 	release *workflow.Release
 	loadErr error
@@ -109,6 +116,9 @@ func (m Model) Err() error {
 // Init asks for the background colour, loads the release and starts the
 // clock; the first run starts once the release is loaded.
 func (m Model) Init() tea.Cmd {
+	if m.active == scrRehearse {
+		return tea.Batch(tea.RequestBackgroundColor, m.rehearsal.Init(), tick())
+	}
 	return tea.Batch(tea.RequestBackgroundColor, m.loadRelease(), tick())
 }
 
@@ -118,7 +128,11 @@ func (m Model) Init() tea.Cmd {
 // when the captain has moved to another screen).
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	active, full := m.active, m.help.ShowAll
-	nm, cmd := m.update(msg)
+	update := Model.update
+	if m.active == scrRehearse {
+		update = Model.updateRehearsal
+	}
+	nm, cmd := update(m, msg)
 	if nm.active != active || nm.help.ShowAll != full {
 		// The help's height depends on the screen and on ?.
 		nm.layout()

@@ -21,6 +21,9 @@ const (
 	numScreens
 	// scrEffort is opened with e; it is not a step, so it has no tab.
 	scrEffort = numScreens
+	// scrRehearse is the rehearsal route (relcap rehearse): the cockpit
+	// opens on it and stays there; see asRehearsal.
+	scrRehearse = numScreens + 1
 )
 
 var screenTitles = [numScreens]string{"Map", "1 Ownership", "2 Plan", "3 Promotion", "4 Convergence"}
@@ -82,6 +85,8 @@ func (m Model) updateActive(msg tea.Msg) (Model, tea.Cmd) {
 		m.converge, cmd = m.converge.Update(msg)
 	case scrEffort:
 		m.report, cmd = m.report.Update(msg)
+	case scrRehearse:
+		m.rehearsal, cmd = m.rehearsal.Update(msg)
 	}
 	return m, cmd
 }
@@ -97,6 +102,7 @@ func (m *Model) layout() {
 	m.promote.SetSize(bw, bh)
 	m.converge.SetSize(bw, bh)
 	m.report.SetSize(bw, bh)
+	m.rehearsal.SetSize(bw, bh)
 }
 
 func (m Model) helpHeight() int {
@@ -112,6 +118,7 @@ func (m *Model) setTheme(th theme.Theme) {
 	m.promote.SetTheme(th)
 	m.converge.SetTheme(th)
 	m.report.SetTheme(th)
+	m.rehearsal.SetTheme(th)
 }
 
 // currentStep is the step the status bar names and effort is booked to.
