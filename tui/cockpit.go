@@ -2,7 +2,9 @@
 // over workflow.Service that walks one release through problem → boundary
 // → decision → evidence. The root model here routes between one model per
 // screen (tui/screen/...), owns the release run stream, the status bar,
-// help and notices, and holds no business logic.
+// help and notices, and holds no business logic. It is relcap's one
+// program root: relcap review opens it on the screen under review, and
+// relcap rehearse on its rehearsal route (rehearse.go).
 package tui
 
 import (
@@ -113,8 +115,9 @@ func (m Model) Err() error {
 	return m.runErr
 }
 
-// Init asks for the background colour, loads the release and starts the
-// clock; the first run starts once the release is loaded.
+// Init asks for the background colour, loads the release (on the
+// rehearsal route, the first drill's preview) and starts the clock; the
+// first run starts once the release is loaded.
 func (m Model) Init() tea.Cmd {
 	if m.active == scrRehearse {
 		return tea.Batch(tea.RequestBackgroundColor, m.rehearsal.Init(), tick())
