@@ -2,13 +2,13 @@
 // over workflow.Service that walks one release through problem → boundary
 // → decision → evidence. The root model here routes between one model per
 // screen (tui/screen/...), owns the release run stream, the status bar,
-// help and notices, and holds no business logic.
+// help and notices, and holds no business logic. It is relcap's one
+// program root: relcap review opens it on the screen under review, and
+// relcap rehearse on its rehearsal route (rehearse.go).
 package tui
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -24,41 +24,11 @@ import (
 	"github.com/relcap/relcap/tui/screen/ownership"
 	"github.com/relcap/relcap/tui/screen/plan"
 	"github.com/relcap/relcap/tui/screen/promote"
+	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
 )
-
-// screenID names a screen of the cockpit.
-type screenID int
-
-const (
-	scrHome screenID = iota
-	scrOwnership
-	scrPlan
-	scrPromote
-	scrConverge
-	numScreens
-	// scrEffort is opened with e; it is not a step, so it has no tab.
-	scrEffort = numScreens
-)
-
-var screenTitles = [numScreens]string{"Map", "1 Ownership", "2 Plan", "3 Promotion", "4 Convergence"}
-
-// stepScreen is the screen that shows a step.
-func stepScreen(k workflow.StepKind) screenID {
-	switch k {
-	case workflow.StepOwnership:
-		return scrOwnership
-	case workflow.StepPlanReview, workflow.StepApply:
-		return scrPlan
-	case workflow.StepPromotion:
-		return scrPromote
-	case workflow.StepConvergence:
-		return scrConverge
-	}
-	return scrHome
-}
 
 // Model is the cockpit's root model.
 type Model struct {
@@ -78,6 +48,12 @@ type Model struct {
 	promote   promote.Model
 	converge  converge.Model
 	report    effortscreen.Model
+	// rehearsal is the rehearsal route's screen (relcap rehearse), set
+	// only when the cockpit opened on it; see asRehearsal.
+	rehearsal rehearse.Model
+	// booked are the drills' releases the captain's effort went to on the
+	// rehearsal route, for RunRehearsal to flush.
+	booked *bookedReleases
 
 	release *workflow.Release
 	loadErr error
@@ -97,7 +73,7 @@ type Model struct {
 	quitting   bool
 	// runs is shared by every copy of the model, so Run can wait for the
 	// last run to persist its state before returning.
-	runs *runTracker
+	runs *screen.Runs
 
 	// review, when set, makes this an approver's review of the release
 	// (relcap review): no run, the screen under review, the approver's
@@ -121,53 +97,10 @@ func New(ctx context.Context, svc *workflow.Service, reports effortscreen.Port, 
 		svc: svc, ctx: ctx, releaseID: releaseID, th: th, km: km, help: help.New(), now: time.Now,
 		home: home.New(svc, th, km), ownership: ownership.New(svc, svc.Project().OwnershipFile, th, km),
 		plan: plan.New(svc, th, km), promote: promote.New(svc, th, km), converge: converge.New(th, km), report: effortscreen.New(reports, th, km),
-		runs: &runTracker{},
+		runs: &screen.Runs{},
 	}
 	m.help.Styles = th.Help
 	return m
-}
-
-// ReviewTarget is what an approver's review screen shows.
-type ReviewTarget int
-
-// Review targets.
-const (
-	NoReview        ReviewTarget = iota
-	ReviewPlan                   // relcap review --plan FP
-	ReviewPromotion              // relcap review --release ID
-)
-
-// asReview turns the cockpit into an approver's review of t: the release
-// is never run from here, the plan screen offers no apply, and the time
-// spent is the approver's effort on the step under review.
-func (m Model) asReview(t ReviewTarget) Model {
-	m.review = t
-	m.plan = m.plan.AsReview()
-	m.active = scrPlan
-	if t == ReviewPromotion {
-		m.active = scrPromote
-	}
-	return m
-}
-
-// waitingFor is what a release stopped on, as the run that stopped it
-// said, for a review, which runs nothing: the screens decide from it
-// whether an approval is what the release waits for.
-func waitingFor(r *workflow.Release) error {
-	k, ok := r.Current()
-	if !ok {
-		return nil
-	}
-	st := r.Step(k)
-	switch {
-	case st.Status != workflow.Blocked:
-		return nil
-	case k == workflow.StepPromotion && r.Checkpoints.PullRequest != nil:
-		return fmt.Errorf("%w: %s", workflow.ErrAwaitingForge, st.Message)
-	case k == workflow.StepPromotion && r.Checkpoints.EnvPinned != "" || k == workflow.StepPlanReview:
-		return fmt.Errorf("%w: %s", workflow.ErrApprovalRequired, st.Message)
-	}
-	return nil
 }
 
 // Release is the latest snapshot of the release, or nil before it loads.
@@ -182,9 +115,13 @@ func (m Model) Err() error {
 	return m.runErr
 }
 
-// Init asks for the background colour, loads the release and starts the
-// clock; the first run starts once the release is loaded.
+// Init asks for the background colour, loads the release (on the
+// rehearsal route, the first drill's preview) and starts the clock; the
+// first run starts once the release is loaded.
 func (m Model) Init() tea.Cmd {
+	if m.active == scrRehearse {
+		return tea.Batch(tea.RequestBackgroundColor, m.rehearsal.Init(), tick())
+	}
 	return tea.Batch(tea.RequestBackgroundColor, m.loadRelease(), tick())
 }
 
@@ -194,7 +131,11 @@ func (m Model) Init() tea.Cmd {
 // when the captain has moved to another screen).
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	active, full := m.active, m.help.ShowAll
-	nm, cmd := m.update(msg)
+	update := Model.update
+	if m.active == scrRehearse {
+		update = Model.updateRehearsal
+	}
+	nm, cmd := update(m, msg)
 	if nm.active != active || nm.help.ShowAll != full {
 		// The help's height depends on the screen and on ?.
 		nm.layout()
@@ -367,271 +308,11 @@ func (m Model) quit() (Model, tea.Cmd) {
 	return m, tea.Sequence(m.flushEffort(), tea.Quit)
 }
 
-// beginRun continues the release from its first unfinished step. It runs
-// to the end of plan review first, so the captain reviews a plan before it
-// is applied (and confirms a destructive one) on the plan screen.
-func (m *Model) beginRun() tea.Cmd {
-	if m.review != NoReview {
-		return nil // a review never drives the release
-	}
-	if m.running || m.quitting || m.release == nil || m.release.Status.Done() {
-		return nil
-	}
-	cur, ok := m.release.Current()
-	if !ok {
-		return nil
-	}
-	last := workflow.StepConvergence
-	switch {
-	case cur <= workflow.StepPlanReview:
-		last = workflow.StepPlanReview
-	case plan.NeedsReview(m.release) && m.reviewedPlan != m.release.Checkpoints.Fingerprint:
-		m.active = scrPlan
-		notice := "review the plan, then press enter to apply it"
-		if m.approvedBy != "" {
-			notice = "approved by " + m.approvedBy + ": " + notice
-			m.approvedBy = ""
-		}
-		m.setNotice(notice, false)
-		return nil
-	}
-	m.gen++
-	ctx, cancel := context.WithCancel(m.ctx)
-	m.cancel, m.running, m.runErr = cancel, true, nil
-	*m = m.broadcastInPlace(screen.RunStateMsg{Running: true, Release: m.release})
-	return m.startRun(ctx, m.gen, last)
-}
-
-// event applies one release event and re-arms the stream.
-func (m Model) event(msg runEventMsg) (Model, tea.Cmd) {
-	if msg.gen != m.gen {
-		return m, nil
-	}
-	e := msg.event
-	if e.Release != nil {
-		m.release = e.Release
-	}
-	if e.Kind == workflow.EventStepStarted && !m.quitting {
-		// Follow the run: show the step that just started, and book the
-		// captain's time from now on to it (if they are still engaged).
-		m.active = stepScreen(e.Step)
-		m.svc.Follow(m.releaseID, e.Step)
-	}
-	m, cmd := m.broadcast(screen.EventMsg{Event: e})
-	return m, tea.Batch(cmd, waitNext(msg.stream))
-}
-
-// finished handles the end of a run: continue past plan review, stop for
-// a person, or show the failure on its step's screen.
-func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
-	if msg.gen != m.gen {
-		return m, nil
-	}
-	m.running, m.cancel = false, nil
-	if msg.release != nil {
-		m.release = msg.release
-	}
-	m.runErr = msg.err
-	if m.release != nil && m.release.Step(workflow.StepApply).Status == workflow.Failed {
-		// The captain reviews again whatever plan the retry keeps: the
-		// failed apply may have changed what it does.
-		m.reviewedPlan = ""
-	}
-	if m.quitting && errors.Is(msg.err, context.Canceled) {
-		// Interrupted on purpose: the release is saved and resumable.
-		m.runErr = nil
-	}
-	if m.quitting {
-		// The run has saved its state; now it is safe to leave.
-		m, cmd := m.broadcast(screen.RunStateMsg{Release: m.release, Err: msg.err})
-		return m, tea.Sequence(cmd, m.flushEffort(), tea.Quit)
-	}
-	m, cmd := m.broadcast(screen.RunStateMsg{Release: m.release, Err: msg.err})
-	cur, unfinished := m.release.Current()
-	switch {
-	case msg.err == nil && unfinished:
-		// RunUntil stopped after plan review: go on unless the plan
-		// needs the captain's eyes first.
-		return m, tea.Batch(cmd, m.beginRun())
-	case msg.err == nil:
-		m.active = scrHome
-		m.setNotice("release "+m.release.ID+" converged", false)
-	case errors.Is(msg.err, workflow.ErrAwaitingForge):
-		// Reviews and merges on the forge reach no ledger: poll the
-		// forge and re-run the step (it reads the pull request once and
-		// returns) when it moved, until it lands or blocks for a person.
-		m.active = stepScreen(cur)
-		m.setNotice(fmt.Sprintf("waiting on the forge: %s (re-checked every %s)", firstLine(msg.err.Error()), workflow.ForgePollInterval), true)
-		return m, tea.Batch(cmd, m.pollForge(m.gen))
-	case errors.Is(msg.err, workflow.ErrApprovalRequired):
-		// Wait for the approvers where they are: the run goes on by
-		// itself once their approvals are in the ledger.
-		m.active = stepScreen(cur)
-		m.setNotice("waiting for approval: "+firstLine(msg.err.Error()), true)
-		return m, tea.Batch(cmd, m.awaitApprovals(m.gen, -1))
-	case errors.Is(msg.err, workflow.ErrBlocked):
-		m.active = stepScreen(cur)
-		m.setNotice("blocked: "+firstLine(msg.err.Error()), true)
-	default:
-		m.active = stepScreen(cur)
-		retry := "r retries"
-		var failedApply *workflow.ApplyFailedError
-		if errors.As(msg.err, &failedApply) {
-			// Its first line is the next safe action; r reviews a plan again.
-			msg.err, retry = failedApply, "r plans again"
-		}
-		m.setNotice("failed: "+firstLine(msg.err.Error())+" ("+retry+")", true)
-	}
-	return m, cmd
-}
-
-// approvalsArrived shows a new count of the approvals the blocked release
-// waits for and continues the release once they suffice.
-func (m Model) approvalsArrived(msg approvalsMsg) (Model, tea.Cmd) {
-	if msg.gen != m.gen || m.running || m.quitting {
-		return m, nil // the captain resumed meanwhile, or is leaving
-	}
-	if msg.err != nil {
-		m.setNotice("cannot re-count approvals: "+firstLine(msg.err.Error())+" (r retries)", true)
-		return m, nil
-	}
-	m.release = msg.release
-	m, cmd := m.broadcast(screen.RunStateMsg{Release: m.release, Err: m.runErr})
-	check := msg.check
-	if !check.Satisfied() {
-		m.setNotice(fmt.Sprintf("approvals %d/%d (%s): waiting for %d more", len(check.Counted), check.Required, approvers(check), check.Missing()), true)
-		return m, tea.Batch(cmd, m.awaitApprovals(m.gen, len(check.Counted)))
-	}
-	if len(check.Counted) > 0 {
-		m.approvedBy = approvers(check)
-		m.setNotice("approved by "+m.approvedBy+": continuing", false)
-	}
-	return m, tea.Batch(cmd, m.beginRun())
-}
-
-// approvers lists who approved, in the order they did.
-func approvers(c workflow.ApprovalCheck) string {
-	names := make([]string, 0, len(c.Counted))
-	for _, a := range c.Counted {
-		names = append(names, a.Approver)
-	}
-	if len(names) == 0 {
-		return "none yet"
-	}
-	return strings.Join(names, ", ")
-}
-
-// broadcast sends msg to every screen and batches their commands.
-func (m Model) broadcast(msg tea.Msg) (Model, tea.Cmd) {
-	cmds := make([]tea.Cmd, 0, numScreens)
-	var c tea.Cmd
-	m.home, c = m.home.Update(msg)
-	cmds = append(cmds, c)
-	m.ownership, c = m.ownership.Update(msg)
-	cmds = append(cmds, c)
-	m.plan, c = m.plan.Update(msg)
-	cmds = append(cmds, c)
-	m.promote, c = m.promote.Update(msg)
-	cmds = append(cmds, c)
-	m.converge, c = m.converge.Update(msg)
-	cmds = append(cmds, c)
-	m.report, c = m.report.Update(msg)
-	cmds = append(cmds, c)
-	return m, tea.Batch(cmds...)
-}
-
-// broadcastInPlace is broadcast for state-only messages whose commands
-// are not needed (RunStateMsg{Running: true} starts nothing).
-func (m Model) broadcastInPlace(msg tea.Msg) Model {
-	m, _ = m.broadcast(msg)
-	return m
-}
-
-// updateActive sends msg to the active screen only.
-func (m Model) updateActive(msg tea.Msg) (Model, tea.Cmd) {
-	var cmd tea.Cmd
-	switch m.active {
-	case scrHome:
-		m.home, cmd = m.home.Update(msg)
-	case scrOwnership:
-		m.ownership, cmd = m.ownership.Update(msg)
-	case scrPlan:
-		m.plan, cmd = m.plan.Update(msg)
-	case scrPromote:
-		m.promote, cmd = m.promote.Update(msg)
-	case scrConverge:
-		m.converge, cmd = m.converge.Update(msg)
-	case scrEffort:
-		m.report, cmd = m.report.Update(msg)
-	}
-	return m, cmd
-}
-
-// layout gives every screen the body's size: the window less the header,
-// the status bar and the help.
-func (m *Model) layout() {
-	m.help.SetWidth(m.w)
-	bw, bh := m.w, max(1, m.h-2-m.helpHeight())
-	m.home.SetSize(bw, bh)
-	m.ownership.SetSize(bw, bh)
-	m.plan.SetSize(bw, bh)
-	m.promote.SetSize(bw, bh)
-	m.converge.SetSize(bw, bh)
-	m.report.SetSize(bw, bh)
-}
-
-func (m Model) helpHeight() int {
-	return strings.Count(m.help.View(m.activeKeys()), "\n") + 1
-}
-
-func (m *Model) setTheme(th theme.Theme) {
-	m.th = th
-	m.help.Styles = th.Help
-	m.home.SetTheme(th)
-	m.ownership.SetTheme(th)
-	m.plan.SetTheme(th)
-	m.promote.SetTheme(th)
-	m.converge.SetTheme(th)
-	m.report.SetTheme(th)
-}
-
 // noticeTTL is how long a notice stays in the status bar.
 const noticeTTL = 8 * time.Second
 
 func (m *Model) setNotice(text string, isErr bool) {
 	m.notice, m.noticeErr, m.noticeUntil = text, isErr, m.now().Add(noticeTTL)
-}
-
-// currentStep is the step the status bar names and effort is booked to.
-// bookedStep is the step the captain's time goes to: the one on the
-// screen they look at. The plan screen shows the plan under review until
-// its apply runs; the map and the effort screen book to the current step.
-func (m Model) bookedStep() workflow.StepKind {
-	cur, st := m.currentStep()
-	switch m.active {
-	case scrOwnership:
-		return workflow.StepOwnership
-	case scrPlan:
-		if cur == workflow.StepApply && st == workflow.Running {
-			return workflow.StepApply
-		}
-		return workflow.StepPlanReview
-	case scrPromote:
-		return workflow.StepPromotion
-	case scrConverge:
-		return workflow.StepConvergence
-	}
-	return cur
-}
-
-func (m Model) currentStep() (workflow.StepKind, workflow.StepStatus) {
-	if m.release == nil {
-		return workflow.StepOwnership, workflow.Pending
-	}
-	if k, ok := m.release.Current(); ok {
-		return k, m.release.Step(k).Status
-	}
-	return workflow.StepConvergence, workflow.Succeeded
 }
 
 func firstLine(s string) string {

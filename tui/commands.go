@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -73,12 +72,12 @@ func (m Model) startRun(ctx context.Context, gen int, last workflow.StepKind) te
 	svc, id, runs := m.svc, m.releaseID, m.runs
 	return func() tea.Msg {
 		s := &runStream{gen: gen, events: make(chan workflow.Event, streamBuffer), result: make(chan runFinishedMsg, 1)}
-		if !runs.start() {
+		if !runs.Start() {
 			// The cockpit is closing: start nothing it would have to wait for.
 			return runFinishedMsg{gen: gen, err: context.Canceled}
 		}
 		go func() {
-			defer runs.done()
+			defer runs.Done()
 			r, err := svc.RunUntil(ctx, id, func(e workflow.Event) {
 				select {
 				case s.events <- e:
@@ -111,35 +110,6 @@ func (m Model) flushEffort() tea.Cmd {
 	return func() tea.Msg {
 		return effortFlushedMsg{err: svc.FlushEffort(ctx, id)}
 	}
-}
-
-// runTracker counts running release runs so Run can wait for them; once
-// closed it refuses new ones, which a sync.WaitGroup alone cannot do
-// safely (Add after Wait has started).
-type runTracker struct {
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func (t *runTracker) start() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return false
-	}
-	t.wg.Add(1)
-	return true
-}
-
-func (t *runTracker) done() { t.wg.Done() }
-
-// closeAndWait refuses new runs and waits for the running ones.
-func (t *runTracker) closeAndWait() {
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
-	t.wg.Wait()
 }
 
 // tick schedules the next clock message.

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
-	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
@@ -45,24 +45,19 @@ type RehearsalOutcome struct {
 	NotRun error
 }
 
-// RunRehearsal opens the rehearsal screen and returns when the captain
-// leaves it. It waits for a running drill to save before it returns, and
-// flushes the captain's effort on the drills' releases to the ledger; err
-// is the program's own failure, not a drill's.
+// RunRehearsal opens the cockpit on its rehearsal route and returns when
+// the captain leaves it. It waits for a running drill to save before it
+// returns, and flushes the captain's effort on the drills' releases to
+// the ledger; err is the program's own failure, not a drill's.
 func RunRehearsal(ctx context.Context, opts RehearsalOptions) (RehearsalOutcome, error) {
 	if opts.Service == nil {
 		return RehearsalOutcome{}, errors.New("tui: a service is required")
 	}
 	runCtx, cancelRuns := context.WithCancel(ctx)
 	defer cancelRuns()
-	root := newRehearsalModel(runCtx, opts.Service, opts.Request)
-	progOpts, rec := terminalOptions(ctx, terminal{Input: opts.Input, Output: opts.Output, Env: opts.Env, Secrets: opts.Secrets,
-		Record: opts.Record, Width: opts.Width, Height: opts.Height})
-	final, err := tea.NewProgram(root, progOpts...).Run()
-	// Whatever ended the program, a drill that was going has been
-	// cancelled; wait for it to save so it resumes.
-	cancelRuns()
-	root.screen.Runs().CloseAndWait()
+	root := New(runCtx, opts.Service, nil, "").asRehearsal(opts.Request)
+	final, rec, err := root.runProgram(ctx, cancelRuns, terminal{Input: opts.Input, Output: opts.Output, Env: opts.Env, Secrets: opts.Secrets,
+		Record: opts.Record, Width: opts.Width, Height: opts.Height}, nil)
 	var ferr error
 	for _, id := range root.booked.ids {
 		ferr = errors.Join(ferr, opts.Service.FlushEffort(context.WithoutCancel(ctx), id))
@@ -71,10 +66,9 @@ func RunRehearsal(ctx context.Context, opts RehearsalOptions) (RehearsalOutcome,
 	if rec != nil {
 		rerr = rec.Close()
 	}
-	m, _ := final.(rehearsalModel)
 	var o RehearsalOutcome
-	if m.svc != nil {
-		o.Records, o.RunErr, o.NotRun = m.screen.Outcome()
+	if final.svc != nil {
+		o.Records, o.RunErr, o.NotRun = final.rehearsal.Outcome()
 	}
 	if err != nil {
 		return o, errors.Join(fmt.Errorf("rehearsal screen: %w", err), rerr)
@@ -82,44 +76,32 @@ func RunRehearsal(ctx context.Context, opts RehearsalOptions) (RehearsalOutcome,
 	return o, errors.Join(ferr, rerr)
 }
 
+// asRehearsal opens the cockpit on the rehearsal route for req: the
+// rehearsal screen guides the captain through the drills, which run the
+// releases themselves; the cockpit loads and runs none, offers only the
+// screen's keys and help, and books the captain's time to the release
+// the drill works through.
+func (m Model) asRehearsal(req rehearse.Request) Model {
+	m.active = scrRehearse
+	m.rehearsal = rehearse.New(m.ctx, m.svc, req, m.th, rehearse.DefaultKeys())
+	m.booked = &bookedReleases{}
+	return m
+}
+
 // bookedReleases are the releases the captain's effort was booked to,
 // shared by every copy of the model so RunRehearsal flushes them all.
 type bookedReleases struct{ ids []string }
 
 func (b *bookedReleases) add(id string) {
-	for _, x := range b.ids {
-		if x == id {
-			return
-		}
+	if !slices.Contains(b.ids, id) {
+		b.ids = append(b.ids, id)
 	}
-	b.ids = append(b.ids, id)
 }
 
-// rehearsalModel is the root of the rehearsal session: the header, the
-// screen, the help line, the clock and the captain's effort.
-type rehearsalModel struct {
-	svc    *workflow.Service
-	th     theme.Theme
-	help   help.Model
-	helpK  key.Binding
-	w, h   int
-	screen rehearse.Model
-	booked *bookedReleases
-}
-
-func newRehearsalModel(ctx context.Context, svc *workflow.Service, req rehearse.Request) rehearsalModel {
-	th := theme.New(true)
-	m := rehearsalModel{svc: svc, th: th, help: help.New(), screen: rehearse.New(ctx, svc, req, th, rehearse.DefaultKeys()), booked: &bookedReleases{},
-		helpK: key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help"))}
-	m.help.Styles = th.Help
-	return m
-}
-
-func (m rehearsalModel) Init() tea.Cmd {
-	return tea.Batch(tea.RequestBackgroundColor, m.screen.Init(), tick())
-}
-
-func (m rehearsalModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+// updateRehearsal is Update on the rehearsal route: the clock, the help
+// key and the captain's engagement here, everything else (q included: it
+// stops a running drill safely) to the rehearsal screen.
+func (m Model) updateRehearsal(msg tea.Msg) (Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -127,40 +109,37 @@ func (m rehearsalModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.layout()
 		return m, nil
 	case tea.BackgroundColorMsg:
-		m.th = theme.New(msg.IsDark())
-		m.help.Styles = m.th.Help
-		m.screen.SetTheme(m.th)
+		m.setTheme(theme.New(msg.IsDark()))
 		return m, nil
 	case tickMsg:
-		m.screen, cmd = m.screen.Update(screen.TickMsg{Now: msg.now})
+		m.rehearsal, cmd = m.rehearsal.Update(screen.TickMsg{Now: msg.now})
 		return m, tea.Batch(cmd, tick())
 	case rehearse.QuitMsg:
 		return m, tea.Quit
 	case tea.KeyPressMsg:
-		m.engaged(true)
-		if key.Matches(msg, m.helpK) {
+		m.engagedInDrill(true)
+		if key.Matches(msg, m.km.Global.Help) {
 			m.help.ShowAll = !m.help.ShowAll
-			m.layout()
-			return m, nil
+			return m, nil // Update lays the screen out again
 		}
 	case tea.FocusMsg:
-		m.engaged(false)
+		m.engagedInDrill(false)
 		return m, nil
 	case tea.BlurMsg:
-		if id, _, ok := m.screen.Effort(); ok {
+		if id, _, ok := m.rehearsal.Effort(); ok {
 			m.svc.Pause(id)
 		}
 		return m, nil
 	}
-	m.screen, cmd = m.screen.Update(msg)
-	return m, cmd
+	return m.updateActive(msg)
 }
 
-// engaged books a sign of the captain's engagement to the release the
-// drill works through now, on its step, as the cockpit does; before the
-// drill has a release (the preview) there is nothing to book it to.
-func (m rehearsalModel) engaged(input bool) {
-	id, step, ok := m.screen.Effort()
+// engagedInDrill books a sign of the captain's engagement to the release
+// the drill works through now, on its step, as the cockpit does on its
+// release; before the drill has a release (the preview) there is nothing
+// to book it to.
+func (m Model) engagedInDrill(input bool) {
+	id, step, ok := m.rehearsal.Effort()
 	if !ok {
 		return
 	}
@@ -172,44 +151,32 @@ func (m rehearsalModel) engaged(input bool) {
 	}
 }
 
-func (m *rehearsalModel) layout() {
-	m.help.SetWidth(m.w)
-	m.screen.SetSize(m.w, max(1, m.h-2-m.helpHeight()))
-}
-
-func (m rehearsalModel) keys() keyMap {
-	short := append(m.screen.ShortHelp(), m.helpK)
-	return keyMap{short: short, full: [][]key.Binding{short}}
-}
-
-func (m rehearsalModel) helpHeight() int {
-	return strings.Count(m.help.View(m.keys()), "\n") + 1
-}
-
-func (m rehearsalModel) View() tea.View {
+// rehearsalView is View on the rehearsal route: no mouse (nothing to
+// click; the terminal keeps its own selection), and the terminal's
+// progress indicator while a drill runs.
+func (m Model) rehearsalView() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
 	v.ReportFocus = true
 	v.WindowTitle = "relcap · rehearse"
-	if m.screen.Running() {
+	if m.rehearsal.Running() {
 		v.ProgressBar = tea.NewProgressBar(tea.ProgressBarIndeterminate, 0)
 	}
 	return v
 }
 
-func (m rehearsalModel) render() string {
-	if m.w <= 0 || m.h <= 0 {
-		return ""
-	}
+// renderRehearsal is the rehearsal route's header, screen, effort line
+// and help.
+func (m Model) renderRehearsal() string {
 	header := screen.Line(m.th.Header.Render("relcap · recovery rehearsal"), m.w)
-	status := m.th.Status.Render(screen.Line(m.status(), m.w))
-	return strings.Join([]string{header, m.screen.View(), status, m.help.View(m.keys())}, "\n")
+	status := m.th.Status.Render(screen.Line(m.drillEffort(), m.w))
+	return strings.Join([]string{header, m.rehearsal.View(), status, m.help.View(m.activeKeys())}, "\n")
 }
 
-// status is the effort line: the captain's time on the drill's release
-// so far, as the Service's clock has it.
-func (m rehearsalModel) status() string {
-	id, _, ok := m.screen.Effort()
+// drillEffort is the effort line: the captain's time on the drill's
+// release so far, as the Service's clock has it.
+func (m Model) drillEffort() string {
+	id, _, ok := m.rehearsal.Effort()
 	if !ok {
 		return " effort: counted once the drill has a release"
 	}

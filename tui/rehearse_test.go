@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/tui/internal/fixture"
@@ -53,4 +54,26 @@ func TestRunRehearsalRefusedShowsWhyAndQuits(t *testing.T) {
 	rs, err := fx.Ledger.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
 	require.NoError(t, err)
 	require.Empty(t, rs)
+}
+
+// TestRehearsalIsARouteOfTheCockpit opens the cockpit's root model on its
+// rehearsal route, as relcap rehearse does: it stays there (tab and the
+// step keys are not the cockpit's here), ? toggles the help, and the view
+// is the rehearsal's, titled for it.
+func TestRehearsalIsARouteOfTheCockpit(t *testing.T) {
+	t.Parallel()
+	fx := fixture.New(fixture.Policy{})
+	svc, _, err := fx.Service("alice")
+	require.NoError(t, err)
+	var tm tea.Model = New(t.Context(), svc, nil, "").asRehearsal(rehearse.Request{Env: "staging", Drills: []workflow.Drill{workflow.DrillUnavailableImage}})
+	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	tm, _ = tm.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+	tm, _ = tm.Update(tea.KeyPressMsg{Code: '1', Text: "1"})
+	require.Equal(t, scrRehearse, tm.(Model).active)
+	tm, _ = tm.Update(tea.KeyPressMsg{Code: '?', Text: "?"})
+	require.True(t, tm.(Model).help.ShowAll)
+	v := tm.View()
+	require.Equal(t, "relcap · rehearse", v.WindowTitle)
+	require.Contains(t, tm.(Model).render(), "relcap · recovery rehearsal")
+	require.Contains(t, tm.(Model).render(), "effort: counted once the drill has a release")
 }

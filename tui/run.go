@@ -103,6 +103,40 @@ func terminalOptions(ctx context.Context, term terminal) ([]tea.ProgramOption, *
 	return append(progOpts, tea.WithOutput(out), tea.WithWindowSize(w, h)), rec
 }
 
+// runProgram runs the cockpit's one program over m at term and returns
+// the final model and the recording to close (nil without one). Whatever
+// ended the program (quit, ctx, an error), it cancels the runs m
+// started through cancelRuns (a release run, a drill) and waits for them
+// to save, so they resume. notices, when set, reach the status bar as
+// they arrive.
+func (m Model) runProgram(ctx context.Context, cancelRuns context.CancelFunc, term terminal, notices <-chan string) (Model, *asciicast.Writer, error) {
+	progOpts, rec := terminalOptions(ctx, term)
+	prog := tea.NewProgram(m, progOpts...)
+	if notices != nil {
+		go func() {
+			for {
+				select {
+				case n, ok := <-notices:
+					if !ok {
+						return
+					}
+					prog.Send(screen.NoticeMsg{Text: n})
+				case <-m.ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	final, err := prog.Run()
+	cancelRuns()
+	m.runs.CloseAndWait()
+	if m.active == scrRehearse {
+		m.rehearsal.Runs().CloseAndWait()
+	}
+	fm, _ := final.(Model)
+	return fm, rec, err
+}
+
 // ErrQuit is returned by Run when the captain closed the cockpit before
 // the release finished and nothing blocked it; the release is saved and
 // `relcap resume ID` continues it.
@@ -127,30 +161,8 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Review != NoReview {
 		root = root.asReview(opts.Review)
 	}
-	progOpts, rec := terminalOptions(ctx, terminal{Input: opts.Input, Output: opts.Output, Env: opts.Env, Secrets: opts.Secrets,
-		Record: opts.Record, Width: opts.Width, Height: opts.Height})
-
-	prog := tea.NewProgram(root, progOpts...)
-	if opts.Notices != nil {
-		go func() {
-			for {
-				select {
-				case n, ok := <-opts.Notices:
-					if !ok {
-						return
-					}
-					prog.Send(screen.NoticeMsg{Text: n})
-				case <-runCtx.Done():
-					return
-				}
-			}
-		}()
-	}
-	final, err := prog.Run()
-	// Whatever ended the program, a run that was going has been cancelled
-	// (by quit or by ctx); wait for it to save so the release resumes.
-	cancelRuns()
-	root.runs.closeAndWait()
+	m, rec, err := root.runProgram(ctx, cancelRuns, terminal{Input: opts.Input, Output: opts.Output, Env: opts.Env, Secrets: opts.Secrets,
+		Record: opts.Record, Width: opts.Width, Height: opts.Height}, opts.Notices)
 	ferr := opts.Service.FlushEffort(context.WithoutCancel(ctx), opts.ReleaseID)
 	var rerr error
 	if rec != nil {
@@ -162,7 +174,6 @@ func Run(ctx context.Context, opts Options) error {
 	if err := errors.Join(ferr, rerr); err != nil {
 		return err
 	}
-	m, _ := final.(Model)
 	if opts.Review != NoReview {
 		return m.loadErr // closing a review is its normal end
 	}

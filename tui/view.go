@@ -23,6 +23,11 @@ func (k keyMap) FullHelp() [][]key.Binding { return k.full }
 
 func (m Model) activeKeys() keyMap {
 	g := m.km.Global
+	if m.active == scrRehearse {
+		// The drill's keys, q among them (it stops a drill safely), and ?.
+		short := append(m.rehearsal.ShortHelp(), g.Help)
+		return keyMap{short: short, full: [][]key.Binding{short}}
+	}
 	resume := g.Resume
 	resume.SetEnabled(!m.running && m.release != nil && !m.release.Status.Done())
 	var short []key.Binding
@@ -52,6 +57,9 @@ func (m Model) activeKeys() keyMap {
 
 // View renders the header, the active screen, the status bar and help.
 func (m Model) View() tea.View {
+	if m.active == scrRehearse {
+		return m.rehearsalView()
+	}
 	v := tea.NewView(m.render())
 	v.AltScreen = true
 	// Focus and mouse events are signs of engagement for the effort
@@ -73,6 +81,9 @@ func (m Model) View() tea.View {
 func (m Model) render() string {
 	if m.w <= 0 || m.h <= 0 {
 		return ""
+	}
+	if m.active == scrRehearse {
+		return m.renderRehearsal()
 	}
 	if m.loadErr != nil {
 		return screen.Fit(m.th.Err.Render("cannot open release "+m.releaseID)+"\n"+m.loadErr.Error()+"\n\n"+m.th.Muted.Render("press q to quit"), m.w, m.h)
@@ -167,8 +178,11 @@ func (m Model) statusBar() string {
 // String describes the model for test failures.
 func (m Model) String() string {
 	title := "Effort"
-	if m.active < numScreens {
+	switch {
+	case m.active < numScreens:
 		title = screenTitles[m.active]
+	case m.active == scrRehearse:
+		title = "Rehearsal"
 	}
 	return fmt.Sprintf("cockpit{release %s, screen %s, running %t, err %v}", m.releaseID, title, m.running, m.runErr)
 }

@@ -4,7 +4,9 @@
 //
 // Each screen lives in its own package under tui/screen and follows one
 // contract: Model, New(...), Init, Update(tea.Msg) (Model, tea.Cmd),
-// View() string, SetSize(w, h) and ShortHelp/FullHelp.
+// View() string, SetSize(w, h), SetTheme and ShortHelp/FullHelp. Its
+// Model embeds Base, which holds what every screen keeps the same way
+// (size, theme, keys, clock, run state) and gives it SetSize and SetTheme.
 package screen
 
 import (

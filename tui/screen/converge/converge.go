@@ -22,63 +22,42 @@ import (
 
 // Model is the convergence screen.
 type Model struct {
-	th   theme.Theme
-	km   keys.Map
-	w, h int
-
-	release *workflow.Release
-	running bool
+	screen.Base[keys.Map]
 	app     *workflow.AppState
 	updates int
-	now     time.Time
 	offset  int
 }
 
 // New returns the convergence screen; it reads everything from the events
 // the root broadcasts, so it needs no port.
-func New(th theme.Theme, km keys.Map) Model { return Model{th: th, km: km} }
+func New(th theme.Theme, km keys.Map) Model { return Model{Base: screen.NewBase(th, km)} }
 
 // Init does nothing.
 func (m Model) Init() tea.Cmd { return nil }
 
-// SetSize sets the area the screen draws in.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
-
-// SetTheme switches styles after the background colour is known.
-func (m *Model) SetTheme(th theme.Theme) { m.th = th }
-
 // Update handles messages.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	m.Observe(msg)
 	switch msg := msg.(type) {
-	case screen.RunStateMsg:
-		m.running = msg.Running
-		if msg.Release != nil {
-			m.release = msg.Release
-		}
 	case screen.EventMsg:
 		e := msg.Event
-		if e.Release != nil {
-			m.release = e.Release
-		}
 		if e.Kind == workflow.EventAppState && e.App != nil {
 			app := *e.App
 			m.app = &app
 			m.updates++
 		}
-	case screen.TickMsg:
-		m.now = msg.Now
 	case tea.KeyPressMsg:
-		m.offset = screen.ScrollKeys(msg, m.km.List, m.offset, 0)
+		m.offset = screen.ScrollKeys(msg, m.Keys.List, m.offset, 0)
 	}
 	return m, nil
 }
 
 // ShortHelp is the one-line help of the screen.
-func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.km.List.Up, m.km.List.Down} }
+func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.Keys.List.Up, m.Keys.List.Down} }
 
 // FullHelp is the full help of the screen.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.Top}}
+	return [][]key.Binding{{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Top}}
 }
 
 // elapsed is how long the watch has run, or ran.
@@ -86,7 +65,7 @@ func (m Model) elapsed(st *workflow.StepRecord) time.Duration {
 	if st.StartedAt.IsZero() {
 		return 0
 	}
-	end := m.now
+	end := m.Now
 	if !st.EndedAt.IsZero() && st.Status != workflow.Running {
 		end = st.EndedAt
 	}
@@ -98,14 +77,14 @@ func (m Model) elapsed(st *workflow.StepRecord) time.Duration {
 
 // View renders the watch.
 func (m Model) View() string {
-	if m.w <= 0 || m.h <= 0 {
+	if !m.Sized() {
 		return ""
 	}
-	th := m.th
-	if m.release == nil {
-		return screen.Fit(th.Title.Render("Convergence watch")+"\n\n"+th.Muted.Render("waiting for the release…"), m.w, m.h)
+	th := m.Theme
+	if m.Release() == nil {
+		return m.Fit(th.Title.Render("Convergence watch") + "\n\n" + th.Muted.Render("waiting for the release…"))
 	}
-	r := m.release
+	r := m.Release()
 	st := r.Step(workflow.StepConvergence)
 	lines := []string{th.Title.Render("Convergence watch") + th.Muted.Render(" · evidence stage · "+r.Env)}
 	status := th.StepStyle(st.Status).Render(theme.StepIcon(st.Status)+" "+st.Status.String()) + th.Muted.Render(" · elapsed "+screen.Duration(m.elapsed(st)))
@@ -131,7 +110,7 @@ func (m Model) View() string {
 	if m.app == nil {
 		lines = append(lines, th.Muted.Render("no application state yet: the watch starts after the promotion lands"))
 		lines = append(lines, label("Intended")+hash(intended)+th.Muted.Render(" running ")+screen.Clip(digest, workflow.ShortLen))
-		return screen.Fit(strings.Join(lines, "\n"), m.w, m.h)
+		return m.Fit(strings.Join(lines, "\n"))
 	}
 	a := m.app
 	lines = append(lines, label("App")+a.Name)
@@ -185,8 +164,8 @@ func (m Model) View() string {
 			lines = append(lines, line)
 		}
 	}
-	off := min(m.offset, max(0, len(lines)-m.h))
-	return screen.Fit(strings.Join(lines[off:], "\n"), m.w, m.h)
+	off := min(m.offset, max(0, len(lines)-m.Height))
+	return m.Fit(strings.Join(lines[off:], "\n"))
 }
 
 // failure returns the finding that failed convergence, if any.
@@ -205,7 +184,7 @@ func failure(st *workflow.StepRecord) (finding.Finding, bool) {
 // facts renders the four facts of a failed convergence and the ways out:
 // as the watch recorded them when it ended, or else as last seen.
 func (m Model) facts(f finding.Finding, failed *workflow.AppNotConverged, intended, digest string) []string {
-	th := m.th
+	th := m.Theme
 	label := func(s string) string { return th.Label.Render(fmt.Sprintf("%-19s ", s)) }
 	var images []string
 	controller := "(unknown)"
@@ -235,14 +214,14 @@ func (m Model) facts(f finding.Finding, failed *workflow.AppNotConverged, intend
 		label("Controller status") + controller,
 	}
 	// The next safe action is the one line the captain must read whole.
-	for i, l := range screen.Wrap(next, max(20, m.w-20)) {
+	for i, l := range screen.Wrap(next, max(20, m.Width-20)) {
 		if i == 0 {
 			out = append(out, label("Next safe action")+th.Accent.Render(l))
 		} else {
 			out = append(out, strings.Repeat(" ", 20)+th.Accent.Render(l))
 		}
 	}
-	r := m.release
+	r := m.Release()
 	out = append(out, th.Muted.Render("Ways out: ")+th.Key.Render("relcap rollback --env "+r.Env+" --to RELEASE"),
 		th.Muted.Render("          ")+th.Key.Render("relcap breakglass start --env "+r.Env+" --reason TEXT --ttl 30m"))
 	return out

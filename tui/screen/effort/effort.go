@@ -31,10 +31,8 @@ var _ Port = report.Reporter{}
 
 // Model is the effort screen.
 type Model struct {
+	screen.Base[keys.Map]
 	port Port
-	th   theme.Theme
-	km   keys.Map
-	w, h int
 
 	gen     int
 	loading bool
@@ -46,7 +44,7 @@ type Model struct {
 // New returns the effort screen; it reads the report through port, and
 // says reports are unavailable when port is nil.
 func New(port Port, th theme.Theme, km keys.Map) Model {
-	return Model{port: port, th: th, km: km}
+	return Model{Base: screen.NewBase(th, km), port: port}
 }
 
 // reportLoadedMsg carries a freshly built report.
@@ -75,39 +73,34 @@ func (m *Model) Load() tea.Cmd {
 // Init does nothing until the screen is opened.
 func (m Model) Init() tea.Cmd { return nil }
 
-// SetSize sets the area the screen draws in.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
-
-// SetTheme switches styles after the background colour is known.
-func (m *Model) SetTheme(th theme.Theme) { m.th = th }
-
 // Update handles messages.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	m.Observe(msg)
 	switch msg := msg.(type) {
 	case reportLoadedMsg:
 		if msg.gen == m.gen {
 			m.loading, m.report, m.err = false, msg.report, msg.err
 		}
 	case tea.KeyPressMsg:
-		m.offset = screen.ScrollKeys(msg, m.km.List, m.offset, 0)
+		m.offset = screen.ScrollKeys(msg, m.Keys.List, m.offset, 0)
 	}
 	return m, nil
 }
 
 // ShortHelp is the one-line help of the screen.
-func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.km.List.Up, m.km.List.Down} }
+func (m Model) ShortHelp() []key.Binding { return []key.Binding{m.Keys.List.Up, m.Keys.List.Down} }
 
 // FullHelp is the full help of the screen.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.Top}}
+	return [][]key.Binding{{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Top}}
 }
 
 // View renders the report and its charts.
 func (m Model) View() string {
-	if m.w <= 0 || m.h <= 0 {
+	if !m.Sized() {
 		return ""
 	}
-	th := m.th
+	th := m.Theme
 	lines := []string{th.Title.Render("Effort") + th.Muted.Render(" · releases of the last 90 days · UTC · staff time and machine wait are never added")}
 	switch {
 	case m.loading && m.report == nil:
@@ -120,12 +113,12 @@ func (m Model) View() string {
 	default:
 		lines = append(lines, m.body()...)
 	}
-	off := min(m.offset, max(0, len(lines)-m.h))
-	return screen.Fit(strings.Join(lines[off:], "\n"), m.w, m.h)
+	off := min(m.offset, max(0, len(lines)-m.Height))
+	return m.Fit(strings.Join(lines[off:], "\n"))
 }
 
 func (m Model) body() []string {
-	th, r := m.th, m.report
+	th, r := m.Theme, m.report
 	c := r.Counts
 	lines := []string{fmt.Sprintf("%d release(s): %d succeeded, %d failed (%d rolled back, %d abandoned), %d in progress",
 		c.Total, c.Succeeded, c.Failures, c.RolledBack, c.Abandoned, c.InProgress)}
@@ -137,7 +130,7 @@ func (m Model) body() []string {
 		lines = append(lines, th.Muted.Render(r.ComparisonNote))
 	}
 
-	barW := max(10, m.w-34)
+	barW := max(10, m.Width-34)
 	lines = append(lines, "", th.Label.Render("Staff hours per release, oldest first"))
 	items := r.Releases
 	const shown = 20 // the most recent; the HTML report has them all

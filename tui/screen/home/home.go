@@ -33,14 +33,8 @@ var _ Port = (*workflow.Service)(nil)
 
 // Model is the decision map.
 type Model struct {
-	port Port
-	th   theme.Theme
-	km   keys.Map
-	w, h int
-
-	release  *workflow.Release
-	running  bool
-	runErr   error
+	screen.Base[keys.Map]
+	port     Port
 	progress map[workflow.StepKind]string
 	cursor   int
 
@@ -57,38 +51,26 @@ type effortLoadedMsg struct {
 
 // New returns the decision map.
 func New(port Port, th theme.Theme, km keys.Map) Model {
-	return Model{port: port, th: th, km: km, progress: map[workflow.StepKind]string{}}
+	return Model{Base: screen.NewBase(th, km), port: port, progress: map[workflow.StepKind]string{}}
 }
 
 // Init does nothing; the map fills from release events.
 func (m Model) Init() tea.Cmd { return nil }
 
-// SetSize sets the area the screen draws in.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
-
-// SetTheme switches styles after the background colour is known.
-func (m *Model) SetTheme(th theme.Theme) { m.th = th }
-
 // Update handles messages.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	m.Observe(msg)
 	switch msg := msg.(type) {
 	case screen.RunStateMsg:
-		m.running, m.runErr = msg.Running, msg.Err
-		if msg.Release != nil {
-			m.release = msg.Release
-		}
 		if msg.Running {
 			// Progress of an earlier run says nothing about this one.
 			m.progress = map[workflow.StepKind]string{}
 		}
-		if !msg.Running && m.release != nil && m.release.Status == workflow.ReleaseConverged {
+		if !msg.Running && m.Release() != nil && m.Release().Status == workflow.ReleaseConverged {
 			return m, m.loadEffort()
 		}
 	case screen.EventMsg:
 		e := msg.Event
-		if e.Release != nil {
-			m.release = e.Release
-		}
 		switch e.Kind {
 		case workflow.EventStepProgress:
 			m.progress[e.Step] = e.Message
@@ -97,17 +79,17 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			m.cursor = slices.Index(workflow.StepKinds, e.Step)
 		}
 	case effortLoadedMsg:
-		if m.release == nil || msg.id != m.release.ID {
+		if m.Release() == nil || msg.id != m.Release().ID {
 			return m, nil
 		}
 		m.effort, m.effortErr = &msg.totals, msg.err
 	case tea.KeyPressMsg:
 		switch {
-		case key.Matches(msg, m.km.List.Up):
+		case key.Matches(msg, m.Keys.List.Up):
 			m.cursor = max(0, m.cursor-1)
-		case key.Matches(msg, m.km.List.Down):
+		case key.Matches(msg, m.Keys.List.Down):
 			m.cursor = min(len(workflow.StepKinds)-1, m.cursor+1)
-		case key.Matches(msg, m.km.List.Open):
+		case key.Matches(msg, m.Keys.List.Open):
 			step := workflow.StepKinds[m.cursor]
 			return m, func() tea.Msg { return screen.OpenMsg{Step: step} }
 		}
@@ -117,7 +99,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 
 // loadEffort reads the effort recorded for the release, for the summary.
 func (m Model) loadEffort() tea.Cmd {
-	port, id := m.port, m.release.ID
+	port, id := m.port, m.Release().ID
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -128,29 +110,29 @@ func (m Model) loadEffort() tea.Cmd {
 
 // ShortHelp is the one-line help of the screen.
 func (m Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.km.List.Up, m.km.List.Down, m.km.List.Open}
+	return []key.Binding{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Open}
 }
 
 // FullHelp is the full help of the screen.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.Open}}
+	return [][]key.Binding{{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Open}}
 }
 
 // View renders the map.
 func (m Model) View() string {
-	if m.w <= 0 || m.h <= 0 {
+	if !m.Sized() {
 		return ""
 	}
-	th := m.th
-	if m.release == nil {
-		return screen.Fit(th.Title.Render("Decision map")+"\n\n"+th.Muted.Render("loading the release…"), m.w, m.h)
+	th := m.Theme
+	if m.Release() == nil {
+		return m.Fit(th.Title.Render("Decision map") + "\n\n" + th.Muted.Render("loading the release…"))
 	}
-	r := m.release
+	r := m.Release()
 	var lines []string
 	lines = append(lines, th.Title.Render("Decision map")+th.Muted.Render(fmt.Sprintf(" · %s → %s · %s", r.App, r.Env, r.Image)))
 	lines = append(lines, "")
 	const titleW = 18
-	msgW := max(10, m.w-4-9-2-titleW-1)
+	msgW := max(10, m.Width-4-9-2-titleW-1)
 	prevStage := workflow.Stage(-1)
 	for i, k := range workflow.StepKinds {
 		st := r.Step(k)
@@ -179,7 +161,7 @@ func (m Model) View() string {
 	if blocks := m.blocks(); len(blocks) > 0 {
 		lines = append(lines, th.Label.Render("What blocks"))
 		for _, b := range blocks {
-			for _, l := range screen.Wrap(b.text, m.w-4) {
+			for _, l := range screen.Wrap(b.text, m.Width-4) {
 				lines = append(lines, "  "+b.style(l))
 			}
 		}
@@ -195,8 +177,8 @@ func (m Model) View() string {
 	}
 	body := strings.Join(lines, "\n")
 	next := m.next()
-	bodyH := max(1, m.h-len(next))
-	return screen.Fit(screen.Fit(body, m.w, bodyH)+"\n"+strings.Join(next, "\n"), m.w, m.h)
+	bodyH := max(1, m.Height-len(next))
+	return m.Fit(screen.Fit(body, m.Width, bodyH) + "\n" + strings.Join(next, "\n"))
 }
 
 type block struct {
@@ -207,10 +189,10 @@ type block struct {
 // blocks lists what stops the release: the message of a blocked or failed
 // step, and every blocker finding with its next safe action.
 func (m Model) blocks() []block {
-	th := m.th
+	th := m.Theme
 	var out []block
 	for _, k := range workflow.StepKinds {
-		st := m.release.Step(k)
+		st := m.Release().Step(k)
 		if st.Status != workflow.Blocked && st.Status != workflow.Failed {
 			continue
 		}
@@ -226,18 +208,18 @@ func (m Model) blocks() []block {
 			out = append(out, block{text: t, style: th.Err.Render})
 		}
 	}
-	if len(out) == 0 && m.runErr != nil && !m.running {
-		out = append(out, block{text: theme.IconFailed + " " + m.runErr.Error(), style: th.Err.Render})
+	if len(out) == 0 && m.RunErr() != nil && !m.Running() {
+		out = append(out, block{text: theme.IconFailed + " " + m.RunErr().Error(), style: th.Err.Render})
 	}
 	return out
 }
 
 // evidence renders one line per piece of evidence, oldest step first.
 func (m Model) evidence() []string {
-	th := m.th
+	th := m.Theme
 	var out []string
 	for _, k := range workflow.StepKinds {
-		for _, e := range m.release.Step(k).Evidence {
+		for _, e := range m.Release().Step(k).Evidence {
 			var detail []string
 			if e.Detail != nil {
 				facts := e.Detail.Facts()
@@ -255,12 +237,12 @@ func (m Model) evidence() []string {
 
 // next is the bottom line: what the captain can do now.
 func (m Model) next() []string {
-	th := m.th
-	r := m.release
+	th := m.Theme
+	r := m.Release()
 	k := func(s string) string { return th.Key.Render(s) }
 	cur, ok := r.Current()
 	switch {
-	case m.running:
+	case m.Running():
 		return []string{th.Step.Running.Render(theme.IconRunning+" running "+cur.Title()) + th.Muted.Render(" · q stops safely; relcap resume "+r.ID+" continues")}
 	case r.Status == workflow.ReleaseConverged:
 		s := th.OK.Render(theme.IconSucceeded + " converged")
@@ -274,17 +256,17 @@ func (m Model) next() []string {
 	}
 	st := r.Step(cur)
 	switch {
-	case st.Status == workflow.Blocked && errors.Is(m.runErr, workflow.ErrApprovalRequired) && cur == workflow.StepPlanReview:
+	case st.Status == workflow.Blocked && errors.Is(m.RunErr(), workflow.ErrApprovalRequired) && cur == workflow.StepPlanReview:
 		return []string{"Needs approval: " + k("2") + " plan, " + k("a") + " approve (if policy allows); it continues once approved"}
-	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.runErr, workflow.ErrAwaitingForge):
+	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.RunErr(), workflow.ErrAwaitingForge):
 		where := "its pull request"
 		if pr := r.Checkpoints.PullRequest; pr != nil {
 			where = fmt.Sprintf("pull request #%d (%s)", pr.Number, pr.URL)
 		}
 		return []string{"Waiting on the forge: review and merge " + where + " there; " + k("3") + " promotion; it continues by itself"}
-	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.runErr, workflow.ErrApprovalRequired):
+	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.RunErr(), workflow.ErrApprovalRequired):
 		return []string{"Needs approval: " + k("3") + " promotion, " + k("a") + " approve (if policy allows); it continues once approved"}
-	case st.Status == workflow.Blocked && errors.Is(m.runErr, workflow.ErrLocked):
+	case st.Status == workflow.Blocked && errors.Is(m.RunErr(), workflow.ErrLocked):
 		// Another captain's apply or promotion holds the lock: the step's
 		// message above names them; nothing here can take it from them.
 		return []string{"Another captain holds the lock (named above): wait for them or ask them, then " + k("r") + " resume"}

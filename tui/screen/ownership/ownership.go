@@ -23,9 +23,7 @@ import (
 
 // Model is the ownership screen.
 type Model struct {
-	th   theme.Theme
-	km   keys.Map
-	w, h int
+	screen.Base[keys.Map]
 
 	step     workflow.StepRecord
 	findings []finding.Finding
@@ -47,7 +45,7 @@ type Model struct {
 // snapshots the root broadcasts; the matrix is read through svc when the
 // captain asks for it. ownershipFile names the map to edit in the hints.
 func New(svc *workflow.Service, ownershipFile string, th theme.Theme, km keys.Map) Model {
-	return Model{svc: svc, th: th, km: km, file: ownershipFile}
+	return Model{Base: screen.NewBase(th, km), svc: svc, file: ownershipFile}
 }
 
 // matrixLoadedMsg carries a live ownership matrix.
@@ -71,14 +69,9 @@ func (m Model) loadMatrix() tea.Cmd {
 // Init does nothing.
 func (m Model) Init() tea.Cmd { return nil }
 
-// SetSize sets the area the screen draws in.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
-
-// SetTheme switches styles after the background colour is known.
-func (m *Model) SetTheme(th theme.Theme) { m.th = th }
-
 // Update handles messages.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	m.Observe(msg)
 	switch msg := msg.(type) {
 	case screen.RunStateMsg:
 		m.setRelease(msg.Release)
@@ -90,7 +83,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 	case tea.KeyPressMsg:
 		switch {
-		case key.Matches(msg, m.km.Ownership.Matrix):
+		case key.Matches(msg, m.Keys.Ownership.Matrix):
 			m.showMatrix, m.offset = !m.showMatrix, 0
 			if m.showMatrix && m.svc != nil && m.env != "" && !m.loading {
 				m.gen++
@@ -98,7 +91,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 				return m, m.loadMatrix()
 			}
 		default:
-			m.offset = screen.ScrollKeys(msg, m.km.List, m.offset, m.h-1)
+			m.offset = screen.ScrollKeys(msg, m.Keys.List, m.offset, m.Height-1)
 		}
 	}
 	return m, nil
@@ -117,20 +110,20 @@ func (m *Model) setRelease(r *workflow.Release) {
 
 // ShortHelp is the one-line help of the screen.
 func (m Model) ShortHelp() []key.Binding {
-	return []key.Binding{m.km.List.Up, m.km.List.Down, m.km.Ownership.Matrix}
+	return []key.Binding{m.Keys.List.Up, m.Keys.List.Down, m.Keys.Ownership.Matrix}
 }
 
 // FullHelp is the full help of the screen.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{m.km.List.Up, m.km.List.Down, m.km.List.PageUp, m.km.List.PageDown, m.km.List.Top}, {m.km.Ownership.Matrix}}
+	return [][]key.Binding{{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.PageUp, m.Keys.List.PageDown, m.Keys.List.Top}, {m.Keys.Ownership.Matrix}}
 }
 
 // View renders the findings.
 func (m Model) View() string {
-	if m.w <= 0 || m.h <= 0 {
+	if !m.Sized() {
 		return ""
 	}
-	th := m.th
+	th := m.Theme
 	head := []string{th.Title.Render("Ownership check") + th.Muted.Render(" · problem stage · map "+m.file)}
 	st := m.step
 	status := th.StepStyle(st.Status).Render(theme.StepIcon(st.Status) + " " + st.Status.String())
@@ -164,7 +157,7 @@ func (m Model) View() string {
 			body = append(body, th.Muted.Render("no findings yet"))
 		}
 	}
-	width := m.w - 4
+	width := m.Width - 4
 	for _, f := range m.findings {
 		if m.showMatrix {
 			break
@@ -192,16 +185,16 @@ func (m Model) View() string {
 			}
 		}
 	}
-	bodyH := max(1, m.h-len(head))
+	bodyH := max(1, m.Height-len(head))
 	off := min(m.offset, max(0, len(body)-bodyH))
 	body = body[off:]
-	return screen.Fit(strings.Join(head, "\n")+"\n"+screen.Fit(strings.Join(body, "\n"), m.w, bodyH), m.w, m.h)
+	return m.Fit(strings.Join(head, "\n") + "\n" + screen.Fit(strings.Join(body, "\n"), m.Width, bodyH))
 }
 
 // matrixLines renders the matrix: each resource, the rule and owner the map
 // gives it, its per-field owners, and who writes which fields.
 func (m Model) matrixLines() []string {
-	th := m.th
+	th := m.Theme
 	switch {
 	case m.loading:
 		return []string{th.Muted.Render("reading Terraform state and Argo CD for the matrix…")}
@@ -210,7 +203,7 @@ func (m Model) matrixLines() []string {
 	case len(m.matrix) == 0:
 		return []string{th.Muted.Render("no managed objects")}
 	}
-	width := m.w - 4
+	width := m.Width - 4
 	lines := []string{th.Muted.Render(fmt.Sprintf("%d resource(s) · x back to findings", len(m.matrix)))}
 	for _, row := range m.matrix {
 		owner := string(row.Owner)

@@ -40,14 +40,8 @@ const opTimeout = 30 * time.Second
 
 // Model is the plan review screen.
 type Model struct {
+	screen.Base[keys.Map]
 	port Port
-	th   theme.Theme
-	km   keys.Map
-	w, h int
-
-	release *workflow.Release
-	running bool
-	runErr  error
 
 	// gen counts plan loads; a result for an older fingerprint is dropped.
 	gen     int
@@ -95,7 +89,7 @@ type planApprovedMsg struct {
 
 // New returns the plan screen.
 func New(port Port, th theme.Theme, km keys.Map) Model {
-	return Model{port: port, th: th, km: km}
+	return Model{Base: screen.NewBase(th, km), port: port}
 }
 
 // Init does nothing: the plan loads when a release names its fingerprint.
@@ -103,12 +97,9 @@ func (m Model) Init() tea.Cmd { return nil }
 
 // SetSize sets the area the screen draws in.
 func (m *Model) SetSize(w, h int) {
-	m.w, m.h = w, h
+	m.Base.SetSize(w, h)
 	m.offset = screen.Scroll(m.offset, m.cursor, m.listHeight(), len(m.rows))
 }
-
-// SetTheme switches styles after the background colour is known.
-func (m *Model) SetTheme(th theme.Theme) { m.th = th }
 
 // Capturing reports whether the screen is taking text input, so the root
 // must not treat keys as global shortcuts.
@@ -122,9 +113,9 @@ func (m Model) Plan() *workflow.PlanSummary { return m.plan }
 
 // Update handles messages.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	m.Observe(msg)
 	switch msg := msg.(type) {
 	case screen.RunStateMsg:
-		m.running, m.runErr = msg.Running, msg.Err
 		if msg.Running {
 			m.confirming = false
 		}
@@ -174,7 +165,7 @@ func (m *Model) logEvent(e workflow.Event) {
 		if e.Step == workflow.StepPlanReview {
 			m.log.Reset()
 		}
-		m.log.Append(m.th.Accent.Render("── " + e.Step.Title() + " ──"))
+		m.log.Append(m.Theme.Accent.Render("── " + e.Step.Title() + " ──"))
 	}
 }
 
@@ -185,15 +176,15 @@ func (m Model) logShown() bool {
 		return true
 	}
 	step, _ := m.currentStep()
-	return m.running && step == workflow.StepApply
+	return m.Running() && step == workflow.StepApply
 }
 
 // currentStep is the release's first unfinished step.
 func (m Model) currentStep() (workflow.StepKind, bool) {
-	if m.release == nil {
+	if m.Release() == nil {
 		return 0, false
 	}
-	return m.release.Current()
+	return m.Release().Current()
 }
 
 // Log is the log pane, for tests.
@@ -212,11 +203,10 @@ func (m Model) setRelease(r *workflow.Release) (Model, tea.Cmd) {
 	if r == nil {
 		return m, nil
 	}
-	m.release = r
 	fp := r.Checkpoints.Fingerprint
 	if fp == "" || fp == m.fp && m.plan != nil {
 		// Same plan: only approvals may have moved (approved elsewhere).
-		if fp != "" && !m.running {
+		if fp != "" && !m.Running() {
 			return m, m.loadApprovals()
 		}
 		return m, nil
@@ -282,7 +272,7 @@ func (m Model) resume() tea.Cmd {
 }
 
 func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
-	km := m.km
+	km := m.Keys
 	if m.filtering {
 		switch {
 		case key.Matches(msg, km.Plan.ClearFilter):
@@ -433,26 +423,26 @@ func (m Model) canApprove() (bool, string) {
 
 // blocked reports whether the run stopped at plan review for approvals.
 func (m Model) blocked() bool {
-	if m.release == nil || m.running {
+	if m.Release() == nil || m.Running() {
 		return false
 	}
-	return m.release.Step(workflow.StepPlanReview).Status == workflow.Blocked
+	return m.Release().Step(workflow.StepPlanReview).Status == workflow.Blocked
 }
 
 // reviewPending reports whether the plan was reviewed (and approved as
 // policy requires) and the run waits for the captain to continue to apply.
 func (m Model) reviewPending() bool {
-	if m.release == nil || m.running || m.plan == nil || !m.plan.HasChanges() {
+	if m.Release() == nil || m.Running() || m.plan == nil || !m.plan.HasChanges() {
 		return false
 	}
-	return m.release.Step(workflow.StepPlanReview).Status == workflow.Succeeded &&
-		!m.release.Step(workflow.StepApply).Status.Done() && m.release.Step(workflow.StepApply).Status != workflow.Running
+	return m.Release().Step(workflow.StepPlanReview).Status == workflow.Succeeded &&
+		!m.Release().Step(workflow.StepApply).Status.Done() && m.Release().Step(workflow.StepApply).Status != workflow.Running
 }
 
 // applyFailed reports whether this plan's apply failed and the release
 // waits to review a plan again (the state may have moved under it).
 func (m Model) applyFailed() bool {
-	return m.release != nil && !m.running && m.plan != nil && m.release.Checkpoints.Fingerprint == m.fp && m.release.AwaitsReplan()
+	return m.Release() != nil && !m.Running() && m.plan != nil && m.Release().Checkpoints.Fingerprint == m.fp && m.Release().AwaitsReplan()
 }
 
 // continuable reports whether enter may send the run on to apply this
@@ -498,7 +488,7 @@ func (m Model) FullHelp() [][]key.Binding {
 
 // keys is the key map with the actions that do not apply now disabled.
 func (m Model) keys() keys.Map {
-	km := m.km
+	km := m.Keys
 	ok, _ := m.canApprove()
 	km.Plan.Approve.SetEnabled(ok && m.plan != nil && m.plan.HasChanges())
 	km.Plan.Continue.SetEnabled(m.continuable())

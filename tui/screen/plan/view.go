@@ -34,8 +34,8 @@ func (m Model) headerHeight() int {
 
 // listHeight is how many change rows fit: the virtualised window.
 func (m Model) listHeight() int {
-	h := m.h - m.headerHeight() - 1 // the column header
-	if m.w < wideLayout {
+	h := m.Height - m.headerHeight() - 1 // the column header
+	if m.Width < wideLayout {
 		h -= detailLines + 1
 	}
 	return max(1, h)
@@ -43,66 +43,66 @@ func (m Model) listHeight() int {
 
 // listWidth is the width of the change list.
 func (m Model) listWidth() int {
-	if m.w >= wideLayout {
-		return m.w / 2
+	if m.Width >= wideLayout {
+		return m.Width / 2
 	}
-	return m.w
+	return m.Width
 }
 
 // View renders the screen; only the visible window of rows is rendered,
 // so its cost does not grow with the number of changes.
 func (m Model) View() string {
-	if m.w <= 0 || m.h <= 0 {
+	if !m.Sized() {
 		return ""
 	}
-	th := m.th
+	th := m.Theme
 	var b strings.Builder
 	switch {
 	case m.plan == nil && m.loadErr != nil:
 		b.WriteString(th.Err.Render("cannot load plan "+workflow.ShortHash(m.fp)) + "\n" + th.Muted.Render(m.loadErr.Error()))
-		return screen.Fit(b.String(), m.w, m.h)
+		return m.Fit(b.String())
 	case m.plan == nil && m.log.Len() > 0:
 		// Planning: Terraform's output is the screen until the plan loads.
 		b.WriteString(th.Title.Render("Plan review") + th.Muted.Render(" · planning") + "\n\n")
-		b.WriteString(m.log.View(th, "Terraform", m.running, m.w, m.h-2))
-		return screen.Fit(b.String(), m.w, m.h)
+		b.WriteString(m.log.View(th, "Terraform", m.Running(), m.Width, m.Height-2))
+		return m.Fit(b.String())
 	case m.plan == nil && m.fp == "":
 		b.WriteString(th.Title.Render("Plan review") + "\n\n" + th.Muted.Render("No plan yet: the boundary stage plans after the ownership check."))
-		return screen.Fit(b.String(), m.w, m.h)
+		return m.Fit(b.String())
 	case m.plan == nil:
 		b.WriteString(th.Title.Render("Plan review") + "\n\n" + th.Muted.Render("loading plan "+workflow.ShortHash(m.fp)+"…"))
-		return screen.Fit(b.String(), m.w, m.h)
+		return m.Fit(b.String())
 	}
 	header := m.header()
 	hh := strings.Count(header, "\n") + 1
 	b.WriteString(header)
 	b.WriteString("\n")
 	if m.logShown() {
-		b.WriteString(m.log.View(th, "Terraform", m.running, m.w, m.h-hh))
-		return screen.Fit(b.String(), m.w, m.h)
+		b.WriteString(m.log.View(th, "Terraform", m.Running(), m.Width, m.Height-hh))
+		return m.Fit(b.String())
 	}
 	list := m.list()
-	if m.w >= wideLayout {
+	if m.Width >= wideLayout {
 		lw := m.listWidth()
-		dw := m.w - lw - 1
-		left := strings.Split(screen.Fit(list, lw, m.h-hh), "\n")
-		right := strings.Split(screen.Fit(m.detail(dw), dw, m.h-hh), "\n")
+		dw := m.Width - lw - 1
+		left := strings.Split(screen.Fit(list, lw, m.Height-hh), "\n")
+		right := strings.Split(screen.Fit(m.detail(dw), dw, m.Height-hh), "\n")
 		for i := range left {
 			left[i] += th.Muted.Render("│") + right[i]
 		}
 		b.WriteString(strings.Join(left, "\n"))
 	} else {
-		b.WriteString(screen.Fit(list, m.w, m.listHeight()+1))
-		b.WriteString("\n" + th.Muted.Render(strings.Repeat("─", m.w)) + "\n")
-		b.WriteString(screen.Fit(m.detail(m.w), m.w, detailLines))
+		b.WriteString(screen.Fit(list, m.Width, m.listHeight()+1))
+		b.WriteString("\n" + th.Muted.Render(strings.Repeat("─", m.Width)) + "\n")
+		b.WriteString(screen.Fit(m.detail(m.Width), m.Width, detailLines))
 	}
-	return screen.Fit(b.String(), m.w, m.h)
+	return m.Fit(b.String())
 }
 
 // header is headerHeight lines: title, counts, approvals, the state block
 // and the filter line.
 func (m Model) header() string {
-	th, p := m.th, m.plan
+	th, p := m.Theme, m.plan
 	lines := make([]string, 0, 4+maxStateLines)
 	title := th.Title.Render("Plan for "+p.Env) + th.Muted.Render(" · fingerprint ") + th.Accent.Render(workflow.ShortHash(p.Fingerprint))
 	if p.Author != "" {
@@ -154,7 +154,7 @@ func countFlagged(p *workflow.PlanSummary) int {
 }
 
 func (m Model) approvalsLine() string {
-	th, ch := m.th, m.check
+	th, ch := m.Theme, m.check
 	s := th.Label.Render(fmt.Sprintf("Approvals %d/%d", len(ch.Counted), ch.Required))
 	if ch.Required == 0 {
 		s = th.Label.Render("Approvals: none required")
@@ -175,7 +175,7 @@ func (m Model) approvalsLine() string {
 
 // stateLines is stateLine wrapped to the width, at most maxStateLines.
 func (m Model) stateLines() []string {
-	lines := strings.Split(ansi.Wrap(m.stateLine(), max(10, m.w), " "), "\n")
+	lines := strings.Split(ansi.Wrap(m.stateLine(), max(10, m.Width), " "), "\n")
 	if len(lines) > maxStateLines {
 		lines = lines[:maxStateLines]
 	}
@@ -184,7 +184,7 @@ func (m Model) stateLines() []string {
 
 // stateLine says what the plan waits for and which key acts on it.
 func (m Model) stateLine() string {
-	th := m.th
+	th := m.Theme
 	switch {
 	case m.confirming:
 		c := m.plan.Counts
@@ -194,7 +194,7 @@ func (m Model) stateLine() string {
 		return th.Muted.Render("recording approval…")
 	case m.approveErr != nil:
 		return th.Err.Render(errText(m.approveErr))
-	case m.running:
+	case m.Running():
 		return th.Step.Running.Render(theme.IconRunning + " the release is running")
 	case m.reviewOnly && m.plan.AppliedAt.IsZero():
 		missing := m.check.Missing()
@@ -224,7 +224,7 @@ func (m Model) stateLine() string {
 	case m.applyFailed():
 		// The step's first line is the next safe action; Terraform's
 		// error is in the log pane and on the map.
-		first, _, _ := strings.Cut(m.release.Step(workflow.StepApply).Message, "\n")
+		first, _, _ := strings.Cut(m.Release().Step(workflow.StepApply).Message, "\n")
 		return th.Err.Render(theme.IconFailed+" "+first) + th.Muted.Render(" · ") + th.Key.Render("r") + " plans again"
 	case !m.plan.AppliedAt.IsZero():
 		return th.OK.Render(theme.IconSucceeded + " applied " + m.plan.AppliedAt.UTC().Format("2006-01-02 15:04 UTC"))
@@ -252,18 +252,18 @@ func actionGlyph(a workflow.Action) string {
 func (m Model) actionStyle(a workflow.Action) func(...string) string {
 	switch {
 	case a.Destructive():
-		return m.th.Err.Render
+		return m.Theme.Err.Render
 	case a == workflow.ActionCreate:
-		return m.th.OK.Render
+		return m.Theme.OK.Render
 	case a == workflow.ActionUpdate:
-		return m.th.Warn.Render
+		return m.Theme.Warn.Render
 	}
-	return m.th.Muted.Render
+	return m.Theme.Muted.Render
 }
 
 // list renders the column header and the visible window of rows.
 func (m Model) list() string {
-	th := m.th
+	th := m.Theme
 	w := m.listWidth()
 	const actionW = 8
 	flagsW := min(28, max(10, w/4))
@@ -321,7 +321,7 @@ func clip(s string, n int) string {
 // replacement and the attribute diff. Values arrive masked from the
 // domain; Sensitive ones are shown as workflow.SensitiveMask regardless.
 func (m Model) detail(w int) string {
-	th := m.th
+	th := m.Theme
 	if len(m.rows) == 0 {
 		return th.Muted.Render("select a change to see its attributes")
 	}
@@ -380,7 +380,7 @@ func revOrNone(rev string) string {
 // screen but the title while planning.
 func (m Model) logHeight() int {
 	if m.plan == nil {
-		return max(1, m.h-2)
+		return max(1, m.Height-2)
 	}
-	return max(1, m.h-(strings.Count(m.header(), "\n")+1))
+	return max(1, m.Height-(strings.Count(m.header(), "\n")+1))
 }

@@ -35,14 +35,8 @@ var _ Port = (*workflow.Service)(nil)
 
 // Model is the promotion screen.
 type Model struct {
-	port Port
-	th   theme.Theme
-	km   keys.Map
-	w, h int
-
-	release  *workflow.Release
-	running  bool
-	runErr   error
+	screen.Base[keys.Map]
+	port     Port
 	progress string
 	bar      progress.Model
 
@@ -60,7 +54,7 @@ type releaseApprovedMsg struct {
 
 // New returns the promotion screen.
 func New(port Port, th theme.Theme, km keys.Map) Model {
-	m := Model{port: port, th: th, km: km}
+	m := Model{Base: screen.NewBase(th, km), port: port}
 	m.SetTheme(th)
 	return m
 }
@@ -73,35 +67,29 @@ func (m Model) Init() tea.Cmd { return nil }
 
 // SetSize sets the area the screen draws in.
 func (m *Model) SetSize(w, h int) {
-	m.w, m.h = w, h
+	m.Base.SetSize(w, h)
 	m.bar.SetWidth(barWidth(w))
 }
 
 // SetTheme switches styles after the background colour is known.
 func (m *Model) SetTheme(th theme.Theme) {
-	m.th = th
+	m.Base.SetTheme(th)
 	// A static bar (ViewAs) driven by checkpoints: no animation frames, so
 	// goldens and recordings are deterministic.
-	m.bar = progress.New(progress.WithColors(th.ProgressFull), progress.WithWidth(barWidth(m.w)))
+	m.bar = progress.New(progress.WithColors(th.ProgressFull), progress.WithWidth(barWidth(m.Width)))
 	m.bar.EmptyColor = th.ProgressEmpty
 }
 
 // Update handles messages.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	m.Observe(msg)
 	switch msg := msg.(type) {
 	case screen.RunStateMsg:
-		m.running, m.runErr = msg.Running, msg.Err
-		if msg.Release != nil {
-			m.release = msg.Release
-		}
 		if msg.Running {
 			m.approveErr = nil
 		}
 	case screen.EventMsg:
 		e := msg.Event
-		if e.Release != nil {
-			m.release = e.Release
-		}
 		if e.Step == workflow.StepPromotion {
 			switch e.Kind {
 			case workflow.EventStepProgress:
@@ -118,21 +106,21 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			return m, func() tea.Msg { return screen.NoticeMsg{Text: note} }
 		}
 	case tea.KeyPressMsg:
-		if key.Matches(msg, m.km.Promote.Approve) {
+		if key.Matches(msg, m.Keys.Promote.Approve) {
 			if ok, why := m.canApprove(); !ok {
 				return m, func() tea.Msg { return screen.NoticeMsg{Text: why, Err: true} }
 			}
 			m.approving, m.approveErr = true, nil
 			return m, m.approveRelease()
 		}
-		m.offset = screen.ScrollKeys(msg, m.km.List, m.offset, 0)
+		m.offset = screen.ScrollKeys(msg, m.Keys.List, m.offset, 0)
 	}
 	return m, nil
 }
 
 // approveRelease records the actor's approval of this release's promotion.
 func (m Model) approveRelease() tea.Cmd {
-	port, id := m.port, m.release.ID
+	port, id := m.port, m.Release().ID
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -143,38 +131,38 @@ func (m Model) approveRelease() tea.Cmd {
 
 // waitsForApproval reports whether the run stopped for promotion approvals.
 func (m Model) waitsForApproval() bool {
-	return m.release != nil && !m.running && m.release.Step(workflow.StepPromotion).Status == workflow.Blocked &&
-		errors.Is(m.runErr, workflow.ErrApprovalRequired) && !errors.Is(m.runErr, workflow.ErrAwaitingForge)
+	return m.Release() != nil && !m.Running() && m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked &&
+		errors.Is(m.RunErr(), workflow.ErrApprovalRequired) && !errors.Is(m.RunErr(), workflow.ErrAwaitingForge)
 }
 
 // waitsForForge reports whether the run stopped for reviews or a merge on
 // the forge; the cockpit re-runs it by itself.
 func (m Model) waitsForForge() bool {
-	return m.release != nil && !m.running && m.release.Step(workflow.StepPromotion).Status == workflow.Blocked &&
-		errors.Is(m.runErr, workflow.ErrAwaitingForge)
+	return m.Release() != nil && !m.Running() && m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked &&
+		errors.Is(m.RunErr(), workflow.ErrAwaitingForge)
 }
 
 func (m Model) canApprove() (bool, string) {
 	switch {
-	case m.release == nil:
+	case m.Release() == nil:
 		return false, "no release yet"
 	case !m.waitsForApproval():
 		return false, "the promotion is not waiting for an approval"
 	case m.approving:
 		return false, "approving…"
 	}
-	if m.port.MayApprove(m.release.Env, workflow.ApprovePromotion, m.release.Captain) != nil {
-		return false, fmt.Sprintf("%s captains this release and %s needs another approver: relcap approve --release %s --actor OTHER", m.port.Actor(), m.release.Env, m.release.ID)
+	if m.port.MayApprove(m.Release().Env, workflow.ApprovePromotion, m.Release().Captain) != nil {
+		return false, fmt.Sprintf("%s captains this release and %s needs another approver: relcap approve --release %s --actor OTHER", m.port.Actor(), m.Release().Env, m.Release().ID)
 	}
 	return true, ""
 }
 
 // ShortHelp is the one-line help of the screen.
 func (m Model) ShortHelp() []key.Binding {
-	a := m.km.Promote.Approve
+	a := m.Keys.Promote.Approve
 	ok, _ := m.canApprove()
 	a.SetEnabled(ok)
-	return []key.Binding{m.km.List.Up, m.km.List.Down, a}
+	return []key.Binding{m.Keys.List.Up, m.Keys.List.Down, a}
 }
 
 // FullHelp is the full help of the screen.
@@ -193,14 +181,14 @@ var phases = []struct {
 
 // View renders the promotion.
 func (m Model) View() string {
-	if m.w <= 0 || m.h <= 0 {
+	if !m.Sized() {
 		return ""
 	}
-	th := m.th
-	if m.release == nil {
-		return screen.Fit(th.Title.Render("Digest promotion")+"\n\n"+th.Muted.Render("waiting for the release…"), m.w, m.h)
+	th := m.Theme
+	if m.Release() == nil {
+		return m.Fit(th.Title.Render("Digest promotion") + "\n\n" + th.Muted.Render("waiting for the release…"))
 	}
-	r := m.release
+	r := m.Release()
 	st := r.Step(workflow.StepPromotion)
 	lines := []string{th.Title.Render("Digest promotion") + th.Muted.Render(" · decision stage · "+r.Image+" → "+r.Env)}
 	// The step's message says what it waits for, with the pull request's
@@ -219,7 +207,7 @@ func (m Model) View() string {
 		lines = append(lines, label)
 	} else {
 		indent := ansi.StringWidth(label) + 1
-		for i, l := range screen.Wrap(msg, max(20, m.w-indent)) {
+		for i, l := range screen.Wrap(msg, max(20, m.Width-indent)) {
 			if i == 0 {
 				lines = append(lines, label+" "+th.Muted.Render(l))
 			} else {
@@ -269,7 +257,7 @@ func (m Model) View() string {
 		lines = append(lines, line)
 	}
 	if pr := r.Checkpoints.PullRequest; pr != nil {
-		lines = append(lines, pullRequestLines(th, pr, m.w)...)
+		lines = append(lines, pullRequestLines(th, pr, m.Width)...)
 	}
 	for _, f := range st.Findings {
 		lines = append(lines, th.SeverityStyle(f.Severity).Render(theme.SeverityIcon(f.Severity)+" "+f.Message)+th.Muted.Render(" — "+f.NextAction))
@@ -288,13 +276,13 @@ func (m Model) View() string {
 			lines = append(lines, "  "+l)
 		}
 	}
-	off := min(m.offset, max(0, len(lines)-m.h))
-	return screen.Fit(strings.Join(lines[off:], "\n"), m.w, m.h)
+	off := min(m.offset, max(0, len(lines)-m.Height))
+	return m.Fit(strings.Join(lines[off:], "\n"))
 }
 
 // action says what the promotion waits for and which key acts on it.
 func (m Model) action() []string {
-	th := m.th
+	th := m.Theme
 	switch {
 	case m.approving:
 		return []string{th.Muted.Render("recording approval…")}
@@ -302,12 +290,12 @@ func (m Model) action() []string {
 		return []string{th.Err.Render(m.approveErr.Error())}
 	case m.waitsForForge():
 		where := "the pull request"
-		if pr := m.release.Checkpoints.PullRequest; pr != nil {
+		if pr := m.Release().Checkpoints.PullRequest; pr != nil {
 			where = fmt.Sprintf("pull request #%d (%s)", pr.Number, pr.URL)
 		}
 		head := theme.IconBlocked + " waiting on the forge: "
 		var out []string
-		for i, l := range screen.Wrap("review and merge "+where+fmt.Sprintf(" there; relcap re-checks every %s and continues once it can land", workflow.ForgePollInterval), max(20, m.w-len([]rune(head)))) {
+		for i, l := range screen.Wrap("review and merge "+where+fmt.Sprintf(" there; relcap re-checks every %s and continues once it can land", workflow.ForgePollInterval), max(20, m.Width-len([]rune(head)))) {
 			if i == 0 {
 				out = append(out, th.Warn.Render(head)+l)
 			} else {
@@ -321,9 +309,9 @@ func (m Model) action() []string {
 		} else {
 			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + why + th.Muted.Render("; the release continues once it is given")}
 		}
-	case m.release.Step(workflow.StepPromotion).Status == workflow.Blocked && errors.Is(m.runErr, workflow.ErrLocked):
+	case m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked && errors.Is(m.RunErr(), workflow.ErrLocked):
 		return []string{th.Warn.Render(theme.IconBlocked+" another captain is promoting here (named above): ") + "wait for them or ask them, then " + th.Key.Render("r") + " resume"}
-	case m.release.Step(workflow.StepPromotion).Status == workflow.Blocked:
+	case m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked:
 		return []string{th.Warn.Render(theme.IconBlocked+" blocked by policy: ") + "act on the message above, then " + th.Key.Render("r") + " resume"}
 	}
 	return nil

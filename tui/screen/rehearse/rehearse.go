@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -88,13 +87,12 @@ type item struct {
 
 // Model is the rehearsal screen.
 type Model struct {
-	svc  *workflow.Service
-	ctx  context.Context
-	req  Request
-	th   theme.Theme
-	km   Keys
-	w, h int
-	now  time.Time
+	// Base's run state stays empty: the root runs no release here. The
+	// screen runs its drills itself, and Running says whether one runs.
+	screen.Base[Keys]
+	svc *workflow.Service
+	ctx context.Context
+	req Request
 
 	items  []item
 	cur    int
@@ -106,13 +104,13 @@ type Model struct {
 	startedAt time.Time
 	// quit is set when the captain asked to leave once the drill saved.
 	quit bool
-	runs *Runs
+	runs *screen.Runs
 }
 
 // New returns the screen for req. ctx bounds every drill it starts;
 // cancelling it stops the drill as q does.
 func New(ctx context.Context, svc *workflow.Service, req Request, th theme.Theme, km Keys) Model {
-	m := Model{svc: svc, ctx: ctx, req: req, th: th, km: km, runs: &Runs{}}
+	m := Model{Base: screen.NewBase(th, km), svc: svc, ctx: ctx, req: req, runs: &screen.Runs{}}
 	if req.Resume != "" {
 		m.items = []item{{}}
 	}
@@ -123,34 +121,9 @@ func New(ctx context.Context, svc *workflow.Service, req Request, th theme.Theme
 }
 
 // Runs counts the drills running in the background, so the program's
-// owner waits for the last one to save before it returns; once closed it
-// starts no more.
-type Runs struct {
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func (r *Runs) start() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	r.wg.Add(1)
-	return true
-}
-
-// CloseAndWait refuses new drills and waits for the running ones.
-func (r *Runs) CloseAndWait() {
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
-	r.wg.Wait()
-}
-
-// Runs is shared by every copy of the model.
-func (m Model) Runs() *Runs { return m.runs }
+// owner waits for the last one to save before it returns; it is shared
+// by every copy of the model.
+func (m Model) Runs() *screen.Runs { return m.runs }
 
 // QuitMsg says the screen is done: every drill saved, the captain asked
 // to leave.
@@ -200,12 +173,6 @@ type sent struct {
 // Init reads what the first drill will do.
 func (m Model) Init() tea.Cmd { return m.load(0) }
 
-// SetSize sets the screen's size.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
-
-// SetTheme sets the colours.
-func (m *Model) SetTheme(th theme.Theme) { m.th = th }
-
 // load reads drill idx's preview, or the saved rehearsal to resume.
 func (m Model) load(idx int) tea.Cmd {
 	if idx >= len(m.items) {
@@ -227,9 +194,8 @@ func (m Model) load(idx int) tea.Cmd {
 
 // Update handles keys, the clock and the drill's messages.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	m.Observe(msg)
 	switch msg := msg.(type) {
-	case screen.TickMsg:
-		m.now = msg.Now
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	case previewMsg:
@@ -282,7 +248,7 @@ func (m Model) loaded(msg previewMsg) Model {
 
 func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	switch {
-	case key.Matches(msg, m.km.Quit):
+	case key.Matches(msg, m.Keys.Quit):
 		switch m.stage {
 		case stRunning:
 			// Stop safely: the drill's context ends, it saves its phase,
@@ -295,7 +261,7 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			return m, nil
 		}
 		return m, func() tea.Msg { return QuitMsg{} }
-	case key.Matches(msg, m.km.Start):
+	case key.Matches(msg, m.Keys.Start):
 		switch {
 		case m.stage == stReady:
 			return m.start()
@@ -304,7 +270,7 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			m.stage = stLoading
 			return m, m.load(m.cur)
 		}
-	case key.Matches(msg, m.km.Cleanup):
+	case key.Matches(msg, m.Keys.Cleanup):
 		if m.canCleanup() {
 			return m.cleanup()
 		}
@@ -351,17 +317,17 @@ func (m Model) run(f func(context.Context, workflow.EventSink) (*workflow.Rehear
 	m.gen++
 	gen, runs, svc := m.gen, m.runs, m.svc
 	ctx, cancel := context.WithCancel(m.ctx)
-	m.cancel, m.stage, m.startedAt = cancel, st, m.now
+	m.cancel, m.stage, m.startedAt = cancel, st, m.Now
 	it := &m.items[m.cur]
 	it.err, it.stopped, it.log = nil, false, nil
 	return m, func() tea.Msg {
 		s := &stream{gen: gen, events: make(chan sent, 256), result: make(chan finishedMsg, 1)}
-		if !runs.start() {
+		if !runs.Start() {
 			cancel()
 			return finishedMsg{gen: gen, err: context.Canceled}
 		}
 		go func() {
-			defer runs.wg.Done()
+			defer runs.Done()
 			defer cancel()
 			id, lastRelease := "", ""
 			rh, err := f(ctx, func(e workflow.Event) {
@@ -496,7 +462,7 @@ func (m Model) Running() bool {
 // ShortHelp is the keys that apply now.
 func (m Model) ShortHelp() []key.Binding {
 	var ks []key.Binding
-	start := m.km.Start
+	start := m.Keys.Start
 	switch {
 	case m.stage == stReady && m.req.Resume != "":
 		start.SetHelp("enter", "resume the drill")
@@ -508,9 +474,9 @@ func (m Model) ShortHelp() []key.Binding {
 		ks = append(ks, start)
 	}
 	if m.canCleanup() {
-		ks = append(ks, m.km.Cleanup)
+		ks = append(ks, m.Keys.Cleanup)
 	}
-	q := m.km.Quit
+	q := m.Keys.Quit
 	if m.stage == stRunning {
 		q.SetHelp("q", "stop safely (saved, resumable)")
 	}

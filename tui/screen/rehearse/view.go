@@ -42,23 +42,23 @@ func phaseIndex(p workflow.RehearsalPhase) int {
 // not fit, it is laid out compactly (one line per answer, the latest
 // event only), so the phases and the verdict always show.
 func (m Model) View() string {
-	if m.w <= 0 || m.h <= 0 {
+	if !m.Sized() {
 		return ""
 	}
 	if len(m.items) == 0 {
-		return screen.Fit("no drill to run", m.w, m.h)
+		return m.Fit("no drill to run")
 	}
 	b := m.lines(layout{})
-	if len(b) > m.h {
+	if len(b) > m.Height {
 		// Compact, then give what room is left to the answers in full,
 		// the most useful first: clipped, they are what the drill is for.
 		for wrapped := len(answerRank); wrapped >= 0; wrapped-- {
-			if b = m.lines(layout{compact: true, wrapped: wrapped}); len(b) <= m.h {
+			if b = m.lines(layout{compact: true, wrapped: wrapped}); len(b) <= m.Height {
 				break
 			}
 		}
 	}
-	return screen.Fit(strings.Join(b, "\n"), m.w, m.h)
+	return m.Fit(strings.Join(b, "\n"))
 }
 
 // layout is how lines lays the drill out.
@@ -77,13 +77,13 @@ var answerRank = map[string]int{"Next safe action": 0, "Controller status": 1, "
 
 func (m Model) lines(lay layout) []string {
 	compact := lay.compact
-	th := m.th
+	th := m.Theme
 	it := m.items[m.cur]
 	var b []string
 	add := func(s ...string) { b = append(b, s...) }
 	text := func(name, v string) []string {
 		if compact {
-			return []string{m.th.Label.Render(fmt.Sprintf("%-*s", labelWidth, name)) + v}
+			return []string{m.Theme.Label.Render(fmt.Sprintf("%-*s", labelWidth, name)) + v}
 		}
 		return m.labelled(name, v)
 	}
@@ -154,10 +154,10 @@ func (m Model) lines(lay layout) []string {
 
 // labelled is text after a label, wrapped under itself.
 func (m Model) labelled(name, text string) []string {
-	lines := screen.Wrap(text, max(20, m.w-labelWidth))
+	lines := screen.Wrap(text, max(20, m.Width-labelWidth))
 	for i := range lines {
 		if i == 0 {
-			lines[i] = m.th.Label.Render(fmt.Sprintf("%-*s", labelWidth, name)) + lines[i]
+			lines[i] = m.Theme.Label.Render(fmt.Sprintf("%-*s", labelWidth, name)) + lines[i]
 		} else {
 			lines[i] = strings.Repeat(" ", labelWidth) + lines[i]
 		}
@@ -194,14 +194,14 @@ func (m Model) elapsed(it item) string {
 	switch {
 	case it.rh != nil && !it.rh.StartedAt.IsZero() && !it.rh.FinishedAt.IsZero():
 		return screen.Duration(it.rh.FinishedAt.Sub(it.rh.StartedAt))
-	case m.Running() && !m.startedAt.IsZero() && !m.now.IsZero():
-		return screen.Duration(m.now.Sub(m.startedAt))
+	case m.Running() && !m.startedAt.IsZero() && !m.Now.IsZero():
+		return screen.Duration(m.Now.Sub(m.startedAt))
 	}
 	return ""
 }
 
 func (m Model) phaseLines(it item) []string {
-	th, rh := m.th, it.rh
+	th, rh := m.Theme, it.rh
 	reached := phaseIndex(rh.Phase)
 	at := func(t time.Time) string {
 		if t.IsZero() {
@@ -269,7 +269,7 @@ func (m Model) phaseLines(it item) []string {
 
 // answerLines are the four answers as relcap showed them, once detected.
 func (m Model) answerLines(it item, text func(name, v string) []string) []string {
-	rh, th := it.rh, m.th
+	rh, th := it.rh, m.Theme
 	if rh.IntendedRevision.Shown == "" && rh.ActualArtifact.Shown == "" && rh.ControllerStatus.Shown == "" && rh.NextSafeAction.Shown == "" {
 		return nil
 	}
@@ -296,18 +296,18 @@ func (m Model) tail(it item, compact bool) []string {
 		return nil
 	}
 	if compact {
-		return []string{m.th.Label.Render(fmt.Sprintf("%-*s", labelWidth, "Now")) + m.th.Muted.Render(firstLine(it.log[len(it.log)-1]))}
+		return []string{m.Theme.Label.Render(fmt.Sprintf("%-*s", labelWidth, "Now")) + m.Theme.Muted.Render(firstLine(it.log[len(it.log)-1]))}
 	}
-	out := []string{m.th.Title.Render("Now")}
+	out := []string{m.Theme.Title.Render("Now")}
 	n := min(len(it.log), 3)
 	for _, l := range it.log[len(it.log)-n:] {
-		out = append(out, " "+m.th.Muted.Render(firstLine(l)))
+		out = append(out, " "+m.Theme.Muted.Render(firstLine(l)))
 	}
 	return out
 }
 
 func (m Model) verdict(it item) []string {
-	th := m.th
+	th := m.Theme
 	switch m.stage {
 	case stStopping:
 		return []string{"", th.Warn.Render("stopping safely: saving the drill so it can resume…")}
@@ -324,16 +324,16 @@ func (m Model) verdict(it item) []string {
 	case rh.State == workflow.RehearsalStatePassed:
 		return []string{"", th.OK.Render("✓ PASSED") + ": detected, named correctly, recovered on the baseline"}
 	case rh.State == workflow.RehearsalStateFailed:
-		return append([]string{""}, screen.Wrap(th.Err.Render("✗ FAILED")+": "+rh.Failure, m.w)...)
+		return append([]string{""}, screen.Wrap(th.Err.Render("✗ FAILED")+": "+rh.Failure, m.Width)...)
 	case rh.State == workflow.RehearsalStateAbandoned:
-		return append([]string{""}, screen.Wrap(th.Warn.Render("■ ABANDONED")+": "+rh.Failure, m.w)...)
+		return append([]string{""}, screen.Wrap(th.Warn.Render("■ ABANDONED")+": "+rh.Failure, m.Width)...)
 	}
 	why := "stopped"
 	if it.err != nil && !errors.Is(it.err, context.Canceled) {
 		why = "stopped on an error: " + firstLine(it.err.Error())
 	}
-	out := append([]string{""}, screen.Wrap(th.Warn.Render("■ "+why)+fmt.Sprintf(" at phase %s; the drill is saved.", rh.Phase), m.w)...)
-	return append(out, screen.Wrap(fmt.Sprintf("Continue with relcap rehearse --resume %s, or undo with relcap rehearse --cleanup %s (or press c).", rh.ID, rh.ID), m.w)...)
+	out := append([]string{""}, screen.Wrap(th.Warn.Render("■ "+why)+fmt.Sprintf(" at phase %s; the drill is saved.", rh.Phase), m.Width)...)
+	return append(out, screen.Wrap(fmt.Sprintf("Continue with relcap rehearse --resume %s, or undo with relcap rehearse --cleanup %s (or press c).", rh.ID, rh.ID), m.Width)...)
 }
 
 func firstLine(s string) string {

@@ -103,7 +103,7 @@ func TestViewProductionOverrideInRed(t *testing.T) {
 	m := ready(t, p)
 	m.SetSize(80, 21)
 	v := m.View()
-	require.Contains(t, v, m.th.Err.Render(fmt.Sprintf("%-*s", labelWidth, "PRODUCTION")+"--i-know: quarterly drill, change CHG-1042"))
+	require.Contains(t, v, m.Theme.Err.Render(fmt.Sprintf("%-*s", labelWidth, "PRODUCTION")+"--i-know: quarterly drill, change CHG-1042"))
 	golden.RequireEqual(t, v)
 }
 

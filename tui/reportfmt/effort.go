@@ -1,0 +1,298 @@
+package reportfmt
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relcap/relcap/workflow/report"
+)
+
+// document is the effort report laid out for reading (Write's table,
+// Markdown and HTML formats).
+func (v effortView) document() reportDoc {
+	r := v.Effort
+	d := reportDoc{title: "Release coordination effort"}
+	d.headline = append(d.headline, periodLine(r.From, r.To, r.TimeZone, "by release creation"))
+	if r.Env != "" {
+		d.headline = append(d.headline, "Environment: "+r.Env)
+	}
+	if r.Person != "" {
+		d.headline = append(d.headline, "Person: "+r.Person+" (their own effort on releases they worked on or captained)")
+	}
+	if r.Empty {
+		d.empty = r.Message
+		return d
+	}
+	c := r.Counts
+	kinds := make([]string, 0, len(c.ByKind))
+	for _, k := range releaseKinds {
+		if n := c.ByKind[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	d.headline = append(d.headline, fmt.Sprintf("Releases: %d (%s) — succeeded %d, failed %d, rolled back %d, abandoned %d, in progress %d",
+		c.Total, strings.Join(kinds, ", "), c.Succeeded, c.Failed, c.RolledBack, c.Abandoned, c.InProgress))
+	if c.BreakGlassExcluded > 0 {
+		d.headline = append(d.headline, fmt.Sprintf("Break-glass records left out (not releases): %d", c.BreakGlassExcluded))
+	}
+	d.headline = append(d.headline, coverageLines(r.Coverage)...)
+	if r.Comparison != nil {
+		d.headline = append(d.headline, "", r.Comparison.Line)
+		for _, cond := range r.Comparison.Conditions {
+			d.headline = append(d.headline, "  if: "+cond)
+		}
+	} else if r.ComparisonNote != "" {
+		d.headline = append(d.headline, "", r.ComparisonNote)
+	}
+
+	per := docTable{title: "Staff effort per release", header: append([]string{"measure"}, statsHeader...)}
+	per.rows = append(per.rows,
+		append([]string{"staff (active + off-tool)"}, statsCells(r.Staff)...),
+		append([]string{"  active in relcap"}, statsCells(r.Active)...),
+		append([]string{"  off-tool coordination"}, statsCells(r.OffTool)...),
+		append([]string{"machine wait (not staff)"}, statsCells(r.Wait)...),
+		append([]string{"elapsed (beside, never added)"}, statsCells(r.Elapsed)...))
+	per.notes = append(per.notes, fmt.Sprintf("staff and active: over the %d measured release(s); off-tool, machine wait and elapsed: over all %d",
+		r.Coverage.Measured, r.Coverage.Releases))
+	if r.ElapsedOpen > 0 {
+		per.notes = append(per.notes, fmt.Sprintf("%d release(s) still running: their elapsed time runs to %s", r.ElapsedOpen, r.GeneratedAt.UTC().Format(time.RFC3339)))
+	}
+	d.tables = append(d.tables, per)
+
+	role := docTable{title: "Active effort by role, per release", header: append([]string{"role"}, statsHeader...)}
+	for _, x := range r.ByRole {
+		role.rows = append(role.rows, append([]string{string(x.Role)}, statsCells(x.Active)...))
+	}
+	role.rows = append(role.rows, append([]string{"off-tool (all roles)"}, statsCells(r.OffTool)...))
+	d.tables = append(d.tables, role)
+
+	step := docTable{title: "Active effort by step, per release", header: append(append([]string{"step"}, statsHeader...), "machine wait", "unmeasured")}
+	for _, x := range r.ByStep {
+		step.rows = append(step.rows, append(append([]string{x.Step}, statsCells(x.Active)...), FormatMinutes(x.Wait), strconv.Itoa(x.UnmeasuredReleases)))
+	}
+	step.rows = append(step.rows, append(append([]string{"off-tool coordination"}, statsCells(r.OffTool)...), "-", "-"))
+	step.notes = append(step.notes, "unmeasured: releases on which someone's work on the step happened where relcap could not measure it")
+	d.tables = append(d.tables, step)
+
+	month := docTable{title: "Hours per month (a release and all its effort belong to the month it was created in)",
+		header: []string{"month", "releases", "measured", "staff", "active", "off-tool"}}
+	if r.Comparison != nil {
+		month.header = append(month.header, "before (h)", "after (h)", "freed (h)")
+	}
+	for _, m := range r.ByMonth {
+		name := m.Month
+		if m.Partial {
+			name += " (partial)"
+		}
+		row := []string{name, strconv.Itoa(m.Releases), strconv.Itoa(m.Measured), FormatMinutes(m.Staff), FormatMinutes(m.Active), FormatMinutes(m.OffTool)}
+		if r.Comparison != nil {
+			if m.MonthComparison != nil {
+				row = append(row, report.FormatHours(m.BeforeHours), report.FormatHours(m.AfterHours), report.FormatHours(m.FreedHours))
+			} else {
+				row = append(row, "-", "-", "-")
+			}
+		}
+		month.rows = append(month.rows, row)
+		if m.CoverageNote != "" {
+			month.notes = append(month.notes, m.Month+": "+m.CoverageNote)
+		}
+	}
+	if r.Comparison != nil {
+		cmp := r.Comparison
+		month.notes = append(month.notes, fmt.Sprintf("before = measured releases × baseline %s h; after = their measured staff hours; per month = compared total ÷ %d month(s)",
+			report.FormatHours(cmp.BaselineHoursPerRelease), cmp.Months))
+	} else if r.ComparisonNote != "" {
+		month.notes = append(month.notes, r.ComparisonNote)
+	}
+	d.tables = append(d.tables, month)
+
+	if r.Comparison != nil {
+		d.tables = append(d.tables, engagementTable(r))
+	}
+
+	people := docTable{title: "People", header: []string{"person", "releases", "measured", "unmeasured", "active", "off-tool", "staff"}}
+	for _, p := range r.People {
+		people.rows = append(people.rows, []string{p.Person, strconv.Itoa(p.Releases), strconv.Itoa(p.MeasuredReleases), strconv.Itoa(p.UnmeasuredReleases),
+			FormatMinutes(p.Active), FormatMinutes(p.OffTool), FormatMinutes(p.Staff)})
+	}
+	d.tables = append(d.tables, people, definitions(r.AbandonAfter))
+	d.charts = v.charts()
+	return d
+}
+
+// EngagementTitle is the engagement's table as a manager asked for it.
+const EngagementTitle = "Release coordination effort, hours/month: before, after, difference"
+
+// engagementTable is the engagement's table: before, after and difference
+// per month over measured releases, the average per month, and the
+// conditions under which the figures mean what they say.
+func engagementTable(r *report.Effort) docTable {
+	c := r.Comparison
+	t := docTable{title: EngagementTitle, header: []string{"month", "measured releases", "before", "after", "difference"}}
+	for _, m := range r.ByMonth {
+		cov := fmt.Sprintf("%d of %d", m.Measured, m.Releases)
+		switch {
+		case m.MonthComparison == nil:
+			t.rows = append(t.rows, []string{m.Month, cov, "-", "-", "not measured"})
+			continue
+		case m.Releases == 0:
+			t.rows = append(t.rows, []string{m.Month, cov, "0", "0", "no releases"})
+			continue
+		}
+		t.rows = append(t.rows, []string{m.Month, cov, report.FormatHours(m.BeforeHours), report.FormatHours(m.AfterHours), differenceText(m.FreedHours)})
+	}
+	t.rows = append(t.rows, []string{fmt.Sprintf("per month (%d)", c.Months), fmt.Sprintf("%d of %d", c.MeasuredReleases, c.Releases),
+		report.FormatHours(c.Before), report.FormatHours(c.After), c.DifferenceText()})
+	t.notes = append([]string{"conditions:"}, prefixAll("  ", c.Conditions)...)
+	return t
+}
+
+// differenceText is a month's difference as Comparison.DifferenceText
+// says the period's.
+func differenceText(freed float64) string {
+	return (&report.Comparison{Difference: freed}).DifferenceText()
+}
+
+// coverageLines are the coverage headline: how many releases were
+// measured, and who and which steps were and were not.
+func coverageLines(c report.Coverage) []string {
+	out := []string{c.Line}
+	if l := peopleAndSteps(c.MeasuredPeople, c.MeasuredSteps); l != "" {
+		out = append(out, "  measured: "+l)
+	}
+	if l := peopleAndSteps(c.UnmeasuredPeople, c.UnmeasuredSteps); l != "" {
+		out = append(out, "  not measured: "+l)
+	}
+	return out
+}
+
+// peopleAndSteps is "people a, b; steps x, y", leaving out an empty list.
+func peopleAndSteps(people, steps []string) string {
+	var parts []string
+	if len(people) > 0 {
+		parts = append(parts, "people "+strings.Join(people, ", "))
+	}
+	if len(steps) > 0 {
+		parts = append(parts, "steps "+strings.Join(steps, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func prefixAll(p string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = p + s
+	}
+	return out
+}
+
+// Rows is the effort report in long format.
+func (v effortView) rows() []Row {
+	r := v.Effort
+	rows := []Row{
+		{"period", "", "from", r.From.UTC().Format(time.RFC3339Nano), "time"},
+		{"period", "", "to", r.To.UTC().Format(time.RFC3339Nano), "time"},
+		{"period", "", "time_zone", r.TimeZone, "zone"},
+		{"period", "", "empty", strconv.FormatBool(r.Empty), "bool"},
+		{"releases", "", "total", strconv.Itoa(r.Counts.Total), "count"},
+		{"releases", "", "succeeded", strconv.Itoa(r.Counts.Succeeded), "count"},
+		{"releases", "", "failed", strconv.Itoa(r.Counts.Failed), "count"},
+		{"releases", "", "rolled_back", strconv.Itoa(r.Counts.RolledBack), "count"},
+		{"releases", "", "abandoned", strconv.Itoa(r.Counts.Abandoned), "count"},
+		{"releases", "", "in_progress", strconv.Itoa(r.Counts.InProgress), "count"},
+		{"releases", "", "failures", strconv.Itoa(r.Counts.Failures), "count"},
+		{"releases", "", "break_glass_excluded", strconv.Itoa(r.Counts.BreakGlassExcluded), "count"},
+	}
+	for _, k := range orderedKeys(r.Counts.ByKind, releaseKinds) {
+		rows = append(rows, Row{"releases", string(k), "count", strconv.Itoa(r.Counts.ByKind[k]), "count"})
+	}
+	cv := r.Coverage
+	rows = append(rows,
+		Row{"coverage", "", "releases", strconv.Itoa(cv.Releases), "count"},
+		Row{"coverage", "", "measured", strconv.Itoa(cv.Measured), "count"},
+		Row{"coverage", "", "partly_measured", strconv.Itoa(cv.PartlyMeasured), "count"},
+		Row{"coverage", "", "unmeasured", strconv.Itoa(cv.Unmeasured), "count"})
+	for _, p := range cv.MeasuredPeople {
+		rows = append(rows, Row{"coverage", p, "measured_person", "true", "bool"})
+	}
+	for _, p := range cv.UnmeasuredPeople {
+		rows = append(rows, Row{"coverage", p, "unmeasured_person", "true", "bool"})
+	}
+	for _, s := range cv.MeasuredSteps {
+		rows = append(rows, Row{"coverage", s, "measured_step", "true", "bool"})
+	}
+	for _, s := range cv.UnmeasuredSteps {
+		rows = append(rows, Row{"coverage", s, "unmeasured_step", "true", "bool"})
+	}
+	for _, id := range cv.NotMeasured {
+		rows = append(rows, Row{"coverage", id, "not_measured_release", "true", "bool"})
+	}
+	rows = append(rows, statsRows("per_release", "staff", r.Staff)...)
+	rows = append(rows, statsRows("per_release", "active", r.Active)...)
+	rows = append(rows, statsRows("per_release", "off_tool", r.OffTool)...)
+	rows = append(rows, statsRows("per_release", "machine_wait", r.Wait)...)
+	rows = append(rows, statsRows("per_release", "elapsed", r.Elapsed)...)
+	rows = append(rows, Row{"per_release", "elapsed", "open", strconv.Itoa(r.ElapsedOpen), "count"})
+	for _, x := range r.ByRole {
+		rows = append(rows, statsRows("by_role", string(x.Role), x.Active)...)
+	}
+	for _, x := range r.ByStep {
+		rows = append(rows, statsRows("by_step", x.Step, x.Active)...)
+		rows = append(rows, Row{"by_step", x.Step, "machine_wait_total", minutes(x.Wait), "minutes"},
+			Row{"by_step", x.Step, "measured_releases", strconv.Itoa(x.MeasuredReleases), "count"},
+			Row{"by_step", x.Step, "unmeasured_releases", strconv.Itoa(x.UnmeasuredReleases), "count"})
+	}
+	for _, m := range r.ByMonth {
+		rows = append(rows,
+			Row{"by_month", m.Month, "partial", strconv.FormatBool(m.Partial), "bool"},
+			Row{"by_month", m.Month, "releases", strconv.Itoa(m.Releases), "count"},
+			Row{"by_month", m.Month, "staff", minutes(m.Staff), "minutes"},
+			Row{"by_month", m.Month, "active", minutes(m.Active), "minutes"},
+			Row{"by_month", m.Month, "off_tool", minutes(m.OffTool), "minutes"},
+			Row{"by_month", m.Month, "measured_releases", strconv.Itoa(m.Measured), "count"},
+			Row{"by_month", m.Month, "partly_measured_releases", strconv.Itoa(m.PartlyMeasured), "count"},
+			Row{"by_month", m.Month, "unmeasured_releases", strconv.Itoa(m.Unmeasured), "count"},
+			Row{"by_month", m.Month, "measured_staff", minutes(m.MeasuredStaff), "minutes"},
+			Row{"by_month", m.Month, "compared", strconv.FormatBool(m.Compared), "bool"})
+		if m.MonthComparison != nil {
+			rows = append(rows,
+				Row{"by_month", m.Month, "before", hours(m.BeforeHours), "hours"},
+				Row{"by_month", m.Month, "after", hours(m.AfterHours), "hours"},
+				Row{"by_month", m.Month, "freed", hours(m.FreedHours), "hours"})
+		}
+	}
+	if c := r.Comparison; c != nil {
+		rows = append(rows,
+			Row{"comparison", c.Measure, "baseline_per_release", hours(c.BaselineHoursPerRelease), "hours"},
+			Row{"comparison", c.Measure, "baseline_source", c.BaselineSource, "text"},
+			Row{"comparison", c.Measure, "releases", strconv.Itoa(c.Releases), "count"},
+			Row{"comparison", c.Measure, "measured_releases", strconv.Itoa(c.MeasuredReleases), "count"},
+			Row{"comparison", c.Measure, "months", strconv.Itoa(c.Months), "count"},
+			Row{"comparison", c.Measure, "before", hours(c.Before), c.Unit},
+			Row{"comparison", c.Measure, "after", hours(c.After), c.Unit},
+			Row{"comparison", c.Measure, "difference", hours(c.Difference), c.Unit})
+	}
+	for _, p := range r.People {
+		rows = append(rows,
+			Row{"people", p.Person, "releases", strconv.Itoa(p.Releases), "count"},
+			Row{"people", p.Person, "measured_releases", strconv.Itoa(p.MeasuredReleases), "count"},
+			Row{"people", p.Person, "unmeasured_releases", strconv.Itoa(p.UnmeasuredReleases), "count"},
+			Row{"people", p.Person, "active", minutes(p.Active), "minutes"},
+			Row{"people", p.Person, "off_tool", minutes(p.OffTool), "minutes"},
+			Row{"people", p.Person, "staff", minutes(p.Staff), "minutes"})
+	}
+	for _, x := range r.Releases {
+		rows = append(rows,
+			Row{"release", x.ID, "outcome", string(x.Outcome), "outcome"},
+			Row{"release", x.ID, "coverage", string(x.Coverage), "coverage"},
+			Row{"release", x.ID, "month", x.Month, "month"},
+			Row{"release", x.ID, "staff", minutes(x.Staff), "minutes"},
+			Row{"release", x.ID, "active", minutes(x.Active), "minutes"},
+			Row{"release", x.ID, "off_tool", minutes(x.OffTool), "minutes"},
+			Row{"release", x.ID, "machine_wait", minutes(x.Wait), "minutes"},
+			Row{"release", x.ID, "elapsed", minutes(x.Elapsed), "minutes"})
+	}
+	return rows
+}
