@@ -72,7 +72,10 @@ func NewLedger() *Ledger {
 	}
 }
 
-var _ workflow.Ledger = (*Ledger)(nil)
+var (
+	_ workflow.Ledger = (*Ledger)(nil)
+	_ audit.Ledger    = (*Ledger)(nil)
+)
 
 // Saves is how many times SaveRelease succeeded.
 func (l *Ledger) Saves() int {
