@@ -38,6 +38,10 @@ type Deps struct {
 	// Commands runs the environment's rehearsal.interrupt commands;
 	// optional (relcap rehearse without them pauses with break-glass).
 	Commands CommandRunner
+	// Pauser pauses reconciliation for the interrupted-reconciliation
+	// drill where no rehearsal.interrupt commands are configured
+	// (break-glass, workflow/breakglass); optional.
+	Pauser Pauser
 	// Sessions reads session files for journal verification; optional.
 	Sessions SessionFiles
 	// ToolOutput receives what tools print (Terraform's progress) during

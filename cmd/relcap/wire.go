@@ -9,6 +9,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/report"
 )
@@ -59,6 +60,9 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	d.ToolOutput = a.io.Err
 	d.Secrets = a.secrets
 	a.wireSigning(ctx, &d)
+	// The interrupted-reconciliation drill pauses with break-glass, over
+	// the same ports.
+	d.Pauser = breakglass.New(d)
 	svc, err := workflow.NewService(d)
 	if err != nil {
 		return nil, nil, err
