@@ -63,3 +63,46 @@ func (s *Service) pausable() error {
 	_, err := s.pauser()
 	return err
 }
+
+// PlanSharing keeps a saved plan beyond this machine, through the team
+// store (workflow/sharedplan over the PlanVault port): the plan step
+// shares each new plan, the apply step and ApplyPlan ask which file to
+// apply and forget the shared copy once applied. nil keeps plans on this
+// machine: nothing is shared and the ledger's plan file is applied.
+type PlanSharing interface {
+	// Share shares a newly saved plan of env with who may apply it and
+	// journals it; progress hears what it did.
+	Share(ctx context.Context, env Environment, p PlanSummary, progress func(string)) error
+	// FileToApply is the plan file this machine applies, fetched from
+	// the team store when this machine lacks it; an expired or
+	// undecryptable plan is refused before Terraform runs.
+	FileToApply(ctx context.Context, env Environment, p PlanSummary) (string, error)
+	// Forget deletes the team store's copy of an applied plan.
+	Forget(ctx context.Context, fingerprint string) error
+}
+
+// sharePlan shares a newly saved plan, where plans are shared.
+func (s *Service) sharePlan(ctx context.Context, env Environment, p PlanSummary, progress func(string)) error {
+	if s.d.SharedPlans == nil {
+		return nil
+	}
+	return s.d.SharedPlans.Share(ctx, env, p, progress)
+}
+
+// planFileToApply is the plan file this machine applies: the ledger's
+// path where plans are not shared.
+func (s *Service) planFileToApply(ctx context.Context, env Environment, p PlanSummary) (string, error) {
+	if s.d.SharedPlans == nil {
+		return p.PlanFile, nil
+	}
+	return s.d.SharedPlans.FileToApply(ctx, env, p)
+}
+
+// forgetSharedPlan deletes the shared copy of an applied plan, where plans
+// are shared.
+func (s *Service) forgetSharedPlan(ctx context.Context, fp string) error {
+	if s.d.SharedPlans == nil {
+		return nil
+	}
+	return s.d.SharedPlans.Forget(ctx, fp)
+}

@@ -35,6 +35,9 @@ type Deps struct {
 	// PlanVault shares saved plans through the team store; nil (SQLite)
 	// keeps them on this machine alone.
 	PlanVault PlanVault
+	// SharedPlans shares saved plans through PlanVault
+	// (workflow/sharedplan); nil keeps them on this machine alone.
+	SharedPlans PlanSharing
 	// Commands runs the environment's rehearsal.interrupt commands;
 	// optional (relcap rehearse without them pauses with break-glass).
 	Commands CommandRunner
