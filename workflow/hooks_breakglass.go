@@ -106,3 +106,11 @@ func (s *Service) forgetSharedPlan(ctx context.Context, fp string) error {
 	}
 	return s.d.SharedPlans.Forget(ctx, fp)
 }
+
+// ToolOutput is ctx for one operation of a feature outside a release run
+// (relcap unlock, workflow/unlock): what tools print goes to
+// Deps.ToolOutput as it comes, masked, and done journals it as step's
+// output, joined to the operation's error.
+func (s *Service) ToolOutput(ctx context.Context, step StepKind) (context.Context, func(error) error) {
+	return s.withToolOutput(ctx, "", step)
+}

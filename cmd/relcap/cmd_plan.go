@@ -15,6 +15,7 @@ import (
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/unlock"
 )
 
 // terraformAdapter wires the Terraform adapter: the private plan store under
@@ -338,7 +339,7 @@ unlocking a live writer's lock corrupts state. It requires
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			req := workflow.UnlockRequest{Env: env, LockID: lockID, HolderGone: holderGone, Reason: reason}
+			req := unlock.Request{Env: env, LockID: lockID, HolderGone: holderGone, Reason: reason}
 			if err := req.Validate(); err != nil {
 				return err
 			}
@@ -354,7 +355,7 @@ unlocking a live writer's lock corrupts state. It requires
 			if err != nil {
 				return err
 			}
-			if err := svc.ForceUnlock(ctx, req); err != nil {
+			if err := unlock.ForceUnlock(ctx, svc, req); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "released state lock %s of %s\n", lockID, env)
