@@ -83,7 +83,7 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 // ApproveBreakGlass records d.Actor's signed approval of a break-glass in
 // the production environment envName: that its application may have
 // reconciliation paused for up to ttl, for reason. The approval is for one
-// break-glass, started within BreakGlassApprovalValidity by someone else
+// break-glass, started within breakglass.ApprovalValidity by someone else
 // (relcap breakglass start --approver d.Actor); who will break the glass is
 // not known yet, so that is checked when it is used.
 func (s *Service) ApproveBreakGlass(ctx context.Context, envName string, ttl time.Duration, reason string) (Approval, ApprovalCheck, error) {

@@ -149,12 +149,6 @@ type EnvRepo interface {
 	Pinned(ctx context.Context, t EnvRepoTarget, repo string) (ImageRef, error)
 }
 
-// Capturer is the optional ability of an EnvRepo to record arbitrary files
-// on a relcap branch for review (a break-glass hotfix as it runs).
-type Capturer interface {
-	Capture(ctx context.Context, req CaptureRequest) (EnvChange, error)
-}
-
 // CommandRunner runs a command the configuration names as an argv list
 // (rehearsal.interrupt.stop and .start), directly, never through a shell.
 // Its output goes to ToolOutput(ctx) when there is one; a non-zero exit is
@@ -200,15 +194,6 @@ type Refresher interface {
 // the bad revision before it waits for its own.
 type OperationTerminator interface {
 	TerminateOperation(ctx context.Context, app AppRef) error
-}
-
-// ReconcileControl is the optional ability of a Convergence adapter to
-// pause and restore reconciliation of one application, and read its drift:
-// what break-glass needs from Argo CD.
-type ReconcileControl interface {
-	SyncPolicy(ctx context.Context, app AppRef) (SyncPolicy, error)
-	SetSyncPolicy(ctx context.Context, app AppRef, p SyncPolicy) error
-	Drift(ctx context.Context, app AppRef) ([]Drift, error)
 }
 
 // SyncWindows is the optional ability of a Convergence adapter to keep

@@ -98,46 +98,6 @@ func (q *Records) AwaitingConvergence(ctx context.Context, env string) (*Release
 	return nil, fmt.Errorf("%w: no promotion into %s is waiting to converge: promote first, or pass --release ID or --revision SHA", ErrUsage, env)
 }
 
-// ActiveBreakGlass lists break-glass records not yet ended, newest first.
-func (q *Records) ActiveBreakGlass(ctx context.Context) ([]BreakGlass, error) {
-	releases, err := q.ledger.ListReleases(ctx, ReleaseFilter{App: q.project.App, Limit: 500})
-	if err != nil {
-		return nil, err
-	}
-	var out []BreakGlass
-	for _, r := range releases {
-		if r.Kind != KindBreakGlass || r.Status == ReleaseEnded {
-			continue
-		}
-		b, err := breakGlassOf(r)
-		if err != nil {
-			return nil, err
-		}
-		if env, err := q.project.Env(r.Env); err == nil {
-			b.App = env.ArgoCD.App
-		}
-		out = append(out, b)
-	}
-	return out, nil
-}
-
-// ExpiredBreakGlass lists the active break-glass records whose time box has
-// run out, so every command can warn that reconciliation is still paused.
-func (q *Records) ExpiredBreakGlass(ctx context.Context) ([]BreakGlass, error) {
-	active, err := q.ActiveBreakGlass(ctx)
-	if err != nil {
-		return nil, err
-	}
-	now := q.clock.Now()
-	var out []BreakGlass
-	for _, b := range active {
-		if b.Expired(now) {
-			out = append(out, b)
-		}
-	}
-	return out, nil
-}
-
 // Sessions lists the sessions, oldest first.
 func (q *Records) Sessions(ctx context.Context) ([]Session, error) {
 	return q.ledger.Sessions(ctx)

@@ -207,7 +207,7 @@ func (s *Service) drillConfigured(env Environment, drill Drill) error {
 		}
 	case DrillInterruptedReconc:
 		if len(env.Rehearsal.InterruptStop) == 0 {
-			if _, err := s.syncWindows(); err != nil {
+			if err := s.pausable(); err != nil {
 				return fmt.Errorf("%w: interrupted-reconciliation pauses %s with break-glass, which needs Argo CD's sync windows (%v); or set environments[%s].rehearsal.interrupt.stop and .start",
 					ErrUsage, env.Name, err, env.Name)
 			}
@@ -465,12 +465,14 @@ func (s *Service) interrupt(ctx context.Context, env Environment, rh *Rehearsal)
 	if argv := env.Rehearsal.InterruptStop; len(argv) > 0 {
 		return s.d.Commands.RunCommand(ctx, argv)
 	}
-	if paused, err := s.pausedByBreakGlass(ctx, env); err != nil || paused {
+	pauser, err := s.pauser()
+	if err != nil {
+		return err
+	}
+	if paused, err := pauser.Paused(ctx, env.Name); err != nil || paused {
 		return err // paused already by this drill before a crash
 	}
-	_, err := s.StartBreakGlass(ctx, BreakGlassRequest{Env: env.Name, Reason: "rehearsal " + rh.ID + ": interrupted-reconciliation",
-		TTL: 3*rh.phaseTimeout(env) + time.Minute})
-	return err
+	return pauser.Pause(ctx, env.Name, "rehearsal "+rh.ID+": interrupted-reconciliation", 3*rh.phaseTimeout(env)+time.Minute)
 }
 
 // resumeReconciliation undoes interrupt; doing it twice is harmless.
@@ -478,25 +480,14 @@ func (s *Service) resumeReconciliation(ctx context.Context, env Environment, rh 
 	if argv := env.Rehearsal.InterruptStart; len(argv) > 0 {
 		return s.d.Commands.RunCommand(ctx, argv)
 	}
-	if paused, err := s.pausedByBreakGlass(ctx, env); err != nil || !paused {
+	pauser, err := s.pauser()
+	if err != nil {
 		return err
 	}
-	_, _, err := s.EndBreakGlass(ctx, env.Name)
-	return err
-}
-
-// pausedByBreakGlass reports whether env has an active break-glass.
-func (s *Service) pausedByBreakGlass(ctx context.Context, env Environment) (bool, error) {
-	active, err := s.ActiveBreakGlass(ctx)
-	if err != nil {
-		return false, err
+	if paused, err := pauser.Paused(ctx, env.Name); err != nil || !paused {
+		return err
 	}
-	for _, b := range active {
-		if b.Env == env.Name {
-			return true, nil
-		}
-	}
-	return false, nil
+	return pauser.Resume(ctx, env.Name)
 }
 
 // detect watches the drill's release converge, which it must not: the

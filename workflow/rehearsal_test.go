@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -34,13 +35,15 @@ func drillProcessWatching(t *testing.T, p *workflow.Project, w *workflowtest.Wor
 	clock := workflow.SystemClock{}
 	j := workflowtest.NewJournal(clock, "alice")
 	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
-	svc, err := workflow.NewService(workflow.Deps{
+	d := workflow.Deps{
 		Project: p, Ledger: l, Journal: j, Clock: clock, Actor: "alice",
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
 		Planner:   tf, Applier: tf,
 		Registry: workflowtest.Registry{W: w}, EnvRepo: workflowtest.EnvRepo{W: w},
 		Convergence: conv, ConvergeTimeout: 5 * time.Second, Wait: watch,
-	})
+	}
+	d.Pauser = breakglass.New(d)
+	svc, err := workflow.NewService(d)
 	require.NoError(t, err)
 	return process{svc: svc, journal: j}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/sharedplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -63,13 +64,17 @@ func newTeamProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l 
 	if team != nil {
 		vault = &workflowtest.PlanVault{S: team, Machine: actor}
 	}
-	svc, err := workflow.NewService(workflow.Deps{
+	d := workflow.Deps{
 		Project: p, Ledger: l, Journal: j, Clock: clock, Actor: actor,
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
 		Planner:   tf, Applier: tf, PlanVault: vault,
 		Registry: workflowtest.Registry{W: w}, EnvRepo: workflowtest.EnvRepo{W: w},
 		Convergence: workflowtest.Convergence{W: w}, ConvergeTimeout: time.Minute,
-	})
+	}
+	if vault != nil {
+		d.SharedPlans = sharedplan.New(d)
+	}
+	svc, err := workflow.NewService(d)
 	require.NoError(t, err)
 	return process{svc: svc, journal: j}
 }

@@ -333,55 +333,6 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 	return ApplyResult{StateSerial: applied.StateSerial}, plan, nil
 }
 
-// UnlockRequest asks to release a Terraform state lock whose holder is gone.
-type UnlockRequest struct {
-	Env    string
-	LockID string
-	// HolderGone is the person's confirmation that the lock's holder is
-	// no longer running: unlocking a live writer's lock corrupts state.
-	HolderGone bool
-	Reason     string
-}
-
-// Validate refuses a request that is incomplete or unconfirmed.
-func (req UnlockRequest) Validate() error {
-	switch {
-	case req.Env == "" || req.LockID == "":
-		return fmt.Errorf("%w: unlock wants --env ENV and --lock-id ID (the ID relcap or terraform printed for the held lock)", ErrUsage)
-	case !req.HolderGone:
-		return fmt.Errorf("%w: refusing to force-unlock without --confirm-holder-gone: check that the lock's holder is no longer running", ErrBlocked)
-	case strings.TrimSpace(req.Reason) == "":
-		return fmt.Errorf("%w: unlock wants --reason TEXT for the journal", ErrUsage)
-	}
-	return nil
-}
-
-// ForceUnlock releases a state lock (relcap unlock) after the person
-// confirmed its holder is gone and said why, journaling the request and
-// its outcome.
-func (s *Service) ForceUnlock(ctx context.Context, req UnlockRequest) error {
-	d := s.d
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	env, err := d.Project.Env(req.Env)
-	if err != nil {
-		return err
-	}
-	unlocker, ok := d.Applier.(StateUnlocker)
-	if !ok || d.Applier == nil {
-		return missingPort("terraform state unlock")
-	}
-	if err := s.journal(ctx, UnlockRequested{Env: env.Name, LockID: req.LockID, Reason: req.Reason, HolderGone: true}); err != nil {
-		return err
-	}
-	tctx, done := s.withToolOutput(ctx, "", StepApply)
-	if err := done(unlocker.ForceUnlock(tctx, env, req.LockID)); err != nil {
-		return s.journalFailure(ctx, err, UnlockFailed{Env: env.Name, LockID: req.LockID, Error: err.Error()})
-	}
-	return s.journal(ctx, UnlockDone{Env: env.Name, LockID: req.LockID})
-}
-
 // appliedBefore refuses a plan that was applied already: its fingerprint
 // names a state that is gone.
 func appliedBefore(plan PlanSummary) error {

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,35 +40,6 @@ const (
 	SyncWindowAllow = "allow"
 )
 
-// DenyWindow is the deny window that pauses automated sync and self-heal
-// of the application named app from now for ttl, and the moment Argo CD
-// closes it. Argo CD schedules windows with cron, to the minute, so the
-// window opens at the start of now's minute (in UTC: a schedule of that
-// minute, hour, day and month) and lasts whole minutes, up to the first
-// whole minute at or after now+ttl: it never closes before the time box
-// ends, and at most a minute after. manualSync stays on so a person can
-// still sync by hand during the pause. app may be "namespace/name": Argo CD
-// matches windows against the bare name.
-func DenyWindow(app string, now time.Time, ttl time.Duration) (SyncWindow, time.Time) {
-	if _, name, ok := strings.Cut(app, "/"); ok {
-		app = name
-	}
-	start := now.UTC().Truncate(time.Minute)
-	end := now.UTC().Add(ttl)
-	if whole := end.Truncate(time.Minute); !whole.Equal(end) {
-		end = whole.Add(time.Minute)
-	}
-	return SyncWindow{
-		Kind: SyncWindowDeny, Applications: []string{app}, Schedule: cronAt(start), Duration: end.Sub(start),
-		TimeZone: "UTC", ManualSync: true,
-	}, end
-}
-
-// cronAt is the cron schedule of t's minute of the year (t in UTC).
-func cronAt(t time.Time) string {
-	return fmt.Sprintf("%d %d %d %d *", t.Minute(), t.Hour(), t.Day(), int(t.Month()))
-}
-
 // Same reports whether w and o are the same window as Argo CD applies it:
 // kind, applications, schedule, duration, time zone (none means UTC) and
 // manual sync. Project, Description and Active are not compared: a server
@@ -105,4 +77,35 @@ func ShortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// SyncPolicy is an Argo CD application's automated sync policy, as a
+// break-glass record from before sync windows saved it to restore.
+type SyncPolicy struct {
+	Automated bool `json:"automated"`
+	SelfHeal  bool `json:"self_heal"`
+	Prune     bool `json:"prune"`
+}
+
+// UnmarshalJSON reads a policy object, or the JSON string holding one that
+// break-glass records kept before checkpoints were typed.
+func (p *SyncPolicy) UnmarshalJSON(b []byte) error {
+	type plain SyncPolicy
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		b = []byte(s)
+	}
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("sync policy: %w", err)
+	}
+	*p = SyncPolicy(v)
+	return nil
+}
+
+func (p SyncPolicy) String() string {
+	if !p.Automated {
+		return "manual"
+	}
+	return fmt.Sprintf("automated (self-heal %t, prune %t)", p.SelfHeal, p.Prune)
 }

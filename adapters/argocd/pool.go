@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -34,7 +35,7 @@ var (
 	_ workflow.ResourceTreeReader  = (*Pool)(nil)
 	_ workflow.Refresher           = (*Pool)(nil)
 	_ workflow.OperationTerminator = (*Pool)(nil)
-	_ workflow.ReconcileControl    = (*Pool)(nil)
+	_ breakglass.ReconcileControl  = (*Pool)(nil)
 	_ workflow.SyncWindows         = (*Pool)(nil)
 	_ workflow.OwnershipSource     = (*Pool)(nil)
 )
@@ -125,7 +126,7 @@ func (m *Pool) SetSyncPolicy(ctx context.Context, app workflow.AppRef, p workflo
 }
 
 // Drift reads the drift of app.Env's application.
-func (m *Pool) Drift(ctx context.Context, app workflow.AppRef) ([]workflow.Drift, error) {
+func (m *Pool) Drift(ctx context.Context, app workflow.AppRef) ([]breakglass.Drift, error) {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 )
 
 // ResourceTree returns every node of the application's resource tree
@@ -91,19 +92,19 @@ func absentIfNull(s string) string {
 // it.
 type SyncPolicy = workflow.SyncPolicy
 
-var _ workflow.ReconcileControl = (*Adapter)(nil)
+var _ breakglass.ReconcileControl = (*Adapter)(nil)
 
 // Drift lists the managed resources whose live state differs from Git, with
 // both states, for break-glass status and capture.
-func (a *Adapter) Drift(ctx context.Context, ref workflow.AppRef) ([]workflow.Drift, error) {
+func (a *Adapter) Drift(ctx context.Context, ref workflow.AppRef) ([]breakglass.Drift, error) {
 	resources, err := a.ManagedResources(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	var out []workflow.Drift
+	var out []breakglass.Drift
 	for _, r := range resources {
 		if r.Modified {
-			out = append(out, workflow.Drift{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Desired: r.TargetState, Live: r.LiveState})
+			out = append(out, breakglass.Drift{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Desired: r.TargetState, Live: r.LiveState})
 		}
 	}
 	return out, nil

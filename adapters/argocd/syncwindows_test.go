@@ -10,14 +10,15 @@ import (
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 )
 
 // shortDenyWindow is a deny window for app that opened at the start of
-// this minute and closes `left` from now: what workflow.DenyWindow makes,
+// this minute and closes `left` from now: what breakglass.DenyWindow makes,
 // with a time box short enough for a test.
 func shortDenyWindow(app string, left time.Duration) (workflow.SyncWindow, time.Time) {
 	now := time.Now()
-	w, _ := workflow.DenyWindow(app, now, time.Minute)
+	w, _ := breakglass.DenyWindow(app, now, time.Minute)
 	start := now.UTC().Truncate(time.Minute)
 	closes := now.Add(left).Truncate(time.Millisecond)
 	w.Duration = closes.Sub(start)
@@ -95,7 +96,7 @@ func TestRemoveWindowTakesOnlyRelcapsOwnWindow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := t.Context()
-	w, _ := workflow.DenyWindow(e.ref.Name, time.Now(), 10*time.Minute)
+	w, _ := breakglass.DenyWindow(e.ref.Name, time.Now(), 10*time.Minute)
 	others := []argosim.SyncWindow{
 		{Kind: "deny", Schedule: w.Schedule, Duration: "10m", Applications: []string{"web-prod"}, ManualSync: true, TimeZone: "UTC"},
 		{Kind: "deny", Schedule: w.Schedule, Duration: "5m", Applications: []string{e.ref.Name}, ManualSync: true, TimeZone: "UTC"},
@@ -124,7 +125,7 @@ func TestDenySyncNamesAMissingApplicationAndABadWindow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := t.Context()
-	w, _ := workflow.DenyWindow("nope", time.Now(), time.Minute)
+	w, _ := breakglass.DenyWindow("nope", time.Now(), time.Minute)
 	_, err := e.adapter.DenySync(ctx, workflow.AppRef{Env: "staging", Name: "nope"}, w)
 	require.ErrorIs(t, err, argocd.ErrTokenRejected, "argo cd hides which applications exist")
 	_, err = e.adapter.DenySync(ctx, e.ref, workflow.SyncWindow{Kind: "allow", Applications: []string{"x"}, Schedule: "* * * * *", Duration: time.Minute})
@@ -148,7 +149,7 @@ func TestSyncWindowsOverGRPCWeb(t *testing.T) {
 	sim, addr := argosimtest.StartTLS(t, ca, "/argo-cd", repo.App("web-staging"))
 	ref := workflow.AppRef{Env: "staging", Name: "web-staging"}
 	ad := tlsAdapter(t, addr, sim.Token(), argocd.Options{CAFile: ca.CAFile, PathPrefix: "/argo-cd"})
-	w, _ := workflow.DenyWindow(ref.Name, time.Now(), 2*time.Minute)
+	w, _ := breakglass.DenyWindow(ref.Name, time.Now(), 2*time.Minute)
 	got, err := ad.DenySync(t.Context(), ref, w)
 	require.NoError(t, err)
 	require.Equal(t, "default", got.Project)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 )
 
 // v3Project is an AppProject as an Argo CD 3.6 server sends it: the v2
@@ -79,7 +79,7 @@ func TestAProjectEditedAsWireBytesKeepsWhatV2DoesNotKnow(t *testing.T) {
 	require.True(t, windows[0].foreign, "another team's window, with fields relcap never writes")
 	require.Equal(t, "CHG-1234 freeze", windows[0].window.Description)
 
-	ours, _ := workflow.DenyWindow("web-prod", time.Date(2027, 3, 5, 12, 40, 30, 0, time.UTC), 2*time.Minute)
+	ours, _ := breakglass.DenyWindow("web-prod", time.Date(2027, 3, 5, 12, 40, 30, 0, time.UTC), 2*time.Minute)
 	ours.Description = "relcap break-glass web-prod-1-bg"
 	entry, err := encodeWindow(ours)
 	require.NoError(t, err)
@@ -113,7 +113,7 @@ func TestAProjectEditedAsWireBytesKeepsWhatV2DoesNotKnow(t *testing.T) {
 // field relcap never writes, is someone else's.
 func TestRelcapTakesNoWindowThatAppliesDifferentlyForItsOwn(t *testing.T) {
 	t.Parallel()
-	ours, _ := workflow.DenyWindow("web-prod", time.Date(2027, 3, 5, 12, 40, 30, 0, time.UTC), 2*time.Minute)
+	ours, _ := breakglass.DenyWindow("web-prod", time.Date(2027, 3, 5, 12, 40, 30, 0, time.UTC), 2*time.Minute)
 	base := v1alpha1.SyncWindow{Kind: "deny", Schedule: ours.Schedule, Duration: "3m", Applications: []string{"web-prod"}, ManualSync: true, TimeZone: "UTC"}
 	enc := func(w v1alpha1.SyncWindow, extra ...byte) []byte {
 		b, err := w.Marshal()

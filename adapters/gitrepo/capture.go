@@ -13,16 +13,17 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 )
 
-var _ workflow.Capturer = (*Adapter)(nil)
+var _ breakglass.Capturer = (*Adapter)(nil)
 
 // Capture writes req.Content to req.Path on a new branch relcap/<env>/<id>
 // cut from the environment branch, commits it and pushes the branch when
 // there is an origin: a change for review (a break-glass hotfix captured
 // back into Git), never landed by relcap. Like Pin it touches no working
 // tree, and capturing again with the same content returns the branch.
-func (a *Adapter) Capture(ctx context.Context, req workflow.CaptureRequest) (workflow.EnvChange, error) {
+func (a *Adapter) Capture(ctx context.Context, req breakglass.CaptureRequest) (workflow.EnvChange, error) {
 	file := cleanFile(req.Path)
 	if req.Path == "" || path.IsAbs(file) || file == ".." || strings.HasPrefix(file, "../") || strings.HasPrefix(file, ".git/") {
 		return workflow.EnvChange{}, fmt.Errorf("%w: capture path %q: want a path inside the environment repository", workflow.ErrUsage, req.Path)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 )
 
 func (a *app) breakglassCommand() *cobra.Command {
@@ -33,7 +34,7 @@ policy. An expired break-glass is reported by every command until ended.`,
 	return cmd
 }
 
-func (a *app) breakglassService(cmd *cobra.Command, command string) (*workflow.Service, error) {
+func (a *app) breakglassService(cmd *cobra.Command, command string) (*breakglass.Service, error) {
 	p, err := a.loadProject()
 	if err != nil {
 		return nil, err
@@ -43,11 +44,14 @@ func (a *app) breakglassService(cmd *cobra.Command, command string) (*workflow.S
 		return nil, err
 	}
 	svc, _, err := a.serviceWith(cmd.Context(), command, "", workflow.Deps{Convergence: a.argoCD(p), EnvRepo: repo, Forges: a.forges()})
-	return svc, err
+	if err != nil {
+		return nil, err
+	}
+	return breakglass.New(svc.Ports()), nil
 }
 
 func (a *app) breakglassStartCommand() *cobra.Command {
-	var req workflow.BreakGlassRequest
+	var req breakglass.Request
 	cmd := &cobra.Command{
 		Use:   "start --env ENV --reason TEXT --ttl DURATION [--approver NAME]",
 		Short: "Pause reconciliation of one application for a hotfix",
@@ -60,7 +64,7 @@ func (a *app) breakglassStartCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := svc.StartBreakGlass(cmd.Context(), req)
+			b, err := svc.Start(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -96,7 +100,7 @@ func (a *app) breakglassStatusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := svc.StatusBreakGlass(cmd.Context(), env)
+			st, err := svc.Status(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -136,7 +140,7 @@ func (a *app) breakglassEndCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, change, err := svc.EndBreakGlass(cmd.Context(), env)
+			st, change, err := svc.End(cmd.Context(), env)
 			if err != nil {
 				return err
 			}
@@ -170,11 +174,11 @@ func (a *app) warnExpiredBreakGlass(cmd *cobra.Command) {
 	if !a.ledgerExists() {
 		return // no ledger yet, so no break-glass either; do not create one
 	}
-	q, err := a.records(cmd.Context())
+	l, err := a.openLedger(cmd.Context())
 	if err != nil {
 		return
 	}
-	expired, err := q.ExpiredBreakGlass(cmd.Context())
+	expired, err := breakglass.New(workflow.Deps{Project: p, Ledger: l, Clock: a.clock}).Expired(cmd.Context())
 	if err != nil {
 		return
 	}
@@ -191,7 +195,7 @@ func (a *app) warnExpiredBreakGlass(cmd *cobra.Command) {
 }
 
 // pauseLine says what holds a break-glass's pause now.
-func pauseLine(st workflow.BreakGlassStatus) string {
+func pauseLine(st breakglass.Status) string {
 	switch {
 	case st.Window == nil:
 		return fmt.Sprintf("paused: automated sync is off until end restores %s", st.SavedPolicy)

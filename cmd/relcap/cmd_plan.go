@@ -12,8 +12,10 @@ import (
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/unlock"
 )
 
 // terraformAdapter wires the Terraform adapter: the private plan store under
@@ -181,7 +183,7 @@ func (a *app) reviewPlanDocument(path, env string) error {
 
 func (a *app) approveCommand() *cobra.Command {
 	var fingerprint, releaseID, comment, env, reason string
-	var breakglass bool
+	var approveBreakGlass bool
 	var ttl time.Duration
 	cmd := &cobra.Command{
 		Use:   "approve --plan FINGERPRINT | --release ID | --breakglass --env ENV --ttl DURATION --reason TEXT",
@@ -193,14 +195,14 @@ their own plan (exit 3).
 
 approve --breakglass signs your approval of a break-glass in a production
 environment: its application may have reconciliation paused for up to --ttl,
-for --reason. It lets someone else start one break-glass within ` + workflow.BreakGlassApprovalValidity.String() + `
+for --reason. It lets someone else start one break-glass within ` + breakglass.ApprovalValidity.String() + `
 (relcap breakglass start --env ENV --ttl D --approver YOU), checked against the
 people file when it is used.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			modes := 0
-			for _, set := range []bool{fingerprint != "", releaseID != "", breakglass} {
+			for _, set := range []bool{fingerprint != "", releaseID != "", approveBreakGlass} {
 				if set {
 					modes++
 				}
@@ -208,9 +210,9 @@ people file when it is used.`,
 			switch {
 			case modes != 1:
 				return usageError{errors.New("approve wants exactly one of --plan FINGERPRINT, --release ID or --breakglass")}
-			case breakglass && (env == "" || ttl == 0):
+			case approveBreakGlass && (env == "" || ttl == 0):
 				return usageError{errors.New("approve --breakglass wants --env ENV, --ttl DURATION and --reason TEXT")}
-			case !breakglass && (env != "" || ttl != 0 || reason != ""):
+			case !approveBreakGlass && (env != "" || ttl != 0 || reason != ""):
 				return usageError{errors.New("--env, --ttl and --reason go with approve --breakglass")}
 			}
 			if _, err := a.loadProject(); err != nil {
@@ -262,7 +264,7 @@ people file when it is used.`,
 			}
 			if approval.Kind == workflow.ApproveBreakGlass {
 				fmt.Fprintf(a.io.Out, "  for one break-glass, started by someone else before %s:\n  relcap breakglass start --env %s --ttl %s --approver %s --reason TEXT\n",
-					approval.At.Add(workflow.BreakGlassApprovalValidity).UTC().Format(time.RFC3339), approval.Env, workflow.ShortDuration(approval.TimeBox), approval.Approver)
+					approval.At.Add(breakglass.ApprovalValidity).UTC().Format(time.RFC3339), approval.Env, workflow.ShortDuration(approval.TimeBox), approval.Approver)
 				return nil
 			}
 			for who, why := range check.Ignored {
@@ -274,7 +276,7 @@ people file when it is used.`,
 	cmd.Flags().StringVar(&fingerprint, "plan", "", "fingerprint printed by relcap plan")
 	cmd.Flags().StringVar(&releaseID, "release", "", "release whose promotion to approve")
 	cmd.Flags().StringVar(&comment, "comment", "", "what you checked")
-	cmd.Flags().BoolVar(&breakglass, "breakglass", false, "approve a break-glass of --env's application (production)")
+	cmd.Flags().BoolVar(&approveBreakGlass, "breakglass", false, "approve a break-glass of --env's application (production)")
 	cmd.Flags().StringVar(&env, "env", "", "with --breakglass: the production environment")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "with --breakglass: the longest pause you approve, e.g. 30m")
 	cmd.Flags().StringVar(&reason, "reason", "", "with --breakglass: what the pause is for (signed)")
@@ -337,7 +339,7 @@ unlocking a live writer's lock corrupts state. It requires
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			req := workflow.UnlockRequest{Env: env, LockID: lockID, HolderGone: holderGone, Reason: reason}
+			req := unlock.Request{Env: env, LockID: lockID, HolderGone: holderGone, Reason: reason}
 			if err := req.Validate(); err != nil {
 				return err
 			}
@@ -353,7 +355,7 @@ unlocking a live writer's lock corrupts state. It requires
 			if err != nil {
 				return err
 			}
-			if err := svc.ForceUnlock(ctx, req); err != nil {
+			if err := unlock.ForceUnlock(ctx, svc, req); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.io.Out, "released state lock %s of %s\n", lockID, env)

@@ -9,8 +9,10 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/report"
+	"github.com/relcap/relcap/workflow/sharedplan"
 )
 
 // projectIfAny loads relcap.yaml when -c names one or one is found; commands
@@ -54,6 +56,12 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	d.ToolOutput = a.io.Err
 	d.Secrets = a.secrets
 	a.wireSigning(ctx, &d)
+	// The interrupted-reconciliation drill pauses with break-glass, over
+	// the same ports.
+	d.Pauser = breakglass.New(d)
+	if d.PlanVault != nil {
+		d.SharedPlans = sharedplan.New(d)
+	}
 	svc, err := workflow.NewService(d)
 	if err != nil {
 		return nil, nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 )
 
 // ArgoCD is a fake Argo CD for break-glass: applications with a sync
@@ -19,7 +20,7 @@ type ArgoCD struct {
 
 	mu      sync.Mutex
 	policy  map[string]workflow.SyncPolicy
-	drift   map[string][]workflow.Drift
+	drift   map[string][]breakglass.Drift
 	windows []workflow.SyncWindow
 	calls   []string
 	// denyErr, when set, fails DenySync after the window is stored, as a
@@ -31,14 +32,14 @@ type ArgoCD struct {
 }
 
 var (
-	_ workflow.Convergence      = (*ArgoCD)(nil)
-	_ workflow.ReconcileControl = (*ArgoCD)(nil)
-	_ workflow.SyncWindows      = (*ArgoCD)(nil)
+	_ workflow.Convergence        = (*ArgoCD)(nil)
+	_ breakglass.ReconcileControl = (*ArgoCD)(nil)
+	_ workflow.SyncWindows        = (*ArgoCD)(nil)
 )
 
 // NewArgoCD is a fake whose applications start automated with self-heal.
 func NewArgoCD(clock workflow.Clock) *ArgoCD {
-	return &ArgoCD{Clock: clock, policy: map[string]workflow.SyncPolicy{}, drift: map[string][]workflow.Drift{}}
+	return &ArgoCD{Clock: clock, policy: map[string]workflow.SyncPolicy{}, drift: map[string][]breakglass.Drift{}}
 }
 
 // FailDeny makes every later DenySync fail with err (nil: succeed again).
@@ -58,7 +59,7 @@ func (a *ArgoCD) StickyWindows() {
 }
 
 // SetDrift sets what Drift reports for app.
-func (a *ArgoCD) SetDrift(app string, d ...workflow.Drift) {
+func (a *ArgoCD) SetDrift(app string, d ...breakglass.Drift) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.drift[app] = d
@@ -110,7 +111,7 @@ func (a *ArgoCD) SetSyncPolicy(_ context.Context, app workflow.AppRef, p workflo
 }
 
 // Drift returns what SetDrift set for app.
-func (a *ArgoCD) Drift(_ context.Context, app workflow.AppRef) ([]workflow.Drift, error) {
+func (a *ArgoCD) Drift(_ context.Context, app workflow.AppRef) ([]breakglass.Drift, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.drift[app.Name]), nil

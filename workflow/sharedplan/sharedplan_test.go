@@ -1,4 +1,4 @@
-package workflow_test
+package sharedplan_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/sharedplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -45,12 +46,14 @@ func TestASharedPlanIsAppliedFromAnotherMachineOnlyByAnApplier(t *testing.T) {
 	machine := func(actor string) (*workflow.Service, *workflowtest.Journal) {
 		j := workflowtest.NewJournal(clock, actor)
 		tf := workflowtest.Terraform{W: w, Classify: p.Classify}
-		svc, err := workflow.NewService(workflow.Deps{
+		d := workflow.Deps{
 			Project: p, Ledger: l, Journal: j, Clock: clock, Actor: actor,
 			Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
 			Planner:   tf, Applier: recordingApplier{Terraform: tf, mu: &mu, files: &files},
 			PlanVault: &workflowtest.PlanVault{S: team, Machine: actor},
-		})
+		}
+		d.SharedPlans = sharedplan.New(d)
+		svc, err := workflow.NewService(d)
 		require.NoError(t, err)
 		return svc, j
 	}

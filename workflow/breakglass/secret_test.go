@@ -1,4 +1,4 @@
-package workflow_test
+package breakglass_test
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -27,16 +28,17 @@ func TestBreakGlassCaptureMasksSecretsInGitAndInThePullRequest(t *testing.T) {
 		Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge}
 	forge := workflowtest.NewFakeForge(w.repo.W, w.clock, 1)
 	j := workflowtest.NewJournal(w.clock, "alice")
-	svc, err := workflow.NewService(workflow.Deps{Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: "alice",
+	core, err := workflow.NewService(workflow.Deps{Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: "alice",
 		Convergence: w.argo, EnvRepo: w.repo, Forges: &workflowtest.FakeForgeOpener{Forge: forge}, Secrets: secret.NewSet(password, token)})
 	require.NoError(t, err)
-	b, err := svc.StartBreakGlass(ctx, workflow.BreakGlassRequest{Env: "staging", Reason: "token " + token + " rotated by hand", TTL: 30 * time.Minute})
+	svc := breakglass.New(core.Ports())
+	b, err := svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "token " + token + " rotated by hand", TTL: 30 * time.Minute})
 	require.NoError(t, err)
-	w.argo.SetDrift("web-staging", workflow.Drift{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web",
+	w.argo.SetDrift("web-staging", breakglass.Drift{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web",
 		Live: `{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"DB_PASSWORD","value":"` + password + `"}]}]}}}}`})
 	w.repo.W.Branches["relcap/staging/"+b.ID] = "c0ffee0000000000000000000000000000000000"
 
-	_, _, err = svc.EndBreakGlass(ctx, "staging")
+	_, _, err = svc.End(ctx, "staging")
 	require.NoError(t, err)
 	require.Len(t, w.repo.captured, 1)
 	prs := forge.PullRequests()

@@ -1,4 +1,4 @@
-package workflow_test
+package breakglass_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -21,10 +22,10 @@ import (
 type capturingRepo struct {
 	workflowtest.EnvRepo
 	mu       sync.Mutex
-	captured []workflow.CaptureRequest
+	captured []breakglass.CaptureRequest
 }
 
-func (c *capturingRepo) Capture(_ context.Context, req workflow.CaptureRequest) (workflow.EnvChange, error) {
+func (c *capturingRepo) Capture(_ context.Context, req breakglass.CaptureRequest) (workflow.EnvChange, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.captured = append(c.captured, req)
@@ -60,12 +61,12 @@ func newBGWorld(t *testing.T, start time.Time) *bgWorld {
 func (w *bgWorld) as(actor string) process {
 	w.t.Helper()
 	j := workflowtest.NewJournal(w.clock, actor)
-	svc, err := workflow.NewService(workflow.Deps{
+	core, err := workflow.NewService(workflow.Deps{
 		Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: actor,
 		Convergence: w.argo, EnvRepo: w.repo, Signer: workflowtest.Key(actor), Verifier: w.people,
 	})
 	require.NoError(w.t, err)
-	return process{svc: svc, journal: j}
+	return process{core: core, svc: breakglass.New(core.Ports()), journal: j}
 }
 
 // TestBreakGlassPausesWithADenyWindowThatArgoCDLiftsAtTheEndOfTheTimeBox:
@@ -79,7 +80,7 @@ func TestBreakGlassPausesWithADenyWindowThatArgoCDLiftsAtTheEndOfTheTimeBox(t *t
 	w := newBGWorld(t, t0.Add(40*time.Second)) // 09:00:40
 	alice := w.as("alice")
 
-	b, err := alice.svc.StartBreakGlass(ctx, workflow.BreakGlassRequest{Env: "staging", Reason: "OOM", TTL: 2 * time.Minute})
+	b, err := alice.svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "OOM", TTL: 2 * time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, t0.Add(3*time.Minute), b.ExpiresAt, "closes at the first whole minute after 09:02:40")
 	require.NotNil(t, b.Window)
@@ -93,43 +94,43 @@ func TestBreakGlassPausesWithADenyWindowThatArgoCDLiftsAtTheEndOfTheTimeBox(t *t
 	require.Equal(t, []string{"deny web-staging"}, w.argo.Calls(), "the sync policy is not touched")
 	require.Contains(t, alice.journal.Kinds(), "breakglass.started")
 
-	st, err := alice.svc.StatusBreakGlass(ctx, "staging")
+	st, err := alice.svc.Status(ctx, "staging")
 	require.NoError(t, err)
 	require.NotNil(t, st.Held)
 	require.True(t, st.Held.Active, "argo cd holds the pause")
 	require.Equal(t, 2*time.Minute+20*time.Second, st.Left)
 
-	_, err = alice.svc.StartBreakGlass(ctx, workflow.BreakGlassRequest{Env: "staging", Reason: "again", TTL: time.Minute})
+	_, err = alice.svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "again", TTL: time.Minute})
 	require.ErrorIs(t, err, workflow.ErrBlocked)
 	require.ErrorContains(t, err, "already active")
 
 	w.clock.Advance(4 * time.Minute)
-	expired, err := alice.svc.ExpiredBreakGlass(ctx)
+	expired, err := alice.svc.Expired(ctx)
 	require.NoError(t, err)
 	require.Len(t, expired, 1)
-	st, err = alice.svc.StatusBreakGlass(ctx, "staging")
+	st, err = alice.svc.Status(ctx, "staging")
 	require.NoError(t, err)
 	require.True(t, st.WindowRemoved, "the closed window is removed")
 	require.Nil(t, st.Held)
 	require.Empty(t, w.argo.Windows())
 	require.Equal(t, []string{"deny web-staging", "remove web-staging"}, w.argo.Calls())
 	require.Contains(t, alice.journal.Kinds(), "breakglass.window-removed")
-	_, err = alice.svc.StatusBreakGlass(ctx, "staging")
+	_, err = alice.svc.Status(ctx, "staging")
 	require.NoError(t, err)
 	require.Len(t, w.argo.Calls(), 2, "removed once")
 
-	_, err = alice.svc.StartBreakGlass(ctx, workflow.BreakGlassRequest{Env: "staging", Reason: "again", TTL: time.Minute})
+	_, err = alice.svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "again", TTL: time.Minute})
 	require.ErrorIs(t, err, workflow.ErrBlocked)
 	require.ErrorContains(t, err, "end it first")
 
-	st, change, err := alice.svc.EndBreakGlass(ctx, "staging")
+	st, change, err := alice.svc.End(ctx, "staging")
 	require.NoError(t, err)
 	require.True(t, st.Ended)
 	require.Empty(t, change.Branch, "self-heal left no drift to capture")
 	require.Len(t, w.argo.Calls(), 2, "nothing left to remove")
 	kinds := alice.journal.Kinds()
 	require.Equal(t, "breakglass.ended", kinds[len(kinds)-1])
-	active, err := alice.svc.ActiveBreakGlass(ctx)
+	active, err := alice.svc.Active(ctx)
 	require.NoError(t, err)
 	require.Empty(t, active)
 }
@@ -142,12 +143,12 @@ func TestBreakGlassEndCapturesTheDriftThenRemovesTheWindow(t *testing.T) {
 	ctx := t.Context()
 	w := newBGWorld(t, t0)
 	alice := w.as("alice")
-	b, err := alice.svc.StartBreakGlass(ctx, workflow.BreakGlassRequest{Env: "staging", Reason: "OOM: raise memory", TTL: 30 * time.Minute})
+	b, err := alice.svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "OOM: raise memory", TTL: 30 * time.Minute})
 	require.NoError(t, err)
-	w.argo.SetDrift("web-staging", workflow.Drift{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Live: `{"spec":{"replicas":3}}`})
+	w.argo.SetDrift("web-staging", breakglass.Drift{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Live: `{"spec":{"replicas":3}}`})
 	w.clock.Advance(5 * time.Minute)
 
-	st, change, err := alice.svc.EndBreakGlass(ctx, "staging")
+	st, change, err := alice.svc.End(ctx, "staging")
 	require.NoError(t, err)
 	require.Equal(t, "relcap/staging/"+b.ID, change.Branch)
 	require.Len(t, w.repo.captured, 1)
@@ -181,13 +182,13 @@ func TestABreakGlassRecordedBeforeSyncWindowsEndsByRestoringItsPolicy(t *testing
 	alice := w.as("alice")
 	require.NoError(t, w.argo.SetSyncPolicy(ctx, workflow.AppRef{Env: "staging", Name: "web-staging"}, workflow.SyncPolicy{}))
 
-	st, err := alice.svc.StatusBreakGlass(ctx, "staging")
+	st, err := alice.svc.Status(ctx, "staging")
 	require.NoError(t, err)
 	require.False(t, st.SelfEnding(), "paused until end restores the policy")
 	require.Equal(t, &saved, st.SavedPolicy)
 	require.Negative(t, st.Left)
 
-	_, _, err = alice.svc.EndBreakGlass(ctx, "staging")
+	_, _, err = alice.svc.End(ctx, "staging")
 	require.NoError(t, err)
 	policy, err := w.argo.SyncPolicy(ctx, workflow.AppRef{Env: "staging", Name: "web-staging"})
 	require.NoError(t, err)
@@ -206,16 +207,16 @@ func TestAPauseArgoCDDoesNotHoldLeavesNoWindowAndNoActiveRecord(t *testing.T) {
 	w := newBGWorld(t, t0)
 	w.argo.FailDeny(errors.New("argo cd does not report it active"))
 	alice := w.as("alice")
-	_, err := alice.svc.StartBreakGlass(ctx, workflow.BreakGlassRequest{Env: "staging", Reason: "OOM", TTL: 10 * time.Minute})
+	_, err := alice.svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "OOM", TTL: 10 * time.Minute})
 	require.ErrorContains(t, err, "argo cd does not report it active")
 	require.ErrorContains(t, err, "nothing is paused")
 	require.Empty(t, w.argo.Windows())
-	active, err := alice.svc.ActiveBreakGlass(ctx)
+	active, err := alice.svc.Active(ctx)
 	require.NoError(t, err)
 	require.Empty(t, active)
 	require.Contains(t, alice.journal.Kinds(), "breakglass.failed")
 	w.clock.Advance(time.Hour)
-	_, err = alice.svc.StatusBreakGlass(ctx, "staging")
+	_, err = alice.svc.Status(ctx, "staging")
 	require.ErrorIs(t, err, workflow.ErrUsage, "no active break-glass")
 	require.Equal(t, []string{"deny web-staging", "remove web-staging"}, w.argo.Calls(), "removed once, not again by the sweep")
 }
@@ -229,13 +230,13 @@ func TestAPauseThatCannotBeTakenBackSaysSo(t *testing.T) {
 	w := newBGWorld(t, t0)
 	w.argo.FailDeny(errors.New("argo cd did not keep the window"))
 	w.argo.StickyWindows()
-	_, err := w.as("alice").svc.StartBreakGlass(t.Context(), workflow.BreakGlassRequest{Env: "staging", Reason: "OOM", TTL: 10 * time.Minute})
+	_, err := w.as("alice").svc.Start(t.Context(), breakglass.Request{Env: "staging", Reason: "OOM", TTL: 10 * time.Minute})
 	require.ErrorContains(t, err, "a window like it is still on the project")
 	require.ErrorContains(t, err, "by hand (argocd proj windows list)")
 	require.NotContains(t, err.Error(), "nothing is paused")
 	require.Len(t, w.argo.Windows(), 1)
 	w.clock.Advance(time.Hour)
-	_, err = w.as("alice").svc.StatusBreakGlass(t.Context(), "staging")
+	_, err = w.as("alice").svc.Status(t.Context(), "staging")
 	require.ErrorIs(t, err, workflow.ErrUsage)
 	require.Equal(t, []string{"deny web-staging", "remove web-staging", "remove web-staging"}, w.argo.Calls(), "once the time box is over, the sweep tries again")
 }
@@ -246,17 +247,17 @@ func TestAPauseThatCannotBeTakenBackSaysSo(t *testing.T) {
 // glass; nothing else does, and each refusal says why and is journaled.
 func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnother(t *testing.T) {
 	t.Parallel()
-	req := workflow.BreakGlassRequest{Env: "prod", Reason: "checkout down", TTL: 30 * time.Minute, Approver: "carol"}
+	req := breakglass.Request{Env: "prod", Reason: "checkout down", TTL: 30 * time.Minute, Approver: "carol"}
 	for name, c := range map[string]struct {
 		before func(w *bgWorld)
-		req    func(*workflow.BreakGlassRequest)
+		req    func(*breakglass.Request)
 		want   string
 	}{
-		"no approver named": {req: func(r *workflow.BreakGlassRequest) { r.Approver = "" }, want: "then pass --approver NAME"},
+		"no approver named": {req: func(r *breakglass.Request) { r.Approver = "" }, want: "then pass --approver NAME"},
 		"no approval":       {want: "carol has not approved break-glass of prod/web-prod"},
 		"the actor's own": {
 			before: func(w *bgWorld) { approveBG(w, "alice", 30*time.Minute) },
-			req:    func(r *workflow.BreakGlassRequest) { r.Approver = "alice" },
+			req:    func(r *breakglass.Request) { r.Approver = "alice" },
 			want:   "alice breaks the glass",
 		},
 		"a time box too short": {
@@ -304,7 +305,7 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 				c.req(&r)
 			}
 			alice := w.as("alice")
-			_, err := alice.svc.StartBreakGlass(t.Context(), r)
+			_, err := alice.svc.Start(t.Context(), r)
 			require.ErrorIs(t, err, workflow.ErrBlocked)
 			require.ErrorContains(t, err, c.want)
 			require.ErrorContains(t, err, "relcap approve --breakglass --env prod --ttl 30m", "says what to ask for")
@@ -320,7 +321,7 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 		approved := approveBG(w, "carol", 45*time.Minute)
 		w.clock.Advance(10 * time.Minute)
 		alice := w.as("alice")
-		b, err := alice.svc.StartBreakGlass(ctx, req)
+		b, err := alice.svc.Start(ctx, req)
 		require.NoError(t, err)
 		require.Equal(t, "carol", b.Approver)
 		require.Equal(t, []string{"deny web-prod"}, w.argo.Calls())
@@ -339,9 +340,9 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 		require.NoError(t, err)
 		require.True(t, approved.At.Equal(r.Checkpoints.ApprovedAt))
 
-		_, _, err = alice.svc.EndBreakGlass(ctx, "prod")
+		_, _, err = alice.svc.End(ctx, "prod")
 		require.NoError(t, err)
-		_, err = alice.svc.StartBreakGlass(ctx, req)
+		_, err = alice.svc.Start(ctx, req)
 		require.ErrorIs(t, err, workflow.ErrBlocked)
 		require.ErrorContains(t, err, "break-glass "+b.ID+" already used that approval")
 	})
@@ -350,7 +351,7 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 // approveBG records who's signed break-glass approval of prod for ttl.
 func approveBG(w *bgWorld, who string, ttl time.Duration) workflow.Approval {
 	w.t.Helper()
-	a, _, err := w.as(who).svc.ApproveBreakGlass(w.t.Context(), "prod", ttl, "checkout is down")
+	a, _, err := w.as(who).core.ApproveBreakGlass(w.t.Context(), "prod", ttl, "checkout is down")
 	require.NoError(w.t, err)
 	require.False(w.t, a.Signature.IsZero())
 	return a
@@ -363,7 +364,7 @@ func TestBreakGlassApprovalsAreSignedForProductionOnly(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	w := newBGWorld(t, t0)
-	_, _, err := w.as("dave").svc.ApproveBreakGlass(ctx, "prod", time.Hour, "x")
+	_, _, err := w.as("dave").core.ApproveBreakGlass(ctx, "prod", time.Hour, "x")
 	require.ErrorIs(t, err, workflow.ErrBlocked, "dave's key is not in the people file")
 	require.ErrorContains(t, err, "cannot sign as dave")
 	for name, c := range map[string]struct {
@@ -377,11 +378,11 @@ func TestBreakGlassApprovalsAreSignedForProductionOnly(t *testing.T) {
 		"no time box":  {"prod", 0, "x", "--ttl must be more than 0"},
 		"over the cap": {"prod", 25 * time.Hour, "x", "at most 24h0m0s"},
 	} {
-		_, _, err := w.as("carol").svc.ApproveBreakGlass(ctx, c.env, c.ttl, c.reason)
+		_, _, err := w.as("carol").core.ApproveBreakGlass(ctx, c.env, c.ttl, c.reason)
 		require.ErrorIs(t, err, workflow.ErrUsage, name)
 		require.ErrorContains(t, err, c.want, name)
 	}
-	a, check, err := w.as("carol").svc.ApproveBreakGlass(ctx, "prod", time.Hour, "checkout is down")
+	a, check, err := w.as("carol").core.ApproveBreakGlass(ctx, "prod", time.Hour, "checkout is down")
 	require.NoError(t, err)
 	require.True(t, check.Satisfied())
 	require.Equal(t, "prod/web-prod", a.Subject)
@@ -415,7 +416,7 @@ func TestDenyWindowOpensAtTheMinuteAndClosesOnAWholeMinuteAfterTheTimeBox(t *tes
 		{time.Date(2027, 12, 31, 23, 59, 50, 0, time.UTC), time.Hour, "59 23 31 12 *", 61 * time.Minute},
 		{time.Date(2027, 3, 5, 13, 40, 30, 0, time.FixedZone("CET", 3600)), time.Minute, "40 12 5 3 *", 2 * time.Minute},
 	} {
-		w, closes := workflow.DenyWindow("argocd/web-prod", c.now, c.ttl)
+		w, closes := breakglass.DenyWindow("argocd/web-prod", c.now, c.ttl)
 		require.Equal(t, c.schedule, w.Schedule, c.now)
 		require.Equal(t, c.dur, w.Duration, c.now)
 		require.Equal(t, []string{"web-prod"}, w.Applications, "Argo CD matches the bare name")
@@ -438,15 +439,16 @@ func TestBreakGlassCaptureIsReviewedInAPullRequest(t *testing.T) {
 		Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge}
 	forge := workflowtest.NewFakeForge(w.repo.W, w.clock, 1)
 	j := workflowtest.NewJournal(w.clock, "alice")
-	svc, err := workflow.NewService(workflow.Deps{Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: "alice",
+	core, err := workflow.NewService(workflow.Deps{Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: "alice",
 		Convergence: w.argo, EnvRepo: w.repo, Forges: &workflowtest.FakeForgeOpener{Forge: forge}})
 	require.NoError(t, err)
-	b, err := svc.StartBreakGlass(ctx, workflow.BreakGlassRequest{Env: "staging", Reason: "OOM: raise memory", TTL: 30 * time.Minute})
+	svc := breakglass.New(core.Ports())
+	b, err := svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "OOM: raise memory", TTL: 30 * time.Minute})
 	require.NoError(t, err)
-	w.argo.SetDrift("web-staging", workflow.Drift{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Live: `{"spec":{"replicas":3}}`})
+	w.argo.SetDrift("web-staging", breakglass.Drift{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Live: `{"spec":{"replicas":3}}`})
 	w.repo.W.Branches["relcap/staging/"+b.ID] = "c0ffee0000000000000000000000000000000000"
 
-	_, _, err = svc.EndBreakGlass(ctx, "staging")
+	_, _, err = svc.End(ctx, "staging")
 	require.NoError(t, err)
 	prs := forge.PullRequests()
 	require.Len(t, prs, 1)
