@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -23,7 +24,9 @@ import (
 // terminal).
 type RehearsalOptions struct {
 	Service *workflow.Service
-	Request rehearse.Request
+	// Rehearsals runs the drills through Service.
+	Rehearsals *rehearsal.Service
+	Request    rehearse.Request
 	// Input, Output, Env, Secrets, Record, Width and Height are as in
 	// Options.
 	Input         io.Reader
@@ -38,7 +41,7 @@ type RehearsalOptions struct {
 // summary and exit code (the same as headless).
 type RehearsalOutcome struct {
 	// Records are the drills that ran, as they ended.
-	Records []*workflow.Rehearsal
+	Records []*rehearsal.Rehearsal
 	// RunErr stopped a drill (refused, blocked, stopped with q).
 	RunErr error
 	// NotRun are the drills of --all that cannot run here.
@@ -50,12 +53,12 @@ type RehearsalOutcome struct {
 // flushes the captain's effort on the drills' releases to the ledger; err
 // is the program's own failure, not a drill's.
 func RunRehearsal(ctx context.Context, opts RehearsalOptions) (RehearsalOutcome, error) {
-	if opts.Service == nil {
+	if opts.Service == nil || opts.Rehearsals == nil {
 		return RehearsalOutcome{}, errors.New("tui: a service is required")
 	}
 	runCtx, cancelRuns := context.WithCancel(ctx)
 	defer cancelRuns()
-	root := newRehearsalModel(runCtx, opts.Service, opts.Request)
+	root := newRehearsalModel(runCtx, opts.Service, opts.Rehearsals, opts.Request)
 	progOpts, rec := terminalOptions(ctx, terminal{Input: opts.Input, Output: opts.Output, Env: opts.Env, Secrets: opts.Secrets,
 		Record: opts.Record, Width: opts.Width, Height: opts.Height})
 	final, err := tea.NewProgram(root, progOpts...).Run()
@@ -107,9 +110,9 @@ type rehearsalModel struct {
 	booked *bookedReleases
 }
 
-func newRehearsalModel(ctx context.Context, svc *workflow.Service, req rehearse.Request) rehearsalModel {
+func newRehearsalModel(ctx context.Context, svc *workflow.Service, drills *rehearsal.Service, req rehearse.Request) rehearsalModel {
 	th := theme.New(true)
-	m := rehearsalModel{svc: svc, th: th, help: help.New(), screen: rehearse.New(ctx, svc, req, th, rehearse.DefaultKeys()), booked: &bookedReleases{},
+	m := rehearsalModel{svc: svc, th: th, help: help.New(), screen: rehearse.New(ctx, drills, req, th, rehearse.DefaultKeys()), booked: &bookedReleases{},
 		helpK: key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help"))}
 	m.help.Styles = th.Help
 	return m

@@ -12,6 +12,8 @@ import (
 	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
 // TestRunRehearsalRefusedShowsWhyAndQuits runs the rehearsal program on
@@ -23,6 +25,8 @@ func TestRunRehearsalRefusedShowsWhyAndQuits(t *testing.T) {
 	fx := fixture.New(fixture.Policy{})
 	svc, _, err := fx.Service("alice")
 	require.NoError(t, err)
+	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: workflowtest.BreakGlassPauser{S: svc}})
+	require.NoError(t, err)
 	in, keys := io.Pipe()
 	out, cast := &lockedWriter{w: &bytes.Buffer{}}, &bytes.Buffer{}
 	type result struct {
@@ -31,7 +35,7 @@ func TestRunRehearsalRefusedShowsWhyAndQuits(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := RunRehearsal(t.Context(), RehearsalOptions{Service: svc, Request: rehearse.Request{Env: "staging", Drills: []workflow.Drill{workflow.DrillUnavailableImage}},
+		o, err := RunRehearsal(t.Context(), RehearsalOptions{Service: svc, Rehearsals: drills, Request: rehearse.Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillUnavailableImage}},
 			Input: in, Output: out, Record: cast, Width: 80, Height: 24})
 		done <- result{o, err}
 	}()
@@ -50,7 +54,7 @@ func TestRunRehearsalRefusedShowsWhyAndQuits(t *testing.T) {
 	require.Empty(t, r.o.Records)
 	require.Contains(t, out.String(), "recovery rehearsal")
 	require.Contains(t, cast.String(), "no converged release")
-	rs, err := fx.Ledger.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+	rs, err := fx.Ledger.ListRehearsals(t.Context(), rehearsal.Filter{})
 	require.NoError(t, err)
 	require.Empty(t, rs)
 }

@@ -35,9 +35,6 @@ type Deps struct {
 	// PlanVault shares saved plans through the team store; nil (SQLite)
 	// keeps them on this machine alone.
 	PlanVault PlanVault
-	// Commands runs the environment's rehearsal.interrupt commands;
-	// optional (relcap rehearse without them pauses with break-glass).
-	Commands CommandRunner
 	// Sessions reads session files for journal verification; optional.
 	Sessions SessionFiles
 	// ToolOutput receives what tools print (Terraform's progress) during
