@@ -55,15 +55,15 @@ func (h PromotionHook) pinnedDigest(image string) (Digest, string, error) {
 
 // skipCopy checkpoints the copy of an unavailable-image drill's digest as
 // done without copying it: there are no bytes to copy, and pinning them
-// anyway is the drill. It reports whether it did.
-func (run *releaseRun) skipCopy(ctx context.Context, digest Digest, res *StepResult) (bool, error) {
+// anyway is the drill. Any other release is left to the copy.
+func (run *releaseRun) skipCopy(ctx context.Context, digest Digest, res *StepResult) error {
 	h := run.r.Checkpoints.PromotionHook
 	if run.r.Checkpoints.CopiedTo != "" || !h.Unavailable {
-		return false, nil
+		return nil
 	}
 	run.progress(StepPromotion, fmt.Sprintf("rehearsal %s: not copying %s, which exists in no registry on purpose", h.Rehearsal, digest.Short()))
 	res.Evidence = append(res.Evidence, NewEvidence(digest.String(), DrillCopySkipped{Rehearsal: h.Rehearsal, Repository: run.env.Registry.Repository}))
-	return true, run.checkpoint(ctx, func(c *Checkpoints) { c.CopiedTo = run.env.Registry.Repository })
+	return run.checkpoint(ctx, func(c *Checkpoints) { c.CopiedTo = run.env.Registry.Repository })
 }
 
 // Deps are the ports this Service was wired with, for the feature

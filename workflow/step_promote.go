@@ -67,6 +67,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 				return StepResult{}, err
 			}
 		}
+		// A drill's build never ran there: its bytes are where it resolved.
 		from = run.r.Checkpoints.PromotionHook.source(prev.Registry.Repository, run.r.Checkpoints.DigestRepository, converged)
 	}
 	if !run.r.Checkpoints.Landed() {
@@ -82,7 +83,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		}
 		defer unlock()
 	}
-	if _, err := run.skipCopy(ctx, digest, &res); err != nil {
+	if err := run.skipCopy(ctx, digest, &res); err != nil { // the unavailable-image drill
 		return StepResult{}, err
 	}
 	if run.r.Checkpoints.CopiedTo == "" {

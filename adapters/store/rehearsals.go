@@ -11,6 +11,9 @@ import (
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
+// The ledger keeps the recovery drills' records (relcap rehearse).
+var _ rehearsal.Store = (*Ledger)(nil)
+
 // SaveRehearsal inserts or replaces the rehearsal with r.ID.
 func (s *Ledger) SaveRehearsal(ctx context.Context, r *rehearsal.Rehearsal) error {
 	if r == nil || r.ID == "" {

@@ -11,6 +11,8 @@ import (
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
+var _ rehearsal.Store = (*Ledger)(nil)
+
 // SaveRehearsal stores a copy of r (as JSON, as the store does), after
 // AfterRehearsalSave lets a test kill the process there.
 func (l *Ledger) SaveRehearsal(_ context.Context, r *rehearsal.Rehearsal) error {
