@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -23,7 +24,9 @@ import (
 // terminal).
 type RehearsalOptions struct {
 	Service *workflow.Service
-	Request rehearse.Request
+	// Rehearsals runs the drills through Service.
+	Rehearsals *rehearsal.Service
+	Request    rehearse.Request
 	// Input, Output, Env, Secrets, Record, Width and Height are as in
 	// Options.
 	Input         io.Reader
@@ -38,7 +41,7 @@ type RehearsalOptions struct {
 // summary and exit code (the same as headless).
 type RehearsalOutcome struct {
 	// Records are the drills that ran, as they ended.
-	Records []*workflow.Rehearsal
+	Records []*rehearsal.Rehearsal
 	// RunErr stopped a drill (refused, blocked, stopped with q).
 	RunErr error
 	// NotRun are the drills of --all that cannot run here.
@@ -50,12 +53,12 @@ type RehearsalOutcome struct {
 // returns, and flushes the captain's effort on the drills' releases to
 // the ledger; err is the program's own failure, not a drill's.
 func RunRehearsal(ctx context.Context, opts RehearsalOptions) (RehearsalOutcome, error) {
-	if opts.Service == nil {
+	if opts.Service == nil || opts.Rehearsals == nil {
 		return RehearsalOutcome{}, errors.New("tui: a service is required")
 	}
 	runCtx, cancelRuns := context.WithCancel(ctx)
 	defer cancelRuns()
-	root := New(runCtx, opts.Service, nil, "").asRehearsal(opts.Request)
+	root := New(runCtx, opts.Service, nil, "").asRehearsal(opts.Rehearsals, opts.Request)
 	final, rec, err := root.runProgram(ctx, cancelRuns, terminal{Input: opts.Input, Output: opts.Output, Env: opts.Env, Secrets: opts.Secrets,
 		Record: opts.Record, Width: opts.Width, Height: opts.Height}, nil)
 	var ferr error
@@ -81,9 +84,9 @@ func RunRehearsal(ctx context.Context, opts RehearsalOptions) (RehearsalOutcome,
 // releases themselves; the cockpit loads and runs none, offers only the
 // screen's keys and help, and books the captain's time to the release
 // the drill works through.
-func (m Model) asRehearsal(req rehearse.Request) Model {
+func (m Model) asRehearsal(drills *rehearsal.Service, req rehearse.Request) Model {
 	m.active = scrRehearse
-	m.rehearsal = rehearse.New(m.ctx, m.svc, req, m.th, rehearse.DefaultKeys())
+	m.rehearsal = rehearse.New(m.ctx, drills, req, m.th, rehearse.DefaultKeys())
 	m.booked = &bookedReleases{}
 	return m
 }

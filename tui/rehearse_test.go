@@ -13,6 +13,8 @@ import (
 	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // TestRunRehearsalRefusedShowsWhyAndQuits runs the rehearsal program on
@@ -24,6 +26,8 @@ func TestRunRehearsalRefusedShowsWhyAndQuits(t *testing.T) {
 	fx := fixture.New(fixture.Policy{})
 	svc, _, err := fx.Service("alice")
 	require.NoError(t, err)
+	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: breakglass.New(svc.Ports())})
+	require.NoError(t, err)
 	in, keys := io.Pipe()
 	out, cast := &lockedWriter{w: &bytes.Buffer{}}, &bytes.Buffer{}
 	type result struct {
@@ -32,7 +36,7 @@ func TestRunRehearsalRefusedShowsWhyAndQuits(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := RunRehearsal(t.Context(), RehearsalOptions{Service: svc, Request: rehearse.Request{Env: "staging", Drills: []workflow.Drill{workflow.DrillUnavailableImage}},
+		o, err := RunRehearsal(t.Context(), RehearsalOptions{Service: svc, Rehearsals: drills, Request: rehearse.Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillUnavailableImage}},
 			Input: in, Output: out, Record: cast, Width: 80, Height: 24})
 		done <- result{o, err}
 	}()
@@ -51,7 +55,7 @@ func TestRunRehearsalRefusedShowsWhyAndQuits(t *testing.T) {
 	require.Empty(t, r.o.Records)
 	require.Contains(t, out.String(), "recovery rehearsal")
 	require.Contains(t, cast.String(), "no converged release")
-	rs, err := fx.Ledger.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+	rs, err := fx.Ledger.ListRehearsals(t.Context(), rehearsal.Filter{})
 	require.NoError(t, err)
 	require.Empty(t, rs)
 }
@@ -65,7 +69,9 @@ func TestRehearsalIsARouteOfTheCockpit(t *testing.T) {
 	fx := fixture.New(fixture.Policy{})
 	svc, _, err := fx.Service("alice")
 	require.NoError(t, err)
-	var tm tea.Model = New(t.Context(), svc, nil, "").asRehearsal(rehearse.Request{Env: "staging", Drills: []workflow.Drill{workflow.DrillUnavailableImage}})
+	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: breakglass.New(svc.Ports())})
+	require.NoError(t, err)
+	var tm tea.Model = New(t.Context(), svc, nil, "").asRehearsal(drills, rehearse.Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillUnavailableImage}})
 	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	tm, _ = tm.Update(tea.KeyPressMsg{Code: tea.KeyTab})
 	tm, _ = tm.Update(tea.KeyPressMsg{Code: '1', Text: "1"})

@@ -7,9 +7,8 @@ import (
 
 // The hooks of the core that the features beside it (workflow/breakglass)
 // use, and what the core itself keeps of break-glass: its record
-// (KindBreakGlass, BreakGlassPause, the breakglass.* journal records),
-// its approval (ApproveBreakGlass), and the pause the
-// interrupted-reconciliation drill asks for (Pauser).
+// (KindBreakGlass, BreakGlassPause, the breakglass.* journal records) and
+// its approval (ApproveBreakGlass).
 
 // Ports are the ports this Service drives, for a feature package that acts
 // through the same adapters, ledger, journal and clock as the core it
@@ -20,19 +19,6 @@ func (s *Service) Ports() Deps { return s.d }
 // as every approval count of the core uses it.
 func VerifyWith(ctx context.Context, v SignatureVerifier) VerifyFunc { return verifyWith(ctx, v) }
 
-// Pauser pauses and resumes reconciliation of one environment's
-// application: break-glass (workflow/breakglass.Service) does. The
-// interrupted-reconciliation drill uses it when the environment configures
-// no rehearsal.interrupt commands; nil where it is not wired.
-type Pauser interface {
-	// Pause starts a pause of env for reason, ending by itself after ttl.
-	Pause(ctx context.Context, env, reason string, ttl time.Duration) error
-	// Resume ends env's pause.
-	Resume(ctx context.Context, env string) error
-	// Paused reports whether env has an active pause.
-	Paused(ctx context.Context, env string) (bool, error)
-}
-
 // MaxBreakGlassTTL bounds how long reconciliation may stay paused; an
 // approval of a break-glass (ApproveBreakGlass) is for at most as long.
 const MaxBreakGlassTTL = 24 * time.Hour
@@ -40,25 +26,6 @@ const MaxBreakGlassTTL = 24 * time.Hour
 // BreakGlassSubject is what a break-glass approval in env is of: the
 // environment and its application, e.g. "prod/web-prod".
 func BreakGlassSubject(env Environment) string { return env.Name + "/" + env.ArgoCD.App }
-
-// pauser is the wired Pauser, or the error that says none is.
-func (s *Service) pauser() (Pauser, error) {
-	if s.d.Pauser == nil {
-		return nil, missingPort("break-glass pause")
-	}
-	return s.d.Pauser, nil
-}
-
-// pausable is nil when this Service can pause reconciliation for the
-// interrupted-reconciliation drill: a Pauser is wired and the Convergence
-// adapter keeps Argo CD's sync windows, which hold the pause.
-func (s *Service) pausable() error {
-	if _, ok := s.d.Convergence.(SyncWindows); !ok || s.d.Convergence == nil {
-		return missingPort("argo cd sync windows")
-	}
-	_, err := s.pauser()
-	return err
-}
 
 // PlanSharing keeps a saved plan beyond this machine, through the team
 // store (workflow/sharedplan over the PlanVault port): the plan step

@@ -9,6 +9,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/input"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // TestEveryIDRelcapMakesPassesItsGrammar: the grammar a typed ID is
@@ -23,8 +24,8 @@ func TestEveryIDRelcapMakesPassesItsGrammar(t *testing.T) {
 	require.True(t, input.ValidAppName(app))
 	require.True(t, input.ValidEnvName(env))
 	for kind, ids := range map[input.IDKind][]string{
-		input.IDRelease:   {workflow.NewReleaseID("web", "prod", now), workflow.NewReleaseID(app, env, now) + "-bg", workflow.NewRehearsalID(app, env, now)},
-		input.IDRehearsal: {workflow.NewRehearsalID(app, env, now)},
+		input.IDRelease:   {workflow.NewReleaseID("web", "prod", now), workflow.NewReleaseID(app, env, now) + "-bg", rehearsal.NewID(app, env, now)},
+		input.IDRehearsal: {rehearsal.NewID(app, env, now)},
 		input.IDSession:   {"20261130T135527Z-3f9a1c"},
 		input.IDPlan:      {strings.Repeat("0a", 32)},
 		input.IDEnv:       {"staging", env},
@@ -35,7 +36,7 @@ func TestEveryIDRelcapMakesPassesItsGrammar(t *testing.T) {
 			require.NoError(t, input.CheckID(kind, "--x", id), "%s %s", kind, id)
 		}
 	}
-	for _, d := range workflow.AllDrills {
+	for _, d := range rehearsal.AllDrills {
 		require.NoError(t, input.CheckID(input.IDDrill, "--drill", string(d)))
 	}
 	for _, bad := range []string{"a\nb", "../x", "a..b", "\x1b[2J", "x/y", "-x", " x", strings.Repeat("w", input.MaxIDLen+1)} {

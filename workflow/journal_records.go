@@ -384,7 +384,7 @@ type OwnershipCheckFailed struct {
 type RehearsalStarted struct {
 	Rehearsal string `json:"rehearsal"`
 	Env       string `json:"env"`
-	Drill     Drill  `json:"drill"`
+	Drill     string `json:"drill"`
 	Baseline  string `json:"baseline"`
 	Digest    string `json:"digest"`
 	Expected  string `json:"expected"`
@@ -394,7 +394,7 @@ type RehearsalStarted struct {
 // with the captain's --i-know reason.
 type RehearsalProductionOverride struct {
 	Env    string `json:"env"`
-	Drill  Drill  `json:"drill"`
+	Drill  string `json:"drill"`
 	Reason string `json:"reason"`
 }
 

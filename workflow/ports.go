@@ -70,42 +70,14 @@ type StateUnlocker interface {
 	ForceUnlock(ctx context.Context, env Environment, lockID string) error
 }
 
-// RehearsalRoots is the optional ability of a Planner to run the
-// failed-apply drill (relcap rehearse) on a scratch copy of an
-// environment's Terraform root, so that a failure injected on purpose
-// never writes the real state. The scratch copy is planned and applied
-// through the Planner and Applier like any root.
-type RehearsalRoots interface {
-	// PullState returns the state of env's workspace as terraform state
-	// pull prints it. It writes nothing, and holds Terraform's state lock
-	// (if the backend takes one) no longer than the pull. The bytes hold
-	// sensitive values in clear: never log or store them.
-	PullState(ctx context.Context, env Environment) ([]byte, error)
-	// CreateScratch makes, or makes again from the start, the scratch
-	// root of rehearsal id: a copy of env's Terraform root without its
-	// working files and local state, plus files, whose backend is a
-	// local state seeded with state. It returns the copy's target.
-	CreateScratch(ctx context.Context, id string, env Environment, files []ScratchFile, state []byte) (TerraformTarget, error)
-	// RemoveScratchFile deletes a file CreateScratch added to rehearsal
-	// id's root; one already gone is not an error.
-	RemoveScratchFile(ctx context.Context, id, name string) error
-	// DeleteScratch removes rehearsal id's scratch directory; one already
-	// gone is not an error.
-	DeleteScratch(ctx context.Context, id string) error
+// StateReader is the optional ability of a Planner to read the state of
+// an environment's Terraform root: after a failed apply relcap names the
+// resources it left tainted, and a recovery drill compares the state with
+// its baseline. It writes nothing.
+type StateReader interface {
 	// StateResources reads the managed resource instances of env's state
 	// (terraform show -json), without their values.
 	StateResources(ctx context.Context, env Environment) ([]StateResource, error)
-	// CheckStateLock takes env's state lock without waiting and releases
-	// it (a plan with -lock=true -lock-timeout=0s): a lock still held is
-	// an error wrapping ErrLocked that names its holder. It never
-	// disables locking and never force-unlocks.
-	CheckStateLock(ctx context.Context, env Environment) error
-}
-
-// ScratchFile is a file added to a scratch root.
-type ScratchFile struct {
-	Name    string // a file name in the root, no directory
-	Content []byte
 }
 
 // StateResource is one managed resource instance a Terraform state holds,
@@ -147,14 +119,6 @@ type EnvRepo interface {
 	// now, for rollback and break-glass. repo is the repository the
 	// environment pulls from.
 	Pinned(ctx context.Context, t EnvRepoTarget, repo string) (ImageRef, error)
-}
-
-// CommandRunner runs a command the configuration names as an argv list
-// (rehearsal.interrupt.stop and .start), directly, never through a shell.
-// Its output goes to ToolOutput(ctx) when there is one; a non-zero exit is
-// an error naming the command.
-type CommandRunner interface {
-	RunCommand(ctx context.Context, argv []string) error
 }
 
 // Evidence: Argo CD converged.
@@ -485,6 +449,5 @@ type Ledger interface {
 	ArtifactStore
 	FindingStore
 	SessionStore
-	RehearsalStore
 	Close() error
 }

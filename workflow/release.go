@@ -114,14 +114,9 @@ type Checkpoints struct {
 	// reviews as last counted and, once merged, the merge commit (which
 	// is then EnvCommit). Releases written before have none.
 	PullRequest *PullRequestRecord `json:"promotion.pull_request,omitempty"`
-	// Rehearsal is the rehearsal (relcap rehearse) this release is a
-	// drill or recovery of; empty for every other release.
-	Rehearsal string `json:"rehearsal,omitempty"`
-	// RehearsalUnavailable marks the drill release of an
-	// unavailable-image rehearsal: its digest exists nowhere, on
-	// purpose, so the promotion pins it without copying. Only the
-	// rehearsal code sets it (StartRequest.rehearsalUnavailable).
-	RehearsalUnavailable bool `json:"rehearsal.unavailable,omitempty"`
+	// PromotionHook is set on the releases a recovery drill starts
+	// (its fields keep their JSON names: rehearsal, rehearsal.unavailable).
+	PromotionHook
 	// BreakGlassPause is set on break-glass records only.
 	BreakGlassPause
 }

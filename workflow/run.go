@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/relcap/relcap/workflow/effort"
@@ -25,12 +24,9 @@ type StartRequest struct {
 	// allowNoImage lets OpenRelease start a release whose image comes
 	// later, at relcap promote (relcap plan starts it).
 	allowNoImage bool
-	// rehearsal is the rehearsal whose drill this release is; with
-	// rehearsalUnavailable, Image is a digest reference that exists in no
-	// registry: it is pinned without being resolved or copied. Unexported:
-	// only Service.Rehearse makes such a release.
-	rehearsal            string
-	rehearsalUnavailable bool
+	// Promotion marks a release a recovery drill starts on purpose
+	// (workflow/rehearsal); the zero value for every other release.
+	Promotion PromotionHook
 }
 
 // Start creates and persists a new release without running it, and links
@@ -56,16 +52,14 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 		}
 	}
 	r.Checkpoints.ForceUnverified = req.ForceUnverified
-	r.Checkpoints.Rehearsal = req.rehearsal
-	if req.rehearsalUnavailable {
-		at := strings.LastIndexByte(req.Image, '@')
-		d, err := ParseDigest(req.Image[at+1:])
-		if at < 0 || err != nil {
-			return nil, fmt.Errorf("rehearsal %s: %s is not a digest reference", req.rehearsal, req.Image)
-		}
+	r.Checkpoints.PromotionHook = req.Promotion
+	if req.Promotion.Unavailable {
 		// Nothing to resolve: the digest is made up, on purpose.
-		r.Checkpoints.RehearsalUnavailable = true
-		r.Checkpoints.Digest, r.Checkpoints.DigestRepository = d, req.Image[:at]
+		d, repo, err := req.Promotion.pinnedDigest(req.Image)
+		if err != nil {
+			return nil, err
+		}
+		r.Checkpoints.Digest, r.Checkpoints.DigestRepository = d, repo
 	}
 	if env, err := s.d.Project.Env(r.Env); err != nil {
 		return nil, err

@@ -41,13 +41,6 @@ type Deps struct {
 	// SharedPlans shares saved plans through PlanVault
 	// (workflow/sharedplan); nil keeps them on this machine alone.
 	SharedPlans PlanSharing
-	// Commands runs the environment's rehearsal.interrupt commands;
-	// optional (relcap rehearse without them pauses with break-glass).
-	Commands CommandRunner
-	// Pauser pauses reconciliation for the interrupted-reconciliation
-	// drill where no rehearsal.interrupt commands are configured
-	// (break-glass, workflow/breakglass); optional.
-	Pauser Pauser
 	// ToolOutput receives what tools print (Terraform's progress) during
 	// operations outside a release run, line by line; nil discards it
 	// (it is journaled either way). Release runs send it as events.

@@ -274,7 +274,7 @@ func (e *ApplyFailedError) Unwrap() error { return e.Err }
 // the apply left tainted when the Planner can read the state.
 func (s *Service) nextAfterFailedApply(ctx context.Context, env Environment) string {
 	rest := fmt.Sprintf("re-plan from the reviewed root (relcap plan --env %s), review what the plan destroys or replaces, then apply", env.Name)
-	roots, ok := s.d.Planner.(RehearsalRoots)
+	roots, ok := s.d.Planner.(StateReader)
 	if !ok {
 		return "the apply may have failed part-way: " + rest
 	}

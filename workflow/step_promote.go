@@ -67,12 +67,8 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 				return StepResult{}, err
 			}
 		}
-		from = prev.Registry.Repository
-		if !converged && run.r.Checkpoints.Rehearsal != "" && run.r.Checkpoints.DigestRepository != "" {
-			// A drill's build never ran in the previous environment, so
-			// its bytes are where it resolved, not there.
-			from = run.r.Checkpoints.DigestRepository
-		}
+		// A drill's build never ran there: its bytes are where it resolved.
+		from = run.r.Checkpoints.PromotionHook.source(prev.Registry.Repository, run.r.Checkpoints.DigestRepository, converged)
 	}
 	if !run.r.Checkpoints.Landed() {
 		// One promotion per environment across captains, from the copy
@@ -87,14 +83,8 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		}
 		defer unlock()
 	}
-	if run.r.Checkpoints.CopiedTo == "" && run.r.Checkpoints.RehearsalUnavailable {
-		// The unavailable-image drill: there are no bytes to copy, and
-		// pinning them anyway is the drill.
-		run.progress(StepPromotion, fmt.Sprintf("rehearsal %s: not copying %s, which exists in no registry on purpose", run.r.Checkpoints.Rehearsal, digest.Short()))
-		res.Evidence = append(res.Evidence, NewEvidence(digest.String(), DrillCopySkipped{Rehearsal: run.r.Checkpoints.Rehearsal, Repository: run.env.Registry.Repository}))
-		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.CopiedTo = run.env.Registry.Repository }); err != nil {
-			return StepResult{}, err
-		}
+	if err := run.skipCopy(ctx, digest, &res); err != nil { // the unavailable-image drill
+		return StepResult{}, err
 	}
 	if run.r.Checkpoints.CopiedTo == "" {
 		run.progress(StepPromotion, fmt.Sprintf("copying %s from %s to %s", digest.Short(), from, run.env.Registry.Repository))

@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
 )
 
@@ -44,8 +45,8 @@ func fillHistory(t *testing.T, l *Ledger, n int, seed uint64) {
 	a := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp0000001", Env: "prod", Approver: "bob", Comment: "ok", At: t0}
 	require.NoError(t, l.RecordApproval(ctx, a))
 	require.NoError(t, l.RecordApproval(ctx, a))
-	require.NoError(t, l.SaveRehearsal(ctx, &workflow.Rehearsal{ID: "rh-web-staging-1", App: "web", Env: "staging", Drill: workflow.DrillUnavailableImage,
-		State: workflow.RehearsalStatePassed, StartedAt: t0, InjectedAt: t0.Add(time.Second), DetectedAt: t0.Add(time.Minute)}))
+	require.NoError(t, l.SaveRehearsal(ctx, &rehearsal.Rehearsal{ID: "rh-web-staging-1", App: "web", Env: "staging", Drill: rehearsal.DrillUnavailableImage,
+		State: rehearsal.StatePassed, StartedAt: t0, InjectedAt: t0.Add(time.Second), DetectedAt: t0.Add(time.Minute)}))
 	require.NoError(t, l.OpenSession(ctx, workflow.Session{ID: "s1", Actor: "ana", Command: "plan", ReleaseID: "web-prod-0000001", StartedAt: t0}))
 	lines := sealedLines(t, "ana", 2)
 	require.NoError(t, l.AppendJournal(ctx, "s1", lines))

@@ -8,10 +8,14 @@ import (
 	"fmt"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
+// The ledger keeps the recovery drills' records (relcap rehearse).
+var _ rehearsal.Store = (*Ledger)(nil)
+
 // SaveRehearsal inserts or replaces the rehearsal with r.ID.
-func (s *Ledger) SaveRehearsal(ctx context.Context, r *workflow.Rehearsal) error {
+func (s *Ledger) SaveRehearsal(ctx context.Context, r *rehearsal.Rehearsal) error {
 	if r == nil || r.ID == "" {
 		return fmt.Errorf("%w: save rehearsal: rehearsal has no ID", workflow.ErrUsage)
 	}
@@ -40,7 +44,7 @@ ON CONFLICT (id) DO UPDATE SET
 
 // LoadRehearsal returns the rehearsal with id, or an error wrapping
 // workflow.ErrNotFound.
-func (s *Ledger) LoadRehearsal(ctx context.Context, id string) (*workflow.Rehearsal, error) {
+func (s *Ledger) LoadRehearsal(ctx context.Context, id string) (*rehearsal.Rehearsal, error) {
 	var body string
 	err := s.db.QueryRowContext(ctx, `SELECT body FROM rehearsals WHERE id = ?`, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -53,7 +57,7 @@ func (s *Ledger) LoadRehearsal(ctx context.Context, id string) (*workflow.Rehear
 }
 
 // ListRehearsals returns the rehearsals f selects, newest first.
-func (s *Ledger) ListRehearsals(ctx context.Context, f workflow.RehearsalFilter) ([]*workflow.Rehearsal, error) {
+func (s *Ledger) ListRehearsals(ctx context.Context, f rehearsal.Filter) ([]*rehearsal.Rehearsal, error) {
 	var sel filter
 	if f.App != "" {
 		sel.add("app = ?", f.App)
@@ -73,8 +77,8 @@ func (s *Ledger) ListRehearsals(ctx context.Context, f workflow.RehearsalFilter)
 	return listBodies(ctx, s, "list rehearsals", q, args, decodeRehearsal)
 }
 
-func decodeRehearsal(id, body string) (*workflow.Rehearsal, error) {
-	var r workflow.Rehearsal
+func decodeRehearsal(id, body string) (*rehearsal.Rehearsal, error) {
+	var r rehearsal.Rehearsal
 	if err := json.Unmarshal([]byte(body), &r); err != nil {
 		return nil, fmt.Errorf("rehearsal %s: stored record is unreadable: %w", id, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
 )
 
@@ -523,7 +524,7 @@ func readApprovalFacts(ctx context.Context, tx querier, env string, from, to any
 
 // readReportRehearsals reads the rehearsals started before to, all of
 // them: when each drill last passed may be long before the period.
-func readReportRehearsals(ctx context.Context, tx querier, app, env string, to any) ([]workflow.Rehearsal, error) {
+func readReportRehearsals(ctx context.Context, tx querier, app, env string, to any) ([]rehearsal.Rehearsal, error) {
 	var f filter
 	if app != "" {
 		f.add("app = ?", app)
@@ -535,14 +536,14 @@ func readReportRehearsals(ctx context.Context, tx querier, app, env string, to a
 		f.add("started_at < ?", to)
 	}
 	q := `SELECT id, body FROM rehearsals` + f.where() + ` ORDER BY started_at, id`
-	return collect(ctx, tx, q, f.args, func(rows *sql.Rows) (workflow.Rehearsal, error) {
+	return collect(ctx, tx, q, f.args, func(rows *sql.Rows) (rehearsal.Rehearsal, error) {
 		var id, body string
 		if err := rows.Scan(&id, &body); err != nil {
-			return workflow.Rehearsal{}, err
+			return rehearsal.Rehearsal{}, err
 		}
 		r, err := decodeRehearsal(id, body)
 		if err != nil {
-			return workflow.Rehearsal{}, err
+			return rehearsal.Rehearsal{}, err
 		}
 		return *r, nil
 	})

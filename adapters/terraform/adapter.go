@@ -59,7 +59,7 @@ type Options struct {
 	Stderr io.Writer
 	// RehearsalDir is where the failed-apply drill keeps its scratch
 	// roots, e.g. $XDG_STATE_HOME/relcap/rehearsals; empty means this
-	// adapter cannot make one (workflow.RehearsalRoots refuses).
+	// adapter cannot make one (rehearsal.Roots refuses).
 	RehearsalDir string
 	// Secrets learns every value Terraform marks sensitive (in state and
 	// plans) and the values of variables declared sensitive, and masks

@@ -13,9 +13,10 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
-var _ workflow.RehearsalRoots = (*Adapter)(nil)
+var _ rehearsal.Roots = (*Adapter)(nil)
 
 // The failed-apply drill's scratch roots: $XDG_STATE_HOME/relcap/
 // rehearsals/<id>/root, a copy of an environment's root whose backend an
@@ -31,7 +32,7 @@ const (
 	scratchWorkspace = "default"
 )
 
-// PullState implements workflow.RehearsalRoots: terraform state pull of
+// PullState implements rehearsal.Roots: terraform state pull of
 // env's workspace, through the quiet client (the state holds sensitive
 // values in clear). state pull reads the backend and writes nothing.
 func (a *Adapter) PullState(ctx context.Context, env workflow.Environment) ([]byte, error) {
@@ -60,10 +61,10 @@ func (a *Adapter) scratchDir(id string) (string, error) {
 	return filepath.Join(a.rehearsalDir, id), nil
 }
 
-// CreateScratch implements workflow.RehearsalRoots. The copy leaves out
+// CreateScratch implements rehearsal.Roots. The copy leaves out
 // what is not configuration: Terraform's working directory, local state
 // files and Git's directory. The var files are env's own (read only).
-func (a *Adapter) CreateScratch(_ context.Context, id string, env workflow.Environment, files []workflow.ScratchFile, state []byte) (workflow.TerraformTarget, error) {
+func (a *Adapter) CreateScratch(_ context.Context, id string, env workflow.Environment, files []rehearsal.ScratchFile, state []byte) (workflow.TerraformTarget, error) {
 	t, err := a.target(env)
 	if err != nil {
 		return workflow.TerraformTarget{}, err
@@ -96,7 +97,7 @@ func (a *Adapter) CreateScratch(_ context.Context, id string, env workflow.Envir
 	}
 	statePath := filepath.Join(dir, scratchState)
 	override := fmt.Sprintf("# relcap rehearse: this scratch copy keeps its state beside it, never in the real backend.\nterraform {\n  backend \"local\" {\n    path = %q\n  }\n}\n", statePath)
-	all := append([]workflow.ScratchFile{{Name: scratchOverride, Content: []byte(override)}}, files...)
+	all := append([]rehearsal.ScratchFile{{Name: scratchOverride, Content: []byte(override)}}, files...)
 	for _, f := range all {
 		if f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." {
 			return workflow.TerraformTarget{}, fmt.Errorf("%w: scratch file %q is not a plain name", workflow.ErrUsage, f.Name)
@@ -153,7 +154,7 @@ func copyRoot(src, dst string) error {
 	})
 }
 
-// RemoveScratchFile implements workflow.RehearsalRoots.
+// RemoveScratchFile implements rehearsal.Roots.
 func (a *Adapter) RemoveScratchFile(_ context.Context, id, name string) error {
 	dir, err := a.scratchDir(id)
 	if err != nil {
@@ -168,7 +169,7 @@ func (a *Adapter) RemoveScratchFile(_ context.Context, id, name string) error {
 	return nil
 }
 
-// DeleteScratch implements workflow.RehearsalRoots.
+// DeleteScratch implements rehearsal.Roots.
 func (a *Adapter) DeleteScratch(_ context.Context, id string) error {
 	dir, err := a.scratchDir(id)
 	if err != nil {
@@ -180,7 +181,7 @@ func (a *Adapter) DeleteScratch(_ context.Context, id string) error {
 	return nil
 }
 
-// StateResources implements workflow.RehearsalRoots: terraform show -json
+// StateResources implements rehearsal.Roots: terraform show -json
 // of the state, through the quiet client; only addresses and taint leave.
 func (a *Adapter) StateResources(ctx context.Context, env workflow.Environment) ([]workflow.StateResource, error) {
 	var out []workflow.StateResource
@@ -219,7 +220,7 @@ func stateResources(st *tfjson.State) []workflow.StateResource {
 	return out
 }
 
-// CheckStateLock implements workflow.RehearsalRoots: terraform plan
+// CheckStateLock implements rehearsal.Roots: terraform plan
 // -lock=true -lock-timeout=0s -refresh=false, which takes the state lock
 // at once or fails naming its holder, and writes nothing. -refresh=false
 // because the lock is the question, not the infrastructure.

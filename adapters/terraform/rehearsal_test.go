@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 const failingDrill = `resource "terraform_data" "relcap_rehearsal" {
@@ -38,7 +39,7 @@ func TestScratchRootFailsItsApplyAndLeavesTheRealStateAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, before, string(pulled))
 
-	tt, err := f.a.CreateScratch(ctx, "rh-1", f.env, []workflow.ScratchFile{{Name: "relcap_rehearsal_failed_apply.tf", Content: []byte(failingDrill)}}, pulled)
+	tt, err := f.a.CreateScratch(ctx, "rh-1", f.env, []rehearsal.ScratchFile{{Name: "relcap_rehearsal_failed_apply.tf", Content: []byte(failingDrill)}}, pulled)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(f.a.rehearsalDir, "rh-1", "root"), tt.Dir)
 	require.NoFileExists(t, filepath.Join(tt.Dir, "terraform.tfstate"), "the real root's local state is not copied")
@@ -121,7 +122,7 @@ func TestCheckStateLockNamesAHeldLock(t *testing.T) {
   }
 }
 `
-	tt, err := f.a.CreateScratch(ctx, "rh-lock", f.env, []workflow.ScratchFile{{Name: "slow.tf", Content: []byte(slow)}}, nil)
+	tt, err := f.a.CreateScratch(ctx, "rh-lock", f.env, []rehearsal.ScratchFile{{Name: "slow.tf", Content: []byte(slow)}}, nil)
 	require.NoError(t, err)
 	scratch := workflow.Environment{Name: f.env.Name, Terraform: tt}
 	require.NoError(t, f.a.CheckStateLock(ctx, scratch), "initialises the copy; nobody holds the lock")

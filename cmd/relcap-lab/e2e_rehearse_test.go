@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // testRehearsals runs relcap rehearse --all on the real lab, as a captain
@@ -45,16 +46,16 @@ func testRehearsals(t *testing.T, l *e2eLab, repo func(string) string) {
 	code, out := l.relcapCode(t, "--actor", "alice", "--json", "rehearse", "--env", "staging", "--all")
 	require.Equal(t, 0, code, "every drill passes:\n%s", out)
 	t.Logf("relcap rehearse --all: %s", time.Since(start).Round(time.Second))
-	var recs []workflow.Rehearsal
+	var recs []rehearsal.Rehearsal
 	require.NoError(t, json.Unmarshal([]byte(lastJSON(out)), &recs), out)
-	require.Len(t, recs, len(workflow.AllDrills))
+	require.Len(t, recs, len(rehearsal.AllDrills))
 	require.Equal(t, stateBefore, l.stagingState(t), "the environment's Terraform state is as it was")
-	for i, drill := range workflow.AllDrills {
+	for i, drill := range rehearsal.AllDrills {
 		rh := recs[i]
 		t.Run(string(drill), func(t *testing.T) {
 			require.Equal(t, drill, rh.Drill)
-			require.Equal(t, workflow.RehearsalStatePassed, rh.State)
-			if drill != workflow.DrillFailedApply {
+			require.Equal(t, rehearsal.StatePassed, rh.State)
+			if drill != rehearsal.DrillFailedApply {
 				// The release staging last converged on: 8.1.0's, then
 				// each drill's recovery (a rollback to the same digest).
 				require.Equal(t, base, rh.Baseline.Digest.String(), "every drill starts from 8.1.0's digest")
@@ -100,7 +101,7 @@ func testRehearsals(t *testing.T, l *e2eLab, repo func(string) string) {
 				staging = r.Passed
 			}
 		}
-		require.GreaterOrEqual(t, staging, len(workflow.AllDrills), "%+v", m.Rehearsals)
+		require.GreaterOrEqual(t, staging, len(rehearsal.AllDrills), "%+v", m.Rehearsals)
 		require.Contains(t, l.relcapOK(t, "report", "measures"), "unavailable-image")
 	})
 
@@ -121,7 +122,7 @@ func testRehearsals(t *testing.T, l *e2eLab, repo func(string) string) {
 		var id string
 		eventually(t, 2*time.Minute, "the drill to inject its failure", func() (bool, string) {
 			for _, rh := range l.rehearsals(t) {
-				if rh.State == workflow.RehearsalStateRunning && rh.Phase == workflow.PhaseInjected {
+				if rh.State == rehearsal.StateRunning && rh.Phase == rehearsal.PhaseInjected {
 					id = rh.ID
 					return true, ""
 				}
@@ -136,7 +137,7 @@ func testRehearsals(t *testing.T, l *e2eLab, repo func(string) string) {
 		code, cout := l.relcapCode(t, "--actor", "alice", "rehearse", "--cleanup", id)
 		require.Equal(t, 0, code, cout)
 		rh := l.rehearsal(t, id)
-		require.Equal(t, workflow.RehearsalStateAbandoned, rh.State)
+		require.Equal(t, rehearsal.StateAbandoned, rh.State)
 		image, ready, want := l.live(t, "staging")
 		require.Equal(t, repo("staging")+"@"+base, image, "back on the pre-drill digest")
 		require.Equal(t, want, ready)
@@ -146,15 +147,15 @@ func testRehearsals(t *testing.T, l *e2eLab, repo func(string) string) {
 }
 
 // rehearsals lists the ledger's rehearsals (relcap rehearse list --json).
-func (l *e2eLab) rehearsals(t *testing.T) []workflow.Rehearsal {
+func (l *e2eLab) rehearsals(t *testing.T) []rehearsal.Rehearsal {
 	t.Helper()
-	var rs []workflow.Rehearsal
+	var rs []rehearsal.Rehearsal
 	out := l.relcapOK(t, "--json", "rehearse", "list")
 	require.NoError(t, json.Unmarshal([]byte(lastJSON(out)), &rs), out)
 	return rs
 }
 
-func (l *e2eLab) rehearsal(t *testing.T, id string) workflow.Rehearsal {
+func (l *e2eLab) rehearsal(t *testing.T, id string) rehearsal.Rehearsal {
 	t.Helper()
 	for _, rh := range l.rehearsals(t) {
 		if rh.ID == id {
@@ -162,7 +163,7 @@ func (l *e2eLab) rehearsal(t *testing.T, id string) workflow.Rehearsal {
 		}
 	}
 	t.Fatalf("no rehearsal %s in the ledger", id)
-	return workflow.Rehearsal{}
+	return rehearsal.Rehearsal{}
 }
 
 // stagingState is staging's Terraform state as Terraform itself serves it

@@ -16,6 +16,8 @@ import (
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 func (a *app) rehearseCommand() *cobra.Command {
@@ -70,15 +72,15 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 			case timeout < 0:
 				return usageError{errors.New("--timeout must be positive")}
 			}
-			var drills []workflow.Drill
+			var drills []rehearsal.Drill
 			if drill != "" {
-				d, err := workflow.ParseDrill(drill)
+				d, err := rehearsal.ParseDrill(drill)
 				if err != nil {
 					return err
 				}
-				drills = []workflow.Drill{d}
+				drills = []rehearsal.Drill{d}
 			} else if all {
-				drills = workflow.AllDrills
+				drills = rehearsal.AllDrills
 			}
 			p, err := a.loadProject()
 			if err != nil {
@@ -96,10 +98,16 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 			if err != nil {
 				return err
 			}
+			// The ledger keeps the rehearsals and the Terraform adapter
+			// makes the scratch roots (rehearsal.New finds both in svc).
+			rehearsals, err := rehearsal.New(rehearsal.Deps{Core: svc, Commands: execCommands{}, Pauser: breakglass.New(svc.Ports())})
+			if err != nil {
+				return err
+			}
 			if a.useCockpit() && cleanup == "" {
 				// At a terminal the rehearsal screen guides the captain
 				// through the same drills; --cleanup stays a command.
-				o, err := a.rehearsalScreen(ctx, svc, journal, rehearse.Request{Env: env, Drills: drills, IKnow: iKnow, Timeout: timeout, Resume: resume})
+				o, err := a.rehearsalScreen(ctx, svc, rehearsals, journal, rehearse.Request{Env: env, Drills: drills, IKnow: iKnow, Timeout: timeout, Resume: resume})
 				if err != nil {
 					return err
 				}
@@ -111,18 +119,18 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 			defer flushToolOut()
 			ctx = workflow.WithToolOutput(ctx, toolOut)
 			sink := a.rehearsalSink()
-			var records []*workflow.Rehearsal
+			var records []*rehearsal.Rehearsal
 			var runErr, notRun error
 			switch {
 			case resume != "":
-				rh, err := svc.ResumeRehearsal(ctx, resume, sink)
+				rh, err := rehearsals.Resume(ctx, resume, sink)
 				records, runErr = appendRecord(records, rh), err
 			case cleanup != "":
-				rh, err := svc.CleanupRehearsal(ctx, cleanup, sink)
+				rh, err := rehearsals.Cleanup(ctx, cleanup, sink)
 				records, runErr = appendRecord(records, rh), err
 			default:
 				for _, d := range drills {
-					rh, err := svc.Rehearse(ctx, workflow.RehearseRequest{Env: env, Drill: d, IKnow: iKnow, Timeout: timeout}, sink)
+					rh, err := rehearsals.Rehearse(ctx, rehearsal.Request{Env: env, Drill: d, IKnow: iKnow, Timeout: timeout}, sink)
 					records = appendRecord(records, rh)
 					if err != nil && all && rh == nil && errors.Is(err, workflow.ErrUsage) {
 						// Not runnable here (not configured):
@@ -132,7 +140,7 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 						notRun = errors.Join(notRun, fmt.Errorf("%s not run: %w", d, err))
 						continue
 					}
-					if err != nil && all && rh != nil && rh.State == workflow.RehearsalStateAbandoned && errors.Is(err, workflow.ErrBlocked) {
+					if err != nil && all && rh != nil && rh.State == rehearsal.StateAbandoned && errors.Is(err, workflow.ErrBlocked) {
 						// Refused before it changed anything (failed-apply
 						// on a root with pending changes): it left nothing
 						// behind, so the other drills still run.
@@ -164,7 +172,7 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 // session to its exit code, the same after the screen as headless: an
 // error that stopped a drill first, then a failed or abandoned drill,
 // then drills that could not run here.
-func (a *app) rehearseOutcome(records []*workflow.Rehearsal, runErr, notRun error, cleanedUp bool) error {
+func (a *app) rehearseOutcome(records []*rehearsal.Rehearsal, runErr, notRun error, cleanedUp bool) error {
 	if a.flags.json {
 		if err := writeJSON(a.io.Out, records); err != nil {
 			return err
@@ -200,7 +208,7 @@ func (a *app) rehearseOutcome(records []*workflow.Rehearsal, runErr, notRun erro
 
 // rehearsalScreen runs the rehearsal screen, recording it beside the
 // session's journal as the cockpit is recorded.
-func (a *app) rehearsalScreen(ctx context.Context, svc *workflow.Service, journal *store.FileJournal, req rehearse.Request) (tui.RehearsalOutcome, error) {
+func (a *app) rehearsalScreen(ctx context.Context, svc *workflow.Service, drills *rehearsal.Service, journal *store.FileJournal, req rehearse.Request) (tui.RehearsalOutcome, error) {
 	rec, err := journal.StartRecording()
 	if err != nil {
 		return tui.RehearsalOutcome{}, err
@@ -208,7 +216,7 @@ func (a *app) rehearsalScreen(ctx context.Context, svc *workflow.Service, journa
 	// Under the screen no child process writes to the terminal: tools
 	// reach the journal only.
 	svc.SetToolOutput(nil)
-	o, runErr := tui.RunRehearsal(ctx, tui.RehearsalOptions{Service: svc, Request: req, Input: a.io.In, Output: a.screen, Env: a.io.Env,
+	o, runErr := tui.RunRehearsal(ctx, tui.RehearsalOptions{Service: svc, Rehearsals: drills, Request: req, Input: a.io.In, Output: a.screen, Env: a.io.Env,
 		Secrets: a.secrets, Record: rec})
 	release := ""
 	if len(o.Records) > 0 {
@@ -238,7 +246,7 @@ func (a *app) rehearseListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rs, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{App: p.App, Env: env})
+			rs, err := l.ListRehearsals(ctx, rehearsal.Filter{App: p.App, Env: env})
 			if err != nil {
 				return err
 			}
@@ -273,7 +281,7 @@ func (a *app) rehearsalSink() workflow.EventSink {
 	return plain.New(a.io.Err, false).WithToolOutput(a.io.Err).Event
 }
 
-func appendRecord(rs []*workflow.Rehearsal, rh *workflow.Rehearsal) []*workflow.Rehearsal {
+func appendRecord(rs []*rehearsal.Rehearsal, rh *rehearsal.Rehearsal) []*rehearsal.Rehearsal {
 	if rh == nil {
 		return rs
 	}
@@ -283,13 +291,13 @@ func appendRecord(rs []*workflow.Rehearsal, rh *workflow.Rehearsal) []*workflow.
 // rehearsalOutcome is nil when every drill passed, else an error for the
 // exit code: a failed drill is "not converged" (4), an abandoned one
 // blocked (3).
-func rehearsalOutcome(rs []*workflow.Rehearsal) error {
+func rehearsalOutcome(rs []*rehearsal.Rehearsal) error {
 	var failed, abandoned []string
 	for _, rh := range rs {
 		switch rh.State {
-		case workflow.RehearsalStateFailed:
+		case rehearsal.StateFailed:
 			failed = append(failed, fmt.Sprintf("%s (%s): %s", rh.Drill, rh.ID, rh.Failure))
-		case workflow.RehearsalStateAbandoned:
+		case rehearsal.StateAbandoned:
 			abandoned = append(abandoned, fmt.Sprintf("%s (%s)", rh.Drill, rh.ID))
 		}
 	}
@@ -302,10 +310,10 @@ func rehearsalOutcome(rs []*workflow.Rehearsal) error {
 	return nil
 }
 
-func printRehearsal(w io.Writer, rh *workflow.Rehearsal) {
+func printRehearsal(w io.Writer, rh *rehearsal.Rehearsal) {
 	fmt.Fprintf(w, "\nrehearsal %s: %s in %s: %s\n", rh.ID, rh.Drill, rh.Env, strings.ToUpper(string(rh.State)))
 	at := func(t time.Time) string { return t.UTC().Format("15:04:05") }
-	failedApply := rh.Drill == workflow.DrillFailedApply
+	failedApply := rh.Drill == rehearsal.DrillFailedApply
 	switch {
 	case failedApply:
 		fmt.Fprintf(w, "  baseline    %s  Terraform root at revision %s, %d resource(s) in its state; scratch copy %s\n", at(rh.StartedAt), orNone(workflow.ShortHash(rh.Baseline.Revision)), len(rh.Baseline.Resources), orNone(rh.ScratchDir))
@@ -349,8 +357,8 @@ func printRehearsal(w io.Writer, rh *workflow.Rehearsal) {
 }
 
 func drillNames() string {
-	names := make([]string, len(workflow.AllDrills))
-	for i, d := range workflow.AllDrills {
+	names := make([]string, len(rehearsal.AllDrills))
+	for i, d := range rehearsal.AllDrills {
 		names[i] = string(d)
 	}
 	return strings.Join(names, ", ")

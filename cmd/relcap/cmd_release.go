@@ -30,7 +30,7 @@ func (a *app) flowDeps(p *workflow.Project, timeout time.Duration) (workflow.Dep
 	return workflow.Deps{
 		Ownership: a.ownershipSources(p, tf), Planner: tf, Applier: tf,
 		Registry: reg, EnvRepo: repo, Convergence: argo, ConvergeTimeout: timeout,
-		Forges: a.forges(), Lander: landing.PullRequests{}, Commands: execCommands{},
+		Forges: a.forges(), Lander: landing.PullRequests{},
 	}, nil
 }
 

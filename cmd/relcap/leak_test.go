@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/store/pgtest"
 )

@@ -20,6 +20,7 @@ import (
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // kubeletPulls makes the simulator's pods pull from the real registry on
@@ -79,10 +80,10 @@ func TestRehearseDrillsOnTheCommandLine(t *testing.T) {
 
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "rehearse", "--env", "staging", "--drill", "failed-readiness")
 	require.Equal(t, 0, code, out+errOut)
-	var recs []workflow.Rehearsal
+	var recs []rehearsal.Rehearsal
 	require.NoError(t, json.Unmarshal([]byte(out), &recs), out)
 	require.Len(t, recs, 1)
-	require.Equal(t, workflow.RehearsalStatePassed, recs[0].State, recs[0].Failure)
+	require.Equal(t, rehearsal.StatePassed, recs[0].State, recs[0].Failure)
 	require.Equal(t, workflow.VerdictReadinessFailed, recs[0].Detected)
 	require.Contains(t, recs[0].ActualArtifact.Value, unready)
 
@@ -147,22 +148,22 @@ func TestRehearseAllOnTheSimulator(t *testing.T) {
 	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "--json", "rehearse", "--env", "staging", "--all", "--timeout", "60s")
 	require.Equal(t, 0, code, out+errOut)
 	require.NotContains(t, errOut, "not run")
-	var recs []workflow.Rehearsal
+	var recs []rehearsal.Rehearsal
 	require.NoError(t, json.Unmarshal([]byte(out), &recs), out)
 	require.Len(t, recs, 4)
-	require.Equal(t, workflow.DrillFailedApply, recs[0].Drill, "failed-apply runs first")
-	byDrill := map[workflow.Drill]workflow.Rehearsal{}
+	require.Equal(t, rehearsal.DrillFailedApply, recs[0].Drill, "failed-apply runs first")
+	byDrill := map[rehearsal.Drill]rehearsal.Rehearsal{}
 	for _, r := range recs {
 		byDrill[r.Drill] = r
-		require.Equal(t, workflow.RehearsalStatePassed, r.State, "%s: %s", r.Drill, r.Failure)
+		require.Equal(t, rehearsal.StatePassed, r.State, "%s: %s", r.Drill, r.Failure)
 	}
-	ir := byDrill[workflow.DrillInterruptedReconc]
+	ir := byDrill[rehearsal.DrillInterruptedReconc]
 	require.Equal(t, workflow.VerdictReconcilePaused, ir.Detected)
 	require.Contains(t, ir.ActualArtifact.Shown, "reconciliation paused by break-glass window")
 	windows, err := sim.SyncWindows("default")
 	require.NoError(t, err)
 	require.Empty(t, windows, "the break-glass window is gone")
-	require.Equal(t, workflow.VerdictApplyFailed, byDrill[workflow.DrillFailedApply].Detected)
+	require.Equal(t, rehearsal.VerdictApplyFailed, byDrill[rehearsal.DrillFailedApply].Detected)
 	requireNoScratch(t, data)
 }
 
@@ -218,12 +219,12 @@ func TestRehearseFailedApplyWithRealTerraform(t *testing.T) {
 
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "rehearse", "--env", "staging", "--drill", "failed-apply")
 	require.Equal(t, 0, code, out+errOut)
-	var recs []workflow.Rehearsal
+	var recs []rehearsal.Rehearsal
 	require.NoError(t, json.Unmarshal([]byte(out), &recs), out)
 	require.Len(t, recs, 1)
 	rh := recs[0]
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
-	require.Equal(t, workflow.VerdictApplyFailed, rh.Detected)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.VerdictApplyFailed, rh.Detected)
 	require.Len(t, rh.Baseline.Resources, 2, "terraform_data.app and .cache, from the real state")
 	require.Equal(t, rh.DrillPlan, rh.IntendedRevision.Value)
 	require.Equal(t, "terraform_data.relcap_rehearsal tainted", rh.ActualArtifact.Value)
@@ -340,10 +341,10 @@ func TestTmuxRehearsalScreen(t *testing.T) {
 	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
 	require.NoError(t, err)
 	defer l.Close()
-	rs, err := l.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+	rs, err := l.ListRehearsals(t.Context(), rehearsal.Filter{})
 	require.NoError(t, err)
 	require.Len(t, rs, 1)
-	require.Equal(t, workflow.RehearsalStatePassed, rs[0].State, rs[0].Failure)
+	require.Equal(t, rehearsal.StatePassed, rs[0].State, rs[0].Failure)
 	entries, err := l.Effort(t.Context(), rs[0].RecoveryRelease)
 	require.NoError(t, err)
 	require.True(t, slices.ContainsFunc(entries, func(e effort.Entry) bool { return e.Person == "alice" && e.Role == effort.RoleCaptain }),

@@ -9,7 +9,6 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/sharedplan"
@@ -56,9 +55,6 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	d.ToolOutput = a.io.Err
 	d.Secrets = a.secrets
 	a.wireSigning(ctx, &d)
-	// The interrupted-reconciliation drill pauses with break-glass, over
-	// the same ports.
-	d.Pauser = breakglass.New(d)
 	if d.PlanVault != nil {
 		d.SharedPlans = sharedplan.New(d)
 	}

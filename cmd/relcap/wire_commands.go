@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // execCommands runs the argv lists relcap.yaml names (rehearsal.interrupt)
 // directly, never through a shell, their output into the tool output.
 type execCommands struct{}
 
-var _ workflow.CommandRunner = execCommands{}
+var _ rehearsal.CommandRunner = execCommands{}
 
 func (execCommands) RunCommand(ctx context.Context, argv []string) error {
 	if len(argv) == 0 || argv[0] == "" {

@@ -192,16 +192,14 @@ func (s *Service) Paused(ctx context.Context, env string) (bool, error) {
 
 // Pause starts a break-glass of env for reason and ttl: how the
 // interrupted-reconciliation drill stops reconciliation when no command
-// is configured (workflow.Pauser).
+// is configured (rehearsal.Pauser).
 func (s *Service) Pause(ctx context.Context, env, reason string, ttl time.Duration) error {
 	_, err := s.Start(ctx, Request{Env: env, Reason: reason, TTL: ttl})
 	return err
 }
 
-// Resume ends env's break-glass (workflow.Pauser).
+// Resume ends env's break-glass (rehearsal.Pauser).
 func (s *Service) Resume(ctx context.Context, env string) error {
 	_, _, err := s.End(ctx, env)
 	return err
 }
-
-var _ workflow.Pauser = (*Service)(nil)

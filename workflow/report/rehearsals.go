@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // RehearsalFigures are one environment's recovery drills (relcap
@@ -30,7 +30,7 @@ type RehearsalFigures struct {
 
 // DrillFreshness is when a drill last passed in an environment.
 type DrillFreshness struct {
-	Drill workflow.Drill `json:"drill"`
+	Drill rehearsal.Drill `json:"drill"`
 	// LastPassed is zero, and DaysSince -1, when it never passed.
 	LastPassed time.Time `json:"last_passed,omitzero"`
 	DaysSince  int       `json:"days_since_passed"`
@@ -42,7 +42,7 @@ func (f DrillFreshness) Never() bool { return f.LastPassed.IsZero() }
 // rehearsalFigures builds the figures of every environment that has a
 // rehearsal (or, with o.Env, that one), in the project's order of first
 // appearance.
-func rehearsalFigures(rs []workflow.Rehearsal, o Options) []RehearsalFigures {
+func rehearsalFigures(rs []rehearsal.Rehearsal, o Options) []RehearsalFigures {
 	end := o.To
 	if !o.Now.IsZero() && (end.IsZero() || o.Now.Before(end)) {
 		end = o.Now
@@ -50,7 +50,7 @@ func rehearsalFigures(rs []workflow.Rehearsal, o Options) []RehearsalFigures {
 	var envs []string
 	by := map[string]*RehearsalFigures{}
 	detect, recover := map[string][]time.Duration{}, map[string][]time.Duration{}
-	last := map[string]map[workflow.Drill]time.Time{}
+	last := map[string]map[rehearsal.Drill]time.Time{}
 	for _, r := range rs {
 		if o.Env != "" && r.Env != o.Env {
 			continue
@@ -61,10 +61,10 @@ func rehearsalFigures(rs []workflow.Rehearsal, o Options) []RehearsalFigures {
 		f, ok := by[r.Env]
 		if !ok {
 			f = &RehearsalFigures{Env: r.Env}
-			by[r.Env], last[r.Env] = f, map[workflow.Drill]time.Time{}
+			by[r.Env], last[r.Env] = f, map[rehearsal.Drill]time.Time{}
 			envs = append(envs, r.Env)
 		}
-		if r.State == workflow.RehearsalStatePassed && r.FinishedAt.After(last[r.Env][r.Drill]) {
+		if r.State == rehearsal.StatePassed && r.FinishedAt.After(last[r.Env][r.Drill]) {
 			last[r.Env][r.Drill] = r.FinishedAt
 		}
 		if !in(r.StartedAt, o.From, o.To) {
@@ -72,11 +72,11 @@ func rehearsalFigures(rs []workflow.Rehearsal, o Options) []RehearsalFigures {
 		}
 		f.Run++
 		switch r.State {
-		case workflow.RehearsalStatePassed:
+		case rehearsal.StatePassed:
 			f.Passed++
-		case workflow.RehearsalStateFailed:
+		case rehearsal.StateFailed:
 			f.Failed++
-		case workflow.RehearsalStateAbandoned:
+		case rehearsal.StateAbandoned:
 			f.Abandoned++
 		default:
 			f.Running++
@@ -93,7 +93,7 @@ func rehearsalFigures(rs []workflow.Rehearsal, o Options) []RehearsalFigures {
 	for _, env := range envs {
 		f := by[env]
 		f.TimeToDetect, f.TimeToRecover = NewStats(detect[env]), NewStats(recover[env])
-		for _, d := range workflow.AllDrills {
+		for _, d := range rehearsal.AllDrills {
 			fr := DrillFreshness{Drill: d, DaysSince: -1}
 			if at, ok := last[env][d]; ok {
 				fr.LastPassed = at

@@ -9,15 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/tui/reportfmt"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/report/reporttest"
 )
 
 // drill is a rehearsal that started at start, was detected after ttd and
 // recovered ttr later, ending in state.
-func drill(env string, d workflow.Drill, state workflow.RehearsalState, start time.Time, ttd, ttr time.Duration) workflow.Rehearsal {
-	r := workflow.Rehearsal{ID: "rh-" + env + "-" + start.Format("0102150405"), App: "web", Env: env, Drill: d, State: state,
+func drill(env string, d rehearsal.Drill, state rehearsal.State, start time.Time, ttd, ttr time.Duration) rehearsal.Rehearsal {
+	r := rehearsal.Rehearsal{ID: "rh-" + env + "-" + start.Format("0102150405"), App: "web", Env: env, Drill: d, State: state,
 		StartedAt: start, InjectedAt: start.Add(10 * time.Second)}
 	if ttd > 0 {
 		r.DetectedAt = r.InjectedAt.Add(ttd)
@@ -32,16 +32,16 @@ func drill(env string, d workflow.Drill, state workflow.RehearsalState, start ti
 func TestMeasuresRehearsalFigures(t *testing.T) {
 	t.Parallel()
 	jan := reporttest.Jan1
-	data := report.Data{Rehearsals: []workflow.Rehearsal{
+	data := report.Data{Rehearsals: []rehearsal.Rehearsal{
 		// December: before the period; only its pass counts, for freshness.
-		drill("staging", workflow.DrillFailedReadiness, workflow.RehearsalStatePassed, jan.AddDate(0, 0, -20), 30*time.Second, time.Minute),
-		drill("staging", workflow.DrillUnavailableImage, workflow.RehearsalStatePassed, jan.AddDate(0, 0, 2), 10*time.Second, 40*time.Second),
-		drill("staging", workflow.DrillUnavailableImage, workflow.RehearsalStatePassed, jan.AddDate(0, 0, 5), 20*time.Second, 60*time.Second),
-		drill("staging", workflow.DrillUnavailableImage, workflow.RehearsalStateFailed, jan.AddDate(0, 0, 9), 90*time.Second, 80*time.Second),
-		drill("staging", workflow.DrillInterruptedReconc, workflow.RehearsalStateAbandoned, jan.AddDate(0, 0, 10), 0, 0),
-		drill("prod", workflow.DrillUnavailableImage, workflow.RehearsalStatePassed, jan.AddDate(0, 0, 20), 12*time.Second, 30*time.Second),
+		drill("staging", rehearsal.DrillFailedReadiness, rehearsal.StatePassed, jan.AddDate(0, 0, -20), 30*time.Second, time.Minute),
+		drill("staging", rehearsal.DrillUnavailableImage, rehearsal.StatePassed, jan.AddDate(0, 0, 2), 10*time.Second, 40*time.Second),
+		drill("staging", rehearsal.DrillUnavailableImage, rehearsal.StatePassed, jan.AddDate(0, 0, 5), 20*time.Second, 60*time.Second),
+		drill("staging", rehearsal.DrillUnavailableImage, rehearsal.StateFailed, jan.AddDate(0, 0, 9), 90*time.Second, 80*time.Second),
+		drill("staging", rehearsal.DrillInterruptedReconc, rehearsal.StateAbandoned, jan.AddDate(0, 0, 10), 0, 0),
+		drill("prod", rehearsal.DrillUnavailableImage, rehearsal.StatePassed, jan.AddDate(0, 0, 20), 12*time.Second, 30*time.Second),
 		// After the period's end: not in this report at all.
-		drill("staging", workflow.DrillFailedReadiness, workflow.RehearsalStatePassed, jan.AddDate(0, 2, 0), time.Second, time.Second),
+		drill("staging", rehearsal.DrillFailedReadiness, rehearsal.StatePassed, jan.AddDate(0, 2, 0), time.Second, time.Second),
 	}}
 	now := jan.AddDate(0, 1, 0) // Feb 1
 	m, err := report.BuildMeasures(data, report.Options{From: jan, To: jan.AddDate(0, 1, 0), Now: now})
@@ -60,15 +60,15 @@ func TestMeasuresRehearsalFigures(t *testing.T) {
 	require.Equal(t, 20*time.Second, staging.TimeToDetect.Median.D(), "median of 10s, 20s, 90s")
 	require.Equal(t, 60*time.Second, staging.TimeToRecover.Median.D(), "median of 40s, 60s, 80s")
 
-	days := map[workflow.Drill]int{}
+	days := map[rehearsal.Drill]int{}
 	for _, d := range staging.Drills {
 		days[d.Drill] = d.DaysSince
 	}
-	require.Equal(t, map[workflow.Drill]int{
-		workflow.DrillFailedApply:       -1, // never
-		workflow.DrillUnavailableImage:  25, // passed Jan 6 00:01:21; Feb 1 is 25 whole days later
-		workflow.DrillFailedReadiness:   50, // passed Dec 12, before the period
-		workflow.DrillInterruptedReconc: -1, // abandoned, never passed
+	require.Equal(t, map[rehearsal.Drill]int{
+		rehearsal.DrillFailedApply:       -1, // never
+		rehearsal.DrillUnavailableImage:  25, // passed Jan 6 00:01:21; Feb 1 is 25 whole days later
+		rehearsal.DrillFailedReadiness:   50, // passed Dec 12, before the period
+		rehearsal.DrillInterruptedReconc: -1, // abandoned, never passed
 	}, days)
 
 	var buf bytes.Buffer

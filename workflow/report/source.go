@@ -6,6 +6,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // Source reads everything the effort and measures reports need for a
@@ -66,7 +67,7 @@ type Data struct {
 	Approvals []ApprovalFact
 	// Rehearsals started before the period's end (earlier ones too, for
 	// when each drill last passed).
-	Rehearsals []workflow.Rehearsal
+	Rehearsals []rehearsal.Rehearsal
 }
 
 // ApprovalFact is one approval as reports need it: what, by whom, when,

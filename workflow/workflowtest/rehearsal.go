@@ -8,11 +8,14 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
+
+var _ rehearsal.Store = (*Ledger)(nil)
 
 // SaveRehearsal stores a copy of r (as JSON, as the store does), after
 // AfterRehearsalSave lets a test kill the process there.
-func (l *Ledger) SaveRehearsal(_ context.Context, r *workflow.Rehearsal) error {
+func (l *Ledger) SaveRehearsal(_ context.Context, r *rehearsal.Rehearsal) error {
 	if err := l.gate(); err != nil {
 		return err
 	}
@@ -35,26 +38,26 @@ func (l *Ledger) SaveRehearsal(_ context.Context, r *workflow.Rehearsal) error {
 }
 
 // LoadRehearsal returns a copy, or ErrNotFound.
-func (l *Ledger) LoadRehearsal(_ context.Context, id string) (*workflow.Rehearsal, error) {
+func (l *Ledger) LoadRehearsal(_ context.Context, id string) (*rehearsal.Rehearsal, error) {
 	l.mu.Lock()
 	b, ok := l.rehearsals[id]
 	l.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("rehearsal %s: %w", id, workflow.ErrNotFound)
 	}
-	var r workflow.Rehearsal
+	var r rehearsal.Rehearsal
 	return &r, json.Unmarshal(b, &r)
 }
 
 // ListRehearsals returns the rehearsals f selects, newest first.
-func (l *Ledger) ListRehearsals(ctx context.Context, f workflow.RehearsalFilter) ([]*workflow.Rehearsal, error) {
+func (l *Ledger) ListRehearsals(ctx context.Context, f rehearsal.Filter) ([]*rehearsal.Rehearsal, error) {
 	l.mu.Lock()
 	ids := make([]string, 0, len(l.rehearsals))
 	for id := range l.rehearsals {
 		ids = append(ids, id)
 	}
 	l.mu.Unlock()
-	var out []*workflow.Rehearsal
+	var out []*rehearsal.Rehearsal
 	for _, id := range ids {
 		r, err := l.LoadRehearsal(ctx, id)
 		if err != nil {
@@ -65,7 +68,7 @@ func (l *Ledger) ListRehearsals(ctx context.Context, f workflow.RehearsalFilter)
 		}
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b *workflow.Rehearsal) int { return b.StartedAt.Compare(a.StartedAt) })
+	slices.SortFunc(out, func(a, b *rehearsal.Rehearsal) int { return b.StartedAt.Compare(a.StartedAt) })
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}

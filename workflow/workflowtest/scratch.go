@@ -8,16 +8,17 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
-// The fake Terraform's scratch roots (workflow.RehearsalRoots), for the
+// The fake Terraform's scratch roots (rehearsal.Roots), for the
 // failed-apply drill: a scratch root is a copy of the world's Terraform
 // root, its pending changes and its resources; a file that declares
 // terraform_data.relcap_rehearsal makes the plan create it, and the fake
 // fails that apply as Terraform fails a local-exec provisioner that exits
 // non-zero, leaving the resource tainted.
 
-var _ workflow.RehearsalRoots = Terraform{}
+var _ rehearsal.Roots = Terraform{}
 
 const fakeRehearsalResource = "terraform_data.relcap_rehearsal"
 
@@ -154,7 +155,7 @@ func (t Terraform) PullState(ctx context.Context, _ workflow.Environment) ([]byt
 }
 
 // CreateScratch copies the world's root into /rehearsals/<id>/root.
-func (t Terraform) CreateScratch(ctx context.Context, id string, _ workflow.Environment, files []workflow.ScratchFile, state []byte) (workflow.TerraformTarget, error) {
+func (t Terraform) CreateScratch(ctx context.Context, id string, _ workflow.Environment, files []rehearsal.ScratchFile, state []byte) (workflow.TerraformTarget, error) {
 	if err := t.W.gate(ctx); err != nil {
 		return workflow.TerraformTarget{}, err
 	}

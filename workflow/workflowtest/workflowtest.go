@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
 )
 
@@ -51,7 +52,7 @@ type Ledger struct {
 	// AfterRehearsalSave, when set, runs after every SaveRehearsal with
 	// the count so far and what was saved; its error is returned as if
 	// the process had died right after the save.
-	AfterRehearsalSave func(n int, r *workflow.Rehearsal) error
+	AfterRehearsalSave func(n int, r *rehearsal.Rehearsal) error
 }
 
 func (l *Ledger) gate() error {
@@ -321,7 +322,7 @@ func (l *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 			}
 		}
 	}
-	rehearsals, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{App: q.App, Env: q.Env})
+	rehearsals, err := l.ListRehearsals(ctx, rehearsal.Filter{App: q.App, Env: q.Env})
 	if err != nil {
 		return data, err
 	}

@@ -31,7 +31,7 @@ type World struct {
 	Applies   int
 
 	// The failed-apply drill's scratch roots (FakeTerraform's
-	// RehearsalRoots), by directory; StatePulls counts reads of the real
+	// rehearsal.Roots), by directory; StatePulls counts reads of the real
 	// state; ScratchLockHeld makes the scratch state's lock held.
 	scratch         map[string]*scratchRoot
 	StatePulls      int

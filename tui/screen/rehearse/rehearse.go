@@ -3,7 +3,7 @@
 // what the drill will do and the baseline it returns to, a confirmation
 // before anything is broken, the phases as they happen, the four answers
 // relcap showed once the failure was detected, the recovery and the
-// verdict. The drill runs in workflow.Service; this screen only starts it,
+// verdict. The drill runs in rehearsal.Service; this screen only starts it,
 // reads its record and shows it.
 package rehearse
 
@@ -19,13 +19,14 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // Request is what the captain asked for on the command line: drills in
 // an environment, or one saved rehearsal to resume.
 type Request struct {
 	Env     string
-	Drills  []workflow.Drill
+	Drills  []rehearsal.Drill
 	IKnow   string
 	Timeout time.Duration
 	// Resume is the ID of a saved rehearsal to continue (--resume);
@@ -64,11 +65,11 @@ const (
 
 // item is one drill of the session.
 type item struct {
-	drill   workflow.Drill
-	preview *workflow.RehearsalPreview
+	drill   rehearsal.Drill
+	preview *rehearsal.Preview
 	// rh is the latest record: polled from the ledger while the drill
 	// runs, then the one the Service returned.
-	rh *workflow.Rehearsal
+	rh *rehearsal.Rehearsal
 	// err is why the drill could not run or continue (refused, blocked,
 	// stopped): not a failed drill, which is rh.State.
 	err error
@@ -90,7 +91,7 @@ type Model struct {
 	// Base's run state stays empty: the root runs no release here. The
 	// screen runs its drills itself, and Running says whether one runs.
 	screen.Base[Keys]
-	svc *workflow.Service
+	svc *rehearsal.Service
 	ctx context.Context
 	req Request
 
@@ -109,7 +110,7 @@ type Model struct {
 
 // New returns the screen for req. ctx bounds every drill it starts;
 // cancelling it stops the drill as q does.
-func New(ctx context.Context, svc *workflow.Service, req Request, th theme.Theme, km Keys) Model {
+func New(ctx context.Context, svc *rehearsal.Service, req Request, th theme.Theme, km Keys) Model {
 	m := Model{Base: screen.NewBase(th, km), svc: svc, ctx: ctx, req: req, runs: &screen.Runs{}}
 	if req.Resume != "" {
 		m.items = []item{{}}
@@ -133,8 +134,8 @@ type QuitMsg struct{}
 type (
 	previewMsg struct {
 		idx     int
-		preview *workflow.RehearsalPreview
-		rh      *workflow.Rehearsal
+		preview *rehearsal.Preview
+		rh      *rehearsal.Rehearsal
 		err     error
 	}
 	startedMsg struct {
@@ -146,12 +147,12 @@ type (
 		event workflow.Event
 		// rh is the record as saved when the event was sent, when it
 		// was read (see run); nil otherwise.
-		rh     *workflow.Rehearsal
+		rh     *rehearsal.Rehearsal
 		stream *stream
 	}
 	finishedMsg struct {
 		gen int
-		rh  *workflow.Rehearsal
+		rh  *rehearsal.Rehearsal
 		err error
 	}
 )
@@ -167,7 +168,7 @@ type stream struct {
 // sent is one event and the record read when it was sent.
 type sent struct {
 	event workflow.Event
-	rh    *workflow.Rehearsal
+	rh    *rehearsal.Rehearsal
 }
 
 // Init reads what the first drill will do.
@@ -181,10 +182,10 @@ func (m Model) load(idx int) tea.Cmd {
 	svc, ctx, req, it := m.svc, m.ctx, m.req, m.items[idx]
 	return func() tea.Msg {
 		if req.Resume != "" {
-			rh, err := svc.Rehearsal(ctx, req.Resume)
+			rh, err := svc.Load(ctx, req.Resume)
 			return previewMsg{idx: idx, rh: rh, err: err}
 		}
-		p, err := svc.PreviewRehearsal(ctx, workflow.RehearseRequest{Env: req.Env, Drill: it.drill, IKnow: req.IKnow, Timeout: req.Timeout})
+		p, err := svc.Preview(ctx, rehearsal.Request{Env: req.Env, Drill: it.drill, IKnow: req.IKnow, Timeout: req.Timeout})
 		if err != nil {
 			return previewMsg{idx: idx, err: err}
 		}
@@ -295,25 +296,25 @@ func (m Model) canCleanup() bool {
 // start runs the drill (or resumes the saved one) in the background.
 func (m Model) start() (Model, tea.Cmd) {
 	svc, req, drill := m.svc, m.req, m.items[m.cur].drill
-	return m.run(func(ctx context.Context, sink workflow.EventSink) (*workflow.Rehearsal, error) {
+	return m.run(func(ctx context.Context, sink workflow.EventSink) (*rehearsal.Rehearsal, error) {
 		if req.Resume != "" {
-			return svc.ResumeRehearsal(ctx, req.Resume, sink)
+			return svc.Resume(ctx, req.Resume, sink)
 		}
-		return svc.Rehearse(ctx, workflow.RehearseRequest{Env: req.Env, Drill: drill, IKnow: req.IKnow, Timeout: req.Timeout}, sink)
+		return svc.Rehearse(ctx, rehearsal.Request{Env: req.Env, Drill: drill, IKnow: req.IKnow, Timeout: req.Timeout}, sink)
 	}, stRunning)
 }
 
 // cleanup undoes the stopped drill from the screen.
 func (m Model) cleanup() (Model, tea.Cmd) {
 	svc, id := m.svc, m.items[m.cur].rh.ID
-	return m.run(func(ctx context.Context, sink workflow.EventSink) (*workflow.Rehearsal, error) {
+	return m.run(func(ctx context.Context, sink workflow.EventSink) (*rehearsal.Rehearsal, error) {
 		// The cleanup runs to its end even when the captain quits: it
 		// is what puts the environment back.
-		return svc.CleanupRehearsal(context.WithoutCancel(ctx), id, sink)
+		return svc.Cleanup(context.WithoutCancel(ctx), id, sink)
 	}, stCleaning)
 }
 
-func (m Model) run(f func(context.Context, workflow.EventSink) (*workflow.Rehearsal, error), st stage) (Model, tea.Cmd) {
+func (m Model) run(f func(context.Context, workflow.EventSink) (*rehearsal.Rehearsal, error), st stage) (Model, tea.Cmd) {
 	m.gen++
 	gen, runs, svc := m.gen, m.runs, m.svc
 	ctx, cancel := context.WithCancel(m.ctx)
@@ -339,9 +340,9 @@ func (m Model) run(f func(context.Context, workflow.EventSink) (*workflow.Rehear
 				if id == "" && e.Release != nil {
 					id = e.Release.Checkpoints.Rehearsal
 				}
-				var rec *workflow.Rehearsal
+				var rec *rehearsal.Rehearsal
 				if id != "" && (e.Kind == workflow.EventStepStarted || e.Kind == workflow.EventStepFinished || e.ReleaseID != lastRelease) {
-					if r, err := svc.Rehearsal(ctx, id); err == nil {
+					if r, err := svc.Load(ctx, id); err == nil {
 						rec = r
 					}
 				}
@@ -378,7 +379,7 @@ const logLines = 6
 func (m *Model) event(e workflow.Event) {
 	it := &m.items[m.cur]
 	if e.Release != nil && e.Release.Checkpoints.Rehearsal != "" && it.rh == nil {
-		it.rh = &workflow.Rehearsal{ID: e.Release.Checkpoints.Rehearsal, Drill: it.drill, Env: e.Release.Env, State: workflow.RehearsalStateRunning, Phase: workflow.PhaseBaseline}
+		it.rh = &rehearsal.Rehearsal{ID: e.Release.Checkpoints.Rehearsal, Drill: it.drill, Env: e.Release.Env, State: rehearsal.StateRunning, Phase: rehearsal.PhaseBaseline}
 		if it.preview != nil {
 			it.rh.Baseline, it.rh.Expected = it.preview.Baseline, it.preview.Expected
 		}
@@ -422,12 +423,12 @@ func (m Model) finished(msg finishedMsg) (Model, tea.Cmd) {
 // drills that ran, the errors that stopped one (refused, blocked,
 // stopped: as headless, the first ends the run), and the drills that
 // could not run here.
-func (m Model) Outcome() (records []*workflow.Rehearsal, runErr, notRun error) {
+func (m Model) Outcome() (records []*rehearsal.Rehearsal, runErr, notRun error) {
 	for _, it := range m.items {
 		if it.rh != nil && it.rh.StartedAt.IsZero() {
 			// Only an ID seen on an event: the drill never returned a
 			// record (the program ended first); the ledger has it.
-			records = append(records, &workflow.Rehearsal{ID: it.rh.ID, Drill: it.drill, Env: it.rh.Env, State: workflow.RehearsalStateRunning, Phase: it.rh.Phase})
+			records = append(records, &rehearsal.Rehearsal{ID: it.rh.ID, Drill: it.drill, Env: it.rh.Env, State: rehearsal.StateRunning, Phase: it.rh.Phase})
 		} else if it.rh != nil {
 			records = append(records, it.rh)
 		}

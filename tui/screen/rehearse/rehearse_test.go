@@ -18,6 +18,8 @@ import (
 	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -80,7 +82,7 @@ type driver struct {
 	t      *testing.T
 	m      rehearse.Model
 	queue  []tea.Msg
-	phases []workflow.RehearsalPhase // the last done, as the screen showed them, in order
+	phases []rehearsal.Phase // the last done, as the screen showed them, in order
 	// recovering is set once the screen showed the rollback running with
 	// the failure detected and its answers.
 	recovering bool
@@ -117,7 +119,7 @@ func (d *driver) notePhase() {
 	if strings.Contains(v, "● recovering") && strings.Contains(v, "✓ detected") && strings.Contains(v, "Next safe action") && strings.Contains(v, "rollback ") {
 		d.recovering = true
 	}
-	for _, p := range []workflow.RehearsalPhase{workflow.PhaseRecovered, workflow.PhaseRecovering, workflow.PhaseDetected, workflow.PhaseInjected, workflow.PhaseBaseline} {
+	for _, p := range []rehearsal.Phase{rehearsal.PhaseRecovered, rehearsal.PhaseRecovering, rehearsal.PhaseDetected, rehearsal.PhaseInjected, rehearsal.PhaseBaseline} {
 		if strings.Contains(v, "✓ "+string(p)) {
 			if len(d.phases) == 0 || d.phases[len(d.phases)-1] != p {
 				d.phases = append(d.phases, p)
@@ -130,7 +132,9 @@ func (d *driver) notePhase() {
 func (d *driver) view() string { return ansi.Strip(d.m.View()) }
 
 func newDriver(t *testing.T, svc *workflow.Service, req rehearse.Request) *driver {
-	m := rehearse.New(t.Context(), svc, req, theme.New(true), rehearse.DefaultKeys())
+	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: breakglass.New(svc.Ports())})
+	require.NoError(t, err)
+	m := rehearse.New(t.Context(), drills, req, theme.New(true), rehearse.DefaultKeys())
 	m.SetSize(120, 40)
 	d := &driver{t: t, m: m}
 	d.queue = append(d.queue, fixture.Run(m.Init())...)
@@ -145,7 +149,7 @@ func newDriver(t *testing.T, svc *workflow.Service, req rehearse.Request) *drive
 func TestRehearsalScreenGuidesADrillToPassed(t *testing.T) {
 	t.Parallel()
 	svc, w, _, base := drillWorld(t, nil)
-	d := newDriver(t, svc, rehearse.Request{Env: "staging", Drills: []workflow.Drill{workflow.DrillUnavailableImage}, Timeout: 10 * time.Second})
+	d := newDriver(t, svc, rehearse.Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillUnavailableImage}, Timeout: 10 * time.Second})
 
 	v := d.view()
 	for _, want := range []string{"Drill 1/1: unavailable-image in staging", "exists in no registry", "Must return to", base.ID, base.Checkpoints.Digest.String()[:19],
@@ -159,7 +163,7 @@ func TestRehearsalScreenGuidesADrillToPassed(t *testing.T) {
 
 	d.key("enter")
 	require.False(t, d.m.Running())
-	require.Equal(t, []workflow.RehearsalPhase{workflow.PhaseBaseline, workflow.PhaseInjected, workflow.PhaseDetected, workflow.PhaseRecovered},
+	require.Equal(t, []rehearsal.Phase{rehearsal.PhaseBaseline, rehearsal.PhaseInjected, rehearsal.PhaseDetected, rehearsal.PhaseRecovered},
 		d.phases, "every phase shown done, in order")
 	require.True(t, d.recovering, "the recovery shown running, after the detection and with its four answers")
 	v = d.view()
@@ -171,7 +175,7 @@ func TestRehearsalScreenGuidesADrillToPassed(t *testing.T) {
 	require.NoError(t, runErr)
 	require.NoError(t, notRun)
 	require.Len(t, recs, 1)
-	require.Equal(t, workflow.RehearsalStatePassed, recs[0].State, recs[0].Failure)
+	require.Equal(t, rehearsal.StatePassed, recs[0].State, recs[0].Failure)
 	id, _, ok := d.m.Effort()
 	require.True(t, ok)
 	require.Equal(t, recs[0].RecoveryRelease, id, "the captain's time goes to the release the drill works through")
@@ -192,7 +196,7 @@ func TestRehearsalScreenQuitMidDrillSavesItAndCleansUp(t *testing.T) {
 	// shows) until hold is closed: the drill stays in detection until q.
 	hold := make(chan struct{})
 	svc, w, l, base := drillWorld(t, hold)
-	d := newDriver(t, svc, rehearse.Request{Env: "staging", Drills: []workflow.Drill{workflow.DrillUnavailableImage}, Timeout: time.Minute})
+	d := newDriver(t, svc, rehearse.Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillUnavailableImage}, Timeout: time.Minute})
 
 	// Drive by hand: enter, then q as soon as the first event shows the
 	// drill's release, before the watch can detect anything.
@@ -218,7 +222,7 @@ func TestRehearsalScreenQuitMidDrillSavesItAndCleansUp(t *testing.T) {
 	id := recs[0].ID
 	saved, err := l.LoadRehearsal(t.Context(), id)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStateRunning, saved.State, "saved unfinished, resumable")
+	require.Equal(t, rehearsal.StateRunning, saved.State, "saved unfinished, resumable")
 	v := ansi.Strip(m.View())
 	for _, want := range []string{"■ stopped at phase", "the drill is saved", "relcap rehearse --resume " + id, "relcap rehearse --cleanup " + id} {
 		require.Contains(t, strings.Join(strings.Fields(v), " "), want)
@@ -231,11 +235,11 @@ func TestRehearsalScreenQuitMidDrillSavesItAndCleansUp(t *testing.T) {
 	d.key("c")
 	recs, runErr, _ = d.m.Outcome()
 	require.NoError(t, runErr)
-	require.Equal(t, workflow.RehearsalStateAbandoned, recs[0].State)
+	require.Equal(t, rehearsal.StateAbandoned, recs[0].State)
 	require.Contains(t, d.view(), "■ ABANDONED")
 	saved, err = l.LoadRehearsal(t.Context(), id)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStateAbandoned, saved.State)
+	require.Equal(t, rehearsal.StateAbandoned, saved.State)
 	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), workflow.AppRef{})
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()), "back on the baseline: %v", st.Images)
@@ -248,7 +252,7 @@ func TestRehearsalScreenResumesAStoppedDrill(t *testing.T) {
 	t.Parallel()
 	hold := make(chan struct{})
 	svc, w, _, base := drillWorld(t, hold)
-	d := newDriver(t, svc, rehearse.Request{Env: "staging", Drills: []workflow.Drill{workflow.DrillUnavailableImage}, Timeout: time.Minute})
+	d := newDriver(t, svc, rehearse.Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillUnavailableImage}, Timeout: time.Minute})
 	m, cmd := d.m.Update(fixture.Key("enter"))
 	msgs := fixture.Run(cmd)
 	for len(msgs) > 0 {
@@ -274,7 +278,7 @@ func TestRehearsalScreenResumesAStoppedDrill(t *testing.T) {
 	r.key("enter")
 	recs, runErr, _ := r.m.Outcome()
 	require.NoError(t, runErr)
-	require.Equal(t, workflow.RehearsalStatePassed, recs[0].State, recs[0].Failure)
+	require.Equal(t, rehearsal.StatePassed, recs[0].State, recs[0].Failure)
 	require.Contains(t, r.view(), "✓ PASSED")
 	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), workflow.AppRef{})
 	require.NoError(t, err)

@@ -9,27 +9,28 @@ import (
 
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // what says what a drill does, in the captain's words.
-func what(d workflow.Drill) string {
+func what(d rehearsal.Drill) string {
 	switch d {
-	case workflow.DrillUnavailableImage:
+	case rehearsal.DrillUnavailableImage:
 		return "pins a digest that exists in no registry through the promotion path (--force-unverified); the pods cannot pull it"
-	case workflow.DrillFailedReadiness:
+	case rehearsal.DrillFailedReadiness:
 		return "promotes rehearsal.unready_image, a build whose pods never become ready"
-	case workflow.DrillInterruptedReconc:
+	case rehearsal.DrillInterruptedReconc:
 		return "stops reconciliation mid-rollout (rehearsal.interrupt, else a break-glass pause), then resumes it"
-	case workflow.DrillFailedApply:
+	case rehearsal.DrillFailedApply:
 		return "plans and applies, on a scratch copy of the Terraform root seeded from its state, a resource whose local-exec fails; the real state is never written"
 	}
 	return string(d)
 }
 
 // phases in the order a drill goes through them.
-var phases = []workflow.RehearsalPhase{workflow.PhaseBaseline, workflow.PhaseInjected, workflow.PhaseDetected, workflow.PhaseRecovering, workflow.PhaseRecovered}
+var phases = []rehearsal.Phase{rehearsal.PhaseBaseline, rehearsal.PhaseInjected, rehearsal.PhaseDetected, rehearsal.PhaseRecovering, rehearsal.PhaseRecovered}
 
-func phaseIndex(p workflow.RehearsalPhase) int {
+func phaseIndex(p rehearsal.Phase) int {
 	for i, q := range phases {
 		if q == p {
 			return i
@@ -107,7 +108,7 @@ func (m Model) lines(lay layout) []string {
 		add(text("What it does", what(it.drill))...)
 	}
 	base, expected := m.baseline(it)
-	if it.drill == workflow.DrillFailedApply {
+	if it.drill == rehearsal.DrillFailedApply {
 		state := "the Terraform state as it is when the drill starts (copied into the scratch root)"
 		if it.rh != nil && it.rh.Baseline.Revision != "" || it.rh != nil && len(it.rh.Baseline.Resources) > 0 {
 			state = fmt.Sprintf("the scratch state's %d resource(s) as copied, at revision %s", len(it.rh.Baseline.Resources), workflow.ShortHash(it.rh.Baseline.Revision))
@@ -168,14 +169,14 @@ func (m Model) labelled(name, text string) []string {
 // labelWidth is the column the values start in.
 const labelWidth = 19
 
-func (m Model) baseline(it item) (workflow.RehearsalBaseline, workflow.VerdictKind) {
+func (m Model) baseline(it item) (rehearsal.Baseline, workflow.VerdictKind) {
 	if it.rh != nil && it.rh.Baseline.ReleaseID != "" {
 		return it.rh.Baseline, it.rh.Expected
 	}
 	if it.preview != nil {
 		return it.preview.Baseline, it.preview.Expected
 	}
-	return workflow.RehearsalBaseline{}, ""
+	return rehearsal.Baseline{}, ""
 }
 
 func (m Model) override(it item) string {
@@ -214,7 +215,7 @@ func (m Model) phaseLines(it item) []string {
 		// Phase is how far the drill got: recovering is reached when the
 		// rollback starts, and runs until recovered.
 		icon, style := "○", th.Step.Pending
-		inProgress := p == workflow.PhaseRecovering && i == reached || i == reached+1 && reached != phaseIndex(workflow.PhaseRecovering)
+		inProgress := p == rehearsal.PhaseRecovering && i == reached || i == reached+1 && reached != phaseIndex(rehearsal.PhaseRecovering)
 		switch {
 		case inProgress && m.Running():
 			icon, style = "●", th.Step.Running
@@ -225,14 +226,14 @@ func (m Model) phaseLines(it item) []string {
 		}
 		detail, when := "", time.Time{}
 		switch p {
-		case workflow.PhaseBaseline:
+		case rehearsal.PhaseBaseline:
 			when = rh.StartedAt
-		case workflow.PhaseInjected:
+		case rehearsal.PhaseInjected:
 			when = rh.InjectedAt
 			if rh.DrillRelease != "" {
 				detail = "release " + rh.DrillRelease
 			}
-		case workflow.PhaseDetected:
+		case rehearsal.PhaseDetected:
 			when = rh.DetectedAt
 			if d, ok := rh.TimeToDetect(); ok {
 				named := string(rh.Detected)
@@ -248,15 +249,15 @@ func (m Model) phaseLines(it item) []string {
 				}
 				detail = fmt.Sprintf("%s · time to detect %s", named, screen.Duration(d))
 			}
-		case workflow.PhaseRecovering:
+		case rehearsal.PhaseRecovering:
 			if rh.RecoveryRelease != "" {
 				detail = "rollback " + rh.RecoveryRelease
 			}
-		case workflow.PhaseRecovered:
+		case rehearsal.PhaseRecovered:
 			when = rh.RecoveredAt
 			if d, ok := rh.TimeToRecover(); ok {
 				back := "back on " + screen.Clip(rh.Baseline.Digest.String(), 12)
-				if rh.Drill == workflow.DrillFailedApply {
+				if rh.Drill == rehearsal.DrillFailedApply {
 					back = "scratch state as copied"
 				}
 				detail = fmt.Sprintf("%s · time to recover %s", back, screen.Duration(d))
@@ -321,11 +322,11 @@ func (m Model) verdict(it item) []string {
 	switch {
 	case rh == nil:
 		return nil
-	case rh.State == workflow.RehearsalStatePassed:
+	case rh.State == rehearsal.StatePassed:
 		return []string{"", th.OK.Render("✓ PASSED") + ": detected, named correctly, recovered on the baseline"}
-	case rh.State == workflow.RehearsalStateFailed:
+	case rh.State == rehearsal.StateFailed:
 		return append([]string{""}, screen.Wrap(th.Err.Render("✗ FAILED")+": "+rh.Failure, m.Width)...)
-	case rh.State == workflow.RehearsalStateAbandoned:
+	case rh.State == rehearsal.StateAbandoned:
 		return append([]string{""}, screen.Wrap(th.Warn.Render("■ ABANDONED")+": "+rh.Failure, m.Width)...)
 	}
 	why := "stopped"

@@ -15,6 +15,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // The golden views feed the screen the messages its commands would
@@ -22,7 +23,7 @@ import (
 // itself is driven on the fakes in rehearse_test.go.
 
 var (
-	goldenBase = workflow.RehearsalBaseline{ReleaseID: "web-staging-20261130-c0ffee",
+	goldenBase = rehearsal.Baseline{ReleaseID: "web-staging-20261130-c0ffee",
 		Digest: must(workflow.ParseDigest("sha256:" + strings.Repeat("7e", 32))), EnvCommit: strings.Repeat("3a1009bc", 5)}
 	drillDigest = "sha256:" + strings.Repeat("de", 32)
 )
@@ -36,10 +37,10 @@ func must[T any](v T, err error) T {
 
 // detected is the record of an unavailable-image drill once the watch
 // named its failure, with the four answers as the Service words them.
-func detected() *workflow.Rehearsal {
+func detected() *rehearsal.Rehearsal {
 	t0 := fixture.T0
-	return &workflow.Rehearsal{ID: "rh-web-staging-20261130-d1d1d1", App: "web", Env: "staging", Drill: workflow.DrillUnavailableImage, Captain: "alice",
-		State: workflow.RehearsalStateRunning, Phase: workflow.PhaseDetected, Baseline: goldenBase, DrillRelease: "web-staging-20261130-d7111e",
+	return &rehearsal.Rehearsal{ID: "rh-web-staging-20261130-d1d1d1", App: "web", Env: "staging", Drill: rehearsal.DrillUnavailableImage, Captain: "alice",
+		State: rehearsal.StateRunning, Phase: rehearsal.PhaseDetected, Baseline: goldenBase, DrillRelease: "web-staging-20261130-d7111e",
 		Expected: workflow.VerdictImagePullFailed, Detected: workflow.VerdictImagePullFailed,
 		IntendedRevision: workflow.Answer{Value: "9f2c41d0", Shown: "intended revision: 9f2c41d0 (release web-staging-20261130-d7111e pins " + drillDigest + ")"},
 		ActualArtifact:   workflow.Answer{Shown: "actual artifact: registry.test/staging/web@" + drillDigest + " — pod web-6d4 cannot pull its image: ErrImagePull"},
@@ -48,18 +49,18 @@ func detected() *workflow.Rehearsal {
 		StartedAt:        t0, InjectedAt: t0.Add(4 * time.Second), DetectedAt: t0.Add(19 * time.Second), PhaseTimeout: 4 * time.Minute}
 }
 
-func passed() *workflow.Rehearsal {
+func passed() *rehearsal.Rehearsal {
 	rh := detected()
-	rh.Phase, rh.State = workflow.PhaseRecovered, workflow.RehearsalStatePassed
+	rh.Phase, rh.State = rehearsal.PhaseRecovered, rehearsal.StatePassed
 	rh.RecoveryRelease = "web-staging-20261130-2ecbac"
 	rh.RecoveredAt, rh.FinishedAt = fixture.T0.Add(51*time.Second), fixture.T0.Add(52*time.Second)
 	return rh
 }
 
 // ready is the screen showing the drill's preview, before enter.
-func ready(t *testing.T, p workflow.RehearsalPreview) Model {
+func ready(t *testing.T, p rehearsal.Preview) Model {
 	t.Helper()
-	m := New(context.Background(), nil, Request{Env: p.Env, Drills: []workflow.Drill{p.Drill}}, theme.New(true), DefaultKeys())
+	m := New(context.Background(), nil, Request{Env: p.Env, Drills: []rehearsal.Drill{p.Drill}}, theme.New(true), DefaultKeys())
 	m.SetSize(80, 21)
 	m, _ = m.Update(screen.TickMsg{Now: fixture.T0})
 	m, _ = m.Update(previewMsg{idx: 0, preview: &p})
@@ -67,8 +68,8 @@ func ready(t *testing.T, p workflow.RehearsalPreview) Model {
 	return m
 }
 
-func staging() workflow.RehearsalPreview {
-	return workflow.RehearsalPreview{Env: "staging", Drill: workflow.DrillUnavailableImage, Baseline: goldenBase, Expected: workflow.VerdictImagePullFailed, PhaseTimeout: 4 * time.Minute}
+func staging() rehearsal.Preview {
+	return rehearsal.Preview{Env: "staging", Drill: rehearsal.DrillUnavailableImage, Baseline: goldenBase, Expected: workflow.VerdictImagePullFailed, PhaseTimeout: 4 * time.Minute}
 }
 
 // sizes are the terminal sizes the goldens are taken at (STYLE §8), less
@@ -115,7 +116,7 @@ func running(t *testing.T) Model {
 	require.NotNil(t, cmd, "enter starts the drill")
 	require.Equal(t, stRunning, m.stage)
 	rh := detected()
-	rh.Phase, rh.RecoveryRelease = workflow.PhaseRecovering, "web-staging-20261130-2ecbac"
+	rh.Phase, rh.RecoveryRelease = rehearsal.PhaseRecovering, "web-staging-20261130-2ecbac"
 	for _, e := range []workflow.Event{
 		{Kind: workflow.EventStepStarted, ReleaseID: rh.RecoveryRelease, Step: workflow.StepPromotion, Message: "promotion started"},
 		{Kind: workflow.EventStepFinished, ReleaseID: rh.RecoveryRelease, Step: workflow.StepPromotion, Message: "pinned " + goldenBase.Digest.Short() + " as commit 51c0ffe"},
@@ -152,7 +153,7 @@ func TestViewPassed(t *testing.T) {
 	recs, runErr, notRun := m.Outcome()
 	require.NoError(t, runErr)
 	require.NoError(t, notRun)
-	require.Equal(t, workflow.RehearsalStatePassed, recs[0].State)
+	require.Equal(t, rehearsal.StatePassed, recs[0].State)
 }
 
 func TestViewStoppedSaysHowToResumeOrCleanUp(t *testing.T) {
@@ -162,7 +163,7 @@ func TestViewStoppedSaysHowToResumeOrCleanUp(t *testing.T) {
 	require.Equal(t, stStopping, m.stage)
 	require.Contains(t, ansi.Strip(m.View()), "stopping safely")
 	rh := detected()
-	rh.Phase = workflow.PhaseRecovering
+	rh.Phase = rehearsal.PhaseRecovering
 	m, _ = m.Update(finishedMsg{gen: m.gen, rh: rh, err: fmt.Errorf("rehearsal %s: %w", rh.ID, context.Canceled)})
 	m.SetSize(80, 21)
 	v := m.View()
@@ -177,7 +178,7 @@ func TestViewStoppedSaysHowToResumeOrCleanUp(t *testing.T) {
 // TestAllGoesOnPastADrillNotConfigured is --all: a drill that cannot run
 // here is said, and enter goes on to the next; refused ends the run.
 func TestAllGoesOnPastADrillNotConfigured(t *testing.T) {
-	m := New(context.Background(), nil, Request{Env: "staging", Drills: []workflow.Drill{workflow.DrillFailedApply, workflow.DrillUnavailableImage}}, theme.New(true), DefaultKeys())
+	m := New(context.Background(), nil, Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillFailedApply, rehearsal.DrillUnavailableImage}}, theme.New(true), DefaultKeys())
 	m.SetSize(80, 21)
 	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: the failed-apply drill is not built yet", workflow.ErrUsage)})
 	require.Contains(t, ansi.Strip(m.View()), "not run here: invalid input: the failed-apply drill is not built yet")
@@ -190,7 +191,7 @@ func TestAllGoesOnPastADrillNotConfigured(t *testing.T) {
 	_, _, notRun := m.Outcome()
 	require.ErrorIs(t, notRun, workflow.ErrUsage)
 
-	m = New(context.Background(), nil, Request{Env: "prod", Drills: workflow.AllDrills}, theme.New(true), DefaultKeys())
+	m = New(context.Background(), nil, Request{Env: "prod", Drills: rehearsal.AllDrills}, theme.New(true), DefaultKeys())
 	m.SetSize(80, 21)
 	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: prod is a production environment", workflow.ErrBlocked)})
 	require.Len(t, m.items, 1, "refused: no further drill")

@@ -1,4 +1,4 @@
-package workflow
+package rehearsal
 
 import (
 	"context"
@@ -6,59 +6,61 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow"
 )
 
 // What the cockpit's rehearsal screen reads (tui/screen/rehearse): the
 // drill before it starts, and its record while it runs. Reads only; the
-// drill itself is Rehearse, ResumeRehearsal and CleanupRehearsal.
+// drill itself is Rehearse, Resume and Cleanup.
 
-// RehearsalPreview is what a drill will do, shown before the captain
+// Preview is what a drill will do, shown before the captain
 // confirms it: the environment, the baseline it must return to and the
 // verdict the watch must name.
-type RehearsalPreview struct {
+type Preview struct {
 	Env   string
 	Drill Drill
 	// Production is set when the environment is marked production; the
 	// drill then runs only with Override (--i-know).
 	Production bool
 	Override   string
-	Baseline   RehearsalBaseline
-	Expected   VerdictKind
+	Baseline   Baseline
+	Expected   workflow.VerdictKind
 	// PhaseTimeout bounds each phase (detect, recover).
 	PhaseTimeout time.Duration
 }
 
-// PreviewRehearsal checks req as Rehearse would (the environment, the
+// Preview checks req as Rehearse would (the environment, the
 // drill, production, the drill's configuration, a converged baseline)
 // without taking any lock or changing anything, and says what the drill
 // will do. Rehearse checks it all again when it starts.
-func (s *Service) PreviewRehearsal(ctx context.Context, req RehearseRequest) (RehearsalPreview, error) {
+func (s *Service) Preview(ctx context.Context, req Request) (Preview, error) {
 	env, err := s.d.Project.Env(req.Env)
 	if err != nil {
-		return RehearsalPreview{}, err
+		return Preview{}, err
 	}
 	if _, err := ParseDrill(string(req.Drill)); err != nil {
-		return RehearsalPreview{}, err
+		return Preview{}, err
 	}
 	if err := s.rehearsalPorts(req.Drill); err != nil {
-		return RehearsalPreview{}, err
+		return Preview{}, err
 	}
 	reason := strings.TrimSpace(req.IKnow)
 	if env.Production && reason == "" {
-		return RehearsalPreview{}, fmt.Errorf("%w: %s is a production environment: a drill breaks it on purpose; rehearse in an environment before it, or pass --i-know REASON (journaled and signed)", ErrBlocked, env.Name)
+		return Preview{}, fmt.Errorf("%w: %s is a production environment: a drill breaks it on purpose; rehearse in an environment before it, or pass --i-know REASON (journaled and signed)", workflow.ErrBlocked, env.Name)
 	}
 	if err := s.drillConfigured(env, req.Drill); err != nil {
-		return RehearsalPreview{}, err
+		return Preview{}, err
 	}
 	// As in Rehearse: failed-apply's baseline is the Terraform state,
 	// taken when it makes its scratch copy, not a converged release.
-	var base RehearsalBaseline
+	var base Baseline
 	if req.Drill != DrillFailedApply {
 		if base, err = s.baseline(ctx, env); err != nil {
-			return RehearsalPreview{}, err
+			return Preview{}, err
 		}
 	}
-	p := RehearsalPreview{Env: env.Name, Drill: req.Drill, Production: env.Production, Baseline: base,
+	p := Preview{Env: env.Name, Drill: req.Drill, Production: env.Production, Baseline: base,
 		Expected: s.expected(env, req.Drill), PhaseTimeout: env.Rehearsal.PhaseTimeout()}
 	if env.Production {
 		p.Override = reason
@@ -71,10 +73,10 @@ func (s *Service) PreviewRehearsal(ctx context.Context, req RehearseRequest) (Re
 
 // Rehearsal reads one rehearsal's record from the ledger, as it was last
 // saved (after every phase).
-func (s *Service) Rehearsal(ctx context.Context, id string) (*Rehearsal, error) {
-	rh, err := s.d.Ledger.LoadRehearsal(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("%w: no rehearsal %s in the ledger (relcap rehearse list shows them)", ErrUsage, id)
+func (s *Service) Load(ctx context.Context, id string) (*Rehearsal, error) {
+	rh, err := s.store.LoadRehearsal(ctx, id)
+	if errors.Is(err, workflow.ErrNotFound) {
+		return nil, fmt.Errorf("%w: no rehearsal %s in the ledger (relcap rehearse list shows them)", workflow.ErrUsage, id)
 	}
 	return rh, err
 }

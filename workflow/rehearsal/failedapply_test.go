@@ -1,4 +1,4 @@
-package workflow_test
+package rehearsal_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -35,12 +36,12 @@ func TestRehearseFailedApplyIsDetectedOnAScratchCopyAndRecovered(t *testing.T) {
 	serial := w.StateSerial
 
 	// No converged release is needed: the drill never reaches Argo CD.
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedApply}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
-	require.Equal(t, workflow.PhaseRecovered, rh.Phase)
-	require.Equal(t, workflow.VerdictApplyFailed, rh.Expected)
-	require.Equal(t, workflow.VerdictApplyFailed, rh.Detected)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.PhaseRecovered, rh.Phase)
+	require.Equal(t, rehearsal.VerdictApplyFailed, rh.Expected)
+	require.Equal(t, rehearsal.VerdictApplyFailed, rh.Detected)
 	require.Equal(t, "/rehearsals/"+rh.ID+"/root", rh.ScratchDir)
 	require.Equal(t, "abc123", rh.Baseline.Revision, "the real root's revision")
 	require.Equal(t, []workflow.StateResource{{Address: "aws_s3_bucket.assets"}}, rh.Baseline.Resources)
@@ -83,12 +84,12 @@ func TestRehearseFailedApplyIsRefusedWithOtherChanges(t *testing.T) {
 	p := drillProcess(t, testProject(0), w, l, nil)
 	serial := w.StateSerial
 
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedApply}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
 	require.ErrorIs(t, err, workflow.ErrBlocked)
 	require.Contains(t, err.Error(), "the environment has drift or pending changes: 1 other change(s)")
 	require.Contains(t, err.Error(), "converge first")
-	require.Equal(t, workflow.RehearsalStateAbandoned, rh.State)
-	require.Equal(t, workflow.PhaseBaseline, rh.Phase, "nothing was applied")
+	require.Equal(t, rehearsal.StateAbandoned, rh.State)
+	require.Equal(t, rehearsal.PhaseBaseline, rh.Phase, "nothing was applied")
 	requireRealStateUntouched(t, w, serial)
 	require.Contains(t, p.journal.Kinds(), "rehearsal.abandoned")
 	require.NotContains(t, p.journal.Kinds(), "apply.started")
@@ -102,11 +103,11 @@ func TestRehearseFailedApplyWaitsForPlanApprovalsAndResumes(t *testing.T) {
 	p := drillProcess(t, proj, w, l, nil)
 	bob := newProcess(t, proj, w, l, workflow.SystemClock{}, "bob")
 
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedApply}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
 	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
 	require.Contains(t, err.Error(), "relcap approve --plan "+rh.DrillPlan)
 	require.Contains(t, err.Error(), "relcap rehearse --resume "+rh.ID)
-	require.Equal(t, workflow.PhaseBaseline, rh.Phase)
+	require.Equal(t, rehearsal.PhaseBaseline, rh.Phase)
 	require.NotContains(t, p.journal.Kinds(), "apply.started", "nothing applied without the approval")
 
 	_, _, err = p.svc.ApprovePlan(ctx, rh.DrillPlan, "")
@@ -115,18 +116,18 @@ func TestRehearseFailedApplyWaitsForPlanApprovalsAndResumes(t *testing.T) {
 	require.NoError(t, err)
 
 	// The recovery plan is a plan too: it waits for its own approval.
-	rh2, err := p.svc.ResumeRehearsal(ctx, rh.ID, nil)
+	rh2, err := p.rh.Resume(ctx, rh.ID, nil)
 	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
 	require.Equal(t, rh.DrillPlan, rh2.DrillPlan, "the approved plan was applied, not a new one")
-	require.Equal(t, workflow.VerdictApplyFailed, rh2.Detected)
-	require.Equal(t, workflow.PhaseRecovering, rh2.Phase)
+	require.Equal(t, rehearsal.VerdictApplyFailed, rh2.Detected)
+	require.Equal(t, rehearsal.PhaseRecovering, rh2.Phase)
 	require.Contains(t, err.Error(), "relcap approve --plan "+rh2.RecoveryPlan)
 	_, _, err = bob.svc.ApprovePlan(ctx, rh2.RecoveryPlan, "recover")
 	require.NoError(t, err)
 
-	done, err := p.svc.ResumeRehearsal(ctx, rh.ID, nil)
+	done, err := p.rh.Resume(ctx, rh.ID, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, done.State, done.Failure)
+	require.Equal(t, rehearsal.StatePassed, done.State, done.Failure)
 	require.Empty(t, w.ScratchDirs())
 }
 
@@ -136,9 +137,9 @@ func TestRehearseFailedApplyNamesAHeldStateLock(t *testing.T) {
 	w, l := cleanTerraform(), workflowtest.NewLedger()
 	w.ScratchLockHeld = true
 	p := drillProcess(t, testProject(0), w, l, nil)
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedApply}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStateFailed, rh.State)
+	require.Equal(t, rehearsal.StateFailed, rh.State)
 	require.Equal(t, "state lock held", rh.ControllerStatus.Value)
 	require.Contains(t, rh.ControllerStatus.Shown, "lock ID 1234")
 	require.Contains(t, rh.Failure, "the state lock is still held")
@@ -151,27 +152,27 @@ func TestCleanupOfAFailedApplyDrillRemovesTheScratchCopy(t *testing.T) {
 	w, l := cleanTerraform(), workflowtest.NewLedger()
 	p := drillProcess(t, testProject(0), w, l, nil)
 	serial := w.StateSerial
-	l.AfterRehearsalSave = func(_ int, r *workflow.Rehearsal) error {
-		if r.Phase == workflow.PhaseDetected {
+	l.AfterRehearsalSave = func(_ int, r *rehearsal.Rehearsal) error {
+		if r.Phase == rehearsal.PhaseDetected {
 			return errKilled // killed with the tainted resource in the scratch state
 		}
 		return nil
 	}
-	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedApply}, nil)
+	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
 	require.ErrorIs(t, err, errKilled)
 	require.Len(t, w.ScratchDirs(), 1)
 	l.AfterRehearsalSave = nil
-	all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{})
+	all, err := l.ListRehearsals(ctx, rehearsal.Filter{})
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 
-	rh, err := p.svc.CleanupRehearsal(ctx, all[0].ID, nil)
+	rh, err := p.rh.Cleanup(ctx, all[0].ID, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStateAbandoned, rh.State)
+	require.Equal(t, rehearsal.StateAbandoned, rh.State)
 	requireRealStateUntouched(t, w, serial)
-	again, err := p.svc.CleanupRehearsal(ctx, all[0].ID, nil)
+	again, err := p.rh.Cleanup(ctx, all[0].ID, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStateAbandoned, again.State, "cleaning up twice changes nothing")
+	require.Equal(t, rehearsal.StateAbandoned, again.State, "cleaning up twice changes nothing")
 }
 
 // TestAFailedApplyDrillKilledAtAnySaveResumes kills the drill right after
@@ -181,11 +182,11 @@ func TestAFailedApplyDrillKilledAtAnySaveResumes(t *testing.T) {
 	t.Parallel()
 	// A run without a kill, to count its saves.
 	w0, l0 := cleanTerraform(), workflowtest.NewLedger()
-	rh0, err := drillProcess(t, testProject(0), w0, l0, nil).svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedApply}, nil)
+	rh0, err := drillProcess(t, testProject(0), w0, l0, nil).rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh0.State, rh0.Failure)
+	require.Equal(t, rehearsal.StatePassed, rh0.State, rh0.Failure)
 	var saves int
-	l0.AfterRehearsalSave = func(n int, _ *workflow.Rehearsal) error { saves = n; return nil }
+	l0.AfterRehearsalSave = func(n int, _ *rehearsal.Rehearsal) error { saves = n; return nil }
 	_ = l0.SaveRehearsal(t.Context(), rh0)
 	saves-- // the save just made to read the count
 	require.Greater(t, saves, 5)
@@ -194,24 +195,24 @@ func TestAFailedApplyDrillKilledAtAnySaveResumes(t *testing.T) {
 		w, l := cleanTerraform(), workflowtest.NewLedger()
 		p := drillProcess(t, testProject(0), w, l, nil)
 		serial := w.StateSerial
-		var phase workflow.RehearsalPhase
-		l.AfterRehearsalSave = func(n int, r *workflow.Rehearsal) error {
+		var phase rehearsal.Phase
+		l.AfterRehearsalSave = func(n int, r *rehearsal.Rehearsal) error {
 			if n == kill {
 				phase = r.Phase
 				return errKilled
 			}
 			return nil
 		}
-		_, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedApply}, nil)
+		_, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
 		require.True(t, errors.Is(err, errKilled), "kill at save %d: %v", kill, err)
 		l.AfterRehearsalSave = nil
-		all, err := l.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+		all, err := l.ListRehearsals(t.Context(), rehearsal.Filter{})
 		require.NoError(t, err)
 		require.Len(t, all, 1)
-		rh, err := p.svc.ResumeRehearsal(t.Context(), all[0].ID, nil)
+		rh, err := p.rh.Resume(t.Context(), all[0].ID, nil)
 		require.NoError(t, err, "kill at save %d (phase %s)", kill, phase)
-		require.Equal(t, workflow.RehearsalStatePassed, rh.State, "kill at save %d (phase %s): %s", kill, phase, rh.Failure)
-		require.Equal(t, workflow.VerdictApplyFailed, rh.Detected)
+		require.Equal(t, rehearsal.StatePassed, rh.State, "kill at save %d (phase %s): %s", kill, phase, rh.Failure)
+		require.Equal(t, rehearsal.VerdictApplyFailed, rh.Detected)
 		require.NotEmpty(t, rh.NextSafeAction.Value, "kill at save %d", kill)
 		requireRealStateUntouched(t, w, serial)
 	}
@@ -234,15 +235,15 @@ func TestAFailedApplyDrillInterruptedDuringTheApplyResumes(t *testing.T) {
 		}
 		return nil
 	}
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedApply}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Contains(t, err.Error(), "relcap rehearse --resume "+rh.ID)
-	require.Equal(t, workflow.PhaseInjected, rh.Phase)
+	require.Equal(t, rehearsal.PhaseInjected, rh.Phase)
 	w.Interrupt = nil
 
-	done, err := p.svc.ResumeRehearsal(t.Context(), rh.ID, nil)
+	done, err := p.rh.Resume(t.Context(), rh.ID, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, done.State, done.Failure)
+	require.Equal(t, rehearsal.StatePassed, done.State, done.Failure)
 	require.Equal(t, "terraform_data.relcap_rehearsal tainted", done.ActualArtifact.Value)
 	require.Contains(t, done.NextSafeAction.Value, "terraform_data.relcap_rehearsal is tainted")
 	requireRealStateUntouched(t, w, serial)

@@ -1,4 +1,4 @@
-package workflow_test
+package rehearsal_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -91,10 +92,10 @@ func commandProcess(t *testing.T, w *workflowtest.World, l *workflowtest.Ledger)
 		Project: proj, Ledger: l, Journal: j, Clock: clock, Actor: "alice",
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}}, Planner: tf, Applier: tf,
 		Registry: workflowtest.Registry{W: w}, EnvRepo: workflowtest.EnvRepo{W: w},
-		Convergence: ctrl, Commands: ctrl, ConvergeTimeout: 5 * time.Second, Wait: o,
+		Convergence: ctrl, ConvergeTimeout: 5 * time.Second, Wait: o,
 	})
 	require.NoError(t, err)
-	return process{svc: svc, journal: j}, ctrl
+	return withDrills(t, svc, j, ctrl), ctrl
 }
 
 func TestCleanupOfAnInterruptedReconciliationStartsTheController(t *testing.T) {
@@ -103,22 +104,22 @@ func TestCleanupOfAnInterruptedReconciliationStartsTheController(t *testing.T) {
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	p, ctrl := commandProcess(t, w, l)
 	_, base := twoReleases(t, p, w)
-	l.AfterRehearsalSave = func(_ int, r *workflow.Rehearsal) error {
-		if r.Phase == workflow.PhaseInjected {
+	l.AfterRehearsalSave = func(_ int, r *rehearsal.Rehearsal) error {
+		if r.Phase == rehearsal.PhaseInjected {
 			return errKilled // killed with the controller stopped mid-rollout
 		}
 		return nil
 	}
-	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillInterruptedReconc}, nil)
+	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
 	require.ErrorIs(t, err, errKilled)
 	require.True(t, ctrl.isStopped())
 	l.AfterRehearsalSave = nil
-	all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{})
+	all, err := l.ListRehearsals(ctx, rehearsal.Filter{})
 	require.NoError(t, err)
 	require.Len(t, all, 1)
-	rh, err := p.svc.CleanupRehearsal(ctx, all[0].ID, nil)
+	rh, err := p.rh.Cleanup(ctx, all[0].ID, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStateAbandoned, rh.State)
+	require.Equal(t, rehearsal.StateAbandoned, rh.State)
 	require.False(t, ctrl.isStopped(), "the controller runs again")
 	runsBaseline(t, w, base)
 }
@@ -129,17 +130,17 @@ func TestRehearseInterruptedReconciliationWithTheConfiguredCommands(t *testing.T
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	p, ctrl := commandProcess(t, w, l)
 
-	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillInterruptedReconc}, nil)
+	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
 	require.ErrorIs(t, err, workflow.ErrBlocked, "no converged release yet")
 	released(t, p, w, "staging")
-	_, err = p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillInterruptedReconc}, nil)
+	_, err = p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
 	require.ErrorIs(t, err, workflow.ErrBlocked)
 	require.Contains(t, err.Error(), "release twice")
 
 	previous, base := twoReleases(t, p, w)
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillInterruptedReconc}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
 	require.Equal(t, workflow.VerdictReconcileStalled, rh.Detected)
 	require.Contains(t, rh.ActualArtifact.Shown, "did not reconcile")
 	require.Contains(t, rh.NextSafeAction.Value, "argocd-application-controller")
@@ -184,9 +185,9 @@ func TestRehearseInterruptedReconciliationWithBreakGlass(t *testing.T) {
 	p := drillProcess(t, testProject(0), w, l, conv)
 	_, base := twoReleases(t, p, w)
 
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillInterruptedReconc}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
 	require.Equal(t, workflow.VerdictReconcilePaused, rh.Expected)
 	require.Equal(t, workflow.VerdictReconcilePaused, rh.Detected)
 	require.Contains(t, rh.ActualArtifact.Shown, "reconciliation paused by break-glass window")

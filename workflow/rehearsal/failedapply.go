@@ -1,4 +1,4 @@
-package workflow
+package rehearsal
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/relcap/relcap/workflow"
 )
 
 // The failed-apply drill: a Terraform apply that fails on purpose, in a
@@ -33,24 +35,19 @@ resource "terraform_data" "relcap_rehearsal" {
 }
 `)
 
-func (s *Service) rehearsalRoots() RehearsalRoots {
-	r, _ := s.d.Planner.(RehearsalRoots)
-	return r
-}
-
 // scratchEnv is env with the drill's scratch copy as its Terraform root:
 // the same name, so the same approval rules and people apply. The copy
-// has the default workspace only (RehearsalRoots.CreateScratch).
-func scratchEnv(env Environment, dir string) Environment {
+// has the default workspace only (Roots.CreateScratch).
+func scratchEnv(env workflow.Environment, dir string) workflow.Environment {
 	e := env
-	e.Terraform = TerraformTarget{Dir: dir, Workspace: "default", VarFiles: env.Terraform.VarFiles, Binary: env.Terraform.Binary}
+	e.Terraform = workflow.TerraformTarget{Dir: dir, Workspace: "default", VarFiles: env.Terraform.VarFiles, Binary: env.Terraform.Binary}
 	return e
 }
 
 // advanceFailedApply runs the failed-apply phases left, each saved as it
 // ends, and removes the scratch copy once the drill is over.
-func (s *Service) advanceFailedApply(ctx context.Context, env Environment, rh *Rehearsal) (*Rehearsal, error) {
-	roots := s.rehearsalRoots()
+func (s *Service) advanceFailedApply(ctx context.Context, env workflow.Environment, rh *Rehearsal) (*Rehearsal, error) {
+	roots := s.roots
 	if rh.Phase == PhaseBaseline {
 		if err := s.injectFailedApply(ctx, env, rh, roots); err != nil {
 			return rh.Clone(), err
@@ -63,7 +60,7 @@ func (s *Service) advanceFailedApply(ctx context.Context, env Environment, rh *R
 	}
 	if rh.Phase == PhaseDetected || rh.Phase == PhaseRecovering {
 		if err := s.recoverFailedApply(ctx, env, rh, roots); err != nil {
-			if !errors.Is(err, ErrNotConverged) {
+			if !errors.Is(err, workflow.ErrNotConverged) {
 				return rh.Clone(), err
 			}
 			rh.Failure = joinFailure(rh.Failure, "recovery did not return the scratch state to its baseline: "+err.Error())
@@ -79,7 +76,7 @@ func (s *Service) advanceFailedApply(ctx context.Context, env Environment, rh *R
 // drill there, refuses a plan that would change anything else, waits for
 // the plan's approvals, and marks the drill injected: the apply that
 // fails is the next phase's.
-func (s *Service) injectFailedApply(ctx context.Context, env Environment, rh *Rehearsal, roots RehearsalRoots) error {
+func (s *Service) injectFailedApply(ctx context.Context, env workflow.Environment, rh *Rehearsal, roots Roots) error {
 	d := s.d
 	if rh.ScratchDir == "" {
 		// Made again from the start by a resumed drill that was killed
@@ -117,12 +114,12 @@ func (s *Service) injectFailedApply(ctx context.Context, env Environment, rh *Re
 		}
 	}
 	if why, refused := plan.Refused(); refused {
-		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy cannot be applied as reviewed: %s", ErrPlanRefused, rh.ID, ShortHash(plan.Fingerprint), why))
+		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy cannot be applied as reviewed: %s", workflow.ErrPlanRefused, rh.ID, workflow.ShortHash(plan.Fingerprint), why))
 	}
-	creates, other := planAgainst(plan, ActionCreate)
+	creates, other := planAgainst(plan, workflow.ActionCreate)
 	if other > 0 || !creates {
 		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: the environment has drift or pending changes: %d other change(s) (plan %s of a copy of %s%s); converge first (relcap plan --env %s, then approve and apply), then rehearse",
-			ErrBlocked, rh.ID, other, ShortHash(plan.Fingerprint), env.Terraform.Dir, notCreated(creates), env.Name))
+			workflow.ErrBlocked, rh.ID, other, workflow.ShortHash(plan.Fingerprint), env.Terraform.Dir, notCreated(creates), env.Name))
 	}
 	if err := s.rehearsalApprovals(ctx, scratch, rh, plan); err != nil {
 		return err
@@ -131,7 +128,7 @@ func (s *Service) injectFailedApply(ctx context.Context, env Environment, rh *Re
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return err
 	}
-	return s.journal(ctx, RehearsalInjected{Rehearsal: rh.ID, At: rh.InjectedAt, Plan: rh.DrillPlan})
+	return s.core.Journal(ctx, workflow.RehearsalInjected{Rehearsal: rh.ID, At: rh.InjectedAt, Plan: rh.DrillPlan})
 }
 
 func notCreated(creates bool) string {
@@ -144,11 +141,11 @@ func notCreated(creates bool) string {
 // planAgainst reports whether plan makes the one change the drill wants
 // of rehearsalResource, and counts every other change: resources,
 // outputs, actions.
-func planAgainst(plan PlanSummary, want Action) (found bool, other int) {
+func planAgainst(plan workflow.PlanSummary, want workflow.Action) (found bool, other int) {
 	other = len(plan.Outputs) + len(plan.Actions)
 	for _, c := range plan.Changes {
 		switch {
-		case c.Action == ActionNoop || c.Action == ActionRead:
+		case c.Action == workflow.ActionNoop || c.Action == workflow.ActionRead:
 		case c.Address == rehearsalResource && c.Action == want:
 			found = true
 		default:
@@ -161,35 +158,34 @@ func planAgainst(plan PlanSummary, want Action) (found bool, other int) {
 // rehearsalPlan is the scratch copy's plan: the saved one while it is not
 // applied and nothing it was made from moved, else a new one, kept in the
 // ledger and journaled as every plan is.
-func (s *Service) rehearsalPlan(ctx context.Context, scratch Environment, fingerprint string) (PlanSummary, error) {
+func (s *Service) rehearsalPlan(ctx context.Context, scratch workflow.Environment, fingerprint string) (workflow.PlanSummary, error) {
 	d := s.d
 	if fingerprint != "" {
 		p, err := d.Ledger.LoadPlan(ctx, fingerprint)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return p, fmt.Errorf("load plan %s: %w", ShortHash(fingerprint), err)
+		if err != nil && !errors.Is(err, workflow.ErrNotFound) {
+			return p, fmt.Errorf("load plan %s: %w", workflow.ShortHash(fingerprint), err)
 		}
 		if err == nil && p.AppliedAt.IsZero() {
 			in, err := d.Planner.Inputs(ctx, scratch)
 			if err != nil {
-				return p, fmt.Errorf("read the inputs of plan %s: %w", ShortHash(fingerprint), err)
+				return p, fmt.Errorf("read the inputs of plan %s: %w", workflow.ShortHash(fingerprint), err)
 			}
-			if len(StaleReasons(p.Inputs, in)) == 0 {
+			if len(workflow.StaleReasons(p.Inputs, in)) == 0 {
 				return p, nil
 			}
 		}
 	}
-	tctx, done := s.withToolOutput(ctx, "", StepPlanReview)
-	p, err := d.Planner.Plan(tctx, scratch, d.Actor)
-	if err = done(err); err != nil {
+	p, err := s.core.PlanRoot(ctx, scratch)
+	if err != nil {
 		return p, fmt.Errorf("plan the scratch copy %s: %w", scratch.Terraform.Dir, err)
 	}
-	return s.keepPlan(ctx, scratch, p)
+	return p, nil
 }
 
 // rehearsalApprovals stops the drill, resumable, while its plan lacks the
 // approvals the environment's plan rule asks of any plan.
-func (s *Service) rehearsalApprovals(ctx context.Context, scratch Environment, rh *Rehearsal, plan PlanSummary) error {
-	check, err := s.planApprovals(ctx, scratch, plan)
+func (s *Service) rehearsalApprovals(ctx context.Context, scratch workflow.Environment, rh *Rehearsal, plan workflow.PlanSummary) error {
+	check, err := s.core.PlanApprovals(ctx, plan) // the scratch copy has its environment's name and rules
 	if err != nil {
 		return err
 	}
@@ -198,35 +194,35 @@ func (s *Service) rehearsalApprovals(ctx context.Context, scratch Environment, r
 	}
 	// The fingerprint ends the message, so it is copied whole.
 	return fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy needs %d more approval(s) in %s (approvals.plan = %d)%s; once approved, continue with relcap rehearse --resume %s; approve with: relcap approve --plan %s",
-		ErrApprovalRequired, rh.ID, ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, ignoredNote(check), rh.ID, plan.Fingerprint)
+		workflow.ErrApprovalRequired, rh.ID, workflow.ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, workflow.IgnoredNote(check), rh.ID, plan.Fingerprint)
 }
 
 // refuseFailedApply ends a drill refused before anything was applied: the
 // scratch copy is removed and the rehearsal abandoned with the reason.
-func (s *Service) refuseFailedApply(ctx context.Context, rh *Rehearsal, roots RehearsalRoots, why error) error {
+func (s *Service) refuseFailedApply(ctx context.Context, rh *Rehearsal, roots Roots, why error) error {
 	if err := roots.DeleteScratch(ctx, rh.ID); err != nil {
 		return errors.Join(why, err)
 	}
-	rh.State, rh.FinishedAt, rh.Failure = RehearsalStateAbandoned, s.d.Clock.Now().UTC(), "refused: "+why.Error()
+	rh.State, rh.FinishedAt, rh.Failure = StateAbandoned, s.d.Clock.Now().UTC(), "refused: "+why.Error()
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return errors.Join(why, err)
 	}
-	return errors.Join(why, s.journal(ctx, RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase), Undone: "nothing applied; scratch copy removed"}))
+	return errors.Join(why, s.core.Journal(ctx, workflow.RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase), Undone: "nothing applied; scratch copy removed"}))
 }
 
 // detectFailedApply applies the drill's plan, which must fail naming the
 // drill's provisioner, and answers the four questions from what relcap
 // showed and what the scratch state holds.
-func (s *Service) detectFailedApply(ctx context.Context, env Environment, rh *Rehearsal, roots RehearsalRoots) error {
+func (s *Service) detectFailedApply(ctx context.Context, env workflow.Environment, rh *Rehearsal, roots Roots) error {
 	d := s.d
 	scratch := scratchEnv(env, rh.ScratchDir)
-	_, _, err := s.applyPlanIn(ctx, scratch, rh.DrillPlan)
+	_, _, err := s.core.ApplyPlanIn(ctx, scratch, rh.DrillPlan)
 	detectedAt := d.Clock.Now().UTC()
-	var failed *ApplyFailedError
+	var failed *workflow.ApplyFailedError
 	var next string
 	switch {
 	case err == nil:
-		rh.Failure = "not detected: plan " + ShortHash(rh.DrillPlan) + " applied although its provisioner exits 1"
+		rh.Failure = "not detected: plan " + workflow.ShortHash(rh.DrillPlan) + " applied although its provisioner exits 1"
 	case errors.As(err, &failed):
 		next = failed.NextAction
 		if msg := failed.Err.Error(); strings.Contains(msg, "local-exec") && strings.Contains(msg, rehearsalResource) {
@@ -234,25 +230,25 @@ func (s *Service) detectFailedApply(ctx context.Context, env Environment, rh *Re
 		} else {
 			rh.Failure = "misnamed: the apply failed without naming the local-exec provisioner of " + rehearsalResource + ": " + msg
 		}
-	case (errors.Is(err, ErrStalePlan) || errors.Is(err, ErrApplyOutcomeUnknown)) && ctx.Err() == nil:
+	case (errors.Is(err, workflow.ErrStalePlan) || errors.Is(err, workflow.ErrApplyOutcomeUnknown)) && ctx.Err() == nil:
 		// Killed while Terraform applied: the state moved under the plan,
 		// or the run's outcome is unknown (its Terraform killed too).
 		// What the apply left is in the state.
 		resources, serr := roots.StateResources(ctx, scratch)
-		if serr != nil || !slices.Contains(resources, StateResource{Address: rehearsalResource, Tainted: true}) {
-			return fmt.Errorf("rehearsal %s: apply plan %s: %w (undo with relcap rehearse --cleanup %s)", rh.ID, ShortHash(rh.DrillPlan), errors.Join(err, serr), rh.ID)
+		if serr != nil || !slices.Contains(resources, workflow.StateResource{Address: rehearsalResource, Tainted: true}) {
+			return fmt.Errorf("rehearsal %s: apply plan %s: %w (undo with relcap rehearse --cleanup %s)", rh.ID, workflow.ShortHash(rh.DrillPlan), errors.Join(err, serr), rh.ID)
 		}
 		rh.Detected = VerdictApplyFailed
-		next = s.nextAfterFailedApply(ctx, scratch)
+		next = s.core.NextAfterFailedApply(ctx, scratch)
 	default:
-		return fmt.Errorf("rehearsal %s: apply plan %s: %w (continue with relcap rehearse --resume %s, or undo with relcap rehearse --cleanup %s)", rh.ID, ShortHash(rh.DrillPlan), err, rh.ID, rh.ID)
+		return fmt.Errorf("rehearsal %s: apply plan %s: %w (continue with relcap rehearse --resume %s, or undo with relcap rehearse --cleanup %s)", rh.ID, workflow.ShortHash(rh.DrillPlan), err, rh.ID, rh.ID)
 	}
 	resources, err := roots.StateResources(ctx, scratch)
 	if err != nil {
 		return fmt.Errorf("rehearsal %s: read the scratch state after the apply: %w (continue with relcap rehearse --resume %s)", rh.ID, err, rh.ID)
 	}
 	lockErr := roots.CheckStateLock(ctx, scratch)
-	if lockErr != nil && !errors.Is(lockErr, ErrLocked) {
+	if lockErr != nil && !errors.Is(lockErr, workflow.ErrLocked) {
 		return fmt.Errorf("rehearsal %s: check the scratch state's lock: %w (continue with relcap rehearse --resume %s)", rh.ID, lockErr, rh.ID)
 	}
 	s.answerFailedApply(rh, resources, lockErr, next)
@@ -261,13 +257,13 @@ func (s *Service) detectFailedApply(ctx context.Context, env Environment, rh *Re
 		return err
 	}
 	ttd, _ := rh.TimeToDetect()
-	return s.journal(ctx, RehearsalDetected{Rehearsal: rh.ID, Verdict: rh.Detected, Expected: rh.Expected, IntendedRevision: rh.IntendedRevision,
+	return s.core.Journal(ctx, workflow.RehearsalDetected{Rehearsal: rh.ID, Verdict: rh.Detected, Expected: rh.Expected, IntendedRevision: rh.IntendedRevision,
 		ActualArtifact: rh.ActualArtifact, ControllerStatus: rh.ControllerStatus, NextSafeAction: rh.NextSafeAction, DetectSeconds: ttd.Seconds()})
 }
 
 // answerFailedApply fills the four answers of a failed apply.
-func (s *Service) answerFailedApply(rh *Rehearsal, resources []StateResource, lockErr error, next string) {
-	rh.IntendedRevision = Answer{Value: rh.DrillPlan,
+func (s *Service) answerFailedApply(rh *Rehearsal, resources []workflow.StateResource, lockErr error, next string) {
+	rh.IntendedRevision = workflow.Answer{Value: rh.DrillPlan,
 		Shown: fmt.Sprintf("intended revision: plan %s: %s plus %s, in the scratch copy %s", rh.DrillPlan, rootAt(rh.Baseline.Revision), rehearsalDrillFile, rh.ScratchDir)}
 	state := rehearsalResource + " absent"
 	for _, r := range resources {
@@ -278,17 +274,17 @@ func (s *Service) answerFailedApply(rh *Rehearsal, resources []StateResource, lo
 			}
 		}
 	}
-	rh.ActualArtifact = Answer{Value: state,
+	rh.ActualArtifact = workflow.Answer{Value: state,
 		Shown: fmt.Sprintf("actual artifact: the scratch state holds %s, beside the %d resource(s) of the baseline", state, len(rh.Baseline.Resources))}
 	if lockErr == nil {
-		rh.ControllerStatus = Answer{Value: "state lock released",
+		rh.ControllerStatus = workflow.Answer{Value: "state lock released",
 			Shown: "controller status: Terraform's state lock is released (a plan with -lock=true -lock-timeout=0s took it at once)"}
 	} else {
-		rh.ControllerStatus = Answer{Value: "state lock held", Shown: "controller status: " + lockErr.Error()}
+		rh.ControllerStatus = workflow.Answer{Value: "state lock held", Shown: "controller status: " + lockErr.Error()}
 		rh.Failure = joinFailure(rh.Failure, "the state lock is still held after the failed apply")
 	}
 	if next != "" {
-		rh.NextSafeAction = Answer{Value: next, Shown: "next safe action: " + next}
+		rh.NextSafeAction = workflow.Answer{Value: next, Shown: "next safe action: " + next}
 	}
 }
 
@@ -302,7 +298,7 @@ func rootAt(rev string) string {
 
 // recoverFailedApply removes the drill's file, then plans and applies the
 // scratch copy back to its baseline: the tainted resource destroyed.
-func (s *Service) recoverFailedApply(ctx context.Context, env Environment, rh *Rehearsal, roots RehearsalRoots) error {
+func (s *Service) recoverFailedApply(ctx context.Context, env workflow.Environment, rh *Rehearsal, roots Roots) error {
 	d := s.d
 	scratch := scratchEnv(env, rh.ScratchDir)
 	if rh.Phase != PhaseRecovering {
@@ -325,20 +321,20 @@ func (s *Service) recoverFailedApply(ctx context.Context, env Environment, rh *R
 		}
 	}
 	if why, refused := plan.Refused(); refused {
-		return fmt.Errorf("%w: recovery plan %s cannot be applied as reviewed: %s", ErrNotConverged, ShortHash(plan.Fingerprint), why)
+		return fmt.Errorf("%w: recovery plan %s cannot be applied as reviewed: %s", workflow.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), why)
 	}
-	if _, other := planAgainst(plan, ActionDelete); other > 0 {
-		return fmt.Errorf("%w: recovery plan %s has %d change(s) besides destroying %s", ErrNotConverged, ShortHash(plan.Fingerprint), other, rehearsalResource)
+	if _, other := planAgainst(plan, workflow.ActionDelete); other > 0 {
+		return fmt.Errorf("%w: recovery plan %s has %d change(s) besides destroying %s", workflow.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), other, rehearsalResource)
 	}
 	if plan.HasChanges() {
 		if err := s.rehearsalApprovals(ctx, scratch, rh, plan); err != nil {
 			return err
 		}
-		if _, _, err := s.applyPlanIn(ctx, scratch, plan.Fingerprint); err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrBlocked) {
+		if _, _, err := s.core.ApplyPlanIn(ctx, scratch, plan.Fingerprint); err != nil {
+			if ctx.Err() != nil || errors.Is(err, workflow.ErrBlocked) {
 				return fmt.Errorf("rehearsal %s: recovery: %w (continue with relcap rehearse --resume %s)", rh.ID, err, rh.ID)
 			}
-			return fmt.Errorf("%w: apply of recovery plan %s: %v", ErrNotConverged, ShortHash(plan.Fingerprint), err)
+			return fmt.Errorf("%w: apply of recovery plan %s: %v", workflow.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), err)
 		}
 	}
 	resources, err := roots.StateResources(ctx, scratch)
@@ -346,23 +342,23 @@ func (s *Service) recoverFailedApply(ctx context.Context, env Environment, rh *R
 		return fmt.Errorf("rehearsal %s: read the scratch state after recovery: %w (continue with relcap rehearse --resume %s)", rh.ID, err, rh.ID)
 	}
 	if !slices.Equal(sortedResources(resources), sortedResources(rh.Baseline.Resources)) {
-		return fmt.Errorf("%w: the scratch state holds %s, its baseline %s", ErrNotConverged, resourceList(resources), resourceList(rh.Baseline.Resources))
+		return fmt.Errorf("%w: the scratch state holds %s, its baseline %s", workflow.ErrNotConverged, resourceList(resources), resourceList(rh.Baseline.Resources))
 	}
 	rh.Phase, rh.RecoveredAt = PhaseRecovered, d.Clock.Now().UTC()
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return err
 	}
 	ttr, _ := rh.TimeToRecover()
-	return s.journal(ctx, RehearsalRecovered{Rehearsal: rh.ID, Plan: rh.RecoveryPlan, RecoverSeconds: ttr.Seconds()})
+	return s.core.Journal(ctx, workflow.RehearsalRecovered{Rehearsal: rh.ID, Plan: rh.RecoveryPlan, RecoverSeconds: ttr.Seconds()})
 }
 
-func sortedResources(rs []StateResource) []StateResource {
+func sortedResources(rs []workflow.StateResource) []workflow.StateResource {
 	out := slices.Clone(rs)
-	slices.SortFunc(out, func(a, b StateResource) int { return strings.Compare(a.Address, b.Address) })
+	slices.SortFunc(out, func(a, b workflow.StateResource) int { return strings.Compare(a.Address, b.Address) })
 	return out
 }
 
-func resourceList(rs []StateResource) string {
+func resourceList(rs []workflow.StateResource) string {
 	if len(rs) == 0 {
 		return "no resources"
 	}
@@ -379,16 +375,16 @@ func resourceList(rs []StateResource) string {
 // cleanupFailedApply undoes an unfinished failed-apply drill: its scratch
 // copy is all it made (the real state was only read).
 func (s *Service) cleanupFailedApply(ctx context.Context, rh *Rehearsal) (*Rehearsal, error) {
-	if err := s.rehearsalRoots().DeleteScratch(ctx, rh.ID); err != nil {
+	if err := s.roots.DeleteScratch(ctx, rh.ID); err != nil {
 		return rh.Clone(), err
 	}
-	rh.State, rh.FinishedAt = RehearsalStateAbandoned, s.d.Clock.Now().UTC()
+	rh.State, rh.FinishedAt = StateAbandoned, s.d.Clock.Now().UTC()
 	if rh.Failure == "" {
 		rh.Failure = "abandoned at phase " + string(rh.Phase) + ": cleaned up"
 	}
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return rh.Clone(), err
 	}
-	return rh.Clone(), s.journal(ctx, RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase),
+	return rh.Clone(), s.core.Journal(ctx, workflow.RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase),
 		Undone: "scratch copy removed; nothing else to undo: the real state was only read"})
 }

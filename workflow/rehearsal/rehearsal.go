@@ -1,11 +1,12 @@
-package workflow
+package rehearsal
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow"
 )
 
 // Recovery rehearsal (relcap rehearse): a failure injected on purpose
@@ -37,101 +38,94 @@ func ParseDrill(s string) (Drill, error) {
 	for i, d := range AllDrills {
 		names[i] = string(d)
 	}
-	return "", fmt.Errorf("%w: unknown drill %q; want one of %s", ErrUsage, s, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w: unknown drill %q; want one of %s", workflow.ErrUsage, s, strings.Join(names, ", "))
 }
 
 // VerdictApplyFailed is the failed-apply drill's detection: Terraform's
 // apply failed, naming the drill's local-exec provisioner. It is no
 // convergence verdict: the drill never reaches Argo CD.
-const VerdictApplyFailed VerdictKind = "apply-failed"
+const VerdictApplyFailed workflow.VerdictKind = "apply-failed"
 
 // Expected is what relcap must name for the drill: the convergence
 // watch's verdict, or for failed-apply the apply's failure.
-func (d Drill) Expected() VerdictKind {
+func (d Drill) Expected() workflow.VerdictKind {
 	switch d {
 	case DrillFailedApply:
 		return VerdictApplyFailed
 	case DrillUnavailableImage:
-		return VerdictImagePullFailed
+		return workflow.VerdictImagePullFailed
 	case DrillFailedReadiness:
-		return VerdictReadinessFailed
+		return workflow.VerdictReadinessFailed
 	case DrillInterruptedReconc:
-		return VerdictReconcileStalled
+		return workflow.VerdictReconcileStalled
 	}
 	return ""
 }
 
-// RehearsalState is where a rehearsal ended, or that it runs.
-type RehearsalState string
+// State is where a rehearsal ended, or that it runs.
+type State string
 
 // Rehearsal states.
 const (
-	RehearsalStateRunning   RehearsalState = "running"
-	RehearsalStatePassed    RehearsalState = "passed"
-	RehearsalStateFailed    RehearsalState = "failed"
-	RehearsalStateAbandoned RehearsalState = "abandoned"
+	StateRunning   State = "running"
+	StatePassed    State = "passed"
+	StateFailed    State = "failed"
+	StateAbandoned State = "abandoned"
 )
 
 // Done reports whether the rehearsal is over.
-func (s RehearsalState) Done() bool { return s != RehearsalStateRunning && s != "" }
+func (s State) Done() bool { return s != StateRunning && s != "" }
 
-// RehearsalPhase is how far a running rehearsal got, so a resumed one
+// Phase is how far a running rehearsal got, so a resumed one
 // continues from there.
-type RehearsalPhase string
+type Phase string
 
 // Rehearsal phases, in order.
 const (
-	PhaseBaseline   RehearsalPhase = "baseline"
-	PhaseInjected   RehearsalPhase = "injected"
-	PhaseDetected   RehearsalPhase = "detected"
-	PhaseRecovering RehearsalPhase = "recovering"
-	PhaseRecovered  RehearsalPhase = "recovered"
+	PhaseBaseline   Phase = "baseline"
+	PhaseInjected   Phase = "injected"
+	PhaseDetected   Phase = "detected"
+	PhaseRecovering Phase = "recovering"
+	PhaseRecovered  Phase = "recovered"
 )
 
-// RehearsalBaseline is the release the environment had converged on
+// Baseline is the release the environment had converged on
 // before the drill, and the one recovery must return to.
-type RehearsalBaseline struct {
-	ReleaseID string `json:"release_id"`
-	Digest    Digest `json:"digest"`
-	EnvCommit string `json:"env_commit"`
+type Baseline struct {
+	ReleaseID string          `json:"release_id"`
+	Digest    workflow.Digest `json:"digest"`
+	EnvCommit string          `json:"env_commit"`
 	// For failed-apply, which has no release: the Terraform root's
 	// revision and the resources of the real state as seeded into the
 	// scratch copy, which recovery must return to.
-	Revision  string          `json:"revision,omitempty"`
-	Resources []StateResource `json:"resources,omitempty"`
-}
-
-// Answer is one of the four answers: its value and the exact line relcap
-// showed the captain.
-type Answer struct {
-	Value string `json:"value"`
-	Shown string `json:"shown"`
+	Revision  string                   `json:"revision,omitempty"`
+	Resources []workflow.StateResource `json:"resources,omitempty"`
 }
 
 // Rehearsal is one drill's record.
 type Rehearsal struct {
-	ID              string            `json:"id"`
-	App             string            `json:"app"`
-	Env             string            `json:"env"`
-	Drill           Drill             `json:"drill"`
-	Captain         string            `json:"captain"`
-	State           RehearsalState    `json:"state"`
-	Phase           RehearsalPhase    `json:"phase"`
-	Baseline        RehearsalBaseline `json:"baseline"`
-	DrillRelease    string            `json:"drill_release,omitempty"`
-	RecoveryRelease string            `json:"recovery_release,omitempty"`
+	ID              string   `json:"id"`
+	App             string   `json:"app"`
+	Env             string   `json:"env"`
+	Drill           Drill    `json:"drill"`
+	Captain         string   `json:"captain"`
+	State           State    `json:"state"`
+	Phase           Phase    `json:"phase"`
+	Baseline        Baseline `json:"baseline"`
+	DrillRelease    string   `json:"drill_release,omitempty"`
+	RecoveryRelease string   `json:"recovery_release,omitempty"`
 	// For failed-apply: the scratch copy of the Terraform root the drill
 	// plans and applies in (never the real one), and its two plans.
-	ScratchDir   string      `json:"scratch_dir,omitempty"`
-	DrillPlan    string      `json:"drill_plan,omitempty"`
-	RecoveryPlan string      `json:"recovery_plan,omitempty"`
-	Expected     VerdictKind `json:"expected"`
-	Detected     VerdictKind `json:"detected,omitempty"`
+	ScratchDir   string               `json:"scratch_dir,omitempty"`
+	DrillPlan    string               `json:"drill_plan,omitempty"`
+	RecoveryPlan string               `json:"recovery_plan,omitempty"`
+	Expected     workflow.VerdictKind `json:"expected"`
+	Detected     workflow.VerdictKind `json:"detected,omitempty"`
 	// The four answers, from what the convergence watch last showed.
-	IntendedRevision Answer `json:"intended_revision"`
-	ActualArtifact   Answer `json:"actual_artifact"`
-	ControllerStatus Answer `json:"controller_status"`
-	NextSafeAction   Answer `json:"next_safe_action"`
+	IntendedRevision workflow.Answer `json:"intended_revision"`
+	ActualArtifact   workflow.Answer `json:"actual_artifact"`
+	ControllerStatus workflow.Answer `json:"controller_status"`
+	NextSafeAction   workflow.Answer `json:"next_safe_action"`
 
 	StartedAt   time.Time `json:"started_at"`
 	InjectedAt  time.Time `json:"injected_at,omitzero"`
@@ -168,29 +162,20 @@ func (r *Rehearsal) TimeToRecover() (time.Duration, bool) {
 // Clone is a deep copy.
 func (r *Rehearsal) Clone() *Rehearsal {
 	c := *r
-	c.Baseline.Resources = append([]StateResource(nil), r.Baseline.Resources...)
+	c.Baseline.Resources = append([]workflow.StateResource(nil), r.Baseline.Resources...)
 	return &c
 }
 
-// RehearsalFilter selects rehearsals by StartedAt, newest first; zero
+// Filter selects rehearsals by StartedAt, newest first; zero
 // fields select all.
-type RehearsalFilter struct {
+type Filter struct {
 	App   string
 	Env   string
 	Drill Drill
 	Limit int
 }
 
-// RehearsalStore keeps rehearsals. SaveRehearsal is durable when it
-// returns, and replaces the record with the same ID.
-type RehearsalStore interface {
-	SaveRehearsal(ctx context.Context, r *Rehearsal) error
-	// LoadRehearsal returns ErrNotFound for an unknown ID.
-	LoadRehearsal(ctx context.Context, id string) (*Rehearsal, error)
-	ListRehearsals(ctx context.Context, f RehearsalFilter) ([]*Rehearsal, error)
-}
-
-// NewRehearsalID is an ID like a release's: app, env, day and a random tail.
-func NewRehearsalID(app, env string, now time.Time) string {
-	return "rh-" + NewReleaseID(app, env, now)
+// NewID is an ID like a release's: app, env, day and a random tail.
+func NewID(app, env string, now time.Time) string {
+	return "rh-" + workflow.NewReleaseID(app, env, now)
 }

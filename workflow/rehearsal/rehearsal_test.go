@@ -1,4 +1,4 @@
-package workflow_test
+package rehearsal_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -35,17 +35,15 @@ func drillProcessWatching(t *testing.T, p *workflow.Project, w *workflowtest.Wor
 	clock := workflow.SystemClock{}
 	j := workflowtest.NewJournal(clock, "alice")
 	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
-	d := workflow.Deps{
+	svc, err := workflow.NewService(workflow.Deps{
 		Project: p, Ledger: l, Journal: j, Clock: clock, Actor: "alice",
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
 		Planner:   tf, Applier: tf,
 		Registry: workflowtest.Registry{W: w}, EnvRepo: workflowtest.EnvRepo{W: w},
 		Convergence: conv, ConvergeTimeout: 5 * time.Second, Wait: watch,
-	}
-	d.Pauser = breakglass.New(d)
-	svc, err := workflow.NewService(d)
+	})
 	require.NoError(t, err)
-	return process{svc: svc, journal: j}
+	return withDrills(t, svc, j, nil)
 }
 
 // released runs a full release to env and returns it converged: the
@@ -94,10 +92,10 @@ func TestRehearseUnavailableImageIsDetectedNamedAndRecovered(t *testing.T) {
 	base := released(t, p, w, "staging")
 	copies := w.Copies
 
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
-	require.Equal(t, workflow.PhaseRecovered, rh.Phase)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.PhaseRecovered, rh.Phase)
 	require.Equal(t, workflow.VerdictImagePullFailed, rh.Detected)
 	require.Equal(t, base.ID, rh.Baseline.ReleaseID)
 	require.Equal(t, base.Checkpoints.Digest, rh.Baseline.Digest)
@@ -105,7 +103,7 @@ func TestRehearseUnavailableImageIsDetectedNamedAndRecovered(t *testing.T) {
 
 	drill, err := l.LoadRelease(ctx, rh.DrillRelease)
 	require.NoError(t, err)
-	require.True(t, drill.Checkpoints.RehearsalUnavailable)
+	require.True(t, drill.Checkpoints.Unavailable)
 	require.Equal(t, "rehearsal "+rh.ID+": unavailable-image", drill.Checkpoints.ForceUnverified)
 	require.Contains(t, rh.IntendedRevision.Value, drill.Checkpoints.EnvCommit)
 	require.Contains(t, rh.IntendedRevision.Shown, drill.Checkpoints.Digest.String())
@@ -148,9 +146,9 @@ func TestTheEnvironmentsReadinessGraceDecides(t *testing.T) {
 	p := drillProcessWatching(t, proj, w, workflowtest.NewLedger(), nil, slow)
 	released(t, p, w, "staging")
 
-	rh, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedReadiness}, nil)
+	rh, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
 	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
 }
 
@@ -163,9 +161,9 @@ func TestRehearseFailedReadiness(t *testing.T) {
 	p := drillProcess(t, proj, w, l, nil)
 	base := released(t, p, w, "staging")
 
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedReadiness}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
 	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
 	require.Contains(t, rh.ActualArtifact.Value, unready.String())
 	require.Contains(t, rh.ActualArtifact.Shown, "does not become ready")
@@ -177,10 +175,10 @@ func TestRehearseFailedReadinessNeedsTheUnreadyImage(t *testing.T) {
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	p := drillProcess(t, testProject(0), w, l, nil)
 	released(t, p, w, "staging")
-	_, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedReadiness}, nil)
+	_, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.ErrorIs(t, err, workflow.ErrUsage)
 	require.Contains(t, err.Error(), "environments[staging].rehearsal.unready_image")
-	all, err := l.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+	all, err := l.ListRehearsals(t.Context(), rehearsal.Filter{})
 	require.NoError(t, err)
 	require.Empty(t, all, "refused before anything is recorded")
 }
@@ -194,9 +192,9 @@ func TestRehearsalNotDetectedFails(t *testing.T) {
 	p := drillProcess(t, proj, w, l, nil)
 	base := released(t, p, w, "staging")
 
-	rh, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillFailedReadiness}, nil)
+	rh, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStateFailed, rh.State)
+	require.Equal(t, rehearsal.StateFailed, rh.State)
 	require.Equal(t, workflow.VerdictConverged, rh.Detected)
 	require.Contains(t, rh.Failure, "not detected")
 	require.Contains(t, p.journal.Kinds(), "rehearsal.failed")
@@ -223,12 +221,12 @@ func TestRehearsalMisnamedFails(t *testing.T) {
 	p := drillProcess(t, testProject(0), w, l, misnaming{workflowtest.TreeConvergence{Convergence: workflowtest.Convergence{W: w}}})
 	base := released(t, p, w, "staging")
 
-	rh, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	rh, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStateFailed, rh.State)
+	require.Equal(t, rehearsal.StateFailed, rh.State)
 	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
 	require.Contains(t, rh.Failure, "misnamed: the watch named readiness-failed, the drill expects image-pull-failed")
-	require.Equal(t, workflow.PhaseRecovered, rh.Phase, "recovered even so")
+	require.Equal(t, rehearsal.PhaseRecovered, rh.Phase, "recovered even so")
 	runsBaseline(t, w, base)
 }
 
@@ -242,14 +240,14 @@ func TestRehearsalInProductionNeedsIKnow(t *testing.T) {
 	released(t, p, w, "staging")
 	base := released(t, p, w, "prod")
 
-	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "prod", Drill: workflow.DrillUnavailableImage, IKnow: "  "}, nil)
+	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "prod", Drill: rehearsal.DrillUnavailableImage, IKnow: "  "}, nil)
 	require.ErrorIs(t, err, workflow.ErrBlocked)
 	require.Contains(t, err.Error(), "--i-know REASON")
 	require.NotContains(t, p.journal.Kinds(), "rehearsal.started")
 
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "prod", Drill: workflow.DrillUnavailableImage, IKnow: "game day INC-7, approved by the CAB"}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "prod", Drill: rehearsal.DrillUnavailableImage, IKnow: "game day INC-7, approved by the CAB"}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
 	require.Equal(t, "game day INC-7, approved by the CAB", rh.ProductionOverride)
 	require.Contains(t, p.journal.Kinds(), "rehearsal.production_override")
 	runsBaseline(t, w, base)
@@ -259,20 +257,20 @@ func TestRehearsalRefusedWhenNotConvergedNow(t *testing.T) {
 	t.Parallel()
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	p := drillProcess(t, testProject(0), w, l, nil)
-	_, err := p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	_, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.ErrorIs(t, err, workflow.ErrBlocked)
 	require.Contains(t, err.Error(), "no converged release")
 
 	released(t, p, w, "staging")
 	w.App.Health = workflow.HealthDegraded // someone broke it since
-	_, err = p.svc.Rehearse(t.Context(), workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	_, err = p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.ErrorIs(t, err, workflow.ErrBlocked)
 	require.Contains(t, err.Error(), "converge first")
 }
 
 func TestUnknownDrillListsTheValidOnes(t *testing.T) {
 	t.Parallel()
-	_, err := workflow.ParseDrill("chaos-monkey")
+	_, err := rehearsal.ParseDrill("chaos-monkey")
 	require.ErrorIs(t, err, workflow.ErrUsage)
 	require.Contains(t, err.Error(), "failed-apply, unavailable-image, failed-readiness, interrupted-reconciliation")
 }
@@ -290,15 +288,15 @@ func TestRehearsalResumesAfterAKillAtEveryPhase(t *testing.T) {
 			first := drillProcess(t, testProject(0), w, l, nil)
 			base := released(t, first, w, "staging")
 			lands := w.Lands
-			var phase workflow.RehearsalPhase
-			l.AfterRehearsalSave = func(n int, r *workflow.Rehearsal) error {
+			var phase rehearsal.Phase
+			l.AfterRehearsalSave = func(n int, r *rehearsal.Rehearsal) error {
 				if n == kill {
 					phase = r.Phase
 					return errKilled
 				}
 				return nil
 			}
-			_, err := first.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+			_, err := first.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 			if kill == 8 {
 				// The last save is the verdict itself: nothing is left.
 				require.ErrorIs(t, err, errKilled)
@@ -306,17 +304,17 @@ func TestRehearsalResumesAfterAKillAtEveryPhase(t *testing.T) {
 				require.ErrorIs(t, err, errKilled, "phase %s", phase)
 			}
 			l.AfterRehearsalSave = nil
-			all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{})
+			all, err := l.ListRehearsals(ctx, rehearsal.Filter{})
 			require.NoError(t, err)
 			require.Len(t, all, 1)
 
 			second := drillProcess(t, testProject(0), w, l, nil)
-			rh, err := second.svc.ResumeRehearsal(ctx, all[0].ID, nil)
+			rh, err := second.rh.Resume(ctx, all[0].ID, nil)
 			require.NoError(t, err)
-			require.Equal(t, workflow.RehearsalStatePassed, rh.State, "killed at phase %s: %s", phase, rh.Failure)
+			require.Equal(t, rehearsal.StatePassed, rh.State, "killed at phase %s: %s", phase, rh.Failure)
 			require.Equal(t, lands+2, w.Lands, "one drill landing and one rollback landing, whatever the kill")
 			runsBaseline(t, w, base)
-			again, err := second.svc.ResumeRehearsal(ctx, rh.ID, nil)
+			again, err := second.rh.Resume(ctx, rh.ID, nil)
 			require.NoError(t, err)
 			require.Equal(t, rh, again, "resuming a finished rehearsal changes nothing")
 		})
@@ -329,23 +327,23 @@ func TestCleanupRestoresTheBaseline(t *testing.T) {
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	p := drillProcess(t, testProject(0), w, l, nil)
 	base := released(t, p, w, "staging")
-	l.AfterRehearsalSave = func(_ int, r *workflow.Rehearsal) error {
-		if r.Phase == workflow.PhaseInjected {
+	l.AfterRehearsalSave = func(_ int, r *rehearsal.Rehearsal) error {
+		if r.Phase == rehearsal.PhaseInjected {
 			return errKilled // killed with the broken digest landed
 		}
 		return nil
 	}
-	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.ErrorIs(t, err, errKilled)
 	l.AfterRehearsalSave = nil
-	all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{Env: "staging"})
+	all, err := l.ListRehearsals(ctx, rehearsal.Filter{Env: "staging"})
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 
 	q := drillProcess(t, testProject(0), w, l, nil)
-	rh, err := q.svc.CleanupRehearsal(ctx, all[0].ID, nil)
+	rh, err := q.rh.Cleanup(ctx, all[0].ID, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStateAbandoned, rh.State)
+	require.Equal(t, rehearsal.StateAbandoned, rh.State)
 	require.NotEmpty(t, rh.RecoveryRelease)
 	runsBaseline(t, w, base)
 	drill, err := l.LoadRelease(ctx, rh.DrillRelease)
@@ -354,7 +352,7 @@ func TestCleanupRestoresTheBaseline(t *testing.T) {
 	require.Contains(t, q.journal.Kinds(), "rehearsal.abandoned")
 
 	lands := w.Lands
-	again, err := q.svc.CleanupRehearsal(ctx, rh.ID, nil)
+	again, err := q.rh.Cleanup(ctx, rh.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, rh, again)
 	require.Equal(t, lands, w.Lands, "a second cleanup changes nothing")
@@ -369,17 +367,17 @@ func TestRehearsalHoldsThePromotionLock(t *testing.T) {
 	p := drillProcess(t, testProject(0), w, l, nil)
 	released(t, p, w, "staging")
 	scope := workflow.LockScope{Kind: workflow.LockPromote, Key: "web/staging"}
-	var heldAt []workflow.RehearsalPhase
-	l.AfterRehearsalSave = func(_ int, r *workflow.Rehearsal) error {
+	var heldAt []rehearsal.Phase
+	l.AfterRehearsalSave = func(_ int, r *rehearsal.Rehearsal) error {
 		if h, ok := locks.Holder(scope); ok && strings.Contains(h.What, "rehearse unavailable-image in staging") {
 			heldAt = append(heldAt, r.Phase)
 		}
 		return nil
 	}
-	rh, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
-	for _, ph := range []workflow.RehearsalPhase{workflow.PhaseBaseline, workflow.PhaseInjected, workflow.PhaseDetected, workflow.PhaseRecovering, workflow.PhaseRecovered} {
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
+	for _, ph := range []rehearsal.Phase{rehearsal.PhaseBaseline, rehearsal.PhaseInjected, rehearsal.PhaseDetected, rehearsal.PhaseRecovering, rehearsal.PhaseRecovered} {
 		require.True(t, slices.Contains(heldAt, ph), "lock held at phase %s", ph)
 	}
 	_, held := locks.Holder(scope)
@@ -388,7 +386,7 @@ func TestRehearsalHoldsThePromotionLock(t *testing.T) {
 	// Another captain's promotion meanwhile is refused.
 	release := locks.Hold(scope, workflow.LockHolder{Actor: "bob", What: "promote"})
 	defer release()
-	_, err = p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	_, err = p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.ErrorIs(t, err, workflow.ErrLocked)
 }
 
@@ -402,22 +400,22 @@ func TestRehearsalInterruptedByCtrlCResumes(t *testing.T) {
 	base := released(t, p, w, "staging")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, func(e workflow.Event) {
+	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, func(e workflow.Event) {
 		if e.Kind == workflow.EventAppState && e.Step == workflow.StepConvergence {
 			cancel() // Ctrl-C during detection
 		}
 	})
 	require.ErrorIs(t, err, context.Canceled)
-	all, err := l.ListRehearsals(t.Context(), workflow.RehearsalFilter{})
+	all, err := l.ListRehearsals(t.Context(), rehearsal.Filter{})
 	require.NoError(t, err)
 	require.Len(t, all, 1)
-	require.Equal(t, workflow.RehearsalStateRunning, all[0].State)
-	require.Equal(t, workflow.PhaseInjected, all[0].Phase)
+	require.Equal(t, rehearsal.StateRunning, all[0].State)
+	require.Equal(t, rehearsal.PhaseInjected, all[0].Phase)
 
 	q := drillProcess(t, testProject(0), w, l, nil)
-	rh, err := q.svc.ResumeRehearsal(t.Context(), all[0].ID, nil)
+	rh, err := q.rh.Resume(t.Context(), all[0].ID, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.RehearsalStatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
 	runsBaseline(t, w, base)
 }
 
@@ -430,16 +428,16 @@ func TestADrillLeftMidwayIsNotJoinedByRelcapPromote(t *testing.T) {
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	p := drillProcess(t, testProject(0), w, l, nil)
 	released(t, p, w, "staging")
-	l.AfterRehearsalSave = func(n int, r *workflow.Rehearsal) error {
+	l.AfterRehearsalSave = func(n int, r *rehearsal.Rehearsal) error {
 		if r.DrillRelease != "" {
 			return errKilled // the drill's release exists, nothing ran yet
 		}
 		return nil
 	}
-	_, err := p.svc.Rehearse(ctx, workflow.RehearseRequest{Env: "staging", Drill: workflow.DrillUnavailableImage}, nil)
+	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.ErrorIs(t, err, errKilled)
 	l.AfterRehearsalSave = nil
-	all, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{})
+	all, err := l.ListRehearsals(ctx, rehearsal.Filter{})
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 
