@@ -220,7 +220,7 @@ func (s *Service) refuseFailedApply(ctx context.Context, rh *Rehearsal, roots Re
 func (s *Service) detectFailedApply(ctx context.Context, env Environment, rh *Rehearsal, roots RehearsalRoots) error {
 	d := s.d
 	scratch := scratchEnv(env, rh.ScratchDir)
-	_, _, err := s.applyPlanIn(ctx, scratch, rh.DrillPlan)
+	_, _, err := s.ApplyPlanIn(ctx, scratch, rh.DrillPlan)
 	detectedAt := d.Clock.Now().UTC()
 	var failed *ApplyFailedError
 	var next string
@@ -334,7 +334,7 @@ func (s *Service) recoverFailedApply(ctx context.Context, env Environment, rh *R
 		if err := s.rehearsalApprovals(ctx, scratch, rh, plan); err != nil {
 			return err
 		}
-		if _, _, err := s.applyPlanIn(ctx, scratch, plan.Fingerprint); err != nil {
+		if _, _, err := s.ApplyPlanIn(ctx, scratch, plan.Fingerprint); err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrBlocked) {
 				return fmt.Errorf("rehearsal %s: recovery: %w (continue with relcap rehearse --resume %s)", rh.ID, err, rh.ID)
 			}
