@@ -24,7 +24,6 @@ import (
 	"github.com/relcap/relcap/workflow/secret"
 )
 
-
 // DefaultTimeout bounds one API request when Options.Timeout is zero.
 const DefaultTimeout = forgeurl.DefaultTimeout
 
