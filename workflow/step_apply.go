@@ -167,8 +167,9 @@ type applyGate struct {
 }
 
 // applyRefusal is what the gate refused before Terraform could start: who
-// may apply, a plan applied already or refused as reviewed, missing
-// approvals, or its plan file. Callers journal or report it as a refusal.
+// may apply, a plan refused as reviewed, missing approvals, or its plan
+// file. Callers journal or report it as a refusal. (A plan applied
+// already is ErrAlreadyApplied, returned as it is.)
 type applyRefusal struct{ err error }
 
 func (r *applyRefusal) Error() string { return r.err.Error() }
