@@ -100,13 +100,6 @@ func (s *Service) PlanRoot(ctx context.Context, env Environment) (PlanSummary, e
 // when it counted them all.
 func IgnoredNote(c ApprovalCheck) string { return ignoredNote(c) }
 
-// ApplyPlanIn applies the plan with this fingerprint in env, passing the
-// one apply gate ApplyPlan passes (who may apply, the apply lock, a plan
-// applied already or refused, approvals, the plan file and its inputs).
-func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint string) (ApplyResult, PlanSummary, error) {
-	return s.applyPlanIn(ctx, env, fingerprint)
-}
-
 // NextAfterFailedApply is the next safe action relcap shows after a
 // failed apply in env.
 func (s *Service) NextAfterFailedApply(ctx context.Context, env Environment) string {

@@ -37,46 +37,38 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		return StepResult{Status: Succeeded, Message: "nothing to apply"},
 			run.checkpoint(ctx, func(c *Checkpoints) { c.Applied = Applied{Done: true, NoChanges: true} })
 	}
-	if why, refused := plan.Refused(); refused {
-		return blocked(ErrPlanRefused, fmt.Sprintf("plan %s cannot be applied as reviewed: %s", ShortHash(fp), why), plan.Findings), nil
+	// The attempt is recorded before Terraform may start: a relcap killed
+	// from here on resumes by taking that run's result, never by starting
+	// the plan again. The applier checks the plan file and its inputs
+	// itself, and first what the earlier attempts did (waiting for one
+	// still running), so a resumed apply takes their result rather than
+	// applying again.
+	res, plan, ran, err := run.svc.applyThroughGate(ctx, applyGate{
+		env: run.env, fingerprint: fp, holder: run.r.ID,
+		lockWhat: fmt.Sprintf("apply plan %s in %s (release %s)", ShortHash(fp), run.env.Name, run.r.ID),
+		earlier:  run.r.Checkpoints.ApplyRunsOf(fp),
+		started: func(attempt ApplyRun) error {
+			if err := run.checkpoint(ctx, func(c *Checkpoints) { c.ApplyRuns = append(c.ApplyRuns, attempt) }); err != nil {
+				return err
+			}
+			run.progress(StepApply, "applying plan "+ShortHash(fp))
+			return nil
+		},
+		await: func(_ context.Context, apply func(context.Context) (ApplyResult, error)) (ApplyResult, error) {
+			return wait(run, StepApply, func() (ApplyResult, error) { return apply(ctx) })
+		},
+	})
+	var refusal *applyRefusal
+	if errors.As(err, &refusal) {
+		// What the gate refused (who may apply, a refused plan, its
+		// plan file) is judged as what Terraform refused would be.
+		err, ran = refusal.err, true
 	}
-	if d.Applier == nil {
-		return StepResult{}, missingPort("applier")
-	}
-	if err := run.env.MayApply(d.Actor); err != nil {
-		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
-	}
-	// One apply per Terraform state across captains: the lock is held
-	// until Terraform is done, and refused at once naming its holder.
-	unlock, err := run.svc.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(d.Project, run.env)}, run.r.ID,
-		fmt.Sprintf("apply plan %s in %s (release %s)", ShortHash(fp), run.env.Name, run.r.ID))
 	if res, ok := lockBlocked(err); ok {
 		return res, nil
-	} else if err != nil {
+	}
+	if err != nil && !ran {
 		return StepResult{}, err
-	}
-	defer unlock()
-	planFile, err := run.svc.planFileToApply(ctx, run.env, plan)
-	// The attempt is recorded before Terraform may start: a relcap killed
-	// from here on resumes by taking that run's result, never by
-	// starting the plan again.
-	earlier := run.r.Checkpoints.ApplyRunsOf(fp)
-	attempt := run.svc.newApplyRun(fp)
-	if err == nil {
-		err = run.checkpoint(ctx, func(c *Checkpoints) { c.ApplyRuns = append(c.ApplyRuns, attempt) })
-		if err != nil {
-			return StepResult{}, err
-		}
-		run.progress(StepApply, "applying plan "+ShortHash(fp))
-	}
-	// The applier checks the plan file and its inputs itself, and first
-	// what the earlier attempts did (waiting for one still running), so a
-	// resumed apply takes their result rather than applying again.
-	var res ApplyResult
-	if err == nil {
-		res, err = wait(run, StepApply, func() (ApplyResult, error) {
-			return d.Applier.Apply(ctx, ApplyRequest{Env: run.env, Fingerprint: fp, PlanFile: planFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs, Run: attempt, Earlier: earlier})
-		})
 	}
 	switch {
 	case errors.Is(err, ErrApplyOutcomeUnknown):
@@ -93,6 +85,8 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		run.r.Checkpoints.Fingerprint = ""
 		msg := fmt.Sprintf("plan %s is stale: %v; run relcap plan --env %s again (or relcap resume %s) and have the new fingerprint approved", ShortHash(fp), err, run.env.Name, run.r.ID)
 		return blocked(ErrStalePlan, msg, nil), nil
+	case errors.Is(err, ErrPlanRefused):
+		return blocked(ErrPlanRefused, withoutSentinel(err, ErrPlanRefused), plan.Findings), nil
 	case errors.Is(err, ErrBlocked):
 		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
 	case err != nil && ctx.Err() != nil:
@@ -150,96 +144,89 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 	if err != nil {
 		return ApplyResult{}, plan, err
 	}
-	return s.applyPlanIn(ctx, env, fingerprint)
+	return s.ApplyPlanIn(ctx, env, fingerprint)
 }
 
-// applyPlanIn applies the plan with this fingerprint in env: ApplyPlan's
-// environment from the configuration, or the failed-apply drill's
-// scratch copy of it. Everything a plan must pass is checked here, for
-// both: who may apply, the apply lock, a plan applied already or refused,
-// approvals by env's plan rule, and (by the Applier) the plan file and
-// its inputs.
-func (s *Service) applyPlanIn(ctx context.Context, env Environment, fingerprint string) (ApplyResult, PlanSummary, error) {
+// applyGate is one apply through the gate: where, which plan, and how
+// the caller records the attempt and waits for Terraform.
+type applyGate struct {
+	env         Environment
+	fingerprint string
+	// holder is the release that holds the apply lock ("" outside a
+	// release); lockWhat says what holds it, for whoever is refused.
+	holder, lockWhat string
+	// approvals counts the plan's approvals here: outside a release (a
+	// release's plan step counted them before its apply step).
+	approvals bool
+	// earlier are the attempts at the plan recorded before.
+	earlier []ApplyRun
+	// started records the attempt before Terraform may start.
+	started func(ApplyRun) error
+	// await runs apply, which calls the Applier with the context given.
+	await func(ctx context.Context, apply func(context.Context) (ApplyResult, error)) (ApplyResult, error)
+}
+
+// applyRefusal is what the gate refused before Terraform could start: who
+// may apply, a plan refused as reviewed, missing approvals, or its plan
+// file. Callers journal or report it as a refusal. (A plan applied
+// already is ErrAlreadyApplied, returned as it is.)
+type applyRefusal struct{ err error }
+
+func (r *applyRefusal) Error() string { return r.err.Error() }
+func (r *applyRefusal) Unwrap() error { return r.err }
+
+// applyThroughGate is the one apply gate, for a release's apply step,
+// relcap apply and the failed-apply drill: who may apply, the apply lock
+// (one apply per Terraform state across captains, held until Terraform
+// is done), the plan read again under it (another captain may have
+// applied it meanwhile) and not applied already nor refused, approvals
+// by env's plan rule when asked, the plan file, the attempt recorded,
+// then the Applier (which checks the plan file and its inputs). ran
+// reports whether the Applier was asked; err is then its error.
+func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyResult, plan PlanSummary, ran bool, err error) {
 	d := s.d
-	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
+	fp := g.fingerprint
+	if err := g.env.MayApply(d.Actor); err != nil {
+		return res, plan, false, &applyRefusal{err}
+	}
+	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(d.Project, g.env)}, g.holder, g.lockWhat)
 	if err != nil {
-		return ApplyResult{}, plan, fmt.Errorf("load plan %s: %w", ShortHash(fingerprint), err)
-	}
-	if plan.Env != env.Name {
-		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s is %s's, not %s's", ErrUsage, ShortHash(fingerprint), plan.Env, env.Name)
-	}
-	if err := env.MayApply(d.Actor); err != nil {
-		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
-	}
-	// One apply per Terraform state across captains, held until Terraform
-	// is done. The plan is read again once it is held: another captain may
-	// have applied it meanwhile.
-	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(d.Project, env)}, "",
-		fmt.Sprintf("apply plan %s in %s", ShortHash(fingerprint), env.Name))
-	if err != nil {
-		return ApplyResult{}, plan, err
+		return res, plan, false, err
 	}
 	defer unlock()
-	if plan, err = d.Ledger.LoadPlan(ctx, fingerprint); err != nil {
-		return ApplyResult{}, plan, err
+	if plan, err = d.Ledger.LoadPlan(ctx, fp); err != nil {
+		return res, plan, false, err
 	}
 	if err := appliedBefore(plan); err != nil {
-		return ApplyResult{}, plan, err
+		return res, plan, false, err
 	}
 	if why, refused := plan.Refused(); refused {
-		err := fmt.Errorf("%w: plan %s cannot be applied as reviewed: %s", ErrPlanRefused, ShortHash(fingerprint), why)
-		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+		return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s cannot be applied as reviewed: %s", ErrPlanRefused, ShortHash(fp), why)}
 	}
 	if d.Applier == nil {
-		return ApplyResult{}, plan, missingPort("applier")
+		return res, plan, false, missingPort("applier")
 	}
-	check, err := s.planApprovals(ctx, env, plan)
+	if g.approvals {
+		check, err := s.planApprovals(ctx, g.env, plan)
+		if err != nil {
+			return res, plan, false, err
+		}
+		if !check.Satisfied() {
+			return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", ErrApprovalRequired, ShortHash(fp), check.Missing(), g.env.Name, g.env.Approvals.Plan, fp, ignoredNote(check))}
+		}
+	}
+	planFile, err := s.planFileToApply(ctx, g.env, plan)
 	if err != nil {
-		return ApplyResult{}, plan, err
+		return res, plan, false, &applyRefusal{err}
 	}
-	if !check.Satisfied() {
-		err := fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", ErrApprovalRequired, ShortHash(fingerprint), check.Missing(), env.Name, env.Approvals.Plan, fingerprint, ignoredNote(check))
-		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+	attempt := s.newApplyRun(fp)
+	if err := g.started(attempt); err != nil {
+		return res, plan, false, err
 	}
-	planFile, err := s.planFileToApply(ctx, env, plan)
-	if err != nil {
-		return ApplyResult{}, plan, s.journalFailure(ctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
-	}
-	// The attempt is journaled (and so kept in the ledger) before
-	// Terraform may start; the Applier finds this machine's earlier runs
-	// of the plan itself.
-	attempt := s.newApplyRun(fingerprint)
-	if err := s.journal(ctx, ApplyStarted{Env: env.Name, Fingerprint: fingerprint, Run: runRef(attempt)}); err != nil {
-		return ApplyResult{}, plan, err
-	}
-	tctx, done := s.withToolOutput(ctx, "", StepApply)
-	res, err := measureWait(tctx, s, "unreleased/"+env.Name, StepApply, func() (ApplyResult, error) {
-		return d.Applier.Apply(tctx, ApplyRequest{Env: env, Fingerprint: fingerprint, PlanFile: planFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs, Run: attempt})
+	res, err = g.await(ctx, func(ctx context.Context) (ApplyResult, error) {
+		return d.Applier.Apply(ctx, ApplyRequest{Env: g.env, Fingerprint: fp, PlanFile: planFile, PlanHash: plan.PlanHash, Inputs: plan.Inputs, Run: attempt, Earlier: g.earlier})
 	})
-	if jerr := done(nil); jerr != nil {
-		err = errors.Join(err, jerr)
-	}
-	jctx := context.WithoutCancel(ctx)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		next := fmt.Sprintf("Terraform was interrupted and stopped cleanly; run relcap plan --env %s to see what is left, then approve and apply the new plan", env.Name)
-		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("apply interrupted: %w; next: %s", err, next),
-			ApplyInterrupted{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
-	case errors.Is(err, ErrApplyOutcomeUnknown):
-		return ApplyResult{}, plan, s.journalFailure(jctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
-	case errors.Is(err, ErrStalePlan):
-		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("%w; run relcap plan --env %s again and have the new fingerprint approved", err, env.Name),
-			ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
-	case err != nil:
-		next := s.nextAfterFailedApply(jctx, env)
-		return ApplyResult{}, plan, s.journalFailure(jctx, &ApplyFailedError{Fingerprint: fingerprint, Err: err, NextAction: next},
-			ApplyFailed{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
-	}
-	if err := d.Ledger.MarkPlanApplied(jctx, fingerprint, d.Clock.Now()); err != nil {
-		return res, plan, fmt.Errorf("plan %s was applied but the ledger could not record it: %w", ShortHash(fingerprint), err)
-	}
-	forgot := s.forgetSharedPlan(jctx, fingerprint)
-	return res, plan, errors.Join(s.journal(jctx, ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied}), forgot)
+	return res, plan, true, err
 }
 
 // planApprovals counts the approvals of plan under env's plan rule.

@@ -39,17 +39,16 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 		run.sink(Event{Time: d.Clock.Now(), Kind: EventAppState, ReleaseID: run.r.ID, Step: StepConvergence, Status: Running, App: &s})
 	}).Wait(ctx, app, want)
 	converged := AppConverged{IntendedRevision: want.Revision, Digest: digest, Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health}
-	switch {
+	switch verr := run.svc.verdictError(app.Name, v, err); {
 	case errors.Is(err, ErrWatchTimedOut):
-		return StepResult{}, &TerminalError{Err: fmt.Errorf("%w: timed out after %s: %s", ErrNotConverged, d.ConvergeTimeout, v.Reason)}
+		return StepResult{}, &TerminalError{Err: verr}
 	case err != nil:
-		return StepResult{}, err
-	case v.Kind != VerdictConverged:
+		return StepResult{}, verr
+	case verr != nil:
 		failed := AppNotConverged{Verdict: v.Kind, Reason: v.Reason, IntendedRevision: want.Revision, Digest: digest, Images: st.Images,
 			Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health, NextAction: v.NextAction}
 		f := finding.Finding{Severity: finding.Blocker, Code: v.Kind.FindingCode(), Subject: app.Name, Message: v.Reason, NextAction: v.NextAction, Facts: converged.Facts()}
-		return StepResult{Findings: []finding.Finding{f}, Evidence: []Evidence{NewEvidence(app.Name, failed)}},
-			&TerminalError{Err: fmt.Errorf("%w: %s", ErrNotConverged, v.Reason)}
+		return StepResult{Findings: []finding.Finding{f}, Evidence: []Evidence{NewEvidence(app.Name, failed)}}, &TerminalError{Err: verr}
 	}
 	now := d.Clock.Now()
 	if err := d.Ledger.RecordConvergence(ctx, ConvergenceRecord{ReleaseID: run.r.ID, App: run.r.App, Env: run.env.Name, Digest: digest, Revision: want.Revision, At: now}); err != nil {
@@ -110,6 +109,23 @@ func (run *releaseRun) endFailingSync(ctx context.Context, app AppRef, want Want
 	return []Evidence{NewEvidence(app.Name, ended)}, nil
 }
 
+// verdictError is how a convergence watch of app ended, as relcap's error
+// (the one mapping for a release's step and relcap converge): nil when
+// it converged, the watch's own error when it could not watch, and
+// otherwise an error wrapping ErrNotConverged that says how long it
+// waited or what the verdict was, and why.
+func (s *Service) verdictError(app string, v Verdict, watchErr error) error {
+	switch {
+	case errors.Is(watchErr, ErrWatchTimedOut):
+		return fmt.Errorf("%w: %s not converged after %s: %s", ErrNotConverged, app, s.d.ConvergeTimeout, v.Reason)
+	case watchErr != nil:
+		return watchErr
+	case v.Kind != VerdictConverged:
+		return fmt.Errorf("%w: %s %s: %s", ErrNotConverged, v.Kind.FindingCode(), app, v.Reason)
+	}
+	return nil
+}
+
 // RevisionResult is how a watch of one revision outside a release ended.
 type RevisionResult struct {
 	App     AppState
@@ -146,16 +162,15 @@ func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string
 	res := RevisionResult{App: st, Verdict: v, Pinned: pinned}
 	watched := RevisionWatch{IntendedRevision: revision, Digest: pinned.Digest.String(), Sync: st.SyncStatus, Revision: st.SyncRevision,
 		Health: st.Health, Images: strings.Join(st.Images, ",")}
-	switch {
+	switch verr := s.verdictError(env.ArgoCD.App, v, err); {
 	case errors.Is(err, ErrWatchTimedOut):
-		return res, s.journalFailure(ctx, fmt.Errorf("%w: %s not converged after %s: %s", ErrNotConverged, env.ArgoCD.App, d.ConvergeTimeout, v.Reason),
-			ConvergeTimeout{watched})
+		return res, s.journalFailure(ctx, verr, ConvergeTimeout{watched})
 	case err != nil:
-		return res, err
-	case v.Kind != VerdictConverged:
+		return res, verr
+	case verr != nil:
 		watched.Verdict, watched.NextAction = v.Kind, v.NextAction
-		return res, s.journalFailure(ctx, fmt.Errorf("%w: %s %s: %s\n  intended revision %s, artifact %s, controller: sync %s at %s, health %s\n  next: %s",
-			ErrNotConverged, v.Kind.FindingCode(), env.ArgoCD.App, v.Reason, revision, pinned, st.SyncStatus, st.SyncRevision, st.Health, v.NextAction),
+		return res, s.journalFailure(ctx, fmt.Errorf("%w\n  intended revision %s, artifact %s, controller: sync %s at %s, health %s\n  next: %s",
+			verr, revision, pinned, st.SyncStatus, st.SyncRevision, st.Health, v.NextAction),
 			ConvergeFailed{watched})
 	}
 	return res, s.journal(ctx, ConvergeDone{watched})

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // rawInvoker makes a unary gRPC call with the request and response as
@@ -179,12 +181,13 @@ func httpCode(c int) codes.Code {
 	return codes.Unknown
 }
 
-// redactURL is err's message without its URL's query, which carries
-// nothing here but might one day.
+// redactURL is err's message with its URL redacted by relcap's one URL
+// redactor (secret.RedactURL): no credential in its user information or
+// query.
 func redactURL(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Op + " " + strings.SplitN(ue.URL, "?", 2)[0] + ": " + ue.Err.Error()
+		return ue.Op + " " + secret.RedactURL(ue.URL) + ": " + ue.Err.Error()
 	}
 	return err.Error()
 }

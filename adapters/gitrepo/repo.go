@@ -91,21 +91,14 @@ func (l location) key() string {
 	return "url:" + l.storedURL()
 }
 
-// scrub removes the secret from err's message, keeping err for errors.Is.
+// scrub removes the secret from err's message, keeping err for errors.Is
+// (relcap's one error scrubber, secret.Set.ScrubError).
 func (l location) scrub(err error) error {
-	if err == nil || l.secret == "" || !strings.Contains(err.Error(), l.secret) {
+	if err == nil || l.secret == "" {
 		return err
 	}
-	return &scrubbedError{err: err, secret: l.secret}
+	return secret.NewSet(l.secret).ScrubError(err)
 }
-
-type scrubbedError struct {
-	err    error
-	secret string
-}
-
-func (e *scrubbedError) Error() string { return strings.ReplaceAll(e.err.Error(), e.secret, "***") }
-func (e *scrubbedError) Unwrap() error { return e.err }
 
 // cacheDir names a clone in the cache: readable, and unique per repository
 // (credentials are not part of the name).

@@ -21,7 +21,7 @@ func BenchmarkReviewJSON10k(b *testing.B) {
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
-		s, err := ReviewJSON(bytes.NewReader(doc.data), "bench", workflow.DefaultClassify(), secret.NewSet())
+		s, err := reviewJSON(bytes.NewReader(doc.data), "bench", workflow.DefaultClassify(), secret.NewSet())
 		if err != nil {
 			b.Fatal(err)
 		}

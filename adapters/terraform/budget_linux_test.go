@@ -223,7 +223,7 @@ func childWork(path, mode string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	s, err := ReviewJSON(f, "budget", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(f, "budget", workflow.DefaultClassify(), secret.NewSet())
 	if err != nil {
 		return 0, err
 	}

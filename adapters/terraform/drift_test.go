@@ -41,7 +41,7 @@ const tugOfWarPlan = `{
 // review blocks naming the fields the apply would revert.
 func TestDriftOfArgoCDsFieldsBlocksTheApply(t *testing.T) {
 	t.Parallel()
-	s, err := ReviewJSON(strings.NewReader(tugOfWarPlan), "staging", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(strings.NewReader(tugOfWarPlan), "staging", workflow.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.Len(t, s.Drift, 1)
 	d := s.Drift[0]
@@ -80,7 +80,7 @@ func TestIncompleteErroredAndFailedCheckPlansAreRead(t *testing.T) {
 	  "deferred_changes":[{"reason":"provider_config_unknown","resource_change":{"address":"kubernetes_namespace.x","change":{"actions":["create"]}}}],
 	  "checks":[{"address":{"to_display":"aws_s3_bucket.data","kind":"resource"},"status":"fail","instances":[{"address":{"to_display":"aws_s3_bucket.data"},"status":"fail","problems":[{"message":"buckets must be private"}]}]},
 	            {"address":{"to_display":"check.health","kind":"check"},"status":"unknown"}]}`
-	s, err := ReviewJSON(strings.NewReader(doc), "staging", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(strings.NewReader(doc), "staging", workflow.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.True(t, s.Incomplete)
 	require.True(t, s.Errored)

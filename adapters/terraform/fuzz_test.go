@@ -12,7 +12,7 @@ import (
 	"github.com/relcap/relcap/workflow/secret"
 )
 
-// FuzzReviewJSON: no input makes ReviewJSON panic; every failure is a usage
+// FuzzReviewJSON: no input makes ReadPlanJSON (and its review) panic; every failure is a usage
 // error; every success marshals.
 func FuzzReviewJSON(f *testing.F) {
 	hand, err := os.ReadFile(filepath.Join("testdata", "handwritten_aws_iam_and_rds.json"))
@@ -35,7 +35,7 @@ func FuzzReviewJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ReviewJSON(bytes.NewReader(data), "fuzz", workflow.DefaultClassify(), secret.NewSet())
+		s, err := reviewJSON(bytes.NewReader(data), "fuzz", workflow.DefaultClassify(), secret.NewSet())
 		if err != nil {
 			if !errors.Is(err, workflow.ErrUsage) {
 				t.Fatalf("error does not wrap ErrUsage: %v", err)
@@ -49,7 +49,7 @@ func FuzzReviewJSON(f *testing.F) {
 		// Whatever the document marks sensitive, or declares a sensitive
 		// variable's value, is learnt and appears nowhere in the review.
 		secrets := secret.NewSet()
-		if _, err := ReviewJSON(bytes.NewReader(data), "fuzz", workflow.DefaultClassify(), secrets); err != nil {
+		if _, err := reviewJSON(bytes.NewReader(data), "fuzz", workflow.DefaultClassify(), secrets); err != nil {
 			t.Fatalf("a second review failed: %v", err)
 		}
 		if secrets.Contains(string(out)) {

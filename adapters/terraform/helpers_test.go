@@ -3,6 +3,7 @@ package terraform
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,18 @@ import (
 
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
+
+// reviewJSON reads a plan document and reviews its facts, as relcap review
+// of an uploaded plan does.
+func reviewJSON(r io.Reader, env string, classify workflow.Classify, secrets *secret.Set) (workflow.PlanSummary, error) {
+	facts, err := ReadPlanJSON(r, env, secrets)
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+	return workflow.ReviewPlan(facts, classify), nil
+}
 
 // fixedClock is a clock that says what it is told.
 type fixedClock struct {

@@ -10,12 +10,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,10 +25,6 @@ import (
 
 // lockFileName is Terraform's dependency lock file.
 const lockFileName = ".terraform.lock.hcl"
-
-// fingerprintVersion names the canonical encoding of fingerprint; change it
-// if the encoding ever changes, so old and new fingerprints never collide.
-const fingerprintVersion = "relcap.plan-fingerprint.v2"
 
 // Inputs reads the current source revision, dependency lock file, var files,
 // workspace and state lineage/serial of env without planning. It runs
@@ -409,40 +403,4 @@ func hashFile(path string) (string, error) {
 		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// fingerprint is the SHA-256 (hex) of a canonical encoding of the plan
-// file's SHA-256 and the inputs: one `name=value` line per field in a fixed
-// order, values quoted with strconv.Quote (so no value can forge a line
-// break), var files sorted by their relative path.
-func fingerprint(planHash string, in workflow.PlanInputs) string {
-	var b strings.Builder
-	field := func(name, value string) {
-		b.WriteString(name)
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(value))
-		b.WriteByte('\n')
-	}
-	field("v", fingerprintVersion)
-	field("plan_sha256", planHash)
-	field("revision", in.Revision)
-	field("dirty", strconv.FormatBool(in.Dirty))
-	field("lock_file_sha256", in.LockFileHash)
-	for _, f := range slices.Sorted(maps.Keys(in.VarFileHashes)) {
-		field("var_file "+strconv.Quote(f), in.VarFileHashes[f])
-	}
-	field("workspace", in.Workspace)
-	field("state_lineage", in.StateLineage)
-	field("state_serial", strconv.FormatInt(in.StateSerial, 10))
-	for _, f := range slices.Sorted(maps.Keys(in.ConfigFiles)) {
-		field("config_file "+strconv.Quote(f), in.ConfigFiles[f])
-	}
-	for _, n := range slices.Sorted(maps.Keys(in.EnvVars)) {
-		field("env "+n, in.EnvVars[n])
-	}
-	for _, n := range slices.Sorted(maps.Keys(in.ProviderEnv)) {
-		field("provider_env "+n, in.ProviderEnv[n])
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:])
 }

@@ -325,8 +325,8 @@ func (a *Adapter) learnSavedPlan(ctx context.Context, t target, planFile string)
 	if err != nil {
 		return fmt.Errorf("reading the saved plan's sensitive values before applying it: %w", err)
 	}
-	// The review learns as it reads; only what it learnt is kept.
-	if _, err := reviewDocument(doc, "the plan "+filepath.Base(planFile), t.env, a.classify, a.secrets); err != nil {
+	// Reading learns as it goes; only what it learnt is kept.
+	if _, err := readDocument(doc, "the plan "+filepath.Base(planFile), t.env, a.secrets); err != nil {
 		return fmt.Errorf("reading the saved plan's sensitive values before applying it: %w", err)
 	}
 	return nil

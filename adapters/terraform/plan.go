@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/finding"
 )
 
 // planSuffix ends every saved plan's file name: <fingerprint>.tfplan.
@@ -107,44 +106,34 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	}
 
 	// The plan JSON holds sensitive values in clear: it goes to a buffer,
-	// never to the captain's terminal, and is reviewed exactly as an
-	// uploaded document is (ReviewJSON), so both see drift, checks,
-	// actions and completeness alike.
+	// never to the captain's terminal, and is read exactly as an uploaded
+	// document is (ReadPlanJSON), so both see drift, checks, actions and
+	// completeness alike.
 	doc, err := a.showPlanJSON(ctx, t, tmpPath)
 	if err != nil {
 		return workflow.PlanSummary{}, err
 	}
-	reviewed, err := reviewDocument(doc, "the plan of "+t.dir, t.env, a.classify, a.secrets)
+	facts, err := readDocument(doc, "the plan of "+t.dir, t.env, a.secrets)
 	if err != nil {
 		return workflow.PlanSummary{}, fmt.Errorf("reviewing the plan of %s: %w", t.dir, err)
 	}
-	var extra []finding.Finding
+	facts.PlanHash, facts.Inputs, facts.Author, facts.CreatedAt, facts.Root = planHash, in, author, a.clock.Now(), t.dir
 	if !committed {
-		extra = append(extra, finding.Finding{
-			Severity: finding.Warning, Code: "plan.no-lock-file", Subject: t.dir,
-			Message:    "no dependency lock file committed (" + lockFileName + "); provider versions are not pinned",
-			NextAction: "run terraform init, then commit " + lockFileName,
-		})
+		facts.MissingLockFile = lockFileName
 	}
-
-	fp := fingerprint(planHash, in)
-	final := filepath.Join(a.planDir, fp+planSuffix)
-	if err := os.Rename(tmpPath, final); err != nil {
+	if facts.TerraformVersion == "" {
+		if v, _, err := quiet.Version(ctx, false); err == nil {
+			facts.TerraformVersion = v.String()
+		}
+	}
+	// The review, and the fingerprint that names the plan file, are the
+	// domain's (workflow.ReviewPlan); this adapter only read the facts.
+	s := workflow.ReviewPlan(facts, a.classify)
+	s.PlanFile = filepath.Join(a.planDir, s.Fingerprint+planSuffix)
+	if err := os.Rename(tmpPath, s.PlanFile); err != nil {
 		return workflow.PlanSummary{}, fmt.Errorf("saving plan file: %w", err)
 	}
 	kept = true
-
-	s := reviewed
-	s.Fingerprint, s.PlanFile, s.PlanHash, s.Inputs, s.Author, s.CreatedAt = fp, final, planHash, in, author, a.clock.Now()
-	if s.TerraformVersion == "" {
-		if v, _, err := quiet.Version(ctx, false); err == nil {
-			s.TerraformVersion = v.String()
-		}
-	}
-	if len(extra) > 0 {
-		s.Findings = append(s.Findings, extra...)
-		finding.Sort(s.Findings)
-	}
 	return s, nil
 }
 

@@ -73,7 +73,7 @@ func TestPlanCreates(t *testing.T) {
 	h, err := hashFile(s.PlanFile)
 	require.NoError(t, err)
 	require.Equal(t, h, s.PlanHash)
-	require.Equal(t, fingerprint(s.PlanHash, s.Inputs), s.Fingerprint)
+	require.Equal(t, workflow.PlanFingerprint(s.PlanHash, s.Inputs), s.Fingerprint)
 	entries, err := os.ReadDir(f.a.PlanDir())
 	require.NoError(t, err)
 	for _, e := range entries {

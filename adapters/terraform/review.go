@@ -18,7 +18,6 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -64,17 +63,18 @@ type skip struct{}
 // UnmarshalJSON implements json.Unmarshaler.
 func (*skip) UnmarshalJSON([]byte) error { return nil }
 
-// ReviewJSON reviews a `terraform show -json PLANFILE` document, such as one
-// a CI job uploaded, without running Terraform: the same translation and
-// workflow.Review as Plan. The result has no Fingerprint, PlanFile, PlanHash
-// or Inputs, because a JSON document is not a plan Terraform can apply.
+// ReadPlanJSON reads a `terraform show -json PLANFILE` document, such as
+// one a CI job uploaded, without running Terraform: the same translation
+// as Plan, returned as facts for workflow.ReviewPlan. The facts have no
+// PlanFile, PlanHash or Inputs (so the review has no Fingerprint), because
+// a JSON document is not a plan Terraform can apply.
 //
 // A document that is not JSON, is truncated, or is not a plan of a supported
 // format version returns an error wrapping workflow.ErrUsage that names the
 // input (r's Name(), as *os.File has, or "plan document") and the line,
 // column and byte offset where reading failed. Sensitive values in the
-// document never reach the summary or an error.
-func ReviewJSON(r io.Reader, env string, classify workflow.Classify, secrets *secret.Set) (workflow.PlanSummary, error) {
+// document never reach the facts or an error.
+func ReadPlanJSON(r io.Reader, env string, secrets *secret.Set) (workflow.PlanFacts, error) {
 	name := "plan document"
 	if n, ok := r.(interface{ Name() string }); ok && n.Name() != "" {
 		name = n.Name()
@@ -87,9 +87,9 @@ func ReviewJSON(r io.Reader, env string, classify workflow.Classify, secrets *se
 		buf.Grow(n + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(r); err != nil {
-		return workflow.PlanSummary{}, fmt.Errorf("reading %s: %w", name, err)
+		return workflow.PlanFacts{}, fmt.Errorf("reading %s: %w", name, err)
 	}
-	return reviewDocument(buf.Bytes(), name, env, classify, secrets)
+	return readDocument(buf.Bytes(), name, env, secrets)
 }
 
 // sizeHint is how many bytes r will yield, if it can tell (a file, a
@@ -106,31 +106,38 @@ func sizeHint(r io.Reader) int {
 	return 0
 }
 
-func reviewDocument(data []byte, name, env string, classify workflow.Classify, secrets *secret.Set) (workflow.PlanSummary, error) {
+// readDocument reads a plan document's facts, learning its sensitive
+// values and masking them (and every secret already known) in the changes.
+func readDocument(data []byte, name, env string, secrets *secret.Set) (workflow.PlanFacts, error) {
 	tr := translator{secrets: secrets}
 	meta, err := readPlanDocument(data, name, &tr)
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	switch {
 	case meta.hasValues && !meta.hasPlanned && !meta.hasChanges:
-		return workflow.PlanSummary{}, fmt.Errorf("%w: %s is a Terraform state document, not a plan; produce one with terraform show -json PLANFILE", workflow.ErrUsage, name)
+		return workflow.PlanFacts{}, fmt.Errorf("%w: %s is a Terraform state document, not a plan; produce one with terraform show -json PLANFILE", workflow.ErrUsage, name)
 	case meta.formatVersion == "" && !meta.hasPlanned && !meta.hasChanges:
-		return workflow.PlanSummary{}, fmt.Errorf("%w: %s is not a Terraform plan document (no format_version, planned_values or resource_changes); produce one with terraform show -json PLANFILE", workflow.ErrUsage, name)
+		return workflow.PlanFacts{}, fmt.Errorf("%w: %s is not a Terraform plan document (no format_version, planned_values or resource_changes); produce one with terraform show -json PLANFILE", workflow.ErrUsage, name)
 	}
 	if err := (&tfjson.Plan{FormatVersion: meta.formatVersion}).Validate(); err != nil {
-		return workflow.PlanSummary{}, fmt.Errorf("%w: %s: %w", workflow.ErrUsage, name, err)
+		return workflow.PlanFacts{}, fmt.Errorf("%w: %s: %w", workflow.ErrUsage, name, err)
 	}
 	for name, sensitive := range meta.sensitiveVars {
 		if sensitive {
 			learnValue(secrets, meta.variables[name])
 		}
 	}
-	s := workflow.PlanSummary{Env: env, TerraformVersion: meta.terraformVersion,
+	t := tr.t
+	maskSecrets(t.changes, secrets)
+	for i := range t.drift {
+		maskSecrets([]workflow.ResourceChange{t.drift[i].ResourceChange}, secrets)
+	}
+	return workflow.PlanFacts{Env: env, TerraformVersion: meta.terraformVersion,
+		Changes: t.changes, Outputs: t.outputs, Drift: t.drift, NoOps: t.noops,
+		Imports: t.imports, Moves: t.moves, Forgets: t.forgets,
 		Incomplete: meta.complete != nil && !*meta.complete, Errored: meta.errored,
-		Deferred: meta.deferred, Checks: meta.checks, Actions: meta.actions}
-	review(&s, tr.t, classify, secrets)
-	return s, nil
+		Deferred: meta.deferred, Checks: meta.checks, Actions: meta.actions}, nil
 }
 
 // readPlanDocument streams a `terraform show -json PLANFILE` document: it
@@ -481,27 +488,6 @@ func position(data []byte, off int64) string {
 	line := bytes.Count(before, []byte{'\n'}) + 1
 	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
 	return fmt.Sprintf("line %d, column %d (byte offset %d)", line, col, off)
-}
-
-// review fills counts, flags and findings: workflow.Review, then the facts
-// the translation found that Review cannot see.
-func review(s *workflow.PlanSummary, t translation, classify workflow.Classify, secrets *secret.Set) {
-	maskSecrets(t.changes, secrets)
-	for i := range t.drift {
-		maskSecrets([]workflow.ResourceChange{t.drift[i].ResourceChange}, secrets)
-	}
-	s.Drift = t.drift
-	s.Changes = t.changes
-	s.Outputs = t.outputs
-	if s.Changes == nil {
-		s.Changes = []workflow.ResourceChange{}
-	}
-	workflow.Review(s, classify)
-	s.Counts.NoOp += t.noops
-	if len(t.findings) > 0 {
-		s.Findings = append(s.Findings, t.findings...)
-		finding.Sort(s.Findings)
-	}
 }
 
 // deferredChanges are the changes Terraform put off, by address.

@@ -54,7 +54,7 @@ func TestReviewJSONHandwrittenShapes(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "handwritten_aws_iam_and_rds.json"))
 	require.NoError(t, err)
 	defer f.Close()
-	s, err := ReviewJSON(f, "prod", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(f, "prod", workflow.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 
 	require.Equal(t, "prod", s.Env)
@@ -124,7 +124,7 @@ func TestReviewJSONHandwrittenShapes(t *testing.T) {
 func TestReviewJSONGenerated(t *testing.T) {
 	t.Parallel()
 	g := generatePlan(300, 7)
-	s, err := ReviewJSON(bytes.NewReader(g.data), "staging", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(bytes.NewReader(g.data), "staging", workflow.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.Equal(t, workflow.PlanCounts{
 		Create: g.create, Update: g.update, Delete: g.del,
@@ -184,7 +184,7 @@ func TestReviewJSONErrors(t *testing.T) {
 			f, err := os.Open(path)
 			require.NoError(t, err)
 			defer f.Close()
-			_, err = ReviewJSON(f, "prod", workflow.DefaultClassify(), secret.NewSet())
+			_, err = reviewJSON(f, "prod", workflow.DefaultClassify(), secret.NewSet())
 			require.Error(t, err)
 			require.ErrorIs(t, err, workflow.ErrUsage)
 			require.Contains(t, err.Error(), path, "the error names the file")
@@ -199,7 +199,7 @@ func TestReviewJSONErrors(t *testing.T) {
 // TestReviewJSONReaderName: a reader without a name is called "plan document".
 func TestReviewJSONReaderName(t *testing.T) {
 	t.Parallel()
-	_, err := ReviewJSON(strings.NewReader("{"), "prod", workflow.DefaultClassify(), secret.NewSet())
+	_, err := reviewJSON(strings.NewReader("{"), "prod", workflow.DefaultClassify(), secret.NewSet())
 	require.ErrorIs(t, err, workflow.ErrUsage)
 	require.Contains(t, err.Error(), "plan document: line 1, column 2 (byte offset 1): truncated")
 }
@@ -210,6 +210,6 @@ func (failingReader) Read([]byte) (int, error) { return 0, errors.New("disk on f
 
 func TestReviewJSONReadError(t *testing.T) {
 	t.Parallel()
-	_, err := ReviewJSON(failingReader{}, "prod", workflow.DefaultClassify(), secret.NewSet())
+	_, err := reviewJSON(failingReader{}, "prod", workflow.DefaultClassify(), secret.NewSet())
 	require.ErrorContains(t, err, "reading plan document: disk on fire")
 }

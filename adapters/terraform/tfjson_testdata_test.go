@@ -47,7 +47,7 @@ func TestTerraformJSONTestdataPlansAgreeWithTerraformJSON(t *testing.T) {
 		if parseErr == nil {
 			parseErr = want.Validate()
 		}
-		got, err := ReviewJSON(bytes.NewReader(data), "test", workflow.DefaultClassify(), secret.NewSet())
+		got, err := reviewJSON(bytes.NewReader(data), "test", workflow.DefaultClassify(), secret.NewSet())
 		if parseErr != nil {
 			require.ErrorIs(t, err, workflow.ErrUsage, "%s: terraform-json refuses it (%v), so does relcap", name, parseErr)
 			continue
@@ -95,7 +95,7 @@ func TestAnActionInvocationIsASideEffectToReview(t *testing.T) {
 	f, err := os.Open(filepath.Join(tfjsonTestdata(t), "actions", "plan.json"))
 	require.NoError(t, err)
 	defer f.Close()
-	s, err := ReviewJSON(f, "test", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(f, "test", workflow.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.True(t, s.HasChanges(), "an action to invoke is a change to review")
 	require.Equal(t, []workflow.ActionInvocation{{Address: "action.bufo_print.success", Type: "bufo_print"}}, s.Actions)
@@ -111,7 +111,7 @@ func TestChecksOfTerraformJSONTestdataAreReported(t *testing.T) {
 	f, err := os.Open(filepath.Join(tfjsonTestdata(t), "has_checks", "plan.json"))
 	require.NoError(t, err)
 	defer f.Close()
-	s, err := ReviewJSON(f, "test", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(f, "test", workflow.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.NotEmpty(t, s.Checks)
 	for _, c := range s.Checks {

@@ -11,7 +11,6 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -19,7 +18,7 @@ import (
 // own words.
 const knownAfterApply = "(known after apply)"
 
-// translation is a plan's changes in workflow terms, before Review.
+// translation is a plan's changes in workflow terms, before the review.
 type translation struct {
 	changes []workflow.ResourceChange
 	outputs []workflow.OutputChange
@@ -27,16 +26,18 @@ type translation struct {
 	// (a 10,000-resource plan that touches three would bury them) but are
 	// reported in PlanCounts.NoOp.
 	noops int
-	// findings are facts Review cannot derive from the listed changes:
-	// imports, moves and forgets ride on actions the domain has no name for.
-	findings []finding.Finding
+	// imports, moves and forgets ride on actions the domain has no name
+	// for; workflow.ReviewPlan makes findings of them.
+	imports []string
+	moves   []workflow.PlanMove
+	forgets []string
 	// drift are the resources Terraform's refresh found changed outside
 	// it (resource_drift).
 	drift []workflow.DriftedResource
 }
 
 // A translator turns Terraform's resource and output changes into
-// workflow types. Plan (its saved plan's JSON) and ReviewJSON (an uploaded
+// workflow types. Plan (its saved plan's JSON) and ReadPlanJSON (an uploaded
 // document) both stream through one, so both review exactly the same way.
 // No value that Terraform marks sensitive is copied into the result:
 // sensitive subtrees are replaced by workflow.SensitiveMask before anything
@@ -75,23 +76,13 @@ func (tr *translator) resource(rc *tfjson.ResourceChange) error {
 		return fmt.Errorf("resource_changes[%d] (%s): %w", i, addr, err)
 	}
 	if rc.Change.Importing != nil {
-		t.findings = append(t.findings, finding.Finding{
-			Severity: finding.Info, Code: "plan.import", Subject: addr,
-			Message: "an existing object will be imported into the state",
-		})
+		t.imports = append(t.imports, addr)
 	}
 	if rc.PreviousAddress != "" && rc.PreviousAddress != rc.Address {
-		t.findings = append(t.findings, finding.Finding{
-			Severity: finding.Info, Code: "plan.moved", Subject: addr,
-			Message: "moved from " + rc.PreviousAddress,
-		})
+		t.moves = append(t.moves, workflow.PlanMove{Address: addr, From: rc.PreviousAddress})
 	}
 	if forget {
-		t.findings = append(t.findings, finding.Finding{
-			Severity: finding.Warning, Code: "plan.forget", Subject: addr,
-			Message:    "Terraform will stop managing this object (removed from state, not destroyed); counted as a delete",
-			NextAction: "confirm who owns the object after this release",
-		})
+		t.forgets = append(t.forgets, addr)
 	}
 	if action == workflow.ActionNoop {
 		t.noops++

@@ -154,7 +154,7 @@ func TestTranslateFindings(t *testing.T) {
 		{"address":"a.gone","type":"a","name":"gone","change":{"actions":["forget"],"before":{"id":"1"}}},
 		{"address":"a.db","deposed":"00000001","type":"a","name":"db","change":{"actions":["delete"],"before":{"id":"2"}}}
 	]}`
-	s, err := ReviewJSON(bytes.NewReader([]byte(doc)), "dev", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(bytes.NewReader([]byte(doc)), "dev", workflow.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.Equal(t, 2, s.Counts.NoOp)
 	require.Equal(t, 2, s.Counts.Delete)
@@ -163,27 +163,6 @@ func TestTranslateFindings(t *testing.T) {
 	require.True(t, hasFinding(s, "plan.forget", "a.gone"))
 	changeByAddress(t, s, "a.db (deposed object 00000001)")
 	require.Equal(t, finding.Warning, s.Findings[0].Severity, "findings stay sorted, most serious first")
-}
-
-func TestFingerprintCanonical(t *testing.T) {
-	t.Parallel()
-	in := workflow.PlanInputs{
-		Revision: "abc", LockFileHash: "l", Workspace: "default", StateLineage: "lin", StateSerial: 3,
-		VarFileHashes: map[string]string{"b.tfvars": "2", "a.tfvars": "1"},
-	}
-	fp := fingerprint("p", in)
-	require.Len(t, fp, 64)
-	for range 20 { // map iteration order must not matter
-		require.Equal(t, fp, fingerprint("p", in))
-	}
-	moved := in
-	moved.StateSerial = 4
-	require.NotEqual(t, fp, fingerprint("p", moved))
-	require.NotEqual(t, fp, fingerprint("q", in))
-	// A value cannot impersonate another field.
-	forged := in
-	forged.Revision = "abc\"\ndirty=\"true"
-	require.NotEqual(t, fingerprint("p", forged), fp)
 }
 
 func TestParseLockInfo(t *testing.T) {

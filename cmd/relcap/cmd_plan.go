@@ -164,10 +164,11 @@ func (a *app) reviewPlanDocument(path, env string) error {
 		return fmt.Errorf("%w: %v", workflow.ErrUsage, err)
 	}
 	defer f.Close()
-	review, err := terraform.ReviewJSON(f, env, classify, a.secrets)
+	facts, err := terraform.ReadPlanJSON(f, env, a.secrets)
 	if err != nil {
 		return err
 	}
+	review := workflow.ReviewPlan(facts, classify)
 	if own.File != "" {
 		workflow.ReviewDrift(&review, own)
 	}

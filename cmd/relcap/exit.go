@@ -44,6 +44,10 @@ func exitCode(err error) int {
 		return exitInterrupted
 	case errors.As(err, &usage), errors.Is(err, workflow.ErrUsage), errors.Is(err, asciicast.ErrNotACast):
 		return exitUsage
+	case errors.Is(err, workflow.ErrAlreadyApplied):
+		// Its own error, not a stale plan: nothing to re-plan for, the
+		// plan's change is in; blocked like every refusal.
+		return exitBlocked
 	case errors.Is(err, workflow.ErrBlocked):
 		return exitBlocked
 	case errors.Is(err, workflow.ErrNotConverged):

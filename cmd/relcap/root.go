@@ -73,15 +73,7 @@ type app struct {
 // code. It is main without os.Exit, so tests can call it.
 func run(ctx context.Context, io *IO, args []string) (code int) {
 	secrets := secret.NewSet()
-	// A URL in the arguments or in $RELCAP_LEDGER may carry a password,
-	// written escaped or not: it is a secret before anything parses the
-	// arguments, prints or journals the command line.
-	for _, v := range append([]string{io.getenv(envLedger)}, args...) {
-		if _, value, ok := strings.Cut(v, "="); ok && strings.HasPrefix(v, "-") {
-			v = value // --ledger=URL
-		}
-		secrets.Add(secret.URLCredentials(v)...)
-	}
+	secrets.LearnCommandLine(io.getenv(envLedger), args)
 	masked := *io
 	// What commands print is text: no escape, control character or bidi
 	// override from a typed value, a file, the ledger or a tool reaches
@@ -284,24 +276,10 @@ func (a *app) loadProject() (*workflow.Project, error) {
 	return p, nil
 }
 
-// learnSecrets adds the secrets the configuration names: the Argo CD
-// and forge tokens of every environment, the variables of secret_env, and a password
-// in an environment repository's URL.
+// learnSecrets adds the secrets the configuration names
+// (workflow.Project.Credentials).
 func (a *app) learnSecrets(p *workflow.Project) {
-	names := append([]string{argocd.EnvAuthToken}, p.SecretEnv...)
-	for _, env := range p.Environments {
-		if env.ArgoCD.TokenEnv != "" {
-			names = append(names, env.ArgoCD.TokenEnv)
-		}
-		if env.EnvRepo.Review.TokenEnv != "" {
-			names = append(names, env.EnvRepo.Review.TokenEnv)
-		}
-		a.secrets.Add(secret.URLCredentials(env.EnvRepo.Path)...)
-	}
-	for _, n := range names {
-		v := a.io.getenv(n)
-		a.secrets.Add(v, strings.TrimSpace(v))
-	}
+	a.secrets.LearnCredentials(p.Credentials(), a.io.getenv)
 }
 
 // actor is --actor, else $USER, else the OS user name.

@@ -46,25 +46,30 @@ func Parse(raw string, minSegments int) (Repo, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return bad("not a URL: write it as https://host/owner/repo")
+		return bad("not an http(s) URL: write it as https://host/owner/repo")
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
 		return bad("the scheme must be https:// (or http:// for a forge without TLS); an ssh address is the git remote, not the forge's web address")
 	}
 	if u.User != nil {
-		return Repo{}, fmt.Errorf("%w: envrepo.review.url must not carry credentials: remove the user and password from it and name the token's variable in envrepo.review.token_env", workflow.ErrUsage)
+		return Repo{}, fmt.Errorf("%w: envrepo.review.url must not carry credentials: credentials do not belong in the address; remove the user and password from it and name the token's variable in envrepo.review.token_env", workflow.ErrUsage)
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return bad("no host: write it as https://host/owner/repo")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return bad("remove the query or fragment: write it as https://host/owner/repo")
+		return bad("no query or fragment: write it as https://host/owner/repo")
 	}
-	p := strings.Trim(u.Path, "/")
+	// One slash trimmed at each end: an empty segment (//owner/repo) is
+	// refused, not read as another address.
+	p := strings.TrimSuffix(strings.TrimPrefix(u.Path, "/"), "/")
 	p = strings.TrimSuffix(p, ".git")
+	if strings.HasSuffix(p, "/") {
+		return bad("no repository name before .git")
+	}
 	segs := strings.Split(p, "/")
 	if p == "" || len(segs) < minSegments {
-		return bad(fmt.Sprintf("the path must name the repository (%s)", strings.Repeat("segment/", max(minSegments, 1)-1)+"repo"))
+		return bad(fmt.Sprintf("the path must name the repository (%s)", strings.Repeat("group/", max(minSegments, 2)-2)+"owner/repo"))
 	}
 	for _, s := range segs {
 		if s == "" || s == "." || s == ".." {

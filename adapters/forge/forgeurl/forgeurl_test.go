@@ -1,9 +1,6 @@
 package forgeurl
 
 import (
-	"errors"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,16 +46,6 @@ func TestParseRefusesAddressesThatNameNoRepositoryOrCarryCredentials(t *testing.
 		require.Contains(t, err.Error(), want, raw)
 		require.NotContains(t, err.Error(), "s3cr3t")
 	}
-}
-
-func TestScrubKeepsTheChainAndHidesTheSecret(t *testing.T) {
-	t.Parallel()
-	err := Scrub(fmt.Errorf("proxy said: Bearer ghp_abcdef: %w", workflow.ErrNotFound), "ghp_abcdef")
-	require.ErrorIs(t, err, workflow.ErrNotFound)
-	require.False(t, strings.Contains(err.Error(), "ghp_abcdef"), err.Error())
-	plain := errors.New("nothing to hide")
-	require.Same(t, plain, Scrub(plain, "ghp_abcdef"))
-	require.NoError(t, Scrub(nil, "x"))
 }
 
 func TestHTTPClientRefusesAMissingOrEmptyCAFile(t *testing.T) {

@@ -7,14 +7,11 @@ package gitea
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -22,15 +19,13 @@ import (
 
 	sdk "code.gitea.io/sdk/gitea"
 
+	"github.com/relcap/relcap/adapters/forge/forgeurl"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
-// urlKey names the setting a repository URL comes from, in errors.
-const urlKey = "envrepo.review.url"
-
 // DefaultTimeout bounds one API request when Options.Timeout is zero.
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = forgeurl.DefaultTimeout
 
 // Options configure the adapter.
 type Options struct {
@@ -57,52 +52,22 @@ type Repo struct {
 // Web is the repository's web page.
 func (r Repo) Web() string { return r.Base + "/" + r.Owner + "/" + r.Name }
 
-// ParseRepoURL takes a repository's web address apart. Errors wrap
-// workflow.ErrUsage and name envrepo.review.url.
+// ParseRepoURL takes a repository's web address apart, as the other
+// forges do (forgeurl.Parse): a Gitea served under a sub-path keeps it in
+// Base, before owner/repo. Errors wrap workflow.ErrUsage and name
+// envrepo.review.url.
 func ParseRepoURL(raw string) (Repo, error) {
-	bad := func(why string) (Repo, error) {
-		return Repo{}, fmt.Errorf("%w: %s %q: %s (want http(s)://host[:port]/owner/repo)", workflow.ErrUsage, urlKey, redactUserinfo(raw), why)
-	}
-	if strings.TrimSpace(raw) == "" {
-		return bad("empty")
-	}
-	u, err := url.Parse(strings.TrimSpace(raw))
+	r, err := forgeurl.Parse(raw, 2)
 	if err != nil {
-		return bad("not an http(s) URL")
+		return Repo{}, err
 	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return bad("the scheme must be http or https")
-	case u.Host == "" || u.Hostname() == "":
-		return bad("no host")
-	case u.User != nil:
-		return bad("credentials do not belong in the URL: put the token in the environment variable envrepo.review.token_env names")
-	case u.RawQuery != "" || u.Fragment != "":
-		return bad("no query or fragment")
+	segs := strings.Split(r.Path, "/")
+	n := len(segs)
+	base := r.Base
+	if n > 2 {
+		base += "/" + strings.Join(segs[:n-2], "/")
 	}
-	parts := strings.Split(strings.TrimSuffix(strings.TrimPrefix(u.Path, "/"), "/"), "/")
-	if len(parts) < 2 || parts[len(parts)-1] == "" || parts[len(parts)-2] == "" {
-		return bad("the path must end in owner/repo")
-	}
-	for _, p := range parts {
-		if p == "" || p == "." || p == ".." {
-			return bad("the path has an empty, . or .. segment")
-		}
-	}
-	name := strings.TrimSuffix(parts[len(parts)-1], ".git")
-	if name == "" {
-		return bad("no repository name")
-	}
-	base := url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.Join(parts[:len(parts)-2], "/")}
-	if base.Path != "" {
-		base.Path = "/" + base.Path
-	}
-	return Repo{Base: strings.TrimSuffix(base.String(), "/"), Owner: parts[len(parts)-2], Name: name}, nil
-}
-
-// redactUserinfo drops a password from a URL shown in an error.
-func redactUserinfo(raw string) string {
-	return secret.RedactURL(strings.TrimSpace(raw))
+	return Repo{Base: base, Owner: segs[n-2], Name: segs[n-1]}, nil
 }
 
 // Adapter is one Gitea repository.
@@ -129,28 +94,10 @@ func New(o Options) (*Adapter, error) {
 	if o.Token == "" {
 		return nil, fmt.Errorf("%w: gitea %s: no API token (set the environment variable envrepo.review.token_env names)", workflow.ErrUsage, repo.Web())
 	}
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: gitea %s: envrepo.review.ca_file: %w", workflow.ErrUsage, repo.Web(), err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: gitea %s: envrepo.review.ca_file %s holds no PEM certificate", workflow.ErrUsage, repo.Web(), o.CAFile)
-		}
-		tlsCfg.RootCAs = pool
+	hc, err := forgeurl.HTTPClient(nil, o.CAFile, o.Timeout)
+	if err != nil {
+		return nil, fmt.Errorf("gitea %s: %w", repo.Web(), err)
 	}
-	timeout := o.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = tlsCfg
-	hc := &http.Client{Transport: transport, Timeout: timeout}
 	// SetGiteaVersion(""): no version probe at construction (no I/O in
 	// New); the calls used here exist in every Gitea this targets.
 	client, err := sdk.NewClient(repo.Base, sdk.SetHTTPClient(hc), sdk.SetToken(o.Token), sdk.SetGiteaVersion(""), sdk.SetUserAgent("relcap"))
@@ -199,10 +146,7 @@ func (a *Adapter) apiError(status int, msg string) error {
 
 // redact removes the token from a message, should an error ever carry it.
 func (a *Adapter) redact(s string) string {
-	if a.token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, a.token, "***")
+	return secret.NewSet(a.token).Scrub(s)
 }
 
 // OpenPullRequest returns the open pull request of req.Head into

@@ -19,6 +19,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/forge/forgeurl"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 var _ workflow.Forge = (*Adapter)(nil)
@@ -204,7 +205,7 @@ func reviewState(s string) workflow.ReviewState {
 // returns its merge commit.
 func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string) (string, error) {
 	sha, err := a.merge(ctx, number, headSHA, message)
-	return sha, forgeurl.Scrub(err, a.token)
+	return sha, secret.NewSet(a.token).ScrubError(err)
 }
 
 func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string) (string, error) {

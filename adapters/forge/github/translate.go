@@ -9,8 +9,8 @@ import (
 
 	gh "github.com/google/go-github/v92/github"
 
-	"github.com/relcap/relcap/adapters/forge/forgeurl"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // translate turns go-github's pull request into relcap's.
@@ -134,5 +134,5 @@ func (a *Adapter) fail(doing string, err error) error {
 	default:
 		out = fmt.Errorf("%s: %s: %w", a.Where(), doing, err)
 	}
-	return forgeurl.Scrub(out, a.token)
+	return secret.NewSet(a.token).ScrubError(out)
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/forge/forgeurl"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 var _ workflow.Forge = (*Adapter)(nil)
@@ -262,7 +263,7 @@ func headAt(vs []version, t time.Time) string {
 // with GitLab's message. One already merged returns its merge commit.
 func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string) (string, error) {
 	sha, err := a.merge(ctx, number, headSHA, message)
-	return sha, forgeurl.Scrub(err, a.token)
+	return sha, secret.NewSet(a.token).ScrubError(err)
 }
 
 func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string) (string, error) {

@@ -8,8 +8,8 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
-	"github.com/relcap/relcap/adapters/forge/forgeurl"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // translate turns client-go's merge request into relcap's.
@@ -148,5 +148,5 @@ func (a *Adapter) fail(doing string, err error) error {
 	default:
 		out = fmt.Errorf("%s: %s: %w", a.Where(), doing, err)
 	}
-	return forgeurl.Scrub(out, a.token)
+	return secret.NewSet(a.token).ScrubError(out)
 }

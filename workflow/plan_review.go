@@ -1,0 +1,292 @@
+package workflow
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relcap/relcap/workflow/finding"
+)
+
+// The review of a plan, in one place: the Planner reads Terraform and
+// returns PlanFacts (data, secrets masked); ReviewPlan judges them (risk
+// flags, counts, findings) and binds the plan to its inputs with
+// PlanFingerprint; StaleReasons says, at apply time, whether those inputs
+// moved.
+
+// PlanFacts are what a Planner read about one plan, translated from
+// Terraform and with every sensitive value masked, before any judgement.
+type PlanFacts struct {
+	Env              string
+	TerraformVersion string
+	Changes          []ResourceChange
+	Outputs          []OutputChange
+	Drift            []DriftedResource
+	// NoOps counts resource changes that do nothing; they are not listed
+	// (a 10,000-resource plan that touches three would bury them).
+	NoOps int
+	// Imports, Moves and Forgets are what Terraform's actions say beyond
+	// the change's Action: objects imported into the state, resources
+	// moved from another address, objects the state lets go of (counted
+	// as deletes).
+	Imports []string
+	Moves   []PlanMove
+	Forgets []string
+	// Incomplete, Errored, Deferred, Checks and Actions are what the plan
+	// says about itself (PlanSummary's fields of the same names).
+	Incomplete bool
+	Errored    bool
+	Deferred   []DeferredChange
+	Checks     []CheckResult
+	Actions    []ActionInvocation
+
+	// The rest describe a saved plan; they are empty for a plan document
+	// read without Terraform, which nothing can apply.
+	PlanFile  string
+	PlanHash  string // SHA-256 of the plan file
+	Inputs    PlanInputs
+	Author    string
+	CreatedAt time.Time
+	// Root is the Terraform root planned, and MissingLockFile the name of
+	// its dependency lock file when none is committed ("" when one is).
+	Root            string
+	MissingLockFile string
+}
+
+// PlanMove is a resource the plan moves from another address.
+type PlanMove struct {
+	Address string
+	From    string
+}
+
+// ReviewPlan is the review of a plan: its facts with counts, risk flags
+// and findings, and, for a saved plan, the fingerprint that binds the
+// plan file to the inputs it was computed from.
+func ReviewPlan(f PlanFacts, rules Classify) PlanSummary {
+	p := PlanSummary{Env: f.Env, TerraformVersion: f.TerraformVersion,
+		Changes: f.Changes, Outputs: f.Outputs, Drift: f.Drift,
+		Incomplete: f.Incomplete, Errored: f.Errored, Deferred: f.Deferred, Checks: f.Checks, Actions: f.Actions,
+		PlanFile: f.PlanFile, PlanHash: f.PlanHash, Inputs: f.Inputs, Author: f.Author, CreatedAt: f.CreatedAt}
+	if p.Changes == nil {
+		p.Changes = []ResourceChange{}
+	}
+	if f.PlanHash != "" {
+		p.Fingerprint = PlanFingerprint(f.PlanHash, f.Inputs)
+	}
+	Review(&p, rules)
+	p.Counts.NoOp += f.NoOps
+	for _, addr := range f.Imports {
+		p.Findings = append(p.Findings, finding.Finding{
+			Severity: finding.Info, Code: "plan.import", Subject: addr,
+			Message: "an existing object will be imported into the state",
+		})
+	}
+	for _, m := range f.Moves {
+		p.Findings = append(p.Findings, finding.Finding{
+			Severity: finding.Info, Code: "plan.moved", Subject: m.Address,
+			Message: "moved from " + m.From,
+		})
+	}
+	for _, addr := range f.Forgets {
+		p.Findings = append(p.Findings, finding.Finding{
+			Severity: finding.Warning, Code: "plan.forget", Subject: addr,
+			Message:    "Terraform will stop managing this object (removed from state, not destroyed); counted as a delete",
+			NextAction: "confirm who owns the object after this release",
+		})
+	}
+	if f.MissingLockFile != "" {
+		p.Findings = append(p.Findings, finding.Finding{
+			Severity: finding.Warning, Code: "plan.no-lock-file", Subject: f.Root,
+			Message:    "no dependency lock file committed (" + f.MissingLockFile + "); provider versions are not pinned",
+			NextAction: "run terraform init, then commit " + f.MissingLockFile,
+		})
+	}
+	finding.Sort(p.Findings)
+	return p
+}
+
+// Review fills in the counts, risk flags and findings of a plan whose
+// changes have been translated. Risky changes are warnings, not blockers:
+// the reviewer decides, and the approval is bound to what they saw.
+func Review(p *PlanSummary, rules Classify) {
+	p.Counts = PlanCounts{}
+	p.Findings = nil
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		c.Flags = ClassifyChange(*c, rules)
+		switch c.Action {
+		case ActionCreate:
+			p.Counts.Create++
+		case ActionUpdate:
+			p.Counts.Update++
+		case ActionDelete:
+			p.Counts.Delete++
+		case ActionReplaceDeleteFirst:
+			p.Counts.ReplaceDeleteFirst++
+		case ActionReplaceCreateFirst:
+			p.Counts.ReplaceCreateFirst++
+		case ActionRead:
+			p.Counts.Read++
+		default:
+			p.Counts.NoOp++
+		}
+		for _, f := range c.Flags {
+			p.Findings = append(p.Findings, planFinding(*c, f))
+		}
+	}
+	for _, o := range p.Outputs {
+		p.Findings = append(p.Findings, finding.Finding{
+			Severity: finding.Info, Code: "plan.output", Subject: "output." + o.Name,
+			Message: fmt.Sprintf("output will %s", o.Action),
+		})
+	}
+	reviewExtras(p)
+	finding.Sort(p.Findings)
+}
+
+func planFinding(c ResourceChange, flag string) finding.Finding {
+	f := finding.Finding{Severity: finding.Warning, Subject: c.Address}
+	switch flag {
+	case FlagDestructive:
+		f.Code = "plan.destructive"
+		f.Message = string(c.Action)
+		if len(c.ReplacePaths) > 0 {
+			f.Message += ", forced by " + strings.Join(c.ReplacePaths, ", ")
+		}
+		f.NextAction = "confirm the data or service loss is intended before approving"
+	case FlagIdentity:
+		f.Code = "plan.identity"
+		f.Message = fmt.Sprintf("%s changes identity or access (%s)", c.Action, c.Type)
+		f.NextAction = "have someone who owns access review this change"
+	case FlagDataService:
+		f.Code = "plan.data-service"
+		f.Message = fmt.Sprintf("%s touches a data service (%s)", c.Action, c.Type)
+		f.NextAction = "check backups and the data migration before approving"
+	}
+	return f
+}
+
+// planFingerprintVersion names the canonical encoding of PlanFingerprint;
+// change it if the encoding ever changes, so old and new fingerprints
+// never collide.
+const planFingerprintVersion = "relcap.plan-fingerprint.v2"
+
+// PlanFingerprint is a saved plan's identity, which approvals bind to: the
+// SHA-256 (hex) of a canonical encoding of the plan file's SHA-256 and the
+// inputs. One `name=value` line per field in a fixed order, values quoted
+// with strconv.Quote (so no value can forge a line break), var files,
+// configuration files and variables sorted by name. Plans and approvals in
+// existing ledgers are bound to these values: the encoding never changes
+// without a new planFingerprintVersion.
+func PlanFingerprint(planHash string, in PlanInputs) string {
+	var b strings.Builder
+	field := func(name, value string) {
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(strconv.Quote(value))
+		b.WriteByte('\n')
+	}
+	field("v", planFingerprintVersion)
+	field("plan_sha256", planHash)
+	field("revision", in.Revision)
+	field("dirty", strconv.FormatBool(in.Dirty))
+	field("lock_file_sha256", in.LockFileHash)
+	for _, f := range slices.Sorted(maps.Keys(in.VarFileHashes)) {
+		field("var_file "+strconv.Quote(f), in.VarFileHashes[f])
+	}
+	field("workspace", in.Workspace)
+	field("state_lineage", in.StateLineage)
+	field("state_serial", strconv.FormatInt(in.StateSerial, 10))
+	for _, f := range slices.Sorted(maps.Keys(in.ConfigFiles)) {
+		field("config_file "+strconv.Quote(f), in.ConfigFiles[f])
+	}
+	for _, n := range slices.Sorted(maps.Keys(in.EnvVars)) {
+		field("env "+n, in.EnvVars[n])
+	}
+	for _, n := range slices.Sorted(maps.Keys(in.ProviderEnv)) {
+		field("provider_env "+n, in.ProviderEnv[n])
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}
+
+// StaleReasons lists what differs between the inputs a plan was made from
+// and the current ones; empty means the plan is still current.
+func StaleReasons(planned, now PlanInputs) []string {
+	var r []string
+	if planned.Revision != now.Revision {
+		r = append(r, fmt.Sprintf("source revision moved from %s to %s", revOrNone(planned.Revision), revOrNone(now.Revision)))
+	}
+	if planned.Dirty != now.Dirty {
+		r = append(r, fmt.Sprintf("working tree dirty was %t, is %t", planned.Dirty, now.Dirty))
+	}
+	if planned.LockFileHash != now.LockFileHash {
+		r = append(r, "dependency lock file changed")
+	}
+	for f, h := range planned.VarFileHashes {
+		if now.VarFileHashes[f] != h {
+			r = append(r, "var file changed: "+f)
+		}
+	}
+	for f := range now.VarFileHashes {
+		if _, ok := planned.VarFileHashes[f]; !ok {
+			r = append(r, "var file added: "+f)
+		}
+	}
+	// Plans made before the configuration's content was bound have no
+	// ConfigFiles; their revision and dirty flag still bind them.
+	if planned.ConfigFiles != nil {
+		r = append(r, mapChanges("configuration file", planned.ConfigFiles, now.ConfigFiles)...)
+		r = append(r, mapChanges("environment variable", planned.EnvVars, now.EnvVars)...)
+	}
+	// Plans saved before provider settings were bound (nil) are not
+	// judged on them: they are still bound by everything else, and expire.
+	if planned.ProviderEnv != nil {
+		r = append(r, mapChanges("provider setting", planned.ProviderEnv, now.ProviderEnv)...)
+	}
+	if planned.Workspace != now.Workspace {
+		r = append(r, fmt.Sprintf("workspace changed from %s to %s", planned.Workspace, now.Workspace))
+	}
+	if planned.StateLineage != now.StateLineage {
+		r = append(r, "state lineage changed (a different state)")
+	} else if planned.StateSerial != now.StateSerial {
+		r = append(r, fmt.Sprintf("state moved: serial %d at plan time, %d now", planned.StateSerial, now.StateSerial))
+	}
+	sort.Strings(r)
+	return r
+}
+
+// mapChanges names what differs between two hash maps: changed, added and
+// removed keys, sorted.
+func mapChanges(what string, planned, now map[string]string) []string {
+	var r []string
+	for _, k := range sortedKeys(planned) {
+		switch h, ok := now[k]; {
+		case !ok:
+			r = append(r, what+" removed: "+k)
+		case h != planned[k]:
+			r = append(r, what+" changed: "+k)
+		}
+	}
+	for _, k := range sortedKeys(now) {
+		if _, ok := planned[k]; !ok {
+			r = append(r, what+" added: "+k)
+		}
+	}
+	return r
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
