@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/adapters/command"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
@@ -29,7 +30,7 @@ func (a *app) flowDeps(p *workflow.Project, timeout time.Duration) (workflow.Dep
 	return workflow.Deps{
 		Ownership: a.ownershipSources(p, tf), Planner: tf, Applier: tf,
 		Registry: reg, EnvRepo: repo, Convergence: argo, ConvergeTimeout: timeout,
-		Forges: a.forges(), Commands: execCommands{},
+		Forges: a.forges(), Commands: command.Runner{},
 	}, nil
 }
 
