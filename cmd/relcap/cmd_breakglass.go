@@ -2,11 +2,10 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -27,7 +26,8 @@ end captures the live drift as an environment-repo branch for review and
 removes the window. status, start and end also remove relcap's windows whose
 time box has ended (a window's schedule would open it again a year later).
 A break-glass recorded before sync windows ends by restoring its saved sync
-policy. An expired break-glass is reported by every command until ended.`,
+policy. An expired break-glass is reported by every command that records a session
+until it is ended.`,
 	}
 	cmd.AddCommand(a.breakglassStartCommand(), a.breakglassStatusCommand(), a.breakglassEndCommand())
 	return cmd
@@ -67,11 +67,7 @@ func (a *app) breakglassStartCommand() *cobra.Command {
 			if a.flags.json {
 				return a.printJSON(b)
 			}
-			fmt.Fprintf(a.io.Out, "break-glass %s: reconciliation of %s paused until %s by a %s\n", b.ID, b.App, b.ExpiresAt.UTC().Format(time.RFC3339), b.Window)
-			if b.Approver != "" {
-				fmt.Fprintf(a.io.Out, "approved by %s\n", b.Approver)
-			}
-			fmt.Fprintf(a.io.Out, "argo cd resumes automated sync and self-heal by itself then (self-heal puts Git's state back);\nend it sooner, capturing the drift for review, with: relcap breakglass end --env %s\n", b.Env)
+			plain.PrintBreakGlassStarted(a.io.Out, b)
 			return nil
 		},
 	}
@@ -103,18 +99,7 @@ func (a *app) breakglassStatusCommand() *cobra.Command {
 			if a.flags.json {
 				return a.printJSON(st)
 			}
-			left := "EXPIRED " + (-st.Left).Round(time.Second).String() + " ago"
-			if st.Left > 0 {
-				left = st.Left.Round(time.Second).String() + " left"
-			}
-			fmt.Fprintf(a.io.Out, "break-glass %s on %s by %s: %s\nreason: %s\n", st.ID, st.App, st.Actor, left, st.Reason)
-			fmt.Fprintln(a.io.Out, pauseLine(st))
-			if len(st.Drift) == 0 {
-				fmt.Fprintln(a.io.Out, "no drift: the live state matches Git")
-			}
-			for _, d := range st.Drift {
-				fmt.Fprintf(a.io.Out, "drifted: %s/%s %s/%s\n", d.Group, d.Kind, d.Namespace, d.Name)
-			}
+			plain.PrintBreakGlassStatus(a.io.Out, st)
 			return nil
 		},
 	}
@@ -143,64 +128,10 @@ func (a *app) breakglassEndCommand() *cobra.Command {
 			if a.flags.json {
 				return a.printJSON(map[string]any{"breakglass": st, "capture": change})
 			}
-			if change.Branch != "" {
-				fmt.Fprintf(a.io.Out, "captured %d drifted resource(s) on branch %s (%s) for review\n", len(st.Drift), change.Branch, workflow.ShortHash(change.Commit))
-			} else {
-				fmt.Fprintln(a.io.Out, "no drift to capture")
-			}
-			if st.Window != nil {
-				fmt.Fprintf(a.io.Out, "break-glass %s ended: its sync window is removed and argo cd reconciles %s again\n", st.ID, st.App)
-			} else {
-				fmt.Fprintf(a.io.Out, "break-glass %s ended: %s sync policy restored to %s\n", st.ID, st.App, st.SavedPolicy)
-			}
+			plain.PrintBreakGlassEnded(a.io.Out, st, change)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&env, "env", "", "environment")
 	return cmd
-}
-
-// warnExpiredBreakGlass makes an expired break-glass loud in every command
-// that has a project and a ledger, until it is ended.
-func (a *app) warnExpiredBreakGlass(cmd *cobra.Command) {
-	p, err := a.loadProject()
-	if err != nil || len(p.Environments) == 0 {
-		return
-	}
-	if !a.ledgerExists() {
-		return // no ledger yet, so no break-glass either; do not create one
-	}
-	q, err := a.records(cmd.Context())
-	if err != nil {
-		return
-	}
-	expired, err := q.ExpiredBreakGlass(cmd.Context())
-	if err != nil {
-		return
-	}
-	for _, b := range expired {
-		ago := a.clock.Now().Sub(b.ExpiresAt).Round(time.Second)
-		if b.SelfEnding() {
-			fmt.Fprintf(a.io.Err, "WARNING: break-glass %s in %s expired %s ago: argo cd resumed reconciling %s when its window closed; capture what drift is left and close the record with: relcap breakglass end --env %s\n",
-				b.ID, b.Env, ago, b.App, b.Env)
-			continue
-		}
-		fmt.Fprintf(a.io.Err, "WARNING: break-glass %s in %s expired %s ago and %s is still not reconciling: relcap breakglass end --env %s\n",
-			b.ID, b.Env, ago, b.App, b.Env)
-	}
-}
-
-// pauseLine says what holds a break-glass's pause now.
-func pauseLine(st workflow.BreakGlassStatus) string {
-	switch {
-	case st.Window == nil:
-		return fmt.Sprintf("paused: automated sync is off until end restores %s", st.SavedPolicy)
-	case st.WindowRemoved:
-		return "not paused: the sync window closed and relcap removed it; argo cd reconciles again"
-	case st.Held == nil:
-		return fmt.Sprintf("NOT PAUSED: the %s is gone from the project (removed by hand?); argo cd reconciles again", st.Window)
-	case st.Held.Active:
-		return fmt.Sprintf("paused by the %s, active", st.Held)
-	}
-	return fmt.Sprintf("not paused: the %s has closed; argo cd reconciles again", st.Held)
 }

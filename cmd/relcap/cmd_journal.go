@@ -1,17 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -63,21 +60,9 @@ func (a *app) journalListCommand() *cobra.Command {
 				fmt.Fprintln(a.io.Err, "no sessions yet: state-changing commands (effort log, plan, approve, release…) open one")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tSTARTED (UTC)\tACTOR\tCOMMAND\tRELEASE\tENTRIES")
-			for _, s := range sessions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.ID, s.StartedAt.UTC().Format("2006-01-02 15:04:05"), s.Actor, s.Command, dash(s.ReleaseID), s.Entries)
-			}
-			return tw.Flush()
+			return plain.PrintSessions(a.io.Out, sessions)
 		},
 	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func (a *app) journalShowCommand() *cobra.Command {
@@ -104,27 +89,9 @@ func (a *app) journalShowCommand() *cobra.Command {
 			if from == workflow.JournalFromLedger {
 				fmt.Fprintf(a.io.Err, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", args[0], path)
 			}
-			if a.flags.json {
-				enc := json.NewEncoder(a.io.Out)
-				for _, e := range entries {
-					if err := enc.Encode(e); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			for _, e := range entries {
-				fmt.Fprintf(a.io.Out, "%4d  %s  %-10s %-20s %s\n", e.Seq, e.Time.UTC().Format(time.RFC3339), e.Actor, e.Kind, e.Data)
-			}
-			return nil
+			return plain.PrintJournalEntries(a.io.Out, entries, a.flags.json)
 		},
 	}
-}
-
-// verifyResult is one session's verification, as --json prints it.
-type verifyResult struct {
-	workflow.SessionVerification
-	Path string `json:"path"`
 }
 
 func (a *app) journalVerifyCommand() *cobra.Command {
@@ -179,46 +146,27 @@ signatures and anchors are not checked, and it says so.`,
 			if err != nil {
 				return err
 			}
-			results := make([]verifyResult, 0, len(checked.Sessions))
+			results := make([]plain.VerifiedSession, 0, len(checked.Sessions))
 			var bad []string
 			for _, v := range checked.Sessions {
 				if !v.Intact {
 					bad = append(bad, v.Session)
 				}
-				results = append(results, verifyResult{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
+				results = append(results, plain.VerifiedSession{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
 			}
 			if a.flags.json {
 				if err := a.printJSON(results); err != nil {
 					return err
 				}
 			} else {
-				a.printVerification(results, checked.Unprotected)
-			}
-			if checked.OtherLedgers > 0 {
-				fmt.Fprintf(a.io.Err, "note: %s also anchors %d session(s) of other ledgers (their signed heads say which); verify them with those ledgers (--ledger), or one by ID here\n",
-					checked.Anchor, checked.OtherLedgers)
-			}
-			if checked.OtherLedgerJournals > 0 {
-				fmt.Fprintf(a.io.Err, "note: %s also holds the journals of %d session(s) of other ledgers (their journals say which); verify them with those ledgers (--ledger)\n",
-					dir, checked.OtherLedgerJournals)
-			}
-			for _, u := range checked.Unchecked {
-				fmt.Fprintf(a.io.Err, "warning  %s\n", u)
-			}
-			if checked.Unprotected != "" {
-				fmt.Fprintf(a.io.Err, "warning  %s\n", checked.Unprotected)
+				plain.PrintVerification(a.io.Out, a.io.Err, results, checked.Unprotected)
 			}
 			tampered := a.io.Out
 			if a.flags.json {
 				tampered = a.io.Err // stdout stays one JSON document
 			}
-			for _, t := range checked.AnchorTampered {
-				fmt.Fprintf(tampered, "TAMPERED %s: %s\n", checked.Anchor, t)
-			}
+			plain.PrintVerificationNotes(a.io.Err, tampered, checked, dir)
 			anchorErr := checked.AnchorError
-			if anchorErr != nil && errors.Is(anchorErr, workflow.ErrTampered) {
-				fmt.Fprintf(tampered, "TAMPERED %s: %v\n", checked.Anchor, anchorErr)
-			}
 			if len(bad) > 0 {
 				fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
 				return errSilent{exitBlocked}
@@ -232,52 +180,4 @@ signatures and anchors are not checked, and it says so.`,
 			return nil
 		},
 	}
-}
-
-// printVerification prints one line per session on stdout (ok or
-// TAMPERED, with each failed check) and the warnings on stderr, but for
-// once, which is said once for all.
-func (a *app) printVerification(results []verifyResult, once string) {
-	for _, r := range results {
-		where, from := r.Path, ""
-		if r.Journal == workflow.JournalFromLedger {
-			where, from = "the ledger's copy", "  (from the ledger's copy: the journal file is not on this machine)"
-		}
-		if r.Intact {
-			fmt.Fprintf(a.io.Out, "ok       %s  %d entries%s\n", r.Session, r.Entries, from)
-		} else {
-			fmt.Fprintf(a.io.Out, "TAMPERED %s  %s: %s\n", r.Session, where, r.Problem)
-			for _, f := range r.Failed {
-				// The headline already says the first problem.
-				if _, detail, _ := strings.Cut(f, ": "); r.Problem != nil && (f == r.Problem.Reason || detail == r.Problem.String()) {
-					continue
-				}
-				fmt.Fprintf(a.io.Out, "         failed %s\n", f)
-			}
-		}
-		v := r.SessionVerification
-		v.Warnings = slices.DeleteFunc(slices.Clone(v.Warnings), func(w string) bool { return w == once }) // said once, below
-		if w := verifyWarning(v); w != "" {
-			fmt.Fprintf(a.io.Err, "warning  %s  %s\n", r.Session, w)
-		}
-	}
-	if len(results) == 0 {
-		fmt.Fprintln(a.io.Err, "no sessions to verify")
-	}
-}
-
-// verifyWarning is one line of what could not be vouched for: unsigned,
-// unanchored, unchecked; "" for nothing.
-func verifyWarning(v workflow.SessionVerification) string {
-	if v.Unsigned != "" && v.Unsigned == v.Unanchored {
-		// Never sealed: one reason for both.
-		w := "unsigned and not anchored: " + v.Unsigned
-		for _, x := range v.Warnings {
-			if !strings.HasPrefix(x, "unsigned: ") && !strings.HasPrefix(x, "not anchored: ") {
-				w += "; " + x
-			}
-		}
-		return w
-	}
-	return strings.Join(v.Warnings, "; ")
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/report"
 )
@@ -171,65 +169,25 @@ func (a *app) verifyMigration(cmd *cobra.Command, src, dst *store.Ledger, dir st
 	if err != nil {
 		return nil, err
 	}
-	deps := func(l *store.Ledger) workflow.Deps {
-		d := workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}}
-		if project.People != "" {
-			d.Verifier = signing.NewProtectedVerifier(project.People)
-		}
-		d.Anchor, _ = a.journalAnchor(project)
-		return d
-	}
-	before, err := workflow.NewRecords(deps(src))
+	before, err := a.recordsOf(project, src, dir)
 	if err != nil {
 		return nil, err
 	}
-	after, err := workflow.NewRecords(deps(dst))
+	after, err := a.recordsOf(project, dst, dir)
 	if err != nil {
 		return nil, err
 	}
-	var problems []string
 	if res.Journals, err = workflow.VerifyMoved(ctx, before, after, res.Migration.Sessions); err != nil {
 		return nil, err
 	}
-	for _, s := range res.Journals {
-		if !s.Same {
-			problems = append(problems, fmt.Sprintf("session %s verifies differently (before: %s, after: %s)", s.Session, verdict(s.Before), verdict(s.After)))
-		}
-	}
-
 	o := report.Options{Now: a.clock.Now(), ProdEnv: "prod"}
-	if n := len(project.Environments); n > 0 {
-		o.ProdEnv = project.Environments[n-1].Name
-		o.BaselineHoursPerRelease = project.Effort.BaselineHoursPerRelease
+	if len(project.Environments) > 0 {
+		o.ProdEnv, o.BaselineHoursPerRelease = project.ProdEnv(), project.Effort.BaselineHoursPerRelease
 	}
-	var docs [2][]byte
-	for i, l := range []*store.Ledger{src, dst} {
-		e, err := report.EffortOfReleases(ctx, l, res.Migration.Releases, o)
-		if err != nil {
-			return nil, err
-		}
-		if docs[i], err = json.Marshal(e); err != nil {
-			return nil, err
-		}
+	if res.EffortSame, err = report.SameEffort(ctx, src, dst, res.Migration.Releases, o); err != nil {
+		return nil, err
 	}
-	res.EffortSame = bytes.Equal(docs[0], docs[1])
-	if !res.EffortSame {
-		problems = append(problems, "the effort report over the migrated releases differs between the two ledgers")
-	}
-	return problems, nil
-}
-
-// verdict is a session verification in a word or a problem.
-func verdict(v workflow.SessionVerification) string {
-	switch {
-	case v.Session == "":
-		return "not found"
-	case v.Intact:
-		return "intact"
-	case len(v.Failed) > 0:
-		return "failed " + strings.Join(v.Failed, ", ")
-	}
-	return "failed"
+	return plain.MovedProblems(res.Journals, res.EffortSame), nil
 }
 
 // printMigration prints the summary table and the verification.

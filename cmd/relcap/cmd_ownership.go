@@ -67,10 +67,7 @@ func (a *app) ownershipCheck(ctx context.Context, env string) error {
 	if errors.As(err, &cerr) {
 		// A malformed ownership map (or relcap.yaml) is reported the way
 		// relcap validate does: every problem as file:line:col.
-		for _, pr := range cerr.Problems {
-			fmt.Fprintln(a.io.Err, pr.String())
-		}
-		fmt.Fprintf(a.io.Err, "%d problem(s): fix them and run relcap ownership check again\n", len(cerr.Problems))
+		plain.PrintProblems(a.io.Err, cerr.Problems, "relcap ownership check")
 		return errSilent{exitUsage}
 	}
 	if err != nil {

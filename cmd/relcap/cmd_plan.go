@@ -97,14 +97,8 @@ CI job uploads) without running Terraform, and belongs to no release.`,
 			if perr := plain.PrintPlan(a.io.Out, out.Plan); perr != nil {
 				return perr
 			}
-			switch {
-			case out.Refused != "":
-				fmt.Fprintf(a.io.Out, "\nRelease %s cannot apply this plan: %s\n", out.Release.ID, out.Refused)
+			if plain.PrintPlanOutcome(a.io.Out, out) {
 				return errSilent{code: exitBlocked}
-			case out.Waiting != "":
-				fmt.Fprintf(a.io.Out, "\nRelease %s waits: %s\nThen: relcap apply --plan %s\n", out.Release.ID, out.Waiting, out.Plan.Fingerprint)
-			case out.Plan.HasChanges():
-				fmt.Fprintf(a.io.Out, "\nNext: relcap apply --plan %s\n", out.Plan.Fingerprint)
 			}
 			return nil
 		},
@@ -242,32 +236,9 @@ people file when it is used.`,
 				return err
 			}
 			if a.flags.json {
-				// The statement is what the signature covers: with it,
-				// ssh-keygen -Y verify checks the approval by hand.
-				return a.printJSON(map[string]any{"approval": approval, "statement": string(approval.Statement()),
-					"counted": len(check.Counted), "required": check.Required, "satisfied": check.Satisfied(), "warnings": check.Warnings})
+				return a.printJSON(plain.ApprovalDocument(approval, check))
 			}
-			for _, w := range check.Warnings {
-				fmt.Fprintln(a.io.Err, "warning: "+w)
-			}
-			if approval.Kind == workflow.ApproveBreakGlass {
-				fmt.Fprintf(a.io.Out, "approved breakglass of %s by %s for up to %s\n", approval.Subject, approval.Approver, workflow.ShortDuration(approval.TimeBox))
-			} else {
-				fmt.Fprintf(a.io.Out, "approved %s %s by %s (%d of %d required)\n", approval.Kind, approval.Subject, approval.Approver, len(check.Counted), check.Required)
-			}
-			if approval.Signature.IsZero() {
-				fmt.Fprintln(a.io.Out, "  unsigned: this environment takes unsigned approvals")
-			} else {
-				fmt.Fprintf(a.io.Out, "  signed by %s with %s\n", approval.Approver, approval.Signature.Key)
-			}
-			if approval.Kind == workflow.ApproveBreakGlass {
-				fmt.Fprintf(a.io.Out, "  for one break-glass, started by someone else before %s:\n  relcap breakglass start --env %s --ttl %s --approver %s --reason TEXT\n",
-					approval.At.Add(workflow.BreakGlassApprovalValidity).UTC().Format(time.RFC3339), approval.Env, workflow.ShortDuration(approval.TimeBox), approval.Approver)
-				return nil
-			}
-			for who, why := range check.Ignored {
-				fmt.Fprintf(a.io.Out, "  not counted: %s: %s\n", who, why)
-			}
+			plain.PrintApproval(a.io.Out, a.io.Err, approval, check)
 			return nil
 		},
 	}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -84,15 +82,7 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 			if err != nil {
 				return err
 			}
-			// The watch's own timeout is the longest phase's, so that the
-			// phase's bound is what ends a drill that is not detected.
-			watchTimeout := timeout
-			if watchTimeout == 0 {
-				for _, e := range p.Environments {
-					watchTimeout = max(watchTimeout, e.Rehearsal.PhaseTimeout())
-				}
-			}
-			svc, journal, err := a.flowService(ctx, "rehearse", "", watchTimeout)
+			svc, journal, err := a.flowService(ctx, "rehearse", "", p.RehearsalWatchTimeout(timeout))
 			if err != nil {
 				return err
 			}
@@ -116,35 +106,13 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 			switch {
 			case resume != "":
 				rh, err := svc.ResumeRehearsal(ctx, resume, sink)
-				records, runErr = appendRecord(records, rh), err
+				records, runErr = workflow.AppendRehearsal(records, rh), err
 			case cleanup != "":
 				rh, err := svc.CleanupRehearsal(ctx, cleanup, sink)
-				records, runErr = appendRecord(records, rh), err
+				records, runErr = workflow.AppendRehearsal(records, rh), err
 			default:
-				for _, d := range drills {
-					rh, err := svc.Rehearse(ctx, workflow.RehearseRequest{Env: env, Drill: d, IKnow: iKnow, Timeout: timeout}, sink)
-					records = appendRecord(records, rh)
-					if err != nil && all && rh == nil && errors.Is(err, workflow.ErrUsage) {
-						// Not runnable here (not configured):
-						// said, and counted against the run, but the
-						// other drills still run.
-						fmt.Fprintf(a.io.Err, "rehearse %s in %s: not run: %v\n", d, env, err)
-						notRun = errors.Join(notRun, fmt.Errorf("%s not run: %w", d, err))
-						continue
-					}
-					if err != nil && all && rh != nil && rh.State == workflow.RehearsalStateAbandoned && errors.Is(err, workflow.ErrBlocked) {
-						// Refused before it changed anything (failed-apply
-						// on a root with pending changes): it left nothing
-						// behind, so the other drills still run.
-						fmt.Fprintf(a.io.Err, "rehearse %s in %s: refused: %v\n", d, env, err)
-						notRun = errors.Join(notRun, fmt.Errorf("%s refused: %w", d, err))
-						continue
-					}
-					if err != nil {
-						runErr = errors.Join(runErr, err)
-						break
-					}
-				}
+				records, runErr, notRun = svc.RehearseDrills(ctx, workflow.RehearseDrillsRequest{Env: env, Drills: drills, All: all, IKnow: iKnow, Timeout: timeout,
+					Skipped: func(s workflow.DrillSkipped) { plain.PrintDrillSkipped(a.io.Err, s) }}, sink)
 			}
 			return a.rehearseOutcome(records, runErr, notRun, cleanup != "")
 		},
@@ -166,21 +134,16 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 // then drills that could not run here.
 func (a *app) rehearseOutcome(records []*workflow.Rehearsal, runErr, notRun error, cleanedUp bool) error {
 	if a.flags.json {
-		if err := writeJSON(a.io.Out, records); err != nil {
+		if err := a.printJSON(records); err != nil {
 			return err
 		}
 	} else {
 		for _, rh := range records {
-			printRehearsal(a.io.Out, rh)
+			plain.PrintRehearsal(a.io.Out, rh)
 		}
 	}
 	if runErr != nil {
-		for _, rh := range records {
-			if !rh.State.Done() {
-				fmt.Fprintf(a.io.Err, "rehearsal %s stopped at phase %s; continue with: relcap rehearse --resume %s, or undo with: relcap rehearse --cleanup %s\n",
-					rh.ID, rh.Phase, rh.ID, rh.ID)
-			}
-		}
+		plain.PrintRehearsalsStopped(a.io.Err, records)
 		return runErr
 	}
 	if cleanedUp {
@@ -188,7 +151,7 @@ func (a *app) rehearseOutcome(records []*workflow.Rehearsal, runErr, notRun erro
 		// record printed above, and counts as no pass.
 		return nil
 	}
-	if err := rehearsalOutcome(records); err != nil {
+	if err := workflow.RehearsalOutcome(records); err != nil {
 		// A failed drill (4) says more than one that did not run.
 		if notRun != nil {
 			fmt.Fprintf(a.io.Err, "also: %v\n", notRun)
@@ -243,23 +206,9 @@ func (a *app) rehearseListCommand() *cobra.Command {
 				return err
 			}
 			if a.flags.json {
-				return writeJSON(a.io.Out, rs)
+				return a.printJSON(rs)
 			}
-			if len(rs) == 0 {
-				fmt.Fprintln(a.io.Out, "no rehearsals yet: relcap rehearse --env ENV --all")
-				return nil
-			}
-			for _, rh := range rs {
-				ttd, ttr := "-", "-"
-				if d, ok := rh.TimeToDetect(); ok {
-					ttd = d.Round(time.Second).String()
-				}
-				if d, ok := rh.TimeToRecover(); ok {
-					ttr = d.Round(time.Second).String()
-				}
-				fmt.Fprintf(a.io.Out, "%s  %-10s %-27s %-9s detect %-6s recover %-6s %s\n",
-					rh.StartedAt.UTC().Format(time.RFC3339), rh.Env, rh.Drill, rh.State, ttd, ttr, rh.ID)
-			}
+			plain.PrintRehearsalList(a.io.Out, rs)
 			return nil
 		},
 	}
@@ -273,98 +222,10 @@ func (a *app) rehearsalSink() workflow.EventSink {
 	return plain.New(a.io.Err, false).WithToolOutput(a.io.Err).Event
 }
 
-func appendRecord(rs []*workflow.Rehearsal, rh *workflow.Rehearsal) []*workflow.Rehearsal {
-	if rh == nil {
-		return rs
-	}
-	return append(rs, rh)
-}
-
-// rehearsalOutcome is nil when every drill passed, else an error for the
-// exit code: a failed drill is "not converged" (4), an abandoned one
-// blocked (3).
-func rehearsalOutcome(rs []*workflow.Rehearsal) error {
-	var failed, abandoned []string
-	for _, rh := range rs {
-		switch rh.State {
-		case workflow.RehearsalStateFailed:
-			failed = append(failed, fmt.Sprintf("%s (%s): %s", rh.Drill, rh.ID, rh.Failure))
-		case workflow.RehearsalStateAbandoned:
-			abandoned = append(abandoned, fmt.Sprintf("%s (%s)", rh.Drill, rh.ID))
-		}
-	}
-	switch {
-	case len(failed) > 0:
-		return fmt.Errorf("%w: drill failed: %s", workflow.ErrNotConverged, strings.Join(failed, "; "))
-	case len(abandoned) > 0:
-		return fmt.Errorf("%w: rehearsal abandoned, so it proves nothing: %s", workflow.ErrBlocked, strings.Join(abandoned, ", "))
-	}
-	return nil
-}
-
-func printRehearsal(w io.Writer, rh *workflow.Rehearsal) {
-	fmt.Fprintf(w, "\nrehearsal %s: %s in %s: %s\n", rh.ID, rh.Drill, rh.Env, strings.ToUpper(string(rh.State)))
-	at := func(t time.Time) string { return t.UTC().Format("15:04:05") }
-	failedApply := rh.Drill == workflow.DrillFailedApply
-	switch {
-	case failedApply:
-		fmt.Fprintf(w, "  baseline    %s  Terraform root at revision %s, %d resource(s) in its state; scratch copy %s\n", at(rh.StartedAt), orNone(workflow.ShortHash(rh.Baseline.Revision)), len(rh.Baseline.Resources), orNone(rh.ScratchDir))
-	default:
-		fmt.Fprintf(w, "  baseline    %s  release %s running %s at %s\n", at(rh.StartedAt), rh.Baseline.ReleaseID, rh.Baseline.Digest.Short(), workflow.ShortHash(rh.Baseline.EnvCommit))
-	}
-	switch {
-	case rh.InjectedAt.IsZero():
-	case failedApply:
-		fmt.Fprintf(w, "  injected    %s  applying plan %s in the scratch copy\n", at(rh.InjectedAt), workflow.ShortHash(rh.DrillPlan))
-	default:
-		fmt.Fprintf(w, "  injected    %s  release %s\n", at(rh.InjectedAt), rh.DrillRelease)
-	}
-	if d, ok := rh.TimeToDetect(); ok {
-		named := string(rh.Detected)
-		if named == "" {
-			named = "nothing"
-		}
-		fmt.Fprintf(w, "  detected    %s  %s after %s (expected %s)\n", at(rh.DetectedAt), named, d.Round(time.Second), rh.Expected)
-	}
-	if d, ok := rh.TimeToRecover(); ok && failedApply {
-		fmt.Fprintf(w, "  recovered   %s  plan %s applied: the scratch state holds its %d baseline resource(s) again, after %s\n", at(rh.RecoveredAt), workflow.ShortHash(rh.RecoveryPlan), len(rh.Baseline.Resources), d.Round(time.Second))
-	} else if ok {
-		fmt.Fprintf(w, "  recovered   %s  release %s back on %s after %s\n", at(rh.RecoveredAt), rh.RecoveryRelease, rh.Baseline.Digest.Short(), d.Round(time.Second))
-	} else if rh.RecoveryPlan != "" {
-		fmt.Fprintf(w, "  recovering  plan %s\n", workflow.ShortHash(rh.RecoveryPlan))
-	} else if rh.RecoveryRelease != "" {
-		fmt.Fprintf(w, "  recovering  release %s\n", rh.RecoveryRelease)
-	}
-	for _, ans := range []workflow.Answer{rh.IntendedRevision, rh.ActualArtifact, rh.ControllerStatus, rh.NextSafeAction} {
-		if ans.Shown != "" {
-			fmt.Fprintf(w, "  %s\n", ans.Shown)
-		}
-	}
-	if rh.ProductionOverride != "" {
-		fmt.Fprintf(w, "  production, with --i-know: %s\n", rh.ProductionOverride)
-	}
-	if rh.Failure != "" {
-		fmt.Fprintf(w, "  why: %s\n", rh.Failure)
-	}
-}
-
 func drillNames() string {
 	names := make([]string, len(workflow.AllDrills))
 	for i, d := range workflow.AllDrills {
 		names[i] = string(d)
 	}
 	return strings.Join(names, ", ")
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }

@@ -64,24 +64,8 @@ func (a *app) runRelease(ctx context.Context, svc *workflow.Service, id string) 
 	if final == nil || a.flags.json {
 		return err
 	}
-	switch {
-	case err == nil && final.Status == workflow.ReleaseConverged:
-		fmt.Fprintf(a.io.Out, "\nrelease %s converged in %s: %s running %s\n", final.ID, final.Env, workflow.ShortHash(final.Checkpoints.EnvCommit), final.Checkpoints.Digest)
-	case err == nil:
-		fmt.Fprintf(a.io.Out, "\nrelease %s: %s; continue with relcap converge --env %s (or relcap resume %s)\n", final.ID, final.Status, final.Env, final.ID)
-	case errors.Is(err, workflow.ErrBlocked):
-		fmt.Fprintf(a.io.Err, "\nrelease %s is waiting (%s): %s\nwhen that is done: relcap resume %s\n", final.ID, final.Status, stepMessage(final), final.ID)
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(a.io.Err, "\nrelease %s interrupted; nothing completed is lost: relcap resume %s\n", final.ID, final.ID)
-	}
+	plain.PrintReleaseOutcome(a.io.Out, a.io.Err, final, err)
 	return err
-}
-
-func stepMessage(r *workflow.Release) string {
-	if k, ok := r.Current(); ok {
-		return r.Step(k).Message
-	}
-	return ""
 }
 
 func (a *app) releaseCommand() *cobra.Command {

@@ -141,8 +141,8 @@ func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
 			opts.BaselineHoursPerRelease = p.Effort.BaselineHoursPerRelease
 			opts.BaselineSource = "effort.baseline_hours_per_release in " + p.File
 		}
-		if n := len(p.Environments); n > 0 {
-			opts.ProdEnv = p.Environments[n-1].Name
+		if prod := p.ProdEnv(); prod != "" {
+			opts.ProdEnv = prod
 		}
 		if opts.Env != "" {
 			if _, err := p.Env(opts.Env); err != nil {

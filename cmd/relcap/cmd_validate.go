@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/adapters/signing"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow/config"
 )
 
@@ -29,10 +29,7 @@ anything is wrong.`,
 				if a.flags.json {
 					_ = a.printJSON(map[string]any{"valid": false, "problems": cerr.Problems})
 				} else {
-					for _, p := range cerr.Problems {
-						fmt.Fprintln(a.io.Err, p.String())
-					}
-					fmt.Fprintf(a.io.Err, "%d problem(s): fix them and run relcap validate again\n", len(cerr.Problems))
+					plain.PrintProblems(a.io.Err, cerr.Problems, "relcap validate")
 				}
 				return errSilent{exitUsage}
 			}
@@ -44,44 +41,17 @@ anything is wrong.`,
 				if a.flags.json {
 					_ = a.printJSON(map[string]any{"valid": false, "problems": problems})
 				} else {
-					for _, msg := range problems {
-						fmt.Fprintln(a.io.Err, msg)
-					}
-					fmt.Fprintf(a.io.Err, "%d problem(s): fix them and run relcap validate again\n", len(problems))
+					plain.PrintProblems(a.io.Err, problems, "relcap validate")
 				}
 				return errSilent{exitUsage}
 			}
 			if a.flags.json {
-				out := map[string]any{"valid": true, "file": p.File, "app": p.App,
-					"environments": len(p.Environments), "ownership_rules": len(p.Ownership.Rules), "handoffs": len(p.Ownership.Handoffs)}
-				if p.People != "" {
-					out["people"] = len(people)
-				}
-				return a.printJSON(out)
+				return a.printJSON(plain.ValidDocument(p, len(people)))
 			}
-			names := ""
-			for i, e := range p.Environments {
-				if i > 0 {
-					names += " → "
-				}
-				names += e.Name
-			}
-			fmt.Fprintf(a.io.Out, "ok: %s: app %s, environments %s\n", rel(p.File), p.App, names)
-			fmt.Fprintf(a.io.Out, "ok: %s: %d rule(s), %d hand-off(s)\n", rel(p.OwnershipFile), len(p.Ownership.Rules), len(p.Ownership.Handoffs))
-			if p.People != "" {
-				fmt.Fprintf(a.io.Out, "ok: %s: %d principal(s)\n", rel(p.People), len(people))
-			}
+			plain.PrintValid(a.io.Out, p, len(people))
 			return nil
 		},
 	}
-}
-
-// rel shortens a path to the working directory when it is below it.
-func rel(path string) string {
-	if r, err := filepath.Rel(".", path); err == nil && !filepath.IsAbs(r) && len(r) < len(path) && r[0] != '.' {
-		return r
-	}
-	return path
 }
 
 // peopleFileProblems reads the people file at path, when the project names
@@ -93,15 +63,15 @@ func peopleFileProblems(path string) (principals []string, problems []string) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, []string{fmt.Sprintf("%s: cannot read the people file: %v", rel(path), err)}
+		return nil, []string{fmt.Sprintf("%s: cannot read the people file: %v", plain.Rel(path), err)}
 	}
-	for _, err := range signing.CheckAllowedSigners(rel(path), data) {
+	for _, err := range signing.CheckAllowedSigners(plain.Rel(path), data) {
 		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	people, err := signing.ParseAllowedSigners(rel(path), data)
+	people, err := signing.ParseAllowedSigners(plain.Rel(path), data)
 	if err != nil {
 		return nil, []string{err.Error()}
 	}

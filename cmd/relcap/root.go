@@ -67,6 +67,8 @@ type app struct {
 	// command time counts as effort (cmd/relcap/effort_command.go).
 	started  time.Time
 	measured []measuredCommand
+	// warnedBreakGlass: an expired break-glass was looked for already.
+	warnedBreakGlass bool
 }
 
 // run builds the command tree, executes it and maps the outcome to an exit
@@ -154,12 +156,6 @@ with every decision journaled and the staff time it cost measured.`,
 			}
 			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
 				a.flags.noColor = true
-			}
-			switch cmd.Name() {
-			case "version", "validate", "demo":
-				// demo builds its own sandbox and ledger
-			default:
-				a.warnExpiredBreakGlass(cmd)
 			}
 			return nil
 		},

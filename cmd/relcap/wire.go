@@ -8,6 +8,7 @@ import (
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/report"
@@ -63,6 +64,7 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	if err != nil {
 		return nil, nil, err
 	}
+	a.warnExpiredBreakGlass(ctx, svc)
 	return svc, journal, nil
 }
 
@@ -87,6 +89,12 @@ func (a *app) records(ctx context.Context) (*workflow.Records, error) {
 	if err != nil {
 		return nil, err
 	}
+	return a.recordsOf(project, l, dir)
+}
+
+// recordsOf wires the read-only queries over ledger l, whose journals are
+// in dir: the people file's verifier and the journal anchor check them.
+func (a *app) recordsOf(project *workflow.Project, l *store.Ledger, dir string) (*workflow.Records, error) {
 	d := workflow.Deps{Project: project, Ledger: l, Clock: a.clock, Sessions: store.SessionFiles{Dir: dir}}
 	if project.People != "" {
 		d.Verifier = signing.NewProtectedVerifier(project.People)
@@ -108,4 +116,17 @@ func (a *app) argoCD(p *workflow.Project) *argocd.Pool {
 // ledger.
 func (a *app) reports(p *workflow.Project) report.Reporter {
 	return report.Reporter{Project: p, Source: a.ledger, Clock: a.clock}
+}
+
+// warnExpiredBreakGlass makes an expired break-glass loud, once, in every
+// command that records a session (its ledger is open already), until it
+// is ended.
+func (a *app) warnExpiredBreakGlass(ctx context.Context, svc *workflow.Service) {
+	if a.warnedBreakGlass {
+		return
+	}
+	a.warnedBreakGlass = true
+	if expired, err := svc.ExpiredBreakGlass(ctx); err == nil {
+		plain.WarnExpiredBreakGlass(a.io.Err, expired, a.clock.Now())
+	}
 }
