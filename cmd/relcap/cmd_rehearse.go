@@ -16,10 +16,19 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-func (a *app) rehearseCommand() *cobra.Command {
-	var env, drill, iKnow, resume, cleanup string
-	var all bool
-	var timeout time.Duration
+// rehearseOptions are relcap rehearse's flags: drills to run in an
+// environment, or one rehearsal to resume or clean up.
+type rehearseOptions struct {
+	f                                  *app
+	Env, Drill, IKnow, Resume, Cleanup string
+	All                                bool
+	Timeout                            time.Duration
+	// Drills are --drill's or --all's, parsed.
+	Drills []workflow.Drill
+}
+
+func newCmdRehearse(f *app, runF func(context.Context, *rehearseOptions) error) *cobra.Command {
+	opts := &rehearseOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "rehearse --env ENV (--drill NAME | --all) | --resume ID | --cleanup ID",
 		Short: "Run recovery drills: inject a failure through relcap's own paths, detect it, recover",
@@ -51,9 +60,9 @@ configured). --cleanup exits 0 once the environment is back where the drill
 found it (the drill itself stays abandoned: it proves nothing).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+			drill, all := opts.Drill, opts.All
 			modes := 0
-			for _, set := range []bool{drill != "" || all, resume != "", cleanup != ""} {
+			for _, set := range []bool{drill != "" || all, opts.Resume != "", opts.Cleanup != ""} {
 				if set {
 					modes++
 				}
@@ -63,69 +72,76 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 				return usageError{errors.New("rehearse wants one of --env ENV --drill NAME, --env ENV --all, --resume ID or --cleanup ID")}
 			case drill != "" && all:
 				return usageError{errors.New("rehearse takes --drill NAME or --all, not both")}
-			case (drill != "" || all) && env == "":
+			case (drill != "" || all) && opts.Env == "":
 				return usageError{errors.New("rehearse wants --env ENV")}
-			case timeout < 0:
+			case opts.Timeout < 0:
 				return usageError{errors.New("--timeout must be positive")}
 			}
-			var drills []workflow.Drill
+			opts.Drills = nil
 			if drill != "" {
 				d, err := workflow.ParseDrill(drill)
 				if err != nil {
 					return err
 				}
-				drills = []workflow.Drill{d}
+				opts.Drills = []workflow.Drill{d}
 			} else if all {
-				drills = workflow.AllDrills
+				opts.Drills = workflow.AllDrills
 			}
-			p, err := a.loadProject()
-			if err != nil {
-				return err
-			}
-			svc, journal, err := a.flowService(ctx, "rehearse", "", p.RehearsalWatchTimeout(timeout))
-			if err != nil {
-				return err
-			}
-			if a.useCockpit() && cleanup == "" {
-				// At a terminal the rehearsal screen guides the captain
-				// through the same drills; --cleanup stays a command.
-				o, err := a.rehearsalScreen(ctx, svc, journal, rehearse.Request{Env: env, Drills: drills, IKnow: iKnow, Timeout: timeout, Resume: resume})
-				if err != nil {
-					return err
-				}
-				return a.rehearseOutcome(o.Records, o.RunErr, o.NotRun, false)
-			}
-			// Masked line by line: a secret split across two of a
-			// tool's writes is still caught.
-			toolOut, flushToolOut := workflow.ScrubbedLines(a.io.Err, a.secrets)
-			defer flushToolOut()
-			ctx = workflow.WithToolOutput(ctx, toolOut)
-			sink := a.rehearsalSink()
-			var records []*workflow.Rehearsal
-			var runErr, notRun error
-			switch {
-			case resume != "":
-				rh, err := svc.ResumeRehearsal(ctx, resume, sink)
-				records, runErr = workflow.AppendRehearsal(records, rh), err
-			case cleanup != "":
-				rh, err := svc.CleanupRehearsal(ctx, cleanup, sink)
-				records, runErr = workflow.AppendRehearsal(records, rh), err
-			default:
-				records, runErr, notRun = svc.RehearseDrills(ctx, workflow.RehearseDrillsRequest{Env: env, Drills: drills, All: all, IKnow: iKnow, Timeout: timeout,
-					Skipped: func(s workflow.DrillSkipped) { plain.PrintDrillSkipped(a.io.Err, s) }}, sink)
-			}
-			return a.rehearseOutcome(records, runErr, notRun, cleanup != "")
+			return runOr(runF, runRehearse)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment to drill")
-	cmd.Flags().StringVar(&drill, "drill", "", "drill to run: "+drillNames())
-	cmd.Flags().BoolVar(&all, "all", false, "run every drill, in order: "+drillNames())
-	cmd.Flags().StringVar(&iKnow, "i-know", "", "the reason to drill a production environment (journaled and signed)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long each phase (detect, recover) may take (default: rehearsal.timeout, else 4m)")
-	cmd.Flags().StringVar(&resume, "resume", "", "continue an interrupted rehearsal from its phase")
-	cmd.Flags().StringVar(&cleanup, "cleanup", "", "undo an interrupted rehearsal: back to its baseline, then abandoned")
-	cmd.AddCommand(a.rehearseListCommand())
+	cmd.Flags().StringVar(&opts.Env, "env", "", "environment to drill")
+	cmd.Flags().StringVar(&opts.Drill, "drill", "", "drill to run: "+drillNames())
+	cmd.Flags().BoolVar(&opts.All, "all", false, "run every drill, in order: "+drillNames())
+	cmd.Flags().StringVar(&opts.IKnow, "i-know", "", "the reason to drill a production environment (journaled and signed)")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "how long each phase (detect, recover) may take (default: rehearsal.timeout, else 4m)")
+	cmd.Flags().StringVar(&opts.Resume, "resume", "", "continue an interrupted rehearsal from its phase")
+	cmd.Flags().StringVar(&opts.Cleanup, "cleanup", "", "undo an interrupted rehearsal: back to its baseline, then abandoned")
+	cmd.AddCommand(newCmdRehearseList(f, nil))
 	return cmd
+}
+
+// runRehearse runs the drills (at a terminal, on the rehearsal screen), or
+// resumes or cleans up one rehearsal, and maps the records to the exit code.
+func runRehearse(ctx context.Context, opts *rehearseOptions) error {
+	a := opts.f
+	p, err := a.loadProject()
+	if err != nil {
+		return err
+	}
+	svc, journal, err := a.flowService(ctx, "rehearse", "", p.RehearsalWatchTimeout(opts.Timeout))
+	if err != nil {
+		return err
+	}
+	if a.useCockpit() && opts.Cleanup == "" {
+		// At a terminal the rehearsal screen guides the captain
+		// through the same drills; --cleanup stays a command.
+		o, err := a.rehearsalScreen(ctx, svc, journal, rehearse.Request{Env: opts.Env, Drills: opts.Drills, IKnow: opts.IKnow, Timeout: opts.Timeout, Resume: opts.Resume})
+		if err != nil {
+			return err
+		}
+		return a.rehearseOutcome(o.Records, o.RunErr, o.NotRun, false)
+	}
+	// Masked line by line: a secret split across two of a
+	// tool's writes is still caught.
+	toolOut, flushToolOut := workflow.ScrubbedLines(a.io.Err, a.secrets)
+	defer flushToolOut()
+	ctx = workflow.WithToolOutput(ctx, toolOut)
+	sink := a.rehearsalSink()
+	var records []*workflow.Rehearsal
+	var runErr, notRun error
+	switch {
+	case opts.Resume != "":
+		rh, err := svc.ResumeRehearsal(ctx, opts.Resume, sink)
+		records, runErr = workflow.AppendRehearsal(records, rh), err
+	case opts.Cleanup != "":
+		rh, err := svc.CleanupRehearsal(ctx, opts.Cleanup, sink)
+		records, runErr = workflow.AppendRehearsal(records, rh), err
+	default:
+		records, runErr, notRun = svc.RehearseDrills(ctx, workflow.RehearseDrillsRequest{Env: opts.Env, Drills: opts.Drills, All: opts.All, IKnow: opts.IKnow, Timeout: opts.Timeout,
+			Skipped: func(s workflow.DrillSkipped) { plain.PrintDrillSkipped(a.io.Err, s) }}, sink)
+	}
+	return a.rehearseOutcome(records, runErr, notRun, opts.Cleanup != "")
 }
 
 // rehearseOutcome prints the records (the summary, or JSON) and maps the
@@ -180,40 +196,51 @@ func (a *app) rehearsalScreen(ctx context.Context, svc *workflow.Service, journa
 	return o, errors.Join(runErr, rec.Finish(ctx, release))
 }
 
-func (a *app) rehearseListCommand() *cobra.Command {
-	var env string
+// rehearseListOptions are relcap rehearse list's flags.
+type rehearseListOptions struct {
+	f   *app
+	Env string
+}
+
+func newCmdRehearseList(f *app, runF func(context.Context, *rehearseListOptions) error) *cobra.Command {
+	opts := &rehearseListOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "list [--env ENV]",
 		Short: "List rehearsals, newest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			p, err := a.loadProject()
-			if err != nil {
-				return err
-			}
-			if env != "" {
-				if _, err := p.Env(env); err != nil {
-					return err
-				}
-			}
-			l, err := a.openLedger(ctx)
-			if err != nil {
-				return err
-			}
-			rs, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{App: p.App, Env: env})
-			if err != nil {
-				return err
-			}
-			if a.flags.json {
-				return a.printJSON(rs)
-			}
-			plain.PrintRehearsalList(a.io.Out, rs)
-			return nil
+			return runOr(runF, runRehearseList)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "only this environment's")
+	cmd.Flags().StringVar(&opts.Env, "env", "", "only this environment's")
 	return cmd
+}
+
+// runRehearseList lists the project's rehearsals, newest first.
+func runRehearseList(ctx context.Context, opts *rehearseListOptions) error {
+	a, env := opts.f, opts.Env
+	p, err := a.loadProject()
+	if err != nil {
+		return err
+	}
+	if env != "" {
+		if _, err := p.Env(env); err != nil {
+			return err
+		}
+	}
+	l, err := a.openLedger(ctx)
+	if err != nil {
+		return err
+	}
+	rs, err := l.ListRehearsals(ctx, workflow.RehearsalFilter{App: p.App, Env: env})
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return a.printJSON(rs)
+	}
+	plain.PrintRehearsalList(a.io.Out, rs)
+	return nil
 }
 
 // rehearsalSink shows the drill's releases as they run: one line per

@@ -177,17 +177,17 @@ with every decision journaled and the staff time it cost measured.`,
 		a.effortCommand(),
 		a.reportCommand(),
 		a.journalCommand(),
-		a.planCommand(),
-		a.approveCommand(),
+		newCmdPlan(a, nil),
+		newCmdApprove(a, nil),
 		a.reviewCommand(),
-		a.applyCommand(),
-		a.unlockCommand(),
-		a.promoteCommand(),
-		a.convergeCommand(),
-		a.releaseCommand(),
-		a.resumeCommand(),
-		a.rollbackCommand(),
-		a.rehearseCommand(),
+		newCmdApply(a, nil),
+		newCmdUnlock(a, nil),
+		newCmdPromote(a, nil),
+		newCmdConverge(a, nil),
+		newCmdRelease(a, nil),
+		newCmdResume(a, nil),
+		newCmdRollback(a, nil),
+		newCmdRehearse(a, nil),
 		a.breakglassCommand(),
 		a.demoCommand(),
 		a.ledgerCommand(),
@@ -369,4 +369,13 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// runOr is runF when a test gave one (to see the options a command line
+// makes), else the command's own run function.
+func runOr[O any](runF, run func(context.Context, *O) error) func(context.Context, *O) error {
+	if runF != nil {
+		return runF
+	}
+	return run
 }
