@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 
 	"github.com/spf13/cobra"
@@ -9,7 +10,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-func (a *app) breakglassCommand() *cobra.Command {
+func newCmdBreakGlass(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "breakglass",
 		Short: "Audited, time-boxed pause of reconciliation for one application",
@@ -29,11 +30,13 @@ A break-glass recorded before sync windows ends by restoring its saved sync
 policy. An expired break-glass is reported by every command that records a session
 until it is ended.`,
 	}
-	cmd.AddCommand(a.breakglassStartCommand(), a.breakglassStatusCommand(), a.breakglassEndCommand())
+	cmd.AddCommand(newCmdBreakGlassStart(a, nil), newCmdBreakGlassStatus(a, nil), newCmdBreakGlassEnd(a, nil))
 	return cmd
 }
 
-func (a *app) breakglassService(cmd *cobra.Command, command string) (*workflow.Service, error) {
+// breakglassService wires the Argo CD pool, the environment repository and
+// the forges for a break-glass command.
+func (a *app) breakglassService(ctx context.Context, command string) (*workflow.Service, error) {
 	p, err := a.loadProject()
 	if err != nil {
 		return nil, err
@@ -42,96 +45,123 @@ func (a *app) breakglassService(cmd *cobra.Command, command string) (*workflow.S
 	if err != nil {
 		return nil, err
 	}
-	svc, _, err := a.serviceWith(cmd.Context(), command, "", workflow.Deps{Convergence: a.argoCD(p), EnvRepo: repo, Forges: a.forges()})
+	svc, _, err := a.serviceWith(ctx, command, "", workflow.Deps{Convergence: a.argoCD(p), EnvRepo: repo, Forges: a.forges()})
 	return svc, err
 }
 
-func (a *app) breakglassStartCommand() *cobra.Command {
-	var req workflow.BreakGlassRequest
+// breakglassStartOptions are relcap breakglass start's flags.
+type breakglassStartOptions struct {
+	f   *app
+	Req workflow.BreakGlassRequest
+}
+
+func newCmdBreakGlassStart(f *app, runF func(context.Context, *breakglassStartOptions) error) *cobra.Command {
+	opts := &breakglassStartOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "start --env ENV --reason TEXT --ttl DURATION [--approver NAME]",
 		Short: "Pause reconciliation of one application for a hotfix",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if req.Env == "" {
+			if opts.Req.Env == "" {
 				return usageError{errors.New("breakglass start wants --env ENV, --reason TEXT and --ttl DURATION")}
 			}
-			svc, err := a.breakglassService(cmd, "breakglass start")
-			if err != nil {
-				return err
-			}
-			b, err := svc.StartBreakGlass(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if a.flags.json {
-				return a.printJSON(b)
-			}
-			plain.PrintBreakGlassStarted(a.io.Out, b)
-			return nil
+			return runOr(runF, runBreakGlassStart)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&req.Env, "env", "", "environment whose application to pause")
-	cmd.Flags().StringVar(&req.Reason, "reason", "", "what is broken (journaled)")
-	cmd.Flags().DurationVar(&req.TTL, "ttl", 0, "how long the pause may last, e.g. 30m")
-	cmd.Flags().StringVar(&req.Approver, "approver", "", "who approved it; in production, whose signed break-glass approval (relcap approve --breakglass) counts")
+	cmd.Flags().StringVar(&opts.Req.Env, "env", "", "environment whose application to pause")
+	cmd.Flags().StringVar(&opts.Req.Reason, "reason", "", "what is broken (journaled)")
+	cmd.Flags().DurationVar(&opts.Req.TTL, "ttl", 0, "how long the pause may last, e.g. 30m")
+	cmd.Flags().StringVar(&opts.Req.Approver, "approver", "", "who approved it; in production, whose signed break-glass approval (relcap approve --breakglass) counts")
 	return cmd
 }
 
-func (a *app) breakglassStatusCommand() *cobra.Command {
-	var env string
+func runBreakGlassStart(ctx context.Context, opts *breakglassStartOptions) error {
+	a := opts.f
+	svc, err := a.breakglassService(ctx, "breakglass start")
+	if err != nil {
+		return err
+	}
+	b, err := svc.StartBreakGlass(ctx, opts.Req)
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return a.printJSON(b)
+	}
+	plain.PrintBreakGlassStarted(a.io.Out, b)
+	return nil
+}
+
+// breakglassEnvOptions are the flags of breakglass status and end.
+type breakglassEnvOptions struct {
+	f   *app
+	Env string
+}
+
+func newCmdBreakGlassStatus(f *app, runF func(context.Context, *breakglassEnvOptions) error) *cobra.Command {
+	opts := &breakglassEnvOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "status --env ENV",
 		Short: "Time left and the live drift of the active break-glass",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if env == "" {
+			if opts.Env == "" {
 				return usageError{errors.New("breakglass status wants --env ENV")}
 			}
-			svc, err := a.breakglassService(cmd, "breakglass status")
-			if err != nil {
-				return err
-			}
-			st, err := svc.StatusBreakGlass(cmd.Context(), env)
-			if err != nil {
-				return err
-			}
-			if a.flags.json {
-				return a.printJSON(st)
-			}
-			plain.PrintBreakGlassStatus(a.io.Out, st)
-			return nil
+			return runOr(runF, runBreakGlassStatus)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment")
+	cmd.Flags().StringVar(&opts.Env, "env", "", "environment")
 	return cmd
 }
 
-func (a *app) breakglassEndCommand() *cobra.Command {
-	var env string
+func runBreakGlassStatus(ctx context.Context, opts *breakglassEnvOptions) error {
+	a := opts.f
+	svc, err := a.breakglassService(ctx, "breakglass status")
+	if err != nil {
+		return err
+	}
+	st, err := svc.StatusBreakGlass(ctx, opts.Env)
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return a.printJSON(st)
+	}
+	plain.PrintBreakGlassStatus(a.io.Out, st)
+	return nil
+}
+
+func newCmdBreakGlassEnd(f *app, runF func(context.Context, *breakglassEnvOptions) error) *cobra.Command {
+	opts := &breakglassEnvOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "end --env ENV",
 		Short: "Capture the drift as an env-repo change and remove the pause's sync window",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if env == "" {
+			if opts.Env == "" {
 				return usageError{errors.New("breakglass end wants --env ENV")}
 			}
-			svc, err := a.breakglassService(cmd, "breakglass end")
-			if err != nil {
-				return err
-			}
-			st, change, err := svc.EndBreakGlass(cmd.Context(), env)
-			if err != nil {
-				return err
-			}
-			if a.flags.json {
-				return a.printJSON(map[string]any{"breakglass": st, "capture": change})
-			}
-			plain.PrintBreakGlassEnded(a.io.Out, st, change)
-			return nil
+			return runOr(runF, runBreakGlassEnd)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment")
+	cmd.Flags().StringVar(&opts.Env, "env", "", "environment")
 	return cmd
+}
+
+func runBreakGlassEnd(ctx context.Context, opts *breakglassEnvOptions) error {
+	a := opts.f
+	svc, err := a.breakglassService(ctx, "breakglass end")
+	if err != nil {
+		return err
+	}
+	st, change, err := svc.EndBreakGlass(ctx, opts.Env)
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return a.printJSON(map[string]any{"breakglass": st, "capture": change})
+	}
+	plain.PrintBreakGlassEnded(a.io.Out, st, change)
+	return nil
 }

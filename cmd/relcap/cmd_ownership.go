@@ -14,7 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
-func (a *app) ownershipCommand() *cobra.Command {
+func newCmdOwnership(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ownership",
 		Short: "Who owns each resource and desired-state field: Terraform, Argo CD or a named third",
@@ -23,12 +23,18 @@ func (a *app) ownershipCommand() *cobra.Command {
 			return usageError{errors.New("ownership wants a subcommand: relcap ownership check [--env ENV]")}
 		},
 	}
-	cmd.AddCommand(a.ownershipCheckCommand())
+	cmd.AddCommand(newCmdOwnershipCheck(a, nil))
 	return cmd
 }
 
-func (a *app) ownershipCheckCommand() *cobra.Command {
-	var env string
+// ownershipCheckOptions are relcap ownership check's flags.
+type ownershipCheckOptions struct {
+	f   *app
+	Env string
+}
+
+func newCmdOwnershipCheck(f *app, runF func(context.Context, *ownershipCheckOptions) error) *cobra.Command {
+	opts := &ownershipCheckOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "check [--env ENV]",
 		Short: "Cross-check Terraform state and Argo CD applications against the ownership map",
@@ -53,15 +59,16 @@ each was first seen. It exits 3 when anything blocks.`,
   relcap ownership check --env staging --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.ownershipCheck(cmd.Context(), env)
+			return runOr(runF, runOwnershipCheck)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment to check (default: every environment in relcap.yaml)")
+	cmd.Flags().StringVar(&opts.Env, "env", "", "environment to check (default: every environment in relcap.yaml)")
 	return cmd
 }
 
-// ownershipCheck runs the check for env, or every environment.
-func (a *app) ownershipCheck(ctx context.Context, env string) error {
+// runOwnershipCheck runs the check for one environment, or every one.
+func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
+	a, env := opts.f, opts.Env
 	p, err := a.loadProject()
 	var cerr *config.Errors
 	if errors.As(err, &cerr) {
