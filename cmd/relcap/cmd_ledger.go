@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,23 +17,24 @@ import (
 	"github.com/relcap/relcap/workflow/report"
 )
 
-func (a *app) ledgerCommand() *cobra.Command {
+func newCmdLedger(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
 		Short: "The ledger itself: move a captain's history into the team's store",
 	}
-	cmd.AddCommand(a.ledgerMigrateCommand())
+	cmd.AddCommand(newCmdLedgerMigrate(a, nil))
 	return cmd
 }
 
-// migrateFlags are ledger migrate's flags.
-type migrateFlags struct {
+// migrateOptions are ledger migrate's flags.
+type migrateOptions struct {
+	f        *app
 	from, to string
 	dryRun   bool
 }
 
-func (a *app) ledgerMigrateCommand() *cobra.Command {
-	var f migrateFlags
+func newCmdLedgerMigrate(a *app, runF func(context.Context, *migrateOptions) error) *cobra.Command {
+	f := &migrateOptions{f: a}
 	cmd := &cobra.Command{
 		Use:   "migrate --from sqlite:PATH --to postgres://…",
 		Short: "Copy a ledger's history into another (a captain's SQLite into the team's PostgreSQL)",
@@ -55,7 +57,7 @@ postgres:// URL; both are brought to this relcap's schema first.`,
 		Example: `  relcap ledger migrate --from ~/.local/share/relcap/ledger.db --to postgres://relcap@db.internal/relcap
   relcap ledger migrate --from sqlite:ledger.db --to postgres://relcap@db.internal/relcap --dry-run`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runMigrate(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOr(runF, runMigrate)(cmd.Context(), f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.from, "from", "", "the ledger to copy from: sqlite:PATH, a path, or a postgres:// URL")
@@ -93,8 +95,10 @@ type migrateResult struct {
 	SessionsDir string `json:"sessions_dir"`
 }
 
-func (a *app) runMigrate(cmd *cobra.Command, f migrateFlags) error {
-	ctx := cmd.Context()
+// runMigrate copies the history of one ledger into another and verifies
+// that it reads the same there.
+func runMigrate(ctx context.Context, f *migrateOptions) error {
+	a := f.f
 	fromLoc, err := a.migrateLocation("--from", f.from)
 	if err != nil {
 		return err
@@ -137,7 +141,7 @@ func (a *app) runMigrate(cmd *cobra.Command, f migrateFlags) error {
 	res := migrateResult{Migration: rep, SessionsDir: dir}
 	var problems []string
 	if !f.dryRun {
-		if problems, err = a.verifyMigration(cmd, src, dst, dir, &res); err != nil {
+		if problems, err = a.verifyMigration(ctx, src, dst, dir, &res); err != nil {
 			return err
 		}
 		res.Verified = len(problems) == 0
@@ -163,8 +167,7 @@ func (a *app) runMigrate(cmd *cobra.Command, f migrateFlags) error {
 // verifyMigration compares the migrated sessions' journal verification
 // and the migrated releases' effort report between the two ledgers; it
 // returns what differs.
-func (a *app) verifyMigration(cmd *cobra.Command, src, dst *store.Ledger, dir string, res *migrateResult) ([]string, error) {
-	ctx := cmd.Context()
+func (a *app) verifyMigration(ctx context.Context, src, dst *store.Ledger, dir string, res *migrateResult) ([]string, error) {
 	project, err := a.projectIfAny()
 	if err != nil {
 		return nil, err

@@ -175,7 +175,7 @@ with every decision journaled and the staff time it cost measured.`,
 		a.validateCommand(),
 		newCmdOwnership(a),
 		newCmdEffort(a),
-		a.reportCommand(),
+		newCmdReport(a),
 		a.journalCommand(),
 		newCmdPlan(a, nil),
 		newCmdApprove(a, nil),
@@ -190,7 +190,7 @@ with every decision journaled and the staff time it cost measured.`,
 		newCmdRehearse(a, nil),
 		newCmdBreakGlass(a),
 		a.demoCommand(),
-		a.ledgerCommand(),
+		newCmdLedger(a),
 	)
 	return root
 }
