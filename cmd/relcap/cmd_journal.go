@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,7 +13,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-func (a *app) journalCommand() *cobra.Command {
+func newCmdJournal(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "journal",
 		Short: "The tamper-evident session journals, for audits",
@@ -24,7 +25,7 @@ has a people file) and anchored on refs/relcap/journal of the environment
 repository, so a journal rewritten together with its ledger head, or a
 session's ledger row deleted, is detected too.`,
 	}
-	cmd.AddCommand(a.journalListCommand(), a.journalShowCommand(), a.journalVerifyCommand(), a.journalReplayCommand())
+	cmd.AddCommand(newCmdJournalList(a, nil), newCmdJournalShow(a, nil), newCmdJournalVerify(a, nil), newCmdJournalReplay(a, nil))
 	return cmd
 }
 
@@ -36,65 +37,88 @@ func (a *app) journalPath(id string) (string, error) {
 	return store.SessionFiles{Dir: dir}.JournalPath(id), nil
 }
 
-func (a *app) journalListCommand() *cobra.Command {
+// journalOptions are the journal commands' arguments: the sessions named.
+type journalOptions struct {
+	f        *app
+	Sessions []string
+}
+
+func newCmdJournalList(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
+	opts := &journalOptions{f: f}
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List sessions, oldest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q, err := a.records(cmd.Context())
-			if err != nil {
-				return err
-			}
-			sessions, err := q.Sessions(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.flags.json {
-				if sessions == nil {
-					sessions = []workflow.Session{}
-				}
-				return a.printJSON(sessions)
-			}
-			if len(sessions) == 0 {
-				fmt.Fprintln(a.io.Err, "no sessions yet: state-changing commands (effort log, plan, approve, release…) open one")
-				return nil
-			}
-			return plain.PrintSessions(a.io.Out, sessions)
+			return runOr(runF, runJournalList)(cmd.Context(), opts)
 		},
 	}
 }
 
-func (a *app) journalShowCommand() *cobra.Command {
+// runJournalList lists the ledger's sessions.
+func runJournalList(ctx context.Context, opts *journalOptions) error {
+	a := opts.f
+	q, err := a.records(ctx)
+	if err != nil {
+		return err
+	}
+	sessions, err := q.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		if sessions == nil {
+			sessions = []workflow.Session{}
+		}
+		return a.printJSON(sessions)
+	}
+	if len(sessions) == 0 {
+		fmt.Fprintln(a.io.Err, "no sessions yet: state-changing commands (effort log, plan, approve, release…) open one")
+		return nil
+	}
+	return plain.PrintSessions(a.io.Out, sessions)
+}
+
+func newCmdJournalShow(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
+	opts := &journalOptions{f: f}
 	return &cobra.Command{
 		Use:   "show SESSION",
 		Short: "Print a session's journal entries",
 		Args:  exactArgs(1, "one session ID (see relcap journal list)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := a.journalPath(args[0])
-			if err != nil {
-				return err
-			}
-			q, err := a.records(cmd.Context())
-			if err != nil {
-				return err
-			}
-			entries, from, err := q.JournalEntries(cmd.Context(), args[0])
-			if errors.Is(err, workflow.ErrNotFound) {
-				return fmt.Errorf("%w: no journal for session %s at %s nor in the ledger (see relcap journal list)", workflow.ErrNotFound, args[0], path)
-			}
-			if err != nil {
-				return err
-			}
-			if from == workflow.JournalFromLedger {
-				fmt.Fprintf(a.io.Err, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", args[0], path)
-			}
-			return plain.PrintJournalEntries(a.io.Out, entries, a.flags.json)
+			opts.Sessions = args
+			return runOr(runF, runJournalShow)(cmd.Context(), opts)
 		},
 	}
 }
 
-func (a *app) journalVerifyCommand() *cobra.Command {
+// runJournalShow prints one session's journal, from its file or the
+// ledger's copy.
+func runJournalShow(ctx context.Context, opts *journalOptions) error {
+	a, args := opts.f, opts.Sessions
+	path, err := a.journalPath(args[0])
+	if err != nil {
+		return err
+	}
+	q, err := a.records(ctx)
+	if err != nil {
+		return err
+	}
+	entries, from, err := q.JournalEntries(ctx, args[0])
+	if errors.Is(err, workflow.ErrNotFound) {
+		return fmt.Errorf("%w: no journal for session %s at %s nor in the ledger (see relcap journal list)", workflow.ErrNotFound, args[0], path)
+	}
+	if err != nil {
+		return err
+	}
+	if from == workflow.JournalFromLedger {
+		fmt.Fprintf(a.io.Err, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", args[0], path)
+	}
+	return plain.PrintJournalEntries(a.io.Out, entries, a.flags.json)
+}
+
+func newCmdJournalVerify(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
+	opts := &journalOptions{f: f}
 	return &cobra.Command{
 		Use:   "verify [SESSION]",
 		Short: "Check journals: hash chain, ledger head, recordings, signed head and anchor (all sessions by default)",
@@ -133,51 +157,58 @@ people file and environment repository to check against; without one,
 signatures and anchors are not checked, and it says so.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			q, err := a.records(ctx)
-			if err != nil {
-				return err
-			}
-			checked, err := q.VerifyJournals(ctx, args)
-			if err != nil {
-				return err
-			}
-			dir, err := a.sessionsDir()
-			if err != nil {
-				return err
-			}
-			results := make([]plain.VerifiedSession, 0, len(checked.Sessions))
-			var bad []string
-			for _, v := range checked.Sessions {
-				if !v.Intact {
-					bad = append(bad, v.Session)
-				}
-				results = append(results, plain.VerifiedSession{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
-			}
-			if a.flags.json {
-				if err := a.printJSON(results); err != nil {
-					return err
-				}
-			} else {
-				plain.PrintVerification(a.io.Out, a.io.Err, results, checked.Unprotected)
-			}
-			tampered := a.io.Out
-			if a.flags.json {
-				tampered = a.io.Err // stdout stays one JSON document
-			}
-			plain.PrintVerificationNotes(a.io.Err, tampered, checked, dir)
-			anchorErr := checked.AnchorError
-			if len(bad) > 0 {
-				fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
-				return errSilent{exitBlocked}
-			}
-			if checked.Tampered() {
-				return errSilent{exitBlocked}
-			}
-			if anchorErr != nil {
-				return fmt.Errorf("the journal anchors on %s could not be read, so no session's anchor was checked and a deleted ledger row would go unnoticed: %w; make the environment repository reachable and verify again", checked.Anchor, anchorErr)
-			}
-			return nil
+			opts.Sessions = args
+			return runOr(runF, runJournalVerify)(cmd.Context(), opts)
 		},
 	}
+}
+
+// runJournalVerify verifies the sessions' journals (all by default) and
+// exits 3 naming what was tampered with.
+func runJournalVerify(ctx context.Context, opts *journalOptions) error {
+	a, args := opts.f, opts.Sessions
+	q, err := a.records(ctx)
+	if err != nil {
+		return err
+	}
+	checked, err := q.VerifyJournals(ctx, args)
+	if err != nil {
+		return err
+	}
+	dir, err := a.sessionsDir()
+	if err != nil {
+		return err
+	}
+	results := make([]plain.VerifiedSession, 0, len(checked.Sessions))
+	var bad []string
+	for _, v := range checked.Sessions {
+		if !v.Intact {
+			bad = append(bad, v.Session)
+		}
+		results = append(results, plain.VerifiedSession{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
+	}
+	if a.flags.json {
+		if err := a.printJSON(results); err != nil {
+			return err
+		}
+	} else {
+		plain.PrintVerification(a.io.Out, a.io.Err, results, checked.Unprotected)
+	}
+	tampered := a.io.Out
+	if a.flags.json {
+		tampered = a.io.Err // stdout stays one JSON document
+	}
+	plain.PrintVerificationNotes(a.io.Err, tampered, checked, dir)
+	anchorErr := checked.AnchorError
+	if len(bad) > 0 {
+		fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
+		return errSilent{exitBlocked}
+	}
+	if checked.Tampered() {
+		return errSilent{exitBlocked}
+	}
+	if anchorErr != nil {
+		return fmt.Errorf("the journal anchors on %s could not be read, so no session's anchor was checked and a deleted ledger row would go unnoticed: %w; make the environment repository reachable and verify again", checked.Anchor, anchorErr)
+	}
+	return nil
 }
