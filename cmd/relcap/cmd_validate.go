@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +13,13 @@ import (
 	"github.com/relcap/relcap/workflow/config"
 )
 
-func (a *app) validateCommand() *cobra.Command {
+// validateOptions are relcap validate's (none but the global ones).
+type validateOptions struct {
+	f *app
+}
+
+func newCmdValidate(f *app, runF func(context.Context, *validateOptions) error) *cobra.Command {
+	opts := &validateOptions{f: f}
 	return &cobra.Command{
 		Use:   "validate",
 		Short: "Check relcap.yaml, the ownership map and the people file; every problem as file:line",
@@ -23,35 +30,42 @@ people file, read by the parser that verifies approvals). It exits 2 when
 anything is wrong.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := a.loadProject()
-			var cerr *config.Errors
-			if errors.As(err, &cerr) {
-				if a.flags.json {
-					_ = a.printJSON(map[string]any{"valid": false, "problems": cerr.Problems})
-				} else {
-					plain.PrintProblems(a.io.Err, cerr.Problems, "relcap validate")
-				}
-				return errSilent{exitUsage}
-			}
-			if err != nil {
-				return err
-			}
-			people, problems := peopleFileProblems(p.People)
-			if len(problems) > 0 {
-				if a.flags.json {
-					_ = a.printJSON(map[string]any{"valid": false, "problems": problems})
-				} else {
-					plain.PrintProblems(a.io.Err, problems, "relcap validate")
-				}
-				return errSilent{exitUsage}
-			}
-			if a.flags.json {
-				return a.printJSON(plain.ValidDocument(p, len(people)))
-			}
-			plain.PrintValid(a.io.Out, p, len(people))
-			return nil
+			return runOr(runF, runValidate)(cmd.Context(), opts)
 		},
 	}
+}
+
+// runValidate loads the configuration, the ownership map and the people
+// file, and reports every problem.
+func runValidate(_ context.Context, opts *validateOptions) error {
+	a := opts.f
+	p, err := a.loadProject()
+	var cerr *config.Errors
+	if errors.As(err, &cerr) {
+		if a.flags.json {
+			_ = a.printJSON(map[string]any{"valid": false, "problems": cerr.Problems})
+		} else {
+			plain.PrintProblems(a.io.Err, cerr.Problems, "relcap validate")
+		}
+		return errSilent{exitUsage}
+	}
+	if err != nil {
+		return err
+	}
+	people, problems := peopleFileProblems(p.People)
+	if len(problems) > 0 {
+		if a.flags.json {
+			_ = a.printJSON(map[string]any{"valid": false, "problems": problems})
+		} else {
+			plain.PrintProblems(a.io.Err, problems, "relcap validate")
+		}
+		return errSilent{exitUsage}
+	}
+	if a.flags.json {
+		return a.printJSON(plain.ValidDocument(p, len(people)))
+	}
+	plain.PrintValid(a.io.Out, p, len(people))
+	return nil
 }
 
 // peopleFileProblems reads the people file at path, when the project names

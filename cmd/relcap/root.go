@@ -171,15 +171,15 @@ with every decision journaled and the staff time it cost measured.`,
 	pf.BoolVar(&a.flags.noColor, "no-color", false, "no colour (also NO_COLOR)")
 
 	root.AddCommand(
-		a.versionCommand(),
-		a.validateCommand(),
+		newCmdVersion(a),
+		newCmdValidate(a, nil),
 		newCmdOwnership(a),
 		newCmdEffort(a),
 		newCmdReport(a),
 		newCmdJournal(a),
 		newCmdPlan(a, nil),
 		newCmdApprove(a, nil),
-		a.reviewCommand(),
+		newCmdReview(a, nil),
 		newCmdApply(a, nil),
 		newCmdUnlock(a, nil),
 		newCmdPromote(a, nil),
@@ -189,7 +189,7 @@ with every decision journaled and the staff time it cost measured.`,
 		newCmdRollback(a, nil),
 		newCmdRehearse(a, nil),
 		newCmdBreakGlass(a),
-		a.demoCommand(),
+		newCmdDemo(a, nil),
 		newCmdLedger(a),
 	)
 	return root
