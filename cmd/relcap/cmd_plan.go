@@ -13,7 +13,6 @@ import (
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
-	"github.com/relcap/relcap/workflow/ownership"
 )
 
 // terraformAdapter wires the Terraform adapter: the private plan store under
@@ -156,13 +155,11 @@ func (a *app) commandEvents() workflow.EventSink {
 // reviewPlanDocument reviews a plan JSON document; relcap.yaml is used for
 // the classification rules when there is one.
 func (a *app) reviewPlanDocument(path, env string) error {
-	classify := workflow.DefaultClassify()
-	var own ownership.Map
-	if p, err := a.projectIfAny(); err != nil {
+	p, err := a.projectIfAny()
+	if err != nil {
 		return err
-	} else if len(p.Environments) > 0 {
-		classify, own = p.Classify, p.Ownership
 	}
+	classify, own := p.PlanDocumentRules()
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: %v", workflow.ErrUsage, err)
@@ -172,13 +169,7 @@ func (a *app) reviewPlanDocument(path, env string) error {
 	if err != nil {
 		return err
 	}
-	if own.File != "" {
-		workflow.ReviewDrift(&review, own)
-	}
-	var refused error
-	if why, ok := review.Refused(); ok {
-		refused = fmt.Errorf("%w: this plan cannot be applied as reviewed: %s", workflow.ErrPlanRefused, why)
-	}
+	refused := workflow.ReviewPlanDocument(&review, own)
 	if a.flags.json {
 		return errors.Join(a.printJSON(review), refused)
 	}
