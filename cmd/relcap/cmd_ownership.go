@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -107,14 +106,6 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 		reports = append(reports, rep)
 	}
 
-	blockers := 0
-	var blocked []string
-	for _, r := range reports {
-		if n := r.Blockers(); n > 0 {
-			blockers += n
-			blocked = append(blocked, r.Env)
-		}
-	}
 	if a.flags.json {
 		if err := a.printJSON(plain.OwnershipDocument(reports)); err != nil {
 			return err
@@ -127,8 +118,5 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 			plain.PrintOwnership(a.io.Out, r)
 		}
 	}
-	if blockers > 0 {
-		return fmt.Errorf("%w: %d ownership problem(s) in %s must be resolved first", workflow.ErrOwnershipConflict, blockers, strings.Join(blocked, ", "))
-	}
-	return nil
+	return workflow.OwnershipBlocked(reports)
 }

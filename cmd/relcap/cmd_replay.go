@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -85,17 +82,8 @@ func (a *app) noRecording(ctx context.Context, id string) error {
 		return err
 	}
 	entries, from, err := q.JournalEntries(ctx, id)
-	if err == nil && from == workflow.JournalFromLedger {
-		var names []string
-		for _, e := range entries {
-			var rec workflow.ScreenRecorded
-			if e.Kind == workflow.KindScreenRecorded && json.Unmarshal(e.Data, &rec) == nil {
-				names = append(names, rec.File)
-			}
-		}
-		if len(names) > 0 {
-			return fmt.Errorf("%w: session %s was recorded on another machine; its screen recording (%s) stays there: replay it on that machine", workflow.ErrUsage, id, strings.Join(names, ", "))
-		}
+	if err != nil {
+		entries = nil
 	}
-	return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do)", workflow.ErrUsage, id)
+	return workflow.NoRecording(id, entries, from)
 }
