@@ -19,10 +19,16 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-func (a *app) demoCommand() *cobra.Command {
-	var dir string
-	var headless bool
-	var timeout time.Duration
+// demoOptions are relcap demo's flags.
+type demoOptions struct {
+	f        *app
+	Dir      string
+	Headless bool
+	Timeout  time.Duration
+}
+
+func newCmdDemo(f *app, runF func(context.Context, *demoOptions) error) *cobra.Command {
+	opts := &demoOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "demo [--headless] [--dir DIR]",
 		Short: "A complete release, staging then prod, on an embedded sandbox (no setup)",
@@ -55,16 +61,19 @@ scripted path with plain line output; so does a run without a terminal.`,
   relcap demo --headless --dir /tmp/relcap-demo`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runDemo(cmd.Context(), dir, headless, timeout)
+			return runOr(runF, runDemo)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "", "empty or new directory for the sandbox (default: a new temporary directory)")
-	cmd.Flags().BoolVar(&headless, "headless", false, "run the scripted path with plain line output")
-	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long each convergence may take")
+	cmd.Flags().StringVar(&opts.Dir, "dir", "", "empty or new directory for the sandbox (default: a new temporary directory)")
+	cmd.Flags().BoolVar(&opts.Headless, "headless", false, "run the scripted path with plain line output")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 2*time.Minute, "how long each convergence may take")
 	return cmd
 }
 
-func (a *app) runDemo(ctx context.Context, dir string, headless bool, timeout time.Duration) error {
+// runDemo builds the sandbox and releases its image to staging and prod
+// through relcap's own flow.
+func runDemo(ctx context.Context, opts *demoOptions) error {
+	a, dir, headless, timeout := opts.f, opts.Dir, opts.Headless, opts.Timeout
 	switch {
 	case a.flags.config != "":
 		return usageError{errors.New("demo writes and uses its own relcap.yaml in the sandbox; leave out -c/--config")}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,17 +9,23 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-func (a *app) effortCommand() *cobra.Command {
+func newCmdEffort(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "effort",
 		Short: "Staff effort of releases",
 	}
-	cmd.AddCommand(a.effortLogCommand())
+	cmd.AddCommand(newCmdEffortLog(a, nil))
 	return cmd
 }
 
-func (a *app) effortLogCommand() *cobra.Command {
-	var req workflow.OffToolRequest
+// effortLogOptions are relcap effort log's flags.
+type effortLogOptions struct {
+	f   *app
+	Req workflow.OffToolRequest
+}
+
+func newCmdEffortLog(f *app, runF func(context.Context, *effortLogOptions) error) *cobra.Command {
+	opts := &effortLogOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "log --release ID --minutes N --what TEXT",
 		Short: "Record off-tool coordination time (meetings, chat) against a release",
@@ -28,33 +35,38 @@ effort relcap measures, never mixed with machine wait.`,
 		Example: `  relcap effort log --release web-prod-20261130-1a2b3c --minutes 30 --what "go/no-go call"`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			if !cmd.Flags().Changed("release") || !cmd.Flags().Changed("minutes") || !cmd.Flags().Changed("what") {
 				return usageError{fmt.Errorf("effort log needs --release ID, --minutes N and --what TEXT")}
 			}
-			svc, journal, err := a.serviceForCommand(ctx, "effort log", req.ReleaseID)
-			if err != nil {
-				return err
-			}
-			entry, known, err := svc.LogEffort(ctx, req)
-			if err != nil {
-				return err
-			}
-			if a.flags.json {
-				return a.printJSON(map[string]any{"entry": entry, "release_known": known, "session": journal.SessionID()})
-			}
-			if !known {
-				fmt.Fprintf(a.io.Err, "note: release %s is not in the ledger yet; the time is recorded against that ID\n", req.ReleaseID)
-			}
-			fmt.Fprintf(a.io.Out, "logged %s of off-tool coordination by %s against %s (session %s)\n",
-				entry.Duration, entry.Person, entry.ReleaseID, journal.SessionID())
-			return nil
+			return runOr(runF, runEffortLog)(cmd.Context(), opts)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&req.ReleaseID, "release", "", "release ID the time was spent on")
-	f.Float64Var(&req.Minutes, "minutes", 0, "minutes spent")
-	f.StringVar(&req.What, "what", "", "what the time was spent on")
-	f.StringVar(&req.Person, "person", "", "who spent it (default: the actor)")
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Req.ReleaseID, "release", "", "release ID the time was spent on")
+	fl.Float64Var(&opts.Req.Minutes, "minutes", 0, "minutes spent")
+	fl.StringVar(&opts.Req.What, "what", "", "what the time was spent on")
+	fl.StringVar(&opts.Req.Person, "person", "", "who spent it (default: the actor)")
 	return cmd
+}
+
+// runEffortLog records the off-tool time against the release.
+func runEffortLog(ctx context.Context, opts *effortLogOptions) error {
+	a, req := opts.f, opts.Req
+	svc, journal, err := a.serviceForCommand(ctx, "effort log", req.ReleaseID)
+	if err != nil {
+		return err
+	}
+	entry, known, err := svc.LogEffort(ctx, req)
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return a.printJSON(map[string]any{"entry": entry, "release_known": known, "session": journal.SessionID()})
+	}
+	if !known {
+		fmt.Fprintf(a.io.Err, "note: release %s is not in the ledger yet; the time is recorded against that ID\n", req.ReleaseID)
+	}
+	fmt.Fprintf(a.io.Out, "logged %s of off-tool coordination by %s against %s (session %s)\n",
+		entry.Duration, entry.Person, entry.ReleaseID, journal.SessionID())
+	return nil
 }

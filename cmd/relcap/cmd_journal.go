@@ -1,22 +1,20 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
 )
 
-func (a *app) journalCommand() *cobra.Command {
+func newCmdJournal(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "journal",
 		Short: "The tamper-evident session journals, for audits",
@@ -28,7 +26,7 @@ has a people file) and anchored on refs/relcap/journal of the environment
 repository, so a journal rewritten together with its ledger head, or a
 session's ledger row deleted, is detected too.`,
 	}
-	cmd.AddCommand(a.journalListCommand(), a.journalShowCommand(), a.journalVerifyCommand(), a.journalReplayCommand())
+	cmd.AddCommand(newCmdJournalList(a, nil), newCmdJournalShow(a, nil), newCmdJournalVerify(a, nil), newCmdJournalReplay(a, nil))
 	return cmd
 }
 
@@ -40,95 +38,88 @@ func (a *app) journalPath(id string) (string, error) {
 	return store.SessionFiles{Dir: dir}.JournalPath(id), nil
 }
 
-func (a *app) journalListCommand() *cobra.Command {
+// journalOptions are the journal commands' arguments: the sessions named.
+type journalOptions struct {
+	f        *app
+	Sessions []string
+}
+
+func newCmdJournalList(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
+	opts := &journalOptions{f: f}
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List sessions, oldest first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q, err := a.records(cmd.Context())
-			if err != nil {
-				return err
-			}
-			sessions, err := q.Sessions(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.flags.json {
-				if sessions == nil {
-					sessions = []workflow.Session{}
-				}
-				return a.printJSON(sessions)
-			}
-			if len(sessions) == 0 {
-				fmt.Fprintln(a.io.Err, "no sessions yet: state-changing commands (effort log, plan, approve, release…) open one")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tSTARTED (UTC)\tACTOR\tCOMMAND\tRELEASE\tENTRIES")
-			for _, s := range sessions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.ID, s.StartedAt.UTC().Format("2006-01-02 15:04:05"), s.Actor, s.Command, dash(s.ReleaseID), s.Entries)
-			}
-			return tw.Flush()
+			return runOr(runF, runJournalList)(cmd.Context(), opts)
 		},
 	}
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
+// runJournalList lists the ledger's sessions.
+func runJournalList(ctx context.Context, opts *journalOptions) error {
+	a := opts.f
+	q, err := a.records(ctx)
+	if err != nil {
+		return err
 	}
-	return s
+	sessions, err := q.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		if sessions == nil {
+			sessions = []workflow.Session{}
+		}
+		return a.printJSON(sessions)
+	}
+	if len(sessions) == 0 {
+		fmt.Fprintln(a.io.Err, "no sessions yet: state-changing commands (effort log, plan, approve, release…) open one")
+		return nil
+	}
+	return plain.PrintSessions(a.io.Out, sessions)
 }
 
-func (a *app) journalShowCommand() *cobra.Command {
+func newCmdJournalShow(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
+	opts := &journalOptions{f: f}
 	return &cobra.Command{
 		Use:   "show SESSION",
 		Short: "Print a session's journal entries",
 		Args:  exactArgs(1, "one session ID (see relcap journal list)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := a.journalPath(args[0])
-			if err != nil {
-				return err
-			}
-			q, err := a.auditor(cmd.Context())
-			if err != nil {
-				return err
-			}
-			entries, from, err := q.JournalEntries(cmd.Context(), args[0])
-			if errors.Is(err, workflow.ErrNotFound) {
-				return fmt.Errorf("%w: no journal for session %s at %s nor in the ledger (see relcap journal list)", workflow.ErrNotFound, args[0], path)
-			}
-			if err != nil {
-				return err
-			}
-			if from == audit.JournalFromLedger {
-				fmt.Fprintf(a.io.Err, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", args[0], path)
-			}
-			if a.flags.json {
-				enc := json.NewEncoder(a.io.Out)
-				for _, e := range entries {
-					if err := enc.Encode(e); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			for _, e := range entries {
-				fmt.Fprintf(a.io.Out, "%4d  %s  %-10s %-20s %s\n", e.Seq, e.Time.UTC().Format(time.RFC3339), e.Actor, e.Kind, e.Data)
-			}
-			return nil
+			opts.Sessions = args
+			return runOr(runF, runJournalShow)(cmd.Context(), opts)
 		},
 	}
 }
 
-// verifyResult is one session's verification, as --json prints it.
-type verifyResult struct {
-	audit.SessionVerification
-	Path string `json:"path"`
+// runJournalShow prints one session's journal, from its file or the
+// ledger's copy.
+func runJournalShow(ctx context.Context, opts *journalOptions) error {
+	a, args := opts.f, opts.Sessions
+	path, err := a.journalPath(args[0])
+	if err != nil {
+		return err
+	}
+	q, err := a.auditor(ctx)
+	if err != nil {
+		return err
+	}
+	entries, from, err := q.JournalEntries(ctx, args[0])
+	if errors.Is(err, workflow.ErrNotFound) {
+		return fmt.Errorf("%w: no journal for session %s at %s nor in the ledger (see relcap journal list)", workflow.ErrNotFound, args[0], path)
+	}
+	if err != nil {
+		return err
+	}
+	if from == audit.JournalFromLedger {
+		fmt.Fprintf(a.io.Err, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", args[0], path)
+	}
+	return plain.PrintJournalEntries(a.io.Out, entries, a.flags.json)
 }
 
-func (a *app) journalVerifyCommand() *cobra.Command {
+func newCmdJournalVerify(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
+	opts := &journalOptions{f: f}
 	return &cobra.Command{
 		Use:   "verify [SESSION]",
 		Short: "Check journals: hash chain, ledger head, recordings, signed head and anchor (all sessions by default)",
@@ -167,118 +158,58 @@ people file and environment repository to check against; without one,
 signatures and anchors are not checked, and it says so.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			q, err := a.auditor(ctx)
-			if err != nil {
-				return err
-			}
-			checked, err := q.VerifyJournals(ctx, args)
-			if err != nil {
-				return err
-			}
-			dir, err := a.sessionsDir()
-			if err != nil {
-				return err
-			}
-			results := make([]verifyResult, 0, len(checked.Sessions))
-			var bad []string
-			for _, v := range checked.Sessions {
-				if !v.Intact {
-					bad = append(bad, v.Session)
-				}
-				results = append(results, verifyResult{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
-			}
-			if a.flags.json {
-				if err := a.printJSON(results); err != nil {
-					return err
-				}
-			} else {
-				a.printVerification(results, checked.Unprotected)
-			}
-			if checked.OtherLedgers > 0 {
-				fmt.Fprintf(a.io.Err, "note: %s also anchors %d session(s) of other ledgers (their signed heads say which); verify them with those ledgers (--ledger), or one by ID here\n",
-					checked.Anchor, checked.OtherLedgers)
-			}
-			if checked.OtherLedgerJournals > 0 {
-				fmt.Fprintf(a.io.Err, "note: %s also holds the journals of %d session(s) of other ledgers (their journals say which); verify them with those ledgers (--ledger)\n",
-					dir, checked.OtherLedgerJournals)
-			}
-			for _, u := range checked.Unchecked {
-				fmt.Fprintf(a.io.Err, "warning  %s\n", u)
-			}
-			if checked.Unprotected != "" {
-				fmt.Fprintf(a.io.Err, "warning  %s\n", checked.Unprotected)
-			}
-			tampered := a.io.Out
-			if a.flags.json {
-				tampered = a.io.Err // stdout stays one JSON document
-			}
-			for _, t := range checked.AnchorTampered {
-				fmt.Fprintf(tampered, "TAMPERED %s: %s\n", checked.Anchor, t)
-			}
-			anchorErr := checked.AnchorError
-			if anchorErr != nil && errors.Is(anchorErr, workflow.ErrTampered) {
-				fmt.Fprintf(tampered, "TAMPERED %s: %v\n", checked.Anchor, anchorErr)
-			}
-			if len(bad) > 0 {
-				fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
-				return errSilent{exitBlocked}
-			}
-			if checked.Tampered() {
-				return errSilent{exitBlocked}
-			}
-			if anchorErr != nil {
-				return fmt.Errorf("the journal anchors on %s could not be read, so no session's anchor was checked and a deleted ledger row would go unnoticed: %w; make the environment repository reachable and verify again", checked.Anchor, anchorErr)
-			}
-			return nil
+			opts.Sessions = args
+			return runOr(runF, runJournalVerify)(cmd.Context(), opts)
 		},
 	}
 }
 
-// printVerification prints one line per session on stdout (ok or
-// TAMPERED, with each failed check) and the warnings on stderr, but for
-// once, which is said once for all.
-func (a *app) printVerification(results []verifyResult, once string) {
-	for _, r := range results {
-		where, from := r.Path, ""
-		if r.Journal == audit.JournalFromLedger {
-			where, from = "the ledger's copy", "  (from the ledger's copy: the journal file is not on this machine)"
-		}
-		if r.Intact {
-			fmt.Fprintf(a.io.Out, "ok       %s  %d entries%s\n", r.Session, r.Entries, from)
-		} else {
-			fmt.Fprintf(a.io.Out, "TAMPERED %s  %s: %s\n", r.Session, where, r.Problem)
-			for _, f := range r.Failed {
-				// The headline already says the first problem.
-				if _, detail, _ := strings.Cut(f, ": "); r.Problem != nil && (f == r.Problem.Reason || detail == r.Problem.String()) {
-					continue
-				}
-				fmt.Fprintf(a.io.Out, "         failed %s\n", f)
-			}
-		}
-		v := r.SessionVerification
-		v.Warnings = slices.DeleteFunc(slices.Clone(v.Warnings), func(w string) bool { return w == once }) // said once, below
-		if w := verifyWarning(v); w != "" {
-			fmt.Fprintf(a.io.Err, "warning  %s  %s\n", r.Session, w)
-		}
+// runJournalVerify verifies the sessions' journals (all by default) and
+// exits 3 naming what was tampered with.
+func runJournalVerify(ctx context.Context, opts *journalOptions) error {
+	a, args := opts.f, opts.Sessions
+	q, err := a.auditor(ctx)
+	if err != nil {
+		return err
 	}
-	if len(results) == 0 {
-		fmt.Fprintln(a.io.Err, "no sessions to verify")
+	checked, err := q.VerifyJournals(ctx, args)
+	if err != nil {
+		return err
 	}
-}
-
-// verifyWarning is one line of what could not be vouched for: unsigned,
-// unanchored, unchecked; "" for nothing.
-func verifyWarning(v audit.SessionVerification) string {
-	if v.Unsigned != "" && v.Unsigned == v.Unanchored {
-		// Never sealed: one reason for both.
-		w := "unsigned and not anchored: " + v.Unsigned
-		for _, x := range v.Warnings {
-			if !strings.HasPrefix(x, "unsigned: ") && !strings.HasPrefix(x, "not anchored: ") {
-				w += "; " + x
-			}
+	dir, err := a.sessionsDir()
+	if err != nil {
+		return err
+	}
+	results := make([]plain.VerifiedSession, 0, len(checked.Sessions))
+	var bad []string
+	for _, v := range checked.Sessions {
+		if !v.Intact {
+			bad = append(bad, v.Session)
 		}
-		return w
+		results = append(results, plain.VerifiedSession{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
 	}
-	return strings.Join(v.Warnings, "; ")
+	if a.flags.json {
+		if err := a.printJSON(results); err != nil {
+			return err
+		}
+	} else {
+		plain.PrintVerification(a.io.Out, a.io.Err, results, checked.Unprotected)
+	}
+	tampered := a.io.Out
+	if a.flags.json {
+		tampered = a.io.Err // stdout stays one JSON document
+	}
+	plain.PrintVerificationNotes(a.io.Err, tampered, checked, dir)
+	anchorErr := checked.AnchorError
+	if len(bad) > 0 {
+		fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
+		return errSilent{exitBlocked}
+	}
+	if checked.Tampered() {
+		return errSilent{exitBlocked}
+	}
+	if anchorErr != nil {
+		return fmt.Errorf("the journal anchors on %s could not be read, so no session's anchor was checked and a deleted ledger row would go unnoticed: %w; make the environment repository reachable and verify again", checked.Anchor, anchorErr)
+	}
+	return nil
 }

@@ -1,8 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,29 +11,30 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/report"
 )
 
-func (a *app) ledgerCommand() *cobra.Command {
+func newCmdLedger(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
 		Short: "The ledger itself: move a captain's history into the team's store",
 	}
-	cmd.AddCommand(a.ledgerMigrateCommand())
+	cmd.AddCommand(newCmdLedgerMigrate(a, nil))
 	return cmd
 }
 
-// migrateFlags are ledger migrate's flags.
-type migrateFlags struct {
+// migrateOptions are ledger migrate's flags.
+type migrateOptions struct {
+	f        *app
 	from, to string
 	dryRun   bool
 }
 
-func (a *app) ledgerMigrateCommand() *cobra.Command {
-	var f migrateFlags
+func newCmdLedgerMigrate(a *app, runF func(context.Context, *migrateOptions) error) *cobra.Command {
+	f := &migrateOptions{f: a}
 	cmd := &cobra.Command{
 		Use:   "migrate --from sqlite:PATH --to postgres://…",
 		Short: "Copy a ledger's history into another (a captain's SQLite into the team's PostgreSQL)",
@@ -57,7 +57,7 @@ postgres:// URL; both are brought to this relcap's schema first.`,
 		Example: `  relcap ledger migrate --from ~/.local/share/relcap/ledger.db --to postgres://relcap@db.internal/relcap
   relcap ledger migrate --from sqlite:ledger.db --to postgres://relcap@db.internal/relcap --dry-run`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runMigrate(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOr(runF, runMigrate)(cmd.Context(), f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.from, "from", "", "the ledger to copy from: sqlite:PATH, a path, or a postgres:// URL")
@@ -95,8 +95,10 @@ type migrateResult struct {
 	SessionsDir string `json:"sessions_dir"`
 }
 
-func (a *app) runMigrate(cmd *cobra.Command, f migrateFlags) error {
-	ctx := cmd.Context()
+// runMigrate copies the history of one ledger into another and verifies
+// that it reads the same there.
+func runMigrate(ctx context.Context, f *migrateOptions) error {
+	a := f.f
 	fromLoc, err := a.migrateLocation("--from", f.from)
 	if err != nil {
 		return err
@@ -139,7 +141,7 @@ func (a *app) runMigrate(cmd *cobra.Command, f migrateFlags) error {
 	res := migrateResult{Migration: rep, SessionsDir: dir}
 	var problems []string
 	if !f.dryRun {
-		if problems, err = a.verifyMigration(cmd, src, dst, dir, &res); err != nil {
+		if problems, err = a.verifyMigration(ctx, src, dst, dir, &res); err != nil {
 			return err
 		}
 		res.Verified = len(problems) == 0
@@ -165,71 +167,30 @@ func (a *app) runMigrate(cmd *cobra.Command, f migrateFlags) error {
 // verifyMigration compares the migrated sessions' journal verification
 // and the migrated releases' effort report between the two ledgers; it
 // returns what differs.
-func (a *app) verifyMigration(cmd *cobra.Command, src, dst *store.Ledger, dir string, res *migrateResult) ([]string, error) {
-	ctx := cmd.Context()
+func (a *app) verifyMigration(ctx context.Context, src, dst *store.Ledger, dir string, res *migrateResult) ([]string, error) {
 	project, err := a.projectIfAny()
 	if err != nil {
 		return nil, err
 	}
-	deps := func(l *store.Ledger) audit.Deps {
-		d := audit.Deps{Project: project, Ledger: l, Sessions: store.SessionFiles{Dir: dir}}
-		if project.People != "" {
-			d.Verifier = signing.NewProtectedVerifier(project.People)
-		}
-		d.Anchor, _ = a.journalAnchor(project)
-		return d
-	}
-	before, err := audit.New(deps(src))
+	before, err := a.auditorOf(project, src, dir)
 	if err != nil {
 		return nil, err
 	}
-	after, err := audit.New(deps(dst))
+	after, err := a.auditorOf(project, dst, dir)
 	if err != nil {
 		return nil, err
 	}
-	var problems []string
 	if res.Journals, err = audit.VerifyMoved(ctx, before, after, res.Migration.Sessions); err != nil {
 		return nil, err
 	}
-	for _, s := range res.Journals {
-		if !s.Same {
-			problems = append(problems, fmt.Sprintf("session %s verifies differently (before: %s, after: %s)", s.Session, verdict(s.Before), verdict(s.After)))
-		}
-	}
-
 	o := report.Options{Now: a.clock.Now(), ProdEnv: "prod"}
-	if n := len(project.Environments); n > 0 {
-		o.ProdEnv = project.Environments[n-1].Name
-		o.BaselineHoursPerRelease = project.Effort.BaselineHoursPerRelease
+	if len(project.Environments) > 0 {
+		o.ProdEnv, o.BaselineHoursPerRelease = project.ProdEnv(), project.Effort.BaselineHoursPerRelease
 	}
-	var docs [2][]byte
-	for i, l := range []*store.Ledger{src, dst} {
-		e, err := report.EffortOfReleases(ctx, l, res.Migration.Releases, o)
-		if err != nil {
-			return nil, err
-		}
-		if docs[i], err = json.Marshal(e); err != nil {
-			return nil, err
-		}
+	if res.EffortSame, err = report.SameEffort(ctx, src, dst, res.Migration.Releases, o); err != nil {
+		return nil, err
 	}
-	res.EffortSame = bytes.Equal(docs[0], docs[1])
-	if !res.EffortSame {
-		problems = append(problems, "the effort report over the migrated releases differs between the two ledgers")
-	}
-	return problems, nil
-}
-
-// verdict is a session verification in a word or a problem.
-func verdict(v audit.SessionVerification) string {
-	switch {
-	case v.Session == "":
-		return "not found"
-	case v.Intact:
-		return "intact"
-	case len(v.Failed) > 0:
-		return "failed " + strings.Join(v.Failed, ", ")
-	}
-	return "failed"
+	return plain.MovedProblems(res.Journals, res.EffortSame), nil
 }
 
 // printMigration prints the summary table and the verification.

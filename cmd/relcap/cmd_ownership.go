@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +13,7 @@ import (
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
-func (a *app) ownershipCommand() *cobra.Command {
+func newCmdOwnership(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ownership",
 		Short: "Who owns each resource and desired-state field: Terraform, Argo CD or a named third",
@@ -23,12 +22,18 @@ func (a *app) ownershipCommand() *cobra.Command {
 			return usageError{errors.New("ownership wants a subcommand: relcap ownership check [--env ENV]")}
 		},
 	}
-	cmd.AddCommand(a.ownershipCheckCommand())
+	cmd.AddCommand(newCmdOwnershipCheck(a, nil))
 	return cmd
 }
 
-func (a *app) ownershipCheckCommand() *cobra.Command {
-	var env string
+// ownershipCheckOptions are relcap ownership check's flags.
+type ownershipCheckOptions struct {
+	f   *app
+	Env string
+}
+
+func newCmdOwnershipCheck(f *app, runF func(context.Context, *ownershipCheckOptions) error) *cobra.Command {
+	opts := &ownershipCheckOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "check [--env ENV]",
 		Short: "Cross-check Terraform state and Argo CD applications against the ownership map",
@@ -53,24 +58,22 @@ each was first seen. It exits 3 when anything blocks.`,
   relcap ownership check --env staging --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.ownershipCheck(cmd.Context(), env)
+			return runOr(runF, runOwnershipCheck)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment to check (default: every environment in relcap.yaml)")
+	cmd.Flags().StringVar(&opts.Env, "env", "", "environment to check (default: every environment in relcap.yaml)")
 	return cmd
 }
 
-// ownershipCheck runs the check for env, or every environment.
-func (a *app) ownershipCheck(ctx context.Context, env string) error {
+// runOwnershipCheck runs the check for one environment, or every one.
+func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
+	a, env := opts.f, opts.Env
 	p, err := a.loadProject()
 	var cerr *config.Errors
 	if errors.As(err, &cerr) {
 		// A malformed ownership map (or relcap.yaml) is reported the way
 		// relcap validate does: every problem as file:line:col.
-		for _, pr := range cerr.Problems {
-			fmt.Fprintln(a.io.Err, pr.String())
-		}
-		fmt.Fprintf(a.io.Err, "%d problem(s): fix them and run relcap ownership check again\n", len(cerr.Problems))
+		plain.PrintProblems(a.io.Err, cerr.Problems, "relcap ownership check")
 		return errSilent{exitUsage}
 	}
 	if err != nil {
@@ -103,14 +106,6 @@ func (a *app) ownershipCheck(ctx context.Context, env string) error {
 		reports = append(reports, rep)
 	}
 
-	blockers := 0
-	var blocked []string
-	for _, r := range reports {
-		if n := r.Blockers(); n > 0 {
-			blockers += n
-			blocked = append(blocked, r.Env)
-		}
-	}
 	if a.flags.json {
 		if err := a.printJSON(plain.OwnershipDocument(reports)); err != nil {
 			return err
@@ -123,8 +118,5 @@ func (a *app) ownershipCheck(ctx context.Context, env string) error {
 			plain.PrintOwnership(a.io.Out, r)
 		}
 	}
-	if blockers > 0 {
-		return fmt.Errorf("%w: %d ownership problem(s) in %s must be resolved first", workflow.ErrOwnershipConflict, blockers, strings.Join(blocked, ", "))
-	}
-	return nil
+	return workflow.OwnershipBlocked(reports)
 }

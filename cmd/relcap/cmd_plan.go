@@ -14,7 +14,6 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/effort"
-	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/unlock"
 )
 
@@ -36,8 +35,14 @@ func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) 
 	})
 }
 
-func (a *app) planCommand() *cobra.Command {
-	var env, fromJSON, releaseID string
+// planOptions are relcap plan's flags.
+type planOptions struct {
+	f                        *app
+	Env, FromJSON, ReleaseID string
+}
+
+func newCmdPlan(f *app, runF func(context.Context, *planOptions) error) *cobra.Command {
+	opts := &planOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "plan --env ENV [--release ID] | --from-json FILE",
 		Short: "Make a saved Terraform plan, review it and print its fingerprint",
@@ -58,63 +63,63 @@ CI job uploads) without running Terraform, and belongs to no release.`,
   relcap plan --from-json plan.json --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if (env == "") == (fromJSON == "") {
+			if (opts.Env == "") == (opts.FromJSON == "") {
 				return usageError{errors.New("plan wants exactly one of --env ENV or --from-json FILE")}
 			}
-			if fromJSON != "" {
-				return a.reviewPlanDocument(fromJSON, env)
-			}
-			p, err := a.loadProject()
-			if err != nil {
-				return err
-			}
-			tf, err := a.terraformAdapter(p)
-			if err != nil {
-				return err
-			}
-			if removed, err := tf.PurgeExpired(a.clock.Now(), p.Plans.Expiry); err != nil {
-				fmt.Fprintln(a.io.Err, "warning: "+err.Error())
-			} else if len(removed) > 0 {
-				fmt.Fprintf(a.io.Err, "removed %d expired plan file(s)\n", len(removed))
-			}
-			svc, _, err := a.flowService(ctx, "plan", releaseID, 0)
-			if err != nil {
-				return err
-			}
-			a.measure(svc, workflow.StepPlanReview, effort.RoleCaptain)
-			if err := a.purgeSharedPlans(ctx, p, tf); err != nil {
-				return err
-			}
-			out, err := svc.PlanRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID}, a.commandEvents())
-			if out.Release != nil {
-				fmt.Fprintln(a.io.Err, out.Describe())
-			}
-			if err != nil && out.Refused == "" {
-				return err
-			}
-			if a.flags.json {
-				return errors.Join(a.printJSON(planJSON{PlanSummary: out.Plan, Release: out.Release.ID}), err)
-			}
-			if perr := plain.PrintPlan(a.io.Out, out.Plan); perr != nil {
-				return perr
-			}
-			switch {
-			case out.Refused != "":
-				fmt.Fprintf(a.io.Out, "\nRelease %s cannot apply this plan: %s\n", out.Release.ID, out.Refused)
-				return errSilent{code: exitBlocked}
-			case out.Waiting != "":
-				fmt.Fprintf(a.io.Out, "\nRelease %s waits: %s\nThen: relcap apply --plan %s\n", out.Release.ID, out.Waiting, out.Plan.Fingerprint)
-			case out.Plan.HasChanges():
-				fmt.Fprintf(a.io.Out, "\nNext: relcap apply --plan %s\n", out.Plan.Fingerprint)
-			}
-			return nil
+			return runOr(runF, runPlan)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment to plan (from relcap.yaml)")
-	cmd.Flags().StringVar(&releaseID, "release", "", "release to plan for (default: the environment's open release, or a new one)")
-	cmd.Flags().StringVar(&fromJSON, "from-json", "", `review a "terraform show -json" document instead of planning`)
+	cmd.Flags().StringVar(&opts.Env, "env", "", "environment to plan (from relcap.yaml)")
+	cmd.Flags().StringVar(&opts.ReleaseID, "release", "", "release to plan for (default: the environment's open release, or a new one)")
+	cmd.Flags().StringVar(&opts.FromJSON, "from-json", "", `review a "terraform show -json" document instead of planning`)
 	return cmd
+}
+
+// runPlan plans and reviews the environment's release, or reviews a plan
+// document (--from-json).
+func runPlan(ctx context.Context, opts *planOptions) error {
+	a, env, releaseID := opts.f, opts.Env, opts.ReleaseID
+	if opts.FromJSON != "" {
+		return a.reviewPlanDocument(opts.FromJSON, env)
+	}
+	p, err := a.loadProject()
+	if err != nil {
+		return err
+	}
+	tf, err := a.terraformAdapter(p)
+	if err != nil {
+		return err
+	}
+	if removed, err := tf.PurgeExpired(a.clock.Now(), p.Plans.Expiry); err != nil {
+		fmt.Fprintln(a.io.Err, "warning: "+err.Error())
+	} else if len(removed) > 0 {
+		fmt.Fprintf(a.io.Err, "removed %d expired plan file(s)\n", len(removed))
+	}
+	svc, _, err := a.flowService(ctx, "plan", releaseID, 0)
+	if err != nil {
+		return err
+	}
+	a.measure(svc, workflow.StepPlanReview, effort.RoleCaptain)
+	if err := a.purgeSharedPlans(ctx, p, tf); err != nil {
+		return err
+	}
+	out, err := svc.PlanRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID}, a.commandEvents())
+	if out.Release != nil {
+		fmt.Fprintln(a.io.Err, out.Describe())
+	}
+	if err != nil && out.Refused == "" {
+		return err
+	}
+	if a.flags.json {
+		return errors.Join(a.printJSON(planJSON{PlanSummary: out.Plan, Release: out.Release.ID}), err)
+	}
+	if perr := plain.PrintPlan(a.io.Out, out.Plan); perr != nil {
+		return perr
+	}
+	if plain.PrintPlanOutcome(a.io.Out, out) {
+		return errSilent{code: exitBlocked}
+	}
+	return nil
 }
 
 // purgeSharedPlans deletes the team store's expired plans, as expired
@@ -152,13 +157,11 @@ func (a *app) commandEvents() workflow.EventSink {
 // reviewPlanDocument reviews a plan JSON document; relcap.yaml is used for
 // the classification rules when there is one.
 func (a *app) reviewPlanDocument(path, env string) error {
-	classify := workflow.DefaultClassify()
-	var own ownership.Map
-	if p, err := a.projectIfAny(); err != nil {
+	p, err := a.projectIfAny()
+	if err != nil {
 		return err
-	} else if len(p.Environments) > 0 {
-		classify, own = p.Classify, p.Ownership
 	}
+	classify, own := p.PlanDocumentRules()
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: %v", workflow.ErrUsage, err)
@@ -169,23 +172,24 @@ func (a *app) reviewPlanDocument(path, env string) error {
 		return err
 	}
 	review := workflow.ReviewPlan(facts, classify)
-	if own.File != "" {
-		workflow.ReviewDrift(&review, own)
-	}
-	var refused error
-	if why, ok := review.Refused(); ok {
-		refused = fmt.Errorf("%w: this plan cannot be applied as reviewed: %s", workflow.ErrPlanRefused, why)
-	}
+	refused := workflow.ReviewPlanDocument(&review, own)
 	if a.flags.json {
 		return errors.Join(a.printJSON(review), refused)
 	}
 	return errors.Join(plain.PrintPlan(a.io.Out, review), refused)
 }
 
-func (a *app) approveCommand() *cobra.Command {
-	var fingerprint, releaseID, comment, env, reason string
-	var approveBreakGlass bool
-	var ttl time.Duration
+// approveOptions are relcap approve's flags: one plan, one release, or
+// one break-glass.
+type approveOptions struct {
+	f                                            *app
+	Fingerprint, ReleaseID, Comment, Env, Reason string
+	BreakGlass                                   bool
+	TTL                                          time.Duration
+}
+
+func newCmdApprove(f *app, runF func(context.Context, *approveOptions) error) *cobra.Command {
+	opts := &approveOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "approve --plan FINGERPRINT | --release ID | --breakglass --env ENV --ttl DURATION --reason TEXT",
 		Short: "Approve exactly one plan (by fingerprint), one release's promotion, or a break-glass in production",
@@ -201,9 +205,8 @@ for --reason. It lets someone else start one break-glass within ` + breakglass.A
 people file when it is used.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			modes := 0
-			for _, set := range []bool{fingerprint != "", releaseID != "", approveBreakGlass} {
+			for _, set := range []bool{opts.Fingerprint != "", opts.ReleaseID != "", opts.BreakGlass} {
 				if set {
 					modes++
 				}
@@ -211,81 +214,72 @@ people file when it is used.`,
 			switch {
 			case modes != 1:
 				return usageError{errors.New("approve wants exactly one of --plan FINGERPRINT, --release ID or --breakglass")}
-			case approveBreakGlass && (env == "" || ttl == 0):
+			case opts.BreakGlass && (opts.Env == "" || opts.TTL == 0):
 				return usageError{errors.New("approve --breakglass wants --env ENV, --ttl DURATION and --reason TEXT")}
-			case !approveBreakGlass && (env != "" || ttl != 0 || reason != ""):
+			case !opts.BreakGlass && (opts.Env != "" || opts.TTL != 0 || opts.Reason != ""):
 				return usageError{errors.New("--env, --ttl and --reason go with approve --breakglass")}
 			}
-			if _, err := a.loadProject(); err != nil {
-				return err
-			}
-			svc, _, err := a.serviceWith(ctx, "approve", releaseID, workflow.Deps{})
-			if err != nil {
-				return err
-			}
-			if releaseID != "" {
-				a.measure(svc, workflow.StepPromotion, effort.RoleApprover)
-			} else {
-				a.measure(svc, workflow.StepPlanReview, effort.RoleApprover)
-			}
-			var approval workflow.Approval
-			var check workflow.ApprovalCheck
-			switch {
-			case fingerprint != "":
-				approval, check, err = svc.ApprovePlan(ctx, fingerprint, comment)
-			case releaseID != "":
-				approval, check, err = svc.ApproveRelease(ctx, releaseID, comment)
-			default:
-				if reason == "" {
-					reason = comment
-				}
-				approval, check, err = svc.ApproveBreakGlass(ctx, env, ttl, reason)
-			}
-			if err != nil {
-				return err
-			}
-			if a.flags.json {
-				// The statement is what the signature covers: with it,
-				// ssh-keygen -Y verify checks the approval by hand.
-				return a.printJSON(map[string]any{"approval": approval, "statement": string(approval.Statement()),
-					"counted": len(check.Counted), "required": check.Required, "satisfied": check.Satisfied(), "warnings": check.Warnings})
-			}
-			for _, w := range check.Warnings {
-				fmt.Fprintln(a.io.Err, "warning: "+w)
-			}
-			if approval.Kind == workflow.ApproveBreakGlass {
-				fmt.Fprintf(a.io.Out, "approved breakglass of %s by %s for up to %s\n", approval.Subject, approval.Approver, workflow.ShortDuration(approval.TimeBox))
-			} else {
-				fmt.Fprintf(a.io.Out, "approved %s %s by %s (%d of %d required)\n", approval.Kind, approval.Subject, approval.Approver, len(check.Counted), check.Required)
-			}
-			if approval.Signature.IsZero() {
-				fmt.Fprintln(a.io.Out, "  unsigned: this environment takes unsigned approvals")
-			} else {
-				fmt.Fprintf(a.io.Out, "  signed by %s with %s\n", approval.Approver, approval.Signature.Key)
-			}
-			if approval.Kind == workflow.ApproveBreakGlass {
-				fmt.Fprintf(a.io.Out, "  for one break-glass, started by someone else before %s:\n  relcap breakglass start --env %s --ttl %s --approver %s --reason TEXT\n",
-					approval.At.Add(breakglass.ApprovalValidity).UTC().Format(time.RFC3339), approval.Env, workflow.ShortDuration(approval.TimeBox), approval.Approver)
-				return nil
-			}
-			for who, why := range check.Ignored {
-				fmt.Fprintf(a.io.Out, "  not counted: %s: %s\n", who, why)
-			}
-			return nil
+			return runOr(runF, runApprove)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&fingerprint, "plan", "", "fingerprint printed by relcap plan")
-	cmd.Flags().StringVar(&releaseID, "release", "", "release whose promotion to approve")
-	cmd.Flags().StringVar(&comment, "comment", "", "what you checked")
-	cmd.Flags().BoolVar(&approveBreakGlass, "breakglass", false, "approve a break-glass of --env's application (production)")
-	cmd.Flags().StringVar(&env, "env", "", "with --breakglass: the production environment")
-	cmd.Flags().DurationVar(&ttl, "ttl", 0, "with --breakglass: the longest pause you approve, e.g. 30m")
-	cmd.Flags().StringVar(&reason, "reason", "", "with --breakglass: what the pause is for (signed)")
+	cmd.Flags().StringVar(&opts.Fingerprint, "plan", "", "fingerprint printed by relcap plan")
+	cmd.Flags().StringVar(&opts.ReleaseID, "release", "", "release whose promotion to approve")
+	cmd.Flags().StringVar(&opts.Comment, "comment", "", "what you checked")
+	cmd.Flags().BoolVar(&opts.BreakGlass, "breakglass", false, "approve a break-glass of --env's application (production)")
+	cmd.Flags().StringVar(&opts.Env, "env", "", "with --breakglass: the production environment")
+	cmd.Flags().DurationVar(&opts.TTL, "ttl", 0, "with --breakglass: the longest pause you approve, e.g. 30m")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "with --breakglass: what the pause is for (signed)")
 	return cmd
 }
 
-func (a *app) applyCommand() *cobra.Command {
-	var fingerprint string
+// runApprove records the signed approval of one plan, release or
+// break-glass.
+func runApprove(ctx context.Context, opts *approveOptions) error {
+	a := opts.f
+	if _, err := a.loadProject(); err != nil {
+		return err
+	}
+	svc, _, err := a.serviceWith(ctx, "approve", opts.ReleaseID, workflow.Deps{})
+	if err != nil {
+		return err
+	}
+	if opts.ReleaseID != "" {
+		a.measure(svc, workflow.StepPromotion, effort.RoleApprover)
+	} else {
+		a.measure(svc, workflow.StepPlanReview, effort.RoleApprover)
+	}
+	var approval workflow.Approval
+	var check workflow.ApprovalCheck
+	switch {
+	case opts.Fingerprint != "":
+		approval, check, err = svc.ApprovePlan(ctx, opts.Fingerprint, opts.Comment)
+	case opts.ReleaseID != "":
+		approval, check, err = svc.ApproveRelease(ctx, opts.ReleaseID, opts.Comment)
+	default:
+		reason := opts.Reason
+		if reason == "" {
+			reason = opts.Comment
+		}
+		approval, check, err = svc.ApproveBreakGlass(ctx, opts.Env, opts.TTL, reason)
+	}
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return a.printJSON(plain.ApprovalDocument(approval, check))
+	}
+	plain.PrintApproval(a.io.Out, a.io.Err, approval, check)
+	return nil
+}
+
+// applyOptions are relcap apply's flags.
+type applyOptions struct {
+	f           *app
+	Fingerprint string
+}
+
+func newCmdApply(f *app, runF func(context.Context, *applyOptions) error) *cobra.Command {
+	opts := &applyOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "apply --plan FINGERPRINT",
 		Short: "Apply exactly the saved plan with this fingerprint, if approved and not stale",
@@ -303,33 +297,43 @@ is asked at the terminal or read from RELCAP_SSH_PASSPHRASE), checked to be the
 reviewed plan, and applied.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if fingerprint == "" {
+			if opts.Fingerprint == "" {
 				return usageError{errors.New("apply wants --plan FINGERPRINT (printed by relcap plan)")}
 			}
-			svc, _, err := a.flowService(ctx, "apply", "", 0)
-			if err != nil {
-				return err
-			}
-			a.measure(svc, workflow.StepApply, effort.RoleCaptain)
-			res, plan, err := svc.ApplyPlan(ctx, fingerprint, a.commandEvents())
-			if err != nil {
-				return err
-			}
-			if a.flags.json {
-				return a.printJSON(map[string]any{"fingerprint": fingerprint, "env": plan.Env, "result": res})
-			}
-			fmt.Fprintf(a.io.Out, "applied plan %s to %s; state serial is now %d\n", fingerprint, plan.Env, res.StateSerial)
-			return nil
+			return runOr(runF, runApply)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&fingerprint, "plan", "", "fingerprint printed by relcap plan")
+	cmd.Flags().StringVar(&opts.Fingerprint, "plan", "", "fingerprint printed by relcap plan")
 	return cmd
 }
 
-func (a *app) unlockCommand() *cobra.Command {
-	var env, lockID, reason string
-	var holderGone bool
+// runApply applies exactly the saved plan with the fingerprint.
+func runApply(ctx context.Context, opts *applyOptions) error {
+	a, fingerprint := opts.f, opts.Fingerprint
+	svc, _, err := a.flowService(ctx, "apply", "", 0)
+	if err != nil {
+		return err
+	}
+	a.measure(svc, workflow.StepApply, effort.RoleCaptain)
+	res, plan, err := svc.ApplyPlan(ctx, fingerprint, a.commandEvents())
+	if err != nil {
+		return err
+	}
+	if a.flags.json {
+		return a.printJSON(map[string]any{"fingerprint": fingerprint, "env": plan.Env, "result": res})
+	}
+	fmt.Fprintf(a.io.Out, "applied plan %s to %s; state serial is now %d\n", fingerprint, plan.Env, res.StateSerial)
+	return nil
+}
+
+// unlockOptions are relcap unlock's flags.
+type unlockOptions struct {
+	f   *app
+	Req unlock.Request
+}
+
+func newCmdUnlock(f *app, runF func(context.Context, *unlockOptions) error) *cobra.Command {
+	opts := &unlockOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "unlock --env ENV --lock-id ID --confirm-holder-gone --reason TEXT",
 		Short: "Guided force-unlock of a Terraform state lock whose holder is gone",
@@ -339,33 +343,37 @@ unlocking a live writer's lock corrupts state. It requires
 --confirm-holder-gone and a reason, and journals who did it and why.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			req := unlock.Request{Env: env, LockID: lockID, HolderGone: holderGone, Reason: reason}
-			if err := req.Validate(); err != nil {
+			if err := opts.Req.Validate(); err != nil {
 				return err
 			}
-			p, err := a.loadProject()
-			if err != nil {
-				return err
-			}
-			tf, err := a.terraformAdapter(p)
-			if err != nil {
-				return err
-			}
-			svc, _, err := a.serviceWith(ctx, "unlock", "", workflow.Deps{Applier: tf})
-			if err != nil {
-				return err
-			}
-			if err := unlock.ForceUnlock(ctx, svc, req); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.io.Out, "released state lock %s of %s\n", lockID, env)
-			return nil
+			return runOr(runF, runUnlock)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment whose state is locked")
-	cmd.Flags().StringVar(&lockID, "lock-id", "", "ID of the held lock")
-	cmd.Flags().BoolVar(&holderGone, "confirm-holder-gone", false, "you checked that the lock's holder is no longer running")
-	cmd.Flags().StringVar(&reason, "reason", "", "why (journaled)")
+	cmd.Flags().StringVar(&opts.Req.Env, "env", "", "environment whose state is locked")
+	cmd.Flags().StringVar(&opts.Req.LockID, "lock-id", "", "ID of the held lock")
+	cmd.Flags().BoolVar(&opts.Req.HolderGone, "confirm-holder-gone", false, "you checked that the lock's holder is no longer running")
+	cmd.Flags().StringVar(&opts.Req.Reason, "reason", "", "why (journaled)")
 	return cmd
+}
+
+// runUnlock force-unlocks the Terraform state lock, journaling who and why.
+func runUnlock(ctx context.Context, opts *unlockOptions) error {
+	a := opts.f
+	p, err := a.loadProject()
+	if err != nil {
+		return err
+	}
+	tf, err := a.terraformAdapter(p)
+	if err != nil {
+		return err
+	}
+	svc, _, err := a.serviceWith(ctx, "unlock", "", workflow.Deps{Applier: tf})
+	if err != nil {
+		return err
+	}
+	if err := unlock.ForceUnlock(ctx, svc, opts.Req); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.io.Out, "released state lock %s of %s\n", opts.Req.LockID, opts.Req.Env)
+	return nil
 }

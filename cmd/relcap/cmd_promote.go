@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -38,8 +39,14 @@ func (a *app) decisionAdapters() (*registry.Adapter, *gitrepo.Adapter, error) {
 	return reg, repo, nil
 }
 
-func (a *app) promoteCommand() *cobra.Command {
-	var env, image, force, releaseID string
+// promoteOptions are relcap promote's flags.
+type promoteOptions struct {
+	f                            *app
+	Env, Image, Force, ReleaseID string
+}
+
+func newCmdPromote(f *app, runF func(context.Context, *promoteOptions) error) *cobra.Command {
+	opts := &promoteOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "promote --env ENV --image REF [--release ID]",
 		Short: "Promote one immutable digest into an environment and pin it in the environment repo",
@@ -57,38 +64,44 @@ one it starts a promotion of its own.`,
   relcap promote --env prod --image registry.example.com/ci/web@sha256:…`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if env == "" || image == "" {
+			if opts.Env == "" || opts.Image == "" {
 				return usageError{errors.New("promote wants --env ENV and --image REF")}
 			}
-			if cmd.Flags().Changed("force-unverified") && strings.TrimSpace(force) == "" {
+			if cmd.Flags().Changed("force-unverified") && strings.TrimSpace(opts.Force) == "" {
 				return usageError{errors.New("--force-unverified wants the reason, which is journaled")}
 			}
-			svc, _, err := a.flowService(ctx, "promote", releaseID, 0)
-			if err != nil {
-				return err
-			}
-			a.measure(svc, workflow.StepPromotion, effort.RoleCaptain)
-			opened, err := svc.OpenRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID, Image: image, PromoteOnly: true, ForceUnverified: strings.TrimSpace(force)})
-			if err != nil {
-				return err
-			}
-			r := opened.Release
-			fmt.Fprintln(a.io.Err, opened.Describe())
-			printer := plain.New(a.io.Err, false).WithToolOutput(a.io.Err)
-			if a.flags.json {
-				printer = plain.New(a.io.Out, true)
-			}
-			final, err := svc.RunUntil(ctx, r.ID, printer.Event, workflow.StepPromotion)
-			if final != nil && !a.flags.json {
-				plain.PrintPromotion(a.io.Out, final)
-			}
-			return err
+			return runOr(runF, runPromote)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment to promote into")
-	cmd.Flags().StringVar(&image, "image", "", "image reference (tag or digest)")
-	cmd.Flags().StringVar(&releaseID, "release", "", "release to promote (default: the environment's open release, or a new promotion)")
-	cmd.Flags().StringVar(&force, "force-unverified", "", "promote although the digest has not converged in the previous environment; the reason is journaled")
+	cmd.Flags().StringVar(&opts.Env, "env", "", "environment to promote into")
+	cmd.Flags().StringVar(&opts.Image, "image", "", "image reference (tag or digest)")
+	cmd.Flags().StringVar(&opts.ReleaseID, "release", "", "release to promote (default: the environment's open release, or a new promotion)")
+	cmd.Flags().StringVar(&opts.Force, "force-unverified", "", "promote although the digest has not converged in the previous environment; the reason is journaled")
 	return cmd
+}
+
+// runPromote joins or opens the environment's release and runs it up to
+// the promotion.
+func runPromote(ctx context.Context, opts *promoteOptions) error {
+	a := opts.f
+	svc, _, err := a.flowService(ctx, "promote", opts.ReleaseID, 0)
+	if err != nil {
+		return err
+	}
+	a.measure(svc, workflow.StepPromotion, effort.RoleCaptain)
+	opened, err := svc.OpenRelease(ctx, workflow.OpenRequest{Env: opts.Env, ReleaseID: opts.ReleaseID, Image: opts.Image, PromoteOnly: true, ForceUnverified: strings.TrimSpace(opts.Force)})
+	if err != nil {
+		return err
+	}
+	r := opened.Release
+	fmt.Fprintln(a.io.Err, opened.Describe())
+	printer := plain.New(a.io.Err, false).WithToolOutput(a.io.Err)
+	if a.flags.json {
+		printer = plain.New(a.io.Out, true)
+	}
+	final, err := svc.RunUntil(ctx, r.ID, printer.Event, workflow.StepPromotion)
+	if final != nil && !a.flags.json {
+		plain.PrintPromotion(a.io.Out, final)
+	}
+	return err
 }

@@ -52,10 +52,10 @@ func (a *app) flowService(ctx context.Context, command, releaseID string, timeou
 	return a.serviceWith(ctx, command, releaseID, deps)
 }
 
-// runRelease drives a release in the cockpit at a terminal, otherwise
+// driveRelease drives a release in the cockpit at a terminal, otherwise
 // headless: one line per event on stdout (NDJSON with --json), and when it
 // stops for a person, what they must do.
-func (a *app) runRelease(ctx context.Context, svc *workflow.Service, id string) error {
+func (a *app) driveRelease(ctx context.Context, svc *workflow.Service, id string) error {
 	if a.useCockpit() {
 		return a.runCockpit(ctx, svc, id)
 	}
@@ -64,30 +64,22 @@ func (a *app) runRelease(ctx context.Context, svc *workflow.Service, id string) 
 	if final == nil || a.flags.json {
 		return err
 	}
-	switch {
-	case err == nil && final.Status == workflow.ReleaseConverged:
-		fmt.Fprintf(a.io.Out, "\nrelease %s converged in %s: %s running %s\n", final.ID, final.Env, workflow.ShortHash(final.Checkpoints.EnvCommit), final.Checkpoints.Digest)
-	case err == nil:
-		fmt.Fprintf(a.io.Out, "\nrelease %s: %s; continue with relcap converge --env %s (or relcap resume %s)\n", final.ID, final.Status, final.Env, final.ID)
-	case errors.Is(err, workflow.ErrBlocked):
-		fmt.Fprintf(a.io.Err, "\nrelease %s is waiting (%s): %s\nwhen that is done: relcap resume %s\n", final.ID, final.Status, stepMessage(final), final.ID)
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(a.io.Err, "\nrelease %s interrupted; nothing completed is lost: relcap resume %s\n", final.ID, final.ID)
-	}
+	plain.PrintReleaseOutcome(a.io.Out, a.io.Err, final, err)
 	return err
 }
 
-func stepMessage(r *workflow.Release) string {
-	if k, ok := r.Current(); ok {
-		return r.Step(k).Message
-	}
-	return ""
+// releaseOptions are relcap release's flags.
+type releaseOptions struct {
+	f                            *app
+	Env, Image                   string
+	Schema, MinSchema, MaxSchema int
+	// SchemaGiven: one of the schema flags was given.
+	SchemaGiven bool
+	Timeout     time.Duration
 }
 
-func (a *app) releaseCommand() *cobra.Command {
-	var env, image string
-	var schema, minSchema, maxSchema int
-	var timeout time.Duration
+func newCmdRelease(f *app, runF func(context.Context, *releaseOptions) error) *cobra.Command {
+	opts := &releaseOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "release --env ENV --image REF",
 		Short: "The guided flow: ownership → plan review → promotion → convergence (resumable)",
@@ -102,67 +94,92 @@ relcap resume ID without repeating anything it already did.
 to an incompatible release is refused.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if env == "" || image == "" {
+			if opts.Env == "" || opts.Image == "" {
 				return usageError{errors.New("release wants --env ENV and --image REF")}
 			}
-			svc, _, err := a.flowService(ctx, "release", "", timeout)
-			if err != nil {
-				return err
+			opts.SchemaGiven = cmd.Flags().Changed("schema") || cmd.Flags().Changed("min-schema") || cmd.Flags().Changed("max-schema")
+			if opts.SchemaGiven && (opts.Schema < 0 || opts.MinSchema < 0 || opts.MaxSchema < 0 || (opts.MaxSchema > 0 && opts.MinSchema > opts.MaxSchema)) {
+				return usageError{errors.New("--schema, --min-schema and --max-schema want versions ≥ 0 with min ≤ max")}
 			}
-			a.measureRelease(svc)
-			req := workflow.StartRequest{Env: env, Image: image}
-			if cmd.Flags().Changed("schema") || cmd.Flags().Changed("min-schema") || cmd.Flags().Changed("max-schema") {
-				if schema < 0 || minSchema < 0 || maxSchema < 0 || (maxSchema > 0 && minSchema > maxSchema) {
-					return usageError{errors.New("--schema, --min-schema and --max-schema want versions ≥ 0 with min ≤ max")}
-				}
-				req.Compatibility = &workflow.Compatibility{Schema: schema, MinSchema: minSchema, MaxSchema: maxSchema}
-			}
-			r, err := svc.Start(ctx, req)
-			if err != nil {
-				return err
-			}
-			if !a.flags.json {
-				fmt.Fprintf(a.io.Out, "release %s: %s to %s\n", r.ID, image, env)
-			}
-			return a.runRelease(ctx, svc, r.ID)
+			return runOr(runF, runRelease)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment to release to")
-	cmd.Flags().StringVar(&image, "image", "", "image reference (tag or digest)")
-	cmd.Flags().IntVar(&schema, "schema", 0, "data-schema version this release writes")
-	cmd.Flags().IntVar(&minSchema, "min-schema", 0, "lowest data-schema version it can run against")
-	cmd.Flags().IntVar(&maxSchema, "max-schema", 0, "highest data-schema version it can run against")
-	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for convergence")
+	cmd.Flags().StringVar(&opts.Env, "env", "", "environment to release to")
+	cmd.Flags().StringVar(&opts.Image, "image", "", "image reference (tag or digest)")
+	cmd.Flags().IntVar(&opts.Schema, "schema", 0, "data-schema version this release writes")
+	cmd.Flags().IntVar(&opts.MinSchema, "min-schema", 0, "lowest data-schema version it can run against")
+	cmd.Flags().IntVar(&opts.MaxSchema, "max-schema", 0, "highest data-schema version it can run against")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "how long to wait for convergence")
 	return cmd
 }
 
-func (a *app) resumeCommand() *cobra.Command {
-	var timeout time.Duration
+// runRelease starts a release and drives it.
+func runRelease(ctx context.Context, opts *releaseOptions) error {
+	a := opts.f
+	svc, _, err := a.flowService(ctx, "release", "", opts.Timeout)
+	if err != nil {
+		return err
+	}
+	a.measureRelease(svc)
+	req := workflow.StartRequest{Env: opts.Env, Image: opts.Image}
+	if opts.SchemaGiven {
+		req.Compatibility = &workflow.Compatibility{Schema: opts.Schema, MinSchema: opts.MinSchema, MaxSchema: opts.MaxSchema}
+	}
+	r, err := svc.Start(ctx, req)
+	if err != nil {
+		return err
+	}
+	if !a.flags.json {
+		fmt.Fprintf(a.io.Out, "release %s: %s to %s\n", r.ID, opts.Image, opts.Env)
+	}
+	return a.driveRelease(ctx, svc, r.ID)
+}
+
+// resumeOptions are relcap resume's argument and flags.
+type resumeOptions struct {
+	f         *app
+	ReleaseID string
+	Timeout   time.Duration
+}
+
+func newCmdResume(f *app, runF func(context.Context, *resumeOptions) error) *cobra.Command {
+	opts := &resumeOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "resume RELEASE",
 		Short: "Continue a release where it stopped (approval, interruption, crash)",
 		Args:  exactArgs(1, "one release ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			svc, _, err := a.flowService(ctx, "resume", args[0], timeout)
-			if err != nil {
-				return err
-			}
-			a.measureRelease(svc)
-			if _, err := svc.Release(ctx, args[0]); errors.Is(err, workflow.ErrNotFound) {
-				return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, args[0])
-			}
-			return a.runRelease(ctx, svc, args[0])
+			opts.ReleaseID = args[0]
+			return runOr(runF, runResume)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for convergence")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "how long to wait for convergence")
 	return cmd
 }
 
-func (a *app) convergeCommand() *cobra.Command {
-	var env, releaseID, revision string
-	var timeout time.Duration
+// runResume continues a release where it stopped.
+func runResume(ctx context.Context, opts *resumeOptions) error {
+	a, id := opts.f, opts.ReleaseID
+	svc, _, err := a.flowService(ctx, "resume", id, opts.Timeout)
+	if err != nil {
+		return err
+	}
+	a.measureRelease(svc)
+	if _, err := svc.Release(ctx, id); errors.Is(err, workflow.ErrNotFound) {
+		return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, id)
+	}
+	return a.driveRelease(ctx, svc, id)
+}
+
+// convergeOptions are relcap converge's flags.
+type convergeOptions struct {
+	f                        *app
+	Env, ReleaseID, Revision string
+	Timeout                  time.Duration
+}
+
+func newCmdConverge(f *app, runF func(context.Context, *convergeOptions) error) *cobra.Command {
+	opts := &convergeOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "converge --env ENV [--release ID] [--revision SHA] [--timeout D]",
 		Short: "Watch Argo CD until the promoted digest is synced, healthy and running (exit 4 if not)",
@@ -175,33 +192,38 @@ action. Without --release it takes the latest promotion into ENV; with
 --revision it checks that commit and the digest the environment repo pins.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if env == "" {
+			if opts.Env == "" {
 				return usageError{errors.New("converge wants --env ENV")}
 			}
-			if revision != "" {
-				return a.convergeRevision(ctx, env, revision, timeout)
-			}
-			svc, _, err := a.flowService(ctx, "converge", releaseID, timeout)
-			if err != nil {
-				return err
-			}
-			a.measure(svc, workflow.StepConvergence, effort.RoleCaptain)
-			if releaseID == "" {
-				r, err := svc.AwaitingConvergence(ctx, env)
-				if err != nil {
-					return err
-				}
-				releaseID = r.ID
-			}
-			return a.runRelease(ctx, svc, releaseID)
+			return runOr(runF, runConverge)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment to watch")
-	cmd.Flags().StringVar(&releaseID, "release", "", "release to converge (default: the latest promotion into ENV)")
-	cmd.Flags().StringVar(&revision, "revision", "", "environment-repo commit Argo CD must be synced at")
-	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait")
+	cmd.Flags().StringVar(&opts.Env, "env", "", "environment to watch")
+	cmd.Flags().StringVar(&opts.ReleaseID, "release", "", "release to converge (default: the latest promotion into ENV)")
+	cmd.Flags().StringVar(&opts.Revision, "revision", "", "environment-repo commit Argo CD must be synced at")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "how long to wait")
 	return cmd
+}
+
+// runConverge watches the release's convergence, or one revision's.
+func runConverge(ctx context.Context, opts *convergeOptions) error {
+	a, releaseID := opts.f, opts.ReleaseID
+	if opts.Revision != "" {
+		return a.convergeRevision(ctx, opts.Env, opts.Revision, opts.Timeout)
+	}
+	svc, _, err := a.flowService(ctx, "converge", releaseID, opts.Timeout)
+	if err != nil {
+		return err
+	}
+	a.measure(svc, workflow.StepConvergence, effort.RoleCaptain)
+	if releaseID == "" {
+		r, err := svc.AwaitingConvergence(ctx, opts.Env)
+		if err != nil {
+			return err
+		}
+		releaseID = r.ID
+	}
+	return a.driveRelease(ctx, svc, releaseID)
 }
 
 // convergeRevision watches env's application for one revision outside any

@@ -1,23 +1,27 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui/asciicast"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
 )
 
-func (a *app) journalReplayCommand() *cobra.Command {
-	var speed float64
+// journalReplayOptions are relcap journal replay's argument and flags.
+type journalReplayOptions struct {
+	f       *app
+	Session string
+	Speed   float64
+}
+
+func newCmdJournalReplay(f *app, runF func(context.Context, *journalReplayOptions) error) *cobra.Command {
+	opts := &journalReplayOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "replay SESSION [--speed N]",
 		Short: "Play back what the captain saw in a cockpit session (screen.cast)",
@@ -27,61 +31,59 @@ possible). Run relcap journal verify first to know the recording is the one
 the journal vouches for.`,
 		Args: exactArgs(1, "one session ID (see relcap journal list)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if speed < 0 {
+			if opts.Speed < 0 {
 				return usageError{errors.New("--speed must be 0 (no delays) or more")}
 			}
-			dir, err := a.sessionsDir()
-			if err != nil {
-				return err
-			}
-			casts, err := store.SessionFiles{Dir: dir}.Recordings(args[0])
-			if err != nil {
-				return err
-			}
-			if len(casts) == 0 {
-				return a.noRecording(cmd, args[0])
-			}
-			for _, path := range casts {
-				if err := replay(cmd, a.screen, path, speed); err != nil {
-					return err
-				}
-			}
-			return nil
+			opts.Session = args[0]
+			return runOr(runF, runJournalReplay)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().Float64Var(&speed, "speed", 1, "playback speed factor; 0 plays without delays")
+	cmd.Flags().Float64Var(&opts.Speed, "speed", 1, "playback speed factor; 0 plays without delays")
 	return cmd
 }
 
-func replay(cmd *cobra.Command, screen io.Writer, path string, speed float64) error {
+// runJournalReplay plays the session's screen recordings back.
+func runJournalReplay(ctx context.Context, opts *journalReplayOptions) error {
+	a := opts.f
+	dir, err := a.sessionsDir()
+	if err != nil {
+		return err
+	}
+	casts, err := store.SessionFiles{Dir: dir}.Recordings(opts.Session)
+	if err != nil {
+		return err
+	}
+	if len(casts) == 0 {
+		return a.noRecording(ctx, opts.Session)
+	}
+	for _, path := range casts {
+		if err := replay(ctx, a.screen, path, opts.Speed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func replay(ctx context.Context, screen io.Writer, path string, speed float64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return asciicast.Play(cmd.Context(), path, f, screen, speed)
+	return asciicast.Play(ctx, path, f, screen, speed)
 }
 
 // noRecording says why session id has no recording here: it has none
 // (only cockpit sessions do), or its journal, read from the ledger, names
 // recordings that stay on the machine that recorded them.
-func (a *app) noRecording(cmd *cobra.Command, id string) error {
-	q, err := a.auditor(cmd.Context())
+func (a *app) noRecording(ctx context.Context, id string) error {
+	q, err := a.auditor(ctx)
 	if err != nil {
 		return err
 	}
-	entries, from, err := q.JournalEntries(cmd.Context(), id)
-	if err == nil && from == audit.JournalFromLedger {
-		var names []string
-		for _, e := range entries {
-			var rec workflow.ScreenRecorded
-			if e.Kind == workflow.KindScreenRecorded && json.Unmarshal(e.Data, &rec) == nil {
-				names = append(names, rec.File)
-			}
-		}
-		if len(names) > 0 {
-			return fmt.Errorf("%w: session %s was recorded on another machine; its screen recording (%s) stays there: replay it on that machine", workflow.ErrUsage, id, strings.Join(names, ", "))
-		}
+	entries, from, err := q.JournalEntries(ctx, id)
+	if err != nil {
+		entries = nil
 	}
-	return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do)", workflow.ErrUsage, id)
+	return audit.NoRecording(id, entries, from)
 }

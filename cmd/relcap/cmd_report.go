@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -14,14 +15,18 @@ import (
 	"github.com/relcap/relcap/workflow/report"
 )
 
-// reportFlags are the flags both reports take.
-type reportFlags struct {
+// reportOptions are the flags both reports take, and which report.
+type reportOptions struct {
+	f                         *app
 	from, to, tz, env, format string
 	person                    string
 	baseline                  float64
+	// formatGiven, baselineGiven: --format, --baseline were given.
+	formatGiven, baselineGiven bool
+	effort                     bool
 }
 
-func (a *app) reportCommand() *cobra.Command {
+func newCmdReport(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Coordination-effort reports and the operating measures",
@@ -37,11 +42,11 @@ Periods are in the --tz time zone (default UTC): --from is inclusive, --to
 names the last day (or month) included. Formats: table (default), md, csv,
 json (exact seconds), html (one self-contained file with charts).`,
 	}
-	cmd.AddCommand(a.reportEffortCommand(), a.reportMeasuresCommand())
+	cmd.AddCommand(newCmdReportEffort(a, nil), newCmdReportMeasures(a, nil))
 	return cmd
 }
 
-func addReportFlags(cmd *cobra.Command, f *reportFlags) {
+func addReportFlags(cmd *cobra.Command, f *reportOptions) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.from, "from", "", "first day of the period: YYYY-MM-DD, YYYY-MM or RFC 3339 (default: the first day of the month two months ago)")
 	fl.StringVar(&f.to, "to", "", "last day of the period, included: YYYY-MM-DD, YYYY-MM, or an RFC 3339 instant (excluded) (default: now)")
@@ -50,8 +55,8 @@ func addReportFlags(cmd *cobra.Command, f *reportFlags) {
 	fl.StringVar(&f.format, "format", "table", "table, md, csv, json or html")
 }
 
-func (a *app) reportEffortCommand() *cobra.Command {
-	var f reportFlags
+func newCmdReportEffort(a *app, runF func(context.Context, *reportOptions) error) *cobra.Command {
+	f := &reportOptions{f: a, effort: true}
 	cmd := &cobra.Command{
 		Use:   "effort [--from DATE --to DATE] [--env E] [--person P] [--tz ZONE] [--format table|md|csv|json|html]",
 		Short: "Staff effort per release, hours per month and the before/after comparison",
@@ -76,17 +81,18 @@ before/after at all, because missing data is not saved time.`,
   relcap report effort --format html > effort.html`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runReport(cmd, f, true)
+			f.formatGiven, f.baselineGiven = cmd.Flags().Changed("format"), cmd.Flags().Changed("baseline")
+			return runOr(runF, runReport)(cmd.Context(), f)
 		},
 	}
-	addReportFlags(cmd, &f)
+	addReportFlags(cmd, f)
 	cmd.Flags().StringVar(&f.person, "person", "", "one person's view: their effort on releases they worked on or captained")
 	cmd.Flags().Float64Var(&f.baseline, "baseline", 0, "baseline hours per release for before/after (default: effort.baseline_hours_per_release)")
 	return cmd
 }
 
-func (a *app) reportMeasuresCommand() *cobra.Command {
-	var f reportFlags
+func newCmdReportMeasures(a *app, runF func(context.Context, *reportOptions) error) *cobra.Command {
+	f := &reportOptions{f: a}
 	cmd := &cobra.Command{
 		Use:   "measures [--from DATE --to DATE] [--env E] [--tz ZONE] [--format table|md|csv|json|html]",
 		Short: "The five DORA measures, plan lead time, drift age, ownership conflicts and rehearsals",
@@ -100,20 +106,23 @@ func (a *app) reportMeasuresCommand() *cobra.Command {
 			"days since each drill last passed.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runReport(cmd, f, false)
+			f.formatGiven = cmd.Flags().Changed("format")
+			return runOr(runF, runReport)(cmd.Context(), f)
 		},
 	}
-	addReportFlags(cmd, &f)
+	addReportFlags(cmd, f)
 	return cmd
 }
 
-func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
-	ctx := cmd.Context()
+// runReport builds the effort report or the measures over the ledger and
+// writes it in the format asked for.
+func runReport(ctx context.Context, f *reportOptions) error {
+	a, effort := f.f, f.effort
 	format, err := reportfmt.ParseFormat(f.format)
 	if err != nil {
 		return usageError{err}
 	}
-	if a.flags.json && !cmd.Flags().Changed("format") {
+	if a.flags.json && !f.formatGiven {
 		format = reportfmt.FormatJSON
 	}
 	loc, err := time.LoadLocation(f.tz)
@@ -121,7 +130,7 @@ func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
 		return usageError{fmt.Errorf("--tz %q: unknown time zone (want an IANA name such as UTC or Europe/Berlin)", f.tz)}
 	}
 	now := a.clock.Now()
-	from, to, err := reportPeriod(f.from, f.to, loc, now)
+	from, to, err := report.ParsePeriod(f.from, f.to, loc, now)
 	if err != nil {
 		return usageError{err}
 	}
@@ -137,12 +146,12 @@ func (a *app) runReport(cmd *cobra.Command, f reportFlags, effort bool) error {
 	}
 	if p != nil {
 		q.App = p.App
-		if !cmd.Flags().Changed("baseline") {
+		if !f.baselineGiven {
 			opts.BaselineHoursPerRelease = p.Effort.BaselineHoursPerRelease
 			opts.BaselineSource = "effort.baseline_hours_per_release in " + p.File
 		}
-		if n := len(p.Environments); n > 0 {
-			opts.ProdEnv = p.Environments[n-1].Name
+		if prod := p.ProdEnv(); prod != "" {
+			opts.ProdEnv = prod
 		}
 		if opts.Env != "" {
 			if _, err := p.Env(opts.Env); err != nil {
@@ -207,52 +216,6 @@ func (a *app) optionalProject() (*workflow.Project, error) {
 	}
 	a.project = p
 	return p, nil
-}
-
-// reportPeriod turns --from and --to into [from, to). A date or month
-// given to --to is included, so "--from 2026-01-01 --to 2026-01-31" is all
-// of January; an RFC 3339 instant is the exclusive end itself.
-func reportPeriod(fromS, toS string, loc *time.Location, now time.Time) (time.Time, time.Time, error) {
-	var from, to time.Time
-	if fromS == "" {
-		n := now.In(loc)
-		from = time.Date(n.Year(), n.Month()-2, 1, 0, 0, 0, 0, loc)
-	} else {
-		t, _, err := parseReportTime(fromS, loc)
-		if err != nil {
-			return from, to, fmt.Errorf("--from: %w", err)
-		}
-		from = t
-	}
-	if toS == "" {
-		to = now
-	} else {
-		t, next, err := parseReportTime(toS, loc)
-		if err != nil {
-			return from, to, fmt.Errorf("--to: %w", err)
-		}
-		to = next(t)
-	}
-	if !from.Before(to) {
-		return from, to, fmt.Errorf("the period is empty: --from %s is not before --to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
-	}
-	return from, to, nil
-}
-
-// parseReportTime reads a date, a month or an instant, and says how to get
-// the exclusive end of the span it names.
-func parseReportTime(s string, loc *time.Location) (time.Time, func(time.Time) time.Time, error) {
-	s = strings.TrimSpace(s)
-	if t, err := time.ParseInLocation("2006-01-02", s, loc); err == nil {
-		return t, func(t time.Time) time.Time { return t.AddDate(0, 0, 1) }, nil
-	}
-	if t, err := time.ParseInLocation("2006-01", s, loc); err == nil {
-		return t, func(t time.Time) time.Time { return t.AddDate(0, 1, 0) }, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, func(t time.Time) time.Time { return t }, nil
-	}
-	return time.Time{}, nil, fmt.Errorf("%q is not YYYY-MM-DD, YYYY-MM or an RFC 3339 time", s)
 }
 
 // wrapDefinitions prints definitions as a bulleted list wrapped at 80

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -10,8 +11,14 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-func (a *app) reviewCommand() *cobra.Command {
-	var fingerprint, releaseID string
+// reviewOptions are relcap review's flags: one plan or one release.
+type reviewOptions struct {
+	f                      *app
+	Fingerprint, ReleaseID string
+}
+
+func newCmdReview(f *app, runF func(context.Context, *reviewOptions) error) *cobra.Command {
+	opts := &reviewOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "review --plan FINGERPRINT | --release ID",
 		Short: "An approver's review screen: the plan or the pinned change, read-only; a approves (signed)",
@@ -30,48 +37,54 @@ unfocused. The screen is recorded in your session, like the cockpit.`,
   relcap review --release web-prod-20261201-1a2b3c`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if (fingerprint == "") == (releaseID == "") {
+			if (opts.Fingerprint == "") == (opts.ReleaseID == "") {
 				return usageError{errors.New("review wants exactly one of --plan FINGERPRINT or --release ID")}
 			}
-			if !a.useCockpit() {
+			if !f.useCockpit() {
 				return usageError{errors.New("review is a screen and needs a terminal; from a script, relcap approve --plan FP or --release ID records the same approval")}
 			}
-			if _, err := a.loadProject(); err != nil {
-				return err
-			}
-			svc, journal, err := a.serviceWith(ctx, "review", releaseID, workflow.Deps{})
-			if err != nil {
-				return err
-			}
-			target, id := tui.ReviewPromotion, releaseID
-			if fingerprint != "" {
-				target = tui.ReviewPlan
-				r, err := svc.ReleaseOfPlan(ctx, fingerprint)
-				if err != nil {
-					return err
-				}
-				if r == nil {
-					return fmt.Errorf("%w: no release holds plan %s: relcap approve --plan %s approves a plan outside a release", workflow.ErrUsage, fingerprint, fingerprint)
-				}
-				if r.Checkpoints.Fingerprint != fingerprint {
-					return fmt.Errorf("%w: release %s has moved on to plan %s; review that one", workflow.ErrBlocked, r.ID, workflow.ShortHash(r.Checkpoints.Fingerprint))
-				}
-				id = r.ID
-			} else if _, err := svc.Release(ctx, releaseID); errors.Is(err, workflow.ErrNotFound) {
-				return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, releaseID)
-			} else if err != nil {
-				return err
-			}
-			rec, err := journal.StartRecording()
-			if err != nil {
-				return err
-			}
-			runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Review: target, Input: a.io.In, Output: a.screen, Env: a.io.Env, Secrets: a.secrets, Record: rec})
-			return errors.Join(runErr, rec.Finish(ctx, id))
+			return runOr(runF, runReview)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&fingerprint, "plan", "", "the fingerprint of the plan to review")
-	cmd.Flags().StringVar(&releaseID, "release", "", "the release whose pinned change to review")
+	cmd.Flags().StringVar(&opts.Fingerprint, "plan", "", "the fingerprint of the plan to review")
+	cmd.Flags().StringVar(&opts.ReleaseID, "release", "", "the release whose pinned change to review")
 	return cmd
+}
+
+// runReview opens the approver's review screen on the plan or the release,
+// recorded in the reviewer's session.
+func runReview(ctx context.Context, opts *reviewOptions) error {
+	a, fingerprint, releaseID := opts.f, opts.Fingerprint, opts.ReleaseID
+	if _, err := a.loadProject(); err != nil {
+		return err
+	}
+	svc, journal, err := a.serviceWith(ctx, "review", releaseID, workflow.Deps{})
+	if err != nil {
+		return err
+	}
+	target, id := tui.ReviewPromotion, releaseID
+	if fingerprint != "" {
+		target = tui.ReviewPlan
+		r, err := svc.ReleaseOfPlan(ctx, fingerprint)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return fmt.Errorf("%w: no release holds plan %s: relcap approve --plan %s approves a plan outside a release", workflow.ErrUsage, fingerprint, fingerprint)
+		}
+		if r.Checkpoints.Fingerprint != fingerprint {
+			return fmt.Errorf("%w: release %s has moved on to plan %s; review that one", workflow.ErrBlocked, r.ID, workflow.ShortHash(r.Checkpoints.Fingerprint))
+		}
+		id = r.ID
+	} else if _, err := svc.Release(ctx, releaseID); errors.Is(err, workflow.ErrNotFound) {
+		return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, releaseID)
+	} else if err != nil {
+		return err
+	}
+	rec, err := journal.StartRecording()
+	if err != nil {
+		return err
+	}
+	runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Review: target, Input: a.io.In, Output: a.screen, Env: a.io.Env, Secrets: a.secrets, Record: rec})
+	return errors.Join(runErr, rec.Finish(ctx, id))
 }

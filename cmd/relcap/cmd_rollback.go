@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -10,9 +11,15 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-func (a *app) rollbackCommand() *cobra.Command {
-	var env, to string
-	var timeout time.Duration
+// rollbackOptions are relcap rollback's flags.
+type rollbackOptions struct {
+	f       *app
+	Req     workflow.RollbackRequest
+	Timeout time.Duration
+}
+
+func newCmdRollback(f *app, runF func(context.Context, *rollbackOptions) error) *cobra.Command {
+	opts := &rollbackOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "rollback --env ENV --to RELEASE",
 		Short: "Restore a previous compatible release as a new environment-repo change, then converge",
@@ -23,27 +30,32 @@ Argo CD's history rollback, which automated sync would undo. It is refused
 release left (see relcap release --schema).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if env == "" || to == "" {
+			if opts.Req.Env == "" || opts.Req.To == "" {
 				return usageError{errors.New("rollback wants --env ENV and --to RELEASE")}
 			}
-			svc, _, err := a.flowService(ctx, "rollback", "", timeout)
-			if err != nil {
-				return err
-			}
-			a.measureRelease(svc)
-			r, err := svc.StartRollback(ctx, workflow.RollbackRequest{Env: env, To: to})
-			if err != nil {
-				return err
-			}
-			if !a.flags.json {
-				fmt.Fprintf(a.io.Out, "rollback %s: %s back to release %s (%s)\n", r.ID, env, to, r.Checkpoints.Digest)
-			}
-			return a.runRelease(ctx, svc, r.ID)
+			return runOr(runF, runRollback)(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&env, "env", "", "environment to roll back")
-	cmd.Flags().StringVar(&to, "to", "", "release to restore")
-	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for convergence")
+	cmd.Flags().StringVar(&opts.Req.Env, "env", "", "environment to roll back")
+	cmd.Flags().StringVar(&opts.Req.To, "to", "", "release to restore")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "how long to wait for convergence")
 	return cmd
+}
+
+// runRollback starts the rollback release and drives it.
+func runRollback(ctx context.Context, opts *rollbackOptions) error {
+	a := opts.f
+	svc, _, err := a.flowService(ctx, "rollback", "", opts.Timeout)
+	if err != nil {
+		return err
+	}
+	a.measureRelease(svc)
+	r, err := svc.StartRollback(ctx, opts.Req)
+	if err != nil {
+		return err
+	}
+	if !a.flags.json {
+		fmt.Fprintf(a.io.Out, "rollback %s: %s back to release %s (%s)\n", r.ID, opts.Req.Env, opts.Req.To, r.Checkpoints.Digest)
+	}
+	return a.driveRelease(ctx, svc, r.ID)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) versionCommand() *cobra.Command {
+func newCmdVersion(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print relcap's version, commit and build date",

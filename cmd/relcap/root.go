@@ -67,6 +67,8 @@ type app struct {
 	// command time counts as effort (cmd/relcap/effort_command.go).
 	started  time.Time
 	measured []measuredCommand
+	// warnedBreakGlass: an expired break-glass was looked for already.
+	warnedBreakGlass bool
 }
 
 // run builds the command tree, executes it and maps the outcome to an exit
@@ -147,12 +149,6 @@ with every decision journaled and the staff time it cost measured.`,
 			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
 				a.flags.noColor = true
 			}
-			switch cmd.Name() {
-			case "version", "validate", "demo":
-				// demo builds its own sandbox and ledger
-			default:
-				a.warnExpiredBreakGlass(cmd)
-			}
 			return nil
 		},
 	}
@@ -167,26 +163,26 @@ with every decision journaled and the staff time it cost measured.`,
 	pf.BoolVar(&a.flags.noColor, "no-color", false, "no colour (also NO_COLOR)")
 
 	root.AddCommand(
-		a.versionCommand(),
-		a.validateCommand(),
-		a.ownershipCommand(),
-		a.effortCommand(),
-		a.reportCommand(),
-		a.journalCommand(),
-		a.planCommand(),
-		a.approveCommand(),
-		a.reviewCommand(),
-		a.applyCommand(),
-		a.unlockCommand(),
-		a.promoteCommand(),
-		a.convergeCommand(),
-		a.releaseCommand(),
-		a.resumeCommand(),
-		a.rollbackCommand(),
-		a.rehearseCommand(),
-		a.breakglassCommand(),
-		a.demoCommand(),
-		a.ledgerCommand(),
+		newCmdVersion(a),
+		newCmdValidate(a, nil),
+		newCmdOwnership(a),
+		newCmdEffort(a),
+		newCmdReport(a),
+		newCmdJournal(a),
+		newCmdPlan(a, nil),
+		newCmdApprove(a, nil),
+		newCmdReview(a, nil),
+		newCmdApply(a, nil),
+		newCmdUnlock(a, nil),
+		newCmdPromote(a, nil),
+		newCmdConverge(a, nil),
+		newCmdRelease(a, nil),
+		newCmdResume(a, nil),
+		newCmdRollback(a, nil),
+		newCmdRehearse(a, nil),
+		newCmdBreakGlass(a),
+		newCmdDemo(a, nil),
+		newCmdLedger(a),
 	)
 	return root
 }
@@ -351,4 +347,13 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// runOr is runF when a test gave one (to see the options a command line
+// makes), else the command's own run function.
+func runOr[O any](runF, run func(context.Context, *O) error) func(context.Context, *O) error {
+	if runF != nil {
+		return runF
+	}
+	return run
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/sharedplan"
@@ -62,6 +64,7 @@ func (a *app) serviceWith(ctx context.Context, command, releaseID string, d work
 	if err != nil {
 		return nil, nil, err
 	}
+	a.warnExpiredBreakGlass(ctx, svc)
 	return svc, journal, nil
 }
 
@@ -102,4 +105,17 @@ func (a *app) argoCD(p *workflow.Project) *argocd.Pool {
 // ledger.
 func (a *app) reports(p *workflow.Project) report.Reporter {
 	return report.Reporter{Project: p, Source: a.ledger, Clock: a.clock}
+}
+
+// warnExpiredBreakGlass makes an expired break-glass loud, once, in every
+// command that records a session (its ledger is open already), until it
+// is ended.
+func (a *app) warnExpiredBreakGlass(ctx context.Context, svc *workflow.Service) {
+	if a.warnedBreakGlass {
+		return
+	}
+	a.warnedBreakGlass = true
+	if expired, err := breakglass.New(svc.Ports()).Expired(ctx); err == nil {
+		plain.WarnExpiredBreakGlass(a.io.Err, expired, a.clock.Now())
+	}
 }

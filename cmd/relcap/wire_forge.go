@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net/url"
-	"os/exec"
 	"strings"
 	"sync"
 
 	"github.com/relcap/relcap/adapters/forge/gitea"
 	"github.com/relcap/relcap/adapters/forge/github"
 	"github.com/relcap/relcap/adapters/forge/gitlab"
+	"github.com/relcap/relcap/adapters/gitcred"
 	"github.com/relcap/relcap/adapters/gitrepo"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret"
@@ -64,7 +62,7 @@ var _ workflow.ForgeOpener = (*forgeOpener)(nil)
 
 // forges is this invocation's forge opener.
 func (a *app) forges() *forgeOpener {
-	return &forgeOpener{constructors: forgeConstructors, getenv: a.io.getenv, credential: gitCredential(a.io.Env), secrets: a.secrets}
+	return &forgeOpener{constructors: forgeConstructors, getenv: a.io.getenv, credential: gitcred.Helper{Env: a.io.Env}.Password, secrets: a.secrets}
 }
 
 // OpenForge returns the forge adapter of r.
@@ -136,67 +134,14 @@ func (o *forgeOpener) kinds() string {
 	return strings.Join(ks, ", ")
 }
 
-// gitCredential asks `git credential fill` for the password of u's host,
-// with env as git's environment and never prompting: relcap runs headless
-// as often as not.
-func gitCredential(env []string) func(context.Context, *url.URL) (string, error) {
-	fill := gitCredentialFill(env)
-	return func(ctx context.Context, u *url.URL) (string, error) {
-		_, password, err := fill(ctx, &url.URL{Scheme: u.Scheme, Host: u.Host})
-		return password, err
-	}
-}
-
-// gitCredentialFill asks `git credential fill` for the user name and
-// password of u (its scheme, host and, when git's credential.useHttpPath
-// wants it, path), with env as git's environment and never prompting.
-func gitCredentialFill(env []string) func(context.Context, *url.URL) (string, string, error) {
-	return func(ctx context.Context, u *url.URL) (string, string, error) {
-		cmd := exec.CommandContext(ctx, "git", "credential", "fill")
-		cmd.Env = append(append([]string(nil), env...), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never")
-		in := fmt.Sprintf("protocol=%s\nhost=%s\n", u.Scheme, u.Host)
-		if u.Path != "" {
-			in += "path=" + u.Path + "\n"
-		}
-		cmd.Stdin = strings.NewReader(in + "\n")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			// git's message says which helper failed; it holds no
-			// password (fill prints those on stdout only).
-			msg := strings.TrimSpace(stderr.String())
-			if msg == "" {
-				msg = err.Error()
-			}
-			return "", "", fmt.Errorf("git credential fill: %s", firstLineOf(msg))
-		}
-		var user, password string
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "password="); ok {
-				password = v
-			} else if v, ok := strings.CutPrefix(sc.Text(), "username="); ok {
-				user = v
-			}
-		}
-		return user, password, nil
-	}
-}
-
 // gitPushCredentials is what the environment repository adapter asks when
 // an http(s) origin wants credentials: git's credential helper, the one
 // `git push` uses, its password masked the moment it is read.
 func (a *app) gitPushCredentials() gitrepo.Credentials {
-	fill := gitCredentialFill(a.io.Env)
+	helper := gitcred.Helper{Env: a.io.Env}
 	return func(ctx context.Context, u *url.URL) (string, string, error) {
-		user, password, err := fill(ctx, u)
+		user, password, err := helper.Fill(ctx, u)
 		a.secrets.Add(strings.TrimSpace(password))
 		return user, password, err
 	}
-}
-
-func firstLineOf(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relcap/relcap/adapters/gitcred"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -55,7 +56,7 @@ func TestForgeOpenerAsksGitsCredentialHelper(t *testing.T) {
 	env := []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"),
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=!f() { test \"$1\" = get && echo username=bot && echo password=cred-987654321; }; f"}
 	secrets := secret.NewSet()
-	o := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, credential: gitCredential(env), secrets: secrets}
+	o := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, credential: gitcred.Helper{Env: env}.Password, secrets: secrets}
 	f, err := o.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env"})
 	require.NoError(t, err)
 	require.Equal(t, "cred-987654321", f.(stubForge).opts.Token)
@@ -63,7 +64,7 @@ func TestForgeOpenerAsksGitsCredentialHelper(t *testing.T) {
 
 	// No helper: a clear error, no prompt.
 	bare := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, secrets: secret.NewSet(),
-		credential: gitCredential([]string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")})}
+		credential: gitcred.Helper{Env: []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}}.Password}
 	_, err = bare.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env"})
 	require.ErrorIs(t, err, workflow.ErrUsage)
 	require.ErrorContains(t, err, "no gitea token for git.example.com: git's credential helper was asked")

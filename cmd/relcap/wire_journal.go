@@ -58,6 +58,12 @@ func (a *app) auditor(ctx context.Context) (*audit.Auditor, error) {
 	if err != nil {
 		return nil, err
 	}
+	return a.auditorOf(project, l, dir)
+}
+
+// auditorOf wires journal verification over ledger l, whose journals are
+// in dir: the people file's verifier and the journal anchor check them.
+func (a *app) auditorOf(project *workflow.Project, l *store.Ledger, dir string) (*audit.Auditor, error) {
 	d := audit.Deps{Project: project, Ledger: l, Sessions: store.SessionFiles{Dir: dir}}
 	if project.People != "" {
 		d.Verifier = signing.NewProtectedVerifier(project.People)

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 
+	"github.com/relcap/relcap/adapters/gitconfig"
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/workflow"
 )
@@ -52,25 +52,10 @@ func (a *app) signingKey(ctx context.Context, repoDir, actor string) string {
 	if k, ok := a.gitSigningKeys[repoDir]; ok {
 		return k
 	}
-	k := ""
-	if gitConfig(ctx, repoDir, "gpg.format") == "ssh" {
-		k = gitConfig(ctx, repoDir, "user.signingkey")
-	}
+	k := gitconfig.SSHSigningKey(ctx, repoDir)
 	if a.gitSigningKeys == nil {
 		a.gitSigningKeys = map[string]string{}
 	}
 	a.gitSigningKeys[repoDir] = k
 	return k
-}
-
-// gitConfig reads one git setting as git would in the release repository;
-// "" when git or the setting is absent.
-func gitConfig(ctx context.Context, dir, key string) string {
-	cmd := exec.CommandContext(ctx, "git", "config", "--get", key)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
 }

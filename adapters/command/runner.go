@@ -1,4 +1,6 @@
-package main
+// Package command runs the argv lists relcap.yaml names (rehearsal.interrupt)
+// as child processes: the workflow.CommandRunner port.
+package command
 
 import (
 	"context"
@@ -11,13 +13,15 @@ import (
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
-// execCommands runs the argv lists relcap.yaml names (rehearsal.interrupt)
-// directly, never through a shell, their output into the tool output.
-type execCommands struct{}
+// Runner runs an argv list directly, never through a shell, its output
+// into the context's tool output.
+type Runner struct{}
 
-var _ rehearsal.CommandRunner = execCommands{}
+var _ rehearsal.CommandRunner = Runner{}
 
-func (execCommands) RunCommand(ctx context.Context, argv []string) error {
+// RunCommand runs argv; a non-zero exit is an error naming the command and
+// the last line it printed.
+func (Runner) RunCommand(ctx context.Context, argv []string) error {
 	if len(argv) == 0 || argv[0] == "" {
 		return fmt.Errorf("%w: an empty command", workflow.ErrUsage)
 	}
