@@ -27,6 +27,10 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
 
 	"github.com/relcap/relcap/workflow"
+
+	// Before argo-cd's types initialise kubectl's command packages: keeps
+	// kubectl's help-text catalogue from loading (the package says why).
+	_ "github.com/relcap/relcap/adapters/argocd/internal/kubectltext"
 )
 
 var (
