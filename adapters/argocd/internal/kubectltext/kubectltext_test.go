@@ -8,10 +8,13 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd/internal/kubectltext"
 
-	// apiresources calls i18n.T in its package-level variables, as it does
-	// in relcap (through argo-cd's types): its init must find the no-op
-	// loader in place. The test is external so that kubectltext itself
-	// does not import it, as in relcap.
+	// The graph relcap links through adapters/argocd: argo-cd's client and
+	// types reach kubectl's command packages (apiresources first among
+	// them), which call i18n.T in package-level variables; their inits
+	// must find the no-op loader in place. The test is external so that
+	// kubectltext itself imports none of them, as in relcap.
+	_ "github.com/argoproj/argo-cd/v2/pkg/apiclient"
+	_ "github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
 	_ "k8s.io/kubectl/pkg/cmd/apiresources"
 )
 
