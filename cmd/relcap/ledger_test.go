@@ -23,7 +23,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(relcapProcessEnv) == "1" {
 		main() // exits
 	}
-	os.Exit(pgtest.Main(m))
+	code := pgtest.Main(m)
+	removeRelcapBinary()
+	os.Exit(code)
 }
 
 // ledgerFlow runs plan → approve → apply as the command line does, with

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,30 +18,6 @@ import (
 // The team store seen from two machines: each person runs the real relcap
 // binary with a data directory, a state directory and an SSH key of their
 // own, and only the PostgreSQL ledger (RELCAP_LEDGER) is shared.
-
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
-
-// relcapBinary builds the relcap binary once for the package's tests.
-func relcapBinary(t *testing.T) string {
-	t.Helper()
-	binaryOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "relcap-bin-")
-		if err != nil {
-			binaryErr = err
-			return
-		}
-		binaryPath = filepath.Join(dir, "relcap")
-		if out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, binaryErr, "build relcap")
-	return binaryPath
-}
 
 // teammate is one person on their own machine: their home for relcap's
 // data and state, and their key.

@@ -27,22 +27,21 @@ type tmuxTerm struct {
 	socket, window string
 }
 
-// relcapAtTerminal builds relcap and runs it with args (a shell command
-// line after the binary) in a w×h tmux terminal, with data as its XDG
-// directories and env added; EXIT=<code> is printed when it ends.
+// relcapAtTerminal runs the package's one built relcap (relcapBinary)
+// with args (a shell command line after the binary) in a w×h tmux
+// terminal, with data as its XDG directories and env added; EXIT=<code> is
+// printed when it ends.
 func relcapAtTerminal(t *testing.T, data string, env []string, w, h int, args string) *tmuxTerm {
 	t.Helper()
 	_, err := exec.LookPath("tmux")
 	require.NoError(t, err, "tmux is needed: make test installs it (apt-get install tmux)")
-	bin := filepath.Join(t.TempDir(), "relcap")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin := relcapBinary(t)
 	term := &tmuxTerm{t: t, socket: "relcap-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(tmuxTerms.Add(1), 10), window: "relcap"}
 	cmd := exec.Command("tmux", "-L", term.socket, "new-session", "-d", "-s", term.window, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h),
 		bin+" "+args+"; echo EXIT=$?; sleep 60")
 	cmd.Env = append(append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_STATE_HOME="+filepath.Join(data, "state"),
 		"XDG_CACHE_HOME="+filepath.Join(data, "cache"), "TERM=xterm-256color"), env...)
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", term.socket, "kill-server").Run() })
 	return term
@@ -69,7 +68,7 @@ func (term *tmuxTerm) press(key string) {
 	_ = exec.Command("tmux", "-L", term.socket, "send-keys", "-t", term.window, key).Run()
 }
 
-// TestTmuxDemoReleaseWithTheKeyboardAlone builds the real binary, runs
+// TestTmuxDemoReleaseWithTheKeyboardAlone takes the real binary, runs
 // `relcap demo` in a tmux terminal of 80×24, and completes both releases
 // with keys a newcomer reads off the screen: r to resume after the demo
 // assistant's notice, a to approve, enter and y to apply, q to close a
@@ -80,9 +79,7 @@ func TestTmuxDemoReleaseWithTheKeyboardAlone(t *testing.T) {
 	terraformtest.Binary(t)
 	_, err := exec.LookPath("tmux")
 	require.NoError(t, err, "tmux is needed: make test installs it (apt-get install tmux)")
-	bin := filepath.Join(t.TempDir(), "relcap")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin := relcapBinary(t)
 
 	dir := filepath.Join(t.TempDir(), "sandbox")
 	// A tmux server of the test's own: another test binary's session (a
@@ -93,7 +90,7 @@ func TestTmuxDemoReleaseWithTheKeyboardAlone(t *testing.T) {
 	script := bin + " demo --dir " + dir + "; echo EXIT=$?; sleep 60"
 	cmd := exec.Command("tmux", "-L", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", script)
 	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir(), "TERM=xterm-256color")
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
 
