@@ -192,7 +192,7 @@ func Converged(s AppState, w Want) Verdict {
 		}
 		return Verdict{Kind: VerdictProgressing, Reason: reason}
 	}
-	if !w.Digest.IsZero() && !runsDigest(s.Images, w.Digest) {
+	if !w.Digest.IsZero() && !RunsDigest(s.Images, w.Digest) {
 		return Verdict{Kind: VerdictWrongArtifact,
 			Reason:     fmt.Sprintf("live images %s do not include %s", strings.Join(s.Images, ", "), w.Digest),
 			NextAction: "check that the environment repo pins the promoted digest and that nothing else overrides the image"}
@@ -235,7 +235,9 @@ func ofRevision(rev string) string {
 	return " of " + revOrNone(rev)
 }
 
-func runsDigest(images []string, d Digest) bool {
+// RunsDigest reports whether one of images (a Pod's, as Argo CD reports
+// them) runs digest d.
+func RunsDigest(images []string, d Digest) bool {
 	return slices.ContainsFunc(images, func(img string) bool { return strings.HasSuffix(img, "@"+d.String()) })
 }
 

@@ -47,7 +47,7 @@ func (a *app) breakglassService(cmd *cobra.Command, command string) (*breakglass
 	if err != nil {
 		return nil, err
 	}
-	return breakglass.New(svc.Ports()), nil
+	return breakglass.New(svc.Deps()), nil
 }
 
 func (a *app) breakglassStartCommand() *cobra.Command {

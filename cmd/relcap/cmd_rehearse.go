@@ -100,7 +100,7 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 			}
 			// The ledger keeps the rehearsals and the Terraform adapter
 			// makes the scratch roots (rehearsal.New finds both in svc).
-			rehearsals, err := rehearsal.New(rehearsal.Deps{Core: svc, Commands: execCommands{}, Pauser: breakglass.New(svc.Ports())})
+			rehearsals, err := rehearsal.New(rehearsal.Deps{Core: svc, Commands: execCommands{}, Pauser: breakglass.New(svc.Deps())})
 			if err != nil {
 				return err
 			}

@@ -194,7 +194,7 @@ func (s *Service) rehearsalApprovals(ctx context.Context, scratch workflow.Envir
 	}
 	// The fingerprint ends the message, so it is copied whole.
 	return fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy needs %d more approval(s) in %s (approvals.plan = %d)%s; once approved, continue with relcap rehearse --resume %s; approve with: relcap approve --plan %s",
-		workflow.ErrApprovalRequired, rh.ID, workflow.ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, workflow.IgnoredNote(check), rh.ID, plan.Fingerprint)
+		workflow.ErrApprovalRequired, rh.ID, workflow.ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, check.NotCountedNote(), rh.ID, plan.Fingerprint)
 }
 
 // refuseFailedApply ends a drill refused before anything was applied: the
