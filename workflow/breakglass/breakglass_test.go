@@ -326,9 +326,9 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 		require.Equal(t, "carol", b.Approver)
 		require.Equal(t, []string{"deny web-prod"}, w.argo.Calls())
 		entries := alice.journal.Entries()
-		var started workflow.BreakGlassStarted
+		var started breakglass.BreakGlassStarted
 		for _, e := range entries {
-			if e.Kind == workflow.KindBreakGlassStarted {
+			if e.Kind == breakglass.KindBreakGlassStarted {
 				require.NoError(t, json.Unmarshal(e.Data, &started))
 			}
 		}
@@ -458,7 +458,7 @@ func TestBreakGlassCaptureIsReviewedInAPullRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, prs[0].URL, r.Checkpoints.CapturePullRequest.URL)
 	for _, e := range j.Entries() {
-		if e.Kind == workflow.KindBreakGlassCaptured {
+		if e.Kind == breakglass.KindBreakGlassCaptured {
 			require.Contains(t, string(e.Data), `"pull_request":1`)
 		}
 	}
