@@ -8,6 +8,134 @@ import (
 	"time"
 )
 
+// Identity: who is who, and what proves it. The people file that counts,
+// the captain who signs a release and the author who signs a plan; an
+// approval's own signature is approval.go's.
+
+// The people file that counts is the protected one (PeopleFile): the
+// content committed on the protected branch of the repository that holds
+// it, not the working copy a captain can edit alone. These decide what an
+// environment accepts of it.
+
+// ErrPeopleFileDiffers: the working copy of the people file is not the
+// protected one, in an environment whose approvals cannot count on it
+// (exit 3).
+var ErrPeopleFileDiffers = fmt.Errorf("%w: the people file differs from the protected one", ErrBlocked)
+
+// ErrPeopleUnavailable: the people file that counts cannot be read now
+// (its origin cannot be reached), or an earlier revision of it is not on
+// this machine: nothing is verified until it can be (exit 3).
+var ErrPeopleUnavailable = fmt.Errorf("%w: the people file that counts cannot be read", ErrBlocked)
+
+// strictAboutPeople reports whether env's approvals depend on who is who
+// enough that a people file edited on this machine must stop them:
+// approvals by someone other than the author, or plan approvals in
+// production.
+func strictAboutPeople(env Environment) bool {
+	return env.Approvals.DistinctFromAuthor || (env.Production && env.Approvals.Plan >= 1)
+}
+
+// PeopleFileVerdict is what an environment makes of the people file's
+// state: a refusal (ErrPeopleFileDiffers) or warnings to show.
+func PeopleFileVerdict(env Environment, st PeopleState) (warnings []string, err error) {
+	if len(st.Differs) > 0 {
+		msg := fmt.Sprintf("people file %s on this machine differs from %s for %s: approvals are verified against the protected one only; commit the change and push it through review, or restore the file (git checkout -- %s)",
+			st.File, st.Where, strings.Join(st.Differs, ", "), st.File)
+		if strictAboutPeople(env) {
+			return nil, fmt.Errorf("%w: %s (%s counts no approval while they differ)", ErrPeopleFileDiffers, msg, env.Name)
+		}
+		warnings = append(warnings, msg)
+	}
+	if !st.Protected && st.File != "" {
+		warnings = append(warnings, fmt.Sprintf("people file %s is not protected (%s): whoever can edit it on this machine decides who may approve; keep it in a repository whose origin protects its default branch",
+			st.File, st.Where))
+	}
+	return warnings, nil
+}
+
+// peopleVerdict reads the people file's state from v, when v knows it,
+// and applies env's verdict; the state is zero when v cannot say.
+func peopleVerdict(ctx context.Context, v SignatureVerifier, env Environment) (PeopleState, []string, error) {
+	pf, ok := v.(PeopleFile)
+	if !ok || v == nil {
+		return PeopleState{}, nil, nil
+	}
+	st, err := pf.PeopleState(ctx)
+	if err != nil {
+		return PeopleState{}, nil, err
+	}
+	warnings, err := PeopleFileVerdict(env, st)
+	return st, warnings, err
+}
+
+// A release's captain is the author of its promotion, as a plan's author
+// is of the plan: with a people file the captain signs the release when it
+// starts, and approvals.distinct_from_author on promotions compares the
+// approver with the captain's verified principal, never with --actor
+// alone.
+
+// CaptainStatement is the exact text a release's captain signature
+// covers: which release, of which application, environment and image, by
+// whom and when it started.
+func (r *Release) CaptainStatement() []byte {
+	var b strings.Builder
+	b.WriteString("relcap release v1\n")
+	fmt.Fprintf(&b, "id: %s\napp: %s\nenv: %s\nkind: %s\n", r.ID, r.App, r.Env, r.Kind)
+	if r.Image != "" {
+		fmt.Fprintf(&b, "image: %s\n", r.Image)
+	}
+	fmt.Fprintf(&b, "captain: %s\nat: %s\n", r.Captain, r.CreatedAt.UTC().Format(time.RFC3339Nano))
+	return []byte(b.String())
+}
+
+// signRelease signs r as its captain when the project names a people
+// file. Where the environment's promotion rule depends on the captain, a
+// release its captain cannot sign is refused before it starts.
+func (s *Service) signRelease(ctx context.Context, env Environment, r *Release) error {
+	if s.d.Verifier == nil {
+		return nil
+	}
+	r.CaptainSignature = Signature{}
+	var err error
+	if s.d.Signer == nil {
+		err = errNoSigner
+	} else {
+		var sig Signature
+		if sig, err = s.d.Signer.Sign(ctx, r.Captain, NamespaceApproval, r.CaptainStatement()); err == nil {
+			if err = s.d.Verifier.Verify(ctx, r.Captain, NamespaceApproval, r.CaptainStatement(), sig, r.CreatedAt); err == nil {
+				r.CaptainSignature = sig
+			}
+		}
+	}
+	if err != nil && needsVerifiedAuthor(env.Approvals.Rule(ApprovePromotion)) {
+		return fmt.Errorf("%w: releases in %s are signed by their captain (approvals.distinct_from_author needs to know who captains them), and %s cannot sign as %s: %v",
+			ErrAuthorUnverified, env.Name, s.d.Actor, r.Captain, err)
+	}
+	return nil
+}
+
+// promotionCaptain is who counts as r's captain under rule: the verified
+// captain, or an ErrAuthorUnverified error (with the next safe action)
+// when the rule depends on the captain and no signature proves one.
+func promotionCaptain(ctx context.Context, v SignatureVerifier, env Environment, rule ApprovalRule, r *Release) (string, error) {
+	if v == nil || !needsVerifiedAuthor(rule) {
+		return r.Captain, nil
+	}
+	why := fmt.Sprintf("release %s was not signed by its captain (%s)", r.ID, orUnknown(r.Captain))
+	if !r.CaptainSignature.IsZero() {
+		err := v.Verify(ctx, r.Captain, NamespaceApproval, r.CaptainStatement(), r.CaptainSignature, r.CreatedAt)
+		if err == nil {
+			return r.Captain, nil
+		}
+		if errors.Is(err, ErrUsage) {
+			return "", err
+		}
+		why = fmt.Sprintf("release %s's captain signature (as %s) does not verify: %v", r.ID, orUnknown(r.Captain), err)
+	}
+	return "", fmt.Errorf("%w: %s; %s requires approval by someone other than the captain (approvals.distinct_from_author), so its promotion cannot count approvals: start the release again with your own key",
+		ErrAuthorUnverified, why, env.Name)
+}
+
 // A plan's author is who signed it. With a people file, relcap signs every
 // plan it saves with its author's own key, as an approval is signed, and
 // approvals.distinct_from_author compares the approver's verified principal
