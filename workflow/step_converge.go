@@ -12,7 +12,8 @@ import (
 
 // The evidence stage: Argo CD Synced at the intended revision, Healthy and
 // running the promoted digest, judged by Converged (convergence.go) over
-// the watch of wait.go; a failure is named with the next safe action.
+// the convergence watch below; a failure is named with the next safe
+// action.
 
 func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 	d := run.svc.d
@@ -176,6 +177,9 @@ func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string
 	}
 	return res, s.journal(ctx, ConvergeDone{watched})
 }
+
+// The convergence watch (Watch.Wait): argo-cd's `app wait` over the
+// Convergence port, each update judged by Converged, within WaitOptions.
 
 // ErrWatchTimedOut ends a convergence watch that did not reach a verdict
 // within WaitOptions.Timeout.
