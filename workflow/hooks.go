@@ -289,10 +289,10 @@ type Answer struct {
 	Shown string `json:"shown"`
 }
 
-// The hooks of the core that the features beside it (workflow/breakglass)
-// use, and what the core itself keeps of break-glass: its record
-// (KindBreakGlass, BreakGlassPause, the breakglass.* journal records) and
-// its approval (ApproveBreakGlass).
+// The hooks of break-glass (workflow/breakglass), and what the core
+// itself keeps of it: its release kind (KindBreakGlass, BreakGlassPause)
+// and its approval (ApproveBreakGlass). Its journal records are its own
+// (breakglass/records.go).
 
 // VerifyWith is the approval verifier over v (nil without a people file),
 // as every approval count of the core uses it.
@@ -305,6 +305,9 @@ const MaxBreakGlassTTL = 24 * time.Hour
 // BreakGlassSubject is what a break-glass approval in env is of: the
 // environment and its application, e.g. "prod/web-prod".
 func BreakGlassSubject(env Environment) string { return env.Name + "/" + env.ArgoCD.App }
+
+// The hook of shared plans (workflow/sharedplan): the plan and apply steps
+// ask it, where plans are shared, and the core keeps nothing else of it.
 
 // PlanSharing keeps a saved plan beyond this machine, through the team
 // store (workflow/sharedplan over the PlanVault port): the plan step
@@ -350,8 +353,7 @@ func (s *Service) forgetSharedPlan(ctx context.Context, fp string) error {
 }
 
 // The hooks journal verification (workflow/audit) needs of the core: how
-// a recorded approval's signature is checked, and how a missing port is
-// said. The core itself never verifies journals nor seals heads: relcap
+// a recorded approval's signature is checked. The core itself never verifies journals nor seals heads: relcap
 // seals a session's head after the Service is done with it.
 
 // SignatureTime is the time a recorded approval's signature is checked
