@@ -26,7 +26,7 @@ func TestRunRehearsalRefusedShowsWhyAndQuits(t *testing.T) {
 	fx := fixture.New(fixture.Policy{})
 	svc, _, err := fx.Service("alice")
 	require.NoError(t, err)
-	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: breakglass.New(svc.Ports())})
+	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: breakglass.New(svc.Deps())})
 	require.NoError(t, err)
 	in, keys := io.Pipe()
 	out, cast := &lockedWriter{w: &bytes.Buffer{}}, &bytes.Buffer{}
@@ -69,7 +69,7 @@ func TestRehearsalIsARouteOfTheCockpit(t *testing.T) {
 	fx := fixture.New(fixture.Policy{})
 	svc, _, err := fx.Service("alice")
 	require.NoError(t, err)
-	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: breakglass.New(svc.Ports())})
+	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: breakglass.New(svc.Deps())})
 	require.NoError(t, err)
 	var tm tea.Model = New(t.Context(), svc, nil, "").asRehearsal(drills, rehearse.Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillUnavailableImage}})
 	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 80, Height: 24})

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -319,4 +320,181 @@ func ignoredNote(c ApprovalCheck) string {
 		parts[i] = w + ": " + c.Ignored[w]
 	}
 	return " (not counted: " + strings.Join(parts, "; ") + ")"
+}
+
+// ApprovePlan records d.Actor's approval of exactly the plan with this
+// fingerprint, refusing what the environment's policy would never count.
+func (s *Service) ApprovePlan(ctx context.Context, fingerprint, comment string) (Approval, ApprovalCheck, error) {
+	d := s.d
+	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
+	if errors.Is(err, ErrNotFound) {
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: no plan with fingerprint %s: run relcap plan --env ENV and approve the fingerprint it prints", ErrUsage, fingerprint)
+	}
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, err
+	}
+	env, err := d.Project.Env(plan.Env)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, err
+	}
+	a := Approval{Kind: ApprovePlan, Subject: fingerprint, Env: plan.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now()}
+	rule := env.Approvals.Rule(ApprovePlan)
+	author, err := planAuthorFor(ctx, d.Verifier, env, rule, plan)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: a.Kind, Subject: a.Subject, Approver: a.Approver, Reason: err.Error()})
+	}
+	a, check, err := s.approve(ctx, rule, author, plan.CreatedAt, a)
+	if err != nil {
+		return a, check, err
+	}
+	// The plan is a release's: the approver's session worked on it.
+	if r, err := s.ReleaseOfPlan(ctx, fingerprint); err != nil {
+		return a, check, err
+	} else if r != nil {
+		return a, check, s.linkSession(ctx, r.ID)
+	}
+	return a, check, nil
+}
+
+// ApproveRelease records d.Actor's approval of a release's promotion.
+func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string) (Approval, ApprovalCheck, error) {
+	d := s.d
+	r, err := d.Ledger.LoadRelease(ctx, releaseID)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, err
+	}
+	env, err := d.Project.Env(r.Env)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, err
+	}
+	if review := env.EnvRepo.Review; review.PullRequests() && review.Approvals != ApprovalsFromBoth {
+		where := "the forge"
+		if pr := r.Checkpoints.PullRequest; pr != nil {
+			where = pr.URL
+		}
+		err := fmt.Errorf("%w: %s's promotions are approved by reviewing the pull request on the forge (envrepo.review.approvals: forge): approve it at %s", ErrUsage, r.Env, where)
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+	}
+	if r.Checkpoints.EnvPinned == "" {
+		err := fmt.Errorf("%w: release %s has not pinned its change yet: a promotion approval signs the pinned commit and digest, so approve once relcap has pushed %s's branch", ErrBlocked, r.ID, r.Env)
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+	}
+	rule := env.Approvals.Rule(ApprovePromotion)
+	captain, err := promotionCaptain(ctx, d.Verifier, env, rule, r)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+	}
+	a, check, err := s.approve(ctx, rule, captain, r.CreatedAt,
+		Approval{Kind: ApprovePromotion, Subject: releaseID, Env: r.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now(),
+			Commit: r.Checkpoints.EnvPinned, Digest: r.Checkpoints.Digest.String()})
+	if err != nil {
+		return a, check, err
+	}
+	// The approver's session worked on this release: audits find it there.
+	return a, check, s.linkSession(ctx, releaseID)
+}
+
+// ApproveBreakGlass records d.Actor's signed approval of a break-glass in
+// the production environment envName: that its application may have
+// reconciliation paused for up to ttl, for reason. The approval is for one
+// break-glass, started within breakglass.ApprovalValidity by someone else
+// (relcap breakglass start --approver d.Actor); who will break the glass is
+// not known yet, so that is checked when it is used.
+func (s *Service) ApproveBreakGlass(ctx context.Context, envName string, ttl time.Duration, reason string) (Approval, ApprovalCheck, error) {
+	d := s.d
+	env, err := d.Project.Env(envName)
+	if err != nil {
+		return Approval{}, ApprovalCheck{}, err
+	}
+	switch {
+	case !env.Production:
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: %s is not a production environment: break-glass there needs no approval", ErrUsage, env.Name)
+	case env.ArgoCD.App == "":
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: %s has no argo cd application (argocd.app) to break the glass of", ErrUsage, env.Name)
+	case strings.TrimSpace(reason) == "":
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: a break-glass approval needs --reason: say what you approve it for (it is signed)", ErrUsage)
+	case ttl <= 0 || ttl > MaxBreakGlassTTL:
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: --ttl must be more than 0 and at most %s, got %s", ErrUsage, MaxBreakGlassTTL, ttl)
+	}
+	return s.approve(ctx, env.Approvals.Rule(ApproveBreakGlass), "", time.Time{},
+		Approval{Kind: ApproveBreakGlass, Subject: BreakGlassSubject(env), Env: env.Name, Approver: d.Actor, Comment: reason, At: d.Clock.Now(), TimeBox: ttl})
+}
+
+// approve records a, unless rule would never count it, and returns how the
+// subject's approvals now count; notBefore is when the subject was made
+// (zero when unknown).
+func (s *Service) approve(ctx context.Context, rule ApprovalRule, author string, notBefore time.Time, a Approval) (Approval, ApprovalCheck, error) {
+	refuse := func(err error) (Approval, ApprovalCheck, error) {
+		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: a.Kind, Subject: a.Subject, Approver: a.Approver, Reason: err.Error()})
+	}
+	if err := rule.Refuses(author, a.Approver); err != nil {
+		return refuse(err)
+	}
+	env, err := s.d.Project.Env(a.Env)
+	if err != nil {
+		return refuse(err)
+	}
+	people, warnings, err := peopleVerdict(ctx, s.d.Verifier, env)
+	if err != nil {
+		return refuse(err)
+	}
+	a.People = people.Revision
+	signed, err := s.sign(ctx, a)
+	switch {
+	case err != nil && rule.Signed:
+		return refuse(fmt.Errorf("%w: approvals in %s are signed with the approver's own key, and %s cannot sign as %s: %v", ErrBlocked, a.Env, s.d.Actor, a.Approver, err))
+	case err == nil:
+		a = signed
+	default:
+		a.People = "" // unsigned: verified against nothing
+	}
+	target := ApprovalTarget{Subject: a.Subject, Commit: a.Commit, Digest: a.Digest, NotBefore: notBefore}
+	// The ledger keeps its own time of receipt (the team database's clock
+	// on PostgreSQL); this one stands where the ledger keeps none.
+	a.ReceivedAt = s.d.Clock.Now()
+	if err := s.d.Ledger.RecordApproval(ctx, a); err != nil {
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("record approval: %w", err)
+	}
+	if err := s.journal(ctx, ApprovalRecorded{Approval: a}); err != nil {
+		return Approval{}, ApprovalCheck{}, err
+	}
+	all, err := s.d.Ledger.Approvals(ctx, a.Kind, a.Subject)
+	if err != nil {
+		return a, ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
+	}
+	check := rule.Count(target, author, all, verifyWith(ctx, s.d.Verifier))
+	check.Warnings = warnings
+	return a, check, nil
+}
+
+// errNoSigner says why this process cannot sign.
+var errNoSigner = errors.New("no signing key: relcap signs with your SSH key through ssh-agent (SSH_AUTH_SOCK) or the key file named by RELCAP_SIGNING_KEY or git's user.signingkey, and needs the project's people file (people: in relcap.yaml)")
+
+// sign signs a with the actor's key and checks the signature against the
+// people file at once, so a key the file does not know is refused when
+// approving, not at apply time.
+func (s *Service) sign(ctx context.Context, a Approval) (Approval, error) {
+	if s.d.Signer == nil || s.d.Verifier == nil {
+		return a, errNoSigner
+	}
+	sig, err := s.d.Signer.Sign(ctx, a.Approver, NamespaceApproval, a.Statement())
+	if err != nil {
+		return a, err
+	}
+	a.Signature = sig
+	if err := verifyWith(ctx, s.d.Verifier)(a, a.At); err != nil {
+		return a, fmt.Errorf("the signature does not verify against the people file: %w", err)
+	}
+	return a, nil
+}
+
+// MayApprove says whether the actor may approve kind for a change by
+// author in env, and if not, why: what the screens ask before they offer
+// an approve key, under the same rule the Service enforces.
+func (s *Service) MayApprove(env string, kind ApprovalKind, author string) error {
+	e, err := s.d.Project.Env(env)
+	if err != nil {
+		return err
+	}
+	return e.Approvals.Rule(kind).Refuses(author, s.d.Actor)
 }

@@ -9,10 +9,14 @@ import (
 )
 
 // JournalRecord is the data of one journal entry. Its type says what it
-// records, and JournalKind the name the entry is stored under. Every kind
-// relcap journals is declared in this file, which is the catalogue an
-// auditor reads: one type per kind, its fields named as they appear in the
-// entry's data. Kinds are stored, so their names never change.
+// records, and JournalKind the name the entry is stored under. This file
+// is the catalogue of the release core's records (sessions, steps, plans,
+// applies, locks, approvals, ownership, rollback, the demo): one type per
+// kind, its fields named as they appear in the entry's data. Each feature's
+// records live in its own package, in records.go beside the code that
+// writes them (workflow/rehearsal, workflow/breakglass, workflow/landing
+// for the promotion.pr_* records). Kinds are stored, so their names never
+// change.
 type JournalRecord interface {
 	JournalKind() journal.Kind
 }
@@ -133,55 +137,6 @@ type PromotionForceUnverified struct {
 
 // OperationTerminated (as evidence, and journaled under
 // convergence.operation-terminated) ends Argo CD's retries of a failed sync.
-
-// PromotionPROpened: relcap opened (or found open) the pull request of the
-// pinned branch Head into Base on the forge.
-type PromotionPROpened struct {
-	Release string    `json:"release"`
-	Env     string    `json:"env"`
-	Forge   ForgeKind `json:"forge"`
-	Number  int       `json:"number"`
-	URL     string    `json:"url"`
-	Head    string    `json:"head"`
-	Base    string    `json:"base"`
-	Commit  string    `json:"commit"`
-}
-
-// PromotionPRReviewed: the forge's reviews of the pull request's head
-// Commit, as relcap counted them (each login with the principal it is and
-// whether it counted, and why not), whenever what counts changed.
-type PromotionPRReviewed struct {
-	Release  string          `json:"release"`
-	Number   int             `json:"number"`
-	Commit   string          `json:"commit"`
-	Reviews  []ReviewVerdict `json:"reviews"`
-	Counted  int             `json:"counted"`
-	Required int             `json:"required"`
-}
-
-// PromotionPRMerged: the pull request merged at MergeCommit, the revision
-// Argo CD must sync; by relcap through the forge's API (ByRelcap) or by a
-// person on the forge (MergedBy), with the reviewers that counted.
-type PromotionPRMerged struct {
-	Release     string          `json:"release"`
-	Number      int             `json:"number"`
-	URL         string          `json:"url"`
-	Reviewed    string          `json:"reviewed"`
-	MergeCommit string          `json:"merge_commit"`
-	MergedBy    string          `json:"merged_by"`
-	ByRelcap    bool            `json:"by_relcap"`
-	Reviewers   []ReviewVerdict `json:"reviewers"`
-}
-
-// PromotionPRBlocked: the pull request cannot land as it is (closed
-// without merge, head moved after approval, refused by the forge), with
-// the next safe action.
-type PromotionPRBlocked struct {
-	Release    string `json:"release"`
-	Number     int    `json:"number"`
-	Reason     string `json:"reason"`
-	NextAction string `json:"next_action"`
-}
 
 // TerminateFailed: ending Argo CD's retries was refused; the rollback
 // waits them out instead.
@@ -378,77 +333,6 @@ type OwnershipCheckFailed struct {
 	Error string `json:"error"`
 }
 
-// Rehearsal (relcap rehearse).
-
-// RehearsalStarted: a drill began from the environment's baseline.
-type RehearsalStarted struct {
-	Rehearsal string `json:"rehearsal"`
-	Env       string `json:"env"`
-	Drill     string `json:"drill"`
-	Baseline  string `json:"baseline"`
-	Digest    string `json:"digest"`
-	Expected  string `json:"expected"`
-}
-
-// RehearsalProductionOverride: a drill ran in a production environment
-// with the captain's --i-know reason.
-type RehearsalProductionOverride struct {
-	Env    string `json:"env"`
-	Drill  string `json:"drill"`
-	Reason string `json:"reason"`
-}
-
-// RehearsalInjected: the failure is in the environment (Release is the
-// drill's release).
-type RehearsalInjected struct {
-	Rehearsal string    `json:"rehearsal"`
-	Release   string    `json:"release"`
-	At        time.Time `json:"at"`
-	// Plan is the failed-apply drill's plan, about to be applied.
-	Plan string `json:"plan,omitempty"`
-}
-
-// RehearsalDetected: relcap named the failure, with the four answers as
-// it showed them.
-type RehearsalDetected struct {
-	Rehearsal        string      `json:"rehearsal"`
-	Verdict          VerdictKind `json:"verdict"`
-	Expected         VerdictKind `json:"expected"`
-	IntendedRevision Answer      `json:"intended_revision"`
-	ActualArtifact   Answer      `json:"actual_artifact"`
-	ControllerStatus Answer      `json:"controller_status"`
-	NextSafeAction   Answer      `json:"next_safe_action"`
-	DetectSeconds    float64     `json:"detect_seconds"`
-}
-
-// RehearsalRecovered: the recovery release converged on the baseline digest.
-type RehearsalRecovered struct {
-	Rehearsal      string  `json:"rehearsal"`
-	Release        string  `json:"release"`
-	Digest         string  `json:"digest"`
-	RecoverSeconds float64 `json:"recover_seconds"`
-	// Plan is the failed-apply drill's recovery plan.
-	Plan string `json:"plan,omitempty"`
-}
-
-// RehearsalPassed: detected, named correctly and recovered.
-type RehearsalPassed struct {
-	Rehearsal string `json:"rehearsal"`
-}
-
-// RehearsalFailed: not detected, misnamed or not recovered.
-type RehearsalFailed struct {
-	Rehearsal string `json:"rehearsal"`
-	Reason    string `json:"reason"`
-}
-
-// RehearsalAbandoned: a drill left unfinished was cleaned up.
-type RehearsalAbandoned struct {
-	Rehearsal string `json:"rehearsal"`
-	Phase     string `json:"phase"`
-	Undone    string `json:"undone"`
-}
-
 // Rollback.
 
 // RollbackStarted: a rollback release restoring To was created, replacing
@@ -467,72 +351,6 @@ type RollbackRefused struct {
 	Env    string `json:"env"`
 	To     string `json:"to"`
 	Reason string `json:"reason"`
-}
-
-// Break-glass.
-
-// BreakGlassStarted: automated sync and self-heal of App are paused until
-// ExpiresAt by Window, a deny window Argo CD lifts by itself, under the
-// signed Approval in production. Sessions before sync windows recorded
-// SavedPolicy instead: the policy turned off, to restore at end.
-type BreakGlassStarted struct {
-	ID          string      `json:"id"`
-	Env         string      `json:"env"`
-	App         string      `json:"app"`
-	Reason      string      `json:"reason"`
-	Approver    string      `json:"approver"`
-	ExpiresAt   time.Time   `json:"expires_at"`
-	Window      *SyncWindow `json:"window,omitempty"`
-	Approval    *Approval   `json:"approval,omitempty"`
-	SavedPolicy *SyncPolicy `json:"saved_policy,omitempty"`
-}
-
-// BreakGlassRefused: a break-glass was asked for and refused, with why
-// (in production: no signed approval that counts).
-type BreakGlassRefused struct {
-	Env      string `json:"env"`
-	App      string `json:"app"`
-	Approver string `json:"approver,omitempty"`
-	Reason   string `json:"reason"`
-}
-
-// BreakGlassFailed: the pause could not be made; nothing is paused.
-type BreakGlassFailed struct {
-	ID    string `json:"id"`
-	Error string `json:"error"`
-}
-
-// BreakGlassCaptured: the live drift is on Branch for review, in pull
-// request PullRequest (URL) where the environment's changes go through the
-// forge.
-type BreakGlassCaptured struct {
-	ID          string `json:"id"`
-	Branch      string `json:"branch"`
-	Commit      string `json:"commit"`
-	Resources   int    `json:"resources"`
-	PullRequest int    `json:"pull_request,omitempty"`
-	URL         string `json:"url,omitempty"`
-}
-
-// BreakGlassWindowRemoved: relcap removed a break-glass's deny window from
-// its project (Removed false: it was gone already), at end or because it
-// had closed (Expired) and its yearly schedule would open it again.
-type BreakGlassWindowRemoved struct {
-	ID      string     `json:"id"`
-	Window  SyncWindow `json:"window"`
-	Expired bool       `json:"expired"`
-	Removed bool       `json:"removed"`
-}
-
-// BreakGlassEnded: the pause is over. For a window-held pause the window
-// is gone (WindowRemoved); a pause from before sync windows had its saved
-// sync policy restored (RestoredPolicy).
-type BreakGlassEnded struct {
-	ID             string      `json:"id"`
-	WindowRemoved  bool        `json:"window_removed,omitempty"`
-	RestoredPolicy *SyncPolicy `json:"restored_policy,omitempty"`
-	Capture        string      `json:"capture"`
-	Expired        bool        `json:"expired"`
 }
 
 // The demo.
@@ -557,124 +375,88 @@ type DemoOwnershipFixed struct {
 
 // The journal kinds, one per record type above (Kind + its name).
 const (
-	KindSessionOpened               journal.Kind = "session.opened"
-	KindSessionRelease              journal.Kind = "session.release"
-	KindSessionClosed               journal.Kind = "session.closed"
-	KindScreenRecorded              journal.Kind = "screen.recorded"
-	KindReleaseStarted              journal.Kind = "release.started"
-	KindReleaseImageSet             journal.Kind = "release.image-set"
-	KindStepStarted                 journal.Kind = "step.started"
-	KindStepFinished                journal.Kind = "step.finished"
-	KindStepOutput                  journal.Kind = "step.output"
-	KindStepInterrupted             journal.Kind = "step.interrupted"
-	KindReleaseDone                 journal.Kind = "release.converged"
-	KindEffortLost                  journal.Kind = "effort.lost"
-	KindPromotionForceUnverified    journal.Kind = "promotion.force-unverified"
-	KindOperationTerminated         journal.Kind = "convergence.operation-terminated"
-	KindTerminateFailed             journal.Kind = "convergence.terminate-failed"
-	KindConvergeDone                journal.Kind = "converge.done"
-	KindConvergeFailed              journal.Kind = "converge.failed"
-	KindConvergeTimeout             journal.Kind = "converge.timeout"
-	KindPlanStarted                 journal.Kind = "plan.started"
-	KindPlanFailed                  journal.Kind = "plan.failed"
-	KindPlanRecorded                journal.Kind = "plan.reviewed"
-	KindPlanShared                  journal.Kind = "plan.shared"
-	KindPlanFetched                 journal.Kind = "plan.fetched"
-	KindApplyRefused                journal.Kind = "apply.refused"
-	KindApplyStarted                journal.Kind = "apply.started"
-	KindApplyInterrupted            journal.Kind = "apply.interrupted"
-	KindApplyFailed                 journal.Kind = "apply.failed"
-	KindApplyDone                   journal.Kind = "apply.done"
-	KindLockRefused                 journal.Kind = "lock.refused"
-	KindUnlockRequested             journal.Kind = "unlock.requested"
-	KindUnlockFailed                journal.Kind = "unlock.failed"
-	KindUnlockDone                  journal.Kind = "unlock.done"
-	KindApprovalRecorded            journal.Kind = "approval.recorded"
-	KindApprovalRefused             journal.Kind = "approval.refused"
-	KindEffortLogged                journal.Kind = "effort.logged"
-	KindOwnershipCheckRecorded      journal.Kind = "ownership.checked"
-	KindOwnershipCheckFailed        journal.Kind = "ownership.failed"
-	KindRehearsalStarted            journal.Kind = "rehearsal.started"
-	KindRehearsalProductionOverride journal.Kind = "rehearsal.production_override"
-	KindRehearsalInjected           journal.Kind = "rehearsal.injected"
-	KindRehearsalDetected           journal.Kind = "rehearsal.detected"
-	KindRehearsalRecovered          journal.Kind = "rehearsal.recovered"
-	KindRehearsalPassed             journal.Kind = "rehearsal.passed"
-	KindRehearsalFailed             journal.Kind = "rehearsal.failed"
-	KindRehearsalAbandoned          journal.Kind = "rehearsal.abandoned"
-	KindRollbackStarted             journal.Kind = "rollback.started"
-	KindRollbackRefused             journal.Kind = "rollback.refused"
-	KindBreakGlassStarted           journal.Kind = "breakglass.started"
-	KindBreakGlassRefused           journal.Kind = "breakglass.refused"
-	KindBreakGlassWindowRemoved     journal.Kind = "breakglass.window-removed"
-	KindBreakGlassFailed            journal.Kind = "breakglass.failed"
-	KindBreakGlassCaptured          journal.Kind = "breakglass.captured"
-	KindBreakGlassEnded             journal.Kind = "breakglass.ended"
-	KindPromotionPROpened           journal.Kind = "promotion.pr_opened"
-	KindPromotionPRReviewed         journal.Kind = "promotion.pr_reviewed"
-	KindPromotionPRMerged           journal.Kind = "promotion.pr_merged"
-	KindPromotionPRBlocked          journal.Kind = "promotion.pr_blocked"
-	KindDemoSandbox                 journal.Kind = "demo.sandbox"
-	KindDemoOwnershipFixed          journal.Kind = "demo.ownership-fixed"
+	KindSessionOpened            journal.Kind = "session.opened"
+	KindSessionRelease           journal.Kind = "session.release"
+	KindSessionClosed            journal.Kind = "session.closed"
+	KindScreenRecorded           journal.Kind = "screen.recorded"
+	KindReleaseStarted           journal.Kind = "release.started"
+	KindReleaseImageSet          journal.Kind = "release.image-set"
+	KindStepStarted              journal.Kind = "step.started"
+	KindStepFinished             journal.Kind = "step.finished"
+	KindStepOutput               journal.Kind = "step.output"
+	KindStepInterrupted          journal.Kind = "step.interrupted"
+	KindReleaseDone              journal.Kind = "release.converged"
+	KindEffortLost               journal.Kind = "effort.lost"
+	KindPromotionForceUnverified journal.Kind = "promotion.force-unverified"
+	KindOperationTerminated      journal.Kind = "convergence.operation-terminated"
+	KindTerminateFailed          journal.Kind = "convergence.terminate-failed"
+	KindConvergeDone             journal.Kind = "converge.done"
+	KindConvergeFailed           journal.Kind = "converge.failed"
+	KindConvergeTimeout          journal.Kind = "converge.timeout"
+	KindPlanStarted              journal.Kind = "plan.started"
+	KindPlanFailed               journal.Kind = "plan.failed"
+	KindPlanRecorded             journal.Kind = "plan.reviewed"
+	KindPlanShared               journal.Kind = "plan.shared"
+	KindPlanFetched              journal.Kind = "plan.fetched"
+	KindApplyRefused             journal.Kind = "apply.refused"
+	KindApplyStarted             journal.Kind = "apply.started"
+	KindApplyInterrupted         journal.Kind = "apply.interrupted"
+	KindApplyFailed              journal.Kind = "apply.failed"
+	KindApplyDone                journal.Kind = "apply.done"
+	KindLockRefused              journal.Kind = "lock.refused"
+	KindUnlockRequested          journal.Kind = "unlock.requested"
+	KindUnlockFailed             journal.Kind = "unlock.failed"
+	KindUnlockDone               journal.Kind = "unlock.done"
+	KindApprovalRecorded         journal.Kind = "approval.recorded"
+	KindApprovalRefused          journal.Kind = "approval.refused"
+	KindEffortLogged             journal.Kind = "effort.logged"
+	KindOwnershipCheckRecorded   journal.Kind = "ownership.checked"
+	KindOwnershipCheckFailed     journal.Kind = "ownership.failed"
+	KindRollbackStarted          journal.Kind = "rollback.started"
+	KindRollbackRefused          journal.Kind = "rollback.refused"
+	KindDemoSandbox              journal.Kind = "demo.sandbox"
+	KindDemoOwnershipFixed       journal.Kind = "demo.ownership-fixed"
 )
 
 // The kinds, by the name each record is stored under.
-func (SessionOpened) JournalKind() journal.Kind               { return KindSessionOpened }
-func (SessionRelease) JournalKind() journal.Kind              { return KindSessionRelease }
-func (SessionClosed) JournalKind() journal.Kind               { return KindSessionClosed }
-func (ScreenRecorded) JournalKind() journal.Kind              { return KindScreenRecorded }
-func (ReleaseStarted) JournalKind() journal.Kind              { return KindReleaseStarted }
-func (ReleaseImageSet) JournalKind() journal.Kind             { return KindReleaseImageSet }
-func (StepStarted) JournalKind() journal.Kind                 { return KindStepStarted }
-func (StepFinished) JournalKind() journal.Kind                { return KindStepFinished }
-func (StepOutput) JournalKind() journal.Kind                  { return KindStepOutput }
-func (StepInterrupted) JournalKind() journal.Kind             { return KindStepInterrupted }
-func (ReleaseDone) JournalKind() journal.Kind                 { return KindReleaseDone }
-func (EffortLost) JournalKind() journal.Kind                  { return KindEffortLost }
-func (PromotionForceUnverified) JournalKind() journal.Kind    { return KindPromotionForceUnverified }
-func (OperationTerminated) JournalKind() journal.Kind         { return KindOperationTerminated }
-func (TerminateFailed) JournalKind() journal.Kind             { return KindTerminateFailed }
-func (ConvergeDone) JournalKind() journal.Kind                { return KindConvergeDone }
-func (ConvergeFailed) JournalKind() journal.Kind              { return KindConvergeFailed }
-func (ConvergeTimeout) JournalKind() journal.Kind             { return KindConvergeTimeout }
-func (PlanStarted) JournalKind() journal.Kind                 { return KindPlanStarted }
-func (PlanFailed) JournalKind() journal.Kind                  { return KindPlanFailed }
-func (PlanRecorded) JournalKind() journal.Kind                { return KindPlanRecorded }
-func (PlanShared) JournalKind() journal.Kind                  { return KindPlanShared }
-func (PlanFetched) JournalKind() journal.Kind                 { return KindPlanFetched }
-func (ApplyRefused) JournalKind() journal.Kind                { return KindApplyRefused }
-func (ApplyStarted) JournalKind() journal.Kind                { return KindApplyStarted }
-func (ApplyInterrupted) JournalKind() journal.Kind            { return KindApplyInterrupted }
-func (ApplyFailed) JournalKind() journal.Kind                 { return KindApplyFailed }
-func (ApplyDone) JournalKind() journal.Kind                   { return KindApplyDone }
-func (LockRefused) JournalKind() journal.Kind                 { return KindLockRefused }
-func (UnlockRequested) JournalKind() journal.Kind             { return KindUnlockRequested }
-func (UnlockFailed) JournalKind() journal.Kind                { return KindUnlockFailed }
-func (UnlockDone) JournalKind() journal.Kind                  { return KindUnlockDone }
-func (ApprovalRecorded) JournalKind() journal.Kind            { return KindApprovalRecorded }
-func (ApprovalRefused) JournalKind() journal.Kind             { return KindApprovalRefused }
-func (EffortLogged) JournalKind() journal.Kind                { return KindEffortLogged }
-func (OwnershipCheckRecorded) JournalKind() journal.Kind      { return KindOwnershipCheckRecorded }
-func (OwnershipCheckFailed) JournalKind() journal.Kind        { return KindOwnershipCheckFailed }
-func (RollbackStarted) JournalKind() journal.Kind             { return KindRollbackStarted }
-func (RehearsalStarted) JournalKind() journal.Kind            { return KindRehearsalStarted }
-func (RehearsalProductionOverride) JournalKind() journal.Kind { return KindRehearsalProductionOverride }
-func (RehearsalInjected) JournalKind() journal.Kind           { return KindRehearsalInjected }
-func (RehearsalDetected) JournalKind() journal.Kind           { return KindRehearsalDetected }
-func (RehearsalRecovered) JournalKind() journal.Kind          { return KindRehearsalRecovered }
-func (RehearsalPassed) JournalKind() journal.Kind             { return KindRehearsalPassed }
-func (RehearsalFailed) JournalKind() journal.Kind             { return KindRehearsalFailed }
-func (RehearsalAbandoned) JournalKind() journal.Kind          { return KindRehearsalAbandoned }
-func (RollbackRefused) JournalKind() journal.Kind             { return KindRollbackRefused }
-func (BreakGlassStarted) JournalKind() journal.Kind           { return KindBreakGlassStarted }
-func (BreakGlassRefused) JournalKind() journal.Kind           { return KindBreakGlassRefused }
-func (BreakGlassWindowRemoved) JournalKind() journal.Kind     { return KindBreakGlassWindowRemoved }
-func (BreakGlassFailed) JournalKind() journal.Kind            { return KindBreakGlassFailed }
-func (BreakGlassCaptured) JournalKind() journal.Kind          { return KindBreakGlassCaptured }
-func (BreakGlassEnded) JournalKind() journal.Kind             { return KindBreakGlassEnded }
-func (PromotionPROpened) JournalKind() journal.Kind           { return KindPromotionPROpened }
-func (PromotionPRReviewed) JournalKind() journal.Kind         { return KindPromotionPRReviewed }
-func (PromotionPRMerged) JournalKind() journal.Kind           { return KindPromotionPRMerged }
-func (PromotionPRBlocked) JournalKind() journal.Kind          { return KindPromotionPRBlocked }
-func (DemoSandbox) JournalKind() journal.Kind                 { return KindDemoSandbox }
-func (DemoOwnershipFixed) JournalKind() journal.Kind          { return KindDemoOwnershipFixed }
+func (SessionOpened) JournalKind() journal.Kind            { return KindSessionOpened }
+func (SessionRelease) JournalKind() journal.Kind           { return KindSessionRelease }
+func (SessionClosed) JournalKind() journal.Kind            { return KindSessionClosed }
+func (ScreenRecorded) JournalKind() journal.Kind           { return KindScreenRecorded }
+func (ReleaseStarted) JournalKind() journal.Kind           { return KindReleaseStarted }
+func (ReleaseImageSet) JournalKind() journal.Kind          { return KindReleaseImageSet }
+func (StepStarted) JournalKind() journal.Kind              { return KindStepStarted }
+func (StepFinished) JournalKind() journal.Kind             { return KindStepFinished }
+func (StepOutput) JournalKind() journal.Kind               { return KindStepOutput }
+func (StepInterrupted) JournalKind() journal.Kind          { return KindStepInterrupted }
+func (ReleaseDone) JournalKind() journal.Kind              { return KindReleaseDone }
+func (EffortLost) JournalKind() journal.Kind               { return KindEffortLost }
+func (PromotionForceUnverified) JournalKind() journal.Kind { return KindPromotionForceUnverified }
+func (OperationTerminated) JournalKind() journal.Kind      { return KindOperationTerminated }
+func (TerminateFailed) JournalKind() journal.Kind          { return KindTerminateFailed }
+func (ConvergeDone) JournalKind() journal.Kind             { return KindConvergeDone }
+func (ConvergeFailed) JournalKind() journal.Kind           { return KindConvergeFailed }
+func (ConvergeTimeout) JournalKind() journal.Kind          { return KindConvergeTimeout }
+func (PlanStarted) JournalKind() journal.Kind              { return KindPlanStarted }
+func (PlanFailed) JournalKind() journal.Kind               { return KindPlanFailed }
+func (PlanRecorded) JournalKind() journal.Kind             { return KindPlanRecorded }
+func (PlanShared) JournalKind() journal.Kind               { return KindPlanShared }
+func (PlanFetched) JournalKind() journal.Kind              { return KindPlanFetched }
+func (ApplyRefused) JournalKind() journal.Kind             { return KindApplyRefused }
+func (ApplyStarted) JournalKind() journal.Kind             { return KindApplyStarted }
+func (ApplyInterrupted) JournalKind() journal.Kind         { return KindApplyInterrupted }
+func (ApplyFailed) JournalKind() journal.Kind              { return KindApplyFailed }
+func (ApplyDone) JournalKind() journal.Kind                { return KindApplyDone }
+func (LockRefused) JournalKind() journal.Kind              { return KindLockRefused }
+func (UnlockRequested) JournalKind() journal.Kind          { return KindUnlockRequested }
+func (UnlockFailed) JournalKind() journal.Kind             { return KindUnlockFailed }
+func (UnlockDone) JournalKind() journal.Kind               { return KindUnlockDone }
+func (ApprovalRecorded) JournalKind() journal.Kind         { return KindApprovalRecorded }
+func (ApprovalRefused) JournalKind() journal.Kind          { return KindApprovalRefused }
+func (EffortLogged) JournalKind() journal.Kind             { return KindEffortLogged }
+func (OwnershipCheckRecorded) JournalKind() journal.Kind   { return KindOwnershipCheckRecorded }
+func (OwnershipCheckFailed) JournalKind() journal.Kind     { return KindOwnershipCheckFailed }
+func (RollbackStarted) JournalKind() journal.Kind          { return KindRollbackStarted }
+func (RollbackRefused) JournalKind() journal.Kind          { return KindRollbackRefused }
+func (DemoSandbox) JournalKind() journal.Kind              { return KindDemoSandbox }
+func (DemoOwnershipFixed) JournalKind() journal.Kind       { return KindDemoOwnershipFixed }

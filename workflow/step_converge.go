@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/relcap/relcap/workflow/finding"
 )
 
 // The evidence stage: Argo CD Synced at the intended revision, Healthy and
 // running the promoted digest, judged by Converged (convergence.go) over
-// the watch of wait.go; a failure is named with the next safe action.
+// the convergence watch below; a failure is named with the next safe
+// action.
 
 func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 	d := run.svc.d
@@ -174,4 +176,224 @@ func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string
 			ConvergeFailed{watched})
 	}
 	return res, s.journal(ctx, ConvergeDone{watched})
+}
+
+// The convergence watch (Watch.Wait): argo-cd's `app wait` over the
+// Convergence port, each update judged by Converged, within WaitOptions.
+
+// ErrWatchTimedOut ends a convergence watch that did not reach a verdict
+// within WaitOptions.Timeout.
+var ErrWatchTimedOut = fmt.Errorf("%w: timed out", ErrNotConverged)
+
+// WaitOptions are the timings of a convergence watch.
+type WaitOptions struct {
+	// TreeInterval is how often the watch reads the resource tree (when
+	// the adapter is a ResourceTreeReader) and checks for a stall.
+	TreeInterval time.Duration
+	// ReadinessGrace is how long a Pod may fail readiness before the
+	// rollout counts as failed.
+	ReadinessGrace time.Duration
+	// StallAfter is how long the application may show no change while
+	// not converged before the watch asks the controller to reconcile it
+	// (when the adapter is a Refresher); RefreshWithin is how long the
+	// controller has to answer before the watch calls it stalled.
+	StallAfter, RefreshWithin time.Duration
+	// Timeout, when positive, ends the watch with ErrWatchTimedOut.
+	Timeout time.Duration
+}
+
+// DefaultWaitOptions: a failure named within seconds; a stalled controller
+// within about a minute. Argo CD's controller answers a refresh in well
+// under a second when it runs, so 20 s without an answer is not load.
+var DefaultWaitOptions = WaitOptions{TreeInterval: 2 * time.Second, ReadinessGrace: ReadinessGrace, StallAfter: 30 * time.Second, RefreshWithin: 20 * time.Second}
+
+// Watch is one convergence watch: argo-cd's `app wait` algorithm over the
+// Convergence port, timed by Clock, so tests drive it with a fake clock.
+type Watch struct {
+	Source Convergence
+	// Clock times the watch; nil means the wall clock.
+	Clock Clock
+	// Options are its timings; zero means DefaultWaitOptions.
+	Options WaitOptions
+	// Observe, when set, sees every state the watch reads.
+	Observe func(AppState)
+}
+
+// WaitConverged waits with the wall clock and DefaultWaitOptions.
+func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, observe func(AppState)) (AppState, Verdict, error) {
+	return Watch{Source: c, Observe: observe}.Wait(ctx, app, want)
+}
+
+// Wait is argo-cd's `app wait` algorithm: Get first and return if already
+// converged; otherwise Watch from the returned version, judge each update
+// with Converged, fail fast on a terminal verdict or on Healthy → Degraded,
+// and stop when ctx ends or the timeout passes. Between updates it reads
+// the resource tree (Pod failures behind a Progressing application) and
+// asks a quiet application's controller to reconcile (a stopped controller
+// freezes the status). It returns the last state and its verdict; err is
+// non-nil only when the watch itself failed, timed out or ctx ended.
+func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdict, error) {
+	clock, o := w.Clock, w.Options
+	if clock == nil {
+		clock = SystemClock{}
+	}
+	if o == (WaitOptions{}) {
+		o = DefaultWaitOptions
+	}
+	observe := func(s AppState) {
+		if w.Observe != nil {
+			w.Observe(s)
+		}
+	}
+	var timeout <-chan time.Time
+	if o.Timeout > 0 {
+		timeout = clock.After(o.Timeout)
+	}
+	st, err := w.Source.Get(ctx, app)
+	if err != nil {
+		return st, Verdict{}, fmt.Errorf("get application %s: %w", app.Name, err)
+	}
+	observe(st)
+	v := Converged(st, want)
+	if v.Kind == VerdictConverged || v.Terminal {
+		return st, v, nil
+	}
+	updates, err := w.Source.Watch(ctx, app, st.Version)
+	if err != nil {
+		return st, v, fmt.Errorf("watch application %s: %w", app.Name, err)
+	}
+	wasHealthy := st.Health == HealthHealthy
+	tree, _ := w.Source.(ResourceTreeReader)
+	refresher, _ := w.Source.(Refresher)
+	windows, _ := w.Source.(SyncWindows)
+	var tick <-chan time.Time
+	if tree != nil || refresher != nil || windows != nil {
+		tick = clock.After(o.TreeInterval)
+	}
+	notReadySince := map[string]time.Time{}
+	lastChange := clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return st, v, ctx.Err()
+		case <-timeout:
+			return st, v, ErrWatchTimedOut
+		case <-tick:
+			tick = clock.After(o.TreeInterval)
+			if refresher != nil && clock.Now().Sub(lastChange) >= o.StallAfter {
+				err := refresher.Refresh(ctx, app, o.RefreshWithin)
+				if ctx.Err() != nil {
+					return st, v, ctx.Err()
+				}
+				if errors.Is(err, ErrNotReconciled) {
+					return st, stalled(st, o.RefreshWithin, clock.Now()), nil
+				}
+				// Answered (or the server could not be asked, which the
+				// watch reports): quiet is not a stall; ask again later.
+				lastChange = clock.Now()
+			}
+			if windows != nil && want.Revision != "" && (st.SyncStatus != SyncSynced || st.SyncRevision != want.Revision) {
+				// A deny window (break-glass) holds automated sync off:
+				// the revision waits for the window, not for Argo CD.
+				if pv, paused := pausedByWindow(ctx, windows, app, st); paused {
+					return st, pv, nil
+				}
+			}
+			if tree == nil {
+				continue
+			}
+			resources, err := tree.ResourceTree(ctx, app)
+			if err != nil {
+				continue // the watch reports a lost server; the tree is a second opinion
+			}
+			now := clock.Now()
+			seen := map[string]bool{}
+			for _, r := range resources {
+				if isReadinessFailure(r) {
+					seen[r.Key()] = true
+					if _, ok := notReadySince[r.Key()]; !ok {
+						notReadySince[r.Key()] = now
+					}
+				}
+			}
+			for k := range notReadySince {
+				if !seen[k] {
+					delete(notReadySince, k)
+				}
+			}
+			st.Tree = resources
+			observe(st)
+			if want.Revision != "" && (st.SyncStatus != SyncSynced || st.SyncRevision != want.Revision) {
+				// The tree is still the previous revision's: the failing
+				// Pods a rollback is replacing are not its failure.
+				continue
+			}
+			if fv, failed := ResourceFailure(resources, func(r AppResource) time.Duration {
+				return now.Sub(notReadySince[r.Key()])
+			}, o.ReadinessGrace); failed {
+				st.Resources = resources
+				return st, fv, nil
+			}
+		case u, ok := <-updates:
+			if !ok {
+				if ctx.Err() != nil {
+					return st, v, ctx.Err()
+				}
+				return st, v, fmt.Errorf("watch application %s: stream ended", app.Name)
+			}
+			if u.Err != nil {
+				return st, v, fmt.Errorf("watch application %s: %w", app.Name, u.Err)
+			}
+			st = u.State
+			lastChange = clock.Now()
+			observe(st)
+			v = Converged(st, want)
+			if wasHealthy && st.Health == HealthDegraded {
+				v.Terminal = true
+			}
+			if v.Kind == VerdictConverged || v.Terminal {
+				return st, v, nil
+			}
+			wasHealthy = wasHealthy || st.Health == HealthHealthy
+		}
+	}
+}
+
+// stalled is the verdict on an application whose controller did not
+// answer a refresh: what Argo CD reports is frozen, neither converged nor
+// failed, and waiting longer changes nothing until the controller runs.
+func stalled(st AppState, within time.Duration, now time.Time) Verdict {
+	last := "it reports no reconciliation time"
+	if !st.ReconciledAt.IsZero() {
+		last = fmt.Sprintf("it last reconciled at %s (%s ago)", st.ReconciledAt.UTC().Format("15:04:05 MST"), now.Sub(st.ReconciledAt).Round(time.Second))
+	}
+	return Verdict{Kind: VerdictReconcileStalled, Terminal: true,
+		Reason: fmt.Sprintf("Argo CD's application controller did not reconcile %s within %s of a refresh request; %s, so its status is frozen at sync %s at %s, health %s",
+			st.Name, within, last, st.SyncStatus, revOrNone(st.SyncRevision), st.Health),
+		NextAction: "check argocd-application-controller (is it running, what do its logs say); nothing is lost meanwhile: once it runs, relcap converge picks up where Argo CD is, " +
+			"and if the half-done rollout must not finish, relcap rollback"}
+}
+
+// pausedByWindow is the verdict on an application that an active deny
+// sync window keeps from syncing; false when none is active (or the
+// windows cannot be read: the watch goes on).
+func pausedByWindow(ctx context.Context, sw SyncWindows, app AppRef, st AppState) (Verdict, bool) {
+	ws, err := sw.ListWindows(ctx, app)
+	if err != nil {
+		return Verdict{}, false
+	}
+	for _, w := range ws {
+		if w.Kind != SyncWindowDeny || !w.Active {
+			continue
+		}
+		what := w.Description
+		if what == "" {
+			what = "schedule " + w.Schedule + " for " + w.Duration.String()
+		}
+		return Verdict{Kind: VerdictReconcilePaused, Terminal: true,
+			Reason: fmt.Sprintf("reconciliation paused by break-glass window (deny, %s) on project %s: %s stays at sync %s at %s, health %s",
+				what, w.Project, st.Name, st.SyncStatus, revOrNone(st.SyncRevision), st.Health),
+			NextAction: "end the break-glass (relcap breakglass end --env " + app.Env + ") to let Argo CD sync, or wait until the window closes"}, true
+	}
+	return Verdict{}, false
 }

@@ -30,6 +30,7 @@ import (
 	forge "github.com/relcap/relcap/adapters/forge/gitea"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/landing"
 )
 
 // The release repository of TestGiteaPromotionThroughRelcap: one
@@ -330,13 +331,13 @@ func TestGiteaPromotionThroughRelcap(t *testing.T) {
 	lines := c.journal(t)
 	opened := kindsOf(lines, "promotion.pr_opened")
 	require.NotEmpty(t, opened)
-	var o workflow.PromotionPROpened
+	var o landing.PromotionPROpened
 	require.NoError(t, json.Unmarshal(opened[0].Body, &o), opened[0].Raw)
 	require.Equal(t, 1, o.Number)
 	require.Equal(t, prURL, o.URL)
 	reviewed := kindsOf(lines, "promotion.pr_reviewed")
 	require.NotEmpty(t, reviewed)
-	var rv workflow.PromotionPRReviewed
+	var rv landing.PromotionPRReviewed
 	require.NoError(t, json.Unmarshal(reviewed[len(reviewed)-1].Body, &rv), reviewed[len(reviewed)-1].Raw)
 	require.Equal(t, 1, rv.Number)
 	require.Equal(t, 1, rv.Counted)
@@ -346,7 +347,7 @@ func TestGiteaPromotionThroughRelcap(t *testing.T) {
 	require.Equal(t, head, rv.Reviews[0].Commit)
 	mergedLines := kindsOf(lines, "promotion.pr_merged")
 	require.Len(t, mergedLines, 1)
-	var m workflow.PromotionPRMerged
+	var m landing.PromotionPRMerged
 	require.NoError(t, json.Unmarshal(mergedLines[0].Body, &m), mergedLines[0].Raw)
 	require.Equal(t, 1, m.Number)
 	require.Equal(t, main, m.MergeCommit)

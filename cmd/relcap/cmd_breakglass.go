@@ -50,7 +50,7 @@ func (a *app) breakglassService(ctx context.Context, command string) (*breakglas
 	if err != nil {
 		return nil, err
 	}
-	return breakglass.New(svc.Ports()), nil
+	return breakglass.New(svc.Deps()), nil
 }
 
 // breakglassStartOptions are relcap breakglass start's flags.

@@ -119,7 +119,7 @@ func runRehearse(ctx context.Context, opts *rehearseOptions) error {
 	// The ledger keeps the rehearsals and the Terraform adapter makes the
 	// scratch roots (rehearsal.New finds both in svc); the
 	// interrupted-reconciliation drill pauses with break-glass.
-	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Commands: command.Runner{}, Pauser: breakglass.New(svc.Ports())})
+	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Commands: command.Runner{}, Pauser: breakglass.New(svc.Deps())})
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func (a *app) warnExpiredBreakGlass(ctx context.Context, svc *workflow.Service) 
 		return
 	}
 	a.warnedBreakGlass = true
-	if expired, err := breakglass.New(svc.Ports()).Expired(ctx); err == nil {
+	if expired, err := breakglass.New(svc.Deps()).Expired(ctx); err == nil {
 		plain.WarnExpiredBreakGlass(a.io.Err, expired, a.clock.Now())
 	}
 }

@@ -97,7 +97,7 @@ type Service struct {
 }
 
 // New is the break-glass service over d, the ports of the core Service it
-// works beside (workflow.Service.Ports).
+// works beside (workflow.Service.Deps).
 func New(d workflow.Deps) *Service { return &Service{d: d} }
 
 // journal appends rec to the session's journal.

@@ -66,7 +66,7 @@ func (w *bgWorld) as(actor string) process {
 		Convergence: w.argo, EnvRepo: w.repo, Signer: workflowtest.Key(actor), Verifier: w.people,
 	})
 	require.NoError(w.t, err)
-	return process{core: core, svc: breakglass.New(core.Ports()), journal: j}
+	return process{core: core, svc: breakglass.New(core.Deps()), journal: j}
 }
 
 // TestBreakGlassPausesWithADenyWindowThatArgoCDLiftsAtTheEndOfTheTimeBox:
@@ -326,9 +326,9 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 		require.Equal(t, "carol", b.Approver)
 		require.Equal(t, []string{"deny web-prod"}, w.argo.Calls())
 		entries := alice.journal.Entries()
-		var started workflow.BreakGlassStarted
+		var started breakglass.BreakGlassStarted
 		for _, e := range entries {
-			if e.Kind == workflow.KindBreakGlassStarted {
+			if e.Kind == breakglass.KindBreakGlassStarted {
 				require.NoError(t, json.Unmarshal(e.Data, &started))
 			}
 		}
@@ -442,7 +442,7 @@ func TestBreakGlassCaptureIsReviewedInAPullRequest(t *testing.T) {
 	core, err := workflow.NewService(workflow.Deps{Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: "alice",
 		Convergence: w.argo, EnvRepo: w.repo, Forges: &workflowtest.FakeForgeOpener{Forge: forge}})
 	require.NoError(t, err)
-	svc := breakglass.New(core.Ports())
+	svc := breakglass.New(core.Deps())
 	b, err := svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "OOM: raise memory", TTL: 30 * time.Minute})
 	require.NoError(t, err)
 	w.argo.SetDrift("web-staging", breakglass.Drift{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Live: `{"spec":{"replicas":3}}`})
@@ -458,7 +458,7 @@ func TestBreakGlassCaptureIsReviewedInAPullRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, prs[0].URL, r.Checkpoints.CapturePullRequest.URL)
 	for _, e := range j.Entries() {
-		if e.Kind == workflow.KindBreakGlassCaptured {
+		if e.Kind == breakglass.KindBreakGlassCaptured {
 			require.Contains(t, string(e.Data), `"pull_request":1`)
 		}
 	}

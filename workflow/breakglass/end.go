@@ -119,7 +119,7 @@ func (s *Service) End(ctx context.Context, envName string) (Status, workflow.Env
 	if capturePR != nil {
 		r.Checkpoints.CapturePullRequest = capturePR
 	}
-	ended := workflow.BreakGlassEnded{ID: st.ID, Capture: change.Branch, Expired: st.Left < 0}
+	ended := BreakGlassEnded{ID: st.ID, Capture: change.Branch, Expired: st.Left < 0}
 	switch {
 	case st.Window != nil && !st.WindowRemoved:
 		if swErr != nil {
@@ -131,7 +131,7 @@ func (s *Service) End(ctx context.Context, envName string) (Status, workflow.Env
 		}
 		r.Checkpoints.WindowRemoved = d.Clock.Now()
 		st.WindowRemoved, st.Held, ended.WindowRemoved = true, nil, true
-		if err := s.journal(ctx, workflow.BreakGlassWindowRemoved{ID: st.ID, Window: *st.Window, Expired: st.Left < 0, Removed: removed}); err != nil {
+		if err := s.journal(ctx, BreakGlassWindowRemoved{ID: st.ID, Window: *st.Window, Expired: st.Left < 0, Removed: removed}); err != nil {
 			return st, change, err
 		}
 	case st.Window != nil:
@@ -193,7 +193,7 @@ func (s *Service) capture(ctx context.Context, env workflow.Environment, st Stat
 		return workflow.EnvChange{}, nil, fmt.Errorf("capture drift of %s: %w (reconciliation is still paused)", app.Name, err)
 	}
 	var pr *workflow.PullRequestRecord
-	captured := workflow.BreakGlassCaptured{ID: st.ID, Branch: change.Branch, Commit: change.Commit, Resources: len(st.Drift)}
+	captured := BreakGlassCaptured{ID: st.ID, Branch: change.Branch, Commit: change.Commit, Resources: len(st.Drift)}
 	if env.EnvRepo.Review.PullRequests() {
 		// Reviewed the way every change of this repository is: in a
 		// pull request, which people merge or close (relcap never

@@ -31,7 +31,7 @@ func TestBreakGlassCaptureMasksSecretsInGitAndInThePullRequest(t *testing.T) {
 	core, err := workflow.NewService(workflow.Deps{Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: "alice",
 		Convergence: w.argo, EnvRepo: w.repo, Forges: &workflowtest.FakeForgeOpener{Forge: forge}, Secrets: secret.NewSet(password, token)})
 	require.NoError(t, err)
-	svc := breakglass.New(core.Ports())
+	svc := breakglass.New(core.Deps())
 	b, err := svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "token " + token + " rotated by hand", TTL: 30 * time.Minute})
 	require.NoError(t, err)
 	w.argo.SetDrift("web-staging", breakglass.Drift{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web",

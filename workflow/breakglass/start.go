@@ -36,7 +36,7 @@ func (s *Service) Start(ctx context.Context, req Request) (Record, error) {
 	if env.Production {
 		a, err := s.approval(ctx, env, req, now)
 		if err != nil {
-			return Record{}, s.journalFailure(ctx, err, workflow.BreakGlassRefused{Env: env.Name, App: app.Name, Approver: req.Approver, Reason: err.Error()})
+			return Record{}, s.journalFailure(ctx, err, BreakGlassRefused{Env: env.Name, App: app.Name, Approver: req.Approver, Reason: err.Error()})
 		}
 		approval = &a
 	}
@@ -76,7 +76,7 @@ func (s *Service) Start(ctx context.Context, req Request) (Record, error) {
 	if err := d.Ledger.SaveRelease(ctx, r); err != nil {
 		return Record{}, fmt.Errorf("save break-glass: %w", err)
 	}
-	if err := s.journal(ctx, workflow.BreakGlassStarted{ID: r.ID, Env: env.Name, App: app.Name, Reason: req.Reason,
+	if err := s.journal(ctx, BreakGlassStarted{ID: r.ID, Env: env.Name, App: app.Name, Reason: req.Reason,
 		Approver: req.Approver, ExpiresAt: closes, Window: &window, Approval: approval}); err != nil {
 		return Record{}, err
 	}
@@ -104,7 +104,7 @@ func (s *Service) Start(ctx context.Context, req Request) (Record, error) {
 		}
 		r.Status, r.EndedAt, r.UpdatedAt = workflow.ReleaseEnded, d.Clock.Now(), d.Clock.Now()
 		saveErr := d.Ledger.SaveRelease(bg, r)
-		_, jerr := d.Journal.Append(bg, workflow.BreakGlassFailed{ID: r.ID, Error: cause.Error()})
+		_, jerr := d.Journal.Append(bg, BreakGlassFailed{ID: r.ID, Error: cause.Error()})
 		return Record{}, errors.Join(cause, saveErr, journalFailed(jerr))
 	}
 	r.Checkpoints.Window, r.UpdatedAt = &got, d.Clock.Now()
@@ -233,7 +233,7 @@ func (s *Service) sweepWindows(ctx context.Context, sw workflow.SyncWindows) err
 		if err := d.Ledger.SaveRelease(ctx, r); err != nil {
 			return fmt.Errorf("save break-glass %s: %w", r.ID, err)
 		}
-		if err := s.journal(ctx, workflow.BreakGlassWindowRemoved{ID: r.ID, Window: *p.Window, Expired: true, Removed: removed}); err != nil {
+		if err := s.journal(ctx, BreakGlassWindowRemoved{ID: r.ID, Window: *p.Window, Expired: true, Removed: removed}); err != nil {
 			return err
 		}
 	}

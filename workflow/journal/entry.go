@@ -1,7 +1,8 @@
 // Package journal is the session journal's chain: entries that each carry
 // the SHA-256 of the one before, sealed by Next and checked by Verify
-// against the head the ledger holds. It knows nothing of what entries say;
-// the catalogue of kinds and their records is workflow/journal_records.go.
+// against the head the ledger holds. It knows nothing of what entries say:
+// the core's kinds and records are catalogued in workflow/journal_records.go,
+// each feature's in its package's records.go.
 package journal
 
 import (

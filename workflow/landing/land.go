@@ -77,7 +77,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 		if err := l.Checkpoint(ctx, func(c *workflow.Checkpoints) { c.PullRequest = rec }); err != nil {
 			return workflow.StepResult{}, err
 		}
-		if err := l.Journal(ctx, workflow.PromotionPROpened{Release: run.r.ID, Env: run.env.Name, Forge: review.Forge, Number: pr.Number, URL: pr.URL,
+		if err := l.Journal(ctx, PromotionPROpened{Release: run.r.ID, Env: run.env.Name, Forge: review.Forge, Number: pr.Number, URL: pr.URL,
 			Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, Commit: c.EnvPinned}); err != nil {
 			return workflow.StepResult{}, err
 		}
@@ -118,7 +118,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 			return workflow.StepResult{}, err
 		}
 		if len(verdicts) > 0 {
-			if err := l.Journal(ctx, workflow.PromotionPRReviewed{Release: run.r.ID, Number: pr.Number, Commit: pr.HeadSHA, Reviews: verdicts, Counted: got, Required: required}); err != nil {
+			if err := l.Journal(ctx, PromotionPRReviewed{Release: run.r.ID, Number: pr.Number, Commit: pr.HeadSHA, Reviews: verdicts, Counted: got, Required: required}); err != nil {
 				return workflow.StepResult{}, err
 			}
 		}
@@ -220,7 +220,7 @@ func (run landingRun) merged(ctx context.Context, res workflow.StepResult, rec w
 	if err := run.l.Checkpoint(ctx, func(c *workflow.Checkpoints) { c.PullRequest, c.EnvCommit = &rec, pr.MergeCommit }); err != nil {
 		return workflow.StepResult{}, err
 	}
-	if err := run.l.Journal(ctx, workflow.PromotionPRMerged{Release: run.r.ID, Number: pr.Number, URL: rec.URL, Reviewed: pr.HeadSHA, MergeCommit: pr.MergeCommit,
+	if err := run.l.Journal(ctx, PromotionPRMerged{Release: run.r.ID, Number: pr.Number, URL: rec.URL, Reviewed: pr.HeadSHA, MergeCommit: pr.MergeCommit,
 		MergedBy: pr.MergedBy, ByRelcap: byRelcap, Reviewers: counted(rec.Reviews)}); err != nil {
 		return workflow.StepResult{}, err
 	}
@@ -261,7 +261,7 @@ func (run landingRun) prBlocked(ctx context.Context, res workflow.StepResult, re
 }
 
 func (run landingRun) journalPRBlocked(ctx context.Context, number int, reason, next string) error {
-	return run.l.Journal(ctx, workflow.PromotionPRBlocked{Release: run.r.ID, Number: number, Reason: reason, NextAction: next})
+	return run.l.Journal(ctx, PromotionPRBlocked{Release: run.r.ID, Number: number, Reason: reason, NextAction: next})
 }
 
 // appendOnce adds f unless a finding with its code is there already.

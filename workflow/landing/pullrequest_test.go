@@ -159,7 +159,7 @@ func TestPullRequestIsOpenedOnceAndMergedAtTheReviewedCommit(t *testing.T) {
 		require.Contains(t, kinds, k)
 	}
 	for _, e := range captain.journal.Entries() {
-		if e.Kind == workflow.KindPromotionPRMerged {
+		if e.Kind == landing.KindPromotionPRMerged {
 			require.Contains(t, string(e.Data), `"merge_commit":"`+merged.MergeCommit+`"`)
 			require.Contains(t, string(e.Data), `"login":"bob-forge","principal":"bob"`)
 		}

@@ -128,7 +128,7 @@ func (s *Service) injectFailedApply(ctx context.Context, env workflow.Environmen
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return err
 	}
-	return s.core.Journal(ctx, workflow.RehearsalInjected{Rehearsal: rh.ID, At: rh.InjectedAt, Plan: rh.DrillPlan})
+	return s.core.Journal(ctx, RehearsalInjected{Rehearsal: rh.ID, At: rh.InjectedAt, Plan: rh.DrillPlan})
 }
 
 func notCreated(creates bool) string {
@@ -194,7 +194,7 @@ func (s *Service) rehearsalApprovals(ctx context.Context, scratch workflow.Envir
 	}
 	// The fingerprint ends the message, so it is copied whole.
 	return fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy needs %d more approval(s) in %s (approvals.plan = %d)%s; once approved, continue with relcap rehearse --resume %s; approve with: relcap approve --plan %s",
-		workflow.ErrApprovalRequired, rh.ID, workflow.ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, workflow.IgnoredNote(check), rh.ID, plan.Fingerprint)
+		workflow.ErrApprovalRequired, rh.ID, workflow.ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, check.NotCountedNote(), rh.ID, plan.Fingerprint)
 }
 
 // refuseFailedApply ends a drill refused before anything was applied: the
@@ -207,7 +207,7 @@ func (s *Service) refuseFailedApply(ctx context.Context, rh *Rehearsal, roots Ro
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return errors.Join(why, err)
 	}
-	return errors.Join(why, s.core.Journal(ctx, workflow.RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase), Undone: "nothing applied; scratch copy removed"}))
+	return errors.Join(why, s.core.Journal(ctx, RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase), Undone: "nothing applied; scratch copy removed"}))
 }
 
 // detectFailedApply applies the drill's plan, which must fail naming the
@@ -257,7 +257,7 @@ func (s *Service) detectFailedApply(ctx context.Context, env workflow.Environmen
 		return err
 	}
 	ttd, _ := rh.TimeToDetect()
-	return s.core.Journal(ctx, workflow.RehearsalDetected{Rehearsal: rh.ID, Verdict: rh.Detected, Expected: rh.Expected, IntendedRevision: rh.IntendedRevision,
+	return s.core.Journal(ctx, RehearsalDetected{Rehearsal: rh.ID, Verdict: rh.Detected, Expected: rh.Expected, IntendedRevision: rh.IntendedRevision,
 		ActualArtifact: rh.ActualArtifact, ControllerStatus: rh.ControllerStatus, NextSafeAction: rh.NextSafeAction, DetectSeconds: ttd.Seconds()})
 }
 
@@ -349,7 +349,7 @@ func (s *Service) recoverFailedApply(ctx context.Context, env workflow.Environme
 		return err
 	}
 	ttr, _ := rh.TimeToRecover()
-	return s.core.Journal(ctx, workflow.RehearsalRecovered{Rehearsal: rh.ID, Plan: rh.RecoveryPlan, RecoverSeconds: ttr.Seconds()})
+	return s.core.Journal(ctx, RehearsalRecovered{Rehearsal: rh.ID, Plan: rh.RecoveryPlan, RecoverSeconds: ttr.Seconds()})
 }
 
 func sortedResources(rs []workflow.StateResource) []workflow.StateResource {
@@ -385,6 +385,6 @@ func (s *Service) cleanupFailedApply(ctx context.Context, rh *Rehearsal) (*Rehea
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return rh.Clone(), err
 	}
-	return rh.Clone(), s.core.Journal(ctx, workflow.RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase),
+	return rh.Clone(), s.core.Journal(ctx, RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase),
 		Undone: "scratch copy removed; nothing else to undo: the real state was only read"})
 }

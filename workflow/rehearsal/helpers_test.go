@@ -52,7 +52,7 @@ type process struct {
 // scratch roots, break-glass pauses reconciliation unless commands do.
 func withDrills(t *testing.T, svc *workflow.Service, j *workflowtest.Journal, commands rehearsal.CommandRunner) process {
 	t.Helper()
-	rh, err := rehearsal.New(rehearsal.Deps{Core: svc, Commands: commands, Pauser: breakglass.New(svc.Ports())})
+	rh, err := rehearsal.New(rehearsal.Deps{Core: svc, Commands: commands, Pauser: breakglass.New(svc.Deps())})
 	require.NoError(t, err)
 	return process{svc: svc, rh: rh, journal: j}
 }

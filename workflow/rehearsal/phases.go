@@ -70,7 +70,7 @@ func (s *Service) inject(ctx context.Context, env workflow.Environment, rh *Rehe
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return err
 	}
-	return s.core.Journal(ctx, workflow.RehearsalInjected{Rehearsal: rh.ID, Release: rh.DrillRelease, At: rh.InjectedAt})
+	return s.core.Journal(ctx, RehearsalInjected{Rehearsal: rh.ID, Release: rh.DrillRelease, At: rh.InjectedAt})
 }
 
 // unavailableDigest is a digest that cannot exist: 32 random bytes, never
@@ -202,7 +202,7 @@ func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehe
 		return err
 	}
 	ttd, _ := rh.TimeToDetect()
-	return s.core.Journal(ctx, workflow.RehearsalDetected{Rehearsal: rh.ID, Verdict: rh.Detected, Expected: rh.Expected, IntendedRevision: rh.IntendedRevision,
+	return s.core.Journal(ctx, RehearsalDetected{Rehearsal: rh.ID, Verdict: rh.Detected, Expected: rh.Expected, IntendedRevision: rh.IntendedRevision,
 		ActualArtifact: rh.ActualArtifact, ControllerStatus: rh.ControllerStatus, NextSafeAction: rh.NextSafeAction, DetectSeconds: ttd.Seconds()})
 }
 
@@ -276,5 +276,5 @@ func (s *Service) recover(ctx context.Context, env workflow.Environment, rh *Reh
 		return err
 	}
 	ttr, _ := rh.TimeToRecover()
-	return s.core.Journal(ctx, workflow.RehearsalRecovered{Rehearsal: rh.ID, Release: r.ID, Digest: r.Checkpoints.Digest.String(), RecoverSeconds: ttr.Seconds()})
+	return s.core.Journal(ctx, RehearsalRecovered{Rehearsal: rh.ID, Release: r.ID, Digest: r.Checkpoints.Digest.String(), RecoverSeconds: ttr.Seconds()})
 }

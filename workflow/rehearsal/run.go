@@ -70,14 +70,14 @@ func (s *Service) Rehearse(ctx context.Context, req Request, sink workflow.Event
 	}
 	if env.Production {
 		rh.ProductionOverride = reason
-		if err := s.core.Journal(ctx, workflow.RehearsalProductionOverride{Env: env.Name, Drill: string(req.Drill), Reason: reason}); err != nil {
+		if err := s.core.Journal(ctx, RehearsalProductionOverride{Env: env.Name, Drill: string(req.Drill), Reason: reason}); err != nil {
 			return nil, err
 		}
 	}
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return nil, err
 	}
-	if err := s.core.Journal(ctx, workflow.RehearsalStarted{Rehearsal: rh.ID, Env: env.Name, Drill: string(req.Drill), Baseline: base.ReleaseID,
+	if err := s.core.Journal(ctx, RehearsalStarted{Rehearsal: rh.ID, Env: env.Name, Drill: string(req.Drill), Baseline: base.ReleaseID,
 		Digest: base.Digest.String(), Expected: string(rh.Expected)}); err != nil {
 		return rh.Clone(), err
 	}
@@ -151,7 +151,7 @@ func (s *Service) Cleanup(ctx context.Context, id string, sink workflow.EventSin
 	if err := s.saveRehearsal(ctx, rh); err != nil {
 		return rh.Clone(), err
 	}
-	return rh.Clone(), s.core.Journal(ctx, workflow.RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase), Undone: strings.Join(undone, "; ")})
+	return rh.Clone(), s.core.Journal(ctx, RehearsalAbandoned{Rehearsal: rh.ID, Phase: string(rh.Phase), Undone: strings.Join(undone, "; ")})
 }
 
 // heldRehearsal loads a rehearsal and, when it is unfinished, takes its
@@ -343,9 +343,9 @@ func (s *Service) finishRehearsal(ctx context.Context, rh *Rehearsal) (*Rehearsa
 		return rh.Clone(), err
 	}
 	if rh.State == StatePassed {
-		return rh.Clone(), s.core.Journal(ctx, workflow.RehearsalPassed{Rehearsal: rh.ID})
+		return rh.Clone(), s.core.Journal(ctx, RehearsalPassed{Rehearsal: rh.ID})
 	}
-	return rh.Clone(), s.core.Journal(ctx, workflow.RehearsalFailed{Rehearsal: rh.ID, Reason: rh.Failure})
+	return rh.Clone(), s.core.Journal(ctx, RehearsalFailed{Rehearsal: rh.ID, Reason: rh.Failure})
 }
 
 // phaseTimeout is how long each phase of rh may take.

@@ -43,7 +43,7 @@ func (req Request) Validate() error {
 // the ports of core (its Project, Applier and Journal; Terraform's output
 // goes where core sends tool output).
 func ForceUnlock(ctx context.Context, core *workflow.Service, req Request) error {
-	d := core.Ports()
+	d := core.Deps()
 	if err := req.Validate(); err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func (d *driver) notePhase() {
 func (d *driver) view() string { return ansi.Strip(d.m.View()) }
 
 func newDriver(t *testing.T, svc *workflow.Service, req rehearse.Request) *driver {
-	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: breakglass.New(svc.Ports())})
+	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Pauser: breakglass.New(svc.Deps())})
 	require.NoError(t, err)
 	m := rehearse.New(t.Context(), drills, req, theme.New(true), rehearse.DefaultKeys())
 	m.SetSize(120, 40)
