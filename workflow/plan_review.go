@@ -456,3 +456,16 @@ func (p PlanSummary) Refused() (reason string, refused bool) {
 	}
 	return strings.Join(reasons, "; "), true
 }
+
+// ReviewPlanDocument finishes the review of a plan document the Terraform
+// adapter read: its drift against the ownership map, when there is one,
+// and an ErrPlanRefused error when it could not be applied as reviewed.
+func ReviewPlanDocument(review *PlanSummary, own ownership.Map) error {
+	if own.File != "" {
+		ReviewDrift(review, own)
+	}
+	if why, ok := review.Refused(); ok {
+		return fmt.Errorf("%w: this plan cannot be applied as reviewed: %s", ErrPlanRefused, why)
+	}
+	return nil
+}

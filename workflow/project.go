@@ -312,3 +312,14 @@ func (p *Project) Credentials() secret.Credentials {
 	}
 	return c
 }
+
+// PlanDocumentRules are the rules a plan document made outside relcap
+// (terraform show -json, as a CI job uploads it) is reviewed with: the
+// project's classification and ownership map when there is a project, the
+// default classification and no map otherwise.
+func (p *Project) PlanDocumentRules() (Classify, ownership.Map) {
+	if p == nil || len(p.Environments) == 0 {
+		return DefaultClassify(), ownership.Map{}
+	}
+	return p.Classify, p.Ownership
+}

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
@@ -84,4 +85,22 @@ func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (owners
 		counts[f.Code]++
 	}
 	return rep, s.journal(ctx, OwnershipCheckRecorded{Env: env.Name, Objects: len(objects), Rows: len(rep.Matrix), Findings: counts, Blockers: rep.Blockers()})
+}
+
+// OwnershipBlocked is nil when no environment's ownership report blocks,
+// else an ErrOwnershipConflict error counting the problems and naming the
+// environments.
+func OwnershipBlocked(reports []ownership.Report) error {
+	blockers := 0
+	var blocked []string
+	for _, r := range reports {
+		if n := r.Blockers(); n > 0 {
+			blockers += n
+			blocked = append(blocked, r.Env)
+		}
+	}
+	if blockers == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d ownership problem(s) in %s must be resolved first", ErrOwnershipConflict, blockers, strings.Join(blocked, ", "))
 }
