@@ -74,7 +74,7 @@ func TestRehearseDrillsOnTheCommandLine(t *testing.T) {
 	b, err := os.ReadFile(cfg)
 	require.NoError(t, err)
 	withUnready := strings.Replace(string(b), "    approvals: {plan: 1, promotion: 0, distinct_from_author: false}\n",
-		"    approvals: {plan: 1, promotion: 0, distinct_from_author: false}\n    rehearsal: {unready_image: "+host+"/ci/web@"+unready+", timeout: 30s}\n", 1)
+		"    approvals: {plan: 1, promotion: 0, distinct_from_author: false}\n    rehearsal: {unready_image: "+host+"/ci/web@"+unready+", timeout: 90s}\n", 1)
 	require.NotEqual(t, string(b), withUnready)
 	require.NoError(t, os.WriteFile(cfg, []byte(withUnready), 0o644))
 
