@@ -120,22 +120,11 @@ func (l *Landing) Upstream(ctx context.Context) (string, *ConvergenceRecord, err
 
 // PromotionApprovals counts the signed relcap approvals of the promotion
 // as of commit (the one a pull request would merge) against
-// approvals.promotion. An error wrapping ErrAuthorUnverified says the rule
-// needs a verified captain and no signature proves one.
+// approvals.promotion, as the push path counts them. An error wrapping
+// ErrAuthorUnverified says the rule needs a verified captain and no
+// signature proves one.
 func (l *Landing) PromotionApprovals(ctx context.Context, commit string) (ApprovalCheck, error) {
-	run, d := l.run, l.run.svc.d
-	rule := run.env.Approvals.Rule(ApprovePromotion)
-	approvals, err := d.Ledger.Approvals(ctx, ApprovePromotion, run.r.ID)
-	if err != nil {
-		return ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
-	}
-	target := PromotionTarget(run.r)
-	target.Commit = commit
-	captain, err := promotionCaptain(ctx, d.Verifier, run.env, rule, run.r)
-	if err != nil {
-		return ApprovalCheck{}, err
-	}
-	return rule.Count(target, captain, approvals, verifyWith(ctx, d.Verifier)), nil
+	return l.run.promotionApprovals(ctx, commit)
 }
 
 // NotCountedNote says, for a refusal's message, which approvals did not
@@ -264,11 +253,11 @@ func (s *Service) PlanRoot(ctx context.Context, env Environment) (PlanSummary, e
 		return PlanSummary{}, missingPort("terraform planner")
 	}
 	tctx, done := s.withToolOutput(ctx, "", StepPlanReview)
-	p, err := s.d.Planner.Plan(tctx, env, s.d.Actor)
+	facts, err := s.d.Planner.Plan(tctx, env, s.d.Actor)
 	if err = done(err); err != nil {
-		return p, err
+		return PlanSummary{}, err
 	}
-	return s.keepPlan(ctx, env, p)
+	return s.keepPlan(ctx, env, facts, "")
 }
 
 // NextAfterFailedApply is the next safe action relcap shows after a

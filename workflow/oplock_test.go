@@ -17,7 +17,7 @@ import (
 func lockingProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l workflowtest.LockingLedger, clock workflow.Clock, actor string) process {
 	t.Helper()
 	j := workflowtest.NewJournal(clock, actor)
-	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+	tf := workflowtest.Terraform{W: w}
 	svc, err := workflow.NewService(workflow.Deps{
 		Project: p, Ledger: l, Journal: j, Clock: clock, Actor: actor,
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
@@ -154,8 +154,9 @@ func TestAHeldApplyLockRefusesApplyPlan(t *testing.T) {
 	locks := &workflowtest.FakeLocks{Clock: clock}
 	l := workflowtest.LockingLedger{Ledger: workflowtest.NewLedger(), FakeLocks: locks}
 	alice := lockingProcess(t, testProject(0), w, l, clock, "alice")
-	plan, err := workflowtest.Terraform{W: w, Classify: workflow.DefaultClassify()}.Plan(ctx, testProject(0).Environments[0], "alice")
+	facts, err := workflowtest.Terraform{W: w}.Plan(ctx, testProject(0).Environments[0], "alice")
 	require.NoError(t, err)
+	plan := workflow.ReviewPlan(facts, workflow.DefaultClassify())
 	require.NoError(t, l.SavePlan(ctx, plan))
 
 	release := locks.Hold(stagingApply, workflow.LockHolder{Actor: "bob", What: "apply plan feedfacefeed in staging", Since: t0})

@@ -22,17 +22,17 @@ func TestPlansRelcapCannotVouchForAreRefusedWhoeverApproves(t *testing.T) {
 		Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas", "spec.template.spec.containers[web].image"}}
 	for _, tc := range []struct {
 		name, code, says string
-		shows            func(*workflow.PlanSummary)
+		shows            func(*workflow.PlanFacts)
 	}{
-		{"errored", workflow.CodePlanErrored, "Terraform reported errors while planning", func(p *workflow.PlanSummary) { p.Errored = true }},
-		{"incomplete", workflow.CodePlanIncomplete, "1 change(s) deferred: aws_db_instance.main (resource config unknown)", func(p *workflow.PlanSummary) {
+		{"errored", workflow.CodePlanErrored, "Terraform reported errors while planning", func(p *workflow.PlanFacts) { p.Errored = true }},
+		{"incomplete", workflow.CodePlanIncomplete, "1 change(s) deferred: aws_db_instance.main (resource config unknown)", func(p *workflow.PlanFacts) {
 			p.Incomplete = true
 			p.Deferred = []workflow.DeferredChange{{Address: "aws_db_instance.main", Reason: "resource_config_unknown"}}
 		}},
-		{"check failed", workflow.CodePlanCheckFailed, "resource check failed: the bucket must be private", func(p *workflow.PlanSummary) {
+		{"check failed", workflow.CodePlanCheckFailed, "resource check failed: the bucket must be private", func(p *workflow.PlanFacts) {
 			p.Checks = []workflow.CheckResult{{Address: "aws_s3_bucket.data", Kind: "resource", Status: workflow.CheckFail, Problems: []string{"the bucket must be private"}}}
 		}},
-		{"drift on argo cd's fields", workflow.CodePlanDriftOwned, "apps/Deployment web/web changed outside Terraform, and ownership.yaml:5 gives spec.replicas, spec.template.spec.containers[web].image to argocd; this apply would revert them", func(p *workflow.PlanSummary) {
+		{"drift on argo cd's fields", workflow.CodePlanDriftOwned, "apps/Deployment web/web changed outside Terraform, and ownership.yaml:5 gives spec.replicas, spec.template.spec.containers[web].image to argocd; this apply would revert them", func(p *workflow.PlanFacts) {
 			p.Drift = []workflow.DriftedResource{{ResourceChange: workflow.ResourceChange{Address: "kubectl_manifest.web", Type: "kubectl_manifest", Action: workflow.ActionUpdate,
 				Attributes: []workflow.AttributeChange{{Path: "yaml_incluster", Before: "(sensitive)", After: "(sensitive)", Sensitive: true}}}, Object: argoDeployment}}
 		}},

@@ -44,12 +44,14 @@ type OwnershipSource interface {
 
 // Boundary: the exact Terraform plan.
 
-// Planner makes a saved, reviewed Terraform plan and reads the inputs a plan
-// depends on (to refuse stale plans).
+// Planner makes a saved Terraform plan and reads the inputs a plan depends
+// on (to refuse stale plans). It returns data; the review is the core's
+// (ReviewPlan).
 type Planner interface {
 	// Plan runs init and plan -out into the private plan store and returns
-	// its review and fingerprint. author is recorded on the plan.
-	Plan(ctx context.Context, env Environment, author string) (PlanSummary, error)
+	// what it read of the plan: its changes, the plan file and its hash,
+	// and the inputs it was computed from. author is recorded on the plan.
+	Plan(ctx context.Context, env Environment, author string) (PlanFacts, error)
 	// Inputs reads the current revision, lock file, var files, workspace and
 	// state lineage/serial, without planning.
 	Inputs(ctx context.Context, env Environment) (PlanInputs, error)

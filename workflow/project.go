@@ -291,7 +291,9 @@ func (p *Project) envNames() string {
 }
 
 // DefaultArgoCDTokenEnv is the variable Argo CD's token is read from when
-// an environment names none.
+// an environment names none (argocd.token_env): the one the argocd CLI
+// reads. relcap.yaml's loader, the Argo CD adapter and the secret policy
+// all use this one name.
 const DefaultArgoCDTokenEnv = "ARGOCD_AUTH_TOKEN"
 
 // Credentials are where the project keeps credentials, for the wiring to
@@ -321,5 +323,16 @@ func (p *Project) PlanDocumentRules() (Classify, ownership.Map) {
 	if p == nil || len(p.Environments) == 0 {
 		return DefaultClassify(), ownership.Map{}
 	}
-	return p.Classify, p.Ownership
+	return p.PlanClassify(), p.Ownership
+}
+
+// PlanClassify is the classification every plan relcap makes is reviewed
+// with: the project's, or DefaultClassify when it names no category at all
+// (a Project built in code; relcap.yaml's loader fills in the defaults,
+// and an empty list there is kept empty).
+func (p *Project) PlanClassify() Classify {
+	if p.Classify.Identity == nil && p.Classify.DataService == nil {
+		return DefaultClassify()
+	}
+	return p.Classify
 }

@@ -112,7 +112,7 @@ func TestRollbackRestoresTheReleasesFileAndEndsRetriesOfAFailedSync(t *testing.T
 		repo := &pins{EnvRepo: workflowtest.EnvRepo{W: w}}
 		j := workflowtest.NewJournal(clock, "alice")
 		p := testProject(0)
-		tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+		tf := workflowtest.Terraform{W: w}
 		svc, err := workflow.NewService(workflow.Deps{
 			Project: p, Ledger: l, Journal: j, Clock: clock, Actor: "alice",
 			Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},

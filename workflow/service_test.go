@@ -59,7 +59,7 @@ func newProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l *wor
 func newTeamProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l *workflowtest.Ledger, clock workflow.Clock, actor string, team *workflowtest.SharedPlans) process {
 	t.Helper()
 	j := workflowtest.NewJournal(clock, actor)
-	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+	tf := workflowtest.Terraform{W: w}
 	var vault workflow.PlanVault
 	if team != nil {
 		vault = &workflowtest.PlanVault{S: team, Machine: actor}

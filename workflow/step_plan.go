@@ -42,12 +42,12 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		if d.Verifier != nil && d.Actor != "" {
 			author = d.Actor
 		}
-		p, err := wait(run, StepPlanReview, func() (PlanSummary, error) { return d.Planner.Plan(ctx, run.env, author) })
+		facts, err := wait(run, StepPlanReview, func() (PlanFacts, error) { return d.Planner.Plan(ctx, run.env, author) })
 		if err != nil {
 			return StepResult{}, fmt.Errorf("plan: %w", err)
 		}
-		p.Release = run.r.ID
-		if p, err = run.svc.keepPlan(ctx, run.env, p); err != nil {
+		p, err := run.svc.keepPlan(ctx, run.env, facts, run.r.ID)
+		if err != nil {
 			if errors.Is(err, ErrAuthorUnverified) {
 				return blocked(ErrAuthorUnverified, note+withoutSentinel(err, ErrAuthorUnverified), p.Findings), nil
 			}
@@ -117,10 +117,14 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 	return res, nil
 }
 
-// keepPlan reviews a new plan's drift against the ownership map, saves it
-// in the ledger and journals it: every plan relcap makes, a release's or
-// the failed-apply drill's, is kept the same way.
-func (s *Service) keepPlan(ctx context.Context, env Environment, p PlanSummary) (PlanSummary, error) {
+// keepPlan reviews what the Planner read of a new plan (ReviewPlan with
+// the project's classification, then its drift against the ownership
+// map), signs it, saves it in the ledger and journals it: every plan relcap
+// makes, a release's (release is its ID) or the failed-apply drill's
+// (release is ""), is kept the same way.
+func (s *Service) keepPlan(ctx context.Context, env Environment, facts PlanFacts, release string) (PlanSummary, error) {
+	p := ReviewPlan(facts, s.d.Project.PlanClassify())
+	p.Release = release
 	ReviewDrift(&p, s.d.Project.Ownership)
 	p, err := s.signPlan(ctx, env, p)
 	if err != nil {

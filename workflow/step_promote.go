@@ -130,11 +130,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 	if rule := run.env.Approvals.Rule(ApprovePromotion); rule.Required > 0 && !run.env.EnvRepo.Review.PullRequests() {
 		// Approvers review the pinned change itself, so the check comes
 		// after the branch exists and before it lands.
-		approvals, err := d.Ledger.Approvals(ctx, ApprovePromotion, run.r.ID)
-		if err != nil {
-			return StepResult{}, fmt.Errorf("read approvals: %w", err)
-		}
-		captain, err := promotionCaptain(ctx, d.Verifier, run.env, rule, run.r)
+		check, err := run.promotionApprovals(ctx, run.r.Checkpoints.EnvPinned)
 		if errors.Is(err, ErrAuthorUnverified) {
 			b := blocked(ErrAuthorUnverified, withoutSentinel(err, ErrAuthorUnverified), res.Findings)
 			b.Evidence = res.Evidence
@@ -142,7 +138,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		} else if err != nil {
 			return StepResult{}, err
 		}
-		if check := rule.Count(PromotionTarget(run.r), captain, approvals, verifyWith(ctx, d.Verifier)); !check.Satisfied() {
+		if !check.Satisfied() {
 			msg := fmt.Sprintf("the pin of %s on %s (commit %s) needs %d more approval(s) before it lands in %s: relcap approve --release %s%s",
 				digest.Short(), run.r.Checkpoints.EnvBranch, ShortHash(run.r.Checkpoints.EnvPinned), check.Missing(), run.env.Name, run.r.ID, ignoredNote(check))
 			b := blocked(ErrApprovalRequired, msg, res.Findings)
@@ -165,6 +161,27 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 	res.Status = Succeeded
 	res.Message = fmt.Sprintf("%s in %s, pinned at %s", digest.Short(), run.env.Registry.Repository, revOrNone(run.r.Checkpoints.EnvCommit))
 	return res, nil
+}
+
+// promotionApprovals counts the signed relcap approvals of the release's
+// promotion as of commit (the pinned change a push lands, or the one a
+// pull request would merge) against approvals.promotion: one count for
+// both ways a promotion lands. An error wrapping ErrAuthorUnverified says
+// the rule needs a verified captain and no signature proves one.
+func (run *releaseRun) promotionApprovals(ctx context.Context, commit string) (ApprovalCheck, error) {
+	d := run.svc.d
+	rule := run.env.Approvals.Rule(ApprovePromotion)
+	approvals, err := d.Ledger.Approvals(ctx, ApprovePromotion, run.r.ID)
+	if err != nil {
+		return ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
+	}
+	target := PromotionTarget(run.r)
+	target.Commit = commit
+	captain, err := promotionCaptain(ctx, d.Verifier, run.env, rule, run.r)
+	if err != nil {
+		return ApprovalCheck{}, err
+	}
+	return rule.Count(target, captain, approvals, verifyWith(ctx, d.Verifier)), nil
 }
 
 // pinRequest is the change that pins digest in the environment repo; a

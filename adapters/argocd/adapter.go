@@ -40,11 +40,10 @@ var (
 	_ workflow.OperationTerminator = (*Adapter)(nil)
 )
 
-// Environment variables argocd users already set; OptionsFor reads them.
-const (
-	EnvServer    = "ARGOCD_SERVER"
-	EnvAuthToken = "ARGOCD_AUTH_TOKEN"
-)
+// EnvServer is the variable argocd users already set for the server;
+// OptionsFor reads it. The token's default variable is the domain's
+// (workflow.DefaultArgoCDTokenEnv), which the secret policy also masks.
+const EnvServer = "ARGOCD_SERVER"
 
 // Errors callers may react to. Both are wrapped with the server address
 // and the server's own message.
@@ -67,7 +66,8 @@ type Options struct {
 	// session token). Required.
 	AuthToken string
 	// TokenEnv names the environment variable AuthToken came from, so
-	// errors can say which one to fix; empty means ARGOCD_AUTH_TOKEN.
+	// errors can say which one to fix; empty means
+	// workflow.DefaultArgoCDTokenEnv.
 	TokenEnv string
 	// PlainText talks gRPC without TLS (an argocd-server run with
 	// --insecure, or a port-forward).
@@ -107,7 +107,7 @@ func OptionsFor(target workflow.ArgoCDTarget, getenv func(string) string) (Optio
 	o := Options{Server: target.Server, PlainText: target.PlainText, Insecure: target.Insecure, GRPCWeb: target.GRPCWeb, TokenEnv: target.TokenEnv,
 		CAFile: target.CAFile, ClientCertFile: target.ClientCertFile, ClientKeyFile: target.ClientKeyFile, PathPrefix: target.PathPrefix}
 	if o.TokenEnv == "" {
-		o.TokenEnv = EnvAuthToken
+		o.TokenEnv = workflow.DefaultArgoCDTokenEnv
 	}
 	app := target.App
 	if app == "" {
@@ -167,7 +167,7 @@ func New(opts Options) (*Adapter, error) {
 		}
 	}
 	if opts.TokenEnv == "" {
-		opts.TokenEnv = EnvAuthToken
+		opts.TokenEnv = workflow.DefaultArgoCDTokenEnv
 	}
 	opts.AuthToken = strings.TrimSpace(opts.AuthToken)
 	if opts.AuthToken == "" {

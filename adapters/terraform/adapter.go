@@ -1,8 +1,9 @@
 // Package terraform implements workflow.Planner and workflow.Applier over the
-// terraform (or tofu) CLI through hashicorp/terraform-exec, and reviews plan
+// terraform (or tofu) CLI through hashicorp/terraform-exec, and reads plan
 // JSON documents with hashicorp/terraform-json. No SDK type leaves the
-// package: plans become workflow.PlanSummary, failures become errors that wrap
-// the workflow sentinels (ErrUsage, ErrStalePlan, ErrLocked).
+// package: plans become workflow.PlanFacts (the core reviews them), failures
+// become errors that wrap the workflow sentinels (ErrUsage, ErrStalePlan,
+// ErrLocked).
 //
 // Saved plans live in a private plan store (a directory of mode 0700 holding
 // <fingerprint>.tfplan files of mode 0600). Within one machine, relcap runs
@@ -43,9 +44,6 @@ type Options struct {
 	// It is created with mode 0700, and tightened to 0700 if it exists with
 	// looser permissions. Required.
 	PlanDir string
-	// Classify holds the risk classification rules; the zero value means
-	// workflow.DefaultClassify().
-	Classify workflow.Classify
 	// Clock stamps plans and ages locks; nil means the wall clock.
 	Clock workflow.Clock
 	// Stdout and Stderr receive Terraform's human-readable progress from
@@ -70,13 +68,12 @@ type Options struct {
 // Adapter runs Terraform for relcap. It is safe for concurrent use: every
 // operation builds its own *tfexec.Terraform, whose setters are not.
 type Adapter struct {
-	binary   string
-	planDir  string
-	classify workflow.Classify
-	clock    workflow.Clock
-	stdout   io.Writer
-	stderr   io.Writer
-	secrets  *secret.Set
+	binary  string
+	planDir string
+	clock   workflow.Clock
+	stdout  io.Writer
+	stderr  io.Writer
+	secrets *secret.Set
 	// rehearsalDir holds the failed-apply drill's scratch roots.
 	rehearsalDir string
 
@@ -108,19 +105,15 @@ func New(opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{
-		binary:   path,
-		planDir:  dir,
-		classify: opts.Classify,
-		clock:    opts.Clock,
-		secrets:  opts.Secrets,
+		binary:  path,
+		planDir: dir,
+		clock:   opts.Clock,
+		secrets: opts.Secrets,
 	}
 	if opts.RehearsalDir != "" {
 		if a.rehearsalDir, err = filepath.Abs(opts.RehearsalDir); err != nil {
 			return nil, fmt.Errorf("%w: rehearsal directory %s: %w", workflow.ErrUsage, opts.RehearsalDir, err)
 		}
-	}
-	if a.classify.Identity == nil && a.classify.DataService == nil {
-		a.classify = workflow.DefaultClassify()
 	}
 	if a.clock == nil {
 		a.clock = workflow.SystemClock{}

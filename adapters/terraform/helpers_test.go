@@ -29,6 +29,14 @@ func reviewJSON(r io.Reader, env string, classify workflow.Classify, secrets *se
 	return workflow.ReviewPlan(facts, classify), nil
 }
 
+// reviewed is a plan the adapter made, reviewed as the core reviews it.
+func reviewed(facts workflow.PlanFacts, err error) (workflow.PlanSummary, error) {
+	if err != nil {
+		return workflow.PlanSummary{}, err
+	}
+	return workflow.ReviewPlan(facts, workflow.DefaultClassify()), nil
+}
+
 // fixedClock is a clock that says what it is told.
 type fixedClock struct {
 	mu sync.Mutex
@@ -113,7 +121,7 @@ func (f *fixture) varFile(name, content string) string {
 
 func (f *fixture) plan() workflow.PlanSummary {
 	f.t.Helper()
-	s, err := f.a.Plan(f.t.Context(), f.env, "alice")
+	s, err := reviewed(f.a.Plan(f.t.Context(), f.env, "alice"))
 	require.NoError(f.t, err, "terraform output:\n%s", f.out.String())
 	return s
 }

@@ -132,7 +132,7 @@ func TestSensitiveValuesAreLearntBeforeTerraformPrintsThem(t *testing.T) {
 		values = append(values, token, pin)
 
 		a, out, set := process()
-		s, err := a.Plan(t.Context(), env, "alice")
+		s, err := reviewed(a.Plan(t.Context(), env, "alice"))
 		require.NoError(t, err, out.String())
 		require.True(t, set.Contains("-----BEGIN TEST KEY-----\n"+strings.Join(keyLines, "\n")+"\n-----END TEST KEY-----\n"), "the key's default is learnt")
 		shown.WriteString(out.String())

@@ -18,36 +18,37 @@ const planSuffix = ".tfplan"
 // Plan runs terraform init (never upgrading providers, keeping a committed
 // dependency lock file unchanged), selects env's workspace (which must
 // exist), and runs terraform plan -out into the private plan store with
-// state locking on. It translates the saved plan into a reviewed
-// workflow.PlanSummary whose Fingerprint binds the plan file's bytes to the
-// inputs it was computed from (workflow.PlanInputs). The plan file is
-// PlanDir/<fingerprint>.tfplan with mode 0600.
+// state locking on. It returns what it read of the saved plan as
+// workflow.PlanFacts, for the core to review (workflow.ReviewPlan): the
+// changes, the plan file's SHA-256 and the inputs it was computed from
+// (workflow.PlanInputs). The plan file is PlanDir/<fingerprint>.tfplan with
+// mode 0600, named by the fingerprint the review gives the plan.
 //
 // Errors wrap workflow.ErrUsage for configuration mistakes,
 // workflow.ErrLocked when another writer holds the state lock, and the
 // context's error on cancellation. Terraform's stderr is kept in the error.
-func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author string) (workflow.PlanSummary, error) {
+func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author string) (workflow.PlanFacts, error) {
 	t, err := a.target(env)
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	unlock, err := a.lockWorkdir(ctx, t, "plan")
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	defer unlock()
 	loud, quiet, err := a.terraforms(ctx, t)
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 
 	committed, err := a.init(ctx, t, loud)
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	restore, err := selectWorkspace(ctx, quiet, t)
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	defer restore()
 	// Inputs are read before planning, so they describe what Terraform
@@ -55,18 +56,18 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	// slipped in between.
 	in, err := a.currentInputs(ctx, quiet, t, a.secrets)
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	// Learnt before Terraform prints a line (the state's sensitive values
 	// were, as the inputs were read): the plan's output streams to the
 	// screen, the recording and the journal as it comes.
 	if err := a.learnBeforeRun(ctx, t); err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 
 	tmp, err := os.CreateTemp(a.planDir, ".plan-*.tmp")
 	if err != nil {
-		return workflow.PlanSummary{}, fmt.Errorf("creating plan file in %s: %w", a.planDir, err)
+		return workflow.PlanFacts{}, fmt.Errorf("creating plan file in %s: %w", a.planDir, err)
 	}
 	tmpPath := tmp.Name()
 	tmp.Close()
@@ -86,23 +87,23 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	}
 	args = append(args, "-lock=true", "-parallelism=10", "-refresh=true")
 	if _, err := a.runDetachedCommand(ctx, t, "plan", args, 0, 2); err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	lineage, serial, err := stateIdentity(ctx, quiet, t, a.secrets)
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	if lineage != in.StateLineage || serial != in.StateSerial {
-		return workflow.PlanSummary{}, fmt.Errorf("%w: the state of %s (%s) changed while planning (serial %d, now %d); run relcap plan again", workflow.ErrStalePlan, t.dir, t.workspace, in.StateSerial, serial)
+		return workflow.PlanFacts{}, fmt.Errorf("%w: the state of %s (%s) changed while planning (serial %d, now %d); run relcap plan again", workflow.ErrStalePlan, t.dir, t.workspace, in.StateSerial, serial)
 	}
 	// Terraform creates the plan file with its own mode; saved plans hold
 	// sensitive values in clear.
 	if err := os.Chmod(tmpPath, 0o600); err != nil {
-		return workflow.PlanSummary{}, fmt.Errorf("securing plan file: %w", err)
+		return workflow.PlanFacts{}, fmt.Errorf("securing plan file: %w", err)
 	}
 	planHash, err := hashFile(tmpPath)
 	if err != nil {
-		return workflow.PlanSummary{}, fmt.Errorf("hashing plan file: %w", err)
+		return workflow.PlanFacts{}, fmt.Errorf("hashing plan file: %w", err)
 	}
 
 	// The plan JSON holds sensitive values in clear: it goes to a buffer,
@@ -111,11 +112,11 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	// completeness alike.
 	doc, err := a.showPlanJSON(ctx, t, tmpPath)
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	facts, err := readDocument(doc, "the plan of "+t.dir, t.env, a.secrets)
 	if err != nil {
-		return workflow.PlanSummary{}, fmt.Errorf("reviewing the plan of %s: %w", t.dir, err)
+		return workflow.PlanFacts{}, fmt.Errorf("reviewing the plan of %s: %w", t.dir, err)
 	}
 	facts.PlanHash, facts.Inputs, facts.Author, facts.CreatedAt, facts.Root = planHash, in, author, a.clock.Now(), t.dir
 	if !committed {
@@ -126,15 +127,15 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 			facts.TerraformVersion = v.String()
 		}
 	}
-	// The review, and the fingerprint that names the plan file, are the
-	// domain's (workflow.ReviewPlan); this adapter only read the facts.
-	s := workflow.ReviewPlan(facts, a.classify)
-	s.PlanFile = filepath.Join(a.planDir, s.Fingerprint+planSuffix)
-	if err := os.Rename(tmpPath, s.PlanFile); err != nil {
-		return workflow.PlanSummary{}, fmt.Errorf("saving plan file: %w", err)
+	// The review is the domain's (workflow.ReviewPlan), and so is the
+	// fingerprint formula; the file is named by the fingerprint the review
+	// will give it, so a fingerprint finds its plan file.
+	facts.PlanFile = filepath.Join(a.planDir, workflow.PlanFingerprint(planHash, in)+planSuffix)
+	if err := os.Rename(tmpPath, facts.PlanFile); err != nil {
+		return workflow.PlanFacts{}, fmt.Errorf("saving plan file: %w", err)
 	}
 	kept = true
-	return s, nil
+	return facts, nil
 }
 
 // showPlanJSON is `terraform show -json` of a saved plan, as bytes.

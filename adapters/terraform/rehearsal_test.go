@@ -49,7 +49,7 @@ func TestScratchRootFailsItsApplyAndLeavesTheRealStateAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []workflow.StateResource{{Address: "terraform_data.app"}}, base, "seeded with the real state")
 
-	p, err := f.a.Plan(ctx, scratch, "alice")
+	p, err := reviewed(f.a.Plan(ctx, scratch, "alice"))
 	require.NoError(t, err, f.out.String())
 	require.Len(t, p.Changes, 1, "only the drill's resource: %+v", p.Changes)
 	require.Equal(t, "terraform_data.relcap_rehearsal", p.Changes[0].Address)
@@ -68,7 +68,7 @@ func TestScratchRootFailsItsApplyAndLeavesTheRealStateAlone(t *testing.T) {
 	require.NoError(t, f.a.RemoveScratchFile(ctx, "rh-1", "relcap_rehearsal_failed_apply.tf"))
 	require.NoError(t, f.a.RemoveScratchFile(ctx, "rh-1", "relcap_rehearsal_failed_apply.tf"), "twice is harmless")
 	require.Error(t, f.a.RemoveScratchFile(ctx, "rh-1", "relcap_rehearsal_override.tf"), "the backend override stays")
-	rp, err := f.a.Plan(ctx, scratch, "alice")
+	rp, err := reviewed(f.a.Plan(ctx, scratch, "alice"))
 	require.NoError(t, err, f.out.String())
 	require.Len(t, rp.Changes, 1)
 	require.Equal(t, workflow.ActionDelete, rp.Changes[0].Action)

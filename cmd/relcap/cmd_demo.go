@@ -148,7 +148,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 // Docker credentials have no business there.
 func (a *app) demoDeps(p *workflow.Project, sb *sandbox.Sandbox, timeout time.Duration) (workflow.Deps, error) {
 	tf, err := terraform.New(terraform.Options{
-		PlanDir: filepath.Join(sb.Dir, "state", "plans"), RehearsalDir: filepath.Join(sb.Dir, "state", "rehearsals"), Classify: p.Classify, Clock: a.clock, Secrets: a.secrets,
+		PlanDir: filepath.Join(sb.Dir, "state", "plans"), RehearsalDir: filepath.Join(sb.Dir, "state", "rehearsals"), Clock: a.clock, Secrets: a.secrets,
 		// Terraform's own progress would bury the narration; the demo
 		// prints relcap's review of the plan instead.
 	})

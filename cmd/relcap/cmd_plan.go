@@ -18,9 +18,9 @@ import (
 )
 
 // terraformAdapter wires the Terraform adapter: the private plan store under
-// $XDG_STATE_HOME and the project's classification rules. Terraform's own
-// progress is the Service's tool output (Deps.ToolOutput, events), never
-// the adapter's: under the cockpit nothing may write to the terminal.
+// $XDG_STATE_HOME (the core reviews its plans with p's rules). Terraform's
+// own progress is the Service's tool output (Deps.ToolOutput, events),
+// never the adapter's: under the cockpit nothing may write to the terminal.
 func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) {
 	state, err := a.stateHome()
 	if err != nil {
@@ -29,7 +29,6 @@ func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) 
 	return terraform.New(terraform.Options{
 		PlanDir:      state + "/plans",
 		RehearsalDir: state + "/rehearsals",
-		Classify:     p.Classify,
 		Clock:        a.clock,
 		Secrets:      a.secrets,
 	})

@@ -26,10 +26,6 @@ import (
 // FileName is the configuration file Find looks for.
 const FileName = "relcap.yaml"
 
-// DefaultTokenEnv is the environment variable holding the Argo CD token when
-// argocd.token_env is not set; it is the one the argocd CLI reads.
-const DefaultTokenEnv = "ARGOCD_AUTH_TOKEN"
-
 // Keys of relcap.yaml, per level, in the order the documentation lists them.
 // Unknown-key suggestions and "known keys" lists are drawn from these.
 var (

@@ -206,7 +206,7 @@ func (m *mapNode) envRepo(o options) workflow.EnvRepoTarget {
 const maxReadinessGrace = 30 * time.Minute
 
 func (m *mapNode) argoCD(o options) workflow.ArgoCDTarget {
-	t := workflow.ArgoCDTarget{TokenEnv: DefaultTokenEnv}
+	t := workflow.ArgoCDTarget{TokenEnv: workflow.DefaultArgoCDTokenEnv}
 	// server may be left out: like the argocd CLI, relcap then reads
 	// $ARGOCD_SERVER when it connects.
 	server, sn := m.str("server")
@@ -217,7 +217,7 @@ func (m *mapNode) argoCD(o options) workflow.ArgoCDTarget {
 	t.App, _ = m.reqStr("app", "the Argo CD application name, e.g. app: web-staging")
 	if te, n := m.str("token_env"); n != nil {
 		if !envVarName.MatchString(te) {
-			m.p.add(n, join(m.path, "token_env"), "want an environment variable name like %s, got %s", DefaultTokenEnv, quote(te))
+			m.p.add(n, join(m.path, "token_env"), "want an environment variable name like %s, got %s", workflow.DefaultArgoCDTokenEnv, quote(te))
 		} else {
 			t.TokenEnv = te
 		}

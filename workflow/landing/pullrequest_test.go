@@ -83,7 +83,7 @@ func newPRWorld(p *workflow.Project) *prWorld {
 func (pw *prWorld) process(t *testing.T, actor string) process {
 	t.Helper()
 	j := workflowtest.NewJournal(pw.clock, actor)
-	tf := workflowtest.Terraform{W: pw.w, Classify: pw.p.Classify}
+	tf := workflowtest.Terraform{W: pw.w}
 	svc, err := workflow.NewService(workflow.Deps{
 		Project: pw.p, Ledger: pw.l, Journal: j, Clock: pw.clock, Actor: actor,
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: pw.w}},
@@ -491,7 +491,7 @@ func TestNothingToReviewWhenTheEnvironmentBranchPinsTheDigestAlready(t *testing.
 	ctx := t.Context()
 	pw := newPRWorld(prProject(nil))
 	j := workflowtest.NewJournal(pw.clock, "alice")
-	tf := workflowtest.Terraform{W: pw.w, Classify: pw.p.Classify}
+	tf := workflowtest.Terraform{W: pw.w}
 	svc, err := workflow.NewService(workflow.Deps{Project: pw.p, Ledger: pw.l, Journal: j, Clock: pw.clock, Actor: "alice",
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: pw.w}}, Planner: tf, Applier: tf,
 		Registry: workflowtest.Registry{W: pw.w}, EnvRepo: alreadyPinnedRepo{workflowtest.EnvRepo{W: pw.w}},

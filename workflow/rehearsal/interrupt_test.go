@@ -85,7 +85,7 @@ func commandProcess(t *testing.T, w *workflowtest.World, l *workflowtest.Ledger)
 	ctrl := &controller{TreeConvergence: workflowtest.TreeConvergence{Convergence: workflowtest.Convergence{W: w}}}
 	clock := workflow.SystemClock{}
 	j := workflowtest.NewJournal(clock, "alice")
-	tf := workflowtest.Terraform{W: w, Classify: proj.Classify}
+	tf := workflowtest.Terraform{W: w}
 	o := drillWatch
 	o.StallAfter, o.RefreshWithin = 20*time.Millisecond, 5*time.Millisecond
 	svc, err := workflow.NewService(workflow.Deps{

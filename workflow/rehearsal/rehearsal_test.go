@@ -34,7 +34,7 @@ func drillProcessWatching(t *testing.T, p *workflow.Project, w *workflowtest.Wor
 	}
 	clock := workflow.SystemClock{}
 	j := workflowtest.NewJournal(clock, "alice")
-	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+	tf := workflowtest.Terraform{W: w}
 	svc, err := workflow.NewService(workflow.Deps{
 		Project: p, Ledger: l, Journal: j, Clock: clock, Actor: "alice",
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},

@@ -48,7 +48,7 @@ type process struct {
 func newProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l *workflowtest.Ledger, clock workflow.Clock, actor string) process {
 	t.Helper()
 	j := workflowtest.NewJournal(clock, actor)
-	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+	tf := workflowtest.Terraform{W: w}
 	svc, err := workflow.NewService(workflow.Deps{
 		Project: p, Ledger: l, Journal: j, Clock: clock, Actor: actor,
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},

@@ -45,7 +45,7 @@ func TestASharedPlanIsAppliedFromAnotherMachineOnlyByAnApplier(t *testing.T) {
 	var files []string
 	machine := func(actor string) (*workflow.Service, *workflowtest.Journal) {
 		j := workflowtest.NewJournal(clock, actor)
-		tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+		tf := workflowtest.Terraform{W: w}
 		d := workflow.Deps{
 			Project: p, Ledger: l, Journal: j, Clock: clock, Actor: actor,
 			Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},

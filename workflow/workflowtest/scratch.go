@@ -78,7 +78,7 @@ func (w *World) realResources() []workflow.StateResource {
 	return out
 }
 
-func (t Terraform) planScratch(env workflow.Environment, sc *scratchRoot, author string) workflow.PlanSummary {
+func (t Terraform) planScratch(env workflow.Environment, sc *scratchRoot, author string) workflow.PlanFacts {
 	t.W.mu.Lock()
 	defer t.W.mu.Unlock()
 	t.W.plans++
@@ -96,11 +96,11 @@ func (t Terraform) planScratch(env workflow.Environment, sc *scratchRoot, author
 		drill.Action = workflow.ActionDelete
 		changes = append(changes, drill)
 	}
-	p := workflow.PlanSummary{Env: env.Name, Author: author, Inputs: sc.inputs(), Changes: changes}
-	p.Fingerprint = hex64(fmt.Sprintf("scratch-plan-%d-%s-%d", t.W.plans, sc.dir, sc.serial))
-	p.PlanHash = hex64(p.Fingerprint)
-	workflow.Review(&p, t.Classify)
-	sc.plans[p.Fingerprint] = changes
+	p := workflow.PlanFacts{Env: env.Name, Author: author, Inputs: sc.inputs(), Changes: changes}
+	p.PlanHash = hex64(fmt.Sprintf("scratch-plan-%d-%s-%d", t.W.plans, sc.dir, sc.serial))
+	// Keyed by the fingerprint the core's review gives the plan, as the
+	// real adapter names its plan file.
+	sc.plans[workflow.PlanFingerprint(p.PlanHash, p.Inputs)] = changes
 	return p
 }
 

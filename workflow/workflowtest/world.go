@@ -24,8 +24,8 @@ type World struct {
 	StateSerial int64
 	Changes     []workflow.ResourceChange
 	// PlanShows, when set, adds what a plan shows besides its changes
-	// (drift, checks, completeness) before the review.
-	PlanShows func(*workflow.PlanSummary)
+	// (drift, checks, completeness) to the facts the core reviews.
+	PlanShows func(*workflow.PlanFacts)
 	plans     int
 	applied   map[string]int64 // fingerprint → serial after its apply
 	Applies   int
@@ -116,10 +116,10 @@ func (o Ownership) ManagedObjects(context.Context, workflow.Environment) ([]owne
 	return append([]ownership.ManagedObject(nil), o.W.Objects...), nil
 }
 
-// Terraform is a fake Planner and Applier over the world's state.
+// Terraform is a fake Planner and Applier over the world's state. Like
+// the real adapter it returns facts; the core reviews them.
 type Terraform struct {
-	W        *World
-	Classify workflow.Classify
+	W *World
 }
 
 var (
@@ -132,9 +132,9 @@ func (t Terraform) inputs(env workflow.Environment) workflow.PlanInputs {
 }
 
 // Plan makes a plan of the world's pending changes.
-func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author string) (workflow.PlanSummary, error) {
+func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author string) (workflow.PlanFacts, error) {
 	if err := t.W.gate(ctx); err != nil {
-		return workflow.PlanSummary{}, err
+		return workflow.PlanFacts{}, err
 	}
 	if sc := t.W.scratchAt(env.Terraform.Dir); sc != nil {
 		return t.planScratch(env, sc, author), nil
@@ -146,13 +146,11 @@ func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author st
 	t.W.mu.Lock()
 	defer t.W.mu.Unlock()
 	t.W.plans++
-	p := workflow.PlanSummary{Env: env.Name, Author: author, Inputs: t.inputs(env), Changes: append([]workflow.ResourceChange(nil), t.W.Changes...)}
-	p.Fingerprint = hex64(fmt.Sprintf("plan-%d-%d", t.W.plans, t.W.StateSerial))
-	p.PlanHash = hex64(p.Fingerprint)
+	p := workflow.PlanFacts{Env: env.Name, Author: author, Inputs: t.inputs(env), Changes: append([]workflow.ResourceChange(nil), t.W.Changes...)}
+	p.PlanHash = hex64(fmt.Sprintf("plan-%d-%d", t.W.plans, t.W.StateSerial))
 	if t.W.PlanShows != nil {
 		t.W.PlanShows(&p)
 	}
-	workflow.Review(&p, t.Classify)
 	return p, nil
 }
 

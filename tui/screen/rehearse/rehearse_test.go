@@ -33,7 +33,7 @@ func drillWorld(t *testing.T, hold chan struct{}) (*workflow.Service, *workflowt
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	clock := workflow.SystemClock{}
 	gate := &atomic.Pointer[chan struct{}]{}
-	tf := workflowtest.Terraform{W: w, Classify: p.Classify}
+	tf := workflowtest.Terraform{W: w}
 	svc, err := workflow.NewService(workflow.Deps{
 		Project: p, Ledger: l, Journal: workflowtest.NewJournal(clock, "alice"), Clock: clock, Actor: "alice",
 		Ownership: []workflow.OwnershipSource{workflowtest.Ownership{W: w}},
