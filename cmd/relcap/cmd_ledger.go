@@ -181,9 +181,9 @@ func (a *app) verifyMigration(ctx context.Context, src, dst *store.Ledger, dir s
 	if res.Journals, err = audit.VerifyMoved(ctx, before, after, res.Migration.Sessions); err != nil {
 		return nil, err
 	}
-	o := report.Options{Now: a.clock.Now(), ProdEnv: "prod"}
-	if len(project.Environments) > 0 {
-		o.ProdEnv, o.BaselineHoursPerRelease = project.ProdEnv(), project.Effort.BaselineHoursPerRelease
+	o := report.Options{Now: a.clock.Now(), ProdEnv: report.DefaultProdEnv}
+	if err := o.UseProject(project, false); err != nil {
+		return nil, err
 	}
 	if res.EffortSame, err = report.SameEffort(ctx, src, dst, res.Migration.Releases, o); err != nil {
 		return nil, err

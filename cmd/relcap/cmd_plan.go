@@ -205,14 +205,8 @@ for --reason. It lets someone else start one break-glass within ` + breakglass.A
 people file when it is used.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			modes := 0
-			for _, set := range []bool{opts.Fingerprint != "", opts.ReleaseID != "", opts.BreakGlass} {
-				if set {
-					modes++
-				}
-			}
 			switch {
-			case modes != 1:
+			case !exactlyOne(opts.Fingerprint != "", opts.ReleaseID != "", opts.BreakGlass):
 				return usageError{errors.New("approve wants exactly one of --plan FINGERPRINT, --release ID or --breakglass")}
 			case opts.BreakGlass && (opts.Env == "" || opts.TTL == 0):
 				return usageError{errors.New("approve --breakglass wants --env ENV, --ttl DURATION and --reason TEXT")}

@@ -135,7 +135,7 @@ func runReport(ctx context.Context, f *reportOptions) error {
 		return usageError{err}
 	}
 	opts := report.Options{From: from, To: to, Location: loc, Now: now, Env: strings.TrimSpace(f.env),
-		Person: strings.TrimSpace(f.person), BaselineHoursPerRelease: f.baseline, BaselineSource: "--baseline", ProdEnv: "prod"}
+		Person: strings.TrimSpace(f.person), BaselineHoursPerRelease: f.baseline, BaselineSource: "--baseline", ProdEnv: report.DefaultProdEnv}
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -146,17 +146,8 @@ func runReport(ctx context.Context, f *reportOptions) error {
 	}
 	if p != nil {
 		q.App = p.App
-		if !f.baselineGiven {
-			opts.BaselineHoursPerRelease = p.Effort.BaselineHoursPerRelease
-			opts.BaselineSource = "effort.baseline_hours_per_release in " + p.File
-		}
-		if prod := p.ProdEnv(); prod != "" {
-			opts.ProdEnv = prod
-		}
-		if opts.Env != "" {
-			if _, err := p.Env(opts.Env); err != nil {
-				return err
-			}
+		if err := opts.UseProject(p, f.baselineGiven); err != nil {
+			return err
 		}
 	}
 	l, err := a.openLedger(ctx)
