@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -180,35 +179,14 @@ func runJournalVerify(ctx context.Context, opts *journalOptions) error {
 	if err != nil {
 		return err
 	}
-	results := make([]plain.VerifiedSession, 0, len(checked.Sessions))
-	var bad []string
-	for _, v := range checked.Sessions {
-		if !v.Intact {
-			bad = append(bad, v.Session)
-		}
-		results = append(results, plain.VerifiedSession{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
+	tampered, err := plain.PrintJournalsVerified(a.io.Out, a.io.Err, a.flags.json, checked, dir, store.SessionFiles{Dir: dir}.JournalPath)
+	if err != nil {
+		return err
 	}
-	if a.flags.json {
-		if err := a.printJSON(results); err != nil {
-			return err
-		}
-	} else {
-		plain.PrintVerification(a.io.Out, a.io.Err, results, checked.Unprotected)
-	}
-	tampered := a.io.Out
-	if a.flags.json {
-		tampered = a.io.Err // stdout stays one JSON document
-	}
-	plain.PrintVerificationNotes(a.io.Err, tampered, checked, dir)
-	anchorErr := checked.AnchorError
-	if len(bad) > 0 {
-		fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
+	if tampered {
 		return errSilent{exitBlocked}
 	}
-	if checked.Tampered() {
-		return errSilent{exitBlocked}
-	}
-	if anchorErr != nil {
+	if anchorErr := checked.AnchorError; anchorErr != nil {
 		return fmt.Errorf("the journal anchors on %s could not be read, so no session's anchor was checked and a deleted ledger row would go unnoticed: %w; make the environment repository reachable and verify again", checked.Anchor, anchorErr)
 	}
 	return nil

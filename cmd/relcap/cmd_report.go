@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/tui/reportfmt"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
@@ -97,7 +98,7 @@ func newCmdReportMeasures(a *app, runF func(context.Context, *reportOptions) err
 		Use:   "measures [--from DATE --to DATE] [--env E] [--tz ZONE] [--format table|md|csv|json|html]",
 		Short: "The five DORA measures, plan lead time, drift age, ownership conflicts and rehearsals",
 		Long: "The five DORA measures, of the production environment (the last of the promotion\n" +
-			"order, or --env), over releases created in the period:\n\n" + wrapDefinitions(report.DORADefinitions) +
+			"order, or --env), over releases created in the period:\n\n" + plain.Bullets(report.DORADefinitions) +
 			"\nrelcap's own: reviewed-plan lead time (plan created → applied), drift age\n" +
 			"(findings first seen → resolved), ownership conflicts per week, approvals\n" +
 			"signed or not, and recovery rehearsals per environment (relcap rehearse):\n" +
@@ -207,22 +208,4 @@ func (a *app) optionalProject() (*workflow.Project, error) {
 	}
 	a.project = p
 	return p, nil
-}
-
-// wrapDefinitions prints definitions as a bulleted list wrapped at 80
-// columns, for help text.
-func wrapDefinitions(defs []string) string {
-	var b strings.Builder
-	for _, d := range defs {
-		line := "  -"
-		for _, w := range strings.Fields(d) {
-			if len(line)+1+len(w) > 80 {
-				b.WriteString(line + "\n")
-				line = "   "
-			}
-			line += " " + w
-		}
-		b.WriteString(line + "\n")
-	}
-	return b.String()
 }
