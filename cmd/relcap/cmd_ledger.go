@@ -156,7 +156,7 @@ func runMigrate(ctx context.Context, f *migrateOptions) error {
 		plain.MigrationNote(a.io.Err, dir, toDir, rep.To)
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(a.io.Err, "relcap: the migration's verification failed: %s\n", strings.Join(problems, "; "))
+		plain.PrintMigrationFailed(a.io.Err, problems)
 		return errSilent{exitError}
 	}
 	return nil

@@ -92,8 +92,8 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	}
 	if removed, err := tf.PurgeExpired(a.clock.Now(), p.Plans.Expiry); err != nil {
 		fmt.Fprintln(a.io.Err, "warning: "+err.Error())
-	} else if len(removed) > 0 {
-		fmt.Fprintf(a.io.Err, "removed %d expired plan file(s)\n", len(removed))
+	} else {
+		plain.PrintPurged(a.io.Err, len(removed), "")
 	}
 	svc, _, err := a.flowService(ctx, "plan", releaseID, 0)
 	if err != nil {
@@ -135,8 +135,8 @@ func (a *app) purgeSharedPlans(ctx context.Context, p *workflow.Project, tf *ter
 	}
 	if gone, err := v.Purge(ctx); err != nil {
 		fmt.Fprintln(a.io.Err, "warning: "+err.Error())
-	} else if len(gone) > 0 {
-		fmt.Fprintf(a.io.Err, "removed %d expired shared plan(s) from %s\n", len(gone), v.Where())
+	} else {
+		plain.PrintPurged(a.io.Err, len(gone), v.Where())
 	}
 	return nil
 }
@@ -316,7 +316,7 @@ func runApply(ctx context.Context, opts *applyOptions) error {
 	if a.flags.json {
 		return a.printJSON(map[string]any{"fingerprint": fingerprint, "env": plan.Env, "result": res})
 	}
-	fmt.Fprintf(a.io.Out, "applied plan %s to %s; state serial is now %d\n", fingerprint, plan.Env, res.StateSerial)
+	plain.PrintApplied(a.io.Out, fingerprint, plan.Env, res)
 	return nil
 }
 
@@ -368,6 +368,6 @@ func runUnlock(ctx context.Context, opts *unlockOptions) error {
 	if err := unlock.ForceUnlock(ctx, svc, opts.Req); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.io.Out, "released state lock %s of %s\n", opts.Req.LockID, opts.Req.Env)
+	plain.PrintUnlocked(a.io.Out, opts.Req.LockID, opts.Req.Env)
 	return nil
 }

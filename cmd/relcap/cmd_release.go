@@ -130,7 +130,7 @@ func runRelease(ctx context.Context, opts *releaseOptions) error {
 		return err
 	}
 	if !a.flags.json {
-		fmt.Fprintf(a.io.Out, "release %s: %s to %s\n", r.ID, opts.Image, opts.Env)
+		plain.PrintReleaseStarted(a.io.Out, r.ID, opts.Image, opts.Env)
 	}
 	return a.driveRelease(ctx, svc, r.ID)
 }
@@ -248,6 +248,6 @@ func (a *app) convergeRevision(ctx context.Context, env, revision string, timeou
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.io.Out, "%s converged: synced at %s, healthy, running %s\n", res.App.Name, workflow.ShortHash(revision), res.Pinned.Digest)
+	plain.PrintRevisionConverged(a.io.Out, revision, res)
 	return nil
 }
