@@ -29,7 +29,7 @@ session's ledger row deleted, is detected too.`,
 	return cmd
 }
 
-func (a *app) journalPath(id string) (string, error) {
+func journalPath(a *app, id string) (string, error) {
 	dir, err := a.sessionsDir()
 	if err != nil {
 		return "", err
@@ -96,7 +96,7 @@ func newCmdJournalShow(f *app, runF func(context.Context, *journalOptions) error
 // ledger's copy.
 func runJournalShow(ctx context.Context, opts *journalOptions) error {
 	a, args := opts.f, opts.Sessions
-	path, err := a.journalPath(args[0])
+	path, err := journalPath(a, args[0])
 	if err != nil {
 		return err
 	}

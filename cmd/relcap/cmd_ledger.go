@@ -67,7 +67,7 @@ postgres:// URL; both are brought to this relcap's schema first.`,
 
 // migrateLocation reads --from or --to: sqlite:PATH, a path, or a
 // postgres:// URL.
-func (a *app) migrateLocation(flag, v string) (ledgerLocation, error) {
+func migrateLocation(a *app, flag, v string) (ledgerLocation, error) {
 	if v == "" {
 		return ledgerLocation{}, usageError{fmt.Errorf("%s is required: sqlite:PATH, a path, or a postgres:// URL", flag)}
 	}
@@ -98,11 +98,11 @@ type migrateResult struct {
 // that it reads the same there.
 func runMigrate(ctx context.Context, f *migrateOptions) error {
 	a := f.f
-	fromLoc, err := a.migrateLocation("--from", f.from)
+	fromLoc, err := migrateLocation(a, "--from", f.from)
 	if err != nil {
 		return err
 	}
-	toLoc, err := a.migrateLocation("--to", f.to)
+	toLoc, err := migrateLocation(a, "--to", f.to)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func runMigrate(ctx context.Context, f *migrateOptions) error {
 	res := migrateResult{Migration: rep, SessionsDir: dir}
 	var problems []string
 	if !f.dryRun {
-		if problems, err = a.verifyMigration(ctx, src, dst, dir, &res); err != nil {
+		if problems, err = verifyMigration(a, ctx, src, dst, dir, &res); err != nil {
 			return err
 		}
 		res.Verified = len(problems) == 0
@@ -165,7 +165,7 @@ func runMigrate(ctx context.Context, f *migrateOptions) error {
 // verifyMigration compares the migrated sessions' journal verification
 // and the migrated releases' effort report between the two ledgers; it
 // returns what differs.
-func (a *app) verifyMigration(ctx context.Context, src, dst *store.Ledger, dir string, res *migrateResult) ([]string, error) {
+func verifyMigration(a *app, ctx context.Context, src, dst *store.Ledger, dir string, res *migrateResult) ([]string, error) {
 	project, err := a.projectIfAny()
 	if err != nil {
 		return nil, err

@@ -100,7 +100,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		return err
 	}
 	a.measure(svc, workflow.StepPlanReview, effort.RoleCaptain)
-	if err := a.purgeSharedPlans(ctx, p, tf); err != nil {
+	if err := purgeSharedPlans(a, ctx, p, tf); err != nil {
 		return err
 	}
 	out, err := svc.PlanRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID}, a.commandEvents())
@@ -124,7 +124,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 
 // purgeSharedPlans deletes the team store's expired plans, as expired
 // plan files are deleted here, or warns that plans stay on this machine.
-func (a *app) purgeSharedPlans(ctx context.Context, p *workflow.Project, tf *terraform.Adapter) error {
+func purgeSharedPlans(a *app, ctx context.Context, p *workflow.Project, tf *terraform.Adapter) error {
 	if a.teamStoreWithoutPeople(p) {
 		fmt.Fprintln(a.io.Err, "warning: plans are not shared in the team store: relcap.yaml names no people file (people:) whose keys they would be encrypted to, so only this machine can apply them")
 		return nil

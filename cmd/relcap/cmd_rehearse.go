@@ -113,7 +113,7 @@ func runRehearse(ctx context.Context, opts *rehearseOptions) error {
 	if a.useCockpit() && opts.Cleanup == "" {
 		// At a terminal the rehearsal screen guides the captain
 		// through the same drills; --cleanup stays a command.
-		o, err := a.rehearsalScreen(ctx, svc, drills, journal, rehearse.Request{Env: opts.Env, Drills: opts.Drills, IKnow: opts.IKnow, Timeout: opts.Timeout, Resume: opts.Resume})
+		o, err := rehearsalScreen(a, ctx, svc, drills, journal, rehearse.Request{Env: opts.Env, Drills: opts.Drills, IKnow: opts.IKnow, Timeout: opts.Timeout, Resume: opts.Resume})
 		if err != nil {
 			return err
 		}
@@ -143,7 +143,7 @@ func runRehearse(ctx context.Context, opts *rehearseOptions) error {
 
 // rehearsalScreen runs the rehearsal screen, recording it beside the
 // session's journal as the cockpit is recorded.
-func (a *app) rehearsalScreen(ctx context.Context, svc *workflow.Service, drills *rehearsal.Service, journal *store.FileJournal, req rehearse.Request) (tui.RehearsalOutcome, error) {
+func rehearsalScreen(a *app, ctx context.Context, svc *workflow.Service, drills *rehearsal.Service, journal *store.FileJournal, req rehearse.Request) (tui.RehearsalOutcome, error) {
 	rec, err := journal.StartRecording()
 	if err != nil {
 		return tui.RehearsalOutcome{}, err

@@ -209,7 +209,7 @@ action. Without --release it takes the latest promotion into ENV; with
 func runConverge(ctx context.Context, opts *convergeOptions) error {
 	a, releaseID := opts.f, opts.ReleaseID
 	if opts.Revision != "" {
-		return a.convergeRevision(ctx, opts.Env, opts.Revision, opts.Timeout)
+		return convergeRevision(a, ctx, opts.Env, opts.Revision, opts.Timeout)
 	}
 	svc, _, err := a.flowService(ctx, "converge", releaseID, opts.Timeout)
 	if err != nil {
@@ -228,7 +228,7 @@ func runConverge(ctx context.Context, opts *convergeOptions) error {
 
 // convergeRevision watches env's application for one revision outside any
 // release, with the digest the environment repo pins now.
-func (a *app) convergeRevision(ctx context.Context, env, revision string, timeout time.Duration) error {
+func convergeRevision(a *app, ctx context.Context, env, revision string, timeout time.Duration) error {
 	p, err := a.loadProject()
 	if err != nil {
 		return err

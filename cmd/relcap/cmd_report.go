@@ -166,21 +166,21 @@ func runReport(ctx context.Context, f *reportOptions) error {
 			return err
 		}
 		rep = reportfmt.Effort(r)
-		a.emptyNotice(format, r.Empty, r.Message)
+		emptyNotice(a, format, r.Empty, r.Message)
 	} else {
 		r, err := report.BuildMeasures(data, opts)
 		if err != nil {
 			return err
 		}
 		rep = reportfmt.Measures(r)
-		a.emptyNotice(format, r.Empty, r.Message)
+		emptyNotice(a, format, r.Empty, r.Message)
 	}
 	return reportfmt.Write(a.io.Out, rep, format)
 }
 
 // emptyNotice repeats "nothing to report" on stderr for machine formats,
 // whose stdout a script parses and a person may never read.
-func (a *app) emptyNotice(f reportfmt.Format, empty bool, msg string) {
+func emptyNotice(a *app, f reportfmt.Format, empty bool, msg string) {
 	if empty && (f == reportfmt.FormatCSV || f == reportfmt.FormatJSON) {
 		fmt.Fprintln(a.io.Err, "relcap: "+msg)
 	}
