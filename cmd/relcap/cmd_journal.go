@@ -66,17 +66,7 @@ func runJournalList(ctx context.Context, opts *journalOptions) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		if sessions == nil {
-			sessions = []workflow.Session{}
-		}
-		return a.printJSON(sessions)
-	}
-	if len(sessions) == 0 {
-		fmt.Fprintln(a.io.Err, "no sessions yet: state-changing commands (effort log, plan, approve, release…) open one")
-		return nil
-	}
-	return plain.PrintSessions(a.io.Out, sessions)
+	return plain.PrintSessionList(a.io.Out, a.io.Err, sessions, a.flags.json)
 }
 
 func newCmdJournalShow(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
@@ -112,7 +102,7 @@ func runJournalShow(ctx context.Context, opts *journalOptions) error {
 		return err
 	}
 	if from == audit.JournalFromLedger {
-		fmt.Fprintf(a.io.Err, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", args[0], path)
+		plain.PrintJournalFromLedger(a.io.Err, args[0], path)
 	}
 	return plain.PrintJournalEntries(a.io.Out, entries, a.flags.json)
 }

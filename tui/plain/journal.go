@@ -189,3 +189,25 @@ func PrintJournalsVerified(out, errw io.Writer, asJSON bool, checked audit.Journ
 	}
 	return checked.Tampered(), nil
 }
+
+// PrintSessionList is journal list: the session table, one JSON array on
+// out (asJSON), or on errw that there is none yet.
+func PrintSessionList(out, errw io.Writer, sessions []workflow.Session, asJSON bool) error {
+	if asJSON {
+		if sessions == nil {
+			sessions = []workflow.Session{}
+		}
+		return WriteJSON(out, sessions)
+	}
+	if len(sessions) == 0 {
+		fmt.Fprintln(errw, "no sessions yet: state-changing commands (effort log, plan, approve, release…) open one")
+		return nil
+	}
+	return PrintSessions(out, sessions)
+}
+
+// PrintJournalFromLedger says that a session's journal is shown from the
+// ledger's copy, its file (path) not being on this machine.
+func PrintJournalFromLedger(w io.Writer, session, path string) {
+	fmt.Fprintf(w, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", session, path)
+}
