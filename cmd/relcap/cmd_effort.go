@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -63,10 +64,6 @@ func runEffortLog(ctx context.Context, opts *effortLogOptions) error {
 	if a.flags.json {
 		return a.printJSON(map[string]any{"entry": entry, "release_known": known, "session": journal.SessionID()})
 	}
-	if !known {
-		fmt.Fprintf(a.io.Err, "note: release %s is not in the ledger yet; the time is recorded against that ID\n", req.ReleaseID)
-	}
-	fmt.Fprintf(a.io.Out, "logged %s of off-tool coordination by %s against %s (session %s)\n",
-		entry.Duration, entry.Person, entry.ReleaseID, journal.SessionID())
+	plain.PrintEffortLogged(a.io.Out, a.io.Err, entry, known, req.ReleaseID, journal.SessionID())
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +29,7 @@ session's ledger row deleted, is detected too.`,
 	return cmd
 }
 
-func (a *app) journalPath(id string) (string, error) {
+func journalPath(a *app, id string) (string, error) {
 	dir, err := a.sessionsDir()
 	if err != nil {
 		return "", err
@@ -67,17 +66,7 @@ func runJournalList(ctx context.Context, opts *journalOptions) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		if sessions == nil {
-			sessions = []workflow.Session{}
-		}
-		return a.printJSON(sessions)
-	}
-	if len(sessions) == 0 {
-		fmt.Fprintln(a.io.Err, "no sessions yet: state-changing commands (effort log, plan, approve, release…) open one")
-		return nil
-	}
-	return plain.PrintSessions(a.io.Out, sessions)
+	return plain.PrintSessionList(a.io.Out, a.io.Err, sessions, a.flags.json)
 }
 
 func newCmdJournalShow(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
@@ -97,7 +86,7 @@ func newCmdJournalShow(f *app, runF func(context.Context, *journalOptions) error
 // ledger's copy.
 func runJournalShow(ctx context.Context, opts *journalOptions) error {
 	a, args := opts.f, opts.Sessions
-	path, err := a.journalPath(args[0])
+	path, err := journalPath(a, args[0])
 	if err != nil {
 		return err
 	}
@@ -113,7 +102,7 @@ func runJournalShow(ctx context.Context, opts *journalOptions) error {
 		return err
 	}
 	if from == audit.JournalFromLedger {
-		fmt.Fprintf(a.io.Err, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", args[0], path)
+		plain.PrintJournalFromLedger(a.io.Err, args[0], path)
 	}
 	return plain.PrintJournalEntries(a.io.Out, entries, a.flags.json)
 }
@@ -180,35 +169,14 @@ func runJournalVerify(ctx context.Context, opts *journalOptions) error {
 	if err != nil {
 		return err
 	}
-	results := make([]plain.VerifiedSession, 0, len(checked.Sessions))
-	var bad []string
-	for _, v := range checked.Sessions {
-		if !v.Intact {
-			bad = append(bad, v.Session)
-		}
-		results = append(results, plain.VerifiedSession{SessionVerification: v, Path: store.SessionFiles{Dir: dir}.JournalPath(v.Session)})
+	tampered, err := plain.PrintJournalsVerified(a.io.Out, a.io.Err, a.flags.json, checked, dir, store.SessionFiles{Dir: dir}.JournalPath)
+	if err != nil {
+		return err
 	}
-	if a.flags.json {
-		if err := a.printJSON(results); err != nil {
-			return err
-		}
-	} else {
-		plain.PrintVerification(a.io.Out, a.io.Err, results, checked.Unprotected)
-	}
-	tampered := a.io.Out
-	if a.flags.json {
-		tampered = a.io.Err // stdout stays one JSON document
-	}
-	plain.PrintVerificationNotes(a.io.Err, tampered, checked, dir)
-	anchorErr := checked.AnchorError
-	if len(bad) > 0 {
-		fmt.Fprintf(a.io.Err, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
+	if tampered {
 		return errSilent{exitBlocked}
 	}
-	if checked.Tampered() {
-		return errSilent{exitBlocked}
-	}
-	if anchorErr != nil {
+	if anchorErr := checked.AnchorError; anchorErr != nil {
 		return fmt.Errorf("the journal anchors on %s could not be read, so no session's anchor was checked and a deleted ledger row would go unnoticed: %w; make the environment repository reachable and verify again", checked.Anchor, anchorErr)
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -68,7 +67,7 @@ postgres:// URL; both are brought to this relcap's schema first.`,
 
 // migrateLocation reads --from or --to: sqlite:PATH, a path, or a
 // postgres:// URL.
-func (a *app) migrateLocation(flag, v string) (ledgerLocation, error) {
+func migrateLocation(a *app, flag, v string) (ledgerLocation, error) {
 	if v == "" {
 		return ledgerLocation{}, usageError{fmt.Errorf("%s is required: sqlite:PATH, a path, or a postgres:// URL", flag)}
 	}
@@ -99,11 +98,11 @@ type migrateResult struct {
 // that it reads the same there.
 func runMigrate(ctx context.Context, f *migrateOptions) error {
 	a := f.f
-	fromLoc, err := a.migrateLocation("--from", f.from)
+	fromLoc, err := migrateLocation(a, "--from", f.from)
 	if err != nil {
 		return err
 	}
-	toLoc, err := a.migrateLocation("--to", f.to)
+	toLoc, err := migrateLocation(a, "--to", f.to)
 	if err != nil {
 		return err
 	}
@@ -141,7 +140,7 @@ func runMigrate(ctx context.Context, f *migrateOptions) error {
 	res := migrateResult{Migration: rep, SessionsDir: dir}
 	var problems []string
 	if !f.dryRun {
-		if problems, err = a.verifyMigration(ctx, src, dst, dir, &res); err != nil {
+		if problems, err = verifyMigration(a, ctx, src, dst, dir, &res); err != nil {
 			return err
 		}
 		res.Verified = len(problems) == 0
@@ -151,14 +150,13 @@ func runMigrate(ctx context.Context, f *migrateOptions) error {
 			return err
 		}
 	} else {
-		a.printMigration(res, problems)
+		plain.PrintMigration(a.io.Out, migrationView(res), problems)
 	}
 	if toDir, err := a.sessionsDirOf(toLoc); err == nil && toDir != dir && len(rep.Sessions) > 0 && !f.dryRun {
-		fmt.Fprintf(a.io.Err, "note: the journals stay in %s; relcap reads %s's from %s: copy the session directories there (cp -a %s/. %s/) for relcap journal verify --ledger %s\n",
-			dir, rep.To, toDir, dir, toDir, rep.To)
+		plain.MigrationNote(a.io.Err, dir, toDir, rep.To)
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(a.io.Err, "relcap: the migration's verification failed: %s\n", strings.Join(problems, "; "))
+		plain.PrintMigrationFailed(a.io.Err, problems)
 		return errSilent{exitError}
 	}
 	return nil
@@ -167,7 +165,7 @@ func runMigrate(ctx context.Context, f *migrateOptions) error {
 // verifyMigration compares the migrated sessions' journal verification
 // and the migrated releases' effort report between the two ledgers; it
 // returns what differs.
-func (a *app) verifyMigration(ctx context.Context, src, dst *store.Ledger, dir string, res *migrateResult) ([]string, error) {
+func verifyMigration(a *app, ctx context.Context, src, dst *store.Ledger, dir string, res *migrateResult) ([]string, error) {
 	project, err := a.projectIfAny()
 	if err != nil {
 		return nil, err
@@ -183,9 +181,9 @@ func (a *app) verifyMigration(ctx context.Context, src, dst *store.Ledger, dir s
 	if res.Journals, err = audit.VerifyMoved(ctx, before, after, res.Migration.Sessions); err != nil {
 		return nil, err
 	}
-	o := report.Options{Now: a.clock.Now(), ProdEnv: "prod"}
-	if len(project.Environments) > 0 {
-		o.ProdEnv, o.BaselineHoursPerRelease = project.ProdEnv(), project.Effort.BaselineHoursPerRelease
+	o := report.Options{Now: a.clock.Now(), ProdEnv: report.DefaultProdEnv}
+	if err := o.UseProject(project, false); err != nil {
+		return nil, err
 	}
 	if res.EffortSame, err = report.SameEffort(ctx, src, dst, res.Migration.Releases, o); err != nil {
 		return nil, err
@@ -193,60 +191,18 @@ func (a *app) verifyMigration(ctx context.Context, src, dst *store.Ledger, dir s
 	return plain.MovedProblems(res.Journals, res.EffortSame), nil
 }
 
-// printMigration prints the summary table and the verification.
-func (a *app) printMigration(res migrateResult, problems []string) {
+// migrationView is the store's report and the verification as the
+// printer takes them.
+func migrationView(res migrateResult) plain.Migration {
 	rep := res.Migration
-	w := a.io.Out
-	if rep.DryRun {
-		fmt.Fprintf(w, "dry run: nothing was written; migrating %s into %s would do this:\n", rep.From, rep.To)
-	} else {
-		fmt.Fprintf(w, "migrated %s into %s\n", rep.From, rep.To)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tSOURCE ROWS\tCOPIED\tALREADY PRESENT\tMERGED")
+	m := plain.Migration{From: rep.From, To: rep.To, DryRun: rep.DryRun, Copied: rep.Copied(), Releases: len(rep.Releases),
+		JournalsCopied: rep.Journals.Copied, JournalsPresent: rep.Journals.Present, JournalsLeft: rep.Journals.Left,
+		Journals: res.Journals, EffortSame: res.EffortSame, SessionsDir: res.SessionsDir}
 	for _, t := range rep.Tables {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", t.Table, t.Source, t.Copied, t.Present, t.Merged)
+		m.Tables = append(m.Tables, plain.MigratedTable{Table: t.Table, Source: t.Source, Copied: t.Copied, Present: t.Present, Merged: t.Merged})
 	}
-	_ = tw.Flush()
-	for _, s := range rep.Skipped {
-		fmt.Fprintf(w, "not copied: %s (%s)\n", s.Table, s.Why)
+	for _, t := range rep.Skipped {
+		m.Skipped = append(m.Skipped, plain.SkippedTable(t))
 	}
-	if j := rep.Journals; j.Copied > 0 || len(j.Left) > 0 {
-		fmt.Fprintf(w, "journal files: %d older session(s) copied into %s's journal entries, %d there already\n", j.Copied, rep.To, j.Present)
-		for _, l := range j.Left {
-			fmt.Fprintf(w, "journal file not copied: %s\n", l)
-		}
-	}
-	if rep.Copied() == 0 && rep.Journals.Copied == 0 {
-		what := "copied"
-		if rep.DryRun {
-			what = "would copy"
-		}
-		fmt.Fprintf(w, "%s 0 rows: every row of %s is already in %s\n", what, rep.From, rep.To)
-	}
-	if rep.DryRun {
-		return
-	}
-	intact, same := 0, 0
-	for _, s := range res.Journals {
-		if s.Same {
-			same++
-		}
-		if s.After.Intact {
-			intact++
-		}
-	}
-	fmt.Fprintf(w, "rows: every row of %s is in %s\n", rep.From, rep.To)
-	fmt.Fprintf(w, "journals: %d of %d sessions verify against %s as against %s (%d intact; journals in %s)\n",
-		same, len(res.Journals), rep.To, rep.From, intact, res.SessionsDir)
-	if res.EffortSame {
-		fmt.Fprintf(w, "effort: the report over the %d migrated releases is the same on both\n", len(rep.Releases))
-	} else {
-		fmt.Fprintf(w, "effort: the report over the %d migrated releases DIFFERS\n", len(rep.Releases))
-	}
-	if len(problems) == 0 {
-		fmt.Fprintln(w, "verified")
-	} else {
-		fmt.Fprintln(w, "verification FAILED")
-	}
+	return m
 }

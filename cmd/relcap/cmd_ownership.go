@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -111,12 +110,7 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 			return err
 		}
 	} else {
-		for i, r := range reports {
-			if i > 0 {
-				fmt.Fprintln(a.io.Out)
-			}
-			plain.PrintOwnership(a.io.Out, r)
-		}
+		plain.PrintOwnerships(a.io.Out, reports)
 	}
 	return workflow.OwnershipBlocked(reports)
 }

@@ -91,15 +91,15 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	}
 	if removed, err := tf.PurgeExpired(a.clock.Now(), p.Plans.Expiry); err != nil {
 		fmt.Fprintln(a.io.Err, "warning: "+err.Error())
-	} else if len(removed) > 0 {
-		fmt.Fprintf(a.io.Err, "removed %d expired plan file(s)\n", len(removed))
+	} else {
+		plain.PrintPurged(a.io.Err, len(removed), "")
 	}
 	svc, _, err := a.flowService(ctx, "plan", releaseID, 0)
 	if err != nil {
 		return err
 	}
 	a.measure(svc, workflow.StepPlanReview, effort.RoleCaptain)
-	if err := a.purgeSharedPlans(ctx, p, tf); err != nil {
+	if err := purgeSharedPlans(a, ctx, p, tf); err != nil {
 		return err
 	}
 	out, err := svc.PlanRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID}, a.commandEvents())
@@ -123,7 +123,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 
 // purgeSharedPlans deletes the team store's expired plans, as expired
 // plan files are deleted here, or warns that plans stay on this machine.
-func (a *app) purgeSharedPlans(ctx context.Context, p *workflow.Project, tf *terraform.Adapter) error {
+func purgeSharedPlans(a *app, ctx context.Context, p *workflow.Project, tf *terraform.Adapter) error {
 	if a.teamStoreWithoutPeople(p) {
 		fmt.Fprintln(a.io.Err, "warning: plans are not shared in the team store: relcap.yaml names no people file (people:) whose keys they would be encrypted to, so only this machine can apply them")
 		return nil
@@ -134,8 +134,8 @@ func (a *app) purgeSharedPlans(ctx context.Context, p *workflow.Project, tf *ter
 	}
 	if gone, err := v.Purge(ctx); err != nil {
 		fmt.Fprintln(a.io.Err, "warning: "+err.Error())
-	} else if len(gone) > 0 {
-		fmt.Fprintf(a.io.Err, "removed %d expired shared plan(s) from %s\n", len(gone), v.Where())
+	} else {
+		plain.PrintPurged(a.io.Err, len(gone), v.Where())
 	}
 	return nil
 }
@@ -204,14 +204,8 @@ for --reason. It lets someone else start one break-glass within ` + breakglass.A
 people file when it is used.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			modes := 0
-			for _, set := range []bool{opts.Fingerprint != "", opts.ReleaseID != "", opts.BreakGlass} {
-				if set {
-					modes++
-				}
-			}
 			switch {
-			case modes != 1:
+			case !exactlyOne(opts.Fingerprint != "", opts.ReleaseID != "", opts.BreakGlass):
 				return usageError{errors.New("approve wants exactly one of --plan FINGERPRINT, --release ID or --breakglass")}
 			case opts.BreakGlass && (opts.Env == "" || opts.TTL == 0):
 				return usageError{errors.New("approve --breakglass wants --env ENV, --ttl DURATION and --reason TEXT")}
@@ -321,7 +315,7 @@ func runApply(ctx context.Context, opts *applyOptions) error {
 	if a.flags.json {
 		return a.printJSON(map[string]any{"fingerprint": fingerprint, "env": plan.Env, "result": res})
 	}
-	fmt.Fprintf(a.io.Out, "applied plan %s to %s; state serial is now %d\n", fingerprint, plan.Env, res.StateSerial)
+	plain.PrintApplied(a.io.Out, fingerprint, plan.Env, res)
 	return nil
 }
 
@@ -373,6 +367,6 @@ func runUnlock(ctx context.Context, opts *unlockOptions) error {
 	if err := unlock.ForceUnlock(ctx, svc, opts.Req); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.io.Out, "released state lock %s of %s\n", opts.Req.LockID, opts.Req.Env)
+	plain.PrintUnlocked(a.io.Out, opts.Req.LockID, opts.Req.Env)
 	return nil
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,14 +62,8 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			drill, all := opts.Drill, opts.All
-			modes := 0
-			for _, set := range []bool{drill != "" || all, opts.Resume != "", opts.Cleanup != ""} {
-				if set {
-					modes++
-				}
-			}
 			switch {
-			case modes != 1:
+			case !exactlyOne(drill != "" || all, opts.Resume != "", opts.Cleanup != ""):
 				return usageError{errors.New("rehearse wants one of --env ENV --drill NAME, --env ENV --all, --resume ID or --cleanup ID")}
 			case drill != "" && all:
 				return usageError{errors.New("rehearse takes --drill NAME or --all, not both")}
@@ -80,22 +72,17 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 			case opts.Timeout < 0:
 				return usageError{errors.New("--timeout must be positive")}
 			}
-			opts.Drills = nil
-			if drill != "" {
-				d, err := rehearsal.ParseDrill(drill)
-				if err != nil {
-					return err
-				}
-				opts.Drills = []rehearsal.Drill{d}
-			} else if all {
-				opts.Drills = rehearsal.AllDrills
+			drills, err := rehearsal.DrillsFor(drill, all)
+			if err != nil {
+				return err
 			}
+			opts.Drills = drills
 			return runOr(runF, runRehearse)(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Env, "env", "", "environment to drill")
-	cmd.Flags().StringVar(&opts.Drill, "drill", "", "drill to run: "+drillNames())
-	cmd.Flags().BoolVar(&opts.All, "all", false, "run every drill, in order: "+drillNames())
+	cmd.Flags().StringVar(&opts.Drill, "drill", "", "drill to run: "+rehearsal.DrillNames())
+	cmd.Flags().BoolVar(&opts.All, "all", false, "run every drill, in order: "+rehearsal.DrillNames())
 	cmd.Flags().StringVar(&opts.IKnow, "i-know", "", "the reason to drill a production environment (journaled and signed)")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "how long each phase (detect, recover) may take (default: rehearsal.timeout, else 4m)")
 	cmd.Flags().StringVar(&opts.Resume, "resume", "", "continue an interrupted rehearsal from its phase")
@@ -126,18 +113,18 @@ func runRehearse(ctx context.Context, opts *rehearseOptions) error {
 	if a.useCockpit() && opts.Cleanup == "" {
 		// At a terminal the rehearsal screen guides the captain
 		// through the same drills; --cleanup stays a command.
-		o, err := a.rehearsalScreen(ctx, svc, drills, journal, rehearse.Request{Env: opts.Env, Drills: opts.Drills, IKnow: opts.IKnow, Timeout: opts.Timeout, Resume: opts.Resume})
+		o, err := rehearsalScreen(a, ctx, svc, drills, journal, rehearse.Request{Env: opts.Env, Drills: opts.Drills, IKnow: opts.IKnow, Timeout: opts.Timeout, Resume: opts.Resume})
 		if err != nil {
 			return err
 		}
-		return a.rehearseOutcome(o.Records, o.RunErr, o.NotRun, false)
+		return plain.PrintRehearsalOutcome(a.io.Out, a.io.Err, a.flags.json, o.Records, o.RunErr, o.NotRun, false)
 	}
 	// Masked line by line: a secret split across two of a
 	// tool's writes is still caught.
 	toolOut, flushToolOut := workflow.ScrubbedLines(a.io.Err, a.secrets)
 	defer flushToolOut()
 	ctx = workflow.WithToolOutput(ctx, toolOut)
-	sink := a.rehearsalSink()
+	sink := a.commandEvents()
 	var records []*rehearsal.Rehearsal
 	var runErr, notRun error
 	switch {
@@ -151,45 +138,12 @@ func runRehearse(ctx context.Context, opts *rehearseOptions) error {
 		records, runErr, notRun = drills.RehearseDrills(ctx, rehearsal.DrillsRequest{Env: opts.Env, Drills: opts.Drills, All: opts.All, IKnow: opts.IKnow, Timeout: opts.Timeout,
 			Skipped: func(s rehearsal.DrillSkipped) { plain.PrintDrillSkipped(a.io.Err, s) }}, sink)
 	}
-	return a.rehearseOutcome(records, runErr, notRun, opts.Cleanup != "")
-}
-
-// rehearseOutcome prints the records (the summary, or JSON) and maps the
-// session to its exit code, the same after the screen as headless: an
-// error that stopped a drill first, then a failed or abandoned drill,
-// then drills that could not run here.
-func (a *app) rehearseOutcome(records []*rehearsal.Rehearsal, runErr, notRun error, cleanedUp bool) error {
-	if a.flags.json {
-		if err := a.printJSON(records); err != nil {
-			return err
-		}
-	} else {
-		for _, rh := range records {
-			plain.PrintRehearsal(a.io.Out, rh)
-		}
-	}
-	if runErr != nil {
-		plain.PrintRehearsalsStopped(a.io.Err, records)
-		return runErr
-	}
-	if cleanedUp {
-		// The cleanup did its job; the abandoned drill is said in the
-		// record printed above, and counts as no pass.
-		return nil
-	}
-	if err := rehearsal.Outcome(records); err != nil {
-		// A failed drill (4) says more than one that did not run.
-		if notRun != nil {
-			fmt.Fprintf(a.io.Err, "also: %v\n", notRun)
-		}
-		return err
-	}
-	return notRun
+	return plain.PrintRehearsalOutcome(a.io.Out, a.io.Err, a.flags.json, records, runErr, notRun, opts.Cleanup != "")
 }
 
 // rehearsalScreen runs the rehearsal screen, recording it beside the
 // session's journal as the cockpit is recorded.
-func (a *app) rehearsalScreen(ctx context.Context, svc *workflow.Service, drills *rehearsal.Service, journal *store.FileJournal, req rehearse.Request) (tui.RehearsalOutcome, error) {
+func rehearsalScreen(a *app, ctx context.Context, svc *workflow.Service, drills *rehearsal.Service, journal *store.FileJournal, req rehearse.Request) (tui.RehearsalOutcome, error) {
 	rec, err := journal.StartRecording()
 	if err != nil {
 		return tui.RehearsalOutcome{}, err
@@ -251,18 +205,4 @@ func runRehearseList(ctx context.Context, opts *rehearseListOptions) error {
 	}
 	plain.PrintRehearsalList(a.io.Out, rs)
 	return nil
-}
-
-// rehearsalSink shows the drill's releases as they run: one line per
-// event on stderr, so that stdout stays the record (--json) or the summary.
-func (a *app) rehearsalSink() workflow.EventSink {
-	return plain.New(a.io.Err, false).WithToolOutput(a.io.Err).Event
-}
-
-func drillNames() string {
-	names := make([]string, len(rehearsal.AllDrills))
-	for i, d := range rehearsal.AllDrills {
-		names[i] = string(d)
-	}
-	return strings.Join(names, ", ")
 }

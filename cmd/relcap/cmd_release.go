@@ -130,7 +130,7 @@ func runRelease(ctx context.Context, opts *releaseOptions) error {
 		return err
 	}
 	if !a.flags.json {
-		fmt.Fprintf(a.io.Out, "release %s: %s to %s\n", r.ID, opts.Image, opts.Env)
+		plain.PrintReleaseStarted(a.io.Out, r.ID, opts.Image, opts.Env)
 	}
 	return a.driveRelease(ctx, svc, r.ID)
 }
@@ -209,7 +209,7 @@ action. Without --release it takes the latest promotion into ENV; with
 func runConverge(ctx context.Context, opts *convergeOptions) error {
 	a, releaseID := opts.f, opts.ReleaseID
 	if opts.Revision != "" {
-		return a.convergeRevision(ctx, opts.Env, opts.Revision, opts.Timeout)
+		return convergeRevision(a, ctx, opts.Env, opts.Revision, opts.Timeout)
 	}
 	svc, _, err := a.flowService(ctx, "converge", releaseID, opts.Timeout)
 	if err != nil {
@@ -228,7 +228,7 @@ func runConverge(ctx context.Context, opts *convergeOptions) error {
 
 // convergeRevision watches env's application for one revision outside any
 // release, with the digest the environment repo pins now.
-func (a *app) convergeRevision(ctx context.Context, env, revision string, timeout time.Duration) error {
+func convergeRevision(a *app, ctx context.Context, env, revision string, timeout time.Duration) error {
 	p, err := a.loadProject()
 	if err != nil {
 		return err
@@ -248,6 +248,6 @@ func (a *app) convergeRevision(ctx context.Context, env, revision string, timeou
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.io.Out, "%s converged: synced at %s, healthy, running %s\n", res.App.Name, workflow.ShortHash(revision), res.Pinned.Digest)
+	plain.PrintRevisionConverged(a.io.Out, revision, res)
 	return nil
 }

@@ -54,7 +54,7 @@ func runJournalReplay(ctx context.Context, opts *journalReplayOptions) error {
 		return err
 	}
 	if len(casts) == 0 {
-		return a.noRecording(ctx, opts.Session)
+		return noRecording(a, ctx, opts.Session)
 	}
 	for _, path := range casts {
 		if err := replay(ctx, a.screen, path, opts.Speed); err != nil {
@@ -76,7 +76,7 @@ func replay(ctx context.Context, screen io.Writer, path string, speed float64) e
 // noRecording says why session id has no recording here: it has none
 // (only cockpit sessions do), or its journal, read from the ledger, names
 // recordings that stay on the machine that recorded them.
-func (a *app) noRecording(ctx context.Context, id string) error {
+func noRecording(a *app, ctx context.Context, id string) error {
 	q, err := a.auditor(ctx)
 	if err != nil {
 		return err

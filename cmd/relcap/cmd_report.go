@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/tui/reportfmt"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
@@ -97,7 +98,7 @@ func newCmdReportMeasures(a *app, runF func(context.Context, *reportOptions) err
 		Use:   "measures [--from DATE --to DATE] [--env E] [--tz ZONE] [--format table|md|csv|json|html]",
 		Short: "The five DORA measures, plan lead time, drift age, ownership conflicts and rehearsals",
 		Long: "The five DORA measures, of the production environment (the last of the promotion\n" +
-			"order, or --env), over releases created in the period:\n\n" + wrapDefinitions(report.DORADefinitions) +
+			"order, or --env), over releases created in the period:\n\n" + plain.Bullets(report.DORADefinitions) +
 			"\nrelcap's own: reviewed-plan lead time (plan created → applied), drift age\n" +
 			"(findings first seen → resolved), ownership conflicts per week, approvals\n" +
 			"signed or not, and recovery rehearsals per environment (relcap rehearse):\n" +
@@ -135,7 +136,7 @@ func runReport(ctx context.Context, f *reportOptions) error {
 		return usageError{err}
 	}
 	opts := report.Options{From: from, To: to, Location: loc, Now: now, Env: strings.TrimSpace(f.env),
-		Person: strings.TrimSpace(f.person), BaselineHoursPerRelease: f.baseline, BaselineSource: "--baseline", ProdEnv: "prod"}
+		Person: strings.TrimSpace(f.person), BaselineHoursPerRelease: f.baseline, BaselineSource: "--baseline", ProdEnv: report.DefaultProdEnv}
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -146,17 +147,8 @@ func runReport(ctx context.Context, f *reportOptions) error {
 	}
 	if p != nil {
 		q.App = p.App
-		if !f.baselineGiven {
-			opts.BaselineHoursPerRelease = p.Effort.BaselineHoursPerRelease
-			opts.BaselineSource = "effort.baseline_hours_per_release in " + p.File
-		}
-		if prod := p.ProdEnv(); prod != "" {
-			opts.ProdEnv = prod
-		}
-		if opts.Env != "" {
-			if _, err := p.Env(opts.Env); err != nil {
-				return err
-			}
+		if err := opts.UseProject(p, f.baselineGiven); err != nil {
+			return err
 		}
 	}
 	l, err := a.openLedger(ctx)
@@ -174,21 +166,21 @@ func runReport(ctx context.Context, f *reportOptions) error {
 			return err
 		}
 		rep = reportfmt.Effort(r)
-		a.emptyNotice(format, r.Empty, r.Message)
+		emptyNotice(a, format, r.Empty, r.Message)
 	} else {
 		r, err := report.BuildMeasures(data, opts)
 		if err != nil {
 			return err
 		}
 		rep = reportfmt.Measures(r)
-		a.emptyNotice(format, r.Empty, r.Message)
+		emptyNotice(a, format, r.Empty, r.Message)
 	}
 	return reportfmt.Write(a.io.Out, rep, format)
 }
 
 // emptyNotice repeats "nothing to report" on stderr for machine formats,
 // whose stdout a script parses and a person may never read.
-func (a *app) emptyNotice(f reportfmt.Format, empty bool, msg string) {
+func emptyNotice(a *app, f reportfmt.Format, empty bool, msg string) {
 	if empty && (f == reportfmt.FormatCSV || f == reportfmt.FormatJSON) {
 		fmt.Fprintln(a.io.Err, "relcap: "+msg)
 	}
@@ -216,22 +208,4 @@ func (a *app) optionalProject() (*workflow.Project, error) {
 	}
 	a.project = p
 	return p, nil
-}
-
-// wrapDefinitions prints definitions as a bulleted list wrapped at 80
-// columns, for help text.
-func wrapDefinitions(defs []string) string {
-	var b strings.Builder
-	for _, d := range defs {
-		line := "  -"
-		for _, w := range strings.Fields(d) {
-			if len(line)+1+len(w) > 80 {
-				b.WriteString(line + "\n")
-				line = "   "
-			}
-			line += " " + w
-		}
-		b.WriteString(line + "\n")
-	}
-	return b.String()
 }

@@ -65,15 +65,9 @@ func runReview(ctx context.Context, opts *reviewOptions) error {
 	target, id := tui.ReviewPromotion, releaseID
 	if fingerprint != "" {
 		target = tui.ReviewPlan
-		r, err := svc.ReleaseOfPlan(ctx, fingerprint)
+		r, err := workflow.ReleaseUnderReview(ctx, svc.Records, fingerprint)
 		if err != nil {
 			return err
-		}
-		if r == nil {
-			return fmt.Errorf("%w: no release holds plan %s: relcap approve --plan %s approves a plan outside a release", workflow.ErrUsage, fingerprint, fingerprint)
-		}
-		if r.Checkpoints.Fingerprint != fingerprint {
-			return fmt.Errorf("%w: release %s has moved on to plan %s; review that one", workflow.ErrBlocked, r.ID, workflow.ShortHash(r.Checkpoints.Fingerprint))
 		}
 		id = r.ID
 	} else if _, err := svc.Release(ctx, releaseID); errors.Is(err, workflow.ErrNotFound) {

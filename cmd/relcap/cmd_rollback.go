@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -55,7 +55,7 @@ func runRollback(ctx context.Context, opts *rollbackOptions) error {
 		return err
 	}
 	if !a.flags.json {
-		fmt.Fprintf(a.io.Out, "rollback %s: %s back to release %s (%s)\n", r.ID, opts.Req.Env, opts.Req.To, r.Checkpoints.Digest)
+		plain.PrintRollbackStarted(a.io.Out, r, opts.Req.Env, opts.Req.To)
 	}
 	return a.driveRelease(ctx, svc, r.ID)
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -42,24 +40,14 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 	p, err := a.loadProject()
 	var cerr *config.Errors
 	if errors.As(err, &cerr) {
-		if a.flags.json {
-			_ = a.printJSON(map[string]any{"valid": false, "problems": cerr.Problems})
-		} else {
-			plain.PrintProblems(a.io.Err, cerr.Problems, "relcap validate")
-		}
-		return errSilent{exitUsage}
+		return printInvalid(a, cerr.Problems)
 	}
 	if err != nil {
 		return err
 	}
-	people, problems := peopleFileProblems(p.People)
+	people, problems := signing.CheckPeopleFile(p.People, plain.Rel(p.People))
 	if len(problems) > 0 {
-		if a.flags.json {
-			_ = a.printJSON(map[string]any{"valid": false, "problems": problems})
-		} else {
-			plain.PrintProblems(a.io.Err, problems, "relcap validate")
-		}
-		return errSilent{exitUsage}
+		return printInvalid(a, problems)
 	}
 	if a.flags.json {
 		return a.printJSON(plain.ValidDocument(p, len(people)))
@@ -68,26 +56,13 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 	return nil
 }
 
-// peopleFileProblems reads the people file at path, when the project names
-// one, with the parser that verifies approvals, and returns its principals
-// or every problem it has as file:line: message.
-func peopleFileProblems(path string) (principals []string, problems []string) {
-	if path == "" {
-		return nil, nil
+// printInvalid prints the problems found (JSON or lines on stderr) and
+// ends validate with exit 2.
+func printInvalid[P any](a *app, problems []P) error {
+	if a.flags.json {
+		_ = a.printJSON(map[string]any{"valid": false, "problems": problems})
+	} else {
+		plain.PrintProblems(a.io.Err, problems, "relcap validate")
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("%s: cannot read the people file: %v", plain.Rel(path), err)}
-	}
-	for _, err := range signing.CheckAllowedSigners(plain.Rel(path), data) {
-		problems = append(problems, err.Error())
-	}
-	if len(problems) > 0 {
-		return nil, problems
-	}
-	people, err := signing.ParseAllowedSigners(plain.Rel(path), data)
-	if err != nil {
-		return nil, []string{err.Error()}
-	}
-	return people.Principals(), nil
+	return errSilent{exitUsage}
 }

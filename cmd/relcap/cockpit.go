@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -47,7 +47,7 @@ func (a *app) cockpit(ctx context.Context, svc *workflow.Service, id string, jou
 		return errors.Join(runErr, err)
 	}
 	if errors.Is(runErr, tui.ErrQuit) {
-		fmt.Fprintf(a.io.Err, "release %s paused; nothing completed is lost: relcap resume %s\n", id, id)
+		plain.PrintPaused(a.io.Err, id)
 		return nil
 	}
 	return runErr
@@ -75,7 +75,7 @@ func (a *app) openCockpit(cmd *cobra.Command) error {
 		if len(p.Environments) > 0 {
 			envs = p.Environments[0].Name
 		}
-		fmt.Fprintf(a.io.Out, "No release of %s is in progress. Start one with:\n  relcap release --env %s --image REGISTRY/REPO:TAG\nor try the whole flow on a sandbox: relcap demo\n", p.App, envs)
+		plain.PrintNothingInProgress(a.io.Out, p.App, envs)
 		return nil
 	}
 	if err != nil {

@@ -357,3 +357,15 @@ func runOr[O any](runF, run func(context.Context, *O) error) func(context.Contex
 	}
 	return run
 }
+
+// exactlyOne is whether exactly one of a command's mutually exclusive
+// modes was asked for.
+func exactlyOne(modes ...bool) bool {
+	n := 0
+	for _, set := range modes {
+		if set {
+			n++
+		}
+	}
+	return n == 1
+}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/relcap/relcap/adapters/gitrepo"
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
 )
@@ -93,14 +93,6 @@ func (a *app) sealSession(ctx context.Context, j *store.FileJournal) error {
 	if err != nil {
 		return err
 	}
-	if seal.Unsigned != "" && p != nil && p.People != "" {
-		fmt.Fprintf(a.io.Err, "relcap: warning: the journal head of session %s is not signed: %s\n", j.SessionID(), seal.Unsigned)
-	}
-	if seal.Unanchored != "" && anchor != nil {
-		fmt.Fprintf(a.io.Err, "relcap: warning: the journal head of session %s is not anchored: %s\n", j.SessionID(), seal.Unanchored)
-	}
-	if seal.Unprotected != "" {
-		fmt.Fprintf(a.io.Err, "relcap: warning: the journal head of session %s is anchored, but %s\n", j.SessionID(), seal.Unprotected)
-	}
+	plain.PrintSealWarnings(a.io.Err, j.SessionID(), seal, p != nil && p.People != "", anchor != nil)
 	return nil
 }

@@ -159,3 +159,55 @@ func MovedProblems(journals []audit.MovedSession, effortSame bool) []string {
 	}
 	return problems
 }
+
+// PrintJournalsVerified prints journal verify's results (one line per
+// session, or one JSON document on out) and its notes, and says whether a
+// session or the anchor itself was tampered with; journalPath is where a
+// session's journal file is.
+func PrintJournalsVerified(out, errw io.Writer, asJSON bool, checked audit.JournalVerification, sessionsDir string, journalPath func(session string) string) (tampered bool, err error) {
+	results := make([]VerifiedSession, 0, len(checked.Sessions))
+	var bad []string
+	for _, v := range checked.Sessions {
+		if !v.Intact {
+			bad = append(bad, v.Session)
+		}
+		results = append(results, VerifiedSession{SessionVerification: v, Path: journalPath(v.Session)})
+	}
+	tamperedOut := out
+	if asJSON {
+		if err := WriteJSON(out, results); err != nil {
+			return false, err
+		}
+		tamperedOut = errw // stdout stays one JSON document
+	} else {
+		PrintVerification(out, errw, results, checked.Unprotected)
+	}
+	PrintVerificationNotes(errw, tamperedOut, checked, sessionsDir)
+	if len(bad) > 0 {
+		fmt.Fprintf(errw, "%d of %d journal(s) failed verification: %s\n", len(bad), len(results), strings.Join(bad, ", "))
+		return true, nil
+	}
+	return checked.Tampered(), nil
+}
+
+// PrintSessionList is journal list: the session table, one JSON array on
+// out (asJSON), or on errw that there is none yet.
+func PrintSessionList(out, errw io.Writer, sessions []workflow.Session, asJSON bool) error {
+	if asJSON {
+		if sessions == nil {
+			sessions = []workflow.Session{}
+		}
+		return WriteJSON(out, sessions)
+	}
+	if len(sessions) == 0 {
+		fmt.Fprintln(errw, "no sessions yet: state-changing commands (effort log, plan, approve, release…) open one")
+		return nil
+	}
+	return PrintSessions(out, sessions)
+}
+
+// PrintJournalFromLedger says that a session's journal is shown from the
+// ledger's copy, its file (path) not being on this machine.
+func PrintJournalFromLedger(w io.Writer, session, path string) {
+	fmt.Fprintf(w, "relcap: session %s was recorded on another machine (no %s here): showing the ledger's copy of its journal\n", session, path)
+}

@@ -122,3 +122,14 @@ func PrintOwnership(w io.Writer, r ownership.Report) {
 	}
 	fmt.Fprintln(w)
 }
+
+// PrintOwnerships prints each environment's ownership report, a blank
+// line between two.
+func PrintOwnerships(w io.Writer, reports []ownership.Report) {
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		PrintOwnership(w, r)
+	}
+}

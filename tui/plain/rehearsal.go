@@ -93,3 +93,35 @@ func PrintRehearsalsStopped(w io.Writer, records []*rehearsal.Rehearsal) {
 func PrintDrillSkipped(w io.Writer, s rehearsal.DrillSkipped) {
 	fmt.Fprintf(w, "rehearse %s in %s: %s: %v\n", s.Drill, s.Env, s.How, s.Err)
 }
+
+// PrintRehearsalOutcome prints the records (the summary, or JSON) and
+// maps the session to its error, the same after the screen as headless:
+// an error that stopped a drill first, then a failed or abandoned drill,
+// then drills that could not run (notRun). After a cleanup (cleanedUp)
+// the abandoned drill is said in its record and the session succeeds.
+func PrintRehearsalOutcome(out, errw io.Writer, asJSON bool, records []*rehearsal.Rehearsal, runErr, notRun error, cleanedUp bool) error {
+	if asJSON {
+		if err := WriteJSON(out, records); err != nil {
+			return err
+		}
+	} else {
+		for _, rh := range records {
+			PrintRehearsal(out, rh)
+		}
+	}
+	if runErr != nil {
+		PrintRehearsalsStopped(errw, records)
+		return runErr
+	}
+	if cleanedUp {
+		return nil
+	}
+	if err := rehearsal.Outcome(records); err != nil {
+		// A failed drill (4) says more than one that did not run.
+		if notRun != nil {
+			fmt.Fprintf(errw, "also: %v\n", notRun)
+		}
+		return err
+	}
+	return notRun
+}
