@@ -9,35 +9,12 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
-	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
-// testProject is the workflow tests' project: staging then prod, each
-// with its Terraform root, registry, environment repo and application.
-func testProject(planApprovals int) *workflow.Project {
-	env := func(name string) workflow.Environment {
-		return workflow.Environment{
-			Name:      name,
-			Terraform: workflow.TerraformTarget{Dir: "/infra/" + name, Workspace: "default"},
-			Registry:  workflow.RegistryTarget{Repository: "registry.test/" + name + "/web", RequireSignature: name == "prod"},
-			EnvRepo:   workflow.EnvRepoTarget{Path: "/env", Branch: "main", File: "apps/web/" + name + "/kustomization.yaml", Image: "web", Format: workflow.FormatKustomize},
-			ArgoCD:    workflow.ArgoCDTarget{Server: "argocd.test:443", App: "web-" + name},
-			Approvals: workflow.ApprovalPolicy{Plan: planApprovals, DistinctFromAuthor: true},
-		}
-	}
-	return &workflow.Project{
-		File: "/repo/relcap.yaml", App: "web",
-		Ownership: ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{
-			{Line: 3, Match: ownership.Match{TerraformType: "aws_*"}, Owner: ownership.OwnerTerraform},
-			{Line: 5, Match: ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: ownership.OwnerArgoCD},
-		}},
-		Environments: []workflow.Environment{env("staging"), env("prod")},
-		Classify:     workflow.DefaultClassify(),
-		Effort:       workflow.EffortPolicy{IdleThreshold: 2 * time.Minute, BaselineHoursPerRelease: 3},
-	}
-}
+// testProject is workflowtest.Project: app web in staging and prod.
+func testProject(planApprovals int) *workflow.Project { return workflowtest.Project(planApprovals) }
 
 // process is one relcap process: the release core over a shared world
 // and ledger, and the drills that run through it.
