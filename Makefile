@@ -76,6 +76,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzPinKustomize ./adapters/gitrepo/
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzPinHelmValues ./adapters/gitrepo/
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzPinManifest ./adapters/gitrepo/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParseAllowedSigners ./adapters/signing/
 
 bench: terraform
 	$(GO) test -run '^$$' -bench=. -benchmem ./...
