@@ -9,26 +9,14 @@ import (
 )
 
 // recordingVerifier is a fake SignatureVerifier: it accepts every
-// signature and records the time each was checked at. With revisions set
-// it is also a PeopleFile whose revisions hold or not.
+// signature and records the time each was checked at.
 type recordingVerifier struct {
-	at        []time.Time
-	revisions map[string]error // revision → VerifyIn's answer
+	at []time.Time
 }
 
 func (v *recordingVerifier) Verify(_ context.Context, _, _ string, _ []byte, _ Signature, at time.Time) error {
 	v.at = append(v.at, at)
 	return nil
-}
-
-type peopleFileVerifier struct{ *recordingVerifier }
-
-func (v peopleFileVerifier) PeopleState(context.Context) (PeopleState, error) {
-	return PeopleState{File: "allowed_signers", Revision: "git:1:2", Protected: true, Where: "allowed_signers at origin/main"}, nil
-}
-
-func (v peopleFileVerifier) VerifyIn(_ context.Context, revision, _, _ string, _ []byte, _ Signature, _ time.Time) error {
-	return v.revisions[revision]
 }
 
 // TestASignatureIsCheckedWhenTheLedgerReceivedIt (attack 8): the time a

@@ -86,7 +86,7 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 		}
 		envs = []workflow.Environment{e}
 	}
-	tf, err := a.terraformAdapter(p)
+	tf, err := a.terraformAdapter()
 	if err != nil {
 		return err
 	}

@@ -18,10 +18,10 @@ import (
 )
 
 // terraformAdapter wires the Terraform adapter: the private plan store under
-// $XDG_STATE_HOME (the core reviews its plans with p's rules). Terraform's
+// $XDG_STATE_HOME (the core reviews its plans with the project's rules). Terraform's
 // own progress is the Service's tool output (Deps.ToolOutput, events),
 // never the adapter's: under the cockpit nothing may write to the terminal.
-func (a *app) terraformAdapter(p *workflow.Project) (*terraform.Adapter, error) {
+func (a *app) terraformAdapter() (*terraform.Adapter, error) {
 	state, err := a.stateHome()
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 	if err != nil {
 		return err
 	}
-	tf, err := a.terraformAdapter(p)
+	tf, err := a.terraformAdapter()
 	if err != nil {
 		return err
 	}
@@ -352,11 +352,10 @@ unlocking a live writer's lock corrupts state. It requires
 // runUnlock force-unlocks the Terraform state lock, journaling who and why.
 func runUnlock(ctx context.Context, opts *unlockOptions) error {
 	a := opts.f
-	p, err := a.loadProject()
-	if err != nil {
+	if _, err := a.loadProject(); err != nil {
 		return err
 	}
-	tf, err := a.terraformAdapter(p)
+	tf, err := a.terraformAdapter()
 	if err != nil {
 		return err
 	}

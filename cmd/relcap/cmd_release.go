@@ -18,7 +18,7 @@ import (
 
 // flowDeps wires every stage's adapter for a release run.
 func (a *app) flowDeps(p *workflow.Project, timeout time.Duration) (workflow.Deps, error) {
-	tf, err := a.terraformAdapter(p)
+	tf, err := a.terraformAdapter()
 	if err != nil {
 		return workflow.Deps{}, err
 	}

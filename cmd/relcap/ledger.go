@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -105,22 +104,6 @@ func (a *app) sessionsDirOf(loc ledgerLocation) (string, error) {
 		return filepath.Join(d, "sessions"), nil
 	}
 	return filepath.Join(filepath.Dir(loc.path), "sessions"), nil
-}
-
-// ledgerExists reports whether opening the ledger could find records: an
-// SQLite file that is there, or any PostgreSQL ledger (opening one creates
-// no file). Commands that only look (the break-glass warning) leave a
-// ledger that does not exist uncreated.
-func (a *app) ledgerExists() bool {
-	loc, err := a.ledgerLocation()
-	if err != nil {
-		return false
-	}
-	if loc.url != "" {
-		return true
-	}
-	_, err = os.Stat(loc.path)
-	return err == nil
 }
 
 // openLedger opens this invocation's ledger once. A failure names what
