@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -133,33 +130,7 @@ func TestSecretsAreLearntBeforeTerraformPrintsThem(t *testing.T) {
 	// The cockpit plans the third rotation and stops for bob's approval;
 	// the log pane (Terraform's plan) is on the screen, which is recorded.
 	rotate("tok-cockpit-41be27", "65018273", "hook-cockpit-9e2d")
-	keys, typing := io.Pipe()
-	var screen, errb bytes.Buffer
-	tio := &IO{In: keys, Out: &screen, Err: &errb, IsTTY: true,
-		Env: append([]string{"XDG_DATA_HOME=" + data, "XDG_STATE_HOME=" + filepath.Join(data, "state"), "XDG_CACHE_HOME=" + filepath.Join(data, "cache"), "USER=captain", "TERM=xterm-256color"}, env...)}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(t.Context(), tio, []string{"-c", cfg, "release", "--env", "staging", "--image", "unused.invalid/web:1"})
-	}()
-	watch, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		rs, err := watch.ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging", Limit: 1})
-		return err == nil && len(rs) == 1 && rs[0].Step(workflow.StepPlanReview).Status == workflow.Blocked
-	}, 2*time.Minute, 100*time.Millisecond, "the cockpit's plan waits for bob")
-	require.NoError(t, watch.Close())
-	time.Sleep(500 * time.Millisecond)
-	_, _ = typing.Write([]byte("l")) // the log pane: Terraform's own plan output
-	time.Sleep(500 * time.Millisecond)
-	_, _ = typing.Write([]byte("q"))
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the cockpit did not quit")
-	}
-	_ = typing.Close()
-	outputs.WriteString(screen.String() + errb.String())
-	require.Contains(t, screen.String(), "Terraform", "the log pane was on the screen")
+	outputs.WriteString(cockpitPlanShowsTheLogPane(t, data, cfg, env))
 
 	var sessions []workflow.Session
 	require.NoError(t, json.Unmarshal([]byte(cmd(exitOK, "--json", "journal", "list")), &sessions))

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -39,22 +37,7 @@ func TestThreeCaptainsOneSQLiteLedgerOneApplyAtATime(t *testing.T) {
 		{actor: "carol", data: t.TempDir(), env: tfEnv, ledger: ledger},
 	}
 
-	code, out, errOut := invokeEnv(t, alice.data, alice.environ(), "--ledger", ledger, "-c", cfg, "--actor", "alice", "--json", "plan", "--env", "staging")
-	require.Equal(t, 0, code, errOut)
-	var plan struct{ Fingerprint, Release string }
-	require.NoError(t, json.Unmarshal([]byte(out), &plan))
-
-	holder := alice.command("-c", cfg, "apply", "--plan", plan.Fingerprint)
-	var holderOut strings.Builder
-	holder.Stdout, holder.Stderr = &holderOut, &holderOut
-	require.NoError(t, holder.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- holder.Wait() }()
-	t.Cleanup(func() { _ = holder.Process.Kill() })
-	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join(slow, "sleep.pid"))
-		return err == nil
-	}, 90*time.Second, 50*time.Millisecond, "alice's apply never reached the provisioner: %s", &holderOut)
+	plan, holder, exited := applyHeldAtTheProvisioner(t, alice, cfg, slow)
 
 	// bob and carol at once.
 	type outcome struct {
@@ -89,7 +72,7 @@ func TestThreeCaptainsOneSQLiteLedgerOneApplyAtATime(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		_ = os.WriteFile(filepath.Join(slow, "go-on"), nil, 0o644)
 	}()
-	code, out, errOut = others[0].run(t, "-c", cfg, "apply", "--plan", plan.Fingerprint)
+	code, out, errOut := others[0].run(t, "-c", cfg, "apply", "--plan", plan.Fingerprint)
 	t.Logf("bob after alice was killed (%d):\n%s%s", code, out, errOut)
 	require.NotContains(t, out+errOut, "is held by alice", "the killed holder's lock went with it")
 	require.Equal(t, 0, code, out+errOut)

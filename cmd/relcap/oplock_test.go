@@ -119,26 +119,10 @@ func TestTwoCaptainsOnePostgresOneApplyAtATime(t *testing.T) {
 	alice := captain{actor: "alice", data: t.TempDir(), env: tfEnv, ledger: dbURL}
 	bob := captain{actor: "bob", data: t.TempDir(), env: tfEnv, ledger: dbURL}
 
-	code, out, errOut := invokeEnv(t, alice.data, alice.environ(), "--ledger", dbURL, "-c", cfg, "--actor", "alice", "--json", "plan", "--env", "staging")
-	require.Equal(t, 0, code, errOut)
-	var plan struct{ Fingerprint, Release string }
-	require.NoError(t, json.Unmarshal([]byte(out), &plan))
-
-	holder := alice.command("-c", cfg, "apply", "--plan", plan.Fingerprint)
-	var holderErr strings.Builder
-	holder.Stdout, holder.Stderr = &holderErr, &holderErr
-	require.NoError(t, holder.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- holder.Wait() }()
-	t.Cleanup(func() { _ = holder.Process.Kill() })
-	// Terraform is applying (the provisioner runs) once sleep.pid exists.
-	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join(slow, "sleep.pid"))
-		return err == nil
-	}, 90*time.Second, 50*time.Millisecond, "alice's apply never reached the provisioner: %s", &holderErr)
+	plan, holder, exited := applyHeldAtTheProvisioner(t, alice, cfg, slow)
 
 	start := time.Now()
-	code, _, errOut = bob.run(t, "-c", cfg, "apply", "--plan", plan.Fingerprint)
+	code, _, errOut := bob.run(t, "-c", cfg, "apply", "--plan", plan.Fingerprint)
 	require.Equal(t, exitBlocked, code, errOut)
 	t.Logf("bob was refused:\n%s", errOut)
 	short := workflow.ShortHash(plan.Fingerprint)
@@ -201,4 +185,33 @@ func TestTwoCaptainsOnePostgresOneApplyAtATime(t *testing.T) {
 	b, err = os.ReadFile(filepath.Join(slow, "effects"))
 	require.NoError(t, err)
 	require.Equal(t, "once\n", string(b), "the plan's side effect happened once")
+}
+
+// heldPlan is the plan a holding apply applies.
+type heldPlan struct{ Fingerprint, Release string }
+
+// applyHeldAtTheProvisioner plans staging as c and starts c's apply of the
+// plan in a process of its own, returning once Terraform runs the slow
+// provisioner (sleep.pid in slow), so the apply holds its lock: the plan,
+// the apply's process, and its exit.
+func applyHeldAtTheProvisioner(t *testing.T, c captain, cfg, slow string) (heldPlan, *exec.Cmd, <-chan error) {
+	t.Helper()
+	code, out, errOut := invokeEnv(t, c.data, c.environ(), "--ledger", c.ledger, "-c", cfg, "--actor", c.actor, "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, errOut)
+	var plan heldPlan
+	require.NoError(t, json.Unmarshal([]byte(out), &plan))
+
+	holder := c.command("-c", cfg, "apply", "--plan", plan.Fingerprint)
+	var holderOut strings.Builder
+	holder.Stdout, holder.Stderr = &holderOut, &holderOut
+	require.NoError(t, holder.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- holder.Wait() }()
+	t.Cleanup(func() { _ = holder.Process.Kill() })
+	// Terraform is applying (the provisioner runs) once sleep.pid exists.
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(slow, "sleep.pid"))
+		return err == nil
+	}, 90*time.Second, 50*time.Millisecond, "%s's apply never reached the provisioner: %s", c.actor, &holderOut)
+	return plan, holder, exited
 }

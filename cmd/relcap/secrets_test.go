@@ -125,33 +125,7 @@ func TestASecretFlowingIntoDerivedAttributesLeaksNowhere(t *testing.T) {
 
 	// The cockpit plans replicas = 3 and stops for bob's approval; its
 	// screen is recorded.
-	keys, typing := io.Pipe()
-	var screen, errb bytes.Buffer
-	tio := &IO{In: keys, Out: &screen, Err: &errb, IsTTY: true,
-		Env: append([]string{"XDG_DATA_HOME=" + data, "XDG_STATE_HOME=" + filepath.Join(data, "state"), "XDG_CACHE_HOME=" + filepath.Join(data, "cache"), "USER=captain", "TERM=xterm-256color"}, env...)}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(t.Context(), tio, []string{"-c", cfg, "release", "--env", "staging", "--image", "unused.invalid/web:1"})
-	}()
-	watch, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		rs, err := watch.ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging", Limit: 1})
-		return err == nil && len(rs) == 1 && rs[0].Step(workflow.StepPlanReview).Status == workflow.Blocked
-	}, 2*time.Minute, 100*time.Millisecond, "the cockpit's plan waits for bob")
-	require.NoError(t, watch.Close())
-	time.Sleep(500 * time.Millisecond)
-	_, _ = typing.Write([]byte("l")) // the log pane: Terraform's own plan output
-	time.Sleep(500 * time.Millisecond)
-	_, _ = typing.Write([]byte("q"))
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the cockpit did not quit")
-	}
-	_ = typing.Close()
-	outputs.WriteString(screen.String() + errb.String())
-	require.Contains(t, screen.String(), "Terraform", "the log pane was on the screen")
+	outputs.WriteString(cockpitPlanShowsTheLogPane(t, data, cfg, env))
 
 	cmd(exitOK, "report", "effort", "--format", "json")
 	cmd(exitOK, "report", "effort", "--format", "html")
@@ -208,4 +182,39 @@ func terraformShowJSON(t *testing.T, root string, env []string) string {
 	}
 	tf("plan", "-input=false", "-no-color", "-var-file=staging.tfvars", "-out="+plan)
 	return tf("show", "-json", plan)
+}
+
+// cockpitPlanShowsTheLogPane runs relcap release at a (piped) terminal in
+// staging until its plan waits for another person's approval, opens the
+// log pane (Terraform's own plan output), quits, and returns everything
+// the cockpit printed, screen and stderr, for a leak scan.
+func cockpitPlanShowsTheLogPane(t *testing.T, data, cfg string, env []string) string {
+	t.Helper()
+	keys, typing := io.Pipe()
+	var screen, errb bytes.Buffer
+	tio := &IO{In: keys, Out: &screen, Err: &errb, IsTTY: true,
+		Env: append([]string{"XDG_DATA_HOME=" + data, "XDG_STATE_HOME=" + filepath.Join(data, "state"), "XDG_CACHE_HOME=" + filepath.Join(data, "cache"), "USER=captain", "TERM=xterm-256color"}, env...)}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), tio, []string{"-c", cfg, "release", "--env", "staging", "--image", "unused.invalid/web:1"})
+	}()
+	watch, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		rs, err := watch.ListReleases(t.Context(), workflow.ReleaseFilter{Env: "staging", Limit: 1})
+		return err == nil && len(rs) == 1 && rs[0].Step(workflow.StepPlanReview).Status == workflow.Blocked
+	}, 2*time.Minute, 100*time.Millisecond, "the cockpit's plan waits for bob")
+	require.NoError(t, watch.Close())
+	time.Sleep(500 * time.Millisecond)
+	_, _ = typing.Write([]byte("l")) // the log pane: Terraform's own plan output
+	time.Sleep(500 * time.Millisecond)
+	_, _ = typing.Write([]byte("q"))
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cockpit did not quit")
+	}
+	_ = typing.Close()
+	require.Contains(t, screen.String(), "Terraform", "the log pane was on the screen")
+	return screen.String() + errb.String()
 }
