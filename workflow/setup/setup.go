@@ -170,10 +170,12 @@ func discover(ctx context.Context, dir string, f Finders) (Discovery, []string, 
 // proposal as its default.
 func interview(ctx context.Context, d Discovery, ask Asker) (Plan, error) {
 	p := Propose(d)
+	proposed := p.App
 	var err error
 	if p.App, err = ask.Ask(ctx, Question{Key: "app", Prompt: "Application name", Default: p.App, Check: checkApp}); err != nil {
 		return p, err
 	}
+	renameGuessedApps(&p, proposed)
 	var repoChoices []string
 	for _, r := range d.Repos {
 		if len(r.Files) > 0 {
@@ -189,7 +191,9 @@ func interview(ctx context.Context, d Discovery, ask Asker) (Plan, error) {
 		d.Repos = slices.DeleteFunc(slices.Clone(d.Repos), func(r EnvRepo) bool { return rel(d.Dir, r.Dir) != repo })
 		app := p.App
 		p = Propose(d)
+		proposed := p.App
 		p.App, p.EnvRepo = app, repo
+		renameGuessedApps(&p, proposed)
 	}
 	var names []string
 	for _, e := range p.Envs {
@@ -213,6 +217,16 @@ func interview(ctx context.Context, d Discovery, ask Asker) (Plan, error) {
 	}
 	p.Envs = envs
 	return p, nil
+}
+
+// renameGuessedApps follows a renamed application: the Argo CD
+// applications guessed as <app>-<env> take the new name.
+func renameGuessedApps(p *Plan, proposed string) {
+	for i, e := range p.Envs {
+		if e.ArgoApp == proposed+"-"+e.Name {
+			p.Envs[i].ArgoApp = p.App + "-" + e.Name
+		}
+	}
 }
 
 // askEnv asks about one environment.
