@@ -165,6 +165,7 @@ with every decision journaled and the staff time it cost measured.`,
 	root.AddCommand(
 		newCmdVersion(a),
 		newCmdValidate(a, nil),
+		newCmdInit(a, nil),
 		newCmdOwnership(a),
 		newCmdEffort(a),
 		newCmdReport(a),

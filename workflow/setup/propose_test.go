@@ -1,0 +1,55 @@
+package setup
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestProposeNamesOrdersAndMatchesEnvironments(t *testing.T) {
+	d := Discovery{
+		Dir: "/r",
+		Roots: []TerraformRoot{
+			{Dir: "/r/infra/prod"}, {Dir: "/r/infra/Staging"}, {Dir: "/r/stacks/dev/terraform"},
+		},
+		Repos: []EnvRepo{{Dir: "/env", Branch: "trunk", Files: []EnvFile{
+			{Path: "apps/shop/base/deploy.yaml", Format: "manifest", Image: "shop", Repository: "registry.example.com/shop"},
+			{Path: "apps/shop/staging/deploy.yaml", Format: "manifest", Image: "shop", Repository: "registry.example.com/staging/shop"},
+			{Path: "apps/shop/staging/kustomization.yaml", Format: "kustomize", Image: "shop", Repository: "registry.example.com/staging/shop"},
+			{Path: "charts/shop/values-prod.yaml", Format: "helm-values", Image: "shop", Repository: "registry.example.com/prod/shop", ValuesPath: "image.digest"},
+		}}},
+		Apps: []ArgoApp{{Name: "shop-eu-staging", Path: "apps/shop/staging"}, {Name: "prod-shop", Path: "elsewhere"}},
+	}
+	p := Propose(d)
+	require.Equal(t, "shop", p.App)
+	require.Equal(t, "../env", p.EnvRepo, "a sibling repository is named relative to relcap.yaml")
+	require.Equal(t, "trunk", p.Branch)
+	var names []string
+	for _, e := range p.Envs {
+		names = append(names, e.Name)
+	}
+	require.Equal(t, []string{"dev", "staging", "prod"}, names, "generic directory names skipped, promotion order")
+
+	dev, staging, prod := p.Envs[0], p.Envs[1], p.Envs[2]
+	require.Equal(t, "stacks/dev/terraform", dev.TerraformDir)
+	require.Empty(t, dev.File, "no file names dev")
+	require.Equal(t, "shop-dev", dev.ArgoApp)
+	require.Contains(t, p.Guessed, "dev: argocd.app (no application found for it)")
+
+	require.Equal(t, "apps/shop/staging/kustomization.yaml", staging.File, "a kustomization over a manifest")
+	require.Equal(t, "shop-eu-staging", staging.ArgoApp, "the application whose source is the file's directory")
+	require.False(t, staging.Production)
+
+	require.Equal(t, "helm-values", prod.Format)
+	require.Equal(t, "image.digest", prod.ValuesPath)
+	require.Equal(t, "prod-shop", prod.ArgoApp, "env-app")
+	require.True(t, prod.Production)
+}
+
+func TestDefaultsRefuseWhatTheyCannotPropose(t *testing.T) {
+	_, err := Defaults{}.Ask(t.Context(), Question{Key: "environments[].envrepo.file", Prompt: "dev: file"})
+	require.ErrorContains(t, err, "found nothing to propose for environments[].envrepo.file")
+	ok, err := Defaults{}.Confirm(t.Context(), "overwrite?", false)
+	require.NoError(t, err)
+	require.False(t, ok)
+}
