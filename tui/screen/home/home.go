@@ -66,7 +66,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			// Progress of an earlier run says nothing about this one.
 			m.progress = map[workflow.StepKind]string{}
 		}
-		if !msg.Running && m.Release() != nil && m.Release().Status == workflow.ReleaseConverged {
+		if !msg.Running && m.Release() != nil && m.Release().Status.Succeeded() {
 			return m, m.loadEffort()
 		}
 	case screen.EventMsg:
@@ -130,7 +130,7 @@ func (m Model) View() string {
 	r := m.Release()
 	var lines []string
 	lines = append(lines, th.Title.Render("Decision map")+th.Muted.Render(fmt.Sprintf(" · %s → %s · %s", r.App, r.Env, r.Image)))
-	lines = append(lines, "")
+	lines = append(lines, m.shapeLine(r), "")
 	const titleW = 18
 	msgW := max(10, m.Width-4-9-2-titleW-1)
 	prevStage := workflow.Stage(-1)
@@ -148,6 +148,9 @@ func (m Model) View() string {
 		msg := st.Message
 		if p, ok := m.progress[k]; ok && st.Status == workflow.Running {
 			msg = p
+		}
+		if why := skippedWhy(r, k); msg == "" && why != "" {
+			msg = why
 		}
 		if msg == "" {
 			msg = st.Status.String()
@@ -244,8 +247,10 @@ func (m Model) next() []string {
 	switch {
 	case m.Running():
 		return []string{th.Step.Running.Render(theme.IconRunning+" running "+cur.Title()) + th.Muted.Render(" · q stops safely; relcap resume "+r.ID+" continues")}
-	case r.Status == workflow.ReleaseConverged:
-		s := th.OK.Render(theme.IconSucceeded + " converged")
+	case r.Status == workflow.ReleaseAbandoned:
+		return []string{th.Muted.Render("abandoned by " + r.Abandonment.By + ": " + r.Abandonment.Reason)}
+	case r.Status.Succeeded():
+		s := th.OK.Render(theme.IconSucceeded + " " + string(r.Status))
 		if m.effort != nil {
 			s += th.Muted.Render(fmt.Sprintf(" · effort: active %s, off-tool %s · machine wait %s (not staff time)",
 				screen.Duration(m.effort.Active), screen.Duration(m.effort.OffTool), screen.Duration(m.effort.Wait)))
