@@ -27,6 +27,7 @@ import (
 // implements it.
 type Port interface {
 	Effort(ctx context.Context, releaseID string) ([]effort.Entry, error)
+	Abandon(ctx context.Context, id, reason string) (workflow.Abandoned, error)
 }
 
 var _ Port = (*workflow.Service)(nil)
@@ -40,6 +41,8 @@ type Model struct {
 
 	effort    *effort.Totals
 	effortErr error
+	// abandon is the abandon prompt (abandon.go).
+	abandon abandonPrompt
 }
 
 // effortLoadedMsg is the effort recorded against the release once it ended.
@@ -83,8 +86,15 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			return m, nil
 		}
 		m.effort, m.effortErr = &msg.totals, msg.err
+	case abandonedMsg:
+		return m.abandoned(msg)
 	case tea.KeyPressMsg:
+		if m.abandon.stage != promptNone {
+			return m.abandonKey(msg)
+		}
 		switch {
+		case key.Matches(msg, m.Keys.Home.Abandon) && m.mayAbandon():
+			m.abandon = abandonPrompt{stage: promptReason}
 		case key.Matches(msg, m.Keys.List.Up):
 			m.cursor = max(0, m.cursor-1)
 		case key.Matches(msg, m.Keys.List.Down):
@@ -110,12 +120,15 @@ func (m Model) loadEffort() tea.Cmd {
 
 // ShortHelp is the one-line help of the screen.
 func (m Model) ShortHelp() []key.Binding {
+	if m.mayAbandon() {
+		return []key.Binding{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Open, m.Keys.Home.Abandon}
+	}
 	return []key.Binding{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Open}
 }
 
 // FullHelp is the full help of the screen.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Open}}
+	return [][]key.Binding{m.ShortHelp()}
 }
 
 // View renders the map.
@@ -180,6 +193,9 @@ func (m Model) View() string {
 	}
 	body := strings.Join(lines, "\n")
 	next := m.next()
+	if p := m.abandonLines(); p != nil {
+		next = p
+	}
 	bodyH := max(1, m.Height-len(next))
 	return m.Fit(screen.Fit(body, m.Width, bodyH) + "\n" + strings.Join(next, "\n"))
 }
