@@ -103,7 +103,10 @@ func TestAbandonThroughTheCommandLine(t *testing.T) {
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "report", "effort")
 	require.Equal(t, 0, code, errOut)
 	var rep struct {
-		Counts struct{ Total, Abandoned, Failures, InProgress, Stalled int }
+		Counts struct {
+			Total, Abandoned, Failures int
+			InProgress                 int `json:"in_progress"`
+		} `json:"releases"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Equal(t, 1, rep.Counts.Total)
