@@ -192,6 +192,10 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 	case screen.NoticeMsg:
 		m.setNotice(msg.Text, msg.Err)
 		return m, nil
+	case screen.ReleaseEndedMsg:
+		// Ended outside a run (abandoned from the decision map).
+		m.release = msg.Release
+		return m.broadcast(screen.RunStateMsg{Release: msg.Release})
 	case approvalsMsg:
 		return m.approvalsArrived(msg)
 	case forgePollMsg:
@@ -259,6 +263,11 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	if m.active == scrPlan && m.plan.Capturing() && msg.String() != "ctrl+c" {
 		var cmd tea.Cmd
 		m.plan, cmd = m.plan.Update(msg)
+		return m, cmd
+	}
+	if m.active == scrHome && m.home.Capturing() && msg.String() != "ctrl+c" {
+		var cmd tea.Cmd
+		m.home, cmd = m.home.Update(msg)
 		return m, cmd
 	}
 	switch {

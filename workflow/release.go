@@ -14,21 +14,35 @@ import (
 type ReleaseStatus string
 
 // Release statuses. A release left InProgress or Blocked and never resumed
-// counts as failed in reports (abandoned).
+// counts as failed in reports (stalled); one ended on purpose with relcap
+// release abandon is Abandoned, which is not a failure.
 const (
 	ReleaseInProgress ReleaseStatus = "in-progress"
 	ReleaseBlocked    ReleaseStatus = "blocked"
 	ReleaseFailed     ReleaseStatus = "failed"
-	ReleaseConverged  ReleaseStatus = "converged"
+	// ReleaseConverged: a release that shipped an image ended with its
+	// evidence (Argo CD converged on the digest).
+	ReleaseConverged ReleaseStatus = "converged"
+	// ReleaseSucceeded: an infrastructure-only release ended with its
+	// evidence (applied, ownership checked, affected applications
+	// converged); see Shape.
+	ReleaseSucceeded  ReleaseStatus = "succeeded"
 	ReleaseRolledBack ReleaseStatus = "rolled-back"
 	// ReleaseEnded marks a break-glass that was ended.
 	ReleaseEnded ReleaseStatus = "ended"
+	// ReleaseAbandoned: ended by a person, with a reason, before it
+	// shipped (relcap release abandon); never a change failure.
+	ReleaseAbandoned ReleaseStatus = "abandoned"
 )
 
 // Done reports whether the release will not run again.
 func (s ReleaseStatus) Done() bool {
-	return s == ReleaseConverged || s == ReleaseRolledBack || s == ReleaseEnded
+	return s.Succeeded() || s == ReleaseRolledBack || s == ReleaseEnded || s == ReleaseAbandoned
 }
+
+// Succeeded reports whether the release ended with its evidence, whatever
+// its shape.
+func (s ReleaseStatus) Succeeded() bool { return s == ReleaseConverged || s == ReleaseSucceeded }
 
 // Release is one environment's release of one image: the unit a captain
 // drives through the four stages, resumes after an interruption and reports
@@ -55,6 +69,13 @@ type Release struct {
 	// them before repeating a side effect. They are stored under
 	// "outputs", the name of the string map they replace.
 	Checkpoints Checkpoints `json:"outputs,omitzero"`
+	// Shape is what the release carries (infrastructure, image, both),
+	// as last decided by DecideShape; empty in releases written before
+	// shapes, which ShapeOf decides on read.
+	Shape Shape `json:"shape,omitempty"`
+	// Abandonment is who ended the release, when and why (relcap release
+	// abandon); zero unless Status is ReleaseAbandoned.
+	Abandonment Abandonment `json:"abandonment,omitzero"`
 }
 
 // ReleaseKind says what a release record is.

@@ -138,16 +138,12 @@ func (s *Service) RunUntil(ctx context.Context, id string, sink EventSink, last 
 			return r.Clone(), err
 		}
 	}
-	now := s.d.Clock.Now()
-	r.Status = ReleaseConverged
-	r.EndedAt = now
-	if err := run.save(ctx); err != nil {
+	// How it ends is its shape's (shape.go).
+	msg, err := run.finish(ctx)
+	if err != nil {
 		return r.Clone(), err
 	}
-	if err := s.journal(ctx, ReleaseDone{Release: r.ID, Digest: r.Checkpoints.Digest.String(), Revision: r.Checkpoints.EnvCommit}); err != nil {
-		return r.Clone(), err
-	}
-	run.sink(Event{Time: now, Kind: EventReleaseFinished, ReleaseID: r.ID, Status: Succeeded, Message: "converged", Release: r.Clone()})
+	run.sink(Event{Time: r.EndedAt, Kind: EventReleaseFinished, ReleaseID: r.ID, Status: Succeeded, Message: msg, Release: r.Clone()})
 	return r.Clone(), nil
 }
 
@@ -309,6 +305,9 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 }
 
 func (run *releaseRun) runStep(ctx context.Context, k StepKind) (StepResult, error) {
+	if res, handled, err := run.byShape(ctx, k); handled {
+		return res, err
+	}
 	switch k {
 	case StepOwnership:
 		return run.ownership(ctx)
@@ -552,7 +551,7 @@ func (s *Service) replanIfReviewed(ctx context.Context, r *Release) error {
 	case review.Status == Skipped:
 		return fmt.Errorf("%w: release %s in %s promotes only (no infrastructure change); finish it (relcap promote, relcap converge) before planning the next one", ErrUsage, r.ID, r.Env)
 	case apply.Status == Succeeded:
-		return fmt.Errorf("%w: release %s in %s already applied plan %s; finish it (relcap promote --env %s --image REF, then relcap converge) before planning the next release", ErrUsage, r.ID, r.Env, ShortHash(r.Checkpoints.Fingerprint), r.Env)
+		return alreadyApplied(r)
 	case review.Status != Succeeded:
 		return nil
 	}

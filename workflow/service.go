@@ -297,7 +297,8 @@ func (q *Records) InProgress(ctx context.Context) (*Release, error) {
 }
 
 // AwaitingConvergence returns the latest release of env whose promotion
-// landed and that has not converged: what relcap converge --env watches.
+// landed and that has not converged, or an infrastructure-only release
+// past its apply: what relcap converge --env watches.
 func (q *Records) AwaitingConvergence(ctx context.Context, env string) (*Release, error) {
 	if _, err := q.project.Env(env); err != nil {
 		return nil, err
@@ -307,7 +308,7 @@ func (q *Records) AwaitingConvergence(ctx context.Context, env string) (*Release
 		return nil, err
 	}
 	for _, r := range releases {
-		if r.Checkpoints.Landed() && !r.Status.Done() {
+		if (r.Checkpoints.Landed() && !r.Status.Done()) || awaitsInfraEnd(r) {
 			return r, nil
 		}
 	}

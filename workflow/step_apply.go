@@ -34,7 +34,8 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		return StepResult{}, fmt.Errorf("load plan %s: %w", fp, err)
 	}
 	if !plan.HasChanges() {
-		return StepResult{Status: Succeeded, Message: "nothing to apply"},
+		// The release ships an image only (shape.go): apply is skipped.
+		return StepResult{Status: Skipped, Message: "the plan has no changes: nothing to apply"},
 			run.checkpoint(ctx, func(c *Checkpoints) { c.Applied = Applied{Done: true, NoChanges: true} })
 	}
 	// The attempt is recorded before Terraform may start: a relcap killed
@@ -129,6 +130,8 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 		return ApplyResult{}, PlanSummary{}, err
 	} else if r != nil && open(r) {
 		return s.applyRelease(ctx, r, fingerprint, sink)
+	} else if r != nil && r.Status == ReleaseAbandoned {
+		return ApplyResult{}, PlanSummary{}, abandonedPlan(r, fingerprint)
 	}
 	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
 	if errors.Is(err, ErrNotFound) {

@@ -207,7 +207,7 @@ func readReleaseFacts(ctx context.Context, tx ledgerTx, cond string, args []any,
 	rows, err := tx.QueryContext(ctx, `
 SELECT r.id, r.app, r.env, r.kind, r.captain, r.status, r.created_at, r.updated_at, r.ended_at,
 	CASE WHEN r.kind = 'rollback' THEN `+tx.d.jsonText("r.body", "rollback_of")+` END,
-	CASE WHEN r.status NOT IN ('converged', 'ended', 'rolled-back') THEN `+tx.d.failedSteps("r.body")+` END,
+	CASE WHEN r.status NOT IN ('converged', 'succeeded', 'ended', 'rolled-back', 'abandoned') THEN `+tx.d.failedSteps("r.body")+` END,
 	t.sums
 FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 	if err != nil {

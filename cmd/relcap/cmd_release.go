@@ -110,6 +110,7 @@ to an incompatible release is refused.`,
 	cmd.Flags().IntVar(&opts.MinSchema, "min-schema", 0, "lowest data-schema version it can run against")
 	cmd.Flags().IntVar(&opts.MaxSchema, "max-schema", 0, "highest data-schema version it can run against")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 10*time.Minute, "how long to wait for convergence")
+	cmd.AddCommand(newCmdReleaseAbandon(f, nil))
 	return cmd
 }
 

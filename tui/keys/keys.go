@@ -12,6 +12,14 @@ type Map struct {
 	Plan      Plan
 	Ownership Ownership
 	Promote   Promote
+	Home      Home
+}
+
+// Home keys act on the decision map's release.
+type Home struct {
+	// Abandon ends the release as abandoned, after a reason and a
+	// confirmation.
+	Abandon key.Binding
 }
 
 // Global keys work on every screen (unless a screen is capturing text).
@@ -102,6 +110,9 @@ func Default() Map {
 		},
 		Promote: Promote{
 			Approve: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve promotion")),
+		},
+		Home: Home{
+			Abandon: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "abandon release")),
 		},
 		Ownership: Ownership{
 			Matrix: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "ownership matrix")),

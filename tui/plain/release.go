@@ -16,6 +16,8 @@ func PrintReleaseOutcome(out, errw io.Writer, final *workflow.Release, err error
 	switch {
 	case err == nil && final.Status == workflow.ReleaseConverged:
 		fmt.Fprintf(out, "\nrelease %s converged in %s: %s running %s\n", final.ID, final.Env, workflow.ShortHash(final.Checkpoints.EnvCommit), final.Checkpoints.Digest)
+	case err == nil && final.Status == workflow.ReleaseSucceeded:
+		fmt.Fprintf(out, "\nrelease %s succeeded in %s (%s): %s\n", final.ID, final.Env, final.Shape, evidenceMessage(final))
 	case err == nil:
 		fmt.Fprintf(out, "\nrelease %s: %s; continue with relcap converge --env %s (or relcap resume %s)\n", final.ID, final.Status, final.Env, final.ID)
 	case errors.Is(err, workflow.ErrBlocked):

@@ -32,8 +32,8 @@ func (v effortView) document() reportDoc {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 		}
 	}
-	d.headline = append(d.headline, fmt.Sprintf("Releases: %d (%s) — succeeded %d, failed %d, rolled back %d, abandoned %d, in progress %d",
-		c.Total, strings.Join(kinds, ", "), c.Succeeded, c.Failed, c.RolledBack, c.Abandoned, c.InProgress))
+	d.headline = append(d.headline, fmt.Sprintf("Releases: %d (%s) — succeeded %d, failed %d, rolled back %d, stalled %d, abandoned %d, in progress %d",
+		c.Total, strings.Join(kinds, ", "), c.Succeeded, c.Failed, c.RolledBack, c.Stalled, c.Abandoned, c.InProgress))
 	if c.BreakGlassExcluded > 0 {
 		d.headline = append(d.headline, fmt.Sprintf("Break-glass records left out (not releases): %d", c.BreakGlassExcluded))
 	}
@@ -200,6 +200,7 @@ func (v effortView) rows() []Row {
 		{"releases", "", "succeeded", strconv.Itoa(r.Counts.Succeeded), "count"},
 		{"releases", "", "failed", strconv.Itoa(r.Counts.Failed), "count"},
 		{"releases", "", "rolled_back", strconv.Itoa(r.Counts.RolledBack), "count"},
+		{"releases", "", "stalled", strconv.Itoa(r.Counts.Stalled), "count"},
 		{"releases", "", "abandoned", strconv.Itoa(r.Counts.Abandoned), "count"},
 		{"releases", "", "in_progress", strconv.Itoa(r.Counts.InProgress), "count"},
 		{"releases", "", "failures", strconv.Itoa(r.Counts.Failures), "count"},

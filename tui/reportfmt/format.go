@@ -280,7 +280,8 @@ func definitions(abandon report.Duration) docTable {
 	return docTable{title: "Definitions", notes: []string{
 		"median and p90: nearest rank — sort ascending, take the value at rank ⌈p/100 × n⌉ (an observed value; the lower middle for an even count)",
 		"staff effort = active (engaged with relcap, per step, per person) + off-tool (logged meetings and chat); machine wait and elapsed time are shown beside it, never added",
-		fmt.Sprintf("abandoned: not converged, rolled back or ended, and no update for more than %s; counted as failed", FormatDays(abandon)),
+		fmt.Sprintf("stalled: not converged, succeeded, rolled back, ended or abandoned, and no update for more than %s; counted as failed", FormatDays(abandon)),
+		"abandoned: ended on purpose before it shipped (relcap release abandon, with a reason); neither a failure nor a deployment",
 		"durations are rounded to the nearest minute here; the JSON format carries exact seconds",
 	}}
 }

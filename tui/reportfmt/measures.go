@@ -77,7 +77,7 @@ func doraTable(x report.DORA) docTable {
 		{"failed deployment recovery time", medianP90(rt), fmt.Sprintf("%d recovered, %d not yet", rt.Count, x.Unrecovered)},
 		{"deployment rework rate", pct(rw.Rate), fmt.Sprintf("%d of %d: rollbacks %d, break-glass %d", rw.Unplanned, rw.Deployments, rw.Rollbacks, rw.BreakGlass)},
 	}
-	t.notes = []string{fmt.Sprintf("production release records that are not deployments (failed before apply, abandoned, in progress): %d", x.NotDeployed)}
+	t.notes = []string{fmt.Sprintf("production release records that are not deployments (failed before apply, stalled, abandoned, in progress): %d", x.NotDeployed)}
 	return t
 }
 
@@ -146,6 +146,7 @@ func (v measuresView) rows() []Row {
 		Row{"failed_releases", "", "finished", strconv.Itoa(fr.Finished), "count"},
 		Row{"failed_releases", "", "failed", strconv.Itoa(fr.Failed), "count"},
 		Row{"failed_releases", "", "rolled_back", strconv.Itoa(fr.RolledBack), "count"},
+		Row{"failed_releases", "", "stalled", strconv.Itoa(fr.Stalled), "count"},
 		Row{"failed_releases", "", "abandoned", strconv.Itoa(fr.Abandoned), "count"},
 		Row{"failed_releases", "", "failures", strconv.Itoa(fr.Failures), "count"},
 		Row{"failed_releases", "", "rate", strconv.FormatFloat(fr.Rate, 'f', -1, 64), "ratio"})

@@ -37,6 +37,10 @@ type RunStateMsg struct {
 	Err error
 }
 
+// ReleaseEndedMsg asks the root to take Release, ended outside a run (a
+// release abandoned from the decision map), as the cockpit's release.
+type ReleaseEndedMsg struct{ Release *workflow.Release }
+
 // TickMsg carries the root's clock to every screen, for elapsed times.
 type TickMsg struct{ Now time.Time }
 

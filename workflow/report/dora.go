@@ -19,8 +19,9 @@ import (
 // rollback) in the production environment, created in the period, that
 // reached production: it converged, was rolled back, or failed at apply
 // or convergence (a failed release with no failed step recorded counts
-// too, rather than be left out). Releases that failed before apply, were
-// abandoned or are still running changed nothing in production; they are
+// too, rather than be left out). Releases that failed before apply,
+// stalled, were abandoned or are still running changed nothing in
+// production; they are
 // counted in NotDeployed.
 type DORA struct {
 	ProdEnv string `json:"prod_env"`

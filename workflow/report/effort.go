@@ -25,7 +25,7 @@ type Effort struct {
 	Env         string    `json:"env,omitempty"`
 	Person      string    `json:"person,omitempty"`
 	// AbandonAfter is the rule used: no update for longer than this means
-	// abandoned, which counts as failed.
+	// stalled, which counts as failed.
 	AbandonAfter Duration `json:"abandon_after_seconds"`
 	// Empty is true when no release was created in the period; Message then
 	// says so in words.
@@ -66,9 +66,13 @@ type ReleaseCounts struct {
 	Succeeded  int `json:"succeeded"`
 	Failed     int `json:"failed"`
 	RolledBack int `json:"rolled_back"`
-	Abandoned  int `json:"abandoned"`
+	// Abandoned were ended on purpose before they shipped (relcap
+	// release abandon): not failures.
+	Abandoned int `json:"abandoned"`
+	// Stalled were left unfinished past the abandon-after rule: failures.
+	Stalled    int `json:"stalled"`
 	InProgress int `json:"in_progress"`
-	// Failures is Failed + RolledBack + Abandoned.
+	// Failures is Failed + RolledBack + Stalled.
 	Failures int                          `json:"failures"`
 	ByKind   map[workflow.ReleaseKind]int `json:"by_kind"`
 	// BreakGlassExcluded counts break-glass records left out: they are not
@@ -88,6 +92,8 @@ func (c *ReleaseCounts) add(o ReleaseOutcome, kind workflow.ReleaseKind) {
 		c.RolledBack++
 	case OutcomeAbandoned:
 		c.Abandoned++
+	case OutcomeStalled:
+		c.Stalled++
 	case OutcomeInProgress:
 		c.InProgress++
 	}

@@ -73,13 +73,16 @@ type ApprovalCounts struct {
 // (0 when nothing finished): releases still in progress have no outcome
 // yet and are left out of both.
 type FailureRate struct {
-	Total      int     `json:"total"`
-	Finished   int     `json:"finished"`
-	Failed     int     `json:"failed"`
-	RolledBack int     `json:"rolled_back"`
-	Abandoned  int     `json:"abandoned"`
-	Failures   int     `json:"failures"`
-	Rate       float64 `json:"rate"`
+	Total      int `json:"total"`
+	Finished   int `json:"finished"`
+	Failed     int `json:"failed"`
+	RolledBack int `json:"rolled_back"`
+	Stalled    int `json:"stalled"`
+	// Abandoned were ended on purpose before they shipped: counted
+	// here, left out of Finished and never a failure.
+	Abandoned int     `json:"abandoned"`
+	Failures  int     `json:"failures"`
+	Rate      float64 `json:"rate"`
 }
 
 // ConflictWeek is one week (Monday to Monday in the report's time zone) of
@@ -179,12 +182,15 @@ func BuildMeasures(data Data, o Options) (*Measures, error) {
 		switch out {
 		case OutcomeInProgress:
 			continue
+		case OutcomeAbandoned:
+			r.Abandoned++
+			continue
 		case OutcomeFailed:
 			r.Failed++
 		case OutcomeRolledBack:
 			r.RolledBack++
-		case OutcomeAbandoned:
-			r.Abandoned++
+		case OutcomeStalled:
+			r.Stalled++
 		}
 		r.Finished++
 		if !out.Failure() {

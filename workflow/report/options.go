@@ -16,8 +16,8 @@ import (
 // so the same ledger always gives the same report for the same Now.
 
 // DefaultAbandonAfter is how long a release may go without an update before
-// reports call it abandoned. A release that is not done (not converged,
-// rolled back or ended) and whose last update is more than this long before
+// reports call it stalled. A release that is not done (not converged,
+// succeeded, rolled back, ended or abandoned) and whose last update is more than this long before
 // the report's Now counts as failed: nobody finished it, and counting it as
 // "in progress" forever would flatter the failure rate.
 const DefaultAbandonAfter = 7 * 24 * time.Hour
@@ -102,27 +102,34 @@ func Counted(f ReleaseFact) bool {
 // ReleaseOutcome is how a release ended, as reports count it.
 type ReleaseOutcome string
 
-// Outcomes. Failed, RolledBack and Abandoned are all failures.
+// Outcomes. Failed, RolledBack and Stalled are all failures. Abandoned (a
+// person ended the release before it shipped, with a reason) is not: it is
+// neither a failure nor a deployment.
 const (
 	OutcomeSucceeded  ReleaseOutcome = "succeeded"
 	OutcomeFailed     ReleaseOutcome = "failed"
 	OutcomeRolledBack ReleaseOutcome = "rolled-back"
 	OutcomeAbandoned  ReleaseOutcome = "abandoned"
+	// OutcomeStalled: not done, and no update for longer than the
+	// abandon-after rule: nobody finished it nor abandoned it.
+	OutcomeStalled    ReleaseOutcome = "stalled"
 	OutcomeInProgress ReleaseOutcome = "in-progress"
 )
 
 // Failure reports whether the outcome counts as a failed release.
 func (o ReleaseOutcome) Failure() bool {
-	return o == OutcomeFailed || o == OutcomeRolledBack || o == OutcomeAbandoned
+	return o == OutcomeFailed || o == OutcomeRolledBack || o == OutcomeStalled
 }
 
 // OutcomeOf classifies a release at now. A release that is not done and
-// was last updated more than abandonAfter before now is abandoned; exactly
+// was last updated more than abandonAfter before now is stalled; exactly
 // abandonAfter is still in progress.
 func OutcomeOf(f ReleaseFact, now time.Time, abandonAfter time.Duration) ReleaseOutcome {
 	switch f.Status {
-	case workflow.ReleaseConverged, workflow.ReleaseEnded:
+	case workflow.ReleaseConverged, workflow.ReleaseSucceeded, workflow.ReleaseEnded:
 		return OutcomeSucceeded
+	case workflow.ReleaseAbandoned:
+		return OutcomeAbandoned
 	case workflow.ReleaseRolledBack:
 		return OutcomeRolledBack
 	case workflow.ReleaseFailed:
@@ -133,7 +140,7 @@ func OutcomeOf(f ReleaseFact, now time.Time, abandonAfter time.Duration) Release
 		last = f.CreatedAt
 	}
 	if now.Sub(last) > abandonAfter {
-		return OutcomeAbandoned
+		return OutcomeStalled
 	}
 	return OutcomeInProgress
 }

@@ -109,7 +109,11 @@ func TestEffortReportMatchesAGeneratedLedger(t *testing.T) {
 	}
 }
 
-func TestAbandonedReleasesCountAsFailed(t *testing.T) {
+// TestStalledReleasesCountAsFailedAndAbandonedOnesDoNot: a release left
+// unfinished past the abandon-after rule is stalled, a failure; one a
+// person abandoned (relcap release abandon) is neither a failure nor in
+// progress, and an infrastructure-only release that succeeded succeeded.
+func TestStalledReleasesCountAsFailedAndAbandonedOnesDoNot(t *testing.T) {
 	t.Parallel()
 	now := reporttest.Jan1.AddDate(0, 0, 30)
 	mk := func(id string, idle time.Duration, status workflow.ReleaseStatus) report.ReleaseFact {
@@ -123,20 +127,28 @@ func TestAbandonedReleasesCountAsFailed(t *testing.T) {
 		mk("exactly-7d", 7*24*time.Hour, workflow.ReleaseInProgress),
 		mk("fresh-6d", 6*24*time.Hour, workflow.ReleaseBlocked),
 		mk("failed", time.Hour, workflow.ReleaseFailed),
+		mk("abandoned-9d", 9*24*time.Hour, workflow.ReleaseAbandoned),
+		mk("infra-only", time.Hour, workflow.ReleaseSucceeded),
 	}}
 	rep, err := report.BuildEffort(data, report.Options{From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 1, 0), Now: now})
 	require.NoError(t, err)
-	require.Equal(t, 2, rep.Counts.Abandoned)
+	require.Equal(t, 2, rep.Counts.Stalled)
+	require.Equal(t, 1, rep.Counts.Abandoned, "abandoned on purpose, however long ago")
 	require.Equal(t, 2, rep.Counts.InProgress)
 	require.Equal(t, 1, rep.Counts.Failed)
-	require.Equal(t, 3, rep.Counts.Failures)
+	require.Equal(t, 1, rep.Counts.Succeeded)
+	require.Equal(t, 3, rep.Counts.Failures, "failed and the two stalled; never the abandoned one")
 	outcomes := map[string]report.ReleaseOutcome{}
 	for _, r := range rep.Releases {
 		outcomes[r.ID] = r.Outcome
 	}
-	require.Equal(t, report.OutcomeAbandoned, outcomes["stale-8d"])
+	require.Equal(t, report.OutcomeStalled, outcomes["stale-8d"])
+	require.Equal(t, report.OutcomeAbandoned, outcomes["abandoned-9d"])
+	require.False(t, report.OutcomeAbandoned.Failure())
+	require.Equal(t, report.OutcomeSucceeded, outcomes["infra-only"])
+
 	require.Equal(t, report.OutcomeInProgress, outcomes["exactly-7d"])
-	// An abandoned release's elapsed time ends at its last update; a
+	// A stalled release's elapsed time ends at its last update; a
 	// running one's runs to now.
 	for _, r := range rep.Releases {
 		switch r.ID {
@@ -151,7 +163,9 @@ func TestAbandonedReleasesCountAsFailed(t *testing.T) {
 
 	m, err := report.BuildMeasures(data, report.Options{From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 1, 0), Now: now})
 	require.NoError(t, err)
-	require.Equal(t, report.FailureRate{Total: 5, Finished: 3, Failed: 1, Abandoned: 2, Failures: 3, Rate: 1}, m.Releases)
+	// Finished: failed, the two stalled and the succeeded one; the
+	// abandoned one shipped nothing.
+	require.Equal(t, report.FailureRate{Total: 7, Finished: 4, Failed: 1, Stalled: 2, Abandoned: 1, Failures: 3, Rate: 0.75}, m.Releases)
 }
 
 // TestTimeZoneDecidesTheDayAndMonth: a release at 23:30 UTC on 31 January

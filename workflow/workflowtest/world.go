@@ -29,6 +29,9 @@ type World struct {
 	plans     int
 	applied   map[string]int64 // fingerprint → serial after its apply
 	Applies   int
+	// Discarded are the plans whose saved file was deleted unapplied
+	// (an abandoned release's), by fingerprint.
+	Discarded []string
 
 	// The failed-apply drill's scratch roots (FakeTerraform's
 	// rehearsal.Roots), by directory; StatePulls counts reads of the real

@@ -27,6 +27,7 @@ import (
 // implements it.
 type Port interface {
 	Effort(ctx context.Context, releaseID string) ([]effort.Entry, error)
+	Abandon(ctx context.Context, id, reason string) (workflow.Abandoned, error)
 }
 
 var _ Port = (*workflow.Service)(nil)
@@ -40,6 +41,8 @@ type Model struct {
 
 	effort    *effort.Totals
 	effortErr error
+	// abandon is the abandon prompt (abandon.go).
+	abandon abandonPrompt
 }
 
 // effortLoadedMsg is the effort recorded against the release once it ended.
@@ -66,7 +69,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			// Progress of an earlier run says nothing about this one.
 			m.progress = map[workflow.StepKind]string{}
 		}
-		if !msg.Running && m.Release() != nil && m.Release().Status == workflow.ReleaseConverged {
+		if !msg.Running && m.Release() != nil && m.Release().Status.Succeeded() {
 			return m, m.loadEffort()
 		}
 	case screen.EventMsg:
@@ -83,8 +86,15 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			return m, nil
 		}
 		m.effort, m.effortErr = &msg.totals, msg.err
+	case abandonedMsg:
+		return m.abandoned(msg)
 	case tea.KeyPressMsg:
+		if m.abandon.stage != promptNone {
+			return m.abandonKey(msg)
+		}
 		switch {
+		case key.Matches(msg, m.Keys.Home.Abandon) && m.mayAbandon():
+			m.abandon = abandonPrompt{stage: promptReason}
 		case key.Matches(msg, m.Keys.List.Up):
 			m.cursor = max(0, m.cursor-1)
 		case key.Matches(msg, m.Keys.List.Down):
@@ -110,12 +120,15 @@ func (m Model) loadEffort() tea.Cmd {
 
 // ShortHelp is the one-line help of the screen.
 func (m Model) ShortHelp() []key.Binding {
+	if m.mayAbandon() {
+		return []key.Binding{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Open, m.Keys.Home.Abandon}
+	}
 	return []key.Binding{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Open}
 }
 
 // FullHelp is the full help of the screen.
 func (m Model) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Open}}
+	return [][]key.Binding{m.ShortHelp()}
 }
 
 // View renders the map.
@@ -130,7 +143,7 @@ func (m Model) View() string {
 	r := m.Release()
 	var lines []string
 	lines = append(lines, th.Title.Render("Decision map")+th.Muted.Render(fmt.Sprintf(" · %s → %s · %s", r.App, r.Env, r.Image)))
-	lines = append(lines, "")
+	lines = append(lines, m.shapeLine(r), "")
 	const titleW = 18
 	msgW := max(10, m.Width-4-9-2-titleW-1)
 	prevStage := workflow.Stage(-1)
@@ -148,6 +161,9 @@ func (m Model) View() string {
 		msg := st.Message
 		if p, ok := m.progress[k]; ok && st.Status == workflow.Running {
 			msg = p
+		}
+		if why := skippedWhy(r, k); msg == "" && why != "" {
+			msg = why
 		}
 		if msg == "" {
 			msg = st.Status.String()
@@ -177,6 +193,9 @@ func (m Model) View() string {
 	}
 	body := strings.Join(lines, "\n")
 	next := m.next()
+	if p := m.abandonLines(); p != nil {
+		next = p
+	}
 	bodyH := max(1, m.Height-len(next))
 	return m.Fit(screen.Fit(body, m.Width, bodyH) + "\n" + strings.Join(next, "\n"))
 }
@@ -244,8 +263,10 @@ func (m Model) next() []string {
 	switch {
 	case m.Running():
 		return []string{th.Step.Running.Render(theme.IconRunning+" running "+cur.Title()) + th.Muted.Render(" · q stops safely; relcap resume "+r.ID+" continues")}
-	case r.Status == workflow.ReleaseConverged:
-		s := th.OK.Render(theme.IconSucceeded + " converged")
+	case r.Status == workflow.ReleaseAbandoned:
+		return []string{th.Muted.Render("abandoned by " + r.Abandonment.By + ": " + r.Abandonment.Reason)}
+	case r.Status.Succeeded():
+		s := th.OK.Render(theme.IconSucceeded + " " + string(r.Status))
 		if m.effort != nil {
 			s += th.Muted.Render(fmt.Sprintf(" · effort: active %s, off-tool %s · machine wait %s (not staff time)",
 				screen.Duration(m.effort.Active), screen.Duration(m.effort.OffTool), screen.Duration(m.effort.Wait)))

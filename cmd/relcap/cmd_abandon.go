@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relcap/relcap/tui/plain"
+	"github.com/relcap/relcap/workflow"
+)
+
+// abandonOptions are relcap release abandon's argument and flags.
+type abandonOptions struct {
+	f         *app
+	ReleaseID string
+	Reason    string
+}
+
+func newCmdReleaseAbandon(f *app, runF func(context.Context, *abandonOptions) error) *cobra.Command {
+	opts := &abandonOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "abandon RELEASE --reason TEXT",
+		Short: "End a release that will not ship (journaled; not a change failure)",
+		Long: `abandon ends a release that has not ended and will not ship: its status
+becomes abandoned, the reason and who gave it are journaled, and its saved
+plan, if it was not applied, is deleted (here and in the team store) so it
+can never be applied. Reports count an abandoned release neither as a
+deployment nor as a change failure. A release that ended (converged,
+succeeded, rolled back, abandoned) cannot be abandoned.`,
+		Example: `  relcap release abandon web-staging-20261202-1a2b3c --reason "superseded by the 1.4.3 fix"`,
+		Args:    exactArgs(1, "one release ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ReleaseID = args[0]
+			if strings.TrimSpace(opts.Reason) == "" {
+				return usageError{errors.New("release abandon wants --reason TEXT: say why the release will not ship (it is journaled)")}
+			}
+			return runOr(runF, runReleaseAbandon)(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why the release will not ship (required; journaled)")
+	return cmd
+}
+
+// runReleaseAbandon checks the release may be abandoned before anything is
+// recorded, then abandons it in a session of its own.
+func runReleaseAbandon(ctx context.Context, opts *abandonOptions) error {
+	a := opts.f
+	q, err := a.records(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := q.MayAbandon(ctx, opts.ReleaseID, opts.Reason); err != nil {
+		return err
+	}
+	// The Terraform adapter deletes this machine's plan file; the vault,
+	// where plans are shared, the team store's copy.
+	tf, err := a.terraformAdapter()
+	if err != nil {
+		return err
+	}
+	deps := workflow.Deps{Applier: tf}
+	p, err := a.loadProject()
+	if err != nil {
+		return err
+	}
+	if deps.PlanVault, err = a.planVault(ctx, p, tf.PlanDir(), "release abandon"); err != nil {
+		return err
+	}
+	svc, _, err := a.serviceWith(ctx, "release abandon", opts.ReleaseID, deps)
+	if err != nil {
+		return err
+	}
+	out, err := svc.Abandon(ctx, opts.ReleaseID, opts.Reason)
+	if out.Release == nil {
+		return err
+	}
+	if a.flags.json {
+		return errors.Join(err, plain.WriteJSON(a.io.Out, out))
+	}
+	plain.PrintAbandoned(a.io.Out, out.Release, out.PlanDeleted)
+	return err
+}
