@@ -18,8 +18,13 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.dat
 
 all: build
 
+# CGO_ENABLED=0 as the release build (modernc.org/sqlite is pure Go). With
+# cgo, kustomize's plugin loader (linked through argo-cd's types) makes the
+# linker treat relcap as able to load Go plugins: it keeps every exported
+# method and runs the initialisers of package-level maps nothing uses, and
+# the binary starts through the dynamic loader (docs/PERFORMANCE.md, "Start-up").
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/relcap ./cmd/relcap
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/relcap ./cmd/relcap
 
 # Terraform 1.5.7 (the last MPL release, go-installable) into ./bin when no
 # terraform is on PATH. The adapters are tested against a real binary.
