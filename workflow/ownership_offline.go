@@ -45,8 +45,9 @@ var ErrLiveOwnershipUnchecked = fmt.Errorf("%w: live ownership check did not run
 
 // readOwnership reads the environment's ownership sources: every source
 // but the cluster's first; then, only when Terraform writes or may write
-// Kubernetes objects, the desired objects from the environment repository
-// and the cluster's, whose failure is recorded, not returned. read runs
+// Kubernetes objects, the cluster's, whose failure is recorded, not
+// returned, and when it could not run, the desired objects rendered from
+// the environment repository. read runs
 // each read (a release run counts it as waiting).
 func (s *Service) readOwnership(ctx context.Context, env Environment, read func(func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error)) (ownership.Sources, error) {
 	var src ownership.Sources
@@ -88,20 +89,6 @@ func (s *Service) readOwnership(ctx context.Context, env Environment, read func(
 		return src, nil
 	}
 	src.Kubernetes = strings.Join(why, ", ")
-	if s.d.Desired != nil && env.ArgoCD.App != "" {
-		var d ownership.Desired
-		_, err := read(func() ([]ownership.ManagedObject, error) {
-			var err error
-			d, err = s.d.Desired.DesiredObjects(ctx, env)
-			return nil, err
-		})
-		if err != nil {
-			// The repository that cannot be rendered is Git's problem
-			// to fix, not a reason to stop reviewing the plan.
-			d = ownership.Desired{App: env.ArgoCD.App, Unverified: "the environment repository could not be rendered: " + err.Error()}
-		}
-		src.Desired = append(src.Desired, d)
-	}
 	if len(cluster) > 0 {
 		src.LiveRan = true
 		for _, c := range cluster {
@@ -113,6 +100,23 @@ func (s *Service) readOwnership(ctx context.Context, env Environment, read func(
 			src.Live = append(src.Live, objs...)
 		}
 	}
+	if src.LiveRan || s.d.Desired == nil || env.ArgoCD.App == "" {
+		// Argo CD's managed resources are every object of the rendered
+		// source, synced or not: the live check has them all.
+		return src, nil
+	}
+	var d ownership.Desired
+	_, err := read(func() ([]ownership.ManagedObject, error) {
+		var err error
+		d, err = s.d.Desired.DesiredObjects(ctx, env)
+		return nil, err
+	})
+	if err != nil {
+		// A repository that cannot be rendered is Git's problem to fix,
+		// not a reason to stop reviewing the plan.
+		d = ownership.Desired{App: env.ArgoCD.App, Unverified: "the environment repository could not be rendered: " + err.Error()}
+	}
+	src.Desired = append(src.Desired, d)
 	return src, nil
 }
 
