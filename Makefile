@@ -82,6 +82,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzPinHelmValues ./adapters/gitrepo/
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzPinManifest ./adapters/gitrepo/
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParseAllowedSigners ./adapters/signing/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParseManifests ./adapters/render/
 
 bench: terraform
 	$(GO) test -run '^$$' -bench=. -benchmem ./...

@@ -75,6 +75,12 @@ func EvidenceOf[T EvidenceDetail](es []Evidence) (T, Evidence, bool) {
 type OwnershipChecked struct {
 	Objects  int `json:"objects"`
 	Findings int `json:"findings"`
+	// Kubernetes says why Terraform writes Kubernetes objects; "" when
+	// it cannot and Argo CD was not needed.
+	Kubernetes string `json:"kubernetes,omitempty"`
+	// LiveUnchecked is why the live check (Argo CD) could not run while
+	// it was needed; a production apply refuses while it is set.
+	LiveUnchecked string `json:"live_unchecked,omitempty"`
 }
 
 // PlanReviewed: the reviewed plan's revision and counts (Subject is its

@@ -23,6 +23,7 @@ type Deps struct {
 	Journal     Journal
 	Clock       Clock
 	Ownership   []OwnershipSource
+	Desired     DesiredSource // the ownership check without Argo CD; nil leaves it to the live one
 	Planner     Planner
 	Applier     Applier
 	Registry    Registry

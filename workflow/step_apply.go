@@ -38,6 +38,9 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		return StepResult{Status: Skipped, Message: "the plan has no changes: nothing to apply"},
 			run.checkpoint(ctx, func(c *Checkpoints) { c.Applied = Applied{Done: true, NoChanges: true} })
 	}
+	if res, ok, err := run.liveOwnershipGate(ctx, plan); !ok || err != nil {
+		return res, err
+	}
 	// The attempt is recorded before Terraform may start: a relcap killed
 	// from here on resumes by taking that run's result, never by starting
 	// the plan again. The applier checks the plan file and its inputs

@@ -19,26 +19,35 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 	if len(d.Ownership) == 0 {
 		return StepResult{}, missingPort("ownership source")
 	}
-	var objects []ownership.ManagedObject
-	for _, src := range d.Ownership {
-		objs, err := wait(run, StepOwnership, func() ([]ownership.ManagedObject, error) { return src.ManagedObjects(ctx, run.env) })
-		if err != nil {
-			return StepResult{}, fmt.Errorf("read managed objects: %w", err)
-		}
-		objects = append(objects, objs...)
+	src, err := run.svc.readOwnership(ctx, run.env, func(f func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error) {
+		return wait(run, StepOwnership, f)
+	})
+	if err != nil {
+		return StepResult{}, err
 	}
-	findings := ownership.Check(d.Project.Ownership, objects)
+	objects := src.Objects()
+	findings := ownership.CheckSources(d.Project.Ownership, src)
 	if err := d.Ledger.RecordFindings(ctx, ownershipScope(run.env.Name), d.Clock.Now(), findings); err != nil {
 		return StepResult{}, fmt.Errorf("record findings: %w", err)
 	}
-	evidence := []Evidence{NewEvidence(run.env.Name, OwnershipChecked{Objects: len(objects), Findings: len(findings)})}
+	evidence := []Evidence{NewEvidence(run.env.Name, OwnershipChecked{Objects: len(objects), Findings: len(findings),
+		Kubernetes: src.Kubernetes, LiveUnchecked: src.LiveError})}
 	if n := finding.Blockers(findings); n > 0 {
 		res := blocked(ErrOwnershipConflict, fmt.Sprintf("%d ownership problem(s) must be resolved first", n), findings)
 		res.Evidence = evidence
 		return res, nil
 	}
-	return StepResult{Status: Succeeded, Message: fmt.Sprintf("%d managed objects, one owner each", len(objects)),
-		Findings: findings, Evidence: evidence}, nil
+	msg := fmt.Sprintf("%d managed objects, one owner each", len(objects))
+	switch {
+	case !src.LiveRan && src.Kubernetes == "":
+		msg = src.Summary() + fmt.Sprintf("; %d Terraform resources checked against the map", len(objects))
+	case !src.LiveRan || len(src.Desired) > 0:
+		msg += "; " + src.Summary()
+	}
+	if src.LiveError != "" && run.svc.isProduction(run.env) {
+		msg += "; applying a plan that writes Kubernetes objects in production is refused until it runs"
+	}
+	return StepResult{Status: Succeeded, Message: msg, Findings: findings, Evidence: evidence}, nil
 }
 
 // ownershipScope is where an environment's ownership findings are kept.

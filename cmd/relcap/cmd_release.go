@@ -28,7 +28,7 @@ func (a *app) flowDeps(p *workflow.Project, timeout time.Duration) (workflow.Dep
 	}
 	argo := a.argoCD(p)
 	return workflow.Deps{
-		Ownership: a.ownershipSources(p, tf), Planner: tf, Applier: tf,
+		Ownership: a.ownershipSources(p, tf), Desired: desiredSource(repo), Planner: tf, Applier: tf,
 		Registry: reg, EnvRepo: repo, Convergence: argo, ConvergeTimeout: timeout,
 		Forges: a.forges(), Lander: landing.PullRequests{},
 	}, nil

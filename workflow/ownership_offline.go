@@ -1,0 +1,178 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/relcap/relcap/workflow/ownership"
+)
+
+// The ownership check without a live Argo CD: the ports and the gate. A
+// plan whose root cannot write a Kubernetes object needs no Argo CD at
+// all; otherwise what Argo CD will write is rendered from the environment
+// repository (DesiredSource) and compared with Terraform's objects, and
+// the live check (a ClusterOwnershipSource) adds what only the cluster
+// knows when it can run. When it cannot, a production apply of a plan that
+// touches Kubernetes objects is refused (ErrLiveOwnershipUnchecked).
+
+// DesiredSource renders what an environment's Argo CD application wants
+// from the environment repository, as Argo CD would, without Argo CD.
+type DesiredSource interface {
+	DesiredObjects(ctx context.Context, env Environment) (ownership.Desired, error)
+}
+
+// ClusterOwnershipSource is the optional ability of an OwnershipSource
+// that reads the cluster (Argo CD): it is asked only when Terraform writes
+// Kubernetes objects, and when it cannot be read the check goes on
+// offline, saying so.
+type ClusterOwnershipSource interface {
+	OwnershipSource
+	ReadsCluster()
+}
+
+// KubernetesCapable is the optional ability of an OwnershipSource
+// (Terraform) to say whether its root can write Kubernetes objects it does
+// not manage yet: the Kubernetes-capable providers its configuration
+// requires (none means no plan of it can hold a Kubernetes object).
+type KubernetesCapable interface {
+	KubernetesProviders(ctx context.Context, env Environment) ([]string, error)
+}
+
+// ErrLiveOwnershipUnchecked: a production apply of a plan that touches
+// Kubernetes objects while the live ownership check could not run (exit 3).
+var ErrLiveOwnershipUnchecked = fmt.Errorf("%w: live ownership check did not run", ErrBlocked)
+
+// readOwnership reads the environment's ownership sources: every source
+// but the cluster's first; then, only when Terraform writes or may write
+// Kubernetes objects, the cluster's, whose failure is recorded, not
+// returned, and when it could not run, the desired objects rendered from
+// the environment repository. read runs
+// each read (a release run counts it as waiting).
+func (s *Service) readOwnership(ctx context.Context, env Environment, read func(func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error)) (ownership.Sources, error) {
+	var src ownership.Sources
+	var cluster []ClusterOwnershipSource
+	var capable []KubernetesCapable
+	for _, o := range s.d.Ownership {
+		if c, ok := o.(ClusterOwnershipSource); ok {
+			cluster = append(cluster, c)
+			continue
+		}
+		objs, err := read(func() ([]ownership.ManagedObject, error) { return o.ManagedObjects(ctx, env) })
+		if err != nil {
+			return src, fmt.Errorf("read managed objects: %w", err)
+		}
+		src.Terraform = append(src.Terraform, objs...)
+		if k, ok := o.(KubernetesCapable); ok {
+			capable = append(capable, k)
+		}
+	}
+	why := ownership.KubernetesObjects(src.Terraform)
+	if len(why) > 3 {
+		why = append(why[:3], fmt.Sprintf("and %d more", len(why)-3))
+	}
+	for _, k := range capable {
+		providers, err := k.KubernetesProviders(ctx, env)
+		if err != nil {
+			return src, fmt.Errorf("read the Terraform root's providers: %w", err)
+		}
+		if len(providers) > 0 {
+			why = append(why, "its configuration requires "+strings.Join(providers, ", "))
+		}
+	}
+	if len(cluster) == 0 && s.d.Desired == nil {
+		// Nothing but Terraform to read (a test world, or an environment
+		// without Argo CD): the check is what it always was.
+		src.LiveRan = true
+	}
+	if len(why) == 0 {
+		return src, nil
+	}
+	src.Kubernetes = strings.Join(why, ", ")
+	if len(cluster) > 0 {
+		src.LiveRan = true
+		for _, c := range cluster {
+			objs, err := read(func() ([]ownership.ManagedObject, error) { return c.ManagedObjects(ctx, env) })
+			if err != nil {
+				src.LiveRan, src.LiveError, src.Live = false, err.Error(), nil
+				break
+			}
+			src.Live = append(src.Live, objs...)
+		}
+	}
+	if src.LiveRan || s.d.Desired == nil || env.ArgoCD.App == "" {
+		// Argo CD's managed resources are every object of the rendered
+		// source, synced or not: the live check has them all.
+		return src, nil
+	}
+	var d ownership.Desired
+	_, err := read(func() ([]ownership.ManagedObject, error) {
+		var err error
+		d, err = s.d.Desired.DesiredObjects(ctx, env)
+		return nil, err
+	})
+	if err != nil {
+		// A repository that cannot be rendered is Git's problem to fix,
+		// not a reason to stop reviewing the plan.
+		d = ownership.Desired{App: env.ArgoCD.App, Unverified: "the environment repository could not be rendered: " + err.Error()}
+	}
+	src.Desired = append(src.Desired, d)
+	return src, nil
+}
+
+// isProduction reports whether env is a production environment: marked
+// production: true, or the project's last (Project.ProdEnv).
+func (s *Service) isProduction(env Environment) bool {
+	return env.Production || env.Name == s.d.Project.ProdEnv()
+}
+
+// KubernetesChanges are the addresses of the plan's changes that write
+// Kubernetes objects (kubernetes_* resources, kubernetes_manifest,
+// kubectl_manifest, helm_release).
+func KubernetesChanges(p PlanSummary) []string {
+	var out []string
+	for _, c := range p.Changes {
+		if c.Action == ActionNoop || c.Action == ActionRead {
+			continue
+		}
+		if strings.HasPrefix(c.Type, "kubernetes_") || c.Type == "kubectl_manifest" || c.Type == "helm_release" {
+			out = append(out, c.Address)
+		}
+	}
+	return out
+}
+
+// liveOwnershipGate refuses a production apply of a plan that touches
+// Kubernetes objects when the ownership step's live check could not run.
+// The check is tried once more first: Argo CD may be reachable now. ok is
+// false with the Blocked result to return.
+func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan PlanSummary) (StepResult, bool, error) {
+	own := run.r.Step(StepOwnership)
+	checked, _, found := EvidenceOf[OwnershipChecked](own.Evidence)
+	if !found || checked.LiveUnchecked == "" || !run.svc.isProduction(run.env) {
+		return StepResult{}, true, nil
+	}
+	kube := KubernetesChanges(plan)
+	if len(kube) == 0 {
+		return StepResult{}, true, nil
+	}
+	again, err := run.ownership(ctx)
+	if err != nil {
+		return StepResult{}, false, err
+	}
+	own.Evidence = append(own.Evidence, again.Evidence...)
+	if again.Status == Blocked {
+		return again, false, nil
+	}
+	now, _, _ := EvidenceOf[OwnershipChecked](again.Evidence)
+	if now.LiveUnchecked == "" {
+		return StepResult{}, true, nil
+	}
+	listed := kube
+	if len(listed) > 3 {
+		listed = append(listed[:3:3], fmt.Sprintf("and %d more", len(kube)-3))
+	}
+	msg := fmt.Sprintf("%s is a production environment and plan %s writes Kubernetes objects (%s), but the live ownership check could not run: %s; make Argo CD reachable and run relcap resume %s",
+		run.env.Name, ShortHash(plan.Fingerprint), strings.Join(listed, ", "), now.LiveUnchecked, run.r.ID)
+	return blocked(ErrLiveOwnershipUnchecked, msg, again.Findings), false, nil
+}
