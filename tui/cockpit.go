@@ -71,6 +71,9 @@ type Model struct {
 	// captain who looked away saw it.
 	approvedBy string
 	quitting   bool
+	// hold: opened from the decision map (plain relcap); the first run
+	// waits for the captain's key (hold.go).
+	hold bool
 	// runs is shared by every copy of the model, so Run can wait for the
 	// last run to persist its state before returning.
 	runs *screen.Runs
@@ -171,6 +174,9 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 			why = waitingFor(msg.release)
 		}
 		m, cmd := m.broadcast(screen.RunStateMsg{Release: msg.release, Err: why})
+		if m.hold {
+			return m.held(), cmd
+		}
 		return m, tea.Batch(cmd, m.beginRun())
 	case runStartedMsg:
 		if msg.gen != m.gen {

@@ -49,6 +49,9 @@ type Options struct {
 	// Width and Height are the initial size when Output is not a terminal
 	// (tests, recordings made without a TTY); ignored otherwise.
 	Width, Height int
+	// Hold opens the cockpit on the decision map and runs nothing until
+	// the captain presses the resume key (plain relcap).
+	Hold bool
 }
 
 // terminal is where a program of relcap's draws, and what it records.
@@ -161,6 +164,7 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Review != NoReview {
 		root = root.asReview(opts.Review)
 	}
+	root.hold = opts.Hold
 	m, rec, err := root.runProgram(ctx, cancelRuns, terminal{Input: opts.Input, Output: opts.Output, Env: opts.Env, Secrets: opts.Secrets,
 		Record: opts.Record, Width: opts.Width, Height: opts.Height}, opts.Notices)
 	ferr := opts.Service.FlushEffort(context.WithoutCancel(ctx), opts.ReleaseID)

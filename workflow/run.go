@@ -134,6 +134,9 @@ func (s *Service) RunUntil(ctx context.Context, id string, sink EventSink, last 
 		if r.Step(k).Status.Done() {
 			continue
 		}
+		if err := r.MissingInput(k); err != nil {
+			return r.Clone(), err // preflight.go: not a failure of the step
+		}
 		if err := run.step(ctx, k); err != nil {
 			return r.Clone(), err
 		}

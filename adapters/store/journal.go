@@ -47,6 +47,10 @@ type FileJournal struct {
 	unconfirmed []journal.Line
 	broken      error // set when the file may end in a partial line
 	closed      bool
+	// deferred is set for a session prepared by PrepareSession and not
+	// created yet: no file, no ledger row until something is recorded
+	// (lazysession.go).
+	deferred *deferredSession
 }
 
 var _ workflow.Journal = (*FileJournal)(nil)
@@ -139,9 +143,17 @@ func (j *FileJournal) Path() string { return j.path }
 // refuse further entries, because the file may then end in a partial or
 // lost line.
 func (j *FileJournal) Append(ctx context.Context, rec workflow.JournalRecord) (journal.Entry, error) {
-	kind := rec.JournalKind()
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if err := j.createDeferred(ctx); err != nil {
+		return journal.Entry{}, err
+	}
+	return j.appendLocked(ctx, rec)
+}
+
+// appendLocked is Append with j.mu held and the session created.
+func (j *FileJournal) appendLocked(ctx context.Context, rec workflow.JournalRecord) (journal.Entry, error) {
+	kind := rec.JournalKind()
 	switch {
 	case j.closed:
 		return journal.Entry{}, fmt.Errorf("journal %s: session %s is closed", j.path, j.session.ID)
@@ -199,6 +211,9 @@ func (j *FileJournal) Close(ctx context.Context) error {
 		return nil
 	}
 	j.closed = true
+	if j.deferred != nil {
+		return nil // never created: nothing to close
+	}
 	var errs []error
 	if err := j.f.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close journal %s: %w", j.path, err))

@@ -33,6 +33,10 @@ type Recording struct {
 
 // StartRecording creates the session's next recording file, mode 0600.
 func (j *FileJournal) StartRecording() (*Recording, error) {
+	// A recording is something recorded: the session exists from now on.
+	if err := j.Create(context.Background()); err != nil {
+		return nil, err
+	}
 	dir := filepath.Dir(j.path)
 	for n := 1; n < 100; n++ {
 		name := ScreenFile

@@ -26,7 +26,7 @@ repository, so a journal rewritten together with its ledger head, or a
 session's ledger row deleted, is detected too.`,
 	}
 	cmd.AddCommand(newCmdJournalList(a, nil), newCmdJournalShow(a, nil), newCmdJournalVerify(a, nil), newCmdJournalReplay(a, nil))
-	return cmd
+	return readOnlyCommand(cmd)
 }
 
 func journalPath(a *app, id string) (string, error) {

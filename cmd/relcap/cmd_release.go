@@ -161,14 +161,24 @@ func newCmdResume(f *app, runF func(context.Context, *resumeOptions) error) *cob
 // runResume continues a release where it stopped.
 func runResume(ctx context.Context, opts *resumeOptions) error {
 	a, id := opts.f, opts.ReleaseID
+	// What the release still needs from a person is said before a session
+	// opens, and the release stays as it was.
+	if q, err := a.records(ctx); err != nil {
+		return err
+	} else if r, err := q.Release(ctx, id); errors.Is(err, workflow.ErrNotFound) {
+		return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, id)
+	} else if err != nil {
+		return err
+	} else if cur, ok := r.Current(); ok && !r.Status.Done() {
+		if err := r.MissingInput(cur); err != nil {
+			return err
+		}
+	}
 	svc, _, err := a.flowService(ctx, "resume", id, opts.Timeout)
 	if err != nil {
 		return err
 	}
 	a.measureRelease(svc)
-	if _, err := svc.Release(ctx, id); errors.Is(err, workflow.ErrNotFound) {
-		return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, id)
-	}
 	return a.driveRelease(ctx, svc, id)
 }
 

@@ -44,7 +44,7 @@ names the last day (or month) included. Formats: table (default), md, csv,
 json (exact seconds), html (one self-contained file with charts).`,
 	}
 	cmd.AddCommand(newCmdReportEffort(a, nil), newCmdReportMeasures(a, nil))
-	return cmd
+	return readOnlyCommand(cmd)
 }
 
 func addReportFlags(cmd *cobra.Command, f *reportOptions) {

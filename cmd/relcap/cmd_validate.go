@@ -18,7 +18,7 @@ type validateOptions struct {
 
 func newCmdValidate(f *app, runF func(context.Context, *validateOptions) error) *cobra.Command {
 	opts := &validateOptions{f: f}
-	return &cobra.Command{
+	return readOnlyCommand(&cobra.Command{
 		Use:   "validate",
 		Short: "Check relcap.yaml, the ownership map and the people file; every problem as file:line",
 		Long: `validate loads relcap.yaml (from -c, or the nearest one up from the working
@@ -30,7 +30,7 @@ anything is wrong.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runOr(runF, runValidate)(cmd.Context(), opts)
 		},
-	}
+	})
 }
 
 // runValidate loads the configuration, the ownership map and the people

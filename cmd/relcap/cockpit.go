@@ -42,7 +42,7 @@ func (a *app) cockpit(ctx context.Context, svc *workflow.Service, id string, jou
 	// is journaled only.
 	svc.SetToolOutput(nil)
 	runErr := tui.Run(ctx, tui.Options{Service: svc, Reports: a.reports(svc.Project()), ReleaseID: id, Input: a.io.In, Output: a.screen, Env: a.io.Env, Secrets: a.secrets,
-		Record: rec, Notices: notices})
+		Record: rec, Notices: notices, Hold: a.holdCockpit})
 	if err := rec.Finish(ctx, id); err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -85,5 +85,7 @@ func (a *app) openCockpit(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	// Opening the cockpit decides nothing: the captain resumes with a key.
+	a.holdCockpit = true
 	return a.runCockpit(ctx, svc, r.ID)
 }

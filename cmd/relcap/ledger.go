@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -137,6 +139,17 @@ func (a *app) openLedgerAt(ctx context.Context, loc ledgerLocation) (*store.Ledg
 		l   *store.Ledger
 		err error
 	)
+	if a.readOnly && loc.path != "" {
+		// A read-only command never creates a ledger: a path with none
+		// is a typo (or nothing was recorded there yet), said as such.
+		if _, serr := os.Stat(loc.path); errors.Is(serr, fs.ErrNotExist) {
+			from := loc.from
+			if from == "" {
+				from = "the default ledger"
+			}
+			return nil, usageError{fmt.Errorf("%s: no ledger at %s: nothing was recorded there; check the path (--ledger, $%s or relcap.yaml's ledger:)", from, loc.path, envLedger)}
+		}
+	}
 	if loc.url != "" {
 		l, err = store.OpenPostgres(ctx, loc.url, store.WithSecrets(a.secrets))
 	} else {

@@ -30,6 +30,7 @@ type globalFlags struct {
 	json    bool
 	noTUI   bool
 	noColor bool
+	version bool
 }
 
 // app is the composition root's state for one invocation: what the flags
@@ -69,6 +70,12 @@ type app struct {
 	measured []measuredCommand
 	// warnedBreakGlass: an expired break-glass was looked for already.
 	warnedBreakGlass bool
+	// readOnly: the command only reads the ledger (annotationReadOnly),
+	// so a ledger that does not exist is a mistyped path, never created.
+	readOnly bool
+	// holdCockpit: the cockpit opens on the decision map and runs nothing
+	// until the captain asks (plain relcap).
+	holdCockpit bool
 }
 
 // run builds the command tree, executes it and maps the outcome to an exit
@@ -94,7 +101,7 @@ func run(ctx context.Context, io *IO, args []string) (code int) {
 		// write is a transaction and every journal line is fsynced, so what
 		// was recorded before the failure is intact.
 		if r := recover(); r != nil {
-			fmt.Fprintf(io.Err, "relcap: internal error: %v\nrelcap: nothing already recorded was lost; please report this with the command you ran (relcap version: %s)\n", r, version)
+			fmt.Fprintf(io.Err, "relcap: internal error: %v\nrelcap: nothing already recorded was lost; please report this with the command you ran (relcap version: %s)\n", r, currentBuild().Version)
 			_ = a.close(context.WithoutCancel(ctx), exitError, fmt.Errorf("internal error: %v", r))
 			code = exitError
 		}
@@ -132,13 +139,12 @@ with every decision journaled and the staff time it cost measured.`,
 			if len(args) == 0 {
 				return nil
 			}
-			msg := fmt.Sprintf("unknown command %s", input.QuoteInput(args[0]))
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
-			}
-			return usageError{fmt.Errorf("%s; see relcap --help", msg)}
+			return unknownCommand(cmd, args[0])
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.flags.version {
+				return a.printVersion()
+			}
 			return a.openCockpit(cmd)
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -147,13 +153,19 @@ with every decision journaled and the staff time it cost measured.`,
 				return err
 			}
 			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
+				// One switch for every screen: the cockpit's colour
+				// profile, the review and the rehearsal screens read the
+				// environment, as they read NO_COLOR.
 				a.flags.noColor = true
+				a.io.Env = append(a.io.Env, "NO_COLOR=1")
 			}
-			return nil
+			a.readOnly = isReadOnly(cmd)
+			return a.checkReferences(cmd.Context(), cmd, args)
 		},
 	}
 	root.SuggestionsMinimumDistance = 2
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return a.flagError(cmd, err) })
+	root.Flags().BoolVar(&a.flags.version, "version", false, "print relcap's version (as relcap version)")
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.flags.config, "config", "c", "", "relcap.yaml to use (default: found in the current directory or a parent)")
 	pf.StringVar(&a.flags.ledger, "ledger", "", "the ledger: an SQLite file's path or a team's postgres:// URL (default $"+envLedger+", relcap.yaml's ledger:, else $XDG_DATA_HOME/relcap/ledger.db)")
@@ -198,6 +210,10 @@ func (a *app) close(ctx context.Context, code int, cmdErr error) error {
 			Interactive: a.io.StdinTTY, Why: "no terminal: stdin is not a TTY (CI or a script), so relcap cannot tell how long a person spent"}))
 	}
 	for _, j := range a.sessions {
+		if !j.Recorded() {
+			// Nothing was recorded: no session to close, sign or anchor.
+			continue
+		}
 		outcome := workflow.SessionClosed{ExitCode: code}
 		if cmdErr != nil {
 			outcome.Error = cmdErr.Error()
@@ -293,8 +309,11 @@ func (a *app) actor() (string, error) {
 	return "", usageError{errors.New("cannot tell who is acting: pass --actor NAME or set $USER")}
 }
 
-// openSession starts the journal of a state-changing command; run closes it
-// with the command's outcome.
+// openSession prepares the journal of a state-changing command; run closes
+// it with the command's outcome. The session is created (its file, its
+// ledger row) only when the command first records something, so a command
+// that refuses, fails early or finds nothing to do leaves no session, and
+// no signed or anchored head.
 func (a *app) openSession(ctx context.Context, command, releaseID string) (*store.FileJournal, error) {
 	l, err := a.openLedger(ctx)
 	if err != nil {
@@ -308,23 +327,21 @@ func (a *app) openSession(ctx context.Context, command, releaseID string) (*stor
 	if err != nil {
 		return nil, err
 	}
-	now := a.clock.Now()
-	j, err := store.OpenSession(ctx, l, dir, workflow.Session{
-		ID: store.NewSessionID(now), Actor: actor, Command: command, ReleaseID: releaseID, StartedAt: now,
-	}, a.clock, store.WithSecrets(a.secrets))
-	if err != nil {
-		return nil, err
-	}
-	a.sessions = append(a.sessions, j)
 	// The journal names its ledger, so journal verify tells a journal
 	// whose ledger row was deleted from another ledger's.
 	self, err := l.LedgerIdentity(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger's identity: %w", err)
 	}
-	if _, err := j.Append(ctx, workflow.SessionOpened{Command: command, Args: a.args, Relcap: version, Ledger: self}); err != nil {
+	now := a.clock.Now()
+	opened := workflow.SessionOpened{Command: command, Args: a.args, Relcap: currentBuild().Version, Ledger: self}
+	j, err := store.PrepareSession(l, dir, workflow.Session{
+		ID: store.NewSessionID(now), Actor: actor, Command: command, ReleaseID: releaseID, StartedAt: now,
+	}, a.clock, []workflow.JournalRecord{opened}, store.WithSecrets(a.secrets))
+	if err != nil {
 		return nil, err
 	}
+	a.sessions = append(a.sessions, j)
 	return j, nil
 }
 

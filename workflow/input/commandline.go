@@ -62,8 +62,16 @@ func CheckCommandLine(path string, flags []GivenFlag, args []string) error {
 				if err := CheckID(kind, "--"+f.Name, v); err != nil {
 					return err
 				}
+			case imageFlags[f.Name]:
+				if err := CheckImageRef("--"+f.Name, v); err != nil {
+					return err
+				}
 			case freeTextFlags[f.Name]:
 				if err := CheckFreeText("--"+f.Name, v); err != nil {
+					return err
+				}
+			case IsNumberFlag(f.Name):
+				if err := checkNumber(f.Name, v); err != nil {
 					return err
 				}
 			}
