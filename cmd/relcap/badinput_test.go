@@ -65,7 +65,7 @@ func TestBadInputRecordsNothing(t *testing.T) {
 		"promote, image with spaces":   {args: []string{"promote", "--env", "staging", "--image", "Not A Ref!!"}, want: "--image"},
 		"release, image in capitals":   {args: []string{"release", "--env", "staging", "--image", "Web/App:1!"}, want: "--image"},
 		"release, malformed digest":    {args: []string{"release", "--env", "staging", "--image", "web@sha256:xyz"}, want: "--image"},
-		"plan, no Argo CD token":       {args: []string{"plan", "--env", "staging"}, noEnv: true, want: "ARGOCD_AUTH_TOKEN"},
+		"converge, no Argo CD token":   {args: []string{"converge", "--env", "staging"}, noEnv: true, want: "ARGOCD_AUTH_TOKEN"},
 		"release, no Argo CD token":    {args: []string{"release", "--env", "staging", "--image", "r/web:1"}, noEnv: true, want: "ARGOCD_AUTH_TOKEN"},
 		"plan, unknown env":            {args: []string{"plan", "--env", "qa"}, want: `"qa"`},
 		"promote, unknown env":         {args: []string{"promote", "--env", "qa", "--image", "r/web:1"}, want: `"qa"`},

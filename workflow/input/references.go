@@ -25,7 +25,6 @@ var releaseReferences = map[string]bool{
 // from their first step: without its server and token they would start a
 // release only to fail it.
 var argoCDCommands = map[string]bool{
-	"relcap plan":     true,
 	"relcap release":  true,
 	"relcap converge": true,
 	"relcap rollback": true,
