@@ -42,7 +42,7 @@ import (
 // drives it, then every byte relcap wrote is scanned for every encoding of
 // every secret. The tests set TF_VAR_* and DOCKER_CONFIG in the process's
 // own environment, where Terraform and Docker's keychain read them, so
-// they are not parallel.
+// each runs in a process of its own (ranInOwnProcess).
 
 // leakRoot is the Terraform root: each sensitive variable is mirrored by
 // terraform_data into an unmarked output (Terraform prints it in clear at
@@ -462,7 +462,7 @@ type fakeForge struct {
 }
 
 // installFakeForge makes the wiring build the fake for github reviews
-// until the test ends (the tests that call it are not parallel).
+// until the test ends (the tests that call it run alone in their process).
 func installFakeForge(t *testing.T, repo string) *fakeForge {
 	f := &fakeForge{repo: repo}
 	saved := forgeConstructors
