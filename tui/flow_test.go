@@ -13,6 +13,7 @@ import (
 
 	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // waitFor waits until the rendered output, stripped of ANSI, contains s.
@@ -88,7 +89,7 @@ func TestFlowQuitMidReleaseIsResumable(t *testing.T) {
 	waitFor(t, tm, "needs 1 more approval")
 	tm.Type("q")
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(Model)
-	require.ErrorIs(t, final.Err(), workflow.ErrApprovalRequired)
+	require.ErrorIs(t, final.Err(), fault.ErrApprovalRequired)
 	r, err := env.Ledger.LoadRelease(t.Context(), fixture.ReleaseID)
 	require.NoError(t, err)
 	require.Equal(t, workflow.ReleaseBlocked, r.Status)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // ApprovalKind says what an approval approves.
@@ -195,7 +197,7 @@ func (p ApprovalPolicy) Rule(kind ApprovalKind) ApprovalRule {
 // at apply time.
 func (r ApprovalRule) Refuses(author, approver string) error {
 	if len(r.Approvers) > 0 && !slices.Contains(r.Approvers, approver) {
-		return fmt.Errorf("%w: %s may not approve %s here: approvers.%s lists %s", ErrBlocked, approver, r.Kind, r.Kind, strings.Join(r.Approvers, ", "))
+		return fmt.Errorf("%w: %s may not approve %s here: approvers.%s lists %s", fault.ErrBlocked, approver, r.Kind, r.Kind, strings.Join(r.Approvers, ", "))
 	}
 	if r.DistinctFromAuthor && author != "" && author == approver {
 		what := "wrote this plan"
@@ -203,9 +205,9 @@ func (r ApprovalRule) Refuses(author, approver string) error {
 		case ApprovePromotion:
 			what = "captains this release"
 		case ApproveBreakGlass:
-			return fmt.Errorf("%w: %s breaks the glass, and a break-glass needs someone else's approval", ErrBlocked, approver)
+			return fmt.Errorf("%w: %s breaks the glass, and a break-glass needs someone else's approval", fault.ErrBlocked, approver)
 		}
-		return fmt.Errorf("%w: %s %s and the environment requires approval by someone else (approvals.distinct_from_author)", ErrBlocked, approver, what)
+		return fmt.Errorf("%w: %s %s and the environment requires approval by someone else (approvals.distinct_from_author)", fault.ErrBlocked, approver, what)
 	}
 	return nil
 }
@@ -260,7 +262,7 @@ func (r ApprovalRule) ignores(target ApprovalTarget, author string, a Approval, 
 	case target.Digest != "" && a.Digest != target.Digest:
 		return fmt.Sprintf("approved digest %s, not %s", a.Digest, target.Digest)
 	case r.Refuses(author, a.Approver) != nil:
-		return strings.TrimPrefix(r.Refuses(author, a.Approver).Error(), ErrBlocked.Error()+": ")
+		return strings.TrimPrefix(r.Refuses(author, a.Approver).Error(), fault.ErrBlocked.Error()+": ")
 	case a.Signature.IsZero() && r.Signed:
 		return "unsigned, and this environment counts only approvals signed with the approver's key"
 	case !a.ReceivedAt.IsZero() && (a.At.Sub(a.ReceivedAt) > StatementSkew || a.ReceivedAt.Sub(a.At) > StatementSkew):
@@ -327,8 +329,8 @@ func ignoredNote(c ApprovalCheck) string {
 func (s *Service) ApprovePlan(ctx context.Context, fingerprint, comment string) (Approval, ApprovalCheck, error) {
 	d := s.d
 	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
-	if errors.Is(err, ErrNotFound) {
-		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: no plan with fingerprint %s: run relcap plan --env ENV and approve the fingerprint it prints", ErrUsage, fingerprint)
+	if errors.Is(err, fault.ErrNotFound) {
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: no plan with fingerprint %s: run relcap plan --env ENV and approve the fingerprint it prints", fault.ErrUsage, fingerprint)
 	}
 	if err != nil {
 		return Approval{}, ApprovalCheck{}, err
@@ -372,11 +374,11 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 		if pr := r.Checkpoints.PullRequest; pr != nil {
 			where = pr.URL
 		}
-		err := fmt.Errorf("%w: %s's promotions are approved by reviewing the pull request on the forge (envrepo.review.approvals: forge): approve it at %s", ErrUsage, r.Env, where)
+		err := fmt.Errorf("%w: %s's promotions are approved by reviewing the pull request on the forge (envrepo.review.approvals: forge): approve it at %s", fault.ErrUsage, r.Env, where)
 		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
 	}
 	if r.Checkpoints.EnvPinned == "" {
-		err := fmt.Errorf("%w: release %s has not pinned its change yet: a promotion approval signs the pinned commit and digest, so approve once relcap has pushed %s's branch", ErrBlocked, r.ID, r.Env)
+		err := fmt.Errorf("%w: release %s has not pinned its change yet: a promotion approval signs the pinned commit and digest, so approve once relcap has pushed %s's branch", fault.ErrBlocked, r.ID, r.Env)
 		return Approval{}, ApprovalCheck{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: ApprovePromotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
 	}
 	rule := env.Approvals.Rule(ApprovePromotion)
@@ -408,13 +410,13 @@ func (s *Service) ApproveBreakGlass(ctx context.Context, envName string, ttl tim
 	}
 	switch {
 	case !env.Production:
-		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: %s is not a production environment: break-glass there needs no approval", ErrUsage, env.Name)
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: %s is not a production environment: break-glass there needs no approval", fault.ErrUsage, env.Name)
 	case env.ArgoCD.App == "":
-		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: %s has no argo cd application (argocd.app) to break the glass of", ErrUsage, env.Name)
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: %s has no argo cd application (argocd.app) to break the glass of", fault.ErrUsage, env.Name)
 	case strings.TrimSpace(reason) == "":
-		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: a break-glass approval needs --reason: say what you approve it for (it is signed)", ErrUsage)
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: a break-glass approval needs --reason: say what you approve it for (it is signed)", fault.ErrUsage)
 	case ttl <= 0 || ttl > MaxBreakGlassTTL:
-		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: --ttl must be more than 0 and at most %s, got %s", ErrUsage, MaxBreakGlassTTL, ttl)
+		return Approval{}, ApprovalCheck{}, fmt.Errorf("%w: --ttl must be more than 0 and at most %s, got %s", fault.ErrUsage, MaxBreakGlassTTL, ttl)
 	}
 	return s.approve(ctx, env.Approvals.Rule(ApproveBreakGlass), "", time.Time{},
 		Approval{Kind: ApproveBreakGlass, Subject: BreakGlassSubject(env), Env: env.Name, Approver: d.Actor, Comment: reason, At: d.Clock.Now(), TimeBox: ttl})
@@ -442,7 +444,7 @@ func (s *Service) approve(ctx context.Context, rule ApprovalRule, author string,
 	signed, err := s.sign(ctx, a)
 	switch {
 	case err != nil && rule.Signed:
-		return refuse(fmt.Errorf("%w: approvals in %s are signed with the approver's own key, and %s cannot sign as %s: %v", ErrBlocked, a.Env, s.d.Actor, a.Approver, err))
+		return refuse(fmt.Errorf("%w: approvals in %s are signed with the approver's own key, and %s cannot sign as %s: %v", fault.ErrBlocked, a.Env, s.d.Actor, a.Approver, err))
 	case err == nil:
 		a = signed
 	default:

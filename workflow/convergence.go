@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // SyncStatus is whether Argo CD finds the live state equal to Git.
@@ -103,7 +105,7 @@ func (r AppResource) Key() string { return r.Kind + "/" + r.Namespace + "/" + r.
 // Want is what convergence means for one release.
 type Want struct {
 	Revision string
-	Digest   Digest
+	Digest   image.Digest
 }
 
 // VerdictKind names a convergence verdict; a failed release's finding
@@ -238,7 +240,7 @@ func ofRevision(rev string) string {
 
 // RunsDigest reports whether one of images (a Pod's, as Argo CD reports
 // them) runs digest d.
-func RunsDigest(images []string, d Digest) bool {
+func RunsDigest(images []string, d image.Digest) bool {
 	return slices.ContainsFunc(images, func(img string) bool { return strings.HasSuffix(img, "@"+d.String()) })
 }
 

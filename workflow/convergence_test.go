@@ -8,11 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 func TestConvergedJudgesSyncHealthRevisionAndDigestSeparately(t *testing.T) {
 	t.Parallel()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("ab", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("ab", 32))
 	require.NoError(t, err)
 	img := "registry.test/web@" + d.String()
 	want := workflow.Want{Revision: "rev2", Digest: d}
@@ -67,10 +69,10 @@ func TestCountApprovalsBindsToTheExactSubject(t *testing.T) {
 func TestParseDigestRejectsTagsAndMalformedDigests(t *testing.T) {
 	t.Parallel()
 	for _, bad := range []string{"", "latest", "sha256:abc", "md5:" + strings.Repeat("a", 32), "sha256:" + strings.Repeat("A", 64)} {
-		_, err := workflow.ParseDigest(bad)
-		require.ErrorIs(t, err, workflow.ErrUsage, bad)
+		_, err := image.ParseDigest(bad)
+		require.ErrorIs(t, err, fault.ErrUsage, bad)
 	}
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("0f", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("0f", 32))
 	require.NoError(t, err)
 	require.Equal(t, "0f0f0f0f0f0f", d.Short())
 }
@@ -103,7 +105,7 @@ func TestResourceFailureNamesPodFailuresThatTheApplicationHides(t *testing.T) {
 // one of the bad commit. Found against real Argo CD in the lab.
 func TestConvergedIgnoresAFailedOperationOfAnotherRevision(t *testing.T) {
 	t.Parallel()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("cd", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("cd", 32))
 	require.NoError(t, err)
 	img := "registry.test/web@" + d.String()
 	st := workflow.AppState{SyncStatus: "Synced", SyncRevision: "revert", Health: "Healthy", Images: []string{img},

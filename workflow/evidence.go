@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // EvidenceKind names what a piece of evidence establishes. The names are
@@ -181,7 +182,7 @@ type PullRequestLanded struct {
 // the application).
 type AppConverged struct {
 	IntendedRevision string       `json:"intended_revision"`
-	Digest           Digest       `json:"digest"`
+	Digest           image.Digest `json:"digest"`
 	Sync             SyncStatus   `json:"sync"`
 	Revision         string       `json:"revision"`
 	Health           HealthStatus `json:"health"`
@@ -195,7 +196,7 @@ type AppNotConverged struct {
 	Verdict          VerdictKind  `json:"verdict"`
 	Reason           string       `json:"reason"`
 	IntendedRevision string       `json:"intended_revision"`
-	Digest           Digest       `json:"digest"`
+	Digest           image.Digest `json:"digest"`
 	Images           []string     `json:"images,omitempty"`
 	Sync             SyncStatus   `json:"sync"`
 	Revision         string       `json:"revision"`

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // TestEvidenceRecordedAsStringsReadsTyped: releases recorded before
@@ -31,7 +32,7 @@ func TestEvidenceRecordedAsStringsReadsTyped(t *testing.T) {
 ]`
 	var got []workflow.Evidence
 	require.NoError(t, json.Unmarshal([]byte(legacy), &got))
-	d, err := workflow.ParseDigest(digest)
+	d, err := image.ParseDigest(digest)
 	require.NoError(t, err)
 	at := time.Date(2026, 12, 1, 6, 41, 33, 0, time.UTC)
 	want := []workflow.EvidenceDetail{

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // The hooks the features beside the core (workflow/audit, breakglass,
@@ -210,24 +211,24 @@ func (h PromotionHook) source(verified, resolvedIn string, converged bool) strin
 	return verified
 }
 
-// pinnedDigest is the digest of an unavailable-image drill's Image, taken
-// as it is.
-func (h PromotionHook) pinnedDigest(image string) (Digest, string, error) {
-	at := strings.LastIndexByte(image, '@')
+// pinnedDigest is the digest of an unavailable-image drill's Image (ref),
+// taken as it is.
+func (h PromotionHook) pinnedDigest(ref string) (image.Digest, string, error) {
+	at := strings.LastIndexByte(ref, '@')
 	if at < 0 {
-		return Digest{}, "", fmt.Errorf("rehearsal %s: %s is not a digest reference", h.Rehearsal, image)
+		return image.Digest{}, "", fmt.Errorf("rehearsal %s: %s is not a digest reference", h.Rehearsal, ref)
 	}
-	d, err := ParseDigest(image[at+1:])
+	d, err := image.ParseDigest(ref[at+1:])
 	if err != nil {
-		return Digest{}, "", fmt.Errorf("rehearsal %s: %s is not a digest reference", h.Rehearsal, image)
+		return image.Digest{}, "", fmt.Errorf("rehearsal %s: %s is not a digest reference", h.Rehearsal, ref)
 	}
-	return d, image[:at], nil
+	return d, ref[:at], nil
 }
 
 // skipCopy checkpoints the copy of an unavailable-image drill's digest as
 // done without copying it: there are no bytes to copy, and pinning them
 // anyway is the drill. Any other release is left to the copy.
-func (run *releaseRun) skipCopy(ctx context.Context, digest Digest, res *StepResult) error {
+func (run *releaseRun) skipCopy(ctx context.Context, digest image.Digest, res *StepResult) error {
 	h := run.r.Checkpoints.PromotionHook
 	if run.r.Checkpoints.CopiedTo != "" || !h.Unavailable {
 		return nil

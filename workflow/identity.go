@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Identity: who is who, and what proves it. The people file that counts,
@@ -20,12 +22,12 @@ import (
 // ErrPeopleFileDiffers: the working copy of the people file is not the
 // protected one, in an environment whose approvals cannot count on it
 // (exit 3).
-var ErrPeopleFileDiffers = fmt.Errorf("%w: the people file differs from the protected one", ErrBlocked)
+var ErrPeopleFileDiffers = fmt.Errorf("%w: the people file differs from the protected one", fault.ErrBlocked)
 
 // ErrPeopleUnavailable: the people file that counts cannot be read now
 // (its origin cannot be reached), or an earlier revision of it is not on
 // this machine: nothing is verified until it can be (exit 3).
-var ErrPeopleUnavailable = fmt.Errorf("%w: the people file that counts cannot be read", ErrBlocked)
+var ErrPeopleUnavailable = fmt.Errorf("%w: the people file that counts cannot be read", fault.ErrBlocked)
 
 // strictAboutPeople reports whether env's approvals depend on who is who
 // enough that a people file edited on this machine must stop them:
@@ -127,7 +129,7 @@ func promotionCaptain(ctx context.Context, v SignatureVerifier, env Environment,
 		if err == nil {
 			return r.Captain, nil
 		}
-		if errors.Is(err, ErrUsage) {
+		if errors.Is(err, fault.ErrUsage) {
 			return "", err
 		}
 		why = fmt.Sprintf("release %s's captain signature (as %s) does not verify: %v", r.ID, orUnknown(r.Captain), err)
@@ -143,7 +145,7 @@ func promotionCaptain(ctx context.Context, v SignatureVerifier, env Environment,
 
 // ErrAuthorUnverified: the plan's author signature is absent or does not
 // verify, and the environment needs to know who wrote it (exit 3).
-var ErrAuthorUnverified = fmt.Errorf("%w: the plan's author is not verified", ErrBlocked)
+var ErrAuthorUnverified = fmt.Errorf("%w: the plan's author is not verified", fault.ErrBlocked)
 
 // AuthorStatement is the exact text a plan's author signature covers:
 // which plan (fingerprint) of which environment, for which release, by
@@ -209,7 +211,7 @@ func verifiedAuthor(ctx context.Context, v SignatureVerifier, p PlanSummary) (st
 		return "", fmt.Errorf("plan %s was not signed by its author (%s)", ShortHash(p.Fingerprint), orUnknown(p.Author))
 	}
 	if err := v.Verify(ctx, p.Author, NamespaceApproval, p.AuthorStatement(), p.AuthorSignature, p.CreatedAt); err != nil {
-		if errors.Is(err, ErrUsage) {
+		if errors.Is(err, fault.ErrUsage) {
 			return "", err
 		}
 		return "", fmt.Errorf("plan %s's author signature (as %s) does not verify: %v", ShortHash(p.Fingerprint), orUnknown(p.Author), err)
@@ -232,7 +234,7 @@ func planAuthorFor(ctx context.Context, v SignatureVerifier, env Environment, ru
 	switch {
 	case err == nil:
 		return author, nil
-	case errors.Is(err, ErrUsage):
+	case errors.Is(err, fault.ErrUsage):
 		return "", err
 	case !needsVerifiedAuthor(rule):
 		return p.Author, nil

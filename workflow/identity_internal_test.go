@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // recordingVerifier is a fake SignatureVerifier: it accepts every
@@ -75,7 +77,7 @@ func TestAnEditedPeopleFileIsRefusedWhereWhoIsWhoMatters(t *testing.T) {
 			warnings, err := PeopleFileVerdict(c.env, differs)
 			if c.refuse {
 				require.ErrorIs(t, err, ErrPeopleFileDiffers)
-				require.ErrorIs(t, err, ErrBlocked)
+				require.ErrorIs(t, err, fault.ErrBlocked)
 				require.Contains(t, err.Error(), "allowed_signers on this machine differs from allowed_signers at origin/main (commit 1) for bob")
 				require.Contains(t, err.Error(), "push it through review")
 				return

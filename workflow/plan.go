@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -366,5 +367,5 @@ func (e Environment) MayApply(actor string) error {
 	if len(who) == 0 || slices.Contains(who, actor) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s may not apply plans in %s: approvers.apply lists %s", ErrBlocked, actor, e.Name, strings.Join(who, ", "))
+	return fmt.Errorf("%w: %s may not apply plans in %s: approvers.apply lists %s", fault.ErrBlocked, actor, e.Name, strings.Join(who, ", "))
 }

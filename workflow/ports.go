@@ -6,6 +6,7 @@ import (
 
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -96,11 +97,11 @@ type StateResource struct {
 // Registry resolves references and copies digests between repositories.
 type Registry interface {
 	// Resolve turns a tag or digest reference into one digest, once.
-	Resolve(ctx context.Context, ref string) (Artifact, error)
+	Resolve(ctx context.Context, ref string) (image.Artifact, error)
 	// Promote copies the digest and its referrers (signatures,
 	// attestations) from req.From to req.To, skipping blobs already
 	// present, and verifies the target digest. It is idempotent.
-	Promote(ctx context.Context, req PromoteRequest) (PromoteResult, error)
+	Promote(ctx context.Context, req image.PromoteRequest) (image.PromoteResult, error)
 }
 
 // EnvRepo changes the environment repository.
@@ -120,7 +121,7 @@ type EnvRepo interface {
 	// Pinned reads which reference the target's file pins on its branch
 	// now, for rollback and break-glass. repo is the repository the
 	// environment pulls from.
-	Pinned(ctx context.Context, t EnvRepoTarget, repo string) (ImageRef, error)
+	Pinned(ctx context.Context, t EnvRepoTarget, repo string) (image.Ref, error)
 }
 
 // Evidence: Argo CD converged.
@@ -260,7 +261,7 @@ type ReleaseStore interface {
 	// RecordConvergence remembers that digest converged in env, the
 	// evidence the next environment's promotion policy asks for.
 	RecordConvergence(ctx context.Context, c ConvergenceRecord) error
-	HasConverged(ctx context.Context, app, env string, d Digest) (bool, error)
+	HasConverged(ctx context.Context, app, env string, d image.Digest) (bool, error)
 }
 
 // ReleaseFilter selects releases by CreatedAt, newest first; From is
@@ -275,12 +276,12 @@ type ReleaseFilter struct {
 
 // ConvergenceRecord is the moment a release converged.
 type ConvergenceRecord struct {
-	ReleaseID string    `json:"release_id"`
-	App       string    `json:"app"`
-	Env       string    `json:"env"`
-	Digest    Digest    `json:"digest"`
-	Revision  string    `json:"revision"`
-	At        time.Time `json:"at"`
+	ReleaseID string       `json:"release_id"`
+	App       string       `json:"app"`
+	Env       string       `json:"env"`
+	Digest    image.Digest `json:"digest"`
+	Revision  string       `json:"revision"`
+	At        time.Time    `json:"at"`
 }
 
 // PlanStore keeps reviewed plans by fingerprint, so approve and apply can
@@ -356,14 +357,14 @@ type EffortStore interface {
 type ArtifactStore interface {
 	// RecordSighting stores ref → digest at time at and returns the first
 	// sighting of ref (which equals this one the first time).
-	RecordSighting(ctx context.Context, ref string, d Digest, at time.Time) (Sighting, error)
+	RecordSighting(ctx context.Context, ref string, d image.Digest, at time.Time) (Sighting, error)
 }
 
 // Sighting is a reference seen at a digest.
 type Sighting struct {
-	Reference string    `json:"reference"`
-	Digest    Digest    `json:"digest"`
-	At        time.Time `json:"at"`
+	Reference string       `json:"reference"`
+	Digest    image.Digest `json:"digest"`
+	At        time.Time    `json:"at"`
 }
 
 // FindingStore keeps open findings with their first-seen time, so drift age

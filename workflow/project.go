@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -253,7 +254,7 @@ func (p *Project) Env(name string) (Environment, error) {
 			return e, nil
 		}
 	}
-	return Environment{}, fmt.Errorf("%w: no environment %q in %s (have %s)", ErrUsage, name, p.File, p.envNames())
+	return Environment{}, fmt.Errorf("%w: no environment %q in %s (have %s)", fault.ErrUsage, name, p.File, p.envNames())
 }
 
 // Previous returns the environment before name in promotion order, and false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // ReleaseStatus is where a whole release stands.
@@ -87,8 +88,8 @@ type Checkpoints struct {
 	ApplyRuns []ApplyRun `json:"apply.runs,omitempty"`
 	// Digest is the one immutable digest the release promotes, resolved
 	// once, in DigestRepository.
-	Digest           Digest `json:"digest,omitzero"`
-	DigestRepository string `json:"digest.repository,omitempty"`
+	Digest           image.Digest `json:"digest,omitzero"`
+	DigestRepository string       `json:"digest.repository,omitempty"`
 	// ForceUnverified is the journaled reason for promoting a digest that
 	// has not converged in the previous environment.
 	ForceUnverified string `json:"promotion.force-unverified,omitempty"`

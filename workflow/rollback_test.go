@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -58,8 +59,8 @@ func TestRollbackToAnIncompatibleReleaseIsRefused(t *testing.T) {
 	releaseTo(t, p, w, clock, "staging", workflow.Compatibility{Schema: 5, MinSchema: 5})
 
 	_, err := p.svc.StartRollback(ctx, workflow.RollbackRequest{Env: "staging", To: v1.ID})
-	require.ErrorIs(t, err, workflow.ErrIncompatible)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrIncompatible)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "schema 5")
 	require.Contains(t, p.journal.Kinds(), "rollback.refused")
 }

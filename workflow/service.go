@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -84,7 +85,7 @@ func NewService(d Deps) (*Service, error) {
 	case d.Journal == nil:
 		return nil, errors.New("workflow: no journal")
 	case d.Actor == "":
-		return nil, fmt.Errorf("%w: no actor: pass --actor or set $USER", ErrUsage)
+		return nil, fmt.Errorf("%w: no actor: pass --actor or set $USER", fault.ErrUsage)
 	}
 	rec, err := NewRecords(d)
 	if err != nil {
@@ -293,7 +294,7 @@ func (q *Records) InProgress(ctx context.Context) (*Release, error) {
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("no release of %s is in progress: %w", q.project.App, ErrNotFound)
+	return nil, fmt.Errorf("no release of %s is in progress: %w", q.project.App, fault.ErrNotFound)
 }
 
 // AwaitingConvergence returns the latest release of env whose promotion
@@ -311,7 +312,7 @@ func (q *Records) AwaitingConvergence(ctx context.Context, env string) (*Release
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: no promotion into %s is waiting to converge: promote first, or pass --release ID or --revision SHA", ErrUsage, env)
+	return nil, fmt.Errorf("%w: no promotion into %s is waiting to converge: promote first, or pass --release ID or --revision SHA", fault.ErrUsage, env)
 }
 
 // Sessions lists the sessions, oldest first.
@@ -383,10 +384,10 @@ func ReleaseUnderReview(ctx context.Context, q *Records, fingerprint string) (*R
 		return nil, err
 	}
 	if r == nil {
-		return nil, fmt.Errorf("%w: no release holds plan %s: relcap approve --plan %s approves a plan outside a release", ErrUsage, fingerprint, fingerprint)
+		return nil, fmt.Errorf("%w: no release holds plan %s: relcap approve --plan %s approves a plan outside a release", fault.ErrUsage, fingerprint, fingerprint)
 	}
 	if r.Checkpoints.Fingerprint != fingerprint {
-		return nil, fmt.Errorf("%w: release %s has moved on to plan %s; review that one", ErrBlocked, r.ID, ShortHash(r.Checkpoints.Fingerprint))
+		return nil, fmt.Errorf("%w: release %s has moved on to plan %s; review that one", fault.ErrBlocked, r.ID, ShortHash(r.Checkpoints.Fingerprint))
 	}
 	return r, nil
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // The boundary stage, second half: apply exactly the approved plan, only
@@ -71,23 +73,23 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		return StepResult{}, err
 	}
 	switch {
-	case errors.Is(err, ErrApplyOutcomeUnknown):
+	case errors.Is(err, fault.ErrApplyOutcomeUnknown):
 		// Nothing applies this plan again; a new plan, reviewed and
 		// approved, is the way on once the captain has looked.
 		run.r.Step(StepPlanReview).Status = Pending
 		run.r.Checkpoints.Fingerprint = ""
-		why := strings.TrimPrefix(err.Error(), ErrApplyOutcomeUnknown.Error()+": ")
-		return blocked(ErrApplyOutcomeUnknown, fmt.Sprintf("%s; relcap resume %s plans again", why, run.r.ID), nil), nil
-	case errors.Is(err, ErrStalePlan):
+		why := strings.TrimPrefix(err.Error(), fault.ErrApplyOutcomeUnknown.Error()+": ")
+		return blocked(fault.ErrApplyOutcomeUnknown, fmt.Sprintf("%s; relcap resume %s plans again", why, run.r.ID), nil), nil
+	case errors.Is(err, fault.ErrStalePlan):
 		// The plan step plans again when the release resumes; approvals of
 		// the old fingerprint do not carry over.
 		run.r.Step(StepPlanReview).Status = Pending
 		run.r.Checkpoints.Fingerprint = ""
 		msg := fmt.Sprintf("plan %s is stale: %v; run relcap plan --env %s again (or relcap resume %s) and have the new fingerprint approved", ShortHash(fp), err, run.env.Name, run.r.ID)
-		return blocked(ErrStalePlan, msg, nil), nil
-	case errors.Is(err, ErrPlanRefused):
-		return blocked(ErrPlanRefused, withoutSentinel(err, ErrPlanRefused), plan.Findings), nil
-	case errors.Is(err, ErrBlocked):
+		return blocked(fault.ErrStalePlan, msg, nil), nil
+	case errors.Is(err, fault.ErrPlanRefused):
+		return blocked(fault.ErrPlanRefused, withoutSentinel(err, fault.ErrPlanRefused), plan.Findings), nil
+	case errors.Is(err, fault.ErrBlocked):
 		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
 	case err != nil && ctx.Err() != nil:
 		// Interrupted: the step stays Running, and resuming asks the
@@ -131,8 +133,8 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 		return s.applyRelease(ctx, r, fingerprint, sink)
 	}
 	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
-	if errors.Is(err, ErrNotFound) {
-		return ApplyResult{}, plan, fmt.Errorf("%w: no plan with fingerprint %s: run relcap plan --env ENV first", ErrUsage, fingerprint)
+	if errors.Is(err, fault.ErrNotFound) {
+		return ApplyResult{}, plan, fmt.Errorf("%w: no plan with fingerprint %s: run relcap plan --env ENV first", fault.ErrUsage, fingerprint)
 	}
 	if err != nil {
 		return ApplyResult{}, plan, err
@@ -201,7 +203,7 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 		return res, plan, false, err
 	}
 	if why, refused := plan.Refused(); refused {
-		return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s cannot be applied as reviewed: %s", ErrPlanRefused, ShortHash(fp), why)}
+		return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s cannot be applied as reviewed: %s", fault.ErrPlanRefused, ShortHash(fp), why)}
 	}
 	if d.Applier == nil {
 		return res, plan, false, missingPort("applier")
@@ -212,7 +214,7 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 			return res, plan, false, err
 		}
 		if !check.Satisfied() {
-			return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", ErrApprovalRequired, ShortHash(fp), check.Missing(), g.env.Name, g.env.Approvals.Plan, fp, ignoredNote(check))}
+			return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", fault.ErrApprovalRequired, ShortHash(fp), check.Missing(), g.env.Name, g.env.Approvals.Plan, fp, ignoredNote(check))}
 		}
 	}
 	planFile, err := s.planFileToApply(ctx, g.env, plan)
@@ -291,7 +293,7 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 		return ApplyResult{}, plan, err
 	}
 	if !plan.AppliedAt.IsZero() || r.Step(StepApply).Status.Done() {
-		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied (release %s); run relcap plan --env %s for a new one", ErrAlreadyApplied, ShortHash(fingerprint), r.ID, r.Env)
+		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied (release %s); run relcap plan --env %s for a new one", fault.ErrAlreadyApplied, ShortHash(fingerprint), r.ID, r.Env)
 	}
 	if err := s.linkSession(ctx, r.ID); err != nil {
 		return ApplyResult{}, plan, err
@@ -314,7 +316,7 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 	}
 	if final.Checkpoints.Fingerprint != fingerprint {
 		return ApplyResult{}, plan, fmt.Errorf("%w: release %s planned again (plan %s) before applying %s; review and approve the new plan",
-			ErrStalePlan, r.ID, ShortHash(final.Checkpoints.Fingerprint), ShortHash(fingerprint))
+			fault.ErrStalePlan, r.ID, ShortHash(final.Checkpoints.Fingerprint), ShortHash(fingerprint))
 	}
 	applied := final.Checkpoints.Applied
 	return ApplyResult{StateSerial: applied.StateSerial}, plan, nil
@@ -326,7 +328,7 @@ func appliedBefore(plan PlanSummary) error {
 	if plan.AppliedAt.IsZero() {
 		return nil
 	}
-	return fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", ErrAlreadyApplied, ShortHash(plan.Fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
+	return fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", fault.ErrAlreadyApplied, ShortHash(plan.Fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
 }
 
 // newApplyRun names a new attempt at applying plan fp and, when the
@@ -366,7 +368,7 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 		return ApplyResult{}, plan, fmt.Errorf("load plan %s: %w", ShortHash(fingerprint), err)
 	}
 	if plan.Env != env.Name {
-		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s is %s's, not %s's", ErrUsage, ShortHash(fingerprint), plan.Env, env.Name)
+		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s is %s's, not %s's", fault.ErrUsage, ShortHash(fingerprint), plan.Env, env.Name)
 	}
 	res, gated, ran, err := s.applyThroughGate(ctx, applyGate{
 		env: env, fingerprint: fingerprint, approvals: true,
@@ -400,9 +402,9 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 		next := fmt.Sprintf("Terraform was interrupted and stopped cleanly; run relcap plan --env %s to see what is left, then approve and apply the new plan", env.Name)
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("apply interrupted: %w; next: %s", err, next),
 			ApplyInterrupted{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
-	case errors.Is(err, ErrApplyOutcomeUnknown):
+	case errors.Is(err, fault.ErrApplyOutcomeUnknown):
 		return ApplyResult{}, plan, s.journalFailure(jctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
-	case errors.Is(err, ErrStalePlan):
+	case errors.Is(err, fault.ErrStalePlan):
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("%w; run relcap plan --env %s again and have the new fingerprint approved", err, env.Name),
 			ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	case err != nil:

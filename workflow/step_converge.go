@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // The evidence stage: Argo CD Synced at the intended revision, Healthy and
@@ -119,11 +121,11 @@ func (run *releaseRun) endFailingSync(ctx context.Context, app AppRef, want Want
 func (s *Service) verdictError(app string, v Verdict, watchErr error) error {
 	switch {
 	case errors.Is(watchErr, ErrWatchTimedOut):
-		return fmt.Errorf("%w: %s not converged after %s: %s", ErrNotConverged, app, s.d.ConvergeTimeout, v.Reason)
+		return fmt.Errorf("%w: %s not converged after %s: %s", fault.ErrNotConverged, app, s.d.ConvergeTimeout, v.Reason)
 	case watchErr != nil:
 		return watchErr
 	case v.Kind != VerdictConverged:
-		return fmt.Errorf("%w: %s %s: %s", ErrNotConverged, v.Kind.FindingCode(), app, v.Reason)
+		return fmt.Errorf("%w: %s %s: %s", fault.ErrNotConverged, v.Kind.FindingCode(), app, v.Reason)
 	}
 	return nil
 }
@@ -134,7 +136,7 @@ type RevisionResult struct {
 	Verdict Verdict
 	// Pinned is what the environment repo pins now: the artifact the
 	// revision must run.
-	Pinned ImageRef
+	Pinned image.Ref
 }
 
 // ConvergeRevision watches env's application until it runs revision, with
@@ -183,7 +185,7 @@ func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string
 
 // ErrWatchTimedOut ends a convergence watch that did not reach a verdict
 // within WaitOptions.Timeout.
-var ErrWatchTimedOut = fmt.Errorf("%w: timed out", ErrNotConverged)
+var ErrWatchTimedOut = fmt.Errorf("%w: timed out", fault.ErrNotConverged)
 
 // WaitOptions are the timings of a convergence watch.
 type WaitOptions struct {
@@ -285,7 +287,7 @@ func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdi
 				if ctx.Err() != nil {
 					return st, v, ctx.Err()
 				}
-				if errors.Is(err, ErrNotReconciled) {
+				if errors.Is(err, fault.ErrNotReconciled) {
 					return st, stalled(st, o.RefreshWithin, clock.Now()), nil
 				}
 				// Answered (or the server could not be asked, which the

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // The boundary stage, first half: the exact saved plan, reviewed, with its
@@ -68,7 +70,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		// No approval can make it applicable: say so before anyone is
 		// asked to approve it.
 		msg := fmt.Sprintf("%splan %s cannot be applied as reviewed: %s", note, ShortHash(plan.Fingerprint), why)
-		b := blocked(ErrPlanRefused, msg, plan.Findings)
+		b := blocked(fault.ErrPlanRefused, msg, plan.Findings)
 		b.Evidence = res.Evidence
 		return b, nil
 	}
@@ -82,7 +84,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		return StepResult{}, fmt.Errorf("read approvals: %w", err)
 	}
 	check, err := countPlanApprovals(ctx, d.Verifier, run.env, plan, approvals)
-	for _, sentinel := range []error{ErrAuthorUnverified, ErrPeopleFileDiffers, ErrBlocked} {
+	for _, sentinel := range []error{ErrAuthorUnverified, ErrPeopleFileDiffers, fault.ErrBlocked} {
 		if errors.Is(err, sentinel) {
 			b := blocked(sentinel, note+withoutSentinel(err, sentinel), plan.Findings)
 			b.Evidence = res.Evidence
@@ -97,7 +99,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 	}
 	if !check.Satisfied() {
 		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s%s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint, ignoredNote(check))
-		b := blocked(ErrApprovalRequired, msg, plan.Findings)
+		b := blocked(fault.ErrApprovalRequired, msg, plan.Findings)
 		b.Evidence = res.Evidence
 		return b, nil
 	}

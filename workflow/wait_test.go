@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -118,7 +120,7 @@ func (c *rollingBack) ResourceTree(context.Context, workflow.AppRef) ([]workflow
 // for the rollback, not its result. Found against real Argo CD in the lab.
 func TestWaitConvergedIgnoresThePreviousRevisionsFailingPods(t *testing.T) {
 	t.Parallel()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("ab", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("ab", 32))
 	require.NoError(t, err)
 	clock := workflowtest.NewClock(t0)
 	c := &rollingBack{want: workflow.Want{Revision: "good-rev", Digest: d}, failReads: 3, syncedNow: make(chan struct{})}
@@ -155,7 +157,7 @@ func (q *quiet) Refresh(ctx context.Context, _ workflow.AppRef, within time.Dura
 	}
 	select {
 	case <-q.clock.After(within):
-		return workflow.ErrNotReconciled
+		return fault.ErrNotReconciled
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -200,6 +202,6 @@ func TestWatchTimesOutOnItsClock(t *testing.T) {
 	o.Timeout = 10 * time.Minute
 	r := waitDriven(t, clock, workflow.Watch{Source: alive, Clock: clock, Options: o}, workflow.Want{Revision: "rev2"}, o.TreeInterval, nil)
 	require.ErrorIs(t, r.err, workflow.ErrWatchTimedOut)
-	require.ErrorIs(t, r.err, workflow.ErrNotConverged)
+	require.ErrorIs(t, r.err, fault.ErrNotConverged)
 	require.WithinRange(t, clock.Now(), t0.Add(10*time.Minute), t0.Add(10*time.Minute+2*o.TreeInterval), "timed out when its clock said so")
 }

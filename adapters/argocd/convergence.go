@@ -19,6 +19,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Get returns the application's current state. Errors say whether the
@@ -122,7 +123,7 @@ func (w *watcher) run(ctx context.Context, stream application.ApplicationService
 				if ctx.Err() != nil {
 					return
 				}
-				if errors.Is(err, ErrTokenRejected) || errors.Is(err, workflow.ErrNotFound) || errors.Is(err, workflow.ErrUsage) {
+				if errors.Is(err, ErrTokenRejected) || errors.Is(err, fault.ErrNotFound) || errors.Is(err, fault.ErrUsage) {
 					w.fail(ctx, err)
 					return
 				}
@@ -162,7 +163,7 @@ func (w *watcher) pump(ctx context.Context, stream application.ApplicationServic
 		}
 		received = true
 		if ev.Type == "DELETED" {
-			w.fail(ctx, fmt.Errorf("argo cd application %s on %s was deleted: %w", w.ref.Name, w.a.server, workflow.ErrNotFound))
+			w.fail(ctx, fmt.Errorf("argo cd application %s on %s was deleted: %w", w.ref.Name, w.a.server, fault.ErrNotFound))
 			return received, errStop
 		}
 		if !w.emit(ctx, &ev.Application) {
@@ -349,7 +350,7 @@ func (a *Adapter) Refresh(ctx context.Context, ref workflow.AppRef, within time.
 		return a.callError(ctx, "refresh application", ref.Name, err)
 	case errors.Is(rctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded ||
 		strings.Contains(status.Convert(err).Message(), "refresh deadline exceeded"):
-		return fmt.Errorf("argo cd application %s on %s: no reconciliation within %s of a refresh request: %w", ref.Name, a.server, within, workflow.ErrNotReconciled)
+		return fmt.Errorf("argo cd application %s on %s: no reconciliation within %s of a refresh request: %w", ref.Name, a.server, within, fault.ErrNotReconciled)
 	}
 	return a.callError(ctx, "refresh application", ref.Name, err)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestGetTranslatesTheApplication(t *testing.T) {
@@ -164,7 +165,7 @@ func TestUnknownApplicationIsNotRetried(t *testing.T) {
 	require.ErrorContains(t, err, "no application has that name")
 
 	_, err = e.adapter.Get(t.Context(), workflow.AppRef{Name: "web-staging", Server: "argocd.elsewhere.example:443"})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 func TestUnreachableServerIsAClearErrorWithinSeconds(t *testing.T) {

@@ -41,9 +41,9 @@ func newEnv(t testing.TB, configure func(*argosim.AppConfig)) *env {
 	return &env{sim: sim, repo: repo, adapter: ad, ref: workflow.AppRef{Env: "staging", Name: cfg.Name}, rev1: rev1}
 }
 
-func digest(t testing.TB, seed string) workflow.Digest {
+func digest(t testing.TB, seed string) image.Digest {
 	t.Helper()
-	d, err := workflow.ParseDigest(argosimtest.Digest(seed))
+	d, err := image.ParseDigest(argosimtest.Digest(seed))
 	require.NoError(t, err)
 	return d
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // ResourceTree returns every node of the application's resource tree
@@ -130,7 +131,7 @@ func (a *Adapter) SyncPolicy(ctx context.Context, ref workflow.AppRef) (SyncPoli
 // that the server applied the policy.
 func (a *Adapter) SetSyncPolicy(ctx context.Context, ref workflow.AppRef, p SyncPolicy) error {
 	if !p.Automated && (p.SelfHeal || p.Prune) {
-		return fmt.Errorf("%w: application %s: self-heal and prune apply to automated sync only", workflow.ErrUsage, ref.Name)
+		return fmt.Errorf("%w: application %s: self-heal and prune apply to automated sync only", fault.ErrUsage, ref.Name)
 	}
 	name, ns, err := a.appQuery(ref)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestResourceTreeShowsPodFailures(t *testing.T) {
@@ -79,7 +80,7 @@ func TestSyncPolicyRoundTrips(t *testing.T) {
 		require.Equal(t, want.Automated, st.AutoSync)
 		require.Equal(t, want.SelfHeal, st.SelfHeal)
 	}
-	require.ErrorIs(t, e.adapter.SetSyncPolicy(ctx, e.ref, argocd.SyncPolicy{SelfHeal: true}), workflow.ErrUsage)
+	require.ErrorIs(t, e.adapter.SetSyncPolicy(ctx, e.ref, argocd.SyncPolicy{SelfHeal: true}), fault.ErrUsage)
 }
 
 // TestPausedSyncPolicyHoldsACommit is what break-glass relies on: with

@@ -17,6 +17,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var _ workflow.SyncWindows = (*Adapter)(nil)
@@ -67,7 +68,7 @@ var errUnchanged = errors.New("project unchanged")
 // clock; an error otherwise (the window may then be on the project).
 func (a *Adapter) DenySync(ctx context.Context, ref workflow.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
 	if w.Kind != workflow.SyncWindowDeny || len(w.Applications) == 0 || w.Schedule == "" || w.Duration <= 0 {
-		return workflow.SyncWindow{}, fmt.Errorf("%w: deny window for %s: want kind deny, applications, a schedule and a duration, got %+v", workflow.ErrUsage, ref.Name, w)
+		return workflow.SyncWindow{}, fmt.Errorf("%w: deny window for %s: want kind deny, applications, a schedule and a duration, got %+v", fault.ErrUsage, ref.Name, w)
 	}
 	app, err := a.getApp(ctx, ref)
 	if err != nil {
@@ -298,7 +299,7 @@ func (a *Adapter) projectCall(ctx context.Context, method, verb, proj string, re
 	case codes.Unauthenticated:
 		return nil, fmt.Errorf("%w from $%s: %s", ErrTokenRejected, a.opts.TokenEnv, st.Message())
 	case codes.NotFound:
-		return nil, fmt.Errorf("argo cd project %s on %s: %w: %s", proj, a.server, workflow.ErrNotFound, st.Message())
+		return nil, fmt.Errorf("argo cd project %s on %s: %w: %s", proj, a.server, fault.ErrNotFound, st.Message())
 	case codes.Unavailable:
 		return nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, st.Message())
 	case codes.DeadlineExceeded:

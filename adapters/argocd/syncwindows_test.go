@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // shortDenyWindow is a deny window for app that opened at the start of
@@ -129,7 +130,7 @@ func TestDenySyncNamesAMissingApplicationAndABadWindow(t *testing.T) {
 	_, err := e.adapter.DenySync(ctx, workflow.AppRef{Env: "staging", Name: "nope"}, w)
 	require.ErrorIs(t, err, argocd.ErrTokenRejected, "argo cd hides which applications exist")
 	_, err = e.adapter.DenySync(ctx, e.ref, workflow.SyncWindow{Kind: "allow", Applications: []string{"x"}, Schedule: "* * * * *", Duration: time.Minute})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	bad := w
 	bad.Applications, bad.Schedule = []string{e.ref.Name}, "61 25 * * *"
 	_, err = e.adapter.DenySync(ctx, e.ref, bad)

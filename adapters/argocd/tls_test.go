@@ -9,6 +9,7 @@ import (
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // tlsAdapter is an adapter to a TLS simulator with opts' connection
@@ -86,7 +87,7 @@ func TestConnectionOptionsAreCheckedBeforeConnecting(t *testing.T) {
 	} {
 		c.opts.Server, c.opts.AuthToken = "argocd.example.com:443", "t"
 		_, err := argocd.New(c.opts)
-		require.ErrorIs(t, err, workflow.ErrUsage, name)
+		require.ErrorIs(t, err, fault.ErrUsage, name)
 		require.ErrorContains(t, err, c.want, name)
 	}
 }

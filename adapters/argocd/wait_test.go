@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // These tests run the domain's convergence algorithm (workflow.WaitConverged)
@@ -170,7 +171,7 @@ func TestRefreshIsAnsweredWhileTheControllerRuns(t *testing.T) {
 	require.NoError(t, e.adapter.Refresh(t.Context(), e.ref, 2*time.Second))
 	e.sim.StopController()
 	err := e.adapter.Refresh(t.Context(), e.ref, 300*time.Millisecond)
-	require.ErrorIs(t, err, workflow.ErrNotReconciled)
+	require.ErrorIs(t, err, fault.ErrNotReconciled)
 	require.Contains(t, err.Error(), "no reconciliation within 300ms")
 	e.sim.StartController()
 	require.NoError(t, e.adapter.Refresh(t.Context(), e.ref, 2*time.Second))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // JournalRef is the ref sealed session heads are anchored on: a chain of
@@ -106,7 +107,7 @@ func (j *JournalAnchor) anchor(ctx context.Context, h audit.SealedHead) (audit.A
 	none := audit.AnchorPlace{}
 	id := h.Head.Session
 	if id == "" || strings.ContainsAny(id, "/\\\x00") || id == "." || id == ".." {
-		return none, fmt.Errorf("%w: session ID %q cannot name a file of the journal anchor", workflow.ErrUsage, id)
+		return none, fmt.Errorf("%w: session ID %q cannot name a file of the journal anchor", fault.ErrUsage, id)
 	}
 	data, err := encodeAnchored(h)
 	if err != nil {
@@ -134,7 +135,7 @@ func (j *JournalAnchor) anchor(ctx context.Context, h audit.SealedHead) (audit.A
 			case bytes.Equal(have, data):
 				return j.place(tip.Hash, origin), nil
 			default:
-				return none, fmt.Errorf("%w: %s already holds another head for session %s (%s): a session is anchored once", workflow.ErrBlocked, j.Where(), id, file)
+				return none, fmt.Errorf("%w: %s already holds another head for session %s (%s): a session is anchored once", fault.ErrBlocked, j.Where(), id, file)
 			}
 		}
 		next, err := j.commit(r, tip, file, data, h)
@@ -305,7 +306,7 @@ func (j *JournalAnchor) fetch(ctx context.Context, r *git.Repository) error {
 	case errors.Is(err, git.NoMatchingRefSpecError{}), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		if seen != nil {
 			return fmt.Errorf("%w: %s was deleted from origin of %s, where this machine last saw it at %s: restore it (git push origin %s:%s) and find out who deleted it",
-				workflow.ErrTampered, JournalRef, j.loc.display, seen.Hash(), seen.Hash(), JournalRef)
+				fault.ErrTampered, JournalRef, j.loc.display, seen.Hash(), seen.Hash(), JournalRef)
 		}
 		return nil // nothing anchored yet
 	case ctx.Err() != nil:
@@ -326,7 +327,7 @@ func (j *JournalAnchor) fetch(ctx context.Context, r *git.Repository) error {
 		}
 		if !ok {
 			return fmt.Errorf("%w: %s on origin of %s (%s) no longer contains %s, which this machine saw there: it was rewritten (force-pushed); compare the two, then restore it",
-				workflow.ErrTampered, JournalRef, j.loc.display, fetched.Hash(), seen.Hash())
+				fault.ErrTampered, JournalRef, j.loc.display, fetched.Hash(), seen.Hash())
 		}
 	}
 	if err := r.Storer.SetReference(plumbing.NewHashReference(journalSeen, fetched.Hash())); err != nil {

@@ -29,6 +29,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -123,7 +125,7 @@ const (
 // already held, or that were mounted, count as done without being sent.
 // Digest and To tell concurrent promotions apart.
 type Progress struct {
-	Digest workflow.Digest
+	Digest image.Digest
 	To     string
 	Phase  string
 	Done   int64
@@ -166,11 +168,11 @@ func New(opts Options) (*Adapter, error) {
 	}
 	switch {
 	case a.policy.Attempts < 0:
-		return nil, fmt.Errorf("%w: registry retry attempts %d: want 0 (default) or more", workflow.ErrUsage, a.policy.Attempts)
+		return nil, fmt.Errorf("%w: registry retry attempts %d: want 0 (default) or more", fault.ErrUsage, a.policy.Attempts)
 	case a.policy.BaseDelay < 0 || a.policy.MaxDelay < 0:
-		return nil, fmt.Errorf("%w: registry retry delays must not be negative", workflow.ErrUsage)
+		return nil, fmt.Errorf("%w: registry retry delays must not be negative", fault.ErrUsage)
 	case a.jobs < 0:
-		return nil, fmt.Errorf("%w: registry jobs %d: want 0 (default) or more", workflow.ErrUsage, a.jobs)
+		return nil, fmt.Errorf("%w: registry jobs %d: want 0 (default) or more", fault.ErrUsage, a.jobs)
 	}
 	if a.policy.Attempts == 0 {
 		a.policy.Attempts = DefaultAttempts
@@ -189,10 +191,10 @@ func New(opts Options) (*Adapter, error) {
 	}
 	for _, h := range opts.InsecureRegistries {
 		if strings.Contains(h, "://") || strings.Contains(h, "/") {
-			return nil, fmt.Errorf("%w: insecure registry %q: want host or host:port, without scheme or path", workflow.ErrUsage, h)
+			return nil, fmt.Errorf("%w: insecure registry %q: want host or host:port, without scheme or path", fault.ErrUsage, h)
 		}
 		if _, err := name.NewRegistry(h, name.StrictValidation); err != nil {
-			return nil, fmt.Errorf("%w: insecure registry %q: %w", workflow.ErrUsage, h, err)
+			return nil, fmt.Errorf("%w: insecure registry %q: %w", fault.ErrUsage, h, err)
 		}
 		a.insecure[h] = true
 	}
@@ -231,7 +233,7 @@ func (a *Adapter) nameOptions(host string) []name.Option {
 // not ("could not parse reference").
 func (a *Adapter) parseReference(s string) (name.Reference, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("reference %q: %w: %s", s, workflow.ErrUsage, fmt.Sprintf(format, args...))
+		return fmt.Errorf("reference %q: %w: %s", s, fault.ErrUsage, fmt.Sprintf(format, args...))
 	}
 	if s == "" {
 		return nil, bad("empty; want registry/repository:tag or registry/repository@sha256:<digest>")
@@ -241,7 +243,7 @@ func (a *Adapter) parseReference(s string) (name.Reference, error) {
 	}
 	base, digest, byDigest := strings.Cut(s, "@")
 	if byDigest {
-		if _, err := workflow.ParseDigest(digest); err != nil {
+		if _, err := image.ParseDigest(digest); err != nil {
 			return nil, fmt.Errorf("reference %q: %w", s, err)
 		}
 	}
@@ -277,7 +279,7 @@ func (a *Adapter) parseReference(s string) (name.Reference, error) {
 // workflow.PromoteRequest.From and To.
 func (a *Adapter) parseRepository(what, s string) (name.Repository, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%s repository %q: %w: %s", what, s, workflow.ErrUsage, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s repository %q: %w: %s", what, s, fault.ErrUsage, fmt.Sprintf(format, args...))
 	}
 	host, repo := splitHost(s)
 	if _, _, hasTag := cutTag(repo); hasTag || strings.Contains(s, "@") {

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -29,7 +29,7 @@ func TestNewValidatesOptions(t *testing.T) {
 		{InsecureRegistries: []string{"registry.example.com/team"}},
 	} {
 		_, err := New(opts)
-		require.ErrorIs(t, err, workflow.ErrUsage, "%+v", opts)
+		require.ErrorIs(t, err, fault.ErrUsage, "%+v", opts)
 	}
 
 	a, err := New(Options{})

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // registryError is a registry failure explained for the captain: its
@@ -36,7 +37,7 @@ type missing struct {
 func mismatch(format string, args ...any) error {
 	return &registryError{
 		msg:      fmt.Sprintf(format, args...),
-		errs:     []error{workflow.ErrDigestMismatch},
+		errs:     []error{fault.ErrDigestMismatch},
 		terminal: true,
 	}
 }
@@ -109,11 +110,11 @@ func explain(op string, err error, m missing) error {
 		if code == string(transport.NameUnknownErrorCode) && m.repo != "" {
 			text = m.repo
 		}
-		err = &registryError{msg: status + ": " + text, errs: []error{workflow.ErrNotFound, terr}, terminal: true}
+		err = &registryError{msg: status + ": " + text, errs: []error{fault.ErrNotFound, terr}, terminal: true}
 	}
 	wrapped := fmt.Errorf("%s: %w", op, err)
 	var rerr *registryError
-	if (errors.As(err, &rerr) && rerr.terminal) || errors.Is(err, workflow.ErrUsage) {
+	if (errors.As(err, &rerr) && rerr.terminal) || errors.Is(err, fault.ErrUsage) {
 		return &workflow.TerminalError{Err: wrapped}
 	}
 	return wrapped

@@ -23,8 +23,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relcap/relcap/workflow"
 )
 
 // testRegistry is a real OCI distribution server (ggcr's pkg/registry) on
@@ -352,9 +350,9 @@ func digestOf(t testing.TB, w interface{ Digest() (v1.Hash, error) }) v1.Hash {
 	return h
 }
 
-func wdigest(t testing.TB, h v1.Hash) workflow.Digest {
+func wdigest(t testing.TB, h v1.Hash) image.Digest {
 	t.Helper()
-	d, err := workflow.ParseDigest(h.String())
+	d, err := image.ParseDigest(h.String())
 	require.NoError(t, err)
 	return d
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 var (
@@ -102,7 +104,7 @@ func TestResolveFindsReferrers(t *testing.T) {
 
 			art, err := newAdapter(t, Options{}).Resolve(t.Context(), reg.repo("ci/web:1.0"))
 			require.NoError(t, err)
-			require.ElementsMatch(t, []workflow.Referrer{
+			require.ElementsMatch(t, []image.Referrer{
 				{Kind: "signature", Digest: wdigest(t, digestOf(t, sig)), Scheme: "cosign-tag"},
 				{Kind: "attestation", Digest: wdigest(t, digestOf(t, att)), Scheme: "oci-referrers"},
 			}, art.Referrers)
@@ -128,7 +130,7 @@ func TestResolveRejectsBadReferences(t *testing.T) {
 		t.Run(tc.ref, func(t *testing.T) {
 			t.Parallel()
 			_, err := a.Resolve(t.Context(), tc.ref)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			var term *workflow.TerminalError
 			require.ErrorAs(t, err, &term)
 			require.ErrorContains(t, err, `reference "`+tc.ref+`"`)
@@ -144,11 +146,11 @@ func TestResolveMissingTagOrRepository(t *testing.T) {
 	a := newAdapter(t, Options{})
 
 	_, err := a.Resolve(t.Context(), reg.repo("ci/web:2.0"))
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.EqualError(t, err, "resolve "+reg.repo("ci/web:2.0")+": 404 MANIFEST_UNKNOWN: the tag is not in the repository")
 
 	_, err = a.Resolve(t.Context(), reg.repo("ci/api:1.0"))
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.ErrorContains(t, err, "404 NAME_UNKNOWN: the repository does not exist")
 	require.True(t, errors.As(err, new(*workflow.TerminalError)))
 }

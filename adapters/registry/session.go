@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // session is the ggcr state of one Resolve or Promote: a Puller and a Pusher
@@ -201,7 +201,7 @@ type meter struct {
 
 const meterStep = 1 << 20
 
-func (a *Adapter) newMeter(d workflow.Digest, to string) *meter {
+func (a *Adapter) newMeter(d image.Digest, to string) *meter {
 	if a.progress == nil {
 		return nil
 	}

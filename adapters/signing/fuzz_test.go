@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // FuzzParseAllowedSigners: the people file is edited by hand and read on
@@ -57,7 +58,7 @@ func FuzzParseAllowedSigners(f *testing.F) {
 			t.Fatalf("validate's first problem %v is not verification's %v", problems[0], err)
 		}
 		for _, pr := range problems {
-			if !errors.Is(pr, workflow.ErrUsage) || !strings.HasPrefix(pr.Error(), "allowed_signers:") {
+			if !errors.Is(pr, fault.ErrUsage) || !strings.HasPrefix(pr.Error(), "allowed_signers:") {
 				t.Fatalf("problem without file and line, or not a usage error: %v", pr)
 			}
 		}
@@ -65,7 +66,7 @@ func FuzzParseAllowedSigners(f *testing.F) {
 			if p != nil {
 				t.Fatalf("error with a result: %v", err)
 			}
-			if !errors.Is(err, workflow.ErrUsage) {
+			if !errors.Is(err, fault.ErrUsage) {
 				t.Fatalf("error does not wrap ErrUsage: %v", err)
 			}
 			if !strings.HasPrefix(err.Error(), "allowed_signers:") {

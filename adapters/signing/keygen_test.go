@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // TestGenerateKeyFileMakesAnOpenSSHKey: the demo's keys must be keys
@@ -49,7 +50,7 @@ func TestGenerateKeyFileMakesAnOpenSSHKey(t *testing.T) {
 	require.Equal(t, string(pub), string(again))
 
 	_, err = GenerateKeyFile(filepath.Join(dir, "bad"), "two\nlines")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 // TestSignerStopsWithTheContext: a cancelled context ends Sign with an

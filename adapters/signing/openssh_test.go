@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var keyTypes = []string{"ed25519", "ecdsa", "rsa"}
@@ -193,7 +194,7 @@ func TestSignerRefuses(t *testing.T) {
 			}
 			_, err := NewSigner(tc.opts).Sign(t.Context(), tc.principal, workflow.NamespaceApproval, statement)
 			require.Error(t, err)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			for _, w := range tc.want {
 				require.Contains(t, err.Error(), w)
 			}
@@ -296,8 +297,8 @@ func TestVerifierRefuses(t *testing.T) {
 			err := NewVerifier(path).Verify(t.Context(), tc.principal, workflow.NamespaceApproval, msg, tc.sig, at)
 			require.Error(t, err)
 			require.ErrorIs(t, err, ErrUnverified)
-			require.ErrorIs(t, err, workflow.ErrBlocked)
-			require.NotErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrBlocked)
+			require.NotErrorIs(t, err, fault.ErrUsage)
 			require.Contains(t, err.Error(), tc.want)
 			noKeyMaterial(t, err, dir)
 
@@ -331,12 +332,12 @@ func TestVerifierRereadsThePeopleFile(t *testing.T) {
 
 	require.NoError(t, os.Remove(people))
 	err = v.Verify(t.Context(), "bob", workflow.NamespaceApproval, statement, sig, time.Now())
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "people file "+people+" does not exist")
 
 	writeFile(t, dir, "allowed_signers", "bob nonsense")
 	err = v.Verify(t.Context(), "bob", workflow.NamespaceApproval, statement, sig, time.Now())
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, people+":1: ")
 }
 

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // zone is the "local time" of parser tests, an hour east of UTC, so that a
@@ -117,7 +118,7 @@ func TestParseAllowedSignersExplainsMistakes(t *testing.T) {
 			file := "# people\n\nbob " + key + "\n" + tc.line + "\n"
 			_, err := parseAllowedSigners("team/allowed_signers", []byte(file), zone)
 			require.Error(t, err)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			require.True(t, strings.HasPrefix(err.Error(), "team/allowed_signers:4: "), "error names file and line: %v", err)
 			require.Contains(t, err.Error(), tc.want)
 			require.NotContains(t, err.Error(), blob[:16], "errors never quote key material")
@@ -195,16 +196,16 @@ func TestLoadPeopleNamesTheFile(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "allowed_signers")
 	_, err := LoadPeople(missing)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "people file "+missing+" does not exist")
 
 	_, err = LoadPeople("")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "no people file is configured")
 
 	dir := t.TempDir()
 	_, err = LoadPeople(dir)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "cannot read people file "+dir)
 
 	key, _ := testKey(t, 1)

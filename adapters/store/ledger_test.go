@@ -18,7 +18,9 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -76,9 +78,9 @@ func (b backend) openAt(tb testing.TB, location string, opts ...Option) *Ledger 
 	return l
 }
 
-func digest(t *testing.T, c byte) workflow.Digest {
+func digest(t *testing.T, c byte) image.Digest {
 	t.Helper()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat(string(c), 64))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat(string(c), 64))
 	require.NoError(t, err)
 	return d
 }
@@ -194,8 +196,8 @@ func TestReleaseRoundTrip(t *testing.T) {
 		require.Equal(t, r.EndedAt.UnixNano(), ended)
 
 		_, err = l.LoadRelease(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.SaveRelease(ctx, &workflow.Release{}), workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.SaveRelease(ctx, &workflow.Release{}), fault.ErrUsage)
 	})
 }
 
@@ -263,9 +265,9 @@ func TestPlanRoundTrip(t *testing.T) {
 		requireTimeEqual(t, t0, timeOf(appliedAt()))
 
 		_, err = l.LoadPlan(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.MarkPlanApplied(ctx, "nope", t0), workflow.ErrNotFound)
-		require.ErrorIs(t, l.SavePlan(ctx, workflow.PlanSummary{}), workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.MarkPlanApplied(ctx, "nope", t0), fault.ErrNotFound)
+		require.ErrorIs(t, l.SavePlan(ctx, workflow.PlanSummary{}), fault.ErrUsage)
 	})
 }
 
@@ -311,11 +313,11 @@ func TestApprovalsRoundTrip(t *testing.T) {
 		require.Len(t, bg, 1)
 		require.Equal(t, 30*time.Minute+7, bg[0].TimeBox, "the break-glass approval keeps the time box it signed, to the nanosecond")
 		require.Zero(t, got[0].TimeBox, "other approvals have none")
-		require.ErrorIs(t, l.RecordApproval(ctx, workflow.Approval{Kind: workflow.ApproveBreakGlass, Subject: "x", Approver: "cy", TimeBox: -1}), workflow.ErrUsage)
+		require.ErrorIs(t, l.RecordApproval(ctx, workflow.Approval{Kind: workflow.ApproveBreakGlass, Subject: "x", Approver: "cy", TimeBox: -1}), fault.ErrUsage)
 		none, err := l.Approvals(ctx, workflow.ApprovePlan, "fp9")
 		require.NoError(t, err)
 		require.Empty(t, none)
-		require.ErrorIs(t, l.RecordApproval(ctx, workflow.Approval{Kind: "plan"}), workflow.ErrUsage)
+		require.ErrorIs(t, l.RecordApproval(ctx, workflow.Approval{Kind: "plan"}), fault.ErrUsage)
 	})
 }
 
@@ -359,10 +361,10 @@ func TestRecordEffortRejectsWholeBatch(t *testing.T) {
 		bad := ok
 		bad.Duration = -time.Second
 		err := l.RecordEffort(ctx, []effort.Entry{ok, ok, bad})
-		require.ErrorIs(t, err, workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrUsage)
 		tooLate := ok
 		tooLate.At = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
-		require.ErrorIs(t, l.RecordEffort(ctx, []effort.Entry{ok, tooLate}), workflow.ErrUsage)
+		require.ErrorIs(t, l.RecordEffort(ctx, []effort.Entry{ok, tooLate}), fault.ErrUsage)
 
 		got, err := l.Effort(ctx, "r1")
 		require.NoError(t, err)
@@ -406,7 +408,7 @@ func TestConvergence(t *testing.T) {
 		require.NoError(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{ReleaseID: "r1", App: "web", Env: "staging", Digest: d, Revision: "abc", At: t0}))
 		for _, c := range []struct {
 			app, env string
-			d        workflow.Digest
+			d        image.Digest
 			want     bool
 		}{
 			{"web", "staging", d, true},
@@ -418,7 +420,7 @@ func TestConvergence(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, c.want, ok, "%s/%s/%s", c.app, c.env, c.d.Short())
 		}
-		require.ErrorIs(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{App: "web", Env: "prod"}), workflow.ErrUsage)
+		require.ErrorIs(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{App: "web", Env: "prod"}), fault.ErrUsage)
 	})
 }
 
@@ -453,8 +455,8 @@ func TestRecordSighting(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, db, got.Digest)
 
-		_, err = l.RecordSighting(ctx, ref, workflow.Digest{}, t0)
-		require.ErrorIs(t, err, workflow.ErrUsage)
+		_, err = l.RecordSighting(ctx, ref, image.Digest{}, t0)
+		require.ErrorIs(t, err, fault.ErrUsage)
 	})
 }
 
@@ -530,7 +532,7 @@ func TestRecordFindings(t *testing.T) {
 		require.Len(t, prod, 1)
 		require.True(t, prod[0].resolved.IsZero())
 
-		require.ErrorIs(t, l.RecordFindings(ctx, "", t1, nil), workflow.ErrUsage)
+		require.ErrorIs(t, l.RecordFindings(ctx, "", t1, nil), fault.ErrUsage)
 	})
 }
 
@@ -558,7 +560,7 @@ func TestSessionsRoundTrip(t *testing.T) {
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", forged[1:2]), "refusing another entry 2", "the head is never rewritten")
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", lines[3:4]), "gap")
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", forged[2:3]), "not linked")
-		require.ErrorIs(t, l.AppendJournal(ctx, "s1", []journal.Line{{Number: 3, Text: []byte(`{"seq":3`)}}), workflow.ErrUsage, "not an entry")
+		require.ErrorIs(t, l.AppendJournal(ctx, "s1", []journal.Line{{Number: 3, Text: []byte(`{"seq":3`)}}), fault.ErrUsage, "not an entry")
 		edited := journal.Line{Number: 3, Text: []byte(strings.Replace(string(lines[2].Text), `"ana"`, `"bo"`, 1))}
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", []journal.Line{edited}), "does not match its hash")
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", []journal.Line{lines[2], lines[3], forged[2]}), "refusing", "all or nothing")
@@ -584,12 +586,12 @@ func TestSessionsRoundTrip(t *testing.T) {
 		require.True(t, got[1].EndedAt.IsZero())
 
 		_, err = l.JournalHead(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.AppendJournal(ctx, "nope", lines[:1]), workflow.ErrNotFound)
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.AppendJournal(ctx, "nope", lines[:1]), fault.ErrNotFound)
 		_, err = l.JournalCopy(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.CloseSession(ctx, "nope", end), workflow.ErrNotFound)
-		require.ErrorIs(t, l.OpenSession(ctx, workflow.Session{}), workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.CloseSession(ctx, "nope", end), fault.ErrNotFound)
+		require.ErrorIs(t, l.OpenSession(ctx, workflow.Session{}), fault.ErrUsage)
 	})
 }
 
@@ -720,9 +722,9 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		require.ErrorContains(t, err, "sessions are never deleted")
 
 		_, err = l.SessionSeal(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "nope", At: t0}}}), workflow.ErrNotFound)
-		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "s1"}}}), workflow.ErrUsage, "a seal has a time")
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "nope", At: t0}}}), fault.ErrNotFound)
+		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "s1"}}}), fault.ErrUsage, "a seal has a time")
 	})
 }
 

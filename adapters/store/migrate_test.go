@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
 )
@@ -152,7 +153,7 @@ func TestMigrateIntoATeamLedgerKeepsItsRows(t *testing.T) {
 	var ref, dig string
 	var at int64
 	require.NoError(t, from.db.QueryRowContext(ctx, `SELECT reference, digest, at FROM sightings ORDER BY id LIMIT 1`).Scan(&ref, &dig, &at))
-	d, err := workflow.ParseDigest(dig)
+	d, err := image.ParseDigest(dig)
 	require.NoError(t, err)
 	earlier := time.Unix(0, at).Add(-time.Hour)
 	_, err = to.RecordSighting(ctx, ref, d, earlier)

@@ -15,6 +15,7 @@ import (
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/secret"
@@ -190,7 +191,7 @@ func TestOpenPostgresExplainsWhatIsWrong(t *testing.T) {
 			require.Nil(t, l)
 			msg := err.Error()
 			require.NotContains(t, msg, pw)
-			require.Equal(t, tc.usage, errors.Is(err, workflow.ErrUsage), msg)
+			require.Equal(t, tc.usage, errors.Is(err, fault.ErrUsage), msg)
 			for _, w := range tc.want {
 				require.Contains(t, msg, w)
 			}

@@ -9,16 +9,18 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // RecordApproval stores a.
 func (s *Ledger) RecordApproval(ctx context.Context, a workflow.Approval) error {
 	if a.Kind == "" || a.Subject == "" || a.Approver == "" {
-		return fmt.Errorf("%w: approval needs a kind, a subject and an approver", workflow.ErrUsage)
+		return fmt.Errorf("%w: approval needs a kind, a subject and an approver", fault.ErrUsage)
 	}
 	if a.TimeBox < 0 {
-		return fmt.Errorf("%w: approval of %s %s: negative time box %s", workflow.ErrUsage, a.Kind, a.Subject, a.TimeBox)
+		return fmt.Errorf("%w: approval of %s %s: negative time box %s", fault.ErrUsage, a.Kind, a.Subject, a.TimeBox)
 	}
 	at, err := timeValue(a.At)
 	if err != nil {
@@ -77,7 +79,7 @@ func (s *Ledger) RecordEffort(ctx context.Context, entries []effort.Entry) error
 	ats := make([]any, len(entries))
 	for i, e := range entries {
 		if err := e.Validate(); err != nil {
-			return fmt.Errorf("%w: record effort: %w", workflow.ErrUsage, err)
+			return fmt.Errorf("%w: record effort: %w", fault.ErrUsage, err)
 		}
 		v, err := timeValue(e.At)
 		if err != nil {
@@ -132,9 +134,9 @@ WHERE release_id = ? ORDER BY at, id`, releaseID)
 
 // RecordSighting stores that ref pointed at d at time at and returns the
 // first sighting of ref. A pair seen again keeps its earliest time.
-func (s *Ledger) RecordSighting(ctx context.Context, ref string, d workflow.Digest, at time.Time) (workflow.Sighting, error) {
+func (s *Ledger) RecordSighting(ctx context.Context, ref string, d image.Digest, at time.Time) (workflow.Sighting, error) {
 	if ref == "" || d.IsZero() || at.IsZero() {
-		return workflow.Sighting{}, fmt.Errorf("%w: sighting needs a reference, a digest and a time", workflow.ErrUsage)
+		return workflow.Sighting{}, fmt.Errorf("%w: sighting needs a reference, a digest and a time", fault.ErrUsage)
 	}
 	v, err := timeValue(at)
 	if err != nil {
@@ -157,7 +159,7 @@ ON CONFLICT (reference, digest) DO UPDATE SET
 SELECT digest, at FROM sightings WHERE reference = ? ORDER BY at, id LIMIT 1`, ref).Scan(&digest, &firstAt); err != nil {
 			return err
 		}
-		fd, err := workflow.ParseDigest(digest)
+		fd, err := image.ParseDigest(digest)
 		if err != nil {
 			return fmt.Errorf("stored digest of %s is unreadable: %w", ref, err)
 		}
@@ -175,7 +177,7 @@ type findingKey struct{ code, subject string }
 // from fs is resolved at at. All of it happens in one transaction.
 func (s *Ledger) RecordFindings(ctx context.Context, scope string, at time.Time, fs []finding.Finding) error {
 	if scope == "" || at.IsZero() {
-		return fmt.Errorf("%w: findings need a scope and a time", workflow.ErrUsage)
+		return fmt.Errorf("%w: findings need a scope and a time", fault.ErrUsage)
 	}
 	v, err := timeValue(at)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -32,7 +33,7 @@ func TestRehearsalsRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, r, got)
 		_, err = l.LoadRehearsal(ctx, "rh-none")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
+		require.ErrorIs(t, err, fault.ErrNotFound)
 
 		all, err := l.ListRehearsals(ctx, rehearsal.Filter{})
 		require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // planSuffix ends every saved plan's file name: <fingerprint>.tfplan.
@@ -94,7 +95,7 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 		return workflow.PlanFacts{}, err
 	}
 	if lineage != in.StateLineage || serial != in.StateSerial {
-		return workflow.PlanFacts{}, fmt.Errorf("%w: the state of %s (%s) changed while planning (serial %d, now %d); run relcap plan again", workflow.ErrStalePlan, t.dir, t.workspace, in.StateSerial, serial)
+		return workflow.PlanFacts{}, fmt.Errorf("%w: the state of %s (%s) changed while planning (serial %d, now %d); run relcap plan again", fault.ErrStalePlan, t.dir, t.workspace, in.StateSerial, serial)
 	}
 	// Terraform creates the plan file with its own mode; saved plans hold
 	// sensitive values in clear.

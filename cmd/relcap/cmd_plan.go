@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/unlock"
 )
 
@@ -163,7 +164,7 @@ func (a *app) reviewPlanDocument(path, env string) error {
 	classify, own := p.PlanDocumentRules()
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("%w: %v", workflow.ErrUsage, err)
+		return fmt.Errorf("%w: %v", fault.ErrUsage, err)
 	}
 	defer f.Close()
 	facts, err := terraform.ReadPlanJSON(f, env, a.secrets)

@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/landing"
 )
 
@@ -165,8 +166,8 @@ func runResume(ctx context.Context, opts *resumeOptions) error {
 		return err
 	}
 	a.measureRelease(svc)
-	if _, err := svc.Release(ctx, id); errors.Is(err, workflow.ErrNotFound) {
-		return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, id)
+	if _, err := svc.Release(ctx, id); errors.Is(err, fault.ErrNotFound) {
+		return fmt.Errorf("%w: no release %s in the ledger", fault.ErrUsage, id)
 	}
 	return a.driveRelease(ctx, svc, id)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // checkApprovalSignature checks a recorded approval's signature for
@@ -29,7 +30,7 @@ func checkApprovalSignature(ctx context.Context, v workflow.SignatureVerifier, a
 		}
 		err := workflow.VerifyApproval(ctx, v, a)
 		switch {
-		case errors.Is(err, workflow.ErrUsage):
+		case errors.Is(err, fault.ErrUsage):
 			return err
 		case err != nil:
 			av.Signature = VerifyCheck{Status: VerifyFailed, Detail: err.Error()}
@@ -43,7 +44,7 @@ func checkApprovalSignature(ctx context.Context, v workflow.SignatureVerifier, a
 	}
 	err := pf.VerifyIn(ctx, a.People, a.Approver, workflow.NamespaceApproval, a.Statement(), a.Signature, at)
 	switch {
-	case errors.Is(err, workflow.ErrUsage):
+	case errors.Is(err, fault.ErrUsage):
 		return err
 	case errors.Is(err, workflow.ErrPeopleUnavailable):
 		// The revision cannot be read here (nothing protected it and the

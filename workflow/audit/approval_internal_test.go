@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // recordingVerifier accepts every signature and answers VerifyIn from
@@ -39,7 +40,7 @@ func (v peopleFileVerifier) VerifyIn(_ context.Context, revision, _, _ string, _
 func TestJournalVerifyChecksAnApprovalAgainstItsRecordedPeopleFile(t *testing.T) {
 	v := peopleFileVerifier{&recordingVerifier{revisions: map[string]error{
 		"git:good:1":    nil,
-		"git:rewound:2": fmt.Errorf("%w: not in the history of origin's main", workflow.ErrBlocked),
+		"git:rewound:2": fmt.Errorf("%w: not in the history of origin's main", fault.ErrBlocked),
 		"git:gone:3":    fmt.Errorf("%w: origin unreachable", workflow.ErrPeopleUnavailable),
 	}}}
 	a := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp", Approver: "bob", At: time.Now(), Signature: workflow.Signature{Armored: "sig", Key: "SHA256:k"}}

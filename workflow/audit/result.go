@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -176,5 +177,5 @@ type JournalVerification struct {
 // found tampered with: the anchor's history, or the anchor unreadable
 // because it was rewritten.
 func (v JournalVerification) Tampered() bool {
-	return len(v.AnchorTampered) > 0 || errors.Is(v.AnchorError, workflow.ErrTampered)
+	return len(v.AnchorTampered) > 0 || errors.Is(v.AnchorError, fault.ErrTampered)
 }

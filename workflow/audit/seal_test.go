@@ -11,6 +11,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -354,7 +355,7 @@ func TestVerifyJournalsWithoutPeopleOrAnchorSaysWhatItDidNotCheck(t *testing.T) 
 	require.NoError(t, err)
 	require.Contains(t, v["s1"].Warnings, "anchor not checked: anchored in "+seal.Anchor+", which could not be read: fetching refs/relcap/journal: connection refused")
 
-	w.anchor.ReadErr = workflow.ErrTampered
+	w.anchor.ReadErr = fault.ErrTampered
 	v, _ = w.verify(t, w.fullDeps())
 	require.False(t, v["s1"].Intact, "an anchor rewritten behind this machine's back fails what it anchored")
 }
@@ -365,7 +366,7 @@ func TestVerifyJournalsOfAnUnknownSessionIsAUsageError(t *testing.T) {
 	q, err := audit.New(audit.Deps{Project: testProject(0), Ledger: w.ledger, Sessions: w.files, Anchor: w.anchor})
 	require.NoError(t, err)
 	_, err = q.VerifyJournals(t.Context(), []string{"nope"})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 // TestVerifyJournalsSaysWhichApprovalsWereUnsigned: the approvals a

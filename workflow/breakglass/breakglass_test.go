@@ -14,6 +14,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -101,7 +102,7 @@ func TestBreakGlassPausesWithADenyWindowThatArgoCDLiftsAtTheEndOfTheTimeBox(t *t
 	require.Equal(t, 2*time.Minute+20*time.Second, st.Left)
 
 	_, err = alice.svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "again", TTL: time.Minute})
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.ErrorContains(t, err, "already active")
 
 	w.clock.Advance(4 * time.Minute)
@@ -120,7 +121,7 @@ func TestBreakGlassPausesWithADenyWindowThatArgoCDLiftsAtTheEndOfTheTimeBox(t *t
 	require.Len(t, w.argo.Calls(), 2, "removed once")
 
 	_, err = alice.svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "again", TTL: time.Minute})
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.ErrorContains(t, err, "end it first")
 
 	st, change, err := alice.svc.End(ctx, "staging")
@@ -217,7 +218,7 @@ func TestAPauseArgoCDDoesNotHoldLeavesNoWindowAndNoActiveRecord(t *testing.T) {
 	require.Contains(t, alice.journal.Kinds(), "breakglass.failed")
 	w.clock.Advance(time.Hour)
 	_, err = alice.svc.Status(ctx, "staging")
-	require.ErrorIs(t, err, workflow.ErrUsage, "no active break-glass")
+	require.ErrorIs(t, err, fault.ErrUsage, "no active break-glass")
 	require.Equal(t, []string{"deny web-staging", "remove web-staging"}, w.argo.Calls(), "removed once, not again by the sweep")
 }
 
@@ -237,7 +238,7 @@ func TestAPauseThatCannotBeTakenBackSaysSo(t *testing.T) {
 	require.Len(t, w.argo.Windows(), 1)
 	w.clock.Advance(time.Hour)
 	_, err = w.as("alice").svc.Status(t.Context(), "staging")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Equal(t, []string{"deny web-staging", "remove web-staging", "remove web-staging"}, w.argo.Calls(), "once the time box is over, the sweep tries again")
 }
 
@@ -306,7 +307,7 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 			}
 			alice := w.as("alice")
 			_, err := alice.svc.Start(t.Context(), r)
-			require.ErrorIs(t, err, workflow.ErrBlocked)
+			require.ErrorIs(t, err, fault.ErrBlocked)
 			require.ErrorContains(t, err, c.want)
 			require.ErrorContains(t, err, "relcap approve --breakglass --env prod --ttl 30m", "says what to ask for")
 			require.Empty(t, w.argo.Calls(), "nothing is paused")
@@ -343,7 +344,7 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 		_, _, err = alice.svc.End(ctx, "prod")
 		require.NoError(t, err)
 		_, err = alice.svc.Start(ctx, req)
-		require.ErrorIs(t, err, workflow.ErrBlocked)
+		require.ErrorIs(t, err, fault.ErrBlocked)
 		require.ErrorContains(t, err, "break-glass "+b.ID+" already used that approval")
 	})
 }
@@ -365,7 +366,7 @@ func TestBreakGlassApprovalsAreSignedForProductionOnly(t *testing.T) {
 	ctx := t.Context()
 	w := newBGWorld(t, t0)
 	_, _, err := w.as("dave").core.ApproveBreakGlass(ctx, "prod", time.Hour, "x")
-	require.ErrorIs(t, err, workflow.ErrBlocked, "dave's key is not in the people file")
+	require.ErrorIs(t, err, fault.ErrBlocked, "dave's key is not in the people file")
 	require.ErrorContains(t, err, "cannot sign as dave")
 	for name, c := range map[string]struct {
 		env    string
@@ -379,7 +380,7 @@ func TestBreakGlassApprovalsAreSignedForProductionOnly(t *testing.T) {
 		"over the cap": {"prod", 25 * time.Hour, "x", "at most 24h0m0s"},
 	} {
 		_, _, err := w.as("carol").core.ApproveBreakGlass(ctx, c.env, c.ttl, c.reason)
-		require.ErrorIs(t, err, workflow.ErrUsage, name)
+		require.ErrorIs(t, err, fault.ErrUsage, name)
 		require.ErrorContains(t, err, c.want, name)
 	}
 	a, check, err := w.as("carol").core.ApproveBreakGlass(ctx, "prod", time.Hour, "checkout is down")

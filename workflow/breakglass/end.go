@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Status is an active break-glass with its live drift.
@@ -81,7 +82,7 @@ func (s *Service) activeIn(ctx context.Context, envName string) (Record, workflo
 			return b, env.AppRef(), nil
 		}
 	}
-	return Record{}, workflow.AppRef{}, fmt.Errorf("%w: no active break-glass in %s", workflow.ErrUsage, env.Name)
+	return Record{}, workflow.AppRef{}, fmt.Errorf("%w: no active break-glass in %s", fault.ErrUsage, env.Name)
 }
 
 // End captures the live drift as an environment-repo change for review,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Start pauses automated sync and self-heal of exactly the environment's
@@ -26,9 +27,9 @@ func (s *Service) Start(ctx context.Context, req Request) (Record, error) {
 	}
 	switch {
 	case strings.TrimSpace(req.Reason) == "":
-		return Record{}, fmt.Errorf("%w: break-glass needs --reason: say what is broken", workflow.ErrUsage)
+		return Record{}, fmt.Errorf("%w: break-glass needs --reason: say what is broken", fault.ErrUsage)
 	case req.TTL <= 0 || req.TTL > workflow.MaxBreakGlassTTL:
-		return Record{}, fmt.Errorf("%w: --ttl must be more than 0 and at most %s, got %s", workflow.ErrUsage, workflow.MaxBreakGlassTTL, req.TTL)
+		return Record{}, fmt.Errorf("%w: --ttl must be more than 0 and at most %s, got %s", fault.ErrUsage, workflow.MaxBreakGlassTTL, req.TTL)
 	}
 	app := env.AppRef()
 	now := d.Clock.Now()
@@ -55,9 +56,9 @@ func (s *Service) Start(ctx context.Context, req Request) (Record, error) {
 				continue
 			}
 			if b.Expired(now) {
-				return Record{}, fmt.Errorf("%w: break-glass %s in %s expired at %s and is not ended: end it first (relcap breakglass end --env %s) to capture what is left of its drift", workflow.ErrBlocked, b.ID, env.Name, b.ExpiresAt.UTC().Format(time.RFC3339), env.Name)
+				return Record{}, fmt.Errorf("%w: break-glass %s in %s expired at %s and is not ended: end it first (relcap breakglass end --env %s) to capture what is left of its drift", fault.ErrBlocked, b.ID, env.Name, b.ExpiresAt.UTC().Format(time.RFC3339), env.Name)
 			}
-			return Record{}, fmt.Errorf("%w: break-glass %s is already active in %s (by %s, until %s)", workflow.ErrBlocked, b.ID, env.Name, b.Actor, b.ExpiresAt.UTC().Format(time.RFC3339))
+			return Record{}, fmt.Errorf("%w: break-glass %s is already active in %s (by %s, until %s)", fault.ErrBlocked, b.ID, env.Name, b.Actor, b.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 	}
 	r := workflow.NewRelease(workflow.NewReleaseID(d.Project.App, env.Name, now)+"-bg", d.Project.App, env.Name, "", d.Actor, now)
@@ -130,7 +131,7 @@ func (s *Service) approval(ctx context.Context, env workflow.Environment, req Re
 	subject := workflow.BreakGlassSubject(env)
 	ask := fmt.Sprintf("relcap approve --breakglass --env %s --ttl %s --reason TEXT", env.Name, workflow.ShortDuration(req.TTL))
 	if req.Approver == "" {
-		return workflow.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval by someone other than %s: ask them to run %s, then pass --approver NAME", workflow.ErrBlocked, env.Name, d.Actor, ask)
+		return workflow.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval by someone other than %s: ask them to run %s, then pass --approver NAME", fault.ErrBlocked, env.Name, d.Actor, ask)
 	}
 	rule := env.Approvals.Rule(workflow.ApproveBreakGlass)
 	if err := rule.Refuses(d.Actor, req.Approver); err != nil {
@@ -173,9 +174,9 @@ func (s *Service) approval(ctx context.Context, env workflow.Environment, req Re
 		}
 	}
 	if len(why) == 0 {
-		return workflow.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval, and %s has not approved break-glass of %s: ask them to run %s", workflow.ErrBlocked, env.Name, req.Approver, subject, ask)
+		return workflow.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval, and %s has not approved break-glass of %s: ask them to run %s", fault.ErrBlocked, env.Name, req.Approver, subject, ask)
 	}
-	return workflow.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval, and no approval by %s of %s counts (%s): ask them to run %s", workflow.ErrBlocked, env.Name, req.Approver, subject, strings.Join(why, "; "), ask)
+	return workflow.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval, and no approval by %s of %s counts (%s): ask them to run %s", fault.ErrBlocked, env.Name, req.Approver, subject, strings.Join(why, "; "), ask)
 }
 
 func usedKey(approver string, at time.Time) string {

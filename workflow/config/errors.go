@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // maxProblems bounds how many problems one load reports. A file that is
@@ -63,7 +63,7 @@ func (e *Errors) Error() string {
 
 // Is reports whether target is workflow.ErrUsage: bad configuration is a
 // usage error.
-func (e *Errors) Is(target error) bool { return target == workflow.ErrUsage }
+func (e *Errors) Is(target error) bool { return target == fault.ErrUsage }
 
 // collector accumulates problems across the files of one load.
 type collector struct {

@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -31,7 +31,7 @@ var ownerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 func LoadOwnership(path string) (ownership.Map, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return ownership.Map{}, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+		return ownership.Map{}, fmt.Errorf("%w: %w", fault.ErrUsage, err)
 	}
 	return ParseOwnership(path, data)
 }

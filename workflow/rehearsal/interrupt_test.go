@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -56,7 +58,7 @@ func (c *controller) Watch(ctx context.Context, app workflow.AppRef, since strin
 
 func (c *controller) Refresh(context.Context, workflow.AppRef, time.Duration) error {
 	if c.isStopped() {
-		return workflow.ErrNotReconciled
+		return fault.ErrNotReconciled
 	}
 	return nil
 }
@@ -66,7 +68,7 @@ func (c *controller) Refresh(context.Context, workflow.AppRef, time.Duration) er
 func twoReleases(t *testing.T, p process, w *workflowtest.World) (previous, base *workflow.Release) {
 	t.Helper()
 	previous = released(t, p, w, "staging")
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("cd", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("cd", 32))
 	require.NoError(t, err)
 	w.Artifact.Digest = d
 	w.Repos["registry.test/ci/web"][d] = true
@@ -131,10 +133,10 @@ func TestRehearseInterruptedReconciliationWithTheConfiguredCommands(t *testing.T
 	p, ctrl := commandProcess(t, w, l)
 
 	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked, "no converged release yet")
+	require.ErrorIs(t, err, fault.ErrBlocked, "no converged release yet")
 	released(t, p, w, "staging")
 	_, err = p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "release twice")
 
 	previous, base := twoReleases(t, p, w)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // The phases of the Argo CD drills (unavailable-image, failed-readiness,
@@ -75,23 +77,23 @@ func (s *Service) inject(ctx context.Context, env workflow.Environment, rh *Rehe
 
 // unavailableDigest is a digest that cannot exist: 32 random bytes, never
 // the hash of anything, checked absent from the environment's repository.
-func (s *Service) unavailableDigest(ctx context.Context, env workflow.Environment) (workflow.Digest, error) {
+func (s *Service) unavailableDigest(ctx context.Context, env workflow.Environment) (image.Digest, error) {
 	for range 3 {
 		var b [32]byte
 		_, _ = rand.Read(b[:])
-		digest, err := workflow.ParseDigest("sha256:" + hex.EncodeToString(b[:]))
+		digest, err := image.ParseDigest("sha256:" + hex.EncodeToString(b[:]))
 		if err != nil {
-			return workflow.Digest{}, err
+			return image.Digest{}, err
 		}
 		_, err = s.d.Registry.Resolve(ctx, env.Registry.Repository+"@"+digest.String())
 		switch {
-		case errors.Is(err, workflow.ErrNotFound):
+		case errors.Is(err, fault.ErrNotFound):
 			return digest, nil
 		case err != nil:
-			return workflow.Digest{}, fmt.Errorf("check that %s is not in %s: %w", digest.Short(), env.Registry.Repository, err)
+			return image.Digest{}, fmt.Errorf("check that %s is not in %s: %w", digest.Short(), env.Registry.Repository, err)
 		}
 	}
-	return workflow.Digest{}, fmt.Errorf("%s answers every random digest as present; it cannot run the unavailable-image drill", env.Registry.Repository)
+	return image.Digest{}, fmt.Errorf("%s answers every random digest as present; it cannot run the unavailable-image drill", env.Registry.Repository)
 }
 
 // previousGood is the release env converged on before the baseline, with
@@ -107,7 +109,7 @@ func (s *Service) previousGood(ctx context.Context, env workflow.Environment, rh
 		}
 	}
 	return nil, fmt.Errorf("%w: interrupted-reconciliation rolls out a good build other than the baseline, and %s has converged on only one digest (%s); release twice (two different builds) first",
-		workflow.ErrBlocked, env.Name, rh.Baseline.Digest.Short())
+		fault.ErrBlocked, env.Name, rh.Baseline.Digest.Short())
 }
 
 // interrupt stops reconciliation: the configured stop command, or
@@ -190,7 +192,7 @@ func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehe
 	case r.Status == workflow.ReleaseConverged:
 		rh.Detected = workflow.VerdictConverged
 		rh.Failure = "not detected: release " + r.ID + " converged although the drill broke it"
-	case runErr != nil && (errors.Is(runErr, workflow.ErrNotConverged) || errors.Is(runErr, context.DeadlineExceeded)) && ctx.Err() == nil:
+	case runErr != nil && (errors.Is(runErr, fault.ErrNotConverged) || errors.Is(runErr, context.DeadlineExceeded)) && ctx.Err() == nil:
 		rh.Failure = fmt.Sprintf("not detected within %s: %v", rh.phaseTimeout(env), runErr)
 	case runErr != nil:
 		return fmt.Errorf("rehearsal %s: watch release %s: %w (continue with relcap rehearse --resume %s)", rh.ID, r.ID, runErr, rh.ID)
@@ -264,12 +266,12 @@ func (s *Service) recover(ctx context.Context, env workflow.Environment, rh *Reh
 	r, err := s.core.Run(pctx, rh.RecoveryRelease, sink)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: %v", workflow.ErrNotConverged, err)
+			err = fmt.Errorf("%w: %v", fault.ErrNotConverged, err)
 		}
 		return err
 	}
 	if r.Status != workflow.ReleaseConverged || r.Checkpoints.Digest != rh.Baseline.Digest {
-		return fmt.Errorf("%w: release %s is %s with %s", workflow.ErrNotConverged, r.ID, r.Status, r.Checkpoints.Digest.Short())
+		return fmt.Errorf("%w: release %s is %s with %s", fault.ErrNotConverged, r.ID, r.Status, r.Checkpoints.Digest.Short())
 	}
 	rh.Phase, rh.RecoveredAt = PhaseRecovered, d.Clock.Now().UTC()
 	if err := s.saveRehearsal(ctx, rh); err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // Recovery rehearsal (relcap rehearse): a failure injected on purpose
@@ -38,7 +40,7 @@ func ParseDrill(s string) (Drill, error) {
 	for i, d := range AllDrills {
 		names[i] = string(d)
 	}
-	return "", fmt.Errorf("%w: unknown drill %q; want one of %s", workflow.ErrUsage, s, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w: unknown drill %q; want one of %s", fault.ErrUsage, s, strings.Join(names, ", "))
 }
 
 // VerdictApplyFailed is the failed-apply drill's detection: Terraform's
@@ -92,9 +94,9 @@ const (
 // Baseline is the release the environment had converged on
 // before the drill, and the one recovery must return to.
 type Baseline struct {
-	ReleaseID string          `json:"release_id"`
-	Digest    workflow.Digest `json:"digest"`
-	EnvCommit string          `json:"env_commit"`
+	ReleaseID string       `json:"release_id"`
+	Digest    image.Digest `json:"digest"`
+	EnvCommit string       `json:"env_commit"`
 	// For failed-apply, which has no release: the Terraform root's
 	// revision and the resources of the real state as seeded into the
 	// scratch copy, which recovery must return to.

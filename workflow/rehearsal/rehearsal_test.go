@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -71,13 +73,13 @@ func runsBaseline(t *testing.T, w *workflowtest.World, base *workflow.Release) {
 	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()), "runs %s, not the baseline %s", st.Images[0], base.Checkpoints.Digest)
 }
 
-func unreadyWorld(t *testing.T, p *workflow.Project) (*workflowtest.World, workflow.Digest) {
+func unreadyWorld(t *testing.T, p *workflow.Project) (*workflowtest.World, image.Digest) {
 	t.Helper()
 	w := workflowtest.NewWorld()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("ab", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("ab", 32))
 	require.NoError(t, err)
 	w.Repos["registry.test/ci/web"][d] = true
-	w.NeverReady = map[workflow.Digest]bool{d: true}
+	w.NeverReady = map[image.Digest]bool{d: true}
 	for i := range p.Environments {
 		p.Environments[i].Rehearsal.UnreadyImage = "registry.test/ci/web@" + d.String()
 	}
@@ -176,7 +178,7 @@ func TestRehearseFailedReadinessNeedsTheUnreadyImage(t *testing.T) {
 	p := drillProcess(t, testProject(0), w, l, nil)
 	released(t, p, w, "staging")
 	_, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "environments[staging].rehearsal.unready_image")
 	all, err := l.ListRehearsals(t.Context(), rehearsal.Filter{})
 	require.NoError(t, err)
@@ -241,7 +243,7 @@ func TestRehearsalInProductionNeedsIKnow(t *testing.T) {
 	base := released(t, p, w, "prod")
 
 	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "prod", Drill: rehearsal.DrillUnavailableImage, IKnow: "  "}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "--i-know REASON")
 	require.NotContains(t, p.journal.Kinds(), "rehearsal.started")
 
@@ -258,20 +260,20 @@ func TestRehearsalRefusedWhenNotConvergedNow(t *testing.T) {
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	p := drillProcess(t, testProject(0), w, l, nil)
 	_, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "no converged release")
 
 	released(t, p, w, "staging")
 	w.App.Health = workflow.HealthDegraded // someone broke it since
 	_, err = p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "converge first")
 }
 
 func TestUnknownDrillListsTheValidOnes(t *testing.T) {
 	t.Parallel()
 	_, err := rehearsal.ParseDrill("chaos-monkey")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "failed-apply, unavailable-image, failed-readiness, interrupted-reconciliation")
 }
 
@@ -387,7 +389,7 @@ func TestRehearsalHoldsThePromotionLock(t *testing.T) {
 	release := locks.Hold(scope, workflow.LockHolder{Actor: "bob", What: "promote"})
 	defer release()
 	_, err = p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
-	require.ErrorIs(t, err, workflow.ErrLocked)
+	require.ErrorIs(t, err, fault.ErrLocked)
 }
 
 // TestRehearsalInterruptedByCtrlCResumes: the context ends while the

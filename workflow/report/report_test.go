@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/tui/reportfmt"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/report/reporttest"
 )
@@ -303,7 +304,7 @@ func TestMeasuresMatchHandComputedFigures(t *testing.T) {
 func TestReportOptionsRefuseAnEmptyPeriod(t *testing.T) {
 	t.Parallel()
 	_, err := report.BuildEffort(report.Data{}, report.Options{From: reporttest.Jan1, To: reporttest.Jan1})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 func TestFormatHours(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -43,7 +45,7 @@ func (l *Ledger) LoadRehearsal(_ context.Context, id string) (*rehearsal.Rehears
 	b, ok := l.rehearsals[id]
 	l.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("rehearsal %s: %w", id, workflow.ErrNotFound)
+		return nil, fmt.Errorf("rehearsal %s: %w", id, fault.ErrNotFound)
 	}
 	var r rehearsal.Rehearsal
 	return &r, json.Unmarshal(b, &r)
@@ -106,7 +108,7 @@ func (w *World) podFailure(env string) string {
 		return ""
 	}
 	at := strings.LastIndexByte(img, '@')
-	d, err := workflow.ParseDigest(img[at+1:])
+	d, err := image.ParseDigest(img[at+1:])
 	if err != nil {
 		return ""
 	}

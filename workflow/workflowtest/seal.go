@@ -14,6 +14,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -57,7 +58,7 @@ func (s *Signatures) Sign(_ context.Context, principal, namespace string, messag
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.keys[principal] {
-		return workflow.Signature{}, fmt.Errorf("%w: no key for %s", workflow.ErrUsage, principal)
+		return workflow.Signature{}, fmt.Errorf("%w: no key for %s", fault.ErrUsage, principal)
 	}
 	return fakeSignature(principal, namespace, message), nil
 }
@@ -76,11 +77,11 @@ func (s *Signatures) Verify(_ context.Context, principal, namespace string, mess
 	signer, _, _ := strings.Cut(strings.TrimPrefix(sig.Armored, "fake-signature "), " ")
 	switch {
 	case !s.keys[signer]:
-		return fmt.Errorf("%w: key %s is not in the people file", workflow.ErrBlocked, sig.Key)
+		return fmt.Errorf("%w: key %s is not in the people file", fault.ErrBlocked, sig.Key)
 	case signer != principal:
-		return fmt.Errorf("%w: signed with %s's key, not %s's", workflow.ErrBlocked, signer, principal)
+		return fmt.Errorf("%w: signed with %s's key, not %s's", fault.ErrBlocked, signer, principal)
 	case sig != fakeSignature(principal, namespace, message):
-		return fmt.Errorf("%w: the signature does not match the statement", workflow.ErrBlocked)
+		return fmt.Errorf("%w: the signature does not match the statement", fault.ErrBlocked)
 	}
 	return nil
 }
@@ -138,7 +139,7 @@ func (a *Anchor) Anchor(_ context.Context, h audit.SealedHead) (audit.AnchorPlac
 	tip := a.tip()
 	if have, ok := tip[h.Head.Session]; ok {
 		if have.Statement != want.Statement || have.Signature != want.Signature || have.Unsigned != want.Unsigned {
-			return audit.AnchorPlace{}, fmt.Errorf("%w: session %s is anchored already", workflow.ErrBlocked, h.Head.Session)
+			return audit.AnchorPlace{}, fmt.Errorf("%w: session %s is anchored already", fault.ErrBlocked, h.Head.Session)
 		}
 		return a.place(a.commits[len(a.commits)-1].id), nil
 	}
@@ -298,7 +299,7 @@ func (f *SessionFiles) JournalLines(_ context.Context, id string) ([]journal.Lin
 	defer f.mu.Unlock()
 	lines, ok := f.journals[id]
 	if !ok {
-		return nil, fmt.Errorf("journal of %s: %w", id, workflow.ErrNotFound)
+		return nil, fmt.Errorf("journal of %s: %w", id, fault.ErrNotFound)
 	}
 	return slices.Clone(lines), nil
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
@@ -111,7 +113,7 @@ func (l *Ledger) LoadRelease(_ context.Context, id string) (*workflow.Release, e
 	b, ok := l.releases[id]
 	l.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("release %s: %w", id, workflow.ErrNotFound)
+		return nil, fmt.Errorf("release %s: %w", id, fault.ErrNotFound)
 	}
 	var r workflow.Release
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -159,7 +161,7 @@ func (l *Ledger) RecordConvergence(_ context.Context, c workflow.ConvergenceReco
 }
 
 // HasConverged looks for a convergence of d in env.
-func (l *Ledger) HasConverged(_ context.Context, app, env string, d workflow.Digest) (bool, error) {
+func (l *Ledger) HasConverged(_ context.Context, app, env string, d image.Digest) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, c := range l.convergences {
@@ -190,7 +192,7 @@ func (l *Ledger) LoadPlan(_ context.Context, fp string) (workflow.PlanSummary, e
 	defer l.mu.Unlock()
 	p, ok := l.plans[fp]
 	if !ok {
-		return p, fmt.Errorf("plan %s: %w", fp, workflow.ErrNotFound)
+		return p, fmt.Errorf("plan %s: %w", fp, fault.ErrNotFound)
 	}
 	return p, nil
 }
@@ -204,7 +206,7 @@ func (l *Ledger) MarkPlanApplied(_ context.Context, fp string, at time.Time) err
 	defer l.mu.Unlock()
 	p, ok := l.plans[fp]
 	if !ok {
-		return fmt.Errorf("plan %s: %w", fp, workflow.ErrNotFound)
+		return fmt.Errorf("plan %s: %w", fp, fault.ErrNotFound)
 	}
 	if p.AppliedAt.IsZero() {
 		p.AppliedAt = at
@@ -267,7 +269,7 @@ func (l *Ledger) Effort(_ context.Context, releaseID string) ([]effort.Entry, er
 }
 
 // RecordSighting keeps the first sighting of each reference.
-func (l *Ledger) RecordSighting(_ context.Context, ref string, d workflow.Digest, at time.Time) (workflow.Sighting, error) {
+func (l *Ledger) RecordSighting(_ context.Context, ref string, d image.Digest, at time.Time) (workflow.Sighting, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s, ok := l.sightings[ref]; ok {

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -37,8 +39,8 @@ type World struct {
 	StatePulls      int
 	ScratchLockHeld bool
 
-	Artifact workflow.Artifact
-	Repos    map[string]map[workflow.Digest]bool
+	Artifact image.Artifact
+	Repos    map[string]map[image.Digest]bool
 	Copies   int
 
 	Branches map[string]string // branch → commit
@@ -52,7 +54,7 @@ type World struct {
 	landedImage map[string]string
 	// NeverReady are digests whose Pods never pass their readiness
 	// probe (TreeConvergence; the application never becomes healthy).
-	NeverReady map[workflow.Digest]bool
+	NeverReady map[image.Digest]bool
 	// Unhealthy makes the application degrade instead of converging.
 	Unhealthy bool
 
@@ -68,7 +70,7 @@ type World struct {
 // NewWorld returns a world with one image, one planned change and one
 // healthy application at an old revision.
 func NewWorld() *World {
-	d, _ := workflow.ParseDigest("sha256:" + hex64("web:1.2.3"))
+	d, _ := image.ParseDigest("sha256:" + hex64("web:1.2.3"))
 	return &World{
 		Objects: []ownership.ManagedObject{
 			{Manager: ownership.OwnerTerraform, TerraformAddress: "aws_s3_bucket.assets", TerraformType: "aws_s3_bucket"},
@@ -76,8 +78,8 @@ func NewWorld() *World {
 		},
 		StateSerial: 1,
 		Changes:     []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Name: "web", Action: workflow.ActionCreate}},
-		Artifact:    workflow.Artifact{Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/ci/web", Digest: d, Referrers: []workflow.Referrer{{Kind: "signature", Scheme: "cosign-tag"}}},
-		Repos:       map[string]map[workflow.Digest]bool{"registry.test/ci/web": {d: true}},
+		Artifact:    image.Artifact{Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/ci/web", Digest: d, Referrers: []image.Referrer{{Kind: "signature", Scheme: "cosign-tag"}}},
+		Repos:       map[string]map[image.Digest]bool{"registry.test/ci/web": {d: true}},
 		Branches:    map[string]string{},
 		applied:     map[string]int64{},
 		App:         workflow.AppState{Name: "web", SyncStatus: workflow.SyncSynced, SyncRevision: "0000000old", Health: workflow.HealthHealthy, Images: []string{"registry.test/ci/web@sha256:" + hex64("old")}, Version: "1"},
@@ -187,7 +189,7 @@ func (t Terraform) Apply(ctx context.Context, req workflow.ApplyRequest) (workfl
 	}
 	if req.Inputs.StateSerial != t.W.StateSerial {
 		t.W.mu.Unlock()
-		return workflow.ApplyResult{}, fmt.Errorf("%w: state moved", workflow.ErrStalePlan)
+		return workflow.ApplyResult{}, fmt.Errorf("%w: state moved", fault.ErrStalePlan)
 	}
 	t.W.Applies++
 	t.W.StateSerial++
@@ -207,19 +209,19 @@ type Registry struct{ W *World }
 var _ workflow.Registry = Registry{}
 
 // Resolve returns the world's artifact.
-func (r Registry) Resolve(ctx context.Context, ref string) (workflow.Artifact, error) {
+func (r Registry) Resolve(ctx context.Context, ref string) (image.Artifact, error) {
 	if err := r.W.gate(ctx); err != nil {
-		return workflow.Artifact{}, err
+		return image.Artifact{}, err
 	}
 	r.W.mu.Lock()
 	defer r.W.mu.Unlock()
 	if at := strings.LastIndexByte(ref, '@'); at > 0 {
 		// By digest: only where the world holds it, as a registry answers
 		// a manifest it does not have with MANIFEST_UNKNOWN.
-		d, err := workflow.ParseDigest(ref[at+1:])
+		d, err := image.ParseDigest(ref[at+1:])
 		if err == nil && d != r.W.Artifact.Digest {
 			if !r.W.Repos[ref[:at]][d] {
-				return workflow.Artifact{}, fmt.Errorf("%s: manifest unknown: %w", ref, workflow.ErrNotFound)
+				return image.Artifact{}, fmt.Errorf("%s: manifest unknown: %w", ref, fault.ErrNotFound)
 			}
 			a := r.W.Artifact
 			a.Reference, a.Repository, a.Digest = ref, ref[:at], d
@@ -230,19 +232,19 @@ func (r Registry) Resolve(ctx context.Context, ref string) (workflow.Artifact, e
 }
 
 // Promote copies the digest into the target repository unless present.
-func (r Registry) Promote(ctx context.Context, req workflow.PromoteRequest) (workflow.PromoteResult, error) {
+func (r Registry) Promote(ctx context.Context, req image.PromoteRequest) (image.PromoteResult, error) {
 	if err := r.W.gate(ctx); err != nil {
-		return workflow.PromoteResult{}, err
+		return image.PromoteResult{}, err
 	}
 	r.W.mu.Lock()
 	if !r.W.Repos[req.From][req.Digest] {
 		r.W.mu.Unlock()
-		return workflow.PromoteResult{}, &workflow.TerminalError{Err: fmt.Errorf("%s not in %s: %w", req.Digest, req.From, workflow.ErrNotFound)}
+		return image.PromoteResult{}, &workflow.TerminalError{Err: fmt.Errorf("%s not in %s: %w", req.Digest, req.From, fault.ErrNotFound)}
 	}
-	res := workflow.PromoteResult{Target: r.W.Artifact}
+	res := image.PromoteResult{Target: r.W.Artifact}
 	res.Target.Repository, res.Target.Digest = req.To, req.Digest
 	if r.W.Repos[req.To] == nil {
-		r.W.Repos[req.To] = map[workflow.Digest]bool{}
+		r.W.Repos[req.To] = map[image.Digest]bool{}
 	}
 	copied := !r.W.Repos[req.To][req.Digest]
 	if copied {
@@ -255,7 +257,7 @@ func (r Registry) Promote(ctx context.Context, req workflow.PromoteRequest) (wor
 	r.W.mu.Unlock()
 	if copied {
 		if err := r.W.interrupt("copy"); err != nil {
-			return workflow.PromoteResult{}, err
+			return image.PromoteResult{}, err
 		}
 	}
 	return res, nil
@@ -302,7 +304,7 @@ func (e EnvRepo) Land(ctx context.Context, req workflow.PinRequest) (workflow.En
 	commit, ok := e.W.Branches[branch]
 	if !ok {
 		e.W.mu.Unlock()
-		return workflow.EnvChange{}, fmt.Errorf("%w: %s not pinned", workflow.ErrUsage, branch)
+		return workflow.EnvChange{}, fmt.Errorf("%w: %s not pinned", fault.ErrUsage, branch)
 	}
 	if e.W.Landed == nil {
 		e.W.Landed = map[string]string{}
@@ -332,13 +334,13 @@ func (e EnvRepo) Preview(_ context.Context, req workflow.PinRequest) (workflow.E
 }
 
 // Pinned reports the artifact's repository and digest once pinned.
-func (e EnvRepo) Pinned(_ context.Context, _ workflow.EnvRepoTarget, repo string) (workflow.ImageRef, error) {
+func (e EnvRepo) Pinned(_ context.Context, _ workflow.EnvRepoTarget, repo string) (image.Ref, error) {
 	e.W.mu.Lock()
 	defer e.W.mu.Unlock()
 	if len(e.W.Branches) == 0 {
-		return workflow.ImageRef{Repository: repo, Tag: "old"}, nil
+		return image.Ref{Repository: repo, Tag: "old"}, nil
 	}
-	return workflow.ImageRef{Repository: repo, Digest: e.W.Artifact.Digest}, nil
+	return image.Ref{Repository: repo, Digest: e.W.Artifact.Digest}, nil
 }
 
 // Convergence is a fake workflow.Convergence: Watch rolls the application

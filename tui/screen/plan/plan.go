@@ -19,6 +19,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Port is what the plan screen needs of the workflow; *workflow.Service
@@ -498,7 +499,7 @@ func (m Model) keys() keys.Map {
 // errText renders an error for the screen: policy refusals read as what
 // to do, other errors as they are.
 func errText(err error) string {
-	if errors.Is(err, workflow.ErrBlocked) {
+	if errors.Is(err, fault.ErrBlocked) {
 		return "refused by policy: " + err.Error()
 	}
 	return err.Error()

@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/tui/screen/plan"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -29,7 +30,7 @@ func blockedAtReview(t *testing.T, pol fixture.Policy, w, h int) (plan.Model, *f
 	r, err := fixture.Start(t.Context(), svc)
 	require.NoError(t, err)
 	r, err = svc.Run(t.Context(), r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
 
 	m := plan.New(svc, theme.New(true), keys.Default())
 	m.SetSize(w, h)

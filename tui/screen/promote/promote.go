@@ -20,6 +20,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Port is what the promotion screen needs of the workflow;
@@ -132,14 +133,14 @@ func (m Model) approveRelease() tea.Cmd {
 // waitsForApproval reports whether the run stopped for promotion approvals.
 func (m Model) waitsForApproval() bool {
 	return m.Release() != nil && !m.Running() && m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked &&
-		errors.Is(m.RunErr(), workflow.ErrApprovalRequired) && !errors.Is(m.RunErr(), workflow.ErrAwaitingForge)
+		errors.Is(m.RunErr(), fault.ErrApprovalRequired) && !errors.Is(m.RunErr(), fault.ErrAwaitingForge)
 }
 
 // waitsForForge reports whether the run stopped for reviews or a merge on
 // the forge; the cockpit re-runs it by itself.
 func (m Model) waitsForForge() bool {
 	return m.Release() != nil && !m.Running() && m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked &&
-		errors.Is(m.RunErr(), workflow.ErrAwaitingForge)
+		errors.Is(m.RunErr(), fault.ErrAwaitingForge)
 }
 
 func (m Model) canApprove() (bool, string) {
@@ -309,7 +310,7 @@ func (m Model) action() []string {
 		} else {
 			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + why + th.Muted.Render("; the release continues once it is given")}
 		}
-	case m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked && errors.Is(m.RunErr(), workflow.ErrLocked):
+	case m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked && errors.Is(m.RunErr(), fault.ErrLocked):
 		return []string{th.Warn.Render(theme.IconBlocked+" another captain is promoting here (named above): ") + "wait for them or ask them, then " + th.Key.Render("r") + " resume"}
 	case m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked:
 		return []string{th.Warn.Render(theme.IconBlocked+" blocked by policy: ") + "act on the message above, then " + th.Key.Render("r") + " resume"}

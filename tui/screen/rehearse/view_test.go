@@ -15,6 +15,8 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -24,7 +26,7 @@ import (
 
 var (
 	goldenBase = rehearsal.Baseline{ReleaseID: "web-staging-20261130-c0ffee",
-		Digest: must(workflow.ParseDigest("sha256:" + strings.Repeat("7e", 32))), EnvCommit: strings.Repeat("3a1009bc", 5)}
+		Digest: must(image.ParseDigest("sha256:" + strings.Repeat("7e", 32))), EnvCommit: strings.Repeat("3a1009bc", 5)}
 	drillDigest = "sha256:" + strings.Repeat("de", 32)
 )
 
@@ -180,7 +182,7 @@ func TestViewStoppedSaysHowToResumeOrCleanUp(t *testing.T) {
 func TestAllGoesOnPastADrillNotConfigured(t *testing.T) {
 	m := New(context.Background(), nil, Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillFailedApply, rehearsal.DrillUnavailableImage}}, theme.New(true), DefaultKeys())
 	m.SetSize(80, 21)
-	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: the failed-apply drill is not built yet", workflow.ErrUsage)})
+	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: the failed-apply drill is not built yet", fault.ErrUsage)})
 	require.Contains(t, ansi.Strip(m.View()), "not run here: invalid input: the failed-apply drill is not built yet")
 	m, cmd := m.Update(fixture.Key("enter"))
 	require.NotNil(t, cmd, "enter reads the next drill's preview")
@@ -189,13 +191,13 @@ func TestAllGoesOnPastADrillNotConfigured(t *testing.T) {
 	m, _ = m.Update(previewMsg{idx: 1, preview: &p})
 	require.Contains(t, ansi.Strip(m.View()), "Drill 2/2: unavailable-image")
 	_, _, notRun := m.Outcome()
-	require.ErrorIs(t, notRun, workflow.ErrUsage)
+	require.ErrorIs(t, notRun, fault.ErrUsage)
 
 	m = New(context.Background(), nil, Request{Env: "prod", Drills: rehearsal.AllDrills}, theme.New(true), DefaultKeys())
 	m.SetSize(80, 21)
-	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: prod is a production environment", workflow.ErrBlocked)})
+	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: prod is a production environment", fault.ErrBlocked)})
 	require.Len(t, m.items, 1, "refused: no further drill")
 	_, runErr, _ := m.Outcome()
-	require.ErrorIs(t, runErr, workflow.ErrBlocked)
+	require.ErrorIs(t, runErr, fault.ErrBlocked)
 	require.Contains(t, ansi.Strip(m.View()), "cannot run: blocked")
 }
