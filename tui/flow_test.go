@@ -13,6 +13,7 @@ import (
 
 	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -75,7 +76,7 @@ func TestFlowBlockedOnApprovalThenApproveAndResume(t *testing.T) {
 	tm.Type("q")
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(Model)
 	require.Equal(t, workflow.ReleaseConverged, final.Release().Status)
-	approvals, err := env.Ledger.Approvals(t.Context(), workflow.ApprovePlan, final.Release().Checkpoints.Fingerprint)
+	approvals, err := env.Ledger.Approvals(t.Context(), approval.Plan, final.Release().Checkpoints.Fingerprint)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
 	require.Equal(t, "alice", approvals[0].Approver)

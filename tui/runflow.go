@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/screen/plan"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -157,7 +158,7 @@ func (m Model) approvalsArrived(msg approvalsMsg) (Model, tea.Cmd) {
 }
 
 // approvers lists who approved, in the order they did.
-func approvers(c workflow.ApprovalCheck) string {
+func approvers(c approval.Check) string {
 	names := make([]string, 0, len(c.Counted))
 	for _, a := range c.Counted {
 		names = append(names, a.Approver)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
 )
 
@@ -354,22 +355,9 @@ func (w SyncWindow) Same(o SyncWindow) bool {
 }
 
 func (w SyncWindow) String() string {
-	s := fmt.Sprintf("%s window %q for %s, %s in %s", w.Kind, w.Schedule, strings.Join(w.Applications, ","), ShortDuration(w.Duration), w.TimeZone)
+	s := fmt.Sprintf("%s window %q for %s, %s in %s", w.Kind, w.Schedule, strings.Join(w.Applications, ","), finding.ShortDuration(w.Duration), w.TimeZone)
 	if w.Project != "" {
 		s += " on project " + w.Project
-	}
-	return s
-}
-
-// ShortDuration writes d as a person would type it for --ttl: "30m", "1h",
-// "1h30m", "90s", without the zero units time.Duration's String adds.
-func ShortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
 }

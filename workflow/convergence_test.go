@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 )
@@ -51,18 +52,18 @@ func TestConvergedJudgesSyncHealthRevisionAndDigestSeparately(t *testing.T) {
 
 func TestCountApprovalsBindsToTheExactSubject(t *testing.T) {
 	t.Parallel()
-	approvals := []workflow.Approval{
+	approvals := []approval.Approval{
 		{Kind: "plan", Subject: "fp-old", Approver: "carol"},
 		{Kind: "plan", Subject: "fp-new", Approver: "alice"},
 		{Kind: "plan", Subject: "fp-new", Approver: "bob"},
 		{Kind: "plan", Subject: "fp-new", Approver: "bob"},
 	}
-	c := workflow.ApprovalRule{Kind: workflow.ApprovePlan, Required: 2, DistinctFromAuthor: true}.Count(workflow.ApprovalTarget{Subject: "fp-new"}, "alice", approvals, nil)
+	c := approval.Rule{Kind: approval.Plan, Required: 2, DistinctFromAuthor: true}.Count(approval.Target{Subject: "fp-new"}, "alice", approvals, nil)
 	require.Len(t, c.Counted, 1, "only bob counts: alice is the author, carol approved another plan, bob counts once")
 	require.Equal(t, 1, c.Missing())
 	require.Contains(t, c.Ignored["carol"], "fp-old")
 
-	c = workflow.ApprovalRule{Kind: workflow.ApprovePlan, Required: 2}.Count(workflow.ApprovalTarget{Subject: "fp-new"}, "alice", approvals, nil)
+	c = approval.Rule{Kind: approval.Plan, Required: 2}.Count(approval.Target{Subject: "fp-new"}, "alice", approvals, nil)
 	require.True(t, c.Satisfied())
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
 )
@@ -124,13 +125,9 @@ func (l *Landing) Upstream(ctx context.Context) (string, *ConvergenceRecord, err
 // approvals.promotion, as the push path counts them. An error wrapping
 // ErrAuthorUnverified says the rule needs a verified captain and no
 // signature proves one.
-func (l *Landing) PromotionApprovals(ctx context.Context, commit string) (ApprovalCheck, error) {
+func (l *Landing) PromotionApprovals(ctx context.Context, commit string) (approval.Check, error) {
 	return l.run.promotionApprovals(ctx, commit)
 }
-
-// NotCountedNote says, for a refusal's message, which approvals did not
-// count and why; "" when none were ignored.
-func (c ApprovalCheck) NotCountedNote() string { return ignoredNote(c) }
 
 // BlockedResult is a Blocked step result saying msg, whose Err wraps
 // sentinel.
@@ -286,7 +283,9 @@ type Answer struct {
 
 // VerifyWith is the approval verifier over v (nil without a people file),
 // as every approval count of the core uses it.
-func VerifyWith(ctx context.Context, v SignatureVerifier) VerifyFunc { return verifyWith(ctx, v) }
+func VerifyWith(ctx context.Context, v SignatureVerifier) approval.VerifyFunc {
+	return verifyWith(ctx, v)
+}
 
 // MaxBreakGlassTTL bounds how long reconciliation may stay paused; an
 // approval of a break-glass (ApproveBreakGlass) is for at most as long.
@@ -346,15 +345,9 @@ func (s *Service) forgetSharedPlan(ctx context.Context, fp string) error {
 // a recorded approval's signature is checked. The core itself never verifies journals nor seals heads: relcap
 // seals a session's head after the Service is done with it.
 
-// SignatureTime is the time a recorded approval's signature is checked
-// at when nothing it approves bounds it (journal verify re-checking it):
-// when the ledger received it, or its statement's own time for approvals
-// recorded before relcap kept the receipt.
-func (a Approval) SignatureTime() time.Time { return a.signatureTime(time.Time{}) }
-
 // VerifyApproval checks a's signature with v at a.SignatureTime(), as
 // counting approvals does, against the people file v reads now.
-func VerifyApproval(ctx context.Context, v SignatureVerifier, a Approval) error {
+func VerifyApproval(ctx context.Context, v SignatureVerifier, a approval.Approval) error {
 	if v == nil {
 		return errors.New("workflow: verifying an approval needs a signature verifier")
 	}

@@ -3,6 +3,7 @@ package workflow
 import (
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/journal"
@@ -302,14 +303,14 @@ type (
 // Approvals and effort.
 
 // ApprovalRecorded is an approval as the ledger keeps it.
-type ApprovalRecorded struct{ Approval }
+type ApprovalRecorded struct{ approval.Approval }
 
 // ApprovalRefused: an approval the policy would never count was refused.
 type ApprovalRefused struct {
-	Kind     ApprovalKind `json:"kind"`
-	Subject  string       `json:"subject"`
-	Approver string       `json:"approver"`
-	Reason   string       `json:"reason"`
+	Kind     approval.Kind `json:"kind"`
+	Subject  string        `json:"subject"`
+	Approver string        `json:"approver"`
+	Reason   string        `json:"reason"`
 }
 
 // EffortLogged is off-tool coordination time a person logged.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
@@ -129,7 +130,7 @@ type PlanSummary struct {
 	Release string `json:"release,omitempty"`
 	// AuthorSignature is the author's SSH signature of AuthorStatement(),
 	// made when the plan was saved; zero without a people file.
-	AuthorSignature Signature `json:"author_signature,omitzero"`
+	AuthorSignature approval.Signature `json:"author_signature,omitzero"`
 	// AuthorPeople names the people file revision the author signature
 	// was verified against (PeopleState.Revision).
 	AuthorPeople string `json:"author_people,omitempty"`

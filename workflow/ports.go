@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
@@ -194,7 +195,7 @@ type Signer interface {
 	// Sign signs message in namespace as principal. It fails, saying why
 	// and what to do, when no key the people file gives principal is
 	// available to this process.
-	Sign(ctx context.Context, principal, namespace string, message []byte) (Signature, error)
+	Sign(ctx context.Context, principal, namespace string, message []byte) (approval.Signature, error)
 }
 
 // SignatureVerifier checks signatures against the people file (git's
@@ -204,7 +205,7 @@ type SignatureVerifier interface {
 	// Verify checks that sig is principal's signature of message in
 	// namespace, made with a key the people file gives principal for that
 	// namespace at time at. The error says why not.
-	Verify(ctx context.Context, principal, namespace string, message []byte, sig Signature, at time.Time) error
+	Verify(ctx context.Context, principal, namespace string, message []byte, sig approval.Signature, at time.Time) error
 }
 
 // PeopleFile is the optional ability of a SignatureVerifier that knows
@@ -221,7 +222,7 @@ type PeopleFile interface {
 	// against. The revision must still be in the protected branch's
 	// history; a revision nothing protected can be checked only while the
 	// working copy still has it.
-	VerifyIn(ctx context.Context, revision, principal, namespace string, message []byte, sig Signature, at time.Time) error
+	VerifyIn(ctx context.Context, revision, principal, namespace string, message []byte, sig approval.Signature, at time.Time) error
 }
 
 // PeopleState is the people file that counts, where it comes from, and
@@ -342,8 +343,8 @@ type PlanVault interface {
 
 // ApprovalStore keeps approvals.
 type ApprovalStore interface {
-	RecordApproval(ctx context.Context, a Approval) error
-	Approvals(ctx context.Context, kind ApprovalKind, subject string) ([]Approval, error)
+	RecordApproval(ctx context.Context, a approval.Approval) error
+	Approvals(ctx context.Context, kind approval.Kind, subject string) ([]approval.Approval, error)
 }
 
 // EffortStore keeps effort entries.

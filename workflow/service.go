@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
@@ -264,14 +265,14 @@ func (q *Records) Plan(ctx context.Context, fingerprint string) (PlanSummary, er
 
 // PlanApprovals counts the approvals of a plan against its environment's
 // rule, as apply will.
-func (q *Records) PlanApprovals(ctx context.Context, p PlanSummary) (ApprovalCheck, error) {
+func (q *Records) PlanApprovals(ctx context.Context, p PlanSummary) (approval.Check, error) {
 	env, err := q.project.Env(p.Env)
 	if err != nil {
-		return ApprovalCheck{}, err
+		return approval.Check{}, err
 	}
-	all, err := q.ledger.Approvals(ctx, ApprovePlan, p.Fingerprint)
+	all, err := q.ledger.Approvals(ctx, approval.Plan, p.Fingerprint)
 	if err != nil {
-		return ApprovalCheck{}, err
+		return approval.Check{}, err
 	}
 	return countPlanApprovals(ctx, q.verifier, env, p, all)
 }
@@ -333,45 +334,45 @@ func (q *Records) Changes(ctx context.Context) <-chan struct{} {
 // AwaitedApprovals is the count of approvals the release's current step
 // waits for: the plan's at plan review and apply, the release's at
 // promotion. ok is false when the current step waits for no approval.
-func (q *Records) AwaitedApprovals(ctx context.Context, r *Release) (check ApprovalCheck, ok bool, err error) {
+func (q *Records) AwaitedApprovals(ctx context.Context, r *Release) (check approval.Check, ok bool, err error) {
 	cur, unfinished := r.Current()
 	if !unfinished {
-		return ApprovalCheck{}, false, nil
+		return approval.Check{}, false, nil
 	}
 	env, err := q.project.Env(r.Env)
 	if err != nil {
-		return ApprovalCheck{}, false, err
+		return approval.Check{}, false, err
 	}
 	switch cur {
 	case StepPlanReview, StepApply:
 		fp := r.Checkpoints.Fingerprint
 		if fp == "" {
-			return ApprovalCheck{}, false, nil
+			return approval.Check{}, false, nil
 		}
 		p, err := q.ledger.LoadPlan(ctx, fp)
 		if err != nil {
-			return ApprovalCheck{}, false, err
+			return approval.Check{}, false, err
 		}
 		if !p.HasChanges() {
-			return ApprovalCheck{}, false, nil
+			return approval.Check{}, false, nil
 		}
 		check, err := q.PlanApprovals(ctx, p)
 		return check, err == nil, err
 	case StepPromotion:
-		rule := env.Approvals.Rule(ApprovePromotion)
+		rule := env.Approvals.Rule(approval.Promotion)
 		review := env.EnvRepo.Review
 		if rule.Required == 0 || (review.PullRequests() && review.Approvals != ApprovalsFromBoth) {
 			// Approvals given on the forge reach no ledger: the cockpit
 			// polls the forge instead (ErrAwaitingForge).
-			return ApprovalCheck{}, false, nil
+			return approval.Check{}, false, nil
 		}
-		all, err := q.ledger.Approvals(ctx, ApprovePromotion, r.ID)
+		all, err := q.ledger.Approvals(ctx, approval.Promotion, r.ID)
 		if err != nil {
-			return ApprovalCheck{}, false, err
+			return approval.Check{}, false, err
 		}
 		return rule.Count(PromotionTarget(r), r.Captain, all, verifyWith(ctx, q.verifier)), true, nil
 	}
-	return ApprovalCheck{}, false, nil
+	return approval.Check{}, false, nil
 }
 
 // ReleaseUnderReview is the release whose plan review shows the plan with

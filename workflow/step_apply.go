@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -214,7 +215,7 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 			return res, plan, false, err
 		}
 		if !check.Satisfied() {
-			return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", fault.ErrApprovalRequired, ShortHash(fp), check.Missing(), g.env.Name, g.env.Approvals.Plan, fp, ignoredNote(check))}
+			return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", fault.ErrApprovalRequired, ShortHash(fp), check.Missing(), g.env.Name, g.env.Approvals.Plan, fp, check.NotCountedNote())}
 		}
 	}
 	planFile, err := s.planFileToApply(ctx, g.env, plan)
@@ -232,10 +233,10 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 }
 
 // planApprovals counts the approvals of plan under env's plan rule.
-func (s *Service) planApprovals(ctx context.Context, env Environment, plan PlanSummary) (ApprovalCheck, error) {
-	approvals, err := s.d.Ledger.Approvals(ctx, ApprovePlan, plan.Fingerprint)
+func (s *Service) planApprovals(ctx context.Context, env Environment, plan PlanSummary) (approval.Check, error) {
+	approvals, err := s.d.Ledger.Approvals(ctx, approval.Plan, plan.Fingerprint)
 	if err != nil {
-		return ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
+		return approval.Check{}, fmt.Errorf("read approvals: %w", err)
 	}
 	return countPlanApprovals(ctx, s.d.Verifier, env, plan, approvals)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -79,7 +80,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		res.Message = note + "no changes: infrastructure matches the configuration"
 		return res, nil
 	}
-	approvals, err := d.Ledger.Approvals(ctx, ApprovePlan, plan.Fingerprint)
+	approvals, err := d.Ledger.Approvals(ctx, approval.Plan, plan.Fingerprint)
 	if err != nil {
 		return StepResult{}, fmt.Errorf("read approvals: %w", err)
 	}
@@ -98,7 +99,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		note += "warning: " + w + ". "
 	}
 	if !check.Satisfied() {
-		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s%s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint, ignoredNote(check))
+		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s%s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint, check.NotCountedNote())
 		b := blocked(fault.ErrApprovalRequired, msg, plan.Findings)
 		b.Evidence = res.Evidence
 		return b, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
@@ -129,7 +130,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		// The forge reviews and merges the change (envrepo.review).
 		return run.landByReview(ctx, res)
 	}
-	if rule := run.env.Approvals.Rule(ApprovePromotion); rule.Required > 0 && !run.env.EnvRepo.Review.PullRequests() {
+	if rule := run.env.Approvals.Rule(approval.Promotion); rule.Required > 0 && !run.env.EnvRepo.Review.PullRequests() {
 		// Approvers review the pinned change itself, so the check comes
 		// after the branch exists and before it lands.
 		check, err := run.promotionApprovals(ctx, run.r.Checkpoints.EnvPinned)
@@ -142,7 +143,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		}
 		if !check.Satisfied() {
 			msg := fmt.Sprintf("the pin of %s on %s (commit %s) needs %d more approval(s) before it lands in %s: relcap approve --release %s%s",
-				digest.Short(), run.r.Checkpoints.EnvBranch, ShortHash(run.r.Checkpoints.EnvPinned), check.Missing(), run.env.Name, run.r.ID, ignoredNote(check))
+				digest.Short(), run.r.Checkpoints.EnvBranch, ShortHash(run.r.Checkpoints.EnvPinned), check.Missing(), run.env.Name, run.r.ID, check.NotCountedNote())
 			b := blocked(fault.ErrApprovalRequired, msg, res.Findings)
 			b.Evidence = res.Evidence
 			return b, nil
@@ -170,18 +171,18 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 // pull request would merge) against approvals.promotion: one count for
 // both ways a promotion lands. An error wrapping ErrAuthorUnverified says
 // the rule needs a verified captain and no signature proves one.
-func (run *releaseRun) promotionApprovals(ctx context.Context, commit string) (ApprovalCheck, error) {
+func (run *releaseRun) promotionApprovals(ctx context.Context, commit string) (approval.Check, error) {
 	d := run.svc.d
-	rule := run.env.Approvals.Rule(ApprovePromotion)
-	approvals, err := d.Ledger.Approvals(ctx, ApprovePromotion, run.r.ID)
+	rule := run.env.Approvals.Rule(approval.Promotion)
+	approvals, err := d.Ledger.Approvals(ctx, approval.Promotion, run.r.ID)
 	if err != nil {
-		return ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
+		return approval.Check{}, fmt.Errorf("read approvals: %w", err)
 	}
 	target := PromotionTarget(run.r)
 	target.Commit = commit
 	captain, err := promotionCaptain(ctx, d.Verifier, run.env, rule, run.r)
 	if err != nil {
-		return ApprovalCheck{}, err
+		return approval.Check{}, err
 	}
 	return rule.Count(target, captain, approvals, verifyWith(ctx, d.Verifier)), nil
 }

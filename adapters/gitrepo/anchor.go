@@ -16,7 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/fault"
 )
@@ -397,7 +397,7 @@ func anchorMessage(h audit.SealedHead, file string) string {
 	fmt.Fprintf(&b, "relcap: anchor session %s (%s by %s)\n\n", h.Head.Session, h.Head.Command, h.Head.Actor)
 	fmt.Fprintf(&b, "The journal of session %s ends at entry %d, %s.\n", h.Head.Session, h.Head.Seq, h.Head.Hash)
 	if h.Signed() {
-		fmt.Fprintf(&b, "Signed by %s with key %s (namespace %s); the head and its signature are in %s.\n", h.Head.Actor, h.Signature.Key, workflow.NamespaceJournal, file)
+		fmt.Fprintf(&b, "Signed by %s with key %s (namespace %s); the head and its signature are in %s.\n", h.Head.Actor, h.Signature.Key, approval.NamespaceJournal, file)
 	} else {
 		fmt.Fprintf(&b, "Unsigned: %s\n", h.Unsigned)
 	}

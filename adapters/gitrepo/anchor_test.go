@@ -15,7 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/fault"
 )
@@ -28,7 +28,7 @@ func sealedHead(id string, seq int64) audit.SealedHead {
 			Session: id, Actor: "ana", Command: "plan", Release: "web-staging-1",
 			Seq: seq, Hash: strings.Repeat("ab", 32), At: testTime,
 		},
-		Signature: workflow.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n", Key: "SHA256:abc"},
+		Signature: approval.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n", Key: "SHA256:abc"},
 	}
 }
 
@@ -82,7 +82,7 @@ func TestAnchorInALocalRepositoryChainsOneCommitPerSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `^refs/relcap/journal [0-9a-f]{12} of `+bare+`$`, where)
 	second := sealedHead("20261201T080000Z-000001", 3)
-	second.Signature, second.Unsigned = workflow.Signature{}, "the project names no people file"
+	second.Signature, second.Unsigned = approval.Signature{}, "the project names no people file"
 	_, err = j.Anchor(ctx, second)
 	require.NoError(t, err)
 

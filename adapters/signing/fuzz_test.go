@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -80,15 +80,15 @@ func FuzzParseAllowedSigners(f *testing.F) {
 			return
 		}
 		for _, who := range append(p.Principals(), "alice", "bob", "") {
-			for _, k := range p.KeysFor(who, workflow.NamespaceApproval, at) {
+			for _, k := range p.KeysFor(who, approval.NamespaceApproval, at) {
 				if len(p.PrincipalsOf(k)) > len(p.Principals()) {
 					t.Fatalf("PrincipalsOf names more people than the file")
 				}
-				_ = p.refuse(who, workflow.NamespaceJournal, k, at.Add(100*365*24*time.Hour))
+				_ = p.refuse(who, approval.NamespaceJournal, k, at.Add(100*365*24*time.Hour))
 			}
 		}
 		for i := range p.entries {
-			_ = p.refuse("nobody", workflow.NamespaceApproval, p.entries[i].key, at)
+			_ = p.refuse("nobody", approval.NamespaceApproval, p.entries[i].key, at)
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
@@ -276,26 +277,26 @@ func TestApprovalsRoundTrip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := t.Context()
 		l := b.openNew(t)
-		a1 := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp1", Env: "prod", Approver: "bo", Comment: "lgtm", At: t0.Add(time.Minute),
-			Signature: workflow.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n", Key: "SHA256:abc"}}
-		a2 := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp1", Env: "prod", Approver: "cy", At: t0}
-		other := []workflow.Approval{
-			{Kind: workflow.ApprovePlan, Subject: "fp2", Env: "prod", Approver: "bo", At: t0},
-			{Kind: workflow.ApprovePromotion, Subject: "fp1", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:" + strings.Repeat("a", 64)},
-			{Kind: workflow.ApproveBreakGlass, Subject: "prod/web-prod", Env: "prod", Approver: "cy", At: t0, TimeBox: 30*time.Minute + 7, Comment: "OOM"},
+		a1 := approval.Approval{Kind: approval.Plan, Subject: "fp1", Env: "prod", Approver: "bo", Comment: "lgtm", At: t0.Add(time.Minute),
+			Signature: approval.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n", Key: "SHA256:abc"}}
+		a2 := approval.Approval{Kind: approval.Plan, Subject: "fp1", Env: "prod", Approver: "cy", At: t0}
+		other := []approval.Approval{
+			{Kind: approval.Plan, Subject: "fp2", Env: "prod", Approver: "bo", At: t0},
+			{Kind: approval.Promotion, Subject: "fp1", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:" + strings.Repeat("a", 64)},
+			{Kind: approval.BreakGlass, Subject: "prod/web-prod", Env: "prod", Approver: "cy", At: t0, TimeBox: 30*time.Minute + 7, Comment: "OOM"},
 		}
 		a1.People = "git:0123abcd:4567ef89"
 		before := time.Now().Add(-time.Second)
-		for _, a := range append([]workflow.Approval{a1, a2}, other...) {
+		for _, a := range append([]approval.Approval{a1, a2}, other...) {
 			a.ReceivedAt = t0.Add(-24 * time.Hour) // the writer's claim is not kept
 			require.NoError(t, l.RecordApproval(ctx, a))
 		}
 		after := time.Now().Add(time.Second)
-		got, err := l.Approvals(ctx, workflow.ApprovePlan, "fp1")
+		got, err := l.Approvals(ctx, approval.Plan, "fp1")
 		require.NoError(t, err)
 		require.Len(t, got, 2)
 		// Oldest first.
-		for i, want := range []workflow.Approval{a2, a1} {
+		for i, want := range []approval.Approval{a2, a1} {
 			requireTimeEqual(t, want.At, got[i].At)
 			want.At = got[i].At
 			// The ledger's own clock says when it received the approval.
@@ -303,21 +304,21 @@ func TestApprovalsRoundTrip(t *testing.T) {
 			want.ReceivedAt = got[i].ReceivedAt
 			require.Equal(t, want, got[i])
 		}
-		promo, err := l.Approvals(ctx, workflow.ApprovePromotion, "fp1")
+		promo, err := l.Approvals(ctx, approval.Promotion, "fp1")
 		require.NoError(t, err)
 		require.Len(t, promo, 1)
 		require.Equal(t, other[1].Commit, promo[0].Commit, "the promotion approval keeps the commit it approved")
 		require.Equal(t, other[1].Digest, promo[0].Digest)
-		bg, err := l.Approvals(ctx, workflow.ApproveBreakGlass, "prod/web-prod")
+		bg, err := l.Approvals(ctx, approval.BreakGlass, "prod/web-prod")
 		require.NoError(t, err)
 		require.Len(t, bg, 1)
 		require.Equal(t, 30*time.Minute+7, bg[0].TimeBox, "the break-glass approval keeps the time box it signed, to the nanosecond")
 		require.Zero(t, got[0].TimeBox, "other approvals have none")
-		require.ErrorIs(t, l.RecordApproval(ctx, workflow.Approval{Kind: workflow.ApproveBreakGlass, Subject: "x", Approver: "cy", TimeBox: -1}), fault.ErrUsage)
-		none, err := l.Approvals(ctx, workflow.ApprovePlan, "fp9")
+		require.ErrorIs(t, l.RecordApproval(ctx, approval.Approval{Kind: approval.BreakGlass, Subject: "x", Approver: "cy", TimeBox: -1}), fault.ErrUsage)
+		none, err := l.Approvals(ctx, approval.Plan, "fp9")
 		require.NoError(t, err)
 		require.Empty(t, none)
-		require.ErrorIs(t, l.RecordApproval(ctx, workflow.Approval{Kind: "plan"}), fault.ErrUsage)
+		require.ErrorIs(t, l.RecordApproval(ctx, approval.Approval{Kind: "plan"}), fault.ErrUsage)
 	})
 }
 
@@ -689,7 +690,7 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		require.Error(t, l.SealSession(ctx, other), "a seal naming another actor is refused")
 
 		seal.Head.At = t0
-		seal.Signature = workflow.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n", Key: "SHA256:k"}
+		seal.Signature = approval.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n", Key: "SHA256:k"}
 		seal.Anchor = "refs/relcap/journal 0123456789ab of /env.git"
 		require.NoError(t, l.SealSession(ctx, seal))
 		got, err := l.SessionSeal(ctx, "s1")
@@ -701,7 +702,7 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		require.Equal(t, string(seal.Head.Statement()), string(got.Head.Statement()), "the statement reads back the same")
 
 		again := seal
-		again.Signature = workflow.Signature{}
+		again.Signature = approval.Signature{}
 		again.Unsigned = "no key"
 		require.ErrorContains(t, l.SealSession(ctx, again), "a seal is never replaced")
 

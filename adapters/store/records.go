@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
@@ -15,7 +16,7 @@ import (
 )
 
 // RecordApproval stores a.
-func (s *Ledger) RecordApproval(ctx context.Context, a workflow.Approval) error {
+func (s *Ledger) RecordApproval(ctx context.Context, a approval.Approval) error {
 	if a.Kind == "" || a.Subject == "" || a.Approver == "" {
 		return fmt.Errorf("%w: approval needs a kind, a subject and an approver", fault.ErrUsage)
 	}
@@ -42,7 +43,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+s.d.clockNanos()+`)`,
 
 // Approvals returns every approval of exactly kind and subject, oldest
 // first, duplicates included.
-func (s *Ledger) Approvals(ctx context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
+func (s *Ledger) Approvals(ctx context.Context, kind approval.Kind, subject string) ([]approval.Approval, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns, people, received_at FROM approvals
 WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
@@ -50,10 +51,10 @@ WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 		return nil, s.fail("read approvals", err)
 	}
 	defer rows.Close()
-	var out []workflow.Approval
+	var out []approval.Approval
 	for rows.Next() {
 		var (
-			a        workflow.Approval
+			a        approval.Approval
 			at       sql.NullInt64
 			received sql.NullInt64
 			timeBox  int64

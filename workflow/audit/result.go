@@ -3,7 +3,7 @@ package audit
 import (
 	"errors"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
@@ -120,12 +120,12 @@ const (
 // it). Neither is tampering, the chain vouching for the entry: both are
 // said as warnings.
 type ApprovalVerification struct {
-	Kind      workflow.ApprovalKind `json:"kind"`
-	Env       string                `json:"env"`
-	Subject   string                `json:"subject"`
-	Approver  string                `json:"approver"`
-	Signed    bool                  `json:"signed"`
-	Signature VerifyCheck           `json:"signature"`
+	Kind      approval.Kind `json:"kind"`
+	Env       string        `json:"env"`
+	Subject   string        `json:"subject"`
+	Approver  string        `json:"approver"`
+	Signed    bool          `json:"signed"`
+	Signature VerifyCheck   `json:"signature"`
 	// People is the people file revision the approval was verified
 	// against when recorded, "" when it was not recorded (older relcap).
 	// A signature that does not hold against its recorded revision is a

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
@@ -200,7 +201,7 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 	}
 	for _, a := range v.Approvals {
 		subject := a.Subject // a release ID or an application
-		if a.Kind == workflow.ApprovePlan {
+		if a.Kind == approval.Plan {
 			subject = workflow.ShortHash(subject) // a fingerprint
 		}
 		what := fmt.Sprintf("%s approval of %s in %s by %s", a.Kind, subject, a.Env, a.Approver)
@@ -411,7 +412,7 @@ func (c *sessionCheck) checkSignature(ctx context.Context, v *SessionVerificatio
 			"signed by %s with key %s, but no people file is configured here to check it against: run journal verify with -c naming the relcap.yaml whose people: file lists them", sh.Head.Actor, sh.Signature.Key)}
 		return nil
 	}
-	err := c.q.verifier.Verify(ctx, sh.Head.Actor, workflow.NamespaceJournal, sh.Head.Statement(), sh.Signature, sh.Head.At)
+	err := c.q.verifier.Verify(ctx, sh.Head.Actor, approval.NamespaceJournal, sh.Head.Statement(), sh.Signature, sh.Head.At)
 	switch {
 	case errors.Is(err, fault.ErrUsage):
 		return fmt.Errorf("verify the signature of session %s: %w", c.id, err)

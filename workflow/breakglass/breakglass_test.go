@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -275,14 +276,14 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 		},
 		"unsigned": {
 			before: func(w *bgWorld) {
-				require.NoError(t, w.l.RecordApproval(t.Context(), workflow.Approval{Kind: workflow.ApproveBreakGlass, Subject: "prod/web-prod", Env: "prod",
+				require.NoError(t, w.l.RecordApproval(t.Context(), approval.Approval{Kind: approval.BreakGlass, Subject: "prod/web-prod", Env: "prod",
 					Approver: "carol", At: w.clock.Now(), TimeBox: time.Hour, Comment: "typed by hand"}))
 			},
 			want: "unsigned",
 		},
 		"another environment's": {
 			before: func(w *bgWorld) {
-				require.NoError(t, w.l.RecordApproval(t.Context(), workflow.Approval{Kind: workflow.ApproveBreakGlass, Subject: "staging/web-staging", Env: "staging",
+				require.NoError(t, w.l.RecordApproval(t.Context(), approval.Approval{Kind: approval.BreakGlass, Subject: "staging/web-staging", Env: "staging",
 					Approver: "carol", At: w.clock.Now(), TimeBox: time.Hour}))
 			},
 			want: "carol has not approved break-glass of prod/web-prod",
@@ -350,7 +351,7 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 }
 
 // approveBG records who's signed break-glass approval of prod for ttl.
-func approveBG(w *bgWorld, who string, ttl time.Duration) workflow.Approval {
+func approveBG(w *bgWorld, who string, ttl time.Duration) approval.Approval {
 	w.t.Helper()
 	a, _, err := w.as(who).core.ApproveBreakGlass(w.t.Context(), "prod", ttl, "checkout is down")
 	require.NoError(w.t, err)
@@ -395,9 +396,9 @@ func TestBreakGlassApprovalsAreSignedForProductionOnly(t *testing.T) {
 func TestAnApprovalStatementNamesATimeBoxOnlyWhenItHasOne(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	plan := workflow.Approval{Kind: workflow.ApprovePlan, Env: "prod", Subject: "fp1", Approver: "bob", At: at, Comment: "ok"}
+	plan := approval.Approval{Kind: approval.Plan, Env: "prod", Subject: "fp1", Approver: "bob", At: at, Comment: "ok"}
 	require.Equal(t, "relcap approval v1\nkind: plan\nenv: prod\nsubject: fp1\napprover: bob\nat: 2026-12-01T10:00:00Z\ncomment: \"ok\"\n", string(plan.Statement()))
-	bg := workflow.Approval{Kind: workflow.ApproveBreakGlass, Env: "prod", Subject: "prod/web-prod", Approver: "carol", At: at, TimeBox: 30 * time.Minute}
+	bg := approval.Approval{Kind: approval.BreakGlass, Env: "prod", Subject: "prod/web-prod", Approver: "carol", At: at, TimeBox: 30 * time.Minute}
 	require.Equal(t, "relcap approval v1\nkind: breakglass\nenv: prod\nsubject: prod/web-prod\ntime-box: 30m0s\napprover: carol\nat: 2026-12-01T10:00:00Z\n", string(bg.Statement()))
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
@@ -139,7 +140,7 @@ func TestLoadDesignExample(t *testing.T) {
 					App:      "web-staging",
 					TokenEnv: "ARGOCD_AUTH_TOKEN",
 				},
-				Approvals: workflow.ApprovalPolicy{Plan: 1, Signed: true},
+				Approvals: approval.Policy{Plan: 1, Signed: true},
 			},
 			{
 				Name:       "prod",
@@ -169,8 +170,8 @@ func TestLoadDesignExample(t *testing.T) {
 					App:      "web-prod",
 					TokenEnv: "ARGOCD_AUTH_TOKEN",
 				},
-				Approvals: workflow.ApprovalPolicy{Plan: 2, Promotion: 1, DistinctFromAuthor: true, Signed: true,
-					Approvers: workflow.Approvers{Plan: []string{"alice", "bob"}, Promotion: []string{"carol"}, BreakGlass: []string{"carol"}, Apply: []string{"alice", "dave"}}},
+				Approvals: approval.Policy{Plan: 2, Promotion: 1, DistinctFromAuthor: true, Signed: true,
+					Approvers: approval.Approvers{Plan: []string{"alice", "bob"}, Promotion: []string{"carol"}, BreakGlass: []string{"carol"}, Apply: []string{"alice", "dave"}}},
 			},
 		},
 		Classify: workflow.Classify{
@@ -218,7 +219,7 @@ func TestParseDefaults(t *testing.T) {
 				require.Equal(t, "ARGOCD_AUTH_TOKEN", e.ArgoCD.TokenEnv)
 				require.Zero(t, e.ArgoCD.ReadinessGrace, "the watch's own grace")
 				require.Equal(t, "", e.Terraform.Binary)
-				require.Equal(t, workflow.ApprovalPolicy{}, e.Approvals, "without a people file approvals are unsigned")
+				require.Equal(t, approval.Policy{}, e.Approvals, "without a people file approvals are unsigned")
 			},
 		},
 		{

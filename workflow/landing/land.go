@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 )
@@ -144,7 +145,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 		return awaiting(res, msg), nil
 	}
 	if review.Approvals == workflow.ApprovalsFromBoth {
-		if rule := run.env.Approvals.Rule(workflow.ApprovePromotion); rule.Required > 0 {
+		if rule := run.env.Approvals.Rule(approval.Promotion); rule.Required > 0 {
 			// The signed approvals are of the commit the pull request
 			// would merge: a moved head needs them renewed too.
 			check, err := l.PromotionApprovals(ctx, pr.HeadSHA)

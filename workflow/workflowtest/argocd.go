@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/breakglass"
 )
 
@@ -192,7 +193,7 @@ func (p *People) Remove(principal string) {
 }
 
 // Verify checks sig against the file as it reads now.
-func (p *People) Verify(_ context.Context, principal, namespace string, message []byte, sig workflow.Signature, _ time.Time) error {
+func (p *People) Verify(_ context.Context, principal, namespace string, message []byte, sig approval.Signature, _ time.Time) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -210,9 +211,9 @@ type Key string
 var _ workflow.Signer = Key("")
 
 // Sign signs as principal if this is principal's key.
-func (k Key) Sign(_ context.Context, principal, namespace string, message []byte) (workflow.Signature, error) {
+func (k Key) Sign(_ context.Context, principal, namespace string, message []byte) (approval.Signature, error) {
 	if string(k) != principal {
-		return workflow.Signature{}, fmt.Errorf("the key at hand is %s's, not %s's", string(k), principal)
+		return approval.Signature{}, fmt.Errorf("the key at hand is %s's, not %s's", string(k), principal)
 	}
 	return fakeSignature(principal, namespace, message), nil
 }

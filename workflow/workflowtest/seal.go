@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
@@ -48,30 +49,30 @@ func (s *Signatures) Revoke(principal string) {
 	delete(s.keys, principal)
 }
 
-func fakeSignature(principal, namespace string, message []byte) workflow.Signature {
+func fakeSignature(principal, namespace string, message []byte) approval.Signature {
 	sum := sha256.Sum256(append([]byte(namespace+"\n"), message...))
-	return workflow.Signature{Armored: "fake-signature " + principal + " " + hex.EncodeToString(sum[:]), Key: "FAKE:" + principal}
+	return approval.Signature{Armored: "fake-signature " + principal + " " + hex.EncodeToString(sum[:]), Key: "FAKE:" + principal}
 }
 
 // Sign signs as principal, or fails when principal has no key.
-func (s *Signatures) Sign(_ context.Context, principal, namespace string, message []byte) (workflow.Signature, error) {
+func (s *Signatures) Sign(_ context.Context, principal, namespace string, message []byte) (approval.Signature, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.keys[principal] {
-		return workflow.Signature{}, fmt.Errorf("%w: no key for %s", fault.ErrUsage, principal)
+		return approval.Signature{}, fmt.Errorf("%w: no key for %s", fault.ErrUsage, principal)
 	}
 	return fakeSignature(principal, namespace, message), nil
 }
 
 // SignAs is a signature as principal whether or not they hold a key: what
 // someone forging a record would write.
-func SignAs(principal, namespace string, message []byte) workflow.Signature {
+func SignAs(principal, namespace string, message []byte) approval.Signature {
 	return fakeSignature(principal, namespace, message)
 }
 
 // Verify checks that sig is principal's, of message in namespace, and that
 // principal holds a key now.
-func (s *Signatures) Verify(_ context.Context, principal, namespace string, message []byte, sig workflow.Signature, _ time.Time) error {
+func (s *Signatures) Verify(_ context.Context, principal, namespace string, message []byte, sig approval.Signature, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	signer, _, _ := strings.Cut(strings.TrimPrefix(sig.Armored, "fake-signature "), " ")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
@@ -28,7 +29,7 @@ type Ledger struct {
 	mu           sync.Mutex
 	releases     map[string][]byte
 	plans        map[string]workflow.PlanSummary
-	approvals    []workflow.Approval
+	approvals    []approval.Approval
 	effort       []effort.Entry
 	convergences []workflow.ConvergenceRecord
 	sightings    map[string]workflow.Sighting
@@ -216,7 +217,7 @@ func (l *Ledger) MarkPlanApplied(_ context.Context, fp string, at time.Time) err
 }
 
 // RecordApproval stores a.
-func (l *Ledger) RecordApproval(_ context.Context, a workflow.Approval) error {
+func (l *Ledger) RecordApproval(_ context.Context, a approval.Approval) error {
 	if err := l.gate(); err != nil {
 		return err
 	}
@@ -227,10 +228,10 @@ func (l *Ledger) RecordApproval(_ context.Context, a workflow.Approval) error {
 }
 
 // Approvals returns approvals of kind and subject.
-func (l *Ledger) Approvals(_ context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
+func (l *Ledger) Approvals(_ context.Context, kind approval.Kind, subject string) ([]approval.Approval, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []workflow.Approval
+	var out []approval.Approval
 	for _, a := range l.approvals {
 		if a.Kind == kind && a.Subject == subject {
 			out = append(out, a)

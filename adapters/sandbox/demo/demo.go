@@ -18,6 +18,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/sandbox"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
@@ -393,7 +394,7 @@ func (i *indent) Write(p []byte) (int, error) {
 }
 
 // signedWith says which key signed an approval, for the narration.
-func signedWith(a workflow.Approval) string {
+func signedWith(a approval.Approval) string {
 	if a.Signature.IsZero() {
 		return ", unsigned"
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -26,9 +27,9 @@ import (
 // implements it.
 type Port interface {
 	Plan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error)
-	PlanApprovals(ctx context.Context, p workflow.PlanSummary) (workflow.ApprovalCheck, error)
-	ApprovePlan(ctx context.Context, fingerprint, comment string) (workflow.Approval, workflow.ApprovalCheck, error)
-	MayApprove(env string, kind workflow.ApprovalKind, author string) error
+	PlanApprovals(ctx context.Context, p workflow.PlanSummary) (approval.Check, error)
+	ApprovePlan(ctx context.Context, fingerprint, comment string) (approval.Approval, approval.Check, error)
+	MayApprove(env string, kind approval.Kind, author string) error
 	Project() *workflow.Project
 	Actor() string
 }
@@ -48,7 +49,7 @@ type Model struct {
 	gen     int
 	fp      string
 	plan    *workflow.PlanSummary
-	check   workflow.ApprovalCheck
+	check   approval.Check
 	loadErr error
 
 	approving bool
@@ -77,14 +78,14 @@ type Model struct {
 type planLoadedMsg struct {
 	gen   int
 	plan  workflow.PlanSummary
-	check workflow.ApprovalCheck
+	check approval.Check
 	err   error
 }
 
 // planApprovedMsg is the result of approving the plan as the actor.
 type planApprovedMsg struct {
 	gen   int
-	check workflow.ApprovalCheck
+	check approval.Check
 	err   error
 }
 
@@ -193,7 +194,7 @@ func (m Model) Log() screen.LogPane { return m.log }
 
 // SetPlan shows p with its approvals; tests and benchmarks use it to skip
 // the ledger.
-func (m *Model) SetPlan(p workflow.PlanSummary, check workflow.ApprovalCheck) {
+func (m *Model) SetPlan(p workflow.PlanSummary, check approval.Check) {
 	m.fp = p.Fingerprint
 	m.plan = &p
 	m.check = check
@@ -411,7 +412,7 @@ func (m Model) canApprove() (bool, string) {
 		return false, "this plan was already applied"
 	case m.approving:
 		return false, "approving…"
-	case m.port.MayApprove(m.plan.Env, workflow.ApprovePlan, m.plan.Author) != nil:
+	case m.port.MayApprove(m.plan.Env, approval.Plan, m.plan.Author) != nil:
 		return false, fmt.Sprintf("%s wrote this plan and %s needs another approver: relcap approve --plan %s --actor OTHER", m.port.Actor(), m.plan.Env, m.fp)
 	}
 	for _, a := range m.check.Counted {

@@ -20,14 +20,15 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Port is what the promotion screen needs of the workflow;
 // *workflow.Service implements it.
 type Port interface {
-	ApproveRelease(ctx context.Context, releaseID, comment string) (workflow.Approval, workflow.ApprovalCheck, error)
-	MayApprove(env string, kind workflow.ApprovalKind, author string) error
+	ApproveRelease(ctx context.Context, releaseID, comment string) (approval.Approval, approval.Check, error)
+	MayApprove(env string, kind approval.Kind, author string) error
 	Project() *workflow.Project
 	Actor() string
 }
@@ -49,7 +50,7 @@ type Model struct {
 // releaseApprovedMsg is the result of approving the release's promotion.
 type releaseApprovedMsg struct {
 	id    string
-	check workflow.ApprovalCheck
+	check approval.Check
 	err   error
 }
 
@@ -152,7 +153,7 @@ func (m Model) canApprove() (bool, string) {
 	case m.approving:
 		return false, "approving…"
 	}
-	if m.port.MayApprove(m.Release().Env, workflow.ApprovePromotion, m.Release().Captain) != nil {
+	if m.port.MayApprove(m.Release().Env, approval.Promotion, m.Release().Captain) != nil {
 		return false, fmt.Sprintf("%s captains this release and %s needs another approver: relcap approve --release %s --actor OTHER", m.port.Actor(), m.Release().Env, m.Release().ID)
 	}
 	return true, ""

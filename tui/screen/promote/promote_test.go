@@ -14,17 +14,18 @@ import (
 	"github.com/relcap/relcap/tui/screen/promote"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
 type port struct{}
 
-func (port) ApproveRelease(context.Context, string, string) (workflow.Approval, workflow.ApprovalCheck, error) {
-	return workflow.Approval{}, workflow.ApprovalCheck{}, nil
+func (port) ApproveRelease(context.Context, string, string) (approval.Approval, approval.Check, error) {
+	return approval.Approval{}, approval.Check{}, nil
 }
-func (port) MayApprove(string, workflow.ApprovalKind, string) error { return nil }
-func (port) Project() *workflow.Project                             { return &workflow.Project{} }
-func (port) Actor() string                                          { return "alice" }
+func (port) MayApprove(string, approval.Kind, string) error { return nil }
+func (port) Project() *workflow.Project                     { return &workflow.Project{} }
+func (port) Actor() string                                  { return "alice" }
 
 // TestPromotionScreenShowsThePullRequestAndItsReviews: where it is, each
 // review counted or why not, and that relcap waits on the forge (no
