@@ -37,7 +37,7 @@ func TestGetTranslatesTheApplication(t *testing.T) {
 		Operation:         workflow.OperationSucceeded,
 		OperationMsg:      "successfully synced (all tasks run) [simulated]",
 		OperationRevision: e.rev1,
-		Images:            []string{image("v1")},
+		Images:            []string{imageRef("v1")},
 		Resources:         []workflow.AppResource{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Status: workflow.SyncSynced, Health: workflow.HealthHealthy}},
 		AutoSync:          true,
 		SelfHeal:          true,

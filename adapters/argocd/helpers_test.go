@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // env is one simulator with one application, and an adapter talking to it
@@ -48,8 +49,8 @@ func digest(t testing.TB, seed string) image.Digest {
 	return d
 }
 
-// image is the reference the simulator reports for seed's digest.
-func image(seed string) string { return argosimtest.Image + "@" + argosimtest.Digest(seed) }
+// imageRef is the reference the simulator reports for seed's digest.
+func imageRef(seed string) string { return argosimtest.Image + "@" + argosimtest.Digest(seed) }
 
 // waitState reads updates until cond holds, failing after within.
 func waitState(t testing.TB, updates <-chan workflow.AppUpdate, within time.Duration, cond func(workflow.AppState) bool) (workflow.AppState, []workflow.AppState) {
@@ -89,7 +90,7 @@ func short(s string) string {
 func convergedAt(rev, seed string) func(workflow.AppState) bool {
 	return func(s workflow.AppState) bool {
 		return s.SyncStatus == workflow.SyncSynced && s.SyncRevision == rev && s.Health == workflow.HealthHealthy &&
-			s.Operation == workflow.OperationSucceeded && len(s.Images) == 1 && s.Images[0] == image(seed)
+			s.Operation == workflow.OperationSucceeded && len(s.Images) == 1 && s.Images[0] == imageRef(seed)
 	}
 }
 

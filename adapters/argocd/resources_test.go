@@ -32,7 +32,7 @@ func TestResourceTreeShowsPodFailures(t *testing.T) {
 	}
 	require.Equal(t, []string{"Deployment", "ReplicaSet", "Pod"}, kinds)
 	require.Equal(t, workflow.HealthDegraded, pod.Health)
-	require.Contains(t, pod.Message, `Back-off pulling image "`+image("v1")+`"`)
+	require.Contains(t, pod.Message, `Back-off pulling image "`+imageRef("v1")+`"`)
 	require.Equal(t, "web", pod.Namespace)
 }
 
@@ -48,7 +48,7 @@ func TestManagedResourcesShowTargetAndLiveState(t *testing.T) {
 	r := rs[0]
 	require.Equal(t, argocd.ManagedResource{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", TargetState: r.TargetState, LiveState: r.LiveState}, r)
 	require.JSONEq(t, r.TargetState, r.LiveState)
-	require.Contains(t, r.TargetState, image("v1"))
+	require.Contains(t, r.TargetState, imageRef("v1"))
 
 	require.NoError(t, e.sim.Drift(e.ref.Name, "spec.replicas"))
 	rs, err = e.adapter.ManagedResources(ctx, e.ref)
@@ -93,7 +93,7 @@ func TestPausedSyncPolicyHoldsACommit(t *testing.T) {
 	rev2 := e.repo.Pin(t, "v2")
 	st := getUntil(t, ctx, e, 2*time.Second, func(s workflow.AppState) bool { return s.SyncRevision == rev2 })
 	require.Equal(t, workflow.SyncOutOfSync, st.SyncStatus)
-	require.Equal(t, []string{image("v1")}, st.Images)
+	require.Equal(t, []string{imageRef("v1")}, st.Images)
 
 	require.NoError(t, e.adapter.SetSyncPolicy(ctx, e.ref, argocd.SyncPolicy{Automated: true}))
 	getUntil(t, ctx, e, 3*time.Second, convergedAt(rev2, "v2"))

@@ -28,7 +28,7 @@ func TestWaitConvergedConvergesOnlyWhenRevisionHealthAndDigestMatch(t *testing.T
 	require.NoError(t, err)
 	require.Equal(t, workflow.VerdictConverged, v.Kind, v.Reason)
 	require.Equal(t, rev2, st.SyncRevision)
-	require.Equal(t, []string{image("v2")}, st.Images)
+	require.Equal(t, []string{imageRef("v2")}, st.Images)
 	for _, s := range seen[:len(seen)-1] {
 		require.NotEqual(t, workflow.VerdictConverged, workflow.Converged(s, workflow.Want{Revision: rev2, Digest: digest(t, "v2")}).Kind,
 			"converged at the first state that matches, not before: %v", summary(seen))

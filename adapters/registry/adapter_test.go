@@ -72,7 +72,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestTransportCarriesEveryRequest(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, registryConfig{})
-	push(t, reg.repo("ci/web:1.0"), image(t, "linux/amd64", built, randomLayer(t, 10)))
+	push(t, reg.repo("ci/web:1.0"), ociImage(t, "linux/amd64", built, randomLayer(t, 10)))
 	rt := &countingTransport{}
 	mark := reg.log.mark()
 

@@ -34,7 +34,7 @@ func bigImage(b *testing.B) (*testRegistry, v1.Image, int64) {
 		for i := range layers {
 			layers[i] = randomLayer(b, 40<<20)
 		}
-		big.img = image(b, "linux/amd64", built, layers...)
+		big.img = ociImage(b, "linux/amd64", built, layers...)
 		// Not closed: both benchmarks share it for the life of the process.
 		big.src = newRegistry(noCleanup{b}, registryConfig{})
 		push(b, big.src.repo("ci/web:big"), big.img)
@@ -106,7 +106,7 @@ func BenchmarkCraneCopy200MB(b *testing.B) {
 func alreadyPresent(b *testing.B) (from, to string, h v1.Hash) {
 	b.Helper()
 	src, dst := newRegistry(b, registryConfig{referrers: true}), newRegistry(b, registryConfig{referrers: true})
-	img := image(b, "linux/amd64", built, randomLayer(b, 1<<20), randomLayer(b, 1<<20), randomLayer(b, 1<<20))
+	img := ociImage(b, "linux/amd64", built, randomLayer(b, 1<<20), randomLayer(b, 1<<20), randomLayer(b, 1<<20))
 	h = digestOf(b, img)
 	push(b, src.repo("ci/web:1.0"), img)
 	push(b, src.repo("ci/web:sha256-"+h.Hex+".sig"), cosignSignature(b, h))

@@ -31,7 +31,7 @@ type upstream struct {
 
 func pushImage(t testing.TB, reg *testRegistry, path string) upstream {
 	t.Helper()
-	img := image(t, "linux/amd64", built, randomLayer(t, 3000), randomLayer(t, 2000), randomLayer(t, 1000))
+	img := ociImage(t, "linux/amd64", built, randomLayer(t, 3000), randomLayer(t, 2000), randomLayer(t, 1000))
 	push(t, reg.repo(path+":1.0"), img)
 	return upstream{reg: reg, repo: reg.repo(path), img: img, h: digestOf(t, img), blobs: 4}
 }
@@ -66,8 +66,8 @@ func TestPromoteIndexKeepsDigest(t *testing.T) {
 	t.Parallel()
 	src, dst := newRegistry(t, registryConfig{}), newRegistry(t, registryConfig{})
 	shared := randomLayer(t, 4096)
-	amd := image(t, "linux/amd64", built, shared, randomLayer(t, 1000))
-	arm := image(t, "linux/arm64/v8", built, shared, randomLayer(t, 3000))
+	amd := ociImage(t, "linux/amd64", built, shared, randomLayer(t, 1000))
+	arm := ociImage(t, "linux/arm64/v8", built, shared, randomLayer(t, 3000))
 	idx := index(t, amd, arm)
 	push(t, src.repo("ci/web:multi"), idx)
 	h := digestOf(t, idx)
@@ -187,9 +187,9 @@ func TestPromoteSkipsBlobsTheTargetHas(t *testing.T) {
 	t.Parallel()
 	src, dst := newRegistry(t, registryConfig{}), newRegistry(t, registryConfig{})
 	base := randomLayer(t, 5000)
-	img := image(t, "linux/amd64", built, base, randomLayer(t, 100))
+	img := ociImage(t, "linux/amd64", built, base, randomLayer(t, 100))
 	push(t, src.repo("ci/web:1.0"), img)
-	push(t, dst.repo("prod/web:old"), image(t, "linux/amd64", built, base))
+	push(t, dst.repo("prod/web:old"), ociImage(t, "linux/amd64", built, base))
 
 	res, err := newAdapter(t, Options{}).Promote(t.Context(), image.PromoteRequest{
 		Digest: wdigest(t, digestOf(t, img)), From: src.repo("ci/web"), To: dst.repo("prod/web"),
@@ -291,7 +291,7 @@ func TestPromoteDigestNotInSource(t *testing.T) {
 	t.Parallel()
 	src, dst := newRegistry(t, registryConfig{}), newRegistry(t, registryConfig{})
 	pushImage(t, src, "ci/web")
-	other := image(t, "linux/amd64", built, randomLayer(t, 10)) // never pushed
+	other := ociImage(t, "linux/amd64", built, randomLayer(t, 10)) // never pushed
 	h := digestOf(t, other)
 	mark := dst.log.mark()
 
@@ -417,7 +417,7 @@ func TestPromoteRejectsBadRequests(t *testing.T) {
 func TestPromoteReportsProgress(t *testing.T) {
 	t.Parallel()
 	src, dst := newRegistry(t, registryConfig{}), newRegistry(t, registryConfig{})
-	img := image(t, "linux/amd64", built, randomLayer(t, 3<<20), randomLayer(t, 1<<20))
+	img := ociImage(t, "linux/amd64", built, randomLayer(t, 3<<20), randomLayer(t, 1<<20))
 	push(t, src.repo("ci/web:1.0"), img)
 	var (
 		mu     sync.Mutex

@@ -40,7 +40,7 @@ func imageSize(t testing.TB, img v1.Image) int64 {
 func TestResolveTagToDigest(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, registryConfig{})
-	img := image(t, "linux/amd64", built, randomLayer(t, 2048), randomLayer(t, 1024))
+	img := ociImage(t, "linux/amd64", built, randomLayer(t, 2048), randomLayer(t, 1024))
 	push(t, reg.repo("ci/web:1.4.2"), img)
 	a := newAdapter(t, Options{})
 
@@ -69,8 +69,8 @@ func TestResolveIndexListsPlatformsAndCountsSharedBlobsOnce(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, registryConfig{})
 	shared := randomLayer(t, 4096)
-	amd := image(t, "linux/amd64", built, shared, randomLayer(t, 1000))
-	arm := image(t, "linux/arm64/v8", rebuilt, shared, randomLayer(t, 3000))
+	amd := ociImage(t, "linux/amd64", built, shared, randomLayer(t, 1000))
+	arm := ociImage(t, "linux/arm64/v8", rebuilt, shared, randomLayer(t, 3000))
 	idx := index(t, amd, arm)
 	push(t, reg.repo("ci/web:multi"), idx)
 
@@ -94,7 +94,7 @@ func TestResolveFindsReferrers(t *testing.T) {
 		t.Run(map[bool]string{true: "referrers-api", false: "tag-fallback"}[api], func(t *testing.T) {
 			t.Parallel()
 			reg := newRegistry(t, registryConfig{referrers: api})
-			img := image(t, "linux/amd64", built, randomLayer(t, 512))
+			img := ociImage(t, "linux/amd64", built, randomLayer(t, 512))
 			h := digestOf(t, img)
 			push(t, reg.repo("ci/web:1.0"), img)
 			sig := cosignSignature(t, h)
@@ -142,7 +142,7 @@ func TestResolveRejectsBadReferences(t *testing.T) {
 func TestResolveMissingTagOrRepository(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, registryConfig{})
-	push(t, reg.repo("ci/web:1.0"), image(t, "linux/amd64", built, randomLayer(t, 64)))
+	push(t, reg.repo("ci/web:1.0"), ociImage(t, "linux/amd64", built, randomLayer(t, 64)))
 	a := newAdapter(t, Options{})
 
 	_, err := a.Resolve(t.Context(), reg.repo("ci/web:2.0"))
