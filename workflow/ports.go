@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
@@ -130,11 +131,11 @@ type EnvRepo interface {
 // Convergence reads Argo CD applications.
 type Convergence interface {
 	// Get returns the application's current state.
-	Get(ctx context.Context, app AppRef) (AppState, error)
+	Get(ctx context.Context, app appstate.AppRef) (appstate.AppState, error)
 	// Watch streams states after version until ctx ends. The adapter
 	// reconnects dropped streams and re-reads state so no transition is
 	// lost; the channel closes when ctx ends or with a final AppUpdate.Err.
-	Watch(ctx context.Context, app AppRef, since string) (<-chan AppUpdate, error)
+	Watch(ctx context.Context, app appstate.AppRef, since string) (<-chan AppUpdate, error)
 }
 
 // ResourceTreeReader is the optional ability of a Convergence adapter to read
@@ -143,7 +144,7 @@ type Convergence interface {
 // stays Progressing until the Deployment's progress deadline (10 minutes by
 // default), so the watch reads the tree to name it within seconds.
 type ResourceTreeReader interface {
-	ResourceTree(ctx context.Context, app AppRef) ([]AppResource, error)
+	ResourceTree(ctx context.Context, app appstate.AppRef) ([]appstate.AppResource, error)
 }
 
 // Refresher is the optional ability of a Convergence adapter to ask Argo
@@ -152,7 +153,7 @@ type ResourceTreeReader interface {
 // asks when an application has shown no change for a while, to tell a
 // quiet rollout from a controller that stopped.
 type Refresher interface {
-	Refresh(ctx context.Context, app AppRef, within time.Duration) error
+	Refresh(ctx context.Context, app appstate.AppRef, within time.Duration) error
 }
 
 // OperationTerminator is the optional ability of a Convergence adapter to
@@ -161,7 +162,7 @@ type Refresher interface {
 // (five times over minutes by default), so a rollback ends the retries of
 // the bad revision before it waits for its own.
 type OperationTerminator interface {
-	TerminateOperation(ctx context.Context, app AppRef) error
+	TerminateOperation(ctx context.Context, app appstate.AppRef) error
 }
 
 // SyncWindows is the optional ability of a Convergence adapter to keep
@@ -176,14 +177,14 @@ type SyncWindows interface {
 	// with Description empty when the server has no such field. It
 	// returns only once Argo CD reports the window active for app; an
 	// error means the pause may not hold, and the caller removes w.
-	DenySync(ctx context.Context, app AppRef, w SyncWindow) (SyncWindow, error)
+	DenySync(ctx context.Context, app appstate.AppRef, w SyncWindow) (SyncWindow, error)
 	// RemoveWindow removes every window of the project identical to w
 	// (SyncWindow.Same) and no other; removed is false when there was
 	// none (it was removed by hand, or never made).
-	RemoveWindow(ctx context.Context, app AppRef, w SyncWindow) (removed bool, err error)
+	RemoveWindow(ctx context.Context, app appstate.AppRef, w SyncWindow) (removed bool, err error)
 	// ListWindows returns the windows of the application's project that
 	// apply to app, each with Active as Argo CD judges it now.
-	ListWindows(ctx context.Context, app AppRef) ([]SyncWindow, error)
+	ListWindows(ctx context.Context, app appstate.AppRef) ([]SyncWindow, error)
 }
 
 // The record: journal and ledger.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
@@ -81,8 +82,8 @@ func (t RehearsalTarget) PhaseTimeout() time.Duration {
 }
 
 // AppRef names the environment's Argo CD application.
-func (e Environment) AppRef() AppRef {
-	return AppRef{Env: e.Name, Server: e.ArgoCD.Server, Name: e.ArgoCD.App}
+func (e Environment) AppRef() appstate.AppRef {
+	return appstate.AppRef{Env: e.Name, Server: e.ArgoCD.Server, Name: e.ArgoCD.App}
 }
 
 // TerraformTarget is where an environment's infrastructure is planned.

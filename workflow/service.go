@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
@@ -120,16 +121,16 @@ const (
 // Event is what UIs see of a running release. Release is a snapshot the
 // receiver may keep.
 type Event struct {
-	Time      time.Time         `json:"time"`
-	Kind      EventKind         `json:"kind"`
-	ReleaseID string            `json:"release_id"`
-	Step      StepKind          `json:"step"`
-	Status    StepStatus        `json:"status"`
-	Message   string            `json:"message,omitempty"`
-	Output    string            `json:"output,omitempty"`
-	Findings  []finding.Finding `json:"findings,omitempty"`
-	App       *AppState         `json:"app,omitempty"`
-	Release   *Release          `json:"-"`
+	Time      time.Time          `json:"time"`
+	Kind      EventKind          `json:"kind"`
+	ReleaseID string             `json:"release_id"`
+	Step      StepKind           `json:"step"`
+	Status    StepStatus         `json:"status"`
+	Message   string             `json:"message,omitempty"`
+	Output    string             `json:"output,omitempty"`
+	Findings  []finding.Finding  `json:"findings,omitempty"`
+	App       *appstate.AppState `json:"app,omitempty"`
+	Release   *Release           `json:"-"`
 }
 
 // EventSink receives events synchronously; it must not block for long.

@@ -27,6 +27,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 
 	// Before argo-cd's types initialise kubectl's command packages: keeps
@@ -267,7 +268,7 @@ func (a *Adapter) callError(ctx context.Context, op, app string, err error) erro
 // appQuery names the application: "name", or "namespace/name" for an
 // application outside Argo CD's own namespace. It refuses an AppRef for
 // another server, which a per-server Adapter cannot answer for.
-func (a *Adapter) appQuery(ref workflow.AppRef) (name string, ns *string, err error) {
+func (a *Adapter) appQuery(ref appstate.AppRef) (name string, ns *string, err error) {
 	if ref.Name == "" {
 		return "", nil, fmt.Errorf("%w: no argo cd application named", fault.ErrUsage)
 	}
@@ -290,7 +291,7 @@ func (a *Adapter) appQuery(ref workflow.AppRef) (name string, ns *string, err er
 // application's name and namespace, connects, applies the per-call timeout
 // and translates the error, so every read says the same things the same
 // way.
-func call[T any](ctx context.Context, a *Adapter, ref workflow.AppRef, what string,
+func call[T any](ctx context.Context, a *Adapter, ref appstate.AppRef, what string,
 	req func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (T, error)) (T, error) {
 	var zero T
 	name, ns, err := a.appQuery(ref)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/argosim"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -23,7 +23,7 @@ func TestResourceTreeShowsPodFailures(t *testing.T) {
 	tree, err := e.adapter.ResourceTree(ctx, e.ref)
 	require.NoError(t, err)
 	var kinds []string
-	var pod workflow.AppResource
+	var pod appstate.AppResource
 	for _, r := range tree {
 		kinds = append(kinds, r.Kind)
 		if r.Kind == "Pod" {
@@ -31,7 +31,7 @@ func TestResourceTreeShowsPodFailures(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"Deployment", "ReplicaSet", "Pod"}, kinds)
-	require.Equal(t, workflow.HealthDegraded, pod.Health)
+	require.Equal(t, appstate.HealthDegraded, pod.Health)
 	require.Contains(t, pod.Message, `Back-off pulling image "`+imageRef("v1")+`"`)
 	require.Equal(t, "web", pod.Namespace)
 }
@@ -91,8 +91,8 @@ func TestPausedSyncPolicyHoldsACommit(t *testing.T) {
 	ctx := t.Context()
 	require.NoError(t, e.adapter.SetSyncPolicy(ctx, e.ref, argocd.SyncPolicy{}))
 	rev2 := e.repo.Pin(t, "v2")
-	st := getUntil(t, ctx, e, 2*time.Second, func(s workflow.AppState) bool { return s.SyncRevision == rev2 })
-	require.Equal(t, workflow.SyncOutOfSync, st.SyncStatus)
+	st := getUntil(t, ctx, e, 2*time.Second, func(s appstate.AppState) bool { return s.SyncRevision == rev2 })
+	require.Equal(t, appstate.SyncOutOfSync, st.SyncStatus)
 	require.Equal(t, []string{imageRef("v1")}, st.Images)
 
 	require.NoError(t, e.adapter.SetSyncPolicy(ctx, e.ref, argocd.SyncPolicy{Automated: true}))

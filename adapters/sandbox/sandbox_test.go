@@ -21,6 +21,7 @@ import (
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
@@ -121,10 +122,10 @@ func TestSandboxServesASignedMultiPlatformReleaseAndTwoSyncedApps(t *testing.T) 
 		require.NoError(t, err)
 		defer ad.Close()
 		for _, env := range sandbox.Environments {
-			st, err := ad.Get(t.Context(), workflow.AppRef{Env: env, Server: sb.ArgoCD, Name: sb.Apps[env]})
+			st, err := ad.Get(t.Context(), appstate.AppRef{Env: env, Server: sb.ArgoCD, Name: sb.Apps[env]})
 			require.NoError(t, err, env)
-			require.Equal(t, workflow.SyncSynced, st.SyncStatus, env)
-			require.Equal(t, workflow.HealthHealthy, st.Health, env)
+			require.Equal(t, appstate.SyncSynced, st.SyncStatus, env)
+			require.Equal(t, appstate.HealthHealthy, st.Health, env)
 			require.True(t, st.AutoSync && st.SelfHeal, env)
 			require.Equal(t, []string{sb.Registry + "/" + env + "/web:1.4.1"}, st.Images)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/landing"
@@ -243,7 +244,7 @@ func convergeRevision(a *app, ctx context.Context, env, revision string, timeout
 		return err
 	}
 	printer := plain.New(a.io.Out, a.flags.json)
-	res, err := svc.ConvergeRevision(ctx, env, revision, func(s workflow.AppState) {
+	res, err := svc.ConvergeRevision(ctx, env, revision, func(s appstate.AppState) {
 		printer.Event(workflow.Event{Time: a.clock.Now(), Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &s})
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -182,7 +183,7 @@ func TestABreakGlassRecordedBeforeSyncWindowsEndsByRestoringItsPolicy(t *testing
 	r.Checkpoints.BreakGlassPause = workflow.BreakGlassPause{SavedPolicy: &saved, ExpiresAt: t0.Add(-5 * time.Minute), Reason: "OOM"}
 	require.NoError(t, w.l.SaveRelease(ctx, r))
 	alice := w.as("alice")
-	require.NoError(t, w.argo.SetSyncPolicy(ctx, workflow.AppRef{Env: "staging", Name: "web-staging"}, workflow.SyncPolicy{}))
+	require.NoError(t, w.argo.SetSyncPolicy(ctx, appstate.AppRef{Env: "staging", Name: "web-staging"}, workflow.SyncPolicy{}))
 
 	st, err := alice.svc.Status(ctx, "staging")
 	require.NoError(t, err)
@@ -192,7 +193,7 @@ func TestABreakGlassRecordedBeforeSyncWindowsEndsByRestoringItsPolicy(t *testing
 
 	_, _, err = alice.svc.End(ctx, "staging")
 	require.NoError(t, err)
-	policy, err := w.argo.SyncPolicy(ctx, workflow.AppRef{Env: "staging", Name: "web-staging"})
+	policy, err := w.argo.SyncPolicy(ctx, appstate.AppRef{Env: "staging", Name: "web-staging"})
 	require.NoError(t, err)
 	require.Equal(t, saved, policy)
 	require.NotContains(t, fmt.Sprint(w.argo.Calls()), "remove", "no window to remove")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 )
@@ -158,7 +159,7 @@ func (s *Service) canPause() error {
 // watch names the failure, and the four answers are what it showed.
 func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehearsal, sink workflow.EventSink) error {
 	d := s.d
-	var last workflow.AppState
+	var last appstate.AppState
 	watchSink := func(e workflow.Event) {
 		if e.Kind == workflow.EventAppState && e.App != nil {
 			last = *e.App
@@ -190,7 +191,7 @@ func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehe
 		}
 		s.answer(rh, r, *failed, last)
 	case r.Status == workflow.ReleaseConverged:
-		rh.Detected = workflow.VerdictConverged
+		rh.Detected = appstate.VerdictConverged
 		rh.Failure = "not detected: release " + r.ID + " converged although the drill broke it"
 	case runErr != nil && (errors.Is(runErr, fault.ErrNotConverged) || errors.Is(runErr, context.DeadlineExceeded)) && ctx.Err() == nil:
 		rh.Failure = fmt.Sprintf("not detected within %s: %v", rh.phaseTimeout(env), runErr)
@@ -209,7 +210,7 @@ func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehe
 }
 
 // answer fills the four answers from the watch's verdict and last state.
-func (s *Service) answer(rh *Rehearsal, r *workflow.Release, v workflow.AppNotConverged, last workflow.AppState) {
+func (s *Service) answer(rh *Rehearsal, r *workflow.Release, v workflow.AppNotConverged, last appstate.AppState) {
 	images := strings.Join(v.Images, ", ")
 	if images == "" {
 		images = "(none reported)"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 )
@@ -46,20 +47,20 @@ func ParseDrill(s string) (Drill, error) {
 // VerdictApplyFailed is the failed-apply drill's detection: Terraform's
 // apply failed, naming the drill's local-exec provisioner. It is no
 // convergence verdict: the drill never reaches Argo CD.
-const VerdictApplyFailed workflow.VerdictKind = "apply-failed"
+const VerdictApplyFailed appstate.VerdictKind = "apply-failed"
 
 // Expected is what relcap must name for the drill: the convergence
 // watch's verdict, or for failed-apply the apply's failure.
-func (d Drill) Expected() workflow.VerdictKind {
+func (d Drill) Expected() appstate.VerdictKind {
 	switch d {
 	case DrillFailedApply:
 		return VerdictApplyFailed
 	case DrillUnavailableImage:
-		return workflow.VerdictImagePullFailed
+		return appstate.VerdictImagePullFailed
 	case DrillFailedReadiness:
-		return workflow.VerdictReadinessFailed
+		return appstate.VerdictReadinessFailed
 	case DrillInterruptedReconc:
-		return workflow.VerdictReconcileStalled
+		return appstate.VerdictReconcileStalled
 	}
 	return ""
 }
@@ -121,8 +122,8 @@ type Rehearsal struct {
 	ScratchDir   string               `json:"scratch_dir,omitempty"`
 	DrillPlan    string               `json:"drill_plan,omitempty"`
 	RecoveryPlan string               `json:"recovery_plan,omitempty"`
-	Expected     workflow.VerdictKind `json:"expected"`
-	Detected     workflow.VerdictKind `json:"detected,omitempty"`
+	Expected     appstate.VerdictKind `json:"expected"`
+	Detected     appstate.VerdictKind `json:"detected,omitempty"`
 	// The four answers, from what the convergence watch last showed.
 	IntendedRevision workflow.Answer `json:"intended_revision"`
 	ActualArtifact   workflow.Answer `json:"actual_artifact"`

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
@@ -65,10 +66,10 @@ func released(t *testing.T, p process, w *workflowtest.World, env string) *workf
 // base's digest.
 func runsBaseline(t *testing.T, w *workflowtest.World, base *workflow.Release) {
 	t.Helper()
-	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), workflow.AppRef{})
+	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), appstate.AppRef{})
 	require.NoError(t, err)
-	require.Equal(t, workflow.SyncSynced, st.SyncStatus)
-	require.Equal(t, workflow.HealthHealthy, st.Health)
+	require.Equal(t, appstate.SyncSynced, st.SyncStatus)
+	require.Equal(t, appstate.HealthHealthy, st.Health)
 	require.Len(t, st.Images, 1)
 	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()), "runs %s, not the baseline %s", st.Images[0], base.Checkpoints.Digest)
 }
@@ -98,7 +99,7 @@ func TestRehearseUnavailableImageIsDetectedNamedAndRecovered(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
 	require.Equal(t, rehearsal.PhaseRecovered, rh.Phase)
-	require.Equal(t, workflow.VerdictImagePullFailed, rh.Detected)
+	require.Equal(t, appstate.VerdictImagePullFailed, rh.Detected)
 	require.Equal(t, base.ID, rh.Baseline.ReleaseID)
 	require.Equal(t, base.Checkpoints.Digest, rh.Baseline.Digest)
 	require.Equal(t, copies, w.Copies, "a digest that exists nowhere is not copied")
@@ -151,7 +152,7 @@ func TestTheEnvironmentsReadinessGraceDecides(t *testing.T) {
 	rh, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
-	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
+	require.Equal(t, appstate.VerdictReadinessFailed, rh.Detected)
 }
 
 func TestRehearseFailedReadiness(t *testing.T) {
@@ -166,7 +167,7 @@ func TestRehearseFailedReadiness(t *testing.T) {
 	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
-	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
+	require.Equal(t, appstate.VerdictReadinessFailed, rh.Detected)
 	require.Contains(t, rh.ActualArtifact.Value, unready.String())
 	require.Contains(t, rh.ActualArtifact.Shown, "does not become ready")
 	runsBaseline(t, w, base)
@@ -197,7 +198,7 @@ func TestRehearsalNotDetectedFails(t *testing.T) {
 	rh, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StateFailed, rh.State)
-	require.Equal(t, workflow.VerdictConverged, rh.Detected)
+	require.Equal(t, appstate.VerdictConverged, rh.Detected)
 	require.Contains(t, rh.Failure, "not detected")
 	require.Contains(t, p.journal.Kinds(), "rehearsal.failed")
 	runsBaseline(t, w, base) // recovered all the same
@@ -207,11 +208,11 @@ func TestRehearsalNotDetectedFails(t *testing.T) {
 // readiness probe: a watch that names the failure wrongly.
 type misnaming struct{ workflowtest.TreeConvergence }
 
-func (m misnaming) ResourceTree(ctx context.Context, app workflow.AppRef) ([]workflow.AppResource, error) {
+func (m misnaming) ResourceTree(ctx context.Context, app appstate.AppRef) ([]appstate.AppResource, error) {
 	rs, err := m.TreeConvergence.ResourceTree(ctx, app)
 	for i, r := range rs {
 		if strings.Contains(r.Message, "ImagePullBackOff") {
-			rs[i].Health, rs[i].Message = workflow.HealthDegraded, "Readiness probe failed"
+			rs[i].Health, rs[i].Message = appstate.HealthDegraded, "Readiness probe failed"
 		}
 	}
 	return rs, err
@@ -226,7 +227,7 @@ func TestRehearsalMisnamedFails(t *testing.T) {
 	rh, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StateFailed, rh.State)
-	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
+	require.Equal(t, appstate.VerdictReadinessFailed, rh.Detected)
 	require.Contains(t, rh.Failure, "misnamed: the watch named readiness-failed, the drill expects image-pull-failed")
 	require.Equal(t, rehearsal.PhaseRecovered, rh.Phase, "recovered even so")
 	runsBaseline(t, w, base)
@@ -264,7 +265,7 @@ func TestRehearsalRefusedWhenNotConvergedNow(t *testing.T) {
 	require.Contains(t, err.Error(), "no converged release")
 
 	released(t, p, w, "staging")
-	w.App.Health = workflow.HealthDegraded // someone broke it since
+	w.App.Health = appstate.HealthDegraded // someone broke it since
 	_, err = p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "converge first")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 )
@@ -224,9 +225,9 @@ func (s *Service) drillConfigured(env workflow.Environment, drill Drill) error {
 
 // expected is the verdict the watch must name for drill in env: a paused
 // application (break-glass) is named differently from a stopped controller.
-func (s *Service) expected(env workflow.Environment, drill Drill) workflow.VerdictKind {
+func (s *Service) expected(env workflow.Environment, drill Drill) appstate.VerdictKind {
 	if drill == DrillInterruptedReconc && len(env.Rehearsal.InterruptStop) == 0 {
-		return workflow.VerdictReconcilePaused
+		return appstate.VerdictReconcilePaused
 	}
 	return drill.Expected()
 }
@@ -268,7 +269,7 @@ func (s *Service) baseline(ctx context.Context, env workflow.Environment) (Basel
 	if err != nil {
 		return base, fmt.Errorf("get application %s: %w", env.ArgoCD.App, err)
 	}
-	if v := workflow.Converged(st, workflow.Want{Revision: base.EnvCommit, Digest: base.Digest}); v.Kind != workflow.VerdictConverged {
+	if v := workflow.Converged(st, workflow.Want{Revision: base.EnvCommit, Digest: base.Digest}); v.Kind != appstate.VerdictConverged {
 		return base, fmt.Errorf("%w: %s is not converged on its last release %s (%s at %s) now: %s; converge first (relcap converge --env %s --revision %s), then rehearse",
 			fault.ErrBlocked, env.Name, b.ID, base.Digest.Short(), workflow.RevOrNone(base.EnvCommit), v.Reason, env.Name, base.EnvCommit)
 	}
@@ -282,7 +283,7 @@ func (s *Service) onBaseline(ctx context.Context, env workflow.Environment, rh *
 	if err != nil {
 		return false, fmt.Errorf("get application %s: %w", env.ArgoCD.App, err)
 	}
-	return st.SyncStatus == workflow.SyncSynced && st.Health == workflow.HealthHealthy && len(st.Images) > 0 && workflow.RunsDigest(st.Images, rh.Baseline.Digest) &&
+	return st.SyncStatus == appstate.SyncSynced && st.Health == appstate.HealthHealthy && len(st.Images) > 0 && workflow.RunsDigest(st.Images, rh.Baseline.Digest) &&
 		!slicesAnyOther(st.Images, rh.Baseline.Digest), nil
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -26,7 +26,7 @@ type Preview struct {
 	Production bool
 	Override   string
 	Baseline   Baseline
-	Expected   workflow.VerdictKind
+	Expected   appstate.VerdictKind
 	// PhaseTimeout bounds each phase (detect, recover).
 	PhaseTimeout time.Duration
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
 )
 
@@ -81,19 +82,19 @@ func (a *ArgoCD) Calls() []string {
 }
 
 // Get returns a bare state of app.
-func (a *ArgoCD) Get(_ context.Context, app workflow.AppRef) (workflow.AppState, error) {
-	return workflow.AppState{Name: app.Name}, nil
+func (a *ArgoCD) Get(_ context.Context, app appstate.AppRef) (appstate.AppState, error) {
+	return appstate.AppState{Name: app.Name}, nil
 }
 
 // Watch returns a channel that closes when ctx ends.
-func (a *ArgoCD) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+func (a *ArgoCD) Watch(ctx context.Context, _ appstate.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
 	ch := make(chan workflow.AppUpdate)
 	go func() { <-ctx.Done(); close(ch) }()
 	return ch, nil
 }
 
 // SyncPolicy returns app's policy (automated with self-heal unless set).
-func (a *ArgoCD) SyncPolicy(_ context.Context, app workflow.AppRef) (workflow.SyncPolicy, error) {
+func (a *ArgoCD) SyncPolicy(_ context.Context, app appstate.AppRef) (workflow.SyncPolicy, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if p, ok := a.policy[app.Name]; ok {
@@ -103,7 +104,7 @@ func (a *ArgoCD) SyncPolicy(_ context.Context, app workflow.AppRef) (workflow.Sy
 }
 
 // SetSyncPolicy sets app's policy.
-func (a *ArgoCD) SetSyncPolicy(_ context.Context, app workflow.AppRef, p workflow.SyncPolicy) error {
+func (a *ArgoCD) SetSyncPolicy(_ context.Context, app appstate.AppRef, p workflow.SyncPolicy) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.policy[app.Name] = p
@@ -112,14 +113,14 @@ func (a *ArgoCD) SetSyncPolicy(_ context.Context, app workflow.AppRef, p workflo
 }
 
 // Drift returns what SetDrift set for app.
-func (a *ArgoCD) Drift(_ context.Context, app workflow.AppRef) ([]breakglass.Drift, error) {
+func (a *ArgoCD) Drift(_ context.Context, app appstate.AppRef) ([]breakglass.Drift, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.drift[app.Name]), nil
 }
 
 // DenySync stores w on project "default" unless it is there.
-func (a *ArgoCD) DenySync(_ context.Context, app workflow.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
+func (a *ArgoCD) DenySync(_ context.Context, app appstate.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls = append(a.calls, "deny "+app.Name)
@@ -134,7 +135,7 @@ func (a *ArgoCD) DenySync(_ context.Context, app workflow.AppRef, w workflow.Syn
 }
 
 // RemoveWindow removes the windows identical to w.
-func (a *ArgoCD) RemoveWindow(_ context.Context, app workflow.AppRef, w workflow.SyncWindow) (bool, error) {
+func (a *ArgoCD) RemoveWindow(_ context.Context, app appstate.AppRef, w workflow.SyncWindow) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls = append(a.calls, "remove "+app.Name)
@@ -147,7 +148,7 @@ func (a *ArgoCD) RemoveWindow(_ context.Context, app workflow.AppRef, w workflow
 }
 
 // ListWindows returns the windows naming app, Active on Clock.
-func (a *ArgoCD) ListWindows(_ context.Context, app workflow.AppRef) ([]workflow.SyncWindow, error) {
+func (a *ArgoCD) ListWindows(_ context.Context, app appstate.AppRef) ([]workflow.SyncWindow, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.Clock.Now().UTC()

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -221,8 +222,8 @@ func (f *FakeForge) merge(pr *workflow.PullRequest, by string) {
 		f.W.Landed = map[string]string{}
 	}
 	f.W.Landed[env] = pr.MergeCommit
-	f.W.App.SyncStatus = workflow.SyncOutOfSync
-	f.W.App.Health = workflow.HealthProgressing
+	f.W.App.SyncStatus = appstate.SyncOutOfSync
+	f.W.App.Health = appstate.HealthProgressing
 }
 
 func (f *FakeForge) mergeable(pr *workflow.PullRequest) bool {

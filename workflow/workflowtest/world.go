@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
@@ -48,7 +49,7 @@ type World struct {
 	Landed   map[string]string // env → landed commit
 	Lands    int
 
-	App workflow.AppState
+	App appstate.AppState
 	// landedImage is, per environment, the repository@digest its last
 	// landed change pins: what its Pods run.
 	landedImage map[string]string
@@ -82,7 +83,7 @@ func NewWorld() *World {
 		Repos:       map[string]map[image.Digest]bool{"registry.test/ci/web": {d: true}},
 		Branches:    map[string]string{},
 		applied:     map[string]int64{},
-		App:         workflow.AppState{Name: "web", SyncStatus: workflow.SyncSynced, SyncRevision: "0000000old", Health: workflow.HealthHealthy, Images: []string{"registry.test/ci/web@sha256:" + hex64("old")}, Version: "1"},
+		App:         appstate.AppState{Name: "web", SyncStatus: appstate.SyncSynced, SyncRevision: "0000000old", Health: appstate.HealthHealthy, Images: []string{"registry.test/ci/web@sha256:" + hex64("old")}, Version: "1"},
 	}
 }
 
@@ -319,8 +320,8 @@ func (e EnvRepo) Land(ctx context.Context, req workflow.PinRequest) (workflow.En
 	}
 	e.W.landedImage[req.Env] = req.Image + "@" + req.Digest.String()
 	e.W.Lands++
-	e.W.App.SyncStatus = workflow.SyncOutOfSync
-	e.W.App.Health = workflow.HealthProgressing
+	e.W.App.SyncStatus = appstate.SyncOutOfSync
+	e.W.App.Health = appstate.HealthProgressing
 	e.W.mu.Unlock()
 	if err := e.W.interrupt("land"); err != nil {
 		return workflow.EnvChange{}, err
@@ -350,14 +351,14 @@ type Convergence struct{ W *World }
 var _ workflow.Convergence = Convergence{}
 
 // Get returns the application's state.
-func (c Convergence) Get(context.Context, workflow.AppRef) (workflow.AppState, error) {
+func (c Convergence) Get(context.Context, appstate.AppRef) (appstate.AppState, error) {
 	c.W.mu.Lock()
 	defer c.W.mu.Unlock()
 	return c.W.App, nil
 }
 
 // Watch replays a rollout to the pinned commit and digest.
-func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+func (c Convergence) Watch(ctx context.Context, app appstate.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
 	c.W.mu.Lock()
 	commit := c.W.Landed[app.Env]
 	image := c.W.Artifact.Repository + "@" + c.W.Artifact.Digest.String()
@@ -365,18 +366,18 @@ func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (
 		image = c.W.Artifact.Repository + landed[strings.LastIndexByte(landed, '@'):]
 	}
 	failing := c.W.podFailure(app.Env) != ""
-	steps := []workflow.AppState{
-		{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthProgressing, Operation: workflow.OperationRunning, Images: []string{image}},
-		{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthProgressing, Operation: workflow.OperationSucceeded, Images: []string{image}},
+	steps := []appstate.AppState{
+		{SyncStatus: appstate.SyncSynced, SyncRevision: commit, Health: appstate.HealthProgressing, Operation: appstate.OperationRunning, Images: []string{image}},
+		{SyncStatus: appstate.SyncSynced, SyncRevision: commit, Health: appstate.HealthProgressing, Operation: appstate.OperationSucceeded, Images: []string{image}},
 	}
-	final := workflow.AppState{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthHealthy, Operation: workflow.OperationSucceeded, Images: []string{image}}
+	final := appstate.AppState{SyncStatus: appstate.SyncSynced, SyncRevision: commit, Health: appstate.HealthHealthy, Operation: appstate.OperationSucceeded, Images: []string{image}}
 	if c.W.Unhealthy {
-		final.Health, final.HealthMessage = workflow.HealthDegraded, "Back-off pulling image"
+		final.Health, final.HealthMessage = appstate.HealthDegraded, "Back-off pulling image"
 	}
 	if failing {
 		// The Pods do not run: the application stays Progressing, and
 		// only the resource tree (TreeConvergence) says why.
-		final.Health = workflow.HealthProgressing
+		final.Health = appstate.HealthProgressing
 	}
 	steps = append(steps, final)
 	c.W.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
@@ -43,7 +44,7 @@ func detected() *rehearsal.Rehearsal {
 	t0 := fixture.T0
 	return &rehearsal.Rehearsal{ID: "rh-web-staging-20261130-d1d1d1", App: "web", Env: "staging", Drill: rehearsal.DrillUnavailableImage, Captain: "alice",
 		State: rehearsal.StateRunning, Phase: rehearsal.PhaseDetected, Baseline: goldenBase, DrillRelease: "web-staging-20261130-d7111e",
-		Expected: workflow.VerdictImagePullFailed, Detected: workflow.VerdictImagePullFailed,
+		Expected: appstate.VerdictImagePullFailed, Detected: appstate.VerdictImagePullFailed,
 		IntendedRevision: workflow.Answer{Value: "9f2c41d0", Shown: "intended revision: 9f2c41d0 (release web-staging-20261130-d7111e pins " + drillDigest + ")"},
 		ActualArtifact:   workflow.Answer{Shown: "actual artifact: registry.test/staging/web@" + drillDigest + " — pod web-6d4 cannot pull its image: ErrImagePull"},
 		ControllerStatus: workflow.Answer{Shown: "controller status: convergence.image-pull-failed: sync Synced at 9f2c41d0, health Progressing, operation Succeeded"},
@@ -71,7 +72,7 @@ func ready(t *testing.T, p rehearsal.Preview) Model {
 }
 
 func staging() rehearsal.Preview {
-	return rehearsal.Preview{Env: "staging", Drill: rehearsal.DrillUnavailableImage, Baseline: goldenBase, Expected: workflow.VerdictImagePullFailed, PhaseTimeout: 4 * time.Minute}
+	return rehearsal.Preview{Env: "staging", Drill: rehearsal.DrillUnavailableImage, Baseline: goldenBase, Expected: appstate.VerdictImagePullFailed, PhaseTimeout: 4 * time.Minute}
 }
 
 // sizes are the terminal sizes the goldens are taken at (STYLE §8), less
