@@ -15,6 +15,7 @@ import (
 
 	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // cockpit is a root model over a fresh fake environment, with a fixed
@@ -67,7 +68,7 @@ func TestCockpitStopsForApprovalAndShowsWhatIsNeeded(t *testing.T) {
 	t.Parallel()
 	m, _ := cockpit(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, 80, 24)
 	m = open(t, m)
-	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired)
+	require.ErrorIs(t, m.Err(), fault.ErrApprovalRequired)
 	require.Equal(t, scrPlan, m.active, "the cockpit shows the step that waits")
 	require.False(t, m.running)
 
@@ -244,7 +245,7 @@ func blockedOnBob(t *testing.T, w, h int) (Model, *fixture.Env, *workflow.Servic
 	t.Helper()
 	m, env := cockpit(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, w, h)
 	m = open(t, m)
-	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired)
+	require.ErrorIs(t, m.Err(), fault.ErrApprovalRequired)
 	bob, _, err := env.Service("bob")
 	require.NoError(t, err)
 	return m, env, bob
@@ -311,7 +312,7 @@ func TestReviewOfAPinnedChangeOffersTheApproveKey(t *testing.T) {
 	m = open(t, m)
 	m = drive(t, m, fixtureKey("enter"))
 	m = drive(t, m, fixtureKey("y"))
-	require.ErrorIs(t, m.Err(), workflow.ErrApprovalRequired, "the pinned change waits for another person")
+	require.ErrorIs(t, m.Err(), fault.ErrApprovalRequired, "the pinned change waits for another person")
 
 	bob, _, err := env.Service("bob")
 	require.NoError(t, err)

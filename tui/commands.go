@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 // releaseLoadedMsg is the release read from the ledger at start.
@@ -148,7 +149,7 @@ func (m Model) pollForge(gen int) tea.Cmd {
 type approvalsMsg struct {
 	gen     int // the run that blocked; a later run makes it stale
 	release *workflow.Release
-	check   workflow.ApprovalCheck
+	check   approval.Check
 	err     error
 }
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // waitFor waits until the rendered output, stripped of ANSI, contains s.
@@ -74,7 +76,7 @@ func TestFlowBlockedOnApprovalThenApproveAndResume(t *testing.T) {
 	tm.Type("q")
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(Model)
 	require.Equal(t, workflow.ReleaseConverged, final.Release().Status)
-	approvals, err := env.Ledger.Approvals(t.Context(), workflow.ApprovePlan, final.Release().Checkpoints.Fingerprint)
+	approvals, err := env.Ledger.Approvals(t.Context(), approval.Plan, final.Release().Checkpoints.Fingerprint)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
 	require.Equal(t, "alice", approvals[0].Approver)
@@ -88,7 +90,7 @@ func TestFlowQuitMidReleaseIsResumable(t *testing.T) {
 	waitFor(t, tm, "needs 1 more approval")
 	tm.Type("q")
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(Model)
-	require.ErrorIs(t, final.Err(), workflow.ErrApprovalRequired)
+	require.ErrorIs(t, final.Err(), fault.ErrApprovalRequired)
 	r, err := env.Ledger.LoadRelease(t.Context(), fixture.ReleaseID)
 	require.NoError(t, err)
 	require.Equal(t, workflow.ReleaseBlocked, r.Status)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/tui/screen/rehearse"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -51,7 +51,7 @@ func TestRunRehearsalRefusedShowsWhyAndQuits(t *testing.T) {
 	}
 	_ = keys.Close()
 	require.NoError(t, r.err)
-	require.ErrorIs(t, r.o.RunErr, workflow.ErrBlocked)
+	require.ErrorIs(t, r.o.RunErr, fault.ErrBlocked)
 	require.Empty(t, r.o.Records)
 	require.Contains(t, out.String(), "recovery rehearsal")
 	require.Contains(t, cast.String(), "no converged release")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // ReviewTarget is what an approver's review screen shows.
@@ -42,9 +43,9 @@ func waitingFor(r *workflow.Release) error {
 	case st.Status != workflow.Blocked:
 		return nil
 	case k == workflow.StepPromotion && r.Checkpoints.PullRequest != nil:
-		return fmt.Errorf("%w: %s", workflow.ErrAwaitingForge, st.Message)
+		return fmt.Errorf("%w: %s", fault.ErrAwaitingForge, st.Message)
 	case k == workflow.StepPromotion && r.Checkpoints.EnvPinned != "" || k == workflow.StepPlanReview:
-		return fmt.Errorf("%w: %s", workflow.ErrApprovalRequired, st.Message)
+		return fmt.Errorf("%w: %s", fault.ErrApprovalRequired, st.Message)
 	}
 	return nil
 }

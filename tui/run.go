@@ -147,7 +147,7 @@ var ErrQuit = errors.New("cockpit closed before the release finished")
 
 // Run opens the cockpit on a release and returns when the captain quits
 // or ctx ends. It returns nil when the release converged; the last run's
-// error when it stopped on one (wrapping workflow.ErrBlocked when a person
+// error when it stopped on one (wrapping fault.ErrBlocked when a person
 // must act, so callers map it to exit 3); ErrQuit when the captain left a
 // resumable release; or the program's error (wrapping ctx.Err() when ctx
 // was cancelled). It waits for a running step to save its state before it

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/tui/internal/fixture"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -76,7 +76,7 @@ func (l *lockedWriter) String() string {
 func TestRunRecordsAsciicastOfExactlyWhatWasWritten(t *testing.T) {
 	t.Parallel()
 	out, cast, err := runBlocked(t, []string{"TERM=xterm-256color", "TTY_FORCE=1"})
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired, "Run reports why the release stopped")
+	require.ErrorIs(t, err, fault.ErrApprovalRequired, "Run reports why the release stopped")
 
 	sc := bufio.NewScanner(cast)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -151,7 +151,7 @@ func BenchmarkFirstFrame(b *testing.B) {
 func TestTheRecordingGetsTheMaskedBytesTheTerminalGets(t *testing.T) {
 	t.Parallel()
 	out, cast, err := runBlockedMasking(t, []string{"TERM=xterm-256color", "TTY_FORCE=1"}, secret.NewSet(fixture.ReleaseID))
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
 	require.Contains(t, out.String(), secret.Mask, "the screen showed the masked secret: the test is real")
 	require.NotContains(t, out.String(), fixture.ReleaseID)
 	require.NotContains(t, cast.String(), fixture.ReleaseID, "the recording keeps what the screen masked")

@@ -11,6 +11,8 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/screen/plan"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // beginRun continues the release from its first unfinished step. It runs
@@ -102,20 +104,20 @@ func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
 	case msg.err == nil:
 		m.active = scrHome
 		m.setNotice("release "+m.release.ID+" converged", false)
-	case errors.Is(msg.err, workflow.ErrAwaitingForge):
+	case errors.Is(msg.err, fault.ErrAwaitingForge):
 		// Reviews and merges on the forge reach no ledger: poll the
 		// forge and re-run the step (it reads the pull request once and
 		// returns) when it moved, until it lands or blocks for a person.
 		m.active = stepScreen(cur)
 		m.setNotice(fmt.Sprintf("waiting on the forge: %s (re-checked every %s)", firstLine(msg.err.Error()), workflow.ForgePollInterval), true)
 		return m, tea.Batch(cmd, m.pollForge(m.gen))
-	case errors.Is(msg.err, workflow.ErrApprovalRequired):
+	case errors.Is(msg.err, fault.ErrApprovalRequired):
 		// Wait for the approvers where they are: the run goes on by
 		// itself once their approvals are in the ledger.
 		m.active = stepScreen(cur)
 		m.setNotice("waiting for approval: "+firstLine(msg.err.Error()), true)
 		return m, tea.Batch(cmd, m.awaitApprovals(m.gen, -1))
-	case errors.Is(msg.err, workflow.ErrBlocked):
+	case errors.Is(msg.err, fault.ErrBlocked):
 		m.active = stepScreen(cur)
 		m.setNotice("blocked: "+firstLine(msg.err.Error()), true)
 	default:
@@ -156,7 +158,7 @@ func (m Model) approvalsArrived(msg approvalsMsg) (Model, tea.Cmd) {
 }
 
 // approvers lists who approved, in the order they did.
-func approvers(c workflow.ApprovalCheck) string {
+func approvers(c approval.Check) string {
 	names := make([]string, 0, len(c.Counted))
 	for _, a := range c.Counted {
 		names = append(names, a.Approver)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -34,25 +35,25 @@ type PlanFileDiscarder interface {
 }
 
 // MayAbandon returns release id if a person may abandon it: a release,
-// promotion or rollback that has not ended. Every refusal wraps ErrUsage
+// promotion or rollback that has not ended. Every refusal wraps fault.ErrUsage
 // and says what to do; it records nothing, so a command asks it before
 // opening its session.
 func (q *Records) MayAbandon(ctx context.Context, id, reason string) (*Release, error) {
 	if strings.TrimSpace(reason) == "" {
-		return nil, fmt.Errorf("%w: --reason is required: say why release %s will not ship (it is journaled)", ErrUsage, id)
+		return nil, fmt.Errorf("%w: --reason is required: say why release %s will not ship (it is journaled)", fault.ErrUsage, id)
 	}
 	r, err := q.ledger.LoadRelease(ctx, id)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return nil, fmt.Errorf("%w: no release %s in the ledger: relcap ledger lists the releases", ErrUsage, id)
+	case errors.Is(err, fault.ErrNotFound):
+		return nil, fmt.Errorf("%w: no release %s in the ledger: relcap ledger lists the releases", fault.ErrUsage, id)
 	case err != nil:
 		return nil, fmt.Errorf("load release %s: %w", id, err)
 	case r.Kind == KindBreakGlass:
-		return nil, fmt.Errorf("%w: %s is a break-glass, not a release: end it with relcap breakglass end", ErrUsage, id)
+		return nil, fmt.Errorf("%w: %s is a break-glass, not a release: end it with relcap breakglass end", fault.ErrUsage, id)
 	case r.Checkpoints.Rehearsal != "":
-		return nil, fmt.Errorf("%w: release %s is rehearsal %s's drill: relcap rehearse --cleanup %s ends it", ErrUsage, id, r.Checkpoints.Rehearsal, r.Checkpoints.Rehearsal)
+		return nil, fmt.Errorf("%w: release %s is rehearsal %s's drill: relcap rehearse --cleanup %s ends it", fault.ErrUsage, id, r.Checkpoints.Rehearsal, r.Checkpoints.Rehearsal)
 	case r.Status.Done():
-		return nil, fmt.Errorf("%w: release %s is %s already; only a release that has not ended can be abandoned", ErrUsage, id, r.Status)
+		return nil, fmt.Errorf("%w: release %s is %s already; only a release that has not ended can be abandoned", fault.ErrUsage, id, r.Status)
 	}
 	return r, nil
 }
@@ -112,7 +113,7 @@ func (s *Service) discardPlan(ctx context.Context, r *Release) (string, error) {
 		return "", nil
 	}
 	plan, err := s.d.Ledger.LoadPlan(ctx, fp)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return "", nil
 	}
 	if err != nil {
@@ -135,7 +136,7 @@ func (s *Service) discardPlan(ctx context.Context, r *Release) (string, error) {
 // abandonedPlan refuses to apply a plan of an abandoned release.
 func abandonedPlan(r *Release, fp string) error {
 	return fmt.Errorf("%w: plan %s belongs to release %s, abandoned by %s at %s (%s); run relcap plan --env %s for a new release",
-		ErrBlocked, ShortHash(fp), r.ID, r.Abandonment.By, r.Abandonment.At.UTC().Format(time.RFC3339), r.Abandonment.Reason, r.Env)
+		fault.ErrBlocked, ShortHash(fp), r.ID, r.Abandonment.By, r.Abandonment.At.UTC().Format(time.RFC3339), r.Abandonment.Reason, r.Env)
 }
 
 // ReleaseAbandonedRecord: a person ended the release before it shipped, for

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -72,11 +73,11 @@ func TestAnApplyWhoseOutcomeIsUnknownIsNeverAppliedAgain(t *testing.T) {
 	fake.answer = func(req workflow.ApplyRequest) (workflow.ApplyResult, error) {
 		require.Equal(t, []workflow.ApplyRun{first}, req.Earlier, "the earlier attempt is handed over")
 		require.NotEqual(t, first.ID, req.Run.ID, "a new attempt has its own run")
-		return workflow.ApplyResult{}, fmt.Errorf("%w: run gone without an exit status; inspect the state", workflow.ErrApplyOutcomeUnknown)
+		return workflow.ApplyResult{}, fmt.Errorf("%w: run gone without an exit status; inspect the state", fault.ErrApplyOutcomeUnknown)
 	}
 	got, err = svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApplyOutcomeUnknown)
-	require.ErrorIs(t, err, workflow.ErrBlocked, "exit 3")
+	require.ErrorIs(t, err, fault.ErrApplyOutcomeUnknown)
+	require.ErrorIs(t, err, fault.ErrBlocked, "exit 3")
 	require.Equal(t, workflow.Blocked, got.Step(workflow.StepApply).Status)
 	require.Contains(t, got.Step(workflow.StepApply).Message, "inspect the state")
 	require.True(t, got.Checkpoints.Applied.IsZero(), "never recorded applied")

@@ -6,138 +6,24 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
-
-// SyncStatus is whether Argo CD finds the live state equal to Git.
-type SyncStatus string
-
-// Sync statuses, as Argo CD names them.
-const (
-	SyncSynced    SyncStatus = "Synced"
-	SyncOutOfSync SyncStatus = "OutOfSync"
-	SyncUnknown   SyncStatus = "Unknown"
-)
-
-// HealthStatus is Argo CD's health of an application or resource.
-type HealthStatus string
-
-// Health statuses, as Argo CD names them.
-const (
-	HealthHealthy     HealthStatus = "Healthy"
-	HealthProgressing HealthStatus = "Progressing"
-	HealthDegraded    HealthStatus = "Degraded"
-	HealthMissing     HealthStatus = "Missing"
-	HealthSuspended   HealthStatus = "Suspended"
-	HealthUnknown     HealthStatus = "Unknown"
-)
-
-// OperationPhase is the phase of an application's last (or running) sync
-// operation; "" when Argo CD reports none.
-type OperationPhase string
-
-// Operation phases, as Argo CD names them.
-const (
-	OperationRunning   OperationPhase = "Running"
-	OperationSucceeded OperationPhase = "Succeeded"
-	OperationFailed    OperationPhase = "Failed"
-	OperationError     OperationPhase = "Error"
-)
-
-// Failed reports whether the operation ended in failure or error.
-func (p OperationPhase) Failed() bool { return p == OperationFailed || p == OperationError }
-
-// AppRef names an Argo CD application.
-type AppRef struct {
-	Env    string
-	Server string
-	Name   string
-}
-
-// AppState is an Argo CD application as the domain needs it.
-type AppState struct {
-	Name string `json:"name"`
-	// Version is the resource version a Watch resumes from.
-	Version       string         `json:"version,omitempty"`
-	SyncStatus    SyncStatus     `json:"sync_status"`
-	SyncRevision  string         `json:"sync_revision"`
-	Health        HealthStatus   `json:"health"`
-	HealthMessage string         `json:"health_message,omitempty"`
-	Operation     OperationPhase `json:"operation,omitempty"` // last operation phase
-	OperationMsg  string         `json:"operation_message,omitempty"`
-	// OperationRevision is the revision the last operation synced (or
-	// tried to); empty when unknown.
-	OperationRevision string `json:"operation_revision,omitempty"`
-	// OperationRetries counts how often Argo CD has retried the last
-	// operation after it failed (its retry strategy); a Running operation
-	// with retries is a failed sync waiting for its next attempt.
-	OperationRetries int           `json:"operation_retries,omitempty"`
-	Images           []string      `json:"images,omitempty"`
-	Resources        []AppResource `json:"resources,omitempty"`
-	// Tree is the resource tree down to Pods, when the watch has read it.
-	Tree       []AppResource `json:"tree,omitempty"`
-	AutoSync   bool          `json:"auto_sync"`
-	SelfHeal   bool          `json:"self_heal"`
-	ObservedAt time.Time     `json:"observed_at,omitzero"`
-	// ReconciledAt is when Argo CD's application controller last
-	// compared the application with Git; zero when unknown.
-	ReconciledAt time.Time `json:"reconciled_at,omitzero"`
-}
-
-// AppResource is one resource of an application with its health.
-type AppResource struct {
-	Group     string       `json:"group,omitempty"`
-	Kind      string       `json:"kind"`
-	Namespace string       `json:"namespace,omitempty"`
-	Name      string       `json:"name"`
-	Status    SyncStatus   `json:"status,omitempty"`
-	Health    HealthStatus `json:"health,omitempty"`
-	Message   string       `json:"message,omitempty"`
-	// Parent is the Key of the resource that owns it in the tree (a Pod's
-	// ReplicaSet), "" for a top-level resource.
-	Parent string `json:"parent,omitempty"`
-}
-
-// Key identifies a resource within an application's tree.
-func (r AppResource) Key() string { return r.Kind + "/" + r.Namespace + "/" + r.Name }
 
 // Want is what convergence means for one release.
 type Want struct {
 	Revision string
-	Digest   Digest
+	Digest   image.Digest
 }
-
-// VerdictKind names a convergence verdict; a failed release's finding
-// code is "convergence." + its kind.
-type VerdictKind string
-
-// Convergence verdicts.
-const (
-	VerdictConverged        VerdictKind = "converged"
-	VerdictProgressing      VerdictKind = "progressing"
-	VerdictAppliedUnhealthy VerdictKind = "applied-not-healthy"
-	VerdictWrongRevision    VerdictKind = "wrong-revision"
-	VerdictWrongArtifact    VerdictKind = "wrong-artifact"
-	VerdictSyncFailed       VerdictKind = "sync-failed"
-	// Found in the resource tree rather than the application.
-	VerdictImagePullFailed VerdictKind = "image-pull-failed"
-	VerdictReadinessFailed VerdictKind = "readiness-failed"
-	// Argo CD's application controller does not reconcile the
-	// application (stopped, crashed, stuck).
-	VerdictReconcileStalled VerdictKind = "reconciliation-stalled"
-	// VerdictReconcilePaused: a deny sync window (a break-glass) holds
-	// automated sync off, so the intended revision is not synced.
-	VerdictReconcilePaused VerdictKind = "reconciliation-paused"
-)
-
-// FindingCode is the code of the finding a failed watch records.
-func (k VerdictKind) FindingCode() string { return "convergence." + string(k) }
 
 // Verdict is the judgement of one observed state against a Want. Sync and
 // health are judged separately: "applied but not healthy" is its own state.
 type Verdict struct {
-	Kind       VerdictKind `json:"kind"`
-	Reason     string      `json:"reason,omitempty"`
-	NextAction string      `json:"next_action,omitempty"`
+	Kind       appstate.VerdictKind `json:"kind"`
+	Reason     string               `json:"reason,omitempty"`
+	NextAction string               `json:"next_action,omitempty"`
 	// Terminal is true when waiting longer will not help.
 	Terminal bool `json:"terminal,omitempty"`
 }
@@ -145,23 +31,23 @@ type Verdict struct {
 // Converged is the pure predicate of the convergence watch (after argo-cd's
 // checkAppWaitConditions): synced at the intended revision, last operation
 // succeeded, healthy, and running the promoted digest.
-func Converged(s AppState, w Want) Verdict {
+func Converged(s appstate.AppState, w Want) Verdict {
 	// A failed operation counts against the wanted revision only when it
 	// was that revision's (or nobody knows): after a bad commit is
 	// reverted, Argo CD may find the revert already in sync and start no
 	// new operation, leaving the old failure in place.
 	opForWant := w.Revision == "" || s.OperationRevision == "" || s.OperationRevision == w.Revision
 	if s.Operation.Failed() && opForWant {
-		return Verdict{Kind: VerdictSyncFailed, Terminal: true,
+		return Verdict{Kind: appstate.VerdictSyncFailed, Terminal: true,
 			Reason:     fmt.Sprintf("sync%s %s: %s", ofRevision(s.OperationRevision), strings.ToLower(string(s.Operation)), s.OperationMsg),
 			NextAction: "fix the manifests in the environment repo (a new commit), or roll back with relcap rollback"}
 	}
-	if s.Operation == OperationRunning && s.OperationRetries > 0 {
+	if s.Operation == appstate.OperationRunning && s.OperationRetries > 0 {
 		if !opForWant {
 			// Argo CD starts no sync while an operation is in progress,
 			// and a retried one keeps its revision: the intended commit
 			// waits until every retry of the older one has failed.
-			return Verdict{Kind: VerdictProgressing,
+			return Verdict{Kind: appstate.VerdictProgressing,
 				Reason: fmt.Sprintf("Argo CD is still retrying the failed sync of %s (attempt #%d); %s waits for it: %s",
 					revOrNone(s.OperationRevision), s.OperationRetries, revOrNone(w.Revision), s.OperationMsg)}
 		}
@@ -169,52 +55,52 @@ func Converged(s AppState, w Want) Verdict {
 			// The API server refused the objects as invalid: the same
 			// manifests fail every retry, so waiting out Argo CD's
 			// back-off (minutes by default) only delays the decision.
-			return Verdict{Kind: VerdictSyncFailed, Terminal: true,
+			return Verdict{Kind: appstate.VerdictSyncFailed, Terminal: true,
 				Reason: fmt.Sprintf("sync of %s failed and Argo CD is retrying (attempt #%d), but the API server rejects the manifests, so no retry can pass: %s",
 					revOrNone(s.OperationRevision), s.OperationRetries, s.OperationMsg),
 				NextAction: "fix the manifests in the environment repo (a new commit), or roll back with relcap rollback, which ends the retries first"}
 		}
-		return Verdict{Kind: VerdictProgressing,
+		return Verdict{Kind: appstate.VerdictProgressing,
 			Reason: fmt.Sprintf("sync failed, Argo CD retrying (attempt #%d): %s", s.OperationRetries, s.OperationMsg)}
 	}
 	atRevision := w.Revision == "" || s.SyncRevision == w.Revision
-	if s.SyncStatus != SyncSynced || !atRevision {
-		if s.SyncStatus == SyncSynced && !atRevision && s.Health == HealthHealthy {
-			return Verdict{Kind: VerdictWrongRevision,
+	if s.SyncStatus != appstate.SyncSynced || !atRevision {
+		if s.SyncStatus == appstate.SyncSynced && !atRevision && s.Health == appstate.HealthHealthy {
+			return Verdict{Kind: appstate.VerdictWrongRevision,
 				Reason:     fmt.Sprintf("synced and healthy at %s, not at the intended %s", revOrNone(s.SyncRevision), revOrNone(w.Revision)),
 				NextAction: "wait for Argo CD to pick up the commit, or refresh the application"}
 		}
-		return Verdict{Kind: VerdictProgressing, Reason: fmt.Sprintf("sync %s at %s", s.SyncStatus, revOrNone(s.SyncRevision))}
+		return Verdict{Kind: appstate.VerdictProgressing, Reason: fmt.Sprintf("sync %s at %s", s.SyncStatus, revOrNone(s.SyncRevision))}
 	}
-	if s.Operation == OperationRunning {
+	if s.Operation == appstate.OperationRunning {
 		reason := "sync operation running"
 		if s.OperationMsg != "" {
 			reason += ": " + s.OperationMsg
 		}
-		return Verdict{Kind: VerdictProgressing, Reason: reason}
+		return Verdict{Kind: appstate.VerdictProgressing, Reason: reason}
 	}
 	if !w.Digest.IsZero() && !RunsDigest(s.Images, w.Digest) {
-		return Verdict{Kind: VerdictWrongArtifact,
+		return Verdict{Kind: appstate.VerdictWrongArtifact,
 			Reason:     fmt.Sprintf("live images %s do not include %s", strings.Join(s.Images, ", "), w.Digest),
 			NextAction: "check that the environment repo pins the promoted digest and that nothing else overrides the image"}
 	}
 	switch s.Health {
-	case HealthHealthy:
-		return Verdict{Kind: VerdictConverged}
-	case HealthDegraded:
+	case appstate.HealthHealthy:
+		return Verdict{Kind: appstate.VerdictConverged}
+	case appstate.HealthDegraded:
 		// Argo CD's application health repeats the Pod's message once the
 		// Deployment degrades: name the failure as the tree would.
 		if slices.ContainsFunc(imagePullSigns, func(sign string) bool { return strings.Contains(s.HealthMessage, sign) }) ||
 			strings.Contains(s.HealthMessage, "Readiness probe failed") {
-			v, _ := ResourceFailure([]AppResource{{Kind: "Pod", Health: HealthDegraded, Message: s.HealthMessage}}, nil, 0)
+			v, _ := ResourceFailure([]appstate.AppResource{{Kind: "Pod", Health: appstate.HealthDegraded, Message: s.HealthMessage}}, nil, 0)
 			v.Reason = "applied but degraded: " + s.HealthMessage
 			return v
 		}
-		return Verdict{Kind: VerdictAppliedUnhealthy, Terminal: true,
+		return Verdict{Kind: appstate.VerdictAppliedUnhealthy, Terminal: true,
 			Reason:     "applied but degraded: " + s.HealthMessage,
 			NextAction: "inspect the failing resources; roll back with relcap rollback if the new digest is at fault"}
 	}
-	return Verdict{Kind: VerdictAppliedUnhealthy, Reason: fmt.Sprintf("applied, health %s", s.Health)}
+	return Verdict{Kind: appstate.VerdictAppliedUnhealthy, Reason: fmt.Sprintf("applied, health %s", s.Health)}
 }
 
 // invalidSigns are how the Kubernetes API server words a refusal of an
@@ -238,7 +124,7 @@ func ofRevision(rev string) string {
 
 // RunsDigest reports whether one of images (a Pod's, as Argo CD reports
 // them) runs digest d.
-func RunsDigest(images []string, d Digest) bool {
+func RunsDigest(images []string, d image.Digest) bool {
 	return slices.ContainsFunc(images, func(img string) bool { return strings.HasSuffix(img, "@"+d.String()) })
 }
 
@@ -261,11 +147,11 @@ var imagePullSigns = []string{"ImagePullBackOff", "ErrImagePull", "Back-off pull
 // fails the rollout at once; a Pod that is not ready fails it when it is
 // Degraded, or when it has failed readiness for longer than grace
 // (notReadyFor says for how long each resource has).
-func ResourceFailure(resources []AppResource, notReadyFor func(AppResource) time.Duration, grace time.Duration) (Verdict, bool) {
+func ResourceFailure(resources []appstate.AppResource, notReadyFor func(appstate.AppResource) time.Duration, grace time.Duration) (Verdict, bool) {
 	for _, r := range resources {
 		for _, sign := range imagePullSigns {
 			if strings.Contains(r.Message, sign) {
-				return Verdict{Kind: VerdictImagePullFailed, Terminal: true,
+				return Verdict{Kind: appstate.VerdictImagePullFailed, Terminal: true,
 					Reason:     fmt.Sprintf("%s %s/%s cannot pull its image: %s", r.Kind, r.Namespace, r.Name, r.Message),
 					NextAction: "check that the promoted digest is in the environment's registry and the cluster can pull it (pull secret); if it cannot, roll back with relcap rollback"}, true
 			}
@@ -275,14 +161,14 @@ func ResourceFailure(resources []AppResource, notReadyFor func(AppResource) time
 		if r.Kind != "Pod" || !isReadinessFailure(r) {
 			continue
 		}
-		if r.Health == HealthDegraded || (notReadyFor != nil && notReadyFor(r) > grace) {
+		if r.Health == appstate.HealthDegraded || (notReadyFor != nil && notReadyFor(r) > grace) {
 			// Say how long it was given, so a captain whose application
 			// is merely slow knows which setting to raise.
 			given := ""
-			if r.Health != HealthDegraded {
+			if r.Health != appstate.HealthDegraded {
 				given = fmt.Sprintf(" (not ready for over %s, argocd.readiness_grace)", grace)
 			}
-			return Verdict{Kind: VerdictReadinessFailed, Terminal: true,
+			return Verdict{Kind: appstate.VerdictReadinessFailed, Terminal: true,
 				Reason:     fmt.Sprintf("Pod %s/%s does not become ready%s: %s", r.Namespace, r.Name, given, r.Message),
 				NextAction: "read the Pod's events and logs; the new version fails its readiness probe: roll back with relcap rollback, then fix forward"}, true
 		}
@@ -290,14 +176,14 @@ func ResourceFailure(resources []AppResource, notReadyFor func(AppResource) time
 	return Verdict{}, false
 }
 
-func isReadinessFailure(r AppResource) bool {
-	return strings.Contains(r.Message, "Readiness probe failed") || strings.Contains(r.Message, "not ready") || (r.Kind == "Pod" && r.Health == HealthDegraded)
+func isReadinessFailure(r appstate.AppResource) bool {
+	return strings.Contains(r.Message, "Readiness probe failed") || strings.Contains(r.Message, "not ready") || (r.Kind == "Pod" && r.Health == appstate.HealthDegraded)
 }
 
 // AppUpdate is one item of a convergence watch: a new state, or the error
 // that ended the stream.
 type AppUpdate struct {
-	State AppState
+	State appstate.AppState
 	Err   error
 }
 
@@ -352,22 +238,9 @@ func (w SyncWindow) Same(o SyncWindow) bool {
 }
 
 func (w SyncWindow) String() string {
-	s := fmt.Sprintf("%s window %q for %s, %s in %s", w.Kind, w.Schedule, strings.Join(w.Applications, ","), ShortDuration(w.Duration), w.TimeZone)
+	s := fmt.Sprintf("%s window %q for %s, %s in %s", w.Kind, w.Schedule, strings.Join(w.Applications, ","), finding.ShortDuration(w.Duration), w.TimeZone)
 	if w.Project != "" {
 		s += " on project " + w.Project
-	}
-	return s
-}
-
-// ShortDuration writes d as a person would type it for --ttl: "30m", "1h",
-// "1h30m", "90s", without the zero units time.Duration's String adds.
-func ShortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
 }

@@ -23,6 +23,29 @@ var forbidden = map[string][]string{
 	"./adapters/...": {"github.com/relcap/relcap/tui", "github.com/relcap/relcap/cmd", "charm.land/"},
 }
 
+// leaves are the value packages beside the core: the core imports them, so
+// they import nothing of relcap's but other leaves (the arrow points from
+// the core to them, never back).
+var leaves = []string{"fault", "image", "approval", "appstate", "finding", "journal", "ownership", "effort", "secret"}
+
+func TestLeavesImportNoCore(t *testing.T) {
+	t.Parallel()
+	const module = "github.com/relcap/relcap/"
+	allowed := map[string]bool{}
+	for _, l := range leaves {
+		allowed[module+"workflow/"+l] = true
+	}
+	for _, l := range leaves {
+		out, err := exec.Command("go", "list", "-deps", "-test=false", "-f", "{{.ImportPath}}", "../workflow/"+l).CombinedOutput()
+		require.NoError(t, err, string(out))
+		for _, dep := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if strings.HasPrefix(dep, module) {
+				require.True(t, allowed[dep], "leaf workflow/%s depends on %s: a leaf imports only other leaves", l, dep)
+			}
+		}
+	}
+}
+
 func TestLayering(t *testing.T) {
 	t.Parallel()
 	for pattern, bad := range forbidden {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // The Service's side of the effort ledger: the effort clock a UI feeds
@@ -179,13 +180,13 @@ func (s *Service) LogEffort(ctx context.Context, req OffToolRequest) (entry effo
 	what := strings.TrimSpace(req.What)
 	switch {
 	case strings.TrimSpace(req.ReleaseID) == "":
-		return effort.Entry{}, false, fmt.Errorf("%w: --release is required", ErrUsage)
+		return effort.Entry{}, false, fmt.Errorf("%w: --release is required", fault.ErrUsage)
 	case req.Minutes <= 0:
-		return effort.Entry{}, false, fmt.Errorf("%w: --minutes must be more than 0, got %g", ErrUsage, req.Minutes)
+		return effort.Entry{}, false, fmt.Errorf("%w: --minutes must be more than 0, got %g", fault.ErrUsage, req.Minutes)
 	case req.Minutes > 24*60:
-		return effort.Entry{}, false, fmt.Errorf("%w: --minutes %g is more than a day; log each day separately", ErrUsage, req.Minutes)
+		return effort.Entry{}, false, fmt.Errorf("%w: --minutes %g is more than a day; log each day separately", fault.ErrUsage, req.Minutes)
 	case what == "":
-		return effort.Entry{}, false, fmt.Errorf("%w: --what is required: say what the time was spent on", ErrUsage)
+		return effort.Entry{}, false, fmt.Errorf("%w: --what is required: say what the time was spent on", fault.ErrUsage)
 	}
 	person := req.Person
 	if person == "" {
@@ -201,7 +202,7 @@ func (s *Service) LogEffort(ctx context.Context, req OffToolRequest) (entry effo
 	switch {
 	case err == nil:
 		known = true
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, fault.ErrNotFound):
 	default:
 		return effort.Entry{}, false, err
 	}

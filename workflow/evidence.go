@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // EvidenceKind names what a piece of evidence establishes. The names are
@@ -186,11 +188,11 @@ type PullRequestLanded struct {
 // AppConverged: the application as it was when it converged (Subject is
 // the application).
 type AppConverged struct {
-	IntendedRevision string       `json:"intended_revision"`
-	Digest           Digest       `json:"digest"`
-	Sync             SyncStatus   `json:"sync"`
-	Revision         string       `json:"revision"`
-	Health           HealthStatus `json:"health"`
+	IntendedRevision string                `json:"intended_revision"`
+	Digest           image.Digest          `json:"digest"`
+	Sync             appstate.SyncStatus   `json:"sync"`
+	Revision         string                `json:"revision"`
+	Health           appstate.HealthStatus `json:"health"`
 }
 
 // AppNotConverged: how the watch of a release ended short of converging,
@@ -198,15 +200,15 @@ type AppConverged struct {
 // intended revision, the actual artifact (the promoted digest and the
 // images that run), the controller's status, and the next safe action.
 type AppNotConverged struct {
-	Verdict          VerdictKind  `json:"verdict"`
-	Reason           string       `json:"reason"`
-	IntendedRevision string       `json:"intended_revision"`
-	Digest           Digest       `json:"digest"`
-	Images           []string     `json:"images,omitempty"`
-	Sync             SyncStatus   `json:"sync"`
-	Revision         string       `json:"revision"`
-	Health           HealthStatus `json:"health"`
-	NextAction       string       `json:"next_action,omitempty"`
+	Verdict          appstate.VerdictKind  `json:"verdict"`
+	Reason           string                `json:"reason"`
+	IntendedRevision string                `json:"intended_revision"`
+	Digest           image.Digest          `json:"digest"`
+	Images           []string              `json:"images,omitempty"`
+	Sync             appstate.SyncStatus   `json:"sync"`
+	Revision         string                `json:"revision"`
+	Health           appstate.HealthStatus `json:"health"`
+	NextAction       string                `json:"next_action,omitempty"`
 }
 
 // OperationTerminated: relcap ended Argo CD's retries of a failed sync so a

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // TestEvidenceRecordedAsStringsReadsTyped: releases recorded before
@@ -31,7 +33,7 @@ func TestEvidenceRecordedAsStringsReadsTyped(t *testing.T) {
 ]`
 	var got []workflow.Evidence
 	require.NoError(t, json.Unmarshal([]byte(legacy), &got))
-	d, err := workflow.ParseDigest(digest)
+	d, err := image.ParseDigest(digest)
 	require.NoError(t, err)
 	at := time.Date(2026, 12, 1, 6, 41, 33, 0, time.UTC)
 	want := []workflow.EvidenceDetail{
@@ -44,7 +46,7 @@ func TestEvidenceRecordedAsStringsReadsTyped(t *testing.T) {
 		workflow.DigestVerified{Repository: "r/staging/web", Signed: true, Referrers: 2, BlobsUploaded: 5},
 		workflow.EnvPinned{Branch: "relcap/staging/x", Pushed: true},
 		workflow.EnvLanded{Branch: "main"},
-		workflow.AppConverged{IntendedRevision: "c2", Digest: d, Sync: workflow.SyncSynced, Revision: "c2", Health: workflow.HealthHealthy},
+		workflow.AppConverged{IntendedRevision: "c2", Digest: d, Sync: appstate.SyncSynced, Revision: "c2", Health: appstate.HealthHealthy},
 		workflow.OperationTerminated{App: "web-staging", Revision: "bad", Retries: 2, Message: "boom"},
 	}
 	require.Len(t, got, len(want))

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // The hooks the features beside the core (workflow/audit, breakglass,
@@ -123,13 +125,9 @@ func (l *Landing) Upstream(ctx context.Context) (string, *ConvergenceRecord, err
 // approvals.promotion, as the push path counts them. An error wrapping
 // ErrAuthorUnverified says the rule needs a verified captain and no
 // signature proves one.
-func (l *Landing) PromotionApprovals(ctx context.Context, commit string) (ApprovalCheck, error) {
+func (l *Landing) PromotionApprovals(ctx context.Context, commit string) (approval.Check, error) {
 	return l.run.promotionApprovals(ctx, commit)
 }
-
-// NotCountedNote says, for a refusal's message, which approvals did not
-// count and why; "" when none were ignored.
-func (c ApprovalCheck) NotCountedNote() string { return ignoredNote(c) }
 
 // BlockedResult is a Blocked step result saying msg, whose Err wraps
 // sentinel.
@@ -210,24 +208,24 @@ func (h PromotionHook) source(verified, resolvedIn string, converged bool) strin
 	return verified
 }
 
-// pinnedDigest is the digest of an unavailable-image drill's Image, taken
-// as it is.
-func (h PromotionHook) pinnedDigest(image string) (Digest, string, error) {
-	at := strings.LastIndexByte(image, '@')
+// pinnedDigest is the digest of an unavailable-image drill's Image (ref),
+// taken as it is.
+func (h PromotionHook) pinnedDigest(ref string) (image.Digest, string, error) {
+	at := strings.LastIndexByte(ref, '@')
 	if at < 0 {
-		return Digest{}, "", fmt.Errorf("rehearsal %s: %s is not a digest reference", h.Rehearsal, image)
+		return image.Digest{}, "", fmt.Errorf("rehearsal %s: %s is not a digest reference", h.Rehearsal, ref)
 	}
-	d, err := ParseDigest(image[at+1:])
+	d, err := image.ParseDigest(ref[at+1:])
 	if err != nil {
-		return Digest{}, "", fmt.Errorf("rehearsal %s: %s is not a digest reference", h.Rehearsal, image)
+		return image.Digest{}, "", fmt.Errorf("rehearsal %s: %s is not a digest reference", h.Rehearsal, ref)
 	}
-	return d, image[:at], nil
+	return d, ref[:at], nil
 }
 
 // skipCopy checkpoints the copy of an unavailable-image drill's digest as
 // done without copying it: there are no bytes to copy, and pinning them
 // anyway is the drill. Any other release is left to the copy.
-func (run *releaseRun) skipCopy(ctx context.Context, digest Digest, res *StepResult) error {
+func (run *releaseRun) skipCopy(ctx context.Context, digest image.Digest, res *StepResult) error {
 	h := run.r.Checkpoints.PromotionHook
 	if run.r.Checkpoints.CopiedTo != "" || !h.Unavailable {
 		return nil
@@ -285,7 +283,9 @@ type Answer struct {
 
 // VerifyWith is the approval verifier over v (nil without a people file),
 // as every approval count of the core uses it.
-func VerifyWith(ctx context.Context, v SignatureVerifier) VerifyFunc { return verifyWith(ctx, v) }
+func VerifyWith(ctx context.Context, v SignatureVerifier) approval.VerifyFunc {
+	return verifyWith(ctx, v)
+}
 
 // MaxBreakGlassTTL bounds how long reconciliation may stay paused; an
 // approval of a break-glass (ApproveBreakGlass) is for at most as long.
@@ -345,15 +345,9 @@ func (s *Service) forgetSharedPlan(ctx context.Context, fp string) error {
 // a recorded approval's signature is checked. The core itself never verifies journals nor seals heads: relcap
 // seals a session's head after the Service is done with it.
 
-// SignatureTime is the time a recorded approval's signature is checked
-// at when nothing it approves bounds it (journal verify re-checking it):
-// when the ledger received it, or its statement's own time for approvals
-// recorded before relcap kept the receipt.
-func (a Approval) SignatureTime() time.Time { return a.signatureTime(time.Time{}) }
-
 // VerifyApproval checks a's signature with v at a.SignatureTime(), as
 // counting approvals does, against the people file v reads now.
-func VerifyApproval(ctx context.Context, v SignatureVerifier, a Approval) error {
+func VerifyApproval(ctx context.Context, v SignatureVerifier, a approval.Approval) error {
 	if v == nil {
 		return errors.New("workflow: verifying an approval needs a signature verifier")
 	}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Identity: who is who, and what proves it. The people file that counts,
@@ -20,12 +23,12 @@ import (
 // ErrPeopleFileDiffers: the working copy of the people file is not the
 // protected one, in an environment whose approvals cannot count on it
 // (exit 3).
-var ErrPeopleFileDiffers = fmt.Errorf("%w: the people file differs from the protected one", ErrBlocked)
+var ErrPeopleFileDiffers = fmt.Errorf("%w: the people file differs from the protected one", fault.ErrBlocked)
 
 // ErrPeopleUnavailable: the people file that counts cannot be read now
 // (its origin cannot be reached), or an earlier revision of it is not on
 // this machine: nothing is verified until it can be (exit 3).
-var ErrPeopleUnavailable = fmt.Errorf("%w: the people file that counts cannot be read", ErrBlocked)
+var ErrPeopleUnavailable = fmt.Errorf("%w: the people file that counts cannot be read", fault.ErrBlocked)
 
 // strictAboutPeople reports whether env's approvals depend on who is who
 // enough that a people file edited on this machine must stop them:
@@ -95,19 +98,19 @@ func (s *Service) signRelease(ctx context.Context, env Environment, r *Release) 
 	if s.d.Verifier == nil {
 		return nil
 	}
-	r.CaptainSignature = Signature{}
+	r.CaptainSignature = approval.Signature{}
 	var err error
 	if s.d.Signer == nil {
 		err = errNoSigner
 	} else {
-		var sig Signature
-		if sig, err = s.d.Signer.Sign(ctx, r.Captain, NamespaceApproval, r.CaptainStatement()); err == nil {
-			if err = s.d.Verifier.Verify(ctx, r.Captain, NamespaceApproval, r.CaptainStatement(), sig, r.CreatedAt); err == nil {
+		var sig approval.Signature
+		if sig, err = s.d.Signer.Sign(ctx, r.Captain, approval.NamespaceApproval, r.CaptainStatement()); err == nil {
+			if err = s.d.Verifier.Verify(ctx, r.Captain, approval.NamespaceApproval, r.CaptainStatement(), sig, r.CreatedAt); err == nil {
 				r.CaptainSignature = sig
 			}
 		}
 	}
-	if err != nil && needsVerifiedAuthor(env.Approvals.Rule(ApprovePromotion)) {
+	if err != nil && needsVerifiedAuthor(env.Approvals.Rule(approval.Promotion)) {
 		return fmt.Errorf("%w: releases in %s are signed by their captain (approvals.distinct_from_author needs to know who captains them), and %s cannot sign as %s: %v",
 			ErrAuthorUnverified, env.Name, s.d.Actor, r.Captain, err)
 	}
@@ -117,17 +120,17 @@ func (s *Service) signRelease(ctx context.Context, env Environment, r *Release) 
 // promotionCaptain is who counts as r's captain under rule: the verified
 // captain, or an ErrAuthorUnverified error (with the next safe action)
 // when the rule depends on the captain and no signature proves one.
-func promotionCaptain(ctx context.Context, v SignatureVerifier, env Environment, rule ApprovalRule, r *Release) (string, error) {
+func promotionCaptain(ctx context.Context, v SignatureVerifier, env Environment, rule approval.Rule, r *Release) (string, error) {
 	if v == nil || !needsVerifiedAuthor(rule) {
 		return r.Captain, nil
 	}
 	why := fmt.Sprintf("release %s was not signed by its captain (%s)", r.ID, orUnknown(r.Captain))
 	if !r.CaptainSignature.IsZero() {
-		err := v.Verify(ctx, r.Captain, NamespaceApproval, r.CaptainStatement(), r.CaptainSignature, r.CreatedAt)
+		err := v.Verify(ctx, r.Captain, approval.NamespaceApproval, r.CaptainStatement(), r.CaptainSignature, r.CreatedAt)
 		if err == nil {
 			return r.Captain, nil
 		}
-		if errors.Is(err, ErrUsage) {
+		if errors.Is(err, fault.ErrUsage) {
 			return "", err
 		}
 		why = fmt.Sprintf("release %s's captain signature (as %s) does not verify: %v", r.ID, orUnknown(r.Captain), err)
@@ -143,7 +146,7 @@ func promotionCaptain(ctx context.Context, v SignatureVerifier, env Environment,
 
 // ErrAuthorUnverified: the plan's author signature is absent or does not
 // verify, and the environment needs to know who wrote it (exit 3).
-var ErrAuthorUnverified = fmt.Errorf("%w: the plan's author is not verified", ErrBlocked)
+var ErrAuthorUnverified = fmt.Errorf("%w: the plan's author is not verified", fault.ErrBlocked)
 
 // AuthorStatement is the exact text a plan's author signature covers:
 // which plan (fingerprint) of which environment, for which release, by
@@ -162,7 +165,7 @@ func (p PlanSummary) AuthorStatement() []byte {
 
 // needsVerifiedAuthor reports whether rule's count depends on who wrote
 // the plan.
-func needsVerifiedAuthor(rule ApprovalRule) bool {
+func needsVerifiedAuthor(rule approval.Rule) bool {
 	return rule.DistinctFromAuthor && rule.Required > 0
 }
 
@@ -174,23 +177,23 @@ func (s *Service) signPlan(ctx context.Context, env Environment, p PlanSummary) 
 	if s.d.Verifier == nil {
 		return p, nil
 	}
-	p.AuthorSignature, p.AuthorPeople = Signature{}, ""
+	p.AuthorSignature, p.AuthorPeople = approval.Signature{}, ""
 	st, _, err := peopleVerdict(ctx, s.d.Verifier, env)
 	switch {
 	case err != nil:
 	case s.d.Signer == nil:
 		err = errNoSigner
 	default:
-		var sig Signature
-		sig, err = s.d.Signer.Sign(ctx, p.Author, NamespaceApproval, p.AuthorStatement())
+		var sig approval.Signature
+		sig, err = s.d.Signer.Sign(ctx, p.Author, approval.NamespaceApproval, p.AuthorStatement())
 		if err == nil {
 			p.AuthorSignature, p.AuthorPeople = sig, st.Revision
-			if verr := s.d.Verifier.Verify(ctx, p.Author, NamespaceApproval, p.AuthorStatement(), sig, p.CreatedAt); verr != nil {
-				p.AuthorSignature, p.AuthorPeople, err = Signature{}, "", fmt.Errorf("the signature does not verify against the people file: %w", verr)
+			if verr := s.d.Verifier.Verify(ctx, p.Author, approval.NamespaceApproval, p.AuthorStatement(), sig, p.CreatedAt); verr != nil {
+				p.AuthorSignature, p.AuthorPeople, err = approval.Signature{}, "", fmt.Errorf("the signature does not verify against the people file: %w", verr)
 			}
 		}
 	}
-	if err != nil && needsVerifiedAuthor(env.Approvals.Rule(ApprovePlan)) {
+	if err != nil && needsVerifiedAuthor(env.Approvals.Rule(approval.Plan)) {
 		return p, fmt.Errorf("%w: plans in %s are signed by their author (approvals.distinct_from_author needs to know who wrote them), and %s cannot sign as %s: %v",
 			ErrAuthorUnverified, env.Name, s.d.Actor, p.Author, err)
 	}
@@ -208,8 +211,8 @@ func verifiedAuthor(ctx context.Context, v SignatureVerifier, p PlanSummary) (st
 	if p.AuthorSignature.IsZero() {
 		return "", fmt.Errorf("plan %s was not signed by its author (%s)", ShortHash(p.Fingerprint), orUnknown(p.Author))
 	}
-	if err := v.Verify(ctx, p.Author, NamespaceApproval, p.AuthorStatement(), p.AuthorSignature, p.CreatedAt); err != nil {
-		if errors.Is(err, ErrUsage) {
+	if err := v.Verify(ctx, p.Author, approval.NamespaceApproval, p.AuthorStatement(), p.AuthorSignature, p.CreatedAt); err != nil {
+		if errors.Is(err, fault.ErrUsage) {
 			return "", err
 		}
 		return "", fmt.Errorf("plan %s's author signature (as %s) does not verify: %v", ShortHash(p.Fingerprint), orUnknown(p.Author), err)
@@ -227,12 +230,12 @@ func orUnknown(s string) string {
 // planAuthorFor is who counts as plan's author under rule: the verified
 // author, or an ErrAuthorUnverified error (with the next safe action) when
 // the rule depends on the author and the signature does not prove one.
-func planAuthorFor(ctx context.Context, v SignatureVerifier, env Environment, rule ApprovalRule, p PlanSummary) (string, error) {
+func planAuthorFor(ctx context.Context, v SignatureVerifier, env Environment, rule approval.Rule, p PlanSummary) (string, error) {
 	author, err := verifiedAuthor(ctx, v, p)
 	switch {
 	case err == nil:
 		return author, nil
-	case errors.Is(err, ErrUsage):
+	case errors.Is(err, fault.ErrUsage):
 		return "", err
 	case !needsVerifiedAuthor(rule):
 		return p.Author, nil
@@ -244,17 +247,17 @@ func planAuthorFor(ctx context.Context, v SignatureVerifier, env Environment, ru
 // countPlanApprovals counts approvals of p under env's plan rule, with the
 // plan's verified author and its creation as the earliest time an
 // approval may claim.
-func countPlanApprovals(ctx context.Context, v SignatureVerifier, env Environment, p PlanSummary, approvals []Approval) (ApprovalCheck, error) {
+func countPlanApprovals(ctx context.Context, v SignatureVerifier, env Environment, p PlanSummary, approvals []approval.Approval) (approval.Check, error) {
 	_, warnings, err := peopleVerdict(ctx, v, env)
 	if err != nil {
-		return ApprovalCheck{}, err
+		return approval.Check{}, err
 	}
-	rule := env.Approvals.Rule(ApprovePlan)
+	rule := env.Approvals.Rule(approval.Plan)
 	author, err := planAuthorFor(ctx, v, env, rule, p)
 	if err != nil {
-		return ApprovalCheck{}, err
+		return approval.Check{}, err
 	}
-	check := rule.Count(ApprovalTarget{Subject: p.Fingerprint, NotBefore: p.CreatedAt}, author, approvals, verifyWith(ctx, v))
+	check := rule.Count(approval.Target{Subject: p.Fingerprint, NotBefore: p.CreatedAt}, author, approvals, verifyWith(ctx, v))
 	check.Warnings = warnings
 	return check, nil
 }

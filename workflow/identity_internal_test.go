@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // recordingVerifier is a fake SignatureVerifier: it accepts every
@@ -14,7 +17,7 @@ type recordingVerifier struct {
 	at []time.Time
 }
 
-func (v *recordingVerifier) Verify(_ context.Context, _, _ string, _ []byte, _ Signature, at time.Time) error {
+func (v *recordingVerifier) Verify(_ context.Context, _, _ string, _ []byte, _ approval.Signature, at time.Time) error {
 	v.at = append(v.at, at)
 	return nil
 }
@@ -24,9 +27,9 @@ func (v *recordingVerifier) Verify(_ context.Context, _, _ string, _ []byte, _ S
 // a statement dated far from its receipt or before its plan does not count.
 func TestASignatureIsCheckedWhenTheLedgerReceivedIt(t *testing.T) {
 	planned := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	rule := ApprovalRule{Kind: ApprovePlan, Required: 1, Signed: true}
-	target := ApprovalTarget{Subject: "fp", NotBefore: planned}
-	signed := Signature{Armored: "sig", Key: "SHA256:k"}
+	rule := approval.Rule{Kind: approval.Plan, Required: 1, Signed: true}
+	target := approval.Target{Subject: "fp", NotBefore: planned}
+	signed := approval.Signature{Armored: "sig", Key: "SHA256:k"}
 	cases := map[string]struct {
 		at, received time.Time
 		counts       bool
@@ -43,8 +46,8 @@ func TestASignatureIsCheckedWhenTheLedgerReceivedIt(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			v := &recordingVerifier{}
-			a := Approval{Kind: ApprovePlan, Subject: "fp", Approver: "bob", At: c.at, ReceivedAt: c.received, Signature: signed}
-			check := rule.Count(target, "alice", []Approval{a}, verifyWith(t.Context(), v))
+			a := approval.Approval{Kind: approval.Plan, Subject: "fp", Approver: "bob", At: c.at, ReceivedAt: c.received, Signature: signed}
+			check := rule.Count(target, "alice", []approval.Approval{a}, verifyWith(t.Context(), v))
 			require.Equal(t, c.counts, check.Satisfied(), check.Ignored)
 			if c.counts {
 				require.Equal(t, []time.Time{c.checkedAt}, v.at)
@@ -66,16 +69,16 @@ func TestAnEditedPeopleFileIsRefusedWhereWhoIsWhoMatters(t *testing.T) {
 		env    Environment
 		refuse bool
 	}{
-		"distinct from author":        {Environment{Name: "staging", Approvals: ApprovalPolicy{Plan: 1, DistinctFromAuthor: true}}, true},
-		"production plan approvals":   {Environment{Name: "prod", Production: true, Approvals: ApprovalPolicy{Plan: 1}}, true},
+		"distinct from author":        {Environment{Name: "staging", Approvals: approval.Policy{Plan: 1, DistinctFromAuthor: true}}, true},
+		"production plan approvals":   {Environment{Name: "prod", Production: true, Approvals: approval.Policy{Plan: 1}}, true},
 		"production without approval": {Environment{Name: "prod", Production: true}, false},
-		"staging":                     {Environment{Name: "staging", Approvals: ApprovalPolicy{Plan: 1}}, false},
+		"staging":                     {Environment{Name: "staging", Approvals: approval.Policy{Plan: 1}}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			warnings, err := PeopleFileVerdict(c.env, differs)
 			if c.refuse {
 				require.ErrorIs(t, err, ErrPeopleFileDiffers)
-				require.ErrorIs(t, err, ErrBlocked)
+				require.ErrorIs(t, err, fault.ErrBlocked)
 				require.Contains(t, err.Error(), "allowed_signers on this machine differs from allowed_signers at origin/main (commit 1) for bob")
 				require.Contains(t, err.Error(), "push it through review")
 				return
@@ -85,7 +88,7 @@ func TestAnEditedPeopleFileIsRefusedWhereWhoIsWhoMatters(t *testing.T) {
 			require.Contains(t, warnings[0], "for bob")
 		})
 	}
-	warnings, err := PeopleFileVerdict(Environment{Name: "prod", Production: true, Approvals: ApprovalPolicy{Plan: 2, DistinctFromAuthor: true}},
+	warnings, err := PeopleFileVerdict(Environment{Name: "prod", Production: true, Approvals: approval.Policy{Plan: 2, DistinctFromAuthor: true}},
 		PeopleState{File: "allowed_signers", Revision: "file:sha256:00", Where: "the repository /r that holds allowed_signers has no origin"})
 	require.NoError(t, err, "nothing to compare with: said, not refused")
 	require.Len(t, warnings, 1)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/input"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
@@ -41,7 +42,7 @@ func TestEveryIDRelcapMakesPassesItsGrammar(t *testing.T) {
 	}
 	for _, bad := range []string{"a\nb", "../x", "a..b", "\x1b[2J", "x/y", "-x", " x", strings.Repeat("w", input.MaxIDLen+1)} {
 		err := input.CheckID(input.IDRelease, "--release", bad)
-		require.ErrorIs(t, err, workflow.ErrUsage, "%q", bad)
+		require.ErrorIs(t, err, fault.ErrUsage, "%q", bad)
 		require.NotContains(t, err.Error(), "\n")
 		require.NotContains(t, err.Error(), "\x1b")
 	}

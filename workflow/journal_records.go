@@ -3,6 +3,8 @@ package workflow
 import (
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/journal"
@@ -149,14 +151,14 @@ type TerminateFailed struct {
 
 // RevisionWatch is what a watch of one revision ended with.
 type RevisionWatch struct {
-	IntendedRevision string       `json:"intended_revision"`
-	Digest           string       `json:"digest"`
-	Sync             SyncStatus   `json:"sync"`
-	Revision         string       `json:"revision"`
-	Health           HealthStatus `json:"health"`
-	Images           string       `json:"images"`
-	Verdict          VerdictKind  `json:"verdict,omitempty"`
-	NextAction       string       `json:"next_action,omitempty"`
+	IntendedRevision string                `json:"intended_revision"`
+	Digest           string                `json:"digest"`
+	Sync             appstate.SyncStatus   `json:"sync"`
+	Revision         string                `json:"revision"`
+	Health           appstate.HealthStatus `json:"health"`
+	Images           string                `json:"images"`
+	Verdict          appstate.VerdictKind  `json:"verdict,omitempty"`
+	NextAction       string                `json:"next_action,omitempty"`
 }
 
 // ConvergeDone, ConvergeFailed and ConvergeTimeout end a revision watch.
@@ -302,14 +304,14 @@ type (
 // Approvals and effort.
 
 // ApprovalRecorded is an approval as the ledger keeps it.
-type ApprovalRecorded struct{ Approval }
+type ApprovalRecorded struct{ approval.Approval }
 
 // ApprovalRefused: an approval the policy would never count was refused.
 type ApprovalRefused struct {
-	Kind     ApprovalKind `json:"kind"`
-	Subject  string       `json:"subject"`
-	Approver string       `json:"approver"`
-	Reason   string       `json:"reason"`
+	Kind     approval.Kind `json:"kind"`
+	Subject  string        `json:"subject"`
+	Approver string        `json:"approver"`
+	Reason   string        `json:"reason"`
 }
 
 // EffortLogged is off-tool coordination time a person logged.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -26,7 +27,7 @@ func TestARefusalThatCannotBeJournaledSaysSo(t *testing.T) {
 
 	alice.journal.Gate = func() error { return errDiskFull }
 	_, _, err = alice.svc.ApproveRelease(t.Context(), r.ID, "mine")
-	require.ErrorIs(t, err, workflow.ErrBlocked, "the author may not approve: the refusal stands")
+	require.ErrorIs(t, err, fault.ErrBlocked, "the author may not approve: the refusal stands")
 	require.ErrorIs(t, err, errDiskFull)
 	require.ErrorContains(t, err, "the session journal could not record it")
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Cross-captain safety: one apply per Terraform state, one promotion per
@@ -86,7 +88,7 @@ func (e *LockedError) Error() string {
 			which = "its lock file " + e.LockFile + " names nobody"
 		}
 		return fmt.Sprintf("%v: %s is held by another relcap that has not said who it is yet (%s); try again in a moment, or ask your team who is applying or promoting",
-			ErrLocked, e.Scope, which)
+			fault.ErrLocked, e.Scope, which)
 	}
 	where := ""
 	switch {
@@ -96,11 +98,11 @@ func (e *LockedError) Error() string {
 		where = " (on " + h.Host + ")"
 	}
 	return fmt.Sprintf("%v: %s is held by %s%s: %s, since %s (%s ago); wait until it finishes and run this again, or ask %s; the lock is never forced: it is released as soon as %s's relcap ends, even if it is killed",
-		ErrLocked, e.Scope, h.Actor, where, h.What, h.Since.UTC().Format(time.RFC3339), max(e.Age, 0).Round(time.Second), h.Actor, h.Actor)
+		fault.ErrLocked, e.Scope, h.Actor, where, h.What, h.Since.UTC().Format(time.RFC3339), max(e.Age, 0).Round(time.Second), h.Actor, h.Actor)
 }
 
 // Unwrap exposes ErrLocked and ErrBlocked to errors.Is.
-func (e *LockedError) Unwrap() []error { return []error{ErrLocked, ErrBlocked} }
+func (e *LockedError) Unwrap() []error { return []error{fault.ErrLocked, fault.ErrBlocked} }
 
 // StateBoundary is the key of the apply lock of env's Terraform state: the
 // project's app, the Terraform root relative to the release repository

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -116,8 +117,8 @@ func TestAHeldApplyLockBlocksTheApplyStepNamingItsHolder(t *testing.T) {
 			blockedMsg = e.Message
 		}
 	})
-	require.ErrorIs(t, err, workflow.ErrLocked)
-	require.ErrorIs(t, err, workflow.ErrBlocked, "exit 3")
+	require.ErrorIs(t, err, fault.ErrLocked)
+	require.ErrorIs(t, err, fault.ErrBlocked, "exit 3")
 	var le *workflow.LockedError
 	require.True(t, errors.As(err, &le))
 	require.Equal(t, "bob", le.Holder.Actor)
@@ -161,8 +162,8 @@ func TestAHeldApplyLockRefusesApplyPlan(t *testing.T) {
 
 	release := locks.Hold(stagingApply, workflow.LockHolder{Actor: "bob", What: "apply plan feedfacefeed in staging", Since: t0})
 	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
-	require.ErrorIs(t, err, workflow.ErrLocked)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrLocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "held by bob: apply plan feedfacefeed in staging, since 2026-11-30T09:00:00Z (0s ago)")
 	require.Equal(t, 0, w.Applies)
 	require.Len(t, lockRefusals(t, alice.journal), 1)
@@ -190,7 +191,7 @@ func TestAHeldPromotionLockBlocksThePromotionBeforeTheCopy(t *testing.T) {
 	r, err := alice.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
 	final, err := alice.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrLocked)
+	require.ErrorIs(t, err, fault.ErrLocked)
 	step := final.Step(workflow.StepPromotion)
 	require.Equal(t, workflow.Blocked, step.Status)
 	require.Contains(t, step.Message, "the promotion lock of web/staging is held by carol: promote sha256:0123abcd to staging (release web-staging-9), since 2026-11-30T08:59:00Z (1m0s ago)")
@@ -245,7 +246,7 @@ func TestRelcapApplyOfAReleaseRefusedLeavesTheReleaseAlone(t *testing.T) {
 	release := locks.Hold(stagingApply, workflow.LockHolder{Actor: "bob", What: "apply plan " + workflow.ShortHash(out.Plan.Fingerprint) + " in staging", Since: t0})
 	saves := ledger.Saves()
 	_, _, err = alice.svc.ApplyPlan(ctx, out.Plan.Fingerprint, nil)
-	require.ErrorIs(t, err, workflow.ErrLocked)
+	require.ErrorIs(t, err, fault.ErrLocked)
 	require.Contains(t, err.Error(), "held by bob")
 	require.Equal(t, saves, ledger.Saves(), "the release is not touched")
 	require.Len(t, lockRefusals(t, alice.journal), 1)
@@ -289,7 +290,7 @@ func TestASecondCaptainCannotRunAReleaseAnotherIsRunning(t *testing.T) {
 
 	var le *workflow.LockedError
 	require.ErrorAs(t, refused, &le)
-	require.ErrorIs(t, refused, workflow.ErrBlocked)
+	require.ErrorIs(t, refused, fault.ErrBlocked)
 	require.Equal(t, "alice", le.Holder.Actor)
 	require.Contains(t, refused.Error(), "release "+r.ID+" is held by alice: run release "+r.ID+" in staging")
 	after, err := l.LoadRelease(ctx, r.ID)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -41,7 +42,7 @@ type KubernetesCapable interface {
 
 // ErrLiveOwnershipUnchecked: a production apply of a plan that touches
 // Kubernetes objects while the live ownership check could not run (exit 3).
-var ErrLiveOwnershipUnchecked = fmt.Errorf("%w: live ownership check did not run", ErrBlocked)
+var ErrLiveOwnershipUnchecked = fmt.Errorf("%w: live ownership check did not run", fault.ErrBlocked)
 
 // readOwnership reads the environment's ownership sources: every source
 // but the cluster's first; then, only when Terraform writes or may write

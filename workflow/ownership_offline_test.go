@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -85,7 +86,7 @@ func TestOfflineOwnershipFindsAConflictWithArgoCDUnreachable(t *testing.T) {
 	svc := offlineProcess(t, w, l, tf, argo, desired)
 
 	out, err := svc.PlanRelease(t.Context(), workflow.OpenRequest{Env: "staging"}, nil)
-	require.ErrorIs(t, err, workflow.ErrOwnershipConflict)
+	require.ErrorIs(t, err, fault.ErrOwnershipConflict)
 	fs := out.Release.Step(workflow.StepOwnership).Findings
 	codes := map[string]string{}
 	for _, f := range fs {
@@ -116,7 +117,7 @@ func TestProductionApplyRefusedWhileTheLiveCheckCouldNotRun(t *testing.T) {
 
 	r, err := svc.RunUntil(ctx, out.Release.ID, nil, workflow.StepApply)
 	require.ErrorIs(t, err, workflow.ErrLiveOwnershipUnchecked)
-	require.ErrorIs(t, err, workflow.ErrBlocked, "exit 3")
+	require.ErrorIs(t, err, fault.ErrBlocked, "exit 3")
 	apply := r.Step(workflow.StepApply)
 	require.Equal(t, workflow.Blocked, apply.Status)
 	require.Contains(t, apply.Message, "prod is a production environment")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -128,7 +130,7 @@ type PlanSummary struct {
 	Release string `json:"release,omitempty"`
 	// AuthorSignature is the author's SSH signature of AuthorStatement(),
 	// made when the plan was saved; zero without a people file.
-	AuthorSignature Signature `json:"author_signature,omitzero"`
+	AuthorSignature approval.Signature `json:"author_signature,omitzero"`
 	// AuthorPeople names the people file revision the author signature
 	// was verified against (PeopleState.Revision).
 	AuthorPeople string `json:"author_people,omitempty"`
@@ -366,5 +368,5 @@ func (e Environment) MayApply(actor string) error {
 	if len(who) == 0 || slices.Contains(who, actor) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s may not apply plans in %s: approvers.apply lists %s", ErrBlocked, actor, e.Name, strings.Join(who, ", "))
+	return fmt.Errorf("%w: %s may not apply plans in %s: approvers.apply lists %s", fault.ErrBlocked, actor, e.Name, strings.Join(who, ", "))
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -22,12 +23,12 @@ func TestApplyPlanNeedsApprovalsOfThatExactPlanAndAppliesOnce(t *testing.T) {
 	require.NotEmpty(t, plan.Fingerprint)
 
 	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
 	require.Contains(t, err.Error(), "relcap approve --plan "+plan.Fingerprint)
 	require.Equal(t, 0, w.Applies)
 
 	_, _, err = alice.svc.ApprovePlan(ctx, plan.Fingerprint, "")
-	require.ErrorIs(t, err, workflow.ErrBlocked, "the author cannot approve in a distinct_from_author environment")
+	require.ErrorIs(t, err, fault.ErrBlocked, "the author cannot approve in a distinct_from_author environment")
 	_, _, err = bob.svc.ApprovePlan(ctx, plan.Fingerprint, "ok")
 	require.NoError(t, err)
 
@@ -37,8 +38,8 @@ func TestApplyPlanNeedsApprovalsOfThatExactPlanAndAppliesOnce(t *testing.T) {
 	require.Equal(t, 1, w.Applies)
 
 	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
-	require.ErrorIs(t, err, workflow.ErrAlreadyApplied, "an applied plan is not applied again")
-	require.NotErrorIs(t, err, workflow.ErrStalePlan, "already applied is its own refusal, not a stale plan")
+	require.ErrorIs(t, err, fault.ErrAlreadyApplied, "an applied plan is not applied again")
+	require.NotErrorIs(t, err, fault.ErrStalePlan, "already applied is its own refusal, not a stale plan")
 	require.Equal(t, 1, w.Applies)
 	r, err := l.LoadRelease(ctx, out.Release.ID)
 	require.NoError(t, err)
@@ -56,7 +57,7 @@ func TestApplyPlanRefusesAStalePlanWithTheInstructionToPlanAgain(t *testing.T) {
 	plan := out.Plan
 	w.StateSerial++ // someone applied something else meanwhile
 	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.Contains(t, err.Error(), "relcap plan --env staging again")
 	require.Equal(t, 0, w.Applies)
 }
@@ -66,5 +67,5 @@ func TestApprovingAnUnknownFingerprintIsAUsageError(t *testing.T) {
 	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
 	bob := newProcess(t, testProject(1), w, l, clock, "bob")
 	_, _, err := bob.svc.ApprovePlan(t.Context(), "feedface", "")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -46,7 +47,7 @@ func TestPlansRelcapCannotVouchForAreRefusedWhoeverApproves(t *testing.T) {
 			r, err := captain.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 			require.NoError(t, err)
 			got, err := captain.svc.Run(ctx, r.ID, nil)
-			require.ErrorIs(t, err, workflow.ErrPlanRefused)
+			require.ErrorIs(t, err, fault.ErrPlanRefused)
 			step := got.Step(workflow.StepPlanReview)
 			require.Equal(t, workflow.Blocked, step.Status)
 			require.Contains(t, step.Message, "cannot be applied as reviewed")
@@ -62,7 +63,7 @@ func TestPlansRelcapCannotVouchForAreRefusedWhoeverApproves(t *testing.T) {
 			_, _, err = newProcess(t, testProject(1), w, l, clock, "bob").svc.ApprovePlan(ctx, fp, "looks fine")
 			require.NoError(t, err, "an approval is only a record; it does not make the plan applicable")
 			_, _, err = captain.svc.ApplyPlan(ctx, fp, nil)
-			require.ErrorIs(t, err, workflow.ErrPlanRefused)
+			require.ErrorIs(t, err, fault.ErrPlanRefused)
 			require.Zero(t, w.Applies, "nothing was applied")
 		})
 	}

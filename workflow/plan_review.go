@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -465,7 +466,7 @@ func ReviewPlanDocument(review *PlanSummary, own ownership.Map) error {
 		ReviewDrift(review, own)
 	}
 	if why, ok := review.Refused(); ok {
-		return fmt.Errorf("%w: this plan cannot be applied as reviewed: %s", ErrPlanRefused, why)
+		return fmt.Errorf("%w: this plan cannot be applied as reviewed: %s", fault.ErrPlanRefused, why)
 	}
 	return nil
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -96,11 +99,11 @@ type StateResource struct {
 // Registry resolves references and copies digests between repositories.
 type Registry interface {
 	// Resolve turns a tag or digest reference into one digest, once.
-	Resolve(ctx context.Context, ref string) (Artifact, error)
+	Resolve(ctx context.Context, ref string) (image.Artifact, error)
 	// Promote copies the digest and its referrers (signatures,
 	// attestations) from req.From to req.To, skipping blobs already
 	// present, and verifies the target digest. It is idempotent.
-	Promote(ctx context.Context, req PromoteRequest) (PromoteResult, error)
+	Promote(ctx context.Context, req image.PromoteRequest) (image.PromoteResult, error)
 }
 
 // EnvRepo changes the environment repository.
@@ -120,7 +123,7 @@ type EnvRepo interface {
 	// Pinned reads which reference the target's file pins on its branch
 	// now, for rollback and break-glass. repo is the repository the
 	// environment pulls from.
-	Pinned(ctx context.Context, t EnvRepoTarget, repo string) (ImageRef, error)
+	Pinned(ctx context.Context, t EnvRepoTarget, repo string) (image.Ref, error)
 }
 
 // Evidence: Argo CD converged.
@@ -128,11 +131,11 @@ type EnvRepo interface {
 // Convergence reads Argo CD applications.
 type Convergence interface {
 	// Get returns the application's current state.
-	Get(ctx context.Context, app AppRef) (AppState, error)
+	Get(ctx context.Context, app appstate.AppRef) (appstate.AppState, error)
 	// Watch streams states after version until ctx ends. The adapter
 	// reconnects dropped streams and re-reads state so no transition is
 	// lost; the channel closes when ctx ends or with a final AppUpdate.Err.
-	Watch(ctx context.Context, app AppRef, since string) (<-chan AppUpdate, error)
+	Watch(ctx context.Context, app appstate.AppRef, since string) (<-chan AppUpdate, error)
 }
 
 // ResourceTreeReader is the optional ability of a Convergence adapter to read
@@ -141,7 +144,7 @@ type Convergence interface {
 // stays Progressing until the Deployment's progress deadline (10 minutes by
 // default), so the watch reads the tree to name it within seconds.
 type ResourceTreeReader interface {
-	ResourceTree(ctx context.Context, app AppRef) ([]AppResource, error)
+	ResourceTree(ctx context.Context, app appstate.AppRef) ([]appstate.AppResource, error)
 }
 
 // Refresher is the optional ability of a Convergence adapter to ask Argo
@@ -150,7 +153,7 @@ type ResourceTreeReader interface {
 // asks when an application has shown no change for a while, to tell a
 // quiet rollout from a controller that stopped.
 type Refresher interface {
-	Refresh(ctx context.Context, app AppRef, within time.Duration) error
+	Refresh(ctx context.Context, app appstate.AppRef, within time.Duration) error
 }
 
 // OperationTerminator is the optional ability of a Convergence adapter to
@@ -159,7 +162,7 @@ type Refresher interface {
 // (five times over minutes by default), so a rollback ends the retries of
 // the bad revision before it waits for its own.
 type OperationTerminator interface {
-	TerminateOperation(ctx context.Context, app AppRef) error
+	TerminateOperation(ctx context.Context, app appstate.AppRef) error
 }
 
 // SyncWindows is the optional ability of a Convergence adapter to keep
@@ -174,14 +177,14 @@ type SyncWindows interface {
 	// with Description empty when the server has no such field. It
 	// returns only once Argo CD reports the window active for app; an
 	// error means the pause may not hold, and the caller removes w.
-	DenySync(ctx context.Context, app AppRef, w SyncWindow) (SyncWindow, error)
+	DenySync(ctx context.Context, app appstate.AppRef, w SyncWindow) (SyncWindow, error)
 	// RemoveWindow removes every window of the project identical to w
 	// (SyncWindow.Same) and no other; removed is false when there was
 	// none (it was removed by hand, or never made).
-	RemoveWindow(ctx context.Context, app AppRef, w SyncWindow) (removed bool, err error)
+	RemoveWindow(ctx context.Context, app appstate.AppRef, w SyncWindow) (removed bool, err error)
 	// ListWindows returns the windows of the application's project that
 	// apply to app, each with Active as Argo CD judges it now.
-	ListWindows(ctx context.Context, app AppRef) ([]SyncWindow, error)
+	ListWindows(ctx context.Context, app appstate.AppRef) ([]SyncWindow, error)
 }
 
 // The record: journal and ledger.
@@ -193,7 +196,7 @@ type Signer interface {
 	// Sign signs message in namespace as principal. It fails, saying why
 	// and what to do, when no key the people file gives principal is
 	// available to this process.
-	Sign(ctx context.Context, principal, namespace string, message []byte) (Signature, error)
+	Sign(ctx context.Context, principal, namespace string, message []byte) (approval.Signature, error)
 }
 
 // SignatureVerifier checks signatures against the people file (git's
@@ -203,7 +206,7 @@ type SignatureVerifier interface {
 	// Verify checks that sig is principal's signature of message in
 	// namespace, made with a key the people file gives principal for that
 	// namespace at time at. The error says why not.
-	Verify(ctx context.Context, principal, namespace string, message []byte, sig Signature, at time.Time) error
+	Verify(ctx context.Context, principal, namespace string, message []byte, sig approval.Signature, at time.Time) error
 }
 
 // PeopleFile is the optional ability of a SignatureVerifier that knows
@@ -220,7 +223,7 @@ type PeopleFile interface {
 	// against. The revision must still be in the protected branch's
 	// history; a revision nothing protected can be checked only while the
 	// working copy still has it.
-	VerifyIn(ctx context.Context, revision, principal, namespace string, message []byte, sig Signature, at time.Time) error
+	VerifyIn(ctx context.Context, revision, principal, namespace string, message []byte, sig approval.Signature, at time.Time) error
 }
 
 // PeopleState is the people file that counts, where it comes from, and
@@ -260,7 +263,7 @@ type ReleaseStore interface {
 	// RecordConvergence remembers that digest converged in env, the
 	// evidence the next environment's promotion policy asks for.
 	RecordConvergence(ctx context.Context, c ConvergenceRecord) error
-	HasConverged(ctx context.Context, app, env string, d Digest) (bool, error)
+	HasConverged(ctx context.Context, app, env string, d image.Digest) (bool, error)
 }
 
 // ReleaseFilter selects releases by CreatedAt, newest first; From is
@@ -275,12 +278,12 @@ type ReleaseFilter struct {
 
 // ConvergenceRecord is the moment a release converged.
 type ConvergenceRecord struct {
-	ReleaseID string    `json:"release_id"`
-	App       string    `json:"app"`
-	Env       string    `json:"env"`
-	Digest    Digest    `json:"digest"`
-	Revision  string    `json:"revision"`
-	At        time.Time `json:"at"`
+	ReleaseID string       `json:"release_id"`
+	App       string       `json:"app"`
+	Env       string       `json:"env"`
+	Digest    image.Digest `json:"digest"`
+	Revision  string       `json:"revision"`
+	At        time.Time    `json:"at"`
 }
 
 // PlanStore keeps reviewed plans by fingerprint, so approve and apply can
@@ -341,8 +344,8 @@ type PlanVault interface {
 
 // ApprovalStore keeps approvals.
 type ApprovalStore interface {
-	RecordApproval(ctx context.Context, a Approval) error
-	Approvals(ctx context.Context, kind ApprovalKind, subject string) ([]Approval, error)
+	RecordApproval(ctx context.Context, a approval.Approval) error
+	Approvals(ctx context.Context, kind approval.Kind, subject string) ([]approval.Approval, error)
 }
 
 // EffortStore keeps effort entries.
@@ -356,14 +359,14 @@ type EffortStore interface {
 type ArtifactStore interface {
 	// RecordSighting stores ref → digest at time at and returns the first
 	// sighting of ref (which equals this one the first time).
-	RecordSighting(ctx context.Context, ref string, d Digest, at time.Time) (Sighting, error)
+	RecordSighting(ctx context.Context, ref string, d image.Digest, at time.Time) (Sighting, error)
 }
 
 // Sighting is a reference seen at a digest.
 type Sighting struct {
-	Reference string    `json:"reference"`
-	Digest    Digest    `json:"digest"`
-	At        time.Time `json:"at"`
+	Reference string       `json:"reference"`
+	Digest    image.Digest `json:"digest"`
+	At        time.Time    `json:"at"`
 }
 
 // FindingStore keeps open findings with their first-seen time, so drift age

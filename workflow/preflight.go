@@ -1,19 +1,23 @@
 package workflow
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/relcap/relcap/workflow/fault"
+)
 
 // What a step needs from a person before it can run, checked before it
 // runs: a release that cannot go on says what is missing and stays as it
 // was (not failed), so giving the missing input and resuming continues
 // it.
 
-// MissingInput is an error wrapping ErrUsage when step k of r cannot run
+// MissingInput is an error wrapping fault.ErrUsage when step k of r cannot run
 // for want of something only a person can give (an image to promote),
 // naming the command that gives it; nil when k can run.
 func (r *Release) MissingInput(k StepKind) error {
 	if k == StepPromotion && r.Image == "" && r.Checkpoints.Digest.IsZero() {
 		return fmt.Errorf("%w: release %s has no image to promote yet: give it with relcap promote --env %s --release %s --image REF; the release is unchanged",
-			ErrUsage, r.ID, r.Env, r.ID)
+			fault.ErrUsage, r.ID, r.Env, r.ID)
 	}
 	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -47,7 +50,7 @@ type Environment struct {
 	Registry   RegistryTarget
 	EnvRepo    EnvRepoTarget
 	ArgoCD     ArgoCDTarget
-	Approvals  ApprovalPolicy
+	Approvals  approval.Policy
 	Rehearsal  RehearsalTarget
 }
 
@@ -79,8 +82,8 @@ func (t RehearsalTarget) PhaseTimeout() time.Duration {
 }
 
 // AppRef names the environment's Argo CD application.
-func (e Environment) AppRef() AppRef {
-	return AppRef{Env: e.Name, Server: e.ArgoCD.Server, Name: e.ArgoCD.App}
+func (e Environment) AppRef() appstate.AppRef {
+	return appstate.AppRef{Env: e.Name, Server: e.ArgoCD.Server, Name: e.ArgoCD.App}
 }
 
 // TerraformTarget is where an environment's infrastructure is planned.
@@ -154,38 +157,6 @@ type ArgoCDTarget struct {
 	ReadinessGrace time.Duration
 }
 
-// ApprovalPolicy says how many approvals each decision needs and whether the
-// author may count as one.
-type ApprovalPolicy struct {
-	Plan               int
-	Promotion          int
-	DistinctFromAuthor bool
-	// Signed says approvals count only when signed with the approver's own
-	// key and verified against the people file at the time of use. The
-	// configuration turns it off explicitly (approvals.signed: false), and
-	// every report says which approvals were unsigned.
-	Signed bool
-	// Approvers are who may approve each decision (principals of the people
-	// file); none listed means anyone the file names.
-	Approvers Approvers
-}
-
-// Approvers lists, per decision, the principals allowed to approve it.
-type Approvers struct {
-	Plan       []string
-	Promotion  []string
-	BreakGlass []string
-	// Apply are who may run relcap apply (approvers.apply); in a team
-	// store, shared plans are encrypted to them alone.
-	Apply []string
-}
-
-// NeedsApprovals reports whether any decision in the environment waits for
-// someone's approval (production break-glass always does).
-func (p ApprovalPolicy) NeedsApprovals(production bool) bool {
-	return p.Plan > 0 || p.Promotion > 0 || production
-}
-
 // Classify holds glob patterns on Terraform resource types that flag a change
 // as touching identity or a data service.
 type Classify struct {
@@ -253,7 +224,7 @@ func (p *Project) Env(name string) (Environment, error) {
 			return e, nil
 		}
 	}
-	return Environment{}, fmt.Errorf("%w: no environment %q in %s (have %s)", ErrUsage, name, p.File, p.envNames())
+	return Environment{}, fmt.Errorf("%w: no environment %q in %s (have %s)", fault.ErrUsage, name, p.File, p.envNames())
 }
 
 // Previous returns the environment before name in promotion order, and false

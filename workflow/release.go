@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // ReleaseStatus is where a whole release stands.
@@ -56,15 +58,15 @@ type Release struct {
 	// CaptainSignature is the captain's SSH signature of
 	// CaptainStatement(), made when the release started; zero without a
 	// people file.
-	CaptainSignature Signature     `json:"captain_signature,omitzero"`
-	Status           ReleaseStatus `json:"status"`
-	Kind             ReleaseKind   `json:"kind"`
-	RollbackOf       string        `json:"rollback_of,omitempty"`
-	Compatibility    Compatibility `json:"compatibility,omitzero"`
-	Steps            []StepRecord  `json:"steps"`
-	CreatedAt        time.Time     `json:"created_at"`
-	UpdatedAt        time.Time     `json:"updated_at"`
-	EndedAt          time.Time     `json:"ended_at,omitzero"`
+	CaptainSignature approval.Signature `json:"captain_signature,omitzero"`
+	Status           ReleaseStatus      `json:"status"`
+	Kind             ReleaseKind        `json:"kind"`
+	RollbackOf       string             `json:"rollback_of,omitempty"`
+	Compatibility    Compatibility      `json:"compatibility,omitzero"`
+	Steps            []StepRecord       `json:"steps"`
+	CreatedAt        time.Time          `json:"created_at"`
+	UpdatedAt        time.Time          `json:"updated_at"`
+	EndedAt          time.Time          `json:"ended_at,omitzero"`
 	// Checkpoints are what the release has durably done; a step consults
 	// them before repeating a side effect. They are stored under
 	// "outputs", the name of the string map they replace.
@@ -108,8 +110,8 @@ type Checkpoints struct {
 	ApplyRuns []ApplyRun `json:"apply.runs,omitempty"`
 	// Digest is the one immutable digest the release promotes, resolved
 	// once, in DigestRepository.
-	Digest           Digest `json:"digest,omitzero"`
-	DigestRepository string `json:"digest.repository,omitempty"`
+	Digest           image.Digest `json:"digest,omitzero"`
+	DigestRepository string       `json:"digest.repository,omitempty"`
 	// ForceUnverified is the journaled reason for promoting a digest that
 	// has not converged in the previous environment.
 	ForceUnverified string `json:"promotion.force-unverified,omitempty"`

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // RollbackRequest asks to restore a previous release of an environment.
@@ -26,18 +28,18 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 		return nil, err
 	}
 	target, err := d.Ledger.LoadRelease(ctx, req.To)
-	if errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("%w: no release %s in the ledger", ErrUsage, req.To)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, fmt.Errorf("%w: no release %s in the ledger", fault.ErrUsage, req.To)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if target.Env != env.Name {
-		return nil, fmt.Errorf("%w: release %s was a release to %s, not %s", ErrUsage, target.ID, target.Env, env.Name)
+		return nil, fmt.Errorf("%w: release %s was a release to %s, not %s", fault.ErrUsage, target.ID, target.Env, env.Name)
 	}
 	digest := target.Checkpoints.Digest
 	if digest.IsZero() || !target.Checkpoints.Converged() {
-		return nil, fmt.Errorf("%w: release %s never converged in %s, so there is nothing proven to return to; pick a converged release", ErrIncompatible, target.ID, env.Name)
+		return nil, fmt.Errorf("%w: release %s never converged in %s, so there is nothing proven to return to; pick a converged release", fault.ErrIncompatible, target.ID, env.Name)
 	}
 	current, err := s.currentSchema(ctx, env.Name, target.ID)
 	if err != nil {
@@ -46,7 +48,7 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 	if !target.Compatibility.Accepts(current.schema) {
 		msg := fmt.Sprintf("release %s accepts data schema %s, but %s left schema %d in %s; roll forward instead, or migrate the data back first",
 			target.ID, schemaRange(target.Compatibility), current.id, current.schema, env.Name)
-		return nil, s.journalFailure(ctx, fmt.Errorf("%w: %s", ErrIncompatible, msg), RollbackRefused{Env: env.Name, To: target.ID, Reason: msg})
+		return nil, s.journalFailure(ctx, fmt.Errorf("%w: %s", fault.ErrIncompatible, msg), RollbackRefused{Env: env.Name, To: target.ID, Reason: msg})
 	}
 	now := d.Clock.Now()
 	r := NewRelease(NewReleaseID(d.Project.App, env.Name, now), d.Project.App, env.Name, env.Registry.Repository+"@"+digest.String(), d.Actor, now)

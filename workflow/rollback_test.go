@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -58,8 +60,8 @@ func TestRollbackToAnIncompatibleReleaseIsRefused(t *testing.T) {
 	releaseTo(t, p, w, clock, "staging", workflow.Compatibility{Schema: 5, MinSchema: 5})
 
 	_, err := p.svc.StartRollback(ctx, workflow.RollbackRequest{Env: "staging", To: v1.ID})
-	require.ErrorIs(t, err, workflow.ErrIncompatible)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrIncompatible)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "schema 5")
 	require.Contains(t, p.journal.Kinds(), "rollback.refused")
 }
@@ -70,12 +72,12 @@ func TestRollbackToAnIncompatibleReleaseIsRefused(t *testing.T) {
 // still being written by the previous release's watch.
 type retrying struct {
 	workflowtest.Convergence
-	failing    *workflow.AppState
+	failing    *appstate.AppState
 	refuse     error
 	terminated int
 }
 
-func (r *retrying) Get(ctx context.Context, app workflow.AppRef) (workflow.AppState, error) {
+func (r *retrying) Get(ctx context.Context, app appstate.AppRef) (appstate.AppState, error) {
 	if s := r.failing; s != nil {
 		r.failing = nil
 		return *s, nil
@@ -83,7 +85,7 @@ func (r *retrying) Get(ctx context.Context, app workflow.AppRef) (workflow.AppSt
 	return r.Convergence.Get(ctx, app)
 }
 
-func (r *retrying) TerminateOperation(context.Context, workflow.AppRef) error {
+func (r *retrying) TerminateOperation(context.Context, appstate.AppRef) error {
 	r.terminated++
 	return r.refuse
 }
@@ -123,8 +125,8 @@ func TestRollbackRestoresTheReleasesFileAndEndsRetriesOfAFailedSync(t *testing.T
 		proc := process{svc: svc, journal: j}
 		v1 := releaseTo(t, proc, w, clock, "staging", workflow.Compatibility{Schema: 4, MinSchema: 4})
 		releaseTo(t, proc, w, clock, "staging", workflow.Compatibility{Schema: 4, MinSchema: 4})
-		conv.failing = &workflow.AppState{Name: "web", SyncStatus: workflow.SyncOutOfSync, SyncRevision: "bad", Health: workflow.HealthHealthy,
-			Operation: workflow.OperationRunning, OperationRetries: 2, OperationRevision: "bad", OperationMsg: `Deployment.apps "web" is invalid`}
+		conv.failing = &appstate.AppState{Name: "web", SyncStatus: appstate.SyncOutOfSync, SyncRevision: "bad", Health: appstate.HealthHealthy,
+			Operation: appstate.OperationRunning, OperationRetries: 2, OperationRevision: "bad", OperationMsg: `Deployment.apps "web" is invalid`}
 
 		rb, err := svc.StartRollback(ctx, workflow.RollbackRequest{Env: "staging", To: v1.ID})
 		require.NoError(t, err)

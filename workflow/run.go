@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 )
 
@@ -37,7 +38,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 		return nil, err
 	}
 	if req.Image == "" && !req.allowNoImage {
-		return nil, fmt.Errorf("%w: no image: pass --image REF (a tag or digest reference)", ErrUsage)
+		return nil, fmt.Errorf("%w: no image: pass --image REF (a tag or digest reference)", fault.ErrUsage)
 	}
 	now := s.d.Clock.Now()
 	r := NewRelease(NewReleaseID(s.d.Project.App, req.Env, now), s.d.Project.App, req.Env, req.Image, s.d.Actor, now)
@@ -80,7 +81,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 }
 
 // Run drives the release from its first unfinished step until it converges,
-// is blocked by policy (an error wrapping ErrBlocked), fails, or ctx ends.
+// is blocked by policy (an error wrapping fault.ErrBlocked), fails, or ctx ends.
 // Steps that succeeded are never run again; a step that was running when
 // the process died runs again and consults its checkpoints.
 func (s *Service) Run(ctx context.Context, id string, sink EventSink) (*Release, error) {
@@ -175,7 +176,7 @@ type StepResult struct {
 	Message  string
 	Findings []finding.Finding
 	Evidence []Evidence
-	// Err explains a Blocked result (wraps ErrBlocked).
+	// Err explains a Blocked result (wraps fault.ErrBlocked).
 	Err error
 }
 
@@ -286,7 +287,7 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 			run.r.Status = ReleaseBlocked
 			err = res.Err
 			if err == nil {
-				err = fmt.Errorf("%w: %s", ErrBlocked, res.Message)
+				err = fmt.Errorf("%w: %s", fault.ErrBlocked, res.Message)
 			}
 		}
 	}
@@ -388,14 +389,14 @@ func (s *Service) OpenRelease(ctx context.Context, req OpenRequest) (Opened, err
 	if req.ReleaseID != "" {
 		r, err = d.Ledger.LoadRelease(ctx, req.ReleaseID)
 		switch {
-		case errors.Is(err, ErrNotFound):
-			return Opened{}, fmt.Errorf("%w: no release %s in the ledger", ErrUsage, req.ReleaseID)
+		case errors.Is(err, fault.ErrNotFound):
+			return Opened{}, fmt.Errorf("%w: no release %s in the ledger", fault.ErrUsage, req.ReleaseID)
 		case err != nil:
 			return Opened{}, err
 		case r.Env != env.Name:
-			return Opened{}, fmt.Errorf("%w: release %s is a release to %s, not %s", ErrUsage, r.ID, r.Env, env.Name)
+			return Opened{}, fmt.Errorf("%w: release %s is a release to %s, not %s", fault.ErrUsage, r.ID, r.Env, env.Name)
 		case r.Status.Done():
-			return Opened{}, fmt.Errorf("%w: release %s is %s; start a new one (leave out --release)", ErrUsage, r.ID, r.Status)
+			return Opened{}, fmt.Errorf("%w: release %s is %s; start a new one (leave out --release)", fault.ErrUsage, r.ID, r.Status)
 		}
 	} else if r, err = s.openIn(ctx, env.Name); err != nil {
 		return Opened{}, err
@@ -412,10 +413,10 @@ func (s *Service) OpenRelease(ctx context.Context, req OpenRequest) (Opened, err
 		if req.ReleaseID != "" {
 			// Asked for this very release: the image is what is wrong.
 			return Opened{}, fmt.Errorf("%w: release %s promotes %s, not %s: give --image %s (or its digest, %s), or relcap resume %s",
-				ErrUsage, r.ID, r.Image, req.Image, r.Image, imageAtDigest(r), r.ID)
+				fault.ErrUsage, r.ID, r.Image, req.Image, r.Image, imageAtDigest(r), r.ID)
 		}
 		return Opened{}, fmt.Errorf("%w: release %s is open in %s for %s, not %s: continue it with --release %s (or relcap resume %s), or finish it first",
-			ErrUsage, r.ID, env.Name, r.Image, req.Image, r.ID, r.ID)
+			fault.ErrUsage, r.ID, env.Name, r.Image, req.Image, r.ID, r.ID)
 	case req.Image != "" && r.Image == "":
 		r.Image = req.Image
 		if req.ForceUnverified != "" {
@@ -498,7 +499,7 @@ type PlanOutcome struct {
 	Waiting string
 	// Refused is why no approval makes the plan applicable (errored,
 	// incomplete, failing checks, drift on another owner's fields);
-	// PlanRelease then also returns ErrPlanRefused.
+	// PlanRelease then also returns fault.ErrPlanRefused.
 	Refused string
 }
 
@@ -525,9 +526,9 @@ func (s *Service) PlanRelease(ctx context.Context, req OpenRequest, sink EventSi
 	var step *StepError
 	reviewed := errors.As(err, &step) && step.Step == StepPlanReview
 	switch {
-	case reviewed && errors.Is(err, ErrApprovalRequired):
+	case reviewed && errors.Is(err, fault.ErrApprovalRequired):
 		out.Waiting, err = out.Release.Step(StepPlanReview).Message, nil
-	case reviewed && errors.Is(err, ErrPlanRefused):
+	case reviewed && errors.Is(err, fault.ErrPlanRefused):
 		// The review is the point: it is returned with the refusal.
 		out.Refused = out.Release.Step(StepPlanReview).Message
 	case err != nil:
@@ -552,7 +553,7 @@ func (s *Service) replanIfReviewed(ctx context.Context, r *Release) error {
 	review, apply := r.Step(StepPlanReview), r.Step(StepApply)
 	switch {
 	case review.Status == Skipped:
-		return fmt.Errorf("%w: release %s in %s promotes only (no infrastructure change); finish it (relcap promote, relcap converge) before planning the next one", ErrUsage, r.ID, r.Env)
+		return fmt.Errorf("%w: release %s in %s promotes only (no infrastructure change); finish it (relcap promote, relcap converge) before planning the next one", fault.ErrUsage, r.ID, r.Env)
 	case apply.Status == Succeeded:
 		return alreadyApplied(r)
 	case review.Status != Succeeded:

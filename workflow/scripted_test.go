@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -27,7 +28,7 @@ func TestAScriptedReleaseLeavesTheSameRecordAsOneRun(t *testing.T) {
 	r, err := cap1.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: image})
 	require.NoError(t, err)
 	_, err = cap1.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
 	bob1 := newProcess(t, testProject(1), w1, l1, clock, "bob")
 	got, err := l1.LoadRelease(ctx, r.ID)
 	require.NoError(t, err)
@@ -57,9 +58,9 @@ func TestAScriptedReleaseLeavesTheSameRecordAsOneRun(t *testing.T) {
 	_, _, err = cmd("alice").svc.ApplyPlan(ctx, planned.Plan.Fingerprint, nil)
 	require.NoError(t, err)
 	_, _, err = cmd("alice").svc.ApplyPlan(ctx, planned.Plan.Fingerprint, nil)
-	require.ErrorIs(t, err, workflow.ErrAlreadyApplied, "applied once, and a second apply does not promote")
+	require.ErrorIs(t, err, fault.ErrAlreadyApplied, "applied once, and a second apply does not promote")
 	_, err = cmd("alice").svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
-	require.ErrorIs(t, err, workflow.ErrUsage, "a release past apply has no plan to make")
+	require.ErrorIs(t, err, fault.ErrUsage, "a release past apply has no plan to make")
 	require.ErrorContains(t, err, "already applied plan "+workflow.ShortHash(planned.Plan.Fingerprint))
 	mid, err := l2.LoadRelease(ctx, id)
 	require.NoError(t, err)
@@ -73,7 +74,7 @@ func TestAScriptedReleaseLeavesTheSameRecordAsOneRun(t *testing.T) {
 	_, err = promoter.svc.RunUntil(ctx, id, nil, workflow.StepPromotion)
 	require.NoError(t, err)
 	_, err = cmd("alice").svc.OpenRelease(ctx, workflow.OpenRequest{Env: "staging", Image: "registry.test/ci/web:9.9.9"})
-	require.ErrorIs(t, err, workflow.ErrUsage, "another image does not join the open release")
+	require.ErrorIs(t, err, fault.ErrUsage, "another image does not join the open release")
 	// By the digest its tag resolved to, as relcap prints it, the release
 	// is joined (a captain resuming a release waiting on a pull request).
 	promoted, err := l2.LoadRelease(ctx, id)
@@ -84,7 +85,7 @@ func TestAScriptedReleaseLeavesTheSameRecordAsOneRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, id, joined.Release.ID)
 	_, err = cmd("alice").svc.OpenRelease(ctx, workflow.OpenRequest{Env: "staging", ReleaseID: id, Image: "registry.test/ci/web@sha256:" + strings.Repeat("0", 64)})
-	require.ErrorIs(t, err, workflow.ErrUsage, "another digest is another image")
+	require.ErrorIs(t, err, fault.ErrUsage, "another digest is another image")
 	require.ErrorContains(t, err, "give --image "+image+" (or its digest, "+byDigest+")", "with --release given, the advice is the image, not --release")
 	scripted, err := cmd("alice").svc.Run(ctx, id, nil)
 	require.NoError(t, err)

@@ -8,7 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -85,7 +88,7 @@ func NewService(d Deps) (*Service, error) {
 	case d.Journal == nil:
 		return nil, errors.New("workflow: no journal")
 	case d.Actor == "":
-		return nil, fmt.Errorf("%w: no actor: pass --actor or set $USER", ErrUsage)
+		return nil, fmt.Errorf("%w: no actor: pass --actor or set $USER", fault.ErrUsage)
 	}
 	rec, err := NewRecords(d)
 	if err != nil {
@@ -119,16 +122,16 @@ const (
 // Event is what UIs see of a running release. Release is a snapshot the
 // receiver may keep.
 type Event struct {
-	Time      time.Time         `json:"time"`
-	Kind      EventKind         `json:"kind"`
-	ReleaseID string            `json:"release_id"`
-	Step      StepKind          `json:"step"`
-	Status    StepStatus        `json:"status"`
-	Message   string            `json:"message,omitempty"`
-	Output    string            `json:"output,omitempty"`
-	Findings  []finding.Finding `json:"findings,omitempty"`
-	App       *AppState         `json:"app,omitempty"`
-	Release   *Release          `json:"-"`
+	Time      time.Time          `json:"time"`
+	Kind      EventKind          `json:"kind"`
+	ReleaseID string             `json:"release_id"`
+	Step      StepKind           `json:"step"`
+	Status    StepStatus         `json:"status"`
+	Message   string             `json:"message,omitempty"`
+	Output    string             `json:"output,omitempty"`
+	Findings  []finding.Finding  `json:"findings,omitempty"`
+	App       *appstate.AppState `json:"app,omitempty"`
+	Release   *Release           `json:"-"`
 }
 
 // EventSink receives events synchronously; it must not block for long.
@@ -264,14 +267,14 @@ func (q *Records) Plan(ctx context.Context, fingerprint string) (PlanSummary, er
 
 // PlanApprovals counts the approvals of a plan against its environment's
 // rule, as apply will.
-func (q *Records) PlanApprovals(ctx context.Context, p PlanSummary) (ApprovalCheck, error) {
+func (q *Records) PlanApprovals(ctx context.Context, p PlanSummary) (approval.Check, error) {
 	env, err := q.project.Env(p.Env)
 	if err != nil {
-		return ApprovalCheck{}, err
+		return approval.Check{}, err
 	}
-	all, err := q.ledger.Approvals(ctx, ApprovePlan, p.Fingerprint)
+	all, err := q.ledger.Approvals(ctx, approval.Plan, p.Fingerprint)
 	if err != nil {
-		return ApprovalCheck{}, err
+		return approval.Check{}, err
 	}
 	return countPlanApprovals(ctx, q.verifier, env, p, all)
 }
@@ -294,7 +297,7 @@ func (q *Records) InProgress(ctx context.Context) (*Release, error) {
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("no release of %s is in progress: %w", q.project.App, ErrNotFound)
+	return nil, fmt.Errorf("no release of %s is in progress: %w", q.project.App, fault.ErrNotFound)
 }
 
 // AwaitingConvergence returns the latest release of env whose promotion
@@ -313,7 +316,7 @@ func (q *Records) AwaitingConvergence(ctx context.Context, env string) (*Release
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: no promotion into %s is waiting to converge: promote first, or pass --release ID or --revision SHA", ErrUsage, env)
+	return nil, fmt.Errorf("%w: no promotion into %s is waiting to converge: promote first, or pass --release ID or --revision SHA", fault.ErrUsage, env)
 }
 
 // Sessions lists the sessions, oldest first.
@@ -334,45 +337,45 @@ func (q *Records) Changes(ctx context.Context) <-chan struct{} {
 // AwaitedApprovals is the count of approvals the release's current step
 // waits for: the plan's at plan review and apply, the release's at
 // promotion. ok is false when the current step waits for no approval.
-func (q *Records) AwaitedApprovals(ctx context.Context, r *Release) (check ApprovalCheck, ok bool, err error) {
+func (q *Records) AwaitedApprovals(ctx context.Context, r *Release) (check approval.Check, ok bool, err error) {
 	cur, unfinished := r.Current()
 	if !unfinished {
-		return ApprovalCheck{}, false, nil
+		return approval.Check{}, false, nil
 	}
 	env, err := q.project.Env(r.Env)
 	if err != nil {
-		return ApprovalCheck{}, false, err
+		return approval.Check{}, false, err
 	}
 	switch cur {
 	case StepPlanReview, StepApply:
 		fp := r.Checkpoints.Fingerprint
 		if fp == "" {
-			return ApprovalCheck{}, false, nil
+			return approval.Check{}, false, nil
 		}
 		p, err := q.ledger.LoadPlan(ctx, fp)
 		if err != nil {
-			return ApprovalCheck{}, false, err
+			return approval.Check{}, false, err
 		}
 		if !p.HasChanges() {
-			return ApprovalCheck{}, false, nil
+			return approval.Check{}, false, nil
 		}
 		check, err := q.PlanApprovals(ctx, p)
 		return check, err == nil, err
 	case StepPromotion:
-		rule := env.Approvals.Rule(ApprovePromotion)
+		rule := env.Approvals.Rule(approval.Promotion)
 		review := env.EnvRepo.Review
 		if rule.Required == 0 || (review.PullRequests() && review.Approvals != ApprovalsFromBoth) {
 			// Approvals given on the forge reach no ledger: the cockpit
-			// polls the forge instead (ErrAwaitingForge).
-			return ApprovalCheck{}, false, nil
+			// polls the forge instead (fault.ErrAwaitingForge).
+			return approval.Check{}, false, nil
 		}
-		all, err := q.ledger.Approvals(ctx, ApprovePromotion, r.ID)
+		all, err := q.ledger.Approvals(ctx, approval.Promotion, r.ID)
 		if err != nil {
-			return ApprovalCheck{}, false, err
+			return approval.Check{}, false, err
 		}
 		return rule.Count(PromotionTarget(r), r.Captain, all, verifyWith(ctx, q.verifier)), true, nil
 	}
-	return ApprovalCheck{}, false, nil
+	return approval.Check{}, false, nil
 }
 
 // ReleaseUnderReview is the release whose plan review shows the plan with
@@ -385,10 +388,10 @@ func ReleaseUnderReview(ctx context.Context, q *Records, fingerprint string) (*R
 		return nil, err
 	}
 	if r == nil {
-		return nil, fmt.Errorf("%w: no release holds plan %s: relcap approve --plan %s approves a plan outside a release", ErrUsage, fingerprint, fingerprint)
+		return nil, fmt.Errorf("%w: no release holds plan %s: relcap approve --plan %s approves a plan outside a release", fault.ErrUsage, fingerprint, fingerprint)
 	}
 	if r.Checkpoints.Fingerprint != fingerprint {
-		return nil, fmt.Errorf("%w: release %s has moved on to plan %s; review that one", ErrBlocked, r.ID, ShortHash(r.Checkpoints.Fingerprint))
+		return nil, fmt.Errorf("%w: release %s has moved on to plan %s; review that one", fault.ErrBlocked, r.ID, ShortHash(r.Checkpoints.Fingerprint))
 	}
 	return r, nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/sharedplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -224,8 +226,8 @@ func TestReleaseBlocksOnApprovalAndResumesAfterIt(t *testing.T) {
 	require.NoError(t, err)
 
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Equal(t, workflow.ReleaseBlocked, got.Status)
 	require.Equal(t, workflow.Blocked, got.Step(workflow.StepPlanReview).Status)
 	fp := got.Checkpoints.Fingerprint
@@ -233,7 +235,7 @@ func TestReleaseBlocksOnApprovalAndResumesAfterIt(t *testing.T) {
 
 	// The author may not approve their own plan here.
 	_, _, err = captain.svc.ApprovePlan(ctx, fp, "lgtm")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 
 	reviewer := newProcess(t, testProject(1), w, l, clock, "bob")
 	_, check, err := reviewer.svc.ApprovePlan(ctx, fp, "reviewed the replacement")
@@ -258,7 +260,7 @@ func approvedStagingPlan(t *testing.T) (*workflowtest.World, process, *workflow.
 	r, err := captain.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
 	fp := got.Checkpoints.Fingerprint
 	_, _, err = reviewer.svc.ApprovePlan(ctx, fp, "")
 	require.NoError(t, err)
@@ -274,7 +276,7 @@ func TestStalePlanIsRefusedAndApprovalsDoNotCarryOver(t *testing.T) {
 	w.StateSerial++
 
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired, "the new plan needs its own approval")
+	require.ErrorIs(t, err, fault.ErrApprovalRequired, "the new plan needs its own approval")
 	newFP := got.Checkpoints.Fingerprint
 	require.NotEqual(t, oldFP, newFP)
 	require.Contains(t, got.Step(workflow.StepPlanReview).Message, "stale")
@@ -289,7 +291,7 @@ func TestPromotionToProdNeedsConvergenceInStaging(t *testing.T) {
 	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "prod", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
 	got, err := p.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrNotPromotable)
+	require.ErrorIs(t, err, fault.ErrNotPromotable)
 	require.Equal(t, workflow.Blocked, got.Step(workflow.StepPromotion).Status)
 	require.Equal(t, 0, w.Copies)
 
@@ -314,7 +316,7 @@ func TestOwnershipConflictBlocksTheRelease(t *testing.T) {
 	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
 	got, err := p.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrOwnershipConflict)
+	require.ErrorIs(t, err, fault.ErrOwnershipConflict)
 	findings := got.Step(workflow.StepOwnership).Findings
 	require.Equal(t, "ownership.conflict", findings[0].Code, "conflicts come first")
 	require.Contains(t, findings[0].Message, "spec.template.spec.containers[web].image")
@@ -331,7 +333,7 @@ func TestDegradedApplicationFailsWithNextSafeAction(t *testing.T) {
 	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
 	got, err := p.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrNotConverged)
+	require.ErrorIs(t, err, fault.ErrNotConverged)
 	require.Equal(t, workflow.ReleaseFailed, got.Status)
 	conv := got.Step(workflow.StepConvergence)
 	require.Equal(t, workflow.Failed, conv.Status)
@@ -407,7 +409,7 @@ func TestForceUnverifiedPromotesWithAJournaledReason(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	w, l, clock := workflowtest.NewWorld(), workflowtest.NewLedger(), workflowtest.NewClock(t0)
-	w.Repos["registry.test/staging/web"] = map[workflow.Digest]bool{w.Artifact.Digest: true}
+	w.Repos["registry.test/staging/web"] = map[image.Digest]bool{w.Artifact.Digest: true}
 	p := newProcess(t, testProject(0), w, l, clock, "alice")
 	r, err := p.svc.Start(ctx, workflow.StartRequest{Env: "prod", Image: "registry.test/ci/web:1.2.3", PromoteOnly: true, ForceUnverified: "staging is down; hotfix for incident 42"})
 	require.NoError(t, err)
@@ -456,7 +458,7 @@ func TestFailedApplyNamesTheNextSafeActionAndRetryReviewsThePlanAgain(t *testing
 
 	w.Interrupt, w.Changes = nil, left
 	got, err = captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired, "the new plan needs its own approval")
+	require.ErrorIs(t, err, fault.ErrApprovalRequired, "the new plan needs its own approval")
 	require.NotEqual(t, oldFP, got.Checkpoints.Fingerprint, "the state moved: planned again")
 	require.Contains(t, got.Step(workflow.StepPlanReview).Message, "stale")
 	require.Equal(t, 1, w.Applies, "nothing applied after the failure without a new approval")

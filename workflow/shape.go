@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -136,7 +138,7 @@ func PlanSteps(r *Release, d ShapeDecision) []StepPlan {
 // (resources of the Kubernetes, kubectl or Helm providers, which write the
 // cluster it runs in); none otherwise. It returns the addresses that
 // affect it, for the record.
-func AffectedApps(plan PlanSummary, env Environment) (apps []AppRef, by []string) {
+func AffectedApps(plan PlanSummary, env Environment) (apps []appstate.AppRef, by []string) {
 	if env.ArgoCD.App == "" {
 		return nil, nil
 	}
@@ -151,7 +153,7 @@ func AffectedApps(plan PlanSummary, env Environment) (apps []AppRef, by []string
 	if len(by) == 0 {
 		return nil, nil
 	}
-	return []AppRef{env.AppRef()}, by
+	return []appstate.AppRef{env.AppRef()}, by
 }
 
 // kubernetesType reports whether a Terraform resource type writes
@@ -235,7 +237,7 @@ func (run *releaseRun) convergeAffected(ctx context.Context) (StepResult, error)
 	defer run.effort.EndWait(StepConvergence.String())
 	var evidence []Evidence
 	for _, app := range apps {
-		st, v, err := run.svc.watch(run.env, func(s AppState) {
+		st, v, err := run.svc.watch(run.env, func(s appstate.AppState) {
 			run.sink(Event{Time: d.Clock.Now(), Kind: EventAppState, ReleaseID: run.r.ID, Step: StepConvergence, Status: Running, App: &s})
 		}).Wait(ctx, app, Want{})
 		if verr := run.svc.verdictError(app.Name, v, err); verr != nil {
@@ -313,7 +315,7 @@ func alreadyApplied(r *Release) error {
 	if r.Image != "" || !r.Checkpoints.Digest.IsZero() {
 		ways = fmt.Sprintf("finish it (relcap resume %s), or abandon it (relcap release abandon %s --reason TEXT)", r.ID, r.ID)
 	}
-	return fmt.Errorf("%w: release %s in %s already applied plan %s; %s before planning the next release", ErrUsage, r.ID, r.Env, ShortHash(r.Checkpoints.Fingerprint), ways)
+	return fmt.Errorf("%w: release %s in %s already applied plan %s; %s before planning the next release", fault.ErrUsage, r.ID, r.Env, ShortHash(r.Checkpoints.Fingerprint), ways)
 }
 
 // awaitsInfraEnd reports whether r applied its plan, has no image and has

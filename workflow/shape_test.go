@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -51,7 +52,7 @@ func TestAnInfrastructureOnlyReleaseEndsSucceeded(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = cmd("alice").svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
-	require.ErrorIs(t, err, workflow.ErrUsage, "the applied release is still open")
+	require.ErrorIs(t, err, fault.ErrUsage, "the applied release is still open")
 	require.ErrorContains(t, err, "relcap resume "+id, "and the refusal says how to end it")
 	require.ErrorContains(t, err, "relcap release abandon "+id)
 
@@ -152,10 +153,10 @@ func TestAbandonEndsAReleaseAndDeletesItsPlan(t *testing.T) {
 
 	refused := cmd("alice")
 	_, err = refused.svc.Abandon(ctx, "web-staging-nope", "gone")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "no release web-staging-nope")
 	_, err = refused.svc.Abandon(ctx, id, "  ")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "--reason")
 	require.Empty(t, refused.journal.Kinds(), "a refusal records nothing")
 
@@ -173,13 +174,13 @@ func TestAbandonEndsAReleaseAndDeletesItsPlan(t *testing.T) {
 	require.Contains(t, p.journal.Kinds(), string(workflow.KindReleaseAbandoned))
 
 	_, err = cmd("carol").svc.Abandon(ctx, id, "again")
-	require.ErrorIs(t, err, workflow.ErrUsage, "an ended release cannot be abandoned")
+	require.ErrorIs(t, err, fault.ErrUsage, "an ended release cannot be abandoned")
 	require.ErrorContains(t, err, "abandoned already")
 
 	_, _, err = cmd("bob").svc.ApprovePlan(ctx, fp, "late")
 	require.NoError(t, err)
 	_, _, err = cmd("alice").svc.ApplyPlan(ctx, fp, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked, "an abandoned release's plan is never applied")
+	require.ErrorIs(t, err, fault.ErrBlocked, "an abandoned release's plan is never applied")
 	require.ErrorContains(t, err, "abandoned")
 	require.Zero(t, w.Applies)
 

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // The boundary stage, second half: apply exactly the approved plan, only
@@ -75,23 +78,23 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 		return StepResult{}, err
 	}
 	switch {
-	case errors.Is(err, ErrApplyOutcomeUnknown):
+	case errors.Is(err, fault.ErrApplyOutcomeUnknown):
 		// Nothing applies this plan again; a new plan, reviewed and
 		// approved, is the way on once the captain has looked.
 		run.r.Step(StepPlanReview).Status = Pending
 		run.r.Checkpoints.Fingerprint = ""
-		why := strings.TrimPrefix(err.Error(), ErrApplyOutcomeUnknown.Error()+": ")
-		return blocked(ErrApplyOutcomeUnknown, fmt.Sprintf("%s; relcap resume %s plans again", why, run.r.ID), nil), nil
-	case errors.Is(err, ErrStalePlan):
+		why := strings.TrimPrefix(err.Error(), fault.ErrApplyOutcomeUnknown.Error()+": ")
+		return blocked(fault.ErrApplyOutcomeUnknown, fmt.Sprintf("%s; relcap resume %s plans again", why, run.r.ID), nil), nil
+	case errors.Is(err, fault.ErrStalePlan):
 		// The plan step plans again when the release resumes; approvals of
 		// the old fingerprint do not carry over.
 		run.r.Step(StepPlanReview).Status = Pending
 		run.r.Checkpoints.Fingerprint = ""
 		msg := fmt.Sprintf("plan %s is stale: %v; run relcap plan --env %s again (or relcap resume %s) and have the new fingerprint approved", ShortHash(fp), err, run.env.Name, run.r.ID)
-		return blocked(ErrStalePlan, msg, nil), nil
-	case errors.Is(err, ErrPlanRefused):
-		return blocked(ErrPlanRefused, withoutSentinel(err, ErrPlanRefused), plan.Findings), nil
-	case errors.Is(err, ErrBlocked):
+		return blocked(fault.ErrStalePlan, msg, nil), nil
+	case errors.Is(err, fault.ErrPlanRefused):
+		return blocked(fault.ErrPlanRefused, withoutSentinel(err, fault.ErrPlanRefused), plan.Findings), nil
+	case errors.Is(err, fault.ErrBlocked):
 		return StepResult{Status: Blocked, Message: err.Error(), Err: err}, nil
 	case err != nil && ctx.Err() != nil:
 		// Interrupted: the step stays Running, and resuming asks the
@@ -137,8 +140,8 @@ func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventS
 		return ApplyResult{}, PlanSummary{}, abandonedPlan(r, fingerprint)
 	}
 	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
-	if errors.Is(err, ErrNotFound) {
-		return ApplyResult{}, plan, fmt.Errorf("%w: no plan with fingerprint %s: run relcap plan --env ENV first", ErrUsage, fingerprint)
+	if errors.Is(err, fault.ErrNotFound) {
+		return ApplyResult{}, plan, fmt.Errorf("%w: no plan with fingerprint %s: run relcap plan --env ENV first", fault.ErrUsage, fingerprint)
 	}
 	if err != nil {
 		return ApplyResult{}, plan, err
@@ -175,7 +178,7 @@ type applyGate struct {
 // applyRefusal is what the gate refused before Terraform could start: who
 // may apply, a plan refused as reviewed, missing approvals, or its plan
 // file. Callers journal or report it as a refusal. (A plan applied
-// already is ErrAlreadyApplied, returned as it is.)
+// already is fault.ErrAlreadyApplied, returned as it is.)
 type applyRefusal struct{ err error }
 
 func (r *applyRefusal) Error() string { return r.err.Error() }
@@ -207,7 +210,7 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 		return res, plan, false, err
 	}
 	if why, refused := plan.Refused(); refused {
-		return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s cannot be applied as reviewed: %s", ErrPlanRefused, ShortHash(fp), why)}
+		return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s cannot be applied as reviewed: %s", fault.ErrPlanRefused, ShortHash(fp), why)}
 	}
 	if d.Applier == nil {
 		return res, plan, false, missingPort("applier")
@@ -218,7 +221,7 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 			return res, plan, false, err
 		}
 		if !check.Satisfied() {
-			return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", ErrApprovalRequired, ShortHash(fp), check.Missing(), g.env.Name, g.env.Approvals.Plan, fp, ignoredNote(check))}
+			return res, plan, false, &applyRefusal{fmt.Errorf("%w: plan %s needs %d more approval(s) in %s (approvals.plan = %d): relcap approve --plan %s%s", fault.ErrApprovalRequired, ShortHash(fp), check.Missing(), g.env.Name, g.env.Approvals.Plan, fp, check.NotCountedNote())}
 		}
 	}
 	planFile, err := s.planFileToApply(ctx, g.env, plan)
@@ -236,10 +239,10 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 }
 
 // planApprovals counts the approvals of plan under env's plan rule.
-func (s *Service) planApprovals(ctx context.Context, env Environment, plan PlanSummary) (ApprovalCheck, error) {
-	approvals, err := s.d.Ledger.Approvals(ctx, ApprovePlan, plan.Fingerprint)
+func (s *Service) planApprovals(ctx context.Context, env Environment, plan PlanSummary) (approval.Check, error) {
+	approvals, err := s.d.Ledger.Approvals(ctx, approval.Plan, plan.Fingerprint)
 	if err != nil {
-		return ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
+		return approval.Check{}, fmt.Errorf("read approvals: %w", err)
 	}
 	return countPlanApprovals(ctx, s.d.Verifier, env, plan, approvals)
 }
@@ -297,7 +300,7 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 		return ApplyResult{}, plan, err
 	}
 	if !plan.AppliedAt.IsZero() || r.Step(StepApply).Status.Done() {
-		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied (release %s); run relcap plan --env %s for a new one", ErrAlreadyApplied, ShortHash(fingerprint), r.ID, r.Env)
+		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s was already applied (release %s); run relcap plan --env %s for a new one", fault.ErrAlreadyApplied, ShortHash(fingerprint), r.ID, r.Env)
 	}
 	if err := s.linkSession(ctx, r.ID); err != nil {
 		return ApplyResult{}, plan, err
@@ -320,7 +323,7 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 	}
 	if final.Checkpoints.Fingerprint != fingerprint {
 		return ApplyResult{}, plan, fmt.Errorf("%w: release %s planned again (plan %s) before applying %s; review and approve the new plan",
-			ErrStalePlan, r.ID, ShortHash(final.Checkpoints.Fingerprint), ShortHash(fingerprint))
+			fault.ErrStalePlan, r.ID, ShortHash(final.Checkpoints.Fingerprint), ShortHash(fingerprint))
 	}
 	applied := final.Checkpoints.Applied
 	return ApplyResult{StateSerial: applied.StateSerial}, plan, nil
@@ -332,7 +335,7 @@ func appliedBefore(plan PlanSummary) error {
 	if plan.AppliedAt.IsZero() {
 		return nil
 	}
-	return fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", ErrAlreadyApplied, ShortHash(plan.Fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
+	return fmt.Errorf("%w: plan %s was already applied at %s; run relcap plan --env %s for a new one", fault.ErrAlreadyApplied, ShortHash(plan.Fingerprint), plan.AppliedAt.UTC().Format(time.RFC3339), plan.Env)
 }
 
 // newApplyRun names a new attempt at applying plan fp and, when the
@@ -372,7 +375,7 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 		return ApplyResult{}, plan, fmt.Errorf("load plan %s: %w", ShortHash(fingerprint), err)
 	}
 	if plan.Env != env.Name {
-		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s is %s's, not %s's", ErrUsage, ShortHash(fingerprint), plan.Env, env.Name)
+		return ApplyResult{}, plan, fmt.Errorf("%w: plan %s is %s's, not %s's", fault.ErrUsage, ShortHash(fingerprint), plan.Env, env.Name)
 	}
 	res, gated, ran, err := s.applyThroughGate(ctx, applyGate{
 		env: env, fingerprint: fingerprint, approvals: true,
@@ -406,9 +409,9 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 		next := fmt.Sprintf("Terraform was interrupted and stopped cleanly; run relcap plan --env %s to see what is left, then approve and apply the new plan", env.Name)
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("apply interrupted: %w; next: %s", err, next),
 			ApplyInterrupted{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
-	case errors.Is(err, ErrApplyOutcomeUnknown):
+	case errors.Is(err, fault.ErrApplyOutcomeUnknown):
 		return ApplyResult{}, plan, s.journalFailure(jctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
-	case errors.Is(err, ErrStalePlan):
+	case errors.Is(err, fault.ErrStalePlan):
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("%w; run relcap plan --env %s again and have the new fingerprint approved", err, env.Name),
 			ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	case err != nil:

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // The evidence stage: Argo CD Synced at the intended revision, Healthy and
@@ -37,7 +40,7 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 		}
 		evidence = append(evidence, ev...)
 	}
-	st, v, err := run.svc.watch(run.env, func(s AppState) {
+	st, v, err := run.svc.watch(run.env, func(s appstate.AppState) {
 		run.sink(Event{Time: d.Clock.Now(), Kind: EventAppState, ReleaseID: run.r.ID, Step: StepConvergence, Status: Running, App: &s})
 	}).Wait(ctx, app, want)
 	converged := AppConverged{IntendedRevision: want.Revision, Digest: digest, Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health}
@@ -66,7 +69,7 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 // watch is the Service's convergence watch of env: its Convergence port
 // and clock, the configured timings (env's readiness grace, when it sets
 // one), and the convergence timeout.
-func (s *Service) watch(env Environment, observe func(AppState)) Watch {
+func (s *Service) watch(env Environment, observe func(appstate.AppState)) Watch {
 	o := s.d.Wait
 	o.Timeout = s.d.ConvergeTimeout
 	if env.ArgoCD.ReadinessGrace > 0 {
@@ -80,7 +83,7 @@ func (s *Service) watch(env Environment, observe func(AppState)) Watch {
 // rollback's revision back until they run out. Only a Running operation
 // that has already failed at least once is ended: a sync in progress is
 // never cut short.
-func (run *releaseRun) endFailingSync(ctx context.Context, app AppRef, want Want) ([]Evidence, error) {
+func (run *releaseRun) endFailingSync(ctx context.Context, app appstate.AppRef, want Want) ([]Evidence, error) {
 	d := run.svc.d
 	term, ok := d.Convergence.(OperationTerminator)
 	if !ok {
@@ -90,7 +93,7 @@ func (run *releaseRun) endFailingSync(ctx context.Context, app AppRef, want Want
 	if err != nil {
 		return nil, fmt.Errorf("get application %s: %w", app.Name, err)
 	}
-	if st.Operation != OperationRunning || st.OperationRetries == 0 || st.OperationRevision == "" || st.OperationRevision == want.Revision {
+	if st.Operation != appstate.OperationRunning || st.OperationRetries == 0 || st.OperationRevision == "" || st.OperationRevision == want.Revision {
 		return nil, nil
 	}
 	run.progress(StepConvergence, fmt.Sprintf("ending Argo CD's retries of the failed sync of %s (attempt #%d)", revOrNone(st.OperationRevision), st.OperationRetries))
@@ -119,22 +122,22 @@ func (run *releaseRun) endFailingSync(ctx context.Context, app AppRef, want Want
 func (s *Service) verdictError(app string, v Verdict, watchErr error) error {
 	switch {
 	case errors.Is(watchErr, ErrWatchTimedOut):
-		return fmt.Errorf("%w: %s not converged after %s: %s", ErrNotConverged, app, s.d.ConvergeTimeout, v.Reason)
+		return fmt.Errorf("%w: %s not converged after %s: %s", fault.ErrNotConverged, app, s.d.ConvergeTimeout, v.Reason)
 	case watchErr != nil:
 		return watchErr
-	case v.Kind != VerdictConverged:
-		return fmt.Errorf("%w: %s %s: %s", ErrNotConverged, v.Kind.FindingCode(), app, v.Reason)
+	case v.Kind != appstate.VerdictConverged:
+		return fmt.Errorf("%w: %s %s: %s", fault.ErrNotConverged, v.Kind.FindingCode(), app, v.Reason)
 	}
 	return nil
 }
 
 // RevisionResult is how a watch of one revision outside a release ended.
 type RevisionResult struct {
-	App     AppState
+	App     appstate.AppState
 	Verdict Verdict
 	// Pinned is what the environment repo pins now: the artifact the
 	// revision must run.
-	Pinned ImageRef
+	Pinned image.Ref
 }
 
 // ConvergeRevision watches env's application until it runs revision, with
@@ -143,7 +146,7 @@ type RevisionResult struct {
 // failure or timeout is an error wrapping ErrNotConverged that names the
 // intended revision, the artifact, the controller's status and the next
 // safe action.
-func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string, observe func(AppState)) (RevisionResult, error) {
+func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string, observe func(appstate.AppState)) (RevisionResult, error) {
 	d := s.d
 	env, err := d.Project.Env(envName)
 	if err != nil {
@@ -183,7 +186,7 @@ func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string
 
 // ErrWatchTimedOut ends a convergence watch that did not reach a verdict
 // within WaitOptions.Timeout.
-var ErrWatchTimedOut = fmt.Errorf("%w: timed out", ErrNotConverged)
+var ErrWatchTimedOut = fmt.Errorf("%w: timed out", fault.ErrNotConverged)
 
 // WaitOptions are the timings of a convergence watch.
 type WaitOptions struct {
@@ -216,11 +219,11 @@ type Watch struct {
 	// Options are its timings; zero means DefaultWaitOptions.
 	Options WaitOptions
 	// Observe, when set, sees every state the watch reads.
-	Observe func(AppState)
+	Observe func(appstate.AppState)
 }
 
 // WaitConverged waits with the wall clock and DefaultWaitOptions.
-func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, observe func(AppState)) (AppState, Verdict, error) {
+func WaitConverged(ctx context.Context, c Convergence, app appstate.AppRef, want Want, observe func(appstate.AppState)) (appstate.AppState, Verdict, error) {
 	return Watch{Source: c, Observe: observe}.Wait(ctx, app, want)
 }
 
@@ -232,7 +235,7 @@ func WaitConverged(ctx context.Context, c Convergence, app AppRef, want Want, ob
 // asks a quiet application's controller to reconcile (a stopped controller
 // freezes the status). It returns the last state and its verdict; err is
 // non-nil only when the watch itself failed, timed out or ctx ended.
-func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdict, error) {
+func (w Watch) Wait(ctx context.Context, app appstate.AppRef, want Want) (appstate.AppState, Verdict, error) {
 	clock, o := w.Clock, w.Options
 	if clock == nil {
 		clock = SystemClock{}
@@ -240,7 +243,7 @@ func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdi
 	if o == (WaitOptions{}) {
 		o = DefaultWaitOptions
 	}
-	observe := func(s AppState) {
+	observe := func(s appstate.AppState) {
 		if w.Observe != nil {
 			w.Observe(s)
 		}
@@ -255,14 +258,14 @@ func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdi
 	}
 	observe(st)
 	v := Converged(st, want)
-	if v.Kind == VerdictConverged || v.Terminal {
+	if v.Kind == appstate.VerdictConverged || v.Terminal {
 		return st, v, nil
 	}
 	updates, err := w.Source.Watch(ctx, app, st.Version)
 	if err != nil {
 		return st, v, fmt.Errorf("watch application %s: %w", app.Name, err)
 	}
-	wasHealthy := st.Health == HealthHealthy
+	wasHealthy := st.Health == appstate.HealthHealthy
 	tree, _ := w.Source.(ResourceTreeReader)
 	refresher, _ := w.Source.(Refresher)
 	windows, _ := w.Source.(SyncWindows)
@@ -285,14 +288,14 @@ func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdi
 				if ctx.Err() != nil {
 					return st, v, ctx.Err()
 				}
-				if errors.Is(err, ErrNotReconciled) {
+				if errors.Is(err, fault.ErrNotReconciled) {
 					return st, stalled(st, o.RefreshWithin, clock.Now()), nil
 				}
 				// Answered (or the server could not be asked, which the
 				// watch reports): quiet is not a stall; ask again later.
 				lastChange = clock.Now()
 			}
-			if windows != nil && want.Revision != "" && (st.SyncStatus != SyncSynced || st.SyncRevision != want.Revision) {
+			if windows != nil && want.Revision != "" && (st.SyncStatus != appstate.SyncSynced || st.SyncRevision != want.Revision) {
 				// A deny window (break-glass) holds automated sync off:
 				// the revision waits for the window, not for Argo CD.
 				if pv, paused := pausedByWindow(ctx, windows, app, st); paused {
@@ -323,12 +326,12 @@ func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdi
 			}
 			st.Tree = resources
 			observe(st)
-			if want.Revision != "" && (st.SyncStatus != SyncSynced || st.SyncRevision != want.Revision) {
+			if want.Revision != "" && (st.SyncStatus != appstate.SyncSynced || st.SyncRevision != want.Revision) {
 				// The tree is still the previous revision's: the failing
 				// Pods a rollback is replacing are not its failure.
 				continue
 			}
-			if fv, failed := ResourceFailure(resources, func(r AppResource) time.Duration {
+			if fv, failed := ResourceFailure(resources, func(r appstate.AppResource) time.Duration {
 				return now.Sub(notReadySince[r.Key()])
 			}, o.ReadinessGrace); failed {
 				st.Resources = resources
@@ -348,13 +351,13 @@ func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdi
 			lastChange = clock.Now()
 			observe(st)
 			v = Converged(st, want)
-			if wasHealthy && st.Health == HealthDegraded {
+			if wasHealthy && st.Health == appstate.HealthDegraded {
 				v.Terminal = true
 			}
-			if v.Kind == VerdictConverged || v.Terminal {
+			if v.Kind == appstate.VerdictConverged || v.Terminal {
 				return st, v, nil
 			}
-			wasHealthy = wasHealthy || st.Health == HealthHealthy
+			wasHealthy = wasHealthy || st.Health == appstate.HealthHealthy
 		}
 	}
 }
@@ -362,12 +365,12 @@ func (w Watch) Wait(ctx context.Context, app AppRef, want Want) (AppState, Verdi
 // stalled is the verdict on an application whose controller did not
 // answer a refresh: what Argo CD reports is frozen, neither converged nor
 // failed, and waiting longer changes nothing until the controller runs.
-func stalled(st AppState, within time.Duration, now time.Time) Verdict {
+func stalled(st appstate.AppState, within time.Duration, now time.Time) Verdict {
 	last := "it reports no reconciliation time"
 	if !st.ReconciledAt.IsZero() {
 		last = fmt.Sprintf("it last reconciled at %s (%s ago)", st.ReconciledAt.UTC().Format("15:04:05 MST"), now.Sub(st.ReconciledAt).Round(time.Second))
 	}
-	return Verdict{Kind: VerdictReconcileStalled, Terminal: true,
+	return Verdict{Kind: appstate.VerdictReconcileStalled, Terminal: true,
 		Reason: fmt.Sprintf("Argo CD's application controller did not reconcile %s within %s of a refresh request; %s, so its status is frozen at sync %s at %s, health %s",
 			st.Name, within, last, st.SyncStatus, revOrNone(st.SyncRevision), st.Health),
 		NextAction: "check argocd-application-controller (is it running, what do its logs say); nothing is lost meanwhile: once it runs, relcap converge picks up where Argo CD is, " +
@@ -377,7 +380,7 @@ func stalled(st AppState, within time.Duration, now time.Time) Verdict {
 // pausedByWindow is the verdict on an application that an active deny
 // sync window keeps from syncing; false when none is active (or the
 // windows cannot be read: the watch goes on).
-func pausedByWindow(ctx context.Context, sw SyncWindows, app AppRef, st AppState) (Verdict, bool) {
+func pausedByWindow(ctx context.Context, sw SyncWindows, app appstate.AppRef, st appstate.AppState) (Verdict, bool) {
 	ws, err := sw.ListWindows(ctx, app)
 	if err != nil {
 		return Verdict{}, false
@@ -390,7 +393,7 @@ func pausedByWindow(ctx context.Context, sw SyncWindows, app AppRef, st AppState
 		if what == "" {
 			what = "schedule " + w.Schedule + " for " + w.Duration.String()
 		}
-		return Verdict{Kind: VerdictReconcilePaused, Terminal: true,
+		return Verdict{Kind: appstate.VerdictReconcilePaused, Terminal: true,
 			Reason: fmt.Sprintf("reconciliation paused by break-glass window (deny, %s) on project %s: %s stays at sync %s at %s, health %s",
 				what, w.Project, st.Name, st.SyncStatus, revOrNone(st.SyncRevision), st.Health),
 			NextAction: "end the break-glass (relcap breakglass end --env " + app.Env + ") to let Argo CD sync, or wait until the window closes"}, true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -33,7 +34,7 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 	evidence := []Evidence{NewEvidence(run.env.Name, OwnershipChecked{Objects: len(objects), Findings: len(findings),
 		Kubernetes: src.Kubernetes, LiveUnchecked: src.LiveError})}
 	if n := finding.Blockers(findings); n > 0 {
-		res := blocked(ErrOwnershipConflict, fmt.Sprintf("%d ownership problem(s) must be resolved first", n), findings)
+		res := blocked(fault.ErrOwnershipConflict, fmt.Sprintf("%d ownership problem(s) must be resolved first", n), findings)
 		res.Evidence = evidence
 		return res, nil
 	}
@@ -97,7 +98,7 @@ func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (owners
 }
 
 // OwnershipBlocked is nil when no environment's ownership report blocks,
-// else an ErrOwnershipConflict error counting the problems and naming the
+// else an fault.ErrOwnershipConflict error counting the problems and naming the
 // environments.
 func OwnershipBlocked(reports []ownership.Report) error {
 	blockers := 0
@@ -111,5 +112,5 @@ func OwnershipBlocked(reports []ownership.Report) error {
 	if blockers == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %d ownership problem(s) in %s must be resolved first", ErrOwnershipConflict, blockers, strings.Join(blocked, ", "))
+	return fmt.Errorf("%w: %d ownership problem(s) in %s must be resolved first", fault.ErrOwnershipConflict, blockers, strings.Join(blocked, ", "))
 }

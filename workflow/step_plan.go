@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // The boundary stage, first half: the exact saved plan, reviewed, with its
@@ -68,7 +71,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		// No approval can make it applicable: say so before anyone is
 		// asked to approve it.
 		msg := fmt.Sprintf("%splan %s cannot be applied as reviewed: %s", note, ShortHash(plan.Fingerprint), why)
-		b := blocked(ErrPlanRefused, msg, plan.Findings)
+		b := blocked(fault.ErrPlanRefused, msg, plan.Findings)
 		b.Evidence = res.Evidence
 		return b, nil
 	}
@@ -77,12 +80,12 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		res.Message = note + "no changes: infrastructure matches the configuration"
 		return res, nil
 	}
-	approvals, err := d.Ledger.Approvals(ctx, ApprovePlan, plan.Fingerprint)
+	approvals, err := d.Ledger.Approvals(ctx, approval.Plan, plan.Fingerprint)
 	if err != nil {
 		return StepResult{}, fmt.Errorf("read approvals: %w", err)
 	}
 	check, err := countPlanApprovals(ctx, d.Verifier, run.env, plan, approvals)
-	for _, sentinel := range []error{ErrAuthorUnverified, ErrPeopleFileDiffers, ErrBlocked} {
+	for _, sentinel := range []error{ErrAuthorUnverified, ErrPeopleFileDiffers, fault.ErrBlocked} {
 		if errors.Is(err, sentinel) {
 			b := blocked(sentinel, note+withoutSentinel(err, sentinel), plan.Findings)
 			b.Evidence = res.Evidence
@@ -96,8 +99,8 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		note += "warning: " + w + ". "
 	}
 	if !check.Satisfied() {
-		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s%s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint, ignoredNote(check))
-		b := blocked(ErrApprovalRequired, msg, plan.Findings)
+		msg := fmt.Sprintf("%splan %s needs %d more approval(s): relcap approve --plan %s%s", note, ShortHash(plan.Fingerprint), check.Missing(), plan.Fingerprint, check.NotCountedNote())
+		b := blocked(fault.ErrApprovalRequired, msg, plan.Findings)
 		b.Evidence = res.Evidence
 		return b, nil
 	}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // The decision stage: one immutable digest, the same bytes that passed the
@@ -22,10 +25,10 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 	var res StepResult
 	if run.r.Checkpoints.Digest.IsZero() && run.r.Image == "" {
 		return StepResult{}, &TerminalError{Err: fmt.Errorf("%w: release %s has no image to promote yet: relcap promote --env %s --release %s --image REF",
-			ErrUsage, run.r.ID, run.env.Name, run.r.ID)}
+			fault.ErrUsage, run.r.ID, run.env.Name, run.r.ID)}
 	}
 	if run.r.Checkpoints.Digest.IsZero() {
-		art, err := wait(run, StepPromotion, func() (Artifact, error) { return d.Registry.Resolve(ctx, run.r.Image) })
+		art, err := wait(run, StepPromotion, func() (image.Artifact, error) { return d.Registry.Resolve(ctx, run.r.Image) })
 		if err != nil {
 			return StepResult{}, fmt.Errorf("resolve %s: %w", run.r.Image, err)
 		}
@@ -58,7 +61,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		switch {
 		case !converged && reason == "":
 			msg := fmt.Sprintf("%s has not converged in %s; promote it there first (or pass --force-unverified REASON)", digest.Short(), prev.Name)
-			return blocked(ErrNotPromotable, msg, res.Findings), nil
+			return blocked(fault.ErrNotPromotable, msg, res.Findings), nil
 		case !converged:
 			res.Findings = append(res.Findings, finding.Finding{Severity: finding.Warning, Code: "promotion.force-unverified", Subject: digest.String(),
 				Message:    fmt.Sprintf("promoted without convergence in %s: %s", prev.Name, reason),
@@ -88,18 +91,18 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 	}
 	if run.r.Checkpoints.CopiedTo == "" {
 		run.progress(StepPromotion, fmt.Sprintf("copying %s from %s to %s", digest.Short(), from, run.env.Registry.Repository))
-		pr, err := wait(run, StepPromotion, func() (PromoteResult, error) {
-			return d.Registry.Promote(ctx, PromoteRequest{Digest: digest, From: from, To: run.env.Registry.Repository})
+		pr, err := wait(run, StepPromotion, func() (image.PromoteResult, error) {
+			return d.Registry.Promote(ctx, image.PromoteRequest{Digest: digest, From: from, To: run.env.Registry.Repository})
 		})
 		if err != nil {
 			return StepResult{Findings: res.Findings}, fmt.Errorf("copy %s: %w", digest.Short(), err)
 		}
 		if pr.Target.Digest != digest {
-			return StepResult{}, &TerminalError{Err: fmt.Errorf("%w: copied %s, target has %s", ErrDigestMismatch, digest, pr.Target.Digest)}
+			return StepResult{}, &TerminalError{Err: fmt.Errorf("%w: copied %s, target has %s", fault.ErrDigestMismatch, digest, pr.Target.Digest)}
 		}
 		if run.env.Registry.RequireSignature && !pr.Target.Signed() {
 			msg := fmt.Sprintf("%s has no signature and %s requires one (registry.require_signature)", digest.Short(), run.env.Name)
-			return blocked(ErrNotPromotable, msg, res.Findings), nil
+			return blocked(fault.ErrNotPromotable, msg, res.Findings), nil
 		}
 		var carried []string
 		for _, ref := range pr.Target.Referrers {
@@ -127,7 +130,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		// The forge reviews and merges the change (envrepo.review).
 		return run.landByReview(ctx, res)
 	}
-	if rule := run.env.Approvals.Rule(ApprovePromotion); rule.Required > 0 && !run.env.EnvRepo.Review.PullRequests() {
+	if rule := run.env.Approvals.Rule(approval.Promotion); rule.Required > 0 && !run.env.EnvRepo.Review.PullRequests() {
 		// Approvers review the pinned change itself, so the check comes
 		// after the branch exists and before it lands.
 		check, err := run.promotionApprovals(ctx, run.r.Checkpoints.EnvPinned)
@@ -140,8 +143,8 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		}
 		if !check.Satisfied() {
 			msg := fmt.Sprintf("the pin of %s on %s (commit %s) needs %d more approval(s) before it lands in %s: relcap approve --release %s%s",
-				digest.Short(), run.r.Checkpoints.EnvBranch, ShortHash(run.r.Checkpoints.EnvPinned), check.Missing(), run.env.Name, run.r.ID, ignoredNote(check))
-			b := blocked(ErrApprovalRequired, msg, res.Findings)
+				digest.Short(), run.r.Checkpoints.EnvBranch, ShortHash(run.r.Checkpoints.EnvPinned), check.Missing(), run.env.Name, run.r.ID, check.NotCountedNote())
+			b := blocked(fault.ErrApprovalRequired, msg, res.Findings)
 			b.Evidence = res.Evidence
 			return b, nil
 		}
@@ -168,18 +171,18 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 // pull request would merge) against approvals.promotion: one count for
 // both ways a promotion lands. An error wrapping ErrAuthorUnverified says
 // the rule needs a verified captain and no signature proves one.
-func (run *releaseRun) promotionApprovals(ctx context.Context, commit string) (ApprovalCheck, error) {
+func (run *releaseRun) promotionApprovals(ctx context.Context, commit string) (approval.Check, error) {
 	d := run.svc.d
-	rule := run.env.Approvals.Rule(ApprovePromotion)
-	approvals, err := d.Ledger.Approvals(ctx, ApprovePromotion, run.r.ID)
+	rule := run.env.Approvals.Rule(approval.Promotion)
+	approvals, err := d.Ledger.Approvals(ctx, approval.Promotion, run.r.ID)
 	if err != nil {
-		return ApprovalCheck{}, fmt.Errorf("read approvals: %w", err)
+		return approval.Check{}, fmt.Errorf("read approvals: %w", err)
 	}
 	target := PromotionTarget(run.r)
 	target.Commit = commit
 	captain, err := promotionCaptain(ctx, d.Verifier, run.env, rule, run.r)
 	if err != nil {
-		return ApprovalCheck{}, err
+		return approval.Check{}, err
 	}
 	return rule.Count(target, captain, approvals, verifyWith(ctx, d.Verifier)), nil
 }
@@ -187,7 +190,7 @@ func (run *releaseRun) promotionApprovals(ctx context.Context, commit string) (A
 // pinRequest is the change that pins digest in the environment repo; a
 // rollback's restores the environment file as the release it returns to
 // converged with it, and says so in its commit message.
-func (run *releaseRun) pinRequest(digest Digest, from string) PinRequest {
+func (run *releaseRun) pinRequest(digest image.Digest, from string) PinRequest {
 	pin := PinRequest{Env: run.env.Name, ReleaseID: run.r.ID, Target: run.env.EnvRepo, Image: run.env.Registry.Repository, Digest: digest, Source: from}
 	if run.r.Kind != KindRollback {
 		return pin

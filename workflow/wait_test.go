@@ -10,12 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
 // waitResult is what Watch.Wait returned.
 type waitResult struct {
-	st  workflow.AppState
+	st  appstate.AppState
 	v   workflow.Verdict
 	err error
 }
@@ -31,7 +34,7 @@ func waitDriven(t *testing.T, clock *workflowtest.Clock, w workflow.Watch, want 
 	waiting, returned := context.WithCancel(ctx)
 	done := make(chan waitResult, 1)
 	go func() {
-		st, v, err := w.Wait(ctx, workflow.AppRef{Name: "web"}, want)
+		st, v, err := w.Wait(ctx, appstate.AppRef{Name: "web"}, want)
 		done <- waitResult{st, v, err}
 		returned()
 	}()
@@ -71,19 +74,19 @@ func (c *rollingBack) synced() bool {
 	}
 }
 
-func (c *rollingBack) state() workflow.AppState {
+func (c *rollingBack) state() appstate.AppState {
 	img := "registry.test/web@" + c.want.Digest.String()
 	if !c.synced() {
-		return workflow.AppState{SyncStatus: workflow.SyncOutOfSync, SyncRevision: "bad-rev", Health: workflow.HealthProgressing, Version: "1"}
+		return appstate.AppState{SyncStatus: appstate.SyncOutOfSync, SyncRevision: "bad-rev", Health: appstate.HealthProgressing, Version: "1"}
 	}
-	return workflow.AppState{SyncStatus: workflow.SyncSynced, SyncRevision: c.want.Revision, Health: workflow.HealthHealthy, Operation: workflow.OperationSucceeded, Images: []string{img}, Version: "2"}
+	return appstate.AppState{SyncStatus: appstate.SyncSynced, SyncRevision: c.want.Revision, Health: appstate.HealthHealthy, Operation: appstate.OperationSucceeded, Images: []string{img}, Version: "2"}
 }
 
-func (c *rollingBack) Get(context.Context, workflow.AppRef) (workflow.AppState, error) {
+func (c *rollingBack) Get(context.Context, appstate.AppRef) (appstate.AppState, error) {
 	return c.state(), nil
 }
 
-func (c *rollingBack) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+func (c *rollingBack) Watch(ctx context.Context, _ appstate.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
 	ch := make(chan workflow.AppUpdate)
 	go func() {
 		defer close(ch)
@@ -101,15 +104,15 @@ func (c *rollingBack) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<
 	return ch, nil
 }
 
-func (c *rollingBack) ResourceTree(context.Context, workflow.AppRef) ([]workflow.AppResource, error) {
+func (c *rollingBack) ResourceTree(context.Context, appstate.AppRef) ([]appstate.AppResource, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reads < c.failReads {
 		c.reads++
-		return []workflow.AppResource{{Kind: "Pod", Namespace: "web", Name: "web-bad", Health: workflow.HealthDegraded, Message: `Back-off pulling image "registry.test/web@sha256:bad"`}}, nil
+		return []appstate.AppResource{{Kind: "Pod", Namespace: "web", Name: "web-bad", Health: appstate.HealthDegraded, Message: `Back-off pulling image "registry.test/web@sha256:bad"`}}, nil
 	}
 	c.closedOnce.Do(func() { close(c.syncedNow) })
-	return []workflow.AppResource{{Kind: "Pod", Namespace: "web", Name: "web-good", Health: workflow.HealthHealthy}}, nil
+	return []appstate.AppResource{{Kind: "Pod", Namespace: "web", Name: "web-good", Health: appstate.HealthHealthy}}, nil
 }
 
 // TestWaitConvergedIgnoresThePreviousRevisionsFailingPods protects
@@ -118,13 +121,13 @@ func (c *rollingBack) ResourceTree(context.Context, workflow.AppRef) ([]workflow
 // for the rollback, not its result. Found against real Argo CD in the lab.
 func TestWaitConvergedIgnoresThePreviousRevisionsFailingPods(t *testing.T) {
 	t.Parallel()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("ab", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("ab", 32))
 	require.NoError(t, err)
 	clock := workflowtest.NewClock(t0)
 	c := &rollingBack{want: workflow.Want{Revision: "good-rev", Digest: d}, failReads: 3, syncedNow: make(chan struct{})}
 	r := waitDriven(t, clock, workflow.Watch{Source: c, Clock: clock}, c.want, workflow.DefaultWaitOptions.TreeInterval, nil)
 	require.NoError(t, r.err)
-	require.Equal(t, workflow.VerdictConverged, r.v.Kind, "%+v", r.v)
+	require.Equal(t, appstate.VerdictConverged, r.v.Kind, "%+v", r.v)
 	require.Equal(t, "good-rev", r.st.SyncRevision)
 	require.Equal(t, 3, c.reads, "the watch read the failing tree three times and went on waiting")
 }
@@ -137,25 +140,25 @@ type quiet struct {
 	refreshs int
 }
 
-func (q *quiet) Get(context.Context, workflow.AppRef) (workflow.AppState, error) {
-	return workflow.AppState{Name: "web", SyncStatus: workflow.SyncSynced, SyncRevision: "rev2", Health: workflow.HealthProgressing, Version: "7",
+func (q *quiet) Get(context.Context, appstate.AppRef) (appstate.AppState, error) {
+	return appstate.AppState{Name: "web", SyncStatus: appstate.SyncSynced, SyncRevision: "rev2", Health: appstate.HealthProgressing, Version: "7",
 		ReconciledAt: q.clock.Now().Add(-time.Minute)}, nil
 }
 
-func (q *quiet) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+func (q *quiet) Watch(ctx context.Context, _ appstate.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
 	ch := make(chan workflow.AppUpdate)
 	go func() { <-ctx.Done(); close(ch) }()
 	return ch, nil
 }
 
-func (q *quiet) Refresh(ctx context.Context, _ workflow.AppRef, within time.Duration) error {
+func (q *quiet) Refresh(ctx context.Context, _ appstate.AppRef, within time.Duration) error {
 	q.refreshs++
 	if q.answers {
 		return nil
 	}
 	select {
 	case <-q.clock.After(within):
-		return workflow.ErrNotReconciled
+		return fault.ErrNotReconciled
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -174,17 +177,17 @@ func TestWaitConvergedTellsAQuietRolloutFromAStoppedController(t *testing.T) {
 	r := waitDriven(t, clock, workflow.Watch{Source: alive, Clock: clock, Options: o}, want, o.TreeInterval,
 		func() bool { return clock.Now().Sub(t0) >= 3*time.Minute })
 	require.ErrorIs(t, r.err, context.Canceled, "a controller that answers is not a stall: the watch waits on")
-	require.Equal(t, workflow.VerdictAppliedUnhealthy, r.v.Kind)
+	require.Equal(t, appstate.VerdictAppliedUnhealthy, r.v.Kind)
 	require.Equal(t, 6, alive.refreshs, "asked once per 30 s of quiet in 3 minutes")
 
 	clock = workflowtest.NewClock(t0)
 	stopped := &quiet{clock: clock}
 	r = waitDriven(t, clock, workflow.Watch{Source: stopped, Clock: clock, Options: o}, want, o.TreeInterval, nil)
 	require.NoError(t, r.err)
-	require.Equal(t, workflow.VerdictReconcileStalled, r.v.Kind)
+	require.Equal(t, appstate.VerdictReconcileStalled, r.v.Kind)
 	require.True(t, r.v.Terminal)
 	require.Equal(t, 1, stopped.refreshs)
-	require.Equal(t, workflow.HealthProgressing, r.st.Health)
+	require.Equal(t, appstate.HealthProgressing, r.st.Health)
 	require.Equal(t, t0.Add(50*time.Second), clock.Now(), "named 30 s of quiet plus the 20 s the controller had to answer")
 	require.Contains(t, r.v.Reason, "did not reconcile web within 20s of a refresh request; it last reconciled at 08:59:00 UTC (1m50s ago)")
 	require.Contains(t, r.v.Reason, "frozen at sync Synced at rev2, health Progressing")
@@ -200,6 +203,6 @@ func TestWatchTimesOutOnItsClock(t *testing.T) {
 	o.Timeout = 10 * time.Minute
 	r := waitDriven(t, clock, workflow.Watch{Source: alive, Clock: clock, Options: o}, workflow.Want{Revision: "rev2"}, o.TreeInterval, nil)
 	require.ErrorIs(t, r.err, workflow.ErrWatchTimedOut)
-	require.ErrorIs(t, r.err, workflow.ErrNotConverged)
+	require.ErrorIs(t, r.err, fault.ErrNotConverged)
 	require.WithinRange(t, clock.Now(), t0.Add(10*time.Minute), t0.Add(10*time.Minute+2*o.TreeInterval), "timed out when its clock said so")
 }

@@ -5,7 +5,7 @@
 // need, and keeps break-glass's deny sync windows on the application's
 // project (syncwindows.go, edited as wire bytes: raw.go says why); connect.go
 // says how it reaches the server. No argo-cd type leaves the package:
-// Applications become workflow.AppState, and failures become errors that
+// Applications become appstate.AppState, and failures become errors that
 // name the server and the environment variable the token came from (never
 // the token).
 package argocd
@@ -27,6 +27,8 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 
 	// Before argo-cd's types initialise kubectl's command packages: keeps
 	// kubectl's help-text catalogue from loading (the package says why).
@@ -102,7 +104,7 @@ type Options struct {
 // argocd users expect: the server from relcap.yaml, else $ARGOCD_SERVER;
 // the token from the variable the target names (token_env), else
 // $ARGOCD_AUTH_TOKEN. getenv is os.Getenv outside tests. A missing value
-// is an error wrapping workflow.ErrUsage that names what to set.
+// is an error wrapping fault.ErrUsage that names what to set.
 func OptionsFor(target workflow.ArgoCDTarget, getenv func(string) string) (Options, error) {
 	o := Options{Server: target.Server, PlainText: target.PlainText, Insecure: target.Insecure, GRPCWeb: target.GRPCWeb, TokenEnv: target.TokenEnv,
 		CAFile: target.CAFile, ClientCertFile: target.ClientCertFile, ClientKeyFile: target.ClientKeyFile, PathPrefix: target.PathPrefix}
@@ -117,11 +119,11 @@ func OptionsFor(target workflow.ArgoCDTarget, getenv func(string) string) (Optio
 		o.Server = strings.TrimSpace(getenv(EnvServer))
 	}
 	if o.Server == "" {
-		return Options{}, fmt.Errorf("%w: argo cd application %s: no server: set argocd.server in relcap.yaml or $%s", workflow.ErrUsage, app, EnvServer)
+		return Options{}, fmt.Errorf("%w: argo cd application %s: no server: set argocd.server in relcap.yaml or $%s", fault.ErrUsage, app, EnvServer)
 	}
 	o.AuthToken = strings.TrimSpace(getenv(o.TokenEnv))
 	if o.AuthToken == "" {
-		return Options{}, fmt.Errorf("%w: argo cd application %s on %s: $%s is empty or unset; set it to an Argo CD API token (argocd account generate-token)", workflow.ErrUsage, app, o.Server, o.TokenEnv)
+		return Options{}, fmt.Errorf("%w: argo cd application %s on %s: $%s is empty or unset; set it to an Argo CD API token (argocd account generate-token)", fault.ErrUsage, app, o.Server, o.TokenEnv)
 	}
 	return o, nil
 }
@@ -143,7 +145,7 @@ type Adapter struct {
 
 // New validates opts and returns an Adapter. It does not connect: the
 // first call does, bounded by opts.Timeout. Invalid options wrap
-// workflow.ErrUsage.
+// fault.ErrUsage.
 func New(opts Options) (*Adapter, error) {
 	server, plain, err := normaliseServer(opts.Server)
 	if err != nil {
@@ -152,18 +154,18 @@ func New(opts Options) (*Adapter, error) {
 	opts.PlainText = opts.PlainText || plain
 	switch {
 	case (opts.ClientCertFile == "") != (opts.ClientKeyFile == ""):
-		return nil, fmt.Errorf("%w: argo cd at %s: a client certificate needs both its certificate and its key file", workflow.ErrUsage, server)
+		return nil, fmt.Errorf("%w: argo cd at %s: a client certificate needs both its certificate and its key file", fault.ErrUsage, server)
 	case opts.PlainText && (opts.CAFile != "" || opts.ClientCertFile != ""):
-		return nil, fmt.Errorf("%w: argo cd at %s: plaintext talks without TLS, so a CA file or client certificate would not be used", workflow.ErrUsage, server)
+		return nil, fmt.Errorf("%w: argo cd at %s: plaintext talks without TLS, so a CA file or client certificate would not be used", fault.ErrUsage, server)
 	case opts.PathPrefix != "" && !strings.HasPrefix(opts.PathPrefix, "/"):
-		return nil, fmt.Errorf("%w: argo cd at %s: path prefix %q must start with /", workflow.ErrUsage, server, opts.PathPrefix)
+		return nil, fmt.Errorf("%w: argo cd at %s: path prefix %q must start with /", fault.ErrUsage, server, opts.PathPrefix)
 	}
 	for _, f := range []string{opts.CAFile, opts.ClientCertFile, opts.ClientKeyFile} {
 		if f == "" {
 			continue
 		}
 		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("%w: argo cd at %s: %w", workflow.ErrUsage, server, err)
+			return nil, fmt.Errorf("%w: argo cd at %s: %w", fault.ErrUsage, server, err)
 		}
 	}
 	if opts.TokenEnv == "" {
@@ -171,7 +173,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	opts.AuthToken = strings.TrimSpace(opts.AuthToken)
 	if opts.AuthToken == "" {
-		return nil, fmt.Errorf("%w: argo cd at %s: no token: $%s is empty or unset", workflow.ErrUsage, server, opts.TokenEnv)
+		return nil, fmt.Errorf("%w: argo cd at %s: no token: $%s is empty or unset", fault.ErrUsage, server, opts.TokenEnv)
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
@@ -194,21 +196,21 @@ func New(opts Options) (*Adapter, error) {
 func normaliseServer(s string) (server string, plainText bool, err error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", false, fmt.Errorf("%w: no argo cd server given: set argocd.server in relcap.yaml or $%s", workflow.ErrUsage, EnvServer)
+		return "", false, fmt.Errorf("%w: no argo cd server given: set argocd.server in relcap.yaml or $%s", fault.ErrUsage, EnvServer)
 	}
 	if strings.Contains(s, "://") {
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			return "", false, fmt.Errorf("%w: argo cd server %q: want host:port (or an http/https URL)", workflow.ErrUsage, s)
+			return "", false, fmt.Errorf("%w: argo cd server %q: want host:port (or an http/https URL)", fault.ErrUsage, s)
 		}
 		if strings.Trim(u.Path, "/") != "" {
-			return "", false, fmt.Errorf("%w: argo cd server %q: a path is not supported; give the gRPC host:port", workflow.ErrUsage, s)
+			return "", false, fmt.Errorf("%w: argo cd server %q: a path is not supported; give the gRPC host:port", fault.ErrUsage, s)
 		}
 		return u.Host, u.Scheme == "http", nil
 	}
 	s = strings.TrimSuffix(s, "/")
 	if strings.ContainsAny(s, "/ ") {
-		return "", false, fmt.Errorf("%w: argo cd server %q: want host:port", workflow.ErrUsage, s)
+		return "", false, fmt.Errorf("%w: argo cd server %q: want host:port", fault.ErrUsage, s)
 	}
 	return s, false, nil
 }
@@ -254,7 +256,7 @@ func (a *Adapter) callError(ctx context.Context, op, app string, err error) erro
 		return fmt.Errorf("%w from $%s for application %s (the token's account may not read it, or no application has that name): %s",
 			ErrTokenRejected, a.opts.TokenEnv, app, st.Message())
 	case codes.NotFound:
-		return fmt.Errorf("argo cd application %s on %s: %w: %s", app, a.server, workflow.ErrNotFound, st.Message())
+		return fmt.Errorf("argo cd application %s on %s: %w: %s", app, a.server, fault.ErrNotFound, st.Message())
 	case codes.Unavailable:
 		return fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, st.Message())
 	case codes.DeadlineExceeded:
@@ -266,9 +268,9 @@ func (a *Adapter) callError(ctx context.Context, op, app string, err error) erro
 // appQuery names the application: "name", or "namespace/name" for an
 // application outside Argo CD's own namespace. It refuses an AppRef for
 // another server, which a per-server Adapter cannot answer for.
-func (a *Adapter) appQuery(ref workflow.AppRef) (name string, ns *string, err error) {
+func (a *Adapter) appQuery(ref appstate.AppRef) (name string, ns *string, err error) {
 	if ref.Name == "" {
-		return "", nil, fmt.Errorf("%w: no argo cd application named", workflow.ErrUsage)
+		return "", nil, fmt.Errorf("%w: no argo cd application named", fault.ErrUsage)
 	}
 	if ref.Server != "" {
 		s, _, err := normaliseServer(ref.Server)
@@ -276,7 +278,7 @@ func (a *Adapter) appQuery(ref workflow.AppRef) (name string, ns *string, err er
 			return "", nil, err
 		}
 		if s != a.server {
-			return "", nil, fmt.Errorf("%w: application %s is on argo cd %s, but this adapter talks to %s", workflow.ErrUsage, ref.Name, s, a.server)
+			return "", nil, fmt.Errorf("%w: application %s is on argo cd %s, but this adapter talks to %s", fault.ErrUsage, ref.Name, s, a.server)
 		}
 	}
 	if namespace, app, ok := strings.Cut(ref.Name, "/"); ok {
@@ -289,7 +291,7 @@ func (a *Adapter) appQuery(ref workflow.AppRef) (name string, ns *string, err er
 // application's name and namespace, connects, applies the per-call timeout
 // and translates the error, so every read says the same things the same
 // way.
-func call[T any](ctx context.Context, a *Adapter, ref workflow.AppRef, what string,
+func call[T any](ctx context.Context, a *Adapter, ref appstate.AppRef, what string,
 	req func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (T, error)) (T, error) {
 	var zero T
 	name, ns, err := a.appQuery(ref)

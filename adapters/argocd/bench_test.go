@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/argocd/argosim"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 )
 
 // BenchmarkWatchLatency measures how long a state change takes from the
@@ -28,13 +28,13 @@ func BenchmarkWatchLatency(b *testing.B) {
 	var lat []time.Duration
 	healthy := true
 	for b.Loop() {
-		want, change := workflow.HealthDegraded, e.sim.FailImagePull
+		want, change := appstate.HealthDegraded, e.sim.FailImagePull
 		if !healthy {
-			want, change = workflow.HealthHealthy, e.sim.Recover
+			want, change = appstate.HealthHealthy, e.sim.Recover
 		}
 		start := time.Now()
 		require.NoError(b, change(e.ref.Name))
-		waitState(b, updates, 5*time.Second, func(s workflow.AppState) bool { return s.Health == want })
+		waitState(b, updates, 5*time.Second, func(s appstate.AppState) bool { return s.Health == want })
 		lat = append(lat, time.Since(start))
 		healthy = !healthy
 	}

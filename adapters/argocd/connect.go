@@ -30,7 +30,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/version"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // client returns the application service client, connecting first if
@@ -205,21 +205,21 @@ func (a *Adapter) tlsConfig() (*tls.Config, error) {
 	if a.opts.CAFile != "" {
 		pem, err := os.ReadFile(a.opts.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: argo cd at %s: CA file: %w", workflow.ErrUsage, a.server, err)
+			return nil, fmt.Errorf("%w: argo cd at %s: CA file: %w", fault.ErrUsage, a.server, err)
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: argo cd at %s: CA file %s holds no PEM certificate", workflow.ErrUsage, a.server, a.opts.CAFile)
+			return nil, fmt.Errorf("%w: argo cd at %s: CA file %s holds no PEM certificate", fault.ErrUsage, a.server, a.opts.CAFile)
 		}
 		cfg.RootCAs = pool
 	}
 	if a.opts.ClientCertFile != "" {
 		cert, err := tls.LoadX509KeyPair(a.opts.ClientCertFile, a.opts.ClientKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: argo cd at %s: client certificate: %w", workflow.ErrUsage, a.server, err)
+			return nil, fmt.Errorf("%w: argo cd at %s: client certificate: %w", fault.ErrUsage, a.server, err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}

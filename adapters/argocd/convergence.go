@@ -19,21 +19,23 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Get returns the application's current state. Errors say whether the
 // token was rejected (ErrTokenRejected), the server could not be reached
 // (ErrUnreachable) or the call failed otherwise; none takes longer than
 // Options.Timeout.
-func (a *Adapter) Get(ctx context.Context, ref workflow.AppRef) (workflow.AppState, error) {
+func (a *Adapter) Get(ctx context.Context, ref appstate.AppRef) (appstate.AppState, error) {
 	app, err := a.getApp(ctx, ref)
 	if err != nil {
-		return workflow.AppState{}, err
+		return appstate.AppState{}, err
 	}
 	return toState(app, a.clock.Now()), nil
 }
 
-func (a *Adapter) getApp(ctx context.Context, ref workflow.AppRef) (*v1alpha1.Application, error) {
+func (a *Adapter) getApp(ctx context.Context, ref appstate.AppRef) (*v1alpha1.Application, error) {
 	return call(ctx, a, ref, "get application", func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (*v1alpha1.Application, error) {
 		return apps.Get(ctx, &application.ApplicationQuery{Name: &name, AppNamespace: ns})
 	})
@@ -49,7 +51,7 @@ func (a *Adapter) getApp(ctx context.Context, ref workflow.AppRef) (*v1alpha1.Ap
 //
 // argo-cd's own WatchApplicationWithRetry is not used: it sends without
 // watching ctx, sleeps a fixed second and does not re-read state.
-func (a *Adapter) Watch(ctx context.Context, ref workflow.AppRef, since string) (<-chan workflow.AppUpdate, error) {
+func (a *Adapter) Watch(ctx context.Context, ref appstate.AppRef, since string) (<-chan workflow.AppUpdate, error) {
 	name, ns, err := a.appQuery(ref)
 	if err != nil {
 		return nil, err
@@ -71,7 +73,7 @@ func (a *Adapter) Watch(ctx context.Context, ref workflow.AppRef, since string) 
 type watcher struct {
 	a    *Adapter
 	apps application.ApplicationServiceClient
-	ref  workflow.AppRef
+	ref  appstate.AppRef
 	name string
 	ns   *string
 	last string // resourceVersion of the last state emitted (or since)
@@ -122,7 +124,7 @@ func (w *watcher) run(ctx context.Context, stream application.ApplicationService
 				if ctx.Err() != nil {
 					return
 				}
-				if errors.Is(err, ErrTokenRejected) || errors.Is(err, workflow.ErrNotFound) || errors.Is(err, workflow.ErrUsage) {
+				if errors.Is(err, ErrTokenRejected) || errors.Is(err, fault.ErrNotFound) || errors.Is(err, fault.ErrUsage) {
 					w.fail(ctx, err)
 					return
 				}
@@ -162,7 +164,7 @@ func (w *watcher) pump(ctx context.Context, stream application.ApplicationServic
 		}
 		received = true
 		if ev.Type == "DELETED" {
-			w.fail(ctx, fmt.Errorf("argo cd application %s on %s was deleted: %w", w.ref.Name, w.a.server, workflow.ErrNotFound))
+			w.fail(ctx, fmt.Errorf("argo cd application %s on %s was deleted: %w", w.ref.Name, w.a.server, fault.ErrNotFound))
 			return received, errStop
 		}
 		if !w.emit(ctx, &ev.Application) {
@@ -229,19 +231,19 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // toState translates an Application into what the domain judges.
-func toState(app *v1alpha1.Application, now time.Time) workflow.AppState {
-	st := workflow.AppState{
+func toState(app *v1alpha1.Application, now time.Time) appstate.AppState {
+	st := appstate.AppState{
 		Name:          app.Name,
 		Version:       app.ResourceVersion,
-		SyncStatus:    workflow.SyncStatus(app.Status.Sync.Status),
+		SyncStatus:    appstate.SyncStatus(app.Status.Sync.Status),
 		SyncRevision:  app.Status.Sync.Revision,
-		Health:        workflow.HealthStatus(app.Status.Health.Status),
+		Health:        appstate.HealthStatus(app.Status.Health.Status),
 		HealthMessage: app.Status.Health.Message,
 		Images:        slices.Clone(app.Status.Summary.Images),
 		ObservedAt:    now,
 	}
 	if st.SyncStatus == "" {
-		st.SyncStatus = workflow.SyncUnknown
+		st.SyncStatus = appstate.SyncUnknown
 	}
 	if st.SyncRevision == "" && len(app.Status.Sync.Revisions) > 0 {
 		// A multi-source application: its first source is the one relcap
@@ -249,7 +251,7 @@ func toState(app *v1alpha1.Application, now time.Time) workflow.AppState {
 		st.SyncRevision = app.Status.Sync.Revisions[0]
 	}
 	if st.Health == "" {
-		st.Health = workflow.HealthUnknown
+		st.Health = appstate.HealthUnknown
 	}
 	if app.Status.ReconciledAt != nil {
 		st.ReconciledAt = app.Status.ReconciledAt.Time
@@ -267,13 +269,13 @@ func toState(app *v1alpha1.Application, now time.Time) workflow.AppState {
 		}
 	}
 	for _, r := range app.Status.Resources {
-		res := workflow.AppResource{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: workflow.SyncStatus(r.Status)}
+		res := appstate.AppResource{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: appstate.SyncStatus(r.Status)}
 		if r.Health != nil {
-			res.Health, res.Message = workflow.HealthStatus(r.Health.Status), r.Health.Message
+			res.Health, res.Message = appstate.HealthStatus(r.Health.Status), r.Health.Message
 		}
 		st.Resources = append(st.Resources, res)
 	}
-	if st.HealthMessage == "" && st.Health != workflow.HealthHealthy {
+	if st.HealthMessage == "" && st.Health != appstate.HealthHealthy {
 		// Argo CD leaves the application's health message empty; the
 		// resource that made it unhealthy says why.
 		for _, r := range st.Resources {
@@ -296,28 +298,28 @@ var retrySuffix = regexp.MustCompile(` due to application controller sync timeou
 // judges "operation in progress": a requested operation not yet picked
 // up, or a finished one the controller has not reconciled since (argo-cd
 // #5592: sync and health lag the operation until then), count as Running.
-func operation(app *v1alpha1.Application) (phase workflow.OperationPhase, msg string) {
+func operation(app *v1alpha1.Application) (phase appstate.OperationPhase, msg string) {
 	last := app.Status.OperationState
 	if app.Operation != nil && !app.Operation.DryRun() {
-		if last != nil && workflow.OperationPhase(last.Phase) == workflow.OperationRunning {
+		if last != nil && appstate.OperationPhase(last.Phase) == appstate.OperationRunning {
 			// The controller has the operation in hand (app.operation
 			// stays set while it runs and while it waits to retry): its
 			// state says how it goes.
-			return workflow.OperationRunning, retrySuffix.ReplaceAllString(last.Message, "")
+			return appstate.OperationRunning, retrySuffix.ReplaceAllString(last.Message, "")
 		}
-		return workflow.OperationRunning, "operation requested; waiting for the application controller"
+		return appstate.OperationRunning, "operation requested; waiting for the application controller"
 	}
 	if last == nil {
 		return "", ""
 	}
-	phase, msg = workflow.OperationPhase(last.Phase), retrySuffix.ReplaceAllString(last.Message, "")
+	phase, msg = appstate.OperationPhase(last.Phase), retrySuffix.ReplaceAllString(last.Message, "")
 	switch phase {
 	case "Terminating":
-		return workflow.OperationRunning, "terminating: " + msg
-	case workflow.OperationSucceeded:
+		return appstate.OperationRunning, "terminating: " + msg
+	case appstate.OperationSucceeded:
 		reconciled := app.Status.ReconciledAt
 		if last.FinishedAt != nil && !last.Operation.DryRun() && (reconciled == nil || reconciled.Before(last.FinishedAt)) {
-			return workflow.OperationRunning, "operation succeeded; waiting for the controller to refresh the application"
+			return appstate.OperationRunning, "operation succeeded; waiting for the controller to refresh the application"
 		}
 	}
 	return phase, msg
@@ -327,8 +329,8 @@ func operation(app *v1alpha1.Application) (phase workflow.OperationPhase, msg st
 // `argocd app get --refresh` does) and waits up to within for the
 // application controller to perform it: Argo CD's server answers only once
 // the controller has cleared the request. No answer in time is
-// workflow.ErrNotReconciled: the controller is stopped, crashed or stuck.
-func (a *Adapter) Refresh(ctx context.Context, ref workflow.AppRef, within time.Duration) error {
+// fault.ErrNotReconciled: the controller is stopped, crashed or stuck.
+func (a *Adapter) Refresh(ctx context.Context, ref appstate.AppRef, within time.Duration) error {
 	name, ns, err := a.appQuery(ref)
 	if err != nil {
 		return err
@@ -349,7 +351,7 @@ func (a *Adapter) Refresh(ctx context.Context, ref workflow.AppRef, within time.
 		return a.callError(ctx, "refresh application", ref.Name, err)
 	case errors.Is(rctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded ||
 		strings.Contains(status.Convert(err).Message(), "refresh deadline exceeded"):
-		return fmt.Errorf("argo cd application %s on %s: no reconciliation within %s of a refresh request: %w", ref.Name, a.server, within, workflow.ErrNotReconciled)
+		return fmt.Errorf("argo cd application %s on %s: no reconciliation within %s of a refresh request: %w", ref.Name, a.server, within, fault.ErrNotReconciled)
 	}
 	return a.callError(ctx, "refresh application", ref.Name, err)
 }
@@ -358,7 +360,7 @@ func (a *Adapter) Refresh(ctx context.Context, ref workflow.AppRef, within time.
 // `argocd app terminate-op` does). A rollback uses it to stop Argo CD
 // retrying a failed sync of a bad revision, which holds back every newer
 // revision until its retries run out.
-func (a *Adapter) TerminateOperation(ctx context.Context, ref workflow.AppRef) error {
+func (a *Adapter) TerminateOperation(ctx context.Context, ref appstate.AppRef) error {
 	_, err := call(ctx, a, ref, "terminate operation of", func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (*application.OperationTerminateResponse, error) {
 		return apps.TerminateOperation(ctx, &application.OperationTerminateRequest{Name: &name, AppNamespace: ns})
 	})

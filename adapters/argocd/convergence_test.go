@@ -12,7 +12,8 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/argosim"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestGetTranslatesTheApplication(t *testing.T) {
@@ -28,16 +29,16 @@ func TestGetTranslatesTheApplication(t *testing.T) {
 	require.NotEmpty(t, st.Version)
 	require.WithinDuration(t, time.Now(), st.ReconciledAt, time.Minute, "the controller's last reconciliation is translated")
 	st.Version, st.ReconciledAt = "", time.Time{}
-	require.Equal(t, workflow.AppState{
+	require.Equal(t, appstate.AppState{
 		Name:              "web-staging",
-		SyncStatus:        workflow.SyncSynced,
+		SyncStatus:        appstate.SyncSynced,
 		SyncRevision:      e.rev1,
-		Health:            workflow.HealthHealthy,
-		Operation:         workflow.OperationSucceeded,
+		Health:            appstate.HealthHealthy,
+		Operation:         appstate.OperationSucceeded,
 		OperationMsg:      "successfully synced (all tasks run) [simulated]",
 		OperationRevision: e.rev1,
-		Images:            []string{image("v1")},
-		Resources:         []workflow.AppResource{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Status: workflow.SyncSynced, Health: workflow.HealthHealthy}},
+		Images:            []string{imageRef("v1")},
+		Resources:         []appstate.AppResource{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Status: appstate.SyncSynced, Health: appstate.HealthHealthy}},
 		AutoSync:          true,
 		SelfHeal:          true,
 		ObservedAt:        at,
@@ -82,8 +83,8 @@ func TestWatchReconnectDoesNotLoseTheFinalTransition(t *testing.T) {
 	require.NoError(t, err)
 
 	rev2 := e.repo.Pin(t, "v2")
-	waitState(t, updates, 5*time.Second, func(s workflow.AppState) bool {
-		return s.SyncStatus == workflow.SyncSynced && s.SyncRevision == rev2 && s.Health == workflow.HealthProgressing
+	waitState(t, updates, 5*time.Second, func(s appstate.AppState) bool {
+		return s.SyncStatus == appstate.SyncSynced && s.SyncRevision == rev2 && s.Health == appstate.HealthProgressing
 	})
 	e.sim.CloseWatches()
 	require.Zero(t, e.sim.OpenWatches())
@@ -105,7 +106,7 @@ func TestWatchReconnectReadsTransitionsMissedWhileDisconnected(t *testing.T) {
 
 	e.sim.CloseWatches()
 	require.NoError(t, e.sim.FailImagePull(e.ref.Name)) // broadcast to nobody
-	st, _ := waitState(t, updates, 3*time.Second, func(s workflow.AppState) bool { return s.Health == workflow.HealthDegraded })
+	st, _ := waitState(t, updates, 3*time.Second, func(s appstate.AppState) bool { return s.Health == appstate.HealthDegraded })
 	require.Contains(t, st.HealthMessage, "Back-off pulling image")
 
 	require.NoError(t, e.sim.Recover(e.ref.Name))
@@ -157,14 +158,14 @@ func TestBadTokenIsAClearErrorPromptly(t *testing.T) {
 func TestUnknownApplicationIsNotRetried(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	ref := workflow.AppRef{Name: "nope"}
+	ref := appstate.AppRef{Name: "nope"}
 	_, err := e.adapter.Get(t.Context(), ref)
 	require.ErrorIs(t, err, argocd.ErrTokenRejected)
 	require.ErrorContains(t, err, "for application nope")
 	require.ErrorContains(t, err, "no application has that name")
 
-	_, err = e.adapter.Get(t.Context(), workflow.AppRef{Name: "web-staging", Server: "argocd.elsewhere.example:443"})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	_, err = e.adapter.Get(t.Context(), appstate.AppRef{Name: "web-staging", Server: "argocd.elsewhere.example:443"})
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 func TestUnreachableServerIsAClearErrorWithinSeconds(t *testing.T) {
@@ -177,7 +178,7 @@ func TestUnreachableServerIsAClearErrorWithinSeconds(t *testing.T) {
 	ad, err := argocd.New(argocd.Options{Server: addr, AuthToken: "t", PlainText: true})
 	require.NoError(t, err)
 	start := time.Now()
-	_, err = ad.Get(t.Context(), workflow.AppRef{Name: "web"})
+	_, err = ad.Get(t.Context(), appstate.AppRef{Name: "web"})
 	require.ErrorIs(t, err, argocd.ErrUnreachable)
 	require.ErrorContains(t, err, "cannot reach argo cd at "+addr)
 	require.Less(t, time.Since(start), 3*time.Second)
@@ -214,7 +215,7 @@ func TestSilentServerTimesOut(t *testing.T) {
 	ad, err := argocd.New(argocd.Options{Server: lis.Addr().String(), AuthToken: "t", PlainText: true, Timeout: time.Second})
 	require.NoError(t, err)
 	start := time.Now()
-	_, err = ad.Get(t.Context(), workflow.AppRef{Name: "web"})
+	_, err = ad.Get(t.Context(), appstate.AppRef{Name: "web"})
 	require.ErrorIs(t, err, argocd.ErrUnreachable)
 	require.ErrorContains(t, err, "no answer within 1s")
 	require.Less(t, time.Since(start), 3*time.Second)

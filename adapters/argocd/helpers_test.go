@@ -13,6 +13,8 @@ import (
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // env is one simulator with one application, and an adapter talking to it
@@ -21,7 +23,7 @@ type env struct {
 	sim     *argosim.Server
 	repo    *argosimtest.Repo
 	adapter *argocd.Adapter
-	ref     workflow.AppRef
+	ref     appstate.AppRef
 	rev1    string
 }
 
@@ -38,24 +40,24 @@ func newEnv(t testing.TB, configure func(*argosim.AppConfig)) *env {
 	ad, err := argocd.New(argocd.Options{Server: addr, AuthToken: sim.Token(), PlainText: true, MinBackoff: 100 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ad.Close() })
-	return &env{sim: sim, repo: repo, adapter: ad, ref: workflow.AppRef{Env: "staging", Name: cfg.Name}, rev1: rev1}
+	return &env{sim: sim, repo: repo, adapter: ad, ref: appstate.AppRef{Env: "staging", Name: cfg.Name}, rev1: rev1}
 }
 
-func digest(t testing.TB, seed string) workflow.Digest {
+func digest(t testing.TB, seed string) image.Digest {
 	t.Helper()
-	d, err := workflow.ParseDigest(argosimtest.Digest(seed))
+	d, err := image.ParseDigest(argosimtest.Digest(seed))
 	require.NoError(t, err)
 	return d
 }
 
-// image is the reference the simulator reports for seed's digest.
-func image(seed string) string { return argosimtest.Image + "@" + argosimtest.Digest(seed) }
+// imageRef is the reference the simulator reports for seed's digest.
+func imageRef(seed string) string { return argosimtest.Image + "@" + argosimtest.Digest(seed) }
 
 // waitState reads updates until cond holds, failing after within.
-func waitState(t testing.TB, updates <-chan workflow.AppUpdate, within time.Duration, cond func(workflow.AppState) bool) (workflow.AppState, []workflow.AppState) {
+func waitState(t testing.TB, updates <-chan workflow.AppUpdate, within time.Duration, cond func(appstate.AppState) bool) (appstate.AppState, []appstate.AppState) {
 	t.Helper()
 	timeout := time.After(within)
-	var seen []workflow.AppState
+	var seen []appstate.AppState
 	for {
 		select {
 		case u, ok := <-updates:
@@ -71,7 +73,7 @@ func waitState(t testing.TB, updates <-chan workflow.AppUpdate, within time.Dura
 	}
 }
 
-func summary(states []workflow.AppState) []string {
+func summary(states []appstate.AppState) []string {
 	out := make([]string, 0, len(states))
 	for _, s := range states {
 		out = append(out, fmt.Sprintf("%s %s@%s %s op=%s", s.Version, s.SyncStatus, short(s.SyncRevision), s.Health, s.Operation))
@@ -86,15 +88,15 @@ func short(s string) string {
 	return s
 }
 
-func convergedAt(rev, seed string) func(workflow.AppState) bool {
-	return func(s workflow.AppState) bool {
-		return s.SyncStatus == workflow.SyncSynced && s.SyncRevision == rev && s.Health == workflow.HealthHealthy &&
-			s.Operation == workflow.OperationSucceeded && len(s.Images) == 1 && s.Images[0] == image(seed)
+func convergedAt(rev, seed string) func(appstate.AppState) bool {
+	return func(s appstate.AppState) bool {
+		return s.SyncStatus == appstate.SyncSynced && s.SyncRevision == rev && s.Health == appstate.HealthHealthy &&
+			s.Operation == appstate.OperationSucceeded && len(s.Images) == 1 && s.Images[0] == imageRef(seed)
 	}
 }
 
 // getUntil polls Get until cond holds.
-func getUntil(t testing.TB, ctx context.Context, e *env, within time.Duration, cond func(workflow.AppState) bool) workflow.AppState {
+func getUntil(t testing.TB, ctx context.Context, e *env, within time.Duration, cond func(appstate.AppState) bool) appstate.AppState {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -104,7 +106,7 @@ func getUntil(t testing.TB, ctx context.Context, e *env, within time.Duration, c
 			return st
 		}
 		if time.Now().After(deadline) {
-			require.FailNow(t, "condition not met", "last state %v", summary([]workflow.AppState{st}))
+			require.FailNow(t, "condition not met", "last state %v", summary([]appstate.AppState{st}))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

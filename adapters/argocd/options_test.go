@@ -7,6 +7,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestOptionsForReadsWhatArgoCDUsersSet(t *testing.T) {
@@ -49,7 +50,7 @@ func TestOptionsForReadsWhatArgoCDUsersSet(t *testing.T) {
 			t.Parallel()
 			got, err := argocd.OptionsFor(tc.target, env(tc.env))
 			if tc.wantErr != "" {
-				require.ErrorIs(t, err, workflow.ErrUsage)
+				require.ErrorIs(t, err, fault.ErrUsage)
 				require.ErrorContains(t, err, tc.wantErr)
 				return
 			}
@@ -76,7 +77,7 @@ func TestNewValidatesEarly(t *testing.T) {
 	} {
 		a, err := argocd.New(tc.opts)
 		if tc.wantErr != "" {
-			require.ErrorIs(t, err, workflow.ErrUsage, tc.opts.Server)
+			require.ErrorIs(t, err, fault.ErrUsage, tc.opts.Server)
 			require.ErrorContains(t, err, tc.wantErr)
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -43,7 +44,7 @@ func (s *ownershipSource) ManagedObjects(ctx context.Context, env workflow.Envir
 	}
 	var out []ownership.ManagedObject
 	for _, n := range names {
-		objs, err := s.a.AppObjects(ctx, workflow.AppRef{Env: env.Name, Name: n})
+		objs, err := s.a.AppObjects(ctx, appstate.AppRef{Env: env.Name, Name: n})
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +55,7 @@ func (s *ownershipSource) ManagedObjects(ctx context.Context, env workflow.Envir
 
 // AppObjects reads one application (Get: spec and history) and its
 // managed resources, and translates them with OwnedObjects.
-func (a *Adapter) AppObjects(ctx context.Context, ref workflow.AppRef) ([]ownership.ManagedObject, error) {
+func (a *Adapter) AppObjects(ctx context.Context, ref appstate.AppRef) ([]ownership.ManagedObject, error) {
 	app, err := a.getApp(ctx, ref)
 	if err != nil {
 		return nil, err

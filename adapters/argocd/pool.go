@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -63,16 +64,16 @@ func (m *Pool) adapter(envName string) (*Adapter, error) {
 }
 
 // Get reads the application of app.Env.
-func (m *Pool) Get(ctx context.Context, app workflow.AppRef) (workflow.AppState, error) {
+func (m *Pool) Get(ctx context.Context, app appstate.AppRef) (appstate.AppState, error) {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
-		return workflow.AppState{}, err
+		return appstate.AppState{}, err
 	}
 	return ad.Get(ctx, app)
 }
 
 // Watch watches the application of app.Env.
-func (m *Pool) Watch(ctx context.Context, app workflow.AppRef, since string) (<-chan workflow.AppUpdate, error) {
+func (m *Pool) Watch(ctx context.Context, app appstate.AppRef, since string) (<-chan workflow.AppUpdate, error) {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func (m *Pool) Watch(ctx context.Context, app workflow.AppRef, since string) (<-
 }
 
 // ResourceTree reads the resource tree of app.Env's application.
-func (m *Pool) ResourceTree(ctx context.Context, app workflow.AppRef) ([]workflow.AppResource, error) {
+func (m *Pool) ResourceTree(ctx context.Context, app appstate.AppRef) ([]appstate.AppResource, error) {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func (m *Pool) ResourceTree(ctx context.Context, app workflow.AppRef) ([]workflo
 }
 
 // Refresh asks app.Env's Argo CD to reconcile the application now.
-func (m *Pool) Refresh(ctx context.Context, app workflow.AppRef, within time.Duration) error {
+func (m *Pool) Refresh(ctx context.Context, app appstate.AppRef, within time.Duration) error {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return err
@@ -99,7 +100,7 @@ func (m *Pool) Refresh(ctx context.Context, app workflow.AppRef, within time.Dur
 }
 
 // TerminateOperation ends the running operation of app.Env's application.
-func (m *Pool) TerminateOperation(ctx context.Context, app workflow.AppRef) error {
+func (m *Pool) TerminateOperation(ctx context.Context, app appstate.AppRef) error {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return err
@@ -108,7 +109,7 @@ func (m *Pool) TerminateOperation(ctx context.Context, app workflow.AppRef) erro
 }
 
 // SyncPolicy reads the sync policy of app.Env's application.
-func (m *Pool) SyncPolicy(ctx context.Context, app workflow.AppRef) (workflow.SyncPolicy, error) {
+func (m *Pool) SyncPolicy(ctx context.Context, app appstate.AppRef) (workflow.SyncPolicy, error) {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return workflow.SyncPolicy{}, err
@@ -117,7 +118,7 @@ func (m *Pool) SyncPolicy(ctx context.Context, app workflow.AppRef) (workflow.Sy
 }
 
 // SetSyncPolicy sets the sync policy of app.Env's application.
-func (m *Pool) SetSyncPolicy(ctx context.Context, app workflow.AppRef, p workflow.SyncPolicy) error {
+func (m *Pool) SetSyncPolicy(ctx context.Context, app appstate.AppRef, p workflow.SyncPolicy) error {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return err
@@ -126,7 +127,7 @@ func (m *Pool) SetSyncPolicy(ctx context.Context, app workflow.AppRef, p workflo
 }
 
 // Drift reads the drift of app.Env's application.
-func (m *Pool) Drift(ctx context.Context, app workflow.AppRef) ([]breakglass.Drift, error) {
+func (m *Pool) Drift(ctx context.Context, app appstate.AppRef) ([]breakglass.Drift, error) {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return nil, err
@@ -135,7 +136,7 @@ func (m *Pool) Drift(ctx context.Context, app workflow.AppRef) ([]breakglass.Dri
 }
 
 // DenySync adds a deny window to the project of app.Env's application.
-func (m *Pool) DenySync(ctx context.Context, app workflow.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
+func (m *Pool) DenySync(ctx context.Context, app appstate.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return workflow.SyncWindow{}, err
@@ -144,7 +145,7 @@ func (m *Pool) DenySync(ctx context.Context, app workflow.AppRef, w workflow.Syn
 }
 
 // RemoveWindow removes a window from the project of app.Env's application.
-func (m *Pool) RemoveWindow(ctx context.Context, app workflow.AppRef, w workflow.SyncWindow) (bool, error) {
+func (m *Pool) RemoveWindow(ctx context.Context, app appstate.AppRef, w workflow.SyncWindow) (bool, error) {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return false, err
@@ -153,7 +154,7 @@ func (m *Pool) RemoveWindow(ctx context.Context, app workflow.AppRef, w workflow
 }
 
 // ListWindows lists the windows that apply to app.Env's application.
-func (m *Pool) ListWindows(ctx context.Context, app workflow.AppRef) ([]workflow.SyncWindow, error) {
+func (m *Pool) ListWindows(ctx context.Context, app appstate.AppRef) ([]workflow.SyncWindow, error) {
 	ad, err := m.adapter(app.Env)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ import (
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 )
 
 // proxyChild is the environment variable that makes this test binary, run
@@ -48,7 +48,7 @@ func proxyChildMain(spec string) int {
 	defer ad.Close()
 	ctx, cancel := contextWithTimeout(15 * time.Second)
 	defer cancel()
-	st, err := ad.Get(ctx, workflow.AppRef{Env: "staging", Name: "web-staging"})
+	st, err := ad.Get(ctx, appstate.AppRef{Env: "staging", Name: "web-staging"})
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1

@@ -10,7 +10,9 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // ResourceTree returns every node of the application's resource tree
@@ -18,22 +20,22 @@ import (
 // its health, so failures that only Pods show — an image that cannot be
 // pulled, a readiness probe that fails — can be reported. Status (sync
 // status) is empty: the tree does not carry it.
-func (a *Adapter) ResourceTree(ctx context.Context, ref workflow.AppRef) ([]workflow.AppResource, error) {
+func (a *Adapter) ResourceTree(ctx context.Context, ref appstate.AppRef) ([]appstate.AppResource, error) {
 	tree, err := call(ctx, a, ref, "read resource tree of", func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (*v1alpha1.ApplicationTree, error) {
 		return apps.ResourceTree(ctx, &application.ResourcesQuery{ApplicationName: &name, AppNamespace: ns})
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]workflow.AppResource, 0, len(tree.Nodes))
+	out := make([]appstate.AppResource, 0, len(tree.Nodes))
 	for _, n := range tree.Nodes {
-		r := workflow.AppResource{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
+		r := appstate.AppResource{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
 		if n.Health != nil {
-			r.Health, r.Message = workflow.HealthStatus(n.Health.Status), n.Health.Message
+			r.Health, r.Message = appstate.HealthStatus(n.Health.Status), n.Health.Message
 		}
 		if len(n.ParentRefs) > 0 {
 			p := n.ParentRefs[0]
-			r.Parent = workflow.AppResource{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}.Key()
+			r.Parent = appstate.AppResource{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}.Key()
 		}
 		out = append(out, r)
 	}
@@ -60,7 +62,7 @@ type ManagedResource struct {
 // ManagedResources returns the objects the application manages with their
 // target and live states, for the ownership check (which fields Argo CD
 // writes) and for drift evidence.
-func (a *Adapter) ManagedResources(ctx context.Context, ref workflow.AppRef) ([]ManagedResource, error) {
+func (a *Adapter) ManagedResources(ctx context.Context, ref appstate.AppRef) ([]ManagedResource, error) {
 	resp, err := call(ctx, a, ref, "read managed resources of", func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (*application.ManagedResourcesResponse, error) {
 		return apps.ManagedResources(ctx, &application.ResourcesQuery{ApplicationName: &name, AppNamespace: ns})
 	})
@@ -96,7 +98,7 @@ var _ breakglass.ReconcileControl = (*Adapter)(nil)
 
 // Drift lists the managed resources whose live state differs from Git, with
 // both states, for break-glass status and capture.
-func (a *Adapter) Drift(ctx context.Context, ref workflow.AppRef) ([]breakglass.Drift, error) {
+func (a *Adapter) Drift(ctx context.Context, ref appstate.AppRef) ([]breakglass.Drift, error) {
 	resources, err := a.ManagedResources(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -111,7 +113,7 @@ func (a *Adapter) Drift(ctx context.Context, ref workflow.AppRef) ([]breakglass.
 }
 
 // SyncPolicy returns the application's automated sync policy.
-func (a *Adapter) SyncPolicy(ctx context.Context, ref workflow.AppRef) (SyncPolicy, error) {
+func (a *Adapter) SyncPolicy(ctx context.Context, ref appstate.AppRef) (SyncPolicy, error) {
 	app, err := a.getApp(ctx, ref)
 	if err != nil {
 		return SyncPolicy{}, err
@@ -128,9 +130,9 @@ func (a *Adapter) SyncPolicy(ctx context.Context, ref workflow.AppRef) (SyncPoli
 // only the "update" permission. Turning automation off removes the
 // automated block, as argocd app set --sync-policy none does. It checks
 // that the server applied the policy.
-func (a *Adapter) SetSyncPolicy(ctx context.Context, ref workflow.AppRef, p SyncPolicy) error {
+func (a *Adapter) SetSyncPolicy(ctx context.Context, ref appstate.AppRef, p SyncPolicy) error {
 	if !p.Automated && (p.SelfHeal || p.Prune) {
-		return fmt.Errorf("%w: application %s: self-heal and prune apply to automated sync only", workflow.ErrUsage, ref.Name)
+		return fmt.Errorf("%w: application %s: self-heal and prune apply to automated sync only", fault.ErrUsage, ref.Name)
 	}
 	name, ns, err := a.appQuery(ref)
 	if err != nil {
@@ -181,7 +183,7 @@ type HistoryEntry struct {
 
 // History returns the application's deployment history, oldest first, as
 // Argo CD keeps it (by default its last 10 syncs).
-func (a *Adapter) History(ctx context.Context, ref workflow.AppRef) ([]HistoryEntry, error) {
+func (a *Adapter) History(ctx context.Context, ref appstate.AppRef) ([]HistoryEntry, error) {
 	app, err := a.getApp(ctx, ref)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,8 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/argosim"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestResourceTreeShowsPodFailures(t *testing.T) {
@@ -22,7 +23,7 @@ func TestResourceTreeShowsPodFailures(t *testing.T) {
 	tree, err := e.adapter.ResourceTree(ctx, e.ref)
 	require.NoError(t, err)
 	var kinds []string
-	var pod workflow.AppResource
+	var pod appstate.AppResource
 	for _, r := range tree {
 		kinds = append(kinds, r.Kind)
 		if r.Kind == "Pod" {
@@ -30,8 +31,8 @@ func TestResourceTreeShowsPodFailures(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"Deployment", "ReplicaSet", "Pod"}, kinds)
-	require.Equal(t, workflow.HealthDegraded, pod.Health)
-	require.Contains(t, pod.Message, `Back-off pulling image "`+image("v1")+`"`)
+	require.Equal(t, appstate.HealthDegraded, pod.Health)
+	require.Contains(t, pod.Message, `Back-off pulling image "`+imageRef("v1")+`"`)
 	require.Equal(t, "web", pod.Namespace)
 }
 
@@ -47,7 +48,7 @@ func TestManagedResourcesShowTargetAndLiveState(t *testing.T) {
 	r := rs[0]
 	require.Equal(t, argocd.ManagedResource{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", TargetState: r.TargetState, LiveState: r.LiveState}, r)
 	require.JSONEq(t, r.TargetState, r.LiveState)
-	require.Contains(t, r.TargetState, image("v1"))
+	require.Contains(t, r.TargetState, imageRef("v1"))
 
 	require.NoError(t, e.sim.Drift(e.ref.Name, "spec.replicas"))
 	rs, err = e.adapter.ManagedResources(ctx, e.ref)
@@ -79,7 +80,7 @@ func TestSyncPolicyRoundTrips(t *testing.T) {
 		require.Equal(t, want.Automated, st.AutoSync)
 		require.Equal(t, want.SelfHeal, st.SelfHeal)
 	}
-	require.ErrorIs(t, e.adapter.SetSyncPolicy(ctx, e.ref, argocd.SyncPolicy{SelfHeal: true}), workflow.ErrUsage)
+	require.ErrorIs(t, e.adapter.SetSyncPolicy(ctx, e.ref, argocd.SyncPolicy{SelfHeal: true}), fault.ErrUsage)
 }
 
 // TestPausedSyncPolicyHoldsACommit is what break-glass relies on: with
@@ -90,9 +91,9 @@ func TestPausedSyncPolicyHoldsACommit(t *testing.T) {
 	ctx := t.Context()
 	require.NoError(t, e.adapter.SetSyncPolicy(ctx, e.ref, argocd.SyncPolicy{}))
 	rev2 := e.repo.Pin(t, "v2")
-	st := getUntil(t, ctx, e, 2*time.Second, func(s workflow.AppState) bool { return s.SyncRevision == rev2 })
-	require.Equal(t, workflow.SyncOutOfSync, st.SyncStatus)
-	require.Equal(t, []string{image("v1")}, st.Images)
+	st := getUntil(t, ctx, e, 2*time.Second, func(s appstate.AppState) bool { return s.SyncRevision == rev2 })
+	require.Equal(t, appstate.SyncOutOfSync, st.SyncStatus)
+	require.Equal(t, []string{imageRef("v1")}, st.Images)
 
 	require.NoError(t, e.adapter.SetSyncPolicy(ctx, e.ref, argocd.SyncPolicy{Automated: true}))
 	getUntil(t, ctx, e, 3*time.Second, convergedAt(rev2, "v2"))

@@ -17,6 +17,8 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var _ workflow.SyncWindows = (*Adapter)(nil)
@@ -65,9 +67,9 @@ var errUnchanged = errors.New("project unchanged")
 // overwritten. It returns once Argo CD's own GetApplicationSyncWindows
 // reports the window active for the application, judged by the server's
 // clock; an error otherwise (the window may then be on the project).
-func (a *Adapter) DenySync(ctx context.Context, ref workflow.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
+func (a *Adapter) DenySync(ctx context.Context, ref appstate.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
 	if w.Kind != workflow.SyncWindowDeny || len(w.Applications) == 0 || w.Schedule == "" || w.Duration <= 0 {
-		return workflow.SyncWindow{}, fmt.Errorf("%w: deny window for %s: want kind deny, applications, a schedule and a duration, got %+v", workflow.ErrUsage, ref.Name, w)
+		return workflow.SyncWindow{}, fmt.Errorf("%w: deny window for %s: want kind deny, applications, a schedule and a duration, got %+v", fault.ErrUsage, ref.Name, w)
 	}
 	app, err := a.getApp(ctx, ref)
 	if err != nil {
@@ -103,7 +105,7 @@ func (a *Adapter) DenySync(ctx context.Context, ref workflow.AppRef, w workflow.
 
 // waitActive polls GetApplicationSyncWindows until the server reports ww
 // active for the application.
-func (a *Adapter) waitActive(ctx context.Context, ref workflow.AppRef, proj string, ww wireWindow) error {
+func (a *Adapter) waitActive(ctx context.Context, ref appstate.AppRef, proj string, ww wireWindow) error {
 	for i := 0; ; i++ {
 		active, err := a.activeWindows(ctx, ref, proj)
 		if err != nil {
@@ -127,7 +129,7 @@ func (a *Adapter) waitActive(ctx context.Context, ref workflow.AppRef, proj stri
 // activeWindows are the windows the server reports active for the
 // application (kind, schedule, duration, manual sync: what its answer
 // carries).
-func (a *Adapter) activeWindows(ctx context.Context, ref workflow.AppRef, proj string) ([]*application.ApplicationSyncWindow, error) {
+func (a *Adapter) activeWindows(ctx context.Context, ref appstate.AppRef, proj string) ([]*application.ApplicationSyncWindow, error) {
 	resp, err := call(ctx, a, ref, "read sync windows of", func(ctx context.Context, apps application.ApplicationServiceClient, name string, ns *string) (*application.ApplicationSyncWindowsResponse, error) {
 		return apps.GetApplicationSyncWindows(ctx, &application.ApplicationSyncWindowsQuery{Name: &name, AppNamespace: ns, Project: &proj})
 	})
@@ -141,7 +143,7 @@ func (a *Adapter) activeWindows(ctx context.Context, ref workflow.AppRef, proj s
 // other, as DenySync edits the project. w.Project names the project; when
 // empty, the application's current project. removed is false when none
 // was there.
-func (a *Adapter) RemoveWindow(ctx context.Context, ref workflow.AppRef, w workflow.SyncWindow) (bool, error) {
+func (a *Adapter) RemoveWindow(ctx context.Context, ref appstate.AppRef, w workflow.SyncWindow) (bool, error) {
 	proj := w.Project
 	if proj == "" {
 		app, err := a.getApp(ctx, ref)
@@ -171,7 +173,7 @@ func (a *Adapter) RemoveWindow(ctx context.Context, ref workflow.AppRef, w workf
 // ListWindows returns the windows of the application's project that apply
 // to it (by application, namespace or cluster, as argo-cd v2's Matches
 // decides), each with Active as the server reports it now.
-func (a *Adapter) ListWindows(ctx context.Context, ref workflow.AppRef) ([]workflow.SyncWindow, error) {
+func (a *Adapter) ListWindows(ctx context.Context, ref appstate.AppRef) ([]workflow.SyncWindow, error) {
 	app, err := a.getApp(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -298,7 +300,7 @@ func (a *Adapter) projectCall(ctx context.Context, method, verb, proj string, re
 	case codes.Unauthenticated:
 		return nil, fmt.Errorf("%w from $%s: %s", ErrTokenRejected, a.opts.TokenEnv, st.Message())
 	case codes.NotFound:
-		return nil, fmt.Errorf("argo cd project %s on %s: %w: %s", proj, a.server, workflow.ErrNotFound, st.Message())
+		return nil, fmt.Errorf("argo cd project %s on %s: %w: %s", proj, a.server, fault.ErrNotFound, st.Message())
 	case codes.Unavailable:
 		return nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, a.server, st.Message())
 	case codes.DeadlineExceeded:

@@ -10,7 +10,9 @@ import (
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // shortDenyWindow is a deny window for app that opened at the start of
@@ -69,7 +71,7 @@ func TestADenyWindowHoldsAHotfixUntilItClosesThenSelfHealResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, drift, 1, "the hotfix survives while the window is active")
 
-	healed := getUntil(t, ctx, e, 10*time.Second, func(s workflow.AppState) bool { return s.SyncStatus == workflow.SyncSynced })
+	healed := getUntil(t, ctx, e, 10*time.Second, func(s appstate.AppState) bool { return s.SyncStatus == appstate.SyncSynced })
 	require.False(t, time.Now().Before(closes), "healed only once the window closed (%s)", healed.Version)
 	drift, err = e.adapter.Drift(ctx, e.ref)
 	require.NoError(t, err)
@@ -126,10 +128,10 @@ func TestDenySyncNamesAMissingApplicationAndABadWindow(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := t.Context()
 	w, _ := breakglass.DenyWindow("nope", time.Now(), time.Minute)
-	_, err := e.adapter.DenySync(ctx, workflow.AppRef{Env: "staging", Name: "nope"}, w)
+	_, err := e.adapter.DenySync(ctx, appstate.AppRef{Env: "staging", Name: "nope"}, w)
 	require.ErrorIs(t, err, argocd.ErrTokenRejected, "argo cd hides which applications exist")
 	_, err = e.adapter.DenySync(ctx, e.ref, workflow.SyncWindow{Kind: "allow", Applications: []string{"x"}, Schedule: "* * * * *", Duration: time.Minute})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	bad := w
 	bad.Applications, bad.Schedule = []string{e.ref.Name}, "61 25 * * *"
 	_, err = e.adapter.DenySync(ctx, e.ref, bad)
@@ -147,7 +149,7 @@ func TestSyncWindowsOverGRPCWeb(t *testing.T) {
 	repo, _ := argosimtest.NewRepo(t, "v1")
 	ca := argosimtest.NewCA(t, "team-ca")
 	sim, addr := argosimtest.StartTLS(t, ca, "/argo-cd", repo.App("web-staging"))
-	ref := workflow.AppRef{Env: "staging", Name: "web-staging"}
+	ref := appstate.AppRef{Env: "staging", Name: "web-staging"}
 	ad := tlsAdapter(t, addr, sim.Token(), argocd.Options{CAFile: ca.CAFile, PathPrefix: "/argo-cd"})
 	w, _ := breakglass.DenyWindow(ref.Name, time.Now(), 2*time.Minute)
 	got, err := ad.DenySync(t.Context(), ref, w)

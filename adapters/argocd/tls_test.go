@@ -8,7 +8,8 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/argosim/argosimtest"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // tlsAdapter is an adapter to a TLS simulator with opts' connection
@@ -31,7 +32,7 @@ func TestATLSServerWithAPrivateCAIsTrustedThroughCAFile(t *testing.T) {
 	repo, _ := argosimtest.NewRepo(t, "v1")
 	ca := argosimtest.NewCA(t, "team-ca")
 	sim, addr := argosimtest.StartTLS(t, ca, "", repo.App("web-staging"))
-	ref := workflow.AppRef{Env: "staging", Name: "web-staging"}
+	ref := appstate.AppRef{Env: "staging", Name: "web-staging"}
 
 	st, err := tlsAdapter(t, addr, sim.Token(), argocd.Options{CAFile: ca.CAFile}).Get(t.Context(), ref)
 	require.NoError(t, err)
@@ -59,7 +60,7 @@ func TestGRPCWebUnderAPathPrefixReachesTheServer(t *testing.T) {
 	repo, _ := argosimtest.NewRepo(t, "v1")
 	ca := argosimtest.NewCA(t, "team-ca")
 	sim, addr := argosimtest.StartTLS(t, ca, "/argo-cd", repo.App("web-staging"))
-	ref := workflow.AppRef{Env: "staging", Name: "web-staging"}
+	ref := appstate.AppRef{Env: "staging", Name: "web-staging"}
 	ad := tlsAdapter(t, addr, sim.Token(), argocd.Options{CAFile: ca.CAFile, PathPrefix: "/argo-cd"})
 	st, err := ad.Get(t.Context(), ref)
 	require.NoError(t, err)
@@ -67,7 +68,7 @@ func TestGRPCWebUnderAPathPrefixReachesTheServer(t *testing.T) {
 	updates, err := ad.Watch(t.Context(), ref, st.Version)
 	require.NoError(t, err)
 	rev2 := repo.Pin(t, "v2")
-	waitState(t, updates, 10*time.Second, func(s workflow.AppState) bool { return s.SyncRevision == rev2 })
+	waitState(t, updates, 10*time.Second, func(s appstate.AppState) bool { return s.SyncRevision == rev2 })
 
 	_, err = tlsAdapter(t, addr, sim.Token(), argocd.Options{CAFile: ca.CAFile, GRPCWeb: true}).Get(t.Context(), ref)
 	require.Error(t, err, "without the prefix the server is not found")
@@ -86,7 +87,7 @@ func TestConnectionOptionsAreCheckedBeforeConnecting(t *testing.T) {
 	} {
 		c.opts.Server, c.opts.AuthToken = "argocd.example.com:443", "t"
 		_, err := argocd.New(c.opts)
-		require.ErrorIs(t, err, workflow.ErrUsage, name)
+		require.ErrorIs(t, err, fault.ErrUsage, name)
 		require.ErrorContains(t, err, c.want, name)
 	}
 }
@@ -98,7 +99,7 @@ func TestAServerThatAsksForAClientCertificateGetsOne(t *testing.T) {
 	repo, _ := argosimtest.NewRepo(t, "v1")
 	ca := argosimtest.NewCA(t, "team-ca")
 	sim, addr := argosimtest.StartMutualTLS(t, ca, repo.App("web-staging"))
-	ref := workflow.AppRef{Env: "staging", Name: "web-staging"}
+	ref := appstate.AppRef{Env: "staging", Name: "web-staging"}
 	cert, key := ca.ClientCert(t)
 	_, err := tlsAdapter(t, addr, sim.Token(), argocd.Options{CAFile: ca.CAFile, ClientCertFile: cert, ClientKeyFile: key}).Get(t.Context(), ref)
 	require.NoError(t, err)

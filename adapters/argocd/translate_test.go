@@ -10,6 +10,7 @@ import (
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 )
 
 func TestOperationFollowsAppWaitsInProgressRule(t *testing.T) {
@@ -26,18 +27,18 @@ func TestOperationFollowsAppWaitsInProgressRule(t *testing.T) {
 	cases := []struct {
 		name      string
 		app       v1alpha1.Application
-		wantPhase workflow.OperationPhase
+		wantPhase appstate.OperationPhase
 	}{
 		{"no operation ever", v1alpha1.Application{}, ""},
 		{"requested, not yet picked up", v1alpha1.Application{Operation: &v1alpha1.Operation{Sync: &v1alpha1.SyncOperation{}},
-			Status: v1alpha1.ApplicationStatus{OperationState: &v1alpha1.OperationState{Phase: "Failed"}}}, workflow.OperationRunning},
-		{"succeeded but not reconciled since", succeeded(&before), workflow.OperationRunning},
-		{"succeeded, never reconciled", succeeded(nil), workflow.OperationRunning},
-		{"succeeded and reconciled", succeeded(&after), workflow.OperationSucceeded},
-		{"succeeded and reconciled the same instant", succeeded(&finished), workflow.OperationSucceeded},
-		{"terminating", v1alpha1.Application{Status: v1alpha1.ApplicationStatus{OperationState: &v1alpha1.OperationState{Phase: "Terminating"}}}, workflow.OperationRunning},
+			Status: v1alpha1.ApplicationStatus{OperationState: &v1alpha1.OperationState{Phase: "Failed"}}}, appstate.OperationRunning},
+		{"succeeded but not reconciled since", succeeded(&before), appstate.OperationRunning},
+		{"succeeded, never reconciled", succeeded(nil), appstate.OperationRunning},
+		{"succeeded and reconciled", succeeded(&after), appstate.OperationSucceeded},
+		{"succeeded and reconciled the same instant", succeeded(&finished), appstate.OperationSucceeded},
+		{"terminating", v1alpha1.Application{Status: v1alpha1.ApplicationStatus{OperationState: &v1alpha1.OperationState{Phase: "Terminating"}}}, appstate.OperationRunning},
 		{"failed stays failed", v1alpha1.Application{Status: v1alpha1.ApplicationStatus{ReconciledAt: &before,
-			OperationState: &v1alpha1.OperationState{Phase: "Failed", Message: "boom", FinishedAt: &finished}}}, workflow.OperationFailed},
+			OperationState: &v1alpha1.OperationState{Phase: "Failed", Message: "boom", FinishedAt: &finished}}}, appstate.OperationFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,12 +63,12 @@ func TestToStateFillsGapsArgoCDLeaves(t *testing.T) {
 		},
 	}
 	st := toState(app, time.Time{})
-	require.Equal(t, workflow.SyncUnknown, st.SyncStatus)
+	require.Equal(t, appstate.SyncUnknown, st.SyncStatus)
 	require.Equal(t, "abc", st.SyncRevision, "a multi-source app reports its first source's revision")
 	require.Equal(t, "Deployment web: exceeded its progress deadline", st.HealthMessage)
 	require.False(t, st.AutoSync)
 
-	require.Equal(t, workflow.HealthUnknown, toState(&v1alpha1.Application{}, time.Time{}).Health)
+	require.Equal(t, appstate.HealthUnknown, toState(&v1alpha1.Application{}, time.Time{}).Health)
 }
 
 func TestNewerComparesResourceVersionsAsArgoCDDoes(t *testing.T) {
@@ -99,11 +100,11 @@ func TestARetriedSyncIsTranslatedWithItsFailure(t *testing.T) {
 		},
 	}
 	st := toState(app, time.Time{})
-	require.Equal(t, workflow.OperationRunning, st.Operation)
+	require.Equal(t, appstate.OperationRunning, st.Operation)
 	require.Equal(t, 2, st.OperationRetries)
 	require.Equal(t, rev, st.OperationRevision)
 	require.Equal(t, `one or more objects failed to apply, reason: error when patching "/dev/shm/3098592292": Deployment.apps "web" is invalid: spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`, st.OperationMsg)
 	v := workflow.Converged(st, workflow.Want{Revision: rev})
-	require.Equal(t, workflow.VerdictSyncFailed, v.Kind, v.Reason)
+	require.Equal(t, appstate.VerdictSyncFailed, v.Kind, v.Reason)
 	require.True(t, v.Terminal)
 }

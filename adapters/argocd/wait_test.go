@@ -10,6 +10,8 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // These tests run the domain's convergence algorithm (workflow.WaitConverged)
@@ -22,14 +24,14 @@ func TestWaitConvergedConvergesOnlyWhenRevisionHealthAndDigestMatch(t *testing.T
 	defer cancel()
 
 	rev2 := e.repo.Pin(t, "v2")
-	var seen []workflow.AppState
-	st, v, err := workflow.WaitConverged(ctx, e.adapter, e.ref, workflow.Want{Revision: rev2, Digest: digest(t, "v2")}, func(s workflow.AppState) { seen = append(seen, s) })
+	var seen []appstate.AppState
+	st, v, err := workflow.WaitConverged(ctx, e.adapter, e.ref, workflow.Want{Revision: rev2, Digest: digest(t, "v2")}, func(s appstate.AppState) { seen = append(seen, s) })
 	require.NoError(t, err)
-	require.Equal(t, workflow.VerdictConverged, v.Kind, v.Reason)
+	require.Equal(t, appstate.VerdictConverged, v.Kind, v.Reason)
 	require.Equal(t, rev2, st.SyncRevision)
-	require.Equal(t, []string{image("v2")}, st.Images)
+	require.Equal(t, []string{imageRef("v2")}, st.Images)
 	for _, s := range seen[:len(seen)-1] {
-		require.NotEqual(t, workflow.VerdictConverged, workflow.Converged(s, workflow.Want{Revision: rev2, Digest: digest(t, "v2")}).Kind,
+		require.NotEqual(t, appstate.VerdictConverged, workflow.Converged(s, workflow.Want{Revision: rev2, Digest: digest(t, "v2")}).Kind,
 			"converged at the first state that matches, not before: %v", summary(seen))
 	}
 	require.Greater(t, len(seen), 2, "the wait watched the rollout rather than polling once: %v", summary(seen))
@@ -43,10 +45,10 @@ func TestWaitConvergedDoesNotAcceptAHealthyAppAtTheWrongRevisionOrDigest(t *test
 	for _, tc := range []struct {
 		name string
 		want workflow.Want
-		kind workflow.VerdictKind
+		kind appstate.VerdictKind
 	}{
-		{"a revision the app is not at", workflow.Want{Revision: strings.Repeat("ab", 20), Digest: digest(t, "v1")}, workflow.VerdictWrongRevision},
-		{"a digest the app does not run", workflow.Want{Revision: e.rev1, Digest: digest(t, "v9")}, workflow.VerdictWrongArtifact},
+		{"a revision the app is not at", workflow.Want{Revision: strings.Repeat("ab", 20), Digest: digest(t, "v1")}, appstate.VerdictWrongRevision},
+		{"a digest the app does not run", workflow.Want{Revision: e.rev1, Digest: digest(t, "v9")}, appstate.VerdictWrongArtifact},
 	} {
 		ctx, cancel := context.WithTimeout(t.Context(), 800*time.Millisecond)
 		_, v, err := workflow.WaitConverged(ctx, e.adapter, e.ref, tc.want, nil)
@@ -75,8 +77,8 @@ func failDuringRollout(t *testing.T, e *env, inject func(app string) error) (wor
 		_, v, err := workflow.WaitConverged(ctx, e.adapter, e.ref, workflow.Want{Revision: rev2, Digest: digest(t, "v2")}, nil)
 		done <- result{v, err, time.Now()}
 	}()
-	getUntil(t, ctx, e, 3*time.Second, func(s workflow.AppState) bool {
-		return s.SyncStatus == workflow.SyncSynced && s.SyncRevision == rev2 && s.Health == workflow.HealthProgressing
+	getUntil(t, ctx, e, 3*time.Second, func(s appstate.AppState) bool {
+		return s.SyncStatus == appstate.SyncSynced && s.SyncRevision == rev2 && s.Health == appstate.HealthProgressing
 	})
 	injected := time.Now()
 	require.NoError(t, inject(e.ref.Name))
@@ -91,7 +93,7 @@ func TestWaitConvergedDetectsImagePullFailureWithANextAction(t *testing.T) {
 	v, after := failDuringRollout(t, e, e.sim.FailImagePull)
 	t.Logf("image pull failure detected %s after it appeared", after)
 	require.Less(t, after, 5*time.Second)
-	require.Equal(t, workflow.VerdictImagePullFailed, v.Kind, "named from the application's health message")
+	require.Equal(t, appstate.VerdictImagePullFailed, v.Kind, "named from the application's health message")
 	require.True(t, v.Terminal)
 	require.Contains(t, v.Reason, "Back-off pulling image")
 	require.NotEmpty(t, v.NextAction)
@@ -106,7 +108,7 @@ func TestWaitConvergedDetectsReadinessFailureWithANextAction(t *testing.T) {
 	v, after := failDuringRollout(t, e, e.sim.FailReadiness)
 	t.Logf("readiness failure detected %s after it appeared (progress deadline 1s)", after)
 	require.Less(t, after, 5*time.Second)
-	require.Equal(t, workflow.VerdictReadinessFailed, v.Kind, "named from the application's health message")
+	require.Equal(t, appstate.VerdictReadinessFailed, v.Kind, "named from the application's health message")
 	require.True(t, v.Terminal)
 	require.Contains(t, v.Reason, "Readiness probe failed")
 	require.NotEmpty(t, v.NextAction)
@@ -121,7 +123,7 @@ func TestWaitConvergedReportsAFailedSync(t *testing.T) {
 	defer cancel()
 	_, v, err := workflow.WaitConverged(ctx, e.adapter, e.ref, workflow.Want{Revision: rev2, Digest: digest(t, "v2")}, nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.VerdictSyncFailed, v.Kind)
+	require.Equal(t, appstate.VerdictSyncFailed, v.Kind)
 	require.True(t, v.Terminal)
 	require.Contains(t, v.Reason, "admission webhook denied the request")
 	require.NotEmpty(t, v.NextAction)
@@ -136,8 +138,8 @@ func TestWaitConvergedNamesAStoppedControllerAndRecoversWhenItIsBack(t *testing.
 	t.Parallel()
 	e := newEnv(t, func(c *argosim.AppConfig) { c.TimeToHealthy = 2 * time.Second })
 	want := workflow.Want{Revision: e.repo.Pin(t, "v2"), Digest: digest(t, "v2")}
-	getUntil(t, t.Context(), e, 5*time.Second, func(s workflow.AppState) bool {
-		return s.SyncRevision == want.Revision && s.Health == workflow.HealthProgressing
+	getUntil(t, t.Context(), e, 5*time.Second, func(s appstate.AppState) bool {
+		return s.SyncRevision == want.Revision && s.Health == appstate.HealthProgressing
 	})
 	e.sim.StopController()
 	o := workflow.WaitOptions{TreeInterval: 100 * time.Millisecond, ReadinessGrace: time.Minute, StallAfter: 500 * time.Millisecond, RefreshWithin: 700 * time.Millisecond}
@@ -147,10 +149,10 @@ func TestWaitConvergedNamesAStoppedControllerAndRecoversWhenItIsBack(t *testing.
 	start := time.Now()
 	st, v, err := workflow.Watch{Source: e.adapter, Options: o}.Wait(ctx, e.ref, want)
 	require.NoError(t, err)
-	require.Equal(t, workflow.VerdictReconcileStalled, v.Kind, v.Reason)
+	require.Equal(t, appstate.VerdictReconcileStalled, v.Kind, v.Reason)
 	require.True(t, v.Terminal)
 	require.Less(t, time.Since(start), 5*time.Second, "named after StallAfter + RefreshWithin, not at the timeout")
-	require.Equal(t, workflow.HealthProgressing, st.Health, "the frozen state is the one reported")
+	require.Equal(t, appstate.HealthProgressing, st.Health, "the frozen state is the one reported")
 	require.Contains(t, v.Reason, "did not reconcile "+e.ref.Name+" within 700ms of a refresh request")
 	require.Contains(t, v.Reason, "it last reconciled at ")
 	require.Contains(t, v.NextAction, "argocd-application-controller")
@@ -159,7 +161,7 @@ func TestWaitConvergedNamesAStoppedControllerAndRecoversWhenItIsBack(t *testing.
 	e.sim.StartController()
 	_, v, err = workflow.Watch{Source: e.adapter, Options: o}.Wait(ctx, e.ref, want)
 	require.NoError(t, err)
-	require.Equal(t, workflow.VerdictConverged, v.Kind, v.Reason)
+	require.Equal(t, appstate.VerdictConverged, v.Kind, v.Reason)
 }
 
 // TestRefreshIsAnsweredWhileTheControllerRuns: a quiet application whose
@@ -170,7 +172,7 @@ func TestRefreshIsAnsweredWhileTheControllerRuns(t *testing.T) {
 	require.NoError(t, e.adapter.Refresh(t.Context(), e.ref, 2*time.Second))
 	e.sim.StopController()
 	err := e.adapter.Refresh(t.Context(), e.ref, 300*time.Millisecond)
-	require.ErrorIs(t, err, workflow.ErrNotReconciled)
+	require.ErrorIs(t, err, fault.ErrNotReconciled)
 	require.Contains(t, err.Error(), "no reconciliation within 300ms")
 	e.sim.StartController()
 	require.NoError(t, e.adapter.Refresh(t.Context(), e.ref, 2*time.Second))

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -23,7 +24,7 @@ var _ rehearsal.CommandRunner = Runner{}
 // the last line it printed.
 func (Runner) RunCommand(ctx context.Context, argv []string) error {
 	if len(argv) == 0 || argv[0] == "" {
-		return fmt.Errorf("%w: an empty command", workflow.ErrUsage)
+		return fmt.Errorf("%w: an empty command", fault.ErrUsage)
 	}
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var tail tailBuffer

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestRunCommandWritesToToolOutputAndNamesTheFailure(t *testing.T) {
@@ -19,5 +20,5 @@ func TestRunCommandWritesToToolOutputAndNamesTheFailure(t *testing.T) {
 	require.ErrorContains(t, err, "command sh -c echo first; echo the reason; exit 3 failed")
 	require.ErrorContains(t, err, ": the reason")
 
-	require.ErrorIs(t, Runner{}.RunCommand(ctx, nil), workflow.ErrUsage)
+	require.ErrorIs(t, Runner{}.RunCommand(ctx, nil), fault.ErrUsage)
 }

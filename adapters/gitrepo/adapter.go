@@ -32,6 +32,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var _ workflow.EnvRepo = (*Adapter)(nil)
@@ -86,7 +87,7 @@ type Adapter struct {
 }
 
 // New validates opts and returns an Adapter; bad options wrap
-// workflow.ErrUsage.
+// fault.ErrUsage.
 func New(opts Options) (*Adapter, error) {
 	a := &Adapter{
 		name:  opts.AuthorName,
@@ -107,12 +108,12 @@ func New(opts Options) (*Adapter, error) {
 	// A commit header is "author Name <email> time zone"; these characters
 	// would forge or break it.
 	if strings.ContainsAny(a.name, "<>\n\r\x00") || strings.ContainsAny(a.email, "<>\n\r\x00 ") {
-		return nil, fmt.Errorf("%w: git adapter: author %q <%s> cannot appear in a commit", workflow.ErrUsage, a.name, a.email)
+		return nil, fmt.Errorf("%w: git adapter: author %q <%s> cannot appear in a commit", fault.ErrUsage, a.name, a.email)
 	}
 	if opts.WorkDir != "" {
 		dir, err := filepath.Abs(opts.WorkDir)
 		if err != nil {
-			return nil, fmt.Errorf("%w: git adapter: work directory %s: %w", workflow.ErrUsage, opts.WorkDir, err)
+			return nil, fmt.Errorf("%w: git adapter: work directory %s: %w", fault.ErrUsage, opts.WorkDir, err)
 		}
 		a.workDir = dir
 	}
@@ -132,11 +133,11 @@ func New(opts Options) (*Adapter, error) {
 // returns that commit with Existing set, pushing it if origin lacks it
 // (unless, for a clone, origin's base branch already contains it: merged,
 // and the branch deleted); when the branch pins something else it fails
-// with workflow.ErrBlocked.
+// with fault.ErrBlocked.
 // When Target.Branch itself already pins the digest there is nothing to
 // commit: it returns Target.Branch and its tip with Existing set and no
 // diff. Files that cannot be pinned fail with an *EditError, which wraps
-// workflow.ErrUsage. A failed push returns the change (Pushed false) with
+// fault.ErrUsage. A failed push returns the change (Pushed false) with
 // the error; calling Pin again retries the push.
 func (a *Adapter) Pin(ctx context.Context, req workflow.PinRequest) (workflow.EnvChange, error) {
 	st, err := a.prepare(ctx, req)
@@ -307,7 +308,7 @@ func (st *pinState) restoredFile(req workflow.PinRequest) ([]byte, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: commit %s, where release %s's environment converged, is not in %s (%v); promote its digest %s@%s instead to pin the digest alone",
-			workflow.ErrNotFound, workflow.ShortHash(req.RestoreFrom), req.ReleaseID, st.loc.display, err, req.Image, req.Digest)
+			fault.ErrNotFound, workflow.ShortHash(req.RestoreFrom), req.ReleaseID, st.loc.display, err, req.Image, req.Digest)
 	}
 	data, _, err := readFile(st.repo, c, st.file, workflow.ShortHash(req.RestoreFrom), st.loc)
 	return data, err
@@ -316,13 +317,13 @@ func (st *pinState) restoredFile(req workflow.PinRequest) ([]byte, error) {
 // checkRequest refuses requests that cannot be pinned, before any I/O.
 func checkRequest(req workflow.PinRequest) error {
 	if req.Digest.IsZero() {
-		return fmt.Errorf("%w: refusing to pin release %s in %s without a digest: relcap pins digests, never tags", workflow.ErrUsage, req.ReleaseID, req.Env)
+		return fmt.Errorf("%w: refusing to pin release %s in %s without a digest: relcap pins digests, never tags", fault.ErrUsage, req.ReleaseID, req.Env)
 	}
 	if req.Env == "" || req.ReleaseID == "" {
-		return fmt.Errorf("%w: pin request needs an environment and a release ID (got %q, %q)", workflow.ErrUsage, req.Env, req.ReleaseID)
+		return fmt.Errorf("%w: pin request needs an environment and a release ID (got %q, %q)", fault.ErrUsage, req.Env, req.ReleaseID)
 	}
 	if err := branchName(req).Validate(); err != nil {
-		return fmt.Errorf("%w: branch %s: environment %q or release ID %q cannot be part of a git branch name", workflow.ErrUsage, branchName(req).Short(), req.Env, req.ReleaseID)
+		return fmt.Errorf("%w: branch %s: environment %q or release ID %q cannot be part of a git branch name", fault.ErrUsage, branchName(req).Short(), req.Env, req.ReleaseID)
 	}
 	if err := checkRepo(req.Image); err != nil {
 		return fmt.Errorf("pin image: %w", err)
@@ -332,15 +333,15 @@ func checkRequest(req workflow.PinRequest) error {
 
 func checkTarget(t workflow.EnvRepoTarget) error {
 	if t.Path == "" {
-		return fmt.Errorf("%w: envrepo.path is empty; give a local checkout or a clone URL", workflow.ErrUsage)
+		return fmt.Errorf("%w: envrepo.path is empty; give a local checkout or a clone URL", fault.ErrUsage)
 	}
 	br := plumbing.NewBranchReferenceName(strings.TrimPrefix(t.Branch, "refs/heads/"))
 	if t.Branch == "" || br.Validate() != nil {
-		return fmt.Errorf("%w: envrepo.branch %q is not a branch name", workflow.ErrUsage, t.Branch)
+		return fmt.Errorf("%w: envrepo.branch %q is not a branch name", fault.ErrUsage, t.Branch)
 	}
 	f := cleanFile(t.File)
 	if t.File == "" || f == "." || path.IsAbs(f) || f == ".." || strings.HasPrefix(f, "../") || strings.HasPrefix(f, ".git/") {
-		return fmt.Errorf("%w: envrepo.file %q: want a path inside the environment repository", workflow.ErrUsage, t.File)
+		return fmt.Errorf("%w: envrepo.file %q: want a path inside the environment repository", fault.ErrUsage, t.File)
 	}
 	switch t.Format {
 	case workflow.FormatKustomize, workflow.FormatManifest:
@@ -352,7 +353,7 @@ func checkTarget(t workflow.EnvRepoTarget) error {
 			return err
 		}
 	default:
-		return fmt.Errorf("%w: envrepo.format %q: want kustomize, helm-values or manifest", workflow.ErrUsage, t.Format)
+		return fmt.Errorf("%w: envrepo.format %q: want kustomize, helm-values or manifest", fault.ErrUsage, t.Format)
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -86,7 +88,7 @@ func initOrigin(t *testing.T, files map[string]string) (bare, work string, workR
 	return bare, work, workRepo
 }
 
-func pinRequest(path, id string, d workflow.Digest) workflow.PinRequest {
+func pinRequest(path, id string, d image.Digest) workflow.PinRequest {
 	return workflow.PinRequest{
 		Env:       "staging",
 		ReleaseID: id,
@@ -440,31 +442,31 @@ func TestPinRefuses(t *testing.T) {
 		is     error
 		msg    string
 	}{
-		{"zero digest", func(q *workflow.PinRequest) { q.Digest = workflow.Digest{} }, workflow.ErrUsage,
+		{"zero digest", func(q *workflow.PinRequest) { q.Digest = image.Digest{} }, fault.ErrUsage,
 			"refusing to pin release R7 in staging without a digest"},
-		{"missing file", func(q *workflow.PinRequest) { q.Target.File = "apps/web/qa/kustomization.yaml" }, workflow.ErrUsage,
+		{"missing file", func(q *workflow.PinRequest) { q.Target.File = "apps/web/qa/kustomization.yaml" }, fault.ErrUsage,
 			"apps/web/qa/kustomization.yaml: does not exist on branch main of " + dir + "; create it or fix envrepo.file"},
-		{"missing image entry", func(q *workflow.PinRequest) { q.Target.Image = "api" }, workflow.ErrUsage,
+		{"missing image entry", func(q *workflow.PinRequest) { q.Target.Image = "api" }, fault.ErrUsage,
 			kustomizeFile + ":9: no images entry named api; add one or fix envrepo.image"},
-		{"a directory", func(q *workflow.PinRequest) { q.Target.File = "apps/web" }, workflow.ErrUsage,
+		{"a directory", func(q *workflow.PinRequest) { q.Target.File = "apps/web" }, fault.ErrUsage,
 			"apps/web: is not a regular file on branch main"},
-		{"unknown branch", func(q *workflow.PinRequest) { q.Target.Branch = "trunk" }, workflow.ErrUsage,
+		{"unknown branch", func(q *workflow.PinRequest) { q.Target.Branch = "trunk" }, fault.ErrUsage,
 			"branch trunk not found in " + dir + "; fix envrepo.branch"},
-		{"not a repository", func(q *workflow.PinRequest) { q.Target.Path = t.TempDir() }, workflow.ErrUsage,
+		{"not a repository", func(q *workflow.PinRequest) { q.Target.Path = t.TempDir() }, fault.ErrUsage,
 			"is not a git repository"},
-		{"relative path", func(q *workflow.PinRequest) { q.Target.Path = "env" }, workflow.ErrUsage,
+		{"relative path", func(q *workflow.PinRequest) { q.Target.Path = "env" }, fault.ErrUsage,
 			`envrepo.path "env" is neither an absolute path nor a clone URL`},
-		{"URL without a cache", func(q *workflow.PinRequest) { q.Target.Path = "https://git.example.com/env.git" }, workflow.ErrUsage,
+		{"URL without a cache", func(q *workflow.PinRequest) { q.Target.Path = "https://git.example.com/env.git" }, fault.ErrUsage,
 			"no directory for clones is configured"},
-		{"file outside", func(q *workflow.PinRequest) { q.Target.File = "../x.yaml" }, workflow.ErrUsage,
+		{"file outside", func(q *workflow.PinRequest) { q.Target.File = "../x.yaml" }, fault.ErrUsage,
 			"want a path inside the environment repository"},
-		{"tag in the image", func(q *workflow.PinRequest) { q.Image = webRepo + ":v1" }, workflow.ErrUsage,
+		{"tag in the image", func(q *workflow.PinRequest) { q.Image = webRepo + ":v1" }, fault.ErrUsage,
 			"carries a tag or digest"},
-		{"bad release ID", func(q *workflow.PinRequest) { q.ReleaseID = "a..b" }, workflow.ErrUsage,
+		{"bad release ID", func(q *workflow.PinRequest) { q.ReleaseID = "a..b" }, fault.ErrUsage,
 			"cannot be part of a git branch name"},
 		{"helm tag key", func(q *workflow.PinRequest) {
 			q.Target.Format, q.Target.File, q.Target.ValuesPath = workflow.FormatHelmValues, "apps/web/staging/values.yaml", "image.tag"
-		}, workflow.ErrUsage, "names a tag"},
+		}, fault.ErrUsage, "names a tag"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -489,7 +491,7 @@ func TestPinRefusesABranchPinningSomethingElse(t *testing.T) {
 	require.NoError(t, err)
 	for _, op := range []func(context.Context, workflow.PinRequest) (workflow.EnvChange, error){a.Pin, a.Preview} {
 		_, err = op(t.Context(), pinRequest(dir, "R8", digest(t, "5")))
-		require.ErrorIs(t, err, workflow.ErrBlocked)
+		require.ErrorIs(t, err, fault.ErrBlocked)
 		require.ErrorContains(t, err, "branch relcap/staging/R8 already exists")
 		require.ErrorContains(t, err, "pins "+webRepo+"@"+digest(t, "4").String())
 	}
@@ -511,7 +513,7 @@ func TestPinUsesMessageOverrideAndAuthor(t *testing.T) {
 	require.Equal(t, "captain@example.com", c.Committer.Email)
 
 	_, err = New(Options{AuthorName: "x>", AuthorEmail: "a@b"})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 func TestPinConcurrentReleasesOnOneRepository(t *testing.T) {
@@ -595,7 +597,7 @@ func TestLocate(t *testing.T) {
 	require.Equal(t, "https://git.example.com/env.git", l.storedURL())
 	err := l.scrub(&EditError{Msg: "failed at https://x:s3cret@git.example.com"})
 	require.NotContains(t, err.Error(), "s3cret")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	other, _ := locate("https://y:other@git.example.com/env.git")
 	require.Equal(t, l.cacheDir("/c"), other.cacheDir("/c"), "credentials are not part of the cache name")
 	require.True(t, strings.HasPrefix(l.cacheDir("/c"), "/c/git.example.com_env.git-"))

@@ -16,8 +16,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // JournalRef is the ref sealed session heads are anchored on: a chain of
@@ -60,7 +61,7 @@ var _ audit.JournalAnchor = (*JournalAnchor)(nil)
 
 // JournalAnchor returns the anchor on the environment repository at repo
 // (a local path or a clone URL, as envrepo.path); a path that is neither
-// wraps workflow.ErrUsage.
+// wraps fault.ErrUsage.
 func (a *Adapter) JournalAnchor(repo string) (*JournalAnchor, error) {
 	loc, err := locate(repo)
 	if err != nil {
@@ -96,7 +97,7 @@ func encodeAnchored(h audit.SealedHead) ([]byte, error) {
 // "refs/relcap/journal <commit> of <repository>", and whether it was
 // written in place (a repository without an origin). The same head
 // anchored again changes nothing; another head for a session already
-// anchored is refused with workflow.ErrBlocked.
+// anchored is refused with fault.ErrBlocked.
 func (j *JournalAnchor) Anchor(ctx context.Context, h audit.SealedHead) (audit.AnchorPlace, error) {
 	where, err := j.anchor(ctx, h)
 	return where, j.loc.scrub(err)
@@ -106,7 +107,7 @@ func (j *JournalAnchor) anchor(ctx context.Context, h audit.SealedHead) (audit.A
 	none := audit.AnchorPlace{}
 	id := h.Head.Session
 	if id == "" || strings.ContainsAny(id, "/\\\x00") || id == "." || id == ".." {
-		return none, fmt.Errorf("%w: session ID %q cannot name a file of the journal anchor", workflow.ErrUsage, id)
+		return none, fmt.Errorf("%w: session ID %q cannot name a file of the journal anchor", fault.ErrUsage, id)
 	}
 	data, err := encodeAnchored(h)
 	if err != nil {
@@ -134,7 +135,7 @@ func (j *JournalAnchor) anchor(ctx context.Context, h audit.SealedHead) (audit.A
 			case bytes.Equal(have, data):
 				return j.place(tip.Hash, origin), nil
 			default:
-				return none, fmt.Errorf("%w: %s already holds another head for session %s (%s): a session is anchored once", workflow.ErrBlocked, j.Where(), id, file)
+				return none, fmt.Errorf("%w: %s already holds another head for session %s (%s): a session is anchored once", fault.ErrBlocked, j.Where(), id, file)
 			}
 		}
 		next, err := j.commit(r, tip, file, data, h)
@@ -204,7 +205,7 @@ func (j *JournalAnchor) Anchors(ctx context.Context) ([]audit.AnchoredHead, erro
 // file some commit held that the tip no longer holds as first written
 // (removed or changed by a later commit, a fast-forward included). A ref
 // that origin rewrote or deleted since this machine last read it is an
-// error wrapping workflow.ErrTampered; so is a file, in any commit, that
+// error wrapping fault.ErrTampered; so is a file, in any commit, that
 // is not the head of the session it is named after.
 func (j *JournalAnchor) History(ctx context.Context) (audit.AnchorHistory, error) {
 	h, err := j.history(ctx)
@@ -305,7 +306,7 @@ func (j *JournalAnchor) fetch(ctx context.Context, r *git.Repository) error {
 	case errors.Is(err, git.NoMatchingRefSpecError{}), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		if seen != nil {
 			return fmt.Errorf("%w: %s was deleted from origin of %s, where this machine last saw it at %s: restore it (git push origin %s:%s) and find out who deleted it",
-				workflow.ErrTampered, JournalRef, j.loc.display, seen.Hash(), seen.Hash(), JournalRef)
+				fault.ErrTampered, JournalRef, j.loc.display, seen.Hash(), seen.Hash(), JournalRef)
 		}
 		return nil // nothing anchored yet
 	case ctx.Err() != nil:
@@ -326,7 +327,7 @@ func (j *JournalAnchor) fetch(ctx context.Context, r *git.Repository) error {
 		}
 		if !ok {
 			return fmt.Errorf("%w: %s on origin of %s (%s) no longer contains %s, which this machine saw there: it was rewritten (force-pushed); compare the two, then restore it",
-				workflow.ErrTampered, JournalRef, j.loc.display, fetched.Hash(), seen.Hash())
+				fault.ErrTampered, JournalRef, j.loc.display, fetched.Hash(), seen.Hash())
 		}
 	}
 	if err := r.Storer.SetReference(plumbing.NewHashReference(journalSeen, fetched.Hash())); err != nil {
@@ -396,7 +397,7 @@ func anchorMessage(h audit.SealedHead, file string) string {
 	fmt.Fprintf(&b, "relcap: anchor session %s (%s by %s)\n\n", h.Head.Session, h.Head.Command, h.Head.Actor)
 	fmt.Fprintf(&b, "The journal of session %s ends at entry %d, %s.\n", h.Head.Session, h.Head.Seq, h.Head.Hash)
 	if h.Signed() {
-		fmt.Fprintf(&b, "Signed by %s with key %s (namespace %s); the head and its signature are in %s.\n", h.Head.Actor, h.Signature.Key, workflow.NamespaceJournal, file)
+		fmt.Fprintf(&b, "Signed by %s with key %s (namespace %s); the head and its signature are in %s.\n", h.Head.Actor, h.Signature.Key, approval.NamespaceJournal, file)
 	} else {
 		fmt.Fprintf(&b, "Unsigned: %s\n", h.Unsigned)
 	}

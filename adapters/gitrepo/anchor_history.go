@@ -14,8 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // treeCacheSize bounds the trees a history walk keeps decoded: walking a
@@ -182,10 +182,10 @@ func (w *historyWalk) head(file string, b plumbing.Hash) (*audit.AnchoredHead, e
 	}
 	var h audit.AnchoredHead
 	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, fmt.Errorf("%w: %s (blob %s) of %s is not an anchored head (%v): it was edited outside relcap", workflow.ErrTampered, file, b, w.j.Where(), err)
+		return nil, fmt.Errorf("%w: %s (blob %s) of %s is not an anchored head (%v): it was edited outside relcap", fault.ErrTampered, file, b, w.j.Where(), err)
 	}
 	if AnchorFile(h.Head.Session) != file {
-		return nil, fmt.Errorf("%w: %s (blob %s) of %s holds the head of session %q: it was edited outside relcap", workflow.ErrTampered, file, b, w.j.Where(), h.Head.Session)
+		return nil, fmt.Errorf("%w: %s (blob %s) of %s holds the head of session %q: it was edited outside relcap", fault.ErrTampered, file, b, w.j.Where(), h.Head.Session)
 	}
 	w.heads[key] = h
 	return &h, nil

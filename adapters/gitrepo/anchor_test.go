@@ -15,8 +15,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // sealedHead is a signed-looking head of session id; the adapter does not
@@ -27,7 +28,7 @@ func sealedHead(id string, seq int64) audit.SealedHead {
 			Session: id, Actor: "ana", Command: "plan", Release: "web-staging-1",
 			Seq: seq, Hash: strings.Repeat("ab", 32), At: testTime,
 		},
-		Signature: workflow.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n", Key: "SHA256:abc"},
+		Signature: approval.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n", Key: "SHA256:abc"},
 	}
 }
 
@@ -81,7 +82,7 @@ func TestAnchorInALocalRepositoryChainsOneCommitPerSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `^refs/relcap/journal [0-9a-f]{12} of `+bare+`$`, where)
 	second := sealedHead("20261201T080000Z-000001", 3)
-	second.Signature, second.Unsigned = workflow.Signature{}, "the project names no people file"
+	second.Signature, second.Unsigned = approval.Signature{}, "the project names no people file"
 	_, err = j.Anchor(ctx, second)
 	require.NoError(t, err)
 
@@ -91,7 +92,7 @@ func TestAnchorInALocalRepositoryChainsOneCommitPerSession(t *testing.T) {
 	changed := first
 	changed.Head.Hash = strings.Repeat("cd", 32)
 	_, err = j.Anchor(ctx, changed)
-	require.ErrorIs(t, err, workflow.ErrBlocked, "a session is anchored once")
+	require.ErrorIs(t, err, fault.ErrBlocked, "a session is anchored once")
 
 	r, err := git.PlainOpen(bare)
 	require.NoError(t, err)
@@ -199,15 +200,15 @@ func TestAnAnchorRewrittenOrDeletedOnOriginIsTampering(t *testing.T) {
 	// The captain drops the second anchor from origin, by hand.
 	gitOut(t, bare, "update-ref", JournalRef.String(), JournalRef.String()+"~1")
 	_, err = j.Anchors(ctx)
-	require.ErrorIs(t, err, workflow.ErrTampered)
+	require.ErrorIs(t, err, fault.ErrTampered)
 	require.ErrorContains(t, err, "it was rewritten (force-pushed)")
 	_, err = j.Anchor(ctx, sealedHead("20261130T120000Z-00000c", 1))
-	require.ErrorIs(t, err, workflow.ErrTampered, "nothing is built on a rewritten anchor")
+	require.ErrorIs(t, err, fault.ErrTampered, "nothing is built on a rewritten anchor")
 
 	// A machine that never saw the anchor cannot tell; this one can.
 	gitOut(t, bare, "update-ref", "-d", JournalRef.String())
 	_, err = j.Anchors(ctx)
-	require.ErrorIs(t, err, workflow.ErrTampered)
+	require.ErrorIs(t, err, fault.ErrTampered)
 	require.ErrorContains(t, err, "was deleted from origin")
 }
 
@@ -227,7 +228,7 @@ func TestAnAnchorFileNamedForAnotherSessionIsTampering(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Storer.SetReference(plumbing.NewHashReference(JournalRef, next)))
 	_, err = j.Anchors(ctx)
-	require.ErrorIs(t, err, workflow.ErrTampered)
+	require.ErrorIs(t, err, fault.ErrTampered)
 	require.ErrorContains(t, err, `holds the head of session "20261130T100000Z-00000b"`)
 }
 
@@ -235,7 +236,7 @@ func TestAnchorWhereTheRepositoryIsUnreachableSaysWhyWithoutCredentials(t *testi
 	t.Parallel()
 	ctx := t.Context()
 	_, err := newAnchor(t, t.TempDir(), filepath.Join(t.TempDir(), "missing")).Anchor(ctx, sealedHead("s1", 1))
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "is not a git repository")
 
 	j := newAnchor(t, t.TempDir(), "http://relcap:s3cr3t-t0ken@127.0.0.1:1/env.git")
@@ -250,7 +251,7 @@ func TestAnchorWhereTheRepositoryIsUnreachableSaysWhyWithoutCredentials(t *testi
 	require.NotContains(t, err.Error(), "s3cr3t-t0ken")
 
 	_, err = newAnchor(t, t.TempDir(), t.TempDir()).Anchor(ctx, sealedHead("a/b", 1))
-	require.ErrorIs(t, err, workflow.ErrUsage, "a session ID is one file name")
+	require.ErrorIs(t, err, fault.ErrUsage, "a session ID is one file name")
 }
 
 func TestAnchorFileShardsByMonth(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var _ breakglass.Capturer = (*Adapter)(nil)
@@ -26,11 +27,11 @@ var _ breakglass.Capturer = (*Adapter)(nil)
 func (a *Adapter) Capture(ctx context.Context, req breakglass.CaptureRequest) (workflow.EnvChange, error) {
 	file := cleanFile(req.Path)
 	if req.Path == "" || path.IsAbs(file) || file == ".." || strings.HasPrefix(file, "../") || strings.HasPrefix(file, ".git/") {
-		return workflow.EnvChange{}, fmt.Errorf("%w: capture path %q: want a path inside the environment repository", workflow.ErrUsage, req.Path)
+		return workflow.EnvChange{}, fmt.Errorf("%w: capture path %q: want a path inside the environment repository", fault.ErrUsage, req.Path)
 	}
 	pin := workflow.PinRequest{Env: req.Env, ReleaseID: req.ID, Target: req.Target}
 	if err := branchName(pin).Validate(); err != nil {
-		return workflow.EnvChange{}, fmt.Errorf("%w: capture branch for %s/%s is not a valid branch name", workflow.ErrUsage, req.Env, req.ID)
+		return workflow.EnvChange{}, fmt.Errorf("%w: capture branch for %s/%s is not a valid branch name", fault.ErrUsage, req.Env, req.ID)
 	}
 	loc, err := locate(req.Target.Path)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // The editors take whatever an environment repository holds. On any input
@@ -11,15 +12,15 @@ import (
 // pinning the digest, and pinning it again must change nothing (Pin's
 // idempotency rests on that).
 
-func fuzzDigest(t testing.TB) workflow.Digest {
-	d, err := workflow.ParseDigest("sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+func fuzzDigest(t testing.TB) image.Digest {
+	d, err := image.ParseDigest("sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func checkPinned(t *testing.T, target workflow.EnvRepoTarget, webRepo string, d workflow.Digest, out []byte) {
+func checkPinned(t *testing.T, target workflow.EnvRepoTarget, webRepo string, d image.Digest, out []byte) {
 	t.Helper()
 	ref, err := CurrentPin(out, target, webRepo)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Land merges the reviewed relcap branch of req into the environment's
@@ -56,13 +57,13 @@ func (a *Adapter) land(ctx context.Context, st *pinState, req workflow.PinReques
 		return workflow.EnvChange{Branch: local.Short(), Commit: st.base.Hash.String(), Existing: true, Pushed: st.baseOnOrigin()}, nil
 	}
 	if st.existing == nil {
-		return workflow.EnvChange{}, fmt.Errorf("%w: branch %s does not exist in %s: pin (promote) before landing", workflow.ErrUsage, st.branch.Short(), st.loc.display)
+		return workflow.EnvChange{}, fmt.Errorf("%w: branch %s does not exist in %s: pin (promote) before landing", fault.ErrUsage, st.branch.Short(), st.loc.display)
 	}
 	if req.Reviewed != "" && st.existing.Hash.String() != req.Reviewed {
 		// The approvals sign the pinned commit: what moved the branch since
 		// was never reviewed, and landing it would ship it anyway.
 		return workflow.EnvChange{}, fmt.Errorf("%w: branch %s moved after it was pinned and approved (approved %s, now at %s): what was reviewed is not what would land; reset the branch to %s (git push --force-with-lease origin %s:%s) or roll the change into a new release",
-			workflow.ErrBlocked, st.branch.Short(), workflow.ShortHash(req.Reviewed), workflow.ShortHash(st.existing.Hash.String()), workflow.ShortHash(req.Reviewed), req.Reviewed, st.branch.Short())
+			fault.ErrBlocked, st.branch.Short(), workflow.ShortHash(req.Reviewed), workflow.ShortHash(st.existing.Hash.String()), workflow.ShortHash(req.Reviewed), req.Reviewed, st.branch.Short())
 	}
 	if err := st.refuseCheckedOut(local); err != nil {
 		return workflow.EnvChange{}, err
@@ -142,7 +143,7 @@ func (st *pinState) refuseCheckedOut(branch plumbing.ReferenceName) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s is checked out in %s; relcap will not move it under a working tree: point envrepo.path at a bare repository or a clone URL, or merge %s yourself",
-		workflow.ErrBlocked, branch.Short(), st.loc.display, st.branch.Short())
+		fault.ErrBlocked, branch.Short(), st.loc.display, st.branch.Short())
 }
 
 // pushRef pushes a local repository's branch to its origin, if it has one.

@@ -9,7 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestLandFastForwardsTheEnvironmentBranchToTheReviewedCommit(t *testing.T) {
@@ -78,7 +78,7 @@ func TestLandRefusesToMoveACheckedOutBranch(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = a.Land(ctx, req)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "bare repository or a clone URL")
 	after, err := r.Reference(plumbing.NewBranchReferenceName("main"), true)
 	require.NoError(t, err)
@@ -90,7 +90,7 @@ func TestLandBeforePinIsAUsageError(t *testing.T) {
 	bare, _, _ := initOrigin(t, envFiles())
 	a := newAdapter(t, t.TempDir())
 	_, err := a.Land(t.Context(), pinRequest("file://"+bare, "L4", digest(t, "a")))
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 // TestRollbackRestoresTheFileAsTheReleaseConverged: release A lands; a
@@ -143,7 +143,7 @@ func TestRollbackRestoresTheFileAsTheReleaseConverged(t *testing.T) {
 	lost := pinRequest("file://"+bare, "R2", digest(t, "a"))
 	lost.RestoreFrom = strings.Repeat("ab", 20)
 	_, err = a.Pin(ctx, lost)
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.Contains(t, err.Error(), "promote its digest "+webRepo+"@"+digest(t, "a").String()+" instead")
 }
 
@@ -172,7 +172,7 @@ func TestLandRefusesABranchThatMovedAfterApproval(t *testing.T) {
 
 	req.Reviewed = pinned.Commit
 	_, err = a.Land(ctx, req)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "moved after it was pinned and approved")
 	require.Contains(t, err.Error(), "git push --force-with-lease origin "+pinned.Commit+":"+pinned.Branch)
 	main, err := exec.Command("git", "-C", bare, "rev-parse", "main").Output()

@@ -11,11 +11,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // EditError says why a file cannot be pinned or read as asked: it is not
 // valid YAML, the key is missing or has the wrong shape, or the request
-// carries no digest. It satisfies errors.Is(err, workflow.ErrUsage): the fix
+// carries no digest. It satisfies errors.Is(err, fault.ErrUsage): the fix
 // is in the file or in relcap.yaml, not in a retry.
 type EditError struct {
 	// File is the file's path in the environment repository; the pure
@@ -46,8 +48,8 @@ func (e *EditError) Error() string {
 	return b.String()
 }
 
-// Unwrap makes errors.Is(err, workflow.ErrUsage) hold.
-func (e *EditError) Unwrap() error { return workflow.ErrUsage }
+// Unwrap makes errors.Is(err, fault.ErrUsage) hold.
+func (e *EditError) Unwrap() error { return fault.ErrUsage }
 
 func editErr(n *yaml.Node, key, format string, args ...any) *EditError {
 	e := &EditError{Key: key, Msg: fmt.Sprintf(format, args...)}
@@ -58,7 +60,7 @@ func editErr(n *yaml.Node, key, format string, args ...any) *EditError {
 }
 
 // Ref is the domain's image reference: what a file pins.
-type Ref = workflow.ImageRef
+type Ref = image.Ref
 
 // splitRef splits an image reference into repository, tag and digest, as
 // written; it does not validate them.
@@ -78,9 +80,9 @@ func parseRef(n *yaml.Node, key, s string) (Ref, error) {
 	repo, tag, digest := splitRef(s)
 	r := Ref{Repository: repo, Tag: tag}
 	if digest != "" {
-		d, err := workflow.ParseDigest(digest)
+		d, err := image.ParseDigest(digest)
 		if err != nil {
-			return r, editErr(n, key, "%s: %s", key, strings.TrimPrefix(err.Error(), workflow.ErrUsage.Error()+": "))
+			return r, editErr(n, key, "%s: %s", key, strings.TrimPrefix(err.Error(), fault.ErrUsage.Error()+": "))
 		}
 		r.Digest = d
 	}
@@ -111,7 +113,7 @@ func checkName(what, s string) error {
 // digest: the pin adds the digest itself.
 func checkRepo(repo string) error { return checkName("repository", repo) }
 
-func checkDigest(d workflow.Digest) error {
+func checkDigest(d image.Digest) error {
 	if d.IsZero() {
 		return &EditError{Msg: "no digest to pin; relcap pins digests, never tags"}
 	}
@@ -122,7 +124,7 @@ func checkDigest(d workflow.Digest) error {
 // t.Image (and t.ValuesPath for helm values). It is the dispatcher over
 // PinKustomize, PinHelmValues and PinManifest; an unchanged result means
 // the file already pins repo@d.
-func PinFile(data []byte, t workflow.EnvRepoTarget, repo string, d workflow.Digest) ([]byte, error) {
+func PinFile(data []byte, t workflow.EnvRepoTarget, repo string, d image.Digest) ([]byte, error) {
 	switch t.Format {
 	case workflow.FormatKustomize:
 		return PinKustomize(data, t.Image, repo, d)
@@ -162,7 +164,7 @@ func CurrentPin(data []byte, t workflow.EnvRepoTarget, repo string) (Ref, error)
 // digest, and removes newTag, since a tag must never sit beside the pin.
 // A missing entry is an error rather than added: an entry that matches no
 // image in the resources pins nothing, and a typo would go unnoticed.
-func PinKustomize(data []byte, image, newName string, d workflow.Digest) ([]byte, error) {
+func PinKustomize(data []byte, image, newName string, d image.Digest) ([]byte, error) {
 	if err := checkDigest(d); err != nil {
 		return nil, err
 	}
@@ -256,20 +258,20 @@ func kustomizeEntry(f *yamlFile, image string) (*yaml.Node, error) {
 	return found, nil
 }
 
-func readKustomize(f *yamlFile, image string) (Ref, error) {
-	e, err := kustomizeEntry(f, image)
+func readKustomize(f *yamlFile, name string) (Ref, error) {
+	e, err := kustomizeEntry(f, name)
 	if err != nil {
 		return Ref{}, err
 	}
-	r := Ref{Repository: image}
+	r := Ref{Repository: name}
 	if _, v := lookup(e, "newName"); v != nil && v.Kind == yaml.ScalarNode && v.Value != "" && !isNull(v) {
 		r.Repository = v.Value
 	}
 	r.Tag, _ = scalarValue(e, "newTag")
 	if _, v := lookup(e, "digest"); v != nil && v.Kind == yaml.ScalarNode && v.Value != "" && !isNull(v) {
-		d, err := workflow.ParseDigest(v.Value)
+		d, err := image.ParseDigest(v.Value)
 		if err != nil {
-			return r, editErr(v, "images", "images entry %s: digest %q is not a digest", image, v.Value)
+			return r, editErr(v, "images", "images entry %s: digest %q is not a digest", name, v.Value)
 		}
 		r.Digest = d
 	}
@@ -285,7 +287,7 @@ func readKustomize(f *yamlFile, image string) (Ref, error) {
 // reference repo@d. Missing maps on the path are created. A path ending in
 // tag is refused: a digest written into a tag field renders as
 // "repository:sha256:…", which no registry resolves.
-func PinHelmValues(data []byte, path, repo string, d workflow.Digest) ([]byte, error) {
+func PinHelmValues(data []byte, path, repo string, d image.Digest) ([]byte, error) {
 	if err := checkDigest(d); err != nil {
 		return nil, err
 	}
@@ -359,7 +361,7 @@ func PinHelmValues(data []byte, path, repo string, d workflow.Digest) ([]byte, e
 	return helmFinish(f, path, repo, d, leaf)
 }
 
-func helmFinish(f *yamlFile, path, repo string, d workflow.Digest, leaf string) ([]byte, error) {
+func helmFinish(f *yamlFile, path, repo string, d image.Digest, leaf string) ([]byte, error) {
 	out, err := f.bytes()
 	if err != nil {
 		return nil, err
@@ -467,7 +469,7 @@ func readHelm(f *yamlFile, path string) (Ref, error) {
 	case v.Kind != yaml.ScalarNode:
 		return Ref{}, editErr(v, path, "values path %s is %s, want a string", path, kindName(v))
 	}
-	d, err := workflow.ParseDigest(v.Value)
+	d, err := image.ParseDigest(v.Value)
 	if err != nil {
 		return Ref{}, editErr(v, path, "values path %s: %q is not a digest", path, v.Value)
 	}
@@ -485,7 +487,7 @@ var containerKeys = map[string]bool{"containers": true, "initContainers": true, 
 // and digest) is image or repo. It walks the documents generically, so any
 // workload shape (Deployment, StatefulSet, DaemonSet, Job, CronJob, Pod,
 // List) is covered.
-func PinManifest(data []byte, image, repo string, d workflow.Digest) ([]byte, error) {
+func PinManifest(data []byte, image, repo string, d image.Digest) ([]byte, error) {
 	if err := checkDigest(d); err != nil {
 		return nil, err
 	}
@@ -575,7 +577,7 @@ func readManifest(f *yamlFile, image, repo string) (Ref, error) {
 // helmDigestKey relaxes it for a helm digest key, which may have no
 // repository beside it (the chart supplies one) and a tag the chart ignores
 // once a digest is set.
-func assertPinned(out []byte, read func(*yamlFile) (Ref, error), repo string, d workflow.Digest, helmDigestKey bool) error {
+func assertPinned(out []byte, read func(*yamlFile) (Ref, error), repo string, d image.Digest, helmDigestKey bool) error {
 	f, err := parseYAML(out)
 	if err != nil {
 		return fmt.Errorf("edited file does not parse: %w", err)

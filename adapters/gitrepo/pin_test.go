@@ -8,13 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 const webRepo = "registry.example.com/staging/web"
 
-func digest(t testing.TB, c string) workflow.Digest {
+func digest(t testing.TB, c string) image.Digest {
 	t.Helper()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat(c, 64))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat(c, 64))
 	require.NoError(t, err)
 	return d
 }
@@ -112,10 +114,10 @@ func TestPinKustomizeRefuses(t *testing.T) {
 	d := digest(t, "d")
 	cases := []struct {
 		name, in, image string
-		d               workflow.Digest
+		d               image.Digest
 		msg             string
 	}{
-		{"zero digest", kustomization, "web", workflow.Digest{}, "no digest to pin"},
+		{"zero digest", kustomization, "web", image.Digest{}, "no digest to pin"},
 		{"no entry", kustomization, "api", d, "line 9: no images entry named api; add one or fix envrepo.image"},
 		{"no images list", "resources: [a.yaml]\n", "web", d, "no images entry named web (the file has no images list); add one or fix envrepo.image"},
 		{"two entries", "images:\n- name: web\n- name: web\n", "web", d, "two images entries named web (lines 2 and 3); keep one"},
@@ -130,7 +132,7 @@ func TestPinKustomizeRefuses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := PinKustomize([]byte(c.in), c.image, webRepo, c.d)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			require.ErrorContains(t, err, c.msg)
 			var ee *EditError
 			require.True(t, errors.As(err, &ee))
@@ -229,12 +231,12 @@ func TestPinHelmValuesRefuses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := PinHelmValues([]byte(c.in), c.path, webRepo, d)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			require.ErrorContains(t, err, c.msg)
 		})
 	}
-	_, err := PinHelmValues([]byte(values), "image.digest", webRepo, workflow.Digest{})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	_, err := PinHelmValues([]byte(values), "image.digest", webRepo, image.Digest{})
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 const manifest = `---
@@ -293,7 +295,7 @@ func TestPinManifest(t *testing.T) {
 	require.ErrorContains(t, err, "containers pin different references")
 
 	_, err = PinManifest([]byte(manifest), "api", "registry.example.com/staging/api", d)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "no container image named api or registry.example.com/staging/api; fix envrepo.image")
 }
 
@@ -327,7 +329,7 @@ func TestCurrentPinReadsTagOnlyReferences(t *testing.T) {
 	require.Equal(t, Ref{Repository: "r", Tag: "v1"}, ref, "no digest key: the tag-only reference")
 
 	_, err = CurrentPin([]byte("image:\n  repository: r\n  digest: sha256:00\n"), helm, webRepo)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, `"sha256:00" is not a digest`)
 
 	_, err = CurrentPin(nil, workflow.EnvRepoTarget{Format: "jsonnet"}, webRepo)

@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -63,7 +64,7 @@ func locate(p string) (location, error) {
 		display, secret := redactURL(p)
 		return location{url: p, display: display, secret: secret}, nil
 	}
-	return location{}, fmt.Errorf("%w: envrepo.path %q is neither an absolute path nor a clone URL", workflow.ErrUsage, p)
+	return location{}, fmt.Errorf("%w: envrepo.path %q is neither an absolute path nor a clone URL", fault.ErrUsage, p)
 }
 
 // redactURL returns the URL for display, and the userinfo that must be kept
@@ -122,7 +123,7 @@ func (a *Adapter) open(ctx context.Context, l location) (*git.Repository, error)
 	if l.dir != "" {
 		r, err := git.PlainOpenWithOptions(l.dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 		if errors.Is(err, git.ErrRepositoryNotExists) {
-			return nil, fmt.Errorf("%w: envrepo.path %s is not a git repository; clone the environment repository there or fix the path", workflow.ErrUsage, l.dir)
+			return nil, fmt.Errorf("%w: envrepo.path %s is not a git repository; clone the environment repository there or fix the path", fault.ErrUsage, l.dir)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("opening %s: %w", l.dir, err)
@@ -130,7 +131,7 @@ func (a *Adapter) open(ctx context.Context, l location) (*git.Repository, error)
 		return r, nil
 	}
 	if a.workDir == "" {
-		return nil, fmt.Errorf("%w: envrepo.path %s is a URL, and no directory for clones is configured", workflow.ErrUsage, l.display)
+		return nil, fmt.Errorf("%w: envrepo.path %s is a URL, and no directory for clones is configured", fault.ErrUsage, l.display)
 	}
 	dir := l.cacheDir(a.workDir)
 	r, err := git.PlainOpen(dir)
@@ -204,7 +205,7 @@ func (a *Adapter) fetch(ctx context.Context, r *git.Repository, l location) erro
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		return fmt.Errorf("fetching %s: %w (store credentials for the host in git's credential helper, or use an ssh URL with an agent)", l.display, err)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return fmt.Errorf("%w: fetching %s: %w; fix envrepo.path", workflow.ErrUsage, l.display, err)
+		return fmt.Errorf("%w: fetching %s: %w; fix envrepo.path", fault.ErrUsage, l.display, err)
 	}
 	return fmt.Errorf("fetching %s: %w", l.display, err)
 }
@@ -227,7 +228,7 @@ func baseCommit(r *git.Repository, l location, branch string) (*object.Commit, e
 		if l.dir == "" {
 			where = "origin " + l.display
 		}
-		return nil, fmt.Errorf("%w: branch %s not found in %s; fix envrepo.branch", workflow.ErrUsage, strings.TrimPrefix(branch, "refs/heads/"), where)
+		return nil, fmt.Errorf("%w: branch %s not found in %s; fix envrepo.branch", fault.ErrUsage, strings.TrimPrefix(branch, "refs/heads/"), where)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading branch %s of %s: %w", branch, l.display, err)
@@ -346,7 +347,7 @@ func (st *pinState) checkExisting(req workflow.PinRequest) error {
 		what = ref.String()
 	}
 	return fmt.Errorf("%w: branch %s already exists in %s and pins %s in %s, not %s@%s; delete the branch or use a new release ID",
-		workflow.ErrBlocked, st.branch.Short(), st.loc.display, what, st.file, req.Image, req.Digest)
+		fault.ErrBlocked, st.branch.Short(), st.loc.display, what, st.file, req.Image, req.Digest)
 }
 
 // existingDiff is the change the existing branch's tip made to the file.

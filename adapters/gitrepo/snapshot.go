@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // maxSnapshotSize bounds what Snapshot reads: an environment repository is
@@ -60,7 +61,7 @@ func (a *Adapter) Snapshot(ctx context.Context, t workflow.EnvRepoTarget) (Snaps
 			return nil
 		}
 		if total += f.Size; total > maxSnapshotSize {
-			return fmt.Errorf("%w: the environment repository %s holds more than %d MiB of files at %s; relcap renders manifests and values files, not that", workflow.ErrUsage, loc.display, maxSnapshotSize>>20, base.Hash.String()[:7])
+			return fmt.Errorf("%w: the environment repository %s holds more than %d MiB of files at %s; relcap renders manifests and values files, not that", fault.ErrUsage, loc.display, maxSnapshotSize>>20, base.Hash.String()[:7])
 		}
 		rd, err := f.Reader()
 		if err != nil {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var _ workflow.PlanVault = (*Vault)(nil)
@@ -82,7 +83,7 @@ func New(opts Options) (*Vault, error) {
 	case opts.Store == nil:
 		return nil, errors.New("planvault: no store")
 	case opts.People == "":
-		return nil, fmt.Errorf("%w: shared plans are encrypted to the people file's keys: name one in relcap.yaml (people: allowed_signers)", workflow.ErrUsage)
+		return nil, fmt.Errorf("%w: shared plans are encrypted to the people file's keys: name one in relcap.yaml (people: allowed_signers)", fault.ErrUsage)
 	case opts.PlanDir == "":
 		return nil, errors.New("planvault: no plan directory")
 	}
@@ -102,7 +103,7 @@ func (v *Vault) Where() string { return v.opts.Where }
 // appliers now (every principal of the file when req.Appliers is empty),
 // skipping keys age cannot encrypt to, and stores it until req.ExpiresAt.
 // The file must still have the reviewed SHA-256. No usable key at all is
-// an error wrapping workflow.ErrUsage that names each applier and why.
+// an error wrapping fault.ErrUsage that names each applier and why.
 func (v *Vault) Share(ctx context.Context, req workflow.ShareRequest) (workflow.PlanShare, error) {
 	p := req.Plan
 	people, err := signing.LoadPeople(v.opts.People)
@@ -147,14 +148,14 @@ func (v *Vault) Share(ctx context.Context, req workflow.ShareRequest) (workflow.
 			why = append(why, people.Name()+" names nobody")
 		}
 		return workflow.PlanShare{}, fmt.Errorf("%w: plan %s cannot be shared: no key of anyone allowed to apply in %s can receive it (%s); give them an ssh-ed25519 or ssh-rsa key in %s",
-			workflow.ErrUsage, workflow.ShortHash(p.Fingerprint), p.Env, strings.Join(why, "; "), people.Name())
+			fault.ErrUsage, workflow.ShortHash(p.Fingerprint), p.Env, strings.Join(why, "; "), people.Name())
 	}
 	plain, err := os.ReadFile(p.PlanFile)
 	if err != nil {
 		return workflow.PlanShare{}, fmt.Errorf("reading plan file to share: %w", err)
 	}
 	if got := sha256Hex(plain); got != p.PlanHash {
-		return workflow.PlanShare{}, fmt.Errorf("%w: plan file %s has SHA-256 %s, not the reviewed %s: run relcap plan again", workflow.ErrStalePlan, p.PlanFile, got, p.PlanHash)
+		return workflow.PlanShare{}, fmt.Errorf("%w: plan file %s has SHA-256 %s, not the reviewed %s: run relcap plan again", fault.ErrStalePlan, p.PlanFile, got, p.PlanHash)
 	}
 	var sealed bytes.Buffer
 	w, err := age.Encrypt(&sealed, recipients...)
@@ -200,11 +201,11 @@ func (v *Vault) LocalPlanFile(fingerprint string) (string, bool) {
 }
 
 // Fetch fetches the shared copy of plan p, refuses it when it expired
-// (deleting it; wraps workflow.ErrStalePlan), decrypts it with the
+// (deleting it; wraps fault.ErrStalePlan), decrypts it with the
 // applier's own key file, checks its SHA-256 against p.PlanHash (wrapping
-// workflow.ErrTampered when it differs or age finds the ciphertext
+// fault.ErrTampered when it differs or age finds the ciphertext
 // altered) and writes it, mode 0600, into the plan store. A key the plan
-// is not encrypted to is refused (workflow.ErrBlocked) before any
+// is not encrypted to is refused (fault.ErrBlocked) before any
 // passphrase is asked.
 func (v *Vault) Fetch(ctx context.Context, p workflow.PlanSummary, principal string) (workflow.FetchedPlan, error) {
 	short := workflow.ShortHash(p.Fingerprint)
@@ -216,7 +217,7 @@ func (v *Vault) Fetch(ctx context.Context, p workflow.PlanSummary, principal str
 	if now := v.opts.Clock.Now(); now.After(sp.ExpiresAt) {
 		derr := v.opts.Store.DeleteSharedPlan(ctx, p.Fingerprint)
 		return workflow.FetchedPlan{}, errors.Join(fmt.Errorf("%w: plan %s expired at %s (plans.expiry) and is deleted from %s: run relcap plan --env %s again and have the new fingerprint approved",
-			workflow.ErrStalePlan, short, sp.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"), v.opts.Where, p.Env), derr)
+			fault.ErrStalePlan, short, sp.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"), v.opts.Where, p.Env), derr)
 	}
 	keyFile, err := v.keyFile()
 	if err != nil {
@@ -224,7 +225,7 @@ func (v *Vault) Fetch(ctx context.Context, p workflow.PlanSummary, principal str
 	}
 	pem, err := os.ReadFile(keyFile)
 	if err != nil {
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: cannot read your private key %s to decrypt plan %s: %v", workflow.ErrUsage, keyFile, short, err)
+		return workflow.FetchedPlan{}, fmt.Errorf("%w: cannot read your private key %s to decrypt plan %s: %v", fault.ErrUsage, keyFile, short, err)
 	}
 	pub, protected, err := publicKeyOf(keyFile, pem)
 	if err != nil {
@@ -233,7 +234,7 @@ func (v *Vault) Fetch(ctx context.Context, p workflow.PlanSummary, principal str
 	fp := ssh.FingerprintSHA256(pub)
 	if !slices.ContainsFunc(sp.Recipients, func(r workflow.PlanRecipient) bool { return r.Key == fp }) {
 		return workflow.FetchedPlan{}, fmt.Errorf("%w: %s cannot decrypt plan %s: it is encrypted to the keys of %s, and your key %s (%s) is not one of them; one of them applies it, or plan again once you are allowed to apply (approvers.apply) with this key in the people file",
-			workflow.ErrBlocked, principal, short, strings.Join(share.Principals(), ", "), fp, keyFile)
+			fault.ErrBlocked, principal, short, strings.Join(share.Principals(), ", "), fp, keyFile)
 	}
 	id, err := v.identity(keyFile, pem, protected)
 	if err != nil {
@@ -247,12 +248,12 @@ func (v *Vault) Fetch(ctx context.Context, p workflow.PlanSummary, principal str
 	var noMatch *age.NoIdentityMatchError
 	switch {
 	case errors.As(err, &noMatch):
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: your key %s (%s) does not open plan %s, although the team store lists it among its recipients: the shared copy was changed; plan again", workflow.ErrTampered, fp, keyFile, short)
+		return workflow.FetchedPlan{}, fmt.Errorf("%w: your key %s (%s) does not open plan %s, although the team store lists it among its recipients: the shared copy was changed; plan again", fault.ErrTampered, fp, keyFile, short)
 	case err != nil:
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: the shared copy of plan %s in %s fails age's integrity check (%v): it was changed after it was shared; nothing was applied; plan again", workflow.ErrTampered, short, v.opts.Where, err)
+		return workflow.FetchedPlan{}, fmt.Errorf("%w: the shared copy of plan %s in %s fails age's integrity check (%v): it was changed after it was shared; nothing was applied; plan again", fault.ErrTampered, short, v.opts.Where, err)
 	}
 	if got := sha256Hex(plain); got != p.PlanHash {
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: the shared copy of plan %s decrypts to a file with SHA-256 %s, not the reviewed %s: it is not the plan that was approved; nothing was applied; plan again", workflow.ErrTampered, short, got, p.PlanHash)
+		return workflow.FetchedPlan{}, fmt.Errorf("%w: the shared copy of plan %s decrypts to a file with SHA-256 %s, not the reviewed %s: it is not the plan that was approved; nothing was applied; plan again", fault.ErrTampered, short, got, p.PlanHash)
 	}
 	file, err := v.writePlan(p.Fingerprint, plain)
 	if err != nil {
@@ -302,21 +303,21 @@ func (v *Vault) keyFile() (string, error) {
 	setting := strings.TrimSpace(v.opts.Key)
 	switch {
 	case setting == "":
-		return "", fmt.Errorf("%w: this machine has no copy of the plan, and %s: set RELCAP_SIGNING_KEY (or git's user.signingkey) to your private key file, e.g. ~/.ssh/id_ed25519", workflow.ErrUsage, noAgent)
+		return "", fmt.Errorf("%w: this machine has no copy of the plan, and %s: set RELCAP_SIGNING_KEY (or git's user.signingkey) to your private key file, e.g. ~/.ssh/id_ed25519", fault.ErrUsage, noAgent)
 	case strings.HasPrefix(setting, "key::"):
-		return "", fmt.Errorf("%w: this machine has no copy of the plan, and %s; %s is a public key (key::…): set RELCAP_SIGNING_KEY to the private key file instead", workflow.ErrUsage, noAgent, from)
+		return "", fmt.Errorf("%w: this machine has no copy of the plan, and %s; %s is a public key (key::…): set RELCAP_SIGNING_KEY to the private key file instead", fault.ErrUsage, noAgent, from)
 	}
 	path := setting
 	if rest, ok := strings.CutPrefix(path, "~/"); ok {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("%w: %s %s: cannot find the home directory: %v", workflow.ErrUsage, from, setting, err)
+			return "", fmt.Errorf("%w: %s %s: cannot find the home directory: %v", fault.ErrUsage, from, setting, err)
 		}
 		path = filepath.Join(home, rest)
 	}
 	if priv, ok := strings.CutSuffix(path, ".pub"); ok {
 		if _, err := os.Stat(priv); errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%w: %s names %s, and %s: its private key %s is not there; set RELCAP_SIGNING_KEY to your private key file", workflow.ErrUsage, from, path, noAgent, priv)
+			return "", fmt.Errorf("%w: %s names %s, and %s: its private key %s is not there; set RELCAP_SIGNING_KEY to your private key file", fault.ErrUsage, from, path, noAgent, priv)
 		}
 		path = priv
 	}
@@ -328,7 +329,7 @@ func (v *Vault) keyFile() (string, error) {
 // as OpenSSH writes it, or in the .pub beside it).
 func publicKeyOf(path string, data []byte) (ssh.PublicKey, bool, error) {
 	if block, _ := pem.Decode(data); block == nil {
-		return nil, false, fmt.Errorf("%w: %s is not an SSH private key file (%s): set RELCAP_SIGNING_KEY to your private key file", workflow.ErrUsage, path, noAgent)
+		return nil, false, fmt.Errorf("%w: %s is not an SSH private key file (%s): set RELCAP_SIGNING_KEY to your private key file", fault.ErrUsage, path, noAgent)
 	}
 	raw, err := ssh.ParseRawPrivateKey(data)
 	var missing *ssh.PassphraseMissingError
@@ -341,15 +342,15 @@ func publicKeyOf(path string, data []byte) (ssh.PublicKey, bool, error) {
 			}
 		}
 		if pub == nil {
-			return nil, false, fmt.Errorf("%w: %s is protected by a passphrase and relcap cannot tell its public key: put its .pub file beside it", workflow.ErrUsage, path)
+			return nil, false, fmt.Errorf("%w: %s is protected by a passphrase and relcap cannot tell its public key: put its .pub file beside it", fault.ErrUsage, path)
 		}
 		return pub, true, nil
 	case err != nil:
-		return nil, false, fmt.Errorf("%w: cannot read private key %s: %v (age decrypts with ssh-ed25519 and ssh-rsa key files; a security key cannot decrypt)", workflow.ErrUsage, path, err)
+		return nil, false, fmt.Errorf("%w: cannot read private key %s: %v (age decrypts with ssh-ed25519 and ssh-rsa key files; a security key cannot decrypt)", fault.ErrUsage, path, err)
 	}
 	signer, err := ssh.NewSignerFromKey(raw)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: private key %s: %v", workflow.ErrUsage, path, err)
+		return nil, false, fmt.Errorf("%w: private key %s: %v", fault.ErrUsage, path, err)
 	}
 	return signer.PublicKey(), false, nil
 }
@@ -361,7 +362,7 @@ func (v *Vault) identity(path string, data []byte, protected bool) (age.Identity
 	raw, err := ssh.ParseRawPrivateKey(data)
 	if protected {
 		if v.opts.Passphrase == nil {
-			return nil, fmt.Errorf("%w: your key %s is protected by a passphrase and none can be asked here", workflow.ErrUsage, path)
+			return nil, fmt.Errorf("%w: your key %s is protected by a passphrase and none can be asked here", fault.ErrUsage, path)
 		}
 		pass, perr := v.opts.Passphrase(path)
 		if perr != nil {
@@ -369,11 +370,11 @@ func (v *Vault) identity(path string, data []byte, protected bool) (age.Identity
 		}
 		raw, err = ssh.ParseRawPrivateKeyWithPassphrase(data, pass)
 		if errors.Is(err, x509.IncorrectPasswordError) {
-			return nil, fmt.Errorf("%w: wrong passphrase for %s", workflow.ErrUsage, path)
+			return nil, fmt.Errorf("%w: wrong passphrase for %s", fault.ErrUsage, path)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot read private key %s: %v", workflow.ErrUsage, path, err)
+		return nil, fmt.Errorf("%w: cannot read private key %s: %v", fault.ErrUsage, path, err)
 	}
 	switch k := raw.(type) {
 	case *ed25519.PrivateKey:
@@ -383,7 +384,7 @@ func (v *Vault) identity(path string, data []byte, protected bool) (age.Identity
 	case *rsa.PrivateKey:
 		return agessh.NewRSAIdentity(k)
 	}
-	return nil, fmt.Errorf("%w: private key %s is of a type age cannot decrypt with: use an ssh-ed25519 or ssh-rsa key", workflow.ErrUsage, path)
+	return nil, fmt.Errorf("%w: private key %s is of a type age cannot decrypt with: use an ssh-ed25519 or ssh-rsa key", fault.ErrUsage, path)
 }
 
 // Delete deletes the shared copy of an applied plan.

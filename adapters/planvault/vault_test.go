@@ -22,6 +22,7 @@ import (
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -134,8 +135,8 @@ func TestASharedPlanOpensWithEachRecipientsKeyAndNoOtherKey(t *testing.T) {
 
 	v = tm.vault(t, t.TempDir(), filepath.Join(tm.keys, "carol"))
 	_, err = v.Fetch(t.Context(), tm.plan, "carol")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
-	require.NotErrorIs(t, err, workflow.ErrTampered)
+	require.ErrorIs(t, err, fault.ErrBlocked)
+	require.NotErrorIs(t, err, fault.ErrTampered)
 	require.Contains(t, err.Error(), "carol cannot decrypt plan")
 	require.Contains(t, err.Error(), "encrypted to the keys of alice, bob")
 	require.NotContains(t, err.Error(), "age:", "not age's stack of errors")
@@ -153,7 +154,7 @@ func TestKeysAgeCannotTakeAreSkippedAndNoneIsAnError(t *testing.T) {
 	require.Contains(t, share.Skipped[0].Reason, "ecdsa-sha2-nistp256")
 
 	_, err := tm.vault(t, t.TempDir(), "").Share(t.Context(), workflow.ShareRequest{Plan: tm.plan, Appliers: []string{"erin", "zoe"}, ExpiresAt: t0.Add(time.Hour)})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "erin: age cannot encrypt to ecdsa-sha2-nistp256 keys")
 	require.Contains(t, err.Error(), "zoe: the people file gives zoe no key")
 }
@@ -174,7 +175,7 @@ func TestATamperedSharedPlanIsRefused(t *testing.T) {
 	dirB := t.TempDir()
 	v := tm.vault(t, dirB, filepath.Join(tm.keys, "bob"))
 	_, err = v.Fetch(t.Context(), tm.plan, "bob")
-	require.ErrorIs(t, err, workflow.ErrTampered)
+	require.ErrorIs(t, err, fault.ErrTampered)
 	require.Contains(t, err.Error(), "integrity check")
 	_, present := v.LocalPlanFile(tm.plan.Fingerprint)
 	require.False(t, present)
@@ -187,14 +188,14 @@ func TestATamperedSharedPlanIsRefused(t *testing.T) {
 	_, err = tm.vault(t, t.TempDir(), "").Share(t.Context(), workflow.ShareRequest{Plan: other, Appliers: []string{"bob"}, ExpiresAt: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	_, err = v.Fetch(t.Context(), tm.plan, "bob")
-	require.ErrorIs(t, err, workflow.ErrTampered)
+	require.ErrorIs(t, err, fault.ErrTampered)
 	require.Contains(t, err.Error(), "not the reviewed "+tm.plan.PlanHash)
 	_, present = v.LocalPlanFile(tm.plan.Fingerprint)
 	require.False(t, present)
 
 	// Sharing a plan file that is no longer the reviewed one is refused.
 	_, err = tm.vault(t, t.TempDir(), "").Share(t.Context(), workflow.ShareRequest{Plan: tm.plan, Appliers: []string{"bob"}, ExpiresAt: t0.Add(time.Hour)})
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 }
 
 // TestAnExpiredSharedPlanIsRefusedAndDeleted: past its expiry a fetch is
@@ -206,11 +207,11 @@ func TestAnExpiredSharedPlanIsRefusedAndDeleted(t *testing.T) {
 	tm.clock.Advance(time.Hour + time.Second)
 	v := tm.vault(t, t.TempDir(), filepath.Join(tm.keys, "bob"))
 	_, err := v.Fetch(t.Context(), tm.plan, "bob")
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.Contains(t, err.Error(), "expired at 2026-12-01T10:00:00Z")
 	require.Contains(t, err.Error(), "relcap plan --env staging again")
 	_, err = tm.ledger.SharedPlan(t.Context(), tm.plan.Fingerprint)
-	require.ErrorIs(t, err, workflow.ErrNotFound, "deleted on read")
+	require.ErrorIs(t, err, fault.ErrNotFound, "deleted on read")
 
 	tm.share(t, "bob")
 	tm.clock.Advance(time.Hour / 2)
@@ -222,7 +223,7 @@ func TestAnExpiredSharedPlanIsRefusedAndDeleted(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{tm.plan.Fingerprint}, gone)
 	_, err = v.Fetch(t.Context(), tm.plan, "bob")
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 }
 
 // TestAPassphraseProtectedKeyDecryptsWithItsPassphrase: the passphrase is
@@ -253,10 +254,10 @@ func TestAPassphraseProtectedKeyDecryptsWithItsPassphrase(t *testing.T) {
 		return err
 	}
 	err = open(nil)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "protected by a passphrase")
 	err = open(func(string) ([]byte, error) { return []byte("wrong"), nil })
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "wrong passphrase")
 	asked := errors.New("set RELCAP_SSH_PASSPHRASE")
 	require.ErrorIs(t, open(func(string) ([]byte, error) { return nil, asked }), asked)
@@ -273,7 +274,7 @@ func TestWithoutAKeyFileTheErrorSaysAgeNeedsOne(t *testing.T) {
 	tm.share(t, "bob")
 	for _, key := range []string{"", "key::ssh-ed25519 AAAA"} {
 		_, err := tm.vault(t, t.TempDir(), key).Fetch(t.Context(), tm.plan, "bob")
-		require.ErrorIs(t, err, workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrUsage)
 		require.Contains(t, err.Error(), "not through ssh-agent")
 		require.Contains(t, err.Error(), "RELCAP_SIGNING_KEY")
 	}

@@ -11,7 +11,7 @@
 // repository).
 //
 // No ggcr type leaves the package: references become strings and
-// workflow.Digest, registry failures become errors that wrap the workflow
+// image.Digest, registry failures become errors that wrap the workflow
 // sentinels (ErrUsage, ErrNotFound, ErrDigestMismatch) and, when retrying
 // cannot help, *workflow.TerminalError.
 package registry
@@ -29,6 +29,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -123,7 +125,7 @@ const (
 // already held, or that were mounted, count as done without being sent.
 // Digest and To tell concurrent promotions apart.
 type Progress struct {
-	Digest workflow.Digest
+	Digest image.Digest
 	To     string
 	Phase  string
 	Done   int64
@@ -144,7 +146,7 @@ type Adapter struct {
 }
 
 // New validates opts and returns an Adapter. Invalid options wrap
-// workflow.ErrUsage.
+// fault.ErrUsage.
 func New(opts Options) (*Adapter, error) {
 	a := &Adapter{
 		keychain:    opts.Credentials.keychain(),
@@ -166,11 +168,11 @@ func New(opts Options) (*Adapter, error) {
 	}
 	switch {
 	case a.policy.Attempts < 0:
-		return nil, fmt.Errorf("%w: registry retry attempts %d: want 0 (default) or more", workflow.ErrUsage, a.policy.Attempts)
+		return nil, fmt.Errorf("%w: registry retry attempts %d: want 0 (default) or more", fault.ErrUsage, a.policy.Attempts)
 	case a.policy.BaseDelay < 0 || a.policy.MaxDelay < 0:
-		return nil, fmt.Errorf("%w: registry retry delays must not be negative", workflow.ErrUsage)
+		return nil, fmt.Errorf("%w: registry retry delays must not be negative", fault.ErrUsage)
 	case a.jobs < 0:
-		return nil, fmt.Errorf("%w: registry jobs %d: want 0 (default) or more", workflow.ErrUsage, a.jobs)
+		return nil, fmt.Errorf("%w: registry jobs %d: want 0 (default) or more", fault.ErrUsage, a.jobs)
 	}
 	if a.policy.Attempts == 0 {
 		a.policy.Attempts = DefaultAttempts
@@ -189,10 +191,10 @@ func New(opts Options) (*Adapter, error) {
 	}
 	for _, h := range opts.InsecureRegistries {
 		if strings.Contains(h, "://") || strings.Contains(h, "/") {
-			return nil, fmt.Errorf("%w: insecure registry %q: want host or host:port, without scheme or path", workflow.ErrUsage, h)
+			return nil, fmt.Errorf("%w: insecure registry %q: want host or host:port, without scheme or path", fault.ErrUsage, h)
 		}
 		if _, err := name.NewRegistry(h, name.StrictValidation); err != nil {
-			return nil, fmt.Errorf("%w: insecure registry %q: %w", workflow.ErrUsage, h, err)
+			return nil, fmt.Errorf("%w: insecure registry %q: %w", fault.ErrUsage, h, err)
 		}
 		a.insecure[h] = true
 	}
@@ -227,11 +229,11 @@ func (a *Adapter) nameOptions(host string) []name.Option {
 }
 
 // parseReference parses a tag or digest reference. Errors wrap
-// workflow.ErrUsage and say what is wrong, which ggcr's ParseReference does
+// fault.ErrUsage and say what is wrong, which ggcr's ParseReference does
 // not ("could not parse reference").
 func (a *Adapter) parseReference(s string) (name.Reference, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("reference %q: %w: %s", s, workflow.ErrUsage, fmt.Sprintf(format, args...))
+		return fmt.Errorf("reference %q: %w: %s", s, fault.ErrUsage, fmt.Sprintf(format, args...))
 	}
 	if s == "" {
 		return nil, bad("empty; want registry/repository:tag or registry/repository@sha256:<digest>")
@@ -241,7 +243,7 @@ func (a *Adapter) parseReference(s string) (name.Reference, error) {
 	}
 	base, digest, byDigest := strings.Cut(s, "@")
 	if byDigest {
-		if _, err := workflow.ParseDigest(digest); err != nil {
+		if _, err := image.ParseDigest(digest); err != nil {
 			return nil, fmt.Errorf("reference %q: %w", s, err)
 		}
 	}
@@ -274,10 +276,10 @@ func (a *Adapter) parseReference(s string) (name.Reference, error) {
 }
 
 // parseRepository parses a repository name without tag or digest, as in
-// workflow.PromoteRequest.From and To.
+// image.PromoteRequest.From and To.
 func (a *Adapter) parseRepository(what, s string) (name.Repository, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%s repository %q: %w: %s", what, s, workflow.ErrUsage, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s repository %q: %w: %s", what, s, fault.ErrUsage, fmt.Sprintf(format, args...))
 	}
 	host, repo := splitHost(s)
 	if _, _, hasTag := cutTag(repo); hasTag || strings.Contains(s, "@") {

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -29,7 +29,7 @@ func TestNewValidatesOptions(t *testing.T) {
 		{InsecureRegistries: []string{"registry.example.com/team"}},
 	} {
 		_, err := New(opts)
-		require.ErrorIs(t, err, workflow.ErrUsage, "%+v", opts)
+		require.ErrorIs(t, err, fault.ErrUsage, "%+v", opts)
 	}
 
 	a, err := New(Options{})
@@ -72,7 +72,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestTransportCarriesEveryRequest(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, registryConfig{})
-	push(t, reg.repo("ci/web:1.0"), image(t, "linux/amd64", built, randomLayer(t, 10)))
+	push(t, reg.repo("ci/web:1.0"), ociImage(t, "linux/amd64", built, randomLayer(t, 10)))
 	rt := &countingTransport{}
 	mark := reg.log.mark()
 

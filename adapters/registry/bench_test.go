@@ -10,7 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // The 200 MB benchmarks copy one image of five 40 MiB layers of random
@@ -34,7 +34,7 @@ func bigImage(b *testing.B) (*testRegistry, v1.Image, int64) {
 		for i := range layers {
 			layers[i] = randomLayer(b, 40<<20)
 		}
-		big.img = image(b, "linux/amd64", built, layers...)
+		big.img = ociImage(b, "linux/amd64", built, layers...)
 		// Not closed: both benchmarks share it for the life of the process.
 		big.src = newRegistry(noCleanup{b}, registryConfig{})
 		push(b, big.src.repo("ci/web:big"), big.img)
@@ -86,7 +86,7 @@ func (t *iterTB) cleanup() {
 func BenchmarkPromote200MB(b *testing.B) {
 	a := newAdapter(b, Options{})
 	benchCopy(b, func(b *testing.B, from, to string, h v1.Hash) {
-		res, err := a.Promote(b.Context(), workflow.PromoteRequest{Digest: wdigest(b, h), From: from, To: to})
+		res, err := a.Promote(b.Context(), image.PromoteRequest{Digest: wdigest(b, h), From: from, To: to})
 		require.NoError(b, err)
 		require.Equal(b, 6, res.BlobsUploaded)
 	})
@@ -106,13 +106,13 @@ func BenchmarkCraneCopy200MB(b *testing.B) {
 func alreadyPresent(b *testing.B) (from, to string, h v1.Hash) {
 	b.Helper()
 	src, dst := newRegistry(b, registryConfig{referrers: true}), newRegistry(b, registryConfig{referrers: true})
-	img := image(b, "linux/amd64", built, randomLayer(b, 1<<20), randomLayer(b, 1<<20), randomLayer(b, 1<<20))
+	img := ociImage(b, "linux/amd64", built, randomLayer(b, 1<<20), randomLayer(b, 1<<20), randomLayer(b, 1<<20))
 	h = digestOf(b, img)
 	push(b, src.repo("ci/web:1.0"), img)
 	push(b, src.repo("ci/web:sha256-"+h.Hex+".sig"), cosignSignature(b, h))
 	att := intotoAttestation(b, descriptor(b, img))
 	push(b, src.repo("ci/web@"+digestOf(b, att).String()), att)
-	_, err := newAdapter(b, Options{}).Promote(b.Context(), workflow.PromoteRequest{
+	_, err := newAdapter(b, Options{}).Promote(b.Context(), image.PromoteRequest{
 		Digest: wdigest(b, h), From: src.repo("ci/web"), To: dst.repo("prod/web"),
 	})
 	require.NoError(b, err)
@@ -128,7 +128,7 @@ const alreadyPresentBudget = 200 * time.Millisecond
 func BenchmarkPromoteAlreadyPresent(b *testing.B) {
 	from, to, h := alreadyPresent(b)
 	a := newAdapter(b, Options{})
-	req := workflow.PromoteRequest{Digest: wdigest(b, h), From: from, To: to}
+	req := image.PromoteRequest{Digest: wdigest(b, h), From: from, To: to}
 	b.ReportAllocs()
 	var slowest time.Duration
 	for b.Loop() {

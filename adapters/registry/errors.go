@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // registryError is a registry failure explained for the captain: its
@@ -25,7 +26,7 @@ func (e *registryError) Error() string   { return e.msg }
 func (e *registryError) Unwrap() []error { return e.errs }
 
 // missing says what a 404 means where it is read, when it means the named
-// thing does not exist (workflow.ErrNotFound).
+// thing does not exist (fault.ErrNotFound).
 type missing struct {
 	manifest string // MANIFEST_UNKNOWN, e.g. "the digest is not in the source repository"
 	repo     string // NAME_UNKNOWN, e.g. "the source repository does not exist"
@@ -36,7 +37,7 @@ type missing struct {
 func mismatch(format string, args ...any) error {
 	return &registryError{
 		msg:      fmt.Sprintf(format, args...),
-		errs:     []error{workflow.ErrDigestMismatch},
+		errs:     []error{fault.ErrDigestMismatch},
 		terminal: true,
 	}
 }
@@ -96,7 +97,7 @@ func translate(err error, host string) error {
 }
 
 // explain prefixes err with op ("copy sha256:… from host/repo"). A 404 means
-// what m says, wrapping workflow.ErrNotFound, where m says anything. Errors
+// what m says, wrapping fault.ErrNotFound, where m says anything. Errors
 // that retrying cannot fix come back as *workflow.TerminalError.
 func explain(op string, err error, m missing) error {
 	if err == nil {
@@ -109,11 +110,11 @@ func explain(op string, err error, m missing) error {
 		if code == string(transport.NameUnknownErrorCode) && m.repo != "" {
 			text = m.repo
 		}
-		err = &registryError{msg: status + ": " + text, errs: []error{workflow.ErrNotFound, terr}, terminal: true}
+		err = &registryError{msg: status + ": " + text, errs: []error{fault.ErrNotFound, terr}, terminal: true}
 	}
 	wrapped := fmt.Errorf("%s: %w", op, err)
 	var rerr *registryError
-	if (errors.As(err, &rerr) && rerr.terminal) || errors.Is(err, workflow.ErrUsage) {
+	if (errors.As(err, &rerr) && rerr.terminal) || errors.Is(err, fault.ErrUsage) {
 		return &workflow.TerminalError{Err: wrapped}
 	}
 	return wrapped

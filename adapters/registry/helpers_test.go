@@ -22,9 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relcap/relcap/workflow"
 )
 
 // testRegistry is a real OCI distribution server (ggcr's pkg/registry) on
@@ -303,9 +302,9 @@ func randomLayer(t testing.TB, n int) v1.Layer {
 	return static.NewLayer(b, types.OCILayer)
 }
 
-// image builds an OCI image for platform ("linux/arm64/v8") from layers,
+// ociImage builds an OCI image for platform ("linux/arm64/v8") from layers,
 // created at created.
-func image(t testing.TB, platform string, created time.Time, layers ...v1.Layer) v1.Image {
+func ociImage(t testing.TB, platform string, created time.Time, layers ...v1.Layer) v1.Image {
 	t.Helper()
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
@@ -352,9 +351,9 @@ func digestOf(t testing.TB, w interface{ Digest() (v1.Hash, error) }) v1.Hash {
 	return h
 }
 
-func wdigest(t testing.TB, h v1.Hash) workflow.Digest {
+func wdigest(t testing.TB, h v1.Hash) image.Digest {
 	t.Helper()
-	d, err := workflow.ParseDigest(h.String())
+	d, err := image.ParseDigest(h.String())
 	require.NoError(t, err)
 	return d
 }

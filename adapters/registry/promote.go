@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // Promote copies req.Digest, with its referrers, from req.From to req.To
@@ -32,8 +34,8 @@ import (
 //
 // On success the digest has been read back from the target and Target
 // describes it as found there. A digest missing from the source wraps
-// workflow.ErrNotFound; bytes in the target that are not the promoted ones
-// wrap workflow.ErrDigestMismatch; those and refused credentials come back
+// fault.ErrNotFound; bytes in the target that are not the promoted ones
+// wrap fault.ErrDigestMismatch; those and refused credentials come back
 // as *workflow.TerminalError. Transient failures are retried per request
 // (see RetryPolicy).
 //
@@ -43,14 +45,14 @@ import (
 // the distribution spec lets a registry refuse a manifest whose blobs it
 // lacks, and production registries do (ggcr's remote.Write and crane rely on
 // the same rule).
-func (a *Adapter) Promote(ctx context.Context, req workflow.PromoteRequest) (workflow.PromoteResult, error) {
-	var res workflow.PromoteResult
+func (a *Adapter) Promote(ctx context.Context, req image.PromoteRequest) (image.PromoteResult, error) {
+	var res image.PromoteResult
 	if req.Digest.IsZero() {
-		return res, &workflow.TerminalError{Err: fmt.Errorf("promote: %w: no digest given", workflow.ErrUsage)}
+		return res, &workflow.TerminalError{Err: fmt.Errorf("promote: %w: no digest given", fault.ErrUsage)}
 	}
 	h, err := v1.NewHash(req.Digest.String())
 	if err != nil {
-		return res, &workflow.TerminalError{Err: fmt.Errorf("promote %s: %w: %w", req.Digest, workflow.ErrUsage, err)}
+		return res, &workflow.TerminalError{Err: fmt.Errorf("promote %s: %w: %w", req.Digest, fault.ErrUsage, err)}
 	}
 	from, err := a.parseRepository("source", req.From)
 	if err != nil {
@@ -82,7 +84,7 @@ type copier struct {
 	s        *session
 	from, to name.Repository
 	h        v1.Hash
-	d        workflow.Digest
+	d        image.Digest
 	tally    *blobTally
 	meter    *meter
 }
@@ -105,8 +107,8 @@ func (c *copier) fail(err error, m missing) error {
 	return explain(op, err, m)
 }
 
-func (c *copier) run(ctx context.Context) (workflow.PromoteResult, error) {
-	var res workflow.PromoteResult
+func (c *copier) run(ctx context.Context) (image.PromoteResult, error) {
+	var res image.PromoteResult
 	c.meter.phase(PhaseInspect)
 
 	// Does the target hold the digest already, and what refers to it
@@ -176,7 +178,7 @@ func (c *copier) run(ctx context.Context) (workflow.PromoteResult, error) {
 	}
 	p, m, u := c.tally.counts()
 	c.meter.phase(PhaseDone)
-	return workflow.PromoteResult{
+	return image.PromoteResult{
 		Target:          target,
 		BlobsUploaded:   u,
 		BlobsMounted:    m,
@@ -326,7 +328,7 @@ func (c *copier) copyReferrers(ctx context.Context, refs []referrer) (int, []ref
 	return int(copied.Load()), refs, nil
 }
 
-func containsReferrer(rs []workflow.Referrer, r workflow.Referrer) bool {
+func containsReferrer(rs []image.Referrer, r image.Referrer) bool {
 	for _, x := range rs {
 		if x.Digest == r.Digest && x.Scheme == r.Scheme {
 			return true

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // upstream is an artifact in a source repository, ready to promote.
@@ -29,14 +31,14 @@ type upstream struct {
 
 func pushImage(t testing.TB, reg *testRegistry, path string) upstream {
 	t.Helper()
-	img := image(t, "linux/amd64", built, randomLayer(t, 3000), randomLayer(t, 2000), randomLayer(t, 1000))
+	img := ociImage(t, "linux/amd64", built, randomLayer(t, 3000), randomLayer(t, 2000), randomLayer(t, 1000))
 	push(t, reg.repo(path+":1.0"), img)
 	return upstream{reg: reg, repo: reg.repo(path), img: img, h: digestOf(t, img), blobs: 4}
 }
 
-func (u upstream) request(to string) workflow.PromoteRequest {
-	d, _ := workflow.ParseDigest(u.h.String())
-	return workflow.PromoteRequest{Digest: d, From: u.repo, To: to}
+func (u upstream) request(to string) image.PromoteRequest {
+	d, _ := image.ParseDigest(u.h.String())
+	return image.PromoteRequest{Digest: d, From: u.repo, To: to}
 }
 
 func TestPromoteImageKeepsDigest(t *testing.T) {
@@ -64,14 +66,14 @@ func TestPromoteIndexKeepsDigest(t *testing.T) {
 	t.Parallel()
 	src, dst := newRegistry(t, registryConfig{}), newRegistry(t, registryConfig{})
 	shared := randomLayer(t, 4096)
-	amd := image(t, "linux/amd64", built, shared, randomLayer(t, 1000))
-	arm := image(t, "linux/arm64/v8", built, shared, randomLayer(t, 3000))
+	amd := ociImage(t, "linux/amd64", built, shared, randomLayer(t, 1000))
+	arm := ociImage(t, "linux/arm64/v8", built, shared, randomLayer(t, 3000))
 	idx := index(t, amd, arm)
 	push(t, src.repo("ci/web:multi"), idx)
 	h := digestOf(t, idx)
 	to := dst.repo("prod/web")
 
-	res, err := newAdapter(t, Options{}).Promote(t.Context(), workflow.PromoteRequest{
+	res, err := newAdapter(t, Options{}).Promote(t.Context(), image.PromoteRequest{
 		Digest: wdigest(t, h), From: src.repo("ci/web"), To: to,
 	})
 	require.NoError(t, err)
@@ -111,7 +113,7 @@ func TestPromoteCarriesReferrers(t *testing.T) {
 			tagged, err := remote.Head(mustRef(t, to+":"+sigTag), remote.WithContext(t.Context()))
 			require.NoError(t, err)
 			require.Equal(t, digestOf(t, sig), tagged.Digest, "the signature keeps its tag and its digest")
-			require.ElementsMatch(t, []workflow.Referrer{
+			require.ElementsMatch(t, []image.Referrer{
 				{Kind: "signature", Digest: wdigest(t, digestOf(t, sig)), Scheme: "cosign-tag"},
 				{Kind: "attestation", Digest: wdigest(t, digestOf(t, att)), Scheme: "oci-referrers"},
 			}, res.Target.Referrers)
@@ -185,11 +187,11 @@ func TestPromoteSkipsBlobsTheTargetHas(t *testing.T) {
 	t.Parallel()
 	src, dst := newRegistry(t, registryConfig{}), newRegistry(t, registryConfig{})
 	base := randomLayer(t, 5000)
-	img := image(t, "linux/amd64", built, base, randomLayer(t, 100))
+	img := ociImage(t, "linux/amd64", built, base, randomLayer(t, 100))
 	push(t, src.repo("ci/web:1.0"), img)
-	push(t, dst.repo("prod/web:old"), image(t, "linux/amd64", built, base))
+	push(t, dst.repo("prod/web:old"), ociImage(t, "linux/amd64", built, base))
 
-	res, err := newAdapter(t, Options{}).Promote(t.Context(), workflow.PromoteRequest{
+	res, err := newAdapter(t, Options{}).Promote(t.Context(), image.PromoteRequest{
 		Digest: wdigest(t, digestOf(t, img)), From: src.repo("ci/web"), To: dst.repo("prod/web"),
 	})
 	require.NoError(t, err)
@@ -289,14 +291,14 @@ func TestPromoteDigestNotInSource(t *testing.T) {
 	t.Parallel()
 	src, dst := newRegistry(t, registryConfig{}), newRegistry(t, registryConfig{})
 	pushImage(t, src, "ci/web")
-	other := image(t, "linux/amd64", built, randomLayer(t, 10)) // never pushed
+	other := ociImage(t, "linux/amd64", built, randomLayer(t, 10)) // never pushed
 	h := digestOf(t, other)
 	mark := dst.log.mark()
 
-	_, err := newAdapter(t, Options{}).Promote(t.Context(), workflow.PromoteRequest{
+	_, err := newAdapter(t, Options{}).Promote(t.Context(), image.PromoteRequest{
 		Digest: wdigest(t, h), From: src.repo("ci/web"), To: dst.repo("prod/web"),
 	})
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.True(t, isTerminal(err))
 	require.EqualError(t, err, "copy "+h.String()+" from "+src.repo("ci/web")+": 404 MANIFEST_UNKNOWN: the digest is not in the source repository")
 	for _, r := range dst.log.since(mark) {
@@ -304,10 +306,10 @@ func TestPromoteDigestNotInSource(t *testing.T) {
 	}
 	require.False(t, manifestIn(t, dst.repo("prod/web"), h))
 
-	_, err = newAdapter(t, Options{}).Promote(t.Context(), workflow.PromoteRequest{
+	_, err = newAdapter(t, Options{}).Promote(t.Context(), image.PromoteRequest{
 		Digest: wdigest(t, h), From: src.repo("ci/nothing"), To: dst.repo("prod/web"),
 	})
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.ErrorContains(t, err, "404 NAME_UNKNOWN: the source repository does not exist")
 }
 
@@ -373,7 +375,7 @@ func TestPromoteDetectsRewrittenManifest(t *testing.T) {
 	up := pushImage(t, src, "ci/web")
 
 	_, err := newAdapter(t, Options{}).Promote(t.Context(), up.request(dst.repo("prod/web")))
-	require.ErrorIs(t, err, workflow.ErrDigestMismatch)
+	require.ErrorIs(t, err, fault.ErrDigestMismatch)
 	require.True(t, isTerminal(err))
 	require.ErrorContains(t, err, "the registry rewrote the manifest")
 }
@@ -393,19 +395,19 @@ func TestPromoteRejectsBadRequests(t *testing.T) {
 	d := wdigest(t, v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("a", 64)})
 	for _, tc := range []struct {
 		name string
-		req  workflow.PromoteRequest
+		req  image.PromoteRequest
 		says string
 	}{
-		{"no digest", workflow.PromoteRequest{From: "registry.example.com/a", To: "registry.example.com/b"}, "no digest"},
-		{"tagged source", workflow.PromoteRequest{Digest: d, From: "registry.example.com/a:1", To: "registry.example.com/b"}, `source repository "registry.example.com/a:1"`},
-		{"target with digest", workflow.PromoteRequest{Digest: d, From: "registry.example.com/a", To: "registry.example.com/b@" + d.String()}, "without tag or digest"},
-		{"no host", workflow.PromoteRequest{Digest: d, From: "registry.example.com/a", To: "prod/web"}, "no registry host"},
-		{"upper case", workflow.PromoteRequest{Digest: d, From: "registry.example.com/Staging", To: "registry.example.com/b"}, "must be lowercase"},
+		{"no digest", image.PromoteRequest{From: "registry.example.com/a", To: "registry.example.com/b"}, "no digest"},
+		{"tagged source", image.PromoteRequest{Digest: d, From: "registry.example.com/a:1", To: "registry.example.com/b"}, `source repository "registry.example.com/a:1"`},
+		{"target with digest", image.PromoteRequest{Digest: d, From: "registry.example.com/a", To: "registry.example.com/b@" + d.String()}, "without tag or digest"},
+		{"no host", image.PromoteRequest{Digest: d, From: "registry.example.com/a", To: "prod/web"}, "no registry host"},
+		{"upper case", image.PromoteRequest{Digest: d, From: "registry.example.com/Staging", To: "registry.example.com/b"}, "must be lowercase"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := a.Promote(t.Context(), tc.req)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			require.True(t, isTerminal(err))
 			require.ErrorContains(t, err, tc.says)
 		})
@@ -415,7 +417,7 @@ func TestPromoteRejectsBadRequests(t *testing.T) {
 func TestPromoteReportsProgress(t *testing.T) {
 	t.Parallel()
 	src, dst := newRegistry(t, registryConfig{}), newRegistry(t, registryConfig{})
-	img := image(t, "linux/amd64", built, randomLayer(t, 3<<20), randomLayer(t, 1<<20))
+	img := ociImage(t, "linux/amd64", built, randomLayer(t, 3<<20), randomLayer(t, 1<<20))
 	push(t, src.repo("ci/web:1.0"), img)
 	var (
 		mu     sync.Mutex
@@ -428,7 +430,7 @@ func TestPromoteReportsProgress(t *testing.T) {
 	}})
 	h := digestOf(t, img)
 
-	_, err := a.Promote(t.Context(), workflow.PromoteRequest{Digest: wdigest(t, h), From: src.repo("ci/web"), To: dst.repo("prod/web")})
+	_, err := a.Promote(t.Context(), image.PromoteRequest{Digest: wdigest(t, h), From: src.repo("ci/web"), To: dst.repo("prod/web")})
 	require.NoError(t, err)
 
 	mu.Lock()

@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // Resolve turns a tag or digest reference into one digest. The reference is
@@ -22,30 +24,30 @@ import (
 // is read by digest, so a tag moved meanwhile cannot mix two artifacts into
 // one answer.
 //
-// A malformed reference wraps workflow.ErrUsage; a tag, digest or repository
-// that does not exist wraps workflow.ErrNotFound. Both, and refused
+// A malformed reference wraps fault.ErrUsage; a tag, digest or repository
+// that does not exist wraps fault.ErrNotFound. Both, and refused
 // credentials, come back as *workflow.TerminalError.
-func (a *Adapter) Resolve(ctx context.Context, ref string) (workflow.Artifact, error) {
+func (a *Adapter) Resolve(ctx context.Context, ref string) (image.Artifact, error) {
 	r, err := a.parseReference(ref)
 	if err != nil {
-		return workflow.Artifact{}, &workflow.TerminalError{Err: err}
+		return image.Artifact{}, &workflow.TerminalError{Err: err}
 	}
 	op := "resolve " + ref
 	repo := r.Context()
 	host := repo.RegistryStr()
 	s, err := a.newSession(nil)
 	if err != nil {
-		return workflow.Artifact{}, fmt.Errorf("%s: %w", op, err)
+		return image.Artifact{}, fmt.Errorf("%s: %w", op, err)
 	}
 	var root *remote.Descriptor
 	if d, ok := r.(name.Digest); ok {
 		h, err := v1.NewHash(d.DigestStr())
 		if err != nil {
-			return workflow.Artifact{}, &workflow.TerminalError{Err: fmt.Errorf("%s: %w: %w", op, workflow.ErrUsage, err)}
+			return image.Artifact{}, &workflow.TerminalError{Err: fmt.Errorf("%s: %w: %w", op, fault.ErrUsage, err)}
 		}
 		root, err = s.getManifest(ctx, repo, h)
 		if err != nil {
-			return workflow.Artifact{}, explain(op, err, missing{
+			return image.Artifact{}, explain(op, err, missing{
 				manifest: "the digest is not in the repository",
 				repo:     "the repository does not exist",
 			})
@@ -57,7 +59,7 @@ func (a *Adapter) Resolve(ctx context.Context, ref string) (workflow.Artifact, e
 			return err
 		})
 		if err != nil {
-			return workflow.Artifact{}, explain(op, err, missing{
+			return image.Artifact{}, explain(op, err, missing{
 				manifest: "the tag is not in the repository",
 				repo:     "the repository does not exist",
 			})
@@ -65,7 +67,7 @@ func (a *Adapter) Resolve(ctx context.Context, ref string) (workflow.Artifact, e
 	}
 	art, _, err := s.describe(ctx, repo, root)
 	if err != nil {
-		return workflow.Artifact{}, explain(op, err, missing{})
+		return image.Artifact{}, explain(op, err, missing{})
 	}
 	art.Reference = ref
 	return art, nil
@@ -154,7 +156,7 @@ func (s *session) expand(ctx context.Context, repo name.Repository, desc *remote
 	switch {
 	case mt.IsSchema1():
 		return nil, fmt.Errorf("%w: %s is a Docker schema 1 manifest, which registries are retiring and relcap does not promote; rebuild and push the image",
-			workflow.ErrUsage, desc.Digest)
+			fault.ErrUsage, desc.Digest)
 	case mt.IsIndex():
 		im, err := v1.ParseIndexManifest(bytes.NewReader(desc.Manifest))
 		if err != nil {
@@ -203,19 +205,19 @@ func (s *session) expand(ctx context.Context, repo name.Repository, desc *remote
 
 // describe reads what a reviewer needs to know about the artifact at root in
 // repo: size, platforms, creation time and referrers.
-func (s *session) describe(ctx context.Context, repo name.Repository, root *remote.Descriptor) (workflow.Artifact, *tree, error) {
-	d, err := workflow.ParseDigest(root.Digest.String())
+func (s *session) describe(ctx context.Context, repo name.Repository, root *remote.Descriptor) (image.Artifact, *tree, error) {
+	d, err := image.ParseDigest(root.Digest.String())
 	if err != nil {
-		return workflow.Artifact{}, nil, err
+		return image.Artifact{}, nil, err
 	}
-	art := workflow.Artifact{
+	art := image.Artifact{
 		Repository: repo.Name(),
 		Digest:     d,
 		MediaType:  string(root.MediaType),
 	}
 	t, err := s.collect(ctx, repo, root)
 	if err != nil {
-		return workflow.Artifact{}, nil, err
+		return image.Artifact{}, nil, err
 	}
 	art.Size = t.size()
 
@@ -230,10 +232,10 @@ func (s *session) describe(ctx context.Context, repo name.Repository, root *remo
 	wg.Go(func() { refs, refErr = s.listReferrers(ctx, repo, root.Digest) })
 	wg.Wait()
 	if cfgErr != nil {
-		return workflow.Artifact{}, nil, cfgErr
+		return image.Artifact{}, nil, cfgErr
 	}
 	if refErr != nil {
-		return workflow.Artifact{}, nil, fmt.Errorf("list referrers: %w", refErr)
+		return image.Artifact{}, nil, fmt.Errorf("list referrers: %w", refErr)
 	}
 	art.Platforms, art.Created = platforms, created
 	for _, r := range refs {
@@ -332,7 +334,7 @@ func (s *session) configFile(ctx context.Context, repo name.Repository, desc v1.
 	return cfg, err
 }
 
-// Referrer schemes and kinds, as workflow.Referrer spells them.
+// Referrer schemes and kinds, as image.Referrer spells them.
 const (
 	schemeOCI    = "oci-referrers"
 	schemeCosign = "cosign-tag"
@@ -349,9 +351,9 @@ var cosignSuffixes = []struct{ suffix, kind string }{
 	{".sbom", kindSBOM},
 }
 
-// referrer is a workflow.Referrer with what copying it needs.
+// referrer is a image.Referrer with what copying it needs.
 type referrer struct {
-	workflow.Referrer
+	image.Referrer
 	hash v1.Hash
 	tag  string // the cosign tag; empty for an OCI referrer
 }
@@ -378,11 +380,11 @@ func (s *session) listReferrers(ctx context.Context, repo name.Repository, h v1.
 		if err != nil || !found {
 			return err
 		}
-		d, err := workflow.ParseDigest(got.String())
+		d, err := image.ParseDigest(got.String())
 		if err != nil {
 			return err
 		}
-		cosign[i-1] = &referrer{Referrer: workflow.Referrer{Kind: c.kind, Digest: d, Scheme: schemeCosign}, hash: got, tag: tag}
+		cosign[i-1] = &referrer{Referrer: image.Referrer{Kind: c.kind, Digest: d, Scheme: schemeCosign}, hash: got, tag: tag}
 		return nil
 	})
 	if err != nil {
@@ -411,12 +413,12 @@ func (s *session) ociReferrers(ctx context.Context, repo name.Repository, h v1.H
 	}
 	var out []referrer
 	for _, desc := range im.Manifests {
-		d, err := workflow.ParseDigest(desc.Digest.String())
+		d, err := image.ParseDigest(desc.Digest.String())
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, referrer{
-			Referrer: workflow.Referrer{Kind: kindOf(desc), Digest: d, Scheme: schemeOCI},
+			Referrer: image.Referrer{Kind: kindOf(desc), Digest: d, Scheme: schemeOCI},
 			hash:     desc.Digest,
 		})
 	}

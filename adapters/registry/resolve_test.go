@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 var (
@@ -38,7 +40,7 @@ func imageSize(t testing.TB, img v1.Image) int64 {
 func TestResolveTagToDigest(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, registryConfig{})
-	img := image(t, "linux/amd64", built, randomLayer(t, 2048), randomLayer(t, 1024))
+	img := ociImage(t, "linux/amd64", built, randomLayer(t, 2048), randomLayer(t, 1024))
 	push(t, reg.repo("ci/web:1.4.2"), img)
 	a := newAdapter(t, Options{})
 
@@ -67,8 +69,8 @@ func TestResolveIndexListsPlatformsAndCountsSharedBlobsOnce(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, registryConfig{})
 	shared := randomLayer(t, 4096)
-	amd := image(t, "linux/amd64", built, shared, randomLayer(t, 1000))
-	arm := image(t, "linux/arm64/v8", rebuilt, shared, randomLayer(t, 3000))
+	amd := ociImage(t, "linux/amd64", built, shared, randomLayer(t, 1000))
+	arm := ociImage(t, "linux/arm64/v8", rebuilt, shared, randomLayer(t, 3000))
 	idx := index(t, amd, arm)
 	push(t, reg.repo("ci/web:multi"), idx)
 
@@ -92,7 +94,7 @@ func TestResolveFindsReferrers(t *testing.T) {
 		t.Run(map[bool]string{true: "referrers-api", false: "tag-fallback"}[api], func(t *testing.T) {
 			t.Parallel()
 			reg := newRegistry(t, registryConfig{referrers: api})
-			img := image(t, "linux/amd64", built, randomLayer(t, 512))
+			img := ociImage(t, "linux/amd64", built, randomLayer(t, 512))
 			h := digestOf(t, img)
 			push(t, reg.repo("ci/web:1.0"), img)
 			sig := cosignSignature(t, h)
@@ -102,7 +104,7 @@ func TestResolveFindsReferrers(t *testing.T) {
 
 			art, err := newAdapter(t, Options{}).Resolve(t.Context(), reg.repo("ci/web:1.0"))
 			require.NoError(t, err)
-			require.ElementsMatch(t, []workflow.Referrer{
+			require.ElementsMatch(t, []image.Referrer{
 				{Kind: "signature", Digest: wdigest(t, digestOf(t, sig)), Scheme: "cosign-tag"},
 				{Kind: "attestation", Digest: wdigest(t, digestOf(t, att)), Scheme: "oci-referrers"},
 			}, art.Referrers)
@@ -128,7 +130,7 @@ func TestResolveRejectsBadReferences(t *testing.T) {
 		t.Run(tc.ref, func(t *testing.T) {
 			t.Parallel()
 			_, err := a.Resolve(t.Context(), tc.ref)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			var term *workflow.TerminalError
 			require.ErrorAs(t, err, &term)
 			require.ErrorContains(t, err, `reference "`+tc.ref+`"`)
@@ -140,15 +142,15 @@ func TestResolveRejectsBadReferences(t *testing.T) {
 func TestResolveMissingTagOrRepository(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, registryConfig{})
-	push(t, reg.repo("ci/web:1.0"), image(t, "linux/amd64", built, randomLayer(t, 64)))
+	push(t, reg.repo("ci/web:1.0"), ociImage(t, "linux/amd64", built, randomLayer(t, 64)))
 	a := newAdapter(t, Options{})
 
 	_, err := a.Resolve(t.Context(), reg.repo("ci/web:2.0"))
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.EqualError(t, err, "resolve "+reg.repo("ci/web:2.0")+": 404 MANIFEST_UNKNOWN: the tag is not in the repository")
 
 	_, err = a.Resolve(t.Context(), reg.repo("ci/api:1.0"))
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.ErrorContains(t, err, "404 NAME_UNKNOWN: the repository does not exist")
 	require.True(t, errors.As(err, new(*workflow.TerminalError)))
 }

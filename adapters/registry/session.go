@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // session is the ggcr state of one Resolve or Promote: a Puller and a Pusher
@@ -50,7 +50,7 @@ func (a *Adapter) newSession(tally *blobTally) (*session, error) {
 // Tag-typed reference whose identifier is the digest: the request URL is the
 // same (/v2/<repo>/manifests/sha256:…), but ggcr then leaves the digest
 // comparison to us, so a registry serving other bytes is reported as
-// workflow.ErrDigestMismatch instead of ggcr's untyped error.
+// fault.ErrDigestMismatch instead of ggcr's untyped error.
 func digestRef(repo name.Repository, h v1.Hash) name.Reference {
 	if h.Algorithm == "sha256" {
 		return repo.Tag(h.String())
@@ -201,7 +201,7 @@ type meter struct {
 
 const meterStep = 1 << 20
 
-func (a *Adapter) newMeter(d workflow.Digest, to string) *meter {
+func (a *Adapter) newMeter(d image.Digest, to string) *meter {
 	if a.progress == nil {
 		return nil
 	}

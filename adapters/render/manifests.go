@@ -7,9 +7,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/relcap/relcap/workflow/fault"
 	"gopkg.in/yaml.v3"
-
-	"github.com/relcap/relcap/workflow"
 )
 
 // ParseManifests reads the Kubernetes objects of one manifest file: YAML
@@ -26,14 +25,14 @@ func ParseManifests(data []byte, file string) ([]map[string]any, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: document %d is not YAML relcap can read; fix it in the environment repository", workflow.ErrUsage, file, doc)
+			return nil, fmt.Errorf("%w: %s: document %d is not YAML relcap can read; fix it in the environment repository", fault.ErrUsage, file, doc)
 		}
 		if v == nil {
 			continue
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s: document %d is not a mapping (a Kubernetes object)", workflow.ErrUsage, file, doc)
+			return nil, fmt.Errorf("%w: %s: document %d is not a mapping (a Kubernetes object)", fault.ErrUsage, file, doc)
 		}
 		objs, err := objectOrList(m, file, doc)
 		if err != nil {
@@ -49,7 +48,7 @@ func objectOrList(m map[string]any, file string, doc int) ([]map[string]any, err
 	kind, _ := m["kind"].(string)
 	apiVersion, _ := m["apiVersion"].(string)
 	if kind == "" || apiVersion == "" {
-		return nil, fmt.Errorf("%w: %s: document %d has no apiVersion or kind", workflow.ErrUsage, file, doc)
+		return nil, fmt.Errorf("%w: %s: document %d has no apiVersion or kind", fault.ErrUsage, file, doc)
 	}
 	if kind == "List" || (len(kind) > 4 && kind[len(kind)-4:] == "List" && m["items"] != nil) {
 		items, _ := m["items"].([]any)
@@ -57,7 +56,7 @@ func objectOrList(m map[string]any, file string, doc int) ([]map[string]any, err
 		for i, it := range items {
 			im, ok := it.(map[string]any)
 			if !ok {
-				return nil, fmt.Errorf("%w: %s: document %d: item %d is not a Kubernetes object", workflow.ErrUsage, file, doc, i)
+				return nil, fmt.Errorf("%w: %s: document %d: item %d is not a Kubernetes object", fault.ErrUsage, file, doc, i)
 			}
 			objs, err := objectOrList(im, file, doc)
 			if err != nil {
@@ -69,7 +68,7 @@ func objectOrList(m map[string]any, file string, doc int) ([]map[string]any, err
 	}
 	md, _ := m["metadata"].(map[string]any)
 	if name, _ := md["name"].(string); name == "" {
-		return nil, fmt.Errorf("%w: %s: document %d (%s) has no metadata.name", workflow.ErrUsage, file, doc, kind)
+		return nil, fmt.Errorf("%w: %s: document %d (%s) has no metadata.name", fault.ErrUsage, file, doc, kind)
 	}
 	return []map[string]any{m}, nil
 }
@@ -78,18 +77,18 @@ func objectOrList(m map[string]any, file string, doc int) ([]map[string]any, err
 // sorted; an empty file has none.
 func ValuesKeys(data []byte, file string) ([]string, error) {
 	if data == nil {
-		return nil, fmt.Errorf("%w: %s does not exist on the branch; fix envrepo.file", workflow.ErrUsage, file)
+		return nil, fmt.Errorf("%w: %s does not exist on the branch; fix envrepo.file", fault.ErrUsage, file)
 	}
 	var v any
 	if err := yaml.Unmarshal(data, &v); err != nil {
-		return nil, fmt.Errorf("%w: %s is not YAML relcap can read; fix it in the environment repository", workflow.ErrUsage, file)
+		return nil, fmt.Errorf("%w: %s is not YAML relcap can read; fix it in the environment repository", fault.ErrUsage, file)
 	}
 	if v == nil {
 		return nil, nil
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s is not a mapping of values", workflow.ErrUsage, file)
+		return nil, fmt.Errorf("%w: %s is not a mapping of values", fault.ErrUsage, file)
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -123,7 +124,7 @@ func Kustomize(files map[string][]byte, dir string) ([]map[string]any, error) {
 		}
 	}
 	if !hasKustomization(files, dir) {
-		return nil, fmt.Errorf("%w: %s has no kustomization.yaml, kustomization.yml or Kustomization; fix envrepo.file", workflow.ErrUsage, dir)
+		return nil, fmt.Errorf("%w: %s has no kustomization.yaml, kustomization.yml or Kustomization; fix envrepo.file", fault.ErrUsage, dir)
 	}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	rm, err := k.Run(fs, "/"+dir)

@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/adapters/gitrepo"
 	"github.com/relcap/relcap/adapters/render"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -207,7 +208,7 @@ func TestRenderRefusesBrokenSourcesNamingTheFile(t *testing.T) {
 		"c/values.yaml":        []byte("- a list\n"),
 	}
 	_, err := render.Render(files, workflow.EnvRepoTarget{File: "a/bad.yaml", Format: workflow.FormatManifest}, "app")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Equal(t, "invalid input: a/bad.yaml: document 2 is not YAML relcap can read; fix it in the environment repository", err.Error())
 	_, err = render.Render(files, workflow.EnvRepoTarget{File: "b/kustomization.yaml", Format: workflow.FormatKustomize}, "app")
 	require.ErrorContains(t, err, "kustomize build b:")

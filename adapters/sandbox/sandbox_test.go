@@ -20,6 +20,8 @@ import (
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
@@ -120,10 +122,10 @@ func TestSandboxServesASignedMultiPlatformReleaseAndTwoSyncedApps(t *testing.T) 
 		require.NoError(t, err)
 		defer ad.Close()
 		for _, env := range sandbox.Environments {
-			st, err := ad.Get(t.Context(), workflow.AppRef{Env: env, Server: sb.ArgoCD, Name: sb.Apps[env]})
+			st, err := ad.Get(t.Context(), appstate.AppRef{Env: env, Server: sb.ArgoCD, Name: sb.Apps[env]})
 			require.NoError(t, err, env)
-			require.Equal(t, workflow.SyncSynced, st.SyncStatus, env)
-			require.Equal(t, workflow.HealthHealthy, st.Health, env)
+			require.Equal(t, appstate.SyncSynced, st.SyncStatus, env)
+			require.Equal(t, appstate.HealthHealthy, st.Health, env)
 			require.True(t, st.AutoSync && st.SelfHeal, env)
 			require.Equal(t, []string{sb.Registry + "/" + env + "/web:1.4.1"}, st.Images)
 		}
@@ -138,8 +140,8 @@ func TestSandboxServesASignedMultiPlatformReleaseAndTwoSyncedApps(t *testing.T) 
 		require.True(t, staging.ArgoCD.PlainText)
 		require.Equal(t, sb.TokenEnv, prod.ArgoCD.TokenEnv)
 		require.Equal(t, sb.EnvRepo, prod.EnvRepo.Path)
-		require.Equal(t, workflow.ApprovalPolicy{Plan: 1, Signed: true}, staging.Approvals)
-		require.Equal(t, workflow.ApprovalPolicy{Plan: 1, Promotion: 1, DistinctFromAuthor: true, Signed: true}, prod.Approvals)
+		require.Equal(t, approval.Policy{Plan: 1, Signed: true}, staging.Approvals)
+		require.Equal(t, approval.Policy{Plan: 1, Promotion: 1, DistinctFromAuthor: true, Signed: true}, prod.Approvals)
 		require.True(t, prod.Registry.RequireSignature)
 		require.Equal(t, sb.PeopleFile, p.People)
 	})
@@ -150,9 +152,9 @@ func TestSandboxServesASignedMultiPlatformReleaseAndTwoSyncedApps(t *testing.T) 
 		require.ElementsMatch(t, []string{sandbox.Approver, "captain"}, people.Principals())
 		msg := []byte("relcap approval v1\nkind: plan\n")
 		sig, err := signing.NewSigner(signing.SignerOptions{Key: sb.Keys[sandbox.Approver], People: sb.PeopleFile}).
-			Sign(t.Context(), sandbox.Approver, workflow.NamespaceApproval, msg)
+			Sign(t.Context(), sandbox.Approver, approval.NamespaceApproval, msg)
 		require.NoError(t, err)
-		require.NoError(t, signing.NewVerifier(sb.PeopleFile).Verify(t.Context(), sandbox.Approver, workflow.NamespaceApproval, msg, sig, time.Now()))
+		require.NoError(t, signing.NewVerifier(sb.PeopleFile).Verify(t.Context(), sandbox.Approver, approval.NamespaceApproval, msg, sig, time.Now()))
 		fi, err := os.Stat(sb.Keys["captain"])
 		require.NoError(t, err)
 		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "private keys are the person's alone")

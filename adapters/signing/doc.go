@@ -11,7 +11,7 @@
 // decides which key may sign as whom.
 //
 // Errors say plainly why a signature does not count and what to do. Problems
-// with the people file or the person's key setting wrap workflow.ErrUsage; a
+// with the people file or the person's key setting wrap fault.ErrUsage; a
 // signature that does not verify wraps ErrUnverified. No error carries
 // private key material or a passphrase; keys are named by their SHA-256
 // fingerprint.

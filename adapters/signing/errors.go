@@ -3,14 +3,14 @@ package signing
 import (
 	"fmt"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // ErrUnverified is wrapped by every Verify error that means the signature
 // does not count (as opposed to a broken people file, which is
-// workflow.ErrUsage): a policy that requires signed approvals is then not
-// met, hence workflow.ErrBlocked.
-var ErrUnverified = fmt.Errorf("%w: signature not verified", workflow.ErrBlocked)
+// fault.ErrUsage): a policy that requires signed approvals is then not
+// met, hence fault.ErrBlocked.
+var ErrUnverified = fmt.Errorf("%w: signature not verified", fault.ErrBlocked)
 
 // signingError is an explained failure. Its message is written for the
 // person reading it, without the sentinel's text in front, and it unwraps
@@ -26,7 +26,7 @@ func (e *signingError) Unwrap() []error { return e.errs }
 // usagef is a problem with the people file or the key setting, which the
 // person fixes (exit 2).
 func usagef(format string, args ...any) error {
-	return &signingError{msg: fmt.Sprintf(format, args...), errs: []error{workflow.ErrUsage}}
+	return &signingError{msg: fmt.Sprintf(format, args...), errs: []error{fault.ErrUsage}}
 }
 
 // unverifiedf is a signature that does not count.

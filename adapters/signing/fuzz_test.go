@@ -9,12 +9,13 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // FuzzParseAllowedSigners: the people file is edited by hand and read on
 // every verification. On any input the parser must not panic; a failure
-// must wrap workflow.ErrUsage, name the file and line, and quote no public
+// must wrap fault.ErrUsage, name the file and line, and quote no public
 // key; a success must answer every question without panicking.
 func FuzzParseAllowedSigners(f *testing.F) {
 	alice, _ := testKey(f, 1)
@@ -57,7 +58,7 @@ func FuzzParseAllowedSigners(f *testing.F) {
 			t.Fatalf("validate's first problem %v is not verification's %v", problems[0], err)
 		}
 		for _, pr := range problems {
-			if !errors.Is(pr, workflow.ErrUsage) || !strings.HasPrefix(pr.Error(), "allowed_signers:") {
+			if !errors.Is(pr, fault.ErrUsage) || !strings.HasPrefix(pr.Error(), "allowed_signers:") {
 				t.Fatalf("problem without file and line, or not a usage error: %v", pr)
 			}
 		}
@@ -65,7 +66,7 @@ func FuzzParseAllowedSigners(f *testing.F) {
 			if p != nil {
 				t.Fatalf("error with a result: %v", err)
 			}
-			if !errors.Is(err, workflow.ErrUsage) {
+			if !errors.Is(err, fault.ErrUsage) {
 				t.Fatalf("error does not wrap ErrUsage: %v", err)
 			}
 			if !strings.HasPrefix(err.Error(), "allowed_signers:") {
@@ -79,15 +80,15 @@ func FuzzParseAllowedSigners(f *testing.F) {
 			return
 		}
 		for _, who := range append(p.Principals(), "alice", "bob", "") {
-			for _, k := range p.KeysFor(who, workflow.NamespaceApproval, at) {
+			for _, k := range p.KeysFor(who, approval.NamespaceApproval, at) {
 				if len(p.PrincipalsOf(k)) > len(p.Principals()) {
 					t.Fatalf("PrincipalsOf names more people than the file")
 				}
-				_ = p.refuse(who, workflow.NamespaceJournal, k, at.Add(100*365*24*time.Hour))
+				_ = p.refuse(who, approval.NamespaceJournal, k, at.Add(100*365*24*time.Hour))
 			}
 		}
 		for i := range p.entries {
-			_ = p.refuse("nobody", workflow.NamespaceApproval, p.entries[i].key, at)
+			_ = p.refuse("nobody", approval.NamespaceApproval, p.entries[i].key, at)
 		}
 	})
 }

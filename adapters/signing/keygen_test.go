@@ -10,7 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // TestGenerateKeyFileMakesAnOpenSSHKey: the demo's keys must be keys
@@ -37,9 +38,9 @@ func TestGenerateKeyFileMakesAnOpenSSHKey(t *testing.T) {
 	require.Equal(t, strings.Join(strings.Fields(line)[:2], " "), strings.Join(strings.Fields(out)[:2], " "))
 
 	people := writeFile(t, dir, "allowed_signers", "alice "+line)
-	sig, err := NewSigner(SignerOptions{Key: path, People: people}).Sign(t.Context(), "alice", workflow.NamespaceJournal, statement)
+	sig, err := NewSigner(SignerOptions{Key: path, People: people}).Sign(t.Context(), "alice", approval.NamespaceJournal, statement)
 	require.NoError(t, err)
-	good, out := sshVerify(t, people, "alice", workflow.NamespaceJournal, statement, sig.Armored, time.Time{})
+	good, out := sshVerify(t, people, "alice", approval.NamespaceJournal, statement, sig.Armored, time.Time{})
 	require.True(t, good, out)
 
 	_, err = GenerateKeyFile(path, "again")
@@ -49,7 +50,7 @@ func TestGenerateKeyFileMakesAnOpenSSHKey(t *testing.T) {
 	require.Equal(t, string(pub), string(again))
 
 	_, err = GenerateKeyFile(filepath.Join(dir, "bad"), "two\nlines")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 // TestSignerStopsWithTheContext: a cancelled context ends Sign with an
@@ -63,8 +64,8 @@ func TestSignerStopsWithTheContext(t *testing.T) {
 	sshAdd(t, socket, bob)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := NewSigner(SignerOptions{AgentSocket: socket, People: people}).Sign(ctx, "bob", workflow.NamespaceApproval, statement)
+	_, err := NewSigner(SignerOptions{AgentSocket: socket, People: people}).Sign(ctx, "bob", approval.NamespaceApproval, statement)
 	require.ErrorIs(t, err, context.Canceled)
-	err = NewVerifier(people).Verify(ctx, "bob", workflow.NamespaceApproval, statement, workflow.Signature{}, time.Now())
+	err = NewVerifier(people).Verify(ctx, "bob", approval.NamespaceApproval, statement, approval.Signature{}, time.Now())
 	require.ErrorIs(t, err, context.Canceled)
 }

@@ -10,7 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var keyTypes = []string{"ed25519", "ecdsa", "rsa"}
@@ -30,17 +31,17 @@ func TestSignerOutputVerifiesWithSSHKeygen(t *testing.T) {
 			bob := newKey(t, dir, "bob", typ, "")
 			people := writeFile(t, dir, "allowed_signers", "alice "+alice.line, "bob "+bob.line)
 
-			sig, err := NewSigner(SignerOptions{Key: bob.path, People: people}).Sign(t.Context(), "bob", workflow.NamespaceApproval, statement)
+			sig, err := NewSigner(SignerOptions{Key: bob.path, People: people}).Sign(t.Context(), "bob", approval.NamespaceApproval, statement)
 			require.NoError(t, err)
 			require.Equal(t, bob.fp, sig.Key)
 			require.True(t, strings.HasPrefix(sig.Armored, "-----BEGIN SSH SIGNATURE-----\n"), sig.Armored)
 
-			good, out := sshVerify(t, people, "bob", workflow.NamespaceApproval, statement, sig.Armored, time.Time{})
+			good, out := sshVerify(t, people, "bob", approval.NamespaceApproval, statement, sig.Armored, time.Time{})
 			require.True(t, good, "ssh-keygen -Y verify: %s", out)
 			require.Contains(t, out, bob.fp)
-			require.NoError(t, NewVerifier(people).Verify(t.Context(), "bob", workflow.NamespaceApproval, statement, sig, time.Now()))
+			require.NoError(t, NewVerifier(people).Verify(t.Context(), "bob", approval.NamespaceApproval, statement, sig, time.Now()))
 
-			good, out = sshVerify(t, people, "alice", workflow.NamespaceApproval, statement, sig.Armored, time.Time{})
+			good, out = sshVerify(t, people, "alice", approval.NamespaceApproval, statement, sig.Armored, time.Time{})
 			require.False(t, good, "ssh-keygen accepted bob's signature as alice's: %s", out)
 		})
 	}
@@ -56,10 +57,10 @@ func TestVerifierAcceptsSSHKeygenSignatures(t *testing.T) {
 			dir := t.TempDir()
 			bob := newKey(t, dir, "bob", typ, "")
 			people := writeFile(t, dir, "allowed_signers", "bob "+bob.line)
-			armored := sshSign(t, bob, workflow.NamespaceApproval, statement)
+			armored := sshSign(t, bob, approval.NamespaceApproval, statement)
 			v := NewVerifier(people)
-			require.NoError(t, v.Verify(t.Context(), "bob", workflow.NamespaceApproval, statement, workflow.Signature{Armored: armored}, time.Now()))
-			require.NoError(t, v.Verify(t.Context(), "bob", workflow.NamespaceApproval, statement, workflow.Signature{Armored: armored, Key: bob.fp}, time.Now()))
+			require.NoError(t, v.Verify(t.Context(), "bob", approval.NamespaceApproval, statement, approval.Signature{Armored: armored}, time.Now()))
+			require.NoError(t, v.Verify(t.Context(), "bob", approval.NamespaceApproval, statement, approval.Signature{Armored: armored, Key: bob.fp}, time.Now()))
 		})
 	}
 }
@@ -87,12 +88,12 @@ func TestSignerUsesTheAgent(t *testing.T) {
 			t.Run(name+"/"+setting, func(t *testing.T) {
 				t.Parallel()
 				// Key never names the private key file: only the agent can sign.
-				sig, err := NewSigner(SignerOptions{Key: key, AgentSocket: socket, People: people}).Sign(t.Context(), name, workflow.NamespaceApproval, statement)
+				sig, err := NewSigner(SignerOptions{Key: key, AgentSocket: socket, People: people}).Sign(t.Context(), name, approval.NamespaceApproval, statement)
 				require.NoError(t, err)
 				require.Equal(t, k.fp, sig.Key)
-				good, out := sshVerify(t, people, name, workflow.NamespaceApproval, statement, sig.Armored, time.Time{})
+				good, out := sshVerify(t, people, name, approval.NamespaceApproval, statement, sig.Armored, time.Time{})
 				require.True(t, good, "ssh-keygen -Y verify: %s", out)
-				require.NoError(t, NewVerifier(people).Verify(t.Context(), name, workflow.NamespaceApproval, statement, sig, time.Now()))
+				require.NoError(t, NewVerifier(people).Verify(t.Context(), name, approval.NamespaceApproval, statement, sig, time.Now()))
 			})
 		}
 	}
@@ -112,9 +113,9 @@ func TestSignerUsesTheAgentForAPassphraseProtectedKeyFile(t *testing.T) {
 	out, code := run(t, nil, []string{"SSH_AUTH_SOCK=" + socket, "SSH_ASKPASS=" + askpass, "SSH_ASKPASS_REQUIRE=force", "DISPLAY=none"}, "ssh-add", bob.path)
 	require.Zero(t, code, "ssh-add: %s", out)
 
-	sig, err := NewSigner(SignerOptions{Key: bob.path, AgentSocket: socket, People: people}).Sign(t.Context(), "bob", workflow.NamespaceApproval, statement)
+	sig, err := NewSigner(SignerOptions{Key: bob.path, AgentSocket: socket, People: people}).Sign(t.Context(), "bob", approval.NamespaceApproval, statement)
 	require.NoError(t, err)
-	good, out := sshVerify(t, people, "bob", workflow.NamespaceApproval, statement, sig.Armored, time.Time{})
+	good, out := sshVerify(t, people, "bob", approval.NamespaceApproval, statement, sig.Armored, time.Time{})
 	require.True(t, good, "ssh-keygen -Y verify: %s", out)
 }
 
@@ -191,9 +192,9 @@ func TestSignerRefuses(t *testing.T) {
 			if tc.opts.People == "" {
 				tc.opts.People = people
 			}
-			_, err := NewSigner(tc.opts).Sign(t.Context(), tc.principal, workflow.NamespaceApproval, statement)
+			_, err := NewSigner(tc.opts).Sign(t.Context(), tc.principal, approval.NamespaceApproval, statement)
 			require.Error(t, err)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			for _, w := range tc.want {
 				require.Contains(t, err.Error(), w)
 			}
@@ -236,24 +237,24 @@ func TestVerifierRefuses(t *testing.T) {
 	bob := newKey(t, dir, "bob", "ecdsa", "")
 	people := writeFile(t, dir, "allowed_signers", "alice "+alice.line, "bob "+bob.line)
 	now := time.Now()
-	bobSigns := func(namespace string) workflow.Signature {
-		return workflow.Signature{Armored: sshSign(t, bob, namespace, statement), Key: bob.fp}
+	bobSigns := func(namespace string) approval.Signature {
+		return approval.Signature{Armored: sshSign(t, bob, namespace, statement), Key: bob.fp}
 	}
-	aliceSig := workflow.Signature{Armored: sshSign(t, alice, workflow.NamespaceApproval, statement), Key: alice.fp}
-	good := bobSigns(workflow.NamespaceApproval)
+	aliceSig := approval.Signature{Armored: sshSign(t, alice, approval.NamespaceApproval, statement), Key: alice.fp}
+	good := bobSigns(approval.NamespaceApproval)
 
 	for _, tc := range []struct {
 		name      string
 		file      []string // the people file at verification, when not the original
 		principal string
 		message   []byte
-		sig       workflow.Signature
+		sig       approval.Signature
 		at        time.Time
 		want      string
 	}{
 		{name: "alice's key as bob", principal: "bob", sig: aliceSig,
 			want: "signed with key " + alice.fp + ", which " + people + " gives alice, not bob"},
-		{name: "wrong namespace", principal: "bob", sig: bobSigns(workflow.NamespaceJournal),
+		{name: "wrong namespace", principal: "bob", sig: bobSigns(approval.NamespaceJournal),
 			want: `the signature is for namespace "relcap-journal", not relcap-approval`},
 		{name: "tampered statement", principal: "bob", sig: good, message: []byte(strings.Replace(string(statement), "production", "staging", 1)),
 			want: "the signature does not match the statement (changed after signing): key " + bob.fp + " did not sign these bytes"},
@@ -269,11 +270,11 @@ func TestVerifierRefuses(t *testing.T) {
 			want: people + `:1 allows bob's key ` + bob.fp + ` only for namespaces "git,relcap-journal", not relcap-approval`},
 		{name: "negated namespace", file: []string{`bob namespaces="relcap-*,!relcap-approval" ` + bob.line}, principal: "bob", sig: good,
 			want: "only for namespaces"},
-		{name: "recorded key differs", principal: "bob", sig: workflow.Signature{Armored: good.Armored, Key: alice.fp},
+		{name: "recorded key differs", principal: "bob", sig: approval.Signature{Armored: good.Armored, Key: alice.fp},
 			want: "the signature was made with key " + bob.fp + ", but the record says \"" + alice.fp + "\": the record was altered"},
-		{name: "unsigned", principal: "bob", sig: workflow.Signature{},
+		{name: "unsigned", principal: "bob", sig: approval.Signature{},
 			want: "bob's statement is not signed"},
-		{name: "not a signature", principal: "bob", sig: workflow.Signature{Armored: "-----BEGIN PGP SIGNATURE-----\nAAAA\n-----END PGP SIGNATURE-----\n"},
+		{name: "not a signature", principal: "bob", sig: approval.Signature{Armored: "-----BEGIN PGP SIGNATURE-----\nAAAA\n-----END PGP SIGNATURE-----\n"},
 			want: "the signature is not an armored SSH signature"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,17 +294,17 @@ func TestVerifierRefuses(t *testing.T) {
 			if !tc.at.IsZero() {
 				at = tc.at
 			}
-			err := NewVerifier(path).Verify(t.Context(), tc.principal, workflow.NamespaceApproval, msg, tc.sig, at)
+			err := NewVerifier(path).Verify(t.Context(), tc.principal, approval.NamespaceApproval, msg, tc.sig, at)
 			require.Error(t, err)
 			require.ErrorIs(t, err, ErrUnverified)
-			require.ErrorIs(t, err, workflow.ErrBlocked)
-			require.NotErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrBlocked)
+			require.NotErrorIs(t, err, fault.ErrUsage)
 			require.Contains(t, err.Error(), tc.want)
 			noKeyMaterial(t, err, dir)
 
 			// OpenSSH, given the same file, agrees the signature does not count.
 			if !tc.sig.IsZero() && strings.Contains(tc.sig.Armored, "SSH SIGNATURE") && tc.name != "recorded key differs" {
-				ok, out := sshVerify(t, path, tc.principal, workflow.NamespaceApproval, msg, tc.sig.Armored, at)
+				ok, out := sshVerify(t, path, tc.principal, approval.NamespaceApproval, msg, tc.sig.Armored, at)
 				require.False(t, ok, "ssh-keygen accepted what relcap refused: %s", out)
 			}
 		})
@@ -319,24 +320,24 @@ func TestVerifierRereadsThePeopleFile(t *testing.T) {
 	alice := newKey(t, dir, "alice", "ed25519", "")
 	bob := newKey(t, dir, "bob", "ed25519", "")
 	people := writeFile(t, dir, "allowed_signers", "alice "+alice.line, "bob "+bob.line)
-	sig, err := NewSigner(SignerOptions{Key: bob.path, People: people}).Sign(t.Context(), "bob", workflow.NamespaceApproval, statement)
+	sig, err := NewSigner(SignerOptions{Key: bob.path, People: people}).Sign(t.Context(), "bob", approval.NamespaceApproval, statement)
 	require.NoError(t, err)
 	v := NewVerifier(people)
-	require.NoError(t, v.Verify(t.Context(), "bob", workflow.NamespaceApproval, statement, sig, time.Now()))
+	require.NoError(t, v.Verify(t.Context(), "bob", approval.NamespaceApproval, statement, sig, time.Now()))
 
 	writeFile(t, dir, "allowed_signers", "alice "+alice.line)
-	err = v.Verify(t.Context(), "bob", workflow.NamespaceApproval, statement, sig, time.Now())
+	err = v.Verify(t.Context(), "bob", approval.NamespaceApproval, statement, sig, time.Now())
 	require.ErrorIs(t, err, ErrUnverified)
 	require.ErrorContains(t, err, "key "+bob.fp+" is not in "+people+" (removed, or never added)")
 
 	require.NoError(t, os.Remove(people))
-	err = v.Verify(t.Context(), "bob", workflow.NamespaceApproval, statement, sig, time.Now())
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	err = v.Verify(t.Context(), "bob", approval.NamespaceApproval, statement, sig, time.Now())
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "people file "+people+" does not exist")
 
 	writeFile(t, dir, "allowed_signers", "bob nonsense")
-	err = v.Verify(t.Context(), "bob", workflow.NamespaceApproval, statement, sig, time.Now())
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	err = v.Verify(t.Context(), "bob", approval.NamespaceApproval, statement, sig, time.Now())
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, people+":1: ")
 }
 
@@ -347,7 +348,7 @@ func TestAllowedSignersAgreesWithSSHKeygen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	bob := newKey(t, dir, "bob", "ed25519", "")
-	sig := workflow.Signature{Armored: sshSign(t, bob, workflow.NamespaceApproval, statement)}
+	sig := approval.Signature{Armored: sshSign(t, bob, approval.NamespaceApproval, statement)}
 	at := func(s string) time.Time {
 		t, err := time.Parse("20060102150405", s)
 		if err != nil {
@@ -390,9 +391,9 @@ func TestAllowedSignersAgreesWithSSHKeygen(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
 			people := writeFile(t, t.TempDir(), "allowed_signers", "alice "+newTestLine(t), fmt.Sprintf(tc.line, bob.line))
-			ok, out := sshVerify(t, people, tc.principal, workflow.NamespaceApproval, statement, sig.Armored, tc.at)
+			ok, out := sshVerify(t, people, tc.principal, approval.NamespaceApproval, statement, sig.Armored, tc.at)
 			require.Equal(t, tc.want, ok, "ssh-keygen, %q as %s at %s: %s", tc.line, tc.principal, tc.at, out)
-			err := NewVerifier(people).Verify(t.Context(), tc.principal, workflow.NamespaceApproval, statement, sig, tc.at)
+			err := NewVerifier(people).Verify(t.Context(), tc.principal, approval.NamespaceApproval, statement, sig, tc.at)
 			if tc.want {
 				require.NoError(t, err, "%q as %s at %s", tc.line, tc.principal, tc.at)
 			} else {

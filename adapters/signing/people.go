@@ -64,7 +64,7 @@ func LoadPeople(path string) (*People, error) {
 //
 // relcap reads the file strictly: a line ssh-keygen would skip or misread
 // is an error here, reported as "name:LINE: what is wrong, and what to do"
-// and wrapping workflow.ErrUsage. cert-authority lines are refused, since
+// and wrapping fault.ErrUsage. cert-authority lines are refused, since
 // relcap does not check certificates yet.
 func ParseAllowedSigners(name string, data []byte) (*People, error) {
 	return parseAllowedSigners(name, data, time.Local)
@@ -83,7 +83,7 @@ func parseAllowedSigners(name string, data []byte, loc *time.Location) (*People,
 // CheckAllowedSigners parses data, the people file read from name, with
 // the parser verification uses, and returns every problem it has, one
 // error per line ("name:LINE: what is wrong, and what to do", each
-// wrapping workflow.ErrUsage), in line order; none when the file is
+// wrapping fault.ErrUsage), in line order; none when the file is
 // valid. relcap validate reports them all at once, so a broken file is
 // found before anyone approves with it.
 func CheckAllowedSigners(name string, data []byte) []error {

@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // zone is the "local time" of parser tests, an hour east of UTC, so that a
@@ -56,20 +57,20 @@ func TestParseAllowedSignersReadsTheFormat(t *testing.T) {
 		return fps
 	}
 	fp := ssh.FingerprintSHA256
-	require.Equal(t, []string{fp(aliceKey)}, keys("alice", workflow.NamespaceApproval, at))
-	require.Equal(t, []string{fp(bobKey), fp(aliceKey)}, keys("Bob Smith", workflow.NamespaceApproval, at), "quoted principals may hold spaces")
-	require.Equal(t, []string{fp(bobKey), fp(aliceKey)}, keys("bob", workflow.NamespaceApproval, at), "!alice,* gives alice's key to everyone but alice")
-	require.Equal(t, []string{fp(carolKey), fp(aliceKey)}, keys("carol", workflow.NamespaceApproval, at))
-	require.Equal(t, []string{fp(aliceKey)}, keys("carol", workflow.NamespaceJournal, at), "carol's line excludes relcap-journal")
-	require.Equal(t, []string{fp(carolKey), fp(aliceKey)}, keys("carol", workflow.NamespaceApproval, time.Date(2024, 12, 31, 23, 0, 0, 0, time.UTC)), "2025-01-01 local is 2024-12-31 23:00 UTC, and valid-after includes its own second")
-	require.Equal(t, []string{fp(aliceKey)}, keys("carol", workflow.NamespaceApproval, time.Date(2024, 12, 31, 22, 59, 59, 0, time.UTC)))
-	require.Equal(t, []string{fp(carolKey), fp(aliceKey)}, keys("carol", workflow.NamespaceApproval, time.Date(2026, 1, 1, 12, 0, 0, 999, time.UTC)), "valid-before includes its own second, as OpenSSH's")
-	require.Equal(t, []string{fp(aliceKey)}, keys("carol", workflow.NamespaceApproval, time.Date(2026, 1, 1, 12, 0, 1, 0, time.UTC)))
-	require.Equal(t, []string{fp(carolKey), fp(aliceKey)}, keys("ops-eu", workflow.NamespaceApproval, at))
+	require.Equal(t, []string{fp(aliceKey)}, keys("alice", approval.NamespaceApproval, at))
+	require.Equal(t, []string{fp(bobKey), fp(aliceKey)}, keys("Bob Smith", approval.NamespaceApproval, at), "quoted principals may hold spaces")
+	require.Equal(t, []string{fp(bobKey), fp(aliceKey)}, keys("bob", approval.NamespaceApproval, at), "!alice,* gives alice's key to everyone but alice")
+	require.Equal(t, []string{fp(carolKey), fp(aliceKey)}, keys("carol", approval.NamespaceApproval, at))
+	require.Equal(t, []string{fp(aliceKey)}, keys("carol", approval.NamespaceJournal, at), "carol's line excludes relcap-journal")
+	require.Equal(t, []string{fp(carolKey), fp(aliceKey)}, keys("carol", approval.NamespaceApproval, time.Date(2024, 12, 31, 23, 0, 0, 0, time.UTC)), "2025-01-01 local is 2024-12-31 23:00 UTC, and valid-after includes its own second")
+	require.Equal(t, []string{fp(aliceKey)}, keys("carol", approval.NamespaceApproval, time.Date(2024, 12, 31, 22, 59, 59, 0, time.UTC)))
+	require.Equal(t, []string{fp(carolKey), fp(aliceKey)}, keys("carol", approval.NamespaceApproval, time.Date(2026, 1, 1, 12, 0, 0, 999, time.UTC)), "valid-before includes its own second, as OpenSSH's")
+	require.Equal(t, []string{fp(aliceKey)}, keys("carol", approval.NamespaceApproval, time.Date(2026, 1, 1, 12, 0, 1, 0, time.UTC)))
+	require.Equal(t, []string{fp(carolKey), fp(aliceKey)}, keys("ops-eu", approval.NamespaceApproval, at))
 	require.Equal(t, []string{fp(aliceKey)}, keys("alice", "any-namespace", at), "alice gets only her own key")
 
 	var nobody *People
-	require.Nil(t, nobody.KeysFor("alice", workflow.NamespaceApproval, at))
+	require.Nil(t, nobody.KeysFor("alice", approval.NamespaceApproval, at))
 	require.Nil(t, nobody.Principals())
 }
 
@@ -117,7 +118,7 @@ func TestParseAllowedSignersExplainsMistakes(t *testing.T) {
 			file := "# people\n\nbob " + key + "\n" + tc.line + "\n"
 			_, err := parseAllowedSigners("team/allowed_signers", []byte(file), zone)
 			require.Error(t, err)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			require.True(t, strings.HasPrefix(err.Error(), "team/allowed_signers:4: "), "error names file and line: %v", err)
 			require.Contains(t, err.Error(), tc.want)
 			require.NotContains(t, err.Error(), blob[:16], "errors never quote key material")
@@ -195,16 +196,16 @@ func TestLoadPeopleNamesTheFile(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "allowed_signers")
 	_, err := LoadPeople(missing)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "people file "+missing+" does not exist")
 
 	_, err = LoadPeople("")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "no people file is configured")
 
 	dir := t.TempDir()
 	_, err = LoadPeople(dir)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "cannot read people file "+dir)
 
 	key, _ := testKey(t, 1)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 var _ workflow.Signer = (*Signer)(nil)
@@ -60,46 +61,46 @@ func NewSigner(opts SignerOptions) *Signer {
 
 // Sign signs message in namespace as principal and returns the armored
 // signature with its key's fingerprint. The error, wrapping
-// workflow.ErrUsage, says what to do when no usable key is set or
+// fault.ErrUsage, says what to do when no usable key is set or
 // available, or when the key is not one the people file gives principal
 // for namespace now. A cancelled ctx ends a signature the agent is
 // holding.
-func (s *Signer) Sign(ctx context.Context, principal, namespace string, message []byte) (workflow.Signature, error) {
+func (s *Signer) Sign(ctx context.Context, principal, namespace string, message []byte) (approval.Signature, error) {
 	if err := ctx.Err(); err != nil {
-		return workflow.Signature{}, err
+		return approval.Signature{}, err
 	}
 	if principal == "" {
-		return workflow.Signature{}, usagef("no principal to sign as: say who is acting (--actor)")
+		return approval.Signature{}, usagef("no principal to sign as: say who is acting (--actor)")
 	}
 	if namespace == "" {
-		return workflow.Signature{}, usagef("no signature namespace: relcap signs only within one (%s, %s)", workflow.NamespaceApproval, workflow.NamespaceJournal)
+		return approval.Signature{}, usagef("no signature namespace: relcap signs only within one (%s, %s)", approval.NamespaceApproval, approval.NamespaceJournal)
 	}
 	people, err := LoadPeople(s.opts.People)
 	if err != nil {
-		return workflow.Signature{}, err
+		return approval.Signature{}, err
 	}
 	now := s.now()
 	key, session, err := s.chooseKey(ctx, people, principal, namespace, now)
 	defer session.close()
 	if err != nil {
-		return workflow.Signature{}, err
+		return approval.Signature{}, err
 	}
 	pub := key.PublicKey()
 	fp := ssh.FingerprintSHA256(pub)
 	if findKey(people.KeysFor(principal, namespace, now), pub) == nil {
-		return workflow.Signature{}, usagef("%s", signRefusal(people.refuse(principal, namespace, pub, now), principal, namespace, people.name))
+		return approval.Signature{}, usagef("%s", signRefusal(people.refuse(principal, namespace, pub, now), principal, namespace, people.name))
 	}
 	sig, err := sshsig.Sign(bytes.NewReader(message), key, sshsig.HashSHA512, namespace)
 	if err != nil {
 		if ctx.Err() != nil {
-			return workflow.Signature{}, fmt.Errorf("signing as %s with key %s: %w", principal, fp, ctx.Err())
+			return approval.Signature{}, fmt.Errorf("signing as %s with key %s: %w", principal, fp, ctx.Err())
 		}
 		if session != nil {
-			return workflow.Signature{}, fmt.Errorf("ssh-agent at %s did not sign with key %s (%w): if the key was added with ssh-add -c, confirm the request", session.socket, fp, err)
+			return approval.Signature{}, fmt.Errorf("ssh-agent at %s did not sign with key %s (%w): if the key was added with ssh-add -c, confirm the request", session.socket, fp, err)
 		}
-		return workflow.Signature{}, fmt.Errorf("signing as %s with key %s: %w", principal, fp, err)
+		return approval.Signature{}, fmt.Errorf("signing as %s with key %s: %w", principal, fp, err)
 	}
-	return workflow.Signature{Armored: string(sshsig.Armor(sig)), Key: fp}, nil
+	return approval.Signature{Armored: string(sshsig.Armor(sig)), Key: fp}, nil
 }
 
 // signRefusal words a refusal for the person trying to sign.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 var (
@@ -87,7 +88,7 @@ func (v *Verifier) PeopleState(ctx context.Context) (workflow.PeopleState, error
 
 // VerifyIn is Verify against the people file of revision
 // (workflow.PeopleFile).
-func (v *Verifier) VerifyIn(ctx context.Context, revision, principal, namespace string, message []byte, sig workflow.Signature, at time.Time) error {
+func (v *Verifier) VerifyIn(ctx context.Context, revision, principal, namespace string, message []byte, sig approval.Signature, at time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -110,9 +111,9 @@ func (v *Verifier) VerifyIn(ctx context.Context, revision, principal, namespace 
 // namespace, made with a key the people file gives principal for that
 // namespace at time at (the time of the signed statement). It returns nil
 // when it is, an error wrapping ErrUnverified that says why when it is
-// not, and an error wrapping workflow.ErrUsage when the people file is
+// not, and an error wrapping fault.ErrUsage when the people file is
 // missing or malformed.
-func (v *Verifier) Verify(ctx context.Context, principal, namespace string, message []byte, sig workflow.Signature, at time.Time) error {
+func (v *Verifier) Verify(ctx context.Context, principal, namespace string, message []byte, sig approval.Signature, at time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (v *Verifier) Verify(ctx context.Context, principal, namespace string, mess
 }
 
 // verifyAgainst is Verify against one reading of the people file.
-func verifyAgainst(people *People, principal, namespace string, message []byte, sig workflow.Signature, at time.Time) error {
+func verifyAgainst(people *People, principal, namespace string, message []byte, sig approval.Signature, at time.Time) error {
 	if sig.IsZero() {
 		return unverifiedf("%s's statement is not signed", principal)
 	}

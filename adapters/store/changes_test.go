@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 // TestChangesSignalsACommitFromAnotherHandle: a teammate's approval,
@@ -29,8 +29,8 @@ func TestChangesSignalsACommitFromAnotherHandle(t *testing.T) {
 		case <-time.After(3 * changePoll):
 		}
 
-		require.NoError(t, approver.RecordApproval(t.Context(), workflow.Approval{
-			Kind: workflow.ApprovePlan, Subject: "fp", Env: "staging", Approver: "bob", At: time.Now()}))
+		require.NoError(t, approver.RecordApproval(t.Context(), approval.Approval{
+			Kind: approval.Plan, Subject: "fp", Env: "staging", Approver: "bob", At: time.Now()}))
 		select {
 		case <-changes:
 		case <-time.After(5 * time.Second):

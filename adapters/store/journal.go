@@ -19,6 +19,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -109,7 +110,7 @@ func OpenSession(ctx context.Context, ledger workflow.SessionStore, dir string, 
 // the ID becomes a directory name.
 func checkSessionID(id string) error {
 	if id == "." || id == ".." || strings.ContainsAny(id, `/\`+"\x00") {
-		return fmt.Errorf("%w: session ID %q is not usable as a directory name", workflow.ErrUsage, id)
+		return fmt.Errorf("%w: session ID %q is not usable as a directory name", fault.ErrUsage, id)
 	}
 	return nil
 }
@@ -227,11 +228,11 @@ func (j *FileJournal) Close(ctx context.Context) error {
 // ReadJournal returns the raw lines of the journal at path, numbered from
 // 1, for journal.Verify. A last line without a newline (a write cut
 // short) is still a line. A missing file is an error wrapping
-// workflow.ErrNotFound.
+// fault.ErrNotFound.
 func ReadJournal(path string) ([]journal.Line, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("journal %s: %w", path, workflow.ErrNotFound)
+		return nil, fmt.Errorf("journal %s: %w", path, fault.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read journal %s: %w", path, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -106,7 +107,7 @@ func TestOpenSessionRefusesPathLikeIDs(t *testing.T) {
 		l := b.openNew(t)
 		for _, id := range []string{"..", ".", "a/b", `a\b`} {
 			_, err := OpenSession(t.Context(), l, t.TempDir(), workflow.Session{ID: id, Actor: "ana"}, &stepClock{t: t0})
-			require.ErrorIs(t, err, workflow.ErrUsage, id)
+			require.ErrorIs(t, err, fault.ErrUsage, id)
 		}
 	})
 }
@@ -260,9 +261,9 @@ func TestReadJournalLines(t *testing.T) {
 	}
 
 	_, err := ReadJournal(filepath.Join(dir, "missing"))
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	_, err = ReadEntries(filepath.Join(dir, "missing"))
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 }
 
 func TestReadEntriesStopsAtDamage(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -107,7 +108,7 @@ func (s *Ledger) fail(op string, err error) error { return s.d.fail(s.loc, op, e
 // invalid input) pass through unwrapped; others are wrapped with op.
 func (s *Ledger) inTx(ctx context.Context, op string, fn func(tx ledgerTx) error) error {
 	err := s.runTx(ctx, fn)
-	if err == nil || errors.Is(err, workflow.ErrNotFound) || errors.Is(err, workflow.ErrUsage) {
+	if err == nil || errors.Is(err, fault.ErrNotFound) || errors.Is(err, fault.ErrUsage) {
 		return err
 	}
 	return s.fail(op, err)
@@ -156,7 +157,7 @@ func timeValue(t time.Time) (any, error) {
 		return nil, nil
 	}
 	if t.Before(minTime) || t.After(maxTime) {
-		return nil, fmt.Errorf("%w: time %s is outside the range the ledger stores (1678 to 2262)", workflow.ErrUsage, t.Format(time.RFC3339Nano))
+		return nil, fmt.Errorf("%w: time %s is outside the range the ledger stores (1678 to 2262)", fault.ErrUsage, t.Format(time.RFC3339Nano))
 	}
 	return t.UnixNano(), nil
 }

@@ -16,9 +16,12 @@ import (
 
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -76,9 +79,9 @@ func (b backend) openAt(tb testing.TB, location string, opts ...Option) *Ledger 
 	return l
 }
 
-func digest(t *testing.T, c byte) workflow.Digest {
+func digest(t *testing.T, c byte) image.Digest {
 	t.Helper()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat(string(c), 64))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat(string(c), 64))
 	require.NoError(t, err)
 	return d
 }
@@ -194,8 +197,8 @@ func TestReleaseRoundTrip(t *testing.T) {
 		require.Equal(t, r.EndedAt.UnixNano(), ended)
 
 		_, err = l.LoadRelease(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.SaveRelease(ctx, &workflow.Release{}), workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.SaveRelease(ctx, &workflow.Release{}), fault.ErrUsage)
 	})
 }
 
@@ -263,9 +266,9 @@ func TestPlanRoundTrip(t *testing.T) {
 		requireTimeEqual(t, t0, timeOf(appliedAt()))
 
 		_, err = l.LoadPlan(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.MarkPlanApplied(ctx, "nope", t0), workflow.ErrNotFound)
-		require.ErrorIs(t, l.SavePlan(ctx, workflow.PlanSummary{}), workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.MarkPlanApplied(ctx, "nope", t0), fault.ErrNotFound)
+		require.ErrorIs(t, l.SavePlan(ctx, workflow.PlanSummary{}), fault.ErrUsage)
 	})
 }
 
@@ -274,26 +277,26 @@ func TestApprovalsRoundTrip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := t.Context()
 		l := b.openNew(t)
-		a1 := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp1", Env: "prod", Approver: "bo", Comment: "lgtm", At: t0.Add(time.Minute),
-			Signature: workflow.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n", Key: "SHA256:abc"}}
-		a2 := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp1", Env: "prod", Approver: "cy", At: t0}
-		other := []workflow.Approval{
-			{Kind: workflow.ApprovePlan, Subject: "fp2", Env: "prod", Approver: "bo", At: t0},
-			{Kind: workflow.ApprovePromotion, Subject: "fp1", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:" + strings.Repeat("a", 64)},
-			{Kind: workflow.ApproveBreakGlass, Subject: "prod/web-prod", Env: "prod", Approver: "cy", At: t0, TimeBox: 30*time.Minute + 7, Comment: "OOM"},
+		a1 := approval.Approval{Kind: approval.Plan, Subject: "fp1", Env: "prod", Approver: "bo", Comment: "lgtm", At: t0.Add(time.Minute),
+			Signature: approval.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n", Key: "SHA256:abc"}}
+		a2 := approval.Approval{Kind: approval.Plan, Subject: "fp1", Env: "prod", Approver: "cy", At: t0}
+		other := []approval.Approval{
+			{Kind: approval.Plan, Subject: "fp2", Env: "prod", Approver: "bo", At: t0},
+			{Kind: approval.Promotion, Subject: "fp1", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:" + strings.Repeat("a", 64)},
+			{Kind: approval.BreakGlass, Subject: "prod/web-prod", Env: "prod", Approver: "cy", At: t0, TimeBox: 30*time.Minute + 7, Comment: "OOM"},
 		}
 		a1.People = "git:0123abcd:4567ef89"
 		before := time.Now().Add(-time.Second)
-		for _, a := range append([]workflow.Approval{a1, a2}, other...) {
+		for _, a := range append([]approval.Approval{a1, a2}, other...) {
 			a.ReceivedAt = t0.Add(-24 * time.Hour) // the writer's claim is not kept
 			require.NoError(t, l.RecordApproval(ctx, a))
 		}
 		after := time.Now().Add(time.Second)
-		got, err := l.Approvals(ctx, workflow.ApprovePlan, "fp1")
+		got, err := l.Approvals(ctx, approval.Plan, "fp1")
 		require.NoError(t, err)
 		require.Len(t, got, 2)
 		// Oldest first.
-		for i, want := range []workflow.Approval{a2, a1} {
+		for i, want := range []approval.Approval{a2, a1} {
 			requireTimeEqual(t, want.At, got[i].At)
 			want.At = got[i].At
 			// The ledger's own clock says when it received the approval.
@@ -301,21 +304,21 @@ func TestApprovalsRoundTrip(t *testing.T) {
 			want.ReceivedAt = got[i].ReceivedAt
 			require.Equal(t, want, got[i])
 		}
-		promo, err := l.Approvals(ctx, workflow.ApprovePromotion, "fp1")
+		promo, err := l.Approvals(ctx, approval.Promotion, "fp1")
 		require.NoError(t, err)
 		require.Len(t, promo, 1)
 		require.Equal(t, other[1].Commit, promo[0].Commit, "the promotion approval keeps the commit it approved")
 		require.Equal(t, other[1].Digest, promo[0].Digest)
-		bg, err := l.Approvals(ctx, workflow.ApproveBreakGlass, "prod/web-prod")
+		bg, err := l.Approvals(ctx, approval.BreakGlass, "prod/web-prod")
 		require.NoError(t, err)
 		require.Len(t, bg, 1)
 		require.Equal(t, 30*time.Minute+7, bg[0].TimeBox, "the break-glass approval keeps the time box it signed, to the nanosecond")
 		require.Zero(t, got[0].TimeBox, "other approvals have none")
-		require.ErrorIs(t, l.RecordApproval(ctx, workflow.Approval{Kind: workflow.ApproveBreakGlass, Subject: "x", Approver: "cy", TimeBox: -1}), workflow.ErrUsage)
-		none, err := l.Approvals(ctx, workflow.ApprovePlan, "fp9")
+		require.ErrorIs(t, l.RecordApproval(ctx, approval.Approval{Kind: approval.BreakGlass, Subject: "x", Approver: "cy", TimeBox: -1}), fault.ErrUsage)
+		none, err := l.Approvals(ctx, approval.Plan, "fp9")
 		require.NoError(t, err)
 		require.Empty(t, none)
-		require.ErrorIs(t, l.RecordApproval(ctx, workflow.Approval{Kind: "plan"}), workflow.ErrUsage)
+		require.ErrorIs(t, l.RecordApproval(ctx, approval.Approval{Kind: "plan"}), fault.ErrUsage)
 	})
 }
 
@@ -359,10 +362,10 @@ func TestRecordEffortRejectsWholeBatch(t *testing.T) {
 		bad := ok
 		bad.Duration = -time.Second
 		err := l.RecordEffort(ctx, []effort.Entry{ok, ok, bad})
-		require.ErrorIs(t, err, workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrUsage)
 		tooLate := ok
 		tooLate.At = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
-		require.ErrorIs(t, l.RecordEffort(ctx, []effort.Entry{ok, tooLate}), workflow.ErrUsage)
+		require.ErrorIs(t, l.RecordEffort(ctx, []effort.Entry{ok, tooLate}), fault.ErrUsage)
 
 		got, err := l.Effort(ctx, "r1")
 		require.NoError(t, err)
@@ -406,7 +409,7 @@ func TestConvergence(t *testing.T) {
 		require.NoError(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{ReleaseID: "r1", App: "web", Env: "staging", Digest: d, Revision: "abc", At: t0}))
 		for _, c := range []struct {
 			app, env string
-			d        workflow.Digest
+			d        image.Digest
 			want     bool
 		}{
 			{"web", "staging", d, true},
@@ -418,7 +421,7 @@ func TestConvergence(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, c.want, ok, "%s/%s/%s", c.app, c.env, c.d.Short())
 		}
-		require.ErrorIs(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{App: "web", Env: "prod"}), workflow.ErrUsage)
+		require.ErrorIs(t, l.RecordConvergence(ctx, workflow.ConvergenceRecord{App: "web", Env: "prod"}), fault.ErrUsage)
 	})
 }
 
@@ -453,8 +456,8 @@ func TestRecordSighting(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, db, got.Digest)
 
-		_, err = l.RecordSighting(ctx, ref, workflow.Digest{}, t0)
-		require.ErrorIs(t, err, workflow.ErrUsage)
+		_, err = l.RecordSighting(ctx, ref, image.Digest{}, t0)
+		require.ErrorIs(t, err, fault.ErrUsage)
 	})
 }
 
@@ -530,7 +533,7 @@ func TestRecordFindings(t *testing.T) {
 		require.Len(t, prod, 1)
 		require.True(t, prod[0].resolved.IsZero())
 
-		require.ErrorIs(t, l.RecordFindings(ctx, "", t1, nil), workflow.ErrUsage)
+		require.ErrorIs(t, l.RecordFindings(ctx, "", t1, nil), fault.ErrUsage)
 	})
 }
 
@@ -558,7 +561,7 @@ func TestSessionsRoundTrip(t *testing.T) {
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", forged[1:2]), "refusing another entry 2", "the head is never rewritten")
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", lines[3:4]), "gap")
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", forged[2:3]), "not linked")
-		require.ErrorIs(t, l.AppendJournal(ctx, "s1", []journal.Line{{Number: 3, Text: []byte(`{"seq":3`)}}), workflow.ErrUsage, "not an entry")
+		require.ErrorIs(t, l.AppendJournal(ctx, "s1", []journal.Line{{Number: 3, Text: []byte(`{"seq":3`)}}), fault.ErrUsage, "not an entry")
 		edited := journal.Line{Number: 3, Text: []byte(strings.Replace(string(lines[2].Text), `"ana"`, `"bo"`, 1))}
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", []journal.Line{edited}), "does not match its hash")
 		require.ErrorContains(t, l.AppendJournal(ctx, "s1", []journal.Line{lines[2], lines[3], forged[2]}), "refusing", "all or nothing")
@@ -584,12 +587,12 @@ func TestSessionsRoundTrip(t *testing.T) {
 		require.True(t, got[1].EndedAt.IsZero())
 
 		_, err = l.JournalHead(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.AppendJournal(ctx, "nope", lines[:1]), workflow.ErrNotFound)
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.AppendJournal(ctx, "nope", lines[:1]), fault.ErrNotFound)
 		_, err = l.JournalCopy(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.CloseSession(ctx, "nope", end), workflow.ErrNotFound)
-		require.ErrorIs(t, l.OpenSession(ctx, workflow.Session{}), workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.CloseSession(ctx, "nope", end), fault.ErrNotFound)
+		require.ErrorIs(t, l.OpenSession(ctx, workflow.Session{}), fault.ErrUsage)
 	})
 }
 
@@ -687,7 +690,7 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		require.Error(t, l.SealSession(ctx, other), "a seal naming another actor is refused")
 
 		seal.Head.At = t0
-		seal.Signature = workflow.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n", Key: "SHA256:k"}
+		seal.Signature = approval.Signature{Armored: "-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n", Key: "SHA256:k"}
 		seal.Anchor = "refs/relcap/journal 0123456789ab of /env.git"
 		require.NoError(t, l.SealSession(ctx, seal))
 		got, err := l.SessionSeal(ctx, "s1")
@@ -699,7 +702,7 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		require.Equal(t, string(seal.Head.Statement()), string(got.Head.Statement()), "the statement reads back the same")
 
 		again := seal
-		again.Signature = workflow.Signature{}
+		again.Signature = approval.Signature{}
 		again.Unsigned = "no key"
 		require.ErrorContains(t, l.SealSession(ctx, again), "a seal is never replaced")
 
@@ -720,9 +723,9 @@ func TestSealSessionRecordsTheHeadOnce(t *testing.T) {
 		require.ErrorContains(t, err, "sessions are never deleted")
 
 		_, err = l.SessionSeal(ctx, "nope")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
-		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "nope", At: t0}}}), workflow.ErrNotFound)
-		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "s1"}}}), workflow.ErrUsage, "a seal has a time")
+		require.ErrorIs(t, err, fault.ErrNotFound)
+		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "nope", At: t0}}}), fault.ErrNotFound)
+		require.ErrorIs(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{Head: audit.SessionHead{Session: "s1"}}}), fault.ErrUsage, "a seal has a time")
 	})
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/journal"
@@ -302,7 +303,7 @@ func loadRelease(child int) string { return fmt.Sprintf("web-prod-load-%02d", ch
 // signedLookingApproval is an approval shaped like a signed one: an
 // armored SSH signature block of a real signature's size and the key's
 // fingerprint. Nothing here checks signatures; the load is what counts.
-func signedLookingApproval(actor string, seq int, at time.Time) workflow.Approval {
+func signedLookingApproval(actor string, seq int, at time.Time) approval.Approval {
 	sig := make([]byte, 294) // an ed25519 SSHSIG's size
 	_, _ = rand.Read(sig)
 	b64 := base64.StdEncoding.EncodeToString(sig)
@@ -315,10 +316,10 @@ func signedLookingApproval(actor string, seq int, at time.Time) workflow.Approva
 	armored.WriteString(b64 + "\n-----END SSH SIGNATURE-----\n")
 	key := sha256.Sum256([]byte(actor))
 	fp := sha256.Sum256(fmt.Appendf(nil, "plan %s %d", actor, seq))
-	return workflow.Approval{
-		Kind: workflow.ApprovePlan, Subject: fmt.Sprintf("%x", fp), Env: "prod", Approver: actor,
+	return approval.Approval{
+		Kind: approval.Plan, Subject: fmt.Sprintf("%x", fp), Env: "prod", Approver: actor,
 		Comment: "load test", At: at,
-		Signature: workflow.Signature{Armored: armored.String(), Key: "SHA256:" + base64.RawStdEncoding.EncodeToString(key[:])},
+		Signature: approval.Signature{Armored: armored.String(), Key: "SHA256:" + base64.RawStdEncoding.EncodeToString(key[:])},
 	}
 }
 

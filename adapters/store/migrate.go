@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -62,7 +62,7 @@ type MigrateOptions struct {
 	// lines, once they verify against the source's head, are copied into
 	// the target's journal_entries, so teammates on other machines can
 	// verify them too. nil copies none; a file it cannot find
-	// (workflow.ErrNotFound) leaves the session to its file, as before.
+	// (fault.ErrNotFound) leaves the session to its file, as before.
 	Journals func(ctx context.Context, sessionID string) ([]journal.Line, error)
 }
 
@@ -373,7 +373,7 @@ WHERE NOT EXISTS (SELECT 1 FROM journal_entries e WHERE e.session_id = s.id) ORD
 			continue
 		}
 		lines, err := read(ctx, h.SessionID)
-		if errors.Is(err, workflow.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			b.Left = append(b.Left, h.SessionID+": its journal file is not on this machine")
 			continue
 		}

@@ -10,9 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
 )
@@ -42,7 +44,7 @@ func fillHistory(t *testing.T, l *Ledger, n int, seed uint64) {
 	t.Helper()
 	ctx := t.Context()
 	genLedger(t, l, n, seed)
-	a := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp0000001", Env: "prod", Approver: "bob", Comment: "ok", At: t0}
+	a := approval.Approval{Kind: approval.Plan, Subject: "fp0000001", Env: "prod", Approver: "bob", Comment: "ok", At: t0}
 	require.NoError(t, l.RecordApproval(ctx, a))
 	require.NoError(t, l.RecordApproval(ctx, a))
 	require.NoError(t, l.SaveRehearsal(ctx, &rehearsal.Rehearsal{ID: "rh-web-staging-1", App: "web", Env: "staging", Drill: rehearsal.DrillUnavailableImage,
@@ -56,7 +58,7 @@ func fillHistory(t *testing.T, l *Ledger, n int, seed uint64) {
 	require.NoError(t, err)
 	require.NoError(t, l.SealSession(ctx, audit.SessionSeal{SealedHead: audit.SealedHead{
 		Head:      audit.SessionHead{Session: "s1", Actor: "ana", Command: "plan", Release: "web-prod-0000001", Ledger: self, Seq: 2, Hash: head.Hash, At: t0.Add(time.Minute)},
-		Signature: workflow.Signature{Armored: "sig", Key: "SHA256:k"},
+		Signature: approval.Signature{Armored: "sig", Key: "SHA256:k"},
 	}}))
 }
 
@@ -148,11 +150,11 @@ func TestMigrateIntoATeamLedgerKeepsItsRows(t *testing.T) {
 	other := workflow.NewRelease("api-prod-20261101-aaaaaa", "api", "prod", "registry.example.com/api:2", "carol", t0)
 	require.NoError(t, to.SaveRelease(ctx, other))
 	require.NoError(t, to.RecordEffort(ctx, []effort.Entry{{ReleaseID: other.ID, Person: "carol", Role: effort.RoleCaptain, Step: "plan-review", Kind: effort.Active, Duration: time.Minute, At: t0}}))
-	require.NoError(t, to.RecordApproval(ctx, workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp-api", Env: "prod", Approver: "dan", At: t0}))
+	require.NoError(t, to.RecordApproval(ctx, approval.Approval{Kind: approval.Plan, Subject: "fp-api", Env: "prod", Approver: "dan", At: t0}))
 	var ref, dig string
 	var at int64
 	require.NoError(t, from.db.QueryRowContext(ctx, `SELECT reference, digest, at FROM sightings ORDER BY id LIMIT 1`).Scan(&ref, &dig, &at))
-	d, err := workflow.ParseDigest(dig)
+	d, err := image.ParseDigest(dig)
 	require.NoError(t, err)
 	earlier := time.Unix(0, at).Add(-time.Hour)
 	_, err = to.RecordSighting(ctx, ref, d, earlier)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var _ workflow.OperationLocks = (*Ledger)(nil)
@@ -42,7 +43,7 @@ var _ workflow.OperationLocks = (*Ledger)(nil)
 // the file.
 func (s *Ledger) TryLock(ctx context.Context, scope workflow.LockScope, holder workflow.LockHolder) (func(), error) {
 	if scope.Kind == "" || scope.Key == "" {
-		return nil, fmt.Errorf("%w: an operation lock needs a kind and a key (got %q, %q)", workflow.ErrUsage, scope.Kind, scope.Key)
+		return nil, fmt.Errorf("%w: an operation lock needs a kind and a key (got %q, %q)", fault.ErrUsage, scope.Kind, scope.Key)
 	}
 	if holder.Host == "" {
 		holder.Host, _ = os.Hostname()

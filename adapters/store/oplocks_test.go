@@ -17,6 +17,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var (
@@ -51,8 +52,8 @@ func holdLockHelper(url string) int {
 
 func lockedError(t *testing.T, err error) *workflow.LockedError {
 	t.Helper()
-	require.ErrorIs(t, err, workflow.ErrLocked)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrLocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	var le *workflow.LockedError
 	require.True(t, errors.As(err, &le), "%v", err)
 	return le
@@ -111,7 +112,7 @@ func TestPostgresOperationLockRefusesASecondHolderNamingTheFirst(t *testing.T) {
 	unlockBob()
 
 	_, err = ana.TryLock(ctx, workflow.LockScope{Kind: workflow.LockApply}, workflow.LockHolder{Actor: "ana"})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 // TestPostgresOperationLockGoesWithItsHoldersConnection: when the

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -41,7 +41,7 @@ const changeChannel = "relcap_ledger"
 // the user needs to create tables in it the first time, and to read and
 // write them after.
 //
-// A URL that cannot be read is an error wrapping workflow.ErrUsage; a
+// A URL that cannot be read is an error wrapping fault.ErrUsage; a
 // server that cannot be reached, credentials it refuses and a database it
 // does not have are errors that say what to do. No message shows the
 // password: the URL is shown with it masked, and the password is added to
@@ -55,11 +55,11 @@ func OpenPostgres(ctx context.Context, rawURL string, opts ...Option) (*Ledger, 
 	pw := secret.NewSet(creds...)
 	o.secrets.Add(creds...)
 	if !IsPostgresURL(rawURL) {
-		return nil, fmt.Errorf("%w: ledger %s is not a postgres:// or postgresql:// URL", workflow.ErrUsage, loc)
+		return nil, fmt.Errorf("%w: ledger %s is not a postgres:// or postgresql:// URL", fault.ErrUsage, loc)
 	}
 	u, err := secret.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: ledger %s is not a URL: %s; write it as postgres://USER@HOST:PORT/DATABASE", workflow.ErrUsage, loc, pw.Scrub(err.Error()))
+		return nil, fmt.Errorf("%w: ledger %s is not a URL: %s; write it as postgres://USER@HOST:PORT/DATABASE", fault.ErrUsage, loc, pw.Scrub(err.Error()))
 	}
 	if q := u.Query(); !q.Has("connect_timeout") {
 		q.Set("connect_timeout", defaultConnectTimeout)
@@ -67,7 +67,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts ...Option) (*Ledger, 
 	}
 	cfg, err := pgx.ParseConfig(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: ledger %s: %s; write it as postgres://USER@HOST:PORT/DATABASE?PARAMETERS as libpq reads it", workflow.ErrUsage, loc, pw.Scrub(parseProblem(err)))
+		return nil, fmt.Errorf("%w: ledger %s: %s; write it as postgres://USER@HOST:PORT/DATABASE?PARAMETERS as libpq reads it", fault.ErrUsage, loc, pw.Scrub(parseProblem(err)))
 	}
 	// The password may also have come from PGPASSWORD or ~/.pgpass.
 	o.secrets.Add(cfg.Password)

@@ -14,7 +14,9 @@ import (
 
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/secret"
@@ -58,8 +60,8 @@ func TestPostgresChangeFeedWithinASecond(t *testing.T) {
 	var worst time.Duration
 	for i := range 5 {
 		start := time.Now()
-		require.NoError(t, teammate.RecordApproval(ctx, workflow.Approval{
-			Kind: workflow.ApprovePlan, Subject: fmt.Sprintf("fp%d", i), Env: "staging", Approver: "bob", At: time.Now()}))
+		require.NoError(t, teammate.RecordApproval(ctx, approval.Approval{
+			Kind: approval.Plan, Subject: fmt.Sprintf("fp%d", i), Env: "staging", Approver: "bob", At: time.Now()}))
 		worst = max(worst, await(fmt.Sprintf("approval %d", i), start))
 	}
 	t.Logf("slowest of 5 approvals, from the write's start to the signal: %s", worst)
@@ -106,8 +108,8 @@ WHERE datname = current_database() AND query = 'LISTEN `+changeChannel+`'`).Scan
 	case <-time.After(10 * time.Second):
 		t.Fatal("no signal after the feed's connection was ended")
 	}
-	require.NoError(t, teammate.RecordApproval(ctx, workflow.Approval{
-		Kind: workflow.ApprovePlan, Subject: "fp", Env: "staging", Approver: "bob", At: time.Now()}))
+	require.NoError(t, teammate.RecordApproval(ctx, approval.Approval{
+		Kind: approval.Plan, Subject: "fp", Env: "staging", Approver: "bob", At: time.Now()}))
 	select {
 	case <-changes:
 	case <-time.After(time.Second):
@@ -190,7 +192,7 @@ func TestOpenPostgresExplainsWhatIsWrong(t *testing.T) {
 			require.Nil(t, l)
 			msg := err.Error()
 			require.NotContains(t, msg, pw)
-			require.Equal(t, tc.usage, errors.Is(err, workflow.ErrUsage), msg)
+			require.Equal(t, tc.usage, errors.Is(err, fault.ErrUsage), msg)
 			for _, w := range tc.want {
 				require.Contains(t, msg, w)
 			}
@@ -282,7 +284,7 @@ func TestConcurrentWritersKeepHeadsAndCounts(t *testing.T) {
 						if err := l.RecordEffort(ctx, batch); err != nil {
 							fail(err)
 						}
-						if err := l.RecordApproval(ctx, workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp", Approver: fmt.Sprintf("p%d", h), At: t0}); err != nil {
+						if err := l.RecordApproval(ctx, approval.Approval{Kind: approval.Plan, Subject: "fp", Approver: fmt.Sprintf("p%d", h), At: t0}); err != nil {
 							fail(err)
 						}
 					}
@@ -313,7 +315,7 @@ func TestConcurrentWritersKeepHeadsAndCounts(t *testing.T) {
 		got, err := ls[2].Effort(ctx, "r1")
 		require.NoError(t, err)
 		require.Len(t, got, handles*journalsPer*batches)
-		approvals, err := ls[3].Approvals(ctx, workflow.ApprovePlan, "fp")
+		approvals, err := ls[3].Approvals(ctx, approval.Plan, "fp")
 		require.NoError(t, err)
 		require.Len(t, approvals, handles*journalsPer*batches)
 		data, err := ls[0].ReportData(ctx, report.Query{From: t0.Add(-time.Hour), To: t0.Add(time.Hour), EffortOnly: true})

@@ -8,17 +8,20 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // RecordApproval stores a.
-func (s *Ledger) RecordApproval(ctx context.Context, a workflow.Approval) error {
+func (s *Ledger) RecordApproval(ctx context.Context, a approval.Approval) error {
 	if a.Kind == "" || a.Subject == "" || a.Approver == "" {
-		return fmt.Errorf("%w: approval needs a kind, a subject and an approver", workflow.ErrUsage)
+		return fmt.Errorf("%w: approval needs a kind, a subject and an approver", fault.ErrUsage)
 	}
 	if a.TimeBox < 0 {
-		return fmt.Errorf("%w: approval of %s %s: negative time box %s", workflow.ErrUsage, a.Kind, a.Subject, a.TimeBox)
+		return fmt.Errorf("%w: approval of %s %s: negative time box %s", fault.ErrUsage, a.Kind, a.Subject, a.TimeBox)
 	}
 	at, err := timeValue(a.At)
 	if err != nil {
@@ -40,7 +43,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+s.d.clockNanos()+`)`,
 
 // Approvals returns every approval of exactly kind and subject, oldest
 // first, duplicates included.
-func (s *Ledger) Approvals(ctx context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
+func (s *Ledger) Approvals(ctx context.Context, kind approval.Kind, subject string) ([]approval.Approval, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT kind, subject, env, approver, comment, at, commit_sha, digest, signature, signing_key, time_box_ns, people, received_at FROM approvals
 WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
@@ -48,10 +51,10 @@ WHERE kind = ? AND subject = ? ORDER BY at, id`, kind, subject)
 		return nil, s.fail("read approvals", err)
 	}
 	defer rows.Close()
-	var out []workflow.Approval
+	var out []approval.Approval
 	for rows.Next() {
 		var (
-			a        workflow.Approval
+			a        approval.Approval
 			at       sql.NullInt64
 			received sql.NullInt64
 			timeBox  int64
@@ -77,7 +80,7 @@ func (s *Ledger) RecordEffort(ctx context.Context, entries []effort.Entry) error
 	ats := make([]any, len(entries))
 	for i, e := range entries {
 		if err := e.Validate(); err != nil {
-			return fmt.Errorf("%w: record effort: %w", workflow.ErrUsage, err)
+			return fmt.Errorf("%w: record effort: %w", fault.ErrUsage, err)
 		}
 		v, err := timeValue(e.At)
 		if err != nil {
@@ -132,9 +135,9 @@ WHERE release_id = ? ORDER BY at, id`, releaseID)
 
 // RecordSighting stores that ref pointed at d at time at and returns the
 // first sighting of ref. A pair seen again keeps its earliest time.
-func (s *Ledger) RecordSighting(ctx context.Context, ref string, d workflow.Digest, at time.Time) (workflow.Sighting, error) {
+func (s *Ledger) RecordSighting(ctx context.Context, ref string, d image.Digest, at time.Time) (workflow.Sighting, error) {
 	if ref == "" || d.IsZero() || at.IsZero() {
-		return workflow.Sighting{}, fmt.Errorf("%w: sighting needs a reference, a digest and a time", workflow.ErrUsage)
+		return workflow.Sighting{}, fmt.Errorf("%w: sighting needs a reference, a digest and a time", fault.ErrUsage)
 	}
 	v, err := timeValue(at)
 	if err != nil {
@@ -157,7 +160,7 @@ ON CONFLICT (reference, digest) DO UPDATE SET
 SELECT digest, at FROM sightings WHERE reference = ? ORDER BY at, id LIMIT 1`, ref).Scan(&digest, &firstAt); err != nil {
 			return err
 		}
-		fd, err := workflow.ParseDigest(digest)
+		fd, err := image.ParseDigest(digest)
 		if err != nil {
 			return fmt.Errorf("stored digest of %s is unreadable: %w", ref, err)
 		}
@@ -175,7 +178,7 @@ type findingKey struct{ code, subject string }
 // from fs is resolved at at. All of it happens in one transaction.
 func (s *Ledger) RecordFindings(ctx context.Context, scope string, at time.Time, fs []finding.Finding) error {
 	if scope == "" || at.IsZero() {
-		return fmt.Errorf("%w: findings need a scope and a time", workflow.ErrUsage)
+		return fmt.Errorf("%w: findings need a scope and a time", fault.ErrUsage)
 	}
 	v, err := timeValue(at)
 	if err != nil {

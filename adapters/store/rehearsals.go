@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -17,7 +17,7 @@ var _ rehearsal.Store = (*Ledger)(nil)
 // SaveRehearsal inserts or replaces the rehearsal with r.ID.
 func (s *Ledger) SaveRehearsal(ctx context.Context, r *rehearsal.Rehearsal) error {
 	if r == nil || r.ID == "" {
-		return fmt.Errorf("%w: save rehearsal: rehearsal has no ID", workflow.ErrUsage)
+		return fmt.Errorf("%w: save rehearsal: rehearsal has no ID", fault.ErrUsage)
 	}
 	body, err := json.Marshal(r)
 	if err != nil {
@@ -43,12 +43,12 @@ ON CONFLICT (id) DO UPDATE SET
 }
 
 // LoadRehearsal returns the rehearsal with id, or an error wrapping
-// workflow.ErrNotFound.
+// fault.ErrNotFound.
 func (s *Ledger) LoadRehearsal(ctx context.Context, id string) (*rehearsal.Rehearsal, error) {
 	var body string
 	err := s.db.QueryRowContext(ctx, `SELECT body FROM rehearsals WHERE id = ?`, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("rehearsal %s: %w", id, workflow.ErrNotFound)
+		return nil, fmt.Errorf("rehearsal %s: %w", id, fault.ErrNotFound)
 	}
 	if err != nil {
 		return nil, s.fail("load rehearsal "+id, err)

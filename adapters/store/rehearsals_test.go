@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -16,12 +18,12 @@ func TestRehearsalsRoundTrip(t *testing.T) {
 		l := b.openNew(t)
 		t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 		r := &rehearsal.Rehearsal{ID: "rh-web-staging-1", App: "web", Env: "staging", Drill: rehearsal.DrillUnavailableImage, Captain: "alice",
-			State: rehearsal.StateRunning, Phase: rehearsal.PhaseBaseline, Expected: workflow.VerdictImagePullFailed,
+			State: rehearsal.StateRunning, Phase: rehearsal.PhaseBaseline, Expected: appstate.VerdictImagePullFailed,
 			Baseline:  rehearsal.Baseline{ReleaseID: "web-staging-1", Digest: digest(t, 'a'), EnvCommit: "abc"},
 			StartedAt: t0}
 		require.NoError(t, l.SaveRehearsal(ctx, r))
 		// Saved again after each phase: the row is replaced.
-		r.Phase, r.State, r.Detected = rehearsal.PhaseRecovered, rehearsal.StatePassed, workflow.VerdictImagePullFailed
+		r.Phase, r.State, r.Detected = rehearsal.PhaseRecovered, rehearsal.StatePassed, appstate.VerdictImagePullFailed
 		r.InjectedAt, r.DetectedAt, r.RecoveredAt = t0.Add(time.Minute), t0.Add(90*time.Second), t0.Add(3*time.Minute)
 		r.ActualArtifact = workflow.Answer{Value: "registry.test/staging/web@sha256:…", Shown: "actual artifact: …"}
 		require.NoError(t, l.SaveRehearsal(ctx, r))
@@ -32,7 +34,7 @@ func TestRehearsalsRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, r, got)
 		_, err = l.LoadRehearsal(ctx, "rh-none")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
+		require.ErrorIs(t, err, fault.ErrNotFound)
 
 		all, err := l.ListRehearsals(ctx, rehearsal.Filter{})
 		require.NoError(t, err)

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // SaveRelease inserts or replaces the release with r.ID.
 func (s *Ledger) SaveRelease(ctx context.Context, r *workflow.Release) error {
 	if r == nil || r.ID == "" {
-		return fmt.Errorf("%w: save release: release has no ID", workflow.ErrUsage)
+		return fmt.Errorf("%w: save release: release has no ID", fault.ErrUsage)
 	}
 	body, err := json.Marshal(r)
 	if err != nil {
@@ -41,12 +43,12 @@ ON CONFLICT (id) DO UPDATE SET
 }
 
 // LoadRelease returns the release with id, or an error wrapping
-// workflow.ErrNotFound.
+// fault.ErrNotFound.
 func (s *Ledger) LoadRelease(ctx context.Context, id string) (*workflow.Release, error) {
 	var body string
 	err := s.db.QueryRowContext(ctx, `SELECT body FROM releases WHERE id = ?`, id).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("release %s: %w", id, workflow.ErrNotFound)
+		return nil, fmt.Errorf("release %s: %w", id, fault.ErrNotFound)
 	}
 	if err != nil {
 		return nil, s.fail("load release "+id, err)
@@ -124,7 +126,7 @@ func decodeRelease(id, body string) (*workflow.Release, error) {
 // RecordConvergence remembers that c.Digest converged in c.Env.
 func (s *Ledger) RecordConvergence(ctx context.Context, c workflow.ConvergenceRecord) error {
 	if c.App == "" || c.Env == "" || c.Digest.IsZero() {
-		return fmt.Errorf("%w: convergence record needs an app, an environment and a digest", workflow.ErrUsage)
+		return fmt.Errorf("%w: convergence record needs an app, an environment and a digest", fault.ErrUsage)
 	}
 	at, err := timeValue(c.At)
 	if err != nil {
@@ -142,7 +144,7 @@ INSERT INTO convergences (release_id, app, env, digest, revision, at) VALUES (?,
 }
 
 // HasConverged reports whether d ever converged for app in env.
-func (s *Ledger) HasConverged(ctx context.Context, app, env string, d workflow.Digest) (bool, error) {
+func (s *Ledger) HasConverged(ctx context.Context, app, env string, d image.Digest) (bool, error) {
 	var ok bool
 	err := s.db.QueryRowContext(ctx, `
 SELECT EXISTS (SELECT 1 FROM convergences WHERE app = ? AND env = ? AND digest = ?)`,
@@ -157,7 +159,7 @@ SELECT EXISTS (SELECT 1 FROM convergences WHERE app = ? AND env = ? AND digest =
 // again keeps the time it was marked applied.
 func (s *Ledger) SavePlan(ctx context.Context, p workflow.PlanSummary) error {
 	if p.Fingerprint == "" {
-		return fmt.Errorf("%w: save plan: plan has no fingerprint", workflow.ErrUsage)
+		return fmt.Errorf("%w: save plan: plan has no fingerprint", fault.ErrUsage)
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -181,13 +183,13 @@ ON CONFLICT (fingerprint) DO UPDATE SET
 }
 
 // LoadPlan returns the plan with fingerprint, or an error wrapping
-// workflow.ErrNotFound.
+// fault.ErrNotFound.
 func (s *Ledger) LoadPlan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error) {
 	var body string
 	var applied sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT body, applied_at FROM plans WHERE fingerprint = ?`, fingerprint).Scan(&body, &applied)
 	if errors.Is(err, sql.ErrNoRows) {
-		return workflow.PlanSummary{}, fmt.Errorf("plan %s: %w", fingerprint, workflow.ErrNotFound)
+		return workflow.PlanSummary{}, fmt.Errorf("plan %s: %w", fingerprint, fault.ErrNotFound)
 	}
 	if err != nil {
 		return workflow.PlanSummary{}, s.fail("load plan "+fingerprint, err)
@@ -202,7 +204,7 @@ func (s *Ledger) LoadPlan(ctx context.Context, fingerprint string) (workflow.Pla
 
 // MarkPlanApplied records when the plan was applied. The first time wins:
 // an interrupted apply that is resumed does not move it. An unknown
-// fingerprint is an error wrapping workflow.ErrNotFound.
+// fingerprint is an error wrapping fault.ErrNotFound.
 func (s *Ledger) MarkPlanApplied(ctx context.Context, fingerprint string, at time.Time) error {
 	v, err := timeValue(at)
 	if err != nil {
@@ -220,14 +222,14 @@ func (s *Ledger) MarkPlanApplied(ctx context.Context, fingerprint string, at tim
 	})
 }
 
-// mustAffect turns an update of no row into workflow.ErrNotFound.
+// mustAffect turns an update of no row into fault.ErrNotFound.
 func mustAffect(res sql.Result, what string) error {
 	n, err := res.RowsAffected()
 	if err != nil {
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("%s: %w", what, workflow.ErrNotFound)
+		return fmt.Errorf("%s: %w", what, fault.ErrNotFound)
 	}
 	return nil
 }

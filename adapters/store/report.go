@@ -14,6 +14,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
 )
@@ -439,7 +440,7 @@ func readReportConvergences(ctx context.Context, tx querier, app string, from an
 		if err := rows.Scan(&c.ReleaseID, &c.App, &c.Env, &digest, &c.Revision, &at); err != nil {
 			return c, err
 		}
-		d, err := workflow.ParseDigest(digest)
+		d, err := image.ParseDigest(digest)
 		if err != nil {
 			return c, fmt.Errorf("convergence of %s: stored digest is unreadable: %w", c.ReleaseID, err)
 		}
@@ -467,7 +468,7 @@ func readFirstSightings(ctx context.Context, tx querier, app string, from any) (
 		if err := rows.Scan(&digest, &at); err != nil {
 			return workflow.Sighting{}, err
 		}
-		d, err := workflow.ParseDigest(digest)
+		d, err := image.ParseDigest(digest)
 		if err != nil {
 			return workflow.Sighting{}, fmt.Errorf("sighting: stored digest is unreadable: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/report"
 )
@@ -37,8 +38,8 @@ func genLedger(tb testing.TB, l *Ledger, n int, seed uint64) report.Data {
 	)
 	span := int64(90 * 24 * time.Hour)
 	steps := []string{"ownership", "plan-review", "apply", "promotion", "convergence"}
-	digestN := func(i int) workflow.Digest {
-		d, err := workflow.ParseDigest(fmt.Sprintf("sha256:%064x", i))
+	digestN := func(i int) image.Digest {
+		d, err := image.ParseDigest(fmt.Sprintf("sha256:%064x", i))
 		require.NoError(tb, err)
 		return d
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -17,7 +18,7 @@ import (
 // because two journals would then claim one head.
 func (s *Ledger) OpenSession(ctx context.Context, sess workflow.Session) error {
 	if sess.ID == "" {
-		return fmt.Errorf("%w: session has no ID", workflow.ErrUsage)
+		return fmt.Errorf("%w: session has no ID", fault.ErrUsage)
 	}
 	ts, err := timeValues(sess.StartedAt, sess.EndedAt)
 	if err != nil {
@@ -44,7 +45,7 @@ INSERT INTO sessions (id, actor, command, release_id, started_at, ended_at, jour
 }
 
 // CloseSession records when session id ended. An unknown id is an error
-// wrapping workflow.ErrNotFound.
+// wrapping fault.ErrNotFound.
 func (s *Ledger) CloseSession(ctx context.Context, id string, at time.Time) error {
 	v, err := timeValue(at)
 	if err != nil {
@@ -77,7 +78,7 @@ func (s *Ledger) LinkSession(ctx context.Context, id, releaseID string) error {
 			return err
 		}
 		if !exists {
-			return fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+			return fmt.Errorf("session %s: %w", id, fault.ErrNotFound)
 		}
 		return nil
 	})
@@ -95,10 +96,10 @@ func (s *Ledger) AppendJournal(ctx context.Context, sessionID string, lines []jo
 	entries := make([]journal.Entry, len(lines))
 	for i, l := range lines {
 		if err := json.Unmarshal(l.Text, &entries[i]); err != nil {
-			return fmt.Errorf("%w: line %d of session %s's journal is not a journal entry: %w", workflow.ErrUsage, l.Number, sessionID, err)
+			return fmt.Errorf("%w: line %d of session %s's journal is not a journal entry: %w", fault.ErrUsage, l.Number, sessionID, err)
 		}
 		if e := entries[i]; e.ComputeHash() != e.Hash {
-			return fmt.Errorf("%w: entry %d of session %s's journal does not match its hash: it was changed after it was sealed", workflow.ErrUsage, e.Seq, sessionID)
+			return fmt.Errorf("%w: entry %d of session %s's journal does not match its hash: it was changed after it was sealed", fault.ErrUsage, e.Seq, sessionID)
 		}
 	}
 	return s.inTx(ctx, "append to the journal of session "+sessionID, func(tx ledgerTx) error {
@@ -113,7 +114,7 @@ func (s *Ledger) AppendJournal(ctx context.Context, sessionID string, lines []jo
 		)
 		err := tx.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, sessionID).Scan(&seq, &hash)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %s: %w", sessionID, workflow.ErrNotFound)
+			return fmt.Errorf("session %s: %w", sessionID, fault.ErrNotFound)
 		}
 		if err != nil {
 			return err
@@ -171,7 +172,7 @@ func sameAsHeld(ctx context.Context, tx ledgerTx, sessionID string, seq int64, h
 
 // JournalCopy returns the ledger's copy of session id's journal with the
 // head, read in one statement so they are of one state, or an error
-// wrapping workflow.ErrNotFound.
+// wrapping fault.ErrNotFound.
 func (s *Ledger) JournalCopy(ctx context.Context, id string) (audit.JournalCopy, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT s.journal_copy, s.head_seq, s.head_hash, e.seq, e.line
@@ -200,7 +201,7 @@ WHERE s.id = ? ORDER BY e.seq`, id)
 		return audit.JournalCopy{}, s.fail("read the journal of session "+id, err)
 	}
 	if !found {
-		return audit.JournalCopy{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return audit.JournalCopy{}, fmt.Errorf("session %s: %w", id, fault.ErrNotFound)
 	}
 	// A session opened before schema 8 whose journal file relcap ledger
 	// migrate copied in has its entries kept too.
@@ -210,12 +211,12 @@ WHERE s.id = ? ORDER BY e.seq`, id)
 
 // JournalHead returns the last journal entry the ledger confirmed for
 // sessionID (Seq 0 before the first), or an error wrapping
-// workflow.ErrNotFound.
+// fault.ErrNotFound.
 func (s *Ledger) JournalHead(ctx context.Context, sessionID string) (journal.Head, error) {
 	h := journal.Head{SessionID: sessionID}
 	err := s.db.QueryRowContext(ctx, `SELECT head_seq, head_hash FROM sessions WHERE id = ?`, sessionID).Scan(&h.Seq, &h.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return journal.Head{}, fmt.Errorf("session %s: %w", sessionID, workflow.ErrNotFound)
+		return journal.Head{}, fmt.Errorf("session %s: %w", sessionID, fault.ErrNotFound)
 	}
 	if err != nil {
 		return journal.Head{}, s.fail("read journal head of session "+sessionID, err)
@@ -257,7 +258,7 @@ var _ audit.Ledger = (*Ledger)(nil)
 
 // SessionSeal returns session id's head as the ledger holds it, with its
 // seal (Sealed() false for a session never sealed), or an error wrapping
-// workflow.ErrNotFound.
+// fault.ErrNotFound.
 func (s *SQLite) SessionSeal(ctx context.Context, id string) (audit.SessionSeal, error) {
 	var (
 		seal   audit.SessionSeal
@@ -271,7 +272,7 @@ SELECT actor, command, release_id, head_seq, head_hash, sealed_at,
 FROM sessions WHERE id = ?`, id).Scan(&h.Actor, &h.Command, &h.Release, &h.Seq, &h.Hash, &sealed,
 		&seal.Signature.Armored, &seal.Signature.Key, &seal.Unsigned, &seal.Anchor, &seal.Unanchored, &h.Ledger)
 	if errors.Is(err, sql.ErrNoRows) {
-		return audit.SessionSeal{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return audit.SessionSeal{}, fmt.Errorf("session %s: %w", id, fault.ErrNotFound)
 	}
 	if err != nil {
 		return audit.SessionSeal{}, s.fail("read the seal of session "+id, err)
@@ -297,7 +298,7 @@ func (s *SQLite) LedgerIdentity(ctx context.Context) (string, error) {
 func (s *SQLite) SealSession(ctx context.Context, seal audit.SessionSeal) error {
 	h := seal.Head
 	if h.At.IsZero() {
-		return fmt.Errorf("%w: seal of session %s has no time", workflow.ErrUsage, h.Session)
+		return fmt.Errorf("%w: seal of session %s has no time", fault.ErrUsage, h.Session)
 	}
 	at, err := timeValue(h.At)
 	if err != nil {
@@ -311,7 +312,7 @@ func (s *SQLite) SealSession(ctx context.Context, seal audit.SessionSeal) error 
 		err := tx.QueryRowContext(ctx, `SELECT actor, command, release_id, head_seq, head_hash, sealed_at, (SELECT id FROM ledger_identity) FROM sessions WHERE id = ?`, h.Session).
 			Scan(&cur.Actor, &cur.Command, &cur.Release, &cur.Seq, &cur.Hash, &sealed, &cur.Ledger)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %s: %w", h.Session, workflow.ErrNotFound)
+			return fmt.Errorf("session %s: %w", h.Session, fault.ErrNotFound)
 		}
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var _ workflow.SharedPlanStore = (*Ledger)(nil)
@@ -28,11 +29,11 @@ func (c ciphertext) Value() (driver.Value, error) { return []byte(c), nil }
 func (s *Ledger) PutSharedPlan(ctx context.Context, p workflow.SharedPlan) error {
 	switch {
 	case p.Fingerprint == "":
-		return fmt.Errorf("%w: share plan: no fingerprint", workflow.ErrUsage)
+		return fmt.Errorf("%w: share plan: no fingerprint", fault.ErrUsage)
 	case len(p.Ciphertext) == 0:
-		return fmt.Errorf("%w: share plan %s: no ciphertext", workflow.ErrUsage, p.Fingerprint)
+		return fmt.Errorf("%w: share plan %s: no ciphertext", fault.ErrUsage, p.Fingerprint)
 	case p.SharedAt.IsZero() || p.ExpiresAt.IsZero():
-		return fmt.Errorf("%w: share plan %s: no time shared or expiry", workflow.ErrUsage, p.Fingerprint)
+		return fmt.Errorf("%w: share plan %s: no time shared or expiry", fault.ErrUsage, p.Fingerprint)
 	}
 	recipients, err := json.Marshal(nonNil(p.Recipients))
 	if err != nil {
@@ -54,7 +55,7 @@ ON CONFLICT (fingerprint) DO UPDATE SET
 }
 
 // SharedPlan returns the shared plan with fingerprint, or an error
-// wrapping workflow.ErrNotFound.
+// wrapping fault.ErrNotFound.
 func (s *Ledger) SharedPlan(ctx context.Context, fingerprint string) (workflow.SharedPlan, error) {
 	p := workflow.SharedPlan{Fingerprint: fingerprint}
 	var sharedAt, expiresAt sql.NullInt64
@@ -63,7 +64,7 @@ func (s *Ledger) SharedPlan(ctx context.Context, fingerprint string) (workflow.S
 SELECT env, shared_by, shared_at, expires_at, recipients, ciphertext FROM shared_plans WHERE fingerprint = ?`, fingerprint).
 		Scan(&p.Env, &p.SharedBy, &sharedAt, &expiresAt, &recipients, &p.Ciphertext)
 	if errors.Is(err, sql.ErrNoRows) {
-		return workflow.SharedPlan{}, fmt.Errorf("shared plan %s: %w", fingerprint, workflow.ErrNotFound)
+		return workflow.SharedPlan{}, fmt.Errorf("shared plan %s: %w", fingerprint, fault.ErrNotFound)
 	}
 	if err != nil {
 		return workflow.SharedPlan{}, s.fail("load shared plan "+fingerprint, err)

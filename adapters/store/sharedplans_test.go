@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -25,7 +26,7 @@ func TestSharedPlansRoundTripExpireAndDelete(t *testing.T) {
 		l := b.openNew(t, WithSecrets(secrets))
 
 		_, err := l.SharedPlan(ctx, "fp1")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
+		require.ErrorIs(t, err, fault.ErrNotFound)
 
 		blob := append([]byte{0, 1, 2, 0xff}, []byte("…hunter2-secret…")...)
 		p := workflow.SharedPlan{
@@ -62,8 +63,8 @@ func TestSharedPlansRoundTripExpireAndDelete(t *testing.T) {
 		require.NoError(t, l.DeleteSharedPlan(ctx, "fp1"))
 		require.NoError(t, l.DeleteSharedPlan(ctx, "fp1"), "deleting what is gone is no error")
 		_, err = l.SharedPlan(ctx, "fp1")
-		require.ErrorIs(t, err, workflow.ErrNotFound)
+		require.ErrorIs(t, err, fault.ErrNotFound)
 
-		require.ErrorIs(t, l.PutSharedPlan(ctx, workflow.SharedPlan{Fingerprint: "fp3"}), workflow.ErrUsage)
+		require.ErrorIs(t, l.PutSharedPlan(ctx, workflow.SharedPlan{Fingerprint: "fp3"}), fault.ErrUsage)
 	})
 }

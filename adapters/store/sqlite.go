@@ -13,7 +13,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // connParams are applied by the driver to every new connection, so each
@@ -39,7 +39,7 @@ const connParams = "_pragma=busy_timeout(10000)" +
 // binary knows.
 func OpenSQLite(ctx context.Context, path string, opts ...Option) (*Ledger, error) {
 	if path == "" {
-		return nil, fmt.Errorf("%w: empty ledger path; pass --ledger PATH", workflow.ErrUsage)
+		return nil, fmt.Errorf("%w: empty ledger path; pass --ledger PATH", fault.ErrUsage)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // openTest opens a new SQLite ledger, for tests of what only SQLite has.
@@ -79,7 +80,7 @@ func TestOpenSQLiteRefusesNonLedgerFiles(t *testing.T) {
 	require.ErrorContains(t, err, "ledger "+junk+" is not a relcap ledger")
 
 	_, err = OpenSQLite(t.Context(), "")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 // requireNotWritable checks the message a user sees: the path, the cause

@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -84,7 +85,7 @@ type Adapter struct {
 }
 
 // New validates opts and returns an Adapter. The binary must be found and the
-// plan store must be creatable; both failures wrap workflow.ErrUsage.
+// plan store must be creatable; both failures wrap fault.ErrUsage.
 func New(opts Options) (*Adapter, error) {
 	bin := opts.Binary
 	if bin == "" {
@@ -95,11 +96,11 @@ func New(opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	if opts.PlanDir == "" {
-		return nil, fmt.Errorf("%w: terraform adapter: no plan directory given", workflow.ErrUsage)
+		return nil, fmt.Errorf("%w: terraform adapter: no plan directory given", fault.ErrUsage)
 	}
 	dir, err := filepath.Abs(opts.PlanDir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: plan directory %s: %w", workflow.ErrUsage, opts.PlanDir, err)
+		return nil, fmt.Errorf("%w: plan directory %s: %w", fault.ErrUsage, opts.PlanDir, err)
 	}
 	if err := ensurePrivateDir(dir); err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.RehearsalDir != "" {
 		if a.rehearsalDir, err = filepath.Abs(opts.RehearsalDir); err != nil {
-			return nil, fmt.Errorf("%w: rehearsal directory %s: %w", workflow.ErrUsage, opts.RehearsalDir, err)
+			return nil, fmt.Errorf("%w: rehearsal directory %s: %w", fault.ErrUsage, opts.RehearsalDir, err)
 		}
 	}
 	if a.clock == nil {
@@ -137,7 +138,7 @@ func (a *Adapter) PlanDir() string { return a.planDir }
 func lookBinary(bin string) (string, error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return "", fmt.Errorf("%w: terraform binary %q not found (install terraform or tofu, or set its path): %w", workflow.ErrUsage, bin, err)
+		return "", fmt.Errorf("%w: terraform binary %q not found (install terraform or tofu, or set its path): %w", fault.ErrUsage, bin, err)
 	}
 	return path, nil
 }
@@ -146,18 +147,18 @@ func lookBinary(bin string) (string, error) {
 // saved plans hold sensitive values in clear.
 func ensurePrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("%w: creating plan directory %s: %w", workflow.ErrUsage, dir, err)
+		return fmt.Errorf("%w: creating plan directory %s: %w", fault.ErrUsage, dir, err)
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("%w: plan directory %s: %w", workflow.ErrUsage, dir, err)
+		return fmt.Errorf("%w: plan directory %s: %w", fault.ErrUsage, dir, err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%w: plan directory %s is not a directory", workflow.ErrUsage, dir)
+		return fmt.Errorf("%w: plan directory %s is not a directory", fault.ErrUsage, dir)
 	}
 	if fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("%w: making plan directory %s private (mode 0700): %w", workflow.ErrUsage, dir, err)
+			return fmt.Errorf("%w: making plan directory %s private (mode 0700): %w", fault.ErrUsage, dir, err)
 		}
 	}
 	return nil
@@ -179,22 +180,22 @@ func (a *Adapter) target(env workflow.Environment) (target, error) {
 		t.workspace = "default"
 	}
 	if tt.Dir == "" || !filepath.IsAbs(tt.Dir) {
-		return t, fmt.Errorf("%w: environment %s: terraform dir %q must be an absolute path", workflow.ErrUsage, env.Name, tt.Dir)
+		return t, fmt.Errorf("%w: environment %s: terraform dir %q must be an absolute path", fault.ErrUsage, env.Name, tt.Dir)
 	}
 	t.dir = filepath.Clean(tt.Dir)
 	fi, err := os.Stat(t.dir)
 	if err != nil {
-		return t, fmt.Errorf("%w: environment %s: terraform dir: %w", workflow.ErrUsage, env.Name, err)
+		return t, fmt.Errorf("%w: environment %s: terraform dir: %w", fault.ErrUsage, env.Name, err)
 	}
 	if !fi.IsDir() {
-		return t, fmt.Errorf("%w: environment %s: terraform dir %s is not a directory", workflow.ErrUsage, env.Name, t.dir)
+		return t, fmt.Errorf("%w: environment %s: terraform dir %s is not a directory", fault.ErrUsage, env.Name, t.dir)
 	}
 	for _, f := range tt.VarFiles {
 		if !filepath.IsAbs(f) {
-			return t, fmt.Errorf("%w: environment %s: var file %q must be an absolute path", workflow.ErrUsage, env.Name, f)
+			return t, fmt.Errorf("%w: environment %s: var file %q must be an absolute path", fault.ErrUsage, env.Name, f)
 		}
 		if _, err := os.Stat(f); err != nil {
-			return t, fmt.Errorf("%w: environment %s: var file: %w", workflow.ErrUsage, env.Name, err)
+			return t, fmt.Errorf("%w: environment %s: var file: %w", fault.ErrUsage, env.Name, err)
 		}
 		t.varFiles = append(t.varFiles, filepath.Clean(f))
 	}

@@ -11,22 +11,23 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Apply applies exactly the saved plan req.PlanFile, with state locking on,
 // after checking that the file's SHA-256 is still req.PlanHash and that the
 // current inputs (revision, lock file, var files, workspace, state lineage
 // and serial) are still req.Inputs; otherwise it returns an error wrapping
-// workflow.ErrStalePlan that says what moved. Terraform's own refusal of a
-// stale plan wraps workflow.ErrStalePlan too, and a held state lock returns
-// a *StateLockError, which wraps workflow.ErrLocked.
+// fault.ErrStalePlan that says what moved. Terraform's own refusal of a
+// stale plan wraps fault.ErrStalePlan too, and a held state lock returns
+// a *StateLockError, which wraps fault.ErrLocked.
 //
 // Terraform runs detached (detached.go): relcap's death does not kill it,
 // and its run directory keeps its output and exit status. Before anything
 // else, Apply settles the earlier attempts at this plan (earlierApplies):
 // it waits for one still running, returns AlreadyApplied (applying
 // nothing) when one applied the plan by Terraform's own result, and
-// refuses with workflow.ErrApplyOutcomeUnknown when one's outcome cannot
+// refuses with fault.ErrApplyOutcomeUnknown when one's outcome cannot
 // be established. A moved state is never taken as evidence: a plan file
 // that is gone with no run that applied it is refused as stale. On
 // success the plan file is deleted.
@@ -41,7 +42,7 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 		return workflow.ApplyResult{}, err
 	}
 	if req.PlanFile == "" || req.PlanHash == "" {
-		return workflow.ApplyResult{}, fmt.Errorf("%w: apply of plan %s: no plan file or plan hash given", workflow.ErrUsage, req.Fingerprint)
+		return workflow.ApplyResult{}, fmt.Errorf("%w: apply of plan %s: no plan file or plan hash given", fault.ErrUsage, req.Fingerprint)
 	}
 	unlock, err := a.lockWorkdir(ctx, t, "apply")
 	if err != nil {
@@ -73,16 +74,16 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 
 	planHash, err := hashFile(req.PlanFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return workflow.ApplyResult{}, fmt.Errorf("%w: plan file %s is gone (expired or purged) and no run of it on this machine applied it; run relcap plan again", workflow.ErrStalePlan, req.PlanFile)
+		return workflow.ApplyResult{}, fmt.Errorf("%w: plan file %s is gone (expired or purged) and no run of it on this machine applied it; run relcap plan again", fault.ErrStalePlan, req.PlanFile)
 	}
 	if err != nil {
 		return workflow.ApplyResult{}, fmt.Errorf("hashing plan file: %w", err)
 	}
 	if planHash != req.PlanHash {
-		return workflow.ApplyResult{}, fmt.Errorf("%w: plan file changed: %s has SHA-256 %s, the reviewed plan %s; run relcap plan again", workflow.ErrStalePlan, req.PlanFile, planHash, req.PlanHash)
+		return workflow.ApplyResult{}, fmt.Errorf("%w: plan file changed: %s has SHA-256 %s, the reviewed plan %s; run relcap plan again", fault.ErrStalePlan, req.PlanFile, planHash, req.PlanHash)
 	}
 	if reasons := workflow.StaleReasons(req.Inputs, now); len(reasons) > 0 {
-		return workflow.ApplyResult{}, fmt.Errorf("%w: plan %s for %s (%s): %s; run relcap plan again", workflow.ErrStalePlan, workflow.ShortHash(req.Fingerprint), t.dir, t.workspace, strings.Join(reasons, "; "))
+		return workflow.ApplyResult{}, fmt.Errorf("%w: plan %s for %s (%s): %s; run relcap plan again", fault.ErrStalePlan, workflow.ShortHash(req.Fingerprint), t.dir, t.workspace, strings.Join(reasons, "; "))
 	}
 
 	if err := a.learnSavedPlan(ctx, t, req.PlanFile); err != nil {
@@ -108,7 +109,7 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 // caller demands that confirmation and journals it.
 func (a *Adapter) ForceUnlock(ctx context.Context, env workflow.Environment, lockID string) error {
 	if lockID == "" {
-		return fmt.Errorf("%w: force-unlock needs a lock ID", workflow.ErrUsage)
+		return fmt.Errorf("%w: force-unlock needs a lock ID", fault.ErrUsage)
 	}
 	t, err := a.target(env)
 	if err != nil {
@@ -180,7 +181,7 @@ func (a *Adapter) PurgeExpired(now time.Time, expiry time.Duration) ([]string, e
 }
 
 // StateLockError reports a Terraform state lock held by another writer. It
-// wraps workflow.ErrLocked and Terraform's own error (stderr intact).
+// wraps fault.ErrLocked and Terraform's own error (stderr intact).
 type StateLockError struct {
 	Dir       string
 	Workspace string
@@ -210,11 +211,11 @@ func (e *StateLockError) Error() string {
 		held = fmt.Sprintf(", held for %s since %s", e.Age.Round(time.Second), e.Created.UTC().Format(time.RFC3339))
 	}
 	return fmt.Sprintf("%s: the Terraform state of %s (%s) is locked by %s (lock ID %s, operation %s%s); wait for it, or if that holder is gone force-unlock lock %s: %v",
-		workflow.ErrLocked, e.Dir, e.Workspace, orUnknown(e.Who), orUnknown(e.ID), orUnknown(e.Operation), held, e.ID, e.Err)
+		fault.ErrLocked, e.Dir, e.Workspace, orUnknown(e.Who), orUnknown(e.ID), orUnknown(e.Operation), held, e.ID, e.Err)
 }
 
-// Unwrap exposes workflow.ErrLocked and Terraform's error to errors.Is/As.
-func (e *StateLockError) Unwrap() []error { return []error{workflow.ErrLocked, e.Err} }
+// Unwrap exposes fault.ErrLocked and Terraform's error to errors.Is/As.
+func (e *StateLockError) Unwrap() []error { return []error{fault.ErrLocked, e.Err} }
 
 func orUnknown(s string) string {
 	if s == "" {
@@ -244,7 +245,7 @@ func (a *Adapter) terraformError(ctx context.Context, op string, t target, err e
 	}
 	for _, s := range staleMarkers {
 		if strings.Contains(msg, s) {
-			return fmt.Errorf("%w: Terraform refused the saved plan for %s (%s) as stale; run relcap plan again: %w", workflow.ErrStalePlan, t.dir, t.workspace, err)
+			return fmt.Errorf("%w: Terraform refused the saved plan for %s (%s) as stale; run relcap plan again: %w", fault.ErrStalePlan, t.dir, t.workspace, err)
 		}
 	}
 	return fmt.Errorf("terraform %s in %s (%s): %w", op, t.dir, t.workspace, err)

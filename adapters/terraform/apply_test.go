@@ -15,6 +15,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestApplyRefusesChangedVarFile(t *testing.T) {
@@ -24,7 +25,7 @@ func TestApplyRefusesChangedVarFile(t *testing.T) {
 	s := f.plan()
 	require.NoError(t, os.WriteFile(vf, []byte(`rev = "9"`+"\n"), 0o644))
 	_, err := f.a.Apply(t.Context(), request(f.env, s))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "var file changed: dev.tfvars")
 	require.ErrorContains(t, err, "run relcap plan again")
 	require.FileExists(t, s.PlanFile, "a refused plan is kept for the record until it expires")
@@ -46,7 +47,7 @@ func TestApplyRefusesMovedState(t *testing.T) {
 	f.env.Terraform.VarFiles = nil
 
 	_, err := f.a.Apply(t.Context(), request(f.env, older))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "state lineage changed")
 
 	// Make relcap's own check pass with the current inputs: Terraform still
@@ -56,7 +57,7 @@ func TestApplyRefusesMovedState(t *testing.T) {
 	req := request(f.env, older)
 	req.Inputs = now
 	_, err = f.a.Apply(t.Context(), req)
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "Terraform refused the saved plan")
 
 	// Same lineage, later serial.
@@ -65,7 +66,7 @@ func TestApplyRefusesMovedState(t *testing.T) {
 	fourth := f.plan()
 	f.apply(fourth)
 	_, err = f.a.Apply(t.Context(), request(f.env, third))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "state moved: serial")
 }
 
@@ -81,7 +82,7 @@ func TestApplyRefusesChangedPlanFile(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(s.PlanFile, b, 0o600))
 	_, err = f.a.Apply(t.Context(), request(f.env, s))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "plan file changed")
 }
 
@@ -100,7 +101,7 @@ func TestApplyResumesAfterCrash(t *testing.T) {
 	unapplied := f.plan()
 	require.NoError(t, os.Remove(unapplied.PlanFile))
 	_, err = f.a.Apply(t.Context(), request(f.env, unapplied))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "is gone")
 }
 
@@ -132,7 +133,7 @@ func TestApplyReportsHeldStateLock(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond)
 
 	_, err = f.a.Apply(t.Context(), request(f.env, s))
-	require.ErrorIs(t, err, workflow.ErrLocked)
+	require.ErrorIs(t, err, fault.ErrLocked)
 	var le *StateLockError
 	require.True(t, errors.As(err, &le), "%v", err)
 	require.Equal(t, info.ID, le.ID)
@@ -145,7 +146,7 @@ func TestApplyReportsHeldStateLock(t *testing.T) {
 	require.Contains(t, err.Error(), info.ID)
 
 	_, err = f.a.Plan(t.Context(), f.env, "alice")
-	require.ErrorIs(t, err, workflow.ErrLocked, "planning takes the state lock too")
+	require.ErrorIs(t, err, fault.ErrLocked, "planning takes the state lock too")
 
 	// The local backend refuses a force-unlock from another process; the
 	// error says so in Terraform's words.

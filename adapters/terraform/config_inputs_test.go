@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // moduleRoot calls a module inside the root and one beside it.
@@ -57,7 +58,7 @@ func TestAnEditAfterApprovalRefusesTheApplyNamingTheFile(t *testing.T) {
 			target := filepath.Join(root, tc.edit)
 			require.NoError(t, os.WriteFile(target, []byte(moduleBody+"\n# edited after approval\n"), 0o644))
 			_, err := f.a.Apply(t.Context(), request(f.env, s))
-			require.ErrorIs(t, err, workflow.ErrStalePlan)
+			require.ErrorIs(t, err, fault.ErrStalePlan)
 			require.ErrorContains(t, err, tc.says)
 			require.NoFileExists(t, filepath.Join(root, "terraform.tfstate"), "nothing was applied")
 		})
@@ -86,7 +87,7 @@ resource "terraform_data" "n" {
 
 	t.Setenv("TF_VAR_note", "second-value-456")
 	_, err = f.a.Apply(t.Context(), request(f.env, s))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "environment variable changed: TF_VAR_note")
 	require.NotContains(t, err.Error(), "value-")
 	key, err := os.ReadFile(filepath.Join(f.a.PlanDir(), envKeyFile))

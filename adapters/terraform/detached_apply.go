@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 var _ workflow.ApplyRunPlacer = (*Adapter)(nil)
@@ -46,13 +47,13 @@ func (a *Adapter) PlaceApplyRun(fp, id string) workflow.ApplyRun {
 // first. It reports whether one of them applied the plan (Terraform's
 // exit 0 and "Apply complete!" for this plan file). A run whose outcome
 // cannot be established, or that is on another host, makes it return an
-// error wrapping workflow.ErrApplyOutcomeUnknown: the plan must not be
+// error wrapping fault.ErrApplyOutcomeUnknown: the plan must not be
 // applied again. Runs that failed are Terraform's own refusal or failure,
 // already reported; the plan's staleness checks decide whether it may
 // run again.
 func (a *Adapter) earlierApplies(ctx context.Context, t target, req workflow.ApplyRequest) (applied bool, err error) {
 	if !fingerprintPattern.MatchString(req.Fingerprint) {
-		return false, fmt.Errorf("%w: apply of plan %q: not a plan fingerprint", workflow.ErrUsage, req.Fingerprint)
+		return false, fmt.Errorf("%w: apply of plan %q: not a plan fingerprint", fault.ErrUsage, req.Fingerprint)
 	}
 	host, _ := os.Hostname() // compared only when both are known
 	dirs := map[string]bool{}
@@ -165,7 +166,7 @@ func (a *Adapter) applyDetached(ctx context.Context, t target, req workflow.Appl
 		id = a.clock.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 	}
 	if !runIDPattern.MatchString(id) {
-		return fmt.Errorf("%w: apply run id %q", workflow.ErrUsage, id)
+		return fmt.Errorf("%w: apply run id %q", fault.ErrUsage, id)
 	}
 	dir := filepath.Join(a.applyRunsDir(req.Fingerprint), id)
 	// The flags terraform-exec's Apply passes with DirOrPlan and Lock:
@@ -197,7 +198,7 @@ func (a *Adapter) applyDetached(ctx context.Context, t target, req workflow.Appl
 
 // ApplyOutcomeUnknownError is an apply of a plan that may have started
 // and whose outcome cannot be established. It wraps
-// workflow.ErrApplyOutcomeUnknown and says what to do instead of applying.
+// fault.ErrApplyOutcomeUnknown and says what to do instead of applying.
 type ApplyOutcomeUnknownError struct {
 	Fingerprint    string
 	Env            string
@@ -207,10 +208,10 @@ type ApplyOutcomeUnknownError struct {
 
 func (e *ApplyOutcomeUnknownError) Error() string {
 	return fmt.Sprintf("%s: plan %s may have been applied already and relcap cannot tell whether it changed anything (%s); it will not apply it again. Next safe action: inspect the state (terraform state list, terraform show in %s, workspace %s), run terraform plan there to see what is left, then plan again in this release (relcap plan --env %s) and have the new plan approved",
-		workflow.ErrApplyOutcomeUnknown, workflow.ShortHash(e.Fingerprint), strings.Join(e.Why, "; "), e.Dir, e.Workspace, e.Env)
+		fault.ErrApplyOutcomeUnknown, workflow.ShortHash(e.Fingerprint), strings.Join(e.Why, "; "), e.Dir, e.Workspace, e.Env)
 }
 
-func (e *ApplyOutcomeUnknownError) Unwrap() error { return workflow.ErrApplyOutcomeUnknown }
+func (e *ApplyOutcomeUnknownError) Unwrap() error { return fault.ErrApplyOutcomeUnknown }
 
 // purgeRuns deletes the run directories last modified more than expiry
 // before now whose outcome is settled: an apply's that exited (its

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // applyChildEnv names a JSON file (applyChildJob) that makes this test
@@ -173,9 +174,9 @@ func TestApplyWithAnUnknownOutcomeIsNeverRepeated(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 
 	_, err := f.a.Apply(t.Context(), request(f.env, s))
-	require.ErrorIs(t, err, workflow.ErrApplyOutcomeUnknown)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
-	require.NotErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrApplyOutcomeUnknown)
+	require.ErrorIs(t, err, fault.ErrBlocked)
+	require.NotErrorIs(t, err, fault.ErrStalePlan)
 	for _, want := range []string{"no exit status recorded", "will not apply it again", "inspect the state", "terraform plan", "plan again in this release"} {
 		require.ErrorContains(t, err, want)
 	}
@@ -201,7 +202,7 @@ func TestAGonePlanFileIsNeverTakenAsApplied(t *testing.T) {
 	require.NoError(t, os.Remove(never.PlanFile))
 
 	res, err := f.a.Apply(t.Context(), request(f.env, never))
-	require.ErrorIs(t, err, workflow.ErrStalePlan, "%+v", res)
+	require.ErrorIs(t, err, fault.ErrStalePlan, "%+v", res)
 	require.False(t, res.AlreadyApplied, "a moved state is no evidence that this plan ran")
 	require.ErrorContains(t, err, "is gone")
 	require.ErrorContains(t, err, "run relcap plan again")

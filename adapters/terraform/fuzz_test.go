@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -37,7 +38,7 @@ func FuzzReviewJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := reviewJSON(bytes.NewReader(data), "fuzz", workflow.DefaultClassify(), secret.NewSet())
 		if err != nil {
-			if !errors.Is(err, workflow.ErrUsage) {
+			if !errors.Is(err, fault.ErrUsage) {
 				t.Fatalf("error does not wrap ErrUsage: %v", err)
 			}
 			return

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -81,7 +82,7 @@ func (a *Adapter) withInit(ctx context.Context, t target, loud *tfexec.Terraform
 		return fmt.Errorf("terraform in %s: %w", t.dir, err)
 	}
 	if initialised {
-		if err := fn(); err == nil || ctx.Err() != nil || errors.Is(err, workflow.ErrUsage) {
+		if err := fn(); err == nil || ctx.Err() != nil || errors.Is(err, fault.ErrUsage) {
 			return err
 		}
 	}
@@ -119,7 +120,7 @@ func (a *Adapter) init(ctx context.Context, t target, loud *tfexec.Terraform) (l
 	if werr := os.WriteFile(lockPath, before, mode); werr != nil {
 		return true, fmt.Errorf("terraform init in %s changed %s and restoring it failed: %w", t.dir, lockFileName, werr)
 	}
-	return true, fmt.Errorf("%w: terraform init in %s had to change the committed %s (a provider or platform checksum is missing from it); it was restored; run terraform init there, review the lock file change and commit it", workflow.ErrUsage, t.dir, lockFileName)
+	return true, fmt.Errorf("%w: terraform init in %s had to change the committed %s (a provider or platform checksum is missing from it); it was restored; run terraform init there, review the lock file change and commit it", fault.ErrUsage, t.dir, lockFileName)
 }
 
 // selectWorkspace selects t.workspace, refusing to create one: a typo in
@@ -133,7 +134,7 @@ func selectWorkspace(ctx context.Context, tf *tfexec.Terraform, t target) (resto
 		return nil, fmt.Errorf("terraform workspace list in %s: %w", t.dir, err)
 	}
 	if !slices.Contains(list, t.workspace) {
-		return nil, fmt.Errorf("%w: environment %s: terraform workspace %q does not exist in %s (have %s); create it with \"terraform workspace new %s\" if it should", workflow.ErrUsage, t.env, t.workspace, t.dir, strings.Join(list, ", "), t.workspace)
+		return nil, fmt.Errorf("%w: environment %s: terraform workspace %q does not exist in %s (have %s); create it with \"terraform workspace new %s\" if it should", fault.ErrUsage, t.env, t.workspace, t.dir, strings.Join(list, ", "), t.workspace)
 	}
 	if current == t.workspace {
 		return func() {}, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // planSuffix ends every saved plan's file name: <fingerprint>.tfplan.
@@ -24,8 +25,8 @@ const planSuffix = ".tfplan"
 // (workflow.PlanInputs). The plan file is PlanDir/<fingerprint>.tfplan with
 // mode 0600, named by the fingerprint the review gives the plan.
 //
-// Errors wrap workflow.ErrUsage for configuration mistakes,
-// workflow.ErrLocked when another writer holds the state lock, and the
+// Errors wrap fault.ErrUsage for configuration mistakes,
+// fault.ErrLocked when another writer holds the state lock, and the
 // context's error on cancellation. Terraform's stderr is kept in the error.
 func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author string) (workflow.PlanFacts, error) {
 	t, err := a.target(env)
@@ -94,7 +95,7 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 		return workflow.PlanFacts{}, err
 	}
 	if lineage != in.StateLineage || serial != in.StateSerial {
-		return workflow.PlanFacts{}, fmt.Errorf("%w: the state of %s (%s) changed while planning (serial %d, now %d); run relcap plan again", workflow.ErrStalePlan, t.dir, t.workspace, in.StateSerial, serial)
+		return workflow.PlanFacts{}, fmt.Errorf("%w: the state of %s (%s) changed while planning (serial %d, now %d); run relcap plan again", fault.ErrStalePlan, t.dir, t.workspace, in.StateSerial, serial)
 	}
 	// Terraform creates the plan file with its own mode; saved plans hold
 	// sensitive values in clear.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 const twoResources = `
@@ -224,7 +225,7 @@ func TestSensitiveValuesNeverLeak(t *testing.T) {
 	// A stale apply's error.
 	require.NoError(t, os.WriteFile(vf, []byte(`secret = "`+secret+`-rotated"`+"\n"), 0o644))
 	_, err = f.a.Apply(t.Context(), request(f.env, s))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.NotContains(t, err.Error(), "hunter2")
 
 	// A failing plan's error (Terraform's stderr is kept in it).
@@ -242,7 +243,7 @@ func TestPlanWorkspaces(t *testing.T) {
 	f := newFixture(t, twoResources)
 	f.env.Terraform.Workspace = "staging"
 	_, err := f.a.Plan(t.Context(), f.env, "alice")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, `terraform workspace "staging" does not exist`)
 	require.ErrorContains(t, err, `terraform workspace new staging`)
 
@@ -271,7 +272,7 @@ func TestPlanKeepsCommittedLockFile(t *testing.T) {
 	stale := header + "\nprovider \"registry.terraform.io/hashicorp/null\" {\n  version = \"3.2.2\"\n  hashes = [\n    \"h1:zT1ZbegaAYHwQa+QwIFugArWikRJI9dqohj8xb0GY88=\",\n  ]\n}\n"
 	f.write(lockFileName, stale)
 	_, err := f.a.Plan(t.Context(), f.env, "alice")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "had to change the committed .terraform.lock.hcl")
 	b, err := os.ReadFile(filepath.Join(f.dir, lockFileName))
 	require.NoError(t, err)
@@ -302,13 +303,13 @@ func TestInputsFollowGit(t *testing.T) {
 
 	f.write("notes.md", "untracked\n")
 	_, err := f.a.Apply(t.Context(), request(f.env, s))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "working tree dirty was false, is true")
 
 	git("add", ".")
 	git("commit", "-q", "-m", "notes")
 	_, err = f.a.Apply(t.Context(), request(f.env, s))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "source revision moved from "+head[:10])
 }
 
@@ -316,16 +317,16 @@ func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	bin := terraformtest.Binary(t)
 	_, err := New(Options{Binary: "no-such-terraform-binary", PlanDir: t.TempDir()})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, `terraform binary "no-such-terraform-binary" not found`)
 
 	_, err = New(Options{Binary: bin})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	_, err = New(Options{Binary: bin, PlanDir: file})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 
 	loose := filepath.Join(t.TempDir(), "plans")
 	require.NoError(t, os.Mkdir(loose, 0o755))
@@ -336,9 +337,9 @@ func TestNewValidates(t *testing.T) {
 	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "a loose plan directory is tightened")
 
 	_, err = a.Plan(t.Context(), workflow.Environment{Name: "dev", Terraform: workflow.TerraformTarget{Dir: "relative/dir"}}, "alice")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	_, err = a.Plan(t.Context(), workflow.Environment{Name: "dev", Terraform: workflow.TerraformTarget{Dir: t.TempDir(), VarFiles: []string{"/no/such.tfvars"}}}, "alice")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "/no/such.tfvars")
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 const kubeconfigA = `apiVersion: v1
@@ -55,7 +56,7 @@ current-context: prod
 	refused := func(says string) {
 		t.Helper()
 		_, err := f.a.Apply(t.Context(), request(f.env, s))
-		require.ErrorIs(t, err, workflow.ErrStalePlan)
+		require.ErrorIs(t, err, fault.ErrStalePlan)
 		require.ErrorContains(t, err, says)
 		for _, clear := range []string{a, b, "staging-token-111", "staging-account", "prod-account", "prod.example"} {
 			require.NotContains(t, err.Error(), clear)
@@ -128,7 +129,7 @@ resource "terraform_data" "x" {
 	require.Contains(t, s.Inputs.ProviderEnv, "config_path "+kc)
 	require.NoError(t, os.WriteFile(kc, []byte(kubeconfigA+"# now prod\n"), 0o600))
 	_, err := f.a.Apply(t.Context(), request(f.env, s))
-	require.ErrorIs(t, err, workflow.ErrStalePlan)
+	require.ErrorIs(t, err, fault.ErrStalePlan)
 	require.ErrorContains(t, err, "provider setting changed: config_path "+kc)
 	require.NotContains(t, err.Error(), "staging-token-111")
 

@@ -13,6 +13,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -53,10 +54,10 @@ func (a *Adapter) PullState(ctx context.Context, env workflow.Environment) ([]by
 // plain name: it is joined to a path that is deleted.
 func (a *Adapter) scratchDir(id string) (string, error) {
 	if a.rehearsalDir == "" {
-		return "", fmt.Errorf("%w: the terraform adapter has no rehearsal directory (Options.RehearsalDir)", workflow.ErrUsage)
+		return "", fmt.Errorf("%w: the terraform adapter has no rehearsal directory (Options.RehearsalDir)", fault.ErrUsage)
 	}
 	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, `/\`) {
-		return "", fmt.Errorf("%w: rehearsal id %q is not a plain name", workflow.ErrUsage, id)
+		return "", fmt.Errorf("%w: rehearsal id %q is not a plain name", fault.ErrUsage, id)
 	}
 	return filepath.Join(a.rehearsalDir, id), nil
 }
@@ -82,7 +83,7 @@ func (a *Adapter) CreateScratch(_ context.Context, id string, env workflow.Envir
 	}
 	if len(outside) > 0 {
 		return workflow.TerraformTarget{}, fmt.Errorf("%w: environment %s: the root %s calls local modules outside itself (%s), which a scratch copy of the root cannot reach; the failed-apply drill cannot run on it",
-			workflow.ErrUsage, env.Name, t.dir, strings.Join(outside, ", "))
+			fault.ErrUsage, env.Name, t.dir, strings.Join(outside, ", "))
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return workflow.TerraformTarget{}, fmt.Errorf("removing the earlier scratch copy %s: %w", dir, err)
@@ -100,7 +101,7 @@ func (a *Adapter) CreateScratch(_ context.Context, id string, env workflow.Envir
 	all := append([]rehearsal.ScratchFile{{Name: scratchOverride, Content: []byte(override)}}, files...)
 	for _, f := range all {
 		if f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." {
-			return workflow.TerraformTarget{}, fmt.Errorf("%w: scratch file %q is not a plain name", workflow.ErrUsage, f.Name)
+			return workflow.TerraformTarget{}, fmt.Errorf("%w: scratch file %q is not a plain name", fault.ErrUsage, f.Name)
 		}
 		if err := os.WriteFile(filepath.Join(root, f.Name), f.Content, 0o600); err != nil {
 			return workflow.TerraformTarget{}, fmt.Errorf("writing %s to the scratch copy: %w", f.Name, err)
@@ -161,7 +162,7 @@ func (a *Adapter) RemoveScratchFile(_ context.Context, id, name string) error {
 		return err
 	}
 	if name != filepath.Base(name) || name == scratchOverride {
-		return fmt.Errorf("%w: %q is not a file the drill added", workflow.ErrUsage, name)
+		return fmt.Errorf("%w: %q is not a file the drill added", fault.ErrUsage, name)
 	}
 	if err := os.Remove(filepath.Join(dir, scratchRootDir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing %s from the scratch copy: %w", name, err)

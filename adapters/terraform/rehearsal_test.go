@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -84,12 +85,12 @@ func TestScratchRootFailsItsApplyAndLeavesTheRealStateAlone(t *testing.T) {
 	require.NoError(t, f.a.DeleteScratch(ctx, "rh-1"), "twice is harmless")
 
 	for _, bad := range []string{"", "..", "../x", "a/b"} {
-		require.ErrorIs(t, f.a.DeleteScratch(ctx, bad), workflow.ErrUsage, bad)
+		require.ErrorIs(t, f.a.DeleteScratch(ctx, bad), fault.ErrUsage, bad)
 	}
 	noDir, err := New(Options{Binary: f.bin, PlanDir: filepath.Join(t.TempDir(), "plans")})
 	require.NoError(t, err)
 	_, err = noDir.CreateScratch(ctx, "rh-2", f.env, nil, pulled)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 func TestCreateScratchRefusesARootWithLocalModulesOutsideIt(t *testing.T) {
@@ -103,7 +104,7 @@ func TestCreateScratchRefusesARootWithLocalModulesOutsideIt(t *testing.T) {
 	state, err := f.a.PullState(t.Context(), f.env)
 	require.NoError(t, err)
 	_, err = f.a.CreateScratch(t.Context(), "rh-mod", f.env, nil, state)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "local modules outside itself")
 	require.NoDirExists(t, filepath.Join(f.a.rehearsalDir, "rh-mod"))
 }
@@ -140,7 +141,7 @@ func TestCheckStateLockNamesAHeldLock(t *testing.T) {
 	start := time.Now()
 	err = f.a.CheckStateLock(ctx, scratch)
 	require.Error(t, err)
-	require.True(t, errors.Is(err, workflow.ErrLocked), "%v", err)
+	require.True(t, errors.Is(err, fault.ErrLocked), "%v", err)
 	require.Less(t, time.Since(start), 20*time.Second, "did not wait for the lock")
 	stop()
 }

@@ -18,6 +18,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -70,7 +71,7 @@ func (*skip) UnmarshalJSON([]byte) error { return nil }
 // a JSON document is not a plan Terraform can apply.
 //
 // A document that is not JSON, is truncated, or is not a plan of a supported
-// format version returns an error wrapping workflow.ErrUsage that names the
+// format version returns an error wrapping fault.ErrUsage that names the
 // input (r's Name(), as *os.File has, or "plan document") and the line,
 // column and byte offset where reading failed. Sensitive values in the
 // document never reach the facts or an error.
@@ -116,12 +117,12 @@ func readDocument(data []byte, name, env string, secrets *secret.Set) (workflow.
 	}
 	switch {
 	case meta.hasValues && !meta.hasPlanned && !meta.hasChanges:
-		return workflow.PlanFacts{}, fmt.Errorf("%w: %s is a Terraform state document, not a plan; produce one with terraform show -json PLANFILE", workflow.ErrUsage, name)
+		return workflow.PlanFacts{}, fmt.Errorf("%w: %s is a Terraform state document, not a plan; produce one with terraform show -json PLANFILE", fault.ErrUsage, name)
 	case meta.formatVersion == "" && !meta.hasPlanned && !meta.hasChanges:
-		return workflow.PlanFacts{}, fmt.Errorf("%w: %s is not a Terraform plan document (no format_version, planned_values or resource_changes); produce one with terraform show -json PLANFILE", workflow.ErrUsage, name)
+		return workflow.PlanFacts{}, fmt.Errorf("%w: %s is not a Terraform plan document (no format_version, planned_values or resource_changes); produce one with terraform show -json PLANFILE", fault.ErrUsage, name)
 	}
 	if err := (&tfjson.Plan{FormatVersion: meta.formatVersion}).Validate(); err != nil {
-		return workflow.PlanFacts{}, fmt.Errorf("%w: %s: %w", workflow.ErrUsage, name, err)
+		return workflow.PlanFacts{}, fmt.Errorf("%w: %s: %w", fault.ErrUsage, name, err)
 	}
 	for name, sensitive := range meta.sensitiveVars {
 		if sensitive {
@@ -159,7 +160,7 @@ func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error)
 		return m, r.fail(err)
 	}
 	if tok.Kind() != '{' {
-		return m, fmt.Errorf("%w: %s: %s: the document is a JSON %s, want an object (a plan from terraform show -json PLANFILE)", workflow.ErrUsage, name, position(data, firstByte(data, 0)), kindName(tok.Kind()))
+		return m, fmt.Errorf("%w: %s: %s: the document is a JSON %s, want an object (a plan from terraform show -json PLANFILE)", fault.ErrUsage, name, position(data, firstByte(data, 0)), kindName(tok.Kind()))
 	}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
@@ -200,7 +201,7 @@ func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error)
 			var outs map[string]*tfjson.Change
 			if err = r.decode(&outs); err == nil {
 				if terr := tr.outputs(outs); terr != nil {
-					return m, fmt.Errorf("%w: %s is not a plan relcap can review: %w", workflow.ErrUsage, name, terr)
+					return m, fmt.Errorf("%w: %s is not a plan relcap can review: %w", fault.ErrUsage, name, terr)
 				}
 			}
 		case "variables":
@@ -237,7 +238,7 @@ func readPlanDocument(data []byte, name string, tr *translator) (docMeta, error)
 	}
 	end := dec.InputOffset()
 	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
-		return m, fmt.Errorf("%w: %s: %s: unexpected data after the plan document", workflow.ErrUsage, name, position(data, firstByte(data, end)))
+		return m, fmt.Errorf("%w: %s: %s: unexpected data after the plan document", fault.ErrUsage, name, position(data, firstByte(data, end)))
 	}
 	return m, nil
 }
@@ -326,7 +327,7 @@ func (r planReader) resourceChanges(key string, take func(*tfjson.ResourceChange
 			_, err := r.dec.ReadToken() // the syntax error it is
 			return err
 		}
-		return &documentErr{fmt.Errorf("%w: %s: %s: %s is a JSON %s, want an array", workflow.ErrUsage, r.name, position(r.data, start), key, kindName(k))}
+		return &documentErr{fmt.Errorf("%w: %s: %s: %s is a JSON %s, want an array", fault.ErrUsage, r.name, position(r.data, start), key, kindName(k))}
 	}
 	if _, err := r.dec.ReadToken(); err != nil {
 		return err
@@ -337,7 +338,7 @@ func (r planReader) resourceChanges(key string, take func(*tfjson.ResourceChange
 			return err
 		}
 		if err := take(rc); err != nil {
-			return &documentErr{fmt.Errorf("%w: %s is not a plan relcap can review: %w", workflow.ErrUsage, r.name, err)}
+			return &documentErr{fmt.Errorf("%w: %s is not a plan relcap can review: %w", fault.ErrUsage, r.name, err)}
 		}
 	}
 	_, err := r.dec.ReadToken() // the closing bracket
@@ -354,7 +355,7 @@ func (r planReader) fail(err error) error {
 		return de.err
 	}
 	if len(bytes.TrimSpace(r.data)) == 0 {
-		return fmt.Errorf("%w: %s is empty, not a plan document", workflow.ErrUsage, r.name)
+		return fmt.Errorf("%w: %s is empty, not a plan document", fault.ErrUsage, r.name)
 	}
 	var typ *jsonv1.UnmarshalTypeError
 	if errors.As(err, &typ) {
@@ -364,13 +365,13 @@ func (r planReader) fail(err error) error {
 		}
 		// Only what was expected where: no value from the document is
 		// echoed (it may be a secret).
-		return fmt.Errorf("%w: %s: %s: %s is a JSON %s, want %s", workflow.ErrUsage, r.name, position(r.data, typ.Offset), field, jsonKind(typ.Value), typ.Type)
+		return fmt.Errorf("%w: %s: %s: %s is a JSON %s, want %s", fault.ErrUsage, r.name, position(r.data, typ.Offset), field, jsonKind(typ.Value), typ.Type)
 	}
 	var whole *json.SyntaxError
 	if errors.As(json.Unmarshal(r.data, &skip{}), &whole) {
 		return documentError(r.name, r.data, whole, 0, whole.Offset)
 	}
-	return fmt.Errorf("%w: %s: %s: %w", workflow.ErrUsage, r.name, position(r.data, r.dec.InputOffset()), err)
+	return fmt.Errorf("%w: %s: %s: %w", fault.ErrUsage, r.name, position(r.data, r.dec.InputOffset()), err)
 }
 
 // fieldPath renders the decoder's dotted path of a value the way the
@@ -438,9 +439,9 @@ func documentError(name string, data []byte, err error, valueStart, inputOffset 
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.Is(err, io.EOF) && len(bytes.TrimSpace(data)) == 0:
-		return fmt.Errorf("%w: %s is empty, not a plan document", workflow.ErrUsage, name)
+		return fmt.Errorf("%w: %s is empty, not a plan document", fault.ErrUsage, name)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return fmt.Errorf("%w: %s: %s: truncated: the document ends in the middle of a value", workflow.ErrUsage, name, position(data, int64(len(data))))
+		return fmt.Errorf("%w: %s: %s: truncated: the document ends in the middle of a value", fault.ErrUsage, name, position(data, int64(len(data))))
 	case errors.As(err, &syn):
 		// The streaming decoder's offsets differ by path (some point at
 		// the offending byte, some just past it). Scanning the whole
@@ -450,11 +451,11 @@ func documentError(name string, data []byte, err error, valueStart, inputOffset 
 		var whole *json.SyntaxError
 		if errors.As(json.Unmarshal(data, &skip{}), &whole) {
 			if whole.Offset >= int64(len(data)) {
-				return fmt.Errorf("%w: %s: %s: truncated: the document ends in the middle of a value", workflow.ErrUsage, name, position(data, int64(len(data))))
+				return fmt.Errorf("%w: %s: %s: truncated: the document ends in the middle of a value", fault.ErrUsage, name, position(data, int64(len(data))))
 			}
 			syn = whole
 		}
-		return fmt.Errorf("%w: %s: %s: not valid JSON: %w", workflow.ErrUsage, name, position(data, syn.Offset-1), syn)
+		return fmt.Errorf("%w: %s: %s: not valid JSON: %w", fault.ErrUsage, name, position(data, syn.Offset-1), syn)
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {
@@ -462,9 +463,9 @@ func documentError(name string, data []byte, err error, valueStart, inputOffset 
 		}
 		// typ's own message quotes the value for numbers; say only what was
 		// expected where, so no value from the document is echoed.
-		return fmt.Errorf("%w: %s: %s: %s is a JSON %s, want %s", workflow.ErrUsage, name, position(data, valueStart+typ.Offset), field, jsonKind(typ.Value), typ.Type)
+		return fmt.Errorf("%w: %s: %s: %s is a JSON %s, want %s", fault.ErrUsage, name, position(data, valueStart+typ.Offset), field, jsonKind(typ.Value), typ.Type)
 	}
-	return fmt.Errorf("%w: %s: %s: %w", workflow.ErrUsage, name, position(data, inputOffset), err)
+	return fmt.Errorf("%w: %s: %s: %w", fault.ErrUsage, name, position(data, inputOffset), err)
 }
 
 // jsonKind keeps the kind of an UnmarshalTypeError's value ("number 42"

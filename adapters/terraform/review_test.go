@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -186,7 +187,7 @@ func TestReviewJSONErrors(t *testing.T) {
 			defer f.Close()
 			_, err = reviewJSON(f, "prod", workflow.DefaultClassify(), secret.NewSet())
 			require.Error(t, err)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			require.Contains(t, err.Error(), path, "the error names the file")
 			for _, w := range tc.want {
 				require.Contains(t, err.Error(), w)
@@ -200,7 +201,7 @@ func TestReviewJSONErrors(t *testing.T) {
 func TestReviewJSONReaderName(t *testing.T) {
 	t.Parallel()
 	_, err := reviewJSON(strings.NewReader("{"), "prod", workflow.DefaultClassify(), secret.NewSet())
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "plan document: line 1, column 2 (byte offset 1): truncated")
 }
 

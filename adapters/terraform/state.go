@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -98,10 +99,10 @@ func ObjectsFromStateJSON(r io.Reader) ([]ownership.ManagedObject, error) {
 	dec.UseNumber()
 	if err := dec.Decode(&st); err != nil {
 		// encoding/json's messages name types and offsets, never values.
-		return nil, fmt.Errorf("%w: not a terraform show -json state document: %w", workflow.ErrUsage, err)
+		return nil, fmt.Errorf("%w: not a terraform show -json state document: %w", fault.ErrUsage, err)
 	}
 	if err := st.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+		return nil, fmt.Errorf("%w: %w", fault.ErrUsage, err)
 	}
 	return objectsFromState(&st)
 }

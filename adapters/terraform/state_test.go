@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -142,7 +142,7 @@ func TestObjectsFromStateRejectsWhatIsNotAState(t *testing.T) {
 	} {
 		_, err := ObjectsFromStateJSON(strings.NewReader(doc))
 		require.Error(t, err, name)
-		require.ErrorIs(t, err, workflow.ErrUsage, name)
+		require.ErrorIs(t, err, fault.ErrUsage, name)
 	}
 	_, err := ObjectsFromStateJSON(strings.NewReader(`{"format_version":"1.0","values":{"root_module":{"resources":[
 	  {"address":"kubectl_manifest.bad","mode":"managed","type":"kubectl_manifest","values":{"yaml_body":"password: hunter2-very-secret\n\tbad: [","kind":"Secret"}}]}}}`))
@@ -210,6 +210,6 @@ func TestManagedObjectsRefusesAWorkspaceThatDoesNotExist(t *testing.T) {
 	f.write("nested/main.tf", "")
 	f.env.Terraform.Workspace = "staging"
 	_, err := f.a.ManagedObjects(t.Context(), f.env)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), `workspace "staging" does not exist`)
 }

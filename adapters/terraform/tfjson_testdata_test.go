@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -49,7 +50,7 @@ func TestTerraformJSONTestdataPlansAgreeWithTerraformJSON(t *testing.T) {
 		}
 		got, err := reviewJSON(bytes.NewReader(data), "test", workflow.DefaultClassify(), secret.NewSet())
 		if parseErr != nil {
-			require.ErrorIs(t, err, workflow.ErrUsage, "%s: terraform-json refuses it (%v), so does relcap", name, parseErr)
+			require.ErrorIs(t, err, fault.ErrUsage, "%s: terraform-json refuses it (%v), so does relcap", name, parseErr)
 			continue
 		}
 		require.NoError(t, err, name)

@@ -16,6 +16,7 @@ import (
 
 	forge "github.com/relcap/relcap/adapters/forge/gitea"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // The Gitea suite (issue 18) runs relcap's Gitea adapter against the lab's
@@ -174,8 +175,8 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	// Before any approval Gitea's protection refuses the merge.
 	// That is a wait for a review, not a block.
 	_, err = f.Merge(ctx, pr.Number, sha, "relcap: promote r1")
-	require.ErrorIs(t, err, workflow.ErrForgeNotReady)
-	require.NotErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrForgeNotReady)
+	require.NotErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "Does not have enough approvals")
 	errs = append(errs, err)
 	require.Equal(t, g.Seeded, g.remoteMain(t))
@@ -193,7 +194,7 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 
 	// A stale head is refused before Gitea is asked.
 	_, err = f.Merge(ctx, pr.Number, g.Seeded, "relcap: promote r1")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "not the reviewed commit")
 	errs = append(errs, err)
 
@@ -230,7 +231,7 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	require.NoError(t, err)
 	waitHead(t, f, pr2.Number, sha2b)
 	_, err = f.Merge(ctx, pr2.Number, sha2, "relcap: promote r1 to prod")
-	require.ErrorIs(t, err, workflow.ErrBlocked, "the reviewed commit is no longer the head")
+	require.ErrorIs(t, err, fault.ErrBlocked, "the reviewed commit is no longer the head")
 	require.Contains(t, err.Error(), sha2[:12])
 	require.Contains(t, err.Error(), sha2b[:12])
 	errs = append(errs, err)
@@ -243,7 +244,7 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "the approval of %s must read as dismissed: %+v (%v)", sha2, rev2, err)
 	require.Equal(t, sha2, rev2[0].CommitSHA)
 	_, err = f.Merge(ctx, pr2.Number, sha2b, "relcap: promote r1 to prod")
-	require.ErrorIs(t, err, workflow.ErrForgeNotReady)
+	require.ErrorIs(t, err, fault.ErrForgeNotReady)
 	require.Contains(t, err.Error(), "Does not have enough approvals")
 	errs = append(errs, err)
 	require.Equal(t, merge, g.remoteMain(t), "main did not move")
@@ -263,13 +264,13 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	require.Equal(t, workflow.PullRequestClosed, got3.State)
 	require.Empty(t, got3.MergeCommit)
 	_, err = f.Merge(ctx, pr3.Number, got3.HeadSHA, "no")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "closed without merge")
 	errs = append(errs, err)
 
 	// An unknown pull request, and a token Gitea does not know.
 	_, err = f.PullRequest(ctx, 9999)
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	errs = append(errs, err)
 	bad, err := forge.New(forge.Options{URL: g.RepoURL, Token: "0123456789abcdef0123456789abcdef01234567"})
 	require.NoError(t, err)
@@ -288,7 +289,7 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 		}
 		t.Logf("error as relcap shows it: %v", e)
 	}
-	require.False(t, errors.Is(errs[0], workflow.ErrNotFound))
+	require.False(t, errors.Is(errs[0], fault.ErrNotFound))
 
 	// The lab's build links its version in (the SDK and Argo CD read it).
 	v, _, err := g.sdkAs(t, GiteaCaptain).ServerVersion()

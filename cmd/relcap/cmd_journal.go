@@ -9,8 +9,8 @@ import (
 
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui/plain"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func newCmdJournal(a *app) *cobra.Command {
@@ -95,8 +95,8 @@ func runJournalShow(ctx context.Context, opts *journalOptions) error {
 		return err
 	}
 	entries, from, err := q.JournalEntries(ctx, args[0])
-	if errors.Is(err, workflow.ErrNotFound) {
-		return fmt.Errorf("%w: no journal for session %s at %s nor in the ledger (see relcap journal list)", workflow.ErrNotFound, args[0], path)
+	if errors.Is(err, fault.ErrNotFound) {
+		return fmt.Errorf("%w: no journal for session %s at %s nor in the ledger (see relcap journal list)", fault.ErrNotFound, args[0], path)
 	}
 	if err != nil {
 		return err

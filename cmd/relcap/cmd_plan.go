@@ -12,8 +12,10 @@ import (
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/unlock"
 )
 
@@ -163,7 +165,7 @@ func (a *app) reviewPlanDocument(path, env string) error {
 	classify, own := p.PlanDocumentRules()
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("%w: %v", workflow.ErrUsage, err)
+		return fmt.Errorf("%w: %v", fault.ErrUsage, err)
 	}
 	defer f.Close()
 	facts, err := terraform.ReadPlanJSON(f, env, a.secrets)
@@ -241,27 +243,27 @@ func runApprove(ctx context.Context, opts *approveOptions) error {
 	} else {
 		a.measure(svc, workflow.StepPlanReview, effort.RoleApprover)
 	}
-	var approval workflow.Approval
-	var check workflow.ApprovalCheck
+	var approved approval.Approval
+	var check approval.Check
 	switch {
 	case opts.Fingerprint != "":
-		approval, check, err = svc.ApprovePlan(ctx, opts.Fingerprint, opts.Comment)
+		approved, check, err = svc.ApprovePlan(ctx, opts.Fingerprint, opts.Comment)
 	case opts.ReleaseID != "":
-		approval, check, err = svc.ApproveRelease(ctx, opts.ReleaseID, opts.Comment)
+		approved, check, err = svc.ApproveRelease(ctx, opts.ReleaseID, opts.Comment)
 	default:
 		reason := opts.Reason
 		if reason == "" {
 			reason = opts.Comment
 		}
-		approval, check, err = svc.ApproveBreakGlass(ctx, opts.Env, opts.TTL, reason)
+		approved, check, err = svc.ApproveBreakGlass(ctx, opts.Env, opts.TTL, reason)
 	}
 	if err != nil {
 		return err
 	}
 	if a.flags.json {
-		return a.printJSON(plain.ApprovalDocument(approval, check))
+		return a.printJSON(plain.ApprovalDocument(approved, check))
 	}
-	plain.PrintApproval(a.io.Out, a.io.Err, approval, check)
+	plain.PrintApproval(a.io.Out, a.io.Err, approved, check)
 	return nil
 }
 

@@ -12,7 +12,9 @@ import (
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/landing"
 )
 
@@ -165,8 +167,8 @@ func runResume(ctx context.Context, opts *resumeOptions) error {
 	// opens, and the release stays as it was.
 	if q, err := a.records(ctx); err != nil {
 		return err
-	} else if r, err := q.Release(ctx, id); errors.Is(err, workflow.ErrNotFound) {
-		return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, id)
+	} else if r, err := q.Release(ctx, id); errors.Is(err, fault.ErrNotFound) {
+		return fmt.Errorf("%w: no release %s in the ledger", fault.ErrUsage, id)
 	} else if err != nil {
 		return err
 	} else if cur, ok := r.Current(); ok && !r.Status.Done() {
@@ -253,7 +255,7 @@ func convergeRevision(a *app, ctx context.Context, env, revision string, timeout
 		return err
 	}
 	printer := plain.New(a.io.Out, a.flags.json)
-	res, err := svc.ConvergeRevision(ctx, env, revision, func(s workflow.AppState) {
+	res, err := svc.ConvergeRevision(ctx, env, revision, func(s appstate.AppState) {
 		printer.Event(workflow.Event{Time: a.clock.Now(), Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &s})
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/relcap/relcap/tui"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // reviewOptions are relcap review's flags: one plan or one release.
@@ -70,8 +71,8 @@ func runReview(ctx context.Context, opts *reviewOptions) error {
 			return err
 		}
 		id = r.ID
-	} else if _, err := svc.Release(ctx, releaseID); errors.Is(err, workflow.ErrNotFound) {
-		return fmt.Errorf("%w: no release %s in the ledger", workflow.ErrUsage, releaseID)
+	} else if _, err := svc.Release(ctx, releaseID); errors.Is(err, fault.ErrNotFound) {
+		return fmt.Errorf("%w: no release %s in the ledger", fault.ErrUsage, releaseID)
 	} else if err != nil {
 		return err
 	}

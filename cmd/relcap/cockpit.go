@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/tui"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // useCockpit is true when relcap talks to a person at a terminal: both
@@ -70,7 +71,7 @@ func (a *app) openCockpit(cmd *cobra.Command) error {
 		return err
 	}
 	r, err := q.InProgress(ctx)
-	if errors.Is(err, workflow.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		envs := ""
 		if len(p.Environments) > 0 {
 			envs = p.Environments[0].Name

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 // TestCockpitRecordsTheScreenAndJournalVerifyCoversIt drives convergence in
@@ -149,7 +150,7 @@ func TestCockpitContinuesWhenAnotherPersonApprovesElsewhere(t *testing.T) {
 	}
 	require.Equal(t, 0, code, errb.String())
 	require.Contains(t, ansi.Strip(screen.String()), "approved by bob: continuing")
-	approvals, err := watch.Approvals(t.Context(), workflow.ApprovePlan, fp)
+	approvals, err := watch.Approvals(t.Context(), approval.Plan, fp)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
 	require.Equal(t, "bob", approvals[0].Approver)

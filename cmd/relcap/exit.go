@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/relcap/relcap/tui/asciicast"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Exit codes (DESIGN.md, command line contract).
@@ -42,15 +42,15 @@ func exitCode(err error) int {
 		return silent.code
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.As(err, &usage), errors.Is(err, workflow.ErrUsage), errors.Is(err, asciicast.ErrNotACast):
+	case errors.As(err, &usage), errors.Is(err, fault.ErrUsage), errors.Is(err, asciicast.ErrNotACast):
 		return exitUsage
-	case errors.Is(err, workflow.ErrAlreadyApplied):
+	case errors.Is(err, fault.ErrAlreadyApplied):
 		// Its own error, not a stale plan: nothing to re-plan for, the
 		// plan's change is in; blocked like every refusal.
 		return exitBlocked
-	case errors.Is(err, workflow.ErrBlocked):
+	case errors.Is(err, fault.ErrBlocked):
 		return exitBlocked
-	case errors.Is(err, workflow.ErrNotConverged):
+	case errors.Is(err, fault.ErrNotConverged):
 		return exitNotConverged
 	}
 	return exitError

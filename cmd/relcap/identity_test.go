@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/store"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 // The attacks on identity of issue 26, each run through relcap's command
@@ -106,12 +106,12 @@ func TestAnExpiredKeyCannotApproveByBackDating(t *testing.T) {
 	// Bob signs, by hand, a statement dated two days ago, when his key
 	// was valid, and it reaches the ledger as relcap approve with a clock
 	// set back would record it.
-	backdated := workflow.Approval{Kind: workflow.ApprovePlan, Subject: plan.Fingerprint, Env: "staging", Approver: "bob", At: yesterday.Add(-24 * time.Hour)}
-	sign := exec.Command("ssh-keygen", "-Y", "sign", "-q", "-f", filepath.Join(keys, "bob"), "-n", workflow.NamespaceApproval)
+	backdated := approval.Approval{Kind: approval.Plan, Subject: plan.Fingerprint, Env: "staging", Approver: "bob", At: yesterday.Add(-24 * time.Hour)}
+	sign := exec.Command("ssh-keygen", "-Y", "sign", "-q", "-f", filepath.Join(keys, "bob"), "-n", approval.NamespaceApproval)
 	sign.Stdin = bytes.NewReader(backdated.Statement())
 	sig, err := sign.Output()
 	require.NoError(t, err)
-	backdated.Signature = workflow.Signature{Armored: string(sig)}
+	backdated.Signature = approval.Signature{Armored: string(sig)}
 	ledgerPath := filepath.Join(data, "relcap", "ledger.db")
 	l, err := store.OpenSQLite(t.Context(), ledgerPath)
 	require.NoError(t, err)
@@ -184,12 +184,12 @@ func TestALocalEditOfThePeopleFileForgesNoApprover(t *testing.T) {
 	require.Contains(t, errOut, "push it through review")
 
 	// The approval an older relcap recorded against the edited file.
-	a := workflow.Approval{Kind: workflow.ApprovePlan, Subject: plan.Fingerprint, Env: "staging", Approver: "bob", At: time.Now()}
-	sign := exec.Command("ssh-keygen", "-Y", "sign", "-q", "-f", filepath.Join(keys, "alice"), "-n", workflow.NamespaceApproval)
+	a := approval.Approval{Kind: approval.Plan, Subject: plan.Fingerprint, Env: "staging", Approver: "bob", At: time.Now()}
+	sign := exec.Command("ssh-keygen", "-Y", "sign", "-q", "-f", filepath.Join(keys, "alice"), "-n", approval.NamespaceApproval)
 	sign.Stdin = bytes.NewReader(a.Statement())
 	sig, err := sign.Output()
 	require.NoError(t, err)
-	a.Signature = workflow.Signature{Armored: string(sig)}
+	a.Signature = approval.Signature{Armored: string(sig)}
 	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
 	require.NoError(t, err)
 	require.NoError(t, l.RecordApproval(t.Context(), a))

@@ -33,6 +33,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret/secrettest"
 )
 
@@ -507,7 +508,7 @@ func (f *fakeForge) PullRequest(_ context.Context, number int) (workflow.PullReq
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if number < 1 || number > len(f.prs) {
-		return workflow.PullRequest{}, workflow.ErrNotFound
+		return workflow.PullRequest{}, fault.ErrNotFound
 	}
 	return f.prs[number-1], nil
 }
@@ -524,7 +525,7 @@ func (f *fakeForge) Merge(_ context.Context, number int, headSHA, _ string) (str
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if number < 1 || number > len(f.prs) {
-		return "", workflow.ErrNotFound
+		return "", fault.ErrNotFound
 	}
 	pr := &f.prs[number-1]
 	if pr.State == workflow.PullRequestMerged {
@@ -535,10 +536,10 @@ func (f *fakeForge) Merge(_ context.Context, number int, headSHA, _ string) (str
 		return "", fmt.Errorf("POST https://forge.invalid/api/v3/repos/team/env/pulls/%d/merge: 502 Bad Gateway: upstream rejected Authorization: token %s", number, f.token)
 	}
 	if pr.HeadSHA != headSHA {
-		return "", fmt.Errorf("%w: head moved", workflow.ErrBlocked)
+		return "", fmt.Errorf("%w: head moved", fault.ErrBlocked)
 	}
 	if out, err := f.git("merge-base", "--is-ancestor", "refs/heads/"+pr.Base, headSHA); err != nil {
-		return "", fmt.Errorf("%w: not a fast-forward: %s", workflow.ErrBlocked, out)
+		return "", fmt.Errorf("%w: not a fast-forward: %s", fault.ErrBlocked, out)
 	}
 	if out, err := f.git("update-ref", "refs/heads/"+pr.Base, headSHA); err != nil {
 		return "", fmt.Errorf("merge: %s", out)

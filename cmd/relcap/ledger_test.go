@@ -17,6 +17,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 func TestMain(m *testing.M) {
@@ -161,7 +162,7 @@ func TestPlanApproveApplyOnPostgresAgreesWithSQLite(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, releases, 1)
 	require.Equal(t, workflow.ReleaseKind("release"), releases[0].Kind)
-	approvals, err := l.Approvals(t.Context(), workflow.ApprovePlan, releases[0].Checkpoints.Fingerprint)
+	approvals, err := l.Approvals(t.Context(), approval.Plan, releases[0].Checkpoints.Fingerprint)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
 	require.Equal(t, "bob", approvals[0].Approver)

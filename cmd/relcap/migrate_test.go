@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 // ledgerOutputs are what journal verify and the effort report print for
@@ -157,7 +158,7 @@ func TestLedgerMigrateRefusesAConflictingRelease(t *testing.T) {
 	sessions, err := l.Sessions(t.Context())
 	require.NoError(t, err)
 	require.Empty(t, sessions, "not one row of the source")
-	got, err := l.Approvals(t.Context(), workflow.ApprovePlan, mine[0].Checkpoints.Fingerprint)
+	got, err := l.Approvals(t.Context(), approval.Plan, mine[0].Checkpoints.Fingerprint)
 	require.NoError(t, err)
 	require.Empty(t, got)
 

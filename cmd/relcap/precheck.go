@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/relcap/relcap/adapters/argocd"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/input"
 )
 
@@ -73,7 +73,7 @@ func (a *app) requireRelease(ctx context.Context, r input.Reference) error {
 	if err != nil {
 		return err
 	}
-	if _, err := q.Release(ctx, r.Value); errors.Is(err, workflow.ErrNotFound) {
+	if _, err := q.Release(ctx, r.Value); errors.Is(err, fault.ErrNotFound) {
 		return missing
 	} else if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 	"github.com/relcap/relcap/adapters/argocd/argosim"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
@@ -84,7 +84,7 @@ func TestRehearseDrillsOnTheCommandLine(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &recs), out)
 	require.Len(t, recs, 1)
 	require.Equal(t, rehearsal.StatePassed, recs[0].State, recs[0].Failure)
-	require.Equal(t, workflow.VerdictReadinessFailed, recs[0].Detected)
+	require.Equal(t, appstate.VerdictReadinessFailed, recs[0].Detected)
 	require.Contains(t, recs[0].ActualArtifact.Value, unready)
 
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "rehearse", "--env", "prod", "--drill", "unavailable-image")
@@ -158,7 +158,7 @@ func TestRehearseAllOnTheSimulator(t *testing.T) {
 		require.Equal(t, rehearsal.StatePassed, r.State, "%s: %s", r.Drill, r.Failure)
 	}
 	ir := byDrill[rehearsal.DrillInterruptedReconc]
-	require.Equal(t, workflow.VerdictReconcilePaused, ir.Detected)
+	require.Equal(t, appstate.VerdictReconcilePaused, ir.Detected)
 	require.Contains(t, ir.ActualArtifact.Shown, "reconciliation paused by break-glass window")
 	windows, err := sim.SyncWindows("default")
 	require.NoError(t, err)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/store/pgtest"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // sharedPlanTeam is a release repository whose staging environment lets
@@ -131,7 +131,7 @@ func TestAPlanMadeOnOneMachineIsAppliedOnAnotherBySomeoneAllowedTo(t *testing.T)
 	require.Contains(t, out, "applied plan "+fp)
 
 	_, err = l.SharedPlan(t.Context(), fp)
-	require.ErrorIs(t, err, workflow.ErrNotFound, "deleted after apply")
+	require.ErrorIs(t, err, fault.ErrNotFound, "deleted after apply")
 	applied, err := l.LoadPlan(t.Context(), fp)
 	require.NoError(t, err)
 	require.False(t, applied.AppliedAt.IsZero())
@@ -169,7 +169,7 @@ func TestAnExpiredSharedPlanIsRefusedAndDeleted(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	_, err = l.SharedPlan(t.Context(), fp)
-	require.ErrorIs(t, err, workflow.ErrNotFound, "deleted when found expired")
+	require.ErrorIs(t, err, fault.ErrNotFound, "deleted when found expired")
 	p, err := l.LoadPlan(t.Context(), fp)
 	require.NoError(t, err)
 	require.True(t, p.AppliedAt.IsZero(), "nothing applied")
@@ -219,7 +219,7 @@ func TestWithSQLitePlansStayOnTheirMachine(t *testing.T) {
 	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
 	require.NoError(t, err)
 	_, err = l.SharedPlan(t.Context(), plan.Fingerprint)
-	require.ErrorIs(t, err, workflow.ErrNotFound, "nothing shared")
+	require.ErrorIs(t, err, fault.ErrNotFound, "nothing shared")
 	require.NoError(t, l.Close())
 
 	code, _, errOut = as("bob", "approve", "--plan", plan.Fingerprint)

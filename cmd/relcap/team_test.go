@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 // The team store seen from two machines: each person runs the real relcap
@@ -139,7 +140,7 @@ func TestTeammatesApprovalShowsInTheCaptainsCockpitWithinASecond(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	exited := time.Now()
 	shown := waitScreen(t, screen, "approved by bob", 10*time.Second)
-	approvals, err := watch.Approvals(t.Context(), workflow.ApprovePlan, fp)
+	approvals, err := watch.Approvals(t.Context(), approval.Plan, fp)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
 	require.Equal(t, "bob", approvals[0].Approver)

@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
 )
 
@@ -232,7 +233,7 @@ func TestReviewScreenAtATerminal(t *testing.T) {
 	l, err := store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
 	require.NoError(t, err)
 	defer l.Close()
-	approvals, err := l.Approvals(t.Context(), workflow.ApprovePlan, plan.Fingerprint)
+	approvals, err := l.Approvals(t.Context(), approval.Plan, plan.Fingerprint)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
 	require.Equal(t, "bob", approvals[0].Approver)

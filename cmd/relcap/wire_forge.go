@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/adapters/gitcred"
 	"github.com/relcap/relcap/adapters/gitrepo"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -75,11 +76,11 @@ func (o *forgeOpener) OpenForge(ctx context.Context, r workflow.EnvRepoReview) (
 	}
 	build, ok := o.constructors[r.Forge]
 	if !ok {
-		return nil, fmt.Errorf("%w: this relcap has no %s adapter for envrepo.review.forge (it knows %s); use a build with it, or via: push", workflow.ErrUsage, r.Forge, o.kinds())
+		return nil, fmt.Errorf("%w: this relcap has no %s adapter for envrepo.review.forge (it knows %s); use a build with it, or via: push", fault.ErrUsage, r.Forge, o.kinds())
 	}
 	u, err := url.Parse(r.URL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("%w: envrepo.review.url is not a repository address; want https://HOST/OWNER/REPO", workflow.ErrUsage)
+		return nil, fmt.Errorf("%w: envrepo.review.url is not a repository address; want https://HOST/OWNER/REPO", fault.ErrUsage)
 	}
 	token, err := o.token(ctx, r, u)
 	if err != nil {
@@ -103,7 +104,7 @@ func (o *forgeOpener) token(ctx context.Context, r workflow.EnvRepoReview, u *ur
 		v := strings.TrimSpace(o.getenv(r.TokenEnv))
 		o.secrets.Add(v)
 		if v == "" {
-			return "", fmt.Errorf("%w: the %s token for %s: $%s (envrepo.review.token_env) is empty or unset; set it to an API token of the account relcap opens pull requests as", workflow.ErrUsage, r.Forge, u.Host, r.TokenEnv)
+			return "", fmt.Errorf("%w: the %s token for %s: $%s (envrepo.review.token_env) is empty or unset; set it to an API token of the account relcap opens pull requests as", fault.ErrUsage, r.Forge, u.Host, r.TokenEnv)
 		}
 		return v, nil
 	}
@@ -116,7 +117,7 @@ func (o *forgeOpener) token(ctx context.Context, r workflow.EnvRepoReview, u *ur
 			why = err.Error()
 		}
 		return "", fmt.Errorf("%w: no %s token for %s: git's credential helper was asked (%s); store one there (git credential approve) or name the environment variable holding it with envrepo.review.token_env",
-			workflow.ErrUsage, r.Forge, u.Host, why)
+			fault.ErrUsage, r.Forge, u.Host, why)
 	}
 	return v, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/gitcred"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -45,7 +46,7 @@ func TestForgeOpenerReadsTheTokenFromTokenEnvAndMasksIt(t *testing.T) {
 	require.Equal(t, f, again, "one adapter per repository")
 
 	_, err = (&forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, secrets: secret.NewSet()}).OpenForge(t.Context(), r)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "$GITEA_TOKEN (envrepo.review.token_env) is empty or unset")
 }
 
@@ -66,7 +67,7 @@ func TestForgeOpenerAsksGitsCredentialHelper(t *testing.T) {
 	bare := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, secrets: secret.NewSet(),
 		credential: gitcred.Helper{Env: []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}}.Password}
 	_, err = bare.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env"})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "no gitea token for git.example.com: git's credential helper was asked")
 	require.ErrorContains(t, err, "envrepo.review.token_env")
 }
@@ -75,7 +76,7 @@ func TestForgeOpenerWithoutAnAdapterForTheKindSaysSo(t *testing.T) {
 	t.Parallel()
 	o := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "t" }, secrets: secret.NewSet()}
 	_, err := o.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitLab, URL: "https://gitlab.example.com/g/env", TokenEnv: "T"})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "this relcap has no gitlab adapter for envrepo.review.forge (it knows gitea)")
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -104,7 +105,7 @@ func PrintVerificationNotes(errw, tampered io.Writer, checked audit.JournalVerif
 	for _, t := range checked.AnchorTampered {
 		fmt.Fprintf(tampered, "TAMPERED %s: %s\n", checked.Anchor, t)
 	}
-	if err := checked.AnchorError; err != nil && errors.Is(err, workflow.ErrTampered) {
+	if err := checked.AnchorError; err != nil && errors.Is(err, fault.ErrTampered) {
 		fmt.Fprintf(tampered, "TAMPERED %s: %v\n", checked.Anchor, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/finding"
 )
 
@@ -23,7 +24,7 @@ func TestPrinterWritesOneLinePerEventAndFindingsUnderIt(t *testing.T) {
 	p.Event(workflow.Event{Time: at, Kind: workflow.EventStepFinished, Step: workflow.StepOwnership, Status: workflow.Blocked,
 		Message:  "1 ownership problem(s) must be resolved first",
 		Findings: []finding.Finding{{Severity: finding.Blocker, Code: "ownership.conflict", Subject: "apps/Deployment web/web", Message: "both set spec.replicas", NextAction: "give it one owner"}}})
-	app := workflow.AppState{SyncStatus: "Synced", SyncRevision: "0123456789abcdef", Health: "Progressing"}
+	app := appstate.AppState{SyncStatus: "Synced", SyncRevision: "0123456789abcdef", Health: "Progressing"}
 	p.Event(workflow.Event{Time: at, Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &app})
 	p.Event(workflow.Event{Time: at, Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &app})
 

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // PrintReleaseOutcome says where a headless run left the release and what
@@ -20,7 +21,7 @@ func PrintReleaseOutcome(out, errw io.Writer, final *workflow.Release, err error
 		fmt.Fprintf(out, "\nrelease %s succeeded in %s (%s): %s\n", final.ID, final.Env, final.Shape, evidenceMessage(final))
 	case err == nil:
 		fmt.Fprintf(out, "\nrelease %s: %s; continue with relcap converge --env %s (or relcap resume %s)\n", final.ID, final.Status, final.Env, final.ID)
-	case errors.Is(err, workflow.ErrBlocked):
+	case errors.Is(err, fault.ErrBlocked):
 		fmt.Fprintf(errw, "\nrelease %s is waiting (%s): %s\nwhen that is done: relcap resume %s\n", final.ID, final.Status, stepMessage(final), final.ID)
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(errw, "\nrelease %s interrupted; nothing completed is lost: relcap resume %s\n", final.ID, final.ID)

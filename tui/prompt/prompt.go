@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/setup"
 )
 
@@ -69,7 +69,7 @@ func (l *Lines) Ask(ctx context.Context, q setup.Question) (string, error) {
 		}
 		return answer, nil
 	}
-	return "", fmt.Errorf("%w: no usable answer for %s after %d tries", workflow.ErrUsage, q.Key, maxTries)
+	return "", fmt.Errorf("%w: no usable answer for %s after %d tries", fault.ErrUsage, q.Key, maxTries)
 }
 
 // Confirm asks a yes or no question; an empty line takes def.
@@ -94,7 +94,7 @@ func (l *Lines) Confirm(ctx context.Context, prompt string, def bool) (bool, err
 		}
 		fmt.Fprintln(l.out, "  answer y or n")
 	}
-	return false, fmt.Errorf("%w: no yes or no to %q after %d tries", workflow.ErrUsage, prompt, maxTries)
+	return false, fmt.Errorf("%w: no yes or no to %q after %d tries", fault.ErrUsage, prompt, maxTries)
 }
 
 // line reads one answer, trimmed. The end of input is an error that says
@@ -106,7 +106,7 @@ func (l *Lines) line(ctx context.Context) (string, error) {
 	s, err := l.in.ReadString('\n')
 	if errors.Is(err, io.EOF) && s == "" {
 		fmt.Fprintln(l.out)
-		return "", fmt.Errorf("%w: no answer: the input ended; pass --yes to take every proposal", workflow.ErrUsage)
+		return "", fmt.Errorf("%w: no answer: the input ended; pass --yes to take every proposal", fault.ErrUsage)
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/report"
 )
 
@@ -37,7 +38,7 @@ func ParseFormat(s string) (Format, error) {
 		f = FormatMarkdown
 	}
 	if !slices.Contains(Formats, f) {
-		return "", fmt.Errorf("%w: unknown report format %q (want table, md, csv, json or html)", workflow.ErrUsage, s)
+		return "", fmt.Errorf("%w: unknown report format %q (want table, md, csv, json or html)", fault.ErrUsage, s)
 	}
 	return f, nil
 }

@@ -66,7 +66,7 @@ func (b Base[K]) Release() *workflow.Release { return b.release }
 func (b Base[K]) Running() bool { return b.running }
 
 // RunErr is how the last run ended: nil, an error wrapping
-// workflow.ErrBlocked (a person must act), or a failure.
+// fault.ErrBlocked (a person must act), or a failure.
 func (b Base[K]) RunErr() error { return b.runErr }
 
 // Sized reports whether the screen has an area to draw in; View returns

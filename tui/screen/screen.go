@@ -33,7 +33,7 @@ type RunStateMsg struct {
 	// Release is the latest snapshot; nil when the run could not load it.
 	Release *workflow.Release
 	// Err is how the last run ended: nil, an error wrapping
-	// workflow.ErrBlocked (a person must act), or a failure.
+	// fault.ErrBlocked (a person must act), or a failure.
 	Err error
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestScrollKeysMoveTheOffsetAndPageOnlyWhenAsked(t *testing.T) {
@@ -38,7 +39,7 @@ func TestBaseObservesRunStateEventsAndTheClock(t *testing.T) {
 	t.Parallel()
 	b := screen.NewBase(theme.New(true), keys.Default())
 	r1, r2 := &workflow.Release{ID: "r1"}, &workflow.Release{ID: "r2"}
-	blocked := fmt.Errorf("%w: approvals", workflow.ErrBlocked)
+	blocked := fmt.Errorf("%w: approvals", fault.ErrBlocked)
 
 	b.Observe(screen.RunStateMsg{Running: true, Release: r1})
 	require.True(t, b.Running())
@@ -49,7 +50,7 @@ func TestBaseObservesRunStateEventsAndTheClock(t *testing.T) {
 	require.Same(t, r2, b.Release())
 	b.Observe(screen.RunStateMsg{Err: blocked})
 	require.False(t, b.Running())
-	require.ErrorIs(t, b.RunErr(), workflow.ErrBlocked)
+	require.ErrorIs(t, b.RunErr(), fault.ErrBlocked)
 	require.Same(t, r2, b.Release())
 
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/finding"
 )
 
@@ -173,37 +174,37 @@ func SeverityIcon(s finding.Severity) string {
 }
 
 // HealthStyle colours an Argo CD health status.
-func (t Theme) HealthStyle(h workflow.HealthStatus) lipgloss.Style {
+func (t Theme) HealthStyle(h appstate.HealthStatus) lipgloss.Style {
 	switch h {
-	case workflow.HealthHealthy:
+	case appstate.HealthHealthy:
 		return t.OK
-	case workflow.HealthDegraded, workflow.HealthMissing:
+	case appstate.HealthDegraded, appstate.HealthMissing:
 		return t.Err
-	case workflow.HealthProgressing, workflow.HealthSuspended:
+	case appstate.HealthProgressing, appstate.HealthSuspended:
 		return t.Warn
 	}
 	return t.Muted
 }
 
 // SyncStyle colours an Argo CD sync status.
-func (t Theme) SyncStyle(s workflow.SyncStatus) lipgloss.Style {
+func (t Theme) SyncStyle(s appstate.SyncStatus) lipgloss.Style {
 	switch s {
-	case workflow.SyncSynced:
+	case appstate.SyncSynced:
 		return t.OK
-	case workflow.SyncOutOfSync:
+	case appstate.SyncOutOfSync:
 		return t.Warn
 	}
 	return t.Muted
 }
 
 // OperationStyle colours an Argo CD operation phase.
-func (t Theme) OperationStyle(p workflow.OperationPhase) lipgloss.Style {
+func (t Theme) OperationStyle(p appstate.OperationPhase) lipgloss.Style {
 	switch p {
-	case workflow.OperationSucceeded:
+	case appstate.OperationSucceeded:
 		return t.OK
-	case workflow.OperationFailed, workflow.OperationError:
+	case appstate.OperationFailed, appstate.OperationError:
 		return t.Err
-	case workflow.OperationRunning:
+	case appstate.OperationRunning:
 		return t.Warn
 	}
 	return t.Muted

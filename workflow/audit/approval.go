@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // checkApprovalSignature checks a recorded approval's signature for
@@ -18,7 +20,7 @@ import (
 // against the people file that counts now, as before, its failure a
 // warning (a key removed since withdraws it). The error is a people file
 // that cannot be read at all.
-func checkApprovalSignature(ctx context.Context, v workflow.SignatureVerifier, a workflow.Approval, av *ApprovalVerification) error {
+func checkApprovalSignature(ctx context.Context, v workflow.SignatureVerifier, a approval.Approval, av *ApprovalVerification) error {
 	at := a.SignatureTime()
 	av.People = a.People
 	ok := VerifyCheck{Status: VerifyOK, Detail: "signed by " + a.Approver + " with key " + a.Signature.Key}
@@ -29,7 +31,7 @@ func checkApprovalSignature(ctx context.Context, v workflow.SignatureVerifier, a
 		}
 		err := workflow.VerifyApproval(ctx, v, a)
 		switch {
-		case errors.Is(err, workflow.ErrUsage):
+		case errors.Is(err, fault.ErrUsage):
 			return err
 		case err != nil:
 			av.Signature = VerifyCheck{Status: VerifyFailed, Detail: err.Error()}
@@ -41,9 +43,9 @@ func checkApprovalSignature(ctx context.Context, v workflow.SignatureVerifier, a
 	if strings.HasPrefix(a.People, "file:") {
 		av.Notes = append(av.Notes, "verified against a people file nothing protected (no origin to take it from): whoever could edit it then decided who approved")
 	}
-	err := pf.VerifyIn(ctx, a.People, a.Approver, workflow.NamespaceApproval, a.Statement(), a.Signature, at)
+	err := pf.VerifyIn(ctx, a.People, a.Approver, approval.NamespaceApproval, a.Statement(), a.Signature, at)
 	switch {
-	case errors.Is(err, workflow.ErrUsage):
+	case errors.Is(err, fault.ErrUsage):
 		return err
 	case errors.Is(err, workflow.ErrPeopleUnavailable):
 		// The revision cannot be read here (nothing protected it and the

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // recordingVerifier accepts every signature and answers VerifyIn from
@@ -18,7 +20,7 @@ type recordingVerifier struct {
 	revisions map[string]error // revision → VerifyIn's answer
 }
 
-func (v *recordingVerifier) Verify(context.Context, string, string, []byte, workflow.Signature, time.Time) error {
+func (v *recordingVerifier) Verify(context.Context, string, string, []byte, approval.Signature, time.Time) error {
 	return nil
 }
 
@@ -28,7 +30,7 @@ func (v peopleFileVerifier) PeopleState(context.Context) (workflow.PeopleState, 
 	return workflow.PeopleState{File: "allowed_signers", Revision: "git:1:2", Protected: true, Where: "allowed_signers at origin/main"}, nil
 }
 
-func (v peopleFileVerifier) VerifyIn(_ context.Context, revision, _, _ string, _ []byte, _ workflow.Signature, _ time.Time) error {
+func (v peopleFileVerifier) VerifyIn(_ context.Context, revision, _, _ string, _ []byte, _ approval.Signature, _ time.Time) error {
 	return v.revisions[revision]
 }
 
@@ -39,10 +41,10 @@ func (v peopleFileVerifier) VerifyIn(_ context.Context, revision, _, _ string, _
 func TestJournalVerifyChecksAnApprovalAgainstItsRecordedPeopleFile(t *testing.T) {
 	v := peopleFileVerifier{&recordingVerifier{revisions: map[string]error{
 		"git:good:1":    nil,
-		"git:rewound:2": fmt.Errorf("%w: not in the history of origin's main", workflow.ErrBlocked),
+		"git:rewound:2": fmt.Errorf("%w: not in the history of origin's main", fault.ErrBlocked),
 		"git:gone:3":    fmt.Errorf("%w: origin unreachable", workflow.ErrPeopleUnavailable),
 	}}}
-	a := workflow.Approval{Kind: workflow.ApprovePlan, Subject: "fp", Approver: "bob", At: time.Now(), Signature: workflow.Signature{Armored: "sig", Key: "SHA256:k"}}
+	a := approval.Approval{Kind: approval.Plan, Subject: "fp", Approver: "bob", At: time.Now(), Signature: approval.Signature{Armored: "sig", Key: "SHA256:k"}}
 	check := func(people string) ApprovalVerification {
 		a := a
 		a.People = people

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -22,7 +23,7 @@ func NoRecording(id string, entries []journal.Entry, from JournalSource) error {
 		}
 	}
 	if len(names) > 0 {
-		return fmt.Errorf("%w: session %s was recorded on another machine; its screen recording (%s) stays there: replay it on that machine", workflow.ErrUsage, id, strings.Join(names, ", "))
+		return fmt.Errorf("%w: session %s was recorded on another machine; its screen recording (%s) stays there: replay it on that machine", fault.ErrUsage, id, strings.Join(names, ", "))
 	}
-	return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do)", workflow.ErrUsage, id)
+	return fmt.Errorf("%w: session %s has no screen recording (only cockpit sessions do)", fault.ErrUsage, id)
 }

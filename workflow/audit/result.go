@@ -3,7 +3,8 @@ package audit
 import (
 	"errors"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -119,12 +120,12 @@ const (
 // it). Neither is tampering, the chain vouching for the entry: both are
 // said as warnings.
 type ApprovalVerification struct {
-	Kind      workflow.ApprovalKind `json:"kind"`
-	Env       string                `json:"env"`
-	Subject   string                `json:"subject"`
-	Approver  string                `json:"approver"`
-	Signed    bool                  `json:"signed"`
-	Signature VerifyCheck           `json:"signature"`
+	Kind      approval.Kind `json:"kind"`
+	Env       string        `json:"env"`
+	Subject   string        `json:"subject"`
+	Approver  string        `json:"approver"`
+	Signed    bool          `json:"signed"`
+	Signature VerifyCheck   `json:"signature"`
 	// People is the people file revision the approval was verified
 	// against when recorded, "" when it was not recorded (older relcap).
 	// A signature that does not hold against its recorded revision is a
@@ -176,5 +177,5 @@ type JournalVerification struct {
 // found tampered with: the anchor's history, or the anchor unreadable
 // because it was rewritten.
 func (v JournalVerification) Tampered() bool {
-	return len(v.AnchorTampered) > 0 || errors.Is(v.AnchorError, workflow.ErrTampered)
+	return len(v.AnchorTampered) > 0 || errors.Is(v.AnchorError, fault.ErrTampered)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 // SessionHead is a closed session's final journal head: which session,
@@ -63,7 +64,7 @@ func (h SessionHead) Statement() []byte {
 // Head.Statement(), or, when there is none, why (Unsigned).
 type SealedHead struct {
 	Head      SessionHead        `json:"head"`
-	Signature workflow.Signature `json:"signature,omitzero"`
+	Signature approval.Signature `json:"signature,omitzero"`
 	Unsigned  string             `json:"unsigned,omitempty"`
 }
 
@@ -146,7 +147,7 @@ func (s HeadSealer) Seal(ctx context.Context, id string) (SessionSeal, error) {
 	seal.Head.At = s.Clock.Now()
 	if s.Signer == nil {
 		seal.Unsigned = "the project names no people file (people: in relcap.yaml), so nobody's key signs"
-	} else if sig, err := s.Signer.Sign(ctx, seal.Head.Actor, workflow.NamespaceJournal, seal.Head.Statement()); err != nil {
+	} else if sig, err := s.Signer.Sign(ctx, seal.Head.Actor, approval.NamespaceJournal, seal.Head.Statement()); err != nil {
 		seal.Unsigned = fmt.Sprintf("%s could not sign: %v", seal.Head.Actor, err)
 	} else {
 		seal.Signature = sig

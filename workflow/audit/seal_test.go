@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -105,8 +107,8 @@ func TestSealSignsTheFinalHeadAsTheActorAndAnchorsIt(t *testing.T) {
 		"the head names the ledger that holds the session")
 	require.True(t, seal.Signed())
 	require.Empty(t, seal.Unsigned)
-	require.NoError(t, w.sigs.Verify(t.Context(), "ana", workflow.NamespaceJournal, seal.Head.Statement(), seal.Signature, seal.Head.At), "signed in the journal namespace")
-	require.Error(t, w.sigs.Verify(t.Context(), "ana", workflow.NamespaceApproval, seal.Head.Statement(), seal.Signature, seal.Head.At), "and in no other")
+	require.NoError(t, w.sigs.Verify(t.Context(), "ana", approval.NamespaceJournal, seal.Head.Statement(), seal.Signature, seal.Head.At), "signed in the journal namespace")
+	require.Error(t, w.sigs.Verify(t.Context(), "ana", approval.NamespaceApproval, seal.Head.Statement(), seal.Signature, seal.Head.At), "and in no other")
 	require.Regexp(t, `^refs/relcap/journal [0-9a-f]{12} of the fake repository$`, seal.Anchor)
 	anchored, ok := w.anchor.Head("s1")
 	require.True(t, ok)
@@ -243,7 +245,7 @@ func TestVerifyJournalsChecksChainLedgerSignatureAndAnchorApart(t *testing.T) {
 	require.NoError(t, w.ledger.SetJournalHead(t.Context(), head))
 	resigned, err := w.ledger.SessionSeal(t.Context(), "resigned")
 	require.NoError(t, err)
-	resigned.Signature = workflowtest.SignAs("mallory", workflow.NamespaceJournal, resigned.Head.Statement())
+	resigned.Signature = workflowtest.SignAs("mallory", approval.NamespaceJournal, resigned.Head.Statement())
 	w.ledger.ForgeSeal(resigned)
 	// The most able captain: rewrites their own session and re-signs it
 	// with their own key, which verifies. Only the anchor says otherwise.
@@ -252,7 +254,7 @@ func TestVerifyJournalsChecksChainLedgerSignatureAndAnchorApart(t *testing.T) {
 	owned, err := w.ledger.SessionSeal(t.Context(), "owned")
 	require.NoError(t, err)
 	owned.Head.Hash = head.Hash
-	owned.Signature, err = w.sigs.Sign(t.Context(), "ana", workflow.NamespaceJournal, owned.Head.Statement())
+	owned.Signature, err = w.sigs.Sign(t.Context(), "ana", approval.NamespaceJournal, owned.Head.Statement())
 	require.NoError(t, err)
 	w.ledger.ForgeSeal(owned)
 	w.sigs.Revoke("bo")
@@ -354,7 +356,7 @@ func TestVerifyJournalsWithoutPeopleOrAnchorSaysWhatItDidNotCheck(t *testing.T) 
 	require.NoError(t, err)
 	require.Contains(t, v["s1"].Warnings, "anchor not checked: anchored in "+seal.Anchor+", which could not be read: fetching refs/relcap/journal: connection refused")
 
-	w.anchor.ReadErr = workflow.ErrTampered
+	w.anchor.ReadErr = fault.ErrTampered
 	v, _ = w.verify(t, w.fullDeps())
 	require.False(t, v["s1"].Intact, "an anchor rewritten behind this machine's back fails what it anchored")
 }
@@ -365,7 +367,7 @@ func TestVerifyJournalsOfAnUnknownSessionIsAUsageError(t *testing.T) {
 	q, err := audit.New(audit.Deps{Project: testProject(0), Ledger: w.ledger, Sessions: w.files, Anchor: w.anchor})
 	require.NoError(t, err)
 	_, err = q.VerifyJournals(t.Context(), []string{"nope"})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 // TestVerifyJournalsSaysWhichApprovalsWereUnsigned: the approvals a
@@ -377,14 +379,14 @@ func TestVerifyJournalsSaysWhichApprovalsWereUnsigned(t *testing.T) {
 	w := newSealWorld()
 	ctx := t.Context()
 	require.NoError(t, w.ledger.OpenSession(ctx, workflow.Session{ID: "s1", Actor: "bo", Command: "approve", StartedAt: t0}))
-	unsigned := workflow.Approval{Kind: workflow.ApprovePlan, Subject: strings.Repeat("a", 64), Env: "staging", Approver: "carol", At: t0}
-	signed := workflow.Approval{Kind: workflow.ApprovePromotion, Subject: "web-prod-20261130-1a2b3c", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:x"}
-	signed.Signature = workflowtest.SignAs("bo", workflow.NamespaceApproval, signed.Statement())
+	unsigned := approval.Approval{Kind: approval.Plan, Subject: strings.Repeat("a", 64), Env: "staging", Approver: "carol", At: t0}
+	signed := approval.Approval{Kind: approval.Promotion, Subject: "web-prod-20261130-1a2b3c", Env: "prod", Approver: "bo", At: t0, Commit: "c0ffee", Digest: "sha256:x"}
+	signed.Signature = workflowtest.SignAs("bo", approval.NamespaceApproval, signed.Statement())
 	var (
 		prev  *journal.Entry
 		lines []string
 	)
-	for _, a := range []workflow.Approval{unsigned, signed} {
+	for _, a := range []approval.Approval{unsigned, signed} {
 		e, err := journal.Next(prev, t0, "bo", workflow.KindApprovalRecorded, workflow.ApprovalRecorded{Approval: a})
 		require.NoError(t, err)
 		b, err := json.Marshal(e)

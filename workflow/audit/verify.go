@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -87,7 +89,7 @@ func (q *Auditor) VerifyJournals(ctx context.Context, ids []string) (JournalVeri
 		}
 		if !inLedger && !isAnchored {
 			if _, err := q.sessions.JournalLines(ctx, id); err != nil {
-				return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", workflow.ErrUsage, id)
+				return out, fmt.Errorf("%w: session %s is not in the ledger (see relcap journal list)", fault.ErrUsage, id)
 			}
 		}
 		sv := sessionCheck{q: q, self: self, id: id, inLedger: inLedger, row: row, anchor: out.Anchor, anchorErr: out.AnchorError, history: hist}
@@ -199,7 +201,7 @@ func (c *sessionCheck) verify(ctx context.Context) (SessionVerification, error) 
 	}
 	for _, a := range v.Approvals {
 		subject := a.Subject // a release ID or an application
-		if a.Kind == workflow.ApprovePlan {
+		if a.Kind == approval.Plan {
 			subject = workflow.ShortHash(subject) // a fingerprint
 		}
 		what := fmt.Sprintf("%s approval of %s in %s by %s", a.Kind, subject, a.Env, a.Approver)
@@ -265,20 +267,20 @@ func (c *sessionCheck) headSeq() int64 {
 func (c *sessionCheck) checkChain(ctx context.Context, v *SessionVerification) error {
 	lines, err := c.q.sessions.JournalLines(ctx, c.id)
 	v.Journal = JournalFromFile
-	if errors.Is(err, workflow.ErrNotFound) && c.copy.Kept {
+	if errors.Is(err, fault.ErrNotFound) && c.copy.Kept {
 		// Recorded on another machine (or its file removed here): the
 		// ledger's copy is the journal.
 		lines, err, c.fromLedger = c.copy.Lines, nil, true
 		v.Journal = JournalFromLedger
 	}
 	switch {
-	case errors.Is(err, workflow.ErrNotFound) && c.headSeq() == 0:
+	case errors.Is(err, fault.ErrNotFound) && c.headSeq() == 0:
 		c.noFile, c.chainOK = true, true
 		c.lastHash = journal.GenesisHash
 		v.Journal = ""
 		v.Checks.Chain = VerifyCheck{Status: VerifyOK, Detail: "no entries"}
 		return nil
-	case errors.Is(err, workflow.ErrNotFound):
+	case errors.Is(err, fault.ErrNotFound):
 		c.noFile = true
 		v.Journal = ""
 		reason := fmt.Sprintf("journal file is missing; the ledger's head is entry %d", c.headSeq())
@@ -410,9 +412,9 @@ func (c *sessionCheck) checkSignature(ctx context.Context, v *SessionVerificatio
 			"signed by %s with key %s, but no people file is configured here to check it against: run journal verify with -c naming the relcap.yaml whose people: file lists them", sh.Head.Actor, sh.Signature.Key)}
 		return nil
 	}
-	err := c.q.verifier.Verify(ctx, sh.Head.Actor, workflow.NamespaceJournal, sh.Head.Statement(), sh.Signature, sh.Head.At)
+	err := c.q.verifier.Verify(ctx, sh.Head.Actor, approval.NamespaceJournal, sh.Head.Statement(), sh.Signature, sh.Head.At)
 	switch {
-	case errors.Is(err, workflow.ErrUsage):
+	case errors.Is(err, fault.ErrUsage):
 		return fmt.Errorf("verify the signature of session %s: %w", c.id, err)
 	case err != nil:
 		v.Checks.Signature = VerifyCheck{Status: VerifyFailed, Detail: fmt.Sprintf("the head in the %s is not %s's: %v", from, sh.Head.Actor, err)}

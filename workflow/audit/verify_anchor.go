@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -75,7 +76,7 @@ func (q *Auditor) orphanJournals(ctx context.Context, self string, byID map[stri
 			continue
 		}
 		lines, err := q.sessions.JournalLines(ctx, id)
-		if err != nil && !errors.Is(err, workflow.ErrNotFound) {
+		if err != nil && !errors.Is(err, fault.ErrNotFound) {
 			return nil, err
 		}
 		if l := journalLedger(lines); l != "" && l != self {
@@ -147,7 +148,7 @@ func (c *sessionCheck) checkAnchor(v *SessionVerification) {
 		case c.anchor == "":
 			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf(
 				"anchored in %s, but no environment repository is configured here to read it: run journal verify with -c naming relcap.yaml", c.seal.Anchor)}
-		case errors.Is(c.anchorErr, workflow.ErrTampered):
+		case errors.Is(c.anchorErr, fault.ErrTampered):
 			v.Checks.Anchor = VerifyCheck{Status: VerifyFailed, Detail: c.anchorErr.Error()}
 		case c.anchorErr != nil:
 			v.Checks.Anchor = VerifyCheck{Status: VerifyUnchecked, Detail: fmt.Sprintf("anchored in %s, which could not be read: %v", c.seal.Anchor, c.anchorErr)}

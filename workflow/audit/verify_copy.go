@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -91,10 +92,10 @@ func (q *Auditor) JournalEntries(ctx context.Context, id string) ([]journal.Entr
 	}
 	from := JournalFromFile
 	lines, err := q.sessions.JournalLines(ctx, id)
-	if errors.Is(err, workflow.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		cp, cerr := q.ledger.JournalCopy(ctx, id)
 		switch {
-		case errors.Is(cerr, workflow.ErrNotFound):
+		case errors.Is(cerr, fault.ErrNotFound):
 			return nil, "", err
 		case cerr != nil:
 			return nil, "", cerr

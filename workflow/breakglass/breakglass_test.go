@@ -13,7 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -101,7 +104,7 @@ func TestBreakGlassPausesWithADenyWindowThatArgoCDLiftsAtTheEndOfTheTimeBox(t *t
 	require.Equal(t, 2*time.Minute+20*time.Second, st.Left)
 
 	_, err = alice.svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "again", TTL: time.Minute})
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.ErrorContains(t, err, "already active")
 
 	w.clock.Advance(4 * time.Minute)
@@ -120,7 +123,7 @@ func TestBreakGlassPausesWithADenyWindowThatArgoCDLiftsAtTheEndOfTheTimeBox(t *t
 	require.Len(t, w.argo.Calls(), 2, "removed once")
 
 	_, err = alice.svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "again", TTL: time.Minute})
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.ErrorContains(t, err, "end it first")
 
 	st, change, err := alice.svc.End(ctx, "staging")
@@ -180,7 +183,7 @@ func TestABreakGlassRecordedBeforeSyncWindowsEndsByRestoringItsPolicy(t *testing
 	r.Checkpoints.BreakGlassPause = workflow.BreakGlassPause{SavedPolicy: &saved, ExpiresAt: t0.Add(-5 * time.Minute), Reason: "OOM"}
 	require.NoError(t, w.l.SaveRelease(ctx, r))
 	alice := w.as("alice")
-	require.NoError(t, w.argo.SetSyncPolicy(ctx, workflow.AppRef{Env: "staging", Name: "web-staging"}, workflow.SyncPolicy{}))
+	require.NoError(t, w.argo.SetSyncPolicy(ctx, appstate.AppRef{Env: "staging", Name: "web-staging"}, workflow.SyncPolicy{}))
 
 	st, err := alice.svc.Status(ctx, "staging")
 	require.NoError(t, err)
@@ -190,7 +193,7 @@ func TestABreakGlassRecordedBeforeSyncWindowsEndsByRestoringItsPolicy(t *testing
 
 	_, _, err = alice.svc.End(ctx, "staging")
 	require.NoError(t, err)
-	policy, err := w.argo.SyncPolicy(ctx, workflow.AppRef{Env: "staging", Name: "web-staging"})
+	policy, err := w.argo.SyncPolicy(ctx, appstate.AppRef{Env: "staging", Name: "web-staging"})
 	require.NoError(t, err)
 	require.Equal(t, saved, policy)
 	require.NotContains(t, fmt.Sprint(w.argo.Calls()), "remove", "no window to remove")
@@ -217,7 +220,7 @@ func TestAPauseArgoCDDoesNotHoldLeavesNoWindowAndNoActiveRecord(t *testing.T) {
 	require.Contains(t, alice.journal.Kinds(), "breakglass.failed")
 	w.clock.Advance(time.Hour)
 	_, err = alice.svc.Status(ctx, "staging")
-	require.ErrorIs(t, err, workflow.ErrUsage, "no active break-glass")
+	require.ErrorIs(t, err, fault.ErrUsage, "no active break-glass")
 	require.Equal(t, []string{"deny web-staging", "remove web-staging"}, w.argo.Calls(), "removed once, not again by the sweep")
 }
 
@@ -237,7 +240,7 @@ func TestAPauseThatCannotBeTakenBackSaysSo(t *testing.T) {
 	require.Len(t, w.argo.Windows(), 1)
 	w.clock.Advance(time.Hour)
 	_, err = w.as("alice").svc.Status(t.Context(), "staging")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Equal(t, []string{"deny web-staging", "remove web-staging", "remove web-staging"}, w.argo.Calls(), "once the time box is over, the sweep tries again")
 }
 
@@ -274,14 +277,14 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 		},
 		"unsigned": {
 			before: func(w *bgWorld) {
-				require.NoError(t, w.l.RecordApproval(t.Context(), workflow.Approval{Kind: workflow.ApproveBreakGlass, Subject: "prod/web-prod", Env: "prod",
+				require.NoError(t, w.l.RecordApproval(t.Context(), approval.Approval{Kind: approval.BreakGlass, Subject: "prod/web-prod", Env: "prod",
 					Approver: "carol", At: w.clock.Now(), TimeBox: time.Hour, Comment: "typed by hand"}))
 			},
 			want: "unsigned",
 		},
 		"another environment's": {
 			before: func(w *bgWorld) {
-				require.NoError(t, w.l.RecordApproval(t.Context(), workflow.Approval{Kind: workflow.ApproveBreakGlass, Subject: "staging/web-staging", Env: "staging",
+				require.NoError(t, w.l.RecordApproval(t.Context(), approval.Approval{Kind: approval.BreakGlass, Subject: "staging/web-staging", Env: "staging",
 					Approver: "carol", At: w.clock.Now(), TimeBox: time.Hour}))
 			},
 			want: "carol has not approved break-glass of prod/web-prod",
@@ -306,7 +309,7 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 			}
 			alice := w.as("alice")
 			_, err := alice.svc.Start(t.Context(), r)
-			require.ErrorIs(t, err, workflow.ErrBlocked)
+			require.ErrorIs(t, err, fault.ErrBlocked)
 			require.ErrorContains(t, err, c.want)
 			require.ErrorContains(t, err, "relcap approve --breakglass --env prod --ttl 30m", "says what to ask for")
 			require.Empty(t, w.argo.Calls(), "nothing is paused")
@@ -343,13 +346,13 @@ func TestBreakGlassInProductionCountsOnlyASignedRecentLongEnoughApprovalByAnothe
 		_, _, err = alice.svc.End(ctx, "prod")
 		require.NoError(t, err)
 		_, err = alice.svc.Start(ctx, req)
-		require.ErrorIs(t, err, workflow.ErrBlocked)
+		require.ErrorIs(t, err, fault.ErrBlocked)
 		require.ErrorContains(t, err, "break-glass "+b.ID+" already used that approval")
 	})
 }
 
 // approveBG records who's signed break-glass approval of prod for ttl.
-func approveBG(w *bgWorld, who string, ttl time.Duration) workflow.Approval {
+func approveBG(w *bgWorld, who string, ttl time.Duration) approval.Approval {
 	w.t.Helper()
 	a, _, err := w.as(who).core.ApproveBreakGlass(w.t.Context(), "prod", ttl, "checkout is down")
 	require.NoError(w.t, err)
@@ -365,7 +368,7 @@ func TestBreakGlassApprovalsAreSignedForProductionOnly(t *testing.T) {
 	ctx := t.Context()
 	w := newBGWorld(t, t0)
 	_, _, err := w.as("dave").core.ApproveBreakGlass(ctx, "prod", time.Hour, "x")
-	require.ErrorIs(t, err, workflow.ErrBlocked, "dave's key is not in the people file")
+	require.ErrorIs(t, err, fault.ErrBlocked, "dave's key is not in the people file")
 	require.ErrorContains(t, err, "cannot sign as dave")
 	for name, c := range map[string]struct {
 		env    string
@@ -379,7 +382,7 @@ func TestBreakGlassApprovalsAreSignedForProductionOnly(t *testing.T) {
 		"over the cap": {"prod", 25 * time.Hour, "x", "at most 24h0m0s"},
 	} {
 		_, _, err := w.as("carol").core.ApproveBreakGlass(ctx, c.env, c.ttl, c.reason)
-		require.ErrorIs(t, err, workflow.ErrUsage, name)
+		require.ErrorIs(t, err, fault.ErrUsage, name)
 		require.ErrorContains(t, err, c.want, name)
 	}
 	a, check, err := w.as("carol").core.ApproveBreakGlass(ctx, "prod", time.Hour, "checkout is down")
@@ -394,9 +397,9 @@ func TestBreakGlassApprovalsAreSignedForProductionOnly(t *testing.T) {
 func TestAnApprovalStatementNamesATimeBoxOnlyWhenItHasOne(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	plan := workflow.Approval{Kind: workflow.ApprovePlan, Env: "prod", Subject: "fp1", Approver: "bob", At: at, Comment: "ok"}
+	plan := approval.Approval{Kind: approval.Plan, Env: "prod", Subject: "fp1", Approver: "bob", At: at, Comment: "ok"}
 	require.Equal(t, "relcap approval v1\nkind: plan\nenv: prod\nsubject: fp1\napprover: bob\nat: 2026-12-01T10:00:00Z\ncomment: \"ok\"\n", string(plan.Statement()))
-	bg := workflow.Approval{Kind: workflow.ApproveBreakGlass, Env: "prod", Subject: "prod/web-prod", Approver: "carol", At: at, TimeBox: 30 * time.Minute}
+	bg := approval.Approval{Kind: approval.BreakGlass, Env: "prod", Subject: "prod/web-prod", Approver: "carol", At: at, TimeBox: 30 * time.Minute}
 	require.Equal(t, "relcap approval v1\nkind: breakglass\nenv: prod\nsubject: prod/web-prod\ntime-box: 30m0s\napprover: carol\nat: 2026-12-01T10:00:00Z\n", string(bg.Statement()))
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Status is an active break-glass with its live drift.
@@ -67,21 +69,21 @@ func (s *Service) statusOf(ctx context.Context, envName string) (Status, error) 
 	return st, nil
 }
 
-func (s *Service) activeIn(ctx context.Context, envName string) (Record, workflow.AppRef, error) {
+func (s *Service) activeIn(ctx context.Context, envName string) (Record, appstate.AppRef, error) {
 	env, err := s.d.Project.Env(envName)
 	if err != nil {
-		return Record{}, workflow.AppRef{}, err
+		return Record{}, appstate.AppRef{}, err
 	}
 	active, err := s.Active(ctx)
 	if err != nil {
-		return Record{}, workflow.AppRef{}, err
+		return Record{}, appstate.AppRef{}, err
 	}
 	for _, b := range active {
 		if b.Env == env.Name {
 			return b, env.AppRef(), nil
 		}
 	}
-	return Record{}, workflow.AppRef{}, fmt.Errorf("%w: no active break-glass in %s", workflow.ErrUsage, env.Name)
+	return Record{}, appstate.AppRef{}, fmt.Errorf("%w: no active break-glass in %s", fault.ErrUsage, env.Name)
 }
 
 // End captures the live drift as an environment-repo change for review,
@@ -154,7 +156,7 @@ func (s *Service) End(ctx context.Context, envName string) (Status, workflow.Env
 // restorePolicy ends a break-glass recorded before sync windows, which
 // turned automated sync off: it restores the saved policy and checks it
 // took.
-func (s *Service) restorePolicy(ctx context.Context, app workflow.AppRef, saved workflow.SyncPolicy) error {
+func (s *Service) restorePolicy(ctx context.Context, app appstate.AppRef, saved workflow.SyncPolicy) error {
 	rc, err := s.control()
 	if err != nil {
 		return err

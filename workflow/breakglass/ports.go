@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 )
 
 // The ports only break-glass uses; the adapters that have these abilities
@@ -17,9 +18,9 @@ import (
 // pause and restore reconciliation of one application, and read its drift:
 // what break-glass needs from Argo CD.
 type ReconcileControl interface {
-	SyncPolicy(ctx context.Context, app workflow.AppRef) (workflow.SyncPolicy, error)
-	SetSyncPolicy(ctx context.Context, app workflow.AppRef, p workflow.SyncPolicy) error
-	Drift(ctx context.Context, app workflow.AppRef) ([]Drift, error)
+	SyncPolicy(ctx context.Context, app appstate.AppRef) (workflow.SyncPolicy, error)
+	SetSyncPolicy(ctx context.Context, app appstate.AppRef, p workflow.SyncPolicy) error
+	Drift(ctx context.Context, app appstate.AppRef) ([]Drift, error)
 }
 
 // Drift is a managed resource whose live state differs from Git.

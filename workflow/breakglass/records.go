@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -24,7 +25,7 @@ type BreakGlassStarted struct {
 	Approver    string               `json:"approver"`
 	ExpiresAt   time.Time            `json:"expires_at"`
 	Window      *workflow.SyncWindow `json:"window,omitempty"`
-	Approval    *workflow.Approval   `json:"approval,omitempty"`
+	Approval    *approval.Approval   `json:"approval,omitempty"`
 	SavedPolicy *workflow.SyncPolicy `json:"saved_policy,omitempty"`
 }
 

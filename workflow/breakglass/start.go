@@ -8,7 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/finding"
+
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Start pauses automated sync and self-heal of exactly the environment's
@@ -26,13 +30,13 @@ func (s *Service) Start(ctx context.Context, req Request) (Record, error) {
 	}
 	switch {
 	case strings.TrimSpace(req.Reason) == "":
-		return Record{}, fmt.Errorf("%w: break-glass needs --reason: say what is broken", workflow.ErrUsage)
+		return Record{}, fmt.Errorf("%w: break-glass needs --reason: say what is broken", fault.ErrUsage)
 	case req.TTL <= 0 || req.TTL > workflow.MaxBreakGlassTTL:
-		return Record{}, fmt.Errorf("%w: --ttl must be more than 0 and at most %s, got %s", workflow.ErrUsage, workflow.MaxBreakGlassTTL, req.TTL)
+		return Record{}, fmt.Errorf("%w: --ttl must be more than 0 and at most %s, got %s", fault.ErrUsage, workflow.MaxBreakGlassTTL, req.TTL)
 	}
 	app := env.AppRef()
 	now := d.Clock.Now()
-	var approval *workflow.Approval
+	var approval *approval.Approval
 	if env.Production {
 		a, err := s.approval(ctx, env, req, now)
 		if err != nil {
@@ -55,9 +59,9 @@ func (s *Service) Start(ctx context.Context, req Request) (Record, error) {
 				continue
 			}
 			if b.Expired(now) {
-				return Record{}, fmt.Errorf("%w: break-glass %s in %s expired at %s and is not ended: end it first (relcap breakglass end --env %s) to capture what is left of its drift", workflow.ErrBlocked, b.ID, env.Name, b.ExpiresAt.UTC().Format(time.RFC3339), env.Name)
+				return Record{}, fmt.Errorf("%w: break-glass %s in %s expired at %s and is not ended: end it first (relcap breakglass end --env %s) to capture what is left of its drift", fault.ErrBlocked, b.ID, env.Name, b.ExpiresAt.UTC().Format(time.RFC3339), env.Name)
 			}
-			return Record{}, fmt.Errorf("%w: break-glass %s is already active in %s (by %s, until %s)", workflow.ErrBlocked, b.ID, env.Name, b.Actor, b.ExpiresAt.UTC().Format(time.RFC3339))
+			return Record{}, fmt.Errorf("%w: break-glass %s is already active in %s (by %s, until %s)", fault.ErrBlocked, b.ID, env.Name, b.Actor, b.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 	}
 	r := workflow.NewRelease(workflow.NewReleaseID(d.Project.App, env.Name, now)+"-bg", d.Project.App, env.Name, "", d.Actor, now)
@@ -125,24 +129,24 @@ func (s *Service) Start(ctx context.Context, req Request) (Record, error) {
 // gives the approver as it reads now. The newest that qualifies is used;
 // otherwise the error (ErrBlocked) says why each was not, and what to ask
 // for.
-func (s *Service) approval(ctx context.Context, env workflow.Environment, req Request, now time.Time) (workflow.Approval, error) {
+func (s *Service) approval(ctx context.Context, env workflow.Environment, req Request, now time.Time) (approval.Approval, error) {
 	d := s.d
 	subject := workflow.BreakGlassSubject(env)
-	ask := fmt.Sprintf("relcap approve --breakglass --env %s --ttl %s --reason TEXT", env.Name, workflow.ShortDuration(req.TTL))
+	ask := fmt.Sprintf("relcap approve --breakglass --env %s --ttl %s --reason TEXT", env.Name, finding.ShortDuration(req.TTL))
 	if req.Approver == "" {
-		return workflow.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval by someone other than %s: ask them to run %s, then pass --approver NAME", workflow.ErrBlocked, env.Name, d.Actor, ask)
+		return approval.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval by someone other than %s: ask them to run %s, then pass --approver NAME", fault.ErrBlocked, env.Name, d.Actor, ask)
 	}
-	rule := env.Approvals.Rule(workflow.ApproveBreakGlass)
+	rule := env.Approvals.Rule(approval.BreakGlass)
 	if err := rule.Refuses(d.Actor, req.Approver); err != nil {
-		return workflow.Approval{}, fmt.Errorf("%w: ask another person to run %s, then pass --approver NAME", err, ask)
+		return approval.Approval{}, fmt.Errorf("%w: ask another person to run %s, then pass --approver NAME", err, ask)
 	}
-	all, err := d.Ledger.Approvals(ctx, workflow.ApproveBreakGlass, subject)
+	all, err := d.Ledger.Approvals(ctx, approval.BreakGlass, subject)
 	if err != nil {
-		return workflow.Approval{}, fmt.Errorf("read break-glass approvals: %w", err)
+		return approval.Approval{}, fmt.Errorf("read break-glass approvals: %w", err)
 	}
 	used, err := s.usedApprovals(ctx, env.Name, now)
 	if err != nil {
-		return workflow.Approval{}, err
+		return approval.Approval{}, err
 	}
 	verify := workflow.VerifyWith(ctx, d.Verifier)
 	var why []string
@@ -156,13 +160,13 @@ func (s *Service) approval(ctx context.Context, env workflow.Environment, req Re
 		case a.At.After(now.Add(time.Minute)):
 			reason = fmt.Sprintf("approved at %s, in the future: check this machine's clock", at)
 		case now.Sub(a.At) > ApprovalValidity:
-			reason = fmt.Sprintf("approved at %s, more than %s ago", at, workflow.ShortDuration(ApprovalValidity))
+			reason = fmt.Sprintf("approved at %s, more than %s ago", at, finding.ShortDuration(ApprovalValidity))
 		case a.TimeBox < req.TTL:
-			reason = fmt.Sprintf("approved at %s for a time box of %s, shorter than --ttl %s", at, workflow.ShortDuration(a.TimeBox), workflow.ShortDuration(req.TTL))
+			reason = fmt.Sprintf("approved at %s for a time box of %s, shorter than --ttl %s", at, finding.ShortDuration(a.TimeBox), finding.ShortDuration(req.TTL))
 		case used[usedKey(a.Approver, a.At)] != "":
 			reason = fmt.Sprintf("approved at %s, and break-glass %s already used that approval", at, used[usedKey(a.Approver, a.At)])
 		default:
-			check := rule.Count(workflow.ApprovalTarget{Subject: subject}, d.Actor, []workflow.Approval{a}, verify)
+			check := rule.Count(approval.Target{Subject: subject}, d.Actor, []approval.Approval{a}, verify)
 			if len(check.Counted) == 1 {
 				return a, nil
 			}
@@ -173,9 +177,9 @@ func (s *Service) approval(ctx context.Context, env workflow.Environment, req Re
 		}
 	}
 	if len(why) == 0 {
-		return workflow.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval, and %s has not approved break-glass of %s: ask them to run %s", workflow.ErrBlocked, env.Name, req.Approver, subject, ask)
+		return approval.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval, and %s has not approved break-glass of %s: ask them to run %s", fault.ErrBlocked, env.Name, req.Approver, subject, ask)
 	}
-	return workflow.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval, and no approval by %s of %s counts (%s): ask them to run %s", workflow.ErrBlocked, env.Name, req.Approver, subject, strings.Join(why, "; "), ask)
+	return approval.Approval{}, fmt.Errorf("%w: %s is a production environment: break-glass needs a signed approval, and no approval by %s of %s counts (%s): ask them to run %s", fault.ErrBlocked, env.Name, req.Approver, subject, strings.Join(why, "; "), ask)
 }
 
 func usedKey(approver string, at time.Time) string {

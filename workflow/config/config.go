@@ -18,6 +18,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/input"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
@@ -89,7 +90,7 @@ func WithDir(dir string) Option { return func(o *options) { o.dir = dir } }
 func Find(start string) (string, error) {
 	dir, err := filepath.Abs(start)
 	if err != nil {
-		return "", fmt.Errorf("%w: find %s: %w", workflow.ErrUsage, FileName, err)
+		return "", fmt.Errorf("%w: find %s: %w", fault.ErrUsage, FileName, err)
 	}
 	for {
 		candidate := filepath.Join(dir, FileName)
@@ -102,7 +103,7 @@ func Find(start string) (string, error) {
 		}
 		dir = parent
 	}
-	return "", fmt.Errorf("%w: no %s in %s or any parent directory; create one or pass --config", workflow.ErrUsage, FileName, start)
+	return "", fmt.Errorf("%w: no %s in %s or any parent directory; create one or pass --config", fault.ErrUsage, FileName, start)
 }
 
 // Load reads the relcap.yaml at path and the ownership map it names, checks
@@ -110,15 +111,15 @@ func Find(start string) (string, error) {
 // paths against the directory of path. Problems name files the way path
 // names them (relative stays relative), while Project.File and every path in
 // the project are absolute. The error is an *Errors listing every problem
-// found, or a read error; both satisfy errors.Is(err, workflow.ErrUsage).
+// found, or a read error; both satisfy errors.Is(err, fault.ErrUsage).
 func Load(path string) (*workflow.Project, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+		return nil, fmt.Errorf("%w: %w", fault.ErrUsage, err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+		return nil, fmt.Errorf("%w: %w", fault.ErrUsage, err)
 	}
 	var c collector
 	p := &parser{file: path, probs: &c}

@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -138,7 +140,7 @@ func TestLoadDesignExample(t *testing.T) {
 					App:      "web-staging",
 					TokenEnv: "ARGOCD_AUTH_TOKEN",
 				},
-				Approvals: workflow.ApprovalPolicy{Plan: 1, Signed: true},
+				Approvals: approval.Policy{Plan: 1, Signed: true},
 			},
 			{
 				Name:       "prod",
@@ -168,8 +170,8 @@ func TestLoadDesignExample(t *testing.T) {
 					App:      "web-prod",
 					TokenEnv: "ARGOCD_AUTH_TOKEN",
 				},
-				Approvals: workflow.ApprovalPolicy{Plan: 2, Promotion: 1, DistinctFromAuthor: true, Signed: true,
-					Approvers: workflow.Approvers{Plan: []string{"alice", "bob"}, Promotion: []string{"carol"}, BreakGlass: []string{"carol"}, Apply: []string{"alice", "dave"}}},
+				Approvals: approval.Policy{Plan: 2, Promotion: 1, DistinctFromAuthor: true, Signed: true,
+					Approvers: approval.Approvers{Plan: []string{"alice", "bob"}, Promotion: []string{"carol"}, BreakGlass: []string{"carol"}, Apply: []string{"alice", "dave"}}},
 			},
 		},
 		Classify: workflow.Classify{
@@ -217,7 +219,7 @@ func TestParseDefaults(t *testing.T) {
 				require.Equal(t, "ARGOCD_AUTH_TOKEN", e.ArgoCD.TokenEnv)
 				require.Zero(t, e.ArgoCD.ReadinessGrace, "the watch's own grace")
 				require.Equal(t, "", e.Terraform.Binary)
-				require.Equal(t, workflow.ApprovalPolicy{}, e.Approvals, "without a people file approvals are unsigned")
+				require.Equal(t, approval.Policy{}, e.Approvals, "without a people file approvals are unsigned")
 			},
 		},
 		{
@@ -329,7 +331,7 @@ func TestParseLedger(t *testing.T) {
 	} {
 		_, err := Parse("relcap.yaml", []byte(minimalConfig+"ledger: "+value+"\n"))
 		require.Error(t, err, value)
-		require.True(t, errors.Is(err, workflow.ErrUsage))
+		require.True(t, errors.Is(err, fault.ErrUsage))
 		require.Equal(t, want, err.Error())
 		require.NotContains(t, err.Error(), "hunter2")
 	}
@@ -684,7 +686,7 @@ effort: {idle_threshold: soon}
 			t.Parallel()
 			p, err := Parse("relcap.yaml", []byte(tt.data(t)))
 			require.Nil(t, p)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			var errs *Errors
 			require.ErrorAs(t, err, &errs)
 			require.Equal(t, tt.want, err.Error())
@@ -731,7 +733,7 @@ environments:
 	})
 
 	_, err := Load(cfg)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	want := []string{
 		cfg + `:3:12: ownership: file ` + filepath.Join(dir, "ownership.yaml") + ` does not exist; create it or fix the path`,
 		// The missing dir stands in for its var files.
@@ -757,7 +759,7 @@ func TestLoadReportsOwnershipProblemsToo(t *testing.T) {
 	cfg := filepath.Join(dir, "relcap.yaml")
 	own := filepath.Join(dir, "ownership.yaml")
 	_, err := Load(cfg)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Equal(t, strings.Join([]string{
 		cfg + `:2:6: app: must not be empty`,
 		cfg + `:10:17: plans.expiry: want a Go duration like 2m or 1h30m, got "never"`,
@@ -769,11 +771,11 @@ func TestLoadReportsOwnershipProblemsToo(t *testing.T) {
 func TestLoadReadErrors(t *testing.T) {
 	t.Parallel()
 	_, err := Load(filepath.Join(t.TempDir(), "relcap.yaml"))
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	_, err = LoadOwnership(filepath.Join(t.TempDir(), "ownership.yaml"))
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -809,7 +811,7 @@ func TestFind(t *testing.T) {
 
 	if _, err := os.Stat(filepath.Join(filepath.Dir(root), FileName)); errors.Is(err, os.ErrNotExist) {
 		_, err := Find(root)
-		require.ErrorIs(t, err, workflow.ErrUsage)
+		require.ErrorIs(t, err, fault.ErrUsage)
 		require.ErrorContains(t, err, "no relcap.yaml in "+root+" or any parent directory")
 	}
 }

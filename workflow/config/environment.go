@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/input"
 )
 
@@ -290,6 +291,6 @@ func (m *mapNode) rehearsal() workflow.RehearsalTarget {
 }
 
 func validDigest(s string) bool {
-	_, err := workflow.ParseDigest(s)
+	_, err := image.ParseDigest(s)
 	return err == nil
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // maxProblems bounds how many problems one load reports. A file that is
@@ -46,7 +46,7 @@ func (p Problem) String() string {
 }
 
 // Errors is every problem found while loading configuration. It satisfies
-// errors.Is(err, workflow.ErrUsage), so cmd/relcap maps it to the usage exit
+// errors.Is(err, fault.ErrUsage), so cmd/relcap maps it to the usage exit
 // code.
 type Errors struct {
 	Problems []Problem
@@ -61,9 +61,9 @@ func (e *Errors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// Is reports whether target is workflow.ErrUsage: bad configuration is a
+// Is reports whether target is fault.ErrUsage: bad configuration is a
 // usage error.
-func (e *Errors) Is(target error) bool { return target == workflow.ErrUsage }
+func (e *Errors) Is(target error) bool { return target == fault.ErrUsage }
 
 // collector accumulates problems across the files of one load.
 type collector struct {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // FuzzLoadConfig checks that no relcap.yaml content makes the loader panic,
@@ -111,7 +111,7 @@ func checkResult(t *testing.T, gotValue bool, err error) {
 	if gotValue {
 		t.Fatal("both a value and an error")
 	}
-	if !errors.Is(err, workflow.ErrUsage) {
+	if !errors.Is(err, fault.ErrUsage) {
 		t.Fatalf("error is not a usage error: %v", err)
 	}
 	var errs *Errors

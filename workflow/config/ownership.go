@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -27,11 +27,11 @@ var ownerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 // LoadOwnership reads and validates the ownership map at path. The map's
 // File is path as given, for messages. The error is an *Errors listing
 // every problem, or a read error; both satisfy errors.Is(err,
-// workflow.ErrUsage).
+// fault.ErrUsage).
 func LoadOwnership(path string) (ownership.Map, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return ownership.Map{}, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+		return ownership.Map{}, fmt.Errorf("%w: %w", fault.ErrUsage, err)
 	}
 	return ParseOwnership(path, data)
 }

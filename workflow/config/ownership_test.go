@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -178,7 +178,7 @@ handoffs:
 			t.Parallel()
 			m, err := ParseOwnership("ownership.yaml", []byte(tt.data))
 			require.Equal(t, ownership.Map{}, m)
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			var errs *Errors
 			require.ErrorAs(t, err, &errs)
 			require.Equal(t, tt.want, err.Error())
@@ -206,7 +206,7 @@ func TestErrorsFormat(t *testing.T) {
 	require.Equal(t, `relcap.yaml:12:5: environments[1].approvals.plan: want a non-negative integer, got "two"
 relcap.yaml:3: invalid YAML: oops
 relcap.yaml: file is empty`, err.Error())
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 func TestTooManyProblemsAreCut(t *testing.T) {

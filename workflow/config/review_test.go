@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // withReview is minimalConfig with review as staging's envrepo.review.
@@ -61,7 +62,7 @@ func TestParseReviewProblems(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Parse("/repo/relcap.yaml", []byte(withReview(t, tt.review)), WithStat(fakeStat))
-			require.ErrorIs(t, err, workflow.ErrUsage)
+			require.ErrorIs(t, err, fault.ErrUsage)
 			for _, w := range tt.want {
 				require.Contains(t, err.Error(), w)
 			}
@@ -85,7 +86,7 @@ func TestLoadChecksForgeUsersAgainstThePeopleFile(t *testing.T) {
 		"env/":            "",
 	})
 	_, err := Load(filepath.Join(dir, "relcap.yaml"))
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), `environments[0].envrepo.review.users.eve-git: principal "eve" is not in the people file `+filepath.Join(dir, "allowed_signers")+`; add them there or fix the name`)
 	require.NotContains(t, err.Error(), "bob-git")
 	require.NotContains(t, err.Error(), "ops-git", "a wildcard principal of the people file matches")

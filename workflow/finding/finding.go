@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ShortLen is how many characters of a commit, plan fingerprint or digest
@@ -185,4 +186,17 @@ func Sort(fs []Finding) {
 		}
 		return strings.Compare(a.Subject, b.Subject)
 	})
+}
+
+// ShortDuration writes d as a person would type it for --ttl: "30m", "1h",
+// "1h30m", "90s", without the zero units time.Duration's String adds.
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

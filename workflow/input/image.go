@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // imageFlags take an image reference: checked against the reference
@@ -31,13 +31,13 @@ func CheckImageRef(what, value string) error {
 	const example = "e.g. registry.example.com/team/web:1.4.2 or …/web@sha256:<64 hex digits>"
 	switch {
 	case value == "":
-		return fmt.Errorf("%w: %s is empty: give an image reference, %s", workflow.ErrUsage, what, example)
+		return fmt.Errorf("%w: %s is empty: give an image reference, %s", fault.ErrUsage, what, example)
 	case strings.TrimSpace(value) != value || strings.ContainsAny(value, " \t"):
-		return fmt.Errorf("%w: %s %s is not an image reference: it has spaces; %s", workflow.ErrUsage, what, QuoteInput(value), example)
+		return fmt.Errorf("%w: %s %s is not an image reference: it has spaces; %s", fault.ErrUsage, what, QuoteInput(value), example)
 	case len(value) > 255+128+80:
-		return fmt.Errorf("%w: %s %s is not an image reference: too long", workflow.ErrUsage, what, QuoteInput(value))
+		return fmt.Errorf("%w: %s %s is not an image reference: too long", fault.ErrUsage, what, QuoteInput(value))
 	case !imageRef.MatchString(value):
-		return fmt.Errorf("%w: %s %s is not an image reference: a repository (lowercase letters, digits, '.', '_', '-', '/') with a :tag or an @sha256:digest, %s", workflow.ErrUsage, what, QuoteInput(value), example)
+		return fmt.Errorf("%w: %s %s is not an image reference: a repository (lowercase letters, digits, '.', '_', '-', '/') with a :tag or an @sha256:digest, %s", fault.ErrUsage, what, QuoteInput(value), example)
 	}
 	return nil
 }

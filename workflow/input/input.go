@@ -1,6 +1,6 @@
 // Package input checks what a person types on relcap's command line (identifiers
 // and free text) before anything is opened or recorded, and makes text safe
-// for a terminal. A refusal wraps workflow.workflow.ErrUsage (exit 2).
+// for a terminal. A refusal wraps workflow.fault.ErrUsage (exit 2).
 package input
 
 import (
@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // What a person types on relcap's command line is checked here, once,
@@ -93,20 +93,20 @@ const MaxEnvNameLen = 40
 
 // CheckID checks value, given as what (a flag such as "--release", or an
 // argument's name), against the grammar of kind. The error wraps
-// workflow.ErrUsage, is one line and quotes value only through QuoteInput.
+// fault.ErrUsage, is one line and quotes value only through QuoteInput.
 func CheckID(kind IDKind, what, value string) error {
 	g, ok := idGrammar[kind]
 	switch {
 	case !ok:
-		return fmt.Errorf("%w: %s: unknown kind of identifier %q", workflow.ErrUsage, what, string(kind))
+		return fmt.Errorf("%w: %s: unknown kind of identifier %q", fault.ErrUsage, what, string(kind))
 	case value == "":
-		return fmt.Errorf("%w: %s is empty: give a %s", workflow.ErrUsage, what, kind)
+		return fmt.Errorf("%w: %s is empty: give a %s", fault.ErrUsage, what, kind)
 	case len(value) > MaxIDLen:
-		return fmt.Errorf("%w: %s %s is not a %s: one is at most %d bytes", workflow.ErrUsage, what, QuoteInput(value), kind, MaxIDLen)
+		return fmt.Errorf("%w: %s %s is not a %s: one is at most %d bytes", fault.ErrUsage, what, QuoteInput(value), kind, MaxIDLen)
 	case strings.Contains(value, ".."):
-		return fmt.Errorf("%w: %s %s is not a %s: one never has '..'", workflow.ErrUsage, what, QuoteInput(value), kind)
+		return fmt.Errorf("%w: %s %s is not a %s: one never has '..'", fault.ErrUsage, what, QuoteInput(value), kind)
 	case !g.re.MatchString(value):
-		return fmt.Errorf("%w: %s %s is not a %s: one has %s", workflow.ErrUsage, what, QuoteInput(value), kind, g.want)
+		return fmt.Errorf("%w: %s %s is not a %s: one has %s", fault.ErrUsage, what, QuoteInput(value), kind, g.want)
 	}
 	return nil
 }
@@ -118,11 +118,11 @@ func CheckID(kind IDKind, what, value string) error {
 func CheckFreeText(what, value string) error {
 	switch {
 	case len(value) > MaxFreeTextLen:
-		return fmt.Errorf("%w: %s %s is too long: at most %d bytes", workflow.ErrUsage, what, QuoteInput(value), MaxFreeTextLen)
+		return fmt.Errorf("%w: %s %s is too long: at most %d bytes", fault.ErrUsage, what, QuoteInput(value), MaxFreeTextLen)
 	case !utf8.ValidString(value):
-		return fmt.Errorf("%w: %s %s is not valid UTF-8", workflow.ErrUsage, what, QuoteInput(value))
+		return fmt.Errorf("%w: %s %s is not valid UTF-8", fault.ErrUsage, what, QuoteInput(value))
 	case strings.IndexFunc(value, unsafeRune) >= 0:
-		return fmt.Errorf("%w: %s %s has a control character (a newline, a tab or a terminal escape): write it on one line of plain text", workflow.ErrUsage, what, QuoteInput(value))
+		return fmt.Errorf("%w: %s %s has a control character (a newline, a tab or a terminal escape): write it on one line of plain text", fault.ErrUsage, what, QuoteInput(value))
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // NumberKind is what a numeric flag takes.
@@ -63,9 +63,9 @@ func NumberFlagNames() []string {
 func BadNumber(flag, value string) error {
 	f, ok := numberFlags[flag]
 	if !ok {
-		return fmt.Errorf("%w: --%s %s is not a valid value", workflow.ErrUsage, flag, QuoteInput(value))
+		return fmt.Errorf("%w: --%s %s is not a valid value", fault.ErrUsage, flag, QuoteInput(value))
 	}
-	return fmt.Errorf("%w: --%s %s is not %s: %s", workflow.ErrUsage, flag, QuoteInput(value), kindName(f.kind), f.hint(flag))
+	return fmt.Errorf("%w: --%s %s is not %s: %s", fault.ErrUsage, flag, QuoteInput(value), kindName(f.kind), f.hint(flag))
 }
 
 // checkNumber checks a numeric flag's value as the flag holds it (pflag's
@@ -93,11 +93,11 @@ func checkNumber(flag, value string) error {
 	}
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
-		return fmt.Errorf("%w: --%s %s is not a finite number: %s", workflow.ErrUsage, flag, QuoteInput(value), f.hint(flag))
+		return fmt.Errorf("%w: --%s %s is not a finite number: %s", fault.ErrUsage, flag, QuoteInput(value), f.hint(flag))
 	case v < 0:
-		return fmt.Errorf("%w: --%s %s is negative: %s", workflow.ErrUsage, flag, QuoteInput(value), f.hint(flag))
+		return fmt.Errorf("%w: --%s %s is negative: %s", fault.ErrUsage, flag, QuoteInput(value), f.hint(flag))
 	case v == 0 && !f.zeroValid:
-		return fmt.Errorf("%w: --%s %s is zero: %s", workflow.ErrUsage, flag, QuoteInput(value), f.hint(flag))
+		return fmt.Errorf("%w: --%s %s is zero: %s", fault.ErrUsage, flag, QuoteInput(value), f.hint(flag))
 	}
 	return nil
 }

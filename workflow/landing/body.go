@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // PullRequestTitle is the title of a promotion's pull request.
@@ -25,7 +26,7 @@ type PromotionSummary struct {
 	RollbackOf          string
 	Captain             string
 
-	Digest     workflow.Digest
+	Digest     image.Digest
 	Reference  string // the image reference as given
 	Repository string // the environment's repository, where it was copied
 	Platforms  workflow.Platforms

@@ -21,6 +21,8 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 )
 
@@ -101,7 +103,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 		return run.merged(ctx, res, rec, pr, false)
 	}
 	if pr.State == workflow.PullRequestClosed {
-		return run.prBlocked(ctx, res, rec, workflow.ErrBlocked, fmt.Sprintf("%s was closed without merge", ref),
+		return run.prBlocked(ctx, res, rec, fault.ErrBlocked, fmt.Sprintf("%s was closed without merge", ref),
 			fmt.Sprintf("reopen pull request #%d on the forge and run relcap resume %s, or roll back / start a new release", pr.Number, run.r.ID))
 	}
 
@@ -143,7 +145,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 		return awaiting(res, msg), nil
 	}
 	if review.Approvals == workflow.ApprovalsFromBoth {
-		if rule := run.env.Approvals.Rule(workflow.ApprovePromotion); rule.Required > 0 {
+		if rule := run.env.Approvals.Rule(approval.Promotion); rule.Required > 0 {
 			// The signed approvals are of the commit the pull request
 			// would merge: a moved head needs them renewed too.
 			check, err := l.PromotionApprovals(ctx, pr.HeadSHA)
@@ -157,7 +159,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 			if !check.Satisfied() {
 				msg := fmt.Sprintf("%s is approved on the forge; it also needs %d more signed relcap approval(s) of commit %s (envrepo.review.approvals: both): relcap approve --release %s%s",
 					ref, check.Missing(), workflow.ShortHash(pr.HeadSHA), run.r.ID, check.NotCountedNote())
-				b := workflow.BlockedResult(workflow.ErrApprovalRequired, msg, res.Findings)
+				b := workflow.BlockedResult(fault.ErrApprovalRequired, msg, res.Findings)
 				b.Evidence = res.Evidence
 				return b, nil
 			}
@@ -176,8 +178,8 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 	l.Progress(fmt.Sprintf("merging pull request #%d at %s on %s", pr.Number, workflow.ShortHash(pr.HeadSHA), forge.Where()))
 	msg := fmt.Sprintf("%s\n\nReviewed-on: %s\nReviewed-by: %s\nRelcap-Release: %s\n", run.title(), workflow.ShortHash(pr.HeadSHA), strings.Join(reviewers(verdicts), ", "), run.r.ID)
 	mc, err := workflow.MachineWait(l, func() (string, error) { return forge.Merge(ctx, pr.Number, pr.HeadSHA, msg) })
-	if errors.Is(err, workflow.ErrForgeNotReady) {
-		reason := strings.TrimPrefix(err.Error(), workflow.ErrForgeNotReady.Error()+": ")
+	if errors.Is(err, fault.ErrForgeNotReady) {
+		reason := strings.TrimPrefix(err.Error(), fault.ErrForgeNotReady.Error()+": ")
 		rec.NotReady, rec.NotReadyAt = reason, l.Now()
 		if err := l.Checkpoint(ctx, func(c *workflow.Checkpoints) { c.PullRequest = &rec }); err != nil {
 			return workflow.StepResult{}, err
@@ -188,8 +190,8 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 		}
 		return awaiting(res, fmt.Sprintf("the forge's branch protection does not let pull request #%d merge yet: %s (%s; %s)", pr.Number, reason, count, pr.URL)), nil
 	}
-	if errors.Is(err, workflow.ErrBlocked) {
-		return run.prBlocked(ctx, res, rec, workflow.ErrBlocked, fmt.Sprintf("the forge refused to merge %s: %s", ref, strings.TrimPrefix(err.Error(), workflow.ErrBlocked.Error()+": ")),
+	if errors.Is(err, fault.ErrBlocked) {
+		return run.prBlocked(ctx, res, rec, fault.ErrBlocked, fmt.Sprintf("the forge refused to merge %s: %s", ref, strings.TrimPrefix(err.Error(), fault.ErrBlocked.Error()+": ")),
 			fmt.Sprintf("act on the forge's reason (branch protection, required checks, a moved head), then relcap resume %s", run.r.ID))
 	}
 	if err != nil {
@@ -241,7 +243,7 @@ func (run landingRun) merged(ctx context.Context, res workflow.StepResult, rec w
 
 // awaiting is the step waiting on the forge.
 func awaiting(res workflow.StepResult, msg string) workflow.StepResult {
-	b := workflow.BlockedResult(workflow.ErrAwaitingForge, msg, res.Findings)
+	b := workflow.BlockedResult(fault.ErrAwaitingForge, msg, res.Findings)
 	b.Evidence = res.Evidence
 	return b
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/landing"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -79,7 +81,7 @@ func (pw *prWorld) startBlocked(t *testing.T, p process) *workflow.Release {
 	r, err := p.svc.Start(t.Context(), workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
 	got, err := p.svc.Run(t.Context(), r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrAwaitingForge)
+	require.ErrorIs(t, err, fault.ErrAwaitingForge)
 	require.Equal(t, workflow.Blocked, got.Step(workflow.StepPromotion).Status)
 	require.NotNil(t, got.Checkpoints.PullRequest)
 	require.Equal(t, 1, got.Checkpoints.PullRequest.Number)
@@ -99,7 +101,7 @@ func TestPullRequestIsOpenedOnceAndMergedAtTheReviewedCommit(t *testing.T) {
 
 	// Resuming reads the same pull request; it does not open another.
 	_, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrAwaitingForge)
+	require.ErrorIs(t, err, fault.ErrAwaitingForge)
 	require.Equal(t, 1, pw.forge.Opens)
 
 	// The captain's own review, a stranger's and a comment do not count.
@@ -107,7 +109,7 @@ func TestPullRequestIsOpenedOnceAndMergedAtTheReviewedCommit(t *testing.T) {
 	pw.forge.Approve(1, "mallory")
 	pw.forge.Review(1, "bob-forge", workflow.ReviewCommented)
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrAwaitingForge)
+	require.ErrorIs(t, err, fault.ErrAwaitingForge)
 	msg := got.Step(workflow.StepPromotion).Message
 	require.Contains(t, msg, "alice: alice opened or captains this promotion")
 	require.Contains(t, msg, "mallory: mallory is not in approvers.promotion (bob, alice)")
@@ -153,7 +155,7 @@ func TestPullRequestHeadMovedAfterApprovalIsNotMerged(t *testing.T) {
 	moved := pw.forge.Push(1)
 
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Zero(t, pw.forge.Merges, "a change pushed after approval is not merged")
 	msg := got.Step(workflow.StepPromotion).Message
 	require.Contains(t, msg, "approved on commit "+workflow.ShortHash(r.Checkpoints.EnvPinned))
@@ -179,8 +181,8 @@ func TestPullRequestClosedWithoutMergeBlocksWithTheNextAction(t *testing.T) {
 	pw.forge.Close(1)
 
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
-	require.NotErrorIs(t, err, workflow.ErrAwaitingForge, "waiting changes nothing: a person must act")
+	require.ErrorIs(t, err, fault.ErrBlocked)
+	require.NotErrorIs(t, err, fault.ErrAwaitingForge, "waiting changes nothing: a person must act")
 	require.Contains(t, got.Step(workflow.StepPromotion).Message, "was closed without merge: reopen pull request #1 on the forge and run relcap resume "+r.ID+", or roll back / start a new release")
 
 	pw.forge.Reopen(1)
@@ -200,7 +202,7 @@ func TestForgeRefusingTheMergeBlocksWithItsReason(t *testing.T) {
 	pw.forge.Approve(1, "bob-forge")
 
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, got.Step(workflow.StepPromotion).Message, "the forge refused to merge pull request #1")
 	require.Contains(t, got.Step(workflow.StepPromotion).Message, "required status check ci/test failed")
 	require.False(t, got.Checkpoints.Landed())
@@ -215,7 +217,7 @@ func TestNotMergeableWaitsWithTheForgesReason(t *testing.T) {
 	r := pw.startBlocked(t, captain)
 	pw.forge.Approve(1, "bob-forge")
 	got, err := captain.svc.Run(t.Context(), r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrAwaitingForge)
+	require.ErrorIs(t, err, fault.ErrAwaitingForge)
 	require.Contains(t, got.Step(workflow.StepPromotion).Message, "the forge does not let it merge yet: branch protection requires 2 approving review(s)")
 	require.Zero(t, pw.forge.Merges)
 }
@@ -232,7 +234,7 @@ func TestForgeProtectionSpokenAtMergeIsAWaitNotABlock(t *testing.T) {
 	r, err := captain.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrAwaitingForge, "relcap needs no review here, Gitea's protection does")
+	require.ErrorIs(t, err, fault.ErrAwaitingForge, "relcap needs no review here, Gitea's protection does")
 	require.Contains(t, got.Step(workflow.StepPromotion).Message, "the forge's branch protection does not let pull request #1 merge yet: Does not have enough approvals")
 	require.Equal(t, "Does not have enough approvals", got.Checkpoints.PullRequest.NotReady)
 	require.NotContains(t, captain.journal.Kinds(), "promotion.pr_blocked")
@@ -285,7 +287,7 @@ func TestMergeByPersonWaitsForTheForgeToReportMerged(t *testing.T) {
 	pw.forge.Approve(1, "bob-forge")
 
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrAwaitingForge)
+	require.ErrorIs(t, err, fault.ErrAwaitingForge)
 	require.Contains(t, got.Step(workflow.StepPromotion).Message, "is approved (bob-forge → bob): waiting for a person to merge it on the forge")
 	require.Zero(t, pw.forge.Merges)
 
@@ -305,8 +307,8 @@ func TestApprovalsBothNeedForgeReviewsAndSignedRelcapApprovals(t *testing.T) {
 	pw.forge.Approve(1, "bob-forge")
 
 	got, err := captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
-	require.NotErrorIs(t, err, workflow.ErrAwaitingForge)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
+	require.NotErrorIs(t, err, fault.ErrAwaitingForge)
 	require.Contains(t, got.Step(workflow.StepPromotion).Message, "also needs 1 more signed relcap approval(s)")
 	require.Zero(t, pw.forge.Merges)
 
@@ -324,7 +326,7 @@ func TestRelcapApprovalIsRefusedWhereTheForgeApproves(t *testing.T) {
 	captain := pw.process(t, "alice")
 	r := pw.startBlocked(t, captain)
 	_, _, err := pw.process(t, "bob").svc.ApproveRelease(t.Context(), r.ID, "lgtm")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "approve it at https://forge.test/team/env/pulls/1")
 }
 
@@ -359,7 +361,7 @@ func TestRollbackGoesThroughAPullRequest(t *testing.T) {
 	rb, err := captain.svc.StartRollback(ctx, workflow.RollbackRequest{Env: "staging", To: first.ID})
 	require.NoError(t, err)
 	_, err = captain.svc.Run(ctx, rb.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrAwaitingForge)
+	require.ErrorIs(t, err, fault.ErrAwaitingForge)
 	prs := pw.forge.PullRequests()
 	require.Len(t, prs, 2)
 	require.True(t, strings.HasPrefix(prs[1].Title, "relcap: roll back web to release "+first.ID+" in staging"), prs[1].Title)
@@ -402,7 +404,7 @@ func TestCountForgeReviewsTakesEachPersonsLatestVerdict(t *testing.T) {
 
 func TestPullRequestBodyGolden(t *testing.T) {
 	t.Parallel()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("ab", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("ab", 32))
 	require.NoError(t, err)
 	body := landing.PullRequestBody(landing.PromotionSummary{
 		App: "web", Env: "prod", ReleaseID: "web-prod-20261130T090000Z", Kind: workflow.KindRelease, Captain: "alice",
@@ -439,7 +441,7 @@ func TestForgeMovedSaysWhenTheStepHasSomethingToDo(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, moved, "a new review is counted (or not) by the step")
 	_, err = captain.svc.Run(ctx, r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrAwaitingForge)
+	require.ErrorIs(t, err, fault.ErrAwaitingForge)
 	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
 	require.NoError(t, err)
 	require.False(t, moved, "the step recorded it")

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 // RequiredForgeReviews is how many approving forge reviews a promotion
@@ -28,7 +29,7 @@ func RequiredForgeReviews(env workflow.Environment) int {
 // when that is set. Forge accounts are people through review.PrincipalOf.
 func CountForgeReviews(env workflow.Environment, captain string, pr workflow.PullRequest, reviews []workflow.ForgeReview) []workflow.ReviewVerdict {
 	review := env.EnvRepo.Review
-	rule := env.Approvals.Rule(workflow.ApprovePromotion)
+	rule := env.Approvals.Rule(approval.Promotion)
 	latest := map[string]int{}
 	var out []workflow.ReviewVerdict
 	for _, r := range reviews {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // DrillsRequest runs drills in order in one environment: one named
@@ -45,11 +46,11 @@ func (s *Service) RehearseDrills(ctx context.Context, req DrillsRequest, sink wo
 		}
 		skip := DrillSkipped{Drill: d, Env: req.Env, Err: err}
 		switch {
-		case req.All && rh == nil && errors.Is(err, workflow.ErrUsage):
+		case req.All && rh == nil && errors.Is(err, fault.ErrUsage):
 			// Not runnable here (not configured): said, and counted
 			// against the run, but the other drills still run.
 			skip.How = "not run"
-		case req.All && rh != nil && rh.State == StateAbandoned && errors.Is(err, workflow.ErrBlocked):
+		case req.All && rh != nil && rh.State == StateAbandoned && errors.Is(err, fault.ErrBlocked):
 			// Refused before it changed anything (failed-apply on a root
 			// with pending changes): it left nothing behind, so the
 			// other drills still run.
@@ -88,9 +89,9 @@ func Outcome(rs []*Rehearsal) error {
 	}
 	switch {
 	case len(failed) > 0:
-		return fmt.Errorf("%w: drill failed: %s", workflow.ErrNotConverged, strings.Join(failed, "; "))
+		return fmt.Errorf("%w: drill failed: %s", fault.ErrNotConverged, strings.Join(failed, "; "))
 	case len(abandoned) > 0:
-		return fmt.Errorf("%w: rehearsal abandoned, so it proves nothing: %s", workflow.ErrBlocked, strings.Join(abandoned, ", "))
+		return fmt.Errorf("%w: rehearsal abandoned, so it proves nothing: %s", fault.ErrBlocked, strings.Join(abandoned, ", "))
 	}
 	return nil
 }

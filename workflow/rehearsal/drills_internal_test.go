@@ -7,14 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestRehearsalOutcomeFailedBeforeAbandoned(t *testing.T) {
 	require.NoError(t, Outcome([]*Rehearsal{{State: StatePassed}}))
 	err := Outcome([]*Rehearsal{{ID: "a", Drill: DrillFailedApply, State: StateAbandoned}, {ID: "f", Drill: DrillUnavailableImage, State: StateFailed, Failure: "not detected"}})
-	require.ErrorIs(t, err, workflow.ErrNotConverged)
+	require.ErrorIs(t, err, fault.ErrNotConverged)
 	require.ErrorContains(t, err, "unavailable-image (f): not detected")
-	require.ErrorIs(t, Outcome([]*Rehearsal{{ID: "a", State: StateAbandoned}}), workflow.ErrBlocked)
+	require.ErrorIs(t, Outcome([]*Rehearsal{{ID: "a", State: StateAbandoned}}), fault.ErrBlocked)
 }
 
 func TestRehearsalWatchTimeoutIsTheLongestPhase(t *testing.T) {

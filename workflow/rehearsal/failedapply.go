@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // The failed-apply drill: a Terraform apply that fails on purpose, in a
@@ -60,7 +61,7 @@ func (s *Service) advanceFailedApply(ctx context.Context, env workflow.Environme
 	}
 	if rh.Phase == PhaseDetected || rh.Phase == PhaseRecovering {
 		if err := s.recoverFailedApply(ctx, env, rh, roots); err != nil {
-			if !errors.Is(err, workflow.ErrNotConverged) {
+			if !errors.Is(err, fault.ErrNotConverged) {
 				return rh.Clone(), err
 			}
 			rh.Failure = joinFailure(rh.Failure, "recovery did not return the scratch state to its baseline: "+err.Error())
@@ -114,12 +115,12 @@ func (s *Service) injectFailedApply(ctx context.Context, env workflow.Environmen
 		}
 	}
 	if why, refused := plan.Refused(); refused {
-		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy cannot be applied as reviewed: %s", workflow.ErrPlanRefused, rh.ID, workflow.ShortHash(plan.Fingerprint), why))
+		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy cannot be applied as reviewed: %s", fault.ErrPlanRefused, rh.ID, workflow.ShortHash(plan.Fingerprint), why))
 	}
 	creates, other := planAgainst(plan, workflow.ActionCreate)
 	if other > 0 || !creates {
 		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: the environment has drift or pending changes: %d other change(s) (plan %s of a copy of %s%s); converge first (relcap plan --env %s, then approve and apply), then rehearse",
-			workflow.ErrBlocked, rh.ID, other, workflow.ShortHash(plan.Fingerprint), env.Terraform.Dir, notCreated(creates), env.Name))
+			fault.ErrBlocked, rh.ID, other, workflow.ShortHash(plan.Fingerprint), env.Terraform.Dir, notCreated(creates), env.Name))
 	}
 	if err := s.rehearsalApprovals(ctx, scratch, rh, plan); err != nil {
 		return err
@@ -162,7 +163,7 @@ func (s *Service) rehearsalPlan(ctx context.Context, scratch workflow.Environmen
 	d := s.d
 	if fingerprint != "" {
 		p, err := d.Ledger.LoadPlan(ctx, fingerprint)
-		if err != nil && !errors.Is(err, workflow.ErrNotFound) {
+		if err != nil && !errors.Is(err, fault.ErrNotFound) {
 			return p, fmt.Errorf("load plan %s: %w", workflow.ShortHash(fingerprint), err)
 		}
 		if err == nil && p.AppliedAt.IsZero() {
@@ -194,7 +195,7 @@ func (s *Service) rehearsalApprovals(ctx context.Context, scratch workflow.Envir
 	}
 	// The fingerprint ends the message, so it is copied whole.
 	return fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy needs %d more approval(s) in %s (approvals.plan = %d)%s; once approved, continue with relcap rehearse --resume %s; approve with: relcap approve --plan %s",
-		workflow.ErrApprovalRequired, rh.ID, workflow.ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, check.NotCountedNote(), rh.ID, plan.Fingerprint)
+		fault.ErrApprovalRequired, rh.ID, workflow.ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, check.NotCountedNote(), rh.ID, plan.Fingerprint)
 }
 
 // refuseFailedApply ends a drill refused before anything was applied: the
@@ -230,7 +231,7 @@ func (s *Service) detectFailedApply(ctx context.Context, env workflow.Environmen
 		} else {
 			rh.Failure = "misnamed: the apply failed without naming the local-exec provisioner of " + rehearsalResource + ": " + msg
 		}
-	case (errors.Is(err, workflow.ErrStalePlan) || errors.Is(err, workflow.ErrApplyOutcomeUnknown)) && ctx.Err() == nil:
+	case (errors.Is(err, fault.ErrStalePlan) || errors.Is(err, fault.ErrApplyOutcomeUnknown)) && ctx.Err() == nil:
 		// Killed while Terraform applied: the state moved under the plan,
 		// or the run's outcome is unknown (its Terraform killed too).
 		// What the apply left is in the state.
@@ -248,7 +249,7 @@ func (s *Service) detectFailedApply(ctx context.Context, env workflow.Environmen
 		return fmt.Errorf("rehearsal %s: read the scratch state after the apply: %w (continue with relcap rehearse --resume %s)", rh.ID, err, rh.ID)
 	}
 	lockErr := roots.CheckStateLock(ctx, scratch)
-	if lockErr != nil && !errors.Is(lockErr, workflow.ErrLocked) {
+	if lockErr != nil && !errors.Is(lockErr, fault.ErrLocked) {
 		return fmt.Errorf("rehearsal %s: check the scratch state's lock: %w (continue with relcap rehearse --resume %s)", rh.ID, lockErr, rh.ID)
 	}
 	s.answerFailedApply(rh, resources, lockErr, next)
@@ -321,20 +322,20 @@ func (s *Service) recoverFailedApply(ctx context.Context, env workflow.Environme
 		}
 	}
 	if why, refused := plan.Refused(); refused {
-		return fmt.Errorf("%w: recovery plan %s cannot be applied as reviewed: %s", workflow.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), why)
+		return fmt.Errorf("%w: recovery plan %s cannot be applied as reviewed: %s", fault.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), why)
 	}
 	if _, other := planAgainst(plan, workflow.ActionDelete); other > 0 {
-		return fmt.Errorf("%w: recovery plan %s has %d change(s) besides destroying %s", workflow.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), other, rehearsalResource)
+		return fmt.Errorf("%w: recovery plan %s has %d change(s) besides destroying %s", fault.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), other, rehearsalResource)
 	}
 	if plan.HasChanges() {
 		if err := s.rehearsalApprovals(ctx, scratch, rh, plan); err != nil {
 			return err
 		}
 		if _, _, err := s.core.ApplyPlanIn(ctx, scratch, plan.Fingerprint); err != nil {
-			if ctx.Err() != nil || errors.Is(err, workflow.ErrBlocked) {
+			if ctx.Err() != nil || errors.Is(err, fault.ErrBlocked) {
 				return fmt.Errorf("rehearsal %s: recovery: %w (continue with relcap rehearse --resume %s)", rh.ID, err, rh.ID)
 			}
-			return fmt.Errorf("%w: apply of recovery plan %s: %v", workflow.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), err)
+			return fmt.Errorf("%w: apply of recovery plan %s: %v", fault.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), err)
 		}
 	}
 	resources, err := roots.StateResources(ctx, scratch)
@@ -342,7 +343,7 @@ func (s *Service) recoverFailedApply(ctx context.Context, env workflow.Environme
 		return fmt.Errorf("rehearsal %s: read the scratch state after recovery: %w (continue with relcap rehearse --resume %s)", rh.ID, err, rh.ID)
 	}
 	if !slices.Equal(sortedResources(resources), sortedResources(rh.Baseline.Resources)) {
-		return fmt.Errorf("%w: the scratch state holds %s, its baseline %s", workflow.ErrNotConverged, resourceList(resources), resourceList(rh.Baseline.Resources))
+		return fmt.Errorf("%w: the scratch state holds %s, its baseline %s", fault.ErrNotConverged, resourceList(resources), resourceList(rh.Baseline.Resources))
 	}
 	rh.Phase, rh.RecoveredAt = PhaseRecovered, d.Clock.Now().UTC()
 	if err := s.saveRehearsal(ctx, rh); err != nil {

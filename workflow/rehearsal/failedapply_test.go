@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -85,7 +86,7 @@ func TestRehearseFailedApplyIsRefusedWithOtherChanges(t *testing.T) {
 	serial := w.StateSerial
 
 	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "the environment has drift or pending changes: 1 other change(s)")
 	require.Contains(t, err.Error(), "converge first")
 	require.Equal(t, rehearsal.StateAbandoned, rh.State)
@@ -104,7 +105,7 @@ func TestRehearseFailedApplyWaitsForPlanApprovalsAndResumes(t *testing.T) {
 	bob := newProcess(t, proj, w, l, workflow.SystemClock{}, "bob")
 
 	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedApply}, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
 	require.Contains(t, err.Error(), "relcap approve --plan "+rh.DrillPlan)
 	require.Contains(t, err.Error(), "relcap rehearse --resume "+rh.ID)
 	require.Equal(t, rehearsal.PhaseBaseline, rh.Phase)
@@ -117,7 +118,7 @@ func TestRehearseFailedApplyWaitsForPlanApprovalsAndResumes(t *testing.T) {
 
 	// The recovery plan is a plan too: it waits for its own approval.
 	rh2, err := p.rh.Resume(ctx, rh.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
 	require.Equal(t, rh.DrillPlan, rh2.DrillPlan, "the approved plan was applied, not a new one")
 	require.Equal(t, rehearsal.VerdictApplyFailed, rh2.Detected)
 	require.Equal(t, rehearsal.PhaseRecovering, rh2.Phase)

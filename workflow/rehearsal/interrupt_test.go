@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -45,7 +48,7 @@ func (c *controller) isStopped() bool {
 	return c.stopped
 }
 
-func (c *controller) Watch(ctx context.Context, app workflow.AppRef, since string) (<-chan workflow.AppUpdate, error) {
+func (c *controller) Watch(ctx context.Context, app appstate.AppRef, since string) (<-chan workflow.AppUpdate, error) {
 	if c.isStopped() {
 		ch := make(chan workflow.AppUpdate)
 		go func() { <-ctx.Done(); close(ch) }()
@@ -54,9 +57,9 @@ func (c *controller) Watch(ctx context.Context, app workflow.AppRef, since strin
 	return c.TreeConvergence.Watch(ctx, app, since)
 }
 
-func (c *controller) Refresh(context.Context, workflow.AppRef, time.Duration) error {
+func (c *controller) Refresh(context.Context, appstate.AppRef, time.Duration) error {
 	if c.isStopped() {
-		return workflow.ErrNotReconciled
+		return fault.ErrNotReconciled
 	}
 	return nil
 }
@@ -66,7 +69,7 @@ func (c *controller) Refresh(context.Context, workflow.AppRef, time.Duration) er
 func twoReleases(t *testing.T, p process, w *workflowtest.World) (previous, base *workflow.Release) {
 	t.Helper()
 	previous = released(t, p, w, "staging")
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("cd", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("cd", 32))
 	require.NoError(t, err)
 	w.Artifact.Digest = d
 	w.Repos["registry.test/ci/web"][d] = true
@@ -131,17 +134,17 @@ func TestRehearseInterruptedReconciliationWithTheConfiguredCommands(t *testing.T
 	p, ctrl := commandProcess(t, w, l)
 
 	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked, "no converged release yet")
+	require.ErrorIs(t, err, fault.ErrBlocked, "no converged release yet")
 	released(t, p, w, "staging")
 	_, err = p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "release twice")
 
 	previous, base := twoReleases(t, p, w)
 	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
-	require.Equal(t, workflow.VerdictReconcileStalled, rh.Detected)
+	require.Equal(t, appstate.VerdictReconcileStalled, rh.Detected)
 	require.Contains(t, rh.ActualArtifact.Shown, "did not reconcile")
 	require.Contains(t, rh.NextSafeAction.Value, "argocd-application-controller")
 	require.Equal(t, [][]string{{"lab", "controller", "stop"}, {"lab", "controller", "start"}}, ctrl.ran)
@@ -159,11 +162,11 @@ type paused struct {
 	*workflowtest.ArgoCD
 }
 
-func (p paused) Get(ctx context.Context, app workflow.AppRef) (workflow.AppState, error) {
+func (p paused) Get(ctx context.Context, app appstate.AppRef) (appstate.AppState, error) {
 	return p.TreeConvergence.Get(ctx, app)
 }
 
-func (p paused) Watch(ctx context.Context, app workflow.AppRef, since string) (<-chan workflow.AppUpdate, error) {
+func (p paused) Watch(ctx context.Context, app appstate.AppRef, since string) (<-chan workflow.AppUpdate, error) {
 	ws, err := p.ListWindows(ctx, app)
 	if err != nil {
 		return nil, err
@@ -188,8 +191,8 @@ func TestRehearseInterruptedReconciliationWithBreakGlass(t *testing.T) {
 	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillInterruptedReconc}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
-	require.Equal(t, workflow.VerdictReconcilePaused, rh.Expected)
-	require.Equal(t, workflow.VerdictReconcilePaused, rh.Detected)
+	require.Equal(t, appstate.VerdictReconcilePaused, rh.Expected)
+	require.Equal(t, appstate.VerdictReconcilePaused, rh.Detected)
 	require.Contains(t, rh.ActualArtifact.Shown, "reconciliation paused by break-glass window")
 	require.Contains(t, rh.NextSafeAction.Value, "relcap breakglass end --env staging")
 	require.Contains(t, argo.Calls(), "deny web-staging")

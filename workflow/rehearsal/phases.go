@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // The phases of the Argo CD drills (unavailable-image, failed-readiness,
@@ -75,23 +78,23 @@ func (s *Service) inject(ctx context.Context, env workflow.Environment, rh *Rehe
 
 // unavailableDigest is a digest that cannot exist: 32 random bytes, never
 // the hash of anything, checked absent from the environment's repository.
-func (s *Service) unavailableDigest(ctx context.Context, env workflow.Environment) (workflow.Digest, error) {
+func (s *Service) unavailableDigest(ctx context.Context, env workflow.Environment) (image.Digest, error) {
 	for range 3 {
 		var b [32]byte
 		_, _ = rand.Read(b[:])
-		digest, err := workflow.ParseDigest("sha256:" + hex.EncodeToString(b[:]))
+		digest, err := image.ParseDigest("sha256:" + hex.EncodeToString(b[:]))
 		if err != nil {
-			return workflow.Digest{}, err
+			return image.Digest{}, err
 		}
 		_, err = s.d.Registry.Resolve(ctx, env.Registry.Repository+"@"+digest.String())
 		switch {
-		case errors.Is(err, workflow.ErrNotFound):
+		case errors.Is(err, fault.ErrNotFound):
 			return digest, nil
 		case err != nil:
-			return workflow.Digest{}, fmt.Errorf("check that %s is not in %s: %w", digest.Short(), env.Registry.Repository, err)
+			return image.Digest{}, fmt.Errorf("check that %s is not in %s: %w", digest.Short(), env.Registry.Repository, err)
 		}
 	}
-	return workflow.Digest{}, fmt.Errorf("%s answers every random digest as present; it cannot run the unavailable-image drill", env.Registry.Repository)
+	return image.Digest{}, fmt.Errorf("%s answers every random digest as present; it cannot run the unavailable-image drill", env.Registry.Repository)
 }
 
 // previousGood is the release env converged on before the baseline, with
@@ -107,7 +110,7 @@ func (s *Service) previousGood(ctx context.Context, env workflow.Environment, rh
 		}
 	}
 	return nil, fmt.Errorf("%w: interrupted-reconciliation rolls out a good build other than the baseline, and %s has converged on only one digest (%s); release twice (two different builds) first",
-		workflow.ErrBlocked, env.Name, rh.Baseline.Digest.Short())
+		fault.ErrBlocked, env.Name, rh.Baseline.Digest.Short())
 }
 
 // interrupt stops reconciliation: the configured stop command, or
@@ -156,7 +159,7 @@ func (s *Service) canPause() error {
 // watch names the failure, and the four answers are what it showed.
 func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehearsal, sink workflow.EventSink) error {
 	d := s.d
-	var last workflow.AppState
+	var last appstate.AppState
 	watchSink := func(e workflow.Event) {
 		if e.Kind == workflow.EventAppState && e.App != nil {
 			last = *e.App
@@ -188,9 +191,9 @@ func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehe
 		}
 		s.answer(rh, r, *failed, last)
 	case r.Status == workflow.ReleaseConverged:
-		rh.Detected = workflow.VerdictConverged
+		rh.Detected = appstate.VerdictConverged
 		rh.Failure = "not detected: release " + r.ID + " converged although the drill broke it"
-	case runErr != nil && (errors.Is(runErr, workflow.ErrNotConverged) || errors.Is(runErr, context.DeadlineExceeded)) && ctx.Err() == nil:
+	case runErr != nil && (errors.Is(runErr, fault.ErrNotConverged) || errors.Is(runErr, context.DeadlineExceeded)) && ctx.Err() == nil:
 		rh.Failure = fmt.Sprintf("not detected within %s: %v", rh.phaseTimeout(env), runErr)
 	case runErr != nil:
 		return fmt.Errorf("rehearsal %s: watch release %s: %w (continue with relcap rehearse --resume %s)", rh.ID, r.ID, runErr, rh.ID)
@@ -207,7 +210,7 @@ func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehe
 }
 
 // answer fills the four answers from the watch's verdict and last state.
-func (s *Service) answer(rh *Rehearsal, r *workflow.Release, v workflow.AppNotConverged, last workflow.AppState) {
+func (s *Service) answer(rh *Rehearsal, r *workflow.Release, v workflow.AppNotConverged, last appstate.AppState) {
 	images := strings.Join(v.Images, ", ")
 	if images == "" {
 		images = "(none reported)"
@@ -264,12 +267,12 @@ func (s *Service) recover(ctx context.Context, env workflow.Environment, rh *Reh
 	r, err := s.core.Run(pctx, rh.RecoveryRelease, sink)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: %v", workflow.ErrNotConverged, err)
+			err = fmt.Errorf("%w: %v", fault.ErrNotConverged, err)
 		}
 		return err
 	}
 	if r.Status != workflow.ReleaseConverged || r.Checkpoints.Digest != rh.Baseline.Digest {
-		return fmt.Errorf("%w: release %s is %s with %s", workflow.ErrNotConverged, r.ID, r.Status, r.Checkpoints.Digest.Short())
+		return fmt.Errorf("%w: release %s is %s with %s", fault.ErrNotConverged, r.ID, r.Status, r.Checkpoints.Digest.Short())
 	}
 	rh.Phase, rh.RecoveredAt = PhaseRecovered, d.Clock.Now().UTC()
 	if err := s.saveRehearsal(ctx, rh); err != nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -44,8 +45,8 @@ type RehearsalInjected struct {
 // it showed them.
 type RehearsalDetected struct {
 	Rehearsal        string               `json:"rehearsal"`
-	Verdict          workflow.VerdictKind `json:"verdict"`
-	Expected         workflow.VerdictKind `json:"expected"`
+	Verdict          appstate.VerdictKind `json:"verdict"`
+	Expected         appstate.VerdictKind `json:"expected"`
 	IntendedRevision workflow.Answer      `json:"intended_revision"`
 	ActualArtifact   workflow.Answer      `json:"actual_artifact"`
 	ControllerStatus workflow.Answer      `json:"controller_status"`

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // Recovery rehearsal (relcap rehearse): a failure injected on purpose
@@ -38,26 +41,26 @@ func ParseDrill(s string) (Drill, error) {
 	for i, d := range AllDrills {
 		names[i] = string(d)
 	}
-	return "", fmt.Errorf("%w: unknown drill %q; want one of %s", workflow.ErrUsage, s, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w: unknown drill %q; want one of %s", fault.ErrUsage, s, strings.Join(names, ", "))
 }
 
 // VerdictApplyFailed is the failed-apply drill's detection: Terraform's
 // apply failed, naming the drill's local-exec provisioner. It is no
 // convergence verdict: the drill never reaches Argo CD.
-const VerdictApplyFailed workflow.VerdictKind = "apply-failed"
+const VerdictApplyFailed appstate.VerdictKind = "apply-failed"
 
 // Expected is what relcap must name for the drill: the convergence
 // watch's verdict, or for failed-apply the apply's failure.
-func (d Drill) Expected() workflow.VerdictKind {
+func (d Drill) Expected() appstate.VerdictKind {
 	switch d {
 	case DrillFailedApply:
 		return VerdictApplyFailed
 	case DrillUnavailableImage:
-		return workflow.VerdictImagePullFailed
+		return appstate.VerdictImagePullFailed
 	case DrillFailedReadiness:
-		return workflow.VerdictReadinessFailed
+		return appstate.VerdictReadinessFailed
 	case DrillInterruptedReconc:
-		return workflow.VerdictReconcileStalled
+		return appstate.VerdictReconcileStalled
 	}
 	return ""
 }
@@ -92,9 +95,9 @@ const (
 // Baseline is the release the environment had converged on
 // before the drill, and the one recovery must return to.
 type Baseline struct {
-	ReleaseID string          `json:"release_id"`
-	Digest    workflow.Digest `json:"digest"`
-	EnvCommit string          `json:"env_commit"`
+	ReleaseID string       `json:"release_id"`
+	Digest    image.Digest `json:"digest"`
+	EnvCommit string       `json:"env_commit"`
 	// For failed-apply, which has no release: the Terraform root's
 	// revision and the resources of the real state as seeded into the
 	// scratch copy, which recovery must return to.
@@ -119,8 +122,8 @@ type Rehearsal struct {
 	ScratchDir   string               `json:"scratch_dir,omitempty"`
 	DrillPlan    string               `json:"drill_plan,omitempty"`
 	RecoveryPlan string               `json:"recovery_plan,omitempty"`
-	Expected     workflow.VerdictKind `json:"expected"`
-	Detected     workflow.VerdictKind `json:"detected,omitempty"`
+	Expected     appstate.VerdictKind `json:"expected"`
+	Detected     appstate.VerdictKind `json:"detected,omitempty"`
 	// The four answers, from what the convergence watch last showed.
 	IntendedRevision workflow.Answer `json:"intended_revision"`
 	ActualArtifact   workflow.Answer `json:"actual_artifact"`

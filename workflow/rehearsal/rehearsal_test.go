@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -63,21 +66,21 @@ func released(t *testing.T, p process, w *workflowtest.World, env string) *workf
 // base's digest.
 func runsBaseline(t *testing.T, w *workflowtest.World, base *workflow.Release) {
 	t.Helper()
-	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), workflow.AppRef{})
+	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), appstate.AppRef{})
 	require.NoError(t, err)
-	require.Equal(t, workflow.SyncSynced, st.SyncStatus)
-	require.Equal(t, workflow.HealthHealthy, st.Health)
+	require.Equal(t, appstate.SyncSynced, st.SyncStatus)
+	require.Equal(t, appstate.HealthHealthy, st.Health)
 	require.Len(t, st.Images, 1)
 	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()), "runs %s, not the baseline %s", st.Images[0], base.Checkpoints.Digest)
 }
 
-func unreadyWorld(t *testing.T, p *workflow.Project) (*workflowtest.World, workflow.Digest) {
+func unreadyWorld(t *testing.T, p *workflow.Project) (*workflowtest.World, image.Digest) {
 	t.Helper()
 	w := workflowtest.NewWorld()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat("ab", 32))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("ab", 32))
 	require.NoError(t, err)
 	w.Repos["registry.test/ci/web"][d] = true
-	w.NeverReady = map[workflow.Digest]bool{d: true}
+	w.NeverReady = map[image.Digest]bool{d: true}
 	for i := range p.Environments {
 		p.Environments[i].Rehearsal.UnreadyImage = "registry.test/ci/web@" + d.String()
 	}
@@ -96,7 +99,7 @@ func TestRehearseUnavailableImageIsDetectedNamedAndRecovered(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
 	require.Equal(t, rehearsal.PhaseRecovered, rh.Phase)
-	require.Equal(t, workflow.VerdictImagePullFailed, rh.Detected)
+	require.Equal(t, appstate.VerdictImagePullFailed, rh.Detected)
 	require.Equal(t, base.ID, rh.Baseline.ReleaseID)
 	require.Equal(t, base.Checkpoints.Digest, rh.Baseline.Digest)
 	require.Equal(t, copies, w.Copies, "a digest that exists nowhere is not copied")
@@ -149,7 +152,7 @@ func TestTheEnvironmentsReadinessGraceDecides(t *testing.T) {
 	rh, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
-	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
+	require.Equal(t, appstate.VerdictReadinessFailed, rh.Detected)
 }
 
 func TestRehearseFailedReadiness(t *testing.T) {
@@ -164,7 +167,7 @@ func TestRehearseFailedReadiness(t *testing.T) {
 	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
-	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
+	require.Equal(t, appstate.VerdictReadinessFailed, rh.Detected)
 	require.Contains(t, rh.ActualArtifact.Value, unready.String())
 	require.Contains(t, rh.ActualArtifact.Shown, "does not become ready")
 	runsBaseline(t, w, base)
@@ -176,7 +179,7 @@ func TestRehearseFailedReadinessNeedsTheUnreadyImage(t *testing.T) {
 	p := drillProcess(t, testProject(0), w, l, nil)
 	released(t, p, w, "staging")
 	_, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "environments[staging].rehearsal.unready_image")
 	all, err := l.ListRehearsals(t.Context(), rehearsal.Filter{})
 	require.NoError(t, err)
@@ -195,7 +198,7 @@ func TestRehearsalNotDetectedFails(t *testing.T) {
 	rh, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillFailedReadiness}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StateFailed, rh.State)
-	require.Equal(t, workflow.VerdictConverged, rh.Detected)
+	require.Equal(t, appstate.VerdictConverged, rh.Detected)
 	require.Contains(t, rh.Failure, "not detected")
 	require.Contains(t, p.journal.Kinds(), "rehearsal.failed")
 	runsBaseline(t, w, base) // recovered all the same
@@ -205,11 +208,11 @@ func TestRehearsalNotDetectedFails(t *testing.T) {
 // readiness probe: a watch that names the failure wrongly.
 type misnaming struct{ workflowtest.TreeConvergence }
 
-func (m misnaming) ResourceTree(ctx context.Context, app workflow.AppRef) ([]workflow.AppResource, error) {
+func (m misnaming) ResourceTree(ctx context.Context, app appstate.AppRef) ([]appstate.AppResource, error) {
 	rs, err := m.TreeConvergence.ResourceTree(ctx, app)
 	for i, r := range rs {
 		if strings.Contains(r.Message, "ImagePullBackOff") {
-			rs[i].Health, rs[i].Message = workflow.HealthDegraded, "Readiness probe failed"
+			rs[i].Health, rs[i].Message = appstate.HealthDegraded, "Readiness probe failed"
 		}
 	}
 	return rs, err
@@ -224,7 +227,7 @@ func TestRehearsalMisnamedFails(t *testing.T) {
 	rh, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StateFailed, rh.State)
-	require.Equal(t, workflow.VerdictReadinessFailed, rh.Detected)
+	require.Equal(t, appstate.VerdictReadinessFailed, rh.Detected)
 	require.Contains(t, rh.Failure, "misnamed: the watch named readiness-failed, the drill expects image-pull-failed")
 	require.Equal(t, rehearsal.PhaseRecovered, rh.Phase, "recovered even so")
 	runsBaseline(t, w, base)
@@ -241,7 +244,7 @@ func TestRehearsalInProductionNeedsIKnow(t *testing.T) {
 	base := released(t, p, w, "prod")
 
 	_, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "prod", Drill: rehearsal.DrillUnavailableImage, IKnow: "  "}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "--i-know REASON")
 	require.NotContains(t, p.journal.Kinds(), "rehearsal.started")
 
@@ -258,20 +261,20 @@ func TestRehearsalRefusedWhenNotConvergedNow(t *testing.T) {
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
 	p := drillProcess(t, testProject(0), w, l, nil)
 	_, err := p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "no converged release")
 
 	released(t, p, w, "staging")
-	w.App.Health = workflow.HealthDegraded // someone broke it since
+	w.App.Health = appstate.HealthDegraded // someone broke it since
 	_, err = p.rh.Rehearse(t.Context(), rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "converge first")
 }
 
 func TestUnknownDrillListsTheValidOnes(t *testing.T) {
 	t.Parallel()
 	_, err := rehearsal.ParseDrill("chaos-monkey")
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "failed-apply, unavailable-image, failed-readiness, interrupted-reconciliation")
 }
 
@@ -387,7 +390,7 @@ func TestRehearsalHoldsThePromotionLock(t *testing.T) {
 	release := locks.Hold(scope, workflow.LockHolder{Actor: "bob", What: "promote"})
 	defer release()
 	_, err = p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
-	require.ErrorIs(t, err, workflow.ErrLocked)
+	require.ErrorIs(t, err, fault.ErrLocked)
 }
 
 // TestRehearsalInterruptedByCtrlCResumes: the context ends while the

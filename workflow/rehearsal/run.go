@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // Request asks for one drill in one environment.
@@ -43,7 +46,7 @@ func (s *Service) Rehearse(ctx context.Context, req Request, sink workflow.Event
 	}
 	reason := strings.TrimSpace(req.IKnow)
 	if env.Production && reason == "" {
-		return nil, fmt.Errorf("%w: %s is a production environment: a drill breaks it on purpose; rehearse in an environment before it, or pass --i-know REASON (journaled and signed)", workflow.ErrBlocked, env.Name)
+		return nil, fmt.Errorf("%w: %s is a production environment: a drill breaks it on purpose; rehearse in an environment before it, or pass --i-know REASON (journaled and signed)", fault.ErrBlocked, env.Name)
 	}
 	if err := s.drillConfigured(env, req.Drill); err != nil {
 		return nil, err
@@ -159,8 +162,8 @@ func (s *Service) Cleanup(ctx context.Context, id string, sink workflow.EventSin
 func (s *Service) heldRehearsal(ctx context.Context, id, what string) (*Rehearsal, workflow.Environment, func(), error) {
 	d := s.d
 	rh, err := s.store.LoadRehearsal(ctx, id)
-	if errors.Is(err, workflow.ErrNotFound) {
-		return nil, workflow.Environment{}, nil, fmt.Errorf("%w: no rehearsal %s in the ledger (relcap rehearse list shows them)", workflow.ErrUsage, id)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, workflow.Environment{}, nil, fmt.Errorf("%w: no rehearsal %s in the ledger (relcap rehearse list shows them)", fault.ErrUsage, id)
 	}
 	if err != nil {
 		return nil, workflow.Environment{}, nil, err
@@ -201,20 +204,20 @@ func (s *Service) drillConfigured(env workflow.Environment, drill Drill) error {
 	switch drill {
 	case DrillFailedReadiness:
 		if env.Rehearsal.UnreadyImage == "" {
-			return fmt.Errorf("%w: failed-readiness needs a build whose pods never become ready: set environments[%s].rehearsal.unready_image to its digest reference (repository@sha256:…)", workflow.ErrUsage, env.Name)
+			return fmt.Errorf("%w: failed-readiness needs a build whose pods never become ready: set environments[%s].rehearsal.unready_image to its digest reference (repository@sha256:…)", fault.ErrUsage, env.Name)
 		}
 	case DrillInterruptedReconc:
 		if len(env.Rehearsal.InterruptStop) == 0 {
 			if err := s.canPause(); err != nil {
 				return fmt.Errorf("%w: interrupted-reconciliation pauses %s with break-glass, which needs Argo CD's sync windows (%v); or set environments[%s].rehearsal.interrupt.stop and .start",
-					workflow.ErrUsage, env.Name, err, env.Name)
+					fault.ErrUsage, env.Name, err, env.Name)
 			}
 		} else if s.commands == nil {
 			return missingPort("command runner (rehearsal.interrupt)")
 		}
 	case DrillFailedApply:
 		if env.Terraform.Dir == "" {
-			return fmt.Errorf("%w: failed-apply fails a Terraform apply on a copy of %s's root, and %s has none: set environments[%s].terraform.dir", workflow.ErrUsage, env.Name, env.Name, env.Name)
+			return fmt.Errorf("%w: failed-apply fails a Terraform apply on a copy of %s's root, and %s has none: set environments[%s].terraform.dir", fault.ErrUsage, env.Name, env.Name, env.Name)
 		}
 	}
 	return nil
@@ -222,9 +225,9 @@ func (s *Service) drillConfigured(env workflow.Environment, drill Drill) error {
 
 // expected is the verdict the watch must name for drill in env: a paused
 // application (break-glass) is named differently from a stopped controller.
-func (s *Service) expected(env workflow.Environment, drill Drill) workflow.VerdictKind {
+func (s *Service) expected(env workflow.Environment, drill Drill) appstate.VerdictKind {
 	if drill == DrillInterruptedReconc && len(env.Rehearsal.InterruptStop) == 0 {
-		return workflow.VerdictReconcilePaused
+		return appstate.VerdictReconcilePaused
 	}
 	return drill.Expected()
 }
@@ -258,7 +261,7 @@ func (s *Service) baseline(ctx context.Context, env workflow.Environment) (Basel
 		return Baseline{}, err
 	}
 	if len(rs) == 0 {
-		return Baseline{}, fmt.Errorf("%w: %s has no converged release in the ledger to return to; release to it first (relcap release), then rehearse", workflow.ErrBlocked, env.Name)
+		return Baseline{}, fmt.Errorf("%w: %s has no converged release in the ledger to return to; release to it first (relcap release), then rehearse", fault.ErrBlocked, env.Name)
 	}
 	b := rs[0]
 	base := Baseline{ReleaseID: b.ID, Digest: b.Checkpoints.Digest, EnvCommit: b.Checkpoints.EnvCommit}
@@ -266,9 +269,9 @@ func (s *Service) baseline(ctx context.Context, env workflow.Environment) (Basel
 	if err != nil {
 		return base, fmt.Errorf("get application %s: %w", env.ArgoCD.App, err)
 	}
-	if v := workflow.Converged(st, workflow.Want{Revision: base.EnvCommit, Digest: base.Digest}); v.Kind != workflow.VerdictConverged {
+	if v := workflow.Converged(st, workflow.Want{Revision: base.EnvCommit, Digest: base.Digest}); v.Kind != appstate.VerdictConverged {
 		return base, fmt.Errorf("%w: %s is not converged on its last release %s (%s at %s) now: %s; converge first (relcap converge --env %s --revision %s), then rehearse",
-			workflow.ErrBlocked, env.Name, b.ID, base.Digest.Short(), workflow.RevOrNone(base.EnvCommit), v.Reason, env.Name, base.EnvCommit)
+			fault.ErrBlocked, env.Name, b.ID, base.Digest.Short(), workflow.RevOrNone(base.EnvCommit), v.Reason, env.Name, base.EnvCommit)
 	}
 	return base, nil
 }
@@ -280,13 +283,13 @@ func (s *Service) onBaseline(ctx context.Context, env workflow.Environment, rh *
 	if err != nil {
 		return false, fmt.Errorf("get application %s: %w", env.ArgoCD.App, err)
 	}
-	return st.SyncStatus == workflow.SyncSynced && st.Health == workflow.HealthHealthy && len(st.Images) > 0 && workflow.RunsDigest(st.Images, rh.Baseline.Digest) &&
+	return st.SyncStatus == appstate.SyncSynced && st.Health == appstate.HealthHealthy && len(st.Images) > 0 && workflow.RunsDigest(st.Images, rh.Baseline.Digest) &&
 		!slicesAnyOther(st.Images, rh.Baseline.Digest), nil
 }
 
 // slicesAnyOther reports whether an image runs another digest than d
 // (a rollout half done).
-func slicesAnyOther(images []string, d workflow.Digest) bool {
+func slicesAnyOther(images []string, d image.Digest) bool {
 	for _, img := range images {
 		if !strings.HasSuffix(img, "@"+d.String()) {
 			return true
@@ -319,7 +322,7 @@ func (s *Service) advanceRehearsal(ctx context.Context, env workflow.Environment
 	}
 	if rh.Phase == PhaseDetected || rh.Phase == PhaseRecovering {
 		if err := s.recover(ctx, env, rh, sink); err != nil {
-			if !errors.Is(err, workflow.ErrNotConverged) {
+			if !errors.Is(err, fault.ErrNotConverged) {
 				return rh.Clone(), err
 			}
 			// The recovery did not converge: the drill failed, and the

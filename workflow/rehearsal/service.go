@@ -13,7 +13,7 @@ import (
 // replaces the record with the same ID.
 type Store interface {
 	SaveRehearsal(ctx context.Context, r *Rehearsal) error
-	// LoadRehearsal returns workflow.ErrNotFound for an unknown ID.
+	// LoadRehearsal returns fault.ErrNotFound for an unknown ID.
 	LoadRehearsal(ctx context.Context, id string) (*Rehearsal, error)
 	ListRehearsals(ctx context.Context, f Filter) ([]*Rehearsal, error)
 }
@@ -43,7 +43,7 @@ type Roots interface {
 	DeleteScratch(ctx context.Context, id string) error
 	// CheckStateLock takes env's state lock without waiting and releases
 	// it (a plan with -lock=true -lock-timeout=0s): a lock still held is
-	// an error wrapping workflow.ErrLocked that names its holder. It never
+	// an error wrapping fault.ErrLocked that names its holder. It never
 	// disables locking and never force-unlocks.
 	CheckStateLock(ctx context.Context, env workflow.Environment) error
 }

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // What the cockpit's rehearsal screen reads (tui/screen/rehearse): the
@@ -25,7 +26,7 @@ type Preview struct {
 	Production bool
 	Override   string
 	Baseline   Baseline
-	Expected   workflow.VerdictKind
+	Expected   appstate.VerdictKind
 	// PhaseTimeout bounds each phase (detect, recover).
 	PhaseTimeout time.Duration
 }
@@ -47,7 +48,7 @@ func (s *Service) Preview(ctx context.Context, req Request) (Preview, error) {
 	}
 	reason := strings.TrimSpace(req.IKnow)
 	if env.Production && reason == "" {
-		return Preview{}, fmt.Errorf("%w: %s is a production environment: a drill breaks it on purpose; rehearse in an environment before it, or pass --i-know REASON (journaled and signed)", workflow.ErrBlocked, env.Name)
+		return Preview{}, fmt.Errorf("%w: %s is a production environment: a drill breaks it on purpose; rehearse in an environment before it, or pass --i-know REASON (journaled and signed)", fault.ErrBlocked, env.Name)
 	}
 	if err := s.drillConfigured(env, req.Drill); err != nil {
 		return Preview{}, err
@@ -75,8 +76,8 @@ func (s *Service) Preview(ctx context.Context, req Request) (Preview, error) {
 // saved (after every phase).
 func (s *Service) Load(ctx context.Context, id string) (*Rehearsal, error) {
 	rh, err := s.store.LoadRehearsal(ctx, id)
-	if errors.Is(err, workflow.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no rehearsal %s in the ledger (relcap rehearse list shows them)", workflow.ErrUsage, id)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, fmt.Errorf("%w: no rehearsal %s in the ledger (relcap rehearse list shows them)", fault.ErrUsage, id)
 	}
 	return rh, err
 }

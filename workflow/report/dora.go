@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 )
 
 // DORA is the five software delivery measures as DORA defines them today
@@ -229,13 +230,13 @@ func buildDORA(data Data, o Options, prod string) DORA {
 
 	// The first release record of each change: releases by the digest
 	// their convergences carry.
-	digestOf := map[string]workflow.Digest{}
+	digestOf := map[string]image.Digest{}
 	for _, c := range data.Convergences {
 		if _, ok := digestOf[c.ReleaseID]; !ok && c.ReleaseID != "" && !c.Digest.IsZero() {
 			digestOf[c.ReleaseID] = c.Digest
 		}
 	}
-	firstOfChange := map[workflow.Digest]time.Time{}
+	firstOfChange := map[image.Digest]time.Time{}
 	for id, d := range digestOf {
 		if i, ok := byID[id]; ok && Counted(data.Releases[i]) {
 			f := data.Releases[i]

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -127,13 +127,13 @@ func BuildMeasures(data Data, o Options) (*Measures, error) {
 
 	// Reviewed-change lead time, digests: the first convergence of each
 	// digest in the production environment.
-	firstSeen := make(map[workflow.Digest]time.Time, len(data.Sightings))
+	firstSeen := make(map[image.Digest]time.Time, len(data.Sightings))
 	for _, s := range data.Sightings {
 		if t, ok := firstSeen[s.Digest]; !ok || s.At.Before(t) {
 			firstSeen[s.Digest] = s.At
 		}
 	}
-	firstProd := map[workflow.Digest]time.Time{}
+	firstProd := map[image.Digest]time.Time{}
 	for _, c := range data.Convergences {
 		if c.Env != prod {
 			continue

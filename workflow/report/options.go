@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Reports (issue 9) are pure functions of ReportData and ReportOptions:
@@ -77,12 +78,12 @@ func (o Options) abandonAfter() time.Duration {
 func (o Options) Validate() error {
 	switch {
 	case o.From.IsZero() || o.To.IsZero():
-		return fmt.Errorf("%w: a report needs a period (--from and --to)", workflow.ErrUsage)
+		return fmt.Errorf("%w: a report needs a period (--from and --to)", fault.ErrUsage)
 	case !o.From.Before(o.To):
-		return fmt.Errorf("%w: report period is empty: --from %s is not before --to %s", workflow.ErrUsage,
+		return fmt.Errorf("%w: report period is empty: --from %s is not before --to %s", fault.ErrUsage,
 			o.From.In(o.loc()).Format(time.RFC3339), o.To.In(o.loc()).Format(time.RFC3339))
 	case o.BaselineHoursPerRelease < 0:
-		return fmt.Errorf("%w: baseline hours per release cannot be negative", workflow.ErrUsage)
+		return fmt.Errorf("%w: baseline hours per release cannot be negative", fault.ErrUsage)
 	}
 	return nil
 }

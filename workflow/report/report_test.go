@@ -11,7 +11,9 @@ import (
 
 	"github.com/relcap/relcap/tui/reportfmt"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/report/reporttest"
 )
@@ -317,7 +319,7 @@ func TestMeasuresMatchHandComputedFigures(t *testing.T) {
 func TestReportOptionsRefuseAnEmptyPeriod(t *testing.T) {
 	t.Parallel()
 	_, err := report.BuildEffort(report.Data{}, report.Options{From: reporttest.Jan1, To: reporttest.Jan1})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
 func TestFormatHours(t *testing.T) {
@@ -359,10 +361,10 @@ func TestMeasuresNameEveryUnsignedApproval(t *testing.T) {
 	data := report.Data{
 		Releases: []report.ReleaseFact{reporttest.ReleaseAt("a", in)},
 		Approvals: []report.ApprovalFact{
-			{Kind: workflow.ApprovePlan, Subject: "fp1", Env: "prod", Approver: "bob", At: in, Key: "SHA256:bob"},
-			{Kind: workflow.ApprovePlan, Subject: "fp2", Env: "staging", Approver: "carol", At: in},
-			{Kind: workflow.ApprovePromotion, Subject: "r1", Env: "prod", Approver: "dave", At: in.Add(time.Minute)},
-			{Kind: workflow.ApprovePlan, Subject: "fp0", Env: "prod", Approver: "erin", At: out},
+			{Kind: approval.Plan, Subject: "fp1", Env: "prod", Approver: "bob", At: in, Key: "SHA256:bob"},
+			{Kind: approval.Plan, Subject: "fp2", Env: "staging", Approver: "carol", At: in},
+			{Kind: approval.Promotion, Subject: "r1", Env: "prod", Approver: "dave", At: in.Add(time.Minute)},
+			{Kind: approval.Plan, Subject: "fp0", Env: "prod", Approver: "erin", At: out},
 		},
 	}
 	o := report.Options{From: reporttest.Jan1, To: reporttest.Jan1.AddDate(0, 1, 0), Now: reporttest.Jan1.AddDate(0, 2, 0)}

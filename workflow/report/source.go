@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
@@ -73,12 +74,12 @@ type Data struct {
 // ApprovalFact is one approval as reports need it: what, by whom, when,
 // and the fingerprint of the key that signed it ("" when unsigned).
 type ApprovalFact struct {
-	Kind     workflow.ApprovalKind `json:"kind"`
-	Subject  string                `json:"subject"`
-	Env      string                `json:"env"`
-	Approver string                `json:"approver"`
-	At       time.Time             `json:"at"`
-	Key      string                `json:"key,omitempty"`
+	Kind     approval.Kind `json:"kind"`
+	Subject  string        `json:"subject"`
+	Env      string        `json:"env"`
+	Approver string        `json:"approver"`
+	At       time.Time     `json:"at"`
+	Key      string        `json:"key,omitempty"`
 }
 
 // ReleaseFact is what reports need of a release: no bodies, no evidence.

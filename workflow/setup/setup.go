@@ -13,6 +13,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/input"
 )
 
@@ -74,10 +75,10 @@ func Run(ctx context.Context, req Request, f Finders, ask Asker) (Result, error)
 	var res Result
 	dir, err := filepath.Abs(req.Dir)
 	if err != nil {
-		return res, fmt.Errorf("%w: %w", workflow.ErrUsage, err)
+		return res, fmt.Errorf("%w: %w", fault.ErrUsage, err)
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return res, fmt.Errorf("%w: %s is not a directory; run relcap init in the release repository or pass --dir", workflow.ErrUsage, req.Dir)
+		return res, fmt.Errorf("%w: %s is not a directory; run relcap init in the release repository or pass --dir", fault.ErrUsage, req.Dir)
 	}
 	// Asked first, so nobody answers every question to be refused.
 	for _, name := range []string{config.FileName, OwnershipFile} {
@@ -122,10 +123,10 @@ func Run(ctx context.Context, req Request, f Finders, ask Asker) (Result, error)
 		return os.Stat(name)
 	}
 	if _, err := config.Parse(filepath.Join(dir, config.FileName), []byte(cfg), config.WithStat(stat), config.WithDir(dir)); err != nil {
-		return res, fmt.Errorf("%w: the answers make a relcap.yaml that relcap validate refuses, so nothing was written:\n%w", workflow.ErrUsage, err)
+		return res, fmt.Errorf("%w: the answers make a relcap.yaml that relcap validate refuses, so nothing was written:\n%w", fault.ErrUsage, err)
 	}
 	if _, err := config.ParseOwnership(ownPath, []byte(files[1].content)); err != nil {
-		return res, fmt.Errorf("%w: the answers make an ownership.yaml that relcap validate refuses, so nothing was written:\n%w", workflow.ErrUsage, err)
+		return res, fmt.Errorf("%w: the answers make an ownership.yaml that relcap validate refuses, so nothing was written:\n%w", fault.ErrUsage, err)
 	}
 	for _, file := range files {
 		p := filepath.Join(dir, file.name)
@@ -161,7 +162,7 @@ func discover(ctx context.Context, dir string, f Finders) (Discovery, []string, 
 		d.People = filepath.Join(dir, PeopleFile)
 	}
 	if len(d.Roots) == 0 {
-		return d, notes, fmt.Errorf("%w: found no Terraform root module under %s (a directory of .tf files that is not a module of another); run relcap init in the release repository or pass --dir", workflow.ErrUsage, dir)
+		return d, notes, fmt.Errorf("%w: found no Terraform root module under %s (a directory of .tf files that is not a module of another); run relcap init in the release repository or pass --dir", fault.ErrUsage, dir)
 	}
 	return d, notes, nil
 }
@@ -333,7 +334,7 @@ func mayWrite(ctx context.Context, p string, force bool, ask Asker) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s exists and was not overwritten; nothing was written (pass --force to replace it)", workflow.ErrUsage, p)
+		return fmt.Errorf("%w: %s exists and was not overwritten; nothing was written (pass --force to replace it)", fault.ErrUsage, p)
 	}
 	return nil
 }
@@ -368,11 +369,11 @@ type Defaults struct{}
 // Ask returns the default, or says why there is none.
 func (Defaults) Ask(_ context.Context, q Question) (string, error) {
 	if q.Default == "" {
-		return "", fmt.Errorf("%w: relcap init --yes found nothing to propose for %s (%s); run relcap init without --yes and type it", workflow.ErrUsage, q.Key, q.Prompt)
+		return "", fmt.Errorf("%w: relcap init --yes found nothing to propose for %s (%s); run relcap init without --yes and type it", fault.ErrUsage, q.Key, q.Prompt)
 	}
 	if q.Check != nil {
 		if err := q.Check(q.Default); err != nil {
-			return "", fmt.Errorf("%w: relcap init --yes: the proposal for %s, %s, will not do: %v; run relcap init without --yes", workflow.ErrUsage, q.Key, input.QuoteInput(q.Default), err)
+			return "", fmt.Errorf("%w: relcap init --yes: the proposal for %s, %s, will not do: %v; run relcap init without --yes", fault.ErrUsage, q.Key, input.QuoteInput(q.Default), err)
 		}
 	}
 	return q.Default, nil

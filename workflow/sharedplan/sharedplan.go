@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Sharing shares and fetches the plans of one Service through its
@@ -103,8 +104,8 @@ func (s *Sharing) FileToApply(ctx context.Context, env workflow.Environment, p w
 	}
 	got, err := v.Fetch(ctx, p, s.d.Actor)
 	if err != nil {
-		if errors.Is(err, workflow.ErrNotFound) {
-			return "", fmt.Errorf("%w: plan %s is neither in this machine's plan store nor in the team store (deleted after apply or expiry, or never shared); run relcap plan --env %s again", workflow.ErrStalePlan, workflow.ShortHash(p.Fingerprint), env.Name)
+		if errors.Is(err, fault.ErrNotFound) {
+			return "", fmt.Errorf("%w: plan %s is neither in this machine's plan store nor in the team store (deleted after apply or expiry, or never shared); run relcap plan --env %s again", fault.ErrStalePlan, workflow.ShortHash(p.Fingerprint), env.Name)
 		}
 		return "", err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/sharedplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -73,7 +74,7 @@ func TestASharedPlanIsAppliedFromAnotherMachineOnlyByAnApplier(t *testing.T) {
 	_, _, err = bob.ApprovePlan(ctx, fp, "ok")
 	require.NoError(t, err)
 	_, _, err = carol.ApplyPlan(ctx, fp, nil)
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "approvers.apply lists alice, bob")
 	require.Equal(t, 0, team.Fetches, "refused before anything is fetched")
 	require.Equal(t, 0, w.Applies)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Request asks to release a Terraform state lock whose holder is gone.
@@ -29,11 +30,11 @@ type Request struct {
 func (req Request) Validate() error {
 	switch {
 	case req.Env == "" || req.LockID == "":
-		return fmt.Errorf("%w: unlock wants --env ENV and --lock-id ID (the ID relcap or terraform printed for the held lock)", workflow.ErrUsage)
+		return fmt.Errorf("%w: unlock wants --env ENV and --lock-id ID (the ID relcap or terraform printed for the held lock)", fault.ErrUsage)
 	case !req.HolderGone:
-		return fmt.Errorf("%w: refusing to force-unlock without --confirm-holder-gone: check that the lock's holder is no longer running", workflow.ErrBlocked)
+		return fmt.Errorf("%w: refusing to force-unlock without --confirm-holder-gone: check that the lock's holder is no longer running", fault.ErrBlocked)
 	case strings.TrimSpace(req.Reason) == "":
-		return fmt.Errorf("%w: unlock wants --reason TEXT for the journal", workflow.ErrUsage)
+		return fmt.Errorf("%w: unlock wants --reason TEXT for the journal", fault.ErrUsage)
 	}
 	return nil
 }

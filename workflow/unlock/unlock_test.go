@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/unlock"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -47,10 +48,10 @@ func TestForceUnlockNeedsTheHoldersGoneAndAReasonAndJournalsBoth(t *testing.T) {
 
 	unconfirmed := req
 	unconfirmed.HolderGone = false
-	require.ErrorIs(t, unlock.ForceUnlock(ctx, svc, unconfirmed), workflow.ErrBlocked)
+	require.ErrorIs(t, unlock.ForceUnlock(ctx, svc, unconfirmed), fault.ErrBlocked)
 	unexplained := req
 	unexplained.Reason = " "
-	require.ErrorIs(t, unlock.ForceUnlock(ctx, svc, unexplained), workflow.ErrUsage)
+	require.ErrorIs(t, unlock.ForceUnlock(ctx, svc, unexplained), fault.ErrUsage)
 	require.Empty(t, tf.unlocked)
 
 	require.NoError(t, unlock.ForceUnlock(ctx, svc, req))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
 )
 
@@ -80,19 +82,19 @@ func (a *ArgoCD) Calls() []string {
 }
 
 // Get returns a bare state of app.
-func (a *ArgoCD) Get(_ context.Context, app workflow.AppRef) (workflow.AppState, error) {
-	return workflow.AppState{Name: app.Name}, nil
+func (a *ArgoCD) Get(_ context.Context, app appstate.AppRef) (appstate.AppState, error) {
+	return appstate.AppState{Name: app.Name}, nil
 }
 
 // Watch returns a channel that closes when ctx ends.
-func (a *ArgoCD) Watch(ctx context.Context, _ workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+func (a *ArgoCD) Watch(ctx context.Context, _ appstate.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
 	ch := make(chan workflow.AppUpdate)
 	go func() { <-ctx.Done(); close(ch) }()
 	return ch, nil
 }
 
 // SyncPolicy returns app's policy (automated with self-heal unless set).
-func (a *ArgoCD) SyncPolicy(_ context.Context, app workflow.AppRef) (workflow.SyncPolicy, error) {
+func (a *ArgoCD) SyncPolicy(_ context.Context, app appstate.AppRef) (workflow.SyncPolicy, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if p, ok := a.policy[app.Name]; ok {
@@ -102,7 +104,7 @@ func (a *ArgoCD) SyncPolicy(_ context.Context, app workflow.AppRef) (workflow.Sy
 }
 
 // SetSyncPolicy sets app's policy.
-func (a *ArgoCD) SetSyncPolicy(_ context.Context, app workflow.AppRef, p workflow.SyncPolicy) error {
+func (a *ArgoCD) SetSyncPolicy(_ context.Context, app appstate.AppRef, p workflow.SyncPolicy) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.policy[app.Name] = p
@@ -111,14 +113,14 @@ func (a *ArgoCD) SetSyncPolicy(_ context.Context, app workflow.AppRef, p workflo
 }
 
 // Drift returns what SetDrift set for app.
-func (a *ArgoCD) Drift(_ context.Context, app workflow.AppRef) ([]breakglass.Drift, error) {
+func (a *ArgoCD) Drift(_ context.Context, app appstate.AppRef) ([]breakglass.Drift, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.drift[app.Name]), nil
 }
 
 // DenySync stores w on project "default" unless it is there.
-func (a *ArgoCD) DenySync(_ context.Context, app workflow.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
+func (a *ArgoCD) DenySync(_ context.Context, app appstate.AppRef, w workflow.SyncWindow) (workflow.SyncWindow, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls = append(a.calls, "deny "+app.Name)
@@ -133,7 +135,7 @@ func (a *ArgoCD) DenySync(_ context.Context, app workflow.AppRef, w workflow.Syn
 }
 
 // RemoveWindow removes the windows identical to w.
-func (a *ArgoCD) RemoveWindow(_ context.Context, app workflow.AppRef, w workflow.SyncWindow) (bool, error) {
+func (a *ArgoCD) RemoveWindow(_ context.Context, app appstate.AppRef, w workflow.SyncWindow) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls = append(a.calls, "remove "+app.Name)
@@ -146,7 +148,7 @@ func (a *ArgoCD) RemoveWindow(_ context.Context, app workflow.AppRef, w workflow
 }
 
 // ListWindows returns the windows naming app, Active on Clock.
-func (a *ArgoCD) ListWindows(_ context.Context, app workflow.AppRef) ([]workflow.SyncWindow, error) {
+func (a *ArgoCD) ListWindows(_ context.Context, app appstate.AppRef) ([]workflow.SyncWindow, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.Clock.Now().UTC()
@@ -192,7 +194,7 @@ func (p *People) Remove(principal string) {
 }
 
 // Verify checks sig against the file as it reads now.
-func (p *People) Verify(_ context.Context, principal, namespace string, message []byte, sig workflow.Signature, _ time.Time) error {
+func (p *People) Verify(_ context.Context, principal, namespace string, message []byte, sig approval.Signature, _ time.Time) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -210,9 +212,9 @@ type Key string
 var _ workflow.Signer = Key("")
 
 // Sign signs as principal if this is principal's key.
-func (k Key) Sign(_ context.Context, principal, namespace string, message []byte) (workflow.Signature, error) {
+func (k Key) Sign(_ context.Context, principal, namespace string, message []byte) (approval.Signature, error) {
 	if string(k) != principal {
-		return workflow.Signature{}, fmt.Errorf("the key at hand is %s's, not %s's", string(k), principal)
+		return approval.Signature{}, fmt.Errorf("the key at hand is %s's, not %s's", string(k), principal)
 	}
 	return fakeSignature(principal, namespace, message), nil
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // FakeForge is a fake workflow.Forge: one repository whose environment
@@ -29,7 +31,7 @@ type FakeForge struct {
 	// ProtectionAtMerge makes it behave as Gitea does: a pull request
 	// without conflicts reads as mergeable whatever its reviews, and the
 	// branch protection speaks only when asked to merge
-	// (workflow.ErrForgeNotReady).
+	// (fault.ErrForgeNotReady).
 	ProtectionAtMerge bool
 
 	mu      sync.Mutex
@@ -67,7 +69,7 @@ func (f *FakeForge) OpenPullRequest(ctx context.Context, req workflow.OpenPullRe
 	head, ok := f.W.Branches[req.Head]
 	f.W.mu.Unlock()
 	if !ok {
-		return workflow.PullRequest{}, fmt.Errorf("%w: no branch %s on the forge", workflow.ErrNotFound, req.Head)
+		return workflow.PullRequest{}, fmt.Errorf("%w: no branch %s on the forge", fault.ErrNotFound, req.Head)
 	}
 	n := len(f.prs) + 1
 	pr := &workflow.PullRequest{Number: n, URL: fmt.Sprintf("https://forge.test/team/env/pulls/%d", n), State: workflow.PullRequestOpen,
@@ -118,15 +120,15 @@ func (f *FakeForge) Merge(ctx context.Context, number int, headSHA, _ string) (s
 	case pr.State == workflow.PullRequestMerged:
 		return pr.MergeCommit, nil
 	case pr.State == workflow.PullRequestClosed:
-		return "", fmt.Errorf("%w: pull request #%d is closed", workflow.ErrBlocked, number)
+		return "", fmt.Errorf("%w: pull request #%d is closed", fault.ErrBlocked, number)
 	case pr.HeadSHA != headSHA:
-		return "", fmt.Errorf("%w: the head of #%d is %s, not %s", workflow.ErrBlocked, number, pr.HeadSHA, headSHA)
+		return "", fmt.Errorf("%w: the head of #%d is %s, not %s", fault.ErrBlocked, number, pr.HeadSHA, headSHA)
 	case f.MergeRefusal != "":
-		return "", fmt.Errorf("%w: %s", workflow.ErrBlocked, f.MergeRefusal)
+		return "", fmt.Errorf("%w: %s", fault.ErrBlocked, f.MergeRefusal)
 	case !f.mergeable(pr) && f.ProtectionAtMerge:
-		return "", fmt.Errorf("%w: Does not have enough approvals", workflow.ErrForgeNotReady)
+		return "", fmt.Errorf("%w: Does not have enough approvals", fault.ErrForgeNotReady)
 	case !f.mergeable(pr):
-		return "", fmt.Errorf("%w: branch protection requires %d approving review(s) of %s", workflow.ErrBlocked, f.RequiredReviews, pr.HeadSHA)
+		return "", fmt.Errorf("%w: branch protection requires %d approving review(s) of %s", fault.ErrBlocked, f.RequiredReviews, pr.HeadSHA)
 	}
 	f.Merges++
 	f.merge(pr, f.Login)
@@ -203,7 +205,7 @@ func (f *FakeForge) setState(number int, s workflow.PullRequestState) {
 
 func (f *FakeForge) get(number int) (*workflow.PullRequest, error) {
 	if number < 1 || number > len(f.prs) {
-		return nil, fmt.Errorf("%w: no pull request #%d", workflow.ErrNotFound, number)
+		return nil, fmt.Errorf("%w: no pull request #%d", fault.ErrNotFound, number)
 	}
 	return f.prs[number-1], nil
 }
@@ -220,8 +222,8 @@ func (f *FakeForge) merge(pr *workflow.PullRequest, by string) {
 		f.W.Landed = map[string]string{}
 	}
 	f.W.Landed[env] = pr.MergeCommit
-	f.W.App.SyncStatus = workflow.SyncOutOfSync
-	f.W.App.Health = workflow.HealthProgressing
+	f.W.App.SyncStatus = appstate.SyncOutOfSync
+	f.W.App.Health = appstate.HealthProgressing
 }
 
 func (f *FakeForge) mergeable(pr *workflow.PullRequest) bool {

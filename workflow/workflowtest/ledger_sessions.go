@@ -9,6 +9,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -60,7 +61,7 @@ func (l *Ledger) AppendJournal(_ context.Context, id string, lines []journal.Lin
 	for _, line := range lines {
 		var e journal.Entry
 		if err := json.Unmarshal(line.Text, &e); err != nil {
-			return fmt.Errorf("%w: line %d is not a journal entry: %w", workflow.ErrUsage, line.Number, err)
+			return fmt.Errorf("%w: line %d is not a journal entry: %w", fault.ErrUsage, line.Number, err)
 		}
 		if e.Seq <= h.Seq {
 			if int(e.Seq) <= len(copied) && string(copied[e.Seq-1].Text) == string(line.Text) {
@@ -112,7 +113,7 @@ func (l *Ledger) JournalCopy(_ context.Context, id string) (audit.JournalCopy, e
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.sessions[id]; !ok {
-		return audit.JournalCopy{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return audit.JournalCopy{}, fmt.Errorf("session %s: %w", id, fault.ErrNotFound)
 	}
 	h := l.heads[id]
 	h.SessionID = id
@@ -125,7 +126,7 @@ func (l *Ledger) JournalHead(_ context.Context, id string) (journal.Head, error)
 	defer l.mu.Unlock()
 	h, ok := l.heads[id]
 	if !ok {
-		return h, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return h, fmt.Errorf("session %s: %w", id, fault.ErrNotFound)
 	}
 	return h, nil
 }
@@ -148,7 +149,7 @@ func (l *Ledger) SessionSeal(_ context.Context, id string) (audit.SessionSeal, e
 	defer l.mu.Unlock()
 	s, ok := l.sessions[id]
 	if !ok {
-		return audit.SessionSeal{}, fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return audit.SessionSeal{}, fmt.Errorf("session %s: %w", id, fault.ErrNotFound)
 	}
 	// As in the SQLite ledger, the head is the session's row as it is
 	// now, beside the seal recorded for it.
@@ -189,7 +190,7 @@ func (l *Ledger) SealSession(_ context.Context, seal audit.SessionSeal) error {
 	defer l.mu.Unlock()
 	id := seal.Head.Session
 	if _, ok := l.sessions[id]; !ok {
-		return fmt.Errorf("session %s: %w", id, workflow.ErrNotFound)
+		return fmt.Errorf("session %s: %w", id, fault.ErrNotFound)
 	}
 	if _, ok := l.seals[id]; ok {
 		return fmt.Errorf("session %s is already sealed", id)

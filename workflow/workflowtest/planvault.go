@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // SharedPlans is the fake team store of shared plans, shared by every
@@ -107,10 +108,10 @@ func (v *PlanVault) Fetch(_ context.Context, p workflow.PlanSummary, principal s
 	v.S.Fetches++
 	v.S.mu.Unlock()
 	if !ok {
-		return workflow.FetchedPlan{}, fmt.Errorf("shared plan %s: %w", p.Fingerprint, workflow.ErrNotFound)
+		return workflow.FetchedPlan{}, fmt.Errorf("shared plan %s: %w", p.Fingerprint, fault.ErrNotFound)
 	}
 	if !slices.Contains(req.Appliers, principal) {
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: %s cannot decrypt plan %s", workflow.ErrBlocked, principal, p.Fingerprint)
+		return workflow.FetchedPlan{}, fmt.Errorf("%w: %s cannot decrypt plan %s", fault.ErrBlocked, principal, p.Fingerprint)
 	}
 	v.setLocal(p.Fingerprint)
 	file, _ := v.LocalPlanFile(p.Fingerprint)

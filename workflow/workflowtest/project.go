@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -22,7 +23,7 @@ func Project(planApprovals int) *workflow.Project {
 			Registry:  workflow.RegistryTarget{Repository: "registry.test/" + name + "/web", RequireSignature: name == "prod"},
 			EnvRepo:   workflow.EnvRepoTarget{Path: "/env", Branch: "main", File: "apps/web/" + name + "/kustomization.yaml", Image: "web", Format: workflow.FormatKustomize},
 			ArgoCD:    workflow.ArgoCDTarget{Server: "argocd.test:443", App: "web-" + name},
-			Approvals: workflow.ApprovalPolicy{Plan: planApprovals, DistinctFromAuthor: true},
+			Approvals: approval.Policy{Plan: planApprovals, DistinctFromAuthor: true},
 		}
 	}
 	return &workflow.Project{

@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -43,7 +46,7 @@ func (l *Ledger) LoadRehearsal(_ context.Context, id string) (*rehearsal.Rehears
 	b, ok := l.rehearsals[id]
 	l.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("rehearsal %s: %w", id, workflow.ErrNotFound)
+		return nil, fmt.Errorf("rehearsal %s: %w", id, fault.ErrNotFound)
 	}
 	var r rehearsal.Rehearsal
 	return &r, json.Unmarshal(b, &r)
@@ -84,17 +87,17 @@ type TreeConvergence struct{ Convergence }
 var _ workflow.ResourceTreeReader = TreeConvergence{}
 
 // ResourceTree is the application's Deployment and its Pod.
-func (c TreeConvergence) ResourceTree(_ context.Context, app workflow.AppRef) ([]workflow.AppResource, error) {
+func (c TreeConvergence) ResourceTree(_ context.Context, app appstate.AppRef) ([]appstate.AppResource, error) {
 	c.W.mu.Lock()
 	defer c.W.mu.Unlock()
-	pod := workflow.AppResource{Kind: "Pod", Namespace: "web", Name: "web-1", Health: workflow.HealthHealthy, Parent: "ReplicaSet/web/web"}
+	pod := appstate.AppResource{Kind: "Pod", Namespace: "web", Name: "web-1", Health: appstate.HealthHealthy, Parent: "ReplicaSet/web/web"}
 	switch c.W.podFailure(app.Env) {
 	case "pull":
-		pod.Health, pod.Message = workflow.HealthProgressing, "Back-off pulling image "+c.W.landedImage[app.Env]+": ImagePullBackOff"
+		pod.Health, pod.Message = appstate.HealthProgressing, "Back-off pulling image "+c.W.landedImage[app.Env]+": ImagePullBackOff"
 	case "ready":
-		pod.Health, pod.Message = workflow.HealthProgressing, "Readiness probe failed: HTTP probe failed with statuscode: 503"
+		pod.Health, pod.Message = appstate.HealthProgressing, "Readiness probe failed: HTTP probe failed with statuscode: 503"
 	}
-	return []workflow.AppResource{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Health: pod.Health}, pod}, nil
+	return []appstate.AppResource{{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Health: pod.Health}, pod}, nil
 }
 
 // podFailure is how the Pods of env's landed image fail: "pull" when its
@@ -106,7 +109,7 @@ func (w *World) podFailure(env string) string {
 		return ""
 	}
 	at := strings.LastIndexByte(img, '@')
-	d, err := workflow.ParseDigest(img[at+1:])
+	d, err := image.ParseDigest(img[at+1:])
 	if err != nil {
 		return ""
 	}

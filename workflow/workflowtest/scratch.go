@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
@@ -112,7 +113,7 @@ func (t Terraform) applyScratch(req workflow.ApplyRequest, sc *scratchRoot) (wor
 	}
 	if reasons := workflow.StaleReasons(req.Inputs, sc.inputs()); len(reasons) > 0 {
 		t.W.mu.Unlock()
-		return workflow.ApplyResult{}, fmt.Errorf("%w: fake terraform: %s", workflow.ErrStalePlan, strings.Join(reasons, "; "))
+		return workflow.ApplyResult{}, fmt.Errorf("%w: fake terraform: %s", fault.ErrStalePlan, strings.Join(reasons, "; "))
 	}
 	var failed bool
 	for _, c := range sc.plans[req.Fingerprint] {
@@ -160,7 +161,7 @@ func (t Terraform) CreateScratch(ctx context.Context, id string, _ workflow.Envi
 		return workflow.TerraformTarget{}, err
 	}
 	if id == "" || strings.ContainsAny(id, "/\\") {
-		return workflow.TerraformTarget{}, fmt.Errorf("%w: rehearsal id %q", workflow.ErrUsage, id)
+		return workflow.TerraformTarget{}, fmt.Errorf("%w: rehearsal id %q", fault.ErrUsage, id)
 	}
 	if !strings.Contains(string(state), `"lineage":"lineage-1"`) {
 		return workflow.TerraformTarget{}, fmt.Errorf("fake terraform: the scratch copy must be seeded with the pulled state, got %q", state)
@@ -225,7 +226,7 @@ func (t Terraform) CheckStateLock(ctx context.Context, env workflow.Environment)
 	t.W.mu.Lock()
 	defer t.W.mu.Unlock()
 	if t.W.ScratchLockHeld {
-		return fmt.Errorf("%w: fake terraform: the state of %s is locked by captain@host (lock ID 1234)", workflow.ErrLocked, env.Terraform.Dir)
+		return fmt.Errorf("%w: fake terraform: the state of %s is locked by captain@host (lock ID 1234)", fault.ErrLocked, env.Terraform.Dir)
 	}
 	return nil
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
 
@@ -47,40 +49,40 @@ func (s *Signatures) Revoke(principal string) {
 	delete(s.keys, principal)
 }
 
-func fakeSignature(principal, namespace string, message []byte) workflow.Signature {
+func fakeSignature(principal, namespace string, message []byte) approval.Signature {
 	sum := sha256.Sum256(append([]byte(namespace+"\n"), message...))
-	return workflow.Signature{Armored: "fake-signature " + principal + " " + hex.EncodeToString(sum[:]), Key: "FAKE:" + principal}
+	return approval.Signature{Armored: "fake-signature " + principal + " " + hex.EncodeToString(sum[:]), Key: "FAKE:" + principal}
 }
 
 // Sign signs as principal, or fails when principal has no key.
-func (s *Signatures) Sign(_ context.Context, principal, namespace string, message []byte) (workflow.Signature, error) {
+func (s *Signatures) Sign(_ context.Context, principal, namespace string, message []byte) (approval.Signature, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.keys[principal] {
-		return workflow.Signature{}, fmt.Errorf("%w: no key for %s", workflow.ErrUsage, principal)
+		return approval.Signature{}, fmt.Errorf("%w: no key for %s", fault.ErrUsage, principal)
 	}
 	return fakeSignature(principal, namespace, message), nil
 }
 
 // SignAs is a signature as principal whether or not they hold a key: what
 // someone forging a record would write.
-func SignAs(principal, namespace string, message []byte) workflow.Signature {
+func SignAs(principal, namespace string, message []byte) approval.Signature {
 	return fakeSignature(principal, namespace, message)
 }
 
 // Verify checks that sig is principal's, of message in namespace, and that
 // principal holds a key now.
-func (s *Signatures) Verify(_ context.Context, principal, namespace string, message []byte, sig workflow.Signature, _ time.Time) error {
+func (s *Signatures) Verify(_ context.Context, principal, namespace string, message []byte, sig approval.Signature, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	signer, _, _ := strings.Cut(strings.TrimPrefix(sig.Armored, "fake-signature "), " ")
 	switch {
 	case !s.keys[signer]:
-		return fmt.Errorf("%w: key %s is not in the people file", workflow.ErrBlocked, sig.Key)
+		return fmt.Errorf("%w: key %s is not in the people file", fault.ErrBlocked, sig.Key)
 	case signer != principal:
-		return fmt.Errorf("%w: signed with %s's key, not %s's", workflow.ErrBlocked, signer, principal)
+		return fmt.Errorf("%w: signed with %s's key, not %s's", fault.ErrBlocked, signer, principal)
 	case sig != fakeSignature(principal, namespace, message):
-		return fmt.Errorf("%w: the signature does not match the statement", workflow.ErrBlocked)
+		return fmt.Errorf("%w: the signature does not match the statement", fault.ErrBlocked)
 	}
 	return nil
 }
@@ -138,7 +140,7 @@ func (a *Anchor) Anchor(_ context.Context, h audit.SealedHead) (audit.AnchorPlac
 	tip := a.tip()
 	if have, ok := tip[h.Head.Session]; ok {
 		if have.Statement != want.Statement || have.Signature != want.Signature || have.Unsigned != want.Unsigned {
-			return audit.AnchorPlace{}, fmt.Errorf("%w: session %s is anchored already", workflow.ErrBlocked, h.Head.Session)
+			return audit.AnchorPlace{}, fmt.Errorf("%w: session %s is anchored already", fault.ErrBlocked, h.Head.Session)
 		}
 		return a.place(a.commits[len(a.commits)-1].id), nil
 	}
@@ -298,7 +300,7 @@ func (f *SessionFiles) JournalLines(_ context.Context, id string) ([]journal.Lin
 	defer f.mu.Unlock()
 	lines, ok := f.journals[id]
 	if !ok {
-		return nil, fmt.Errorf("journal of %s: %w", id, workflow.ErrNotFound)
+		return nil, fmt.Errorf("journal of %s: %w", id, fault.ErrNotFound)
 	}
 	return slices.Clone(lines), nil
 }

@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
@@ -26,7 +29,7 @@ type Ledger struct {
 	mu           sync.Mutex
 	releases     map[string][]byte
 	plans        map[string]workflow.PlanSummary
-	approvals    []workflow.Approval
+	approvals    []approval.Approval
 	effort       []effort.Entry
 	convergences []workflow.ConvergenceRecord
 	sightings    map[string]workflow.Sighting
@@ -111,7 +114,7 @@ func (l *Ledger) LoadRelease(_ context.Context, id string) (*workflow.Release, e
 	b, ok := l.releases[id]
 	l.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("release %s: %w", id, workflow.ErrNotFound)
+		return nil, fmt.Errorf("release %s: %w", id, fault.ErrNotFound)
 	}
 	var r workflow.Release
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -159,7 +162,7 @@ func (l *Ledger) RecordConvergence(_ context.Context, c workflow.ConvergenceReco
 }
 
 // HasConverged looks for a convergence of d in env.
-func (l *Ledger) HasConverged(_ context.Context, app, env string, d workflow.Digest) (bool, error) {
+func (l *Ledger) HasConverged(_ context.Context, app, env string, d image.Digest) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, c := range l.convergences {
@@ -190,7 +193,7 @@ func (l *Ledger) LoadPlan(_ context.Context, fp string) (workflow.PlanSummary, e
 	defer l.mu.Unlock()
 	p, ok := l.plans[fp]
 	if !ok {
-		return p, fmt.Errorf("plan %s: %w", fp, workflow.ErrNotFound)
+		return p, fmt.Errorf("plan %s: %w", fp, fault.ErrNotFound)
 	}
 	return p, nil
 }
@@ -204,7 +207,7 @@ func (l *Ledger) MarkPlanApplied(_ context.Context, fp string, at time.Time) err
 	defer l.mu.Unlock()
 	p, ok := l.plans[fp]
 	if !ok {
-		return fmt.Errorf("plan %s: %w", fp, workflow.ErrNotFound)
+		return fmt.Errorf("plan %s: %w", fp, fault.ErrNotFound)
 	}
 	if p.AppliedAt.IsZero() {
 		p.AppliedAt = at
@@ -214,7 +217,7 @@ func (l *Ledger) MarkPlanApplied(_ context.Context, fp string, at time.Time) err
 }
 
 // RecordApproval stores a.
-func (l *Ledger) RecordApproval(_ context.Context, a workflow.Approval) error {
+func (l *Ledger) RecordApproval(_ context.Context, a approval.Approval) error {
 	if err := l.gate(); err != nil {
 		return err
 	}
@@ -225,10 +228,10 @@ func (l *Ledger) RecordApproval(_ context.Context, a workflow.Approval) error {
 }
 
 // Approvals returns approvals of kind and subject.
-func (l *Ledger) Approvals(_ context.Context, kind workflow.ApprovalKind, subject string) ([]workflow.Approval, error) {
+func (l *Ledger) Approvals(_ context.Context, kind approval.Kind, subject string) ([]approval.Approval, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []workflow.Approval
+	var out []approval.Approval
 	for _, a := range l.approvals {
 		if a.Kind == kind && a.Subject == subject {
 			out = append(out, a)
@@ -267,7 +270,7 @@ func (l *Ledger) Effort(_ context.Context, releaseID string) ([]effort.Entry, er
 }
 
 // RecordSighting keeps the first sighting of each reference.
-func (l *Ledger) RecordSighting(_ context.Context, ref string, d workflow.Digest, at time.Time) (workflow.Sighting, error) {
+func (l *Ledger) RecordSighting(_ context.Context, ref string, d image.Digest, at time.Time) (workflow.Sighting, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s, ok := l.sightings[ref]; ok {

@@ -9,6 +9,9 @@ import (
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -40,8 +43,8 @@ type World struct {
 	StatePulls      int
 	ScratchLockHeld bool
 
-	Artifact workflow.Artifact
-	Repos    map[string]map[workflow.Digest]bool
+	Artifact image.Artifact
+	Repos    map[string]map[image.Digest]bool
 	Copies   int
 
 	Branches map[string]string // branch → commit
@@ -49,13 +52,13 @@ type World struct {
 	Landed   map[string]string // env → landed commit
 	Lands    int
 
-	App workflow.AppState
+	App appstate.AppState
 	// landedImage is, per environment, the repository@digest its last
 	// landed change pins: what its Pods run.
 	landedImage map[string]string
 	// NeverReady are digests whose Pods never pass their readiness
 	// probe (TreeConvergence; the application never becomes healthy).
-	NeverReady map[workflow.Digest]bool
+	NeverReady map[image.Digest]bool
 	// Unhealthy makes the application degrade instead of converging.
 	Unhealthy bool
 
@@ -71,7 +74,7 @@ type World struct {
 // NewWorld returns a world with one image, one planned change and one
 // healthy application at an old revision.
 func NewWorld() *World {
-	d, _ := workflow.ParseDigest("sha256:" + hex64("web:1.2.3"))
+	d, _ := image.ParseDigest("sha256:" + hex64("web:1.2.3"))
 	return &World{
 		Objects: []ownership.ManagedObject{
 			{Manager: ownership.OwnerTerraform, TerraformAddress: "aws_s3_bucket.assets", TerraformType: "aws_s3_bucket"},
@@ -79,11 +82,11 @@ func NewWorld() *World {
 		},
 		StateSerial: 1,
 		Changes:     []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Name: "web", Action: workflow.ActionCreate}},
-		Artifact:    workflow.Artifact{Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/ci/web", Digest: d, Referrers: []workflow.Referrer{{Kind: "signature", Scheme: "cosign-tag"}}},
-		Repos:       map[string]map[workflow.Digest]bool{"registry.test/ci/web": {d: true}},
+		Artifact:    image.Artifact{Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/ci/web", Digest: d, Referrers: []image.Referrer{{Kind: "signature", Scheme: "cosign-tag"}}},
+		Repos:       map[string]map[image.Digest]bool{"registry.test/ci/web": {d: true}},
 		Branches:    map[string]string{},
 		applied:     map[string]int64{},
-		App:         workflow.AppState{Name: "web", SyncStatus: workflow.SyncSynced, SyncRevision: "0000000old", Health: workflow.HealthHealthy, Images: []string{"registry.test/ci/web@sha256:" + hex64("old")}, Version: "1"},
+		App:         appstate.AppState{Name: "web", SyncStatus: appstate.SyncSynced, SyncRevision: "0000000old", Health: appstate.HealthHealthy, Images: []string{"registry.test/ci/web@sha256:" + hex64("old")}, Version: "1"},
 	}
 }
 
@@ -190,7 +193,7 @@ func (t Terraform) Apply(ctx context.Context, req workflow.ApplyRequest) (workfl
 	}
 	if req.Inputs.StateSerial != t.W.StateSerial {
 		t.W.mu.Unlock()
-		return workflow.ApplyResult{}, fmt.Errorf("%w: state moved", workflow.ErrStalePlan)
+		return workflow.ApplyResult{}, fmt.Errorf("%w: state moved", fault.ErrStalePlan)
 	}
 	t.W.Applies++
 	t.W.StateSerial++
@@ -210,19 +213,19 @@ type Registry struct{ W *World }
 var _ workflow.Registry = Registry{}
 
 // Resolve returns the world's artifact.
-func (r Registry) Resolve(ctx context.Context, ref string) (workflow.Artifact, error) {
+func (r Registry) Resolve(ctx context.Context, ref string) (image.Artifact, error) {
 	if err := r.W.gate(ctx); err != nil {
-		return workflow.Artifact{}, err
+		return image.Artifact{}, err
 	}
 	r.W.mu.Lock()
 	defer r.W.mu.Unlock()
 	if at := strings.LastIndexByte(ref, '@'); at > 0 {
 		// By digest: only where the world holds it, as a registry answers
 		// a manifest it does not have with MANIFEST_UNKNOWN.
-		d, err := workflow.ParseDigest(ref[at+1:])
+		d, err := image.ParseDigest(ref[at+1:])
 		if err == nil && d != r.W.Artifact.Digest {
 			if !r.W.Repos[ref[:at]][d] {
-				return workflow.Artifact{}, fmt.Errorf("%s: manifest unknown: %w", ref, workflow.ErrNotFound)
+				return image.Artifact{}, fmt.Errorf("%s: manifest unknown: %w", ref, fault.ErrNotFound)
 			}
 			a := r.W.Artifact
 			a.Reference, a.Repository, a.Digest = ref, ref[:at], d
@@ -233,19 +236,19 @@ func (r Registry) Resolve(ctx context.Context, ref string) (workflow.Artifact, e
 }
 
 // Promote copies the digest into the target repository unless present.
-func (r Registry) Promote(ctx context.Context, req workflow.PromoteRequest) (workflow.PromoteResult, error) {
+func (r Registry) Promote(ctx context.Context, req image.PromoteRequest) (image.PromoteResult, error) {
 	if err := r.W.gate(ctx); err != nil {
-		return workflow.PromoteResult{}, err
+		return image.PromoteResult{}, err
 	}
 	r.W.mu.Lock()
 	if !r.W.Repos[req.From][req.Digest] {
 		r.W.mu.Unlock()
-		return workflow.PromoteResult{}, &workflow.TerminalError{Err: fmt.Errorf("%s not in %s: %w", req.Digest, req.From, workflow.ErrNotFound)}
+		return image.PromoteResult{}, &workflow.TerminalError{Err: fmt.Errorf("%s not in %s: %w", req.Digest, req.From, fault.ErrNotFound)}
 	}
-	res := workflow.PromoteResult{Target: r.W.Artifact}
+	res := image.PromoteResult{Target: r.W.Artifact}
 	res.Target.Repository, res.Target.Digest = req.To, req.Digest
 	if r.W.Repos[req.To] == nil {
-		r.W.Repos[req.To] = map[workflow.Digest]bool{}
+		r.W.Repos[req.To] = map[image.Digest]bool{}
 	}
 	copied := !r.W.Repos[req.To][req.Digest]
 	if copied {
@@ -258,7 +261,7 @@ func (r Registry) Promote(ctx context.Context, req workflow.PromoteRequest) (wor
 	r.W.mu.Unlock()
 	if copied {
 		if err := r.W.interrupt("copy"); err != nil {
-			return workflow.PromoteResult{}, err
+			return image.PromoteResult{}, err
 		}
 	}
 	return res, nil
@@ -305,7 +308,7 @@ func (e EnvRepo) Land(ctx context.Context, req workflow.PinRequest) (workflow.En
 	commit, ok := e.W.Branches[branch]
 	if !ok {
 		e.W.mu.Unlock()
-		return workflow.EnvChange{}, fmt.Errorf("%w: %s not pinned", workflow.ErrUsage, branch)
+		return workflow.EnvChange{}, fmt.Errorf("%w: %s not pinned", fault.ErrUsage, branch)
 	}
 	if e.W.Landed == nil {
 		e.W.Landed = map[string]string{}
@@ -320,8 +323,8 @@ func (e EnvRepo) Land(ctx context.Context, req workflow.PinRequest) (workflow.En
 	}
 	e.W.landedImage[req.Env] = req.Image + "@" + req.Digest.String()
 	e.W.Lands++
-	e.W.App.SyncStatus = workflow.SyncOutOfSync
-	e.W.App.Health = workflow.HealthProgressing
+	e.W.App.SyncStatus = appstate.SyncOutOfSync
+	e.W.App.Health = appstate.HealthProgressing
 	e.W.mu.Unlock()
 	if err := e.W.interrupt("land"); err != nil {
 		return workflow.EnvChange{}, err
@@ -335,13 +338,13 @@ func (e EnvRepo) Preview(_ context.Context, req workflow.PinRequest) (workflow.E
 }
 
 // Pinned reports the artifact's repository and digest once pinned.
-func (e EnvRepo) Pinned(_ context.Context, _ workflow.EnvRepoTarget, repo string) (workflow.ImageRef, error) {
+func (e EnvRepo) Pinned(_ context.Context, _ workflow.EnvRepoTarget, repo string) (image.Ref, error) {
 	e.W.mu.Lock()
 	defer e.W.mu.Unlock()
 	if len(e.W.Branches) == 0 {
-		return workflow.ImageRef{Repository: repo, Tag: "old"}, nil
+		return image.Ref{Repository: repo, Tag: "old"}, nil
 	}
-	return workflow.ImageRef{Repository: repo, Digest: e.W.Artifact.Digest}, nil
+	return image.Ref{Repository: repo, Digest: e.W.Artifact.Digest}, nil
 }
 
 // Convergence is a fake workflow.Convergence: Watch rolls the application
@@ -351,14 +354,14 @@ type Convergence struct{ W *World }
 var _ workflow.Convergence = Convergence{}
 
 // Get returns the application's state.
-func (c Convergence) Get(context.Context, workflow.AppRef) (workflow.AppState, error) {
+func (c Convergence) Get(context.Context, appstate.AppRef) (appstate.AppState, error) {
 	c.W.mu.Lock()
 	defer c.W.mu.Unlock()
 	return c.W.App, nil
 }
 
 // Watch replays a rollout to the pinned commit and digest.
-func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+func (c Convergence) Watch(ctx context.Context, app appstate.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
 	c.W.mu.Lock()
 	commit := c.W.Landed[app.Env]
 	image := c.W.Artifact.Repository + "@" + c.W.Artifact.Digest.String()
@@ -366,18 +369,18 @@ func (c Convergence) Watch(ctx context.Context, app workflow.AppRef, _ string) (
 		image = c.W.Artifact.Repository + landed[strings.LastIndexByte(landed, '@'):]
 	}
 	failing := c.W.podFailure(app.Env) != ""
-	steps := []workflow.AppState{
-		{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthProgressing, Operation: workflow.OperationRunning, Images: []string{image}},
-		{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthProgressing, Operation: workflow.OperationSucceeded, Images: []string{image}},
+	steps := []appstate.AppState{
+		{SyncStatus: appstate.SyncSynced, SyncRevision: commit, Health: appstate.HealthProgressing, Operation: appstate.OperationRunning, Images: []string{image}},
+		{SyncStatus: appstate.SyncSynced, SyncRevision: commit, Health: appstate.HealthProgressing, Operation: appstate.OperationSucceeded, Images: []string{image}},
 	}
-	final := workflow.AppState{SyncStatus: workflow.SyncSynced, SyncRevision: commit, Health: workflow.HealthHealthy, Operation: workflow.OperationSucceeded, Images: []string{image}}
+	final := appstate.AppState{SyncStatus: appstate.SyncSynced, SyncRevision: commit, Health: appstate.HealthHealthy, Operation: appstate.OperationSucceeded, Images: []string{image}}
 	if c.W.Unhealthy {
-		final.Health, final.HealthMessage = workflow.HealthDegraded, "Back-off pulling image"
+		final.Health, final.HealthMessage = appstate.HealthDegraded, "Back-off pulling image"
 	}
 	if failing {
 		// The Pods do not run: the application stays Progressing, and
 		// only the resource tree (TreeConvergence) says why.
-		final.Health = workflow.HealthProgressing
+		final.Health = appstate.HealthProgressing
 	}
 	steps = append(steps, final)
 	c.W.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // DefaultTimeout bounds one API call when the options give none.
@@ -36,14 +36,14 @@ func HTTPClient(override *http.Client, caFile string, timeout time.Duration) (*h
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: envrepo.review.ca_file: %w", workflow.ErrUsage, err)
+			return nil, fmt.Errorf("%w: envrepo.review.ca_file: %w", fault.ErrUsage, err)
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: envrepo.review.ca_file %s holds no PEM certificate", workflow.ErrUsage, caFile)
+			return nil, fmt.Errorf("%w: envrepo.review.ca_file %s holds no PEM certificate", fault.ErrUsage, caFile)
 		}
 		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}

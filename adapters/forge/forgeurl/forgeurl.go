@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -34,15 +34,15 @@ func (r Repo) Web() string { return r.Base + "/" + r.Path }
 // with or without .git, and http:// for a forge without TLS). minSegments
 // is the least number of path segments the forge's repositories have (2:
 // owner/repo); more are kept in Path (GitLab's nested groups). Errors
-// wrap workflow.ErrUsage and name envrepo.review.url; user information
+// wrap fault.ErrUsage and name envrepo.review.url; user information
 // in the address (a token written into it) is refused and never echoed.
 func Parse(raw string, minSegments int) (Repo, error) {
 	raw = strings.TrimSpace(raw)
 	bad := func(why string) (Repo, error) {
-		return Repo{}, fmt.Errorf("%w: envrepo.review.url %s: %s", workflow.ErrUsage, display(raw), why)
+		return Repo{}, fmt.Errorf("%w: envrepo.review.url %s: %s", fault.ErrUsage, display(raw), why)
 	}
 	if raw == "" {
-		return Repo{}, fmt.Errorf("%w: envrepo.review.url is empty: set it to the repository's web address (https://host/owner/repo)", workflow.ErrUsage)
+		return Repo{}, fmt.Errorf("%w: envrepo.review.url is empty: set it to the repository's web address (https://host/owner/repo)", fault.ErrUsage)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -52,7 +52,7 @@ func Parse(raw string, minSegments int) (Repo, error) {
 		return bad("the scheme must be https:// (or http:// for a forge without TLS); an ssh address is the git remote, not the forge's web address")
 	}
 	if u.User != nil {
-		return Repo{}, fmt.Errorf("%w: envrepo.review.url must not carry credentials: credentials do not belong in the address; remove the user and password from it and name the token's variable in envrepo.review.token_env", workflow.ErrUsage)
+		return Repo{}, fmt.Errorf("%w: envrepo.review.url must not carry credentials: credentials do not belong in the address; remove the user and password from it and name the token's variable in envrepo.review.token_env", fault.ErrUsage)
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return bad("no host: write it as https://host/owner/repo")

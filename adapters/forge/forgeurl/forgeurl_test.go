@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 func TestParse(t *testing.T) {
@@ -42,7 +42,7 @@ func TestParseRefusesAddressesThatNameNoRepositoryOrCarryCredentials(t *testing.
 		"https://x-access:s3cr3t@github.com/a/b": "must not carry credentials",
 	} {
 		_, err := Parse(raw, 2)
-		require.ErrorIs(t, err, workflow.ErrUsage, raw)
+		require.ErrorIs(t, err, fault.ErrUsage, raw)
 		require.Contains(t, err.Error(), want, raw)
 		require.NotContains(t, err.Error(), "s3cr3t")
 	}
@@ -51,6 +51,6 @@ func TestParseRefusesAddressesThatNameNoRepositoryOrCarryCredentials(t *testing.
 func TestHTTPClientRefusesAMissingOrEmptyCAFile(t *testing.T) {
 	t.Parallel()
 	_, err := HTTPClient(nil, t.TempDir()+"/none.pem", 0)
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "envrepo.review.ca_file")
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/forge/forgeurl"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -54,7 +55,7 @@ func (r Repo) Web() string { return r.Base + "/" + r.Owner + "/" + r.Name }
 
 // ParseRepoURL takes a repository's web address apart, as the other
 // forges do (forgeurl.Parse): a Gitea served under a sub-path keeps it in
-// Base, before owner/repo. Errors wrap workflow.ErrUsage and name
+// Base, before owner/repo. Errors wrap fault.ErrUsage and name
 // envrepo.review.url.
 func ParseRepoURL(raw string) (Repo, error) {
 	r, err := forgeurl.Parse(raw, 2)
@@ -92,7 +93,7 @@ func New(o Options) (*Adapter, error) {
 		return nil, err
 	}
 	if o.Token == "" {
-		return nil, fmt.Errorf("%w: gitea %s: no API token (set the environment variable envrepo.review.token_env names)", workflow.ErrUsage, repo.Web())
+		return nil, fmt.Errorf("%w: gitea %s: no API token (set the environment variable envrepo.review.token_env names)", fault.ErrUsage, repo.Web())
 	}
 	hc, err := forgeurl.HTTPClient(nil, o.CAFile, o.Timeout)
 	if err != nil {
@@ -133,9 +134,9 @@ func (a *Adapter) apiError(status int, msg string) error {
 	switch status {
 	case http.StatusNotFound:
 		if msg == "" || strings.EqualFold(msg, "not found") || strings.HasPrefix(msg, "404") {
-			return fmt.Errorf("gitea %s: %w", a.Where(), workflow.ErrNotFound)
+			return fmt.Errorf("gitea %s: %w", a.Where(), fault.ErrNotFound)
 		}
-		return fmt.Errorf("gitea %s: %w: %s", a.Where(), workflow.ErrNotFound, msg)
+		return fmt.Errorf("gitea %s: %w: %s", a.Where(), fault.ErrNotFound, msg)
 	case http.StatusUnauthorized:
 		return fmt.Errorf("gitea %s: the API token was refused (%s): check the environment variable envrepo.review.token_env names", a.Where(), msg)
 	case 0:
@@ -153,7 +154,7 @@ func (a *Adapter) redact(s string) string {
 // req.Base, opening it when there is none.
 func (a *Adapter) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequestRequest) (workflow.PullRequest, error) {
 	if req.Head == "" || req.Base == "" {
-		return workflow.PullRequest{}, fmt.Errorf("%w: gitea %s: a pull request needs a head and a base branch", workflow.ErrUsage, a.Where())
+		return workflow.PullRequest{}, fmt.Errorf("%w: gitea %s: a pull request needs a head and a base branch", fault.ErrUsage, a.Where())
 	}
 	if pr, ok, err := a.openPR(ctx, req.Head, req.Base); err != nil || ok {
 		return pr, err
@@ -327,10 +328,10 @@ func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string
 	case workflow.PullRequestMerged:
 		return pr.MergeCommit, nil
 	case workflow.PullRequestClosed:
-		return "", fmt.Errorf("%w: gitea %s: pull request #%d was closed without merge", workflow.ErrBlocked, a.Where(), number)
+		return "", fmt.Errorf("%w: gitea %s: pull request #%d was closed without merge", fault.ErrBlocked, a.Where(), number)
 	}
 	if headSHA == "" || pr.HeadSHA != headSHA {
-		return "", fmt.Errorf("%w: gitea %s: pull request #%d's head is %s, not the reviewed commit %s: not merged", workflow.ErrBlocked, a.Where(), number, short(pr.HeadSHA), short(headSHA))
+		return "", fmt.Errorf("%w: gitea %s: pull request #%d's head is %s, not the reviewed commit %s: not merged", fault.ErrBlocked, a.Where(), number, short(pr.HeadSHA), short(headSHA))
 	}
 	title, body, _ := strings.Cut(strings.TrimSpace(message), "\n")
 	// The SDK's MergePullRequest keeps only the status code of a
@@ -361,9 +362,9 @@ func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string
 	switch {
 	case status/100 == 2:
 	case status == http.StatusMethodNotAllowed && waitsOnAPerson(msg):
-		return "", fmt.Errorf("%w: %s", workflow.ErrForgeNotReady, a.redact(msg))
+		return "", fmt.Errorf("%w: %s", fault.ErrForgeNotReady, a.redact(msg))
 	case status == http.StatusMethodNotAllowed || status == http.StatusConflict || status == http.StatusUnprocessableEntity || status == http.StatusForbidden:
-		return "", fmt.Errorf("%w: gitea %s refused to merge pull request #%d: %s", workflow.ErrBlocked, a.Where(), number, a.redact(msg))
+		return "", fmt.Errorf("%w: gitea %s refused to merge pull request #%d: %s", fault.ErrBlocked, a.Where(), number, a.redact(msg))
 	default:
 		return "", fmt.Errorf("merge pull request #%d: %w", number, a.apiError(status, msg))
 	}

@@ -10,6 +10,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // The adapter's calls are tested against a real Gitea in the lab's suite
@@ -59,7 +60,7 @@ func TestParseRepoURLErrors(t *testing.T) {
 			t.Errorf("%q: no error", in)
 			continue
 		}
-		if !errors.Is(err, workflow.ErrUsage) || !strings.Contains(err.Error(), "envrepo.review.url") || !strings.Contains(err.Error(), want) {
+		if !errors.Is(err, fault.ErrUsage) || !strings.Contains(err.Error(), "envrepo.review.url") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want ErrUsage naming envrepo.review.url and %q", in, err, want)
 		}
 		if strings.Contains(err.Error(), "s3cret") {
@@ -69,19 +70,19 @@ func TestParseRepoURLErrors(t *testing.T) {
 }
 
 func TestNewOptions(t *testing.T) {
-	if _, err := New(Options{URL: "https://example.com/acme/env"}); !errors.Is(err, workflow.ErrUsage) || !strings.Contains(err.Error(), "token") {
+	if _, err := New(Options{URL: "https://example.com/acme/env"}); !errors.Is(err, fault.ErrUsage) || !strings.Contains(err.Error(), "token") {
 		t.Errorf("no token: %v", err)
 	}
 	dir := t.TempDir()
 	_, err := New(Options{URL: "https://example.com/acme/env", Token: "tok", CAFile: filepath.Join(dir, "missing.pem")})
-	if !errors.Is(err, workflow.ErrUsage) || !strings.Contains(err.Error(), "envrepo.review.ca_file") {
+	if !errors.Is(err, fault.ErrUsage) || !strings.Contains(err.Error(), "envrepo.review.ca_file") {
 		t.Errorf("missing CA file: %v", err)
 	}
 	notPEM := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Options{URL: "https://example.com/acme/env", Token: "tok", CAFile: notPEM}); !errors.Is(err, workflow.ErrUsage) || !strings.Contains(err.Error(), "no PEM") {
+	if _, err := New(Options{URL: "https://example.com/acme/env", Token: "tok", CAFile: notPEM}); !errors.Is(err, fault.ErrUsage) || !strings.Contains(err.Error(), "no PEM") {
 		t.Errorf("CA file without PEM: %v", err)
 	}
 	a, err := New(Options{URL: "https://example.com/acme/env.git", Token: "tok"})
@@ -149,7 +150,7 @@ func TestReviewState(t *testing.T) {
 
 func TestErrorsWithoutToken(t *testing.T) {
 	a := &Adapter{repo: Repo{Base: "http://h", Owner: "o", Name: "r"}, token: "s3cr3t-token"}
-	for status, wantIs := range map[int]error{404: workflow.ErrNotFound, 401: nil, 500: nil, 0: nil} {
+	for status, wantIs := range map[int]error{404: fault.ErrNotFound, 401: nil, 500: nil, 0: nil} {
 		err := a.apiError(status, "echo of s3cr3t-token")
 		if strings.Contains(err.Error(), "s3cr3t-token") {
 			t.Errorf("%d: the token is in %v", status, err)

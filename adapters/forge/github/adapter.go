@@ -19,6 +19,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/forge/forgeurl"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -57,7 +58,7 @@ type Adapter struct {
 }
 
 // New validates opts and returns an Adapter; it does not call GitHub.
-// Invalid options wrap workflow.ErrUsage and name the relcap.yaml key.
+// Invalid options wrap fault.ErrUsage and name the relcap.yaml key.
 func New(opts Options) (*Adapter, error) {
 	repo, err := forgeurl.Parse(opts.URL, 2)
 	if err != nil {
@@ -65,7 +66,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	parts := strings.Split(repo.Path, "/")
 	if len(parts) != 2 {
-		return nil, fmt.Errorf("%w: envrepo.review.url %s: a GitHub repository is owner/repo, not %s", workflow.ErrUsage, repo.Web(), repo.Path)
+		return nil, fmt.Errorf("%w: envrepo.review.url %s: a GitHub repository is owner/repo, not %s", fault.ErrUsage, repo.Web(), repo.Path)
 	}
 	tokenEnv := opts.TokenEnv
 	if tokenEnv == "" {
@@ -75,7 +76,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	token := strings.TrimSpace(opts.Token)
 	if token == "" {
-		return nil, fmt.Errorf("%w: github %s: no token: %s is empty or unset; set envrepo.review.token_env to a variable holding a token that may open and merge pull requests", workflow.ErrUsage, repo.Web(), tokenEnv)
+		return nil, fmt.Errorf("%w: github %s: no token: %s is empty or unset; set envrepo.review.token_env to a variable holding a token that may open and merge pull requests", fault.ErrUsage, repo.Web(), tokenEnv)
 	}
 	hc, err := forgeurl.HTTPClient(opts.HTTPClient, opts.CAFile, opts.Timeout)
 	if err != nil {
@@ -92,7 +93,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	c, err := gh.NewClient(clientOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: github %s: %w", workflow.ErrUsage, repo.Web(), err)
+		return nil, fmt.Errorf("%w: github %s: %w", fault.ErrUsage, repo.Web(), err)
 	}
 	return &Adapter{c: c, owner: parts[0], repo: parts[1], web: repo.Web(), token: token, tokenEnv: tokenEnv}, nil
 }
@@ -217,9 +218,9 @@ func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string
 	case pr.State == workflow.PullRequestMerged:
 		return pr.MergeCommit, nil
 	case pr.State == workflow.PullRequestClosed:
-		return "", fmt.Errorf("%s: %w: pull request #%d was closed without merge", a.Where(), workflow.ErrBlocked, number)
+		return "", fmt.Errorf("%s: %w: pull request #%d was closed without merge", a.Where(), fault.ErrBlocked, number)
 	case headSHA == "":
-		return "", fmt.Errorf("%s: %w: merging pull request #%d needs the reviewed commit", a.Where(), workflow.ErrUsage, number)
+		return "", fmt.Errorf("%s: %w: merging pull request #%d needs the reviewed commit", a.Where(), fault.ErrUsage, number)
 	case pr.HeadSHA != headSHA:
 		return "", headMoved(a.Where(), number, headSHA, pr.HeadSHA, "")
 	}
@@ -242,7 +243,7 @@ func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string
 			if again, rerr := a.PullRequest(ctx, number); rerr == nil && again.State == workflow.PullRequestMerged {
 				return again.MergeCommit, nil
 			}
-			return "", fmt.Errorf("%s: %w: github refuses to merge pull request #%d: %s", a.Where(), workflow.ErrBlocked, number, errorText(er))
+			return "", fmt.Errorf("%s: %w: github refuses to merge pull request #%d: %s", a.Where(), fault.ErrBlocked, number, errorText(er))
 		}
 		return "", a.fail(fmt.Sprintf("merging pull request #%d", number), err)
 	}
@@ -259,5 +260,5 @@ func headMoved(where string, number int, reviewed, now, forge string) error {
 		forge = " (github: " + forge + ")"
 	}
 	return fmt.Errorf("%s: %w: pull request #%d changed after review: its head is %s, the reviewed commit is %s%s; the review does not approve the new commit",
-		where, workflow.ErrBlocked, number, now, reviewed, forge)
+		where, fault.ErrBlocked, number, now, reviewed, forge)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 const (
@@ -195,7 +196,7 @@ func TestContractUnknownNumberIsNotFound(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, map[string][]answer{"GET " + pulls + "/99": {{status: 404, file: "error-404.json"}}})
 	_, err := a.adapter().PullRequest(t.Context(), 99)
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.Contains(t, err.Error(), "pull request #99")
 }
 
@@ -259,10 +260,10 @@ func TestContractMergeRefusesAClosedOrMovedPullRequestWithoutCallingMerge(t *tes
 	t.Parallel()
 	a := newAPI(t, map[string][]answer{"GET " + pulls + "/7": {ok("pull-closed.json"), ok("pull-open-moved.json")}})
 	_, err := a.adapter().Merge(t.Context(), 7, head, "m")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "closed without merge")
 	_, err = a.adapter().Merge(t.Context(), 7, head, "m")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), head)
 	require.Contains(t, err.Error(), moved)
 	require.Len(t, a.requests(), 2)
@@ -275,7 +276,7 @@ func TestContractMergeHeadMovedInBetweenIsBlockedWithBothCommits(t *testing.T) {
 		"PUT " + pulls + "/7/merge": {{status: 409, file: "merge-409.json"}},
 	})
 	_, err := a.adapter().Merge(t.Context(), 7, head, "m")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	for _, want := range []string{head, moved, "Head branch was modified"} {
 		require.Contains(t, err.Error(), want)
 	}
@@ -288,7 +289,7 @@ func TestContractMergeNotMergeableIsBlockedWithGitHubsReason(t *testing.T) {
 		"PUT " + pulls + "/7/merge": {{status: 405, file: "merge-405.json"}},
 	})
 	_, err := a.adapter().Merge(t.Context(), 7, head, "m")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "At least 1 approving review is required")
 	require.NotContains(t, err.Error(), token)
 }
@@ -296,11 +297,11 @@ func TestContractMergeNotMergeableIsBlockedWithGitHubsReason(t *testing.T) {
 func TestNewNamesTheConfigurationKeys(t *testing.T) {
 	t.Parallel()
 	_, err := New(Options{URL: "https://github.com/acme/env", TokenEnv: tokenEnv})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "$GITHUB_TOKEN")
 	require.Contains(t, err.Error(), "envrepo.review.token_env")
 	_, err = New(Options{URL: "https://github.com/acme/env/sub", Token: token})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "envrepo.review.url")
 }
 

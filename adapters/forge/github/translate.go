@@ -10,6 +10,7 @@ import (
 	gh "github.com/google/go-github/v92/github"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -127,7 +128,7 @@ func (a *Adapter) fail(doing string, err error) error {
 		case http.StatusForbidden:
 			out = fmt.Errorf("%s: %s: github answered 403 (%s): the token in %s may not do this; it needs the pull requests and contents permissions on the repository", a.Where(), doing, errorText(er), a.tokenEnv)
 		case http.StatusNotFound:
-			out = fmt.Errorf("%s: %s: %w: github answered 404 (%s); a private repository reads as missing when the token in %s cannot see it", a.Where(), doing, workflow.ErrNotFound, errorText(er), a.tokenEnv)
+			out = fmt.Errorf("%s: %s: %w: github answered 404 (%s); a private repository reads as missing when the token in %s cannot see it", a.Where(), doing, fault.ErrNotFound, errorText(er), a.tokenEnv)
 		default:
 			out = fmt.Errorf("%s: %s: github answered %d: %s", a.Where(), doing, code, errorText(er))
 		}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/forge/forgeurl"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -76,7 +77,7 @@ type Adapter struct {
 }
 
 // New validates opts and returns an Adapter; it does not call GitLab.
-// Invalid options wrap workflow.ErrUsage and name the relcap.yaml key.
+// Invalid options wrap fault.ErrUsage and name the relcap.yaml key.
 func New(opts Options) (*Adapter, error) {
 	repo, err := forgeurl.Parse(opts.URL, 2)
 	if err != nil {
@@ -85,7 +86,7 @@ func New(opts Options) (*Adapter, error) {
 	// The project's web pages live under /-/; an address copied from one
 	// of them names a page, not the project.
 	if strings.Contains("/"+repo.Path+"/", "/-/") {
-		return nil, fmt.Errorf("%w: envrepo.review.url %s: that is a page of the project; use the project's address (everything before /-/)", workflow.ErrUsage, repo.Web())
+		return nil, fmt.Errorf("%w: envrepo.review.url %s: that is a page of the project; use the project's address (everything before /-/)", fault.ErrUsage, repo.Web())
 	}
 	tokenEnv := opts.TokenEnv
 	if tokenEnv == "" {
@@ -95,7 +96,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	token := strings.TrimSpace(opts.Token)
 	if token == "" {
-		return nil, fmt.Errorf("%w: gitlab %s: no token: %s is empty or unset; set envrepo.review.token_env to a variable holding an access token with the api scope", workflow.ErrUsage, repo.Web(), tokenEnv)
+		return nil, fmt.Errorf("%w: gitlab %s: no token: %s is empty or unset; set envrepo.review.token_env to a variable holding an access token with the api scope", fault.ErrUsage, repo.Web(), tokenEnv)
 	}
 	hc, err := forgeurl.HTTPClient(opts.HTTPClient, opts.CAFile, opts.Timeout)
 	if err != nil {
@@ -114,7 +115,7 @@ func New(opts Options) (*Adapter, error) {
 		gl.WithURLWarningLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("%w: gitlab %s: %w", workflow.ErrUsage, repo.Web(), err)
+		return nil, fmt.Errorf("%w: gitlab %s: %w", fault.ErrUsage, repo.Web(), err)
 	}
 	return &Adapter{c: c, project: repo.Path, web: repo.Web(), token: token, tokenEnv: tokenEnv}, nil
 }
@@ -275,9 +276,9 @@ func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string
 	case pr.State == workflow.PullRequestMerged:
 		return pr.MergeCommit, nil
 	case pr.State == workflow.PullRequestClosed:
-		return "", fmt.Errorf("%s: %w: merge request !%d was closed without merge", a.Where(), workflow.ErrBlocked, number)
+		return "", fmt.Errorf("%s: %w: merge request !%d was closed without merge", a.Where(), fault.ErrBlocked, number)
 	case headSHA == "":
-		return "", fmt.Errorf("%s: %w: merging merge request !%d needs the approved commit", a.Where(), workflow.ErrUsage, number)
+		return "", fmt.Errorf("%s: %w: merging merge request !%d needs the approved commit", a.Where(), fault.ErrUsage, number)
 	case pr.HeadSHA != headSHA:
 		return "", headMoved(a.Where(), number, headSHA, pr.HeadSHA, "")
 	}
@@ -301,9 +302,9 @@ func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string
 			if again, rerr := a.PullRequest(ctx, number); rerr == nil && again.State == workflow.PullRequestMerged {
 				return again.MergeCommit, nil
 			} else if rerr == nil && again.Blocker != "" {
-				return "", fmt.Errorf("%s: %w: gitlab refuses to merge merge request !%d: %s (%s)", a.Where(), workflow.ErrBlocked, number, errorText(er), again.Blocker)
+				return "", fmt.Errorf("%s: %w: gitlab refuses to merge merge request !%d: %s (%s)", a.Where(), fault.ErrBlocked, number, errorText(er), again.Blocker)
 			}
-			return "", fmt.Errorf("%s: %w: gitlab refuses to merge merge request !%d: %s", a.Where(), workflow.ErrBlocked, number, errorText(er))
+			return "", fmt.Errorf("%s: %w: gitlab refuses to merge merge request !%d: %s", a.Where(), fault.ErrBlocked, number, errorText(er))
 		}
 		return "", a.fail(fmt.Sprintf("merging merge request !%d", number), err)
 	}
@@ -328,5 +329,5 @@ func headMoved(where string, number int, approved, now, forge string) error {
 		forge = " (gitlab: " + forge + ")"
 	}
 	return fmt.Errorf("%s: %w: merge request !%d changed after approval: its head is %s, the approved commit is %s%s; the approval does not approve the new commit",
-		where, workflow.ErrBlocked, number, now, approved, forge)
+		where, fault.ErrBlocked, number, now, approved, forge)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 const (
@@ -198,7 +199,7 @@ func TestContractUnknownNumberIsNotFound(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, map[string][]answer{"GET " + mrs + "/99": {{status: 404, file: "error-404.json"}}})
 	_, err := a.adapter().PullRequest(t.Context(), 99)
-	require.ErrorIs(t, err, workflow.ErrNotFound)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 	require.Contains(t, err.Error(), "merge request !99")
 }
 
@@ -283,10 +284,10 @@ func TestContractMergeRefusesAClosedOrMovedMergeRequestWithoutCallingMerge(t *te
 	t.Parallel()
 	a := newAPI(t, map[string][]answer{"GET " + mrs + "/7": {ok("mr-closed.json"), ok("mr-open-moved.json")}})
 	_, err := a.adapter().Merge(t.Context(), 7, head, "m")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "closed without merge")
 	_, err = a.adapter().Merge(t.Context(), 7, head, "m")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), head)
 	require.Contains(t, err.Error(), moved)
 	require.Len(t, a.requests(), 2)
@@ -299,7 +300,7 @@ func TestContractMergeHeadMovedInBetweenIsBlockedWithBothCommits(t *testing.T) {
 		"PUT " + mrs + "/7/merge": {{status: 409, file: "accept-409.json"}},
 	})
 	_, err := a.adapter().Merge(t.Context(), 7, head, "m")
-	require.ErrorIs(t, err, workflow.ErrBlocked)
+	require.ErrorIs(t, err, fault.ErrBlocked)
 	for _, want := range []string{head, moved, "SHA does not match HEAD of source branch"} {
 		require.Contains(t, err.Error(), want)
 	}
@@ -313,7 +314,7 @@ func TestContractMergeNotMergeableIsBlockedWithGitLabsReason(t *testing.T) {
 			"PUT " + mrs + "/7/merge": {{status: status, file: file}},
 		})
 		_, err := a.adapter().Merge(t.Context(), 7, head, "m")
-		require.ErrorIs(t, err, workflow.ErrBlocked, file)
+		require.ErrorIs(t, err, fault.ErrBlocked, file)
 		require.Contains(t, err.Error(), "gitlab refuses to merge merge request !7", file)
 		require.Contains(t, err.Error(), "detailed_merge_status not_approved", file)
 		require.NotContains(t, err.Error(), token)
@@ -323,11 +324,11 @@ func TestContractMergeNotMergeableIsBlockedWithGitLabsReason(t *testing.T) {
 func TestNewNamesTheConfigurationKeys(t *testing.T) {
 	t.Parallel()
 	_, err := New(Options{URL: "https://gitlab.example.com/group/sub/env", TokenEnv: tokenEnv})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "$GITLAB_TOKEN")
 	require.Contains(t, err.Error(), "envrepo.review.token_env")
 	_, err = New(Options{URL: "https://gitlab.example.com/group/env/-/merge_requests", Token: token})
-	require.ErrorIs(t, err, workflow.ErrUsage)
+	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "envrepo.review.url")
 }
 

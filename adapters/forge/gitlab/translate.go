@@ -9,6 +9,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -139,7 +140,7 @@ func (a *Adapter) fail(doing string, err error) error {
 		case http.StatusForbidden:
 			out = fmt.Errorf("%s: %s: gitlab answered 403 (%s): the token in %s may not do this; it needs the api scope and at least the Developer role on the project", a.Where(), doing, errorText(er), a.tokenEnv)
 		case http.StatusNotFound:
-			out = fmt.Errorf("%s: %s: %w: gitlab answered 404 (%s); a private project reads as missing when the token in %s cannot see it", a.Where(), doing, workflow.ErrNotFound, errorText(er), a.tokenEnv)
+			out = fmt.Errorf("%s: %s: %w: gitlab answered 404 (%s); a private project reads as missing when the token in %s cannot see it", a.Where(), doing, fault.ErrNotFound, errorText(er), a.tokenEnv)
 		case http.StatusTooManyRequests:
 			out = fmt.Errorf("%s: %s: gitlab's rate limit for the token in %s is spent: %s", a.Where(), doing, a.tokenEnv, errorText(er))
 		default:

@@ -18,8 +18,10 @@ import (
 
 	"github.com/relcap/relcap/adapters/sandbox"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Options are what a demo run needs, wired by the command.
@@ -79,7 +81,7 @@ func Run(ctx context.Context, o Options) ([]*workflow.Release, error) {
 	}
 	for _, r := range releases {
 		if r.Status != workflow.ReleaseConverged {
-			return releases, fmt.Errorf("%w: release %s ended %s", workflow.ErrNotConverged, r.ID, r.Status)
+			return releases, fmt.Errorf("%w: release %s ended %s", fault.ErrNotConverged, r.ID, r.Status)
 		}
 	}
 	return releases, nil
@@ -110,18 +112,18 @@ func (d *driver) release(ctx context.Context, env, image string) (*workflow.Rele
 			return final, nil
 		}
 		k, _ := final.Current()
-		if !errors.Is(err, workflow.ErrBlocked) || handled[k] {
+		if !errors.Is(err, fault.ErrBlocked) || handled[k] {
 			fmt.Fprintf(d.Err, "\nrelease %s stopped at %s: %s\n", final.ID, k.Title(), stepMessage(final))
 			return final, err
 		}
 		handled[k] = true
 		fmt.Fprintf(d.Out, "\n  ▸ stopped at %s: %s\n", k.Title(), stepMessage(final))
 		switch {
-		case k == workflow.StepOwnership && errors.Is(err, workflow.ErrOwnershipConflict):
+		case k == workflow.StepOwnership && errors.Is(err, fault.ErrOwnershipConflict):
 			err = d.fixOwnership(ctx, d.Out)
-		case k == workflow.StepPlanReview && errors.Is(err, workflow.ErrApprovalRequired):
+		case k == workflow.StepPlanReview && errors.Is(err, fault.ErrApprovalRequired):
 			err = d.approvePlan(ctx, final)
-		case k == workflow.StepPromotion && errors.Is(err, workflow.ErrApprovalRequired):
+		case k == workflow.StepPromotion && errors.Is(err, fault.ErrApprovalRequired):
 			err = d.approvePromotion(ctx, final)
 		default:
 			return final, err
@@ -392,7 +394,7 @@ func (i *indent) Write(p []byte) (int, error) {
 }
 
 // signedWith says which key signed an approval, for the narration.
-func signedWith(a workflow.Approval) string {
+func signedWith(a approval.Approval) string {
 	if a.Signature.IsZero() {
 		return ", unsigned"
 	}

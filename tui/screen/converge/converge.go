@@ -17,13 +17,14 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/finding"
 )
 
 // Model is the convergence screen.
 type Model struct {
 	screen.Base[keys.Map]
-	app     *workflow.AppState
+	app     *appstate.AppState
 	updates int
 	offset  int
 }
@@ -244,20 +245,20 @@ func orUnknown(s string) string {
 
 // treeNode is a resource with its depth in the tree.
 type treeNode struct {
-	res   workflow.AppResource
+	res   appstate.AppResource
 	depth int
 }
 
 // treeOrder lists resources depth-first under their parents (Deployment,
 // then its ReplicaSets, then their Pods); resources whose parent is not in
 // the list are roots, in their original order.
-func treeOrder(rs []workflow.AppResource) []treeNode {
+func treeOrder(rs []appstate.AppResource) []treeNode {
 	present := map[string]bool{}
-	children := map[string][]workflow.AppResource{}
+	children := map[string][]appstate.AppResource{}
 	for _, r := range rs {
 		present[r.Key()] = true
 	}
-	var roots []workflow.AppResource
+	var roots []appstate.AppResource
 	for _, r := range rs {
 		if r.Parent != "" && present[r.Parent] && r.Parent != r.Key() {
 			children[r.Parent] = append(children[r.Parent], r)
@@ -267,8 +268,8 @@ func treeOrder(rs []workflow.AppResource) []treeNode {
 	}
 	out := make([]treeNode, 0, len(rs))
 	seen := map[string]bool{}
-	var walk func(r workflow.AppResource, depth int)
-	walk = func(r workflow.AppResource, depth int) {
+	var walk func(r appstate.AppResource, depth int)
+	walk = func(r appstate.AppResource, depth int) {
 		if seen[r.Key()] {
 			return // a cycle in bad data must not loop forever
 		}

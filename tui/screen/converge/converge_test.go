@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/tui/screen/converge"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // TestConvergeFailureShowsTheFourFacts runs a release whose application
@@ -30,7 +31,7 @@ func TestConvergeFailureShowsTheFourFacts(t *testing.T) {
 	m := converge.New(theme.New(true), keys.Default())
 	m.SetSize(100, 30)
 	r, err = svc.Run(t.Context(), r.ID, func(e workflow.Event) { m, _ = m.Update(screen.EventMsg{Event: e}) })
-	require.ErrorIs(t, err, workflow.ErrNotConverged)
+	require.ErrorIs(t, err, fault.ErrNotConverged)
 	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: err})
 
 	v := ansi.Strip(m.View())

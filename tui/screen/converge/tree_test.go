@@ -5,17 +5,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 )
 
 func TestTreeOrderNestsPodsUnderTheirReplicaSetAndDeployment(t *testing.T) {
 	t.Parallel()
-	dep := workflow.AppResource{Kind: "Deployment", Namespace: "web", Name: "web"}
-	rs := workflow.AppResource{Kind: "ReplicaSet", Namespace: "web", Name: "web-1", Parent: dep.Key()}
-	pod := workflow.AppResource{Kind: "Pod", Namespace: "web", Name: "web-1-a", Parent: rs.Key(), Health: "Degraded", Message: "Back-off pulling image"}
-	svc := workflow.AppResource{Kind: "Service", Namespace: "web", Name: "web"}
-	orphan := workflow.AppResource{Kind: "Pod", Namespace: "web", Name: "stray", Parent: "ReplicaSet/web/gone"}
-	got := treeOrder([]workflow.AppResource{pod, svc, rs, orphan, dep})
+	dep := appstate.AppResource{Kind: "Deployment", Namespace: "web", Name: "web"}
+	rs := appstate.AppResource{Kind: "ReplicaSet", Namespace: "web", Name: "web-1", Parent: dep.Key()}
+	pod := appstate.AppResource{Kind: "Pod", Namespace: "web", Name: "web-1-a", Parent: rs.Key(), Health: "Degraded", Message: "Back-off pulling image"}
+	svc := appstate.AppResource{Kind: "Service", Namespace: "web", Name: "web"}
+	orphan := appstate.AppResource{Kind: "Pod", Namespace: "web", Name: "stray", Parent: "ReplicaSet/web/gone"}
+	got := treeOrder([]appstate.AppResource{pod, svc, rs, orphan, dep})
 	var order []string
 	var depth []int
 	for _, n := range got {

@@ -20,6 +20,7 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 )
 
@@ -277,17 +278,17 @@ func (m Model) next() []string {
 	}
 	st := r.Step(cur)
 	switch {
-	case st.Status == workflow.Blocked && errors.Is(m.RunErr(), workflow.ErrApprovalRequired) && cur == workflow.StepPlanReview:
+	case st.Status == workflow.Blocked && errors.Is(m.RunErr(), fault.ErrApprovalRequired) && cur == workflow.StepPlanReview:
 		return []string{"Needs approval: " + k("2") + " plan, " + k("a") + " approve (if policy allows); it continues once approved"}
-	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.RunErr(), workflow.ErrAwaitingForge):
+	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.RunErr(), fault.ErrAwaitingForge):
 		where := "its pull request"
 		if pr := r.Checkpoints.PullRequest; pr != nil {
 			where = fmt.Sprintf("pull request #%d (%s)", pr.Number, pr.URL)
 		}
 		return []string{"Waiting on the forge: review and merge " + where + " there; " + k("3") + " promotion; it continues by itself"}
-	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.RunErr(), workflow.ErrApprovalRequired):
+	case st.Status == workflow.Blocked && cur == workflow.StepPromotion && errors.Is(m.RunErr(), fault.ErrApprovalRequired):
 		return []string{"Needs approval: " + k("3") + " promotion, " + k("a") + " approve (if policy allows); it continues once approved"}
-	case st.Status == workflow.Blocked && errors.Is(m.RunErr(), workflow.ErrLocked):
+	case st.Status == workflow.Blocked && errors.Is(m.RunErr(), fault.ErrLocked):
 		// Another captain's apply or promotion holds the lock: the step's
 		// message above names them; nothing here can take it from them.
 		return []string{"Another captain holds the lock (named above): wait for them or ask them, then " + k("r") + " resume"}

@@ -8,7 +8,7 @@ import (
 	"github.com/relcap/relcap/tui/keys"
 	"github.com/relcap/relcap/tui/screen/plan"
 	"github.com/relcap/relcap/tui/theme"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
 )
 
 // BenchmarkPlanView10k renders the plan screen over 10,000 changes while
@@ -18,7 +18,7 @@ func BenchmarkPlanView10k(b *testing.B) {
 	p := fixture.LargePlan(10_000)
 	m := plan.New(nil, theme.New(true), keys.Default())
 	m.SetSize(120, 40)
-	m.SetPlan(p, workflow.ApprovalCheck{Required: 1})
+	m.SetPlan(p, approval.Check{Required: 1})
 	down := fixture.Key("down")
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -19,15 +19,17 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Port is what the plan screen needs of the workflow; *workflow.Service
 // implements it.
 type Port interface {
 	Plan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error)
-	PlanApprovals(ctx context.Context, p workflow.PlanSummary) (workflow.ApprovalCheck, error)
-	ApprovePlan(ctx context.Context, fingerprint, comment string) (workflow.Approval, workflow.ApprovalCheck, error)
-	MayApprove(env string, kind workflow.ApprovalKind, author string) error
+	PlanApprovals(ctx context.Context, p workflow.PlanSummary) (approval.Check, error)
+	ApprovePlan(ctx context.Context, fingerprint, comment string) (approval.Approval, approval.Check, error)
+	MayApprove(env string, kind approval.Kind, author string) error
 	Project() *workflow.Project
 	Actor() string
 }
@@ -47,7 +49,7 @@ type Model struct {
 	gen     int
 	fp      string
 	plan    *workflow.PlanSummary
-	check   workflow.ApprovalCheck
+	check   approval.Check
 	loadErr error
 
 	approving bool
@@ -76,14 +78,14 @@ type Model struct {
 type planLoadedMsg struct {
 	gen   int
 	plan  workflow.PlanSummary
-	check workflow.ApprovalCheck
+	check approval.Check
 	err   error
 }
 
 // planApprovedMsg is the result of approving the plan as the actor.
 type planApprovedMsg struct {
 	gen   int
-	check workflow.ApprovalCheck
+	check approval.Check
 	err   error
 }
 
@@ -192,7 +194,7 @@ func (m Model) Log() screen.LogPane { return m.log }
 
 // SetPlan shows p with its approvals; tests and benchmarks use it to skip
 // the ledger.
-func (m *Model) SetPlan(p workflow.PlanSummary, check workflow.ApprovalCheck) {
+func (m *Model) SetPlan(p workflow.PlanSummary, check approval.Check) {
 	m.fp = p.Fingerprint
 	m.plan = &p
 	m.check = check
@@ -410,7 +412,7 @@ func (m Model) canApprove() (bool, string) {
 		return false, "this plan was already applied"
 	case m.approving:
 		return false, "approving…"
-	case m.port.MayApprove(m.plan.Env, workflow.ApprovePlan, m.plan.Author) != nil:
+	case m.port.MayApprove(m.plan.Env, approval.Plan, m.plan.Author) != nil:
 		return false, fmt.Sprintf("%s wrote this plan and %s needs another approver: relcap approve --plan %s --actor OTHER", m.port.Actor(), m.plan.Env, m.fp)
 	}
 	for _, a := range m.check.Counted {
@@ -498,7 +500,7 @@ func (m Model) keys() keys.Map {
 // errText renders an error for the screen: policy refusals read as what
 // to do, other errors as they are.
 func errText(err error) string {
-	if errors.Is(err, workflow.ErrBlocked) {
+	if errors.Is(err, fault.ErrBlocked) {
 		return "refused by policy: " + err.Error()
 	}
 	return err.Error()

@@ -16,6 +16,8 @@ import (
 	"github.com/relcap/relcap/tui/screen/plan"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -29,7 +31,7 @@ func blockedAtReview(t *testing.T, pol fixture.Policy, w, h int) (plan.Model, *f
 	r, err := fixture.Start(t.Context(), svc)
 	require.NoError(t, err)
 	r, err = svc.Run(t.Context(), r.ID, nil)
-	require.ErrorIs(t, err, workflow.ErrApprovalRequired)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
 
 	m := plan.New(svc, theme.New(true), keys.Default())
 	m.SetSize(w, h)
@@ -130,7 +132,7 @@ func TestPlanApproveThenConfirmDestructiveApply(t *testing.T) {
 	require.Len(t, toRoot, 1)
 	require.Contains(t, toRoot[0].(screen.NoticeMsg).Text, "approved plan")
 	require.Contains(t, ansi.Strip(m.View()), "Approvals 1/1 ✓ alice")
-	approvals, err := env.Ledger.Approvals(t.Context(), workflow.ApprovePlan, m.Fingerprint())
+	approvals, err := env.Ledger.Approvals(t.Context(), approval.Plan, m.Fingerprint())
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
 
@@ -263,7 +265,7 @@ func TestDriftIsItsOwnPartOfTheList(t *testing.T) {
 			Attributes: []workflow.AttributeChange{{Path: "yaml_incluster", Before: workflow.SensitiveMask, After: workflow.SensitiveMask, Sensitive: true}}},
 		Object: &ownership.ManagedObject{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"},
 	}}
-	m.SetPlan(p, workflow.ApprovalCheck{Required: 1})
+	m.SetPlan(p, approval.Check{Required: 1})
 	view := ansi.Strip(m.View())
 	require.Contains(t, view, "≈1 drifted")
 	require.Contains(t, view, "≈ drift")

@@ -20,13 +20,15 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 // Port is what the promotion screen needs of the workflow;
 // *workflow.Service implements it.
 type Port interface {
-	ApproveRelease(ctx context.Context, releaseID, comment string) (workflow.Approval, workflow.ApprovalCheck, error)
-	MayApprove(env string, kind workflow.ApprovalKind, author string) error
+	ApproveRelease(ctx context.Context, releaseID, comment string) (approval.Approval, approval.Check, error)
+	MayApprove(env string, kind approval.Kind, author string) error
 	Project() *workflow.Project
 	Actor() string
 }
@@ -48,7 +50,7 @@ type Model struct {
 // releaseApprovedMsg is the result of approving the release's promotion.
 type releaseApprovedMsg struct {
 	id    string
-	check workflow.ApprovalCheck
+	check approval.Check
 	err   error
 }
 
@@ -132,14 +134,14 @@ func (m Model) approveRelease() tea.Cmd {
 // waitsForApproval reports whether the run stopped for promotion approvals.
 func (m Model) waitsForApproval() bool {
 	return m.Release() != nil && !m.Running() && m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked &&
-		errors.Is(m.RunErr(), workflow.ErrApprovalRequired) && !errors.Is(m.RunErr(), workflow.ErrAwaitingForge)
+		errors.Is(m.RunErr(), fault.ErrApprovalRequired) && !errors.Is(m.RunErr(), fault.ErrAwaitingForge)
 }
 
 // waitsForForge reports whether the run stopped for reviews or a merge on
 // the forge; the cockpit re-runs it by itself.
 func (m Model) waitsForForge() bool {
 	return m.Release() != nil && !m.Running() && m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked &&
-		errors.Is(m.RunErr(), workflow.ErrAwaitingForge)
+		errors.Is(m.RunErr(), fault.ErrAwaitingForge)
 }
 
 func (m Model) canApprove() (bool, string) {
@@ -151,7 +153,7 @@ func (m Model) canApprove() (bool, string) {
 	case m.approving:
 		return false, "approving…"
 	}
-	if m.port.MayApprove(m.Release().Env, workflow.ApprovePromotion, m.Release().Captain) != nil {
+	if m.port.MayApprove(m.Release().Env, approval.Promotion, m.Release().Captain) != nil {
 		return false, fmt.Sprintf("%s captains this release and %s needs another approver: relcap approve --release %s --actor OTHER", m.port.Actor(), m.Release().Env, m.Release().ID)
 	}
 	return true, ""
@@ -309,7 +311,7 @@ func (m Model) action() []string {
 		} else {
 			return []string{th.Warn.Render(theme.IconBlocked+" the pinned change needs approval: ") + why + th.Muted.Render("; the release continues once it is given")}
 		}
-	case m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked && errors.Is(m.RunErr(), workflow.ErrLocked):
+	case m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked && errors.Is(m.RunErr(), fault.ErrLocked):
 		return []string{th.Warn.Render(theme.IconBlocked+" another captain is promoting here (named above): ") + "wait for them or ask them, then " + th.Key.Render("r") + " resume"}
 	case m.Release().Step(workflow.StepPromotion).Status == workflow.Blocked:
 		return []string{th.Warn.Render(theme.IconBlocked+" blocked by policy: ") + "act on the message above, then " + th.Key.Render("r") + " resume"}

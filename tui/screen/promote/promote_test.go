@@ -14,16 +14,18 @@ import (
 	"github.com/relcap/relcap/tui/screen/promote"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/fault"
 )
 
 type port struct{}
 
-func (port) ApproveRelease(context.Context, string, string) (workflow.Approval, workflow.ApprovalCheck, error) {
-	return workflow.Approval{}, workflow.ApprovalCheck{}, nil
+func (port) ApproveRelease(context.Context, string, string) (approval.Approval, approval.Check, error) {
+	return approval.Approval{}, approval.Check{}, nil
 }
-func (port) MayApprove(string, workflow.ApprovalKind, string) error { return nil }
-func (port) Project() *workflow.Project                             { return &workflow.Project{} }
-func (port) Actor() string                                          { return "alice" }
+func (port) MayApprove(string, approval.Kind, string) error { return nil }
+func (port) Project() *workflow.Project                     { return &workflow.Project{} }
+func (port) Actor() string                                  { return "alice" }
 
 // TestPromotionScreenShowsThePullRequestAndItsReviews: where it is, each
 // review counted or why not, and that relcap waits on the forge (no
@@ -42,7 +44,7 @@ func TestPromotionScreenShowsThePullRequestAndItsReviews(t *testing.T) {
 		}}
 	m := promote.New(port{}, theme.New(true), keys.Default())
 	m.SetSize(200, 40)
-	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: fmt.Errorf("%w: %s", workflow.ErrAwaitingForge, st.Message)})
+	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: fmt.Errorf("%w: %s", fault.ErrAwaitingForge, st.Message)})
 	v := ansi.Strip(m.View())
 	for _, want := range []string{
 		"Pull req.  #7 https://forge.test/team/env/pulls/7 open at bbbbbbbbbbbb",
@@ -58,7 +60,7 @@ func TestPromotionScreenShowsThePullRequestAndItsReviews(t *testing.T) {
 	// being cut, and a wait on the forge reads as waiting, not blocked.
 	m.SetSize(80, 40)
 	st.Message = "the forge's branch protection does not let pull request #7 merge yet: Does not have enough approvals (relcap itself needs no review here; https://forge.test/team/env/pulls/7)"
-	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: fmt.Errorf("%w: %s", workflow.ErrAwaitingForge, st.Message)})
+	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: fmt.Errorf("%w: %s", fault.ErrAwaitingForge, st.Message)})
 	v = ansi.Strip(m.View())
 	require.Contains(t, v, "◐ waiting: the forge's branch protection does not let pull request #7 merge yet")
 	require.NotContains(t, v, "■ blocked")
@@ -71,7 +73,7 @@ func TestPromotionScreenShowsThePullRequestAndItsReviews(t *testing.T) {
 	// Closed without merge: blocked, with the step's next action.
 	r.Checkpoints.PullRequest.State = workflow.PullRequestClosed
 	st.Message = "pull request #7 (https://forge.test/team/env/pulls/7) was closed without merge: reopen pull request #7 on the forge and run relcap resume web-staging-1, or roll back / start a new release"
-	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: fmt.Errorf("%w: %s", workflow.ErrBlocked, st.Message)})
+	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: fmt.Errorf("%w: %s", fault.ErrBlocked, st.Message)})
 	v = ansi.Strip(m.View())
 	require.Contains(t, v, "closed without merge")
 	require.Contains(t, v, "reopen pull request #7 on the forge and run relcap resume web-staging-1")

@@ -19,6 +19,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -231,7 +232,7 @@ func (m Model) loaded(msg previewMsg) Model {
 		it.rh, it.drill = msg.rh, msg.rh.Drill
 	}
 	switch {
-	case msg.err != nil && len(m.items) > 1 && errors.Is(msg.err, workflow.ErrUsage):
+	case msg.err != nil && len(m.items) > 1 && errors.Is(msg.err, fault.ErrUsage):
 		// Not runnable here (not configured, not built): said, counted
 		// against the run, and the other drills still run, as headless.
 		it.notRun = true

@@ -18,6 +18,7 @@ import (
 	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -64,7 +65,7 @@ type heldTree struct {
 	hold *atomic.Pointer[chan struct{}]
 }
 
-func (c heldTree) ResourceTree(ctx context.Context, app workflow.AppRef) ([]workflow.AppResource, error) {
+func (c heldTree) ResourceTree(ctx context.Context, app appstate.AppRef) ([]appstate.AppResource, error) {
 	if hold := c.hold.Load(); hold != nil {
 		select {
 		case <-*hold:
@@ -179,7 +180,7 @@ func TestRehearsalScreenGuidesADrillToPassed(t *testing.T) {
 	id, _, ok := d.m.Effort()
 	require.True(t, ok)
 	require.Equal(t, recs[0].RecoveryRelease, id, "the captain's time goes to the release the drill works through")
-	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), workflow.AppRef{})
+	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), appstate.AppRef{})
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()))
 
@@ -240,7 +241,7 @@ func TestRehearsalScreenQuitMidDrillSavesItAndCleansUp(t *testing.T) {
 	saved, err = l.LoadRehearsal(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, rehearsal.StateAbandoned, saved.State)
-	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), workflow.AppRef{})
+	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), appstate.AppRef{})
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()), "back on the baseline: %v", st.Images)
 }
@@ -280,7 +281,7 @@ func TestRehearsalScreenResumesAStoppedDrill(t *testing.T) {
 	require.NoError(t, runErr)
 	require.Equal(t, rehearsal.StatePassed, recs[0].State, recs[0].Failure)
 	require.Contains(t, r.view(), "✓ PASSED")
-	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), workflow.AppRef{})
+	st, err := workflowtest.Convergence{W: w}.Get(t.Context(), appstate.AppRef{})
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(st.Images[0], "@"+base.Checkpoints.Digest.String()))
 }

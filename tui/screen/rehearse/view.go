@@ -9,6 +9,7 @@ import (
 
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -169,7 +170,7 @@ func (m Model) labelled(name, text string) []string {
 // labelWidth is the column the values start in.
 const labelWidth = 19
 
-func (m Model) baseline(it item) (rehearsal.Baseline, workflow.VerdictKind) {
+func (m Model) baseline(it item) (rehearsal.Baseline, appstate.VerdictKind) {
 	if it.rh != nil && it.rh.Baseline.ReleaseID != "" {
 		return it.rh.Baseline, it.rh.Expected
 	}

@@ -15,6 +15,9 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
@@ -24,7 +27,7 @@ import (
 
 var (
 	goldenBase = rehearsal.Baseline{ReleaseID: "web-staging-20261130-c0ffee",
-		Digest: must(workflow.ParseDigest("sha256:" + strings.Repeat("7e", 32))), EnvCommit: strings.Repeat("3a1009bc", 5)}
+		Digest: must(image.ParseDigest("sha256:" + strings.Repeat("7e", 32))), EnvCommit: strings.Repeat("3a1009bc", 5)}
 	drillDigest = "sha256:" + strings.Repeat("de", 32)
 )
 
@@ -41,7 +44,7 @@ func detected() *rehearsal.Rehearsal {
 	t0 := fixture.T0
 	return &rehearsal.Rehearsal{ID: "rh-web-staging-20261130-d1d1d1", App: "web", Env: "staging", Drill: rehearsal.DrillUnavailableImage, Captain: "alice",
 		State: rehearsal.StateRunning, Phase: rehearsal.PhaseDetected, Baseline: goldenBase, DrillRelease: "web-staging-20261130-d7111e",
-		Expected: workflow.VerdictImagePullFailed, Detected: workflow.VerdictImagePullFailed,
+		Expected: appstate.VerdictImagePullFailed, Detected: appstate.VerdictImagePullFailed,
 		IntendedRevision: workflow.Answer{Value: "9f2c41d0", Shown: "intended revision: 9f2c41d0 (release web-staging-20261130-d7111e pins " + drillDigest + ")"},
 		ActualArtifact:   workflow.Answer{Shown: "actual artifact: registry.test/staging/web@" + drillDigest + " — pod web-6d4 cannot pull its image: ErrImagePull"},
 		ControllerStatus: workflow.Answer{Shown: "controller status: convergence.image-pull-failed: sync Synced at 9f2c41d0, health Progressing, operation Succeeded"},
@@ -69,7 +72,7 @@ func ready(t *testing.T, p rehearsal.Preview) Model {
 }
 
 func staging() rehearsal.Preview {
-	return rehearsal.Preview{Env: "staging", Drill: rehearsal.DrillUnavailableImage, Baseline: goldenBase, Expected: workflow.VerdictImagePullFailed, PhaseTimeout: 4 * time.Minute}
+	return rehearsal.Preview{Env: "staging", Drill: rehearsal.DrillUnavailableImage, Baseline: goldenBase, Expected: appstate.VerdictImagePullFailed, PhaseTimeout: 4 * time.Minute}
 }
 
 // sizes are the terminal sizes the goldens are taken at (STYLE §8), less
@@ -180,7 +183,7 @@ func TestViewStoppedSaysHowToResumeOrCleanUp(t *testing.T) {
 func TestAllGoesOnPastADrillNotConfigured(t *testing.T) {
 	m := New(context.Background(), nil, Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillFailedApply, rehearsal.DrillUnavailableImage}}, theme.New(true), DefaultKeys())
 	m.SetSize(80, 21)
-	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: the failed-apply drill is not built yet", workflow.ErrUsage)})
+	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: the failed-apply drill is not built yet", fault.ErrUsage)})
 	require.Contains(t, ansi.Strip(m.View()), "not run here: invalid input: the failed-apply drill is not built yet")
 	m, cmd := m.Update(fixture.Key("enter"))
 	require.NotNil(t, cmd, "enter reads the next drill's preview")
@@ -189,13 +192,13 @@ func TestAllGoesOnPastADrillNotConfigured(t *testing.T) {
 	m, _ = m.Update(previewMsg{idx: 1, preview: &p})
 	require.Contains(t, ansi.Strip(m.View()), "Drill 2/2: unavailable-image")
 	_, _, notRun := m.Outcome()
-	require.ErrorIs(t, notRun, workflow.ErrUsage)
+	require.ErrorIs(t, notRun, fault.ErrUsage)
 
 	m = New(context.Background(), nil, Request{Env: "prod", Drills: rehearsal.AllDrills}, theme.New(true), DefaultKeys())
 	m.SetSize(80, 21)
-	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: prod is a production environment", workflow.ErrBlocked)})
+	m, _ = m.Update(previewMsg{idx: 0, err: fmt.Errorf("%w: prod is a production environment", fault.ErrBlocked)})
 	require.Len(t, m.items, 1, "refused: no further drill")
 	_, runErr, _ := m.Outcome()
-	require.ErrorIs(t, runErr, workflow.ErrBlocked)
+	require.ErrorIs(t, runErr, fault.ErrBlocked)
 	require.Contains(t, ansi.Strip(m.View()), "cannot run: blocked")
 }

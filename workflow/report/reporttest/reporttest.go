@@ -13,6 +13,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/report"
 )
@@ -165,9 +166,9 @@ func MeasuresLedger(t testing.TB) (report.Data, report.Options) {
 	return data, report.Options{From: Jan1, To: Jan1.AddDate(0, 0, 14), Now: Jan1.AddDate(0, 0, 14), ProdEnv: "prod"}
 }
 
-func DigestOf(t testing.TB, s string) workflow.Digest {
+func DigestOf(t testing.TB, s string) image.Digest {
 	t.Helper()
-	d, err := workflow.ParseDigest("sha256:" + strings.Repeat(s, 64))
+	d, err := image.ParseDigest("sha256:" + strings.Repeat(s, 64))
 	require.NoError(t, err)
 	return d
 }
