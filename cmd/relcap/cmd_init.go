@@ -52,7 +52,7 @@ without asking, or --force. It records nothing in any ledger.`,
 	fl.StringVar(&opts.dir, "dir", ".", "the release repository to set up")
 	fl.BoolVarP(&opts.yes, "yes", "y", false, "take every proposal without asking")
 	fl.BoolVar(&opts.force, "force", false, "overwrite relcap.yaml and ownership.yaml if they exist")
-	fl.StringVar(&opts.schema, "schema", setup.SchemaURL, "the JSON Schema (path or URL) relcap.yaml's yaml-language-server line names")
+	fl.StringVar(&opts.schema, "schema-url", setup.SchemaURL, "the JSON Schema (path or URL) relcap.yaml's yaml-language-server line names")
 	fl.StringVar(&opts.argoServer, "argocd-server", "", "Argo CD to list applications from (default $"+argocd.EnvServer+")")
 	fl.StringVar(&opts.argoTokenEnv, "argocd-token-env", workflow.DefaultArgoCDTokenEnv, "the environment variable holding its token")
 	fl.BoolVar(&opts.argoPlaintext, "argocd-plaintext", false, "talk to that Argo CD without TLS")

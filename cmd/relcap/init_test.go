@@ -110,7 +110,7 @@ func TestInitTakesAnswersFromStdin(t *testing.T) {
 		"", "", "", "", "registry.example.com/team/dev/web", "shop-dev-app", "",
 		"", "", "", "", "", "", "y",
 	}, "\n") + "\n"
-	code, out, errOut := invokeStdin(t, data, answers, "init", "--dir", release, "--schema", "../schema.json")
+	code, out, errOut := invokeStdin(t, data, answers, "init", "--dir", release, "--schema-url", "../schema.json")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "Application name [web]: ")
 	cfg, err := os.ReadFile(filepath.Join(release, "relcap.yaml"))
