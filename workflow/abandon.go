@@ -45,7 +45,7 @@ func (q *Records) MayAbandon(ctx context.Context, id, reason string) (*Release, 
 	r, err := q.ledger.LoadRelease(ctx, id)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
-		return nil, fmt.Errorf("%w: no release %s in the ledger: relcap ledger lists the releases", fault.ErrUsage, id)
+		return nil, fmt.Errorf("%w: no release %s in the ledger: relcap journal list shows the releases recorded, or use the ID relcap printed", fault.ErrUsage, id)
 	case err != nil:
 		return nil, fmt.Errorf("load release %s: %w", id, err)
 	case r.Kind == KindBreakGlass:
