@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,4 +221,25 @@ func TestPlainRelcapOpensTheMapAndRunsNothing(t *testing.T) {
 	require.NotContains(t, screen, "FAILED")
 	after := releaseState(t, ledger, plan.Release)
 	require.True(t, strings.HasPrefix(after, "succeeded "), "resumed, an infrastructure-only release ends succeeded: %s", after)
+}
+
+// TestPlainRelcapWithoutALedgerCreatesNone: on a fresh machine plain
+// relcap at a terminal says there is no release in progress and how to
+// start one, and leaves no ledger behind (a mistyped or default path stays
+// empty, so the next read-only command still says nothing was recorded).
+func TestPlainRelcapWithoutALedgerCreatesNone(t *testing.T) {
+	t.Parallel()
+	cfg, env, _ := tfRepo(t, 0, false)
+	data := t.TempDir()
+	term := relcapAtTerminal(t, data, env, 120, 30, "-c "+cfg)
+	screen := term.waitFor("EXIT=", 60*time.Second)
+	require.Contains(t, screen, "is in progress. Start one with:")
+	require.Contains(t, screen, "EXIT=0")
+	_, err := os.Stat(filepath.Join(data, "relcap", "ledger.db"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "opening the cockpit created no ledger")
+	entries, err := os.ReadDir(data)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.NotEqual(t, "relcap", e.Name(), "no relcap data directory either")
+	}
 }

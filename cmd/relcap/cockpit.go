@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,11 +68,7 @@ func (a *app) openCockpit(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	q, err := a.records(ctx)
-	if err != nil {
-		return err
-	}
-	r, err := q.InProgress(ctx)
+	r, err := a.inProgress(ctx)
 	if errors.Is(err, fault.ErrNotFound) {
 		envs := ""
 		if len(p.Environments) > 0 {
@@ -89,4 +87,23 @@ func (a *app) openCockpit(cmd *cobra.Command) error {
 	// Opening the cockpit decides nothing: the captain resumes with a key.
 	a.holdCockpit = true
 	return a.runCockpit(ctx, svc, r.ID)
+}
+
+// inProgress is the release the cockpit opens on. A ledger file that does
+// not exist holds none, and opening the cockpit does not create it.
+func (a *app) inProgress(ctx context.Context) (*workflow.Release, error) {
+	loc, err := a.ledgerLocation()
+	if err != nil {
+		return nil, err
+	}
+	if loc.path != "" {
+		if _, err := os.Stat(loc.path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fault.ErrNotFound
+		}
+	}
+	q, err := a.records(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return q.InProgress(ctx)
 }
