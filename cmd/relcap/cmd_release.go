@@ -132,7 +132,9 @@ func runRelease(ctx context.Context, opts *releaseOptions) error {
 	if err != nil {
 		return err
 	}
-	if !a.flags.json {
+	// The cockpit names the release on its own screen; a line printed
+	// before it would only flash under it.
+	if !a.flags.json && !a.useCockpit() {
 		plain.PrintReleaseStarted(a.io.Out, r.ID, opts.Image, opts.Env)
 	}
 	return a.driveRelease(ctx, svc, r.ID)
