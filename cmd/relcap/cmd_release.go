@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +13,6 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
-	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/landing"
 )
 
@@ -166,12 +164,11 @@ func newCmdResume(f *app, runF func(context.Context, *resumeOptions) error) *cob
 func runResume(ctx context.Context, opts *resumeOptions) error {
 	a, id := opts.f, opts.ReleaseID
 	// What the release still needs from a person is said before a session
-	// opens, and the release stays as it was.
+	// opens, and the release stays as it was. (That it exists was checked
+	// with every release a command line names: checkReferences.)
 	if q, err := a.records(ctx); err != nil {
 		return err
-	} else if r, err := q.Release(ctx, id); errors.Is(err, fault.ErrNotFound) {
-		return fmt.Errorf("%w: no release %s in the ledger", fault.ErrUsage, id)
-	} else if err != nil {
+	} else if r, err := q.Release(ctx, id); err != nil {
 		return err
 	} else if cur, ok := r.Current(); ok && !r.Status.Done() {
 		if err := r.MissingInput(cur); err != nil {

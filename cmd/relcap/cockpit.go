@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,10 +94,8 @@ func (a *app) inProgress(ctx context.Context) (*workflow.Release, error) {
 	if err != nil {
 		return nil, err
 	}
-	if loc.path != "" {
-		if _, err := os.Stat(loc.path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fault.ErrNotFound
-		}
+	if loc.absent() {
+		return nil, fault.ErrNotFound
 	}
 	q, err := a.records(ctx)
 	if err != nil {

@@ -26,6 +26,16 @@ type ledgerLocation struct {
 	path string // an SQLite ledger's absolute path
 }
 
+// absent is true for an SQLite ledger whose file does not exist: it holds
+// nothing, and whoever only reads must not create it by opening it.
+func (l ledgerLocation) absent() bool {
+	if l.path == "" {
+		return false
+	}
+	_, err := os.Stat(l.path)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // ledgerLocation resolves where the ledger is: --ledger, else
 // $RELCAP_LEDGER, else relcap.yaml's ledger:, else SQLite under
 // $XDG_DATA_HOME. Each may be an SQLite file's path or a postgres:// URL,
@@ -139,16 +149,14 @@ func (a *app) openLedgerAt(ctx context.Context, loc ledgerLocation) (*store.Ledg
 		l   *store.Ledger
 		err error
 	)
-	if a.readOnly && loc.path != "" {
+	if a.readOnly && loc.absent() {
 		// A read-only command never creates a ledger: a path with none
 		// is a typo (or nothing was recorded there yet), said as such.
-		if _, serr := os.Stat(loc.path); errors.Is(serr, fs.ErrNotExist) {
-			from := loc.from
-			if from == "" {
-				from = "the default ledger"
-			}
-			return nil, usageError{fmt.Errorf("%s: no ledger at %s: nothing was recorded there; check the path (--ledger, $%s or relcap.yaml's ledger:)", from, loc.path, envLedger)}
+		from := loc.from
+		if from == "" {
+			from = "the default ledger"
 		}
+		return nil, usageError{fmt.Errorf("%s: no ledger at %s: nothing was recorded there; check the path (--ledger, $%s or relcap.yaml's ledger:)", from, loc.path, envLedger)}
 	}
 	if loc.url != "" {
 		l, err = store.OpenPostgres(ctx, loc.url, store.WithSecrets(a.secrets))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -64,10 +62,8 @@ func (a *app) requireRelease(ctx context.Context, r input.Reference) error {
 	if err != nil {
 		return err
 	}
-	if loc.path != "" {
-		if _, err := os.Stat(loc.path); errors.Is(err, fs.ErrNotExist) {
-			return missing
-		}
+	if loc.absent() {
+		return missing
 	}
 	q, err := a.records(ctx)
 	if err != nil {
