@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/tui/prompt"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/setup"
 )
 
@@ -95,6 +96,9 @@ func (a *app) initAppLister(opts *initOptions) (*argocd.Adapter, error) {
 	if server == "" {
 		server = a.io.getenv(argocd.EnvServer)
 	}
+	// No project yet to learn them from: the token and any credentials in
+	// the server's address are secrets from here on, as for every command.
+	a.secrets.LearnCredentials(secret.Credentials{Env: []string{opts.argoTokenEnv}, URLs: []string{server}}, a.io.getenv)
 	token := a.io.getenv(opts.argoTokenEnv)
 	if server == "" || token == "" {
 		return nil, nil
