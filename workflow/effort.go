@@ -198,11 +198,14 @@ func (s *Service) LogEffort(ctx context.Context, req OffToolRequest) (entry effo
 	}
 	entry = effort.Entry{ReleaseID: req.ReleaseID, Person: person, Role: effort.RoleCaptain, Step: effort.WholeRelease, Kind: effort.OffTool,
 		Duration: time.Duration(req.Minutes * float64(time.Minute)), At: at, Note: what}
+	// Time logged against an ID the ledger does not hold would count for
+	// no release in any report: refused before anything is recorded.
 	_, err = d.Ledger.LoadRelease(ctx, req.ReleaseID)
 	switch {
 	case err == nil:
 		known = true
 	case errors.Is(err, fault.ErrNotFound):
+		return effort.Entry{}, false, fmt.Errorf("%w: --release %s: no such release in the ledger; relcap journal list shows the releases recorded (log the time once the release has started)", fault.ErrUsage, req.ReleaseID)
 	default:
 		return effort.Entry{}, false, err
 	}

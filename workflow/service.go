@@ -319,6 +319,13 @@ func (q *Records) AwaitingConvergence(ctx context.Context, env string) (*Release
 	return nil, fmt.Errorf("%w: no promotion into %s is waiting to converge: promote first, or pass --release ID or --revision SHA", fault.ErrUsage, env)
 }
 
+// EnvRecorded is whether the ledger holds a release of environment env,
+// of this project's application or any other.
+func (q *Records) EnvRecorded(ctx context.Context, env string) (bool, error) {
+	releases, err := q.ledger.ListReleases(ctx, ReleaseFilter{Env: env, Limit: 1})
+	return len(releases) > 0, err
+}
+
 // Sessions lists the sessions, oldest first.
 func (q *Records) Sessions(ctx context.Context) ([]Session, error) {
 	return q.ledger.Sessions(ctx)

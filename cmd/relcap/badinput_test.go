@@ -52,6 +52,7 @@ func TestBadInputRecordsNothing(t *testing.T) {
 	envRepo := envRepoOf(t, cfg)
 	data := t.TempDir()
 	ledger := filepath.Join(data, "relcap", "ledger.db")
+	seedRelease(t, ledger, "web-staging-1", "staging")
 	code, _, errOut := invokeEnv(t, data, env, "-c", cfg, "effort", "log", "--release", "web-staging-1", "--minutes", "30", "--what", "go/no-go call")
 	require.Equal(t, 0, code, errOut)
 	rows, sessions, anchors := ledgerRows(t, ledger), sessionDirs(t, ledger), anchorCommits(t, envRepo)
@@ -76,6 +77,8 @@ func TestBadInputRecordsNothing(t *testing.T) {
 		"resume, unknown release":      {args: []string{"resume", "nosuch-1"}, want: "nosuch-1"},
 		"effort log, negative minutes": {args: []string{"effort", "log", "--release", "r1", "--minutes", "-5", "--what", "x"}, want: "--minutes"},
 		"effort log, minutes abc":      {args: []string{"effort", "log", "--release", "r1", "--minutes", "abc", "--what", "x"}, want: "e.g. --minutes 30"},
+		"effort log, unknown release":  {args: []string{"effort", "log", "--release", "web-staging-20990101-abcdef", "--minutes", "5", "--what", "x"}, want: "--release"},
+		"report, unknown env":          {args: []string{"report", "effort", "--env", "qa"}, want: `"qa"`},
 		"release, timeout 5x":          {args: []string{"release", "--env", "staging", "--image", "r/web:1", "--timeout", "5x"}, want: "e.g. --timeout 10m"},
 		"release, negative timeout":    {args: []string{"release", "--env", "staging", "--image", "r/web:1", "--timeout", "-1m"}, want: "--timeout"},
 		"release, schema abc":          {args: []string{"release", "--env", "staging", "--image", "r/web:1", "--schema", "abc"}, want: "--schema"},

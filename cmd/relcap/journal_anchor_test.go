@@ -80,14 +80,14 @@ func TestJournalHeadsAreSignedAndAnchoredAndEachAttackIsCaught(t *testing.T) {
 	// warning is that its anchors can be rewound unnoticed.
 	require.Regexp(t, `relcap: warning: the journal head of session \S+ is anchored, but anchor not protected: `+regexp.QuoteMeta(envRepo)+` has no origin; rewinds cannot be detected`, errOut)
 	require.Equal(t, 1, strings.Count(errOut, "relcap: warning"), "alice's head is signed and anchored: %s", errOut)
-	var plan struct{ Fingerprint string }
+	var plan struct{ Fingerprint, Release string }
 	require.NoError(t, json.Unmarshal([]byte(out), &plan))
 	code, _, errOut = as("bob", "--actor", "bob", "approve", "--plan", plan.Fingerprint)
 	require.Equal(t, 0, code, errOut)
 	code, _, errOut = as("alice", "--actor", "alice", "apply", "--plan", plan.Fingerprint)
 	require.Equal(t, 0, code, errOut)
 	// carol has no key: her session is sealed unsigned, and says so.
-	code, _, errOut = as("", "--actor", "carol", "effort", "log", "--release", "web-staging-1", "--minutes", "5", "--what", "standup")
+	code, _, errOut = as("", "--actor", "carol", "effort", "log", "--release", plan.Release, "--minutes", "5", "--what", "standup")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `relcap: warning: the journal head of session \S+ is not signed: carol could not sign: `, errOut)
 
@@ -305,6 +305,7 @@ func TestAHeadThatCannotBeAnchoredSaysWhy(t *testing.T) {
 	dir := releaseRepo(t, validConfig) // envrepo.path env: a directory, no repository
 	cfg := filepath.Join(dir, "relcap.yaml")
 	data := t.TempDir()
+	seedRelease(t, filepath.Join(data, "relcap", "ledger.db"), "web-prod-1", "prod")
 	code, _, errOut := invoke(t, data, "-c", cfg, "effort", "log", "--release", "web-prod-1", "--minutes", "30", "--what", "go/no-go call")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `relcap: warning: the journal head of session \S+ is not anchored: .*envrepo.path `+regexp.QuoteMeta(filepath.Join(dir, "env"))+` is not a git repository`, errOut)

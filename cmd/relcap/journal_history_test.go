@@ -38,6 +38,7 @@ func newJournalWorld(t *testing.T, withOrigin bool) *journalWorld {
 		gitRun(t, "", "init", "-q", "--bare", w.origin)
 		gitRun(t, env, "remote", "add", "origin", w.origin)
 	}
+	seedRelease(t, filepath.Join(w.data, "relcap", "ledger.db"), "web-prod-1", "prod")
 	return w
 }
 

@@ -137,6 +137,7 @@ func TestALedgerPasswordStaysOutOfTheJournalAndTheLedger(t *testing.T) {
 					u = fmt.Sprintf("postgres://%s:%s@%s%s?%s", role, fullyEscaped(pw), base.Host, base.Path, base.RawQuery)
 				}
 				data := t.TempDir()
+				seedRelease(t, u, "r1", "prod")
 				code, out, errOut := invokeEnv(t, data, nil, "--ledger", u, "effort", "log", "--release", "r1", "--minutes", "5", "--what", "call")
 				require.Equal(t, 0, code, out+errOut)
 				requireNoPassword(t, pw, "the output", out+errOut)

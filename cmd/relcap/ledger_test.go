@@ -181,25 +181,45 @@ func TestTheLedgerComesFromTheFlagThenTheEnvironmentThenTheConfiguration(t *test
 	writeLedgerConfig(t, cfg, "ledger: from-config/ledger.db\n")
 	data := t.TempDir()
 	flag, env := filepath.Join(dir, "from-flag", "ledger.db"), filepath.Join(dir, "from-env", "ledger.db")
+	fromConfig, byDefault := filepath.Join(dir, "from-config", "ledger.db"), filepath.Join(data, "relcap", "ledger.db")
+	// Every candidate holds the release (effort log refuses one its
+	// ledger does not), so where the effort row lands says which won.
+	for _, l := range []string{flag, env, fromConfig, byDefault} {
+		seedRelease(t, l, "r1", "prod")
+	}
 	logEffort := func(env []string, args ...string) {
 		t.Helper()
 		code, out, errOut := invokeEnv(t, data, env, append(args, "-c", cfg, "effort", "log", "--release", "r1", "--minutes", "5", "--what", "call")...)
 		require.Equal(t, 0, code, out+errOut)
 	}
-	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	logged := func() []int {
+		var n []int
+		for _, l := range []string{flag, env, fromConfig, byDefault} {
+			n = append(n, effortRows(t, l))
+		}
+		return n
+	}
 
 	logEffort([]string{envLedger + "=" + env}, "--ledger", flag)
-	require.True(t, exists(flag))
-	require.False(t, exists(env))
+	require.Equal(t, []int{1, 0, 0, 0}, logged(), "--ledger wins")
 	logEffort([]string{envLedger + "=" + env})
-	require.True(t, exists(env))
-	require.False(t, exists(filepath.Join(dir, "from-config", "ledger.db")))
+	require.Equal(t, []int{1, 1, 0, 0}, logged(), "then RELCAP_LEDGER")
 	logEffort(nil)
-	require.True(t, exists(filepath.Join(dir, "from-config", "ledger.db")), "relative to relcap.yaml")
-	require.False(t, exists(filepath.Join(data, "relcap", "ledger.db")))
+	require.Equal(t, []int{1, 1, 1, 0}, logged(), "then relcap.yaml's ledger:, relative to relcap.yaml")
 	writeLedgerConfig(t, cfg, "")
 	logEffort(nil)
-	require.True(t, exists(filepath.Join(data, "relcap", "ledger.db")), "the default")
+	require.Equal(t, []int{1, 1, 1, 1}, logged(), "then the default")
+}
+
+// effortRows counts the effort entries in the SQLite ledger at path.
+func effortRows(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM effort`).Scan(&n))
+	return n
 }
 
 // writeLedgerConfig writes a minimal relcap.yaml with extra top-level keys.
@@ -329,6 +349,7 @@ func TestATeammateVerifiesAndReadsSessionsRecordedOnAnotherMachine(t *testing.T)
 				ledger = pgtest.Database(t)
 			}
 			alice, bob := t.TempDir(), t.TempDir()
+			seedRelease(t, ledger, "r1", "prod")
 			code, _, errOut := invokeEnv(t, alice, nil, "--ledger", ledger, "--actor", "alice", "effort", "log", "--release", "r1", "--minutes", "30", "--what", "go/no-go call")
 			require.Equal(t, 0, code, errOut)
 			asBob := func(args ...string) (int, string, string) {

@@ -37,10 +37,18 @@ func TestUnknownFlagIsAUsageError(t *testing.T) {
 func TestEffortLogTwiceThenJournalVerifies(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
+	ledger := filepath.Join(data, "relcap", "ledger.db")
+	seedRelease(t, ledger, "web-prod-2", "prod")
+	rows := ledgerRows(t, ledger)
+	code, _, errOut := invoke(t, data, "effort", "log", "--release", "web-prod-1", "--minutes", "30", "--what", "go/no-go call")
+	require.Equal(t, exitUsage, code, "time against a release the ledger does not hold: %s", errOut)
+	require.Contains(t, errOut, `--release "web-prod-1": no such release in the ledger`)
+	require.Equal(t, rows, ledgerRows(t, ledger), "no effort row, no session")
+
+	seedRelease(t, ledger, "web-prod-1", "prod")
 	code, out, errOut := invoke(t, data, "effort", "log", "--release", "web-prod-1", "--minutes", "30", "--what", "go/no-go call")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "logged 30m0s")
-	require.Contains(t, errOut, "not in the ledger yet")
 	code, _, errOut = invoke(t, data, "effort", "log", "--release", "web-prod-1", "--minutes", "12.5", "--what", "chat thread", "--actor", "bob")
 	require.Equal(t, 0, code, errOut)
 
@@ -79,6 +87,7 @@ func TestJournalVerifyNamesTheTamperedEntry(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			data := t.TempDir()
+			seedRelease(t, filepath.Join(data, "relcap", "ledger.db"), "r1", "prod")
 			code, _, errOut := invoke(t, data, "effort", "log", "--release", "r1", "--minutes", "30", "--what", "go/no-go call")
 			require.Equal(t, 0, code, errOut)
 			files, err := filepath.Glob(filepath.Join(data, "relcap", "sessions", "*", "journal.jsonl"))
@@ -100,6 +109,7 @@ func TestEffortLogOnAReadOnlyLedgerFailsClearlyAndLosesNothing(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
 	ledger := filepath.Join(data, "team", "ledger.db")
+	seedRelease(t, ledger, "r1", "prod")
 	code, _, errOut := invoke(t, data, "--ledger", ledger, "effort", "log", "--release", "r1", "--minutes", "30", "--what", "standup")
 	require.Equal(t, 0, code, errOut)
 

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/relcap/relcap/adapters/argocd"
+	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/input"
 )
@@ -32,6 +33,12 @@ func (a *app) checkReferences(ctx context.Context, cmd *cobra.Command, args []st
 		}
 		for _, e := range refs.Envs {
 			env, err := p.Env(e.Value)
+			if err != nil && refs.EnvsMayBeRecorded {
+				if err := a.requireRecordedEnv(ctx, e, p, err); err != nil {
+					return err
+				}
+				continue
+			}
 			if err != nil {
 				if len(p.Environments) == 0 {
 					// No relcap.yaml: the command says what it needs.
@@ -75,4 +82,29 @@ func (a *app) requireRelease(ctx context.Context, r input.Reference) error {
 		return err
 	}
 	return nil
+}
+
+// requireRecordedEnv is a usage error unless the ledger holds a release of
+// the environment e that relcap.yaml does not name (notInConfig says so):
+// a read-only command may report on an environment since removed, never
+// on a mistyped one.
+func (a *app) requireRecordedEnv(ctx context.Context, e input.Reference, p *workflow.Project, notInConfig error) error {
+	loc, err := a.ledgerLocation()
+	if err != nil {
+		return err
+	}
+	if !loc.absent() {
+		q, err := a.records(ctx)
+		if err != nil {
+			return err
+		}
+		recorded, err := q.EnvRecorded(ctx, e.Value)
+		if err != nil || recorded {
+			return err
+		}
+	}
+	if len(p.Environments) == 0 {
+		return usageError{fmt.Errorf("%s %s: the ledger holds no release of that environment", e.As, input.QuoteInput(e.Value))}
+	}
+	return usageError{fmt.Errorf("%s: %w, and the ledger holds no release of it", e.As, notInConfig)}
 }

@@ -9,16 +9,18 @@ package input
 
 // releaseReferences are the command flags (and, as "relcap resume", the
 // positional arguments) that name an existing release. effort log's
-// --release is not one: time may be logged against a release before it
-// reaches this ledger.
+// --release is one too: time logged against a mistyped ID would be an
+// effort row no report can ever attach to a release.
 var releaseReferences = map[string]bool{
-	"relcap plan --release":     true,
-	"relcap approve --release":  true,
-	"relcap review --release":   true,
-	"relcap promote --release":  true,
-	"relcap converge --release": true,
-	"relcap rollback --to":      true,
-	"relcap resume":             true,
+	"relcap effort log --release": true,
+	"relcap release abandon":      true,
+	"relcap plan --release":       true,
+	"relcap approve --release":    true,
+	"relcap review --release":     true,
+	"relcap promote --release":    true,
+	"relcap converge --release":   true,
+	"relcap rollback --to":        true,
+	"relcap resume":               true,
 }
 
 // argoCDCommands are the commands that talk to the environment's Argo CD
@@ -45,15 +47,27 @@ type References struct {
 	Releases []Reference
 	Envs     []Reference
 	ArgoCD   bool
+	// EnvsMayBeRecorded: the command only reads the ledger, so an
+	// environment relcap.yaml no longer names is still one to report on
+	// when the ledger holds a release of it.
+	EnvsMayBeRecorded bool
 }
 
 // ReferencesOf lists what the command line of the command at path names
-// that must exist. readOnly commands only filter by what they are given
-// (a report of an environment since removed from relcap.yaml is still a
-// report), so they get none.
+// that must exist. readOnly commands name environments that must be in
+// relcap.yaml or in the ledger (a report of an environment since removed
+// from relcap.yaml is still a report; of a mistyped one, an empty report
+// that looks like a quiet quarter).
 func ReferencesOf(path string, flags []GivenFlag, args []string, readOnly bool) References {
-	var refs References
+	refs := References{EnvsMayBeRecorded: readOnly}
 	if readOnly {
+		for _, f := range flags {
+			for _, v := range f.Values {
+				if f.Name == "env" && v != "" {
+					refs.Envs = append(refs.Envs, Reference{As: "--env", Value: v})
+				}
+			}
+		}
 		return refs
 	}
 	for _, f := range flags {
