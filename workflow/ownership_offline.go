@@ -44,13 +44,25 @@ type KubernetesCapable interface {
 // Kubernetes objects while the live ownership check could not run (exit 3).
 var ErrLiveOwnershipUnchecked = fmt.Errorf("%w: live ownership check did not run", fault.ErrBlocked)
 
+// askCluster says when readOwnership asks the cluster (Argo CD).
+type askCluster bool
+
+const (
+	// clusterWhenKubernetes: a plan review asks only when Terraform
+	// writes or may write Kubernetes objects.
+	clusterWhenKubernetes askCluster = false
+	// clusterAlways: relcap ownership check asks whenever there is a
+	// cluster, for what only Argo CD knows (unowned objects, third
+	// managers, self-heal loops).
+	clusterAlways askCluster = true
+)
+
 // readOwnership reads the environment's ownership sources: every source
-// but the cluster's first; then, only when Terraform writes or may write
-// Kubernetes objects, the cluster's, whose failure is recorded, not
-// returned, and when it could not run, the desired objects rendered from
-// the environment repository. read runs
-// each read (a release run counts it as waiting).
-func (s *Service) readOwnership(ctx context.Context, env Environment, read func(func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error)) (ownership.Sources, error) {
+// but the cluster's first; then the cluster's (as ask says), whose failure
+// is recorded, not returned, and when it could not run, the desired
+// objects rendered from the environment repository. read runs each read
+// (a release run counts it as waiting).
+func (s *Service) readOwnership(ctx context.Context, env Environment, ask askCluster, read func(func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error)) (ownership.Sources, error) {
 	var src ownership.Sources
 	var cluster []ClusterOwnershipSource
 	var capable []KubernetesCapable
@@ -86,7 +98,7 @@ func (s *Service) readOwnership(ctx context.Context, env Environment, read func(
 		// without Argo CD): the check is what it always was.
 		src.LiveRan = true
 	}
-	if len(why) == 0 {
+	if len(why) == 0 && ask == clusterWhenKubernetes {
 		return src, nil
 	}
 	src.Kubernetes = strings.Join(why, ", ")

@@ -159,3 +159,52 @@ func TestNonProductionApplyGoesOnWithTheLiveCheckMissing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, workflow.Succeeded, r.Step(workflow.StepApply).Status)
 }
+
+// TestOwnershipCheckCommandGoesOfflineWhenArgoCDCannotBeRead: relcap
+// ownership check asks Argo CD even when Terraform writes no Kubernetes
+// object (only Argo CD knows unowned objects and third managers); when it
+// cannot be read, the environment repository is rendered instead, the
+// conflict is still found, and a warning says the live check did not run.
+func TestOwnershipCheckCommandGoesOfflineWhenArgoCDCannotBeRead(t *testing.T) {
+	t.Parallel()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
+	settings := ownership.ManagedObject{Manager: ownership.OwnerArgoCD, App: "web-staging", Kind: "ConfigMap", Name: "settings", Fields: []string{"data.mode"}}
+	desired := workflowtest.DesiredRepo{Desired: ownership.Desired{App: "web-staging", Source: "kustomize apps/web/staging",
+		Objects: []ownership.ManagedObject{settings}}}
+
+	argo := &workflowtest.FakeArgoCD{Err: errors.New("$ARGOCD_AUTH_TOKEN is empty or unset")}
+	tf := workflowtest.TerraformObjects{Objects: []ownership.ManagedObject{bucket, configMap}}
+	rep, err := offlineProcess(t, w, l, tf, argo, desired).CheckOwnershipEnv(t.Context(), "staging")
+	require.NoError(t, err, "an unreachable Argo CD is a finding, not a failed check")
+	codes := map[string]string{}
+	for _, f := range rep.Findings {
+		codes[f.Code] = f.Subject + ": " + f.Message
+	}
+	require.Contains(t, codes[ownership.CodeConflict], "core/ConfigMap web/settings", "found offline")
+	require.Contains(t, codes[ownership.CodeLiveUnchecked], "$ARGOCD_AUTH_TOKEN is empty or unset")
+	require.Contains(t, rep.Sources, "app web-staging rendered offline from kustomize apps/web/staging")
+	require.Positive(t, rep.Blockers())
+
+	// Terraform without Kubernetes objects: Argo CD is still asked.
+	argo = &workflowtest.FakeArgoCD{Objects: []ownership.ManagedObject{deployment}}
+	tf = workflowtest.TerraformObjects{Objects: []ownership.ManagedObject{bucket}}
+	rep, err = offlineProcess(t, w, l, tf, argo, workflowtest.ForbiddenDesired{T: t}).CheckOwnershipEnv(t.Context(), "staging")
+	require.NoError(t, err)
+	require.Equal(t, 1, argo.Calls())
+	require.Empty(t, rep.Sources, "the live check ran")
+	require.Equal(t, 2, rep.Objects)
+
+	// Unreachable with nothing of Terraform's in the cluster: a warning
+	// that says what was not checked, no blocker.
+	argo = &workflowtest.FakeArgoCD{Err: errors.New("connection refused")}
+	rep, err = offlineProcess(t, w, l, tf, argo, workflowtest.DesiredRepo{Desired: ownership.Desired{App: "web-staging", Source: "manifests apps/web"}}).CheckOwnershipEnv(t.Context(), "staging")
+	require.NoError(t, err)
+	require.Zero(t, rep.Blockers())
+	var live string
+	for _, f := range rep.Findings {
+		if f.Code == ownership.CodeLiveUnchecked {
+			live = f.Message
+		}
+	}
+	require.Contains(t, live, "Terraform writes no Kubernetes object")
+}

@@ -20,7 +20,7 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 	if len(d.Ownership) == 0 {
 		return StepResult{}, missingPort("ownership source")
 	}
-	src, err := run.svc.readOwnership(ctx, run.env, func(f func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error) {
+	src, err := run.svc.readOwnership(ctx, run.env, clusterWhenKubernetes, func(f func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error) {
 		return wait(run, StepOwnership, f)
 	})
 	if err != nil {
@@ -57,8 +57,11 @@ func ownershipScope(env string) string { return "ownership/" + env }
 // CheckOwnershipEnv runs the ownership check of one environment outside a
 // release (relcap ownership check): it reads every OwnershipSource, checks
 // the objects against the project's ownership map, records the findings in
-// the ledger and journals the outcome. Blockers are in the report, not an
-// error: the caller decides the exit code.
+// the ledger and journals the outcome. Argo CD is asked whenever the
+// environment has one; when it cannot be read, the check goes on offline
+// (the environment repository rendered) and says so in a finding, as the
+// plan step does. Blockers are in the report, not an error: the caller
+// decides the exit code.
 func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (ownership.Report, error) {
 	d := s.d
 	env, err := d.Project.Env(envName)
@@ -68,24 +71,24 @@ func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (owners
 	if len(d.Ownership) == 0 {
 		return ownership.Report{}, missingPort("ownership source")
 	}
-	var objects []ownership.ManagedObject
 	tctx, done := s.withToolOutput(ctx, "", StepOwnership)
-	for _, src := range d.Ownership {
-		objs, err := src.ManagedObjects(tctx, env)
-		if err != nil {
-			err = fmt.Errorf("environment %s: read managed objects: %w", env.Name, err)
-			return ownership.Report{}, done(s.journalFailure(ctx, err, OwnershipCheckFailed{Env: env.Name, Error: err.Error()}))
-		}
-		objects = append(objects, objs...)
+	src, err := s.readOwnership(tctx, env, clusterAlways, func(f func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error) { return f() })
+	if err != nil {
+		err = fmt.Errorf("environment %s: %w", env.Name, err)
+		return ownership.Report{}, done(s.journalFailure(ctx, err, OwnershipCheckFailed{Env: env.Name, Error: err.Error()}))
 	}
 	if err := done(nil); err != nil {
 		return ownership.Report{}, err
 	}
+	objects := src.Objects()
 	rep := ownership.Report{
 		Env:      env.Name,
 		Objects:  len(objects),
 		Matrix:   ownership.Matrix(d.Project.Ownership, objects),
-		Findings: ownership.Check(d.Project.Ownership, objects),
+		Findings: ownership.CheckSources(d.Project.Ownership, src),
+	}
+	if !src.LiveRan {
+		rep.Sources = src.Summary()
 	}
 	if err := d.Ledger.RecordFindings(ctx, ownershipScope(env.Name), d.Clock.Now(), rep.Findings); err != nil {
 		return rep, fmt.Errorf("record ownership findings of %s: %w", env.Name, err)

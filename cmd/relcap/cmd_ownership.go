@@ -90,8 +90,14 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 	if err != nil {
 		return err
 	}
+	// The environment repository, rendered, stands in for Argo CD when
+	// it cannot be read.
+	_, repo, err := a.decisionAdapters()
+	if err != nil {
+		return err
+	}
 	svc, _, err := a.serviceWith(ctx, "ownership check", "", workflow.Deps{
-		Ownership: a.ownershipSources(p, tf),
+		Ownership: a.ownershipSources(p, tf), Desired: desiredSource(repo),
 	})
 	if err != nil {
 		return err

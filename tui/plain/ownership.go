@@ -30,6 +30,9 @@ type envSummary struct {
 	Objects  int    `json:"objects"`
 	Findings int    `json:"findings"`
 	Blockers int    `json:"blockers"`
+	// Sources: how Argo CD's side was read when the live check did not
+	// run (ownership.Report.Sources).
+	Sources string `json:"sources,omitempty"`
 }
 
 // OwnershipJSON is relcap ownership check --json: the matrix and findings
@@ -51,7 +54,7 @@ func OwnershipDocument(reports []ownership.Report) OwnershipJSON {
 		for _, f := range r.Findings {
 			doc.Findings = append(doc.Findings, envFinding{r.Env, f})
 		}
-		doc.Environments = append(doc.Environments, envSummary{Env: r.Env, Objects: r.Objects, Findings: len(r.Findings), Blockers: r.Blockers()})
+		doc.Environments = append(doc.Environments, envSummary{Env: r.Env, Objects: r.Objects, Findings: len(r.Findings), Blockers: r.Blockers(), Sources: r.Sources})
 		doc.Blockers += r.Blockers()
 	}
 	return doc
@@ -61,7 +64,11 @@ func OwnershipDocument(reports []ownership.Report) OwnershipJSON {
 // findings, most serious first.
 func PrintOwnership(w io.Writer, r ownership.Report) {
 	w = SafeWriter(w)
-	fmt.Fprintf(w, "%s: %d managed object(s), %d resource(s)\n\n", r.Env, r.Objects, len(r.Matrix))
+	fmt.Fprintf(w, "%s: %d managed object(s), %d resource(s)\n", r.Env, r.Objects, len(r.Matrix))
+	if r.Sources != "" {
+		fmt.Fprintf(w, "Argo CD: %s\n", r.Sources)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESOURCE\tRULE\tOWNER\tFIELD OWNERS\tWRITTEN BY")
 	for _, row := range r.Matrix {

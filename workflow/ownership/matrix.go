@@ -79,6 +79,9 @@ type Report struct {
 	Objects  int               `json:"objects"`
 	Matrix   []MatrixRow       `json:"matrix"`
 	Findings []finding.Finding `json:"findings"`
+	// Sources says how Argo CD's side was read when the live check did
+	// not run (rendered offline, or not needed); empty when it ran.
+	Sources string `json:"sources,omitempty"`
 }
 
 // Blockers counts the report's Blocker findings.

@@ -126,7 +126,7 @@ func CheckSources(m Map, s Sources) []finding.Finding {
 	if !s.complete() {
 		fs = slices.DeleteFunc(fs, func(f finding.Finding) bool { return f.Code == CodeStaleRule })
 	}
-	if s.Kubernetes == "" || s.LiveRan {
+	if s.LiveRan || (s.Kubernetes == "" && s.LiveError == "") {
 		return fs
 	}
 	for _, d := range s.Desired {
@@ -143,14 +143,19 @@ func CheckSources(m Map, s Sources) []finding.Finding {
 		})
 	}
 	if s.LiveError != "" {
+		why := fmt.Sprintf("Terraform writes Kubernetes objects (%s), and only the cluster knows other applications' objects and third managers such as an HPA", s.Kubernetes)
+		facts := finding.Facts{finding.Of("kubernetes", s.Kubernetes), finding.Of("reason", s.LiveError)}
+		if s.Kubernetes == "" {
+			why = "Terraform writes no Kubernetes object, so no field was found with two owners; only the cluster knows Argo CD's unowned objects, third managers such as an HPA and self-heal loops"
+			facts = facts[1:]
+		}
 		fs = append(fs, finding.Finding{
-			Severity: finding.Warning,
-			Code:     CodeLiveUnchecked,
-			Subject:  "argocd",
-			Message: fmt.Sprintf("live check could not run: %s; Terraform writes Kubernetes objects (%s), and only the cluster knows other applications' objects and third managers such as an HPA",
-				s.LiveError, s.Kubernetes),
+			Severity:   finding.Warning,
+			Code:       CodeLiveUnchecked,
+			Subject:    "argocd",
+			Message:    fmt.Sprintf("live check could not run: %s; %s", s.LiveError, why),
 			NextAction: "make Argo CD reachable (its token, its server) and check again; a production apply refuses until it has run",
-			Facts:      finding.Facts{finding.Of("kubernetes", s.Kubernetes), finding.Of("reason", s.LiveError)},
+			Facts:      facts,
 		})
 	}
 	finding.Sort(fs)
@@ -172,7 +177,7 @@ func KubernetesObjects(objs []ManagedObject) []string {
 // Summary says in one line what the check compared: the sources read and
 // what was left to the cluster.
 func (s Sources) Summary() string {
-	if s.Kubernetes == "" {
+	if s.Kubernetes == "" && s.LiveError == "" && len(s.Desired) == 0 {
 		return "no Kubernetes objects in the plan; ownership check not needed (Argo CD not asked)"
 	}
 	var parts []string
