@@ -6,9 +6,11 @@
 // directory of plain manifests is read as YAML and JSON documents, every
 // file of the directory the pinned file is in, as Argo CD's directory
 // source does (not recursively); a Helm application's values files are
-// read, but its chart's templates are not rendered: its objects are
-// reported unverified offline, never assumed clean. Only identities and
-// field paths leave the package, never values.
+// rendered with Helm's own engine from the chart it configures (helm.go);
+// what cannot be rendered offline (a chart not in the repository,
+// dependencies not vendored, a kustomization's helmCharts) is reported
+// unverified offline, never assumed clean. Only identities and field
+// paths leave the package, never values.
 package render
 
 import (
@@ -33,14 +35,24 @@ import (
 // Adapter.Snapshot, wired by cmd/relcap).
 type Snapshot func(ctx context.Context, t workflow.EnvRepoTarget) (files map[string][]byte, revision string, err error)
 
+// HelmRenderer renders the chart a values file of files configures, for
+// release (package render/helm, run where Helm's engine is linked): its
+// objects and the chart's directory, or why it cannot be rendered offline.
+type HelmRenderer func(ctx context.Context, files map[string][]byte, valuesFile, release string) (objects []map[string]any, chartDir, unrendered string, err error)
+
 // Source renders environments' applications from their environment
 // repositories.
-type Source struct{ snapshot Snapshot }
+type Source struct {
+	snapshot Snapshot
+	helm     HelmRenderer
+}
 
 var _ workflow.DesiredSource = Source{}
 
-// New returns a Source reading repositories through snapshot.
-func New(snapshot Snapshot) Source { return Source{snapshot: snapshot} }
+// New returns a Source reading repositories through snapshot and
+// rendering Helm charts through helm (nil: Helm applications are
+// unverified offline).
+func New(snapshot Snapshot, helm HelmRenderer) Source { return Source{snapshot: snapshot, helm: helm} }
 
 // DesiredObjects implements workflow.DesiredSource.
 func (s Source) DesiredObjects(ctx context.Context, env workflow.Environment) (ownership.Desired, error) {
@@ -48,7 +60,7 @@ func (s Source) DesiredObjects(ctx context.Context, env workflow.Environment) (o
 	if err != nil {
 		return ownership.Desired{}, err
 	}
-	d, err := Render(files, env.EnvRepo, env.ArgoCD.App)
+	d, err := Render(ctx, files, env.EnvRepo, env.ArgoCD.App, s.helm)
 	if len(rev) >= 7 {
 		d.Source += " at " + rev[:7]
 	}
@@ -57,8 +69,9 @@ func (s Source) DesiredObjects(ctx context.Context, env workflow.Environment) (o
 
 // Render renders app from files (a repository's content by path) as t's
 // format says: the kustomization t.File names, the directory of plain
-// manifests t.File is in, or the Helm values file t.File.
-func Render(files map[string][]byte, t workflow.EnvRepoTarget, app string) (ownership.Desired, error) {
+// manifests t.File is in, or the chart the Helm values file t.File
+// configures, through helm.
+func Render(ctx context.Context, files map[string][]byte, t workflow.EnvRepoTarget, app string, helm HelmRenderer) (ownership.Desired, error) {
 	file := path.Clean(filepath.ToSlash(t.File))
 	dir := path.Dir(file)
 	d := ownership.Desired{App: app}
@@ -88,7 +101,20 @@ func Render(files map[string][]byte, t workflow.EnvRepoTarget, app string) (owne
 		if err != nil {
 			return d, err
 		}
-		d.Unverified = fmt.Sprintf("the chart's templates are not rendered offline (values file %s read: %s)", file, keysNote(keys))
+		if helm == nil {
+			d.Unverified = fmt.Sprintf("the chart's templates are not rendered here (values file %s read: %s)", file, keysNote(keys))
+			return d, nil
+		}
+		objs, chartDir, unrendered, err := helm(ctx, files, file, app)
+		if err != nil {
+			return d, err
+		}
+		if unrendered != "" {
+			d.Unverified = fmt.Sprintf("%s (values file %s read: %s)", unrendered, file, keysNote(keys))
+			return d, nil
+		}
+		d.Source = "helm chart " + chartDir + " with " + file
+		d.Objects = objectsOf(objs, app)
 	default:
 		d.Source = t.Format + " " + file
 		d.Unverified = fmt.Sprintf("envrepo format %q is not rendered offline", t.Format)

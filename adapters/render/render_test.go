@@ -145,7 +145,7 @@ func byKey(objs []ownership.ManagedObject) map[string]ownership.ManagedObject {
 
 func TestKustomizeOverlayRendersAsArgoCDWould(t *testing.T) {
 	t.Parallel()
-	src := render.New(snapshot(t))
+	src := render.New(snapshot(t), nil)
 	d, err := src.DesiredObjects(t.Context(), env("apps/web/prod/kustomization.yaml", workflow.FormatKustomize))
 	require.NoError(t, err)
 	require.Empty(t, d.Unverified)
@@ -172,7 +172,7 @@ func TestKustomizeOverlayRendersAsArgoCDWould(t *testing.T) {
 
 func TestPlainManifestsDirectoryReadsEveryDocument(t *testing.T) {
 	t.Parallel()
-	src := render.New(snapshot(t))
+	src := render.New(snapshot(t), nil)
 	d, err := src.DesiredObjects(t.Context(), env("apps/plain/deploy.yaml", workflow.FormatManifest))
 	require.NoError(t, err)
 	require.Empty(t, d.Unverified)
@@ -187,13 +187,15 @@ func TestPlainManifestsDirectoryReadsEveryDocument(t *testing.T) {
 	require.Equal(t, []string{"stringData.token"}, objs["core/Secret web/token"].Fields, "paths only, never values")
 }
 
-func TestHelmApplicationIsUnverifiedOffline(t *testing.T) {
+// Without a Helm renderer (relcap-argocd renders charts) a Helm
+// application is unverified, with what was read.
+func TestHelmApplicationWithoutARendererIsUnverified(t *testing.T) {
 	t.Parallel()
-	src := render.New(snapshot(t))
+	src := render.New(snapshot(t), nil)
 	d, err := src.DesiredObjects(t.Context(), env("apps/chart/values.yaml", workflow.FormatHelmValues))
 	require.NoError(t, err)
 	require.Empty(t, d.Objects)
-	require.Equal(t, "the chart's templates are not rendered offline (values file apps/chart/values.yaml read: top-level keys image, replicaCount)", d.Unverified)
+	require.Equal(t, "the chart's templates are not rendered here (values file apps/chart/values.yaml read: top-level keys image, replicaCount)", d.Unverified)
 
 	d, err = src.DesiredObjects(t.Context(), env("apps/inflate/kustomization.yaml", workflow.FormatKustomize))
 	require.NoError(t, err)
@@ -207,13 +209,13 @@ func TestRenderRefusesBrokenSourcesNamingTheFile(t *testing.T) {
 		"b/kustomization.yaml": []byte("resources: [missing.yaml]\n"),
 		"c/values.yaml":        []byte("- a list\n"),
 	}
-	_, err := render.Render(files, workflow.EnvRepoTarget{File: "a/bad.yaml", Format: workflow.FormatManifest}, "app")
+	_, err := render.Render(t.Context(), files, workflow.EnvRepoTarget{File: "a/bad.yaml", Format: workflow.FormatManifest}, "app", nil)
 	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Equal(t, "invalid input: a/bad.yaml: document 2 is not YAML relcap can read; fix it in the environment repository", err.Error())
-	_, err = render.Render(files, workflow.EnvRepoTarget{File: "b/kustomization.yaml", Format: workflow.FormatKustomize}, "app")
+	_, err = render.Render(t.Context(), files, workflow.EnvRepoTarget{File: "b/kustomization.yaml", Format: workflow.FormatKustomize}, "app", nil)
 	require.ErrorContains(t, err, "kustomize build b:")
-	_, err = render.Render(files, workflow.EnvRepoTarget{File: "c/values.yaml", Format: workflow.FormatHelmValues}, "app")
+	_, err = render.Render(t.Context(), files, workflow.EnvRepoTarget{File: "c/values.yaml", Format: workflow.FormatHelmValues}, "app", nil)
 	require.ErrorContains(t, err, "c/values.yaml is not a mapping of values")
-	_, err = render.Render(files, workflow.EnvRepoTarget{File: "z/kustomization.yaml", Format: workflow.FormatKustomize}, "app")
+	_, err = render.Render(t.Context(), files, workflow.EnvRepoTarget{File: "z/kustomization.yaml", Format: workflow.FormatKustomize}, "app", nil)
 	require.ErrorContains(t, err, "z has no kustomization.yaml")
 }

@@ -15,5 +15,5 @@ func desiredSource(repo *gitrepo.Adapter) workflow.DesiredSource {
 	return render.New(func(ctx context.Context, t workflow.EnvRepoTarget) (map[string][]byte, string, error) {
 		s, err := repo.Snapshot(ctx, t)
 		return s.Files, s.Revision, err
-	})
+	}, nil)
 }
