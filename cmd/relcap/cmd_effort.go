@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/tui/cli"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 )
@@ -37,7 +38,7 @@ effort relcap measures, never mixed with machine wait.`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("release") || !cmd.Flags().Changed("minutes") || !cmd.Flags().Changed("what") {
-				return usageError{fmt.Errorf("effort log needs --release ID, --minutes N and --what TEXT")}
+				return cli.UsageError{Err: fmt.Errorf("effort log needs --release ID, --minutes N and --what TEXT")}
 			}
 			return runOr(runF, runEffortLog)(cmd.Context(), opts)
 		},
@@ -61,7 +62,7 @@ func runEffortLog(ctx context.Context, opts *effortLogOptions) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
+	if a.flags.JSON {
 		return a.printJSON(map[string]any{"entry": entry, "release_known": known, "session": journal.SessionID()})
 	}
 	plain.PrintEffortLogged(a.io.Out, a.io.Err, entry, known, req.ReleaseID, journal.SessionID())

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/relcap/relcap/tui/cli"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
@@ -18,7 +19,7 @@ func newCmdOwnership(a *app) *cobra.Command {
 		Short: "Who owns each resource and desired-state field: Terraform, Argo CD or a named third",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{errors.New("ownership wants a subcommand: relcap ownership check [--env ENV]")}
+			return cli.UsageError{Err: errors.New("ownership wants a subcommand: relcap ownership check [--env ENV]")}
 		},
 	}
 	cmd.AddCommand(newCmdOwnershipCheck(a, nil))
@@ -67,13 +68,13 @@ each was first seen. It exits 3 when anything blocks.`,
 // runOwnershipCheck runs the check for one environment, or every one.
 func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 	a, env := opts.f, opts.Env
-	p, err := a.loadProject()
+	p, err := a.LoadProject()
 	var cerr *config.Errors
 	if errors.As(err, &cerr) {
 		// A malformed ownership map (or relcap.yaml) is reported the way
 		// relcap validate does: every problem as file:line:col.
 		plain.PrintProblems(a.io.Err, cerr.Problems, "relcap ownership check")
-		return errSilent{exitUsage}
+		return errSilent{Code: cli.ExitUsage}
 	}
 	if err != nil {
 		return err
@@ -105,7 +106,7 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 		reports = append(reports, rep)
 	}
 
-	if a.flags.json {
+	if a.flags.JSON {
 		if err := a.printJSON(plain.OwnershipDocument(reports)); err != nil {
 			return err
 		}
