@@ -90,7 +90,7 @@ func run(ctx context.Context, io *IO, args []string) (code int) {
 			code = cli.ExitError
 		}
 	}()
-	root := cli.NewCmdRoot(a, args, newCmdOwnership(a), newCmdEffort(a))
+	root := cli.NewCmdRoot(a, args)
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)

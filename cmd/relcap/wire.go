@@ -31,13 +31,9 @@ func (a *app) ProjectIfAny() (*workflow.Project, error) {
 	return a.LoadProject()
 }
 
-// serviceForCommand wires the workflow Service for a state-changing command:
-// ledger, a new session journal, the project, the clock and the actor.
-func (a *app) serviceForCommand(ctx context.Context, command, releaseID string) (*workflow.Service, *store.FileJournal, error) {
-	return a.serviceWith(ctx, command, releaseID, workflow.Deps{})
-}
-
-// serviceWith is serviceForCommand with the stage adapters in d wired in.
+// serviceWith wires the workflow Service for a state-changing command:
+// ledger, a new session journal, the project, the clock, the actor, and
+// the stage adapters in d.
 func (a *app) serviceWith(ctx context.Context, command, releaseID string, d workflow.Deps) (*workflow.Service, *store.FileJournal, error) {
 	project, err := a.ProjectIfAny()
 	if err != nil {

@@ -17,9 +17,8 @@ import (
 const EnvLedger = "RELCAP_LEDGER"
 
 // NewCmdRoot is relcap's command tree over f; args are the command line,
-// for naming a misspelt command. more are commands cmd/relcap still
-// builds itself.
-func NewCmdRoot(f Factory, args []string, more ...*cobra.Command) *cobra.Command {
+// for naming a misspelt command.
+func NewCmdRoot(f Factory, args []string) *cobra.Command {
 	flags := f.Flags()
 	root := &cobra.Command{
 		Use:   "relcap",
@@ -73,6 +72,8 @@ with every decision journaled and the staff time it cost measured.`,
 		newCmdVersion(f),
 		newCmdValidate(f, nil),
 		newCmdInit(f, nil),
+		newCmdOwnership(f),
+		newCmdEffort(f),
 		newCmdReport(f),
 		newCmdJournal(f),
 		newCmdPlan(f, nil),
@@ -90,7 +91,6 @@ with every decision journaled and the staff time it cost measured.`,
 		newCmdDemo(f, nil),
 		newCmdLedger(f),
 	)
-	root.AddCommand(more...)
 	return root
 }
 
