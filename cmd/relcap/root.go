@@ -52,7 +52,7 @@ type app struct {
 	// vault and the session's seal all ask.
 	gitSigningKeys map[string]string
 	// started is when the command began; measured the services whose
-	// command time counts as effort (cmd/relcap/effort_command.go).
+	// command time counts as effort (effort_command.go).
 	started  time.Time
 	measured []measuredCommand
 	// warnedBreakGlass: an expired break-glass was looked for already.
