@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 
 	"golang.org/x/term"
@@ -15,10 +14,4 @@ type IO = cli.IO
 func systemIO() *IO {
 	tty := term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stdout.Fd()))
 	return &IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTTY: tty, StdinTTY: term.IsTerminal(int(os.Stdin.Fd())), Env: os.Environ()}
-}
-
-// testIO returns an IO over buffers with the given environment.
-func testIO(env ...string) (*IO, *bytes.Buffer, *bytes.Buffer) {
-	var out, errb bytes.Buffer
-	return &IO{In: &bytes.Buffer{}, Out: &out, Err: &errb, Env: env}, &out, &errb
 }

@@ -57,8 +57,9 @@ type app struct {
 	measured []measuredCommand
 	// warnedBreakGlass: an expired break-glass was looked for already.
 	warnedBreakGlass bool
-	// readOnly: the command only reads the ledger (annotationReadOnly),
-	// so a ledger that does not exist is a mistyped path, never created.
+	// readOnly: the command only reads the ledger (tui/cli says so with
+	// SetReadOnly), so a ledger that does not exist is a mistyped path,
+	// never created.
 	readOnly bool
 }
 
