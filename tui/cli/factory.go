@@ -124,7 +124,9 @@ const (
 	NeedFlow = NeedPlans | NeedPlanVault | NeedOwnership | NeedEnvRepo | NeedConvergence | NeedForges | NeedRelease
 )
 
-// ServiceRequest is what a command's Service is for.
+// ServiceRequest is what a command's Service is for. With any Needs it
+// needs relcap.yaml; without, an empty project stands in when there is
+// none (effort log, approve).
 type ServiceRequest struct {
 	Command, ReleaseID string
 	Needs              Needs
