@@ -21,6 +21,10 @@ var forbidden = map[string][]string{
 		"github.com/google/go-containerregistry", "github.com/go-git/", "modernc.org/sqlite", "github.com/jackc/pgx", "filippo.io/age",
 		"github.com/google/go-github/", "gitlab.com/gitlab-org/api/client-go", "code.gitea.io/sdk"},
 	"./adapters/...": {"github.com/relcap/relcap/tui", "github.com/relcap/relcap/cmd", "charm.land/"},
+	// The command line reaches adapters only through its Factory, which
+	// cmd/relcap implements: it imports workflow, tui and cobra, never an
+	// adapter (so which adapter serves a command is decided in one place).
+	"./tui/cli/...": {"github.com/relcap/relcap/adapters", "github.com/relcap/relcap/cmd", "github.com/argoproj/", "github.com/hashicorp/"},
 }
 
 // leaves are the value packages beside the core: the core imports them, so

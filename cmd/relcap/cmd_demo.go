@@ -8,81 +8,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/relcap/relcap/adapters/gitrepo"
 	"github.com/relcap/relcap/adapters/registry"
 	"github.com/relcap/relcap/adapters/sandbox"
 	"github.com/relcap/relcap/adapters/sandbox/demo"
 	"github.com/relcap/relcap/adapters/terraform"
+	"github.com/relcap/relcap/tui/cli"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 )
 
-// demoOptions are relcap demo's flags.
-type demoOptions struct {
-	f        *app
-	Dir      string
-	Headless bool
-	Timeout  time.Duration
-}
-
-func newCmdDemo(f *app, runF func(context.Context, *demoOptions) error) *cobra.Command {
-	opts := &demoOptions{f: f}
-	cmd := &cobra.Command{
-		Use:   "demo [--headless] [--dir DIR]",
-		Short: "A complete release, staging then prod, on an embedded sandbox (no setup)",
-		Long: `demo builds a sandbox in a temporary directory (or --dir): an OCI registry
-on 127.0.0.1 holding a signed multi-platform image, an environment Git
-repository with staging and prod, a Terraform root per environment of
-built-in terraform_data resources, the Argo CD API simulator, and the
-relcap.yaml and ownership.yaml that name them. It then releases the image
-through relcap's own flow, staging then prod:
-
-  ownership check   stops on the sandbox's one ownership conflict, which
-                    the demo resolves by correcting ownership.yaml
-  plan review       a plan with a replacement, approved by a second
-                    person, "demo-approver"; then applied
-  promotion         the digest with its signature and attestation, pinned
-                    in the environment repo (prod: approved by demo-approver)
-  convergence       the simulator syncs the pinned digest and turns healthy
-
-and ends with the effort of both releases. The ledger and the session
-journals stay in the sandbox directory (unless --ledger is given), so a demo
-never touches your own ledger. It exits 0 only if both releases converged.
-
-At a terminal the release runs in the cockpit: the captain reviews and
-approves the staging plan and continues with the keyboard (? shows the keys
-of each screen), and a demo assistant plays the second person, announcing
-in the status bar what it did (correcting the ownership map, approving for
-demo-approver) so the captain can resume with r. --headless runs the
-scripted path with plain line output; so does a run without a terminal.`,
-		Example: `  relcap demo --headless
-  relcap demo --headless --dir /tmp/relcap-demo`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runOr(runF, runDemo)(cmd.Context(), opts)
-		},
+// RunDemo builds the sandbox and releases its image to staging and prod
+// through relcap's own flow (relcap demo).
+func (a *app) RunDemo(ctx context.Context, req cli.DemoRequest) error {
+	dir, timeout := req.Dir, req.Timeout
+	if strings.TrimSpace(a.flags.Actor) == sandbox.Approver {
+		return cli.UsageError{Err: fmt.Errorf("%s is the demo's second approver; act as someone else", sandbox.Approver)}
 	}
-	cmd.Flags().StringVar(&opts.Dir, "dir", "", "empty or new directory for the sandbox (default: a new temporary directory)")
-	cmd.Flags().BoolVar(&opts.Headless, "headless", false, "run the scripted path with plain line output")
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 2*time.Minute, "how long each convergence may take")
-	return cmd
-}
-
-// runDemo builds the sandbox and releases its image to staging and prod
-// through relcap's own flow.
-func runDemo(ctx context.Context, opts *demoOptions) error {
-	a, dir, headless, timeout := opts.f, opts.Dir, opts.Headless, opts.Timeout
-	switch {
-	case a.flags.config != "":
-		return usageError{errors.New("demo writes and uses its own relcap.yaml in the sandbox; leave out -c/--config")}
-	case a.flags.json:
-		return usageError{errors.New("demo prints a narrated run; --json is not supported (relcap release --json streams NDJSON)")}
-	case strings.TrimSpace(a.flags.actor) == sandbox.Approver:
-		return usageError{fmt.Errorf("%s is the demo's second approver; act as someone else", sandbox.Approver)}
-	}
-	interactive := a.useCockpit() && !headless
 	out := a.io.Out
 	fmt.Fprintln(out, "Building the relcap sandbox: a local registry, an environment repo, Terraform roots and the Argo CD API simulator…")
 	captainName, err := a.actor()
@@ -91,18 +33,18 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	}
 	sb, err := sandbox.New(ctx, sandbox.Options{Dir: dir, People: []string{captainName}})
 	if errors.Is(err, sandbox.ErrDirNotEmpty) {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	if err != nil {
 		return err
 	}
 	defer sb.Close()
-	a.flags.config = sb.Config
+	a.flags.Config = sb.Config
 	// The sandbox's people sign with the keys it made for them, whatever
 	// the captain's own ssh-agent holds.
 	a.demoKeys = sb.Keys
-	if a.flags.ledger == "" {
-		a.flags.ledger = filepath.Join(sb.Dir, sandbox.LedgerFile)
+	if a.flags.Ledger == "" {
+		a.flags.Ledger = filepath.Join(sb.Dir, sandbox.LedgerFile)
 	}
 	// relcap.yaml tells the Argo CD adapter to read the simulator's token
 	// from sb.TokenEnv. Commands read the environment through a.io, so the
@@ -110,7 +52,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	a.io.Env = append(a.io.Env, sb.TokenEnv+"="+sb.Token)
 	demo.Describe(out, sb)
 
-	p, err := a.loadProject()
+	p, err := a.LoadProject()
 	if err != nil {
 		return err
 	}
@@ -122,19 +64,19 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	approver, err := a.serviceAs(ctx, sandbox.Approver, "demo (approver)")
+	approver, _, err := a.Service(ctx, cli.ServiceRequest{Command: "demo (approver)", Actor: sandbox.Approver})
 	if err != nil {
 		return err
 	}
 	o := demo.Options{Sandbox: sb, Project: p, Captain: captain, Approver: approver, Journal: journal, Out: out, Err: a.io.Err,
-		Events: plain.New(out, false).Event, PrintPlan: plain.PrintPlan, Ledger: a.flags.ledger}
-	if interactive {
+		Events: plain.New(out, false).Event, PrintPlan: plain.PrintPlan, Ledger: a.flags.Ledger}
+	if req.Interactive {
 		o.Cockpit = func(ctx context.Context, releaseID string, notices <-chan string) error {
-			return a.cockpit(ctx, captain, releaseID, journal, notices)
+			return req.Cockpit(ctx, captain, releaseID, session{journal}, notices)
 		}
 	}
 	releases, err := demo.Run(ctx, o)
-	demo.Hints(out, sb, a.flags.ledger)
+	demo.Hints(out, sb, a.flags.Ledger)
 	if err != nil {
 		return err
 	}
@@ -168,14 +110,4 @@ func (a *app) demoDeps(p *workflow.Project, sb *sandbox.Sandbox, timeout time.Du
 		Ownership: a.ownershipSources(p, tf), Desired: desiredSource(repo), Planner: tf, Applier: tf,
 		Registry: reg, EnvRepo: repo, Convergence: argo, ConvergeTimeout: timeout,
 	}, nil
-}
-
-// serviceAs is a Service (and a session of its own) acting as actor, for
-// the demo's second person: their approvals are journaled under their name.
-func (a *app) serviceAs(ctx context.Context, actor, command string) (*workflow.Service, error) {
-	saved := a.flags.actor
-	a.flags.actor = actor
-	defer func() { a.flags.actor = saved }()
-	svc, _, err := a.serviceWith(ctx, command, "", workflow.Deps{})
-	return svc, err
 }

@@ -14,18 +14,8 @@ type measuredCommand struct {
 	role effort.Role
 }
 
-// measure books this command's time to step in role: at a terminal its
-// duration up to the idle threshold, without one an unmeasured entry. The
-// cockpit measures itself (input and focus) and is not booked here.
-func (a *app) measure(svc *workflow.Service, step workflow.StepKind, role effort.Role) {
-	a.measured = append(a.measured, measuredCommand{svc: svc, step: step.String(), role: role})
-}
-
-// measureRelease books a command that drives a whole release headless
-// (release --no-tui, resume, rollback) to the release as a whole.
-func (a *app) measureRelease(svc *workflow.Service) {
-	if a.useCockpit() {
-		return
-	}
-	a.measured = append(a.measured, measuredCommand{svc: svc, step: effort.WholeRelease, role: effort.RoleCaptain})
+// Measure books this command's time to step in role: at a terminal its
+// duration up to the idle threshold, without one an unmeasured entry.
+func (a *app) Measure(svc *workflow.Service, step string, role effort.Role) {
+	a.measured = append(a.measured, measuredCommand{svc: svc, step: step, role: role})
 }

@@ -10,12 +10,13 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui/cli"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
 // envLedger names the environment variable that says where the ledger is,
 // as --ledger does.
-const envLedger = "RELCAP_LEDGER"
+const envLedger = cli.EnvLedger
 
 // ledgerLocation is where this invocation's ledger is and who said so.
 type ledgerLocation struct {
@@ -53,13 +54,13 @@ func (a *app) ledgerLocation() (ledgerLocation, error) {
 }
 
 func (a *app) resolveLedger() (ledgerLocation, error) {
-	if v := a.flags.ledger; v != "" {
+	if v := a.flags.Ledger; v != "" {
 		return a.ledgerFrom("--ledger", v)
 	}
-	if v := a.io.getenv(envLedger); v != "" {
+	if v := a.io.Getenv(envLedger); v != "" {
 		return a.ledgerFrom(envLedger, v)
 	}
-	p, err := a.projectIfAny()
+	p, err := a.ProjectIfAny()
 	if err != nil {
 		return ledgerLocation{}, err
 	}
@@ -85,12 +86,12 @@ func (a *app) ledgerFrom(from, v string) (ledgerLocation, error) {
 		return ledgerLocation{from: from, url: v}, nil
 	}
 	if scheme, _, isURL := strings.Cut(v, "://"); isURL && !strings.ContainsAny(scheme, `/\`) {
-		return ledgerLocation{}, usageError{fmt.Errorf("%s: %s: a %s:// ledger is not supported; give a postgres:// URL for a team's PostgreSQL or the path of an SQLite file (default $XDG_DATA_HOME/relcap/ledger.db)",
+		return ledgerLocation{}, cli.UsageError{Err: fmt.Errorf("%s: %s: a %s:// ledger is not supported; give a postgres:// URL for a team's PostgreSQL or the path of an SQLite file (default $XDG_DATA_HOME/relcap/ledger.db)",
 			from, secret.RedactURL(v), scheme)}
 	}
 	abs, err := filepath.Abs(v)
 	if err != nil {
-		return ledgerLocation{}, usageError{fmt.Errorf("%s: %s: %w", from, v, err)}
+		return ledgerLocation{}, cli.UsageError{Err: fmt.Errorf("%s: %s: %w", from, v, err)}
 	}
 	return ledgerLocation{from: from, path: abs}, nil
 }
@@ -156,7 +157,7 @@ func (a *app) openLedgerAt(ctx context.Context, loc ledgerLocation) (*store.Ledg
 		if from == "" {
 			from = "the default ledger"
 		}
-		return nil, usageError{fmt.Errorf("%s: no ledger at %s: nothing was recorded there; check the path (--ledger, $%s or relcap.yaml's ledger:)", from, loc.path, envLedger)}
+		return nil, cli.UsageError{Err: fmt.Errorf("%s: no ledger at %s: nothing was recorded there; check the path (--ledger, $%s or relcap.yaml's ledger:)", from, loc.path, envLedger)}
 	}
 	if loc.url != "" {
 		l, err = store.OpenPostgres(ctx, loc.url, store.WithSecrets(a.secrets))

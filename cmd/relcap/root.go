@@ -11,27 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/store"
+	"github.com/relcap/relcap/tui/cli"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
-	"github.com/relcap/relcap/workflow/input"
 	"github.com/relcap/relcap/workflow/secret"
 )
-
-// globalFlags are the flags every command takes (DESIGN.md).
-type globalFlags struct {
-	config  string
-	ledger  string
-	actor   string
-	json    bool
-	noTUI   bool
-	noColor bool
-	version bool
-}
 
 // app is the composition root's state for one invocation: what the flags
 // said, and the adapters opened so far (lazily, so `relcap version` opens
@@ -41,7 +28,7 @@ type app struct {
 	// screen is standard output for what draws a terminal screen (the
 	// cockpit, a replayed recording): masked, not escaped.
 	screen io.Writer
-	flags  globalFlags
+	flags  cli.GlobalFlags
 	clock  workflow.Clock
 
 	ledger *store.Ledger
@@ -65,24 +52,22 @@ type app struct {
 	// vault and the session's seal all ask.
 	gitSigningKeys map[string]string
 	// started is when the command began; measured the services whose
-	// command time counts as effort (cmd/relcap/effort_command.go).
+	// command time counts as effort (effort_command.go).
 	started  time.Time
 	measured []measuredCommand
 	// warnedBreakGlass: an expired break-glass was looked for already.
 	warnedBreakGlass bool
-	// readOnly: the command only reads the ledger (annotationReadOnly),
-	// so a ledger that does not exist is a mistyped path, never created.
+	// readOnly: the command only reads the ledger (tui/cli says so with
+	// SetReadOnly), so a ledger that does not exist is a mistyped path,
+	// never created.
 	readOnly bool
-	// holdCockpit: the cockpit opens on the decision map and runs nothing
-	// until the captain asks (plain relcap).
-	holdCockpit bool
 }
 
 // run builds the command tree, executes it and maps the outcome to an exit
 // code. It is main without os.Exit, so tests can call it.
 func run(ctx context.Context, io *IO, args []string) (code int) {
 	secrets := secret.NewSet()
-	secrets.LearnCommandLine(io.getenv(envLedger), args)
+	secrets.LearnCommandLine(io.Getenv(cli.EnvLedger), args)
 	masked := *io
 	// What commands print is text: no escape, control character or bidi
 	// override from a typed value, a file, the ledger or a tool reaches
@@ -102,102 +87,28 @@ func run(ctx context.Context, io *IO, args []string) (code int) {
 		// was recorded before the failure is intact.
 		if r := recover(); r != nil {
 			fmt.Fprintf(io.Err, "relcap: internal error: %v\nrelcap: nothing already recorded was lost; please report this with the command you ran (relcap version: %s)\n", r, currentBuild().Version)
-			_ = a.close(context.WithoutCancel(ctx), exitError, fmt.Errorf("internal error: %v", r))
-			code = exitError
+			_ = a.close(context.WithoutCancel(ctx), cli.ExitError, fmt.Errorf("internal error: %v", r))
+			code = cli.ExitError
 		}
 	}()
-	root := a.rootCommand()
+	root := cli.NewCmdRoot(a, args)
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(ctx)
-	code = exitCode(err)
-	var silent errSilent
+	code = cli.ExitCode(err)
+	var silent cli.SilentError
 	if err != nil && !errors.As(err, &silent) {
 		fmt.Fprintln(io.Err, "relcap: "+err.Error())
 	}
 	if cerr := a.close(context.WithoutCancel(ctx), code, err); cerr != nil {
 		fmt.Fprintln(io.Err, "relcap: "+cerr.Error())
-		if code == exitOK {
-			code = exitError
+		if code == cli.ExitOK {
+			code = cli.ExitError
 		}
 	}
 	return code
-}
-
-func (a *app) rootCommand() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "relcap",
-		Short: "The release captain's cockpit for Terraform + Argo CD",
-		Long: `relcap takes a release from "who owns what" to "production has converged":
-ownership check → plan review → digest promotion → convergence watch,
-with every decision journaled and the staff time it cost measured.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return nil
-			}
-			return unknownCommand(cmd, args[0])
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.flags.version {
-				return a.printVersion()
-			}
-			return a.openCockpit(cmd)
-		},
-		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			// Before anything is opened or recorded.
-			if err := checkTypedInput(cmd, args); err != nil {
-				return err
-			}
-			if a.flags.noColor || a.io.getenv("NO_COLOR") != "" {
-				// One switch for every screen: the cockpit's colour
-				// profile, the review and the rehearsal screens read the
-				// environment, as they read NO_COLOR.
-				a.flags.noColor = true
-				a.io.Env = append(a.io.Env, "NO_COLOR=1")
-			}
-			a.readOnly = isReadOnly(cmd)
-			return a.checkReferences(cmd.Context(), cmd, args)
-		},
-	}
-	root.SuggestionsMinimumDistance = 2
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return a.flagError(cmd, err) })
-	root.Flags().BoolVar(&a.flags.version, "version", false, "print relcap's version (as relcap version)")
-	pf := root.PersistentFlags()
-	pf.StringVarP(&a.flags.config, "config", "c", "", "relcap.yaml to use (default: found in the current directory or a parent)")
-	pf.StringVar(&a.flags.ledger, "ledger", "", "the ledger: an SQLite file's path or a team's postgres:// URL (default $"+envLedger+", relcap.yaml's ledger:, else $XDG_DATA_HOME/relcap/ledger.db)")
-	pf.StringVar(&a.flags.actor, "actor", "", "who is acting (default $USER)")
-	pf.BoolVar(&a.flags.json, "json", false, "machine output on stdout (one JSON document or NDJSON events)")
-	pf.BoolVar(&a.flags.noTUI, "no-tui", false, "plain line output instead of the cockpit")
-	pf.BoolVar(&a.flags.noColor, "no-color", false, "no colour (also NO_COLOR)")
-
-	root.AddCommand(
-		newCmdVersion(a),
-		newCmdValidate(a, nil),
-		newCmdInit(a, nil),
-		newCmdOwnership(a),
-		newCmdEffort(a),
-		newCmdReport(a),
-		newCmdJournal(a),
-		newCmdPlan(a, nil),
-		newCmdApprove(a, nil),
-		newCmdReview(a, nil),
-		newCmdApply(a, nil),
-		newCmdUnlock(a, nil),
-		newCmdPromote(a, nil),
-		newCmdConverge(a, nil),
-		newCmdRelease(a, nil),
-		newCmdResume(a, nil),
-		newCmdRollback(a, nil),
-		newCmdRehearse(a, nil),
-		newCmdBreakGlass(a),
-		newCmdDemo(a, nil),
-		newCmdLedger(a),
-	)
-	return root
 }
 
 // close ends every session this invocation opened, journaling how the
@@ -249,10 +160,10 @@ func (a *app) stateHome() (string, error) { return a.xdgHome("XDG_STATE_HOME", "
 // xdgHome is relcap's directory under the XDG base directory named by
 // variable, or under its default below $HOME.
 func (a *app) xdgHome(variable, fallback string) (string, error) {
-	if d := a.io.getenv(variable); d != "" {
+	if d := a.io.Getenv(variable); d != "" {
 		return filepath.Join(d, "relcap"), nil
 	}
-	home := a.io.getenv("HOME")
+	home := a.io.Getenv("HOME")
 	if home == "" {
 		h, err := os.UserHomeDir()
 		if err != nil {
@@ -263,13 +174,13 @@ func (a *app) xdgHome(variable, fallback string) (string, error) {
 	return filepath.Join(home, filepath.FromSlash(fallback), "relcap"), nil
 }
 
-// loadProject loads relcap.yaml from -c or the nearest one up from the
+// LoadProject loads relcap.yaml from -c or the nearest one up from the
 // working directory.
-func (a *app) loadProject() (*workflow.Project, error) {
+func (a *app) LoadProject() (*workflow.Project, error) {
 	if a.project != nil {
 		return a.project, nil
 	}
-	path := a.flags.config
+	path := a.flags.Config
 	if path == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -292,21 +203,21 @@ func (a *app) loadProject() (*workflow.Project, error) {
 // learnSecrets adds the secrets the configuration names
 // (workflow.Project.Credentials).
 func (a *app) learnSecrets(p *workflow.Project) {
-	a.secrets.LearnCredentials(p.Credentials(), a.io.getenv)
+	a.secrets.LearnCredentials(p.Credentials(), a.io.Getenv)
 }
 
 // actor is --actor, else $USER, else the OS user name.
 func (a *app) actor() (string, error) {
-	if s := strings.TrimSpace(a.flags.actor); s != "" {
+	if s := strings.TrimSpace(a.flags.Actor); s != "" {
 		return s, nil
 	}
-	if s := a.io.getenv("USER"); s != "" {
+	if s := a.io.Getenv("USER"); s != "" {
 		return s, nil
 	}
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username, nil
 	}
-	return "", usageError{errors.New("cannot tell who is acting: pass --actor NAME or set $USER")}
+	return "", cli.UsageError{Err: errors.New("cannot tell who is acting: pass --actor NAME or set $USER")}
 }
 
 // openSession prepares the journal of a state-changing command; run closes
@@ -343,47 +254,4 @@ func (a *app) openSession(ctx context.Context, command, releaseID string) (*stor
 	}
 	a.sessions = append(a.sessions, j)
 	return j, nil
-}
-
-func (a *app) printJSON(v any) error {
-	return plain.WriteJSON(a.io.Out, v)
-}
-
-// noArgs rejects positional arguments as a usage error (exit 2).
-func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageError{fmt.Errorf("%s takes no arguments, got %s", cmd.CommandPath(), input.QuoteInput(strings.Join(args, " ")))}
-	}
-	return nil
-}
-
-// exactArgs wants n positional arguments, named in the message.
-func exactArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return usageError{fmt.Errorf("%s wants %s", cmd.CommandPath(), what)}
-		}
-		return nil
-	}
-}
-
-// runOr is runF when a test gave one (to see the options a command line
-// makes), else the command's own run function.
-func runOr[O any](runF, run func(context.Context, *O) error) func(context.Context, *O) error {
-	if runF != nil {
-		return runF
-	}
-	return run
-}
-
-// exactlyOne is whether exactly one of a command's mutually exclusive
-// modes was asked for.
-func exactlyOne(modes ...bool) bool {
-	n := 0
-	for _, set := range modes {
-		if set {
-			n++
-		}
-	}
-	return n == 1
 }

@@ -16,10 +16,10 @@ import (
 	"github.com/relcap/relcap/workflow/sharedplan"
 )
 
-// projectIfAny loads relcap.yaml when -c names one or one is found; commands
+// ProjectIfAny loads relcap.yaml when -c names one or one is found; commands
 // that work without one (effort log) get an empty project otherwise.
-func (a *app) projectIfAny() (*workflow.Project, error) {
-	if a.flags.config == "" {
+func (a *app) ProjectIfAny() (*workflow.Project, error) {
+	if a.flags.Config == "" {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, err
@@ -28,18 +28,14 @@ func (a *app) projectIfAny() (*workflow.Project, error) {
 			return &workflow.Project{}, nil
 		}
 	}
-	return a.loadProject()
+	return a.LoadProject()
 }
 
-// serviceForCommand wires the workflow Service for a state-changing command:
-// ledger, a new session journal, the project, the clock and the actor.
-func (a *app) serviceForCommand(ctx context.Context, command, releaseID string) (*workflow.Service, *store.FileJournal, error) {
-	return a.serviceWith(ctx, command, releaseID, workflow.Deps{})
-}
-
-// serviceWith is serviceForCommand with the stage adapters in d wired in.
+// serviceWith wires the workflow Service for a state-changing command:
+// ledger, a new session journal, the project, the clock, the actor, and
+// the stage adapters in d.
 func (a *app) serviceWith(ctx context.Context, command, releaseID string, d workflow.Deps) (*workflow.Service, *store.FileJournal, error) {
-	project, err := a.projectIfAny()
+	project, err := a.ProjectIfAny()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -74,10 +70,10 @@ func (a *app) ownershipSources(p *workflow.Project, tf *terraform.Adapter) []wor
 	return []workflow.OwnershipSource{tf, a.argoCD(p)}
 }
 
-// records wires the read-only queries over the ledger: what commands ask
+// Records wires the read-only queries over the ledger: what commands ask
 // before acting. It opens no session. Journal verification is auditor's.
-func (a *app) records(ctx context.Context) (*workflow.Records, error) {
-	project, err := a.projectIfAny()
+func (a *app) Records(ctx context.Context) (*workflow.Records, error) {
+	project, err := a.ProjectIfAny()
 	if err != nil {
 		return nil, err
 	}
@@ -96,14 +92,14 @@ func (a *app) records(ctx context.Context) (*workflow.Records, error) {
 // environment, opened on first use.
 func (a *app) argoCD(p *workflow.Project) *argocd.Pool {
 	if a.argo == nil {
-		a.argo = argocd.NewPool(p, a.io.getenv)
+		a.argo = argocd.NewPool(p, a.io.Getenv)
 	}
 	return a.argo
 }
 
-// reports is the effort screen's report source over this invocation's
+// Reports is the effort screen's report source over this invocation's
 // ledger.
-func (a *app) reports(p *workflow.Project) report.Reporter {
+func (a *app) Reports(p *workflow.Project) report.Reporter {
 	return report.Reporter{Project: p, Source: a.ledger, Clock: a.clock}
 }
 

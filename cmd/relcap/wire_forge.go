@@ -63,7 +63,7 @@ var _ workflow.ForgeOpener = (*forgeOpener)(nil)
 
 // forges is this invocation's forge opener.
 func (a *app) forges() *forgeOpener {
-	return &forgeOpener{constructors: forgeConstructors, getenv: a.io.getenv, credential: gitcred.Helper{Env: a.io.Env}.Password, secrets: a.secrets}
+	return &forgeOpener{constructors: forgeConstructors, getenv: a.io.Getenv, credential: gitcred.Helper{Env: a.io.Env}.Password, secrets: a.secrets}
 }
 
 // OpenForge returns the forge adapter of r.

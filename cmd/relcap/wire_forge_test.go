@@ -31,7 +31,7 @@ func TestForgeOpenerReadsTheTokenFromTokenEnvAndMasksIt(t *testing.T) {
 	t.Parallel()
 	io, _, _ := testIO("GITEA_TOKEN=  tok-123456789  ")
 	secrets := secret.NewSet()
-	o := &forgeOpener{constructors: stubConstructors(), getenv: io.getenv, secrets: secrets,
+	o := &forgeOpener{constructors: stubConstructors(), getenv: io.Getenv, secrets: secrets,
 		credential: func(context.Context, *url.URL) (string, error) {
 			t.Fatal("the credential helper is not asked when token_env is set")
 			return "", nil

@@ -43,10 +43,10 @@ func (a *app) journalAnchor(p *workflow.Project) (audit.JournalAnchor, string) {
 	return anchor, ""
 }
 
-// auditor wires journal verification over the ledger: the session files,
+// Auditor wires journal verification over the ledger: the session files,
 // the people file and the anchor. It opens no session.
-func (a *app) auditor(ctx context.Context) (*audit.Auditor, error) {
-	project, err := a.projectIfAny()
+func (a *app) Auditor(ctx context.Context) (*audit.Auditor, error) {
+	project, err := a.ProjectIfAny()
 	if err != nil {
 		return nil, err
 	}

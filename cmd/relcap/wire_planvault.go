@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/relcap/relcap/adapters/planvault"
+	"github.com/relcap/relcap/tui/cli"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -38,11 +39,11 @@ func (a *app) planVault(ctx context.Context, p *workflow.Project, planDir, comma
 	}
 	// Masked from the start, not only once read: nothing relcap writes
 	// may carry it.
-	if v := a.io.getenv(passphraseEnv); v != "" {
+	if v := a.io.Getenv(passphraseEnv); v != "" {
 		a.secrets.Add(v)
 	}
 	keyFrom := "git's user.signingkey"
-	if strings.TrimSpace(a.io.getenv(signingEnv)) != "" {
+	if strings.TrimSpace(a.io.Getenv(signingEnv)) != "" {
 		keyFrom = signingEnv
 	}
 	return planvault.New(planvault.Options{
@@ -66,7 +67,7 @@ func (a *app) teamStoreWithoutPeople(p *workflow.Project) bool {
 // else it says how to give one.
 func (a *app) passphrase(ask bool) func(keyFile string) ([]byte, error) {
 	return func(keyFile string) ([]byte, error) {
-		if v := a.io.getenv(passphraseEnv); v != "" {
+		if v := a.io.Getenv(passphraseEnv); v != "" {
 			a.secrets.Add(v)
 			return []byte(v), nil
 		}
@@ -79,6 +80,6 @@ func (a *app) passphrase(ask bool) func(keyFile string) ([]byte, error) {
 			}
 			return b, nil
 		}
-		return nil, usageError{errors.New("your key " + keyFile + " is protected by a passphrase, needed to decrypt the shared plan: run relcap apply at a terminal to be asked for it, or set " + passphraseEnv)}
+		return nil, cli.UsageError{Err: errors.New("your key " + keyFile + " is protected by a passphrase, needed to decrypt the shared plan: run relcap apply at a terminal to be asked for it, or set " + passphraseEnv)}
 	}
 }

@@ -33,7 +33,7 @@ func (a *app) signer(ctx context.Context, p *workflow.Project, actor string) wor
 	}
 	return signing.NewSigner(signing.SignerOptions{
 		Key:         a.signingKey(ctx, p.Dir, actor),
-		AgentSocket: a.io.getenv("SSH_AUTH_SOCK"),
+		AgentSocket: a.io.Getenv("SSH_AUTH_SOCK"),
 		People:      p.People,
 	})
 }
@@ -46,7 +46,7 @@ func (a *app) signingKey(ctx context.Context, repoDir, actor string) string {
 	if k, ok := a.demoKeys[actor]; ok {
 		return k
 	}
-	if k := strings.TrimSpace(a.io.getenv(signingEnv)); k != "" {
+	if k := strings.TrimSpace(a.io.Getenv(signingEnv)); k != "" {
 		return k
 	}
 	if k, ok := a.gitSigningKeys[repoDir]; ok {

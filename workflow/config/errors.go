@@ -46,7 +46,7 @@ func (p Problem) String() string {
 }
 
 // Errors is every problem found while loading configuration. It satisfies
-// errors.Is(err, fault.ErrUsage), so cmd/relcap maps it to the usage exit
+// errors.Is(err, fault.ErrUsage), so tui/cli maps it to the usage exit
 // code.
 type Errors struct {
 	Problems []Problem

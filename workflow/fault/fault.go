@@ -1,5 +1,5 @@
 // Package fault holds the sentinel errors of the release: what the domain
-// and its callers react to (cmd/relcap maps them to exit codes). It imports
+// and its callers react to (tui/cli maps them to exit codes). It imports
 // nothing of relcap, so the leaves beside the core (approvals, digests,
 // locks) wrap the same errors the core does.
 package fault
@@ -9,7 +9,7 @@ import (
 	"fmt"
 )
 
-// Sentinel errors the domain and its callers react to. cmd/relcap maps them
+// Sentinel errors the domain and its callers react to. tui/cli maps them
 // to exit codes in one place.
 var (
 	// ErrUsage: bad flags, arguments or configuration (exit 2).

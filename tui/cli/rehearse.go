@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,20 +7,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/command"
-	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/rehearsal"
 )
 
 // rehearseOptions are relcap rehearse's flags: drills to run in an
 // environment, or one rehearsal to resume or clean up.
 type rehearseOptions struct {
-	f                                  *app
+	f                                  Factory
 	Env, Drill, IKnow, Resume, Cleanup string
 	All                                bool
 	Timeout                            time.Duration
@@ -28,7 +25,7 @@ type rehearseOptions struct {
 	Drills []rehearsal.Drill
 }
 
-func newCmdRehearse(f *app, runF func(context.Context, *rehearseOptions) error) *cobra.Command {
+func newCmdRehearse(f Factory, runF func(context.Context, *rehearseOptions) error) *cobra.Command {
 	opts := &rehearseOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "rehearse --env ENV (--drill NAME | --all) | --resume ID | --cleanup ID",
@@ -64,13 +61,13 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 			drill, all := opts.Drill, opts.All
 			switch {
 			case !exactlyOne(drill != "" || all, opts.Resume != "", opts.Cleanup != ""):
-				return usageError{errors.New("rehearse wants one of --env ENV --drill NAME, --env ENV --all, --resume ID or --cleanup ID")}
+				return UsageError{errors.New("rehearse wants one of --env ENV --drill NAME, --env ENV --all, --resume ID or --cleanup ID")}
 			case drill != "" && all:
-				return usageError{errors.New("rehearse takes --drill NAME or --all, not both")}
+				return UsageError{errors.New("rehearse takes --drill NAME or --all, not both")}
 			case (drill != "" || all) && opts.Env == "":
-				return usageError{errors.New("rehearse wants --env ENV")}
+				return UsageError{errors.New("rehearse wants --env ENV")}
 			case opts.Timeout < 0:
-				return usageError{errors.New("--timeout must be positive")}
+				return UsageError{errors.New("--timeout must be positive")}
 			}
 			drills, err := rehearsal.DrillsFor(drill, all)
 			if err != nil {
@@ -95,36 +92,33 @@ found it (the drill itself stays abandoned: it proves nothing).`,
 // resumes or cleans up one rehearsal, and maps the records to the exit code.
 func runRehearse(ctx context.Context, opts *rehearseOptions) error {
 	a := opts.f
-	p, err := a.loadProject()
+	p, err := a.LoadProject()
 	if err != nil {
 		return err
 	}
-	svc, journal, err := a.flowService(ctx, "rehearse", "", rehearsal.WatchTimeout(p, opts.Timeout))
+	svc, journal, err := flowService(a, ctx, "rehearse", "", rehearsal.WatchTimeout(p, opts.Timeout))
 	if err != nil {
 		return err
 	}
-	// The ledger keeps the rehearsals and the Terraform adapter makes the
-	// scratch roots (rehearsal.New finds both in svc); the
-	// interrupted-reconciliation drill pauses with break-glass.
-	drills, err := rehearsal.New(rehearsal.Deps{Core: svc, Commands: command.Runner{}, Pauser: breakglass.New(svc.Deps())})
+	drills, err := a.Rehearsals(svc)
 	if err != nil {
 		return err
 	}
-	if a.useCockpit() && opts.Cleanup == "" {
+	if useCockpit(a) && opts.Cleanup == "" {
 		// At a terminal the rehearsal screen guides the captain
 		// through the same drills; --cleanup stays a command.
 		o, err := rehearsalScreen(a, ctx, svc, drills, journal, rehearse.Request{Env: opts.Env, Drills: opts.Drills, IKnow: opts.IKnow, Timeout: opts.Timeout, Resume: opts.Resume})
 		if err != nil {
 			return err
 		}
-		return plain.PrintRehearsalOutcome(a.io.Out, a.io.Err, a.flags.json, o.Records, o.RunErr, o.NotRun, false)
+		return plain.PrintRehearsalOutcome(a.IO().Out, a.IO().Err, a.Flags().JSON, o.Records, o.RunErr, o.NotRun, false)
 	}
 	// Masked line by line: a secret split across two of a
 	// tool's writes is still caught.
-	toolOut, flushToolOut := workflow.ScrubbedLines(a.io.Err, a.secrets)
+	toolOut, flushToolOut := workflow.ScrubbedLines(a.IO().Err, a.Secrets())
 	defer flushToolOut()
 	ctx = workflow.WithToolOutput(ctx, toolOut)
-	sink := a.commandEvents()
+	sink := commandEvents(a)
 	var records []*rehearsal.Rehearsal
 	var runErr, notRun error
 	switch {
@@ -136,14 +130,14 @@ func runRehearse(ctx context.Context, opts *rehearseOptions) error {
 		records, runErr = rehearsal.Append(records, rh), err
 	default:
 		records, runErr, notRun = drills.RehearseDrills(ctx, rehearsal.DrillsRequest{Env: opts.Env, Drills: opts.Drills, All: opts.All, IKnow: opts.IKnow, Timeout: opts.Timeout,
-			Skipped: func(s rehearsal.DrillSkipped) { plain.PrintDrillSkipped(a.io.Err, s) }}, sink)
+			Skipped: func(s rehearsal.DrillSkipped) { plain.PrintDrillSkipped(a.IO().Err, s) }}, sink)
 	}
-	return plain.PrintRehearsalOutcome(a.io.Out, a.io.Err, a.flags.json, records, runErr, notRun, opts.Cleanup != "")
+	return plain.PrintRehearsalOutcome(a.IO().Out, a.IO().Err, a.Flags().JSON, records, runErr, notRun, opts.Cleanup != "")
 }
 
 // rehearsalScreen runs the rehearsal screen, recording it beside the
 // session's journal as the cockpit is recorded.
-func rehearsalScreen(a *app, ctx context.Context, svc *workflow.Service, drills *rehearsal.Service, journal *store.FileJournal, req rehearse.Request) (tui.RehearsalOutcome, error) {
+func rehearsalScreen(a Factory, ctx context.Context, svc *workflow.Service, drills *rehearsal.Service, journal Session, req rehearse.Request) (tui.RehearsalOutcome, error) {
 	rec, err := journal.StartRecording()
 	if err != nil {
 		return tui.RehearsalOutcome{}, err
@@ -151,8 +145,8 @@ func rehearsalScreen(a *app, ctx context.Context, svc *workflow.Service, drills 
 	// Under the screen no child process writes to the terminal: tools
 	// reach the journal only.
 	svc.SetToolOutput(nil)
-	o, runErr := tui.RunRehearsal(ctx, tui.RehearsalOptions{Service: svc, Rehearsals: drills, Request: req, Input: a.io.In, Output: a.screen, Env: a.io.Env,
-		Secrets: a.secrets, Record: rec})
+	o, runErr := tui.RunRehearsal(ctx, tui.RehearsalOptions{Service: svc, Rehearsals: drills, Request: req, Input: a.IO().In, Output: a.Screen(), Env: a.IO().Env,
+		Secrets: a.Secrets(), Record: rec})
 	release := ""
 	if len(o.Records) > 0 {
 		release = o.Records[0].DrillRelease
@@ -162,11 +156,11 @@ func rehearsalScreen(a *app, ctx context.Context, svc *workflow.Service, drills 
 
 // rehearseListOptions are relcap rehearse list's flags.
 type rehearseListOptions struct {
-	f   *app
+	f   Factory
 	Env string
 }
 
-func newCmdRehearseList(f *app, runF func(context.Context, *rehearseListOptions) error) *cobra.Command {
+func newCmdRehearseList(f Factory, runF func(context.Context, *rehearseListOptions) error) *cobra.Command {
 	opts := &rehearseListOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "list [--env ENV]",
@@ -183,7 +177,7 @@ func newCmdRehearseList(f *app, runF func(context.Context, *rehearseListOptions)
 // runRehearseList lists the project's rehearsals, newest first.
 func runRehearseList(ctx context.Context, opts *rehearseListOptions) error {
 	a, env := opts.f, opts.Env
-	p, err := a.loadProject()
+	p, err := a.LoadProject()
 	if err != nil {
 		return err
 	}
@@ -192,7 +186,7 @@ func runRehearseList(ctx context.Context, opts *rehearseListOptions) error {
 			return err
 		}
 	}
-	l, err := a.openLedger(ctx)
+	l, err := a.Ledger(ctx)
 	if err != nil {
 		return err
 	}
@@ -200,9 +194,9 @@ func runRehearseList(ctx context.Context, opts *rehearseListOptions) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return a.printJSON(rs)
+	if a.Flags().JSON {
+		return printJSON(a, rs)
 	}
-	plain.PrintRehearsalList(a.io.Out, rs)
+	plain.PrintRehearsalList(a.IO().Out, rs)
 	return nil
 }

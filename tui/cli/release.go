@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,70 +7,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/store"
-	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
-	"github.com/relcap/relcap/workflow/landing"
 )
-
-// flowDeps wires every stage's adapter for a release run.
-func (a *app) flowDeps(p *workflow.Project, timeout time.Duration) (workflow.Deps, error) {
-	tf, err := a.terraformAdapter()
-	if err != nil {
-		return workflow.Deps{}, err
-	}
-	reg, repo, err := a.decisionAdapters()
-	if err != nil {
-		return workflow.Deps{}, err
-	}
-	argo := a.argoCD(p)
-	return workflow.Deps{
-		Ownership: a.ownershipSources(p, tf), Desired: desiredSource(repo), Planner: tf, Applier: tf,
-		Registry: reg, EnvRepo: repo, Convergence: argo, ConvergeTimeout: timeout,
-		Forges: a.forges(), Lander: landing.PullRequests{},
-	}, nil
-}
-
-// flowService wires a Service with every stage's adapter for command.
-func (a *app) flowService(ctx context.Context, command, releaseID string, timeout time.Duration) (*workflow.Service, *store.FileJournal, error) {
-	p, err := a.loadProject()
-	if err != nil {
-		return nil, nil, err
-	}
-	deps, err := a.flowDeps(p, timeout)
-	if err != nil {
-		return nil, nil, err
-	}
-	if tf, ok := deps.Applier.(*terraform.Adapter); ok {
-		if deps.PlanVault, err = a.planVault(ctx, p, tf.PlanDir(), command); err != nil {
-			return nil, nil, err
-		}
-	}
-	return a.serviceWith(ctx, command, releaseID, deps)
-}
-
-// driveRelease drives a release in the cockpit at a terminal, otherwise
-// headless: one line per event on stdout (NDJSON with --json), and when it
-// stops for a person, what they must do.
-func (a *app) driveRelease(ctx context.Context, svc *workflow.Service, id string) error {
-	if a.useCockpit() {
-		return a.runCockpit(ctx, svc, id)
-	}
-	printer := plain.New(a.io.Out, a.flags.json).WithToolOutput(a.io.Err)
-	final, err := svc.Run(ctx, id, printer.Event)
-	if final == nil || a.flags.json {
-		return err
-	}
-	plain.PrintReleaseOutcome(a.io.Out, a.io.Err, final, err)
-	return err
-}
 
 // releaseOptions are relcap release's flags.
 type releaseOptions struct {
-	f                            *app
+	f                            Factory
 	Env, Image                   string
 	Schema, MinSchema, MaxSchema int
 	// SchemaGiven: one of the schema flags was given.
@@ -78,7 +23,7 @@ type releaseOptions struct {
 	Timeout     time.Duration
 }
 
-func newCmdRelease(f *app, runF func(context.Context, *releaseOptions) error) *cobra.Command {
+func newCmdRelease(f Factory, runF func(context.Context, *releaseOptions) error) *cobra.Command {
 	opts := &releaseOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "release --env ENV --image REF",
@@ -95,11 +40,11 @@ to an incompatible release is refused.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Env == "" || opts.Image == "" {
-				return usageError{errors.New("release wants --env ENV and --image REF")}
+				return UsageError{errors.New("release wants --env ENV and --image REF")}
 			}
 			opts.SchemaGiven = cmd.Flags().Changed("schema") || cmd.Flags().Changed("min-schema") || cmd.Flags().Changed("max-schema")
 			if opts.SchemaGiven && (opts.Schema < 0 || opts.MinSchema < 0 || opts.MaxSchema < 0 || (opts.MaxSchema > 0 && opts.MinSchema > opts.MaxSchema)) {
-				return usageError{errors.New("--schema, --min-schema and --max-schema want versions ≥ 0 with min ≤ max")}
+				return UsageError{errors.New("--schema, --min-schema and --max-schema want versions ≥ 0 with min ≤ max")}
 			}
 			return runOr(runF, runRelease)(cmd.Context(), opts)
 		},
@@ -117,11 +62,11 @@ to an incompatible release is refused.`,
 // runRelease starts a release and drives it.
 func runRelease(ctx context.Context, opts *releaseOptions) error {
 	a := opts.f
-	svc, _, err := a.flowService(ctx, "release", "", opts.Timeout)
+	svc, session, err := flowService(a, ctx, "release", "", opts.Timeout)
 	if err != nil {
 		return err
 	}
-	a.measureRelease(svc)
+	measureRelease(a, svc)
 	req := workflow.StartRequest{Env: opts.Env, Image: opts.Image}
 	if opts.SchemaGiven {
 		req.Compatibility = &workflow.Compatibility{Schema: opts.Schema, MinSchema: opts.MinSchema, MaxSchema: opts.MaxSchema}
@@ -132,20 +77,20 @@ func runRelease(ctx context.Context, opts *releaseOptions) error {
 	}
 	// The cockpit names the release on its own screen; a line printed
 	// before it would only flash under it.
-	if !a.flags.json && !a.useCockpit() {
-		plain.PrintReleaseStarted(a.io.Out, r.ID, opts.Image, opts.Env)
+	if !a.Flags().JSON && !useCockpit(a) {
+		plain.PrintReleaseStarted(a.IO().Out, r.ID, opts.Image, opts.Env)
 	}
-	return a.driveRelease(ctx, svc, r.ID)
+	return driveRelease(a, ctx, svc, session, r.ID)
 }
 
 // resumeOptions are relcap resume's argument and flags.
 type resumeOptions struct {
-	f         *app
+	f         Factory
 	ReleaseID string
 	Timeout   time.Duration
 }
 
-func newCmdResume(f *app, runF func(context.Context, *resumeOptions) error) *cobra.Command {
+func newCmdResume(f Factory, runF func(context.Context, *resumeOptions) error) *cobra.Command {
 	opts := &resumeOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "resume RELEASE",
@@ -166,7 +111,7 @@ func runResume(ctx context.Context, opts *resumeOptions) error {
 	// What the release still needs from a person is said before a session
 	// opens, and the release stays as it was. (That it exists was checked
 	// with every release a command line names: checkReferences.)
-	if q, err := a.records(ctx); err != nil {
+	if q, err := a.Records(ctx); err != nil {
 		return err
 	} else if r, err := q.Release(ctx, id); err != nil {
 		return err
@@ -175,22 +120,22 @@ func runResume(ctx context.Context, opts *resumeOptions) error {
 			return err
 		}
 	}
-	svc, _, err := a.flowService(ctx, "resume", id, opts.Timeout)
+	svc, session, err := flowService(a, ctx, "resume", id, opts.Timeout)
 	if err != nil {
 		return err
 	}
-	a.measureRelease(svc)
-	return a.driveRelease(ctx, svc, id)
+	measureRelease(a, svc)
+	return driveRelease(a, ctx, svc, session, id)
 }
 
 // convergeOptions are relcap converge's flags.
 type convergeOptions struct {
-	f                        *app
+	f                        Factory
 	Env, ReleaseID, Revision string
 	Timeout                  time.Duration
 }
 
-func newCmdConverge(f *app, runF func(context.Context, *convergeOptions) error) *cobra.Command {
+func newCmdConverge(f Factory, runF func(context.Context, *convergeOptions) error) *cobra.Command {
 	opts := &convergeOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "converge --env ENV [--release ID] [--revision SHA] [--timeout D]",
@@ -205,7 +150,7 @@ action. Without --release it takes the latest promotion into ENV; with
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Env == "" {
-				return usageError{errors.New("converge wants --env ENV")}
+				return UsageError{errors.New("converge wants --env ENV")}
 			}
 			return runOr(runF, runConverge)(cmd.Context(), opts)
 		},
@@ -223,11 +168,11 @@ func runConverge(ctx context.Context, opts *convergeOptions) error {
 	if opts.Revision != "" {
 		return convergeRevision(a, ctx, opts.Env, opts.Revision, opts.Timeout)
 	}
-	svc, _, err := a.flowService(ctx, "converge", releaseID, opts.Timeout)
+	svc, session, err := flowService(a, ctx, "converge", releaseID, opts.Timeout)
 	if err != nil {
 		return err
 	}
-	a.measure(svc, workflow.StepConvergence, effort.RoleCaptain)
+	a.Measure(svc, workflow.StepConvergence.String(), effort.RoleCaptain)
 	if releaseID == "" {
 		r, err := svc.AwaitingConvergence(ctx, opts.Env)
 		if err != nil {
@@ -235,31 +180,26 @@ func runConverge(ctx context.Context, opts *convergeOptions) error {
 		}
 		releaseID = r.ID
 	}
-	return a.driveRelease(ctx, svc, releaseID)
+	return driveRelease(a, ctx, svc, session, releaseID)
 }
 
 // convergeRevision watches env's application for one revision outside any
 // release, with the digest the environment repo pins now.
-func convergeRevision(a *app, ctx context.Context, env, revision string, timeout time.Duration) error {
-	p, err := a.loadProject()
+func convergeRevision(a Factory, ctx context.Context, env, revision string, timeout time.Duration) error {
+	if _, err := a.LoadProject(); err != nil {
+		return err
+	}
+	svc, _, err := a.Service(ctx, ServiceRequest{Command: "converge", Needs: NeedEnvRepo | NeedConvergence, ConvergeTimeout: timeout})
 	if err != nil {
 		return err
 	}
-	_, repo, err := a.decisionAdapters()
-	if err != nil {
-		return err
-	}
-	svc, _, err := a.serviceWith(ctx, "converge", "", workflow.Deps{EnvRepo: repo, Convergence: a.argoCD(p), ConvergeTimeout: timeout})
-	if err != nil {
-		return err
-	}
-	printer := plain.New(a.io.Out, a.flags.json)
+	printer := plain.New(a.IO().Out, a.Flags().JSON)
 	res, err := svc.ConvergeRevision(ctx, env, revision, func(s appstate.AppState) {
-		printer.Event(workflow.Event{Time: a.clock.Now(), Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &s})
+		printer.Event(workflow.Event{Time: a.Clock().Now(), Kind: workflow.EventAppState, Step: workflow.StepConvergence, App: &s})
 	})
 	if err != nil {
 		return err
 	}
-	plain.PrintRevisionConverged(a.io.Out, revision, res)
+	plain.PrintRevisionConverged(a.IO().Out, revision, res)
 	return nil
 }

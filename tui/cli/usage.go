@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 
 // annotationReadOnly marks a command that only reads the ledger: it never
 // creates one, so a ledger path that does not exist is a usage error
-// naming it (see app.openLedgerAt).
+// naming it (Factory.SetReadOnly).
 const annotationReadOnly = "relcap/read-only"
 
 // readOnlyCommand marks cmd as annotationReadOnly and returns it.
@@ -43,7 +43,7 @@ func unknownCommand(cmd *cobra.Command, word string) error {
 	if s := cmd.SuggestionsFor(word); len(s) > 0 {
 		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
 	}
-	return usageError{fmt.Errorf("%s; see %s --help", msg, cmd.CommandPath())}
+	return UsageError{fmt.Errorf("%s; see %s --help", msg, cmd.CommandPath())}
 }
 
 // flagError makes a flag parsing error a one-line usage error (exit 2).
@@ -51,17 +51,17 @@ func unknownCommand(cmd *cobra.Command, word string) error {
 // cobra as the root with an unknown flag: the unknown command is the
 // mistake to name. A number or duration that does not parse is named
 // with the flag, the value and an example (workflow/input).
-func (a *app) flagError(cmd *cobra.Command, err error) error {
+func flagError(cmd *cobra.Command, args []string, err error) error {
 	if !cmd.HasParent() {
-		if word := firstWord(cmd, a.args); word != "" && !isSubcommand(cmd, word) {
+		if word := firstWord(cmd, args); word != "" && !isSubcommand(cmd, word) {
 			return unknownCommand(cmd, word)
 		}
 	}
 	var invalid *pflag.InvalidValueError
 	if errors.As(err, &invalid) && input.IsNumberFlag(invalid.GetFlag().Name) {
-		return usageError{input.BadNumber(invalid.GetFlag().Name, invalid.GetValue())}
+		return UsageError{input.BadNumber(invalid.GetFlag().Name, invalid.GetValue())}
 	}
-	return usageError{err}
+	return UsageError{err}
 }
 
 // firstWord is the first argument of args that is neither a flag of cmd

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -8,17 +8,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/tui/plain"
-	"github.com/relcap/relcap/workflow"
 )
 
 // abandonOptions are relcap release abandon's argument and flags.
 type abandonOptions struct {
-	f         *app
+	f         Factory
 	ReleaseID string
 	Reason    string
 }
 
-func newCmdReleaseAbandon(f *app, runF func(context.Context, *abandonOptions) error) *cobra.Command {
+func newCmdReleaseAbandon(f Factory, runF func(context.Context, *abandonOptions) error) *cobra.Command {
 	opts := &abandonOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "abandon RELEASE --reason TEXT",
@@ -34,7 +33,7 @@ succeeded, rolled back, abandoned) cannot be abandoned.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ReleaseID = args[0]
 			if strings.TrimSpace(opts.Reason) == "" {
-				return usageError{errors.New("release abandon wants --reason TEXT: say why the release will not ship (it is journaled)")}
+				return UsageError{errors.New("release abandon wants --reason TEXT: say why the release will not ship (it is journaled)")}
 			}
 			return runOr(runF, runReleaseAbandon)(cmd.Context(), opts)
 		},
@@ -47,28 +46,19 @@ succeeded, rolled back, abandoned) cannot be abandoned.`,
 // recorded, then abandons it in a session of its own.
 func runReleaseAbandon(ctx context.Context, opts *abandonOptions) error {
 	a := opts.f
-	q, err := a.records(ctx)
+	q, err := a.Records(ctx)
 	if err != nil {
 		return err
 	}
 	if _, err := q.MayAbandon(ctx, opts.ReleaseID, opts.Reason); err != nil {
 		return err
 	}
-	// The Terraform adapter deletes this machine's plan file; the vault,
-	// where plans are shared, the team store's copy.
-	tf, err := a.terraformAdapter()
-	if err != nil {
+	if _, err := a.LoadProject(); err != nil {
 		return err
 	}
-	deps := workflow.Deps{Applier: tf}
-	p, err := a.loadProject()
-	if err != nil {
-		return err
-	}
-	if deps.PlanVault, err = a.planVault(ctx, p, tf.PlanDir(), "release abandon"); err != nil {
-		return err
-	}
-	svc, _, err := a.serviceWith(ctx, "release abandon", opts.ReleaseID, deps)
+	// The applier deletes this machine's plan file; the vault, where
+	// plans are shared, the team store's copy.
+	svc, _, err := a.Service(ctx, ServiceRequest{Command: "release abandon", ReleaseID: opts.ReleaseID, Needs: NeedPlans | NeedPlanVault})
 	if err != nil {
 		return err
 	}
@@ -76,9 +66,9 @@ func runReleaseAbandon(ctx context.Context, opts *abandonOptions) error {
 	if out.Release == nil {
 		return err
 	}
-	if a.flags.json {
-		return errors.Join(err, plain.WriteJSON(a.io.Out, out))
+	if a.Flags().JSON {
+		return errors.Join(err, plain.WriteJSON(a.IO().Out, out))
 	}
-	plain.PrintAbandoned(a.io.Out, out.Release, out.PlanDeleted)
+	plain.PrintAbandoned(a.IO().Out, out.Release, out.PlanDeleted)
 	return err
 }

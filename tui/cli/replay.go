@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -8,19 +8,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui/asciicast"
 	"github.com/relcap/relcap/workflow/audit"
 )
 
 // journalReplayOptions are relcap journal replay's argument and flags.
 type journalReplayOptions struct {
-	f       *app
+	f       Factory
 	Session string
 	Speed   float64
 }
 
-func newCmdJournalReplay(f *app, runF func(context.Context, *journalReplayOptions) error) *cobra.Command {
+func newCmdJournalReplay(f Factory, runF func(context.Context, *journalReplayOptions) error) *cobra.Command {
 	opts := &journalReplayOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "replay SESSION [--speed N]",
@@ -32,7 +31,7 @@ the journal vouches for.`,
 		Args: exactArgs(1, "one session ID (see relcap journal list)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Speed < 0 {
-				return usageError{errors.New("--speed must be 0 (no delays) or more")}
+				return UsageError{errors.New("--speed must be 0 (no delays) or more")}
 			}
 			opts.Session = args[0]
 			return runOr(runF, runJournalReplay)(cmd.Context(), opts)
@@ -45,11 +44,11 @@ the journal vouches for.`,
 // runJournalReplay plays the session's screen recordings back.
 func runJournalReplay(ctx context.Context, opts *journalReplayOptions) error {
 	a := opts.f
-	dir, err := a.sessionsDir()
+	files, err := a.SessionFiles()
 	if err != nil {
 		return err
 	}
-	casts, err := store.SessionFiles{Dir: dir}.Recordings(opts.Session)
+	casts, err := files.Recordings(opts.Session)
 	if err != nil {
 		return err
 	}
@@ -57,7 +56,7 @@ func runJournalReplay(ctx context.Context, opts *journalReplayOptions) error {
 		return noRecording(a, ctx, opts.Session)
 	}
 	for _, path := range casts {
-		if err := replay(ctx, a.screen, path, opts.Speed); err != nil {
+		if err := replay(ctx, a.Screen(), path, opts.Speed); err != nil {
 			return err
 		}
 	}
@@ -76,8 +75,8 @@ func replay(ctx context.Context, screen io.Writer, path string, speed float64) e
 // noRecording says why session id has no recording here: it has none
 // (only cockpit sessions do), or its journal, read from the ledger, names
 // recordings that stay on the machine that recorded them.
-func noRecording(a *app, ctx context.Context, id string) error {
-	q, err := a.auditor(ctx)
+func noRecording(a Factory, ctx context.Context, id string) error {
+	q, err := a.Auditor(ctx)
 	if err != nil {
 		return err
 	}

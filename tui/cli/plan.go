@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
@@ -19,30 +18,13 @@ import (
 	"github.com/relcap/relcap/workflow/unlock"
 )
 
-// terraformAdapter wires the Terraform adapter: the private plan store under
-// $XDG_STATE_HOME (the core reviews its plans with the project's rules). Terraform's
-// own progress is the Service's tool output (Deps.ToolOutput, events),
-// never the adapter's: under the cockpit nothing may write to the terminal.
-func (a *app) terraformAdapter() (*terraform.Adapter, error) {
-	state, err := a.stateHome()
-	if err != nil {
-		return nil, err
-	}
-	return terraform.New(terraform.Options{
-		PlanDir:      state + "/plans",
-		RehearsalDir: state + "/rehearsals",
-		Clock:        a.clock,
-		Secrets:      a.secrets,
-	})
-}
-
 // planOptions are relcap plan's flags.
 type planOptions struct {
-	f                        *app
+	f                        Factory
 	Env, FromJSON, ReleaseID string
 }
 
-func newCmdPlan(f *app, runF func(context.Context, *planOptions) error) *cobra.Command {
+func newCmdPlan(f Factory, runF func(context.Context, *planOptions) error) *cobra.Command {
 	opts := &planOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "plan --env ENV [--release ID] | --from-json FILE",
@@ -65,7 +47,7 @@ CI job uploads) without running Terraform, and belongs to no release.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (opts.Env == "") == (opts.FromJSON == "") {
-				return usageError{errors.New("plan wants exactly one of --env ENV or --from-json FILE")}
+				return UsageError{errors.New("plan wants exactly one of --env ENV or --from-json FILE")}
 			}
 			return runOr(runF, runPlan)(cmd.Context(), opts)
 		},
@@ -81,63 +63,59 @@ CI job uploads) without running Terraform, and belongs to no release.`,
 func runPlan(ctx context.Context, opts *planOptions) error {
 	a, env, releaseID := opts.f, opts.Env, opts.ReleaseID
 	if opts.FromJSON != "" {
-		return a.reviewPlanDocument(opts.FromJSON, env)
+		return reviewPlanDocument(a, opts.FromJSON, env)
 	}
-	p, err := a.loadProject()
+	p, err := a.LoadProject()
 	if err != nil {
 		return err
 	}
-	tf, err := a.terraformAdapter()
-	if err != nil {
-		return err
-	}
-	if removed, err := tf.PurgeExpired(a.clock.Now(), p.Plans.Expiry); err != nil {
-		fmt.Fprintln(a.io.Err, "warning: "+err.Error())
+	if removed, err := a.PurgeExpiredPlans(p); err != nil {
+		fmt.Fprintln(a.IO().Err, "warning: "+err.Error())
 	} else {
-		plain.PrintPurged(a.io.Err, len(removed), "")
+		plain.PrintPurged(a.IO().Err, removed, "")
 	}
-	svc, _, err := a.flowService(ctx, "plan", releaseID, 0)
+	svc, _, err := flowService(a, ctx, "plan", releaseID, 0)
 	if err != nil {
 		return err
 	}
-	a.measure(svc, workflow.StepPlanReview, effort.RoleCaptain)
-	if err := purgeSharedPlans(a, ctx, p, tf); err != nil {
+	a.Measure(svc, workflow.StepPlanReview.String(), effort.RoleCaptain)
+	if err := purgeSharedPlans(a, ctx, p); err != nil {
 		return err
 	}
-	out, err := svc.PlanRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID}, a.commandEvents())
+	out, err := svc.PlanRelease(ctx, workflow.OpenRequest{Env: env, ReleaseID: releaseID}, commandEvents(a))
 	if out.Release != nil {
-		fmt.Fprintln(a.io.Err, out.Describe())
+		fmt.Fprintln(a.IO().Err, out.Describe())
 	}
 	if err != nil && out.Refused == "" {
 		return err
 	}
-	if a.flags.json {
-		return errors.Join(a.printJSON(planJSON{PlanSummary: out.Plan, Release: out.Release.ID}), err)
+	if a.Flags().JSON {
+		return errors.Join(printJSON(a, planJSON{PlanSummary: out.Plan, Release: out.Release.ID}), err)
 	}
-	if perr := plain.PrintPlan(a.io.Out, out.Plan); perr != nil {
+	if perr := plain.PrintPlan(a.IO().Out, out.Plan); perr != nil {
 		return perr
 	}
-	if plain.PrintPlanOutcome(a.io.Out, out) {
-		return errSilent{code: exitBlocked}
+	if plain.PrintPlanOutcome(a.IO().Out, out) {
+		return SilentError{ExitBlocked}
 	}
 	return nil
 }
 
 // purgeSharedPlans deletes the team store's expired plans, as expired
 // plan files are deleted here, or warns that plans stay on this machine.
-func purgeSharedPlans(a *app, ctx context.Context, p *workflow.Project, tf *terraform.Adapter) error {
-	if a.teamStoreWithoutPeople(p) {
-		fmt.Fprintln(a.io.Err, "warning: plans are not shared in the team store: relcap.yaml names no people file (people:) whose keys they would be encrypted to, so only this machine can apply them")
+func purgeSharedPlans(a Factory, ctx context.Context, p *workflow.Project) error {
+	v, notShared, err := a.SharedPlans(ctx, p, "plan")
+	if notShared {
+		fmt.Fprintln(a.IO().Err, "warning: plans are not shared in the team store: relcap.yaml names no people file (people:) whose keys they would be encrypted to, so only this machine can apply them")
 		return nil
 	}
-	v, err := a.planVault(ctx, p, tf.PlanDir(), "plan")
 	if err != nil || v == nil {
 		return err
 	}
 	if gone, err := v.Purge(ctx); err != nil {
-		fmt.Fprintln(a.io.Err, "warning: "+err.Error())
+		fmt.Fprintln(a.IO().Err, "warning: "+err.Error())
 	} else {
-		plain.PrintPurged(a.io.Err, len(gone), v.Where())
+		plain.PrintPurged(a.IO().Err, len(gone), v.Where())
 	}
 	return nil
 }
@@ -148,17 +126,10 @@ type planJSON struct {
 	Release string `json:"release"`
 }
 
-// commandEvents prints a command's release events to stderr (NDJSON on
-// stdout with --json is the plan or result document, so events stay off
-// it), Terraform's lines as they come.
-func (a *app) commandEvents() workflow.EventSink {
-	return plain.New(a.io.Err, false).WithToolOutput(a.io.Err).Event
-}
-
 // reviewPlanDocument reviews a plan JSON document; relcap.yaml is used for
 // the classification rules when there is one.
-func (a *app) reviewPlanDocument(path, env string) error {
-	p, err := a.projectIfAny()
+func reviewPlanDocument(a Factory, path, env string) error {
+	p, err := a.ProjectIfAny()
 	if err != nil {
 		return err
 	}
@@ -168,28 +139,28 @@ func (a *app) reviewPlanDocument(path, env string) error {
 		return fmt.Errorf("%w: %v", fault.ErrUsage, err)
 	}
 	defer f.Close()
-	facts, err := terraform.ReadPlanJSON(f, env, a.secrets)
+	facts, err := a.ReadPlanDocument(f, env)
 	if err != nil {
 		return err
 	}
 	review := workflow.ReviewPlan(facts, classify)
 	refused := workflow.ReviewPlanDocument(&review, own)
-	if a.flags.json {
-		return errors.Join(a.printJSON(review), refused)
+	if a.Flags().JSON {
+		return errors.Join(printJSON(a, review), refused)
 	}
-	return errors.Join(plain.PrintPlan(a.io.Out, review), refused)
+	return errors.Join(plain.PrintPlan(a.IO().Out, review), refused)
 }
 
 // approveOptions are relcap approve's flags: one plan, one release, or
 // one break-glass.
 type approveOptions struct {
-	f                                            *app
+	f                                            Factory
 	Fingerprint, ReleaseID, Comment, Env, Reason string
 	BreakGlass                                   bool
 	TTL                                          time.Duration
 }
 
-func newCmdApprove(f *app, runF func(context.Context, *approveOptions) error) *cobra.Command {
+func newCmdApprove(f Factory, runF func(context.Context, *approveOptions) error) *cobra.Command {
 	opts := &approveOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "approve --plan FINGERPRINT | --release ID | --breakglass --env ENV --ttl DURATION --reason TEXT",
@@ -208,11 +179,11 @@ people file when it is used.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case !exactlyOne(opts.Fingerprint != "", opts.ReleaseID != "", opts.BreakGlass):
-				return usageError{errors.New("approve wants exactly one of --plan FINGERPRINT, --release ID or --breakglass")}
+				return UsageError{errors.New("approve wants exactly one of --plan FINGERPRINT, --release ID or --breakglass")}
 			case opts.BreakGlass && (opts.Env == "" || opts.TTL == 0):
-				return usageError{errors.New("approve --breakglass wants --env ENV, --ttl DURATION and --reason TEXT")}
+				return UsageError{errors.New("approve --breakglass wants --env ENV, --ttl DURATION and --reason TEXT")}
 			case !opts.BreakGlass && (opts.Env != "" || opts.TTL != 0 || opts.Reason != ""):
-				return usageError{errors.New("--env, --ttl and --reason go with approve --breakglass")}
+				return UsageError{errors.New("--env, --ttl and --reason go with approve --breakglass")}
 			}
 			return runOr(runF, runApprove)(cmd.Context(), opts)
 		},
@@ -231,17 +202,17 @@ people file when it is used.`,
 // break-glass.
 func runApprove(ctx context.Context, opts *approveOptions) error {
 	a := opts.f
-	if _, err := a.loadProject(); err != nil {
+	if _, err := a.LoadProject(); err != nil {
 		return err
 	}
-	svc, _, err := a.serviceWith(ctx, "approve", opts.ReleaseID, workflow.Deps{})
+	svc, _, err := a.Service(ctx, ServiceRequest{Command: "approve", ReleaseID: opts.ReleaseID})
 	if err != nil {
 		return err
 	}
 	if opts.ReleaseID != "" {
-		a.measure(svc, workflow.StepPromotion, effort.RoleApprover)
+		a.Measure(svc, workflow.StepPromotion.String(), effort.RoleApprover)
 	} else {
-		a.measure(svc, workflow.StepPlanReview, effort.RoleApprover)
+		a.Measure(svc, workflow.StepPlanReview.String(), effort.RoleApprover)
 	}
 	var approved approval.Approval
 	var check approval.Check
@@ -260,20 +231,20 @@ func runApprove(ctx context.Context, opts *approveOptions) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return a.printJSON(plain.ApprovalDocument(approved, check))
+	if a.Flags().JSON {
+		return printJSON(a, plain.ApprovalDocument(approved, check))
 	}
-	plain.PrintApproval(a.io.Out, a.io.Err, approved, check)
+	plain.PrintApproval(a.IO().Out, a.IO().Err, approved, check)
 	return nil
 }
 
 // applyOptions are relcap apply's flags.
 type applyOptions struct {
-	f           *app
+	f           Factory
 	Fingerprint string
 }
 
-func newCmdApply(f *app, runF func(context.Context, *applyOptions) error) *cobra.Command {
+func newCmdApply(f Factory, runF func(context.Context, *applyOptions) error) *cobra.Command {
 	opts := &applyOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "apply --plan FINGERPRINT",
@@ -293,7 +264,7 @@ reviewed plan, and applied.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Fingerprint == "" {
-				return usageError{errors.New("apply wants --plan FINGERPRINT (printed by relcap plan)")}
+				return UsageError{errors.New("apply wants --plan FINGERPRINT (printed by relcap plan)")}
 			}
 			return runOr(runF, runApply)(cmd.Context(), opts)
 		},
@@ -305,29 +276,29 @@ reviewed plan, and applied.`,
 // runApply applies exactly the saved plan with the fingerprint.
 func runApply(ctx context.Context, opts *applyOptions) error {
 	a, fingerprint := opts.f, opts.Fingerprint
-	svc, _, err := a.flowService(ctx, "apply", "", 0)
+	svc, _, err := flowService(a, ctx, "apply", "", 0)
 	if err != nil {
 		return err
 	}
-	a.measure(svc, workflow.StepApply, effort.RoleCaptain)
-	res, plan, err := svc.ApplyPlan(ctx, fingerprint, a.commandEvents())
+	a.Measure(svc, workflow.StepApply.String(), effort.RoleCaptain)
+	res, plan, err := svc.ApplyPlan(ctx, fingerprint, commandEvents(a))
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return a.printJSON(map[string]any{"fingerprint": fingerprint, "env": plan.Env, "result": res})
+	if a.Flags().JSON {
+		return printJSON(a, map[string]any{"fingerprint": fingerprint, "env": plan.Env, "result": res})
 	}
-	plain.PrintApplied(a.io.Out, fingerprint, plan.Env, res)
+	plain.PrintApplied(a.IO().Out, fingerprint, plan.Env, res)
 	return nil
 }
 
 // unlockOptions are relcap unlock's flags.
 type unlockOptions struct {
-	f   *app
+	f   Factory
 	Req unlock.Request
 }
 
-func newCmdUnlock(f *app, runF func(context.Context, *unlockOptions) error) *cobra.Command {
+func newCmdUnlock(f Factory, runF func(context.Context, *unlockOptions) error) *cobra.Command {
 	opts := &unlockOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "unlock --env ENV --lock-id ID --confirm-holder-gone --reason TEXT",
@@ -354,20 +325,16 @@ unlocking a live writer's lock corrupts state. It requires
 // runUnlock force-unlocks the Terraform state lock, journaling who and why.
 func runUnlock(ctx context.Context, opts *unlockOptions) error {
 	a := opts.f
-	if _, err := a.loadProject(); err != nil {
+	if _, err := a.LoadProject(); err != nil {
 		return err
 	}
-	tf, err := a.terraformAdapter()
-	if err != nil {
-		return err
-	}
-	svc, _, err := a.serviceWith(ctx, "unlock", "", workflow.Deps{Applier: tf})
+	svc, _, err := a.Service(ctx, ServiceRequest{Command: "unlock", Needs: NeedPlans})
 	if err != nil {
 		return err
 	}
 	if err := unlock.ForceUnlock(ctx, svc, opts.Req); err != nil {
 		return err
 	}
-	plain.PrintUnlocked(a.io.Out, opts.Req.LockID, opts.Req.Env)
+	plain.PrintUnlocked(a.IO().Out, opts.Req.LockID, opts.Req.Env)
 	return nil
 }

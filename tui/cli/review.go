@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 
 // reviewOptions are relcap review's flags: one plan or one release.
 type reviewOptions struct {
-	f                      *app
+	f                      Factory
 	Fingerprint, ReleaseID string
 }
 
-func newCmdReview(f *app, runF func(context.Context, *reviewOptions) error) *cobra.Command {
+func newCmdReview(f Factory, runF func(context.Context, *reviewOptions) error) *cobra.Command {
 	opts := &reviewOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "review --plan FINGERPRINT | --release ID",
@@ -39,10 +39,10 @@ unfocused. The screen is recorded in your session, like the cockpit.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (opts.Fingerprint == "") == (opts.ReleaseID == "") {
-				return usageError{errors.New("review wants exactly one of --plan FINGERPRINT or --release ID")}
+				return UsageError{errors.New("review wants exactly one of --plan FINGERPRINT or --release ID")}
 			}
-			if !f.useCockpit() {
-				return usageError{errors.New("review is a screen and needs a terminal; from a script, relcap approve --plan FP or --release ID records the same approval")}
+			if !useCockpit(f) {
+				return UsageError{errors.New("review is a screen and needs a terminal; from a script, relcap approve --plan FP or --release ID records the same approval")}
 			}
 			return runOr(runF, runReview)(cmd.Context(), opts)
 		},
@@ -56,10 +56,10 @@ unfocused. The screen is recorded in your session, like the cockpit.`,
 // recorded in the reviewer's session.
 func runReview(ctx context.Context, opts *reviewOptions) error {
 	a, fingerprint, releaseID := opts.f, opts.Fingerprint, opts.ReleaseID
-	if _, err := a.loadProject(); err != nil {
+	if _, err := a.LoadProject(); err != nil {
 		return err
 	}
-	svc, journal, err := a.serviceWith(ctx, "review", releaseID, workflow.Deps{})
+	svc, journal, err := a.Service(ctx, ServiceRequest{Command: "review", ReleaseID: releaseID})
 	if err != nil {
 		return err
 	}
@@ -80,6 +80,6 @@ func runReview(ctx context.Context, opts *reviewOptions) error {
 	if err != nil {
 		return err
 	}
-	runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Review: target, Input: a.io.In, Output: a.screen, Env: a.io.Env, Secrets: a.secrets, Record: rec})
+	runErr := tui.Run(ctx, tui.Options{Service: svc, ReleaseID: id, Review: target, Input: a.IO().In, Output: a.Screen(), Env: a.IO().Env, Secrets: a.Secrets(), Record: rec})
 	return errors.Join(runErr, rec.Finish(ctx, id))
 }

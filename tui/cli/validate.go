@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,17 +6,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow/config"
 )
 
 // validateOptions are relcap validate's (none but the global ones).
 type validateOptions struct {
-	f *app
+	f Factory
 }
 
-func newCmdValidate(f *app, runF func(context.Context, *validateOptions) error) *cobra.Command {
+func newCmdValidate(f Factory, runF func(context.Context, *validateOptions) error) *cobra.Command {
 	opts := &validateOptions{f: f}
 	return readOnlyCommand(&cobra.Command{
 		Use:   "validate",
@@ -37,7 +36,7 @@ anything is wrong.`,
 // file, and reports every problem.
 func runValidate(_ context.Context, opts *validateOptions) error {
 	a := opts.f
-	p, err := a.loadProject()
+	p, err := a.LoadProject()
 	var cerr *config.Errors
 	if errors.As(err, &cerr) {
 		return printInvalid(a, cerr.Problems)
@@ -45,24 +44,24 @@ func runValidate(_ context.Context, opts *validateOptions) error {
 	if err != nil {
 		return err
 	}
-	people, problems := signing.CheckPeopleFile(p.People, plain.Rel(p.People))
+	people, problems := a.CheckPeopleFile(p.People, plain.Rel(p.People))
 	if len(problems) > 0 {
 		return printInvalid(a, problems)
 	}
-	if a.flags.json {
-		return a.printJSON(plain.ValidDocument(p, len(people)))
+	if a.Flags().JSON {
+		return printJSON(a, plain.ValidDocument(p, len(people)))
 	}
-	plain.PrintValid(a.io.Out, p, len(people))
+	plain.PrintValid(a.IO().Out, p, len(people))
 	return nil
 }
 
 // printInvalid prints the problems found (JSON or lines on stderr) and
 // ends validate with exit 2.
-func printInvalid[P any](a *app, problems []P) error {
-	if a.flags.json {
-		_ = a.printJSON(map[string]any{"valid": false, "problems": problems})
+func printInvalid[P any](a Factory, problems []P) error {
+	if a.Flags().JSON {
+		_ = printJSON(a, map[string]any{"valid": false, "problems": problems})
 	} else {
-		plain.PrintProblems(a.io.Err, problems, "relcap validate")
+		plain.PrintProblems(a.IO().Err, problems, "relcap validate")
 	}
-	return errSilent{exitUsage}
+	return SilentError{ExitUsage}
 }

@@ -1,9 +1,8 @@
-package main
+package cli
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -11,14 +10,12 @@ import (
 
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/tui/reportfmt"
-	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/report"
 )
 
 // reportOptions are the flags both reports take, and which report.
 type reportOptions struct {
-	f                         *app
+	f                         Factory
 	from, to, tz, env, format string
 	person                    string
 	baseline                  float64
@@ -27,7 +24,7 @@ type reportOptions struct {
 	effort                     bool
 }
 
-func newCmdReport(a *app) *cobra.Command {
+func newCmdReport(a Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Coordination-effort reports and the operating measures",
@@ -56,7 +53,7 @@ func addReportFlags(cmd *cobra.Command, f *reportOptions) {
 	fl.StringVar(&f.format, "format", "table", "table, md, csv, json or html")
 }
 
-func newCmdReportEffort(a *app, runF func(context.Context, *reportOptions) error) *cobra.Command {
+func newCmdReportEffort(a Factory, runF func(context.Context, *reportOptions) error) *cobra.Command {
 	f := &reportOptions{f: a, effort: true}
 	cmd := &cobra.Command{
 		Use:   "effort [--from DATE --to DATE] [--env E] [--person P] [--tz ZONE] [--format table|md|csv|json|html]",
@@ -92,7 +89,7 @@ before/after at all, because missing data is not saved time.`,
 	return cmd
 }
 
-func newCmdReportMeasures(a *app, runF func(context.Context, *reportOptions) error) *cobra.Command {
+func newCmdReportMeasures(a Factory, runF func(context.Context, *reportOptions) error) *cobra.Command {
 	f := &reportOptions{f: a}
 	cmd := &cobra.Command{
 		Use:   "measures [--from DATE --to DATE] [--env E] [--tz ZONE] [--format table|md|csv|json|html]",
@@ -121,19 +118,19 @@ func runReport(ctx context.Context, f *reportOptions) error {
 	a, effort := f.f, f.effort
 	format, err := reportfmt.ParseFormat(f.format)
 	if err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
-	if a.flags.json && !f.formatGiven {
+	if a.Flags().JSON && !f.formatGiven {
 		format = reportfmt.FormatJSON
 	}
 	loc, err := time.LoadLocation(f.tz)
 	if err != nil {
-		return usageError{fmt.Errorf("--tz %q: unknown time zone (want an IANA name such as UTC or Europe/Berlin)", f.tz)}
+		return UsageError{fmt.Errorf("--tz %q: unknown time zone (want an IANA name such as UTC or Europe/Berlin)", f.tz)}
 	}
-	now := a.clock.Now()
+	now := a.Clock().Now()
 	from, to, err := report.ParsePeriod(f.from, f.to, loc, now)
 	if err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	opts := report.Options{From: from, To: to, Location: loc, Now: now, Env: strings.TrimSpace(f.env),
 		Person: strings.TrimSpace(f.person), BaselineHoursPerRelease: f.baseline, BaselineSource: "--baseline", ProdEnv: report.DefaultProdEnv}
@@ -141,7 +138,7 @@ func runReport(ctx context.Context, f *reportOptions) error {
 		return err
 	}
 	q := report.Query{Env: opts.Env, From: from, To: to, Person: opts.Person, EffortOnly: effort}
-	p, err := a.optionalProject()
+	p, err := a.OptionalProject()
 	if err != nil {
 		return err
 	}
@@ -151,7 +148,7 @@ func runReport(ctx context.Context, f *reportOptions) error {
 			return err
 		}
 	}
-	l, err := a.openLedger(ctx)
+	l, err := a.Ledger(ctx)
 	if err != nil {
 		return err
 	}
@@ -175,37 +172,13 @@ func runReport(ctx context.Context, f *reportOptions) error {
 		rep = reportfmt.Measures(r)
 		emptyNotice(a, format, r.Empty, r.Message)
 	}
-	return reportfmt.Write(a.io.Out, rep, format)
+	return reportfmt.Write(a.IO().Out, rep, format)
 }
 
 // emptyNotice repeats "nothing to report" on stderr for machine formats,
 // whose stdout a script parses and a person may never read.
-func emptyNotice(a *app, f reportfmt.Format, empty bool, msg string) {
+func emptyNotice(a Factory, f reportfmt.Format, empty bool, msg string) {
 	if empty && (f == reportfmt.FormatCSV || f == reportfmt.FormatJSON) {
-		fmt.Fprintln(a.io.Err, "relcap: "+msg)
+		fmt.Fprintln(a.IO().Err, "relcap: "+msg)
 	}
-}
-
-// optionalProject loads relcap.yaml when there is one: reports read the
-// app, the promotion order and the baseline from it, but a ledger can be
-// reported on without a project (with --baseline). A relcap.yaml that
-// exists but does not load is an error, never silently skipped.
-func (a *app) optionalProject() (*workflow.Project, error) {
-	if a.flags.config != "" {
-		return a.loadProject()
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, nil //nolint:nilerr // no working directory means no project to find
-	}
-	path, err := config.Find(wd)
-	if err != nil {
-		return nil, nil //nolint:nilerr // no relcap.yaml: report on the whole ledger
-	}
-	p, err := config.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	a.project = p
-	return p, nil
 }

@@ -1,51 +1,25 @@
-package main
+package cli
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/gitrepo"
-	"github.com/relcap/relcap/adapters/registry"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
 )
 
-// cacheHome is $XDG_CACHE_HOME/relcap.
-func (a *app) cacheHome() (string, error) {
-	return a.xdgHome("XDG_CACHE_HOME", ".cache")
-}
-
-// decisionAdapters wires the registry (credentials from the Docker config)
-// and the environment repository (clones cached under $XDG_CACHE_HOME).
-func (a *app) decisionAdapters() (*registry.Adapter, *gitrepo.Adapter, error) {
-	reg, err := registry.New(registry.Options{Secrets: a.secrets})
-	if err != nil {
-		return nil, nil, err
-	}
-	cache, err := a.cacheHome()
-	if err != nil {
-		return nil, nil, err
-	}
-	repo, err := gitrepo.New(gitrepo.Options{WorkDir: filepath.Join(cache, "envrepos"), Clock: a.clock, Credentials: a.gitPushCredentials()})
-	if err != nil {
-		return nil, nil, err
-	}
-	return reg, repo, nil
-}
-
 // promoteOptions are relcap promote's flags.
 type promoteOptions struct {
-	f                            *app
+	f                            Factory
 	Env, Image, Force, ReleaseID string
 }
 
-func newCmdPromote(f *app, runF func(context.Context, *promoteOptions) error) *cobra.Command {
+func newCmdPromote(f Factory, runF func(context.Context, *promoteOptions) error) *cobra.Command {
 	opts := &promoteOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "promote --env ENV --image REF [--release ID]",
@@ -65,10 +39,10 @@ one it starts a promotion of its own.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Env == "" || opts.Image == "" {
-				return usageError{errors.New("promote wants --env ENV and --image REF")}
+				return UsageError{errors.New("promote wants --env ENV and --image REF")}
 			}
 			if cmd.Flags().Changed("force-unverified") && strings.TrimSpace(opts.Force) == "" {
-				return usageError{errors.New("--force-unverified wants the reason, which is journaled")}
+				return UsageError{errors.New("--force-unverified wants the reason, which is journaled")}
 			}
 			return runOr(runF, runPromote)(cmd.Context(), opts)
 		},
@@ -84,24 +58,24 @@ one it starts a promotion of its own.`,
 // the promotion.
 func runPromote(ctx context.Context, opts *promoteOptions) error {
 	a := opts.f
-	svc, _, err := a.flowService(ctx, "promote", opts.ReleaseID, 0)
+	svc, _, err := flowService(a, ctx, "promote", opts.ReleaseID, 0)
 	if err != nil {
 		return err
 	}
-	a.measure(svc, workflow.StepPromotion, effort.RoleCaptain)
+	a.Measure(svc, workflow.StepPromotion.String(), effort.RoleCaptain)
 	opened, err := svc.OpenRelease(ctx, workflow.OpenRequest{Env: opts.Env, ReleaseID: opts.ReleaseID, Image: opts.Image, PromoteOnly: true, ForceUnverified: strings.TrimSpace(opts.Force)})
 	if err != nil {
 		return err
 	}
 	r := opened.Release
-	fmt.Fprintln(a.io.Err, opened.Describe())
-	printer := plain.New(a.io.Err, false).WithToolOutput(a.io.Err)
-	if a.flags.json {
-		printer = plain.New(a.io.Out, true)
+	fmt.Fprintln(a.IO().Err, opened.Describe())
+	printer := plain.New(a.IO().Err, false).WithToolOutput(a.IO().Err)
+	if a.Flags().JSON {
+		printer = plain.New(a.IO().Out, true)
 	}
 	final, err := svc.RunUntil(ctx, r.ID, printer.Event, workflow.StepPromotion)
-	if final != nil && !a.flags.json {
-		plain.PrintPromotion(a.io.Out, final)
+	if final != nil && !a.Flags().JSON {
+		plain.PrintPromotion(a.IO().Out, final)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,11 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/tui/plain"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
 )
 
-func newCmdBreakGlass(a *app) *cobra.Command {
+func newCmdBreakGlass(a Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "breakglass",
 		Short: "Audited, time-boxed pause of reconciliation for one application",
@@ -37,16 +36,11 @@ until it is ended.`,
 
 // breakglassService wires the Argo CD pool, the environment repository and
 // the forges for a break-glass command.
-func (a *app) breakglassService(ctx context.Context, command string) (*breakglass.Service, error) {
-	p, err := a.loadProject()
-	if err != nil {
+func breakglassService(a Factory, ctx context.Context, command string) (*breakglass.Service, error) {
+	if _, err := a.LoadProject(); err != nil {
 		return nil, err
 	}
-	_, repo, err := a.decisionAdapters()
-	if err != nil {
-		return nil, err
-	}
-	svc, _, err := a.serviceWith(ctx, command, "", workflow.Deps{Convergence: a.argoCD(p), EnvRepo: repo, Forges: a.forges()})
+	svc, _, err := a.Service(ctx, ServiceRequest{Command: command, Needs: NeedConvergence | NeedEnvRepo | NeedForges})
 	if err != nil {
 		return nil, err
 	}
@@ -55,11 +49,11 @@ func (a *app) breakglassService(ctx context.Context, command string) (*breakglas
 
 // breakglassStartOptions are relcap breakglass start's flags.
 type breakglassStartOptions struct {
-	f   *app
+	f   Factory
 	Req breakglass.Request
 }
 
-func newCmdBreakGlassStart(f *app, runF func(context.Context, *breakglassStartOptions) error) *cobra.Command {
+func newCmdBreakGlassStart(f Factory, runF func(context.Context, *breakglassStartOptions) error) *cobra.Command {
 	opts := &breakglassStartOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "start --env ENV --reason TEXT --ttl DURATION [--approver NAME]",
@@ -67,7 +61,7 @@ func newCmdBreakGlassStart(f *app, runF func(context.Context, *breakglassStartOp
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Req.Env == "" {
-				return usageError{errors.New("breakglass start wants --env ENV, --reason TEXT and --ttl DURATION")}
+				return UsageError{errors.New("breakglass start wants --env ENV, --reason TEXT and --ttl DURATION")}
 			}
 			return runOr(runF, runBreakGlassStart)(cmd.Context(), opts)
 		},
@@ -81,7 +75,7 @@ func newCmdBreakGlassStart(f *app, runF func(context.Context, *breakglassStartOp
 
 func runBreakGlassStart(ctx context.Context, opts *breakglassStartOptions) error {
 	a := opts.f
-	svc, err := a.breakglassService(ctx, "breakglass start")
+	svc, err := breakglassService(a, ctx, "breakglass start")
 	if err != nil {
 		return err
 	}
@@ -89,20 +83,20 @@ func runBreakGlassStart(ctx context.Context, opts *breakglassStartOptions) error
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return a.printJSON(b)
+	if a.Flags().JSON {
+		return printJSON(a, b)
 	}
-	plain.PrintBreakGlassStarted(a.io.Out, b)
+	plain.PrintBreakGlassStarted(a.IO().Out, b)
 	return nil
 }
 
 // breakglassEnvOptions are the flags of breakglass status and end.
 type breakglassEnvOptions struct {
-	f   *app
+	f   Factory
 	Env string
 }
 
-func newCmdBreakGlassStatus(f *app, runF func(context.Context, *breakglassEnvOptions) error) *cobra.Command {
+func newCmdBreakGlassStatus(f Factory, runF func(context.Context, *breakglassEnvOptions) error) *cobra.Command {
 	opts := &breakglassEnvOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "status --env ENV",
@@ -110,7 +104,7 @@ func newCmdBreakGlassStatus(f *app, runF func(context.Context, *breakglassEnvOpt
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Env == "" {
-				return usageError{errors.New("breakglass status wants --env ENV")}
+				return UsageError{errors.New("breakglass status wants --env ENV")}
 			}
 			return runOr(runF, runBreakGlassStatus)(cmd.Context(), opts)
 		},
@@ -121,7 +115,7 @@ func newCmdBreakGlassStatus(f *app, runF func(context.Context, *breakglassEnvOpt
 
 func runBreakGlassStatus(ctx context.Context, opts *breakglassEnvOptions) error {
 	a := opts.f
-	svc, err := a.breakglassService(ctx, "breakglass status")
+	svc, err := breakglassService(a, ctx, "breakglass status")
 	if err != nil {
 		return err
 	}
@@ -129,14 +123,14 @@ func runBreakGlassStatus(ctx context.Context, opts *breakglassEnvOptions) error 
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return a.printJSON(st)
+	if a.Flags().JSON {
+		return printJSON(a, st)
 	}
-	plain.PrintBreakGlassStatus(a.io.Out, st)
+	plain.PrintBreakGlassStatus(a.IO().Out, st)
 	return nil
 }
 
-func newCmdBreakGlassEnd(f *app, runF func(context.Context, *breakglassEnvOptions) error) *cobra.Command {
+func newCmdBreakGlassEnd(f Factory, runF func(context.Context, *breakglassEnvOptions) error) *cobra.Command {
 	opts := &breakglassEnvOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "end --env ENV",
@@ -144,7 +138,7 @@ func newCmdBreakGlassEnd(f *app, runF func(context.Context, *breakglassEnvOption
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Env == "" {
-				return usageError{errors.New("breakglass end wants --env ENV")}
+				return UsageError{errors.New("breakglass end wants --env ENV")}
 			}
 			return runOr(runF, runBreakGlassEnd)(cmd.Context(), opts)
 		},
@@ -155,7 +149,7 @@ func newCmdBreakGlassEnd(f *app, runF func(context.Context, *breakglassEnvOption
 
 func runBreakGlassEnd(ctx context.Context, opts *breakglassEnvOptions) error {
 	a := opts.f
-	svc, err := a.breakglassService(ctx, "breakglass end")
+	svc, err := breakglassService(a, ctx, "breakglass end")
 	if err != nil {
 		return err
 	}
@@ -163,9 +157,9 @@ func runBreakGlassEnd(ctx context.Context, opts *breakglassEnvOptions) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return a.printJSON(map[string]any{"breakglass": st, "capture": change})
+	if a.Flags().JSON {
+		return printJSON(a, map[string]any{"breakglass": st, "capture": change})
 	}
-	plain.PrintBreakGlassEnded(a.io.Out, st, change)
+	plain.PrintBreakGlassEnded(a.IO().Out, st, change)
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,13 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
-func newCmdJournal(a *app) *cobra.Command {
+func newCmdJournal(a Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "journal",
 		Short: "The tamper-evident session journals, for audits",
@@ -29,21 +28,21 @@ session's ledger row deleted, is detected too.`,
 	return readOnlyCommand(cmd)
 }
 
-func journalPath(a *app, id string) (string, error) {
-	dir, err := a.sessionsDir()
+func journalPath(a Factory, id string) (string, error) {
+	files, err := a.SessionFiles()
 	if err != nil {
 		return "", err
 	}
-	return store.SessionFiles{Dir: dir}.JournalPath(id), nil
+	return files.JournalPath(id), nil
 }
 
 // journalOptions are the journal commands' arguments: the sessions named.
 type journalOptions struct {
-	f        *app
+	f        Factory
 	Sessions []string
 }
 
-func newCmdJournalList(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
+func newCmdJournalList(f Factory, runF func(context.Context, *journalOptions) error) *cobra.Command {
 	opts := &journalOptions{f: f}
 	return &cobra.Command{
 		Use:   "list",
@@ -58,7 +57,7 @@ func newCmdJournalList(f *app, runF func(context.Context, *journalOptions) error
 // runJournalList lists the ledger's sessions.
 func runJournalList(ctx context.Context, opts *journalOptions) error {
 	a := opts.f
-	q, err := a.records(ctx)
+	q, err := a.Records(ctx)
 	if err != nil {
 		return err
 	}
@@ -66,10 +65,10 @@ func runJournalList(ctx context.Context, opts *journalOptions) error {
 	if err != nil {
 		return err
 	}
-	return plain.PrintSessionList(a.io.Out, a.io.Err, sessions, a.flags.json)
+	return plain.PrintSessionList(a.IO().Out, a.IO().Err, sessions, a.Flags().JSON)
 }
 
-func newCmdJournalShow(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
+func newCmdJournalShow(f Factory, runF func(context.Context, *journalOptions) error) *cobra.Command {
 	opts := &journalOptions{f: f}
 	return &cobra.Command{
 		Use:   "show SESSION",
@@ -90,7 +89,7 @@ func runJournalShow(ctx context.Context, opts *journalOptions) error {
 	if err != nil {
 		return err
 	}
-	q, err := a.auditor(ctx)
+	q, err := a.Auditor(ctx)
 	if err != nil {
 		return err
 	}
@@ -102,12 +101,12 @@ func runJournalShow(ctx context.Context, opts *journalOptions) error {
 		return err
 	}
 	if from == audit.JournalFromLedger {
-		plain.PrintJournalFromLedger(a.io.Err, args[0], path)
+		plain.PrintJournalFromLedger(a.IO().Err, args[0], path)
 	}
-	return plain.PrintJournalEntries(a.io.Out, entries, a.flags.json)
+	return plain.PrintJournalEntries(a.IO().Out, entries, a.Flags().JSON)
 }
 
-func newCmdJournalVerify(f *app, runF func(context.Context, *journalOptions) error) *cobra.Command {
+func newCmdJournalVerify(f Factory, runF func(context.Context, *journalOptions) error) *cobra.Command {
 	opts := &journalOptions{f: f}
 	return &cobra.Command{
 		Use:   "verify [SESSION]",
@@ -157,7 +156,7 @@ signatures and anchors are not checked, and it says so.`,
 // exits 3 naming what was tampered with.
 func runJournalVerify(ctx context.Context, opts *journalOptions) error {
 	a, args := opts.f, opts.Sessions
-	q, err := a.auditor(ctx)
+	q, err := a.Auditor(ctx)
 	if err != nil {
 		return err
 	}
@@ -165,16 +164,16 @@ func runJournalVerify(ctx context.Context, opts *journalOptions) error {
 	if err != nil {
 		return err
 	}
-	dir, err := a.sessionsDir()
+	files, err := a.SessionFiles()
 	if err != nil {
 		return err
 	}
-	tampered, err := plain.PrintJournalsVerified(a.io.Out, a.io.Err, a.flags.json, checked, dir, store.SessionFiles{Dir: dir}.JournalPath)
+	tampered, err := plain.PrintJournalsVerified(a.IO().Out, a.IO().Err, a.Flags().JSON, checked, files.Dir, files.JournalPath)
 	if err != nil {
 		return err
 	}
 	if tampered {
-		return errSilent{exitBlocked}
+		return SilentError{ExitBlocked}
 	}
 	if anchorErr := checked.AnchorError; anchorErr != nil {
 		return fmt.Errorf("the journal anchors on %s could not be read, so no session's anchor was checked and a deleted ledger row would go unnoticed: %w; make the environment repository reachable and verify again", checked.Anchor, anchorErr)

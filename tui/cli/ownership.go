@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
-func newCmdOwnership(a *app) *cobra.Command {
+func newCmdOwnership(a Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ownership",
 		Short: "Who owns each resource and desired-state field: Terraform, Argo CD or a named third",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageError{errors.New("ownership wants a subcommand: relcap ownership check [--env ENV]")}
+			return UsageError{errors.New("ownership wants a subcommand: relcap ownership check [--env ENV]")}
 		},
 	}
 	cmd.AddCommand(newCmdOwnershipCheck(a, nil))
@@ -27,11 +27,11 @@ func newCmdOwnership(a *app) *cobra.Command {
 
 // ownershipCheckOptions are relcap ownership check's flags.
 type ownershipCheckOptions struct {
-	f   *app
+	f   Factory
 	Env string
 }
 
-func newCmdOwnershipCheck(f *app, runF func(context.Context, *ownershipCheckOptions) error) *cobra.Command {
+func newCmdOwnershipCheck(f Factory, runF func(context.Context, *ownershipCheckOptions) error) *cobra.Command {
 	opts := &ownershipCheckOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "check [--env ENV]",
@@ -67,13 +67,13 @@ each was first seen. It exits 3 when anything blocks.`,
 // runOwnershipCheck runs the check for one environment, or every one.
 func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 	a, env := opts.f, opts.Env
-	p, err := a.loadProject()
+	p, err := a.LoadProject()
 	var cerr *config.Errors
 	if errors.As(err, &cerr) {
 		// A malformed ownership map (or relcap.yaml) is reported the way
 		// relcap validate does: every problem as file:line:col.
-		plain.PrintProblems(a.io.Err, cerr.Problems, "relcap ownership check")
-		return errSilent{exitUsage}
+		plain.PrintProblems(a.IO().Err, cerr.Problems, "relcap ownership check")
+		return SilentError{ExitUsage}
 	}
 	if err != nil {
 		return err
@@ -86,19 +86,7 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 		}
 		envs = []workflow.Environment{e}
 	}
-	tf, err := a.terraformAdapter()
-	if err != nil {
-		return err
-	}
-	// The environment repository, rendered, stands in for Argo CD when
-	// it cannot be read.
-	_, repo, err := a.decisionAdapters()
-	if err != nil {
-		return err
-	}
-	svc, _, err := a.serviceWith(ctx, "ownership check", "", workflow.Deps{
-		Ownership: a.ownershipSources(p, tf), Desired: desiredSource(repo),
-	})
+	svc, _, err := a.Service(ctx, ServiceRequest{Command: "ownership check", Needs: NeedOwnership})
 	if err != nil {
 		return err
 	}
@@ -111,12 +99,12 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 		reports = append(reports, rep)
 	}
 
-	if a.flags.json {
-		if err := a.printJSON(plain.OwnershipDocument(reports)); err != nil {
+	if a.Flags().JSON {
+		if err := printJSON(a, plain.OwnershipDocument(reports)); err != nil {
 			return err
 		}
 	} else {
-		plain.PrintOwnerships(a.io.Out, reports)
+		plain.PrintOwnerships(a.IO().Out, reports)
 	}
 	return workflow.OwnershipBlocked(reports)
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ func checkTypedInput(cmd *cobra.Command, args []string) error {
 		given = append(given, input.GivenFlag{Name: f.Name, Values: flagValues(f)})
 	})
 	if err := input.CheckCommandLine(cmd.CommandPath(), given, args); err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 
 // rollbackOptions are relcap rollback's flags.
 type rollbackOptions struct {
-	f       *app
+	f       Factory
 	Req     workflow.RollbackRequest
 	Timeout time.Duration
 }
 
-func newCmdRollback(f *app, runF func(context.Context, *rollbackOptions) error) *cobra.Command {
+func newCmdRollback(f Factory, runF func(context.Context, *rollbackOptions) error) *cobra.Command {
 	opts := &rollbackOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "rollback --env ENV --to RELEASE",
@@ -31,7 +31,7 @@ release left (see relcap release --schema).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Req.Env == "" || opts.Req.To == "" {
-				return usageError{errors.New("rollback wants --env ENV and --to RELEASE")}
+				return UsageError{errors.New("rollback wants --env ENV and --to RELEASE")}
 			}
 			return runOr(runF, runRollback)(cmd.Context(), opts)
 		},
@@ -45,17 +45,17 @@ release left (see relcap release --schema).`,
 // runRollback starts the rollback release and drives it.
 func runRollback(ctx context.Context, opts *rollbackOptions) error {
 	a := opts.f
-	svc, _, err := a.flowService(ctx, "rollback", "", opts.Timeout)
+	svc, session, err := flowService(a, ctx, "rollback", "", opts.Timeout)
 	if err != nil {
 		return err
 	}
-	a.measureRelease(svc)
+	measureRelease(a, svc)
 	r, err := svc.StartRollback(ctx, opts.Req)
 	if err != nil {
 		return err
 	}
-	if !a.flags.json {
-		plain.PrintRollbackStarted(a.io.Out, r, opts.Req.Env, opts.Req.To)
+	if !a.Flags().JSON {
+		plain.PrintRollbackStarted(a.IO().Out, r, opts.Req.Env, opts.Req.To)
 	}
-	return a.driveRelease(ctx, svc, r.ID)
+	return driveRelease(a, ctx, svc, session, r.ID)
 }

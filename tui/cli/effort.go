@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 )
 
-func newCmdEffort(a *app) *cobra.Command {
+func newCmdEffort(a Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "effort",
 		Short: "Staff effort of releases",
@@ -21,11 +21,11 @@ func newCmdEffort(a *app) *cobra.Command {
 
 // effortLogOptions are relcap effort log's flags.
 type effortLogOptions struct {
-	f   *app
+	f   Factory
 	Req workflow.OffToolRequest
 }
 
-func newCmdEffortLog(f *app, runF func(context.Context, *effortLogOptions) error) *cobra.Command {
+func newCmdEffortLog(f Factory, runF func(context.Context, *effortLogOptions) error) *cobra.Command {
 	opts := &effortLogOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "log --release ID --minutes N --what TEXT",
@@ -37,7 +37,7 @@ effort relcap measures, never mixed with machine wait.`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("release") || !cmd.Flags().Changed("minutes") || !cmd.Flags().Changed("what") {
-				return usageError{fmt.Errorf("effort log needs --release ID, --minutes N and --what TEXT")}
+				return UsageError{fmt.Errorf("effort log needs --release ID, --minutes N and --what TEXT")}
 			}
 			return runOr(runF, runEffortLog)(cmd.Context(), opts)
 		},
@@ -53,7 +53,7 @@ effort relcap measures, never mixed with machine wait.`,
 // runEffortLog records the off-tool time against the release.
 func runEffortLog(ctx context.Context, opts *effortLogOptions) error {
 	a, req := opts.f, opts.Req
-	svc, journal, err := a.serviceForCommand(ctx, "effort log", req.ReleaseID)
+	svc, journal, err := a.Service(ctx, ServiceRequest{Command: "effort log", ReleaseID: req.ReleaseID})
 	if err != nil {
 		return err
 	}
@@ -61,9 +61,9 @@ func runEffortLog(ctx context.Context, opts *effortLogOptions) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
-		return a.printJSON(map[string]any{"entry": entry, "release_known": known, "session": journal.SessionID()})
+	if a.Flags().JSON {
+		return printJSON(a, map[string]any{"entry": entry, "release_known": known, "session": journal.SessionID()})
 	}
-	plain.PrintEffortLogged(a.io.Out, a.io.Err, entry, known, req.ReleaseID, journal.SessionID())
+	plain.PrintEffortLogged(a.IO().Out, a.IO().Err, entry, known, req.ReleaseID, journal.SessionID())
 	return nil
 }
