@@ -85,7 +85,7 @@ func TestAbandonThroughTheCommandLine(t *testing.T) {
 
 	code, _, errOut := invokeEnv(t, data, env, "-c", cfg, "release", "abandon", "web-staging-nope", "--reason", "x")
 	require.Equal(t, exitUsage, code, errOut)
-	require.Contains(t, errOut, "no release web-staging-nope")
+	require.Contains(t, errOut, `release ID "web-staging-nope": no such release in the ledger; relcap journal list shows the releases recorded`)
 	code, _, errOut = invokeEnv(t, data, env, "-c", cfg, "release", "abandon", id)
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, "--reason")
