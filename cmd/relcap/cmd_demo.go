@@ -89,7 +89,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	sb, err := sandbox.New(ctx, sandbox.Options{Dir: dir, People: []string{captainName}})
+	sb, err := sandbox.New(ctx, sandbox.Options{Dir: dir, People: []string{captainName}, Helper: a.argoHelper()})
 	if errors.Is(err, sandbox.ErrDirNotEmpty) {
 		return usageError{err}
 	}

@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/argocd"
+	"github.com/relcap/relcap/adapters/argocd/argoconf"
+	"github.com/relcap/relcap/adapters/argocd/remote"
 	"github.com/relcap/relcap/adapters/gitrepo"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/plain"
@@ -54,7 +55,7 @@ without asking, or --force. It records nothing in any ledger.`,
 	fl.BoolVarP(&opts.yes, "yes", "y", false, "take every proposal without asking")
 	fl.BoolVar(&opts.force, "force", false, "overwrite relcap.yaml and ownership.yaml if they exist")
 	fl.StringVar(&opts.schema, "schema-url", setup.SchemaURL, "the JSON Schema (path or URL) relcap.yaml's yaml-language-server line names")
-	fl.StringVar(&opts.argoServer, "argocd-server", "", "Argo CD to list applications from (default $"+argocd.EnvServer+")")
+	fl.StringVar(&opts.argoServer, "argocd-server", "", "Argo CD to list applications from (default $"+argoconf.EnvServer+")")
 	fl.StringVar(&opts.argoTokenEnv, "argocd-token-env", workflow.DefaultArgoCDTokenEnv, "the environment variable holding its token")
 	fl.BoolVar(&opts.argoPlaintext, "argocd-plaintext", false, "talk to that Argo CD without TLS")
 	return cmd
@@ -91,10 +92,10 @@ func runInit(ctx context.Context, opts *initOptions) error {
 
 // initAppLister is the Argo CD server to list applications from, when one
 // is named and its token set; nil otherwise (init then proposes names).
-func (a *app) initAppLister(opts *initOptions) (*argocd.Adapter, error) {
+func (a *app) initAppLister(opts *initOptions) (*remote.Lister, error) {
 	server := opts.argoServer
 	if server == "" {
-		server = a.io.getenv(argocd.EnvServer)
+		server = a.io.getenv(argoconf.EnvServer)
 	}
 	// No project yet to learn them from: the token and any credentials in
 	// the server's address are secrets from here on, as for every command.
@@ -104,5 +105,5 @@ func (a *app) initAppLister(opts *initOptions) (*argocd.Adapter, error) {
 		return nil, nil
 	}
 	// A server that does not answer is a note, not a failure (setup.Run).
-	return argocd.New(argocd.Options{Server: server, AuthToken: token, TokenEnv: opts.argoTokenEnv, PlainText: opts.argoPlaintext, Timeout: 5 * time.Second})
+	return remote.NewLister(argoconf.Options{Server: server, TokenEnv: opts.argoTokenEnv, PlainText: opts.argoPlaintext, Timeout: 5 * time.Second}, a.argoHelper())
 }

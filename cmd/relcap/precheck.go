@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/relcap/relcap/adapters/argocd"
+	"github.com/relcap/relcap/adapters/argocd/argoconf"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/input"
 )
@@ -40,7 +40,7 @@ func (a *app) checkReferences(ctx context.Context, cmd *cobra.Command, args []st
 				return usageError{fmt.Errorf("%s: %w", e.As, err)}
 			}
 			if refs.ArgoCD {
-				if _, err := argocd.OptionsFor(env.ArgoCD, a.io.getenv); err != nil {
+				if _, err := argoconf.OptionsFor(env.ArgoCD, a.io.getenv); err != nil {
 					return usageError{fmt.Errorf("environment %s: %w", env.Name, err)}
 				}
 			}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/relcap/relcap/adapters/argocd"
+	"github.com/relcap/relcap/adapters/argocd/remote"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
@@ -56,7 +56,7 @@ type app struct {
 	secrets  *secret.Set
 	sessions []*store.FileJournal
 	args     []string
-	argo     *argocd.Pool
+	argo     *remote.Pool
 	// demoKeys are the key files relcap demo's sandbox made for its
 	// people, by principal.
 	demoKeys map[string]string

@@ -1,0 +1,12 @@
+package remote
+
+// HelperProcess is the pid of p's helper, 0 before it started: tests kill
+// it mid-call.
+func HelperProcess(p *Pool) int {
+	p.h.mu.Lock()
+	defer p.h.mu.Unlock()
+	if p.h.cmd == nil || p.h.cmd.Process == nil {
+		return 0
+	}
+	return p.h.cmd.Process.Pid
+}
