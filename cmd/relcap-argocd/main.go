@@ -27,7 +27,11 @@ var (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A Ctrl-C at the terminal reaches relcap's whole process group, this
+	// helper included; relcap decides what an interrupt ends (it may still
+	// call Argo CD to clean up), and the helper ends with its stdin.
+	signal.Ignore(os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	build := remote.ResolveBuild(version, commit)
 	cmd := ""
