@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/relcap/relcap/adapters/argocd/argoconf"
@@ -77,8 +78,8 @@ func (b Build) matches(o Build) bool {
 }
 
 func (b Build) String() string {
-	if b.Commit == "" || b.Commit == "none" {
-		return b.Version
+	if b.Commit == "" || b.Commit == "none" || strings.Contains(b.Version, b.Commit) {
+		return b.Version // git describe's version already names the commit
 	}
 	return b.Version + " (" + b.Commit + ")"
 }
