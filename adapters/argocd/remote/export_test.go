@@ -1,5 +1,7 @@
 package remote
 
+import "time"
+
 // HelperProcess is the pid of p's helper, 0 before it started: tests kill
 // it mid-call.
 func HelperProcess(p *Pool) int {
@@ -10,3 +12,6 @@ func HelperProcess(p *Pool) int {
 	}
 	return p.h.cmd.Process.Pid
 }
+
+// SetHelloTimeout shortens the handshake's bound for a test.
+func SetHelloTimeout(d time.Duration) { helloTimeout = d }

@@ -95,6 +95,11 @@ func MissingError(beside string, build Build) error {
 		"or with go install github.com/relcap/relcap/cmd/relcap-argocd@%s, or name it in $%s", ErrHelperMissing, beside, version, EnvHelper)
 }
 
+// helloTimeout bounds the handshake: the helper answers it as soon as
+// its packages are initialised (a fraction of a second), so a program that
+// does not answer is not the helper.
+var helloTimeout = 30 * time.Second
+
 // helper is one running relcap-argocd serving calls, started on the first.
 type helper struct {
 	cfg   Config
@@ -159,8 +164,13 @@ func (h *helper) start(ctx context.Context) error {
 	}()
 	h.client = jsonrpc.NewClient(pipe{ReadCloser: stdout, WriteCloser: stdin})
 	var reply HelloReply
-	if err := h.invoke(ctx, "Hello", "start", 0, h.hello, &reply); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	defer cancel()
+	if err := h.invoke(hctx, "Hello", "start", 0, h.hello, &reply); err != nil {
 		h.stop()
+		if ctx.Err() == nil && hctx.Err() != nil {
+			return fmt.Errorf("%s did not answer relcap within %s: is it relcap's Argo CD helper?", path, helloTimeout)
+		}
 		return err
 	}
 	if !reply.Build.matches(h.cfg.Build) {
