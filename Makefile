@@ -19,12 +19,15 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.dat
 all: build
 
 # CGO_ENABLED=0 as the release build (modernc.org/sqlite is pure Go). With
-# cgo, kustomize's plugin loader (linked through argo-cd's types) makes the
-# linker treat relcap as able to load Go plugins: it keeps every exported
+# cgo, kustomize's plugin loader (linked through argo-cd's types, in
+# relcap-argocd) makes the linker treat the helper as able to load Go plugins: it keeps every exported
 # method and runs the initialisers of package-level maps nothing uses, and
 # the binary starts through the dynamic loader (docs/PERFORMANCE.md, "Start-up").
+# relcap-argocd is relcap's Argo CD helper, found beside relcap
+# (docs/ARCHITECTURE.md, "Process boundary"): every build makes both.
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/relcap ./cmd/relcap
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/relcap-argocd ./cmd/relcap-argocd
 
 # Terraform 1.5.7 (the last MPL release, go-installable) into ./bin when no
 # terraform is on PATH. The adapters are tested against a real binary.
@@ -117,7 +120,7 @@ demo: build terraform
 	$(BIN)/relcap demo $(DEMO_FLAGS)
 
 clean:
-	rm -rf $(BIN)/relcap dist
+	rm -rf $(BIN)/relcap $(BIN)/relcap-argocd dist
 
 # The lab (issue 8): a real kube-apiserver and Argo CD on loopback, driven by
 # cmd/relcap-lab. Binaries are built in the separate modules under lab/ and

@@ -12,10 +12,8 @@ package argocd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v2/pkg/apiclient/application"
 
+	"github.com/relcap/relcap/adapters/argocd/argoconf"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
@@ -42,90 +41,23 @@ var (
 	_ workflow.OperationTerminator = (*Adapter)(nil)
 )
 
-// EnvServer is the variable argocd users already set for the server;
-// OptionsFor reads it. The token's default variable is the domain's
-// (workflow.DefaultArgoCDTokenEnv), which the secret policy also masks.
-const EnvServer = "ARGOCD_SERVER"
+// EnvServer, ErrTokenRejected, ErrUnreachable, Options and OptionsFor
+// live in argoconf, which the relcap binary links without this package
+// (it talks to Argo CD through the relcap-argocd helper); they are
+// re-exported here for the helper's side.
+const EnvServer = argoconf.EnvServer
 
-// Errors callers may react to. Both are wrapped with the server address
-// and the server's own message.
 var (
-	// ErrTokenRejected: Argo CD answered Unauthenticated or
-	// PermissionDenied.
-	ErrTokenRejected = errors.New("argo cd rejected the token")
-	// ErrUnreachable: no gRPC connection to the server, or no answer in
-	// time.
-	ErrUnreachable = errors.New("cannot reach argo cd")
+	ErrTokenRejected = argoconf.ErrTokenRejected
+	ErrUnreachable   = argoconf.ErrUnreachable
 )
 
-// Options configure an Adapter.
-type Options struct {
-	// Server is Argo CD's host:port as the argocd CLI takes it. A
-	// https:// prefix is dropped; http:// is dropped and implies
-	// PlainText. Required.
-	Server string
-	// AuthToken is an Argo CD API token (a project or account token, or a
-	// session token). Required.
-	AuthToken string
-	// TokenEnv names the environment variable AuthToken came from, so
-	// errors can say which one to fix; empty means
-	// workflow.DefaultArgoCDTokenEnv.
-	TokenEnv string
-	// PlainText talks gRPC without TLS (an argocd-server run with
-	// --insecure, or a port-forward).
-	PlainText bool
-	// Insecure skips verification of the server's TLS certificate.
-	Insecure bool
-	// CAFile is a PEM file of certificate authorities trusted for the
-	// server's certificate, beside the system's (a private CA).
-	CAFile string
-	// ClientCertFile and ClientKeyFile are a client certificate and its
-	// key, for a server that asks for one.
-	ClientCertFile, ClientKeyFile string
-	// GRPCWeb tunnels gRPC through HTTP/1.1 for ingresses that do not
-	// pass HTTP/2 (through argo-cd's apiclient, which goes through an
-	// HTTP proxy only for plaintext servers). Native gRPC goes through an
-	// HTTP(S) proxy of the environment ($HTTPS_PROXY, $NO_PROXY).
-	GRPCWeb bool
-	// PathPrefix is the path Argo CD is served under (--rootpath); it
-	// implies gRPC-Web.
-	PathPrefix string
-	// Timeout bounds connecting and every unary call; default 10s. Watch
-	// streams are bounded only by their context.
-	Timeout time.Duration
-	// MinBackoff and MaxBackoff bound the delay before re-opening a
-	// dropped watch stream; defaults 200ms and 5s.
-	MinBackoff, MaxBackoff time.Duration
-	// Clock stamps AppState.ObservedAt; nil means the wall clock.
-	Clock workflow.Clock
-}
+// Options configure an Adapter (argoconf.Options).
+type Options = argoconf.Options
 
-// OptionsFor builds Options for an environment's Argo CD target the way
-// argocd users expect: the server from relcap.yaml, else $ARGOCD_SERVER;
-// the token from the variable the target names (token_env), else
-// $ARGOCD_AUTH_TOKEN. getenv is os.Getenv outside tests. A missing value
-// is an error wrapping fault.ErrUsage that names what to set.
+// OptionsFor is argoconf.OptionsFor.
 func OptionsFor(target workflow.ArgoCDTarget, getenv func(string) string) (Options, error) {
-	o := Options{Server: target.Server, PlainText: target.PlainText, Insecure: target.Insecure, GRPCWeb: target.GRPCWeb, TokenEnv: target.TokenEnv,
-		CAFile: target.CAFile, ClientCertFile: target.ClientCertFile, ClientKeyFile: target.ClientKeyFile, PathPrefix: target.PathPrefix}
-	if o.TokenEnv == "" {
-		o.TokenEnv = workflow.DefaultArgoCDTokenEnv
-	}
-	app := target.App
-	if app == "" {
-		app = "(unnamed)"
-	}
-	if o.Server == "" {
-		o.Server = strings.TrimSpace(getenv(EnvServer))
-	}
-	if o.Server == "" {
-		return Options{}, fmt.Errorf("%w: argo cd application %s: no server: set argocd.server in relcap.yaml or $%s", fault.ErrUsage, app, EnvServer)
-	}
-	o.AuthToken = strings.TrimSpace(getenv(o.TokenEnv))
-	if o.AuthToken == "" {
-		return Options{}, fmt.Errorf("%w: argo cd application %s on %s: $%s is empty or unset; set it to an Argo CD API token (argocd account generate-token)", fault.ErrUsage, app, o.Server, o.TokenEnv)
-	}
-	return o, nil
+	return argoconf.OptionsFor(target, getenv)
 }
 
 // Adapter talks to one Argo CD server. It is safe for concurrent use: it
@@ -191,28 +123,9 @@ func New(opts Options) (*Adapter, error) {
 	return &Adapter{opts: opts, server: server, clock: clock}, nil
 }
 
-// normaliseServer turns what users write (host, host:port, https://host/)
-// into the host:port apiclient dials; http:// means plaintext.
+// normaliseServer is argoconf.NormaliseServer.
 func normaliseServer(s string) (server string, plainText bool, err error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", false, fmt.Errorf("%w: no argo cd server given: set argocd.server in relcap.yaml or $%s", fault.ErrUsage, EnvServer)
-	}
-	if strings.Contains(s, "://") {
-		u, err := url.Parse(s)
-		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			return "", false, fmt.Errorf("%w: argo cd server %q: want host:port (or an http/https URL)", fault.ErrUsage, s)
-		}
-		if strings.Trim(u.Path, "/") != "" {
-			return "", false, fmt.Errorf("%w: argo cd server %q: a path is not supported; give the gRPC host:port", fault.ErrUsage, s)
-		}
-		return u.Host, u.Scheme == "http", nil
-	}
-	s = strings.TrimSuffix(s, "/")
-	if strings.ContainsAny(s, "/ ") {
-		return "", false, fmt.Errorf("%w: argo cd server %q: want host:port", fault.ErrUsage, s)
-	}
-	return s, false, nil
+	return argoconf.NormaliseServer(s)
 }
 
 // Server returns the host:port the adapter talks to.

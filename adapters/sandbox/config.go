@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/relcap/relcap/adapters/argocd/argosim"
+	"github.com/relcap/relcap/adapters/argocd/remote"
 	"github.com/relcap/relcap/adapters/signing"
 )
 
@@ -76,29 +76,24 @@ var (
 
 // startSimulator serves one automated, self-healing application per
 // environment, following the environment repository's main and already
-// synced at its tip, as Argo CD would be before the release.
-func (s *Sandbox) startSimulator(ctx context.Context, logf func(string, ...any)) error {
-	sim, err := argosim.New(argosim.Config{Logf: logf})
-	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
-	}
+// synced at its tip, as Argo CD would be before the release. The
+// simulator runs in relcap's Argo CD helper (relcap-argocd simulate).
+func (s *Sandbox) startSimulator(ctx context.Context, helper remote.Config, logf func(string, ...any)) error {
+	var spec remote.SimSpec
 	for _, env := range Environments {
 		name := App + "-" + env
-		err := sim.AddApp(argosim.AppConfig{
+		spec.Apps = append(spec.Apps, remote.SimApp{
 			Name: name, RepoPath: s.EnvRepo, Branch: "main", Path: kustomizationPath(env),
 			Namespace: "web", Workload: App, Replicas: 2,
 			Automated: true, SelfHeal: true, InitiallySynced: true, TimeToHealthy: timeToHealthy,
 		})
-		if err != nil {
-			return fmt.Errorf("sandbox: simulated application %s: %w", name, err)
-		}
 		s.Apps[env] = name
 	}
-	addr, err := sim.Start(ctx)
+	sim, err := remote.StartSimulator(ctx, spec, helper, logf)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	s.sim, s.ArgoCD, s.Token = sim, addr, sim.Token()
+	s.sim, s.ArgoCD, s.Token = sim, sim.Addr, sim.Token
 	return nil
 }
 

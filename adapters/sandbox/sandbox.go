@@ -11,7 +11,9 @@
 //     terraform_data resources, applied once so that the next plan holds
 //     an update and a replacement to review;
 //   - the Argo CD API simulator (adapters/argocd/argosim) serving one
-//     application per environment that follows the environment repo;
+//     application per environment that follows the environment repo, run
+//     in relcap's Argo CD helper (relcap-argocd simulate), so the relcap
+//     binary does not link it;
 //   - relcap.yaml and ownership.yaml pointing at all of the above, with one
 //     ownership mistake on purpose, which FixOwnership corrects.
 //
@@ -30,7 +32,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/relcap/relcap/adapters/argocd/argosim"
+	"github.com/relcap/relcap/adapters/argocd/remote"
 )
 
 // Names the sandbox's configuration uses; tests and the demo command refer
@@ -72,6 +74,8 @@ type Options struct {
 	// signed with no set-up: their public keys go into the sandbox's people
 	// file, the private halves into Dir/people/<name> (mode 0600).
 	People []string
+	// Helper says how to start relcap-argocd, which runs the simulator.
+	Helper remote.Config
 }
 
 // Sandbox is a running demo environment. Its servers run until Close or
@@ -109,7 +113,7 @@ type Sandbox struct {
 	PeopleFile string
 	Keys       map[string]string
 
-	sim      *argosim.Server
+	sim      *remote.Simulator
 	registry *registryServer
 	logf     func(string, ...any)
 
@@ -162,7 +166,7 @@ func New(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		return nil, err
 	}
 	logf("sandbox: environment repository %s", s.EnvRepo)
-	if err := s.startSimulator(ctx, logf); err != nil {
+	if err := s.startSimulator(ctx, opts.Helper, logf); err != nil {
 		<-tfDone
 		return nil, err
 	}
@@ -217,10 +221,6 @@ func (s *Sandbox) appNames() []string {
 	}
 	return names
 }
-
-// Simulator returns the running Argo CD API simulator, for tests and for
-// demos that inject failures.
-func (s *Sandbox) Simulator() *argosim.Server { return s.sim }
 
 // Close stops the simulator and the registry. The files in Dir stay. It is
 // idempotent.

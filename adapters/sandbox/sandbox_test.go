@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/argocd"
+	argoremote "github.com/relcap/relcap/adapters/argocd/remote"
+	"github.com/relcap/relcap/adapters/argocd/remote/remotetest"
 	"github.com/relcap/relcap/adapters/sandbox"
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/terraform"
@@ -30,7 +32,9 @@ import (
 // newSandbox builds one sandbox for a test, stopped when it ends.
 func newSandbox(t *testing.T) *sandbox.Sandbox {
 	t.Helper()
-	sb, err := sandbox.New(t.Context(), sandbox.Options{Dir: filepath.Join(t.TempDir(), "sandbox"), Terraform: terraformtest.Binary(t), Logf: t.Logf, People: []string{"captain"}})
+	remotetest.Helper(t) // the simulator runs in relcap-argocd
+	sb, err := sandbox.New(t.Context(), sandbox.Options{Dir: filepath.Join(t.TempDir(), "sandbox"), Terraform: terraformtest.Binary(t), Logf: t.Logf, People: []string{"captain"},
+		Helper: argoremote.Config{Build: argoremote.ResolveBuild("dev", "none")}})
 	require.NoError(t, err)
 	t.Cleanup(sb.Close)
 	return sb

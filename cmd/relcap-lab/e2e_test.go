@@ -64,14 +64,15 @@ func e2eTLS() bool {
 	return true
 }
 
-// startLab builds relcap and relcap-lab, brings a lab up in a temporary
+// startLab builds relcap, its Argo CD helper (beside it, where relcap looks
+// first) and relcap-lab, brings a lab up in a temporary
 // directory and registers its teardown, which must leave nothing behind.
 func startLab(t testing.TB, upArgs ...string) *e2eLab {
 	t.Helper()
 	bin := t.TempDir()
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	for name, pkg := range map[string]string{"relcap": "./cmd/relcap", "relcap-lab": "./cmd/relcap-lab"} {
+	for name, pkg := range map[string]string{"relcap": "./cmd/relcap", "relcap-argocd": "./cmd/relcap-argocd", "relcap-lab": "./cmd/relcap-lab"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg)
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()

@@ -197,17 +197,20 @@ func pushTestImage(t *testing.T, refs ...string) string {
 	return d.String()
 }
 
-// relcapBinary builds relcap as a user installs it.
+// relcapBinary builds relcap as a user installs it: with its Argo CD
+// helper beside it, where relcap looks first.
 func relcapBinary(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "relcap")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/relcap")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "build relcap: %s", out)
-	return bin
+	dir := t.TempDir()
+	for name, pkg := range map[string]string{"relcap": "./cmd/relcap", "relcap-argocd": "./cmd/relcap-argocd"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "build %s: %s", name, out)
+	}
+	return filepath.Join(dir, "relcap")
 }
 
 func forgeAdapter(repoURL, token string) (*forge.Adapter, error) {

@@ -36,7 +36,9 @@ func relcapBinary(t *testing.T) string {
 		binaryPath = filepath.Join(binaryDir, "relcap")
 		if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", binaryPath, ".").CombinedOutput(); err != nil {
 			binaryErr = fmt.Errorf("go build: %w\n%s", err, out)
+			return
 		}
+		binaryErr = placeArgoHelper(binaryDir)
 	})
 	require.NoError(t, binaryErr, "build relcap")
 	return binaryPath

@@ -31,7 +31,7 @@ func (a *app) RunDemo(ctx context.Context, req cli.DemoRequest) error {
 	if err != nil {
 		return err
 	}
-	sb, err := sandbox.New(ctx, sandbox.Options{Dir: dir, People: []string{captainName}})
+	sb, err := sandbox.New(ctx, sandbox.Options{Dir: dir, People: []string{captainName}, Helper: a.argoHelper()})
 	if errors.Is(err, sandbox.ErrDirNotEmpty) {
 		return cli.UsageError{Err: err}
 	}

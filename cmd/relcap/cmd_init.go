@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/relcap/relcap/adapters/argocd"
+	"github.com/relcap/relcap/adapters/argocd/argoconf"
+	"github.com/relcap/relcap/adapters/argocd/remote"
 	"github.com/relcap/relcap/adapters/gitrepo"
 	"github.com/relcap/relcap/adapters/terraform"
 	"github.com/relcap/relcap/tui/cli"
@@ -27,10 +28,10 @@ func (a *app) SetupFinders(_ context.Context, argo cli.ArgoServer) (setup.Finder
 
 // initAppLister is the Argo CD server to list applications from, when one
 // is named and its token set; nil otherwise (init then proposes names).
-func (a *app) initAppLister(opts cli.ArgoServer) (*argocd.Adapter, error) {
+func (a *app) initAppLister(opts cli.ArgoServer) (*remote.Lister, error) {
 	server := opts.Server
 	if server == "" {
-		server = a.io.Getenv(argocd.EnvServer)
+		server = a.io.Getenv(argoconf.EnvServer)
 	}
 	// No project yet to learn them from: the token and any credentials in
 	// the server's address are secrets from here on, as for every command.
@@ -40,5 +41,5 @@ func (a *app) initAppLister(opts cli.ArgoServer) (*argocd.Adapter, error) {
 		return nil, nil
 	}
 	// A server that does not answer is a note, not a failure (setup.Run).
-	return argocd.New(argocd.Options{Server: server, AuthToken: token, TokenEnv: opts.TokenEnv, PlainText: opts.PlainText, Timeout: 5 * time.Second})
+	return remote.NewLister(argoconf.Options{Server: server, TokenEnv: opts.TokenEnv, PlainText: opts.PlainText, Timeout: 5 * time.Second}, a.argoHelper())
 }

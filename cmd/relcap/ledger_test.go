@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(relcapProcessEnv) == "1" {
 		main() // exits
 	}
+	if err := buildArgoHelper(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := pgtest.Main(m)
 	removeRelcapBinary()
 	os.Exit(code)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relcap/relcap/adapters/argocd"
+	"github.com/relcap/relcap/adapters/argocd/remote"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/tui/cli"
 	"github.com/relcap/relcap/tui/plain"
@@ -43,7 +43,7 @@ type app struct {
 	secrets  *secret.Set
 	sessions []*store.FileJournal
 	args     []string
-	argo     *argocd.Pool
+	argo     *remote.Pool
 	// demoKeys are the key files relcap demo's sandbox made for its
 	// people, by principal.
 	demoKeys map[string]string

@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/relcap/relcap/adapters/argocd"
+	"github.com/relcap/relcap/adapters/argocd/remote"
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/terraform"
@@ -88,11 +88,11 @@ func (a *app) Records(ctx context.Context) (*workflow.Records, error) {
 	return workflow.NewRecords(d)
 }
 
-// argoCD is the Argo CD pool of this invocation, one adapter per
-// environment, opened on first use.
-func (a *app) argoCD(p *workflow.Project) *argocd.Pool {
+// argoCD is the Argo CD pool of this invocation, one connection per
+// environment, served by a relcap-argocd helper started on first use.
+func (a *app) argoCD(p *workflow.Project) *remote.Pool {
 	if a.argo == nil {
-		a.argo = argocd.NewPool(p, a.io.Getenv)
+		a.argo = remote.NewPool(p, a.argoHelper())
 	}
 	return a.argo
 }

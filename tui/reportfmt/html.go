@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/relcap/relcap/workflow/report"
@@ -238,7 +239,10 @@ func barChart(labels []string, ss []series, unit string) string {
 	return b.String()
 }
 
-var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// htmlPage is parsed on first use, not at every start of relcap
+// (docs/PERFORMANCE.md, "Start-up").
+var htmlPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -277,6 +281,7 @@ svg { max-width: 100%; height: auto; font-family: inherit; }
 </body>
 </html>
 `))
+})
 
 func writeHTML(w io.Writer, rep Report) error {
 	d := rep.document()
@@ -314,5 +319,5 @@ func writeHTML(w io.Writer, rep Report) error {
 	for _, t := range d.tables {
 		page.Tables = append(page.Tables, tbl{Title: t.title, Header: t.header, Rows: t.rows, Notes: t.notes})
 	}
-	return htmlPage.Execute(w, page)
+	return htmlPage().Execute(w, page)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/relcap/relcap/workflow/fault"
 )
@@ -18,8 +19,12 @@ var imageFlags = map[string]bool{"image": true}
 var (
 	refComponent = `[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*`
 	refHost      = `(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?`
-	imageRef     = regexp.MustCompile(`^(?:` + refHost + `/)?` + refComponent + `(?:/` + refComponent + `)*` +
-		`(?::[\w][\w.-]{0,127})?(?:@[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,})?$`)
+	// imageRef is compiled on first use, not at every start of relcap
+	// (docs/PERFORMANCE.md, "Start-up").
+	imageRef = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:` + refHost + `/)?` + refComponent + `(?:/` + refComponent + `)*` +
+			`(?::[\w][\w.-]{0,127})?(?:@[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,})?$`)
+	})
 )
 
 // CheckImageRef checks an image reference given as what (a flag): a
@@ -36,7 +41,7 @@ func CheckImageRef(what, value string) error {
 		return fmt.Errorf("%w: %s %s is not an image reference: it has spaces; %s", fault.ErrUsage, what, QuoteInput(value), example)
 	case len(value) > 255+128+80:
 		return fmt.Errorf("%w: %s %s is not an image reference: too long", fault.ErrUsage, what, QuoteInput(value))
-	case !imageRef.MatchString(value):
+	case !imageRef().MatchString(value):
 		return fmt.Errorf("%w: %s %s is not an image reference: a repository (lowercase letters, digits, '.', '_', '-', '/') with a :tag or an @sha256:digest, %s", fault.ErrUsage, what, QuoteInput(value), example)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -53,23 +54,30 @@ const MaxIDLen = 128
 // MaxFreeTextLen bounds typed free text (a reason, a comment).
 const MaxFreeTextLen = 2000
 
+// idRule is an identifier's grammar and what to say when a value breaks it.
+type idRule struct {
+	re   *regexp.Regexp
+	want string
+}
+
+// The grammars are compiled on first use, not at every start of relcap
+// (docs/PERFORMANCE.md, "Start-up").
 var (
 	// envNamePattern is an environment's name (relcap.yaml checks its
 	// environments against it too).
-	envNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	idGrammar      = map[IDKind]struct {
-		re   *regexp.Regexp
-		want string
-	}{
-		IDRelease:   {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`), "only letters, digits, '.', '_' and '-', as relcap prints it (e.g. web-prod-20261130-1a2b3c)"},
-		IDRehearsal: {regexp.MustCompile(`^rh-[A-Za-z0-9][A-Za-z0-9._-]*$`), "rh- then only letters, digits, '.', '_' and '-', as relcap rehearse prints it"},
-		IDPlan:      {regexp.MustCompile(`^[0-9a-f]{64}$`), "64 lowercase hexadecimal digits, as relcap plan prints it"},
-		IDSession:   {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`), "only letters, digits, '.', '_' and '-', as relcap journal list prints it (e.g. 20261130T135527Z-3f9a1c)"},
-		IDEnv:       {envNamePattern, "only lowercase letters, digits and '-', as relcap.yaml names it"},
-		IDDrill:     {regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`), "only lowercase letters, digits and '-'"},
-		IDPrincipal: {regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._@+-]*$`), "only letters, digits, '.', '_', '@', '+' and '-'"},
-		IDLock:      {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`), "only letters, digits, '.', '_', ':' and '-', as Terraform prints it"},
-	}
+	envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`) })
+	idGrammar      = sync.OnceValue(func() map[IDKind]idRule {
+		return map[IDKind]idRule{
+			IDRelease:   {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`), "only letters, digits, '.', '_' and '-', as relcap prints it (e.g. web-prod-20261130-1a2b3c)"},
+			IDRehearsal: {regexp.MustCompile(`^rh-[A-Za-z0-9][A-Za-z0-9._-]*$`), "rh- then only letters, digits, '.', '_' and '-', as relcap rehearse prints it"},
+			IDPlan:      {regexp.MustCompile(`^[0-9a-f]{64}$`), "64 lowercase hexadecimal digits, as relcap plan prints it"},
+			IDSession:   {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`), "only letters, digits, '.', '_' and '-', as relcap journal list prints it (e.g. 20261130T135527Z-3f9a1c)"},
+			IDEnv:       {envNamePattern(), "only lowercase letters, digits and '-', as relcap.yaml names it"},
+			IDDrill:     {regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`), "only lowercase letters, digits and '-'"},
+			IDPrincipal: {regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._@+-]*$`), "only letters, digits, '.', '_', '@', '+' and '-'"},
+			IDLock:      {regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`), "only letters, digits, '.', '_', ':' and '-', as Terraform prints it"},
+		}
+	})
 )
 
 // MaxAppNameLen bounds a project's app name, so its release IDs stay
@@ -79,12 +87,12 @@ const MaxAppNameLen = 64
 // ValidAppName reports whether app (relcap.yaml's app:, which starts every
 // release ID) makes release IDs that IDRelease's grammar accepts.
 func ValidAppName(app string) bool {
-	return len(app) <= MaxAppNameLen && !strings.Contains(app, "..") && idGrammar[IDRelease].re.MatchString(app)
+	return len(app) <= MaxAppNameLen && !strings.Contains(app, "..") && idGrammar()[IDRelease].re.MatchString(app)
 }
 
 // ValidEnvName reports whether name is usable as an environment's name.
 func ValidEnvName(name string) bool {
-	return envNamePattern.MatchString(name) && len(name) <= MaxEnvNameLen
+	return envNamePattern().MatchString(name) && len(name) <= MaxEnvNameLen
 }
 
 // MaxEnvNameLen bounds an environment's name, so its release IDs stay
@@ -95,7 +103,7 @@ const MaxEnvNameLen = 40
 // argument's name), against the grammar of kind. The error wraps
 // fault.ErrUsage, is one line and quotes value only through QuoteInput.
 func CheckID(kind IDKind, what, value string) error {
-	g, ok := idGrammar[kind]
+	g, ok := idGrammar()[kind]
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: %s: unknown kind of identifier %q", fault.ErrUsage, what, string(kind))
