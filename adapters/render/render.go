@@ -246,3 +246,33 @@ func objectsOf(objs []map[string]any, app string) []ownership.ManagedObject {
 	}
 	return out
 }
+
+// ChartDir is the chart a Helm values file configures: the nearest
+// directory at or above valuesFile's, in files, that holds a Chart.yaml.
+func ChartDir(files map[string][]byte, valuesFile string) (string, bool) {
+	for dir := path.Dir(valuesFile); ; dir = path.Dir(dir) {
+		if _, ok := files[path.Join(dir, "Chart.yaml")]; ok {
+			return dir, true
+		}
+		if dir == "." || dir == "/" {
+			return "", false
+		}
+	}
+}
+
+// ChartFiles are the files a Helm renderer needs for valuesFile: the
+// chart's and the values file; all of files when no chart is found (the
+// renderer says so).
+func ChartFiles(files map[string][]byte, valuesFile string) map[string][]byte {
+	dir, ok := ChartDir(files, valuesFile)
+	if !ok || dir == "." {
+		return files
+	}
+	out := map[string][]byte{valuesFile: files[valuesFile]}
+	for name, data := range files {
+		if strings.HasPrefix(name, dir+"/") {
+			out[name] = data
+		}
+	}
+	return out
+}

@@ -105,7 +105,7 @@ func (a *app) stageDeps(ctx context.Context, p *workflow.Project, req cli.Servic
 		if req.Needs&cli.NeedOwnership != 0 {
 			// Rendered, the environment repository stands in for Argo CD
 			// when it cannot be read.
-			d.Desired = desiredSource(repo)
+			d.Desired = a.desiredSource(p, repo)
 		}
 		if req.Needs&cli.NeedRelease != 0 {
 			d.Registry, d.Lander = reg, landing.PullRequests{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/relcap/relcap/adapters/render"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
@@ -210,4 +211,17 @@ func (m *Pool) Close() error {
 		return nil
 	}
 	return m.h.close()
+}
+
+// RenderHelm renders the chart a Helm values file configures, in the
+// helper (render.HelmRenderer): Helm's engine links Kubernetes' client
+// packages, whose start-up relcap does not pay. Only the chart's files
+// cross the pipe.
+func (m *Pool) RenderHelm(ctx context.Context, files map[string][]byte, valuesFile, release string) (objects []map[string]any, chartDir, unrendered string, err error) {
+	c := m.h.newCall(ctx)
+	var r HelmReply
+	if err := m.h.call(ctx, "RenderHelm", "render the Helm chart of "+valuesFile, c.ID, HelmArgs{Call: c, Files: render.ChartFiles(files, valuesFile), ValuesFile: valuesFile, Release: release}, &r); err != nil {
+		return nil, "", "", err
+	}
+	return r.Objects, r.ChartDir, r.Unrendered, r.Fault.Err()
 }

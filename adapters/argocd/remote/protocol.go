@@ -237,6 +237,23 @@ type ObjectsReply struct {
 	Fault   *Fault
 }
 
+// HelmArgs are a Helm chart to render offline (render.HelmRenderer):
+// the files of the chart and its values file, by path.
+type HelmArgs struct {
+	Call
+	Files      map[string][]byte
+	ValuesFile string
+	Release    string
+}
+
+// HelmReply answers RenderHelm.
+type HelmReply struct {
+	Objects    []map[string]any
+	ChartDir   string
+	Unrendered string
+	Fault      *Fault
+}
+
 // ListArgs name the server relcap init lists applications of; the token
 // is in the helper's environment, in the variable TokenEnv.
 type ListArgs struct {

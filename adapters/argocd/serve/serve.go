@@ -18,6 +18,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/argocd"
 	"github.com/relcap/relcap/adapters/argocd/remote"
+	"github.com/relcap/relcap/adapters/render/helm"
 	"github.com/relcap/relcap/workflow"
 )
 
@@ -357,4 +358,15 @@ func (s *Service) close() {
 	if err := pool.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "relcap-argocd:", err)
 	}
+}
+
+// RenderHelm is adapters/render/helm's Render: no Argo CD needed, only
+// Helm's engine, which is linked here and not in relcap.
+func (s *Service) RenderHelm(args remote.HelmArgs, reply *remote.HelmReply) error {
+	_, done := s.context(args.Call)
+	defer done()
+	var err error
+	reply.Objects, reply.ChartDir, reply.Unrendered, err = helm.Render(args.Files, args.ValuesFile, args.Release)
+	reply.Fault = remote.FaultOf(err)
+	return nil
 }

@@ -31,7 +31,7 @@ import (
 // (lookup) gives why in unrendered instead, with no error: unverified
 // offline, never assumed clean.
 func Render(files map[string][]byte, valuesFile, release string) (objects []map[string]any, chartDir, unrendered string, err error) {
-	chartDir, ok := chartOf(files, valuesFile)
+	chartDir, ok := render.ChartDir(files, valuesFile)
 	if !ok {
 		return nil, "", fmt.Sprintf("no Chart.yaml in %s or above it, so the chart it configures is not in the environment repository", path.Dir(valuesFile)), nil
 	}
@@ -105,19 +105,6 @@ func firstLine(s string) string {
 		s = s[:300] + "…"
 	}
 	return s
-}
-
-// chartOf is the nearest directory at or above valuesFile's that holds a
-// Chart.yaml.
-func chartOf(files map[string][]byte, valuesFile string) (string, bool) {
-	for dir := path.Dir(valuesFile); ; dir = path.Dir(dir) {
-		if _, ok := files[path.Join(dir, "Chart.yaml")]; ok {
-			return dir, true
-		}
-		if dir == "." || dir == "/" {
-			return "", false
-		}
-	}
 }
 
 // missingDependencies names the dependencies Chart.yaml declares that its
