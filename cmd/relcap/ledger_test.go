@@ -391,7 +391,7 @@ func TestATeammateVerifiesAndReadsSessionsRecordedOnAnotherMachine(t *testing.T)
 			require.Equal(t, exitUsage, code)
 			require.Contains(t, errOut, "session "+id+" has no screen recording (only cockpit sessions do)", "its journal, read from the ledger, names none")
 			code, _, errOut = asBob("journal", "show", "20261130T000000Z-000000")
-			require.Equal(t, exitError, code)
+			require.Equal(t, exitUsage, code, "an unknown session is a usage error, as an unknown release is")
 			require.Contains(t, errOut, "no journal for session 20261130T000000Z-000000")
 
 			code, out, errOut = invokeEnv(t, alice, nil, "--ledger", ledger, "--json", "journal", "verify")

@@ -95,7 +95,9 @@ func runJournalShow(ctx context.Context, opts *journalOptions) error {
 	}
 	entries, from, err := q.JournalEntries(ctx, args[0])
 	if errors.Is(err, fault.ErrNotFound) {
-		return fmt.Errorf("%w: no journal for session %s at %s nor in the ledger (see relcap journal list)", fault.ErrNotFound, args[0], path)
+		// A mistyped session ID is a usage error, as a mistyped release
+		// ID is (exit 2).
+		return UsageError{fmt.Errorf("%w: no journal for session %s at %s nor in the ledger (see relcap journal list)", fault.ErrNotFound, args[0], path)}
 	}
 	if err != nil {
 		return err
