@@ -9,6 +9,7 @@ import (
 
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // PromotionTarget is what a promotion approval of r must be of: the commit
@@ -73,7 +74,7 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 	if err != nil {
 		return approval.Approval{}, approval.Check{}, err
 	}
-	if review := env.EnvRepo.Review; review.PullRequests() && review.Approvals != ApprovalsFromBoth {
+	if review := env.EnvRepo.Review; review.PullRequests() && review.Approvals != forge.ApprovalsFromBoth {
 		where := "the forge"
 		if pr := r.Checkpoints.PullRequest; pr != nil {
 			where = pr.URL

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 )
 
@@ -166,11 +167,11 @@ type EnvLanded struct {
 // PullRequestOpened: the pinned branch is under review in a pull request
 // on the forge (Subject is its address).
 type PullRequestOpened struct {
-	Number int       `json:"number"`
-	Forge  ForgeKind `json:"forge"`
-	Head   string    `json:"head"`
-	Base   string    `json:"base"`
-	Commit string    `json:"commit"`
+	Number int        `json:"number"`
+	Forge  forge.Kind `json:"forge"`
+	Head   string     `json:"head"`
+	Base   string     `json:"base"`
+	Commit string     `json:"commit"`
 }
 
 // PullRequestLanded: the pull request merged (Subject is the merge commit,

@@ -9,7 +9,9 @@ import (
 
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/secret"
 )
 
 // The hooks the features beside the core (workflow/audit, breakglass,
@@ -56,7 +58,7 @@ type Lander interface {
 	// Moved reports whether the pull request r waits on changed on forge
 	// in a way that gives its promotion step something to do. It reads
 	// and changes nothing; now is the Service's clock.
-	Moved(ctx context.Context, r *Release, env Environment, forge Forge, now time.Time) (bool, error)
+	Moved(ctx context.Context, r *Release, env Environment, forge forge.Forge, now time.Time) (bool, error)
 }
 
 // Landing is the promotion step of one release as its Lander sees it.
@@ -88,7 +90,7 @@ func (l *Landing) Progress(msg string) { l.run.progress(StepPromotion, msg) }
 
 // OpenForge opens the forge of the environment's review, with everything
 // sent to it masked.
-func (l *Landing) OpenForge(ctx context.Context) (Forge, error) {
+func (l *Landing) OpenForge(ctx context.Context) (forge.Forge, error) {
 	return l.run.svc.openForge(ctx, l.run.env.EnvRepo.Review)
 }
 
@@ -173,6 +175,38 @@ func (s *Service) ForgeMoved(ctx context.Context, releaseID string) (bool, error
 		return false, err
 	}
 	return s.d.Lander.Moved(ctx, r, env, forge, s.d.Clock.Now())
+}
+
+// openForge opens the forge of r with everything relcap sends it masked:
+// a pull request's title and body (a break-glass reason, captured live
+// state, evidence) and a merge's message are text that leaves relcap for
+// people and systems it does not control, so they pass through the
+// process's secrets like everything relcap prints. The one place forges
+// are opened from.
+func (s *Service) openForge(ctx context.Context, r forge.EnvRepoReview) (forge.Forge, error) {
+	if s.d.Forges == nil {
+		return nil, missingPort("forge")
+	}
+	f, err := s.d.Forges.OpenForge(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return maskingForge{Forge: f, secrets: s.d.Secrets}, nil
+}
+
+// maskingForge masks the process's secrets in what it sends to a forge.
+type maskingForge struct {
+	forge.Forge
+	secrets *secret.Set
+}
+
+func (m maskingForge) OpenPullRequest(ctx context.Context, req forge.OpenPullRequestRequest) (forge.PullRequest, error) {
+	req.Title, req.Body = m.secrets.Scrub(req.Title), m.secrets.Scrub(req.Body)
+	return m.Forge.OpenPullRequest(ctx, req)
+}
+
+func (m maskingForge) Merge(ctx context.Context, number int, headSHA, message string) (string, error) {
+	return m.Forge.Merge(ctx, number, headSHA, m.secrets.Scrub(message))
 }
 
 // The hooks the recovery drills (workflow/rehearsal) take from the core:

@@ -7,6 +7,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
 )
@@ -123,7 +124,7 @@ type EnvRepoTarget struct {
 	ValuesPath string
 	// Review is how changes are reviewed and landed: pushed by relcap
 	// (the default) or through a pull request on the team's forge.
-	Review EnvRepoReview
+	Review forge.EnvRepoReview
 }
 
 // ArgoCDTarget is the Argo CD application that deploys an environment.

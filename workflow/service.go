@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -35,7 +36,7 @@ type Deps struct {
 	// Forges opens the forge of an environment whose changes go through
 	// pull requests (envrepo.review.via: pull_request); nil where none
 	// does.
-	Forges ForgeOpener
+	Forges forge.Opener
 	// Lander lands a promotion's pinned change through the forge's pull
 	// request (workflow/landing); nil where no environment's does.
 	Lander Lander
@@ -364,7 +365,7 @@ func (q *Records) AwaitedApprovals(ctx context.Context, r *Release) (check appro
 	case StepPromotion:
 		rule := env.Approvals.Rule(approval.Promotion)
 		review := env.EnvRepo.Review
-		if rule.Required == 0 || (review.PullRequests() && review.Approvals != ApprovalsFromBoth) {
+		if rule.Required == 0 || (review.PullRequests() && review.Approvals != forge.ApprovalsFromBoth) {
 			// Approvals given on the forge reach no ledger: the cockpit
 			// polls the forge instead (fault.ErrAwaitingForge).
 			return approval.Check{}, false, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
 )
@@ -159,13 +160,13 @@ func TestReleaseRoundTrip(t *testing.T) {
 		st.StartedAt, st.EndedAt = t0, t0.Add(90*time.Second)
 		st.Findings = []finding.Finding{{Severity: finding.Warning, Code: "c", Subject: "s", Message: "m", Facts: finding.Facts{finding.Of("k", "v")}}}
 		st.Evidence = []workflow.Evidence{workflow.NewEvidence("fp", workflow.PlanReviewed{Revision: "b", Create: 1}),
-			workflow.NewEvidence("https://forge.test/team/env/pulls/4", workflow.PullRequestOpened{Number: 4, Forge: workflow.ForgeGitea, Head: "relcap/prod/x", Base: "main", Commit: "c1"}),
+			workflow.NewEvidence("https://forge.test/team/env/pulls/4", workflow.PullRequestOpened{Number: 4, Forge: forge.Gitea, Head: "relcap/prod/x", Base: "main", Commit: "c1"}),
 			workflow.NewEvidence("m1", workflow.PullRequestLanded{Number: 4, URL: "https://forge.test/team/env/pulls/4", Reviewed: "c1", MergedBy: "relcap-bot", ByRelcap: true, Reviewers: []string{"bob-gh → bob"}})}
 		// A pull request's record: number, reviews (login → principal),
 		// merge commit.
-		r.Checkpoints.PullRequest = &workflow.PullRequestRecord{Forge: workflow.ForgeGitea, Number: 4, URL: "https://forge.test/team/env/pulls/4",
-			Head: "relcap/prod/x", Base: "main", HeadSHA: "c1", State: workflow.PullRequestMerged, MergeCommit: "m1", MergedBy: "relcap-bot", ByRelcap: true,
-			Reviews: []workflow.ReviewVerdict{{Login: "bob-gh", Principal: "bob", State: workflow.ReviewApproved, Commit: "c1", Counted: true}}}
+		r.Checkpoints.PullRequest = &forge.PullRequestRecord{Forge: forge.Gitea, Number: 4, URL: "https://forge.test/team/env/pulls/4",
+			Head: "relcap/prod/x", Base: "main", HeadSHA: "c1", State: forge.PullRequestMerged, MergeCommit: "m1", MergedBy: "relcap-bot", ByRelcap: true,
+			Reviews: []forge.ReviewVerdict{{Login: "bob-gh", Principal: "bob", State: forge.ReviewApproved, Commit: "c1", Counted: true}}}
 		require.NoError(t, l.SaveRelease(ctx, r))
 
 		got, err := l.LoadRelease(ctx, r.ID)

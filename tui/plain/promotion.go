@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // PrintPromotion summarises what a promotion established, for the captain.
@@ -44,7 +45,7 @@ func PrintPromotion(w io.Writer, r *workflow.Release) {
 
 // PrintPullRequest says where the promotion's pull request is and how its
 // reviews counted, so a headless captain knows where to send reviewers.
-func PrintPullRequest(w io.Writer, pr *workflow.PullRequestRecord) {
+func PrintPullRequest(w io.Writer, pr *forge.PullRequestRecord) {
 	w = SafeWriter(w)
 	fmt.Fprintf(w, "pull request #%d %s (%s into %s)", pr.Number, pr.URL, pr.Head, pr.Base)
 	switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -133,7 +134,7 @@ func TestLoadDesignExample(t *testing.T) {
 					File:   "apps/web/staging/kustomization.yaml",
 					Image:  "web",
 					Format: workflow.FormatKustomize,
-					Review: workflow.EnvRepoReview{Via: workflow.ReviewByPush},
+					Review: forge.EnvRepoReview{Via: forge.ReviewByPush},
 				},
 				ArgoCD: workflow.ArgoCDTarget{
 					Server:   "argocd.example.com:443",
@@ -161,9 +162,9 @@ func TestLoadDesignExample(t *testing.T) {
 					Image:      "web",
 					Format:     workflow.FormatHelmValues,
 					ValuesPath: "image.digest",
-					Review: workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env",
-						TokenEnv: "GITEA_TOKEN", Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge,
-						Users: []workflow.ForgeUser{{Login: "carol-git", Principal: "carol"}}},
+					Review: forge.EnvRepoReview{Via: forge.ReviewByPullRequest, Forge: forge.Gitea, URL: "https://git.example.com/team/env",
+						TokenEnv: "GITEA_TOKEN", Merge: forge.MergeByRelcap, Approvals: forge.ApprovalsFromForge,
+						Users: []forge.User{{Login: "carol-git", Principal: "carol"}}},
 				},
 				ArgoCD: workflow.ArgoCDTarget{
 					Server:   "argocd.example.com:443",

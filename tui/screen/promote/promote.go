@@ -22,6 +22,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // Port is what the promotion screen needs of the workflow;
@@ -297,7 +298,7 @@ func (m Model) action() []string {
 		}
 		head := theme.IconBlocked + " waiting on the forge: "
 		var out []string
-		for i, l := range screen.Wrap("review and merge "+where+fmt.Sprintf(" there; relcap re-checks every %s and continues once it can land", workflow.ForgePollInterval), max(20, m.Width-len([]rune(head)))) {
+		for i, l := range screen.Wrap("review and merge "+where+fmt.Sprintf(" there; relcap re-checks every %s and continues once it can land", forge.PollInterval), max(20, m.Width-len([]rune(head)))) {
 			if i == 0 {
 				out = append(out, th.Warn.Render(head)+l)
 			} else {
@@ -335,7 +336,7 @@ func orNone(th theme.Theme, s string) string {
 
 // pullRequestLines show the promotion's pull request: where it is, where
 // it stands, and each reviewer's latest review, counted or why not.
-func pullRequestLines(th theme.Theme, pr *workflow.PullRequestRecord, width int) []string {
+func pullRequestLines(th theme.Theme, pr *forge.PullRequestRecord, width int) []string {
 	state := string(pr.State)
 	switch {
 	case pr.MergeCommit != "" && pr.ByRelcap:
@@ -346,9 +347,9 @@ func pullRequestLines(th theme.Theme, pr *workflow.PullRequestRecord, width int)
 			by += " by " + pr.MergedBy
 		}
 		state = th.OK.Render(by + " at " + workflow.ShortHash(pr.MergeCommit))
-	case pr.State == workflow.PullRequestClosed:
+	case pr.State == forge.PullRequestClosed:
 		state = th.Err.Render("closed without merge")
-	case pr.State == workflow.PullRequestOpen:
+	case pr.State == forge.PullRequestOpen:
 		state = th.Warn.Render("open") + th.Muted.Render(" at "+workflow.ShortHash(pr.HeadSHA))
 	}
 	lines := []string{th.Label.Render("Pull req.  ") + fmt.Sprintf("#%d %s ", pr.Number, pr.URL) + state}
