@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
@@ -265,7 +266,7 @@ func (run *releaseRun) skipCopy(ctx context.Context, digest image.Digest, res *S
 		return nil
 	}
 	run.progress(StepPromotion, fmt.Sprintf("rehearsal %s: not copying %s, which exists in no registry on purpose", h.Rehearsal, digest.Short()))
-	res.Evidence = append(res.Evidence, NewEvidence(digest.String(), DrillCopySkipped{Rehearsal: h.Rehearsal, Repository: run.env.Registry.Repository}))
+	res.Evidence = append(res.Evidence, evidence.New(digest.String(), evidence.DrillCopySkipped{Rehearsal: h.Rehearsal, Repository: run.env.Registry.Repository}))
 	return run.checkpoint(ctx, func(c *Checkpoints) { c.CopiedTo = run.env.Registry.Repository })
 }
 

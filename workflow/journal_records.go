@@ -6,6 +6,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/journal"
 )
@@ -88,12 +89,12 @@ type StepStarted struct {
 
 // StepFinished: a step ended with Status, its evidence and findings.
 type StepFinished struct {
-	Release  string            `json:"release"`
-	Step     string            `json:"step"`
-	Status   string            `json:"status"`
-	Message  string            `json:"message"`
-	Evidence []Evidence        `json:"evidence,omitempty"`
-	Findings []finding.Finding `json:"findings,omitempty"`
+	Release  string              `json:"release"`
+	Step     string              `json:"step"`
+	Status   string              `json:"status"`
+	Message  string              `json:"message"`
+	Evidence []evidence.Evidence `json:"evidence,omitempty"`
+	Findings []finding.Finding   `json:"findings,omitempty"`
 }
 
 // StepInterrupted: the run was cancelled inside a step, which stays
@@ -137,13 +138,15 @@ type PromotionForceUnverified struct {
 	Reason   string `json:"reason"`
 }
 
-// OperationTerminated (as evidence, and journaled under
-// convergence.operation-terminated) ends Argo CD's retries of a failed sync.
+// OperationTerminatedRecord journals the evidence that relcap ended Argo
+// CD's retries of a failed sync (evidence.OperationTerminated), under
+// convergence.operation-terminated.
+type OperationTerminatedRecord struct{ evidence.OperationTerminated }
 
 // TerminateFailed: ending Argo CD's retries was refused; the rollback
 // waits them out instead.
 type TerminateFailed struct {
-	OperationTerminated
+	evidence.OperationTerminated
 	Error string `json:"error"`
 }
 
@@ -421,44 +424,44 @@ const (
 )
 
 // The kinds, by the name each record is stored under.
-func (SessionOpened) JournalKind() journal.Kind            { return KindSessionOpened }
-func (SessionRelease) JournalKind() journal.Kind           { return KindSessionRelease }
-func (SessionClosed) JournalKind() journal.Kind            { return KindSessionClosed }
-func (ScreenRecorded) JournalKind() journal.Kind           { return KindScreenRecorded }
-func (ReleaseStarted) JournalKind() journal.Kind           { return KindReleaseStarted }
-func (ReleaseImageSet) JournalKind() journal.Kind          { return KindReleaseImageSet }
-func (StepStarted) JournalKind() journal.Kind              { return KindStepStarted }
-func (StepFinished) JournalKind() journal.Kind             { return KindStepFinished }
-func (StepOutput) JournalKind() journal.Kind               { return KindStepOutput }
-func (StepInterrupted) JournalKind() journal.Kind          { return KindStepInterrupted }
-func (ReleaseDone) JournalKind() journal.Kind              { return KindReleaseDone }
-func (EffortLost) JournalKind() journal.Kind               { return KindEffortLost }
-func (PromotionForceUnverified) JournalKind() journal.Kind { return KindPromotionForceUnverified }
-func (OperationTerminated) JournalKind() journal.Kind      { return KindOperationTerminated }
-func (TerminateFailed) JournalKind() journal.Kind          { return KindTerminateFailed }
-func (ConvergeDone) JournalKind() journal.Kind             { return KindConvergeDone }
-func (ConvergeFailed) JournalKind() journal.Kind           { return KindConvergeFailed }
-func (ConvergeTimeout) JournalKind() journal.Kind          { return KindConvergeTimeout }
-func (PlanStarted) JournalKind() journal.Kind              { return KindPlanStarted }
-func (PlanFailed) JournalKind() journal.Kind               { return KindPlanFailed }
-func (PlanRecorded) JournalKind() journal.Kind             { return KindPlanRecorded }
-func (PlanShared) JournalKind() journal.Kind               { return KindPlanShared }
-func (PlanFetched) JournalKind() journal.Kind              { return KindPlanFetched }
-func (ApplyRefused) JournalKind() journal.Kind             { return KindApplyRefused }
-func (ApplyStarted) JournalKind() journal.Kind             { return KindApplyStarted }
-func (ApplyInterrupted) JournalKind() journal.Kind         { return KindApplyInterrupted }
-func (ApplyFailed) JournalKind() journal.Kind              { return KindApplyFailed }
-func (ApplyDone) JournalKind() journal.Kind                { return KindApplyDone }
-func (LockRefused) JournalKind() journal.Kind              { return KindLockRefused }
-func (UnlockRequested) JournalKind() journal.Kind          { return KindUnlockRequested }
-func (UnlockFailed) JournalKind() journal.Kind             { return KindUnlockFailed }
-func (UnlockDone) JournalKind() journal.Kind               { return KindUnlockDone }
-func (ApprovalRecorded) JournalKind() journal.Kind         { return KindApprovalRecorded }
-func (ApprovalRefused) JournalKind() journal.Kind          { return KindApprovalRefused }
-func (EffortLogged) JournalKind() journal.Kind             { return KindEffortLogged }
-func (OwnershipCheckRecorded) JournalKind() journal.Kind   { return KindOwnershipCheckRecorded }
-func (OwnershipCheckFailed) JournalKind() journal.Kind     { return KindOwnershipCheckFailed }
-func (RollbackStarted) JournalKind() journal.Kind          { return KindRollbackStarted }
-func (RollbackRefused) JournalKind() journal.Kind          { return KindRollbackRefused }
-func (DemoSandbox) JournalKind() journal.Kind              { return KindDemoSandbox }
-func (DemoOwnershipFixed) JournalKind() journal.Kind       { return KindDemoOwnershipFixed }
+func (SessionOpened) JournalKind() journal.Kind             { return KindSessionOpened }
+func (SessionRelease) JournalKind() journal.Kind            { return KindSessionRelease }
+func (SessionClosed) JournalKind() journal.Kind             { return KindSessionClosed }
+func (ScreenRecorded) JournalKind() journal.Kind            { return KindScreenRecorded }
+func (ReleaseStarted) JournalKind() journal.Kind            { return KindReleaseStarted }
+func (ReleaseImageSet) JournalKind() journal.Kind           { return KindReleaseImageSet }
+func (StepStarted) JournalKind() journal.Kind               { return KindStepStarted }
+func (StepFinished) JournalKind() journal.Kind              { return KindStepFinished }
+func (StepOutput) JournalKind() journal.Kind                { return KindStepOutput }
+func (StepInterrupted) JournalKind() journal.Kind           { return KindStepInterrupted }
+func (ReleaseDone) JournalKind() journal.Kind               { return KindReleaseDone }
+func (EffortLost) JournalKind() journal.Kind                { return KindEffortLost }
+func (PromotionForceUnverified) JournalKind() journal.Kind  { return KindPromotionForceUnverified }
+func (OperationTerminatedRecord) JournalKind() journal.Kind { return KindOperationTerminated }
+func (TerminateFailed) JournalKind() journal.Kind           { return KindTerminateFailed }
+func (ConvergeDone) JournalKind() journal.Kind              { return KindConvergeDone }
+func (ConvergeFailed) JournalKind() journal.Kind            { return KindConvergeFailed }
+func (ConvergeTimeout) JournalKind() journal.Kind           { return KindConvergeTimeout }
+func (PlanStarted) JournalKind() journal.Kind               { return KindPlanStarted }
+func (PlanFailed) JournalKind() journal.Kind                { return KindPlanFailed }
+func (PlanRecorded) JournalKind() journal.Kind              { return KindPlanRecorded }
+func (PlanShared) JournalKind() journal.Kind                { return KindPlanShared }
+func (PlanFetched) JournalKind() journal.Kind               { return KindPlanFetched }
+func (ApplyRefused) JournalKind() journal.Kind              { return KindApplyRefused }
+func (ApplyStarted) JournalKind() journal.Kind              { return KindApplyStarted }
+func (ApplyInterrupted) JournalKind() journal.Kind          { return KindApplyInterrupted }
+func (ApplyFailed) JournalKind() journal.Kind               { return KindApplyFailed }
+func (ApplyDone) JournalKind() journal.Kind                 { return KindApplyDone }
+func (LockRefused) JournalKind() journal.Kind               { return KindLockRefused }
+func (UnlockRequested) JournalKind() journal.Kind           { return KindUnlockRequested }
+func (UnlockFailed) JournalKind() journal.Kind              { return KindUnlockFailed }
+func (UnlockDone) JournalKind() journal.Kind                { return KindUnlockDone }
+func (ApprovalRecorded) JournalKind() journal.Kind          { return KindApprovalRecorded }
+func (ApprovalRefused) JournalKind() journal.Kind           { return KindApprovalRefused }
+func (EffortLogged) JournalKind() journal.Kind              { return KindEffortLogged }
+func (OwnershipCheckRecorded) JournalKind() journal.Kind    { return KindOwnershipCheckRecorded }
+func (OwnershipCheckFailed) JournalKind() journal.Kind      { return KindOwnershipCheckFailed }
+func (RollbackStarted) JournalKind() journal.Kind           { return KindRollbackStarted }
+func (RollbackRefused) JournalKind() journal.Kind           { return KindRollbackRefused }
+func (DemoSandbox) JournalKind() journal.Kind               { return KindDemoSandbox }
+func (DemoOwnershipFixed) JournalKind() journal.Kind        { return KindDemoOwnershipFixed }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -149,7 +150,7 @@ func KubernetesChanges(p PlanSummary) []string {
 // false with the Blocked result to return.
 func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan PlanSummary) (StepResult, bool, error) {
 	own := run.r.Step(StepOwnership)
-	checked, _, found := EvidenceOf[OwnershipChecked](own.Evidence)
+	checked, _, found := evidence.Of[evidence.OwnershipChecked](own.Evidence)
 	if !found || checked.LiveUnchecked == "" || !run.svc.isProduction(run.env) {
 		return StepResult{}, true, nil
 	}
@@ -165,7 +166,7 @@ func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan PlanSummary) 
 	if again.Status == Blocked {
 		return again, false, nil
 	}
-	now, _, _ := EvidenceOf[OwnershipChecked](again.Evidence)
+	now, _, _ := evidence.Of[evidence.OwnershipChecked](again.Evidence)
 	if now.LiveUnchecked == "" {
 		return StepResult{}, true, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -52,7 +53,7 @@ func TestOwnershipOfAPlanWithoutKubernetesObjectsNeedsNoArgoCD(t *testing.T) {
 	require.Equal(t, workflow.Succeeded, own.Status)
 	require.Contains(t, own.Message, "no Kubernetes objects in the plan; ownership check not needed")
 	require.Empty(t, own.Findings, "no stale-rule warning for the Argo CD rule nobody read")
-	checked, _, ok := workflow.EvidenceOf[workflow.OwnershipChecked](own.Evidence)
+	checked, _, ok := evidence.Of[evidence.OwnershipChecked](own.Evidence)
 	require.True(t, ok)
 	require.Empty(t, checked.Kubernetes)
 	require.Empty(t, checked.LiveUnchecked)
@@ -69,7 +70,7 @@ func TestOwnershipOfARootWithAKubernetesProviderAsksArgoCD(t *testing.T) {
 	out, err := svc.PlanRelease(t.Context(), workflow.OpenRequest{Env: "prod"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, argo.Calls())
-	checked, _, _ := workflow.EvidenceOf[workflow.OwnershipChecked](out.Release.Step(workflow.StepOwnership).Evidence)
+	checked, _, _ := evidence.Of[evidence.OwnershipChecked](out.Release.Step(workflow.StepOwnership).Evidence)
 	require.Contains(t, checked.Kubernetes, "hashicorp/kubernetes")
 }
 

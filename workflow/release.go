@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
@@ -233,14 +234,14 @@ func (a *Applied) UnmarshalText(b []byte) error {
 
 // StepRecord is the persisted state of one step.
 type StepRecord struct {
-	Kind      StepKind          `json:"kind"`
-	Status    StepStatus        `json:"status"`
-	Message   string            `json:"message,omitempty"`
-	Findings  []finding.Finding `json:"findings,omitempty"`
-	Evidence  []Evidence        `json:"evidence,omitempty"`
-	Attempts  int               `json:"attempts,omitempty"`
-	StartedAt time.Time         `json:"started_at,omitzero"`
-	EndedAt   time.Time         `json:"ended_at,omitzero"`
+	Kind      StepKind            `json:"kind"`
+	Status    StepStatus          `json:"status"`
+	Message   string              `json:"message,omitempty"`
+	Findings  []finding.Finding   `json:"findings,omitempty"`
+	Evidence  []evidence.Evidence `json:"evidence,omitempty"`
+	Attempts  int                 `json:"attempts,omitempty"`
+	StartedAt time.Time           `json:"started_at,omitzero"`
+	EndedAt   time.Time           `json:"ended_at,omitzero"`
 }
 
 // NewRelease makes a release with every step pending.
@@ -322,7 +323,7 @@ func (r *Release) Clone() *Release {
 	c.Steps = make([]StepRecord, len(r.Steps))
 	for i, s := range r.Steps {
 		s.Findings = append([]finding.Finding(nil), s.Findings...)
-		s.Evidence = append([]Evidence(nil), s.Evidence...)
+		s.Evidence = append([]evidence.Evidence(nil), s.Evidence...)
 		c.Steps[i] = s
 	}
 	// The pull request records are replaced, never changed in place, but

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 )
@@ -175,7 +176,7 @@ type StepResult struct {
 	Status   StepStatus
 	Message  string
 	Findings []finding.Finding
-	Evidence []Evidence
+	Evidence []evidence.Evidence
 	// Err explains a Blocked result (wraps fault.ErrBlocked).
 	Err error
 }

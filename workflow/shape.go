@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
@@ -235,7 +236,7 @@ func (run *releaseRun) convergeAffected(ctx context.Context) (StepResult, error)
 	}
 	run.effort.BeginWait(StepConvergence.String())
 	defer run.effort.EndWait(StepConvergence.String())
-	var evidence []Evidence
+	var established []evidence.Evidence
 	for _, app := range apps {
 		st, v, err := run.svc.watch(run.env, func(s appstate.AppState) {
 			run.sink(Event{Time: d.Clock.Now(), Kind: EventAppState, ReleaseID: run.r.ID, Step: StepConvergence, Status: Running, App: &s})
@@ -246,13 +247,13 @@ func (run *releaseRun) convergeAffected(ctx context.Context) (StepResult, error)
 			}
 			return StepResult{}, verr
 		}
-		evidence = append(evidence, NewEvidence(app.Name, AppConverged{Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health}))
+		established = append(established, evidence.New(app.Name, evidence.AppConverged{Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health}))
 	}
 	names := make([]string, len(apps))
 	for i, a := range apps {
 		names[i] = a.Name
 	}
-	return StepResult{Status: Succeeded, Evidence: evidence,
+	return StepResult{Status: Succeeded, Evidence: established,
 		Message: fmt.Sprintf("infrastructure only: %s synced and healthy after the apply (affected by %s)", strings.Join(names, ", "), strings.Join(by, ", "))}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -122,7 +123,7 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 	if res.AlreadyApplied {
 		msg += " (completed by an earlier, interrupted run)"
 	}
-	return StepResult{Status: Succeeded, Message: msg, Evidence: []Evidence{NewEvidence(fp, PlanApplied{StateSerial: res.StateSerial})}}, nil
+	return StepResult{Status: Succeeded, Message: msg, Evidence: []evidence.Evidence{evidence.New(fp, evidence.PlanApplied{StateSerial: res.StateSerial})}}, nil
 }
 
 // ApplyPlan applies exactly the plan with this fingerprint (relcap apply),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
@@ -31,11 +32,11 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 	if err := d.Ledger.RecordFindings(ctx, ownershipScope(run.env.Name), d.Clock.Now(), findings); err != nil {
 		return StepResult{}, fmt.Errorf("record findings: %w", err)
 	}
-	evidence := []Evidence{NewEvidence(run.env.Name, OwnershipChecked{Objects: len(objects), Findings: len(findings),
+	established := []evidence.Evidence{evidence.New(run.env.Name, evidence.OwnershipChecked{Objects: len(objects), Findings: len(findings),
 		Kubernetes: src.Kubernetes, LiveUnchecked: src.LiveError})}
 	if n := finding.Blockers(findings); n > 0 {
 		res := blocked(fault.ErrOwnershipConflict, fmt.Sprintf("%d ownership problem(s) must be resolved first", n), findings)
-		res.Evidence = evidence
+		res.Evidence = established
 		return res, nil
 	}
 	msg := fmt.Sprintf("%d managed objects, one owner each", len(objects))
@@ -48,7 +49,7 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 	if src.LiveError != "" && run.svc.isProduction(run.env) {
 		msg += "; applying a plan that writes Kubernetes objects in production is refused until it runs"
 	}
-	return StepResult{Status: Succeeded, Message: msg, Findings: findings, Evidence: evidence}, nil
+	return StepResult{Status: Succeeded, Message: msg, Findings: findings, Evidence: established}, nil
 }
 
 // ownershipScope is where an environment's ownership findings are kept.

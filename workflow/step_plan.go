@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -66,7 +67,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		}
 		plan = p
 	}
-	res := StepResult{Findings: plan.Findings, Evidence: []Evidence{NewEvidence(plan.Fingerprint, PlanReviewedOf(plan))}}
+	res := StepResult{Findings: plan.Findings, Evidence: []evidence.Evidence{evidence.New(plan.Fingerprint, PlanReviewedOf(plan))}}
 	if why, refused := plan.Refused(); refused {
 		// No approval can make it applicable: say so before anyone is
 		// asked to approve it.
@@ -115,7 +116,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		res.Message = fmt.Sprintf("%splan %s approved by %s", note, ShortHash(plan.Fingerprint), strings.Join(names, ", "))
 	}
 	for _, a := range check.Counted {
-		res.Evidence = append(res.Evidence, NewEvidence(plan.Fingerprint, PlanApproved{Approver: a.Approver, At: a.At.UTC()}))
+		res.Evidence = append(res.Evidence, evidence.New(plan.Fingerprint, evidence.PlanApproved{Approver: a.Approver, At: a.At.UTC()}))
 	}
 	return res, nil
 }
@@ -151,4 +152,10 @@ func planRecord(p PlanSummary) PlanRecorded {
 	refused, _ := p.Refused()
 	return PlanRecorded{Env: p.Env, Fingerprint: p.Fingerprint, PlanFileSHA: p.PlanHash, Inputs: p.Inputs, Counts: p.Counts,
 		Flagged: flagged, Author: p.Author, AuthorKey: p.AuthorSignature.Key, Drifted: len(p.Drift), Refused: refused}
+}
+
+// PlanReviewedOf is the evidence detail of a reviewed plan.
+func PlanReviewedOf(p PlanSummary) evidence.PlanReviewed {
+	return evidence.PlanReviewed{Revision: p.Inputs.Revision, Create: p.Counts.Create, Update: p.Counts.Update, Delete: p.Counts.Delete,
+		Replace: p.Counts.ReplaceDeleteFirst + p.Counts.ReplaceCreateFirst, Outputs: len(p.Outputs)}
 }

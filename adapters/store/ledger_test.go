@@ -19,6 +19,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/forge"
@@ -159,9 +160,9 @@ func TestReleaseRoundTrip(t *testing.T) {
 		st.Status = workflow.Succeeded
 		st.StartedAt, st.EndedAt = t0, t0.Add(90*time.Second)
 		st.Findings = []finding.Finding{{Severity: finding.Warning, Code: "c", Subject: "s", Message: "m", Facts: finding.Facts{finding.Of("k", "v")}}}
-		st.Evidence = []workflow.Evidence{workflow.NewEvidence("fp", workflow.PlanReviewed{Revision: "b", Create: 1}),
-			workflow.NewEvidence("https://forge.test/team/env/pulls/4", workflow.PullRequestOpened{Number: 4, Forge: forge.Gitea, Head: "relcap/prod/x", Base: "main", Commit: "c1"}),
-			workflow.NewEvidence("m1", workflow.PullRequestLanded{Number: 4, URL: "https://forge.test/team/env/pulls/4", Reviewed: "c1", MergedBy: "relcap-bot", ByRelcap: true, Reviewers: []string{"bob-gh → bob"}})}
+		st.Evidence = []evidence.Evidence{evidence.New("fp", evidence.PlanReviewed{Revision: "b", Create: 1}),
+			evidence.New("https://forge.test/team/env/pulls/4", evidence.PullRequestOpened{Number: 4, Forge: forge.Gitea, Head: "relcap/prod/x", Base: "main", Commit: "c1"}),
+			evidence.New("m1", evidence.PullRequestLanded{Number: 4, URL: "https://forge.test/team/env/pulls/4", Reviewed: "c1", MergedBy: "relcap-bot", ByRelcap: true, Reviewers: []string{"bob-gh → bob"}})}
 		// A pull request's record: number, reviews (login → principal),
 		// merge commit.
 		r.Checkpoints.PullRequest = &forge.PullRequestRecord{Forge: forge.Gitea, Number: 4, URL: "https://forge.test/team/env/pulls/4",

@@ -22,6 +22,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/forge"
@@ -54,7 +55,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 		if err := l.Checkpoint(ctx, func(c *workflow.Checkpoints) { c.EnvCommit = c.EnvPinned }); err != nil {
 			return workflow.StepResult{}, err
 		}
-		res.Evidence = append(res.Evidence, workflow.NewEvidence(c.EnvPinned, workflow.EnvLanded{Branch: c.EnvBranch, Pushed: true}))
+		res.Evidence = append(res.Evidence, evidence.New(c.EnvPinned, evidence.EnvLanded{Branch: c.EnvBranch, Pushed: true}))
 		res.Status = workflow.Succeeded
 		res.Message = fmt.Sprintf("%s is pinned on %s already at %s: no pull request needed", c.Digest.Short(), c.EnvBranch, workflow.ShortHash(c.EnvPinned))
 		return res, nil
@@ -84,7 +85,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 			Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, Commit: c.EnvPinned}); err != nil {
 			return workflow.StepResult{}, err
 		}
-		res.Evidence = append(res.Evidence, workflow.NewEvidence(pr.URL, workflow.PullRequestOpened{Number: pr.Number, Forge: review.Forge, Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, Commit: c.EnvPinned}))
+		res.Evidence = append(res.Evidence, evidence.New(pr.URL, evidence.PullRequestOpened{Number: pr.Number, Forge: review.Forge, Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, Commit: c.EnvPinned}))
 	} else {
 		pr, err = workflow.MachineWait(l, func() (forge.PullRequest, error) { return fg.PullRequest(ctx, c.PullRequest.Number) })
 		if err != nil {
@@ -228,8 +229,8 @@ func (run landingRun) merged(ctx context.Context, res workflow.StepResult, rec f
 		return workflow.StepResult{}, err
 	}
 	res.Evidence = append(res.Evidence,
-		workflow.NewEvidence(pr.MergeCommit, workflow.PullRequestLanded{Number: pr.Number, URL: rec.URL, Reviewed: pr.HeadSHA, MergedBy: pr.MergedBy, ByRelcap: byRelcap, Reviewers: reviewers(rec.Reviews)}),
-		workflow.NewEvidence(pr.MergeCommit, workflow.EnvLanded{Branch: run.env.EnvRepo.Branch, Pushed: true}))
+		evidence.New(pr.MergeCommit, evidence.PullRequestLanded{Number: pr.Number, URL: rec.URL, Reviewed: pr.HeadSHA, MergedBy: pr.MergedBy, ByRelcap: byRelcap, Reviewers: reviewers(rec.Reviews)}),
+		evidence.New(pr.MergeCommit, evidence.EnvLanded{Branch: run.env.EnvRepo.Branch, Pushed: true}))
 	res.Status = workflow.Succeeded
 	by := "merged by relcap"
 	if !byRelcap {

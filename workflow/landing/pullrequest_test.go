@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
@@ -129,7 +130,7 @@ func TestPullRequestIsOpenedOnceAndMergedAtTheReviewedCommit(t *testing.T) {
 	pr := final.Checkpoints.PullRequest
 	require.True(t, pr.ByRelcap)
 	require.Equal(t, merged.MergeCommit, pr.MergeCommit)
-	rec, _, ok := workflow.EvidenceOf[workflow.PullRequestLanded](final.Step(workflow.StepPromotion).Evidence)
+	rec, _, ok := evidence.Of[evidence.PullRequestLanded](final.Step(workflow.StepPromotion).Evidence)
 	require.True(t, ok)
 	require.Equal(t, []string{"bob-forge → bob"}, rec.Reviewers)
 	require.Equal(t, final.Checkpoints.EnvPinned, rec.Reviewed)
@@ -410,10 +411,10 @@ func TestPullRequestBodyGolden(t *testing.T) {
 	body := landing.PullRequestBody(landing.PromotionSummary{
 		App: "web", Env: "prod", ReleaseID: "web-prod-20261130T090000Z", Kind: workflow.KindRelease, Captain: "alice",
 		Digest: d, Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/prod/web",
-		Platforms: workflow.Platforms{"linux/amd64", "linux/arm64"}, Signed: true, Carried: workflow.ReferrerKinds{"signature", "attestation"},
+		Platforms: evidence.Platforms{"linux/amd64", "linux/arm64"}, Signed: true, Carried: evidence.ReferrerKinds{"signature", "attestation"},
 		UpstreamEnv: "staging", Upstream: &workflow.ConvergenceRecord{ReleaseID: "web-staging-20261129T080000Z", Revision: strings.Repeat("c", 40), At: t0.Add(-time.Hour)},
 		Plan:      landing.PlanEvidence{Fingerprint: strings.Repeat("f", 64), Applied: workflow.Applied{Done: true, StateSerial: 7}},
-		Ownership: &workflow.OwnershipChecked{Objects: 12, Findings: 0},
+		Ownership: &evidence.OwnershipChecked{Objects: 12, Findings: 0},
 		Branch:    "relcap/prod/web-prod-20261130T090000Z", Base: "main", Commit: strings.Repeat("d", 40),
 		Diff: "--- a/apps/web/prod/kustomization.yaml\n+++ b/apps/web/prod/kustomization.yaml\n-    digest: sha256:old\n+    digest: " + d.String() + "\n",
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -289,11 +290,11 @@ func (d *driver) converged(r *workflow.Release) {
 	fmt.Fprintf(d.Out, "\nrelease %s converged in %s\n", r.ID, r.Env)
 	for _, e := range r.Step(workflow.StepPromotion).Evidence {
 		switch v := e.Detail.(type) {
-		case workflow.DigestResolved:
+		case evidence.DigestResolved:
 			fmt.Fprintf(d.Out, "  digest     %s (%s)\n", e.Subject, v.Platforms)
-		case workflow.DigestVerified:
+		case evidence.DigestVerified:
 			fmt.Fprintf(d.Out, "  copied     into %s: verified, signed %t, %d referrer(s)\n", v.Repository, v.Signed, v.Referrers)
-		case workflow.EnvLanded:
+		case evidence.EnvLanded:
 			fmt.Fprintf(d.Out, "  landed     on %s at %s\n", v.Branch, workflow.ShortHash(e.Subject))
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -516,7 +517,7 @@ func NeedsReview(r *workflow.Release) bool {
 	}
 	// Evidence accumulates over attempts; only the current plan counts.
 	for _, e := range r.Step(workflow.StepPlanReview).Evidence {
-		if reviewed, ok := e.Detail.(workflow.PlanReviewed); ok && e.Subject == r.Checkpoints.Fingerprint && reviewed.HasChanges() {
+		if reviewed, ok := e.Detail.(evidence.PlanReviewed); ok && e.Subject == r.Checkpoints.Fingerprint && reviewed.HasChanges() {
 			return true
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/forge"
 )
@@ -235,7 +236,7 @@ func (m Model) View() string {
 
 	digest := r.Checkpoints.Digest.String()
 	lines = append(lines, th.Label.Render("Digest     ")+orNone(th, digest))
-	if resolved, _, ok := workflow.EvidenceOf[workflow.DigestResolved](st.Evidence); ok {
+	if resolved, _, ok := evidence.Of[evidence.DigestResolved](st.Evidence); ok {
 		platforms := strings.Join(resolved.Platforms, ", ")
 		if platforms == "" {
 			// Resolved: the image's config names no OS or architecture.
@@ -245,13 +246,13 @@ func (m Model) View() string {
 		lines = append(lines, th.Label.Render("Source     ")+resolved.Repository+th.Muted.Render(" · first seen "+resolved.FirstSeen.UTC().Format(time.RFC3339)))
 		lines = append(lines, th.Label.Render("Provenance ")+provenance(th, resolved.Signed, resolved.Referrers, "at source"))
 	}
-	if verified, _, ok := workflow.EvidenceOf[workflow.DigestVerified](st.Evidence); ok {
+	if verified, _, ok := evidence.Of[evidence.DigestVerified](st.Evidence); ok {
 		lines = append(lines, th.Label.Render("Target     ")+verified.Repository+" "+
 			provenance(th, verified.Signed, verified.Referrers, "after copy")+th.Muted.Render(fmt.Sprintf(" · %d blob(s) uploaded", verified.BlobsUploaded)))
 	}
 	if b := r.Checkpoints.EnvBranch; b != "" {
 		line := th.Label.Render("Env repo   ") + b
-		if _, pinned, ok := workflow.EvidenceOf[workflow.EnvPinned](st.Evidence); ok {
+		if _, pinned, ok := evidence.Of[evidence.EnvPinned](st.Evidence); ok {
 			line += th.Muted.Render(" @ " + workflow.ShortHash(pinned.Subject))
 		}
 		if c := r.Checkpoints.EnvCommit; c != "" {
