@@ -9,6 +9,7 @@ import (
 
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Abandoning a release: a person ends, with a reason, a release that will
@@ -31,7 +32,7 @@ func (a Abandonment) IsZero() bool { return a.At.IsZero() && a.Reason == "" }
 // release's), on this machine. Deleting a file that is gone is not an
 // error.
 type PlanFileDiscarder interface {
-	DiscardPlanFile(ctx context.Context, plan PlanSummary) error
+	DiscardPlanFile(ctx context.Context, plan tfplan.Summary) error
 }
 
 // MayAbandon returns release id if a person may abandon it: a release,

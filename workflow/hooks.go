@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The hooks the features beside the core (workflow/audit, breakglass,
@@ -281,14 +282,14 @@ func (s *Service) LockPromotion(ctx context.Context, env Environment, what strin
 // scratch copy of one) and keeps the plan as every plan relcap makes is
 // kept: drift reviewed, signed, saved and journaled, with what Terraform
 // printed going where ToolOutput sends it.
-func (s *Service) PlanRoot(ctx context.Context, env Environment) (PlanSummary, error) {
+func (s *Service) PlanRoot(ctx context.Context, env Environment) (tfplan.Summary, error) {
 	if s.d.Planner == nil {
-		return PlanSummary{}, missingPort("terraform planner")
+		return tfplan.Summary{}, missingPort("terraform planner")
 	}
 	tctx, done := s.withToolOutput(ctx, "", StepPlanReview)
 	facts, err := s.d.Planner.Plan(tctx, env, s.d.Actor)
 	if err = done(err); err != nil {
-		return PlanSummary{}, err
+		return tfplan.Summary{}, err
 	}
 	return s.keepPlan(ctx, env, facts, "")
 }
@@ -341,17 +342,17 @@ func BreakGlassSubject(env Environment) string { return env.Name + "/" + env.Arg
 type PlanSharing interface {
 	// Share shares a newly saved plan of env with who may apply it and
 	// journals it; progress hears what it did.
-	Share(ctx context.Context, env Environment, p PlanSummary, progress func(string)) error
+	Share(ctx context.Context, env Environment, p tfplan.Summary, progress func(string)) error
 	// FileToApply is the plan file this machine applies, fetched from
 	// the team store when this machine lacks it; an expired or
 	// undecryptable plan is refused before Terraform runs.
-	FileToApply(ctx context.Context, env Environment, p PlanSummary) (string, error)
+	FileToApply(ctx context.Context, env Environment, p tfplan.Summary) (string, error)
 	// Forget deletes the team store's copy of an applied plan.
 	Forget(ctx context.Context, fingerprint string) error
 }
 
 // sharePlan shares a newly saved plan, where plans are shared.
-func (s *Service) sharePlan(ctx context.Context, env Environment, p PlanSummary, progress func(string)) error {
+func (s *Service) sharePlan(ctx context.Context, env Environment, p tfplan.Summary, progress func(string)) error {
 	if s.d.SharedPlans == nil {
 		return nil
 	}
@@ -360,7 +361,7 @@ func (s *Service) sharePlan(ctx context.Context, env Environment, p PlanSummary,
 
 // planFileToApply is the plan file this machine applies: the ledger's
 // path where plans are not shared.
-func (s *Service) planFileToApply(ctx context.Context, env Environment, p PlanSummary) (string, error) {
+func (s *Service) planFileToApply(ctx context.Context, env Environment, p tfplan.Summary) (string, error) {
 	if s.d.SharedPlans == nil {
 		return p.PlanFile, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // JournalRecord is the data of one journal entry. Its type says what it
@@ -192,8 +193,8 @@ type PlanRecorded struct {
 	Env         string              `json:"env"`
 	Fingerprint string              `json:"fingerprint"`
 	PlanFileSHA string              `json:"plan_file_sha256"`
-	Inputs      PlanInputs          `json:"inputs"`
-	Counts      PlanCounts          `json:"counts"`
+	Inputs      tfplan.Inputs       `json:"inputs"`
+	Counts      tfplan.Counts       `json:"counts"`
 	Flagged     map[string][]string `json:"flagged"` // risk flag → addresses
 	Author      string              `json:"author"`
 	// AuthorKey is the fingerprint of the key that signed the plan as its
@@ -210,12 +211,12 @@ type PlanRecorded struct {
 // of Principals (the people allowed to apply) until ExpiresAt; Skipped
 // are their keys it could not be encrypted to.
 type PlanShared struct {
-	Env         string             `json:"env"`
-	Fingerprint string             `json:"fingerprint"`
-	Principals  []string           `json:"principals"`
-	Recipients  []PlanRecipient    `json:"recipients"`
-	Skipped     []SkippedRecipient `json:"skipped,omitempty"`
-	ExpiresAt   time.Time          `json:"expires_at"`
+	Env         string                    `json:"env"`
+	Fingerprint string                    `json:"fingerprint"`
+	Principals  []string                  `json:"principals"`
+	Recipients  []tfplan.Recipient        `json:"recipients"`
+	Skipped     []tfplan.SkippedRecipient `json:"skipped,omitempty"`
+	ExpiresAt   time.Time                 `json:"expires_at"`
 }
 
 // PlanFetched: this machine did not have the plan file, so apply fetched

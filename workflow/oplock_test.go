@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -157,7 +158,7 @@ func TestAHeldApplyLockRefusesApplyPlan(t *testing.T) {
 	alice := lockingProcess(t, testProject(0), w, l, clock, "alice")
 	facts, err := workflowtest.Terraform{W: w}.Plan(ctx, testProject(0).Environments[0], "alice")
 	require.NoError(t, err)
-	plan := workflow.ReviewPlan(facts, workflow.DefaultClassify())
+	plan := tfplan.ReviewPlan(facts, tfplan.DefaultClassify())
 	require.NoError(t, l.SavePlan(ctx, plan))
 
 	release := locks.Hold(stagingApply, workflow.LockHolder{Actor: "bob", What: "apply plan feedfacefeed in staging", Since: t0})

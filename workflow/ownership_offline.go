@@ -8,6 +8,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The ownership check without a live Argo CD: the ports and the gate. A
@@ -131,10 +132,10 @@ func (s *Service) isProduction(env Environment) bool {
 // KubernetesChanges are the addresses of the plan's changes that write
 // Kubernetes objects (kubernetes_* resources, kubernetes_manifest,
 // kubectl_manifest, helm_release).
-func KubernetesChanges(p PlanSummary) []string {
+func KubernetesChanges(p tfplan.Summary) []string {
 	var out []string
 	for _, c := range p.Changes {
-		if c.Action == ActionNoop || c.Action == ActionRead {
+		if c.Action == tfplan.ActionNoop || c.Action == tfplan.ActionRead {
 			continue
 		}
 		if strings.HasPrefix(c.Type, "kubernetes_") || c.Type == "kubectl_manifest" || c.Type == "helm_release" {
@@ -148,7 +149,7 @@ func KubernetesChanges(p PlanSummary) []string {
 // Kubernetes objects when the ownership step's live check could not run.
 // The check is tried once more first: Argo CD may be reachable now. ok is
 // false with the Blocked result to return.
-func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan PlanSummary) (StepResult, bool, error) {
+func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan tfplan.Summary) (StepResult, bool, error) {
 	own := run.r.Step(StepOwnership)
 	checked, _, found := evidence.Of[evidence.OwnershipChecked](own.Evidence)
 	if !found || checked.LiveUnchecked == "" || !run.svc.isProduction(run.env) {

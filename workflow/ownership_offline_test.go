@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -103,7 +104,7 @@ func TestProductionApplyRefusedWhileTheLiveCheckCouldNotRun(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
-	w.Changes = []workflow.ResourceChange{{Address: "kubernetes_manifest.settings", Type: "kubernetes_manifest", Name: "settings", Action: workflow.ActionUpdate}}
+	w.Changes = []tfplan.ResourceChange{{Address: "kubernetes_manifest.settings", Type: "kubernetes_manifest", Name: "settings", Action: tfplan.ActionUpdate}}
 	tf := workflowtest.TerraformObjects{Objects: []ownership.ManagedObject{bucket, configMap}}
 	argo := &workflowtest.FakeArgoCD{Err: errors.New("$ARGOCD_AUTH_TOKEN is empty or unset")}
 	desired := workflowtest.DesiredRepo{Desired: ownership.Desired{App: "web-prod", Source: "kustomize apps/web/prod", Objects: []ownership.ManagedObject{deployment}}}
@@ -139,7 +140,7 @@ func TestNonProductionApplyGoesOnWithTheLiveCheckMissing(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
-	w.Changes = []workflow.ResourceChange{{Address: "kubernetes_manifest.settings", Type: "kubernetes_manifest", Name: "settings", Action: workflow.ActionUpdate}}
+	w.Changes = []tfplan.ResourceChange{{Address: "kubernetes_manifest.settings", Type: "kubernetes_manifest", Name: "settings", Action: tfplan.ActionUpdate}}
 	tf := workflowtest.TerraformObjects{Objects: []ownership.ManagedObject{bucket, configMap}}
 	argo := &workflowtest.FakeArgoCD{Err: errors.New("connection refused")}
 	helm := workflowtest.DesiredRepo{Desired: ownership.Desired{App: "web-staging", Source: "helm values apps/web/staging/values.yaml",

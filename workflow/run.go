@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // StartRequest asks for a new release.
@@ -494,7 +495,7 @@ func (q *Records) ReleaseOfPlan(ctx context.Context, fingerprint string) (*Relea
 // PlanOutcome is where relcap plan left its release.
 type PlanOutcome struct {
 	Opened
-	Plan PlanSummary
+	Plan tfplan.Summary
 	// Waiting is why the release waits after plan review (approvals), or
 	// "" when it may apply.
 	Waiting string

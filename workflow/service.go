@@ -15,6 +15,7 @@ import (
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Deps are the ports a Service drives. Ledger, Journal and Clock are always
@@ -262,13 +263,13 @@ func (q *Records) Release(ctx context.Context, id string) (*Release, error) {
 }
 
 // Plan returns a reviewed plan by fingerprint.
-func (q *Records) Plan(ctx context.Context, fingerprint string) (PlanSummary, error) {
+func (q *Records) Plan(ctx context.Context, fingerprint string) (tfplan.Summary, error) {
 	return q.ledger.LoadPlan(ctx, fingerprint)
 }
 
 // PlanApprovals counts the approvals of a plan against its environment's
 // rule, as apply will.
-func (q *Records) PlanApprovals(ctx context.Context, p PlanSummary) (approval.Check, error) {
+func (q *Records) PlanApprovals(ctx context.Context, p tfplan.Summary) (approval.Check, error) {
 	env, err := q.project.Env(p.Env)
 	if err != nil {
 		return approval.Check{}, err

@@ -10,6 +10,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Shape is what a release carries: infrastructure only (a reviewed plan
@@ -88,7 +89,7 @@ func DecideShape(f ShapeFacts) ShapeDecision {
 // ShapeOf decides r's shape from what the release itself records, for a
 // screen or a report (a release written before shapes has none stored).
 // plan is r's reviewed plan, nil when it has none or it is not at hand.
-func ShapeOf(r *Release, plan *PlanSummary) ShapeDecision {
+func ShapeOf(r *Release, plan *tfplan.Summary) ShapeDecision {
 	f := ShapeFacts{
 		Image:       r.Image != "" || !r.Checkpoints.Digest.IsZero(),
 		PlanSkipped: r.Step(StepPlanReview).Status == Skipped,
@@ -139,12 +140,12 @@ func PlanSteps(r *Release, d ShapeDecision) []StepPlan {
 // (resources of the Kubernetes, kubectl or Helm providers, which write the
 // cluster it runs in); none otherwise. It returns the addresses that
 // affect it, for the record.
-func AffectedApps(plan PlanSummary, env Environment) (apps []appstate.AppRef, by []string) {
+func AffectedApps(plan tfplan.Summary, env Environment) (apps []appstate.AppRef, by []string) {
 	if env.ArgoCD.App == "" {
 		return nil, nil
 	}
 	for _, c := range plan.Changes {
-		if c.Action == ActionNoop || c.Action == ActionRead {
+		if c.Action == tfplan.ActionNoop || c.Action == tfplan.ActionRead {
 			continue
 		}
 		if kubernetesType(c.Type) {
@@ -175,7 +176,7 @@ func kubernetesType(t string) bool {
 // decideShape decides r's shape from its image and reviewed plan, and
 // records it (saved, journaled) when it changed.
 func (run *releaseRun) decideShape(ctx context.Context) (ShapeDecision, error) {
-	var plan *PlanSummary
+	var plan *tfplan.Summary
 	if fp := run.r.Checkpoints.Fingerprint; fp != "" {
 		p, err := run.svc.d.Ledger.LoadPlan(ctx, fp)
 		if err != nil {
@@ -218,7 +219,7 @@ func (run *releaseRun) byShape(ctx context.Context, k StepKind) (res StepResult,
 // applications its applied plan affects synced and healthy (no digest to
 // look for), or nothing to watch.
 func (run *releaseRun) convergeAffected(ctx context.Context) (StepResult, error) {
-	var plan PlanSummary
+	var plan tfplan.Summary
 	if fp := run.r.Checkpoints.Fingerprint; fp != "" && !run.r.Checkpoints.Applied.NoChanges {
 		p, err := run.svc.d.Ledger.LoadPlan(ctx, fp)
 		if err != nil {

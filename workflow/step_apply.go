@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The boundary stage, second half: apply exactly the approved plan, only
@@ -131,14 +132,14 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 // the plan is an open release's, the release runs up to and through its
 // apply step (events to sink), so the apply is in its step history;
 // otherwise the plan is applied on its own.
-func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventSink) (ApplyResult, PlanSummary, error) {
+func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventSink) (ApplyResult, tfplan.Summary, error) {
 	d := s.d
 	if r, err := s.ReleaseOfPlan(ctx, fingerprint); err != nil {
-		return ApplyResult{}, PlanSummary{}, err
+		return ApplyResult{}, tfplan.Summary{}, err
 	} else if r != nil && open(r) {
 		return s.applyRelease(ctx, r, fingerprint, sink)
 	} else if r != nil && r.Status == ReleaseAbandoned {
-		return ApplyResult{}, PlanSummary{}, abandonedPlan(r, fingerprint)
+		return ApplyResult{}, tfplan.Summary{}, abandonedPlan(r, fingerprint)
 	}
 	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
 	if errors.Is(err, fault.ErrNotFound) {
@@ -193,7 +194,7 @@ func (r *applyRefusal) Unwrap() error { return r.err }
 // by env's plan rule when asked, the plan file, the attempt recorded,
 // then the Applier (which checks the plan file and its inputs). ran
 // reports whether the Applier was asked; err is then its error.
-func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyResult, plan PlanSummary, ran bool, err error) {
+func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyResult, plan tfplan.Summary, ran bool, err error) {
 	d := s.d
 	fp := g.fingerprint
 	if err := g.env.MayApply(d.Actor); err != nil {
@@ -240,7 +241,7 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 }
 
 // planApprovals counts the approvals of plan under env's plan rule.
-func (s *Service) planApprovals(ctx context.Context, env Environment, plan PlanSummary) (approval.Check, error) {
+func (s *Service) planApprovals(ctx context.Context, env Environment, plan tfplan.Summary) (approval.Check, error) {
 	approvals, err := s.d.Ledger.Approvals(ctx, approval.Plan, plan.Fingerprint)
 	if err != nil {
 		return approval.Check{}, fmt.Errorf("read approvals: %w", err)
@@ -295,7 +296,7 @@ func (s *Service) nextAfterFailedApply(ctx context.Context, env Environment) str
 }
 
 // applyRelease runs release r through its apply step for relcap apply.
-func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint string, sink EventSink) (ApplyResult, PlanSummary, error) {
+func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint string, sink EventSink) (ApplyResult, tfplan.Summary, error) {
 	plan, err := s.d.Ledger.LoadPlan(ctx, fingerprint)
 	if err != nil {
 		return ApplyResult{}, plan, err
@@ -332,7 +333,7 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 
 // appliedBefore refuses a plan that was applied already: its fingerprint
 // names a state that is gone.
-func appliedBefore(plan PlanSummary) error {
+func appliedBefore(plan tfplan.Summary) error {
 	if plan.AppliedAt.IsZero() {
 		return nil
 	}
@@ -369,7 +370,7 @@ func runRef(r ApplyRun) string {
 // attempt before Terraform may start, and journals how it ended: a
 // refusal, an interruption, a stale plan, a failure with the next safe
 // action, or the apply.
-func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint string) (ApplyResult, PlanSummary, error) {
+func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint string) (ApplyResult, tfplan.Summary, error) {
 	d := s.d
 	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
 	if err != nil {

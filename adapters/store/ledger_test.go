@@ -25,6 +25,7 @@ import (
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // t0 has nanoseconds and a non-UTC zone, so round trips prove exactness and
@@ -241,12 +242,12 @@ func TestPlanRoundTrip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := t.Context()
 		l := b.openNew(t)
-		p := workflow.PlanSummary{
+		p := tfplan.Summary{
 			Env: "prod", Fingerprint: "fp1", PlanFile: "/p/fp1.tfplan", PlanHash: "h",
-			Inputs:  workflow.PlanInputs{Revision: "abc", LockFileHash: "l", VarFileHashes: map[string]string{"prod.tfvars": "x"}, Workspace: "prod", StateLineage: "lin", StateSerial: 7},
-			Counts:  workflow.PlanCounts{Create: 1, ReplaceDeleteFirst: 1},
-			Changes: []workflow.ResourceChange{{Address: "a.b", Type: "a", Name: "b", Action: workflow.ActionReplaceDeleteFirst, ReplacePaths: []string{"x"}, Flags: []string{workflow.FlagDestructive}, Attributes: []workflow.AttributeChange{{Path: "x", Before: "1", After: workflow.SensitiveMask, Sensitive: true}}}},
-			Outputs: []workflow.OutputChange{{Name: "o", Action: workflow.ActionCreate}},
+			Inputs:  tfplan.Inputs{Revision: "abc", LockFileHash: "l", VarFileHashes: map[string]string{"prod.tfvars": "x"}, Workspace: "prod", StateLineage: "lin", StateSerial: 7},
+			Counts:  tfplan.Counts{Create: 1, ReplaceDeleteFirst: 1},
+			Changes: []tfplan.ResourceChange{{Address: "a.b", Type: "a", Name: "b", Action: tfplan.ActionReplaceDeleteFirst, ReplacePaths: []string{"x"}, Flags: []string{tfplan.FlagDestructive}, Attributes: []tfplan.AttributeChange{{Path: "x", Before: "1", After: tfplan.SensitiveMask, Sensitive: true}}}},
+			Outputs: []tfplan.OutputChange{{Name: "o", Action: tfplan.ActionCreate}},
 			Author:  "ana", CreatedAt: t0.UTC(), TerraformVersion: "1.5.7",
 		}
 		require.NoError(t, l.SavePlan(ctx, p))
@@ -270,7 +271,7 @@ func TestPlanRoundTrip(t *testing.T) {
 		_, err = l.LoadPlan(ctx, "nope")
 		require.ErrorIs(t, err, fault.ErrNotFound)
 		require.ErrorIs(t, l.MarkPlanApplied(ctx, "nope", t0), fault.ErrNotFound)
-		require.ErrorIs(t, l.SavePlan(ctx, workflow.PlanSummary{}), fault.ErrUsage)
+		require.ErrorIs(t, l.SavePlan(ctx, tfplan.Summary{}), fault.ErrUsage)
 	})
 }
 
@@ -654,7 +655,7 @@ func TestWriteVisibleToAnotherHandleBeforeClose(t *testing.T) {
 		loc := b.newLocation(t)
 		one := b.openAt(t, loc)
 		other := b.openAt(t, loc)
-		require.NoError(t, one.SavePlan(ctx, workflow.PlanSummary{Env: "prod", Fingerprint: "fp"}))
+		require.NoError(t, one.SavePlan(ctx, tfplan.Summary{Env: "prod", Fingerprint: "fp"}))
 		_, err := other.LoadPlan(ctx, "fp")
 		require.NoError(t, err)
 	})

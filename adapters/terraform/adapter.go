@@ -1,7 +1,7 @@
 // Package terraform implements workflow.Planner and workflow.Applier over the
 // terraform (or tofu) CLI through hashicorp/terraform-exec, and reads plan
 // JSON documents with hashicorp/terraform-json. No SDK type leaves the
-// package: plans become workflow.PlanFacts (the core reviews them), failures
+// package: plans become tfplan.Facts (the core reviews them), failures
 // become errors that wrap the workflow sentinels (ErrUsage, ErrStalePlan,
 // ErrLocked).
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/unlock"
 )
 
@@ -112,7 +113,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		return err
 	}
 	if a.flags.json {
-		return errors.Join(a.printJSON(planJSON{PlanSummary: out.Plan, Release: out.Release.ID}), err)
+		return errors.Join(a.printJSON(planJSON{Summary: out.Plan, Release: out.Release.ID}), err)
 	}
 	if perr := plain.PrintPlan(a.io.Out, out.Plan); perr != nil {
 		return perr
@@ -144,7 +145,7 @@ func purgeSharedPlans(a *app, ctx context.Context, p *workflow.Project, tf *terr
 
 // planJSON is relcap plan --json: the reviewed plan and its release.
 type planJSON struct {
-	workflow.PlanSummary
+	tfplan.Summary
 	Release string `json:"release"`
 }
 
@@ -172,8 +173,8 @@ func (a *app) reviewPlanDocument(path, env string) error {
 	if err != nil {
 		return err
 	}
-	review := workflow.ReviewPlan(facts, classify)
-	refused := workflow.ReviewPlanDocument(&review, own)
+	review := tfplan.ReviewPlan(facts, classify)
+	refused := tfplan.ReviewDocument(&review, own)
 	if a.flags.json {
 		return errors.Join(a.printJSON(review), refused)
 	}

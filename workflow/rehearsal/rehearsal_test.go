@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -55,7 +56,7 @@ func released(t *testing.T, p process, w *workflowtest.World, env string) *workf
 	t.Helper()
 	r, err := p.svc.Start(t.Context(), workflow.StartRequest{Env: env, Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
-	w.Changes = []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Action: workflow.ActionUpdate}}
+	w.Changes = []tfplan.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Action: tfplan.ActionUpdate}}
 	final, err := p.svc.Run(t.Context(), r.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, workflow.ReleaseConverged, final.Status)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Sharing shares and fetches the plans of one Service through its
@@ -53,7 +54,7 @@ func (s *Sharing) journal(ctx context.Context, rec workflow.JournalRecord) error
 // and journals with whom and until when. A plan that cannot be shared
 // fails: a team store that cannot hold it would leave the release to this
 // machine without saying so.
-func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p workflow.PlanSummary, progress func(string)) error {
+func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p tfplan.Summary, progress func(string)) error {
 	v := s.d.PlanVault
 	// A plan with nothing to apply, or one no approval can make
 	// applicable, is never applied: there is nothing to share.
@@ -64,7 +65,7 @@ func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p workflo
 	if created.IsZero() {
 		created = s.d.Clock.Now()
 	}
-	share, err := v.Share(ctx, workflow.ShareRequest{Plan: p, Appliers: env.Approvals.Approvers.Apply, SharedBy: s.d.Actor, ExpiresAt: Expiry(s.d.Project.Plans, created)})
+	share, err := v.Share(ctx, tfplan.ShareRequest{Plan: p, Appliers: env.Approvals.Approvers.Apply, SharedBy: s.d.Actor, ExpiresAt: Expiry(s.d.Project.Plans, created)})
 	if err != nil {
 		return fmt.Errorf("share plan %s in the team store: %w", workflow.ShortHash(p.Fingerprint), err)
 	}
@@ -80,7 +81,7 @@ func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p workflo
 // path without a vault; with one, the plan store's own file, fetched from
 // the team store and decrypted when this machine does not have it. An
 // expired or undecryptable plan is refused before Terraform runs.
-func (s *Sharing) FileToApply(ctx context.Context, env workflow.Environment, p workflow.PlanSummary) (string, error) {
+func (s *Sharing) FileToApply(ctx context.Context, env workflow.Environment, p tfplan.Summary) (string, error) {
 	v := s.d.PlanVault
 	if v == nil {
 		return p.PlanFile, nil

@@ -23,6 +23,7 @@ import (
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Options are what a demo run needs, wired by the command.
@@ -42,7 +43,7 @@ type Options struct {
 	// Events prints a headless run's events, one line each.
 	Events workflow.EventSink
 	// PrintPlan prints a reviewed plan as relcap plan does.
-	PrintPlan func(io.Writer, workflow.PlanSummary) error
+	PrintPlan func(io.Writer, tfplan.Summary) error
 	// Cockpit, when set, runs one release in the cockpit, showing notices
 	// in its status bar; nil runs the scripted path headless.
 	Cockpit func(ctx context.Context, releaseID string, notices <-chan string) error
