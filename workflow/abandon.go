@@ -9,6 +9,7 @@ import (
 
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
@@ -74,7 +75,7 @@ func (s *Service) Abandon(ctx context.Context, id, reason string) (Abandoned, er
 	if _, err := s.MayAbandon(ctx, id, reason); err != nil {
 		return Abandoned{}, err
 	}
-	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockRun, Key: id}, id, "abandon release "+id)
+	unlock, err := s.lockOperation(ctx, oplock.Scope{Kind: oplock.Run, Key: id}, id, "abandon release "+id)
 	if err != nil {
 		return Abandoned{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
@@ -275,7 +276,7 @@ func (run *releaseRun) skipCopy(ctx context.Context, digest image.Digest, res *S
 // holds it from the copy to the landing: refused at once, naming its
 // holder, while another captain holds it.
 func (s *Service) LockPromotion(ctx context.Context, env Environment, what string) (unlock func(), err error) {
-	return s.lockOperation(ctx, LockScope{Kind: LockPromote, Key: PromotionBoundary(s.d.Project, env)}, "", what)
+	return s.lockOperation(ctx, oplock.Scope{Kind: oplock.Promote, Key: PromotionBoundary(s.d.Project, env)}, "", what)
 }
 
 // PlanRoot plans env's Terraform root (an environment's, or a drill's

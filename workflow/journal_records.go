@@ -9,6 +9,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
@@ -272,15 +273,15 @@ type ApplyDone struct {
 // captain holds its operation lock (Kind, Key): who (Holder, on HolderHost
 // as HolderPID), doing what, since when; Reason is the message shown.
 type LockRefused struct {
-	Kind        LockKind   `json:"kind"`
-	Key         string     `json:"key"`
-	Release     string     `json:"release,omitempty"`
-	Holder      string     `json:"holder"`
-	HolderWhat  string     `json:"holder_what"`
-	HolderSince *time.Time `json:"holder_since,omitempty"`
-	HolderHost  string     `json:"holder_host,omitempty"`
-	HolderPID   int        `json:"holder_pid,omitempty"`
-	Reason      string     `json:"reason"`
+	Kind        oplock.Kind `json:"kind"`
+	Key         string      `json:"key"`
+	Release     string      `json:"release,omitempty"`
+	Holder      string      `json:"holder"`
+	HolderWhat  string      `json:"holder_what"`
+	HolderSince *time.Time  `json:"holder_since,omitempty"`
+	HolderHost  string      `json:"holder_host,omitempty"`
+	HolderPID   int         `json:"holder_pid,omitempty"`
+	Reason      string      `json:"reason"`
 }
 
 // UnlockRequested: a person asked to force-unlock a state lock whose holder

@@ -10,6 +10,7 @@ import (
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
@@ -490,7 +491,7 @@ type OperationLocks interface {
 	// a *LockedError (wrapping ErrLocked and ErrBlocked) naming who holds
 	// it, for what and since when: it never waits and never breaks a held
 	// lock. unlock releases it; it is safe to call more than once.
-	TryLock(ctx context.Context, scope LockScope, holder LockHolder) (unlock func(), err error)
+	TryLock(ctx context.Context, scope oplock.Scope, holder oplock.Holder) (unlock func(), err error)
 }
 
 // Ledger is everything relcap persists besides the journal files: SQLite by

@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
@@ -107,7 +108,7 @@ func (s *Service) RunUntil(ctx context.Context, id string, sink EventSink, last 
 	}
 	// One process drives a release at a time across captains; the release
 	// is read again once it is held, since the holder may have moved it on.
-	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockRun, Key: r.ID}, r.ID, fmt.Sprintf("run release %s in %s", r.ID, r.Env))
+	unlock, err := s.lockOperation(ctx, oplock.Scope{Kind: oplock.Run, Key: r.ID}, r.ID, fmt.Sprintf("run release %s in %s", r.ID, r.Env))
 	if err != nil {
 		return r, err
 	}

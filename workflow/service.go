@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/forge"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
@@ -79,7 +80,7 @@ type Service struct {
 	mu     sync.Mutex
 	clocks map[string]*effort.Clock // per release, for UIs' Touch
 	linked map[string]bool          // releases this session's journal links
-	held   map[LockScope]bool       // operation locks this Service holds
+	held   map[oplock.Scope]bool    // operation locks this Service holds
 	subs   map[int]chan Event
 	nextID int
 }

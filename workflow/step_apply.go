@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
@@ -200,7 +201,7 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 	if err := g.env.MayApply(d.Actor); err != nil {
 		return res, plan, false, &applyRefusal{err}
 	}
-	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(d.Project, g.env)}, g.holder, g.lockWhat)
+	unlock, err := s.lockOperation(ctx, oplock.Scope{Kind: oplock.Apply, Key: StateBoundary(d.Project, g.env)}, g.holder, g.lockWhat)
 	if err != nil {
 		return res, plan, false, err
 	}
@@ -313,7 +314,7 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 	if err != nil {
 		return ApplyResult{}, plan, err
 	}
-	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(s.d.Project, env)}, r.ID,
+	unlock, err := s.lockOperation(ctx, oplock.Scope{Kind: oplock.Apply, Key: StateBoundary(s.d.Project, env)}, r.ID,
 		fmt.Sprintf("apply plan %s in %s (release %s)", ShortHash(fingerprint), env.Name, r.ID))
 	if err != nil {
 		return ApplyResult{}, plan, err

@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/oplock"
 )
 
 // The decision stage: one immutable digest, the same bytes that passed the
@@ -77,7 +78,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 	if !run.r.Checkpoints.Landed() {
 		// One promotion per environment across captains, from the copy
 		// to the landing: refused at once, naming its holder.
-		unlock, err := run.svc.lockOperation(ctx, LockScope{Kind: LockPromote, Key: PromotionBoundary(d.Project, run.env)}, run.r.ID,
+		unlock, err := run.svc.lockOperation(ctx, oplock.Scope{Kind: oplock.Promote, Key: PromotionBoundary(d.Project, run.env)}, run.r.ID,
 			fmt.Sprintf("promote %s to %s (release %s)", digest.Short(), run.env.Name, run.r.ID))
 		if b, ok := lockBlocked(err); ok {
 			b.Findings, b.Evidence = res.Findings, res.Evidence
