@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // The Service's side of the effort ledger: the effort clock a UI feeds
@@ -111,7 +112,7 @@ func (s *Service) storeEffort(ctx context.Context, scope string, entries []effor
 	if err == nil {
 		return nil
 	}
-	if jerr := s.journal(ctx, EffortLost{Release: scope, Error: err.Error()}); jerr != nil {
+	if jerr := s.journal(ctx, journal.EffortLost{Release: scope, Error: err.Error()}); jerr != nil {
 		return fmt.Errorf("record effort of %s: %w, %w", scope, err, journalFailed(jerr))
 	}
 	return nil
@@ -209,5 +210,5 @@ func (s *Service) LogEffort(ctx context.Context, req OffToolRequest) (entry effo
 	if err := d.Ledger.RecordEffort(ctx, []effort.Entry{entry}); err != nil {
 		return effort.Entry{}, known, fmt.Errorf("record effort: %w", err)
 	}
-	return entry, known, s.journal(ctx, EffortLogged{Entry: entry})
+	return entry, known, s.journal(ctx, journal.EffortLogged{Entry: entry})
 }

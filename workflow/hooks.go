@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/tfplan"
@@ -28,7 +29,7 @@ import (
 func (s *Service) Deps() Deps { return s.d }
 
 // Journal appends rec to this session's journal.
-func (s *Service) Journal(ctx context.Context, rec JournalRecord) error { return s.journal(ctx, rec) }
+func (s *Service) Journal(ctx context.Context, rec journal.Record) error { return s.journal(ctx, rec) }
 
 // ToolOutput is ctx for one operation of a feature outside a release run
 // (relcap unlock, workflow/unlock): what tools print goes to
@@ -84,7 +85,7 @@ func (l *Landing) Checkpoint(ctx context.Context, set func(*Checkpoints)) error 
 }
 
 // Journal appends rec to the session's journal.
-func (l *Landing) Journal(ctx context.Context, rec JournalRecord) error {
+func (l *Landing) Journal(ctx context.Context, rec journal.Record) error {
 	return l.run.svc.journal(ctx, rec)
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/oplock"
 )
 
@@ -79,7 +80,7 @@ func (s *Service) lockOperation(ctx context.Context, scope oplock.Scope, release
 	switch {
 	case errors.As(err, &le):
 		h := le.Holder
-		rec := LockRefused{Kind: scope.Kind, Key: scope.Key, Release: releaseID, Holder: h.Actor, HolderWhat: h.What,
+		rec := journal.LockRefused{Kind: scope.Kind, Key: scope.Key, Release: releaseID, Holder: h.Actor, HolderWhat: h.What,
 			HolderHost: h.Host, HolderPID: h.PID, Reason: le.Error()}
 		if !h.Since.IsZero() {
 			since := h.Since.UTC()

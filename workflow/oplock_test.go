@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -50,12 +51,12 @@ func sideEffects(scopes []oplock.Scope) []oplock.Scope {
 }
 
 // lockRefusals are the lock.refused entries of a journal.
-func lockRefusals(t *testing.T, j *workflowtest.Journal) []workflow.LockRefused {
+func lockRefusals(t *testing.T, j *workflowtest.Journal) []journal.LockRefused {
 	t.Helper()
-	var out []workflow.LockRefused
+	var out []journal.LockRefused
 	for _, e := range j.Entries() {
-		if e.Kind == workflow.KindLockRefused {
-			var r workflow.LockRefused
+		if e.Kind == journal.KindLockRefused {
+			var r journal.LockRefused
 			require.NoError(t, json.Unmarshal(e.Data, &r))
 			out = append(out, r)
 		}
@@ -135,7 +136,7 @@ func TestAHeldApplyLockBlocksTheApplyStepNamingItsHolder(t *testing.T) {
 	require.Equal(t, 0, w.Applies, "Terraform never ran")
 	refusals := lockRefusals(t, alice.journal)
 	require.Len(t, refusals, 1)
-	require.Equal(t, workflow.LockRefused{Kind: oplock.Apply, Key: stagingApply.Key, Release: r.ID, Holder: "bob",
+	require.Equal(t, journal.LockRefused{Kind: oplock.Apply, Key: stagingApply.Key, Release: r.ID, Holder: "bob",
 		HolderWhat: "apply plan 1a2b3c4d5e6f in staging", HolderSince: new(t0.Add(-3 * time.Minute)), HolderHost: "bobs-laptop", HolderPID: 4242,
 		Reason: step.Message}, refusals[0])
 
@@ -169,7 +170,7 @@ func TestAHeldApplyLockRefusesApplyPlan(t *testing.T) {
 	require.Contains(t, err.Error(), "held by bob: apply plan feedfacefeed in staging, since 2026-11-30T09:00:00Z (0s ago)")
 	require.Equal(t, 0, w.Applies)
 	require.Len(t, lockRefusals(t, alice.journal), 1)
-	require.NotContains(t, alice.journal.Kinds(), string(workflow.KindApplyStarted))
+	require.NotContains(t, alice.journal.Kinds(), string(journal.KindApplyStarted))
 
 	release()
 	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -201,7 +202,7 @@ func (s *Service) journalOutput(ctx context.Context, out *outputLines, release s
 	if len(lines) == 0 && dropped == 0 {
 		return nil
 	}
-	return s.journal(context.WithoutCancel(ctx), StepOutput{Release: release, Step: step.String(), Lines: lines, Dropped: dropped})
+	return s.journal(context.WithoutCancel(ctx), journal.StepOutput{Release: release, Step: step.String(), Lines: lines, Dropped: dropped})
 }
 
 // joinJournalError adds a failed journal write to an operation's result.

@@ -9,6 +9,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -101,18 +102,18 @@ func hasBlocker(fs []finding.Finding, code string) bool {
 }
 
 // journaledPlan is the plan.reviewed entry the journal keeps for fp.
-func journaledPlan(t *testing.T, j *workflowtest.Journal, fp string) workflow.PlanRecorded {
+func journaledPlan(t *testing.T, j *workflowtest.Journal, fp string) journal.PlanRecorded {
 	t.Helper()
 	for _, e := range j.Entries() {
-		if e.Kind != workflow.KindPlanRecorded {
+		if e.Kind != journal.KindPlanRecorded {
 			continue
 		}
-		var rec workflow.PlanRecorded
+		var rec journal.PlanRecorded
 		require.NoError(t, json.Unmarshal(e.Data, &rec))
 		if rec.Fingerprint == fp {
 			return rec
 		}
 	}
-	t.Fatalf("no %s entry for plan %s in %v", workflow.KindPlanRecorded, fp, j.Kinds())
-	return workflow.PlanRecorded{}
+	t.Fatalf("no %s entry for plan %s in %v", journal.KindPlanRecorded, fp, j.Kinds())
+	return journal.PlanRecorded{}
 }

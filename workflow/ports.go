@@ -300,7 +300,7 @@ type PeopleState struct {
 // may still have been written; the ledger's head then lags until the next
 // successful Append.
 type Journal interface {
-	Append(ctx context.Context, rec JournalRecord) (journal.Entry, error)
+	Append(ctx context.Context, rec journal.Record) (journal.Entry, error)
 	SessionID() string
 }
 

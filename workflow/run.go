@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
@@ -69,12 +70,12 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 	if env, err := s.d.Project.Env(r.Env); err != nil {
 		return nil, err
 	} else if err := s.signRelease(ctx, env, r); err != nil {
-		return nil, s.journalFailure(ctx, err, PlanFailed{Env: r.Env, Error: err.Error()})
+		return nil, s.journalFailure(ctx, err, journal.PlanFailed{Env: r.Env, Error: err.Error()})
 	}
 	if err := s.d.Ledger.SaveRelease(ctx, r); err != nil {
 		return nil, fmt.Errorf("save release %s: %w", r.ID, err)
 	}
-	if err := s.journal(ctx, ReleaseStarted{Release: r.ID, Kind: r.Kind, Env: r.Env, Image: r.Image, Captain: r.Captain, ForceUnverified: req.ForceUnverified}); err != nil {
+	if err := s.journal(ctx, journal.ReleaseStarted{Release: r.ID, Kind: string(r.Kind), Env: r.Env, Image: r.Image, Captain: r.Captain, ForceUnverified: req.ForceUnverified}); err != nil {
 		return nil, err
 	}
 	if err := s.linkSession(ctx, r.ID); err != nil {
@@ -219,7 +220,7 @@ func (run *releaseRun) flushEffort(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if jerr := run.svc.journal(ctx, EffortLost{Release: run.r.ID, Error: err.Error()}); jerr != nil {
+	if jerr := run.svc.journal(ctx, journal.EffortLost{Release: run.r.ID, Error: err.Error()}); jerr != nil {
 		return fmt.Errorf("record effort of %s: %w, %w", run.r.ID, err, journalFailed(jerr))
 	}
 	return nil
@@ -250,7 +251,7 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 	if err := run.save(ctx); err != nil {
 		return err
 	}
-	if err := run.svc.journal(ctx, StepStarted{Release: run.r.ID, Step: k.String(), Attempt: rec.Attempts, Resumed: resumed}); err != nil {
+	if err := run.svc.journal(ctx, journal.StepStarted{Release: run.r.ID, Step: k.String(), Attempt: rec.Attempts, Resumed: resumed}); err != nil {
 		return err
 	}
 	run.sink(Event{Time: rec.StartedAt, Kind: EventStepStarted, ReleaseID: run.r.ID, Step: k, Status: Running, Release: run.r.Clone()})
@@ -271,7 +272,7 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 		rec.Message = "interrupted: " + err.Error()
 		saveCtx := context.WithoutCancel(ctx)
 		saveErr := run.save(saveCtx)
-		jerr := run.svc.journal(saveCtx, StepInterrupted{Release: run.r.ID, Step: k.String(), Error: err.Error()})
+		jerr := run.svc.journal(saveCtx, journal.StepInterrupted{Release: run.r.ID, Step: k.String(), Error: err.Error()})
 		return errors.Join(&StepError{Step: k, Err: err}, saveErr, journalFailed(jerr), run.flushEffort(saveCtx))
 	case err != nil:
 		rec.Status = Failed
@@ -297,7 +298,7 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 	if serr := run.save(ctx); serr != nil {
 		return serr
 	}
-	if jerr := run.svc.journal(ctx, StepFinished{Release: run.r.ID, Step: k.String(), Status: rec.Status.String(), Message: rec.Message,
+	if jerr := run.svc.journal(ctx, journal.StepFinished{Release: run.r.ID, Step: k.String(), Status: rec.Status.String(), Message: rec.Message,
 		Evidence: res.Evidence, Findings: res.Findings}); jerr != nil {
 		return jerr
 	}
@@ -429,7 +430,7 @@ func (s *Service) OpenRelease(ctx context.Context, req OpenRequest) (Opened, err
 		if err := d.Ledger.SaveRelease(ctx, r); err != nil {
 			return Opened{}, fmt.Errorf("save release %s: %w", r.ID, err)
 		}
-		if err := s.journal(ctx, ReleaseImageSet{Release: r.ID, Image: r.Image, ForceUnverified: req.ForceUnverified}); err != nil {
+		if err := s.journal(ctx, journal.ReleaseImageSet{Release: r.ID, Image: r.Image, ForceUnverified: req.ForceUnverified}); err != nil {
 			return Opened{}, err
 		}
 	}

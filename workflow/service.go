@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/forge"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/tfplan"
@@ -177,7 +178,7 @@ func (s *Service) publish(e Event) {
 }
 
 // journal appends rec to the session's journal.
-func (s *Service) journal(ctx context.Context, rec JournalRecord) error {
+func (s *Service) journal(ctx context.Context, rec journal.Record) error {
 	if _, err := s.d.Journal.Append(ctx, rec); err != nil {
 		return fmt.Errorf("journal %s: %w", rec.JournalKind(), err)
 	}
@@ -187,7 +188,7 @@ func (s *Service) journal(ctx context.Context, rec JournalRecord) error {
 // journalFailure journals rec, which records why the operation failed with
 // cause, and returns cause joined with any failure to journal it, so a lost
 // record is never silent: the command fails naming both.
-func (s *Service) journalFailure(ctx context.Context, cause error, rec JournalRecord) error {
+func (s *Service) journalFailure(ctx context.Context, cause error, rec journal.Record) error {
 	return errors.Join(cause, journalFailed(s.journal(context.WithoutCancel(ctx), rec)))
 }
 
@@ -210,7 +211,7 @@ func (s *Service) linkSession(ctx context.Context, releaseID string) error {
 	if done {
 		return nil
 	}
-	if err := s.journal(ctx, SessionRelease{Release: releaseID}); err != nil {
+	if err := s.journal(ctx, journal.SessionRelease{Release: releaseID}); err != nil {
 		return err
 	}
 	if id := s.d.Journal.SessionID(); id != "" {

@@ -274,7 +274,7 @@ func (run *releaseRun) finish(ctx context.Context) (msg string, err error) {
 	if err := run.save(ctx); err != nil {
 		return "", err
 	}
-	return "converged", run.svc.journal(ctx, ReleaseDone{Release: r.ID, Digest: r.Checkpoints.Digest.String(), Revision: r.Checkpoints.EnvCommit})
+	return "converged", run.svc.journal(ctx, journal.ReleaseDone{Release: r.ID, Digest: r.Checkpoints.Digest.String(), Revision: r.Checkpoints.EnvCommit})
 }
 
 // The journal records of shapes.

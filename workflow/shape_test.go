@@ -8,6 +8,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -73,7 +74,7 @@ func TestAnInfrastructureOnlyReleaseEndsSucceeded(t *testing.T) {
 	kinds := ender.journal.Kinds()
 	require.Contains(t, kinds, string(workflow.KindReleaseShaped))
 	require.Contains(t, kinds, string(workflow.KindReleaseSucceeded))
-	require.NotContains(t, kinds, string(workflow.KindReleaseDone), "succeeded, not converged on a digest")
+	require.NotContains(t, kinds, string(journal.KindReleaseDone), "succeeded, not converged on a digest")
 
 	next, err := cmd("alice").svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
 	require.NoError(t, err)

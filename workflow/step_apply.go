@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
@@ -385,7 +386,7 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 		lockWhat: fmt.Sprintf("apply plan %s in %s", ShortHash(fingerprint), env.Name),
 		// The Applier finds this machine's earlier runs of the plan itself.
 		started: func(attempt ApplyRun) error {
-			return s.journal(ctx, ApplyStarted{Env: env.Name, Fingerprint: fingerprint, Run: runRef(attempt)})
+			return s.journal(ctx, journal.ApplyStarted{Env: env.Name, Fingerprint: fingerprint, Run: runRef(attempt)})
 		},
 		await: func(ctx context.Context, apply func(context.Context) (ApplyResult, error)) (ApplyResult, error) {
 			tctx, done := s.withToolOutput(ctx, "", StepApply)
@@ -401,7 +402,7 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 	}
 	var refusal *applyRefusal
 	if errors.As(err, &refusal) {
-		return ApplyResult{}, plan, s.journalFailure(ctx, refusal.err, ApplyRefused{Fingerprint: fingerprint, Reason: refusal.err.Error()})
+		return ApplyResult{}, plan, s.journalFailure(ctx, refusal.err, journal.ApplyRefused{Fingerprint: fingerprint, Reason: refusal.err.Error()})
 	}
 	if !ran {
 		return ApplyResult{}, plan, err
@@ -411,20 +412,20 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 	case err != nil && ctx.Err() != nil:
 		next := fmt.Sprintf("Terraform was interrupted and stopped cleanly; run relcap plan --env %s to see what is left, then approve and apply the new plan", env.Name)
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("apply interrupted: %w; next: %s", err, next),
-			ApplyInterrupted{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
+			journal.ApplyInterrupted{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
 	case errors.Is(err, fault.ErrApplyOutcomeUnknown):
-		return ApplyResult{}, plan, s.journalFailure(jctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+		return ApplyResult{}, plan, s.journalFailure(jctx, err, journal.ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	case errors.Is(err, fault.ErrStalePlan):
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("%w; run relcap plan --env %s again and have the new fingerprint approved", err, env.Name),
-			ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+			journal.ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	case err != nil:
 		next := s.nextAfterFailedApply(jctx, env)
 		return ApplyResult{}, plan, s.journalFailure(jctx, &ApplyFailedError{Fingerprint: fingerprint, Err: err, NextAction: next},
-			ApplyFailed{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
+			journal.ApplyFailed{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
 	}
 	if err := d.Ledger.MarkPlanApplied(jctx, fingerprint, d.Clock.Now()); err != nil {
 		return res, plan, fmt.Errorf("plan %s was applied but the ledger could not record it: %w", ShortHash(fingerprint), err)
 	}
 	forgot := s.forgetSharedPlan(jctx, fingerprint)
-	return res, plan, errors.Join(s.journal(jctx, ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied}), forgot)
+	return res, plan, errors.Join(s.journal(jctx, journal.ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied}), forgot)
 }

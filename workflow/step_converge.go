@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // The evidence stage: Argo CD Synced at the intended revision, Healthy and
@@ -107,9 +108,9 @@ func (run *releaseRun) endFailingSync(ctx context.Context, app appstate.AppRef, 
 		// sync permission it takes): the rollback still converges once
 		// they run out, so it waits rather than fails.
 		run.progress(StepConvergence, fmt.Sprintf("could not end them (%v); waiting for Argo CD's retries to run out", err))
-		return nil, run.svc.journal(ctx, TerminateFailed{OperationTerminated: ended, Error: err.Error()})
+		return nil, run.svc.journal(ctx, journal.TerminateFailed{OperationTerminated: ended, Error: err.Error()})
 	}
-	if err := run.svc.journal(ctx, OperationTerminatedRecord{ended}); err != nil {
+	if err := run.svc.journal(ctx, journal.OperationTerminatedRecord{OperationTerminated: ended}); err != nil {
 		return nil, err
 	}
 	return []evidence.Evidence{evidence.New(app.Name, ended)}, nil
@@ -166,20 +167,20 @@ func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string
 	want := Want{Revision: revision, Digest: pinned.Digest}
 	st, v, err := s.watch(env, observe).Wait(ctx, env.AppRef(), want)
 	res := RevisionResult{App: st, Verdict: v, Pinned: pinned}
-	watched := RevisionWatch{IntendedRevision: revision, Digest: pinned.Digest.String(), Sync: st.SyncStatus, Revision: st.SyncRevision,
+	watched := journal.RevisionWatch{IntendedRevision: revision, Digest: pinned.Digest.String(), Sync: st.SyncStatus, Revision: st.SyncRevision,
 		Health: st.Health, Images: strings.Join(st.Images, ",")}
 	switch verr := s.verdictError(env.ArgoCD.App, v, err); {
 	case errors.Is(err, ErrWatchTimedOut):
-		return res, s.journalFailure(ctx, verr, ConvergeTimeout{watched})
+		return res, s.journalFailure(ctx, verr, journal.ConvergeTimeout{RevisionWatch: watched})
 	case err != nil:
 		return res, verr
 	case verr != nil:
 		watched.Verdict, watched.NextAction = v.Kind, v.NextAction
 		return res, s.journalFailure(ctx, fmt.Errorf("%w\n  intended revision %s, artifact %s, controller: sync %s at %s, health %s\n  next: %s",
 			verr, revision, pinned, st.SyncStatus, st.SyncRevision, st.Health, v.NextAction),
-			ConvergeFailed{watched})
+			journal.ConvergeFailed{RevisionWatch: watched})
 	}
-	return res, s.journal(ctx, ConvergeDone{watched})
+	return res, s.journal(ctx, journal.ConvergeDone{RevisionWatch: watched})
 }
 
 // The convergence watch (Watch.Wait): argo-cd's `app wait` over the

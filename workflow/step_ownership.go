@@ -8,6 +8,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -75,7 +76,7 @@ func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (owners
 		objs, err := src.ManagedObjects(tctx, env)
 		if err != nil {
 			err = fmt.Errorf("environment %s: read managed objects: %w", env.Name, err)
-			return ownership.Report{}, done(s.journalFailure(ctx, err, OwnershipCheckFailed{Env: env.Name, Error: err.Error()}))
+			return ownership.Report{}, done(s.journalFailure(ctx, err, journal.OwnershipCheckFailed{Env: env.Name, Error: err.Error()}))
 		}
 		objects = append(objects, objs...)
 	}
@@ -95,7 +96,7 @@ func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (owners
 	for _, f := range rep.Findings {
 		counts[f.Code]++
 	}
-	return rep, s.journal(ctx, OwnershipCheckRecorded{Env: env.Name, Objects: len(objects), Rows: len(rep.Matrix), Findings: counts, Blockers: rep.Blockers()})
+	return rep, s.journal(ctx, journal.OwnershipCheckRecorded{Env: env.Name, Objects: len(objects), Rows: len(rep.Matrix), Findings: counts, Blockers: rep.Blockers()})
 }
 
 // OwnershipBlocked is nil when no environment's ownership report blocks,

@@ -9,6 +9,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
@@ -133,7 +134,7 @@ func (s *Service) keepPlan(ctx context.Context, env Environment, facts tfplan.Fa
 	tfplan.ReviewDrift(&p, s.d.Project.Ownership)
 	p, err := s.signPlan(ctx, env, p)
 	if err != nil {
-		return p, s.journalFailure(ctx, err, PlanFailed{Env: p.Env, Error: err.Error()})
+		return p, s.journalFailure(ctx, err, journal.PlanFailed{Env: p.Env, Error: err.Error()})
 	}
 	if err := s.d.Ledger.SavePlan(ctx, p); err != nil {
 		return p, fmt.Errorf("save plan: %w", err)
@@ -143,7 +144,7 @@ func (s *Service) keepPlan(ctx context.Context, env Environment, facts tfplan.Fa
 
 // planRecord is what the journal keeps of a plan: counts, flags and the
 // fingerprint's inputs, never attribute values.
-func planRecord(p tfplan.Summary) PlanRecorded {
+func planRecord(p tfplan.Summary) journal.PlanRecorded {
 	flagged := map[string][]string{}
 	for _, c := range p.Changes {
 		for _, f := range c.Flags {
@@ -151,7 +152,7 @@ func planRecord(p tfplan.Summary) PlanRecorded {
 		}
 	}
 	refused, _ := p.Refused()
-	return PlanRecorded{Env: p.Env, Fingerprint: p.Fingerprint, PlanFileSHA: p.PlanHash, Inputs: p.Inputs, Counts: p.Counts,
+	return journal.PlanRecorded{Env: p.Env, Fingerprint: p.Fingerprint, PlanFileSHA: p.PlanHash, Inputs: p.Inputs, Counts: p.Counts,
 		Flagged: flagged, Author: p.Author, AuthorKey: p.AuthorSignature.Key, Drifted: len(p.Drift), Refused: refused}
 }
 

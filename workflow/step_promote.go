@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/oplock"
 )
 
@@ -68,7 +69,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 			res.Findings = append(res.Findings, finding.Finding{Severity: finding.Warning, Code: "promotion.force-unverified", Subject: digest.String(),
 				Message:    fmt.Sprintf("promoted without convergence in %s: %s", prev.Name, reason),
 				NextAction: "watch this environment closely; the digest was not proven in " + prev.Name})
-			if err := run.svc.journal(ctx, PromotionForceUnverified{Release: run.r.ID, Digest: digest.String(), Previous: prev.Name, Reason: reason}); err != nil {
+			if err := run.svc.journal(ctx, journal.PromotionForceUnverified{Release: run.r.ID, Digest: digest.String(), Previous: prev.Name, Reason: reason}); err != nil {
 				return StepResult{}, err
 			}
 		}

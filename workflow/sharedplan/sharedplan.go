@@ -18,6 +18,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
@@ -43,7 +44,7 @@ func Expiry(p workflow.PlanPolicy, created time.Time) time.Time {
 }
 
 // journal appends rec to the session's journal.
-func (s *Sharing) journal(ctx context.Context, rec workflow.JournalRecord) error {
+func (s *Sharing) journal(ctx context.Context, rec journal.Record) error {
 	if _, err := s.d.Journal.Append(ctx, rec); err != nil {
 		return fmt.Errorf("journal %s: %w", rec.JournalKind(), err)
 	}
@@ -73,7 +74,7 @@ func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p tfplan.
 		progress(fmt.Sprintf("warning: plan %s is not encrypted to %s's key %s: %s", workflow.ShortHash(p.Fingerprint), sk.Principal, sk.Key, sk.Reason))
 	}
 	progress(fmt.Sprintf("plan %s shared in the team store with %s until %s", workflow.ShortHash(p.Fingerprint), strings.Join(share.Principals(), ", "), share.ExpiresAt.UTC().Format(time.RFC3339)))
-	return s.journal(ctx, workflow.PlanShared{Env: env.Name, Fingerprint: p.Fingerprint, Recipients: share.Recipients, Skipped: share.Skipped,
+	return s.journal(ctx, journal.PlanShared{Env: env.Name, Fingerprint: p.Fingerprint, Recipients: share.Recipients, Skipped: share.Skipped,
 		Principals: share.Principals(), ExpiresAt: share.ExpiresAt.UTC()})
 }
 
@@ -110,7 +111,7 @@ func (s *Sharing) FileToApply(ctx context.Context, env workflow.Environment, p t
 		}
 		return "", err
 	}
-	return got.File, s.journal(ctx, workflow.PlanFetched{Env: env.Name, Fingerprint: p.Fingerprint, From: v.Where(), Key: got.Key,
+	return got.File, s.journal(ctx, journal.PlanFetched{Env: env.Name, Fingerprint: p.Fingerprint, From: v.Where(), Key: got.Key,
 		SharedBy: got.Share.SharedBy, ExpiresAt: got.Share.ExpiresAt.UTC()})
 }
 

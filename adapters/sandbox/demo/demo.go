@@ -23,6 +23,7 @@ import (
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
@@ -58,7 +59,7 @@ type Options struct {
 // tag, which could have moved since.
 func Run(ctx context.Context, o Options) ([]*workflow.Release, error) {
 	d := &driver{Options: o}
-	if _, err := o.Journal.Append(ctx, workflow.DemoSandbox{Dir: o.Sandbox.Dir, Registry: o.Sandbox.Registry, Image: o.Sandbox.Image,
+	if _, err := o.Journal.Append(ctx, journal.DemoSandbox{Dir: o.Sandbox.Dir, Registry: o.Sandbox.Registry, Image: o.Sandbox.Image,
 		Digest: o.Sandbox.Digest, ArgoCDSimulator: o.Sandbox.ArgoCD, EnvRepo: o.Sandbox.EnvRepo}); err != nil {
 		return nil, err
 	}
@@ -234,7 +235,7 @@ func (d *driver) fixOwnership(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("reload the corrected ownership map: %w", err)
 	}
 	d.Project.Ownership = fresh.Ownership
-	_, err = d.Journal.Append(ctx, workflow.DemoOwnershipFixed{File: fix.File, Reason: fix.Reason, Removed: fix.Removed, Added: fix.Added})
+	_, err = d.Journal.Append(ctx, journal.DemoOwnershipFixed{File: fix.File, Reason: fix.Reason, Removed: fix.Removed, Added: fix.Added})
 	return err
 }
 
