@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tooloutput"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -51,7 +52,7 @@ func TestToolOutputBecomesEventsAndIsJournaled(t *testing.T) {
 type printingSource struct{}
 
 func (printingSource) ManagedObjects(ctx context.Context, _ workflow.Environment) ([]ownership.ManagedObject, error) {
-	if w, ok := workflow.ToolOutput(ctx); ok {
+	if w, ok := tooloutput.From(ctx); ok {
 		fmt.Fprint(w, "Initializing the backend...\n")
 	}
 	return nil, nil
@@ -88,7 +89,7 @@ func TestToolOutputOfACommandGoesToItsWriter(t *testing.T) {
 func TestScrubbedLinesMasksASecretSplitAcrossWrites(t *testing.T) {
 	t.Parallel()
 	var term strings.Builder
-	out, flush := workflow.ScrubbedLines(&term, secret.NewSet("tok-7f3a9c2e51"))
+	out, flush := tooloutput.Scrubbed(&term, secret.NewSet("tok-7f3a9c2e51"))
 	for _, chunk := range []string{"token = \"tok-7f3", "a9c2e51\"\n\x1b[31mred", " tok-7f3a9c", "2e51"} {
 		_, err := out.Write([]byte(chunk))
 		require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/tfplan"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 // StartRequest asks for a new release.
@@ -256,10 +257,10 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 	}
 	run.sink(Event{Time: rec.StartedAt, Kind: EventStepStarted, ReleaseID: run.r.ID, Step: k, Status: Running, Release: run.r.Clone()})
 
-	out := newOutputLines(func(line string) {
+	out := tooloutput.NewLines(func(line string) {
 		run.sink(Event{Time: d.Clock.Now(), Kind: EventStepOutput, ReleaseID: run.r.ID, Step: k, Status: Running, Output: line})
 	}, d.Secrets)
-	res, err := run.runStep(WithToolOutput(ctx, out), k)
+	res, err := run.runStep(tooloutput.With(ctx, out), k)
 	if jerr := run.svc.journalOutput(ctx, out, run.r.ID, k); jerr != nil {
 		err = errors.Join(err, jerr)
 	}

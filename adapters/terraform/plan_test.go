@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/tfplan"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 const twoResources = `
@@ -351,7 +352,7 @@ func TestTerraformsOutputGoesToTheOperationsWriter(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, twoResources)
 	var op syncBuffer
-	ctx := workflow.WithToolOutput(t.Context(), &op)
+	ctx := tooloutput.With(t.Context(), &op)
 	_, err := f.a.Plan(ctx, f.env, "alice")
 	require.NoError(t, err)
 	require.Contains(t, op.String(), "Initializing the backend")

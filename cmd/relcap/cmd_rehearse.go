@@ -15,6 +15,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 // rehearseOptions are relcap rehearse's flags: drills to run in an
@@ -121,9 +122,9 @@ func runRehearse(ctx context.Context, opts *rehearseOptions) error {
 	}
 	// Masked line by line: a secret split across two of a
 	// tool's writes is still caught.
-	toolOut, flushToolOut := workflow.ScrubbedLines(a.io.Err, a.secrets)
+	toolOut, flushToolOut := tooloutput.Scrubbed(a.io.Err, a.secrets)
 	defer flushToolOut()
-	ctx = workflow.WithToolOutput(ctx, toolOut)
+	ctx = tooloutput.With(ctx, toolOut)
 	sink := a.commandEvents()
 	var records []*rehearsal.Rehearsal
 	var runErr, notRun error

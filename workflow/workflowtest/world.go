@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/tfplan"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 // World is the outside world the fakes act on: Terraform state, registry
@@ -146,7 +147,7 @@ func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author st
 	if sc := t.W.scratchAt(env.Terraform.Dir); sc != nil {
 		return t.planScratch(env, sc, author), nil
 	}
-	if w, ok := workflow.ToolOutput(ctx); ok {
+	if w, ok := tooloutput.From(ctx); ok {
 		// What Terraform prints first, so output reaches whoever listens.
 		fmt.Fprintf(w, "Initializing the backend...\n\nPlan: %d to add, 0 to change, 0 to destroy.\n", len(t.W.Changes))
 	}
