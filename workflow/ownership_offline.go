@@ -129,22 +129,6 @@ func (s *Service) isProduction(env Environment) bool {
 	return env.Production || env.Name == s.d.Project.ProdEnv()
 }
 
-// KubernetesChanges are the addresses of the plan's changes that write
-// Kubernetes objects (kubernetes_* resources, kubernetes_manifest,
-// kubectl_manifest, helm_release).
-func KubernetesChanges(p tfplan.Summary) []string {
-	var out []string
-	for _, c := range p.Changes {
-		if c.Action == tfplan.ActionNoop || c.Action == tfplan.ActionRead {
-			continue
-		}
-		if strings.HasPrefix(c.Type, "kubernetes_") || c.Type == "kubectl_manifest" || c.Type == "helm_release" {
-			out = append(out, c.Address)
-		}
-	}
-	return out
-}
-
 // liveOwnershipGate refuses a production apply of a plan that touches
 // Kubernetes objects when the ownership step's live check could not run.
 // The check is tried once more first: Argo CD may be reachable now. ok is
@@ -155,7 +139,7 @@ func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan tfplan.Summar
 	if !found || checked.LiveUnchecked == "" || !run.svc.isProduction(run.env) {
 		return StepResult{}, true, nil
 	}
-	kube := KubernetesChanges(plan)
+	kube := plan.KubernetesChanges()
 	if len(kube) == 0 {
 		return StepResult{}, true, nil
 	}

@@ -180,6 +180,22 @@ func (p Summary) AuthorStatement() []byte {
 	return []byte(b.String())
 }
 
+// KubernetesChanges are the addresses of the plan's changes that write
+// Kubernetes objects (kubernetes_* resources, kubernetes_manifest,
+// kubectl_manifest, helm_release).
+func (p Summary) KubernetesChanges() []string {
+	var out []string
+	for _, c := range p.Changes {
+		if c.Action == ActionNoop || c.Action == ActionRead {
+			continue
+		}
+		if strings.HasPrefix(c.Type, "kubernetes_") || c.Type == "kubectl_manifest" || c.Type == "helm_release" {
+			out = append(out, c.Address)
+		}
+	}
+	return out
+}
+
 // DriftedResource is a resource that changed outside Terraform.
 type DriftedResource struct {
 	ResourceChange
