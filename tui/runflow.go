@@ -64,7 +64,7 @@ func (m Model) event(msg runEventMsg) (Model, tea.Cmd) {
 		// Follow the run: show the step that just started, and book the
 		// captain's time from now on to it (if they are still engaged).
 		m.active = stepScreen(e.Step)
-		m.svc.Follow(m.releaseID, e.Step)
+		m.svc.Tracker().Follow(m.releaseID, e.Step.String())
 	}
 	m, cmd := m.broadcast(screen.EventMsg{Event: e})
 	return m, tea.Batch(cmd, waitNext(msg.stream))

@@ -17,43 +17,10 @@ import (
 // with signs of engagement, machine wait of work outside a release run,
 // and off-tool time logged by hand. The clock itself is workflow/effort.
 
-// Touch records that the actor is engaged with step of a release in role,
-// for the effort clock of a UI: call it when the terminal gains focus.
-// The time is flushed to the ledger by FlushEffort.
-func (s *Service) Touch(releaseID string, role effort.Role, step StepKind) {
-	s.uiEffort(releaseID).Touch(s.d.Actor, role, step.String())
-}
-
-// Input is Touch for a key press or a mouse click, which is also counted.
-func (s *Service) Input(releaseID string, role effort.Role, step StepKind) {
-	s.uiEffort(releaseID).Input(s.d.Actor, role, step.String())
-}
-
-// Follow books the actor's time from now on to step, where the release
-// went on without their input (the UI shows the new step).
-func (s *Service) Follow(releaseID string, step StepKind) {
-	s.uiEffort(releaseID).Follow(s.d.Actor, step.String())
-}
-
-// Pause stops the actor's effort clock (the terminal lost focus) until
-// their next Touch or Input.
-func (s *Service) Pause(releaseID string) {
-	s.uiEffort(releaseID).Pause(s.d.Actor)
-}
-
-// LiveEffort is the actor's effort on a release in this process so far,
-// as a status bar shows it: the same clock FlushEffort stores.
-type LiveEffort struct {
-	Active time.Duration
-	Idle   bool // not engaged now: idle past the threshold or unfocused
-	Inputs int
-}
-
-// LiveEffort reads the actor's effort clock of a release.
-func (s *Service) LiveEffort(releaseID string) LiveEffort {
-	c := s.uiEffort(releaseID)
-	return LiveEffort{Active: c.Active(s.d.Actor), Idle: c.Idle(s.d.Actor), Inputs: c.Inputs(s.d.Actor)}
-}
+// Tracker is the effort clocks this process's UIs feed for the actor
+// (effort.Tracker: focus, input, the step followed); FlushEffort and
+// Effort store what it measured.
+func (s *Service) Tracker() *effort.Tracker { return s.tracker }
 
 // Effort is the effort recorded against a release, with what this
 // process's effort clock measured of it stored first: a summary read
@@ -66,28 +33,13 @@ func (s *Service) Effort(ctx context.Context, releaseID string) ([]effort.Entry,
 	return s.Records.Effort(ctx, releaseID)
 }
 
-// FlushEffort stores the effort measured by Touch so far.
+// FlushEffort stores the effort the Tracker measured so far.
 func (s *Service) FlushEffort(ctx context.Context, releaseID string) error {
-	entries := s.uiEffort(releaseID).Drain()
+	entries := s.tracker.Drain(releaseID)
 	if len(entries) == 0 {
 		return nil
 	}
 	return s.d.Ledger.RecordEffort(ctx, entries)
-}
-
-// uiEffort is the effort clock UIs feed for a release.
-func (s *Service) uiEffort(releaseID string) *effort.Clock {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.clocks == nil {
-		s.clocks = map[string]*effort.Clock{}
-	}
-	c, ok := s.clocks[releaseID]
-	if !ok {
-		c = effort.NewClock(s.d.Clock, s.d.Project.Effort.IdleThreshold, releaseID)
-		s.clocks[releaseID] = c
-	}
-	return c
 }
 
 // measureWait runs f, machine work on step k outside a release run, and

@@ -78,12 +78,12 @@ type Service struct {
 	*Records
 	d Deps
 
-	mu     sync.Mutex
-	clocks map[string]*effort.Clock // per release, for UIs' Touch
-	linked map[string]bool          // releases this session's journal links
-	held   map[oplock.Scope]bool    // operation locks this Service holds
-	subs   map[int]chan Event
-	nextID int
+	mu      sync.Mutex
+	tracker *effort.Tracker       // the UIs' effort clocks
+	linked  map[string]bool       // releases this session's journal links
+	held    map[oplock.Scope]bool // operation locks this Service holds
+	subs    map[int]chan Event
+	nextID  int
 }
 
 // NewService checks the always-needed ports.
@@ -104,7 +104,7 @@ func NewService(d Deps) (*Service, error) {
 	if d.Wait == (WaitOptions{}) {
 		d.Wait = DefaultWaitOptions
 	}
-	return &Service{Records: rec, d: d}, nil
+	return &Service{Records: rec, d: d, tracker: effort.NewTracker(d.Clock, d.Project.Effort.IdleThreshold, d.Actor)}, nil
 }
 
 // Actor is who this Service acts as.

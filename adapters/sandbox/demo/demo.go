@@ -252,12 +252,12 @@ func (d *driver) approvePlan(ctx context.Context, r *workflow.Release) error {
 		return err
 	}
 	fmt.Fprintln(d.Out)
-	d.Approver.Touch(r.ID, effort.RoleApprover, workflow.StepPlanReview)
+	d.Approver.Tracker().Touch(r.ID, effort.RoleApprover, workflow.StepPlanReview.String())
 	approval, check, err := d.Approver.ApprovePlan(ctx, fp, "sandbox demo: reviewed the changes, including the replacement")
 	if err != nil {
 		return err
 	}
-	d.Approver.Touch(r.ID, effort.RoleApprover, workflow.StepPlanReview)
+	d.Approver.Tracker().Touch(r.ID, effort.RoleApprover, workflow.StepPlanReview.String())
 	if err := d.Approver.FlushEffort(ctx, r.ID); err != nil {
 		return err
 	}
@@ -274,12 +274,12 @@ func (d *driver) approvePromotion(ctx context.Context, r *workflow.Release) erro
 			fmt.Fprintf(d.Out, "      %s\n", l)
 		}
 	}
-	d.Approver.Touch(r.ID, effort.RoleApprover, workflow.StepPromotion)
+	d.Approver.Tracker().Touch(r.ID, effort.RoleApprover, workflow.StepPromotion.String())
 	approval, check, err := d.Approver.ApproveRelease(ctx, r.ID, "sandbox demo: checked the digest pin")
 	if err != nil {
 		return err
 	}
-	d.Approver.Touch(r.ID, effort.RoleApprover, workflow.StepPromotion)
+	d.Approver.Tracker().Touch(r.ID, effort.RoleApprover, workflow.StepPromotion.String())
 	if err := d.Approver.FlushEffort(ctx, r.ID); err != nil {
 		return err
 	}
