@@ -6,8 +6,8 @@ import (
 )
 
 // The journal records of landing a promotion through a pull request.
-// They live with the Lander that writes them; journal_records.go in the
-// core keeps the catalogue of the release's own records. Kinds and field
+// They live with the Lander that writes them; workflow/journal/records.go
+// keeps the catalogue of the release's own records. Kinds and field
 // names are stored, so they never change.
 
 // PromotionPROpened: relcap opened (or found open) the pull request of the
