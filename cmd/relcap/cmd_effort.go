@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/tui/plain"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/offtool"
 )
 
 func newCmdEffort(a *app) *cobra.Command {
@@ -22,7 +22,7 @@ func newCmdEffort(a *app) *cobra.Command {
 // effortLogOptions are relcap effort log's flags.
 type effortLogOptions struct {
 	f   *app
-	Req workflow.OffToolRequest
+	Req offtool.Request
 }
 
 func newCmdEffortLog(f *app, runF func(context.Context, *effortLogOptions) error) *cobra.Command {
@@ -57,7 +57,7 @@ func runEffortLog(ctx context.Context, opts *effortLogOptions) error {
 	if err != nil {
 		return err
 	}
-	entry, known, err := svc.LogEffort(ctx, req)
+	entry, known, err := offtool.Log(ctx, svc.Deps(), req)
 	if err != nil {
 		return err
 	}
