@@ -85,7 +85,7 @@ type Model struct {
 	// live is the captain's effort as the Service's clock has it (the one
 	// FlushEffort stores), refreshed after each sign of engagement and
 	// every tick, for the status bar.
-	live        workflow.LiveEffort
+	live        effort.Live
 	notice      string
 	noticeErr   bool
 	noticeUntil time.Time
@@ -159,7 +159,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		if !m.noticeUntil.IsZero() && msg.now.After(m.noticeUntil) {
 			m.notice, m.noticeUntil = "", time.Time{}
 		}
-		m.live = m.svc.LiveEffort(m.releaseID)
+		m.live = m.svc.Tracker().Live(m.releaseID)
 		m, cmd := m.broadcast(screen.TickMsg{Now: msg.now})
 		return m, tea.Batch(cmd, tick())
 	case releaseLoadedMsg:
@@ -221,8 +221,8 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		// Another window has the captain: nothing counts until they
 		// are back (DESIGN: effort from input or focus).
 		if m.release != nil {
-			m.svc.Pause(m.releaseID)
-			m.live = m.svc.LiveEffort(m.releaseID)
+			m.svc.Tracker().Pause(m.releaseID)
+			m.live = m.svc.Tracker().Live(m.releaseID)
 		}
 		return m, nil
 	case tea.MouseClickMsg:
@@ -255,11 +255,11 @@ func (m *Model) engaged(input bool) {
 		role = effort.RoleApprover
 	}
 	if input {
-		m.svc.Input(m.releaseID, role, step)
+		m.svc.Tracker().Input(m.releaseID, role, step.String())
 	} else {
-		m.svc.Touch(m.releaseID, role, step)
+		m.svc.Tracker().Touch(m.releaseID, role, step.String())
 	}
-	m.live = m.svc.LiveEffort(m.releaseID)
+	m.live = m.svc.Tracker().Live(m.releaseID)
 }
 
 // key handles global keys, unless the active screen is taking text.

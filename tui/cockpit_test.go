@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/tui/internal/fixture"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // cockpit is a root model over a fresh fake environment, with a fixed
@@ -296,7 +297,7 @@ func TestReviewScreenApprovesAndBooksTheApproversTime(t *testing.T) {
 	require.Equal(t, 110*time.Second, bobs)
 }
 
-func mustPlan(t *testing.T, svc *workflow.Service, fp string) workflow.PlanSummary {
+func mustPlan(t *testing.T, svc *workflow.Service, fp string) tfplan.Summary {
 	t.Helper()
 	p, err := svc.Plan(t.Context(), fp)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // releaseLoadedMsg is the release read from the ledger at start.
@@ -134,7 +135,7 @@ func (m Model) pollForge(gen int) tea.Cmd {
 			select {
 			case <-parent.Done():
 				return nil
-			case <-time.After(workflow.ForgePollInterval):
+			case <-time.After(forge.PollInterval):
 			}
 			if moved, err := svc.ForgeMoved(parent, id); moved || err != nil {
 				return forgePollMsg{gen: gen}

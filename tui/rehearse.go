@@ -130,7 +130,7 @@ func (m Model) updateRehearsal(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 	case tea.BlurMsg:
 		if id, _, ok := m.rehearsal.Effort(); ok {
-			m.svc.Pause(id)
+			m.svc.Tracker().Pause(id)
 		}
 		return m, nil
 	}
@@ -148,9 +148,9 @@ func (m Model) engagedInDrill(input bool) {
 	}
 	m.booked.add(id)
 	if input {
-		m.svc.Input(id, effort.RoleCaptain, step)
+		m.svc.Tracker().Input(id, effort.RoleCaptain, step.String())
 	} else {
-		m.svc.Touch(id, effort.RoleCaptain, step)
+		m.svc.Tracker().Touch(id, effort.RoleCaptain, step.String())
 	}
 }
 
@@ -183,6 +183,6 @@ func (m Model) drillEffort() string {
 	if !ok {
 		return " effort: counted once the drill has a release"
 	}
-	live := m.svc.LiveEffort(id)
+	live := m.svc.Tracker().Live(id)
 	return fmt.Sprintf(" effort on %s: active %s · %d inputs", id, screen.Duration(live.Active), live.Inputs)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // beginRun continues the release from its first unfinished step. It runs
@@ -63,7 +64,7 @@ func (m Model) event(msg runEventMsg) (Model, tea.Cmd) {
 		// Follow the run: show the step that just started, and book the
 		// captain's time from now on to it (if they are still engaged).
 		m.active = stepScreen(e.Step)
-		m.svc.Follow(m.releaseID, e.Step)
+		m.svc.Tracker().Follow(m.releaseID, e.Step.String())
 	}
 	m, cmd := m.broadcast(screen.EventMsg{Event: e})
 	return m, tea.Batch(cmd, waitNext(msg.stream))
@@ -109,7 +110,7 @@ func (m Model) finished(msg runFinishedMsg) (Model, tea.Cmd) {
 		// forge and re-run the step (it reads the pull request once and
 		// returns) when it moved, until it lands or blocks for a person.
 		m.active = stepScreen(cur)
-		m.setNotice(fmt.Sprintf("waiting on the forge: %s (re-checked every %s)", firstLine(msg.err.Error()), workflow.ForgePollInterval), true)
+		m.setNotice(fmt.Sprintf("waiting on the forge: %s (re-checked every %s)", firstLine(msg.err.Error()), forge.PollInterval), true)
 		return m, tea.Batch(cmd, m.pollForge(m.gen))
 	case errors.Is(msg.err, fault.ErrApprovalRequired):
 		// Wait for the approvers where they are: the run goes on by

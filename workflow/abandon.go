@@ -9,6 +9,8 @@ import (
 
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Abandoning a release: a person ends, with a reason, a release that will
@@ -31,7 +33,7 @@ func (a Abandonment) IsZero() bool { return a.At.IsZero() && a.Reason == "" }
 // release's), on this machine. Deleting a file that is gone is not an
 // error.
 type PlanFileDiscarder interface {
-	DiscardPlanFile(ctx context.Context, plan PlanSummary) error
+	DiscardPlanFile(ctx context.Context, plan tfplan.Summary) error
 }
 
 // MayAbandon returns release id if a person may abandon it: a release,
@@ -73,7 +75,7 @@ func (s *Service) Abandon(ctx context.Context, id, reason string) (Abandoned, er
 	if _, err := s.MayAbandon(ctx, id, reason); err != nil {
 		return Abandoned{}, err
 	}
-	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockRun, Key: id}, id, "abandon release "+id)
+	unlock, err := s.lockOperation(ctx, oplock.Scope{Kind: oplock.Run, Key: id}, id, "abandon release "+id)
 	if err != nil {
 		return Abandoned{}, err
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // PromotionTarget is what a promotion approval of r must be of: the commit
@@ -47,7 +49,7 @@ func (s *Service) ApprovePlan(ctx context.Context, fingerprint, comment string) 
 	rule := env.Approvals.Rule(approval.Plan)
 	author, err := planAuthorFor(ctx, d.Verifier, env, rule, plan)
 	if err != nil {
-		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: a.Kind, Subject: a.Subject, Approver: a.Approver, Reason: err.Error()})
+		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, journal.ApprovalRefused{Kind: a.Kind, Subject: a.Subject, Approver: a.Approver, Reason: err.Error()})
 	}
 	a, check, err := s.approve(ctx, rule, author, plan.CreatedAt, a)
 	if err != nil {
@@ -73,22 +75,22 @@ func (s *Service) ApproveRelease(ctx context.Context, releaseID, comment string)
 	if err != nil {
 		return approval.Approval{}, approval.Check{}, err
 	}
-	if review := env.EnvRepo.Review; review.PullRequests() && review.Approvals != ApprovalsFromBoth {
+	if review := env.EnvRepo.Review; review.PullRequests() && review.Approvals != forge.ApprovalsFromBoth {
 		where := "the forge"
 		if pr := r.Checkpoints.PullRequest; pr != nil {
 			where = pr.URL
 		}
 		err := fmt.Errorf("%w: %s's promotions are approved by reviewing the pull request on the forge (envrepo.review.approvals: forge): approve it at %s", fault.ErrUsage, r.Env, where)
-		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: approval.Promotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, journal.ApprovalRefused{Kind: approval.Promotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
 	}
 	if r.Checkpoints.EnvPinned == "" {
 		err := fmt.Errorf("%w: release %s has not pinned its change yet: a promotion approval signs the pinned commit and digest, so approve once relcap has pushed %s's branch", fault.ErrBlocked, r.ID, r.Env)
-		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: approval.Promotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, journal.ApprovalRefused{Kind: approval.Promotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
 	}
 	rule := env.Approvals.Rule(approval.Promotion)
 	captain, err := promotionCaptain(ctx, d.Verifier, env, rule, r)
 	if err != nil {
-		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: approval.Promotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
+		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, journal.ApprovalRefused{Kind: approval.Promotion, Subject: releaseID, Approver: d.Actor, Reason: err.Error()})
 	}
 	a, check, err := s.approve(ctx, rule, captain, r.CreatedAt,
 		approval.Approval{Kind: approval.Promotion, Subject: releaseID, Env: r.Env, Approver: d.Actor, Comment: comment, At: d.Clock.Now(),
@@ -131,7 +133,7 @@ func (s *Service) ApproveBreakGlass(ctx context.Context, envName string, ttl tim
 // (zero when unknown).
 func (s *Service) approve(ctx context.Context, rule approval.Rule, author string, notBefore time.Time, a approval.Approval) (approval.Approval, approval.Check, error) {
 	refuse := func(err error) (approval.Approval, approval.Check, error) {
-		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, ApprovalRefused{Kind: a.Kind, Subject: a.Subject, Approver: a.Approver, Reason: err.Error()})
+		return approval.Approval{}, approval.Check{}, s.journalFailure(ctx, err, journal.ApprovalRefused{Kind: a.Kind, Subject: a.Subject, Approver: a.Approver, Reason: err.Error()})
 	}
 	if err := rule.Refuses(author, a.Approver); err != nil {
 		return refuse(err)
@@ -161,7 +163,7 @@ func (s *Service) approve(ctx context.Context, rule approval.Rule, author string
 	if err := s.d.Ledger.RecordApproval(ctx, a); err != nil {
 		return approval.Approval{}, approval.Check{}, fmt.Errorf("record approval: %w", err)
 	}
-	if err := s.journal(ctx, ApprovalRecorded{Approval: a}); err != nil {
+	if err := s.journal(ctx, journal.ApprovalRecorded{Approval: a}); err != nil {
 		return approval.Approval{}, approval.Check{}, err
 	}
 	all, err := s.d.Ledger.Approvals(ctx, a.Kind, a.Subject)

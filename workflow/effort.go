@@ -5,54 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/relcap/relcap/workflow/effort"
-	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // The Service's side of the effort ledger: the effort clock a UI feeds
 // with signs of engagement, machine wait of work outside a release run,
 // and off-tool time logged by hand. The clock itself is workflow/effort.
 
-// Touch records that the actor is engaged with step of a release in role,
-// for the effort clock of a UI: call it when the terminal gains focus.
-// The time is flushed to the ledger by FlushEffort.
-func (s *Service) Touch(releaseID string, role effort.Role, step StepKind) {
-	s.uiEffort(releaseID).Touch(s.d.Actor, role, step.String())
-}
-
-// Input is Touch for a key press or a mouse click, which is also counted.
-func (s *Service) Input(releaseID string, role effort.Role, step StepKind) {
-	s.uiEffort(releaseID).Input(s.d.Actor, role, step.String())
-}
-
-// Follow books the actor's time from now on to step, where the release
-// went on without their input (the UI shows the new step).
-func (s *Service) Follow(releaseID string, step StepKind) {
-	s.uiEffort(releaseID).Follow(s.d.Actor, step.String())
-}
-
-// Pause stops the actor's effort clock (the terminal lost focus) until
-// their next Touch or Input.
-func (s *Service) Pause(releaseID string) {
-	s.uiEffort(releaseID).Pause(s.d.Actor)
-}
-
-// LiveEffort is the actor's effort on a release in this process so far,
-// as a status bar shows it: the same clock FlushEffort stores.
-type LiveEffort struct {
-	Active time.Duration
-	Idle   bool // not engaged now: idle past the threshold or unfocused
-	Inputs int
-}
-
-// LiveEffort reads the actor's effort clock of a release.
-func (s *Service) LiveEffort(releaseID string) LiveEffort {
-	c := s.uiEffort(releaseID)
-	return LiveEffort{Active: c.Active(s.d.Actor), Idle: c.Idle(s.d.Actor), Inputs: c.Inputs(s.d.Actor)}
-}
+// Tracker is the effort clocks this process's UIs feed for the actor
+// (effort.Tracker: focus, input, the step followed); FlushEffort and
+// Effort store what it measured.
+func (s *Service) Tracker() *effort.Tracker { return s.tracker }
 
 // Effort is the effort recorded against a release, with what this
 // process's effort clock measured of it stored first: a summary read
@@ -65,28 +31,13 @@ func (s *Service) Effort(ctx context.Context, releaseID string) ([]effort.Entry,
 	return s.Records.Effort(ctx, releaseID)
 }
 
-// FlushEffort stores the effort measured by Touch so far.
+// FlushEffort stores the effort the Tracker measured so far.
 func (s *Service) FlushEffort(ctx context.Context, releaseID string) error {
-	entries := s.uiEffort(releaseID).Drain()
+	entries := s.tracker.Drain(releaseID)
 	if len(entries) == 0 {
 		return nil
 	}
 	return s.d.Ledger.RecordEffort(ctx, entries)
-}
-
-// uiEffort is the effort clock UIs feed for a release.
-func (s *Service) uiEffort(releaseID string) *effort.Clock {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.clocks == nil {
-		s.clocks = map[string]*effort.Clock{}
-	}
-	c, ok := s.clocks[releaseID]
-	if !ok {
-		c = effort.NewClock(s.d.Clock, s.d.Project.Effort.IdleThreshold, releaseID)
-		s.clocks[releaseID] = c
-	}
-	return c
 }
 
 // measureWait runs f, machine work on step k outside a release run, and
@@ -111,7 +62,7 @@ func (s *Service) storeEffort(ctx context.Context, scope string, entries []effor
 	if err == nil {
 		return nil
 	}
-	if jerr := s.journal(ctx, EffortLost{Release: scope, Error: err.Error()}); jerr != nil {
+	if jerr := s.journal(ctx, journal.EffortLost{Release: scope, Error: err.Error()}); jerr != nil {
 		return fmt.Errorf("record effort of %s: %w, %w", scope, err, journalFailed(jerr))
 	}
 	return nil
@@ -161,56 +112,4 @@ func (s *Service) idleThreshold() time.Duration {
 		return t
 	}
 	return effort.DefaultIdleThreshold
-}
-
-// OffToolRequest is coordination time spent outside relcap: meetings, chat.
-type OffToolRequest struct {
-	ReleaseID string
-	Minutes   float64
-	What      string
-	Person    string // defaults to the actor
-	At        time.Time
-}
-
-// LogEffort records off-tool coordination time against a release. The
-// release may not be in the ledger yet (a planning meeting comes first);
-// known reports whether it is.
-func (s *Service) LogEffort(ctx context.Context, req OffToolRequest) (entry effort.Entry, known bool, err error) {
-	d := s.d
-	what := strings.TrimSpace(req.What)
-	switch {
-	case strings.TrimSpace(req.ReleaseID) == "":
-		return effort.Entry{}, false, fmt.Errorf("%w: --release is required", fault.ErrUsage)
-	case req.Minutes <= 0:
-		return effort.Entry{}, false, fmt.Errorf("%w: --minutes must be more than 0, got %g", fault.ErrUsage, req.Minutes)
-	case req.Minutes > 24*60:
-		return effort.Entry{}, false, fmt.Errorf("%w: --minutes %g is more than a day; log each day separately", fault.ErrUsage, req.Minutes)
-	case what == "":
-		return effort.Entry{}, false, fmt.Errorf("%w: --what is required: say what the time was spent on", fault.ErrUsage)
-	}
-	person := req.Person
-	if person == "" {
-		person = d.Actor
-	}
-	at := req.At
-	if at.IsZero() {
-		at = d.Clock.Now()
-	}
-	entry = effort.Entry{ReleaseID: req.ReleaseID, Person: person, Role: effort.RoleCaptain, Step: effort.WholeRelease, Kind: effort.OffTool,
-		Duration: time.Duration(req.Minutes * float64(time.Minute)), At: at, Note: what}
-	// Time logged against an ID the ledger does not hold would count for
-	// no release in any report: refused before anything is recorded.
-	_, err = d.Ledger.LoadRelease(ctx, req.ReleaseID)
-	switch {
-	case err == nil:
-		known = true
-	case errors.Is(err, fault.ErrNotFound):
-		return effort.Entry{}, false, fmt.Errorf("%w: --release %s: no such release in the ledger; relcap journal list shows the releases recorded (log the time once the release has started)", fault.ErrUsage, req.ReleaseID)
-	default:
-		return effort.Entry{}, false, err
-	}
-	if err := d.Ledger.RecordEffort(ctx, []effort.Entry{entry}); err != nil {
-		return effort.Entry{}, known, fmt.Errorf("record effort: %w", err)
-	}
-	return entry, known, s.journal(ctx, EffortLogged{Entry: entry})
 }

@@ -8,8 +8,14 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
+	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The hooks the features beside the core (workflow/audit, breakglass,
@@ -23,7 +29,7 @@ import (
 func (s *Service) Deps() Deps { return s.d }
 
 // Journal appends rec to this session's journal.
-func (s *Service) Journal(ctx context.Context, rec JournalRecord) error { return s.journal(ctx, rec) }
+func (s *Service) Journal(ctx context.Context, rec journal.Record) error { return s.journal(ctx, rec) }
 
 // ToolOutput is ctx for one operation of a feature outside a release run
 // (relcap unlock, workflow/unlock): what tools print goes to
@@ -56,7 +62,7 @@ type Lander interface {
 	// Moved reports whether the pull request r waits on changed on forge
 	// in a way that gives its promotion step something to do. It reads
 	// and changes nothing; now is the Service's clock.
-	Moved(ctx context.Context, r *Release, env Environment, forge Forge, now time.Time) (bool, error)
+	Moved(ctx context.Context, r *Release, env Environment, forge forge.Forge, now time.Time) (bool, error)
 }
 
 // Landing is the promotion step of one release as its Lander sees it.
@@ -79,7 +85,7 @@ func (l *Landing) Checkpoint(ctx context.Context, set func(*Checkpoints)) error 
 }
 
 // Journal appends rec to the session's journal.
-func (l *Landing) Journal(ctx context.Context, rec JournalRecord) error {
+func (l *Landing) Journal(ctx context.Context, rec journal.Record) error {
 	return l.run.svc.journal(ctx, rec)
 }
 
@@ -88,7 +94,7 @@ func (l *Landing) Progress(msg string) { l.run.progress(StepPromotion, msg) }
 
 // OpenForge opens the forge of the environment's review, with everything
 // sent to it masked.
-func (l *Landing) OpenForge(ctx context.Context) (Forge, error) {
+func (l *Landing) OpenForge(ctx context.Context) (forge.Forge, error) {
 	return l.run.svc.openForge(ctx, l.run.env.EnvRepo.Review)
 }
 
@@ -175,6 +181,38 @@ func (s *Service) ForgeMoved(ctx context.Context, releaseID string) (bool, error
 	return s.d.Lander.Moved(ctx, r, env, forge, s.d.Clock.Now())
 }
 
+// openForge opens the forge of r with everything relcap sends it masked:
+// a pull request's title and body (a break-glass reason, captured live
+// state, evidence) and a merge's message are text that leaves relcap for
+// people and systems it does not control, so they pass through the
+// process's secrets like everything relcap prints. The one place forges
+// are opened from.
+func (s *Service) openForge(ctx context.Context, r forge.EnvRepoReview) (forge.Forge, error) {
+	if s.d.Forges == nil {
+		return nil, missingPort("forge")
+	}
+	f, err := s.d.Forges.OpenForge(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return maskingForge{Forge: f, secrets: s.d.Secrets}, nil
+}
+
+// maskingForge masks the process's secrets in what it sends to a forge.
+type maskingForge struct {
+	forge.Forge
+	secrets *secret.Set
+}
+
+func (m maskingForge) OpenPullRequest(ctx context.Context, req forge.OpenPullRequestRequest) (forge.PullRequest, error) {
+	req.Title, req.Body = m.secrets.Scrub(req.Title), m.secrets.Scrub(req.Body)
+	return m.Forge.OpenPullRequest(ctx, req)
+}
+
+func (m maskingForge) Merge(ctx context.Context, number int, headSHA, message string) (string, error) {
+	return m.Forge.Merge(ctx, number, headSHA, m.secrets.Scrub(message))
+}
+
 // The hooks the recovery drills (workflow/rehearsal) take from the core:
 // one promotion hook for the releases a drill starts on purpose, and the
 // few operations a drill runs as the core runs them (the promotion lock,
@@ -231,7 +269,7 @@ func (run *releaseRun) skipCopy(ctx context.Context, digest image.Digest, res *S
 		return nil
 	}
 	run.progress(StepPromotion, fmt.Sprintf("rehearsal %s: not copying %s, which exists in no registry on purpose", h.Rehearsal, digest.Short()))
-	res.Evidence = append(res.Evidence, NewEvidence(digest.String(), DrillCopySkipped{Rehearsal: h.Rehearsal, Repository: run.env.Registry.Repository}))
+	res.Evidence = append(res.Evidence, evidence.New(digest.String(), evidence.DrillCopySkipped{Rehearsal: h.Rehearsal, Repository: run.env.Registry.Repository}))
 	return run.checkpoint(ctx, func(c *Checkpoints) { c.CopiedTo = run.env.Registry.Repository })
 }
 
@@ -239,21 +277,21 @@ func (run *releaseRun) skipCopy(ctx context.Context, digest image.Digest, res *S
 // holds it from the copy to the landing: refused at once, naming its
 // holder, while another captain holds it.
 func (s *Service) LockPromotion(ctx context.Context, env Environment, what string) (unlock func(), err error) {
-	return s.lockOperation(ctx, LockScope{Kind: LockPromote, Key: PromotionBoundary(s.d.Project, env)}, "", what)
+	return s.lockOperation(ctx, oplock.Scope{Kind: oplock.Promote, Key: PromotionBoundary(s.d.Project, env)}, "", what)
 }
 
 // PlanRoot plans env's Terraform root (an environment's, or a drill's
 // scratch copy of one) and keeps the plan as every plan relcap makes is
 // kept: drift reviewed, signed, saved and journaled, with what Terraform
 // printed going where ToolOutput sends it.
-func (s *Service) PlanRoot(ctx context.Context, env Environment) (PlanSummary, error) {
+func (s *Service) PlanRoot(ctx context.Context, env Environment) (tfplan.Summary, error) {
 	if s.d.Planner == nil {
-		return PlanSummary{}, missingPort("terraform planner")
+		return tfplan.Summary{}, missingPort("terraform planner")
 	}
 	tctx, done := s.withToolOutput(ctx, "", StepPlanReview)
 	facts, err := s.d.Planner.Plan(tctx, env, s.d.Actor)
 	if err = done(err); err != nil {
-		return PlanSummary{}, err
+		return tfplan.Summary{}, err
 	}
 	return s.keepPlan(ctx, env, facts, "")
 }
@@ -306,17 +344,17 @@ func BreakGlassSubject(env Environment) string { return env.Name + "/" + env.Arg
 type PlanSharing interface {
 	// Share shares a newly saved plan of env with who may apply it and
 	// journals it; progress hears what it did.
-	Share(ctx context.Context, env Environment, p PlanSummary, progress func(string)) error
+	Share(ctx context.Context, env Environment, p tfplan.Summary, progress func(string)) error
 	// FileToApply is the plan file this machine applies, fetched from
 	// the team store when this machine lacks it; an expired or
 	// undecryptable plan is refused before Terraform runs.
-	FileToApply(ctx context.Context, env Environment, p PlanSummary) (string, error)
+	FileToApply(ctx context.Context, env Environment, p tfplan.Summary) (string, error)
 	// Forget deletes the team store's copy of an applied plan.
 	Forget(ctx context.Context, fingerprint string) error
 }
 
 // sharePlan shares a newly saved plan, where plans are shared.
-func (s *Service) sharePlan(ctx context.Context, env Environment, p PlanSummary, progress func(string)) error {
+func (s *Service) sharePlan(ctx context.Context, env Environment, p tfplan.Summary, progress func(string)) error {
 	if s.d.SharedPlans == nil {
 		return nil
 	}
@@ -325,7 +363,7 @@ func (s *Service) sharePlan(ctx context.Context, env Environment, p PlanSummary,
 
 // planFileToApply is the plan file this machine applies: the ledger's
 // path where plans are not shared.
-func (s *Service) planFileToApply(ctx context.Context, env Environment, p PlanSummary) (string, error) {
+func (s *Service) planFileToApply(ctx context.Context, env Environment, p tfplan.Summary) (string, error) {
 	if s.d.SharedPlans == nil {
 		return p.PlanFile, nil
 	}

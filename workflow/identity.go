@@ -9,6 +9,7 @@ import (
 
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Identity: who is who, and what proves it. The people file that counts,
@@ -148,21 +149,6 @@ func promotionCaptain(ctx context.Context, v SignatureVerifier, env Environment,
 // verify, and the environment needs to know who wrote it (exit 3).
 var ErrAuthorUnverified = fmt.Errorf("%w: the plan's author is not verified", fault.ErrBlocked)
 
-// AuthorStatement is the exact text a plan's author signature covers:
-// which plan (fingerprint) of which environment, for which release, by
-// whom and when it was made. The first line keeps it from ever reading as
-// an approval's statement.
-func (p PlanSummary) AuthorStatement() []byte {
-	var b strings.Builder
-	b.WriteString("relcap plan v1\n")
-	fmt.Fprintf(&b, "env: %s\nfingerprint: %s\n", p.Env, p.Fingerprint)
-	if p.Release != "" {
-		fmt.Fprintf(&b, "release: %s\n", p.Release)
-	}
-	fmt.Fprintf(&b, "author: %s\nat: %s\n", p.Author, p.CreatedAt.UTC().Format(time.RFC3339Nano))
-	return []byte(b.String())
-}
-
 // needsVerifiedAuthor reports whether rule's count depends on who wrote
 // the plan.
 func needsVerifiedAuthor(rule approval.Rule) bool {
@@ -173,7 +159,7 @@ func needsVerifiedAuthor(rule approval.Rule) bool {
 // Where the environment's plan rule depends on the author, a plan its
 // author cannot sign is refused before it is saved: it could never be
 // applied.
-func (s *Service) signPlan(ctx context.Context, env Environment, p PlanSummary) (PlanSummary, error) {
+func (s *Service) signPlan(ctx context.Context, env Environment, p tfplan.Summary) (tfplan.Summary, error) {
 	if s.d.Verifier == nil {
 		return p, nil
 	}
@@ -204,7 +190,7 @@ func (s *Service) signPlan(ctx context.Context, env Environment, p PlanSummary) 
 // against the people file at the plan's creation; "" and why not when it
 // is unsigned or does not verify. Without a people file nothing can be
 // proven, and the recorded author stands (approvals are unsigned there).
-func verifiedAuthor(ctx context.Context, v SignatureVerifier, p PlanSummary) (string, error) {
+func verifiedAuthor(ctx context.Context, v SignatureVerifier, p tfplan.Summary) (string, error) {
 	if v == nil {
 		return p.Author, nil
 	}
@@ -230,7 +216,7 @@ func orUnknown(s string) string {
 // planAuthorFor is who counts as plan's author under rule: the verified
 // author, or an ErrAuthorUnverified error (with the next safe action) when
 // the rule depends on the author and the signature does not prove one.
-func planAuthorFor(ctx context.Context, v SignatureVerifier, env Environment, rule approval.Rule, p PlanSummary) (string, error) {
+func planAuthorFor(ctx context.Context, v SignatureVerifier, env Environment, rule approval.Rule, p tfplan.Summary) (string, error) {
 	author, err := verifiedAuthor(ctx, v, p)
 	switch {
 	case err == nil:
@@ -247,7 +233,7 @@ func planAuthorFor(ctx context.Context, v SignatureVerifier, env Environment, ru
 // countPlanApprovals counts approvals of p under env's plan rule, with the
 // plan's verified author and its creation as the earliest time an
 // approval may claim.
-func countPlanApprovals(ctx context.Context, v SignatureVerifier, env Environment, p PlanSummary, approvals []approval.Approval) (approval.Check, error) {
+func countPlanApprovals(ctx context.Context, v SignatureVerifier, env Environment, p tfplan.Summary, approvals []approval.Approval) (approval.Check, error) {
 	_, warnings, err := peopleVerdict(ctx, v, env)
 	if err != nil {
 		return approval.Check{}, err

@@ -6,103 +6,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"time"
 
-	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
 )
 
 // Cross-captain safety: one apply per Terraform state, one promotion per
 // environment, whoever runs it and wherever (OperationLocks).
-
-// LockKind is the kind of operation a lock serializes.
-type LockKind string
-
-// The operations relcap serializes across captains.
-const (
-	// LockApply: a Terraform apply into one state (LockScope.Key is
-	// StateBoundary's).
-	LockApply LockKind = "apply"
-	// LockPromote: a promotion into one environment (copy, pin, land;
-	// LockScope.Key is PromotionBoundary's).
-	LockPromote LockKind = "promote"
-	// LockRun: one process running one release at a time (LockScope.Key
-	// is the release's ID), so a second captain's resume of a release
-	// another captain is driving is refused before it saves anything,
-	// rather than overwriting that run's progress with its own.
-	LockRun LockKind = "run"
-)
-
-// LockScope is what one lock covers: one kind of operation on one key.
-type LockScope struct {
-	Kind LockKind `json:"kind"`
-	Key  string   `json:"key"`
-}
-
-// String names the scope in messages.
-func (s LockScope) String() string {
-	switch s.Kind {
-	case LockApply:
-		return "the apply lock of Terraform state " + s.Key
-	case LockPromote:
-		return "the promotion lock of " + s.Key
-	case LockRun:
-		return "release " + s.Key
-	}
-	return fmt.Sprintf("the %s lock of %s", s.Kind, s.Key)
-}
-
-// LockHolder is who holds a lock, for what and since when, as a captain
-// who is refused reads it.
-type LockHolder struct {
-	Actor string    `json:"actor"`
-	What  string    `json:"what"` // e.g. "apply plan 1a2b3c4d5e6f in staging (release …)"
-	Since time.Time `json:"since"`
-	// Host and PID are where the holding relcap runs; the lock's keeper
-	// fills them in (the workflow does not know the machine).
-	Host string `json:"host,omitempty"`
-	PID  int    `json:"pid,omitempty"`
-}
-
-// LockedError is a lock refused because another holder has it. It wraps
-// ErrLocked and ErrBlocked (exit 3): nothing was done, and what to do is
-// to wait or to ask the holder; relcap offers no way to force it, since
-// the lock goes by itself when its holder's relcap ends, killed or not.
-type LockedError struct {
-	Scope  LockScope
-	Holder LockHolder
-	// Age is how long the holder had held it when the refusal was made.
-	Age time.Duration
-	// Backend is the holder's PostgreSQL backend pid, for a holder that
-	// had not yet said who it is (Holder.Actor empty).
-	Backend int
-	// LockFile is the lock file of an SQLite ledger's lock, for a holder
-	// that had not yet said who it is.
-	LockFile string
-}
-
-func (e *LockedError) Error() string {
-	h := e.Holder
-	if h.Actor == "" {
-		which := fmt.Sprintf("database backend pid %d", e.Backend)
-		if e.Backend == 0 {
-			which = "its lock file " + e.LockFile + " names nobody"
-		}
-		return fmt.Sprintf("%v: %s is held by another relcap that has not said who it is yet (%s); try again in a moment, or ask your team who is applying or promoting",
-			fault.ErrLocked, e.Scope, which)
-	}
-	where := ""
-	switch {
-	case h.Host != "" && h.PID > 0:
-		where = fmt.Sprintf(" (relcap pid %d on %s)", h.PID, h.Host)
-	case h.Host != "":
-		where = " (on " + h.Host + ")"
-	}
-	return fmt.Sprintf("%v: %s is held by %s%s: %s, since %s (%s ago); wait until it finishes and run this again, or ask %s; the lock is never forced: it is released as soon as %s's relcap ends, even if it is killed",
-		fault.ErrLocked, e.Scope, h.Actor, where, h.What, h.Since.UTC().Format(time.RFC3339), max(e.Age, 0).Round(time.Second), h.Actor, h.Actor)
-}
-
-// Unwrap exposes ErrLocked and ErrBlocked to errors.Is.
-func (e *LockedError) Unwrap() []error { return []error{fault.ErrLocked, fault.ErrBlocked} }
 
 // StateBoundary is the key of the apply lock of env's Terraform state: the
 // project's app, the Terraform root relative to the release repository
@@ -149,7 +59,7 @@ func projectRelative(p *Project, dir string) string {
 // is journaled (lock.refused, with releaseID when there is one) and
 // returned as the *LockedError; a lock that cannot be taken for another
 // reason (the database unreachable) is an error, never a lock skipped.
-func (s *Service) lockOperation(ctx context.Context, scope LockScope, releaseID, what string) (func(), error) {
+func (s *Service) lockOperation(ctx context.Context, scope oplock.Scope, releaseID, what string) (func(), error) {
 	locks, ok := s.d.Ledger.(OperationLocks)
 	if !ok {
 		return func() {}, nil
@@ -165,12 +75,12 @@ func (s *Service) lockOperation(ctx context.Context, scope LockScope, releaseID,
 		// second is refused there.)
 		return func() {}, nil
 	}
-	unlock, err := locks.TryLock(ctx, scope, LockHolder{Actor: s.d.Actor, What: what, Since: s.d.Clock.Now()})
-	var le *LockedError
+	unlock, err := locks.TryLock(ctx, scope, oplock.Holder{Actor: s.d.Actor, What: what, Since: s.d.Clock.Now()})
+	var le *oplock.LockedError
 	switch {
 	case errors.As(err, &le):
 		h := le.Holder
-		rec := LockRefused{Kind: scope.Kind, Key: scope.Key, Release: releaseID, Holder: h.Actor, HolderWhat: h.What,
+		rec := journal.LockRefused{Kind: scope.Kind, Key: scope.Key, Release: releaseID, Holder: h.Actor, HolderWhat: h.What,
 			HolderHost: h.Host, HolderPID: h.PID, Reason: le.Error()}
 		if !h.Since.IsZero() {
 			since := h.Since.UTC()
@@ -185,7 +95,7 @@ func (s *Service) lockOperation(ctx context.Context, scope LockScope, releaseID,
 	}
 	s.mu.Lock()
 	if s.held == nil {
-		s.held = map[LockScope]bool{}
+		s.held = map[oplock.Scope]bool{}
 	}
 	s.held[scope] = true
 	s.mu.Unlock()
@@ -204,7 +114,7 @@ func (s *Service) lockOperation(ctx context.Context, scope LockScope, releaseID,
 // message, the refusal's, is what the cockpit shows). Other errors, and a
 // refusal that could not be journaled, are not: the step fails with them.
 func lockBlocked(err error) (StepResult, bool) {
-	var le *LockedError
+	var le *oplock.LockedError
 	if !errors.As(err, &le) || err != error(le) {
 		return StepResult{}, false
 	}

@@ -10,6 +10,9 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -31,16 +34,16 @@ func lockingProcess(t *testing.T, p *workflow.Project, w *workflowtest.World, l 
 }
 
 var (
-	stagingApply   = workflow.LockScope{Kind: workflow.LockApply, Key: "web:../infra/staging@default"}
-	stagingPromote = workflow.LockScope{Kind: workflow.LockPromote, Key: "web/staging"}
+	stagingApply   = oplock.Scope{Kind: oplock.Apply, Key: "web:../infra/staging@default"}
+	stagingPromote = oplock.Scope{Kind: oplock.Promote, Key: "web/staging"}
 )
 
 // sideEffects are the apply and promotion locks of scopes, without the
 // run locks every run takes (TestASecondCaptainCannotRunAReleaseAnotherIsRunning).
-func sideEffects(scopes []workflow.LockScope) []workflow.LockScope {
-	var out []workflow.LockScope
+func sideEffects(scopes []oplock.Scope) []oplock.Scope {
+	var out []oplock.Scope
 	for _, s := range scopes {
-		if s.Kind != workflow.LockRun {
+		if s.Kind != oplock.Run {
 			out = append(out, s)
 		}
 	}
@@ -48,12 +51,12 @@ func sideEffects(scopes []workflow.LockScope) []workflow.LockScope {
 }
 
 // lockRefusals are the lock.refused entries of a journal.
-func lockRefusals(t *testing.T, j *workflowtest.Journal) []workflow.LockRefused {
+func lockRefusals(t *testing.T, j *workflowtest.Journal) []journal.LockRefused {
 	t.Helper()
-	var out []workflow.LockRefused
+	var out []journal.LockRefused
 	for _, e := range j.Entries() {
-		if e.Kind == workflow.KindLockRefused {
-			var r workflow.LockRefused
+		if e.Kind == journal.KindLockRefused {
+			var r journal.LockRefused
 			require.NoError(t, json.Unmarshal(e.Data, &r))
 			out = append(out, r)
 		}
@@ -73,9 +76,9 @@ func TestAReleaseHoldsTheApplyAndPromotionLocksWhileItsSideEffectsRun(t *testing
 	l := workflowtest.LockingLedger{Ledger: workflowtest.NewLedger(), FakeLocks: locks}
 	p := lockingProcess(t, testProject(0), w, l, clock, "alice")
 
-	heldDuring := map[string]workflow.LockScope{}
+	heldDuring := map[string]oplock.Scope{}
 	w.Interrupt = func(effect string) error {
-		for _, s := range []workflow.LockScope{stagingApply, stagingPromote} {
+		for _, s := range []oplock.Scope{stagingApply, stagingPromote} {
 			if h, ok := locks.Holder(s); ok {
 				require.Equal(t, "alice", h.Actor)
 				heldDuring[effect] = s
@@ -92,8 +95,8 @@ func TestAReleaseHoldsTheApplyAndPromotionLocksWhileItsSideEffectsRun(t *testing
 	require.Equal(t, stagingApply, heldDuring["apply"], "terraform apply under the state's apply lock")
 	require.Equal(t, stagingPromote, heldDuring["copy"], "the copy under the environment's promotion lock")
 	require.Equal(t, stagingPromote, heldDuring["commit"], "the pin too")
-	require.Equal(t, []workflow.LockScope{stagingApply, stagingPromote}, sideEffects(locks.Taken()))
-	require.Equal(t, []workflow.LockScope{stagingApply, stagingPromote}, sideEffects(locks.Released()), "each released when its step ended")
+	require.Equal(t, []oplock.Scope{stagingApply, stagingPromote}, sideEffects(locks.Taken()))
+	require.Equal(t, []oplock.Scope{stagingApply, stagingPromote}, sideEffects(locks.Released()), "each released when its step ended")
 }
 
 // TestAHeldApplyLockBlocksTheApplyStepNamingItsHolder: bob's apply of the
@@ -108,7 +111,7 @@ func TestAHeldApplyLockBlocksTheApplyStepNamingItsHolder(t *testing.T) {
 	l := workflowtest.LockingLedger{Ledger: workflowtest.NewLedger(), FakeLocks: locks}
 	alice := lockingProcess(t, testProject(0), w, l, clock, "alice")
 
-	release := locks.Hold(stagingApply, workflow.LockHolder{Actor: "bob", What: "apply plan 1a2b3c4d5e6f in staging", Since: t0.Add(-3 * time.Minute), Host: "bobs-laptop", PID: 4242})
+	release := locks.Hold(stagingApply, oplock.Holder{Actor: "bob", What: "apply plan 1a2b3c4d5e6f in staging", Since: t0.Add(-3 * time.Minute), Host: "bobs-laptop", PID: 4242})
 	r, err := alice.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
 	var blockedMsg string
@@ -119,7 +122,7 @@ func TestAHeldApplyLockBlocksTheApplyStepNamingItsHolder(t *testing.T) {
 	})
 	require.ErrorIs(t, err, fault.ErrLocked)
 	require.ErrorIs(t, err, fault.ErrBlocked, "exit 3")
-	var le *workflow.LockedError
+	var le *oplock.LockedError
 	require.True(t, errors.As(err, &le))
 	require.Equal(t, "bob", le.Holder.Actor)
 	require.Equal(t, workflow.ReleaseBlocked, final.Status)
@@ -133,7 +136,7 @@ func TestAHeldApplyLockBlocksTheApplyStepNamingItsHolder(t *testing.T) {
 	require.Equal(t, 0, w.Applies, "Terraform never ran")
 	refusals := lockRefusals(t, alice.journal)
 	require.Len(t, refusals, 1)
-	require.Equal(t, workflow.LockRefused{Kind: workflow.LockApply, Key: stagingApply.Key, Release: r.ID, Holder: "bob",
+	require.Equal(t, journal.LockRefused{Kind: oplock.Apply, Key: stagingApply.Key, Release: r.ID, Holder: "bob",
 		HolderWhat: "apply plan 1a2b3c4d5e6f in staging", HolderSince: new(t0.Add(-3 * time.Minute)), HolderHost: "bobs-laptop", HolderPID: 4242,
 		Reason: step.Message}, refusals[0])
 
@@ -157,23 +160,23 @@ func TestAHeldApplyLockRefusesApplyPlan(t *testing.T) {
 	alice := lockingProcess(t, testProject(0), w, l, clock, "alice")
 	facts, err := workflowtest.Terraform{W: w}.Plan(ctx, testProject(0).Environments[0], "alice")
 	require.NoError(t, err)
-	plan := workflow.ReviewPlan(facts, workflow.DefaultClassify())
+	plan := tfplan.ReviewPlan(facts, tfplan.DefaultClassify())
 	require.NoError(t, l.SavePlan(ctx, plan))
 
-	release := locks.Hold(stagingApply, workflow.LockHolder{Actor: "bob", What: "apply plan feedfacefeed in staging", Since: t0})
+	release := locks.Hold(stagingApply, oplock.Holder{Actor: "bob", What: "apply plan feedfacefeed in staging", Since: t0})
 	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
 	require.ErrorIs(t, err, fault.ErrLocked)
 	require.ErrorIs(t, err, fault.ErrBlocked)
 	require.Contains(t, err.Error(), "held by bob: apply plan feedfacefeed in staging, since 2026-11-30T09:00:00Z (0s ago)")
 	require.Equal(t, 0, w.Applies)
 	require.Len(t, lockRefusals(t, alice.journal), 1)
-	require.NotContains(t, alice.journal.Kinds(), string(workflow.KindApplyStarted))
+	require.NotContains(t, alice.journal.Kinds(), string(journal.KindApplyStarted))
 
 	release()
 	_, _, err = alice.svc.ApplyPlan(ctx, plan.Fingerprint, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, w.Applies)
-	require.Equal(t, []workflow.LockScope{stagingApply, stagingApply}, sideEffects(locks.Released()), "bob's, then alice's own")
+	require.Equal(t, []oplock.Scope{stagingApply, stagingApply}, sideEffects(locks.Released()), "bob's, then alice's own")
 }
 
 // TestAHeldPromotionLockBlocksThePromotionBeforeTheCopy: another captain
@@ -186,7 +189,7 @@ func TestAHeldPromotionLockBlocksThePromotionBeforeTheCopy(t *testing.T) {
 	locks := &workflowtest.FakeLocks{Clock: clock}
 	l := workflowtest.LockingLedger{Ledger: workflowtest.NewLedger(), FakeLocks: locks}
 	alice := lockingProcess(t, testProject(0), w, l, clock, "alice")
-	release := locks.Hold(stagingPromote, workflow.LockHolder{Actor: "carol", What: "promote sha256:0123abcd to staging (release web-staging-9)", Since: t0.Add(-time.Minute)})
+	release := locks.Hold(stagingPromote, oplock.Holder{Actor: "carol", What: "promote sha256:0123abcd to staging (release web-staging-9)", Since: t0.Add(-time.Minute)})
 
 	r, err := alice.svc.Start(ctx, workflow.StartRequest{Env: "staging", Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
@@ -199,7 +202,7 @@ func TestAHeldPromotionLockBlocksThePromotionBeforeTheCopy(t *testing.T) {
 	require.Equal(t, 0, w.Commits)
 	refusals := lockRefusals(t, alice.journal)
 	require.Len(t, refusals, 1)
-	require.Equal(t, workflow.LockPromote, refusals[0].Kind)
+	require.Equal(t, oplock.Promote, refusals[0].Kind)
 	require.Equal(t, "carol", refusals[0].Holder)
 
 	release()
@@ -243,7 +246,7 @@ func TestRelcapApplyOfAReleaseRefusedLeavesTheReleaseAlone(t *testing.T) {
 	out, err := alice.svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
 	require.NoError(t, err)
 
-	release := locks.Hold(stagingApply, workflow.LockHolder{Actor: "bob", What: "apply plan " + workflow.ShortHash(out.Plan.Fingerprint) + " in staging", Since: t0})
+	release := locks.Hold(stagingApply, oplock.Holder{Actor: "bob", What: "apply plan " + workflow.ShortHash(out.Plan.Fingerprint) + " in staging", Since: t0})
 	saves := ledger.Saves()
 	_, _, err = alice.svc.ApplyPlan(ctx, out.Plan.Fingerprint, nil)
 	require.ErrorIs(t, err, fault.ErrLocked)
@@ -256,7 +259,7 @@ func TestRelcapApplyOfAReleaseRefusedLeavesTheReleaseAlone(t *testing.T) {
 	_, _, err = alice.svc.ApplyPlan(ctx, out.Plan.Fingerprint, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, w.Applies)
-	require.Equal(t, []workflow.LockScope{stagingApply, stagingApply}, sideEffects(locks.Taken()), "bob's, then alice's once")
+	require.Equal(t, []oplock.Scope{stagingApply, stagingApply}, sideEffects(locks.Taken()), "bob's, then alice's once")
 	_, held := locks.Holder(stagingApply)
 	require.False(t, held)
 }
@@ -288,7 +291,7 @@ func TestASecondCaptainCannotRunAReleaseAnotherIsRunning(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, workflow.ReleaseConverged, final.Status)
 
-	var le *workflow.LockedError
+	var le *oplock.LockedError
 	require.ErrorAs(t, refused, &le)
 	require.ErrorIs(t, refused, fault.ErrBlocked)
 	require.Equal(t, "alice", le.Holder.Actor)
@@ -298,7 +301,7 @@ func TestASecondCaptainCannotRunAReleaseAnotherIsRunning(t *testing.T) {
 	require.Equal(t, workflow.ReleaseConverged, after.Status, "bob's refused run saved nothing over alice's")
 	refusals := lockRefusals(t, bob.journal)
 	require.Len(t, refusals, 1)
-	require.Equal(t, workflow.LockRun, refusals[0].Kind)
+	require.Equal(t, oplock.Run, refusals[0].Kind)
 
 	again, err := bob.svc.Run(ctx, r.ID, nil)
 	require.NoError(t, err, "alice's run released the release")

@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tooloutput"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -35,22 +37,22 @@ func TestToolOutputBecomesEventsAndIsJournaled(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"Initializing the backend...", "", "Plan: 1 to add, 0 to change, 0 to destroy."}, lines)
 
-	var journaled []workflow.StepOutput
+	var journaled []journal.StepOutput
 	for _, e := range alice.journal.Entries() {
-		if e.Kind == workflow.KindStepOutput {
-			var o workflow.StepOutput
+		if e.Kind == journal.KindStepOutput {
+			var o journal.StepOutput
 			require.NoError(t, json.Unmarshal(e.Data, &o))
 			journaled = append(journaled, o)
 		}
 	}
-	require.Equal(t, []workflow.StepOutput{{Release: r.ID, Step: "plan-review", Lines: lines}}, journaled)
+	require.Equal(t, []journal.StepOutput{{Release: r.ID, Step: "plan-review", Lines: lines}}, journaled)
 }
 
 // printingSource is an ownership source that prints as Terraform does.
 type printingSource struct{}
 
 func (printingSource) ManagedObjects(ctx context.Context, _ workflow.Environment) ([]ownership.ManagedObject, error) {
-	if w, ok := workflow.ToolOutput(ctx); ok {
+	if w, ok := tooloutput.From(ctx); ok {
 		fmt.Fprint(w, "Initializing the backend...\n")
 	}
 	return nil, nil
@@ -70,14 +72,14 @@ func TestToolOutputOfACommandGoesToItsWriter(t *testing.T) {
 	_, err = svc.CheckOwnershipEnv(t.Context(), "staging")
 	require.NoError(t, err)
 	require.Equal(t, "Initializing the backend...\n", stderr.String())
-	require.Contains(t, j.Kinds(), string(workflow.KindStepOutput))
+	require.Contains(t, j.Kinds(), string(journal.KindStepOutput))
 
 	svc.SetToolOutput(nil)
 	stderr.Reset()
 	_, err = svc.CheckOwnershipEnv(t.Context(), "staging")
 	require.NoError(t, err)
 	require.Empty(t, stderr.String())
-	require.Equal(t, 2, strings.Count(strings.Join(j.Kinds(), " "), string(workflow.KindStepOutput)), "journaled either way")
+	require.Equal(t, 2, strings.Count(strings.Join(j.Kinds(), " "), string(journal.KindStepOutput)), "journaled either way")
 }
 
 // TestScrubbedLinesMasksASecretSplitAcrossWrites: a tool's output arrives
@@ -87,7 +89,7 @@ func TestToolOutputOfACommandGoesToItsWriter(t *testing.T) {
 func TestScrubbedLinesMasksASecretSplitAcrossWrites(t *testing.T) {
 	t.Parallel()
 	var term strings.Builder
-	out, flush := workflow.ScrubbedLines(&term, secret.NewSet("tok-7f3a9c2e51"))
+	out, flush := tooloutput.Scrubbed(&term, secret.NewSet("tok-7f3a9c2e51"))
 	for _, chunk := range []string{"token = \"tok-7f3", "a9c2e51\"\n\x1b[31mred", " tok-7f3a9c", "2e51"} {
 		_, err := out.Write([]byte(chunk))
 		require.NoError(t, err)

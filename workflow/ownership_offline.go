@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The ownership check without a live Argo CD: the ports and the gate. A
@@ -139,33 +141,17 @@ func (s *Service) isProduction(env Environment) bool {
 	return env.Production || env.Name == s.d.Project.ProdEnv()
 }
 
-// KubernetesChanges are the addresses of the plan's changes that write
-// Kubernetes objects (kubernetes_* resources, kubernetes_manifest,
-// kubectl_manifest, helm_release).
-func KubernetesChanges(p PlanSummary) []string {
-	var out []string
-	for _, c := range p.Changes {
-		if c.Action == ActionNoop || c.Action == ActionRead {
-			continue
-		}
-		if strings.HasPrefix(c.Type, "kubernetes_") || c.Type == "kubectl_manifest" || c.Type == "helm_release" {
-			out = append(out, c.Address)
-		}
-	}
-	return out
-}
-
 // liveOwnershipGate refuses a production apply of a plan that touches
 // Kubernetes objects when the ownership step's live check could not run.
 // The check is tried once more first: Argo CD may be reachable now. ok is
 // false with the Blocked result to return.
-func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan PlanSummary) (StepResult, bool, error) {
+func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan tfplan.Summary) (StepResult, bool, error) {
 	own := run.r.Step(StepOwnership)
-	checked, _, found := EvidenceOf[OwnershipChecked](own.Evidence)
+	checked, _, found := evidence.Of[evidence.OwnershipChecked](own.Evidence)
 	if !found || checked.LiveUnchecked == "" || !run.svc.isProduction(run.env) {
 		return StepResult{}, true, nil
 	}
-	kube := KubernetesChanges(plan)
+	kube := plan.KubernetesChanges()
 	if len(kube) == 0 {
 		return StepResult{}, true, nil
 	}
@@ -177,7 +163,7 @@ func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan PlanSummary) 
 	if again.Status == Blocked {
 		return again, false, nil
 	}
-	now, _, _ := EvidenceOf[OwnershipChecked](again.Evidence)
+	now, _, _ := evidence.Of[evidence.OwnershipChecked](again.Evidence)
 	if now.LiveUnchecked == "" {
 		return StepResult{}, true, nil
 	}

@@ -8,8 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -52,7 +54,7 @@ func TestOwnershipOfAPlanWithoutKubernetesObjectsNeedsNoArgoCD(t *testing.T) {
 	require.Equal(t, workflow.Succeeded, own.Status)
 	require.Contains(t, own.Message, "no Kubernetes objects in the plan; ownership check not needed")
 	require.Empty(t, own.Findings, "no stale-rule warning for the Argo CD rule nobody read")
-	checked, _, ok := workflow.EvidenceOf[workflow.OwnershipChecked](own.Evidence)
+	checked, _, ok := evidence.Of[evidence.OwnershipChecked](own.Evidence)
 	require.True(t, ok)
 	require.Empty(t, checked.Kubernetes)
 	require.Empty(t, checked.LiveUnchecked)
@@ -69,7 +71,7 @@ func TestOwnershipOfARootWithAKubernetesProviderAsksArgoCD(t *testing.T) {
 	out, err := svc.PlanRelease(t.Context(), workflow.OpenRequest{Env: "prod"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, argo.Calls())
-	checked, _, _ := workflow.EvidenceOf[workflow.OwnershipChecked](out.Release.Step(workflow.StepOwnership).Evidence)
+	checked, _, _ := evidence.Of[evidence.OwnershipChecked](out.Release.Step(workflow.StepOwnership).Evidence)
 	require.Contains(t, checked.Kubernetes, "hashicorp/kubernetes")
 }
 
@@ -102,7 +104,7 @@ func TestProductionApplyRefusedWhileTheLiveCheckCouldNotRun(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
-	w.Changes = []workflow.ResourceChange{{Address: "kubernetes_manifest.settings", Type: "kubernetes_manifest", Name: "settings", Action: workflow.ActionUpdate}}
+	w.Changes = []tfplan.ResourceChange{{Address: "kubernetes_manifest.settings", Type: "kubernetes_manifest", Name: "settings", Action: tfplan.ActionUpdate}}
 	tf := workflowtest.TerraformObjects{Objects: []ownership.ManagedObject{bucket, configMap}}
 	argo := &workflowtest.FakeArgoCD{Err: errors.New("$ARGOCD_AUTH_TOKEN is empty or unset")}
 	desired := workflowtest.DesiredRepo{Desired: ownership.Desired{App: "web-prod", Source: "kustomize apps/web/prod", Objects: []ownership.ManagedObject{deployment}}}
@@ -138,7 +140,7 @@ func TestNonProductionApplyGoesOnWithTheLiveCheckMissing(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
-	w.Changes = []workflow.ResourceChange{{Address: "kubernetes_manifest.settings", Type: "kubernetes_manifest", Name: "settings", Action: workflow.ActionUpdate}}
+	w.Changes = []tfplan.ResourceChange{{Address: "kubernetes_manifest.settings", Type: "kubernetes_manifest", Name: "settings", Action: tfplan.ActionUpdate}}
 	tf := workflowtest.TerraformObjects{Objects: []ownership.ManagedObject{bucket, configMap}}
 	argo := &workflowtest.FakeArgoCD{Err: errors.New("connection refused")}
 	helm := workflowtest.DesiredRepo{Desired: ownership.Desired{App: "web-staging", Source: "helm values apps/web/staging/values.yaml",

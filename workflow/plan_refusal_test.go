@@ -9,7 +9,9 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -23,19 +25,19 @@ func TestPlansRelcapCannotVouchForAreRefusedWhoeverApproves(t *testing.T) {
 		Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.replicas", "spec.template.spec.containers[web].image"}}
 	for _, tc := range []struct {
 		name, code, says string
-		shows            func(*workflow.PlanFacts)
+		shows            func(*tfplan.Facts)
 	}{
-		{"errored", workflow.CodePlanErrored, "Terraform reported errors while planning", func(p *workflow.PlanFacts) { p.Errored = true }},
-		{"incomplete", workflow.CodePlanIncomplete, "1 change(s) deferred: aws_db_instance.main (resource config unknown)", func(p *workflow.PlanFacts) {
+		{"errored", tfplan.CodePlanErrored, "Terraform reported errors while planning", func(p *tfplan.Facts) { p.Errored = true }},
+		{"incomplete", tfplan.CodePlanIncomplete, "1 change(s) deferred: aws_db_instance.main (resource config unknown)", func(p *tfplan.Facts) {
 			p.Incomplete = true
-			p.Deferred = []workflow.DeferredChange{{Address: "aws_db_instance.main", Reason: "resource_config_unknown"}}
+			p.Deferred = []tfplan.DeferredChange{{Address: "aws_db_instance.main", Reason: "resource_config_unknown"}}
 		}},
-		{"check failed", workflow.CodePlanCheckFailed, "resource check failed: the bucket must be private", func(p *workflow.PlanFacts) {
-			p.Checks = []workflow.CheckResult{{Address: "aws_s3_bucket.data", Kind: "resource", Status: workflow.CheckFail, Problems: []string{"the bucket must be private"}}}
+		{"check failed", tfplan.CodePlanCheckFailed, "resource check failed: the bucket must be private", func(p *tfplan.Facts) {
+			p.Checks = []tfplan.CheckResult{{Address: "aws_s3_bucket.data", Kind: "resource", Status: tfplan.CheckFail, Problems: []string{"the bucket must be private"}}}
 		}},
-		{"drift on argo cd's fields", workflow.CodePlanDriftOwned, "apps/Deployment web/web changed outside Terraform, and ownership.yaml:5 gives spec.replicas, spec.template.spec.containers[web].image to argocd; this apply would revert them", func(p *workflow.PlanFacts) {
-			p.Drift = []workflow.DriftedResource{{ResourceChange: workflow.ResourceChange{Address: "kubectl_manifest.web", Type: "kubectl_manifest", Action: workflow.ActionUpdate,
-				Attributes: []workflow.AttributeChange{{Path: "yaml_incluster", Before: "(sensitive)", After: "(sensitive)", Sensitive: true}}}, Object: argoDeployment}}
+		{"drift on argo cd's fields", tfplan.CodePlanDriftOwned, "apps/Deployment web/web changed outside Terraform, and ownership.yaml:5 gives spec.replicas, spec.template.spec.containers[web].image to argocd; this apply would revert them", func(p *tfplan.Facts) {
+			p.Drift = []tfplan.DriftedResource{{ResourceChange: tfplan.ResourceChange{Address: "kubectl_manifest.web", Type: "kubectl_manifest", Action: tfplan.ActionUpdate,
+				Attributes: []tfplan.AttributeChange{{Path: "yaml_incluster", Before: "(sensitive)", After: "(sensitive)", Sensitive: true}}}, Object: argoDeployment}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,13 +76,13 @@ func TestPlansRelcapCannotVouchForAreRefusedWhoeverApproves(t *testing.T) {
 // the reviewer to read, not refusals.
 func TestDriftOnTerraformsOwnFieldsIsANoteAndAFailedCheckOnlyUnknownWarns(t *testing.T) {
 	t.Parallel()
-	p := workflow.PlanSummary{
-		Drift: []workflow.DriftedResource{{ResourceChange: workflow.ResourceChange{Address: "aws_s3_bucket.logs", Type: "aws_s3_bucket", Action: workflow.ActionUpdate,
-			Attributes: []workflow.AttributeChange{{Path: "tags.owner", Before: `"a"`, After: `"b"`}}}}},
-		Checks: []workflow.CheckResult{{Address: "check.health", Kind: "check", Status: workflow.CheckUnknown}},
+	p := tfplan.Summary{
+		Drift: []tfplan.DriftedResource{{ResourceChange: tfplan.ResourceChange{Address: "aws_s3_bucket.logs", Type: "aws_s3_bucket", Action: tfplan.ActionUpdate,
+			Attributes: []tfplan.AttributeChange{{Path: "tags.owner", Before: `"a"`, After: `"b"`}}}}},
+		Checks: []tfplan.CheckResult{{Address: "check.health", Kind: "check", Status: tfplan.CheckUnknown}},
 	}
-	workflow.Review(&p, workflow.DefaultClassify())
-	workflow.ReviewDrift(&p, testProject(0).Ownership)
+	tfplan.Review(&p, tfplan.DefaultClassify())
+	tfplan.ReviewDrift(&p, testProject(0).Ownership)
 	_, refused := p.Refused()
 	require.False(t, refused)
 	var codes []string
@@ -100,18 +102,18 @@ func hasBlocker(fs []finding.Finding, code string) bool {
 }
 
 // journaledPlan is the plan.reviewed entry the journal keeps for fp.
-func journaledPlan(t *testing.T, j *workflowtest.Journal, fp string) workflow.PlanRecorded {
+func journaledPlan(t *testing.T, j *workflowtest.Journal, fp string) journal.PlanRecorded {
 	t.Helper()
 	for _, e := range j.Entries() {
-		if e.Kind != workflow.KindPlanRecorded {
+		if e.Kind != journal.KindPlanRecorded {
 			continue
 		}
-		var rec workflow.PlanRecorded
+		var rec journal.PlanRecorded
 		require.NoError(t, json.Unmarshal(e.Data, &rec))
 		if rec.Fingerprint == fp {
 			return rec
 		}
 	}
-	t.Fatalf("no %s entry for plan %s in %v", workflow.KindPlanRecorded, fp, j.Kinds())
-	return workflow.PlanRecorded{}
+	t.Fatalf("no %s entry for plan %s in %v", journal.KindPlanRecorded, fp, j.Kinds())
+	return journal.PlanRecorded{}
 }

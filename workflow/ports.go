@@ -10,7 +10,9 @@ import (
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The ports: every interface the domain needs of the world, in one file.
@@ -54,10 +56,10 @@ type Planner interface {
 	// Plan runs init and plan -out into the private plan store and returns
 	// what it read of the plan: its changes, the plan file and its hash,
 	// and the inputs it was computed from. author is recorded on the plan.
-	Plan(ctx context.Context, env Environment, author string) (PlanFacts, error)
+	Plan(ctx context.Context, env Environment, author string) (tfplan.Facts, error)
 	// Inputs reads the current revision, lock file, var files, workspace and
 	// state lineage/serial, without planning.
-	Inputs(ctx context.Context, env Environment) (PlanInputs, error)
+	Inputs(ctx context.Context, env Environment) (tfplan.Inputs, error)
 }
 
 // Applier applies exactly one saved plan. It never bypasses state locking;
@@ -65,6 +67,54 @@ type Planner interface {
 // cancellation it interrupts Terraform gracefully and waits for it.
 type Applier interface {
 	Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error)
+}
+
+// ApplyRequest asks to apply exactly one saved, approved plan.
+type ApplyRequest struct {
+	Env         Environment
+	Fingerprint string
+	PlanFile    string
+	PlanHash    string
+	Inputs      tfplan.Inputs
+	// Run names this attempt: the Applier keeps Terraform's run under
+	// it, where a relcap that died meanwhile finds it. It was recorded
+	// (a release's checkpoint, the journal) before the Applier is asked.
+	Run ApplyRun
+	// Earlier are attempts at this plan recorded before, which may have
+	// started Terraform: the Applier takes their result (waiting for one
+	// still running) and never starts the plan again while one's outcome
+	// is unknown.
+	Earlier []ApplyRun
+}
+
+// ApplyRun is one attempt at applying a plan, recorded before Terraform
+// starts: where its run is kept (its host and directory, whose files say
+// whether Terraform still runs, how it exited and what it printed).
+type ApplyRun struct {
+	Fingerprint string    `json:"fingerprint"`
+	ID          string    `json:"id"`
+	Host        string    `json:"host,omitempty"`
+	Dir         string    `json:"dir,omitempty"`
+	StartedAt   time.Time `json:"started_at,omitzero"`
+}
+
+// IsZero reports whether no attempt is recorded.
+func (r ApplyRun) IsZero() bool { return r.ID == "" }
+
+// ApplyRunPlacer is the optional ability of an Applier to say, before it
+// starts Terraform, where the run of an attempt will be kept, so the
+// attempt's record names it.
+type ApplyRunPlacer interface {
+	PlaceApplyRun(fingerprint, id string) ApplyRun
+}
+
+// ApplyResult is what an apply did.
+type ApplyResult struct {
+	// AlreadyApplied is true when the plan had been applied by an earlier,
+	// interrupted run, by the evidence that run left (Terraform's own
+	// exit status and result for this plan); nothing was applied twice.
+	AlreadyApplied bool  `json:"already_applied,omitempty"`
+	StateSerial    int64 `json:"state_serial"`
 }
 
 // StateUnlocker is the optional ability of an Applier to release a state
@@ -250,7 +300,7 @@ type PeopleState struct {
 // may still have been written; the ledger's head then lags until the next
 // successful Append.
 type Journal interface {
-	Append(ctx context.Context, rec JournalRecord) (journal.Entry, error)
+	Append(ctx context.Context, rec journal.Record) (journal.Entry, error)
 	SessionID() string
 }
 
@@ -289,9 +339,9 @@ type ConvergenceRecord struct {
 // PlanStore keeps reviewed plans by fingerprint, so approve and apply can
 // find what was reviewed.
 type PlanStore interface {
-	SavePlan(ctx context.Context, p PlanSummary) error
+	SavePlan(ctx context.Context, p tfplan.Summary) error
 	// LoadPlan returns ErrNotFound for an unknown fingerprint.
-	LoadPlan(ctx context.Context, fingerprint string) (PlanSummary, error)
+	LoadPlan(ctx context.Context, fingerprint string) (tfplan.Summary, error)
 	MarkPlanApplied(ctx context.Context, fingerprint string, at time.Time) error
 }
 
@@ -301,10 +351,10 @@ type PlanStore interface {
 // PlanVault's.
 type SharedPlanStore interface {
 	// PutSharedPlan inserts or replaces the shared plan with p.Fingerprint.
-	PutSharedPlan(ctx context.Context, p SharedPlan) error
+	PutSharedPlan(ctx context.Context, p tfplan.SharedPlan) error
 	// SharedPlan returns ErrNotFound for a fingerprint not shared (or
 	// deleted).
-	SharedPlan(ctx context.Context, fingerprint string) (SharedPlan, error)
+	SharedPlan(ctx context.Context, fingerprint string) (tfplan.SharedPlan, error)
 	// DeleteSharedPlan deletes it; deleting one that is not there is not
 	// an error.
 	DeleteSharedPlan(ctx context.Context, fingerprint string) error
@@ -321,7 +371,7 @@ type PlanVault interface {
 	// and stores it until req.ExpiresAt. Keys it cannot encrypt to are
 	// skipped and listed; no usable key at all is an error naming whose
 	// keys and why.
-	Share(ctx context.Context, req ShareRequest) (PlanShare, error)
+	Share(ctx context.Context, req tfplan.ShareRequest) (tfplan.Share, error)
 	// LocalPlanFile is where this machine's plan store keeps the plan
 	// file of fingerprint, and whether it is there.
 	LocalPlanFile(fingerprint string) (path string, present bool)
@@ -331,7 +381,7 @@ type PlanVault interface {
 	// ErrTampered) and writes it, mode 0600, to LocalPlanFile. A key the
 	// plan is not encrypted to is refused with ErrBlocked; a plan not
 	// shared is ErrNotFound.
-	Fetch(ctx context.Context, p PlanSummary, principal string) (FetchedPlan, error)
+	Fetch(ctx context.Context, p tfplan.Summary, principal string) (tfplan.FetchedPlan, error)
 	// Delete deletes the shared copy of an applied plan.
 	Delete(ctx context.Context, fingerprint string) error
 	// Purge deletes the expired shared plans and returns their
@@ -441,7 +491,7 @@ type OperationLocks interface {
 	// a *LockedError (wrapping ErrLocked and ErrBlocked) naming who holds
 	// it, for what and since when: it never waits and never breaks a held
 	// lock. unlock releases it; it is safe to call more than once.
-	TryLock(ctx context.Context, scope LockScope, holder LockHolder) (unlock func(), err error)
+	TryLock(ctx context.Context, scope oplock.Scope, holder oplock.Holder) (unlock func(), err error)
 }
 
 // Ledger is everything relcap persists besides the journal files: SQLite by

@@ -2,13 +2,17 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Project is a loaded relcap.yaml: the application, its environments in
@@ -23,7 +27,7 @@ type Project struct {
 	OwnershipFile string
 	Ownership     ownership.Map
 	Environments  []Environment
-	Classify      Classify
+	Classify      tfplan.Classify
 	Effort        EffortPolicy
 	Plans         PlanPolicy
 	// Schema is the data-shape compatibility a release of this project
@@ -123,7 +127,7 @@ type EnvRepoTarget struct {
 	ValuesPath string
 	// Review is how changes are reviewed and landed: pushed by relcap
 	// (the default) or through a pull request on the team's forge.
-	Review EnvRepoReview
+	Review forge.EnvRepoReview
 }
 
 // ArgoCDTarget is the Argo CD application that deploys an environment.
@@ -155,21 +159,6 @@ type ArgoCDTarget struct {
 	// become ready (a JVM warming caches) sets more, so a good release is
 	// not rolled back; one that is ready in seconds may set less.
 	ReadinessGrace time.Duration
-}
-
-// Classify holds glob patterns on Terraform resource types that flag a change
-// as touching identity or a data service.
-type Classify struct {
-	Identity    []string
-	DataService []string
-}
-
-// DefaultClassify is used for any category relcap.yaml leaves out.
-func DefaultClassify() Classify {
-	return Classify{
-		Identity:    []string{"*_iam_*", "*_role*", "*service_account*", "*workload_identity*"},
-		DataService: []string{"*_db_*", "*_rds_*", "*sql*", "*_bucket*", "*redis*", "*kafka*", "*dynamodb*", "*_queue*", "*elasticache*"},
-	}
 }
 
 // EffortPolicy configures the effort clock and the before/after baseline.
@@ -290,9 +279,9 @@ func (p *Project) Credentials() secret.Credentials {
 // (terraform show -json, as a CI job uploads it) is reviewed with: the
 // project's classification and ownership map when there is a project, the
 // default classification and no map otherwise.
-func (p *Project) PlanDocumentRules() (Classify, ownership.Map) {
+func (p *Project) PlanDocumentRules() (tfplan.Classify, ownership.Map) {
 	if p == nil || len(p.Environments) == 0 {
-		return DefaultClassify(), ownership.Map{}
+		return tfplan.DefaultClassify(), ownership.Map{}
 	}
 	return p.PlanClassify(), p.Ownership
 }
@@ -301,9 +290,21 @@ func (p *Project) PlanDocumentRules() (Classify, ownership.Map) {
 // with: the project's, or DefaultClassify when it names no category at all
 // (a Project built in code; relcap.yaml's loader fills in the defaults,
 // and an empty list there is kept empty).
-func (p *Project) PlanClassify() Classify {
+func (p *Project) PlanClassify() tfplan.Classify {
 	if p.Classify.Identity == nil && p.Classify.DataService == nil {
-		return DefaultClassify()
+		return tfplan.DefaultClassify()
 	}
 	return p.Classify
+}
+
+// MayApply refuses actor when the environment lists who may apply
+// (approvers.apply) and actor is not among them. Unlisted means anyone: in
+// a team store only the people file's principals can decrypt a plan
+// anyway.
+func (e Environment) MayApply(actor string) error {
+	who := e.Approvals.Approvers.Apply
+	if len(who) == 0 || slices.Contains(who, actor) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s may not apply plans in %s: approvers.apply lists %s", fault.ErrBlocked, actor, e.Name, strings.Join(who, ", "))
 }

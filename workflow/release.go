@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 )
 
@@ -136,7 +138,7 @@ type Checkpoints struct {
 	// opened for EnvBranch: its number and address once opened, the
 	// reviews as last counted and, once merged, the merge commit (which
 	// is then EnvCommit). Releases written before have none.
-	PullRequest *PullRequestRecord `json:"promotion.pull_request,omitempty"`
+	PullRequest *forge.PullRequestRecord `json:"promotion.pull_request,omitempty"`
 	// PromotionHook is set on the releases a recovery drill starts
 	// (its fields keep their JSON names: rehearsal, rehearsal.unavailable).
 	PromotionHook
@@ -172,7 +174,7 @@ type BreakGlassPause struct {
 	Capture    string    `json:"breakglass.capture,omitempty"`
 	// CapturePullRequest is the pull request opened for Capture where
 	// the environment's changes go through the forge.
-	CapturePullRequest *PullRequestRecord `json:"breakglass.capture_pull_request,omitempty"`
+	CapturePullRequest *forge.PullRequestRecord `json:"breakglass.capture_pull_request,omitempty"`
 }
 
 // ApplyRunsOf are the recorded attempts at applying plan fp.
@@ -232,14 +234,14 @@ func (a *Applied) UnmarshalText(b []byte) error {
 
 // StepRecord is the persisted state of one step.
 type StepRecord struct {
-	Kind      StepKind          `json:"kind"`
-	Status    StepStatus        `json:"status"`
-	Message   string            `json:"message,omitempty"`
-	Findings  []finding.Finding `json:"findings,omitempty"`
-	Evidence  []Evidence        `json:"evidence,omitempty"`
-	Attempts  int               `json:"attempts,omitempty"`
-	StartedAt time.Time         `json:"started_at,omitzero"`
-	EndedAt   time.Time         `json:"ended_at,omitzero"`
+	Kind      StepKind            `json:"kind"`
+	Status    StepStatus          `json:"status"`
+	Message   string              `json:"message,omitempty"`
+	Findings  []finding.Finding   `json:"findings,omitempty"`
+	Evidence  []evidence.Evidence `json:"evidence,omitempty"`
+	Attempts  int                 `json:"attempts,omitempty"`
+	StartedAt time.Time           `json:"started_at,omitzero"`
+	EndedAt   time.Time           `json:"ended_at,omitzero"`
 }
 
 // NewRelease makes a release with every step pending.
@@ -321,15 +323,15 @@ func (r *Release) Clone() *Release {
 	c.Steps = make([]StepRecord, len(r.Steps))
 	for i, s := range r.Steps {
 		s.Findings = append([]finding.Finding(nil), s.Findings...)
-		s.Evidence = append([]Evidence(nil), s.Evidence...)
+		s.Evidence = append([]evidence.Evidence(nil), s.Evidence...)
 		c.Steps[i] = s
 	}
 	// The pull request records are replaced, never changed in place, but
 	// a copy keeps a screen's release its own whatever a later change does.
-	for _, pr := range []**PullRequestRecord{&c.Checkpoints.PullRequest, &c.Checkpoints.CapturePullRequest} {
+	for _, pr := range []**forge.PullRequestRecord{&c.Checkpoints.PullRequest, &c.Checkpoints.CapturePullRequest} {
 		if *pr != nil {
 			cp := **pr
-			cp.Reviews = append([]ReviewVerdict(nil), cp.Reviews...)
+			cp.Reviews = append([]forge.ReviewVerdict(nil), cp.Reviews...)
 			*pr = &cp
 		}
 	}

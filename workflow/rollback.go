@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // RollbackRequest asks to restore a previous release of an environment.
@@ -48,7 +49,7 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 	if !target.Compatibility.Accepts(current.schema) {
 		msg := fmt.Sprintf("release %s accepts data schema %s, but %s left schema %d in %s; roll forward instead, or migrate the data back first",
 			target.ID, schemaRange(target.Compatibility), current.id, current.schema, env.Name)
-		return nil, s.journalFailure(ctx, fmt.Errorf("%w: %s", fault.ErrIncompatible, msg), RollbackRefused{Env: env.Name, To: target.ID, Reason: msg})
+		return nil, s.journalFailure(ctx, fmt.Errorf("%w: %s", fault.ErrIncompatible, msg), journal.RollbackRefused{Env: env.Name, To: target.ID, Reason: msg})
 	}
 	now := d.Clock.Now()
 	r := NewRelease(NewReleaseID(d.Project.App, env.Name, now), d.Project.App, env.Name, env.Registry.Repository+"@"+digest.String(), d.Actor, now)
@@ -59,7 +60,7 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 	}
 	r.Checkpoints.Digest, r.Checkpoints.DigestRepository = digest, env.Registry.Repository
 	if err := s.signRelease(ctx, env, r); err != nil {
-		return nil, s.journalFailure(ctx, err, RollbackRefused{Env: env.Name, To: target.ID, Reason: err.Error()})
+		return nil, s.journalFailure(ctx, err, journal.RollbackRefused{Env: env.Name, To: target.ID, Reason: err.Error()})
 	}
 	// The environment file as the target converged: undoing a bad manifest
 	// change along with a bad digest (a failed sync) needs both.
@@ -76,7 +77,7 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 			}
 		}
 	}
-	if err := s.journal(ctx, RollbackStarted{Release: r.ID, Env: env.Name, To: target.ID, Digest: digest.String(), Replacing: current.id, Schema: current.schema}); err != nil {
+	if err := s.journal(ctx, journal.RollbackStarted{Release: r.ID, Env: env.Name, To: target.ID, Digest: digest.String(), Replacing: current.id, Schema: current.schema}); err != nil {
 		return nil, err
 	}
 	return r, s.linkSession(ctx, r.ID)

@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -21,7 +22,7 @@ func releaseTo(t *testing.T, p process, w *workflowtest.World, clock *workflowte
 	clock.Advance(time.Hour)
 	r, err := p.svc.Start(t.Context(), workflow.StartRequest{Env: env, Image: "registry.test/ci/web:1.2.3", Compatibility: &c})
 	require.NoError(t, err)
-	w.Changes = []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Action: workflow.ActionUpdate}}
+	w.Changes = []tfplan.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Action: tfplan.ActionUpdate}}
 	final, err := p.svc.Run(t.Context(), r.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, workflow.ReleaseConverged, final.Status)

@@ -8,8 +8,13 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
+	"github.com/relcap/relcap/workflow/tfplan"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 // StartRequest asks for a new release.
@@ -66,12 +71,12 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 	if env, err := s.d.Project.Env(r.Env); err != nil {
 		return nil, err
 	} else if err := s.signRelease(ctx, env, r); err != nil {
-		return nil, s.journalFailure(ctx, err, PlanFailed{Env: r.Env, Error: err.Error()})
+		return nil, s.journalFailure(ctx, err, journal.PlanFailed{Env: r.Env, Error: err.Error()})
 	}
 	if err := s.d.Ledger.SaveRelease(ctx, r); err != nil {
 		return nil, fmt.Errorf("save release %s: %w", r.ID, err)
 	}
-	if err := s.journal(ctx, ReleaseStarted{Release: r.ID, Kind: r.Kind, Env: r.Env, Image: r.Image, Captain: r.Captain, ForceUnverified: req.ForceUnverified}); err != nil {
+	if err := s.journal(ctx, journal.ReleaseStarted{Release: r.ID, Kind: string(r.Kind), Env: r.Env, Image: r.Image, Captain: r.Captain, ForceUnverified: req.ForceUnverified}); err != nil {
 		return nil, err
 	}
 	if err := s.linkSession(ctx, r.ID); err != nil {
@@ -105,7 +110,7 @@ func (s *Service) RunUntil(ctx context.Context, id string, sink EventSink, last 
 	}
 	// One process drives a release at a time across captains; the release
 	// is read again once it is held, since the holder may have moved it on.
-	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockRun, Key: r.ID}, r.ID, fmt.Sprintf("run release %s in %s", r.ID, r.Env))
+	unlock, err := s.lockOperation(ctx, oplock.Scope{Kind: oplock.Run, Key: r.ID}, r.ID, fmt.Sprintf("run release %s in %s", r.ID, r.Env))
 	if err != nil {
 		return r, err
 	}
@@ -175,7 +180,7 @@ type StepResult struct {
 	Status   StepStatus
 	Message  string
 	Findings []finding.Finding
-	Evidence []Evidence
+	Evidence []evidence.Evidence
 	// Err explains a Blocked result (wraps fault.ErrBlocked).
 	Err error
 }
@@ -216,7 +221,7 @@ func (run *releaseRun) flushEffort(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if jerr := run.svc.journal(ctx, EffortLost{Release: run.r.ID, Error: err.Error()}); jerr != nil {
+	if jerr := run.svc.journal(ctx, journal.EffortLost{Release: run.r.ID, Error: err.Error()}); jerr != nil {
 		return fmt.Errorf("record effort of %s: %w, %w", run.r.ID, err, journalFailed(jerr))
 	}
 	return nil
@@ -247,15 +252,15 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 	if err := run.save(ctx); err != nil {
 		return err
 	}
-	if err := run.svc.journal(ctx, StepStarted{Release: run.r.ID, Step: k.String(), Attempt: rec.Attempts, Resumed: resumed}); err != nil {
+	if err := run.svc.journal(ctx, journal.StepStarted{Release: run.r.ID, Step: k.String(), Attempt: rec.Attempts, Resumed: resumed}); err != nil {
 		return err
 	}
 	run.sink(Event{Time: rec.StartedAt, Kind: EventStepStarted, ReleaseID: run.r.ID, Step: k, Status: Running, Release: run.r.Clone()})
 
-	out := newOutputLines(func(line string) {
+	out := tooloutput.NewLines(func(line string) {
 		run.sink(Event{Time: d.Clock.Now(), Kind: EventStepOutput, ReleaseID: run.r.ID, Step: k, Status: Running, Output: line})
 	}, d.Secrets)
-	res, err := run.runStep(WithToolOutput(ctx, out), k)
+	res, err := run.runStep(tooloutput.With(ctx, out), k)
 	if jerr := run.svc.journalOutput(ctx, out, run.r.ID, k); jerr != nil {
 		err = errors.Join(err, jerr)
 	}
@@ -268,7 +273,7 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 		rec.Message = "interrupted: " + err.Error()
 		saveCtx := context.WithoutCancel(ctx)
 		saveErr := run.save(saveCtx)
-		jerr := run.svc.journal(saveCtx, StepInterrupted{Release: run.r.ID, Step: k.String(), Error: err.Error()})
+		jerr := run.svc.journal(saveCtx, journal.StepInterrupted{Release: run.r.ID, Step: k.String(), Error: err.Error()})
 		return errors.Join(&StepError{Step: k, Err: err}, saveErr, journalFailed(jerr), run.flushEffort(saveCtx))
 	case err != nil:
 		rec.Status = Failed
@@ -294,7 +299,7 @@ func (run *releaseRun) step(ctx context.Context, k StepKind) error {
 	if serr := run.save(ctx); serr != nil {
 		return serr
 	}
-	if jerr := run.svc.journal(ctx, StepFinished{Release: run.r.ID, Step: k.String(), Status: rec.Status.String(), Message: rec.Message,
+	if jerr := run.svc.journal(ctx, journal.StepFinished{Release: run.r.ID, Step: k.String(), Status: rec.Status.String(), Message: rec.Message,
 		Evidence: res.Evidence, Findings: res.Findings}); jerr != nil {
 		return jerr
 	}
@@ -426,7 +431,7 @@ func (s *Service) OpenRelease(ctx context.Context, req OpenRequest) (Opened, err
 		if err := d.Ledger.SaveRelease(ctx, r); err != nil {
 			return Opened{}, fmt.Errorf("save release %s: %w", r.ID, err)
 		}
-		if err := s.journal(ctx, ReleaseImageSet{Release: r.ID, Image: r.Image, ForceUnverified: req.ForceUnverified}); err != nil {
+		if err := s.journal(ctx, journal.ReleaseImageSet{Release: r.ID, Image: r.Image, ForceUnverified: req.ForceUnverified}); err != nil {
 			return Opened{}, err
 		}
 	}
@@ -493,7 +498,7 @@ func (q *Records) ReleaseOfPlan(ctx context.Context, fingerprint string) (*Relea
 // PlanOutcome is where relcap plan left its release.
 type PlanOutcome struct {
 	Opened
-	Plan PlanSummary
+	Plan tfplan.Summary
 	// Waiting is why the release waits after plan review (approvals), or
 	// "" when it may apply.
 	Waiting string

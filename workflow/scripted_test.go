@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -104,8 +105,8 @@ func TestAScriptedReleaseLeavesTheSameRecordAsOneRun(t *testing.T) {
 }
 
 // evidenceKinds lists the kinds of evidence, each once, in order.
-func evidenceKinds(es []workflow.Evidence) []workflow.EvidenceKind {
-	var out []workflow.EvidenceKind
+func evidenceKinds(es []evidence.Evidence) []evidence.Kind {
+	var out []evidence.Kind
 	for _, e := range es {
 		if !slices.Contains(out, e.Kind) {
 			out = append(out, e.Kind)

@@ -13,7 +13,11 @@ import (
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Deps are the ports a Service drives. Ledger, Journal and Clock are always
@@ -35,7 +39,7 @@ type Deps struct {
 	// Forges opens the forge of an environment whose changes go through
 	// pull requests (envrepo.review.via: pull_request); nil where none
 	// does.
-	Forges ForgeOpener
+	Forges forge.Opener
 	// Lander lands a promotion's pinned change through the forge's pull
 	// request (workflow/landing); nil where no environment's does.
 	Lander Lander
@@ -74,12 +78,12 @@ type Service struct {
 	*Records
 	d Deps
 
-	mu     sync.Mutex
-	clocks map[string]*effort.Clock // per release, for UIs' Touch
-	linked map[string]bool          // releases this session's journal links
-	held   map[LockScope]bool       // operation locks this Service holds
-	subs   map[int]chan Event
-	nextID int
+	mu      sync.Mutex
+	tracker *effort.Tracker       // the UIs' effort clocks
+	linked  map[string]bool       // releases this session's journal links
+	held    map[oplock.Scope]bool // operation locks this Service holds
+	subs    map[int]chan Event
+	nextID  int
 }
 
 // NewService checks the always-needed ports.
@@ -100,7 +104,7 @@ func NewService(d Deps) (*Service, error) {
 	if d.Wait == (WaitOptions{}) {
 		d.Wait = DefaultWaitOptions
 	}
-	return &Service{Records: rec, d: d}, nil
+	return &Service{Records: rec, d: d, tracker: effort.NewTracker(d.Clock, d.Project.Effort.IdleThreshold, d.Actor)}, nil
 }
 
 // Actor is who this Service acts as.
@@ -174,7 +178,7 @@ func (s *Service) publish(e Event) {
 }
 
 // journal appends rec to the session's journal.
-func (s *Service) journal(ctx context.Context, rec JournalRecord) error {
+func (s *Service) journal(ctx context.Context, rec journal.Record) error {
 	if _, err := s.d.Journal.Append(ctx, rec); err != nil {
 		return fmt.Errorf("journal %s: %w", rec.JournalKind(), err)
 	}
@@ -184,7 +188,7 @@ func (s *Service) journal(ctx context.Context, rec JournalRecord) error {
 // journalFailure journals rec, which records why the operation failed with
 // cause, and returns cause joined with any failure to journal it, so a lost
 // record is never silent: the command fails naming both.
-func (s *Service) journalFailure(ctx context.Context, cause error, rec JournalRecord) error {
+func (s *Service) journalFailure(ctx context.Context, cause error, rec journal.Record) error {
 	return errors.Join(cause, journalFailed(s.journal(context.WithoutCancel(ctx), rec)))
 }
 
@@ -207,7 +211,7 @@ func (s *Service) linkSession(ctx context.Context, releaseID string) error {
 	if done {
 		return nil
 	}
-	if err := s.journal(ctx, SessionRelease{Release: releaseID}); err != nil {
+	if err := s.journal(ctx, journal.SessionRelease{Release: releaseID}); err != nil {
 		return err
 	}
 	if id := s.d.Journal.SessionID(); id != "" {
@@ -261,13 +265,13 @@ func (q *Records) Release(ctx context.Context, id string) (*Release, error) {
 }
 
 // Plan returns a reviewed plan by fingerprint.
-func (q *Records) Plan(ctx context.Context, fingerprint string) (PlanSummary, error) {
+func (q *Records) Plan(ctx context.Context, fingerprint string) (tfplan.Summary, error) {
 	return q.ledger.LoadPlan(ctx, fingerprint)
 }
 
 // PlanApprovals counts the approvals of a plan against its environment's
 // rule, as apply will.
-func (q *Records) PlanApprovals(ctx context.Context, p PlanSummary) (approval.Check, error) {
+func (q *Records) PlanApprovals(ctx context.Context, p tfplan.Summary) (approval.Check, error) {
 	env, err := q.project.Env(p.Env)
 	if err != nil {
 		return approval.Check{}, err
@@ -371,7 +375,7 @@ func (q *Records) AwaitedApprovals(ctx context.Context, r *Release) (check appro
 	case StepPromotion:
 		rule := env.Approvals.Rule(approval.Promotion)
 		review := env.EnvRepo.Review
-		if rule.Required == 0 || (review.PullRequests() && review.Approvals != ApprovalsFromBoth) {
+		if rule.Required == 0 || (review.PullRequests() && review.Approvals != forge.ApprovalsFromBoth) {
 			// Approvals given on the forge reach no ledger: the cockpit
 			// polls the forge instead (fault.ErrAwaitingForge).
 			return approval.Check{}, false, nil

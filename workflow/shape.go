@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Shape is what a release carries: infrastructure only (a reviewed plan
@@ -87,7 +89,7 @@ func DecideShape(f ShapeFacts) ShapeDecision {
 // ShapeOf decides r's shape from what the release itself records, for a
 // screen or a report (a release written before shapes has none stored).
 // plan is r's reviewed plan, nil when it has none or it is not at hand.
-func ShapeOf(r *Release, plan *PlanSummary) ShapeDecision {
+func ShapeOf(r *Release, plan *tfplan.Summary) ShapeDecision {
 	f := ShapeFacts{
 		Image:       r.Image != "" || !r.Checkpoints.Digest.IsZero(),
 		PlanSkipped: r.Step(StepPlanReview).Status == Skipped,
@@ -138,12 +140,12 @@ func PlanSteps(r *Release, d ShapeDecision) []StepPlan {
 // (resources of the Kubernetes, kubectl or Helm providers, which write the
 // cluster it runs in); none otherwise. It returns the addresses that
 // affect it, for the record.
-func AffectedApps(plan PlanSummary, env Environment) (apps []appstate.AppRef, by []string) {
+func AffectedApps(plan tfplan.Summary, env Environment) (apps []appstate.AppRef, by []string) {
 	if env.ArgoCD.App == "" {
 		return nil, nil
 	}
 	for _, c := range plan.Changes {
-		if c.Action == ActionNoop || c.Action == ActionRead {
+		if c.Action == tfplan.ActionNoop || c.Action == tfplan.ActionRead {
 			continue
 		}
 		if kubernetesType(c.Type) {
@@ -174,7 +176,7 @@ func kubernetesType(t string) bool {
 // decideShape decides r's shape from its image and reviewed plan, and
 // records it (saved, journaled) when it changed.
 func (run *releaseRun) decideShape(ctx context.Context) (ShapeDecision, error) {
-	var plan *PlanSummary
+	var plan *tfplan.Summary
 	if fp := run.r.Checkpoints.Fingerprint; fp != "" {
 		p, err := run.svc.d.Ledger.LoadPlan(ctx, fp)
 		if err != nil {
@@ -217,7 +219,7 @@ func (run *releaseRun) byShape(ctx context.Context, k StepKind) (res StepResult,
 // applications its applied plan affects synced and healthy (no digest to
 // look for), or nothing to watch.
 func (run *releaseRun) convergeAffected(ctx context.Context) (StepResult, error) {
-	var plan PlanSummary
+	var plan tfplan.Summary
 	if fp := run.r.Checkpoints.Fingerprint; fp != "" && !run.r.Checkpoints.Applied.NoChanges {
 		p, err := run.svc.d.Ledger.LoadPlan(ctx, fp)
 		if err != nil {
@@ -235,7 +237,7 @@ func (run *releaseRun) convergeAffected(ctx context.Context) (StepResult, error)
 	}
 	run.effort.BeginWait(StepConvergence.String())
 	defer run.effort.EndWait(StepConvergence.String())
-	var evidence []Evidence
+	var established []evidence.Evidence
 	for _, app := range apps {
 		st, v, err := run.svc.watch(run.env, func(s appstate.AppState) {
 			run.sink(Event{Time: d.Clock.Now(), Kind: EventAppState, ReleaseID: run.r.ID, Step: StepConvergence, Status: Running, App: &s})
@@ -246,13 +248,13 @@ func (run *releaseRun) convergeAffected(ctx context.Context) (StepResult, error)
 			}
 			return StepResult{}, verr
 		}
-		evidence = append(evidence, NewEvidence(app.Name, AppConverged{Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health}))
+		established = append(established, evidence.New(app.Name, evidence.AppConverged{Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health}))
 	}
 	names := make([]string, len(apps))
 	for i, a := range apps {
 		names[i] = a.Name
 	}
-	return StepResult{Status: Succeeded, Evidence: evidence,
+	return StepResult{Status: Succeeded, Evidence: established,
 		Message: fmt.Sprintf("infrastructure only: %s synced and healthy after the apply (affected by %s)", strings.Join(names, ", "), strings.Join(by, ", "))}, nil
 }
 
@@ -272,7 +274,7 @@ func (run *releaseRun) finish(ctx context.Context) (msg string, err error) {
 	if err := run.save(ctx); err != nil {
 		return "", err
 	}
-	return "converged", run.svc.journal(ctx, ReleaseDone{Release: r.ID, Digest: r.Checkpoints.Digest.String(), Revision: r.Checkpoints.EnvCommit})
+	return "converged", run.svc.journal(ctx, journal.ReleaseDone{Release: r.ID, Digest: r.Checkpoints.Digest.String(), Revision: r.Checkpoints.EnvCommit})
 }
 
 // The journal records of shapes.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -72,7 +74,7 @@ func TestAnInfrastructureOnlyReleaseEndsSucceeded(t *testing.T) {
 	kinds := ender.journal.Kinds()
 	require.Contains(t, kinds, string(workflow.KindReleaseShaped))
 	require.Contains(t, kinds, string(workflow.KindReleaseSucceeded))
-	require.NotContains(t, kinds, string(workflow.KindReleaseDone), "succeeded, not converged on a digest")
+	require.NotContains(t, kinds, string(journal.KindReleaseDone), "succeeded, not converged on a digest")
 
 	next, err := cmd("alice").svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
 	require.NoError(t, err)
@@ -89,7 +91,7 @@ func TestAnInfrastructureOnlyReleaseWatchesTheApplicationItAffects(t *testing.T)
 	ctx := t.Context()
 	clock := workflowtest.NewClock(t0)
 	w, l := workflowtest.NewWorld(), workflowtest.NewLedger()
-	w.Changes = []workflow.ResourceChange{{Address: "kubernetes_config_map.web", Type: "kubernetes_config_map", Name: "web", Action: workflow.ActionUpdate}}
+	w.Changes = []tfplan.ResourceChange{{Address: "kubernetes_config_map.web", Type: "kubernetes_config_map", Name: "web", Action: tfplan.ActionUpdate}}
 	cmd := func(actor string) process { return newProcess(t, testProject(0), w, l, clock, actor) }
 
 	planned, err := cmd("alice").svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)

@@ -10,7 +10,11 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The boundary stage, second half: apply exactly the approved plan, only
@@ -122,7 +126,7 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 	if res.AlreadyApplied {
 		msg += " (completed by an earlier, interrupted run)"
 	}
-	return StepResult{Status: Succeeded, Message: msg, Evidence: []Evidence{NewEvidence(fp, PlanApplied{StateSerial: res.StateSerial})}}, nil
+	return StepResult{Status: Succeeded, Message: msg, Evidence: []evidence.Evidence{evidence.New(fp, evidence.PlanApplied{StateSerial: res.StateSerial})}}, nil
 }
 
 // ApplyPlan applies exactly the plan with this fingerprint (relcap apply),
@@ -130,14 +134,14 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 // the plan is an open release's, the release runs up to and through its
 // apply step (events to sink), so the apply is in its step history;
 // otherwise the plan is applied on its own.
-func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventSink) (ApplyResult, PlanSummary, error) {
+func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventSink) (ApplyResult, tfplan.Summary, error) {
 	d := s.d
 	if r, err := s.ReleaseOfPlan(ctx, fingerprint); err != nil {
-		return ApplyResult{}, PlanSummary{}, err
+		return ApplyResult{}, tfplan.Summary{}, err
 	} else if r != nil && open(r) {
 		return s.applyRelease(ctx, r, fingerprint, sink)
 	} else if r != nil && r.Status == ReleaseAbandoned {
-		return ApplyResult{}, PlanSummary{}, abandonedPlan(r, fingerprint)
+		return ApplyResult{}, tfplan.Summary{}, abandonedPlan(r, fingerprint)
 	}
 	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
 	if errors.Is(err, fault.ErrNotFound) {
@@ -192,13 +196,13 @@ func (r *applyRefusal) Unwrap() error { return r.err }
 // by env's plan rule when asked, the plan file, the attempt recorded,
 // then the Applier (which checks the plan file and its inputs). ran
 // reports whether the Applier was asked; err is then its error.
-func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyResult, plan PlanSummary, ran bool, err error) {
+func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyResult, plan tfplan.Summary, ran bool, err error) {
 	d := s.d
 	fp := g.fingerprint
 	if err := g.env.MayApply(d.Actor); err != nil {
 		return res, plan, false, &applyRefusal{err}
 	}
-	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(d.Project, g.env)}, g.holder, g.lockWhat)
+	unlock, err := s.lockOperation(ctx, oplock.Scope{Kind: oplock.Apply, Key: StateBoundary(d.Project, g.env)}, g.holder, g.lockWhat)
 	if err != nil {
 		return res, plan, false, err
 	}
@@ -239,7 +243,7 @@ func (s *Service) applyThroughGate(ctx context.Context, g applyGate) (res ApplyR
 }
 
 // planApprovals counts the approvals of plan under env's plan rule.
-func (s *Service) planApprovals(ctx context.Context, env Environment, plan PlanSummary) (approval.Check, error) {
+func (s *Service) planApprovals(ctx context.Context, env Environment, plan tfplan.Summary) (approval.Check, error) {
 	approvals, err := s.d.Ledger.Approvals(ctx, approval.Plan, plan.Fingerprint)
 	if err != nil {
 		return approval.Check{}, fmt.Errorf("read approvals: %w", err)
@@ -294,7 +298,7 @@ func (s *Service) nextAfterFailedApply(ctx context.Context, env Environment) str
 }
 
 // applyRelease runs release r through its apply step for relcap apply.
-func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint string, sink EventSink) (ApplyResult, PlanSummary, error) {
+func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint string, sink EventSink) (ApplyResult, tfplan.Summary, error) {
 	plan, err := s.d.Ledger.LoadPlan(ctx, fingerprint)
 	if err != nil {
 		return ApplyResult{}, plan, err
@@ -311,7 +315,7 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 	if err != nil {
 		return ApplyResult{}, plan, err
 	}
-	unlock, err := s.lockOperation(ctx, LockScope{Kind: LockApply, Key: StateBoundary(s.d.Project, env)}, r.ID,
+	unlock, err := s.lockOperation(ctx, oplock.Scope{Kind: oplock.Apply, Key: StateBoundary(s.d.Project, env)}, r.ID,
 		fmt.Sprintf("apply plan %s in %s (release %s)", ShortHash(fingerprint), env.Name, r.ID))
 	if err != nil {
 		return ApplyResult{}, plan, err
@@ -331,7 +335,7 @@ func (s *Service) applyRelease(ctx context.Context, r *Release, fingerprint stri
 
 // appliedBefore refuses a plan that was applied already: its fingerprint
 // names a state that is gone.
-func appliedBefore(plan PlanSummary) error {
+func appliedBefore(plan tfplan.Summary) error {
 	if plan.AppliedAt.IsZero() {
 		return nil
 	}
@@ -368,7 +372,7 @@ func runRef(r ApplyRun) string {
 // attempt before Terraform may start, and journals how it ended: a
 // refusal, an interruption, a stale plan, a failure with the next safe
 // action, or the apply.
-func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint string) (ApplyResult, PlanSummary, error) {
+func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint string) (ApplyResult, tfplan.Summary, error) {
 	d := s.d
 	plan, err := d.Ledger.LoadPlan(ctx, fingerprint)
 	if err != nil {
@@ -382,7 +386,7 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 		lockWhat: fmt.Sprintf("apply plan %s in %s", ShortHash(fingerprint), env.Name),
 		// The Applier finds this machine's earlier runs of the plan itself.
 		started: func(attempt ApplyRun) error {
-			return s.journal(ctx, ApplyStarted{Env: env.Name, Fingerprint: fingerprint, Run: runRef(attempt)})
+			return s.journal(ctx, journal.ApplyStarted{Env: env.Name, Fingerprint: fingerprint, Run: runRef(attempt)})
 		},
 		await: func(ctx context.Context, apply func(context.Context) (ApplyResult, error)) (ApplyResult, error) {
 			tctx, done := s.withToolOutput(ctx, "", StepApply)
@@ -398,7 +402,7 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 	}
 	var refusal *applyRefusal
 	if errors.As(err, &refusal) {
-		return ApplyResult{}, plan, s.journalFailure(ctx, refusal.err, ApplyRefused{Fingerprint: fingerprint, Reason: refusal.err.Error()})
+		return ApplyResult{}, plan, s.journalFailure(ctx, refusal.err, journal.ApplyRefused{Fingerprint: fingerprint, Reason: refusal.err.Error()})
 	}
 	if !ran {
 		return ApplyResult{}, plan, err
@@ -408,20 +412,20 @@ func (s *Service) ApplyPlanIn(ctx context.Context, env Environment, fingerprint 
 	case err != nil && ctx.Err() != nil:
 		next := fmt.Sprintf("Terraform was interrupted and stopped cleanly; run relcap plan --env %s to see what is left, then approve and apply the new plan", env.Name)
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("apply interrupted: %w; next: %s", err, next),
-			ApplyInterrupted{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
+			journal.ApplyInterrupted{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
 	case errors.Is(err, fault.ErrApplyOutcomeUnknown):
-		return ApplyResult{}, plan, s.journalFailure(jctx, err, ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+		return ApplyResult{}, plan, s.journalFailure(jctx, err, journal.ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	case errors.Is(err, fault.ErrStalePlan):
 		return ApplyResult{}, plan, s.journalFailure(jctx, fmt.Errorf("%w; run relcap plan --env %s again and have the new fingerprint approved", err, env.Name),
-			ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
+			journal.ApplyRefused{Fingerprint: fingerprint, Reason: err.Error()})
 	case err != nil:
 		next := s.nextAfterFailedApply(jctx, env)
 		return ApplyResult{}, plan, s.journalFailure(jctx, &ApplyFailedError{Fingerprint: fingerprint, Err: err, NextAction: next},
-			ApplyFailed{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
+			journal.ApplyFailed{Fingerprint: fingerprint, Error: err.Error(), NextAction: next})
 	}
 	if err := d.Ledger.MarkPlanApplied(jctx, fingerprint, d.Clock.Now()); err != nil {
 		return res, plan, fmt.Errorf("plan %s was applied but the ledger could not record it: %w", ShortHash(fingerprint), err)
 	}
 	forgot := s.forgetSharedPlan(jctx, fingerprint)
-	return res, plan, errors.Join(s.journal(jctx, ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied}), forgot)
+	return res, plan, errors.Join(s.journal(jctx, journal.ApplyDone{Fingerprint: fingerprint, StateSerial: res.StateSerial, AlreadyApplied: res.AlreadyApplied}), forgot)
 }

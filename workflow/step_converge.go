@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // The evidence stage: Argo CD Synced at the intended revision, Healthy and
@@ -32,28 +34,28 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 	run.effort.BeginWait(StepConvergence.String())
 	defer run.effort.EndWait(StepConvergence.String())
 
-	var evidence []Evidence
+	var established []evidence.Evidence
 	if run.r.Kind == KindRollback {
 		ev, err := run.endFailingSync(ctx, app, want)
 		if err != nil {
 			return StepResult{}, err
 		}
-		evidence = append(evidence, ev...)
+		established = append(established, ev...)
 	}
 	st, v, err := run.svc.watch(run.env, func(s appstate.AppState) {
 		run.sink(Event{Time: d.Clock.Now(), Kind: EventAppState, ReleaseID: run.r.ID, Step: StepConvergence, Status: Running, App: &s})
 	}).Wait(ctx, app, want)
-	converged := AppConverged{IntendedRevision: want.Revision, Digest: digest, Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health}
+	converged := evidence.AppConverged{IntendedRevision: want.Revision, Digest: digest, Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health}
 	switch verr := run.svc.verdictError(app.Name, v, err); {
 	case errors.Is(err, ErrWatchTimedOut):
 		return StepResult{}, &TerminalError{Err: verr}
 	case err != nil:
 		return StepResult{}, verr
 	case verr != nil:
-		failed := AppNotConverged{Verdict: v.Kind, Reason: v.Reason, IntendedRevision: want.Revision, Digest: digest, Images: st.Images,
+		failed := evidence.AppNotConverged{Verdict: v.Kind, Reason: v.Reason, IntendedRevision: want.Revision, Digest: digest, Images: st.Images,
 			Sync: st.SyncStatus, Revision: st.SyncRevision, Health: st.Health, NextAction: v.NextAction}
 		f := finding.Finding{Severity: finding.Blocker, Code: v.Kind.FindingCode(), Subject: app.Name, Message: v.Reason, NextAction: v.NextAction, Facts: converged.Facts()}
-		return StepResult{Findings: []finding.Finding{f}, Evidence: []Evidence{NewEvidence(app.Name, failed)}}, &TerminalError{Err: verr}
+		return StepResult{Findings: []finding.Finding{f}, Evidence: []evidence.Evidence{evidence.New(app.Name, failed)}}, &TerminalError{Err: verr}
 	}
 	now := d.Clock.Now()
 	if err := d.Ledger.RecordConvergence(ctx, ConvergenceRecord{ReleaseID: run.r.ID, App: run.r.App, Env: run.env.Name, Digest: digest, Revision: want.Revision, At: now}); err != nil {
@@ -63,7 +65,7 @@ func (run *releaseRun) converge(ctx context.Context) (StepResult, error) {
 		return StepResult{}, err
 	}
 	return StepResult{Status: Succeeded, Message: fmt.Sprintf("%s synced at %s, healthy, running %s", app.Name, revOrNone(want.Revision), digest.Short()),
-		Evidence: append(evidence, NewEvidence(app.Name, converged))}, nil
+		Evidence: append(established, evidence.New(app.Name, converged))}, nil
 }
 
 // watch is the Service's convergence watch of env: its Convergence port
@@ -83,7 +85,7 @@ func (s *Service) watch(env Environment, observe func(appstate.AppState)) Watch 
 // rollback's revision back until they run out. Only a Running operation
 // that has already failed at least once is ended: a sync in progress is
 // never cut short.
-func (run *releaseRun) endFailingSync(ctx context.Context, app appstate.AppRef, want Want) ([]Evidence, error) {
+func (run *releaseRun) endFailingSync(ctx context.Context, app appstate.AppRef, want Want) ([]evidence.Evidence, error) {
 	d := run.svc.d
 	term, ok := d.Convergence.(OperationTerminator)
 	if !ok {
@@ -97,7 +99,7 @@ func (run *releaseRun) endFailingSync(ctx context.Context, app appstate.AppRef, 
 		return nil, nil
 	}
 	run.progress(StepConvergence, fmt.Sprintf("ending Argo CD's retries of the failed sync of %s (attempt #%d)", revOrNone(st.OperationRevision), st.OperationRetries))
-	ended := OperationTerminated{App: app.Name, Revision: st.OperationRevision, Retries: st.OperationRetries, Message: st.OperationMsg}
+	ended := evidence.OperationTerminated{App: app.Name, Revision: st.OperationRevision, Retries: st.OperationRetries, Message: st.OperationMsg}
 	if err := term.TerminateOperation(ctx, app); err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -106,12 +108,12 @@ func (run *releaseRun) endFailingSync(ctx context.Context, app appstate.AppRef, 
 		// sync permission it takes): the rollback still converges once
 		// they run out, so it waits rather than fails.
 		run.progress(StepConvergence, fmt.Sprintf("could not end them (%v); waiting for Argo CD's retries to run out", err))
-		return nil, run.svc.journal(ctx, TerminateFailed{OperationTerminated: ended, Error: err.Error()})
+		return nil, run.svc.journal(ctx, journal.TerminateFailed{OperationTerminated: ended, Error: err.Error()})
 	}
-	if err := run.svc.journal(ctx, ended); err != nil {
+	if err := run.svc.journal(ctx, journal.OperationTerminatedRecord{OperationTerminated: ended}); err != nil {
 		return nil, err
 	}
-	return []Evidence{NewEvidence(app.Name, ended)}, nil
+	return []evidence.Evidence{evidence.New(app.Name, ended)}, nil
 }
 
 // verdictError is how a convergence watch of app ended, as relcap's error
@@ -165,20 +167,20 @@ func (s *Service) ConvergeRevision(ctx context.Context, envName, revision string
 	want := Want{Revision: revision, Digest: pinned.Digest}
 	st, v, err := s.watch(env, observe).Wait(ctx, env.AppRef(), want)
 	res := RevisionResult{App: st, Verdict: v, Pinned: pinned}
-	watched := RevisionWatch{IntendedRevision: revision, Digest: pinned.Digest.String(), Sync: st.SyncStatus, Revision: st.SyncRevision,
+	watched := journal.RevisionWatch{IntendedRevision: revision, Digest: pinned.Digest.String(), Sync: st.SyncStatus, Revision: st.SyncRevision,
 		Health: st.Health, Images: strings.Join(st.Images, ",")}
 	switch verr := s.verdictError(env.ArgoCD.App, v, err); {
 	case errors.Is(err, ErrWatchTimedOut):
-		return res, s.journalFailure(ctx, verr, ConvergeTimeout{watched})
+		return res, s.journalFailure(ctx, verr, journal.ConvergeTimeout{RevisionWatch: watched})
 	case err != nil:
 		return res, verr
 	case verr != nil:
 		watched.Verdict, watched.NextAction = v.Kind, v.NextAction
 		return res, s.journalFailure(ctx, fmt.Errorf("%w\n  intended revision %s, artifact %s, controller: sync %s at %s, health %s\n  next: %s",
 			verr, revision, pinned, st.SyncStatus, st.SyncRevision, st.Health, v.NextAction),
-			ConvergeFailed{watched})
+			journal.ConvergeFailed{RevisionWatch: watched})
 	}
-	return res, s.journal(ctx, ConvergeDone{watched})
+	return res, s.journal(ctx, journal.ConvergeDone{RevisionWatch: watched})
 }
 
 // The convergence watch (Watch.Wait): argo-cd's `app wait` over the

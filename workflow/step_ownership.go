@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -31,11 +33,11 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 	if err := d.Ledger.RecordFindings(ctx, ownershipScope(run.env.Name), d.Clock.Now(), findings); err != nil {
 		return StepResult{}, fmt.Errorf("record findings: %w", err)
 	}
-	evidence := []Evidence{NewEvidence(run.env.Name, OwnershipChecked{Objects: len(objects), Findings: len(findings),
+	established := []evidence.Evidence{evidence.New(run.env.Name, evidence.OwnershipChecked{Objects: len(objects), Findings: len(findings),
 		Kubernetes: src.Kubernetes, LiveUnchecked: src.LiveError})}
 	if n := finding.Blockers(findings); n > 0 {
 		res := blocked(fault.ErrOwnershipConflict, fmt.Sprintf("%d ownership problem(s) must be resolved first", n), findings)
-		res.Evidence = evidence
+		res.Evidence = established
 		return res, nil
 	}
 	msg := fmt.Sprintf("%d managed objects, one owner each", len(objects))
@@ -48,7 +50,7 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 	if src.LiveError != "" && run.svc.isProduction(run.env) {
 		msg += "; applying a plan that writes Kubernetes objects in production is refused until it runs"
 	}
-	return StepResult{Status: Succeeded, Message: msg, Findings: findings, Evidence: evidence}, nil
+	return StepResult{Status: Succeeded, Message: msg, Findings: findings, Evidence: established}, nil
 }
 
 // ownershipScope is where an environment's ownership findings are kept.
@@ -75,7 +77,7 @@ func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (owners
 	src, err := s.readOwnership(tctx, env, clusterAlways, func(f func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error) { return f() })
 	if err != nil {
 		err = fmt.Errorf("environment %s: %w", env.Name, err)
-		return ownership.Report{}, done(s.journalFailure(ctx, err, OwnershipCheckFailed{Env: env.Name, Error: err.Error()}))
+		return ownership.Report{}, done(s.journalFailure(ctx, err, journal.OwnershipCheckFailed{Env: env.Name, Error: err.Error()}))
 	}
 	if err := done(nil); err != nil {
 		return ownership.Report{}, err
@@ -97,7 +99,7 @@ func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (owners
 	for _, f := range rep.Findings {
 		counts[f.Code]++
 	}
-	return rep, s.journal(ctx, OwnershipCheckRecorded{Env: env.Name, Objects: len(objects), Rows: len(rep.Matrix), Findings: counts, Blockers: rep.Blockers()})
+	return rep, s.journal(ctx, journal.OwnershipCheckRecorded{Env: env.Name, Objects: len(objects), Rows: len(rep.Matrix), Findings: counts, Blockers: rep.Blockers()})
 }
 
 // OwnershipBlocked is nil when no environment's ownership report blocks,

@@ -7,7 +7,10 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The boundary stage, first half: the exact saved plan, reviewed, with its
@@ -19,18 +22,18 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 	if d.Planner == nil {
 		return StepResult{}, missingPort("planner")
 	}
-	var plan PlanSummary
+	var plan tfplan.Summary
 	var note string
 	if fp := run.r.Checkpoints.Fingerprint; fp != "" {
 		p, err := d.Ledger.LoadPlan(ctx, fp)
 		if err != nil {
 			return StepResult{}, fmt.Errorf("load plan %s: %w", fp, err)
 		}
-		inputs, err := wait(run, StepPlanReview, func() (PlanInputs, error) { return d.Planner.Inputs(ctx, run.env) })
+		inputs, err := wait(run, StepPlanReview, func() (tfplan.Inputs, error) { return d.Planner.Inputs(ctx, run.env) })
 		if err != nil {
 			return StepResult{}, fmt.Errorf("read plan inputs: %w", err)
 		}
-		if reasons := StaleReasons(p.Inputs, inputs); len(reasons) > 0 {
+		if reasons := tfplan.StaleReasons(p.Inputs, inputs); len(reasons) > 0 {
 			note = fmt.Sprintf("plan %s was stale (%s); planned again. ", ShortHash(fp), reasons[0])
 		} else {
 			plan = p
@@ -45,7 +48,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		if d.Verifier != nil && d.Actor != "" {
 			author = d.Actor
 		}
-		facts, err := wait(run, StepPlanReview, func() (PlanFacts, error) { return d.Planner.Plan(ctx, run.env, author) })
+		facts, err := wait(run, StepPlanReview, func() (tfplan.Facts, error) { return d.Planner.Plan(ctx, run.env, author) })
 		if err != nil {
 			return StepResult{}, fmt.Errorf("plan: %w", err)
 		}
@@ -66,7 +69,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		}
 		plan = p
 	}
-	res := StepResult{Findings: plan.Findings, Evidence: []Evidence{NewEvidence(plan.Fingerprint, PlanReviewedOf(plan))}}
+	res := StepResult{Findings: plan.Findings, Evidence: []evidence.Evidence{evidence.New(plan.Fingerprint, PlanReviewedOf(plan))}}
 	if why, refused := plan.Refused(); refused {
 		// No approval can make it applicable: say so before anyone is
 		// asked to approve it.
@@ -115,7 +118,7 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		res.Message = fmt.Sprintf("%splan %s approved by %s", note, ShortHash(plan.Fingerprint), strings.Join(names, ", "))
 	}
 	for _, a := range check.Counted {
-		res.Evidence = append(res.Evidence, NewEvidence(plan.Fingerprint, PlanApproved{Approver: a.Approver, At: a.At.UTC()}))
+		res.Evidence = append(res.Evidence, evidence.New(plan.Fingerprint, evidence.PlanApproved{Approver: a.Approver, At: a.At.UTC()}))
 	}
 	return res, nil
 }
@@ -125,13 +128,13 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 // map), signs it, saves it in the ledger and journals it: every plan relcap
 // makes, a release's (release is its ID) or the failed-apply drill's
 // (release is ""), is kept the same way.
-func (s *Service) keepPlan(ctx context.Context, env Environment, facts PlanFacts, release string) (PlanSummary, error) {
-	p := ReviewPlan(facts, s.d.Project.PlanClassify())
+func (s *Service) keepPlan(ctx context.Context, env Environment, facts tfplan.Facts, release string) (tfplan.Summary, error) {
+	p := tfplan.ReviewPlan(facts, s.d.Project.PlanClassify())
 	p.Release = release
-	ReviewDrift(&p, s.d.Project.Ownership)
+	tfplan.ReviewDrift(&p, s.d.Project.Ownership)
 	p, err := s.signPlan(ctx, env, p)
 	if err != nil {
-		return p, s.journalFailure(ctx, err, PlanFailed{Env: p.Env, Error: err.Error()})
+		return p, s.journalFailure(ctx, err, journal.PlanFailed{Env: p.Env, Error: err.Error()})
 	}
 	if err := s.d.Ledger.SavePlan(ctx, p); err != nil {
 		return p, fmt.Errorf("save plan: %w", err)
@@ -141,7 +144,7 @@ func (s *Service) keepPlan(ctx context.Context, env Environment, facts PlanFacts
 
 // planRecord is what the journal keeps of a plan: counts, flags and the
 // fingerprint's inputs, never attribute values.
-func planRecord(p PlanSummary) PlanRecorded {
+func planRecord(p tfplan.Summary) journal.PlanRecorded {
 	flagged := map[string][]string{}
 	for _, c := range p.Changes {
 		for _, f := range c.Flags {
@@ -149,6 +152,12 @@ func planRecord(p PlanSummary) PlanRecorded {
 		}
 	}
 	refused, _ := p.Refused()
-	return PlanRecorded{Env: p.Env, Fingerprint: p.Fingerprint, PlanFileSHA: p.PlanHash, Inputs: p.Inputs, Counts: p.Counts,
+	return journal.PlanRecorded{Env: p.Env, Fingerprint: p.Fingerprint, PlanFileSHA: p.PlanHash, Inputs: p.Inputs, Counts: p.Counts,
 		Flagged: flagged, Author: p.Author, AuthorKey: p.AuthorSignature.Key, Drifted: len(p.Drift), Refused: refused}
+}
+
+// PlanReviewedOf is the evidence detail of a reviewed plan.
+func PlanReviewedOf(p tfplan.Summary) evidence.PlanReviewed {
+	return evidence.PlanReviewed{Revision: p.Inputs.Revision, Create: p.Counts.Create, Update: p.Counts.Update, Delete: p.Counts.Delete,
+		Replace: p.Counts.ReplaceDeleteFirst + p.Counts.ReplaceCreateFirst, Outputs: len(p.Outputs)}
 }

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
 )
 
 // The decision stage: one immutable digest, the same bytes that passed the
@@ -41,7 +44,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 				Message:    fmt.Sprintf("the reference pointed to %s when first seen at %s; it now points to %s", first.Digest.Short(), first.At.UTC().Format(time.RFC3339), art.Digest.Short()),
 				NextAction: "promote by digest to be sure which bytes you release"})
 		}
-		res.Evidence = append(res.Evidence, NewEvidence(art.Digest.String(), DigestResolved{
+		res.Evidence = append(res.Evidence, evidence.New(art.Digest.String(), evidence.DigestResolved{
 			Reference: run.r.Image, Repository: art.Repository, MediaType: art.MediaType, Platforms: art.Platforms,
 			Size: art.Size, Created: art.Created.UTC(), Signed: art.Signed(), Referrers: len(art.Referrers), FirstSeen: first.At.UTC()}))
 		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.Digest, c.DigestRepository = art.Digest, art.Repository }); err != nil {
@@ -66,7 +69,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 			res.Findings = append(res.Findings, finding.Finding{Severity: finding.Warning, Code: "promotion.force-unverified", Subject: digest.String(),
 				Message:    fmt.Sprintf("promoted without convergence in %s: %s", prev.Name, reason),
 				NextAction: "watch this environment closely; the digest was not proven in " + prev.Name})
-			if err := run.svc.journal(ctx, PromotionForceUnverified{Release: run.r.ID, Digest: digest.String(), Previous: prev.Name, Reason: reason}); err != nil {
+			if err := run.svc.journal(ctx, journal.PromotionForceUnverified{Release: run.r.ID, Digest: digest.String(), Previous: prev.Name, Reason: reason}); err != nil {
 				return StepResult{}, err
 			}
 		}
@@ -76,7 +79,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 	if !run.r.Checkpoints.Landed() {
 		// One promotion per environment across captains, from the copy
 		// to the landing: refused at once, naming its holder.
-		unlock, err := run.svc.lockOperation(ctx, LockScope{Kind: LockPromote, Key: PromotionBoundary(d.Project, run.env)}, run.r.ID,
+		unlock, err := run.svc.lockOperation(ctx, oplock.Scope{Kind: oplock.Promote, Key: PromotionBoundary(d.Project, run.env)}, run.r.ID,
 			fmt.Sprintf("promote %s to %s (release %s)", digest.Short(), run.env.Name, run.r.ID))
 		if b, ok := lockBlocked(err); ok {
 			b.Findings, b.Evidence = res.Findings, res.Evidence
@@ -108,7 +111,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		for _, ref := range pr.Target.Referrers {
 			carried = append(carried, ref.Kind)
 		}
-		res.Evidence = append(res.Evidence, NewEvidence(digest.String(), DigestVerified{
+		res.Evidence = append(res.Evidence, evidence.New(digest.String(), evidence.DigestVerified{
 			Repository: run.env.Registry.Repository, Signed: pr.Target.Signed(), Referrers: len(pr.Target.Referrers), BlobsUploaded: pr.BlobsUploaded, Carried: carried}))
 		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.CopiedTo = run.env.Registry.Repository }); err != nil {
 			return StepResult{}, err
@@ -124,7 +127,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.EnvBranch, c.EnvDiff, c.EnvPinned = ch.Branch, ch.Diff, ch.Commit }); err != nil {
 			return StepResult{}, err
 		}
-		res.Evidence = append(res.Evidence, NewEvidence(ch.Commit, EnvPinned{Branch: ch.Branch, Pushed: ch.Pushed}))
+		res.Evidence = append(res.Evidence, evidence.New(ch.Commit, evidence.EnvPinned{Branch: ch.Branch, Pushed: ch.Pushed}))
 	}
 	if run.env.EnvRepo.Review.PullRequests() && !run.r.Checkpoints.Landed() {
 		// The forge reviews and merges the change (envrepo.review).
@@ -159,7 +162,7 @@ func (run *releaseRun) promote(ctx context.Context) (StepResult, error) {
 		if err := run.checkpoint(ctx, func(c *Checkpoints) { c.EnvCommit = ch.Commit }); err != nil {
 			return StepResult{}, err
 		}
-		res.Evidence = append(res.Evidence, NewEvidence(ch.Commit, EnvLanded{Branch: ch.Branch, Pushed: ch.Pushed}))
+		res.Evidence = append(res.Evidence, evidence.New(ch.Commit, evidence.EnvLanded{Branch: ch.Branch, Pushed: ch.Pushed}))
 	}
 	res.Status = Succeeded
 	res.Message = fmt.Sprintf("%s in %s, pinned at %s", digest.Short(), run.env.Registry.Repository, revOrNone(run.r.Checkpoints.EnvCommit))

@@ -9,9 +9,9 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 // Runner runs an argv list directly, never through a shell, its output
@@ -29,7 +29,7 @@ func (Runner) RunCommand(ctx context.Context, argv []string) error {
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var tail tailBuffer
 	out := io.Writer(&tail)
-	if w, ok := workflow.ToolOutput(ctx); ok {
+	if w, ok := tooloutput.From(ctx); ok {
 		out = io.MultiWriter(w, &tail)
 	}
 	c.Stdout, c.Stderr = out, out

@@ -6,13 +6,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 func TestRunCommandWritesToToolOutputAndNamesTheFailure(t *testing.T) {
 	var out bytes.Buffer
-	ctx := workflow.WithToolOutput(t.Context(), &out)
+	ctx := tooloutput.With(t.Context(), &out)
 	require.NoError(t, Runner{}.RunCommand(ctx, []string{"sh", "-c", "echo stopped"}))
 	require.Contains(t, out.String(), "stopped")
 

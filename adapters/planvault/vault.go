@@ -37,6 +37,7 @@ import (
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 var _ workflow.PlanVault = (*Vault)(nil)
@@ -104,33 +105,33 @@ func (v *Vault) Where() string { return v.opts.Where }
 // skipping keys age cannot encrypt to, and stores it until req.ExpiresAt.
 // The file must still have the reviewed SHA-256. No usable key at all is
 // an error wrapping fault.ErrUsage that names each applier and why.
-func (v *Vault) Share(ctx context.Context, req workflow.ShareRequest) (workflow.PlanShare, error) {
+func (v *Vault) Share(ctx context.Context, req tfplan.ShareRequest) (tfplan.Share, error) {
 	p := req.Plan
 	people, err := signing.LoadPeople(v.opts.People)
 	if err != nil {
-		return workflow.PlanShare{}, err
+		return tfplan.Share{}, err
 	}
 	appliers := req.Appliers
 	if len(appliers) == 0 {
 		appliers = people.Principals()
 	}
 	now := v.opts.Clock.Now()
-	share := workflow.PlanShare{SharedBy: req.SharedBy, ExpiresAt: req.ExpiresAt}
+	share := tfplan.Share{SharedBy: req.SharedBy, ExpiresAt: req.ExpiresAt}
 	var recipients []age.Recipient
 	var used [][]byte
 	for _, who := range appliers {
 		keys := people.KeysOf(who, now)
 		if len(keys) == 0 {
-			share.Skipped = append(share.Skipped, workflow.SkippedRecipient{Principal: who, Reason: "the people file gives " + who + " no key valid now"})
+			share.Skipped = append(share.Skipped, tfplan.SkippedRecipient{Principal: who, Reason: "the people file gives " + who + " no key valid now"})
 		}
 		for _, k := range keys {
 			fp := ssh.FingerprintSHA256(k)
 			r, err := recipient(k)
 			if err != nil {
-				share.Skipped = append(share.Skipped, workflow.SkippedRecipient{Principal: who, Key: fp, Reason: err.Error()})
+				share.Skipped = append(share.Skipped, tfplan.SkippedRecipient{Principal: who, Key: fp, Reason: err.Error()})
 				continue
 			}
-			share.Recipients = append(share.Recipients, workflow.PlanRecipient{Principal: who, Key: fp})
+			share.Recipients = append(share.Recipients, tfplan.Recipient{Principal: who, Key: fp})
 			// One key listed for two principals (a wildcard line) is
 			// one recipient stanza.
 			if blob := k.Marshal(); !slices.ContainsFunc(used, func(b []byte) bool { return bytes.Equal(b, blob) }) {
@@ -147,33 +148,33 @@ func (v *Vault) Share(ctx context.Context, req workflow.ShareRequest) (workflow.
 		if len(appliers) == 0 {
 			why = append(why, people.Name()+" names nobody")
 		}
-		return workflow.PlanShare{}, fmt.Errorf("%w: plan %s cannot be shared: no key of anyone allowed to apply in %s can receive it (%s); give them an ssh-ed25519 or ssh-rsa key in %s",
+		return tfplan.Share{}, fmt.Errorf("%w: plan %s cannot be shared: no key of anyone allowed to apply in %s can receive it (%s); give them an ssh-ed25519 or ssh-rsa key in %s",
 			fault.ErrUsage, workflow.ShortHash(p.Fingerprint), p.Env, strings.Join(why, "; "), people.Name())
 	}
 	plain, err := os.ReadFile(p.PlanFile)
 	if err != nil {
-		return workflow.PlanShare{}, fmt.Errorf("reading plan file to share: %w", err)
+		return tfplan.Share{}, fmt.Errorf("reading plan file to share: %w", err)
 	}
 	if got := sha256Hex(plain); got != p.PlanHash {
-		return workflow.PlanShare{}, fmt.Errorf("%w: plan file %s has SHA-256 %s, not the reviewed %s: run relcap plan again", fault.ErrStalePlan, p.PlanFile, got, p.PlanHash)
+		return tfplan.Share{}, fmt.Errorf("%w: plan file %s has SHA-256 %s, not the reviewed %s: run relcap plan again", fault.ErrStalePlan, p.PlanFile, got, p.PlanHash)
 	}
 	var sealed bytes.Buffer
 	w, err := age.Encrypt(&sealed, recipients...)
 	if err != nil {
-		return workflow.PlanShare{}, fmt.Errorf("encrypting plan %s: %w", workflow.ShortHash(p.Fingerprint), err)
+		return tfplan.Share{}, fmt.Errorf("encrypting plan %s: %w", workflow.ShortHash(p.Fingerprint), err)
 	}
 	if _, err := w.Write(plain); err != nil {
-		return workflow.PlanShare{}, fmt.Errorf("encrypting plan %s: %w", workflow.ShortHash(p.Fingerprint), err)
+		return tfplan.Share{}, fmt.Errorf("encrypting plan %s: %w", workflow.ShortHash(p.Fingerprint), err)
 	}
 	if err := w.Close(); err != nil {
-		return workflow.PlanShare{}, fmt.Errorf("encrypting plan %s: %w", workflow.ShortHash(p.Fingerprint), err)
+		return tfplan.Share{}, fmt.Errorf("encrypting plan %s: %w", workflow.ShortHash(p.Fingerprint), err)
 	}
-	err = v.opts.Store.PutSharedPlan(ctx, workflow.SharedPlan{
+	err = v.opts.Store.PutSharedPlan(ctx, tfplan.SharedPlan{
 		Fingerprint: p.Fingerprint, Env: p.Env, Ciphertext: sealed.Bytes(), Recipients: share.Recipients,
 		SharedBy: req.SharedBy, SharedAt: now, ExpiresAt: req.ExpiresAt,
 	})
 	if err != nil {
-		return workflow.PlanShare{}, err
+		return tfplan.Share{}, err
 	}
 	return share, nil
 }
@@ -207,38 +208,38 @@ func (v *Vault) LocalPlanFile(fingerprint string) (string, bool) {
 // altered) and writes it, mode 0600, into the plan store. A key the plan
 // is not encrypted to is refused (fault.ErrBlocked) before any
 // passphrase is asked.
-func (v *Vault) Fetch(ctx context.Context, p workflow.PlanSummary, principal string) (workflow.FetchedPlan, error) {
+func (v *Vault) Fetch(ctx context.Context, p tfplan.Summary, principal string) (tfplan.FetchedPlan, error) {
 	short := workflow.ShortHash(p.Fingerprint)
 	sp, err := v.opts.Store.SharedPlan(ctx, p.Fingerprint)
 	if err != nil {
-		return workflow.FetchedPlan{}, err
+		return tfplan.FetchedPlan{}, err
 	}
-	share := workflow.PlanShare{Recipients: sp.Recipients, SharedBy: sp.SharedBy, ExpiresAt: sp.ExpiresAt}
+	share := tfplan.Share{Recipients: sp.Recipients, SharedBy: sp.SharedBy, ExpiresAt: sp.ExpiresAt}
 	if now := v.opts.Clock.Now(); now.After(sp.ExpiresAt) {
 		derr := v.opts.Store.DeleteSharedPlan(ctx, p.Fingerprint)
-		return workflow.FetchedPlan{}, errors.Join(fmt.Errorf("%w: plan %s expired at %s (plans.expiry) and is deleted from %s: run relcap plan --env %s again and have the new fingerprint approved",
+		return tfplan.FetchedPlan{}, errors.Join(fmt.Errorf("%w: plan %s expired at %s (plans.expiry) and is deleted from %s: run relcap plan --env %s again and have the new fingerprint approved",
 			fault.ErrStalePlan, short, sp.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"), v.opts.Where, p.Env), derr)
 	}
 	keyFile, err := v.keyFile()
 	if err != nil {
-		return workflow.FetchedPlan{}, err
+		return tfplan.FetchedPlan{}, err
 	}
 	pem, err := os.ReadFile(keyFile)
 	if err != nil {
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: cannot read your private key %s to decrypt plan %s: %v", fault.ErrUsage, keyFile, short, err)
+		return tfplan.FetchedPlan{}, fmt.Errorf("%w: cannot read your private key %s to decrypt plan %s: %v", fault.ErrUsage, keyFile, short, err)
 	}
 	pub, protected, err := publicKeyOf(keyFile, pem)
 	if err != nil {
-		return workflow.FetchedPlan{}, err
+		return tfplan.FetchedPlan{}, err
 	}
 	fp := ssh.FingerprintSHA256(pub)
-	if !slices.ContainsFunc(sp.Recipients, func(r workflow.PlanRecipient) bool { return r.Key == fp }) {
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: %s cannot decrypt plan %s: it is encrypted to the keys of %s, and your key %s (%s) is not one of them; one of them applies it, or plan again once you are allowed to apply (approvers.apply) with this key in the people file",
+	if !slices.ContainsFunc(sp.Recipients, func(r tfplan.Recipient) bool { return r.Key == fp }) {
+		return tfplan.FetchedPlan{}, fmt.Errorf("%w: %s cannot decrypt plan %s: it is encrypted to the keys of %s, and your key %s (%s) is not one of them; one of them applies it, or plan again once you are allowed to apply (approvers.apply) with this key in the people file",
 			fault.ErrBlocked, principal, short, strings.Join(share.Principals(), ", "), fp, keyFile)
 	}
 	id, err := v.identity(keyFile, pem, protected)
 	if err != nil {
-		return workflow.FetchedPlan{}, err
+		return tfplan.FetchedPlan{}, err
 	}
 	r, err := age.Decrypt(bytes.NewReader(sp.Ciphertext), id)
 	var plain []byte
@@ -248,18 +249,18 @@ func (v *Vault) Fetch(ctx context.Context, p workflow.PlanSummary, principal str
 	var noMatch *age.NoIdentityMatchError
 	switch {
 	case errors.As(err, &noMatch):
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: your key %s (%s) does not open plan %s, although the team store lists it among its recipients: the shared copy was changed; plan again", fault.ErrTampered, fp, keyFile, short)
+		return tfplan.FetchedPlan{}, fmt.Errorf("%w: your key %s (%s) does not open plan %s, although the team store lists it among its recipients: the shared copy was changed; plan again", fault.ErrTampered, fp, keyFile, short)
 	case err != nil:
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: the shared copy of plan %s in %s fails age's integrity check (%v): it was changed after it was shared; nothing was applied; plan again", fault.ErrTampered, short, v.opts.Where, err)
+		return tfplan.FetchedPlan{}, fmt.Errorf("%w: the shared copy of plan %s in %s fails age's integrity check (%v): it was changed after it was shared; nothing was applied; plan again", fault.ErrTampered, short, v.opts.Where, err)
 	}
 	if got := sha256Hex(plain); got != p.PlanHash {
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: the shared copy of plan %s decrypts to a file with SHA-256 %s, not the reviewed %s: it is not the plan that was approved; nothing was applied; plan again", fault.ErrTampered, short, got, p.PlanHash)
+		return tfplan.FetchedPlan{}, fmt.Errorf("%w: the shared copy of plan %s decrypts to a file with SHA-256 %s, not the reviewed %s: it is not the plan that was approved; nothing was applied; plan again", fault.ErrTampered, short, got, p.PlanHash)
 	}
 	file, err := v.writePlan(p.Fingerprint, plain)
 	if err != nil {
-		return workflow.FetchedPlan{}, err
+		return tfplan.FetchedPlan{}, err
 	}
-	return workflow.FetchedPlan{File: file, Key: fp, Share: share}, nil
+	return tfplan.FetchedPlan{File: file, Key: fp, Share: share}, nil
 }
 
 // writePlan writes a fetched plan into the plan store as the Terraform

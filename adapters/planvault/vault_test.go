@@ -21,8 +21,8 @@ import (
 	"github.com/relcap/relcap/adapters/planvault"
 	"github.com/relcap/relcap/adapters/signing"
 	"github.com/relcap/relcap/adapters/store"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -35,7 +35,7 @@ type team struct {
 	people string // the people file
 	ledger *store.Ledger
 	clock  *workflowtest.Clock
-	plan   workflow.PlanSummary
+	plan   tfplan.Summary
 	bytes  []byte
 }
 
@@ -76,7 +76,7 @@ func newTeam(t *testing.T, who ...string) *team {
 	fp := strings.Repeat("ab", 32)
 	file := filepath.Join(planDir, fp+".tfplan")
 	require.NoError(t, os.WriteFile(file, tm.bytes, 0o600))
-	tm.plan = workflow.PlanSummary{Env: "staging", Fingerprint: fp, PlanFile: file, PlanHash: hex.EncodeToString(sum[:]), CreatedAt: t0}
+	tm.plan = tfplan.Summary{Env: "staging", Fingerprint: fp, PlanFile: file, PlanHash: hex.EncodeToString(sum[:]), CreatedAt: t0}
 	return tm
 }
 
@@ -89,9 +89,9 @@ func (tm *team) vault(t *testing.T, planDir, key string) *planvault.Vault {
 	return v
 }
 
-func (tm *team) share(t *testing.T, appliers ...string) workflow.PlanShare {
+func (tm *team) share(t *testing.T, appliers ...string) tfplan.Share {
 	t.Helper()
-	share, err := tm.vault(t, filepath.Dir(tm.plan.PlanFile), "").Share(t.Context(), workflow.ShareRequest{
+	share, err := tm.vault(t, filepath.Dir(tm.plan.PlanFile), "").Share(t.Context(), tfplan.ShareRequest{
 		Plan: tm.plan, Appliers: appliers, SharedBy: "alice", ExpiresAt: tm.clock.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	return share
@@ -153,7 +153,7 @@ func TestKeysAgeCannotTakeAreSkippedAndNoneIsAnError(t *testing.T) {
 	require.Equal(t, "erin", share.Skipped[0].Principal)
 	require.Contains(t, share.Skipped[0].Reason, "ecdsa-sha2-nistp256")
 
-	_, err := tm.vault(t, t.TempDir(), "").Share(t.Context(), workflow.ShareRequest{Plan: tm.plan, Appliers: []string{"erin", "zoe"}, ExpiresAt: t0.Add(time.Hour)})
+	_, err := tm.vault(t, t.TempDir(), "").Share(t.Context(), tfplan.ShareRequest{Plan: tm.plan, Appliers: []string{"erin", "zoe"}, ExpiresAt: t0.Add(time.Hour)})
 	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "erin: age cannot encrypt to ecdsa-sha2-nistp256 keys")
 	require.Contains(t, err.Error(), "zoe: the people file gives zoe no key")
@@ -185,7 +185,7 @@ func TestATamperedSharedPlanIsRefused(t *testing.T) {
 	require.NoError(t, os.WriteFile(other.PlanFile, []byte("not the reviewed plan"), 0o600))
 	sum := sha256.Sum256([]byte("not the reviewed plan"))
 	other.PlanHash = hex.EncodeToString(sum[:])
-	_, err = tm.vault(t, t.TempDir(), "").Share(t.Context(), workflow.ShareRequest{Plan: other, Appliers: []string{"bob"}, ExpiresAt: t0.Add(time.Hour)})
+	_, err = tm.vault(t, t.TempDir(), "").Share(t.Context(), tfplan.ShareRequest{Plan: other, Appliers: []string{"bob"}, ExpiresAt: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	_, err = v.Fetch(t.Context(), tm.plan, "bob")
 	require.ErrorIs(t, err, fault.ErrTampered)
@@ -194,7 +194,7 @@ func TestATamperedSharedPlanIsRefused(t *testing.T) {
 	require.False(t, present)
 
 	// Sharing a plan file that is no longer the reviewed one is refused.
-	_, err = tm.vault(t, t.TempDir(), "").Share(t.Context(), workflow.ShareRequest{Plan: tm.plan, Appliers: []string{"bob"}, ExpiresAt: t0.Add(time.Hour)})
+	_, err = tm.vault(t, t.TempDir(), "").Share(t.Context(), tfplan.ShareRequest{Plan: tm.plan, Appliers: []string{"bob"}, ExpiresAt: t0.Add(time.Hour)})
 	require.ErrorIs(t, err, fault.ErrStalePlan)
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // newSandbox builds one sandbox for a test, stopped when it ends.
@@ -227,7 +228,7 @@ func TestSandboxFirstPlanReplacesTheMigration(t *testing.T) {
 	require.NoError(t, err)
 	facts, err := tf.Plan(t.Context(), env, "captain")
 	require.NoError(t, err)
-	plan := workflow.ReviewPlan(facts, p.PlanClassify())
+	plan := tfplan.ReviewPlan(facts, p.PlanClassify())
 	require.Equal(t, 1, plan.Counts.Update, "%+v", plan.Counts)
 	require.Equal(t, 1, plan.Counts.ReplaceDeleteFirst+plan.Counts.ReplaceCreateFirst, "%+v", plan.Counts)
 	var replaced []string

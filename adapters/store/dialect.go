@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/oplock"
 )
 
 // dialect is what SQLite and PostgreSQL do differently. Everything else in
@@ -62,7 +62,7 @@ type dialect interface {
 	// see the same committed state of the ledger.
 	snapshots(ctx context.Context, db *sql.DB, n int) ([]*sql.Tx, error)
 	// tryLock is workflow.OperationLocks' TryLock (oplocks.go).
-	tryLock(ctx context.Context, l *Ledger, scope workflow.LockScope, holder workflow.LockHolder) (func(), error)
+	tryLock(ctx context.Context, l *Ledger, scope oplock.Scope, holder oplock.Holder) (func(), error)
 	// changes is workflow.ChangeFeed's Changes.
 	changes(ctx context.Context, l *Ledger) <-chan struct{}
 	// openError explains a failure to open or first use the ledger at

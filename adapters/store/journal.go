@@ -143,7 +143,7 @@ func (j *FileJournal) Path() string { return j.path }
 // it turns out to hold already). A failed write or fsync makes the journal
 // refuse further entries, because the file may then end in a partial or
 // lost line.
-func (j *FileJournal) Append(ctx context.Context, rec workflow.JournalRecord) (journal.Entry, error) {
+func (j *FileJournal) Append(ctx context.Context, rec journal.Record) (journal.Entry, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.createDeferred(ctx); err != nil {
@@ -153,7 +153,7 @@ func (j *FileJournal) Append(ctx context.Context, rec workflow.JournalRecord) (j
 }
 
 // appendLocked is Append with j.mu held and the session created.
-func (j *FileJournal) appendLocked(ctx context.Context, rec workflow.JournalRecord) (journal.Entry, error) {
+func (j *FileJournal) appendLocked(ctx context.Context, rec journal.Record) (journal.Entry, error) {
 	kind := rec.JournalKind()
 	switch {
 	case j.closed:

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // A command that records nothing (a refusal, a status with nothing to
@@ -18,14 +19,14 @@ import (
 type deferredSession struct {
 	dir   string
 	opts  []Option
-	first []workflow.JournalRecord
+	first []journal.Record
 }
 
 // PrepareSession returns the journal of a session that is created under
 // dir and registered in ledger only when something is first recorded in
 // it; first are the entries that open it then (the session's own
 // "opened" record). s.ID and s.StartedAt are filled as by OpenSession.
-func PrepareSession(ledger workflow.SessionStore, dir string, s workflow.Session, clock workflow.Clock, first []workflow.JournalRecord, opts ...Option) (*FileJournal, error) {
+func PrepareSession(ledger workflow.SessionStore, dir string, s workflow.Session, clock workflow.Clock, first []journal.Record, opts ...Option) (*FileJournal, error) {
 	if s.StartedAt.IsZero() {
 		s.StartedAt = clock.Now()
 	}

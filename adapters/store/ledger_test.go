@@ -19,10 +19,13 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/audit"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // t0 has nanoseconds and a non-UTC zone, so round trips prove exactness and
@@ -158,14 +161,14 @@ func TestReleaseRoundTrip(t *testing.T) {
 		st.Status = workflow.Succeeded
 		st.StartedAt, st.EndedAt = t0, t0.Add(90*time.Second)
 		st.Findings = []finding.Finding{{Severity: finding.Warning, Code: "c", Subject: "s", Message: "m", Facts: finding.Facts{finding.Of("k", "v")}}}
-		st.Evidence = []workflow.Evidence{workflow.NewEvidence("fp", workflow.PlanReviewed{Revision: "b", Create: 1}),
-			workflow.NewEvidence("https://forge.test/team/env/pulls/4", workflow.PullRequestOpened{Number: 4, Forge: workflow.ForgeGitea, Head: "relcap/prod/x", Base: "main", Commit: "c1"}),
-			workflow.NewEvidence("m1", workflow.PullRequestLanded{Number: 4, URL: "https://forge.test/team/env/pulls/4", Reviewed: "c1", MergedBy: "relcap-bot", ByRelcap: true, Reviewers: []string{"bob-gh → bob"}})}
+		st.Evidence = []evidence.Evidence{evidence.New("fp", evidence.PlanReviewed{Revision: "b", Create: 1}),
+			evidence.New("https://forge.test/team/env/pulls/4", evidence.PullRequestOpened{Number: 4, Forge: forge.Gitea, Head: "relcap/prod/x", Base: "main", Commit: "c1"}),
+			evidence.New("m1", evidence.PullRequestLanded{Number: 4, URL: "https://forge.test/team/env/pulls/4", Reviewed: "c1", MergedBy: "relcap-bot", ByRelcap: true, Reviewers: []string{"bob-gh → bob"}})}
 		// A pull request's record: number, reviews (login → principal),
 		// merge commit.
-		r.Checkpoints.PullRequest = &workflow.PullRequestRecord{Forge: workflow.ForgeGitea, Number: 4, URL: "https://forge.test/team/env/pulls/4",
-			Head: "relcap/prod/x", Base: "main", HeadSHA: "c1", State: workflow.PullRequestMerged, MergeCommit: "m1", MergedBy: "relcap-bot", ByRelcap: true,
-			Reviews: []workflow.ReviewVerdict{{Login: "bob-gh", Principal: "bob", State: workflow.ReviewApproved, Commit: "c1", Counted: true}}}
+		r.Checkpoints.PullRequest = &forge.PullRequestRecord{Forge: forge.Gitea, Number: 4, URL: "https://forge.test/team/env/pulls/4",
+			Head: "relcap/prod/x", Base: "main", HeadSHA: "c1", State: forge.PullRequestMerged, MergeCommit: "m1", MergedBy: "relcap-bot", ByRelcap: true,
+			Reviews: []forge.ReviewVerdict{{Login: "bob-gh", Principal: "bob", State: forge.ReviewApproved, Commit: "c1", Counted: true}}}
 		require.NoError(t, l.SaveRelease(ctx, r))
 
 		got, err := l.LoadRelease(ctx, r.ID)
@@ -239,12 +242,12 @@ func TestPlanRoundTrip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := t.Context()
 		l := b.openNew(t)
-		p := workflow.PlanSummary{
+		p := tfplan.Summary{
 			Env: "prod", Fingerprint: "fp1", PlanFile: "/p/fp1.tfplan", PlanHash: "h",
-			Inputs:  workflow.PlanInputs{Revision: "abc", LockFileHash: "l", VarFileHashes: map[string]string{"prod.tfvars": "x"}, Workspace: "prod", StateLineage: "lin", StateSerial: 7},
-			Counts:  workflow.PlanCounts{Create: 1, ReplaceDeleteFirst: 1},
-			Changes: []workflow.ResourceChange{{Address: "a.b", Type: "a", Name: "b", Action: workflow.ActionReplaceDeleteFirst, ReplacePaths: []string{"x"}, Flags: []string{workflow.FlagDestructive}, Attributes: []workflow.AttributeChange{{Path: "x", Before: "1", After: workflow.SensitiveMask, Sensitive: true}}}},
-			Outputs: []workflow.OutputChange{{Name: "o", Action: workflow.ActionCreate}},
+			Inputs:  tfplan.Inputs{Revision: "abc", LockFileHash: "l", VarFileHashes: map[string]string{"prod.tfvars": "x"}, Workspace: "prod", StateLineage: "lin", StateSerial: 7},
+			Counts:  tfplan.Counts{Create: 1, ReplaceDeleteFirst: 1},
+			Changes: []tfplan.ResourceChange{{Address: "a.b", Type: "a", Name: "b", Action: tfplan.ActionReplaceDeleteFirst, ReplacePaths: []string{"x"}, Flags: []string{tfplan.FlagDestructive}, Attributes: []tfplan.AttributeChange{{Path: "x", Before: "1", After: tfplan.SensitiveMask, Sensitive: true}}}},
+			Outputs: []tfplan.OutputChange{{Name: "o", Action: tfplan.ActionCreate}},
 			Author:  "ana", CreatedAt: t0.UTC(), TerraformVersion: "1.5.7",
 		}
 		require.NoError(t, l.SavePlan(ctx, p))
@@ -268,7 +271,7 @@ func TestPlanRoundTrip(t *testing.T) {
 		_, err = l.LoadPlan(ctx, "nope")
 		require.ErrorIs(t, err, fault.ErrNotFound)
 		require.ErrorIs(t, l.MarkPlanApplied(ctx, "nope", t0), fault.ErrNotFound)
-		require.ErrorIs(t, l.SavePlan(ctx, workflow.PlanSummary{}), fault.ErrUsage)
+		require.ErrorIs(t, l.SavePlan(ctx, tfplan.Summary{}), fault.ErrUsage)
 	})
 }
 
@@ -652,7 +655,7 @@ func TestWriteVisibleToAnotherHandleBeforeClose(t *testing.T) {
 		loc := b.newLocation(t)
 		one := b.openAt(t, loc)
 		other := b.openAt(t, loc)
-		require.NoError(t, one.SavePlan(ctx, workflow.PlanSummary{Env: "prod", Fingerprint: "fp"}))
+		require.NoError(t, one.SavePlan(ctx, tfplan.Summary{Env: "prod", Fingerprint: "fp"}))
 		_, err := other.LoadPlan(ctx, "fp")
 		require.NoError(t, err)
 	})

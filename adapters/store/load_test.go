@@ -274,7 +274,7 @@ func loadChild(t *testing.T, n string) {
 		}
 		a := signedLookingApproval(actor, seq, clock.Now())
 		began := time.Now()
-		_, err := j.Append(ctx, workflow.ApprovalRecorded{Approval: a})
+		_, err := j.Append(ctx, journal.ApprovalRecorded{Approval: a})
 		require.NoError(t, err)
 		c.AppendsUS = append(c.AppendsUS, time.Since(began).Microseconds())
 		c.Entries++

@@ -14,13 +14,14 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/oplock"
 )
 
 var _ workflow.OperationLocks = (*Ledger)(nil)
 
 // TryLock takes the operation lock of scope for holder (one apply per
 // Terraform state, one promotion per environment, across every relcap
-// sharing the ledger), or refuses at once with a *workflow.LockedError
+// sharing the ledger), or refuses at once with a *oplock.LockedError
 // naming the live holder. The ledger fills in holder.Host and holder.PID
 // (this machine, this process) when they are empty.
 //
@@ -41,7 +42,7 @@ var _ workflow.OperationLocks = (*Ledger)(nil)
 // oplocks_sqlite.go), held by the process as PostgreSQL's is by its
 // connection and gone with it, killed or not; the holder is written in
 // the file.
-func (s *Ledger) TryLock(ctx context.Context, scope workflow.LockScope, holder workflow.LockHolder) (func(), error) {
+func (s *Ledger) TryLock(ctx context.Context, scope oplock.Scope, holder oplock.Holder) (func(), error) {
 	if scope.Kind == "" || scope.Key == "" {
 		return nil, fmt.Errorf("%w: an operation lock needs a kind and a key (got %q, %q)", fault.ErrUsage, scope.Kind, scope.Key)
 	}
@@ -62,7 +63,7 @@ func (s *Ledger) TryLock(ctx context.Context, scope workflow.LockScope, holder w
 // two scopes collide with a chance of one in 2^64. PostgreSQL keeps
 // one-bigint advisory keys (objsubid 1) apart from the two-int4 keys of
 // dialect.serialize (objsubid 2), so they never meet either.
-func lockKey(scope workflow.LockScope) int64 {
+func lockKey(scope oplock.Scope) int64 {
 	sum := sha256.Sum256([]byte("relcap operation lock\x00" + string(scope.Kind) + "\x00" + scope.Key))
 	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
@@ -79,7 +80,7 @@ const (
 // one of the pool's: a pooled connection would outlive the operation and
 // keep the lock), writes the holder's row on it, and returns the unlock
 // that deletes the row and closes the connection.
-func (p *postgresDialect) tryLock(ctx context.Context, s *Ledger, scope workflow.LockScope, h workflow.LockHolder) (func(), error) {
+func (p *postgresDialect) tryLock(ctx context.Context, s *Ledger, scope oplock.Scope, h oplock.Holder) (func(), error) {
 	op := fmt.Sprintf("take %s", scope)
 	cfg := p.cfg.Copy()
 	// Shown in pg_stat_activity: what this connection is for.
@@ -150,7 +151,7 @@ ON CONFLICT (lock_key) DO UPDATE SET kind = excluded.kind, scope = excluded.scop
 // nobody does any more. A row of operation_locks counts only when its
 // backend is the one pg_locks shows holding the lock in this database;
 // with no such row the LockedError names the backend alone.
-func readHolder(ctx context.Context, conn *pgx.Conn, key int64, scope workflow.LockScope) (*workflow.LockedError, bool, error) {
+func readHolder(ctx context.Context, conn *pgx.Conn, key int64, scope oplock.Scope) (*oplock.LockedError, bool, error) {
 	u := uint64(key)
 	var backend int32
 	var actor, what, host *string
@@ -169,9 +170,9 @@ LIMIT 1`, key, int64(u>>32), int64(u&0xffffffff)).Scan(&backend, &actor, &what, 
 	if err != nil {
 		return nil, false, err
 	}
-	le := &workflow.LockedError{Scope: scope, Backend: int(backend)}
+	le := &oplock.LockedError{Scope: scope, Backend: int(backend)}
 	if actor != nil {
-		le.Holder = workflow.LockHolder{Actor: *actor, What: *what, Since: time.Unix(0, *since).UTC(), Host: *host, PID: int(*pid)}
+		le.Holder = oplock.Holder{Actor: *actor, What: *what, Since: time.Unix(0, *since).UTC(), Host: *host, PID: int(*pid)}
 		// By this machine's clock: the two machines' clocks may differ a
 		// little, which the message's "since" shows as it was written.
 		le.Age = time.Since(le.Holder.Since)

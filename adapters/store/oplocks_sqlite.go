@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/adapters/internal/flock"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/oplock"
 )
 
 // An SQLite ledger's operation locks are flock(2) locks on files in a
@@ -39,7 +39,7 @@ func locksDir(ledgerPath string) string { return ledgerPath + ".locks" }
 // lockFileName is scope's lock file in dir: the same 64 bits of SHA-256
 // as the PostgreSQL advisory key, in hex, so a scope's key (any text) never
 // reaches the file system.
-func lockFileName(dir string, scope workflow.LockScope) string {
+func lockFileName(dir string, scope oplock.Scope) string {
 	var b [8]byte
 	k := uint64(lockKey(scope))
 	for i := range b {
@@ -50,17 +50,17 @@ func lockFileName(dir string, scope workflow.LockScope) string {
 
 // lockFileHolder is what a lock file says about its holder.
 type lockFileHolder struct {
-	Kind  workflow.LockKind `json:"kind"`
-	Scope string            `json:"scope"`
-	Actor string            `json:"actor"`
-	What  string            `json:"what"`
-	Since time.Time         `json:"since"`
-	Host  string            `json:"host"`
-	PID   int               `json:"pid"`
+	Kind  oplock.Kind `json:"kind"`
+	Scope string      `json:"scope"`
+	Actor string      `json:"actor"`
+	What  string      `json:"what"`
+	Since time.Time   `json:"since"`
+	Host  string      `json:"host"`
+	PID   int         `json:"pid"`
 }
 
 // tryLock: see TryLock.
-func (sqliteDialect) tryLock(ctx context.Context, s *Ledger, scope workflow.LockScope, h workflow.LockHolder) (func(), error) {
+func (sqliteDialect) tryLock(ctx context.Context, s *Ledger, scope oplock.Scope, h oplock.Holder) (func(), error) {
 	dir := locksDir(s.path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("take %s: the ledger's lock directory %s: %w", scope, dir, err)
@@ -110,7 +110,7 @@ func (sqliteDialect) tryLock(ctx context.Context, s *Ledger, scope workflow.Lock
 			}
 			continue
 		}
-		le := &workflow.LockedError{Scope: scope, Holder: holder, LockFile: name}
+		le := &oplock.LockedError{Scope: scope, Holder: holder, LockFile: name}
 		if described {
 			le.Age = time.Since(holder.Since)
 		}
@@ -131,14 +131,14 @@ func writeHolder(f *os.File, desc []byte) error {
 
 // readLockFile reads the holder a lock file names; described is false
 // when it names none yet (empty, or half written).
-func readLockFile(f *os.File) (workflow.LockHolder, bool) {
+func readLockFile(f *os.File) (oplock.Holder, bool) {
 	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
 	if err != nil || len(b) == 0 {
-		return workflow.LockHolder{}, false
+		return oplock.Holder{}, false
 	}
 	var h lockFileHolder
 	if err := json.Unmarshal(b, &h); err != nil || h.Actor == "" {
-		return workflow.LockHolder{}, false
+		return oplock.Holder{}, false
 	}
-	return workflow.LockHolder{Actor: h.Actor, What: h.What, Since: h.Since.UTC(), Host: h.Host, PID: h.PID}, true
+	return oplock.Holder{Actor: h.Actor, What: h.What, Since: h.Since.UTC(), Host: h.Host, PID: h.PID}, true
 }

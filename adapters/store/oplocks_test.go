@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/store/pgtest"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/oplock"
 )
 
 var (
-	applyStaging = workflow.LockScope{Kind: workflow.LockApply, Key: "web:infra/staging@default"}
+	applyStaging = oplock.Scope{Kind: oplock.Apply, Key: "web:infra/staging@default"}
 	since        = time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
 )
 
@@ -42,7 +42,7 @@ func holdLockHelper(url string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := l.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "child", What: "apply plan c41dc41dc41d in staging", Since: since}); err != nil {
+	if _, err := l.TryLock(ctx, applyStaging, oplock.Holder{Actor: "child", What: "apply plan c41dc41dc41d in staging", Since: since}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -50,11 +50,11 @@ func holdLockHelper(url string) int {
 	select {} // until killed
 }
 
-func lockedError(t *testing.T, err error) *workflow.LockedError {
+func lockedError(t *testing.T, err error) *oplock.LockedError {
 	t.Helper()
 	require.ErrorIs(t, err, fault.ErrLocked)
 	require.ErrorIs(t, err, fault.ErrBlocked)
-	var le *workflow.LockedError
+	var le *oplock.LockedError
 	require.True(t, errors.As(err, &le), "%v", err)
 	return le
 }
@@ -77,14 +77,14 @@ func TestPostgresOperationLockRefusesASecondHolderNamingTheFirst(t *testing.T) {
 	ana, bob := postgresBackend.openAt(t, loc), postgresBackend.openAt(t, loc)
 	ctx := t.Context()
 
-	unlock, err := ana.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since})
+	unlock, err := ana.TryLock(ctx, applyStaging, oplock.Holder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since})
 	require.NoError(t, err)
 	start := time.Now()
-	_, err = bob.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "bob", What: "apply plan ffff in staging", Since: time.Now()})
+	_, err = bob.TryLock(ctx, applyStaging, oplock.Holder{Actor: "bob", What: "apply plan ffff in staging", Since: time.Now()})
 	require.Less(t, time.Since(start), time.Second, "refused at once, not waited")
 	le := lockedError(t, err)
 	host, _ := os.Hostname()
-	require.Equal(t, workflow.LockHolder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since, Host: host, PID: os.Getpid()}, le.Holder)
+	require.Equal(t, oplock.Holder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since, Host: host, PID: os.Getpid()}, le.Holder)
 	require.Equal(t, applyStaging, le.Scope)
 	require.Greater(t, le.Age, time.Duration(0))
 	msg := err.Error()
@@ -96,8 +96,8 @@ func TestPostgresOperationLockRefusesASecondHolderNamingTheFirst(t *testing.T) {
 
 	// Other scopes are other locks: the promotion of the same key, and
 	// another state.
-	for _, other := range []workflow.LockScope{{Kind: workflow.LockPromote, Key: applyStaging.Key}, {Kind: workflow.LockApply, Key: "web:infra/prod@default"}} {
-		u, err := bob.TryLock(ctx, other, workflow.LockHolder{Actor: "bob", What: "other", Since: since})
+	for _, other := range []oplock.Scope{{Kind: oplock.Promote, Key: applyStaging.Key}, {Kind: oplock.Apply, Key: "web:infra/prod@default"}} {
+		u, err := bob.TryLock(ctx, other, oplock.Holder{Actor: "bob", What: "other", Since: since})
 		require.NoError(t, err, other)
 		u()
 	}
@@ -105,13 +105,13 @@ func TestPostgresOperationLockRefusesASecondHolderNamingTheFirst(t *testing.T) {
 	unlock()
 	unlock() // twice is harmless
 	require.Equal(t, 0, lockRows(t, bob), "unlock removes the holder's row")
-	unlockBob, err := bob.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "bob", What: "apply plan ffff in staging", Since: since})
+	unlockBob, err := bob.TryLock(ctx, applyStaging, oplock.Holder{Actor: "bob", What: "apply plan ffff in staging", Since: since})
 	require.NoError(t, err, "the next one gets it")
-	_, err = ana.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "ana", What: "again", Since: since})
+	_, err = ana.TryLock(ctx, applyStaging, oplock.Holder{Actor: "ana", What: "again", Since: since})
 	require.Equal(t, "bob", lockedError(t, err).Holder.Actor)
 	unlockBob()
 
-	_, err = ana.TryLock(ctx, workflow.LockScope{Kind: workflow.LockApply}, workflow.LockHolder{Actor: "ana"})
+	_, err = ana.TryLock(ctx, oplock.Scope{Kind: oplock.Apply}, oplock.Holder{Actor: "ana"})
 	require.ErrorIs(t, err, fault.ErrUsage)
 }
 
@@ -125,7 +125,7 @@ func TestPostgresOperationLockGoesWithItsHoldersConnection(t *testing.T) {
 	ana, bob := postgresBackend.openAt(t, loc), postgresBackend.openAt(t, loc)
 	ctx := t.Context()
 
-	unlock, err := ana.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "ana", What: "apply", Since: since})
+	unlock, err := ana.TryLock(ctx, applyStaging, oplock.Holder{Actor: "ana", What: "apply", Since: since})
 	require.NoError(t, err)
 	defer unlock()
 	var backend int
@@ -135,9 +135,9 @@ func TestPostgresOperationLockGoesWithItsHoldersConnection(t *testing.T) {
 	require.True(t, ended)
 	require.Equal(t, 1, lockRows(t, bob), "the dead holder's row is left behind")
 
-	unlockBob, err := bob.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "bob", What: "apply after ana", Since: since})
+	unlockBob, err := bob.TryLock(ctx, applyStaging, oplock.Holder{Actor: "bob", What: "apply after ana", Since: since})
 	require.NoError(t, err, "released with the connection")
-	_, err = ana.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "ana", What: "again", Since: since})
+	_, err = ana.TryLock(ctx, applyStaging, oplock.Holder{Actor: "ana", What: "again", Since: since})
 	le := lockedError(t, err)
 	require.Equal(t, "bob", le.Holder.Actor, "the live holder, not the stale row")
 	require.Equal(t, "apply after ana", le.Holder.What)
@@ -166,7 +166,7 @@ func TestPostgresOperationLockOfAKilledProcessIsReleasedWithinASecond(t *testing
 	require.NoError(t, err, "child: %s", stderr.String())
 	require.Equal(t, "locked\n", line)
 
-	_, err = l.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "parent", What: "apply", Since: since})
+	_, err = l.TryLock(ctx, applyStaging, oplock.Holder{Actor: "parent", What: "apply", Since: since})
 	le := lockedError(t, err)
 	require.Equal(t, "child", le.Holder.Actor)
 	require.Equal(t, child.Process.Pid, le.Holder.PID, "names the holding process")
@@ -175,7 +175,7 @@ func TestPostgresOperationLockOfAKilledProcessIsReleasedWithinASecond(t *testing
 	killed := time.Now()
 	var unlock func()
 	for unlock == nil {
-		u, err := l.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "parent", What: "apply", Since: since})
+		u, err := l.TryLock(ctx, applyStaging, oplock.Holder{Actor: "parent", What: "apply", Since: since})
 		if err == nil {
 			unlock = u
 			break
@@ -198,26 +198,26 @@ func TestOperationLockRefusesASecondHolderOnEveryBackend(t *testing.T) {
 		loc := b.newLocation(t)
 		ana, bob := b.openAt(t, loc), b.openAt(t, loc)
 		ctx := t.Context()
-		unlock, err := ana.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since})
+		unlock, err := ana.TryLock(ctx, applyStaging, oplock.Holder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since})
 		require.NoError(t, err)
 		start := time.Now()
-		_, err = bob.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "bob", What: "apply plan ffff in staging", Since: time.Now()})
+		_, err = bob.TryLock(ctx, applyStaging, oplock.Holder{Actor: "bob", What: "apply plan ffff in staging", Since: time.Now()})
 		require.Less(t, time.Since(start), time.Second, "refused at once, not waited")
 		le := lockedError(t, err)
 		host, _ := os.Hostname()
-		require.Equal(t, workflow.LockHolder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since, Host: host, PID: os.Getpid()}, le.Holder)
+		require.Equal(t, oplock.Holder{Actor: "ana", What: "apply plan 1a2b3c4d5e6f in staging", Since: since, Host: host, PID: os.Getpid()}, le.Holder)
 		require.Contains(t, err.Error(), "the apply lock of Terraform state web:infra/staging@default is held by ana")
 
-		for _, other := range []workflow.LockScope{{Kind: workflow.LockPromote, Key: applyStaging.Key}, {Kind: workflow.LockRun, Key: "web-staging-20261201-a1b2c3"}} {
-			u, err := bob.TryLock(ctx, other, workflow.LockHolder{Actor: "bob", What: "other", Since: since})
+		for _, other := range []oplock.Scope{{Kind: oplock.Promote, Key: applyStaging.Key}, {Kind: oplock.Run, Key: "web-staging-20261201-a1b2c3"}} {
+			u, err := bob.TryLock(ctx, other, oplock.Holder{Actor: "bob", What: "other", Since: since})
 			require.NoError(t, err, other)
 			u()
 		}
 		unlock()
 		unlock() // twice is harmless
-		unlockBob, err := bob.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "bob", What: "apply plan ffff in staging", Since: since})
+		unlockBob, err := bob.TryLock(ctx, applyStaging, oplock.Holder{Actor: "bob", What: "apply plan ffff in staging", Since: since})
 		require.NoError(t, err, "the next one gets it")
-		_, err = ana.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "ana", What: "again", Since: since})
+		_, err = ana.TryLock(ctx, applyStaging, oplock.Holder{Actor: "ana", What: "again", Since: since})
 		require.Equal(t, "bob", lockedError(t, err).Holder.Actor)
 		unlockBob()
 	})
@@ -247,7 +247,7 @@ func TestSQLiteOperationLockOfAKilledProcessIsReleased(t *testing.T) {
 	require.NoError(t, err, "child: %s", stderr.String())
 	require.Equal(t, "locked\n", line)
 
-	_, err = l.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "parent", What: "apply", Since: since})
+	_, err = l.TryLock(ctx, applyStaging, oplock.Holder{Actor: "parent", What: "apply", Since: since})
 	le := lockedError(t, err)
 	require.Equal(t, "child", le.Holder.Actor)
 	require.Equal(t, "apply plan c41dc41dc41d in staging", le.Holder.What)
@@ -256,7 +256,7 @@ func TestSQLiteOperationLockOfAKilledProcessIsReleased(t *testing.T) {
 
 	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
 	_ = child.Wait()
-	unlock, err := l.TryLock(ctx, applyStaging, workflow.LockHolder{Actor: "parent", What: "apply", Since: since})
+	unlock, err := l.TryLock(ctx, applyStaging, oplock.Holder{Actor: "parent", What: "apply", Since: since})
 	require.NoError(t, err, "the killed holder's lock is gone with it")
 	unlock()
 	files, err := os.ReadDir(loc + ".locks")

@@ -20,6 +20,7 @@ import (
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // TestPostgresChangeFeedWithinASecond: an approval recorded through one
@@ -70,7 +71,7 @@ func TestPostgresChangeFeedWithinASecond(t *testing.T) {
 	require.NoError(t, teammate.SaveRelease(ctx, workflow.NewRelease("r1", "web", "staging", "img", "ana", t0)))
 	await("a saved release", start)
 	start = time.Now()
-	require.NoError(t, teammate.SavePlan(ctx, workflow.PlanSummary{Env: "staging", Fingerprint: "fp9"}))
+	require.NoError(t, teammate.SavePlan(ctx, tfplan.Summary{Env: "staging", Fingerprint: "fp9"}))
 	await("a saved plan", start)
 	start = time.Now()
 	require.NoError(t, teammate.MarkPlanApplied(ctx, "fp9", t0))

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // ScreenFile is the name of a session's first screen recording; later
@@ -69,7 +69,7 @@ func (r *Recording) Finish(ctx context.Context, releaseID string) error {
 	if err := errors.Join(r.f.Sync(), r.f.Close()); err != nil {
 		return fmt.Errorf("screen recording %s: %w", r.f.Name(), err)
 	}
-	_, err := r.j.Append(context.WithoutCancel(ctx), workflow.ScreenRecorded{File: r.name, Release: releaseID, SHA256: hex.EncodeToString(r.sum.Sum(nil))})
+	_, err := r.j.Append(context.WithoutCancel(ctx), journal.ScreenRecorded{File: r.name, Release: releaseID, SHA256: hex.EncodeToString(r.sum.Sum(nil))})
 	return err
 }
 

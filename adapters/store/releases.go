@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // SaveRelease inserts or replaces the release with r.ID.
@@ -157,7 +158,7 @@ SELECT EXISTS (SELECT 1 FROM convergences WHERE app = ? AND env = ? AND digest =
 
 // SavePlan inserts or replaces the plan with p.Fingerprint. Saving a plan
 // again keeps the time it was marked applied.
-func (s *Ledger) SavePlan(ctx context.Context, p workflow.PlanSummary) error {
+func (s *Ledger) SavePlan(ctx context.Context, p tfplan.Summary) error {
 	if p.Fingerprint == "" {
 		return fmt.Errorf("%w: save plan: plan has no fingerprint", fault.ErrUsage)
 	}
@@ -184,19 +185,19 @@ ON CONFLICT (fingerprint) DO UPDATE SET
 
 // LoadPlan returns the plan with fingerprint, or an error wrapping
 // fault.ErrNotFound.
-func (s *Ledger) LoadPlan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error) {
+func (s *Ledger) LoadPlan(ctx context.Context, fingerprint string) (tfplan.Summary, error) {
 	var body string
 	var applied sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT body, applied_at FROM plans WHERE fingerprint = ?`, fingerprint).Scan(&body, &applied)
 	if errors.Is(err, sql.ErrNoRows) {
-		return workflow.PlanSummary{}, fmt.Errorf("plan %s: %w", fingerprint, fault.ErrNotFound)
+		return tfplan.Summary{}, fmt.Errorf("plan %s: %w", fingerprint, fault.ErrNotFound)
 	}
 	if err != nil {
-		return workflow.PlanSummary{}, s.fail("load plan "+fingerprint, err)
+		return tfplan.Summary{}, s.fail("load plan "+fingerprint, err)
 	}
-	var p workflow.PlanSummary
+	var p tfplan.Summary
 	if err := json.Unmarshal([]byte(body), &p); err != nil {
-		return workflow.PlanSummary{}, fmt.Errorf("plan %s: stored record is unreadable: %w", fingerprint, err)
+		return tfplan.Summary{}, fmt.Errorf("plan %s: stored record is unreadable: %w", fingerprint, err)
 	}
 	p.AppliedAt = timeOf(applied)
 	return p, nil

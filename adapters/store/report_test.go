@@ -19,6 +19,7 @@ import (
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/report"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 var genFrom = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -258,7 +259,7 @@ func TestReportDataReadsWhatTheServiceSaves(t *testing.T) {
 		_, err := l.RecordSighting(ctx, "img:0", digest(t, 'a'), t0.Add(-time.Hour))
 		require.NoError(t, err)
 		require.NoError(t, l.RecordFindings(ctx, "ownership/prod", t0, []finding.Finding{{Severity: finding.Blocker, Code: ownership.CodeConflict, Subject: "x"}}))
-		require.NoError(t, l.SavePlan(ctx, workflow.PlanSummary{Env: "prod", Fingerprint: "fp", CreatedAt: t0}))
+		require.NoError(t, l.SavePlan(ctx, tfplan.Summary{Env: "prod", Fingerprint: "fp", CreatedAt: t0}))
 		require.NoError(t, l.MarkPlanApplied(ctx, "fp", t0.Add(time.Minute)))
 
 		got, err := l.ReportData(ctx, report.Query{From: t0.Add(-time.Hour), To: t0.Add(24 * time.Hour)})

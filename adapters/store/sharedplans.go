@@ -12,6 +12,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 var _ workflow.SharedPlanStore = (*Ledger)(nil)
@@ -26,7 +27,7 @@ type ciphertext []byte
 func (c ciphertext) Value() (driver.Value, error) { return []byte(c), nil }
 
 // PutSharedPlan inserts or replaces the shared plan with p.Fingerprint.
-func (s *Ledger) PutSharedPlan(ctx context.Context, p workflow.SharedPlan) error {
+func (s *Ledger) PutSharedPlan(ctx context.Context, p tfplan.SharedPlan) error {
 	switch {
 	case p.Fingerprint == "":
 		return fmt.Errorf("%w: share plan: no fingerprint", fault.ErrUsage)
@@ -56,21 +57,21 @@ ON CONFLICT (fingerprint) DO UPDATE SET
 
 // SharedPlan returns the shared plan with fingerprint, or an error
 // wrapping fault.ErrNotFound.
-func (s *Ledger) SharedPlan(ctx context.Context, fingerprint string) (workflow.SharedPlan, error) {
-	p := workflow.SharedPlan{Fingerprint: fingerprint}
+func (s *Ledger) SharedPlan(ctx context.Context, fingerprint string) (tfplan.SharedPlan, error) {
+	p := tfplan.SharedPlan{Fingerprint: fingerprint}
 	var sharedAt, expiresAt sql.NullInt64
 	var recipients string
 	err := s.db.QueryRowContext(ctx, `
 SELECT env, shared_by, shared_at, expires_at, recipients, ciphertext FROM shared_plans WHERE fingerprint = ?`, fingerprint).
 		Scan(&p.Env, &p.SharedBy, &sharedAt, &expiresAt, &recipients, &p.Ciphertext)
 	if errors.Is(err, sql.ErrNoRows) {
-		return workflow.SharedPlan{}, fmt.Errorf("shared plan %s: %w", fingerprint, fault.ErrNotFound)
+		return tfplan.SharedPlan{}, fmt.Errorf("shared plan %s: %w", fingerprint, fault.ErrNotFound)
 	}
 	if err != nil {
-		return workflow.SharedPlan{}, s.fail("load shared plan "+fingerprint, err)
+		return tfplan.SharedPlan{}, s.fail("load shared plan "+fingerprint, err)
 	}
 	if err := json.Unmarshal([]byte(recipients), &p.Recipients); err != nil {
-		return workflow.SharedPlan{}, fmt.Errorf("shared plan %s: stored recipients are unreadable: %w", fingerprint, err)
+		return tfplan.SharedPlan{}, fmt.Errorf("shared plan %s: stored recipients are unreadable: %w", fingerprint, err)
 	}
 	p.SharedAt, p.ExpiresAt = timeOf(sharedAt), timeOf(expiresAt)
 	return p, nil

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // TestSharedPlansRoundTripExpireAndDelete: a shared plan comes back byte
@@ -29,9 +29,9 @@ func TestSharedPlansRoundTripExpireAndDelete(t *testing.T) {
 		require.ErrorIs(t, err, fault.ErrNotFound)
 
 		blob := append([]byte{0, 1, 2, 0xff}, []byte("…hunter2-secret…")...)
-		p := workflow.SharedPlan{
+		p := tfplan.SharedPlan{
 			Fingerprint: "fp1", Env: "prod", Ciphertext: blob,
-			Recipients: []workflow.PlanRecipient{{Principal: "alice", Key: "SHA256:a"}, {Principal: "bob", Key: "SHA256:b"}},
+			Recipients: []tfplan.Recipient{{Principal: "alice", Key: "SHA256:a"}, {Principal: "bob", Key: "SHA256:b"}},
 			SharedBy:   "alice", SharedAt: t0, ExpiresAt: t0.Add(time.Hour),
 		}
 		require.NoError(t, l.PutSharedPlan(ctx, p))
@@ -65,6 +65,6 @@ func TestSharedPlansRoundTripExpireAndDelete(t *testing.T) {
 		_, err = l.SharedPlan(ctx, "fp1")
 		require.ErrorIs(t, err, fault.ErrNotFound)
 
-		require.ErrorIs(t, l.PutSharedPlan(ctx, workflow.SharedPlan{Fingerprint: "fp3"}), fault.ErrUsage)
+		require.ErrorIs(t, l.PutSharedPlan(ctx, tfplan.SharedPlan{Fingerprint: "fp3"}), fault.ErrUsage)
 	})
 }

@@ -1,7 +1,7 @@
 // Package terraform implements workflow.Planner and workflow.Applier over the
 // terraform (or tofu) CLI through hashicorp/terraform-exec, and reads plan
 // JSON documents with hashicorp/terraform-json. No SDK type leaves the
-// package: plans become workflow.PlanFacts (the core reviews them), failures
+// package: plans become tfplan.Facts (the core reviews them), failures
 // become errors that wrap the workflow sentinels (ErrUsage, ErrStalePlan,
 // ErrLocked).
 //
@@ -28,6 +28,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 var (
@@ -50,7 +51,7 @@ type Options struct {
 	// Stdout and Stderr receive Terraform's human-readable progress from
 	// init, plan and apply (Terraform masks sensitive values there itself)
 	// and relcap's own waiting notices, for operations whose context
-	// carries no tool output of its own (workflow.WithToolOutput). Either
+	// carries no tool output of its own (tooloutput.With). Either
 	// may be nil. Machine-readable output (plan JSON, state), which holds
 	// sensitive values in clear, never goes to them. Writes are
 	// serialized, so one writer may serve both.
@@ -209,7 +210,7 @@ func (a *Adapter) target(env workflow.Environment) (target, error) {
 
 // terraforms returns two clients for one operation: loud streams Terraform's
 // human output (init, plan, apply) to the operation's tool output (the
-// writer workflow.WithToolOutput put in ctx: the cockpit's log pane, the
+// writer tooloutput.With put in ctx: the cockpit's log pane, the
 // journal) or else to the adapter's writers; quiet streams nothing, for
 // commands whose stdout is plan JSON or state, which carry sensitive
 // values in clear.
@@ -254,7 +255,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // writers are where an operation's human output goes: the tool output
 // ctx carries, or the adapter's own writers.
 func (a *Adapter) writers(ctx context.Context) (stdout, stderr io.Writer) {
-	if w, ok := workflow.ToolOutput(ctx); ok {
+	if w, ok := tooloutput.From(ctx); ok {
 		// terraform-exec copies stdout and stderr from two goroutines.
 		lw := &lockedWriter{mu: &sync.Mutex{}, w: w}
 		return lw, lw

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Apply applies exactly the saved plan req.PlanFile, with state locking on,
@@ -82,7 +83,7 @@ func (a *Adapter) Apply(ctx context.Context, req workflow.ApplyRequest) (workflo
 	if planHash != req.PlanHash {
 		return workflow.ApplyResult{}, fmt.Errorf("%w: plan file changed: %s has SHA-256 %s, the reviewed plan %s; run relcap plan again", fault.ErrStalePlan, req.PlanFile, planHash, req.PlanHash)
 	}
-	if reasons := workflow.StaleReasons(req.Inputs, now); len(reasons) > 0 {
+	if reasons := tfplan.StaleReasons(req.Inputs, now); len(reasons) > 0 {
 		return workflow.ApplyResult{}, fmt.Errorf("%w: plan %s for %s (%s): %s; run relcap plan again", fault.ErrStalePlan, workflow.ShortHash(req.Fingerprint), t.dir, t.workspace, strings.Join(reasons, "; "))
 	}
 

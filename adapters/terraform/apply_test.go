@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 func TestApplyRefusesChangedVarFile(t *testing.T) {
@@ -229,7 +230,7 @@ func TestApplyCancelStopsTerraformGracefully(t *testing.T) {
 	// The release can go on: a new plan replaces the tainted resource.
 	f.varFile("fast.tfvars", "sleep = 0\n")
 	next := f.plan()
-	require.Equal(t, workflow.ActionReplaceDeleteFirst, changeByAddress(t, next, "terraform_data.slow").Action)
+	require.Equal(t, tfplan.ActionReplaceDeleteFirst, changeByAddress(t, next, "terraform_data.slow").Action)
 	f.apply(next)
 }
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // BenchmarkReviewJSON10k reviews a generated 10,000-resource plan document
@@ -21,7 +21,7 @@ func BenchmarkReviewJSON10k(b *testing.B) {
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
-		s, err := reviewJSON(bytes.NewReader(doc.data), "bench", workflow.DefaultClassify(), secret.NewSet())
+		s, err := reviewJSON(bytes.NewReader(doc.data), "bench", tfplan.DefaultClassify(), secret.NewSet())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,8 +21,8 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // reviewBudget is what one review of a 10,000-resource document may cost.
@@ -223,7 +223,7 @@ func childWork(path, mode string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	s, err := reviewJSON(f, "budget", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(f, "budget", tfplan.DefaultClassify(), secret.NewSet())
 	if err != nil {
 		return 0, err
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // moduleRoot calls a module inside the root and one beside it.
@@ -83,7 +83,7 @@ resource "terraform_data" "n" {
 	require.NotContains(t, s.Inputs.EnvVars["TF_VAR_note"], "first-value-123")
 	again, err := f.a.Inputs(t.Context(), f.env)
 	require.NoError(t, err)
-	require.Empty(t, workflow.StaleReasons(s.Inputs, again), "the same value, the same keyed hash")
+	require.Empty(t, tfplan.StaleReasons(s.Inputs, again), "the same value, the same keyed hash")
 
 	t.Setenv("TF_VAR_note", "second-value-456")
 	_, err = f.a.Apply(t.Context(), request(f.env, s))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // applyChildEnv names a JSON file (applyChildJob) that makes this test
@@ -70,7 +71,7 @@ resource "terraform_data" "second" {
 // relcap process and kills that process with SIGKILL once the side effect
 // happened and Terraform waits in the provisioner. It returns the plan,
 // the directory with the effects and the run's directory.
-func killedMidApply(t *testing.T) (*fixture, workflow.PlanSummary, string, string) {
+func killedMidApply(t *testing.T) (*fixture, tfplan.Summary, string, string) {
 	t.Helper()
 	side := t.TempDir()
 	f := newFixture(t, fmt.Sprintf(sideEffectRoot, side))

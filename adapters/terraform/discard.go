@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 var _ workflow.PlanFileDiscarder = (*Adapter)(nil)
@@ -19,7 +20,7 @@ var _ workflow.PlanFileDiscarder = (*Adapter)(nil)
 // store, where plans are named by fingerprint (on another machine than its
 // author's the ledger's PlanFile names the author's store, so it is not
 // used).
-func (a *Adapter) DiscardPlanFile(_ context.Context, plan workflow.PlanSummary) error {
+func (a *Adapter) DiscardPlanFile(_ context.Context, plan tfplan.Summary) error {
 	fp := plan.Fingerprint
 	if fp == "" || strings.ContainsAny(fp, `/\.`) {
 		return fmt.Errorf("plan fingerprint %q cannot name a plan file", fp)

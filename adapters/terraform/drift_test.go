@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // tugOfWarPlan is a plan whose refresh found kubectl_manifest.web's
@@ -41,7 +41,7 @@ const tugOfWarPlan = `{
 // review blocks naming the fields the apply would revert.
 func TestDriftOfArgoCDsFieldsBlocksTheApply(t *testing.T) {
 	t.Parallel()
-	s, err := reviewJSON(strings.NewReader(tugOfWarPlan), "staging", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(strings.NewReader(tugOfWarPlan), "staging", tfplan.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.Len(t, s.Drift, 1)
 	d := s.Drift[0]
@@ -50,22 +50,22 @@ func TestDriftOfArgoCDsFieldsBlocksTheApply(t *testing.T) {
 	require.Equal(t, "Deployment", d.Object.Kind)
 	require.Equal(t, "web", d.Object.Namespace)
 	require.Contains(t, d.Object.Fields, "spec.replicas")
-	require.Equal(t, []workflow.AttributeChange{{Path: "yaml_incluster", Before: "(sensitive)", After: "(sensitive)", Sensitive: true}}, d.Attributes,
+	require.Equal(t, []tfplan.AttributeChange{{Path: "yaml_incluster", Before: "(sensitive)", After: "(sensitive)", Sensitive: true}}, d.Attributes,
 		"what the refresh found, its sensitive values masked")
 	require.Equal(t, 1, s.Counts.Update)
 
 	m := ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{{Line: 4, Match: ownership.Match{Group: "apps", Kind: "Deployment"}, Owner: ownership.OwnerArgoCD}}}
-	workflow.ReviewDrift(&s, m)
+	tfplan.ReviewDrift(&s, m)
 	why, refused := s.Refused()
 	require.True(t, refused)
 	require.Contains(t, why, "kubectl_manifest.web: apps/Deployment web/web changed outside Terraform, and ownership.yaml:4 gives spec.replicas")
 	require.Contains(t, why, "spec.template.spec.containers[web].image")
 	require.Contains(t, why, "to argocd; this apply would revert them")
 
-	workflow.ReviewDrift(&s, m)
+	tfplan.ReviewDrift(&s, m)
 	n := 0
 	for _, f := range s.Findings {
-		if f.Code == workflow.CodePlanDriftOwned {
+		if f.Code == tfplan.CodePlanDriftOwned {
 			n++
 		}
 	}
@@ -80,14 +80,14 @@ func TestIncompleteErroredAndFailedCheckPlansAreRead(t *testing.T) {
 	  "deferred_changes":[{"reason":"provider_config_unknown","resource_change":{"address":"kubernetes_namespace.x","change":{"actions":["create"]}}}],
 	  "checks":[{"address":{"to_display":"aws_s3_bucket.data","kind":"resource"},"status":"fail","instances":[{"address":{"to_display":"aws_s3_bucket.data"},"status":"fail","problems":[{"message":"buckets must be private"}]}]},
 	            {"address":{"to_display":"check.health","kind":"check"},"status":"unknown"}]}`
-	s, err := reviewJSON(strings.NewReader(doc), "staging", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(strings.NewReader(doc), "staging", tfplan.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.True(t, s.Incomplete)
 	require.True(t, s.Errored)
-	require.Equal(t, []workflow.DeferredChange{{Address: "kubernetes_namespace.x", Reason: "provider_config_unknown"}}, s.Deferred)
-	require.Equal(t, []workflow.CheckResult{
-		{Address: "aws_s3_bucket.data", Kind: "resource", Status: workflow.CheckFail, Problems: []string{"buckets must be private"}},
-		{Address: "check.health", Kind: "check", Status: workflow.CheckUnknown},
+	require.Equal(t, []tfplan.DeferredChange{{Address: "kubernetes_namespace.x", Reason: "provider_config_unknown"}}, s.Deferred)
+	require.Equal(t, []tfplan.CheckResult{
+		{Address: "aws_s3_bucket.data", Kind: "resource", Status: tfplan.CheckFail, Problems: []string{"buckets must be private"}},
+		{Address: "check.health", Kind: "check", Status: tfplan.CheckUnknown},
 	}, s.Checks)
 	why, refused := s.Refused()
 	require.True(t, refused)

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // FuzzReviewJSON: no input makes ReadPlanJSON (and its review) panic; every failure is a usage
@@ -36,7 +36,7 @@ func FuzzReviewJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := reviewJSON(bytes.NewReader(data), "fuzz", workflow.DefaultClassify(), secret.NewSet())
+		s, err := reviewJSON(bytes.NewReader(data), "fuzz", tfplan.DefaultClassify(), secret.NewSet())
 		if err != nil {
 			if !errors.Is(err, fault.ErrUsage) {
 				t.Fatalf("error does not wrap ErrUsage: %v", err)
@@ -50,7 +50,7 @@ func FuzzReviewJSON(f *testing.F) {
 		// Whatever the document marks sensitive, or declares a sensitive
 		// variable's value, is learnt and appears nowhere in the review.
 		secrets := secret.NewSet()
-		if _, err := reviewJSON(bytes.NewReader(data), "fuzz", workflow.DefaultClassify(), secrets); err != nil {
+		if _, err := reviewJSON(bytes.NewReader(data), "fuzz", tfplan.DefaultClassify(), secrets); err != nil {
 			t.Fatalf("a second review failed: %v", err)
 		}
 		if secrets.Contains(string(out)) {

@@ -17,7 +17,7 @@ const genSecret = "S3CR3T-"
 type genDoc struct {
 	data      []byte
 	resources int
-	// want counts by action, as workflow.PlanCounts names them.
+	// want counts by action, as tfplan.Counts names them.
 	create, update, del, replaceDF, replaceCF, read, noop int
 	outputs                                               int
 }

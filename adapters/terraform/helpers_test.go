@@ -17,24 +17,25 @@ import (
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // reviewJSON reads a plan document and reviews its facts, as relcap review
 // of an uploaded plan does.
-func reviewJSON(r io.Reader, env string, classify workflow.Classify, secrets *secret.Set) (workflow.PlanSummary, error) {
+func reviewJSON(r io.Reader, env string, classify tfplan.Classify, secrets *secret.Set) (tfplan.Summary, error) {
 	facts, err := ReadPlanJSON(r, env, secrets)
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return tfplan.Summary{}, err
 	}
-	return workflow.ReviewPlan(facts, classify), nil
+	return tfplan.ReviewPlan(facts, classify), nil
 }
 
 // reviewed is a plan the adapter made, reviewed as the core reviews it.
-func reviewed(facts workflow.PlanFacts, err error) (workflow.PlanSummary, error) {
+func reviewed(facts tfplan.Facts, err error) (tfplan.Summary, error) {
 	if err != nil {
-		return workflow.PlanSummary{}, err
+		return tfplan.Summary{}, err
 	}
-	return workflow.ReviewPlan(facts, workflow.DefaultClassify()), nil
+	return tfplan.ReviewPlan(facts, tfplan.DefaultClassify()), nil
 }
 
 // fixedClock is a clock that says what it is told.
@@ -119,21 +120,21 @@ func (f *fixture) varFile(name, content string) string {
 	return p
 }
 
-func (f *fixture) plan() workflow.PlanSummary {
+func (f *fixture) plan() tfplan.Summary {
 	f.t.Helper()
 	s, err := reviewed(f.a.Plan(f.t.Context(), f.env, "alice"))
 	require.NoError(f.t, err, "terraform output:\n%s", f.out.String())
 	return s
 }
 
-func (f *fixture) apply(s workflow.PlanSummary) workflow.ApplyResult {
+func (f *fixture) apply(s tfplan.Summary) workflow.ApplyResult {
 	f.t.Helper()
 	res, err := f.a.Apply(f.t.Context(), request(f.env, s))
 	require.NoError(f.t, err, "terraform output:\n%s", f.out.String())
 	return res
 }
 
-func request(env workflow.Environment, s workflow.PlanSummary) workflow.ApplyRequest {
+func request(env workflow.Environment, s tfplan.Summary) workflow.ApplyRequest {
 	return workflow.ApplyRequest{Env: env, Fingerprint: s.Fingerprint, PlanFile: s.PlanFile, PlanHash: s.PlanHash, Inputs: s.Inputs}
 }
 

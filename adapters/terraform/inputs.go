@@ -22,6 +22,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // lockFileName is Terraform's dependency lock file.
@@ -31,19 +32,19 @@ const lockFileName = ".terraform.lock.hcl"
 // workspace and state lineage/serial of env without planning. It runs
 // terraform init only when the working directory has not been initialised
 // (or a command fails without it), and never upgrades providers.
-func (a *Adapter) Inputs(ctx context.Context, env workflow.Environment) (workflow.PlanInputs, error) {
+func (a *Adapter) Inputs(ctx context.Context, env workflow.Environment) (tfplan.Inputs, error) {
 	t, err := a.target(env)
 	if err != nil {
-		return workflow.PlanInputs{}, err
+		return tfplan.Inputs{}, err
 	}
 	unlock, err := a.lockWorkdir(ctx, t, "inputs")
 	if err != nil {
-		return workflow.PlanInputs{}, err
+		return tfplan.Inputs{}, err
 	}
 	defer unlock()
 	loud, quiet, err := a.terraforms(ctx, t)
 	if err != nil {
-		return workflow.PlanInputs{}, err
+		return tfplan.Inputs{}, err
 	}
 	in, restore, err := a.inputsIn(ctx, t, loud, quiet)
 	restore()
@@ -53,8 +54,8 @@ func (a *Adapter) Inputs(ctx context.Context, env workflow.Environment) (workflo
 // inputsIn reads the current inputs in the environment's workspace, which
 // it selects; restore selects the workspace that was selected before (it is
 // never nil). The caller holds the working-directory lock.
-func (a *Adapter) inputsIn(ctx context.Context, t target, loud, quiet *tfexec.Terraform) (workflow.PlanInputs, func(), error) {
-	var in workflow.PlanInputs
+func (a *Adapter) inputsIn(ctx context.Context, t target, loud, quiet *tfexec.Terraform) (tfplan.Inputs, func(), error) {
+	var in tfplan.Inputs
 	var restore func()
 	err := a.withInit(ctx, t, loud, func() error {
 		r, err := selectWorkspace(ctx, quiet, t)
@@ -156,7 +157,7 @@ func selectWorkspace(ctx context.Context, tf *tfexec.Terraform, t target) (resto
 
 // currentInputs reads everything a plan depends on. The working directory
 // must be initialised and the workspace selected.
-func (a *Adapter) currentInputs(ctx context.Context, quiet *tfexec.Terraform, t target, secrets *secret.Set) (workflow.PlanInputs, error) {
+func (a *Adapter) currentInputs(ctx context.Context, quiet *tfexec.Terraform, t target, secrets *secret.Set) (tfplan.Inputs, error) {
 	in, err := fileInputs(ctx, t)
 	if err != nil {
 		return in, err
@@ -183,8 +184,8 @@ func (a *Adapter) currentInputs(ctx context.Context, quiet *tfexec.Terraform, t 
 
 // fileInputs reads the inputs that live in files: Git revision, lock file,
 // var files; and the workspace name.
-func fileInputs(ctx context.Context, t target) (workflow.PlanInputs, error) {
-	in := workflow.PlanInputs{Workspace: t.workspace, VarFileHashes: map[string]string{}}
+func fileInputs(ctx context.Context, t target) (tfplan.Inputs, error) {
+	in := tfplan.Inputs{Workspace: t.workspace, VarFileHashes: map[string]string{}}
 	var err error
 	if in.Revision, in.Dirty, err = gitRevision(ctx, t.dir); err != nil {
 		return in, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // planSuffix ends every saved plan's file name: <fingerprint>.tfplan.
@@ -20,36 +21,36 @@ const planSuffix = ".tfplan"
 // dependency lock file unchanged), selects env's workspace (which must
 // exist), and runs terraform plan -out into the private plan store with
 // state locking on. It returns what it read of the saved plan as
-// workflow.PlanFacts, for the core to review (workflow.ReviewPlan): the
+// tfplan.Facts, for the core to review (tfplan.ReviewPlan): the
 // changes, the plan file's SHA-256 and the inputs it was computed from
-// (workflow.PlanInputs). The plan file is PlanDir/<fingerprint>.tfplan with
+// (tfplan.Inputs). The plan file is PlanDir/<fingerprint>.tfplan with
 // mode 0600, named by the fingerprint the review gives the plan.
 //
 // Errors wrap fault.ErrUsage for configuration mistakes,
 // fault.ErrLocked when another writer holds the state lock, and the
 // context's error on cancellation. Terraform's stderr is kept in the error.
-func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author string) (workflow.PlanFacts, error) {
+func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author string) (tfplan.Facts, error) {
 	t, err := a.target(env)
 	if err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	unlock, err := a.lockWorkdir(ctx, t, "plan")
 	if err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	defer unlock()
 	loud, quiet, err := a.terraforms(ctx, t)
 	if err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 
 	committed, err := a.init(ctx, t, loud)
 	if err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	restore, err := selectWorkspace(ctx, quiet, t)
 	if err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	defer restore()
 	// Inputs are read before planning, so they describe what Terraform
@@ -57,18 +58,18 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	// slipped in between.
 	in, err := a.currentInputs(ctx, quiet, t, a.secrets)
 	if err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	// Learnt before Terraform prints a line (the state's sensitive values
 	// were, as the inputs were read): the plan's output streams to the
 	// screen, the recording and the journal as it comes.
 	if err := a.learnBeforeRun(ctx, t); err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 
 	tmp, err := os.CreateTemp(a.planDir, ".plan-*.tmp")
 	if err != nil {
-		return workflow.PlanFacts{}, fmt.Errorf("creating plan file in %s: %w", a.planDir, err)
+		return tfplan.Facts{}, fmt.Errorf("creating plan file in %s: %w", a.planDir, err)
 	}
 	tmpPath := tmp.Name()
 	tmp.Close()
@@ -88,23 +89,23 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	}
 	args = append(args, "-lock=true", "-parallelism=10", "-refresh=true")
 	if _, err := a.runDetachedCommand(ctx, t, "plan", args, 0, 2); err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	lineage, serial, err := stateIdentity(ctx, quiet, t, a.secrets)
 	if err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	if lineage != in.StateLineage || serial != in.StateSerial {
-		return workflow.PlanFacts{}, fmt.Errorf("%w: the state of %s (%s) changed while planning (serial %d, now %d); run relcap plan again", fault.ErrStalePlan, t.dir, t.workspace, in.StateSerial, serial)
+		return tfplan.Facts{}, fmt.Errorf("%w: the state of %s (%s) changed while planning (serial %d, now %d); run relcap plan again", fault.ErrStalePlan, t.dir, t.workspace, in.StateSerial, serial)
 	}
 	// Terraform creates the plan file with its own mode; saved plans hold
 	// sensitive values in clear.
 	if err := os.Chmod(tmpPath, 0o600); err != nil {
-		return workflow.PlanFacts{}, fmt.Errorf("securing plan file: %w", err)
+		return tfplan.Facts{}, fmt.Errorf("securing plan file: %w", err)
 	}
 	planHash, err := hashFile(tmpPath)
 	if err != nil {
-		return workflow.PlanFacts{}, fmt.Errorf("hashing plan file: %w", err)
+		return tfplan.Facts{}, fmt.Errorf("hashing plan file: %w", err)
 	}
 
 	// The plan JSON holds sensitive values in clear: it goes to a buffer,
@@ -113,11 +114,11 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 	// completeness alike.
 	doc, err := a.showPlanJSON(ctx, t, tmpPath)
 	if err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	facts, err := readDocument(doc, "the plan of "+t.dir, t.env, a.secrets)
 	if err != nil {
-		return workflow.PlanFacts{}, fmt.Errorf("reviewing the plan of %s: %w", t.dir, err)
+		return tfplan.Facts{}, fmt.Errorf("reviewing the plan of %s: %w", t.dir, err)
 	}
 	facts.PlanHash, facts.Inputs, facts.Author, facts.CreatedAt, facts.Root = planHash, in, author, a.clock.Now(), t.dir
 	if !committed {
@@ -128,12 +129,12 @@ func (a *Adapter) Plan(ctx context.Context, env workflow.Environment, author str
 			facts.TerraformVersion = v.String()
 		}
 	}
-	// The review is the domain's (workflow.ReviewPlan), and so is the
+	// The review is the domain's (tfplan.ReviewPlan), and so is the
 	// fingerprint formula; the file is named by the fingerprint the review
 	// will give it, so a fingerprint finds its plan file.
-	facts.PlanFile = filepath.Join(a.planDir, workflow.PlanFingerprint(planHash, in)+planSuffix)
+	facts.PlanFile = filepath.Join(a.planDir, tfplan.Fingerprint(planHash, in)+planSuffix)
 	if err := os.Rename(tmpPath, facts.PlanFile); err != nil {
-		return workflow.PlanFacts{}, fmt.Errorf("saving plan file: %w", err)
+		return tfplan.Facts{}, fmt.Errorf("saving plan file: %w", err)
 	}
 	kept = true
 	return facts, nil

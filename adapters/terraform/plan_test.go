@@ -13,6 +13,8 @@ import (
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 const twoResources = `
@@ -48,13 +50,13 @@ func TestPlanCreates(t *testing.T) {
 	require.Equal(t, "alice", s.Author)
 	require.Equal(t, testNow, s.CreatedAt)
 	require.NotEmpty(t, s.TerraformVersion)
-	require.Equal(t, workflow.PlanCounts{Create: 2}, s.Counts)
-	require.Equal(t, []workflow.OutputChange{{Name: "web_id", Action: workflow.ActionCreate}}, s.Outputs)
+	require.Equal(t, tfplan.Counts{Create: 2}, s.Counts)
+	require.Equal(t, []tfplan.OutputChange{{Name: "web_id", Action: tfplan.ActionCreate}}, s.Outputs)
 	require.True(t, s.HasChanges())
 	require.False(t, s.Destructive())
 
 	web := changeByAddress(t, s, "terraform_data.web")
-	require.Equal(t, workflow.ActionCreate, web.Action)
+	require.Equal(t, tfplan.ActionCreate, web.Action)
 	require.Equal(t, "terraform_data", web.Type)
 	require.Equal(t, "web", web.Name)
 	require.Equal(t, `"web"`, attrByPath(t, web, "input.name").After)
@@ -74,7 +76,7 @@ func TestPlanCreates(t *testing.T) {
 	h, err := hashFile(s.PlanFile)
 	require.NoError(t, err)
 	require.Equal(t, h, s.PlanHash)
-	require.Equal(t, workflow.PlanFingerprint(s.PlanHash, s.Inputs), s.Fingerprint)
+	require.Equal(t, tfplan.Fingerprint(s.PlanHash, s.Inputs), s.Fingerprint)
 	entries, err := os.ReadDir(f.a.PlanDir())
 	require.NoError(t, err)
 	for _, e := range entries {
@@ -95,7 +97,7 @@ func TestPlanCreates(t *testing.T) {
 	for name := range s.Inputs.ConfigFiles {
 		require.False(t, strings.HasPrefix(name, ".terraform/"), "Terraform's working data is not configuration: %s", name)
 	}
-	require.Equal(t, workflow.PlanInputs{Workspace: "default", VarFileHashes: map[string]string{}, ConfigFiles: s.Inputs.ConfigFiles, EnvVars: s.Inputs.EnvVars, ProviderEnv: map[string]string{}}, s.Inputs,
+	require.Equal(t, tfplan.Inputs{Workspace: "default", VarFileHashes: map[string]string{}, ConfigFiles: s.Inputs.ConfigFiles, EnvVars: s.Inputs.EnvVars, ProviderEnv: map[string]string{}}, s.Inputs,
 		"no provider setting set: an empty map, which says they were bound")
 	now, err := f.a.Inputs(t.Context(), f.env)
 	require.NoError(t, err)
@@ -149,14 +151,14 @@ func TestPlanReplaceAndDelete(t *testing.T) {
 	f.varFile("dev.tfvars", `rev = "2"`+"\n")
 	repl := f.plan()
 	web := changeByAddress(t, repl, "terraform_data.web")
-	require.Equal(t, workflow.ActionReplaceDeleteFirst, web.Action)
+	require.Equal(t, tfplan.ActionReplaceDeleteFirst, web.Action)
 	require.Equal(t, []string{"triggers_replace"}, web.ReplacePaths)
-	require.Contains(t, web.Flags, workflow.FlagDestructive)
+	require.Contains(t, web.Flags, tfplan.FlagDestructive)
 	tr := attrByPath(t, web, "triggers_replace")
 	require.Equal(t, `"1"`, tr.Before)
 	require.Equal(t, `"2"`, tr.After)
 	blue := changeByAddress(t, repl, "terraform_data.blue")
-	require.Equal(t, workflow.ActionReplaceCreateFirst, blue.Action)
+	require.Equal(t, tfplan.ActionReplaceCreateFirst, blue.Action)
 	require.Equal(t, []string{"triggers_replace"}, blue.ReplacePaths)
 	require.True(t, repl.Destructive())
 	require.True(t, hasFinding(repl, "plan.destructive", "terraform_data.web"))
@@ -165,11 +167,11 @@ func TestPlanReplaceAndDelete(t *testing.T) {
 	f.write("main.tf", strings.Replace(twoResources, `resource "terraform_data" "blue"`, `resource "terraform_data" "green"`, 1))
 	moved := f.plan()
 	del := changeByAddress(t, moved, "terraform_data.blue")
-	require.Equal(t, workflow.ActionDelete, del.Action)
-	require.Equal(t, []string{workflow.FlagDestructive}, del.Flags)
+	require.Equal(t, tfplan.ActionDelete, del.Action)
+	require.Equal(t, []string{tfplan.FlagDestructive}, del.Flags)
 	require.Equal(t, "null", attrByPath(t, del, "input").After)
-	require.Equal(t, workflow.ActionCreate, changeByAddress(t, moved, "terraform_data.green").Action)
-	require.Equal(t, workflow.PlanCounts{Create: 1, Delete: 1, NoOp: 1}, moved.Counts)
+	require.Equal(t, tfplan.ActionCreate, changeByAddress(t, moved, "terraform_data.green").Action)
+	require.Equal(t, tfplan.Counts{Create: 1, Delete: 1, NoOp: 1}, moved.Counts)
 }
 
 const sensitiveRoot = `
@@ -218,9 +220,9 @@ func TestSensitiveValuesNeverLeak(t *testing.T) {
 	app := changeByAddress(t, s, "terraform_data.app")
 	pw := attrByPath(t, app, "input.password")
 	require.True(t, pw.Sensitive)
-	require.Equal(t, workflow.SensitiveMask, pw.After)
+	require.Equal(t, tfplan.SensitiveMask, pw.After)
 	require.Equal(t, `"app"`, attrByPath(t, app, "input.user").After)
-	require.Contains(t, s.Outputs, workflow.OutputChange{Name: "password", Action: workflow.ActionCreate, Sensitive: true})
+	require.Contains(t, s.Outputs, tfplan.OutputChange{Name: "password", Action: tfplan.ActionCreate, Sensitive: true})
 
 	// A stale apply's error.
 	require.NoError(t, os.WriteFile(vf, []byte(`secret = "`+secret+`-rotated"`+"\n"), 0o644))
@@ -350,7 +352,7 @@ func TestTerraformsOutputGoesToTheOperationsWriter(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, twoResources)
 	var op syncBuffer
-	ctx := workflow.WithToolOutput(t.Context(), &op)
+	ctx := tooloutput.With(t.Context(), &op)
 	_, err := f.a.Plan(ctx, f.env, "alice")
 	require.NoError(t, err)
 	require.Contains(t, op.String(), "Initializing the backend")

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 const kubeconfigA = `apiVersion: v1
@@ -90,21 +90,21 @@ current-context: prod
 // appears.
 func TestAPlanSavedBeforeProviderSettingsWereBoundIsNotStaleForThem(t *testing.T) {
 	t.Parallel()
-	var old workflow.PlanInputs
+	var old tfplan.Inputs
 	require.NoError(t, json.Unmarshal([]byte(`{"revision":"r","workspace":"default","config_files_sha256":{"main.tf":"h"}}`), &old))
 	require.Nil(t, old.ProviderEnv)
 	now := old
 	now.ProviderEnv = map[string]string{"KUBECONFIG": "k"}
-	require.Empty(t, workflow.StaleReasons(old, now))
+	require.Empty(t, tfplan.StaleReasons(old, now))
 
-	var none workflow.PlanInputs
-	b, err := json.Marshal(workflow.PlanInputs{Revision: "r", ProviderEnv: map[string]string{}})
+	var none tfplan.Inputs
+	b, err := json.Marshal(tfplan.Inputs{Revision: "r", ProviderEnv: map[string]string{}})
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &none))
 	require.NotNil(t, none.ProviderEnv, "an empty map survives the ledger")
 	now = none
 	now.ProviderEnv = map[string]string{"KUBECONFIG": "k"}
-	require.Equal(t, []string{"provider setting added: KUBECONFIG"}, workflow.StaleReasons(none, now))
+	require.Equal(t, []string{"provider setting added: KUBECONFIG"}, tfplan.StaleReasons(none, now))
 }
 
 // TestAKubeconfigNamedInTheConfigurationIsBoundByItsContent: a

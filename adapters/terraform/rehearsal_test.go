@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 const failingDrill = `resource "terraform_data" "relcap_rehearsal" {
@@ -54,7 +55,7 @@ func TestScratchRootFailsItsApplyAndLeavesTheRealStateAlone(t *testing.T) {
 	require.NoError(t, err, f.out.String())
 	require.Len(t, p.Changes, 1, "only the drill's resource: %+v", p.Changes)
 	require.Equal(t, "terraform_data.relcap_rehearsal", p.Changes[0].Address)
-	require.Equal(t, workflow.ActionCreate, p.Changes[0].Action)
+	require.Equal(t, tfplan.ActionCreate, p.Changes[0].Action)
 
 	_, err = f.a.Apply(ctx, request(scratch, p))
 	require.Error(t, err)
@@ -72,7 +73,7 @@ func TestScratchRootFailsItsApplyAndLeavesTheRealStateAlone(t *testing.T) {
 	rp, err := reviewed(f.a.Plan(ctx, scratch, "alice"))
 	require.NoError(t, err, f.out.String())
 	require.Len(t, rp.Changes, 1)
-	require.Equal(t, workflow.ActionDelete, rp.Changes[0].Action)
+	require.Equal(t, tfplan.ActionDelete, rp.Changes[0].Action)
 	_, err = f.a.Apply(ctx, request(scratch, rp))
 	require.NoError(t, err, f.out.String())
 	recovered, err := f.a.StateResources(ctx, scratch)

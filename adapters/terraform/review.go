@@ -17,9 +17,9 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // docMeta is what a review reads from a plan document besides the changes.
@@ -37,9 +37,9 @@ type docMeta struct {
 	// could not plan everything; errored when it hit errors.
 	complete *bool
 	errored  bool
-	deferred []workflow.DeferredChange
-	checks   []workflow.CheckResult
-	actions  []workflow.ActionInvocation
+	deferred []tfplan.DeferredChange
+	checks   []tfplan.CheckResult
+	actions  []tfplan.ActionInvocation
 }
 
 // planVariables is the plan's "variables": values in clear, sensitive or
@@ -66,7 +66,7 @@ func (*skip) UnmarshalJSON([]byte) error { return nil }
 
 // ReadPlanJSON reads a `terraform show -json PLANFILE` document, such as
 // one a CI job uploaded, without running Terraform: the same translation
-// as Plan, returned as facts for workflow.ReviewPlan. The facts have no
+// as Plan, returned as facts for tfplan.ReviewPlan. The facts have no
 // PlanFile, PlanHash or Inputs (so the review has no Fingerprint), because
 // a JSON document is not a plan Terraform can apply.
 //
@@ -75,7 +75,7 @@ func (*skip) UnmarshalJSON([]byte) error { return nil }
 // input (r's Name(), as *os.File has, or "plan document") and the line,
 // column and byte offset where reading failed. Sensitive values in the
 // document never reach the facts or an error.
-func ReadPlanJSON(r io.Reader, env string, secrets *secret.Set) (workflow.PlanFacts, error) {
+func ReadPlanJSON(r io.Reader, env string, secrets *secret.Set) (tfplan.Facts, error) {
 	name := "plan document"
 	if n, ok := r.(interface{ Name() string }); ok && n.Name() != "" {
 		name = n.Name()
@@ -88,7 +88,7 @@ func ReadPlanJSON(r io.Reader, env string, secrets *secret.Set) (workflow.PlanFa
 		buf.Grow(n + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(r); err != nil {
-		return workflow.PlanFacts{}, fmt.Errorf("reading %s: %w", name, err)
+		return tfplan.Facts{}, fmt.Errorf("reading %s: %w", name, err)
 	}
 	return readDocument(buf.Bytes(), name, env, secrets)
 }
@@ -109,20 +109,20 @@ func sizeHint(r io.Reader) int {
 
 // readDocument reads a plan document's facts, learning its sensitive
 // values and masking them (and every secret already known) in the changes.
-func readDocument(data []byte, name, env string, secrets *secret.Set) (workflow.PlanFacts, error) {
+func readDocument(data []byte, name, env string, secrets *secret.Set) (tfplan.Facts, error) {
 	tr := translator{secrets: secrets}
 	meta, err := readPlanDocument(data, name, &tr)
 	if err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	switch {
 	case meta.hasValues && !meta.hasPlanned && !meta.hasChanges:
-		return workflow.PlanFacts{}, fmt.Errorf("%w: %s is a Terraform state document, not a plan; produce one with terraform show -json PLANFILE", fault.ErrUsage, name)
+		return tfplan.Facts{}, fmt.Errorf("%w: %s is a Terraform state document, not a plan; produce one with terraform show -json PLANFILE", fault.ErrUsage, name)
 	case meta.formatVersion == "" && !meta.hasPlanned && !meta.hasChanges:
-		return workflow.PlanFacts{}, fmt.Errorf("%w: %s is not a Terraform plan document (no format_version, planned_values or resource_changes); produce one with terraform show -json PLANFILE", fault.ErrUsage, name)
+		return tfplan.Facts{}, fmt.Errorf("%w: %s is not a Terraform plan document (no format_version, planned_values or resource_changes); produce one with terraform show -json PLANFILE", fault.ErrUsage, name)
 	}
 	if err := (&tfjson.Plan{FormatVersion: meta.formatVersion}).Validate(); err != nil {
-		return workflow.PlanFacts{}, fmt.Errorf("%w: %s: %w", fault.ErrUsage, name, err)
+		return tfplan.Facts{}, fmt.Errorf("%w: %s: %w", fault.ErrUsage, name, err)
 	}
 	for name, sensitive := range meta.sensitiveVars {
 		if sensitive {
@@ -132,9 +132,9 @@ func readDocument(data []byte, name, env string, secrets *secret.Set) (workflow.
 	t := tr.t
 	maskSecrets(t.changes, secrets)
 	for i := range t.drift {
-		maskSecrets([]workflow.ResourceChange{t.drift[i].ResourceChange}, secrets)
+		maskSecrets([]tfplan.ResourceChange{t.drift[i].ResourceChange}, secrets)
 	}
-	return workflow.PlanFacts{Env: env, TerraformVersion: meta.terraformVersion,
+	return tfplan.Facts{Env: env, TerraformVersion: meta.terraformVersion,
 		Changes: t.changes, Outputs: t.outputs, Drift: t.drift, NoOps: t.noops,
 		Imports: t.imports, Moves: t.moves, Forgets: t.forgets,
 		Incomplete: meta.complete != nil && !*meta.complete, Errored: meta.errored,
@@ -492,8 +492,8 @@ func position(data []byte, off int64) string {
 }
 
 // deferredChanges are the changes Terraform put off, by address.
-func deferredChanges(ds []*tfjson.DeferredResourceChange) []workflow.DeferredChange {
-	var out []workflow.DeferredChange
+func deferredChanges(ds []*tfjson.DeferredResourceChange) []tfplan.DeferredChange {
+	var out []tfplan.DeferredChange
 	for _, d := range ds {
 		if d == nil {
 			continue
@@ -506,17 +506,17 @@ func deferredChanges(ds []*tfjson.DeferredResourceChange) []workflow.DeferredCha
 		if reason == "" {
 			reason = "unknown reason"
 		}
-		out = append(out, workflow.DeferredChange{Address: addr, Reason: reason})
+		out = append(out, tfplan.DeferredChange{Address: addr, Reason: reason})
 	}
 	return out
 }
 
 // checkResults are the configuration's check results, failed problems
 // with their authors' messages.
-func checkResults(cs []tfjson.CheckResultStatic) []workflow.CheckResult {
-	out := make([]workflow.CheckResult, 0, len(cs))
+func checkResults(cs []tfjson.CheckResultStatic) []tfplan.CheckResult {
+	out := make([]tfplan.CheckResult, 0, len(cs))
 	for _, c := range cs {
-		r := workflow.CheckResult{Address: c.Address.ToDisplay, Kind: string(c.Address.Kind), Status: workflow.CheckStatus(c.Status)}
+		r := tfplan.CheckResult{Address: c.Address.ToDisplay, Kind: string(c.Address.Kind), Status: tfplan.CheckStatus(c.Status)}
 		for _, in := range c.Instances {
 			for _, p := range in.Problems {
 				if p.Message != "" {
@@ -532,13 +532,13 @@ func checkResults(cs []tfjson.CheckResultStatic) []workflow.CheckResult {
 // actionInvocations are the actions the apply will run, with what
 // triggers them. Their configuration values are not kept: an action's
 // arguments may hold secrets, and the reviewer needs what runs and when.
-func actionInvocations(as []*tfjson.ActionInvocation) []workflow.ActionInvocation {
-	var out []workflow.ActionInvocation
+func actionInvocations(as []*tfjson.ActionInvocation) []tfplan.ActionInvocation {
+	var out []tfplan.ActionInvocation
 	for _, a := range as {
 		if a == nil {
 			continue
 		}
-		inv := workflow.ActionInvocation{Address: a.Address, Type: a.Type}
+		inv := tfplan.ActionInvocation{Address: a.Address, Type: a.Type}
 		if t := a.LifecycleActionTrigger; t != nil {
 			inv.Trigger, inv.Event = t.TriggeringResourceAddress, t.ActionTriggerEvent
 		}

@@ -11,12 +11,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
-func changeByAddress(t *testing.T, s workflow.PlanSummary, addr string) workflow.ResourceChange {
+func changeByAddress(t *testing.T, s tfplan.Summary, addr string) tfplan.ResourceChange {
 	t.Helper()
 	for _, c := range s.Changes {
 		if c.Address == addr {
@@ -24,10 +24,10 @@ func changeByAddress(t *testing.T, s workflow.PlanSummary, addr string) workflow
 		}
 	}
 	t.Fatalf("no change for %s in %v", addr, s.Changes)
-	return workflow.ResourceChange{}
+	return tfplan.ResourceChange{}
 }
 
-func attrByPath(t *testing.T, c workflow.ResourceChange, path string) workflow.AttributeChange {
+func attrByPath(t *testing.T, c tfplan.ResourceChange, path string) tfplan.AttributeChange {
 	t.Helper()
 	for _, a := range c.Attributes {
 		if a.Path == path {
@@ -35,10 +35,10 @@ func attrByPath(t *testing.T, c workflow.ResourceChange, path string) workflow.A
 		}
 	}
 	t.Fatalf("%s: no attribute change at %s in %+v", c.Address, path, c.Attributes)
-	return workflow.AttributeChange{}
+	return tfplan.AttributeChange{}
 }
 
-func hasFinding(s workflow.PlanSummary, code, subject string) bool {
+func hasFinding(s tfplan.Summary, code, subject string) bool {
 	for _, f := range s.Findings {
 		if f.Code == code && f.Subject == subject {
 			return true
@@ -55,18 +55,18 @@ func TestReviewJSONHandwrittenShapes(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "handwritten_aws_iam_and_rds.json"))
 	require.NoError(t, err)
 	defer f.Close()
-	s, err := reviewJSON(f, "prod", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(f, "prod", tfplan.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 
 	require.Equal(t, "prod", s.Env)
 	require.Equal(t, "1.5.7", s.TerraformVersion)
 	require.Empty(t, s.Fingerprint, "a JSON document is not an appliable plan")
-	require.Equal(t, workflow.PlanCounts{Update: 1, Delete: 1, ReplaceDeleteFirst: 1, ReplaceCreateFirst: 1, Read: 1, NoOp: 1}, s.Counts)
+	require.Equal(t, tfplan.Counts{Update: 1, Delete: 1, ReplaceDeleteFirst: 1, ReplaceCreateFirst: 1, Read: 1, NoOp: 1}, s.Counts)
 	require.Len(t, s.Changes, 5, "the no-op is counted, not listed")
 
 	role := changeByAddress(t, s, "aws_iam_role.deployer")
-	require.Equal(t, workflow.ActionUpdate, role.Action)
-	require.Equal(t, []string{workflow.FlagIdentity}, role.Flags)
+	require.Equal(t, tfplan.ActionUpdate, role.Action)
+	require.Equal(t, []string{tfplan.FlagIdentity}, role.Flags)
 	require.True(t, hasFinding(s, "plan.identity", "aws_iam_role.deployer"))
 	require.Equal(t, "3600", attrByPath(t, role, "max_session_duration").Before)
 	require.Equal(t, "7200", attrByPath(t, role, "max_session_duration").After)
@@ -78,14 +78,14 @@ func TestReviewJSONHandwrittenShapes(t *testing.T) {
 	}
 
 	db := changeByAddress(t, s, "module.data.aws_db_instance.main")
-	require.Equal(t, workflow.ActionReplaceDeleteFirst, db.Action)
+	require.Equal(t, tfplan.ActionReplaceDeleteFirst, db.Action)
 	require.Equal(t, "module.data", db.Module)
 	require.Equal(t, []string{"storage_encrypted"}, db.ReplacePaths)
-	require.ElementsMatch(t, []string{workflow.FlagDestructive, workflow.FlagDataService}, db.Flags)
+	require.ElementsMatch(t, []string{tfplan.FlagDestructive, tfplan.FlagDataService}, db.Flags)
 	require.True(t, hasFinding(s, "plan.destructive", db.Address))
 	require.True(t, hasFinding(s, "plan.data-service", db.Address))
 	pw := attrByPath(t, db, "password")
-	require.Equal(t, workflow.AttributeChange{Path: "password", Before: workflow.SensitiveMask, After: workflow.SensitiveMask, Sensitive: true}, pw)
+	require.Equal(t, tfplan.AttributeChange{Path: "password", Before: tfplan.SensitiveMask, After: tfplan.SensitiveMask, Sensitive: true}, pw)
 	id := attrByPath(t, db, "id")
 	require.True(t, id.Unknown)
 	require.Equal(t, knownAfterApply, id.After)
@@ -96,22 +96,22 @@ func TestReviewJSONHandwrittenShapes(t *testing.T) {
 	require.Equal(t, `"sg-222"`, sg.After)
 
 	bucket := changeByAddress(t, s, "google_storage_bucket.assets")
-	require.Equal(t, workflow.ActionDelete, bucket.Action)
-	require.ElementsMatch(t, []string{workflow.FlagDestructive, workflow.FlagDataService}, bucket.Flags)
+	require.Equal(t, tfplan.ActionDelete, bucket.Action)
+	require.ElementsMatch(t, []string{tfplan.FlagDestructive, tfplan.FlagDataService}, bucket.Flags)
 	require.Equal(t, "null", attrByPath(t, bucket, "labels.env").After)
 
 	web := changeByAddress(t, s, "aws_security_group.web")
-	require.Equal(t, workflow.ActionReplaceCreateFirst, web.Action)
-	require.Equal(t, []string{workflow.FlagDestructive}, web.Flags)
+	require.Equal(t, tfplan.ActionReplaceCreateFirst, web.Action)
+	require.Equal(t, []string{tfplan.FlagDestructive}, web.Flags)
 	require.Equal(t, "443", attrByPath(t, web, "ingress[0].from_port").After)
 
 	read := changeByAddress(t, s, "data.aws_caller_identity.current")
-	require.Equal(t, workflow.ActionRead, read.Action)
+	require.Equal(t, tfplan.ActionRead, read.Action)
 	require.Empty(t, read.Flags)
 
-	require.Equal(t, []workflow.OutputChange{
-		{Name: "db_endpoint", Action: workflow.ActionUpdate},
-		{Name: "db_password", Action: workflow.ActionCreate, Sensitive: true},
+	require.Equal(t, []tfplan.OutputChange{
+		{Name: "db_endpoint", Action: tfplan.ActionUpdate},
+		{Name: "db_password", Action: tfplan.ActionCreate, Sensitive: true},
 	}, s.Outputs)
 	require.True(t, hasFinding(s, "plan.output", "output.db_password"))
 
@@ -125,9 +125,9 @@ func TestReviewJSONHandwrittenShapes(t *testing.T) {
 func TestReviewJSONGenerated(t *testing.T) {
 	t.Parallel()
 	g := generatePlan(300, 7)
-	s, err := reviewJSON(bytes.NewReader(g.data), "staging", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(bytes.NewReader(g.data), "staging", tfplan.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
-	require.Equal(t, workflow.PlanCounts{
+	require.Equal(t, tfplan.Counts{
 		Create: g.create, Update: g.update, Delete: g.del,
 		ReplaceDeleteFirst: g.replaceDF, ReplaceCreateFirst: g.replaceCF,
 		Read: g.read, NoOp: g.noop,
@@ -137,13 +137,13 @@ func TestReviewJSONGenerated(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(out), genSecret)
 	for _, c := range s.Changes {
-		if c.Action == workflow.ActionReplaceDeleteFirst {
+		if c.Action == tfplan.ActionReplaceDeleteFirst {
 			require.Equal(t, []string{"name", "tags.Name"}, c.ReplacePaths)
 		}
-		if c.Action == workflow.ActionUpdate {
+		if c.Action == tfplan.ActionUpdate {
 			tok := attrByPath(t, c, "connection.token")
 			require.True(t, tok.Sensitive)
-			require.Equal(t, workflow.SensitiveMask, tok.Before)
+			require.Equal(t, tfplan.SensitiveMask, tok.Before)
 			for _, a := range c.Attributes {
 				require.NotEqual(t, "connection.host", a.Path, "an unchanged sibling of a sensitive key is not listed")
 			}
@@ -185,7 +185,7 @@ func TestReviewJSONErrors(t *testing.T) {
 			f, err := os.Open(path)
 			require.NoError(t, err)
 			defer f.Close()
-			_, err = reviewJSON(f, "prod", workflow.DefaultClassify(), secret.NewSet())
+			_, err = reviewJSON(f, "prod", tfplan.DefaultClassify(), secret.NewSet())
 			require.Error(t, err)
 			require.ErrorIs(t, err, fault.ErrUsage)
 			require.Contains(t, err.Error(), path, "the error names the file")
@@ -200,7 +200,7 @@ func TestReviewJSONErrors(t *testing.T) {
 // TestReviewJSONReaderName: a reader without a name is called "plan document".
 func TestReviewJSONReaderName(t *testing.T) {
 	t.Parallel()
-	_, err := reviewJSON(strings.NewReader("{"), "prod", workflow.DefaultClassify(), secret.NewSet())
+	_, err := reviewJSON(strings.NewReader("{"), "prod", tfplan.DefaultClassify(), secret.NewSet())
 	require.ErrorIs(t, err, fault.ErrUsage)
 	require.Contains(t, err.Error(), "plan document: line 1, column 2 (byte offset 1): truncated")
 }
@@ -211,6 +211,6 @@ func (failingReader) Read([]byte) (int, error) { return 0, errors.New("disk on f
 
 func TestReviewJSONReadError(t *testing.T) {
 	t.Parallel()
-	_, err := reviewJSON(failingReader{}, "prod", workflow.DefaultClassify(), secret.NewSet())
+	_, err := reviewJSON(failingReader{}, "prod", tfplan.DefaultClassify(), secret.NewSet())
 	require.ErrorContains(t, err, "reading plan document: disk on fire")
 }

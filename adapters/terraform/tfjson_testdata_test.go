@@ -12,10 +12,10 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // tfjsonTestdata is terraform-json's own testdata directory, in the module
@@ -48,7 +48,7 @@ func TestTerraformJSONTestdataPlansAgreeWithTerraformJSON(t *testing.T) {
 		if parseErr == nil {
 			parseErr = want.Validate()
 		}
-		got, err := reviewJSON(bytes.NewReader(data), "test", workflow.DefaultClassify(), secret.NewSet())
+		got, err := reviewJSON(bytes.NewReader(data), "test", tfplan.DefaultClassify(), secret.NewSet())
 		if parseErr != nil {
 			require.ErrorIs(t, err, fault.ErrUsage, "%s: terraform-json refuses it (%v), so does relcap", name, parseErr)
 			continue
@@ -62,24 +62,24 @@ func TestTerraformJSONTestdataPlansAgreeWithTerraformJSON(t *testing.T) {
 }
 
 // countsOf counts changes as terraform-json parsed them.
-func countsOf(t *testing.T, rcs []*tfjson.ResourceChange) workflow.PlanCounts {
+func countsOf(t *testing.T, rcs []*tfjson.ResourceChange) tfplan.Counts {
 	t.Helper()
-	var c workflow.PlanCounts
+	var c tfplan.Counts
 	for _, rc := range rcs {
 		a, _, err := mapActions(rc.Change.Actions)
 		require.NoError(t, err, rc.Address)
 		switch a {
-		case workflow.ActionCreate:
+		case tfplan.ActionCreate:
 			c.Create++
-		case workflow.ActionUpdate:
+		case tfplan.ActionUpdate:
 			c.Update++
-		case workflow.ActionDelete:
+		case tfplan.ActionDelete:
 			c.Delete++
-		case workflow.ActionReplaceDeleteFirst:
+		case tfplan.ActionReplaceDeleteFirst:
 			c.ReplaceDeleteFirst++
-		case workflow.ActionReplaceCreateFirst:
+		case tfplan.ActionReplaceCreateFirst:
 			c.ReplaceCreateFirst++
-		case workflow.ActionRead:
+		case tfplan.ActionRead:
 			c.Read++
 		default:
 			c.NoOp++
@@ -96,11 +96,11 @@ func TestAnActionInvocationIsASideEffectToReview(t *testing.T) {
 	f, err := os.Open(filepath.Join(tfjsonTestdata(t), "actions", "plan.json"))
 	require.NoError(t, err)
 	defer f.Close()
-	s, err := reviewJSON(f, "test", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(f, "test", tfplan.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.True(t, s.HasChanges(), "an action to invoke is a change to review")
-	require.Equal(t, []workflow.ActionInvocation{{Address: "action.bufo_print.success", Type: "bufo_print"}}, s.Actions)
-	fd := findingOf(t, s, workflow.CodePlanAction)
+	require.Equal(t, []tfplan.ActionInvocation{{Address: "action.bufo_print.success", Type: "bufo_print"}}, s.Actions)
+	fd := findingOf(t, s, tfplan.CodePlanAction)
 	require.Equal(t, "action.bufo_print.success", fd.Subject)
 	require.Contains(t, fd.Message, "applying invokes action bufo_print, invoked by the plan itself")
 	_, refused := s.Refused()
@@ -112,7 +112,7 @@ func TestChecksOfTerraformJSONTestdataAreReported(t *testing.T) {
 	f, err := os.Open(filepath.Join(tfjsonTestdata(t), "has_checks", "plan.json"))
 	require.NoError(t, err)
 	defer f.Close()
-	s, err := reviewJSON(f, "test", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(f, "test", tfplan.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.NotEmpty(t, s.Checks)
 	for _, c := range s.Checks {
@@ -121,7 +121,7 @@ func TestChecksOfTerraformJSONTestdataAreReported(t *testing.T) {
 	}
 }
 
-func findingOf(t *testing.T, s workflow.PlanSummary, code string) (f finding.Finding) {
+func findingOf(t *testing.T, s tfplan.Summary, code string) (f finding.Finding) {
 	t.Helper()
 	for _, x := range s.Findings {
 		if x.Code == code {

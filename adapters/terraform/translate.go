@@ -10,8 +10,8 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // knownAfterApply is how an unknown planned value is shown, in Terraform's
@@ -20,27 +20,27 @@ const knownAfterApply = "(known after apply)"
 
 // translation is a plan's changes in workflow terms, before the review.
 type translation struct {
-	changes []workflow.ResourceChange
-	outputs []workflow.OutputChange
+	changes []tfplan.ResourceChange
+	outputs []tfplan.OutputChange
 	// noops counts resource changes that do nothing; they are not listed
 	// (a 10,000-resource plan that touches three would bury them) but are
 	// reported in PlanCounts.NoOp.
 	noops int
 	// imports, moves and forgets ride on actions the domain has no name
-	// for; workflow.ReviewPlan makes findings of them.
+	// for; tfplan.ReviewPlan makes findings of them.
 	imports []string
-	moves   []workflow.PlanMove
+	moves   []tfplan.Move
 	forgets []string
 	// drift are the resources Terraform's refresh found changed outside
 	// it (resource_drift).
-	drift []workflow.DriftedResource
+	drift []tfplan.DriftedResource
 }
 
 // A translator turns Terraform's resource and output changes into
 // workflow types. Plan (its saved plan's JSON) and ReadPlanJSON (an uploaded
 // document) both stream through one, so both review exactly the same way.
 // No value that Terraform marks sensitive is copied into the result:
-// sensitive subtrees are replaced by workflow.SensitiveMask before anything
+// sensitive subtrees are replaced by tfplan.SensitiveMask before anything
 // is rendered.
 
 // translator accumulates a translation one resource change at a time, so a
@@ -79,19 +79,19 @@ func (tr *translator) resource(rc *tfjson.ResourceChange) error {
 		t.imports = append(t.imports, addr)
 	}
 	if rc.PreviousAddress != "" && rc.PreviousAddress != rc.Address {
-		t.moves = append(t.moves, workflow.PlanMove{Address: addr, From: rc.PreviousAddress})
+		t.moves = append(t.moves, tfplan.Move{Address: addr, From: rc.PreviousAddress})
 	}
 	if forget {
 		t.forgets = append(t.forgets, addr)
 	}
-	if action == workflow.ActionNoop {
+	if action == tfplan.ActionNoop {
 		t.noops++
 		return nil
 	}
 	ch := rc.Change
 	learnSensitive(tr.secrets, ch.Before, ch.BeforeSensitive)
 	learnSensitive(tr.secrets, ch.After, ch.AfterSensitive)
-	c := workflow.ResourceChange{
+	c := tfplan.ResourceChange{
 		Address:      addr,
 		Type:         rc.Type,
 		Name:         rc.Name,
@@ -121,7 +121,7 @@ func (tr *translator) outputs(outs map[string]*tfjson.Change) error {
 		if err != nil {
 			return fmt.Errorf("output_changes.%s: %w", n, err)
 		}
-		if action == workflow.ActionNoop {
+		if action == tfplan.ActionNoop {
 			continue
 		}
 		// Only the name, the action and whether it is sensitive: an
@@ -130,7 +130,7 @@ func (tr *translator) outputs(outs map[string]*tfjson.Change) error {
 		// value is a secret to mask wherever else it turns up.
 		learnSensitive(tr.secrets, ch.Before, ch.BeforeSensitive)
 		learnSensitive(tr.secrets, ch.After, ch.AfterSensitive)
-		tr.t.outputs = append(tr.t.outputs, workflow.OutputChange{
+		tr.t.outputs = append(tr.t.outputs, tfplan.OutputChange{
 			Name:      n,
 			Action:    action,
 			Sensitive: isTrue(ch.BeforeSensitive) || isTrue(ch.AfterSensitive),
@@ -139,31 +139,31 @@ func (tr *translator) outputs(outs map[string]*tfjson.Change) error {
 	return nil
 }
 
-// mapActions maps Terraform's action list to a workflow.Action. forget is
+// mapActions maps Terraform's action list to a tfplan.Action. forget is
 // true for Terraform's "forget" (a removed block with destroy = false); the
 // domain has no action for it, so it is counted as the nearest destructive
 // action and a plan.forget finding explains it. Unknown combinations are an
 // error: relcap refuses to review what it does not understand.
-func mapActions(a tfjson.Actions) (action workflow.Action, forget bool, err error) {
+func mapActions(a tfjson.Actions) (action tfplan.Action, forget bool, err error) {
 	switch {
 	case a.NoOp():
-		return workflow.ActionNoop, false, nil
+		return tfplan.ActionNoop, false, nil
 	case a.Create():
-		return workflow.ActionCreate, false, nil
+		return tfplan.ActionCreate, false, nil
 	case a.Read():
-		return workflow.ActionRead, false, nil
+		return tfplan.ActionRead, false, nil
 	case a.Update():
-		return workflow.ActionUpdate, false, nil
+		return tfplan.ActionUpdate, false, nil
 	case a.Delete():
-		return workflow.ActionDelete, false, nil
+		return tfplan.ActionDelete, false, nil
 	case a.DestroyBeforeCreate():
-		return workflow.ActionReplaceDeleteFirst, false, nil
+		return tfplan.ActionReplaceDeleteFirst, false, nil
 	case a.CreateBeforeDestroy():
-		return workflow.ActionReplaceCreateFirst, false, nil
+		return tfplan.ActionReplaceCreateFirst, false, nil
 	case a.Forget():
-		return workflow.ActionDelete, true, nil
+		return tfplan.ActionDelete, true, nil
 	case len(a) == 2 && a[0] == tfjson.ActionCreate && a[1] == tfjson.ActionForget:
-		return workflow.ActionReplaceCreateFirst, true, nil
+		return tfplan.ActionReplaceCreateFirst, true, nil
 	}
 	parts := make([]string, len(a))
 	for i, x := range a {
@@ -219,7 +219,7 @@ func replacePaths(paths []any, beforeSens, afterSens any) []string {
 // differ walks a resource's before and after values in step and records the
 // leaves that differ.
 type differ struct {
-	out []workflow.AttributeChange
+	out []tfplan.AttributeChange
 	buf []byte
 }
 
@@ -294,9 +294,9 @@ func (d *differ) leaf(path string, b, a, bs, as any, bSens, aSens, unknown bool)
 	if path == "" {
 		path = "(value)"
 	}
-	c := workflow.AttributeChange{Path: path, Sensitive: bSens || aSens, Unknown: unknown}
+	c := tfplan.AttributeChange{Path: path, Sensitive: bSens || aSens, Unknown: unknown}
 	if bSens {
-		c.Before = workflow.SensitiveMask
+		c.Before = tfplan.SensitiveMask
 	} else {
 		c.Before = d.render(b, bs)
 	}
@@ -304,7 +304,7 @@ func (d *differ) leaf(path string, b, a, bs, as any, bSens, aSens, unknown bool)
 	case unknown:
 		c.After = knownAfterApply
 	case aSens:
-		c.After = workflow.SensitiveMask
+		c.After = tfplan.SensitiveMask
 	default:
 		c.After = d.render(a, as)
 	}
@@ -319,7 +319,7 @@ func (d *differ) render(v, sens any) string {
 
 func appendValue(buf []byte, v, sens any) []byte {
 	if isTrue(sens) {
-		return append(buf, workflow.SensitiveMask...)
+		return append(buf, tfplan.SensitiveMask...)
 	}
 	switch v := v.(type) {
 	case nil:
@@ -512,18 +512,18 @@ func learnSensitive(secrets *secret.Set, v, sens any) {
 // (terraform_data's output mirroring a sensitive input, a base64 or JSON
 // encoding of one) is masked because the same secret was marked elsewhere
 // or came from a sensitive variable.
-func maskSecrets(changes []workflow.ResourceChange, secrets *secret.Set) {
+func maskSecrets(changes []tfplan.ResourceChange, secrets *secret.Set) {
 	if secrets.Len() == 0 {
 		return
 	}
 	for i := range changes {
 		for j := range changes[i].Attributes {
 			a := &changes[i].Attributes[j]
-			if a.Before != workflow.SensitiveMask && secrets.Contains(a.Before) {
-				a.Before, a.Sensitive = workflow.SensitiveMask, true
+			if a.Before != tfplan.SensitiveMask && secrets.Contains(a.Before) {
+				a.Before, a.Sensitive = tfplan.SensitiveMask, true
 			}
-			if a.After != workflow.SensitiveMask && a.After != knownAfterApply && secrets.Contains(a.After) {
-				a.After, a.Sensitive = workflow.SensitiveMask, true
+			if a.After != tfplan.SensitiveMask && a.After != knownAfterApply && secrets.Contains(a.After) {
+				a.After, a.Sensitive = tfplan.SensitiveMask, true
 			}
 		}
 	}
@@ -544,7 +544,7 @@ func (tr *translator) drifted(rc *tfjson.ResourceChange) error {
 	if err != nil {
 		return fmt.Errorf("resource_drift (%s): %w", rc.Address, err)
 	}
-	d := workflow.DriftedResource{ResourceChange: workflow.ResourceChange{
+	d := tfplan.DriftedResource{ResourceChange: tfplan.ResourceChange{
 		Address: rc.Address, Type: rc.Type, Name: rc.Name, Module: rc.ModuleAddress, Action: action,
 	}}
 	var diff differ

@@ -9,9 +9,9 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // decodeChange decodes a change the way ReviewJSON does (numbers as written).
@@ -29,12 +29,12 @@ func TestDiffAttributes(t *testing.T) {
 	tests := []struct {
 		name   string
 		change string
-		want   []workflow.AttributeChange
+		want   []tfplan.AttributeChange
 	}{
 		{
 			name:   "nested maps and lists flatten to paths",
 			change: `{"before":{"tags":{"env":"dev","a b":"x"},"ingress":[{"port":80}]},"after":{"tags":{"env":"prod","a b":"x"},"ingress":[{"port":443},{"port":8080}]}}`,
-			want: []workflow.AttributeChange{
+			want: []tfplan.AttributeChange{
 				{Path: "ingress[0].port", Before: "80", After: "443"},
 				{Path: "ingress[1].port", Before: "null", After: "8080"},
 				{Path: "tags.env", Before: `"dev"`, After: `"prod"`},
@@ -43,7 +43,7 @@ func TestDiffAttributes(t *testing.T) {
 		{
 			name:   "a sensitive ancestor hides keys and values below it",
 			change: `{"before":{"creds":{"user":"u","SECRETKEY":"SECRETVAL"}},"after":{"creds":{"user":"u","SECRETKEY":"SECRETVAL2"}},"before_sensitive":{"creds":true},"after_sensitive":{"creds":true}}`,
-			want:   []workflow.AttributeChange{{Path: "creds", Before: workflow.SensitiveMask, After: workflow.SensitiveMask, Sensitive: true}},
+			want:   []tfplan.AttributeChange{{Path: "creds", Before: tfplan.SensitiveMask, After: tfplan.SensitiveMask, Sensitive: true}},
 		},
 		{
 			name:   "an unchanged sensitive value is not listed",
@@ -52,22 +52,22 @@ func TestDiffAttributes(t *testing.T) {
 		{
 			name:   "a value becoming sensitive is listed, masked",
 			change: `{"before":{"pw":"SECRETVAL"},"after":{"pw":"SECRETVAL"},"before_sensitive":{},"after_sensitive":{"pw":true}}`,
-			want:   []workflow.AttributeChange{{Path: "pw", Before: `"SECRETVAL"`, After: workflow.SensitiveMask, Sensitive: true}},
+			want:   []tfplan.AttributeChange{{Path: "pw", Before: `"SECRETVAL"`, After: tfplan.SensitiveMask, Sensitive: true}},
 		},
 		{
 			name:   "sensitive parts of a rendered container stay masked",
 			change: `{"before":{"cfg":"flat"},"after":{"cfg":{"a":1,"k":"SECRETVAL"}},"after_sensitive":{"cfg":{"k":true}}}`,
-			want:   []workflow.AttributeChange{{Path: "cfg", Before: `"flat"`, After: `{"a":1,"k":(sensitive)}`}},
+			want:   []tfplan.AttributeChange{{Path: "cfg", Before: `"flat"`, After: `{"a":1,"k":(sensitive)}`}},
 		},
 		{
 			name:   "a whole sensitive resource",
 			change: `{"before":null,"after":{"x":"SECRETVAL"},"before_sensitive":false,"after_sensitive":true}`,
-			want:   []workflow.AttributeChange{{Path: "(value)", Before: "null", After: workflow.SensitiveMask, Sensitive: true}},
+			want:   []tfplan.AttributeChange{{Path: "(value)", Before: "null", After: tfplan.SensitiveMask, Sensitive: true}},
 		},
 		{
 			name:   "unknown values",
 			change: `{"before":{"id":"i-1","list":[1]},"after":{"list":[1,null]},"after_unknown":{"id":true,"list":[false,true],"arn":true}}`,
-			want: []workflow.AttributeChange{
+			want: []tfplan.AttributeChange{
 				{Path: "arn", Before: "null", After: knownAfterApply, Unknown: true},
 				{Path: "id", Before: `"i-1"`, After: knownAfterApply, Unknown: true},
 				{Path: "list[1]", Before: "null", After: knownAfterApply, Unknown: true},
@@ -76,17 +76,17 @@ func TestDiffAttributes(t *testing.T) {
 		{
 			name:   "null to empty container",
 			change: `{"before":{"tags":null,"l":[]},"after":{"tags":{},"l":[]}}`,
-			want:   []workflow.AttributeChange{{Path: "tags", Before: "null", After: "{}"}},
+			want:   []tfplan.AttributeChange{{Path: "tags", Before: "null", After: "{}"}},
 		},
 		{
 			name:   "numbers keep their text",
 			change: `{"before":{"n":12345678901234567890},"after":{"n":12345678901234567891}}`,
-			want:   []workflow.AttributeChange{{Path: "n", Before: "12345678901234567890", After: "12345678901234567891"}},
+			want:   []tfplan.AttributeChange{{Path: "n", Before: "12345678901234567890", After: "12345678901234567891"}},
 		},
 		{
 			name:   "shapes that do not match the value are ignored, never trusted to unmask",
 			change: `{"before":{"a":"x"},"after":{"a":"SECRETVAL"},"before_sensitive":"nonsense","after_sensitive":{"a":true}}`,
-			want:   []workflow.AttributeChange{{Path: "a", Before: `"x"`, After: workflow.SensitiveMask, Sensitive: true}},
+			want:   []tfplan.AttributeChange{{Path: "a", Before: `"x"`, After: tfplan.SensitiveMask, Sensitive: true}},
 		},
 	}
 	for _, tc := range tests {
@@ -120,18 +120,18 @@ func TestMapActions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		in     tfjson.Actions
-		want   workflow.Action
+		want   tfplan.Action
 		forget bool
 	}{
-		{tfjson.Actions{"no-op"}, workflow.ActionNoop, false},
-		{tfjson.Actions{"create"}, workflow.ActionCreate, false},
-		{tfjson.Actions{"read"}, workflow.ActionRead, false},
-		{tfjson.Actions{"update"}, workflow.ActionUpdate, false},
-		{tfjson.Actions{"delete"}, workflow.ActionDelete, false},
-		{tfjson.Actions{"delete", "create"}, workflow.ActionReplaceDeleteFirst, false},
-		{tfjson.Actions{"create", "delete"}, workflow.ActionReplaceCreateFirst, false},
-		{tfjson.Actions{"forget"}, workflow.ActionDelete, true},
-		{tfjson.Actions{"create", "forget"}, workflow.ActionReplaceCreateFirst, true},
+		{tfjson.Actions{"no-op"}, tfplan.ActionNoop, false},
+		{tfjson.Actions{"create"}, tfplan.ActionCreate, false},
+		{tfjson.Actions{"read"}, tfplan.ActionRead, false},
+		{tfjson.Actions{"update"}, tfplan.ActionUpdate, false},
+		{tfjson.Actions{"delete"}, tfplan.ActionDelete, false},
+		{tfjson.Actions{"delete", "create"}, tfplan.ActionReplaceDeleteFirst, false},
+		{tfjson.Actions{"create", "delete"}, tfplan.ActionReplaceCreateFirst, false},
+		{tfjson.Actions{"forget"}, tfplan.ActionDelete, true},
+		{tfjson.Actions{"create", "forget"}, tfplan.ActionReplaceCreateFirst, true},
 	}
 	for _, tc := range tests {
 		got, forget, err := mapActions(tc.in)
@@ -154,7 +154,7 @@ func TestTranslateFindings(t *testing.T) {
 		{"address":"a.gone","type":"a","name":"gone","change":{"actions":["forget"],"before":{"id":"1"}}},
 		{"address":"a.db","deposed":"00000001","type":"a","name":"db","change":{"actions":["delete"],"before":{"id":"2"}}}
 	]}`
-	s, err := reviewJSON(bytes.NewReader([]byte(doc)), "dev", workflow.DefaultClassify(), secret.NewSet())
+	s, err := reviewJSON(bytes.NewReader([]byte(doc)), "dev", tfplan.DefaultClassify(), secret.NewSet())
 	require.NoError(t, err)
 	require.Equal(t, 2, s.Counts.NoOp)
 	require.Equal(t, 2, s.Counts.Delete)

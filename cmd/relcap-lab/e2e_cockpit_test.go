@@ -22,6 +22,7 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/evidence"
 )
 
 // The captain's path through the cockpit (issue 14): relcap release in a
@@ -575,8 +576,8 @@ func testCockpitRelease(t *testing.T, l *e2eLab, repo func(string) string) {
 }
 
 // evidenceKinds lists the kinds of evidence, each once, in order.
-func evidenceKinds(es []workflow.Evidence) []workflow.EvidenceKind {
-	var out []workflow.EvidenceKind
+func evidenceKinds(es []evidence.Evidence) []evidence.Kind {
+	var out []evidence.Kind
 	for _, e := range es {
 		if !slices.Contains(out, e.Kind) {
 			out = append(out, e.Kind)

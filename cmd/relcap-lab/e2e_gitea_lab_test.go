@@ -12,9 +12,8 @@ import (
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relcap/relcap/workflow"
 )
 
 // TestGiteaLab is issue 18's end-to-end test: a lab whose Argo CD follows
@@ -123,7 +122,7 @@ func TestGiteaLab(t *testing.T) {
 		got := releaseOf(t, ledger, env, ref)
 		require.Equal(t, merge, got.Checkpoints.EnvCommit, "the merge commit is the revision converged on")
 		rec := got.Checkpoints.PullRequest
-		require.Equal(t, workflow.PullRequestMerged, rec.State)
+		require.Equal(t, forge.PullRequestMerged, rec.State)
 		require.Equal(t, merge, rec.MergeCommit)
 		require.True(t, rec.ByRelcap)
 		require.Len(t, rec.Reviews, 1)
@@ -159,10 +158,10 @@ func TestGiteaLab(t *testing.T) {
 			var opened, reviewed, merged bool
 			for _, jl := range lines {
 				var body struct {
-					Release     string                   `json:"release"`
-					Number      int                      `json:"number"`
-					MergeCommit string                   `json:"merge_commit"`
-					Reviewers   []workflow.ReviewVerdict `json:"reviewers"`
+					Release     string                `json:"release"`
+					Number      int                   `json:"number"`
+					MergeCommit string                `json:"merge_commit"`
+					Reviewers   []forge.ReviewVerdict `json:"reviewers"`
 				}
 				require.NoError(t, json.Unmarshal(jl.Body, &body))
 				if body.Release != r.ID || body.Number != r.Checkpoints.PullRequest.Number {

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	forge "github.com/relcap/relcap/adapters/forge/gitea"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 )
 
@@ -122,7 +121,7 @@ func (g *testGitea) sdkAs(t *testing.T, login string) *sdk.Client {
 
 // waitHead waits until Gitea's pull request shows head sha (Gitea updates
 // a pull request after a push in the background).
-func waitHead(t *testing.T, f *forge.Adapter, number int, sha string) workflow.PullRequest {
+func waitHead(t *testing.T, f *forge.Adapter, number int, sha string) forge.PullRequest {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -160,15 +159,15 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	sha := g.commit(t, head, "envs/staging/deployment.yaml", "image: app@sha256:2\n")
 	_, err = gitAs(ctx, g.work, captain, "push", "-q", "origin", head)
 	require.NoError(t, err)
-	pr, err := f.OpenPullRequest(ctx, workflow.OpenPullRequestRequest{Head: head, Base: GiteaBranch, Title: "relcap: promote r1 to staging", Body: "evidence"})
+	pr, err := f.OpenPullRequest(ctx, forge.OpenPullRequestRequest{Head: head, Base: GiteaBranch, Title: "relcap: promote r1 to staging", Body: "evidence"})
 	require.NoError(t, err)
-	require.Equal(t, workflow.PullRequestOpen, pr.State)
+	require.Equal(t, forge.PullRequestOpen, pr.State)
 	require.Equal(t, head, pr.Head)
 	require.Equal(t, GiteaBranch, pr.Base)
 	require.Equal(t, sha, pr.HeadSHA)
 	require.Equal(t, GiteaCaptain, pr.Author)
 	require.True(t, strings.HasPrefix(pr.URL, g.RepoURL+"/pulls/"), pr.URL)
-	again, err := f.OpenPullRequest(ctx, workflow.OpenPullRequestRequest{Head: head, Base: GiteaBranch, Title: "again"})
+	again, err := f.OpenPullRequest(ctx, forge.OpenPullRequestRequest{Head: head, Base: GiteaBranch, Title: "again"})
 	require.NoError(t, err)
 	require.Equal(t, pr.Number, again.Number, "opening again returns the open pull request of the branch")
 
@@ -188,7 +187,7 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, reviews, 1)
 	require.Equal(t, approver.Login, reviews[0].Login)
-	require.Equal(t, workflow.ReviewApproved, reviews[0].State)
+	require.Equal(t, forge.ReviewApproved, reviews[0].State)
 	require.Equal(t, sha, reviews[0].CommitSHA)
 	require.False(t, reviews[0].At.IsZero())
 
@@ -205,7 +204,7 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	require.Equal(t, merge, g.remoteMain(t), "main's tip is the merge commit")
 	merged, err := f.PullRequest(ctx, pr.Number)
 	require.NoError(t, err)
-	require.Equal(t, workflow.PullRequestMerged, merged.State)
+	require.Equal(t, forge.PullRequestMerged, merged.State)
 	require.Equal(t, merge, merged.MergeCommit)
 	require.Equal(t, GiteaCaptain, merged.MergedBy)
 	require.False(t, merged.MergedAt.IsZero())
@@ -221,7 +220,7 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	sha2 := g.commit(t, head2, "envs/prod/deployment.yaml", "image: app@sha256:2\n")
 	_, err = gitAs(ctx, g.work, captain, "push", "-q", "origin", head2)
 	require.NoError(t, err)
-	pr2, err := f.OpenPullRequest(ctx, workflow.OpenPullRequestRequest{Head: head2, Base: GiteaBranch, Title: "relcap: promote r1 to prod"})
+	pr2, err := f.OpenPullRequest(ctx, forge.OpenPullRequestRequest{Head: head2, Base: GiteaBranch, Title: "relcap: promote r1 to prod"})
 	require.NoError(t, err)
 	require.NotEqual(t, pr.Number, pr2.Number)
 	_, _, err = g.sdkAs(t, GiteaApprover).CreatePullReview(GiteaCaptain, GiteaEnvRepo, int64(pr2.Number), sdk.CreatePullReviewOptions{State: sdk.ReviewStateApproved, Body: "ok", CommitID: sha2})
@@ -237,10 +236,10 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	errs = append(errs, err)
 	// Gitea dismissed the approval of the older commit, and refuses the
 	// new head, which nobody approved.
-	var rev2 []workflow.ForgeReview
+	var rev2 []forge.Review
 	require.Eventually(t, func() bool {
 		rev2, err = f.Reviews(ctx, pr2.Number)
-		return err == nil && len(rev2) == 1 && rev2[0].State == workflow.ReviewDismissed
+		return err == nil && len(rev2) == 1 && rev2[0].State == forge.ReviewDismissed
 	}, 30*time.Second, 200*time.Millisecond, "the approval of %s must read as dismissed: %+v (%v)", sha2, rev2, err)
 	require.Equal(t, sha2, rev2[0].CommitSHA)
 	_, err = f.Merge(ctx, pr2.Number, sha2b, "relcap: promote r1 to prod")
@@ -254,14 +253,14 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	g.commit(t, head3, "envs/staging/deployment.yaml", "image: app@sha256:3\n")
 	_, err = gitAs(ctx, g.work, captain, "push", "-q", "origin", head3)
 	require.NoError(t, err)
-	pr3, err := f.OpenPullRequest(ctx, workflow.OpenPullRequestRequest{Head: head3, Base: GiteaBranch, Title: "relcap: promote r2 to staging"})
+	pr3, err := f.OpenPullRequest(ctx, forge.OpenPullRequestRequest{Head: head3, Base: GiteaBranch, Title: "relcap: promote r2 to staging"})
 	require.NoError(t, err)
 	closed := sdk.StateClosed
 	_, _, err = g.sdkAs(t, GiteaCaptain).EditPullRequest(GiteaCaptain, GiteaEnvRepo, int64(pr3.Number), sdk.EditPullRequestOption{State: &closed})
 	require.NoError(t, err)
 	got3, err := f.PullRequest(ctx, pr3.Number)
 	require.NoError(t, err)
-	require.Equal(t, workflow.PullRequestClosed, got3.State)
+	require.Equal(t, forge.PullRequestClosed, got3.State)
 	require.Empty(t, got3.MergeCommit)
 	_, err = f.Merge(ctx, pr3.Number, got3.HeadSHA, "no")
 	require.ErrorIs(t, err, fault.ErrBlocked)

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // TestPickPortsGivesDistinctFreeLoopbackPorts runs alone (not parallel):
@@ -238,7 +238,7 @@ func TestRenderedRelcapConfigWithGiteaPromotesThroughItsPullRequests(t *testing.
 		require.Equal(t, l.Gitea.CloneURL, e.EnvRepo.Path)
 		r := e.EnvRepo.Review
 		require.True(t, r.PullRequests())
-		require.Equal(t, workflow.ForgeGitea, r.Forge)
+		require.Equal(t, forge.Gitea, r.Forge)
 		require.Equal(t, l.Gitea.RepoURL, r.URL)
 		require.Equal(t, GiteaTokenEnv, r.TokenEnv)
 		require.Equal(t, "bob", r.PrincipalOf(GiteaApprover))

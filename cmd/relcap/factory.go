@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // app is tui/cli's Factory: the commands reach adapters only through it.
@@ -105,7 +106,7 @@ func (a *app) SharedPlans(ctx context.Context, p *workflow.Project, command stri
 }
 
 // ReadPlanDocument reads a "terraform show -json" document.
-func (a *app) ReadPlanDocument(r io.Reader, env string) (workflow.PlanFacts, error) {
+func (a *app) ReadPlanDocument(r io.Reader, env string) (tfplan.Facts, error) {
 	return terraform.ReadPlanJSON(r, env, a.secrets)
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret/secrettest"
 )
 
@@ -446,7 +447,7 @@ func requireNoLeak(t *testing.T, w *leakWorld, s *secrettest.Scanner) {
 	s.Report(t, w.gen.Replay())
 }
 
-// fakeForge is a fake workflow.Forge: its pull requests live in memory,
+// fakeForge is a fake forge.Forge: its pull requests live in memory,
 // their branches and merges are real refs of the test's bare environment
 // repository (a merge fast-forwards main to the reviewed head). It keeps
 // every title and body it was sent, and the token the wiring gave it; its
@@ -457,7 +458,7 @@ type fakeForge struct {
 
 	mu          sync.Mutex
 	token       string
-	prs         []workflow.PullRequest
+	prs         []forge.PullRequest
 	bodies      []string
 	failedMerge bool
 }
@@ -467,7 +468,7 @@ type fakeForge struct {
 func installFakeForge(t *testing.T, repo string) *fakeForge {
 	f := &fakeForge{repo: repo}
 	saved := forgeConstructors
-	forgeConstructors = map[workflow.ForgeKind]forgeConstructor{workflow.ForgeGitHub: func(o forgeOptions) (workflow.Forge, error) {
+	forgeConstructors = map[forge.Kind]forgeConstructor{forge.GitHub: func(o forgeOptions) (forge.Forge, error) {
 		f.mu.Lock()
 		f.token = o.Token
 		f.mu.Unlock()
@@ -477,48 +478,48 @@ func installFakeForge(t *testing.T, repo string) *fakeForge {
 	return f
 }
 
-var _ workflow.Forge = (*fakeForge)(nil)
+var _ forge.Forge = (*fakeForge)(nil)
 
 func (f *fakeForge) git(args ...string) (string, error) {
 	out, err := exec.Command("git", append([]string{"--git-dir", f.repo}, args...)...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
 
-func (f *fakeForge) OpenPullRequest(_ context.Context, req workflow.OpenPullRequestRequest) (workflow.PullRequest, error) {
+func (f *fakeForge) OpenPullRequest(_ context.Context, req forge.OpenPullRequestRequest) (forge.PullRequest, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, pr := range f.prs {
-		if pr.Head == req.Head && pr.State == workflow.PullRequestOpen {
+		if pr.Head == req.Head && pr.State == forge.PullRequestOpen {
 			return pr, nil
 		}
 	}
 	sha, err := f.git("rev-parse", "refs/heads/"+req.Head)
 	if err != nil {
-		return workflow.PullRequest{}, fmt.Errorf("no branch %s: %s", req.Head, sha)
+		return forge.PullRequest{}, fmt.Errorf("no branch %s: %s", req.Head, sha)
 	}
 	n := len(f.prs) + 1
 	f.bodies = append(f.bodies, req.Title+"\n"+req.Body)
-	pr := workflow.PullRequest{Number: n, URL: fmt.Sprintf("https://forge.invalid/team/env/pull/%d", n), State: workflow.PullRequestOpen,
+	pr := forge.PullRequest{Number: n, URL: fmt.Sprintf("https://forge.invalid/team/env/pull/%d", n), State: forge.PullRequestOpen,
 		Title: req.Title, Author: "relcap-bot", Head: req.Head, HeadSHA: sha, Base: req.Base, Mergeable: true}
 	f.prs = append(f.prs, pr)
 	return pr, nil
 }
 
-func (f *fakeForge) PullRequest(_ context.Context, number int) (workflow.PullRequest, error) {
+func (f *fakeForge) PullRequest(_ context.Context, number int) (forge.PullRequest, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if number < 1 || number > len(f.prs) {
-		return workflow.PullRequest{}, fault.ErrNotFound
+		return forge.PullRequest{}, fault.ErrNotFound
 	}
 	return f.prs[number-1], nil
 }
 
-func (f *fakeForge) Reviews(_ context.Context, number int) ([]workflow.ForgeReview, error) {
+func (f *fakeForge) Reviews(_ context.Context, number int) ([]forge.Review, error) {
 	pr, err := f.PullRequest(context.Background(), number)
 	if err != nil {
 		return nil, err
 	}
-	return []workflow.ForgeReview{{ID: 1, Login: "carol", State: workflow.ReviewApproved, CommitSHA: pr.HeadSHA, At: time.Now(), Body: "looks right"}}, nil
+	return []forge.Review{{ID: 1, Login: "carol", State: forge.ReviewApproved, CommitSHA: pr.HeadSHA, At: time.Now(), Body: "looks right"}}, nil
 }
 
 func (f *fakeForge) Merge(_ context.Context, number int, headSHA, _ string) (string, error) {
@@ -528,7 +529,7 @@ func (f *fakeForge) Merge(_ context.Context, number int, headSHA, _ string) (str
 		return "", fault.ErrNotFound
 	}
 	pr := &f.prs[number-1]
-	if pr.State == workflow.PullRequestMerged {
+	if pr.State == forge.PullRequestMerged {
 		return pr.MergeCommit, nil
 	}
 	if !f.failedMerge {
@@ -544,7 +545,7 @@ func (f *fakeForge) Merge(_ context.Context, number int, headSHA, _ string) (str
 	if out, err := f.git("update-ref", "refs/heads/"+pr.Base, headSHA); err != nil {
 		return "", fmt.Errorf("merge: %s", out)
 	}
-	pr.State, pr.MergeCommit, pr.MergedBy, pr.MergedAt = workflow.PullRequestMerged, headSHA, "relcap-bot", time.Now()
+	pr.State, pr.MergeCommit, pr.MergedBy, pr.MergedAt = forge.PullRequestMerged, headSHA, "relcap-bot", time.Now()
 	return headSHA, nil
 }
 

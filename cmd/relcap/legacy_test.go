@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/report"
 )
 
@@ -95,7 +96,7 @@ func TestALedgerWrittenByTheLastLandedVersionReadsAndVerifies(t *testing.T) {
 					if r.Status == workflow.ReleaseConverged {
 						require.True(t, c.Converged(), r.ID)
 					}
-					resolved, _, ok := workflow.EvidenceOf[workflow.DigestResolved](r.Step(workflow.StepPromotion).Evidence)
+					resolved, _, ok := evidence.Of[evidence.DigestResolved](r.Step(workflow.StepPromotion).Evidence)
 					if r.Kind != workflow.KindRollback {
 						require.True(t, ok, "%s: digest.resolved evidence, once all strings, is typed", r.ID)
 						require.Positive(t, resolved.Size, r.ID)
@@ -107,7 +108,7 @@ func TestALedgerWrittenByTheLastLandedVersionReadsAndVerifies(t *testing.T) {
 							require.Equal(t, 2, resolved.Referrers, r.ID)
 						}
 					}
-					landed, ev, ok := workflow.EvidenceOf[workflow.EnvLanded](r.Step(workflow.StepPromotion).Evidence)
+					landed, ev, ok := evidence.Of[evidence.EnvLanded](r.Step(workflow.StepPromotion).Evidence)
 					require.True(t, ok, r.ID)
 					require.Equal(t, c.EnvCommit, ev.Subject, r.ID)
 					require.Equal(t, "main", landed.Branch, r.ID)
@@ -115,7 +116,7 @@ func TestALedgerWrittenByTheLastLandedVersionReadsAndVerifies(t *testing.T) {
 				if r.Kind == workflow.KindRelease {
 					require.NotEmpty(t, c.Fingerprint, r.ID)
 					require.False(t, c.Applied.IsZero(), r.ID)
-					_, _, ok := workflow.EvidenceOf[workflow.PlanReviewed](r.Step(workflow.StepPlanReview).Evidence)
+					_, _, ok := evidence.Of[evidence.PlanReviewed](r.Step(workflow.StepPlanReview).Evidence)
 					require.True(t, ok, r.ID)
 				}
 				// Saved again, it reads back the same.

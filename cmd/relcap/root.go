@@ -17,6 +17,7 @@ import (
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -125,7 +126,7 @@ func (a *app) close(ctx context.Context, code int, cmdErr error) error {
 			// Nothing was recorded: no session to close, sign or anchor.
 			continue
 		}
-		outcome := workflow.SessionClosed{ExitCode: code}
+		outcome := journal.SessionClosed{ExitCode: code}
 		if cmdErr != nil {
 			outcome.Error = cmdErr.Error()
 		}
@@ -245,10 +246,10 @@ func (a *app) openSession(ctx context.Context, command, releaseID string) (*stor
 		return nil, fmt.Errorf("read the ledger's identity: %w", err)
 	}
 	now := a.clock.Now()
-	opened := workflow.SessionOpened{Command: command, Args: a.args, Relcap: currentBuild().Version, Ledger: self}
+	opened := journal.SessionOpened{Command: command, Args: a.args, Relcap: currentBuild().Version, Ledger: self}
 	j, err := store.PrepareSession(l, dir, workflow.Session{
 		ID: store.NewSessionID(now), Actor: actor, Command: command, ReleaseID: releaseID, StartedAt: now,
-	}, a.clock, []workflow.JournalRecord{opened}, store.WithSecrets(a.secrets))
+	}, a.clock, []journal.Record{opened}, store.WithSecrets(a.secrets))
 	if err != nil {
 		return nil, err
 	}

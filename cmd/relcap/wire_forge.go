@@ -12,8 +12,8 @@ import (
 	"github.com/relcap/relcap/adapters/forge/gitlab"
 	"github.com/relcap/relcap/adapters/gitcred"
 	"github.com/relcap/relcap/adapters/gitrepo"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -21,34 +21,34 @@ import (
 // review settings (the repository's URL, the CA file) and the API token,
 // already masked in the process's secret set.
 type forgeOptions struct {
-	Review  workflow.EnvRepoReview
+	Review  forge.EnvRepoReview
 	Token   string
 	Secrets *secret.Set
 }
 
 // forgeConstructor builds one kind of forge adapter.
-type forgeConstructor func(forgeOptions) (workflow.Forge, error)
+type forgeConstructor func(forgeOptions) (forge.Forge, error)
 
 // forgeConstructors are the forge adapters this build has, by kind: the one
 // place adapters/forge/{gitea,github,gitlab} are wired in.
-var forgeConstructors = map[workflow.ForgeKind]forgeConstructor{
-	workflow.ForgeGitea: func(o forgeOptions) (workflow.Forge, error) {
+var forgeConstructors = map[forge.Kind]forgeConstructor{
+	forge.Gitea: func(o forgeOptions) (forge.Forge, error) {
 		return gitea.New(gitea.Options{URL: o.Review.URL, Token: o.Token, CAFile: o.Review.CAFile})
 	},
-	workflow.ForgeGitHub: func(o forgeOptions) (workflow.Forge, error) {
+	forge.GitHub: func(o forgeOptions) (forge.Forge, error) {
 		return github.New(github.Options{URL: o.Review.URL, Token: o.Token, TokenEnv: o.Review.TokenEnv, CAFile: o.Review.CAFile})
 	},
-	workflow.ForgeGitLab: func(o forgeOptions) (workflow.Forge, error) {
+	forge.GitLab: func(o forgeOptions) (forge.Forge, error) {
 		return gitlab.New(gitlab.Options{URL: o.Review.URL, Token: o.Token, TokenEnv: o.Review.TokenEnv, CAFile: o.Review.CAFile})
 	},
 }
 
-// forgeOpener is the workflow.ForgeOpener of this process: it finds the
+// forgeOpener is the forge.Opener of this process: it finds the
 // token (envrepo.review.token_env, else git's credential helper for the
 // URL's host), masks it at once, and builds the adapter of the review's
 // kind, once per repository.
 type forgeOpener struct {
-	constructors map[workflow.ForgeKind]forgeConstructor
+	constructors map[forge.Kind]forgeConstructor
 	getenv       func(string) string
 	// credential asks git's credential helper for the password of an
 	// address; a field so tests can count the asks.
@@ -56,10 +56,10 @@ type forgeOpener struct {
 	secrets    *secret.Set
 
 	mu     sync.Mutex
-	opened map[string]workflow.Forge
+	opened map[string]forge.Forge
 }
 
-var _ workflow.ForgeOpener = (*forgeOpener)(nil)
+var _ forge.Opener = (*forgeOpener)(nil)
 
 // forges is this invocation's forge opener.
 func (a *app) forges() *forgeOpener {
@@ -67,7 +67,7 @@ func (a *app) forges() *forgeOpener {
 }
 
 // OpenForge returns the forge adapter of r.
-func (o *forgeOpener) OpenForge(ctx context.Context, r workflow.EnvRepoReview) (workflow.Forge, error) {
+func (o *forgeOpener) OpenForge(ctx context.Context, r forge.EnvRepoReview) (forge.Forge, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	key := string(r.Forge) + " " + r.URL
@@ -91,7 +91,7 @@ func (o *forgeOpener) OpenForge(ctx context.Context, r workflow.EnvRepoReview) (
 		return nil, fmt.Errorf("%s forge at %s: %w", r.Forge, u.Host, err)
 	}
 	if o.opened == nil {
-		o.opened = map[string]workflow.Forge{}
+		o.opened = map[string]forge.Forge{}
 	}
 	o.opened[key] = f
 	return f, nil
@@ -99,7 +99,7 @@ func (o *forgeOpener) OpenForge(ctx context.Context, r workflow.EnvRepoReview) (
 
 // token reads the forge's API token and adds it to the secret set before
 // anything else can print it.
-func (o *forgeOpener) token(ctx context.Context, r workflow.EnvRepoReview, u *url.URL) (string, error) {
+func (o *forgeOpener) token(ctx context.Context, r forge.EnvRepoReview, u *url.URL) (string, error) {
 	if r.TokenEnv != "" {
 		v := strings.TrimSpace(o.getenv(r.TokenEnv))
 		o.secrets.Add(v)
@@ -124,7 +124,7 @@ func (o *forgeOpener) token(ctx context.Context, r workflow.EnvRepoReview, u *ur
 
 func (o *forgeOpener) kinds() string {
 	var ks []string
-	for _, k := range []workflow.ForgeKind{workflow.ForgeGitea, workflow.ForgeGitHub, workflow.ForgeGitLab} {
+	for _, k := range []forge.Kind{forge.Gitea, forge.GitHub, forge.GitLab} {
 		if _, ok := o.constructors[k]; ok {
 			ks = append(ks, string(k))
 		}

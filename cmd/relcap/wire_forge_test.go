@@ -9,22 +9,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/adapters/gitcred"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
 // stubForge stands for an adapter: the opener's tests are about the token
 // and the registry, not about a forge.
 type stubForge struct {
-	workflow.Forge
+	forge.Forge
 	opts forgeOptions
 }
 
 func (s stubForge) Where() string { return s.opts.Review.URL }
 
-func stubConstructors() map[workflow.ForgeKind]forgeConstructor {
-	return map[workflow.ForgeKind]forgeConstructor{workflow.ForgeGitea: func(o forgeOptions) (workflow.Forge, error) { return stubForge{opts: o}, nil }}
+func stubConstructors() map[forge.Kind]forgeConstructor {
+	return map[forge.Kind]forgeConstructor{forge.Gitea: func(o forgeOptions) (forge.Forge, error) { return stubForge{opts: o}, nil }}
 }
 
 func TestForgeOpenerReadsTheTokenFromTokenEnvAndMasksIt(t *testing.T) {
@@ -36,7 +36,7 @@ func TestForgeOpenerReadsTheTokenFromTokenEnvAndMasksIt(t *testing.T) {
 			t.Fatal("the credential helper is not asked when token_env is set")
 			return "", nil
 		}}
-	r := workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env", TokenEnv: "GITEA_TOKEN"}
+	r := forge.EnvRepoReview{Via: forge.ReviewByPullRequest, Forge: forge.Gitea, URL: "https://git.example.com/team/env", TokenEnv: "GITEA_TOKEN"}
 	f, err := o.OpenForge(t.Context(), r)
 	require.NoError(t, err)
 	require.Equal(t, "tok-123456789", f.(stubForge).opts.Token)
@@ -58,7 +58,7 @@ func TestForgeOpenerAsksGitsCredentialHelper(t *testing.T) {
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=!f() { test \"$1\" = get && echo username=bot && echo password=cred-987654321; }; f"}
 	secrets := secret.NewSet()
 	o := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, credential: gitcred.Helper{Env: env}.Password, secrets: secrets}
-	f, err := o.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env"})
+	f, err := o.OpenForge(t.Context(), forge.EnvRepoReview{Forge: forge.Gitea, URL: "https://git.example.com/team/env"})
 	require.NoError(t, err)
 	require.Equal(t, "cred-987654321", f.(stubForge).opts.Token)
 	require.True(t, secrets.Contains("x cred-987654321 y"))
@@ -66,7 +66,7 @@ func TestForgeOpenerAsksGitsCredentialHelper(t *testing.T) {
 	// No helper: a clear error, no prompt.
 	bare := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "" }, secrets: secret.NewSet(),
 		credential: gitcred.Helper{Env: []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}}.Password}
-	_, err = bare.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env"})
+	_, err = bare.OpenForge(t.Context(), forge.EnvRepoReview{Forge: forge.Gitea, URL: "https://git.example.com/team/env"})
 	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "no gitea token for git.example.com: git's credential helper was asked")
 	require.ErrorContains(t, err, "envrepo.review.token_env")
@@ -75,7 +75,7 @@ func TestForgeOpenerAsksGitsCredentialHelper(t *testing.T) {
 func TestForgeOpenerWithoutAnAdapterForTheKindSaysSo(t *testing.T) {
 	t.Parallel()
 	o := &forgeOpener{constructors: stubConstructors(), getenv: func(string) string { return "t" }, secrets: secret.NewSet()}
-	_, err := o.OpenForge(t.Context(), workflow.EnvRepoReview{Forge: workflow.ForgeGitLab, URL: "https://gitlab.example.com/g/env", TokenEnv: "T"})
+	_, err := o.OpenForge(t.Context(), forge.EnvRepoReview{Forge: forge.GitLab, URL: "https://gitlab.example.com/g/env", TokenEnv: "T"})
 	require.ErrorIs(t, err, fault.ErrUsage)
 	require.ErrorContains(t, err, "this relcap has no gitlab adapter for envrepo.review.forge (it knows gitea)")
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/tui/plain"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/offtool"
 )
 
 func newCmdEffort(a Factory) *cobra.Command {
@@ -22,7 +22,7 @@ func newCmdEffort(a Factory) *cobra.Command {
 // effortLogOptions are relcap effort log's flags.
 type effortLogOptions struct {
 	f   Factory
-	Req workflow.OffToolRequest
+	Req offtool.Request
 }
 
 func newCmdEffortLog(f Factory, runF func(context.Context, *effortLogOptions) error) *cobra.Command {
@@ -57,13 +57,15 @@ func runEffortLog(ctx context.Context, opts *effortLogOptions) error {
 	if err != nil {
 		return err
 	}
-	entry, known, err := svc.LogEffort(ctx, req)
+	entry, err := offtool.Log(ctx, svc.Deps(), req)
 	if err != nil {
 		return err
 	}
 	if a.Flags().JSON {
-		return printJSON(a, map[string]any{"entry": entry, "release_known": known, "session": journal.SessionID()})
+		// release_known stays in the document scripts read; an unknown
+		// release is refused now, so it is always true.
+		return printJSON(a, map[string]any{"entry": entry, "release_known": true, "session": journal.SessionID()})
 	}
-	plain.PrintEffortLogged(a.IO().Out, a.IO().Err, entry, known, req.ReleaseID, journal.SessionID())
+	plain.PrintEffortLogged(a.IO().Out, entry, journal.SessionID())
 	return nil
 }

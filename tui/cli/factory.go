@@ -19,6 +19,7 @@ import (
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/setup"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Factory is what the commands need from the process: its streams, the
@@ -77,7 +78,7 @@ type Factory interface {
 	// team store (no people file to encrypt them to).
 	SharedPlans(ctx context.Context, p *workflow.Project, command string) (v workflow.PlanVault, notShared bool, err error)
 	// ReadPlanDocument reads a "terraform show -json" document.
-	ReadPlanDocument(r io.Reader, env string) (workflow.PlanFacts, error)
+	ReadPlanDocument(r io.Reader, env string) (tfplan.Facts, error)
 	// CheckPeopleFile reads the people file as approvals are verified:
 	// its principals and its problems (file:line: message).
 	CheckPeopleFile(path, shown string) (principals, problems []string)

@@ -15,6 +15,7 @@ import (
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/unlock"
 )
 
@@ -90,7 +91,7 @@ func runPlan(ctx context.Context, opts *planOptions) error {
 		return err
 	}
 	if a.Flags().JSON {
-		return errors.Join(printJSON(a, planJSON{PlanSummary: out.Plan, Release: out.Release.ID}), err)
+		return errors.Join(printJSON(a, planJSON{Summary: out.Plan, Release: out.Release.ID}), err)
 	}
 	if perr := plain.PrintPlan(a.IO().Out, out.Plan); perr != nil {
 		return perr
@@ -122,7 +123,7 @@ func purgeSharedPlans(a Factory, ctx context.Context, p *workflow.Project) error
 
 // planJSON is relcap plan --json: the reviewed plan and its release.
 type planJSON struct {
-	workflow.PlanSummary
+	tfplan.Summary
 	Release string `json:"release"`
 }
 
@@ -143,8 +144,8 @@ func reviewPlanDocument(a Factory, path, env string) error {
 	if err != nil {
 		return err
 	}
-	review := workflow.ReviewPlan(facts, classify)
-	refused := workflow.ReviewPlanDocument(&review, own)
+	review := tfplan.ReviewPlan(facts, classify)
+	refused := tfplan.ReviewDocument(&review, own)
 	if a.Flags().JSON {
 		return errors.Join(printJSON(a, review), refused)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/relcap/relcap/tui/screen/rehearse"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 // rehearseOptions are relcap rehearse's flags: drills to run in an
@@ -115,9 +116,9 @@ func runRehearse(ctx context.Context, opts *rehearseOptions) error {
 	}
 	// Masked line by line: a secret split across two of a
 	// tool's writes is still caught.
-	toolOut, flushToolOut := workflow.ScrubbedLines(a.IO().Err, a.Secrets())
+	toolOut, flushToolOut := tooloutput.Scrubbed(a.IO().Err, a.Secrets())
 	defer flushToolOut()
-	ctx = workflow.WithToolOutput(ctx, toolOut)
+	ctx = tooloutput.With(ctx, toolOut)
 	sink := commandEvents(a)
 	var records []*rehearsal.Rehearsal
 	var runErr, notRun error

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // PrintPlan writes a plan review for a terminal or a CI log: counts, every
@@ -14,7 +15,7 @@ import (
 // changes, findings and the fingerprint. Attribute values are not printed
 // here (the cockpit's detail pane shows them, masked); the review is about
 // what changes and how risky it is.
-func PrintPlan(w io.Writer, p workflow.PlanSummary) error {
+func PrintPlan(w io.Writer, p tfplan.Summary) error {
 	w = SafeWriter(w)
 	c := p.Counts
 	var b strings.Builder
@@ -40,7 +41,7 @@ func PrintPlan(w io.Writer, p workflow.PlanSummary) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  ACTION\tRESOURCE\tFLAGS")
 		for _, ch := range p.Changes {
-			if ch.Action == workflow.ActionNoop {
+			if ch.Action == tfplan.ActionNoop {
 				continue
 			}
 			flags := strings.Join(ch.Flags, ",")
@@ -85,18 +86,18 @@ func PrintPlan(w io.Writer, p workflow.PlanSummary) error {
 		}
 	}
 	if len(p.Checks) > 0 {
-		n := map[workflow.CheckStatus]int{}
+		n := map[tfplan.CheckStatus]int{}
 		for _, c := range p.Checks {
 			n[c.Status]++
 		}
-		fmt.Fprintf(w, "\n  Checks: %d pass, %d fail, %d error, %d unknown\n", n[workflow.CheckPass], n[workflow.CheckFail], n[workflow.CheckError], n[workflow.CheckUnknown])
+		fmt.Fprintf(w, "\n  Checks: %d pass, %d fail, %d error, %d unknown\n", n[tfplan.CheckPass], n[tfplan.CheckFail], n[tfplan.CheckError], n[tfplan.CheckUnknown])
 	}
 	if len(p.Outputs) > 0 {
 		fmt.Fprintln(w)
 		for _, o := range p.Outputs {
 			s := ""
 			if o.Sensitive {
-				s = " " + workflow.SensitiveMask
+				s = " " + tfplan.SensitiveMask
 			}
 			fmt.Fprintf(w, "  output %s: %s%s\n", o.Name, o.Action, s)
 		}

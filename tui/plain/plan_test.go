@@ -4,22 +4,21 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relcap/relcap/workflow"
 )
 
 func TestPrintPlanShowsCountsFlagsReplacementsAndFingerprint(t *testing.T) {
 	t.Parallel()
-	p := workflow.PlanSummary{Env: "prod", Fingerprint: "f00d", Inputs: workflow.PlanInputs{Revision: "abc", Workspace: "default", StateSerial: 7},
-		Changes: []workflow.ResourceChange{
-			{Address: "aws_db_instance.main", Type: "aws_db_instance", Action: workflow.ActionReplaceDeleteFirst, ReplacePaths: []string{"engine_version"}},
-			{Address: "aws_iam_role.ci", Type: "aws_iam_role", Action: workflow.ActionUpdate,
-				Attributes: []workflow.AttributeChange{{Path: "password", Before: workflow.SensitiveMask, After: workflow.SensitiveMask, Sensitive: true}}},
+	p := tfplan.Summary{Env: "prod", Fingerprint: "f00d", Inputs: tfplan.Inputs{Revision: "abc", Workspace: "default", StateSerial: 7},
+		Changes: []tfplan.ResourceChange{
+			{Address: "aws_db_instance.main", Type: "aws_db_instance", Action: tfplan.ActionReplaceDeleteFirst, ReplacePaths: []string{"engine_version"}},
+			{Address: "aws_iam_role.ci", Type: "aws_iam_role", Action: tfplan.ActionUpdate,
+				Attributes: []tfplan.AttributeChange{{Path: "password", Before: tfplan.SensitiveMask, After: tfplan.SensitiveMask, Sensitive: true}}},
 		},
-		Outputs: []workflow.OutputChange{{Name: "db_password", Action: workflow.ActionUpdate, Sensitive: true}},
+		Outputs: []tfplan.OutputChange{{Name: "db_password", Action: tfplan.ActionUpdate, Sensitive: true}},
 	}
-	workflow.Review(&p, workflow.DefaultClassify())
+	tfplan.Review(&p, tfplan.DefaultClassify())
 	var out bytes.Buffer
 	require.NoError(t, PrintPlan(&out, p))
 	s := out.String()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/evidence"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // PrintPromotion summarises what a promotion established, for the captain.
@@ -15,17 +17,17 @@ func PrintPromotion(w io.Writer, r *workflow.Release) {
 	st := r.Step(workflow.StepPromotion)
 	for _, e := range st.Evidence {
 		switch d := e.Detail.(type) {
-		case workflow.DigestResolved:
+		case evidence.DigestResolved:
 			fmt.Fprintf(w, "digest     %s\n           %s, %d bytes, created %s", e.Subject, d.MediaType, d.Size, d.Created.UTC().Format(time.RFC3339))
 			if len(d.Platforms) > 0 {
 				fmt.Fprintf(w, ", platforms %s", d.Platforms)
 			}
 			fmt.Fprintln(w)
-		case workflow.DigestVerified:
+		case evidence.DigestVerified:
 			fmt.Fprintf(w, "copied     into %s: verified, signed %t, %d referrer(s), %d blob(s) uploaded\n", d.Repository, d.Signed, d.Referrers, d.BlobsUploaded)
-		case workflow.EnvPinned:
+		case evidence.EnvPinned:
 			fmt.Fprintf(w, "pinned     on branch %s at %s\n", d.Branch, e.Subject)
-		case workflow.EnvLanded:
+		case evidence.EnvLanded:
 			fmt.Fprintf(w, "landed     on %s at %s (the revision Argo CD must sync)\n", d.Branch, e.Subject)
 		}
 	}
@@ -44,7 +46,7 @@ func PrintPromotion(w io.Writer, r *workflow.Release) {
 
 // PrintPullRequest says where the promotion's pull request is and how its
 // reviews counted, so a headless captain knows where to send reviewers.
-func PrintPullRequest(w io.Writer, pr *workflow.PullRequestRecord) {
+func PrintPullRequest(w io.Writer, pr *forge.PullRequestRecord) {
 	w = SafeWriter(w)
 	fmt.Fprintf(w, "pull request #%d %s (%s into %s)", pr.Number, pr.URL, pr.Head, pr.Base)
 	switch {

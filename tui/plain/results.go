@@ -50,12 +50,8 @@ func PrintNothingInProgress(w io.Writer, app, firstEnv string) {
 	fmt.Fprintf(w, "No release of %s is in progress. Start one with:\n  relcap release --env %s --image REGISTRY/REPO:TAG\nor try the whole flow on a sandbox: relcap demo\n", app, firstEnv)
 }
 
-// PrintEffortLogged says what relcap effort log recorded, with a note on
-// errw when the release is not in the ledger yet (known false).
-func PrintEffortLogged(out, errw io.Writer, entry effort.Entry, known bool, releaseID, session string) {
-	if !known {
-		fmt.Fprintf(errw, "note: release %s is not in the ledger yet; the time is recorded against that ID\n", releaseID)
-	}
+// PrintEffortLogged says what relcap effort log recorded.
+func PrintEffortLogged(out io.Writer, entry effort.Entry, session string) {
 	fmt.Fprintf(out, "logged %s of off-tool coordination by %s against %s (session %s)\n",
 		entry.Duration, entry.Person, entry.ReleaseID, session)
 }

@@ -4,7 +4,7 @@
 // verify), reads a journal back for display, compares a migrated ledger
 // with the one it came from, and seals closed sessions' heads. It reads
 // the one catalogue of journal records, the core's
-// (workflow/journal_records.go), and imports the core; the core does not
+// (workflow/journal/records.go), and imports the core; the core does not
 // import it.
 package audit
 

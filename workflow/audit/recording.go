@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
 )
@@ -17,8 +16,8 @@ import (
 func NoRecording(id string, entries []journal.Entry, from JournalSource) error {
 	var names []string
 	for _, e := range entries {
-		var rec workflow.ScreenRecorded
-		if from == JournalFromLedger && e.Kind == workflow.KindScreenRecorded && json.Unmarshal(e.Data, &rec) == nil {
+		var rec journal.ScreenRecorded
+		if from == JournalFromLedger && e.Kind == journal.KindScreenRecorded && json.Unmarshal(e.Data, &rec) == nil {
 			names = append(names, rec.File)
 		}
 	}

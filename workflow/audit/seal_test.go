@@ -387,7 +387,7 @@ func TestVerifyJournalsSaysWhichApprovalsWereUnsigned(t *testing.T) {
 		lines []string
 	)
 	for _, a := range []approval.Approval{unsigned, signed} {
-		e, err := journal.Next(prev, t0, "bo", workflow.KindApprovalRecorded, workflow.ApprovalRecorded{Approval: a})
+		e, err := journal.Next(prev, t0, "bo", journal.KindApprovalRecorded, journal.ApprovalRecorded{Approval: a})
 		require.NoError(t, err)
 		b, err := json.Marshal(e)
 		require.NoError(t, err)

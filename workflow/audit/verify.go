@@ -228,10 +228,10 @@ func (c *sessionCheck) checkApprovals(ctx context.Context, v *SessionVerificatio
 	}
 	for _, l := range c.lines {
 		var e journal.Entry
-		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != workflow.KindApprovalRecorded {
+		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != journal.KindApprovalRecorded {
 			continue
 		}
-		var rec workflow.ApprovalRecorded
+		var rec journal.ApprovalRecorded
 		if err := json.Unmarshal(e.Data, &rec); err != nil {
 			continue // an entry of another shape; the chain vouched for it
 		}
@@ -432,11 +432,11 @@ func (c *sessionCheck) checkSignature(ctx context.Context, v *SessionVerificatio
 func (q *Auditor) verifyRecordings(ctx context.Context, id string, lines []journal.Line, elsewhere bool) (n int, unread []string, p *journal.Problem) {
 	for _, l := range lines {
 		var e journal.Entry
-		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != workflow.KindScreenRecorded {
+		if err := json.Unmarshal(l.Text, &e); err != nil || e.Kind != journal.KindScreenRecorded {
 			continue // the chain already vouched for every line
 		}
 		n++
-		var rec workflow.ScreenRecorded
+		var rec journal.ScreenRecorded
 		if err := json.Unmarshal(e.Data, &rec); err != nil {
 			return n, unread, &journal.Problem{Seq: e.Seq, Reason: "screen.recorded entry unreadable: " + err.Error()}
 		}

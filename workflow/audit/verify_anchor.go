@@ -95,10 +95,10 @@ func journalLedger(lines []journal.Line) string {
 		return ""
 	}
 	var e journal.Entry
-	if json.Unmarshal(lines[0].Text, &e) != nil || e.Kind != workflow.KindSessionOpened {
+	if json.Unmarshal(lines[0].Text, &e) != nil || e.Kind != journal.KindSessionOpened {
 		return ""
 	}
-	var o workflow.SessionOpened
+	var o journal.SessionOpened
 	if json.Unmarshal(e.Data, &o) != nil {
 		return ""
 	}

@@ -106,14 +106,14 @@ func TestVerifyJournalsCatchesARewoundAnchorByItsRecordedCommit(t *testing.T) {
 // none, as journals did before), of n entries.
 func orphanJournal(t *testing.T, ledger string, n int) []string {
 	t.Helper()
-	e, err := journal.Next(nil, t0, "ana", workflow.KindSessionOpened, workflow.SessionOpened{Command: "plan", Ledger: ledger})
+	e, err := journal.Next(nil, t0, "ana", journal.KindSessionOpened, journal.SessionOpened{Command: "plan", Ledger: ledger})
 	require.NoError(t, err)
 	b, err := json.Marshal(e)
 	require.NoError(t, err)
 	lines := []string{string(b)}
 	prev := e
 	for i := 1; i < n; i++ {
-		next, err := journal.Next(&prev, t0, "ana", workflow.KindStepFinished, map[string]int{"i": i})
+		next, err := journal.Next(&prev, t0, "ana", journal.KindStepFinished, map[string]int{"i": i})
 		require.NoError(t, err)
 		b, err := json.Marshal(next)
 		require.NoError(t, err)

@@ -24,9 +24,9 @@ func (w *sealWorld) keptSession(t *testing.T, id string) []string {
 		lines []string
 		kept  []journal.Line
 	)
-	for i, rec := range []workflow.JournalRecord{
-		workflow.StepStarted{Release: "r1", Step: "plan"},
-		workflow.ScreenRecorded{File: "screen.cast", Release: "r1", SHA256: "abc"},
+	for i, rec := range []journal.Record{
+		journal.StepStarted{Release: "r1", Step: "plan"},
+		journal.ScreenRecorded{File: "screen.cast", Release: "r1", SHA256: "abc"},
 	} {
 		data, err := json.Marshal(rec)
 		require.NoError(t, err)

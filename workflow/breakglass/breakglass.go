@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // Record is an active or ended pause of one application's reconciliation.
@@ -101,7 +102,7 @@ type Service struct {
 func New(d workflow.Deps) *Service { return &Service{d: d} }
 
 // journal appends rec to the session's journal.
-func (s *Service) journal(ctx context.Context, rec workflow.JournalRecord) error {
+func (s *Service) journal(ctx context.Context, rec journal.Record) error {
 	if _, err := s.d.Journal.Append(ctx, rec); err != nil {
 		return fmt.Errorf("journal %s: %w", rec.JournalKind(), err)
 	}
@@ -111,7 +112,7 @@ func (s *Service) journal(ctx context.Context, rec workflow.JournalRecord) error
 // journalFailure journals rec, which records why the operation failed with
 // cause, and returns cause joined with any failure to journal it, so a lost
 // record is never silent: the command fails naming both.
-func (s *Service) journalFailure(ctx context.Context, cause error, rec workflow.JournalRecord) error {
+func (s *Service) journalFailure(ctx context.Context, cause error, rec journal.Record) error {
 	return errors.Join(cause, journalFailed(s.journal(context.WithoutCancel(ctx), rec)))
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -438,12 +439,12 @@ func TestBreakGlassCaptureIsReviewedInAPullRequest(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	w := newBGWorld(t, t0)
-	w.p.Environments[0].EnvRepo.Review = workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitLab, URL: "https://forge.test/team/env",
-		Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge}
-	forge := workflowtest.NewFakeForge(w.repo.W, w.clock, 1)
+	w.p.Environments[0].EnvRepo.Review = forge.EnvRepoReview{Via: forge.ReviewByPullRequest, Forge: forge.GitLab, URL: "https://forge.test/team/env",
+		Merge: forge.MergeByRelcap, Approvals: forge.ApprovalsFromForge}
+	fakeForge := workflowtest.NewFakeForge(w.repo.W, w.clock, 1)
 	j := workflowtest.NewJournal(w.clock, "alice")
 	core, err := workflow.NewService(workflow.Deps{Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: "alice",
-		Convergence: w.argo, EnvRepo: w.repo, Forges: &workflowtest.FakeForgeOpener{Forge: forge}})
+		Convergence: w.argo, EnvRepo: w.repo, Forges: &workflowtest.FakeForgeOpener{Forge: fakeForge}})
 	require.NoError(t, err)
 	svc := breakglass.New(core.Deps())
 	b, err := svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "OOM: raise memory", TTL: 30 * time.Minute})
@@ -453,10 +454,10 @@ func TestBreakGlassCaptureIsReviewedInAPullRequest(t *testing.T) {
 
 	_, _, err = svc.End(ctx, "staging")
 	require.NoError(t, err)
-	prs := forge.PullRequests()
+	prs := fakeForge.PullRequests()
 	require.Len(t, prs, 1)
 	require.Equal(t, "relcap/staging/"+b.ID, prs[0].Head)
-	require.Equal(t, workflow.PullRequestOpen, prs[0].State, "a capture is for review: relcap never merges it")
+	require.Equal(t, forge.PullRequestOpen, prs[0].State, "a capture is for review: relcap never merges it")
 	r, err := w.l.LoadRelease(ctx, b.ID)
 	require.NoError(t, err)
 	require.Equal(t, prs[0].URL, r.Checkpoints.CapturePullRequest.URL)

@@ -10,6 +10,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // Status is an active break-glass with its live drift.
@@ -108,7 +109,7 @@ func (s *Service) End(ctx context.Context, envName string) (Status, workflow.Env
 	env, _ := d.Project.Env(envName)
 	app := env.AppRef()
 	var change workflow.EnvChange
-	var capturePR *workflow.PullRequestRecord
+	var capturePR *forge.PullRequestRecord
 	if len(st.Drift) > 0 {
 		if change, capturePR, err = s.capture(ctx, env, st); err != nil {
 			return st, change, err
@@ -177,7 +178,7 @@ func (s *Service) restorePolicy(ctx context.Context, app appstate.AppRef, saved 
 // capture commits the live drift of st to a relcap branch of the
 // environment repository and, where the repository reviews changes in pull
 // requests, opens one for it; it journals what it did.
-func (s *Service) capture(ctx context.Context, env workflow.Environment, st Status) (workflow.EnvChange, *workflow.PullRequestRecord, error) {
+func (s *Service) capture(ctx context.Context, env workflow.Environment, st Status) (workflow.EnvChange, *forge.PullRequestRecord, error) {
 	d := s.d
 	app := env.AppRef()
 	capturer, ok := d.EnvRepo.(Capturer)
@@ -194,7 +195,7 @@ func (s *Service) capture(ctx context.Context, env workflow.Environment, st Stat
 	if err != nil {
 		return workflow.EnvChange{}, nil, fmt.Errorf("capture drift of %s: %w (reconciliation is still paused)", app.Name, err)
 	}
-	var pr *workflow.PullRequestRecord
+	var pr *forge.PullRequestRecord
 	captured := BreakGlassCaptured{ID: st.ID, Branch: change.Branch, Commit: change.Commit, Resources: len(st.Drift)}
 	if env.EnvRepo.Review.PullRequests() {
 		// Reviewed the way every change of this repository is: in a
@@ -242,21 +243,21 @@ func captureDocument(st Status, now time.Time) []byte {
 // pull request of a break-glass capture branch into the environment
 // branch. Its title and body are masked like everything relcap sends a
 // forge.
-func (s *Service) openCapturePullRequest(ctx context.Context, env workflow.Environment, st Status, change workflow.EnvChange) (*workflow.PullRequestRecord, error) {
+func (s *Service) openCapturePullRequest(ctx context.Context, env workflow.Environment, st Status, change workflow.EnvChange) (*forge.PullRequestRecord, error) {
 	if s.d.Forges == nil {
 		return nil, workflow.MissingPort("forge")
 	}
-	forge, err := s.d.Forges.OpenForge(ctx, env.EnvRepo.Review)
+	fg, err := s.d.Forges.OpenForge(ctx, env.EnvRepo.Review)
 	if err != nil {
 		return nil, err
 	}
 	body := fmt.Sprintf("relcap captured the live drift of break-glass `%s` in **%s** (%d resource(s)) for review: merge it to keep what was changed by hand, or close it to let Git's state stand.\n\nReason: %s\n\n---\nrelcap-break-glass: %s\n",
 		st.ID, env.Name, len(st.Drift), st.Reason, st.ID)
 	title := fmt.Sprintf("relcap: break-glass %s in %s: captured drift for review", st.ID, env.Name)
-	pr, err := forge.OpenPullRequest(ctx, workflow.OpenPullRequestRequest{Head: change.Branch, Base: env.EnvRepo.Branch,
+	pr, err := fg.OpenPullRequest(ctx, forge.OpenPullRequestRequest{Head: change.Branch, Base: env.EnvRepo.Branch,
 		Title: s.d.Secrets.Scrub(title), Body: s.d.Secrets.Scrub(body)})
 	if err != nil {
 		return nil, err
 	}
-	return &workflow.PullRequestRecord{Forge: env.EnvRepo.Review.Forge, Number: pr.Number, URL: pr.URL, Head: change.Branch, Base: env.EnvRepo.Branch, HeadSHA: pr.HeadSHA, State: pr.State}, nil
+	return &forge.PullRequestRecord{Forge: env.EnvRepo.Review.Forge, Number: pr.Number, URL: pr.URL, Head: change.Branch, Base: env.EnvRepo.Branch, HeadSHA: pr.HeadSHA, State: pr.State}, nil
 }

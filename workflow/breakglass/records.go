@@ -9,7 +9,7 @@ import (
 )
 
 // The journal records of break-glass (relcap break-glass). They live with
-// the feature that writes them; journal_records.go in the core keeps the
+// the feature that writes them; workflow/journal/records.go keeps the
 // catalogue of the release's own records. Kinds and field names are
 // stored, so they never change.
 

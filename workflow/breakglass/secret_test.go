@@ -8,6 +8,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/breakglass"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -24,12 +25,12 @@ func TestBreakGlassCaptureMasksSecretsInGitAndInThePullRequest(t *testing.T) {
 	ctx := t.Context()
 	const password, token = "db-Pa55word/for+web", "argo-token-0123456789abcdef"
 	w := newBGWorld(t, t0)
-	w.p.Environments[0].EnvRepo.Review = workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitLab, URL: "https://forge.test/team/env",
-		Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge}
-	forge := workflowtest.NewFakeForge(w.repo.W, w.clock, 1)
+	w.p.Environments[0].EnvRepo.Review = forge.EnvRepoReview{Via: forge.ReviewByPullRequest, Forge: forge.GitLab, URL: "https://forge.test/team/env",
+		Merge: forge.MergeByRelcap, Approvals: forge.ApprovalsFromForge}
+	fakeForge := workflowtest.NewFakeForge(w.repo.W, w.clock, 1)
 	j := workflowtest.NewJournal(w.clock, "alice")
 	core, err := workflow.NewService(workflow.Deps{Project: w.p, Ledger: w.l, Journal: j, Clock: w.clock, Actor: "alice",
-		Convergence: w.argo, EnvRepo: w.repo, Forges: &workflowtest.FakeForgeOpener{Forge: forge}, Secrets: secret.NewSet(password, token)})
+		Convergence: w.argo, EnvRepo: w.repo, Forges: &workflowtest.FakeForgeOpener{Forge: fakeForge}, Secrets: secret.NewSet(password, token)})
 	require.NoError(t, err)
 	svc := breakglass.New(core.Deps())
 	b, err := svc.Start(ctx, breakglass.Request{Env: "staging", Reason: "token " + token + " rotated by hand", TTL: 30 * time.Minute})
@@ -41,17 +42,17 @@ func TestBreakGlassCaptureMasksSecretsInGitAndInThePullRequest(t *testing.T) {
 	_, _, err = svc.End(ctx, "staging")
 	require.NoError(t, err)
 	require.Len(t, w.repo.captured, 1)
-	prs := forge.PullRequests()
+	prs := fakeForge.PullRequests()
 	require.Len(t, prs, 1)
 	for where, text := range map[string]string{
 		"the capture file":      string(w.repo.captured[0].Content),
 		"its commit message":    w.repo.captured[0].Message,
-		"the pull request body": forge.Body,
+		"the pull request body": fakeForge.Body,
 		"its title":             prs[0].Title,
 	} {
 		require.NotContains(t, text, password, where)
 		require.NotContains(t, text, token, where)
 	}
 	require.Contains(t, string(w.repo.captured[0].Content), `"value": "(sensitive)"`, "the live state is kept, masked")
-	require.Contains(t, forge.Body, "token (sensitive) rotated by hand")
+	require.Contains(t, fakeForge.Body, "token (sensitive) rotated by hand")
 }

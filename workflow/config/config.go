@@ -22,6 +22,7 @@ import (
 	"github.com/relcap/relcap/workflow/input"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // FileName is the configuration file Find looks for.
@@ -256,7 +257,7 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 		top.require("environments", "list them in promotion order")
 	}
 
-	proj.Classify = workflow.DefaultClassify()
+	proj.Classify = tfplan.DefaultClassify()
 	if cl, ok := top.sub("classify", classifyKeys); ok {
 		if pats, ok := cl.globs("identity"); ok {
 			proj.Classify.Identity = pats

@@ -14,7 +14,9 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // designConfig is the relcap.yaml of DESIGN.md's configuration contract,
@@ -133,7 +135,7 @@ func TestLoadDesignExample(t *testing.T) {
 					File:   "apps/web/staging/kustomization.yaml",
 					Image:  "web",
 					Format: workflow.FormatKustomize,
-					Review: workflow.EnvRepoReview{Via: workflow.ReviewByPush},
+					Review: forge.EnvRepoReview{Via: forge.ReviewByPush},
 				},
 				ArgoCD: workflow.ArgoCDTarget{
 					Server:   "argocd.example.com:443",
@@ -161,9 +163,9 @@ func TestLoadDesignExample(t *testing.T) {
 					Image:      "web",
 					Format:     workflow.FormatHelmValues,
 					ValuesPath: "image.digest",
-					Review: workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitea, URL: "https://git.example.com/team/env",
-						TokenEnv: "GITEA_TOKEN", Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge,
-						Users: []workflow.ForgeUser{{Login: "carol-git", Principal: "carol"}}},
+					Review: forge.EnvRepoReview{Via: forge.ReviewByPullRequest, Forge: forge.Gitea, URL: "https://git.example.com/team/env",
+						TokenEnv: "GITEA_TOKEN", Merge: forge.MergeByRelcap, Approvals: forge.ApprovalsFromForge,
+						Users: []forge.User{{Login: "carol-git", Principal: "carol"}}},
 				},
 				ArgoCD: workflow.ArgoCDTarget{
 					Server:   "argocd.example.com:443",
@@ -174,7 +176,7 @@ func TestLoadDesignExample(t *testing.T) {
 					Approvers: approval.Approvers{Plan: []string{"alice", "bob"}, Promotion: []string{"carol"}, BreakGlass: []string{"carol"}, Apply: []string{"alice", "dave"}}},
 			},
 		},
-		Classify: workflow.Classify{
+		Classify: tfplan.Classify{
 			Identity:    []string{"*_iam_*", "*_role*", "*service_account*", "*workload_identity*"},
 			DataService: []string{"*_db_*", "*_rds_*", "*sql*", "*_bucket*", "*redis*", "*kafka*"},
 		},
@@ -209,7 +211,7 @@ func TestParseDefaults(t *testing.T) {
 		{
 			name: "everything omitted takes the documented default",
 			check: func(t *testing.T, p *workflow.Project) {
-				require.Equal(t, workflow.DefaultClassify(), p.Classify)
+				require.Equal(t, tfplan.DefaultClassify(), p.Classify)
 				require.Equal(t, effort.DefaultIdleThreshold, p.Effort.IdleThreshold)
 				require.Equal(t, workflow.DefaultPlanExpiry, p.Plans.Expiry)
 				require.Equal(t, workflow.Compatibility{}, p.Compatibility)
@@ -227,14 +229,14 @@ func TestParseDefaults(t *testing.T) {
 			extra: "classify: {identity: [\"*_principal*\"]}\n",
 			check: func(t *testing.T, p *workflow.Project) {
 				require.Equal(t, []string{"*_principal*"}, p.Classify.Identity)
-				require.Equal(t, workflow.DefaultClassify().DataService, p.Classify.DataService)
+				require.Equal(t, tfplan.DefaultClassify().DataService, p.Classify.DataService)
 			},
 		},
 		{
 			name:  "an explicit empty category turns it off",
 			extra: "classify: {data_service: []}\n",
 			check: func(t *testing.T, p *workflow.Project) {
-				require.Equal(t, workflow.DefaultClassify().Identity, p.Classify.Identity)
+				require.Equal(t, tfplan.DefaultClassify().Identity, p.Classify.Identity)
 				require.Equal(t, []string{}, p.Classify.DataService)
 			},
 		},

@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/input"
 )
@@ -195,7 +196,7 @@ func (m *mapNode) envRepo(o options) workflow.EnvRepoTarget {
 		m.p.add(vn, join(m.path, "values_path"), "is only used with format helm-values; remove it")
 	}
 	t.ValuesPath = vp
-	t.Review = workflow.EnvRepoReview{Via: workflow.ReviewByPush}
+	t.Review = forge.EnvRepoReview{Via: forge.ReviewByPush}
 	if rv, ok := m.sub("review", reviewKeys); ok {
 		t.Review = rv.review(o)
 	}

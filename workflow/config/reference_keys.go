@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // keyDocs documents every key of relcap.yaml (reference.go says how it is
@@ -54,10 +55,10 @@ var keyDocs = []Key{
 	{Path: "environments[].envrepo.review", Type: TypeMapping, Default: "via: push",
 		Doc: "How changes to the environment repository are reviewed and landed."},
 	{Path: "environments[].envrepo.review.via", Type: TypeString, Default: "push", Example: "pull_request",
-		Enum: []string{string(workflow.ReviewByPush), string(workflow.ReviewByPullRequest)},
+		Enum: []string{string(forge.ReviewByPush), string(forge.ReviewByPullRequest)},
 		Doc:  "push: relcap pushes the pin itself; pull_request: relcap opens a pull request on the forge and lands through it. The keys below are for pull_request only."},
 	{Path: "environments[].envrepo.review.forge", Type: TypeString, Example: "gitea",
-		Enum: []string{string(workflow.ForgeGitea), string(workflow.ForgeGitHub), string(workflow.ForgeGitLab)},
+		Enum: []string{string(forge.Gitea), string(forge.GitHub), string(forge.GitLab)},
 		Doc:  "The forge hosting the repository; required with via: pull_request."},
 	{Path: "environments[].envrepo.review.url", Type: TypeString, Example: "https://git.example.com/team/env",
 		Doc: "The repository's web address, without credentials; required with via: pull_request."},
@@ -65,11 +66,11 @@ var keyDocs = []Key{
 		Doc: "The environment variable holding the forge's API token."},
 	{Path: "environments[].envrepo.review.ca_file", Type: TypePath, Example: "certs/forge-ca.pem",
 		Doc: "PEM certificate authorities for the forge's certificate, relative to this file."},
-	{Path: "environments[].envrepo.review.merge", Type: TypeString, Default: string(workflow.MergeByRelcap), Example: string(workflow.MergeByPerson),
-		Enum: []string{string(workflow.MergeByRelcap), string(workflow.MergeByPerson)},
+	{Path: "environments[].envrepo.review.merge", Type: TypeString, Default: string(forge.MergeByRelcap), Example: string(forge.MergeByPerson),
+		Enum: []string{string(forge.MergeByRelcap), string(forge.MergeByPerson)},
 		Doc:  "Who merges the pull request once it may land."},
-	{Path: "environments[].envrepo.review.approvals", Type: TypeString, Default: string(workflow.ApprovalsFromForge), Example: string(workflow.ApprovalsFromBoth),
-		Enum: []string{string(workflow.ApprovalsFromForge), string(workflow.ApprovalsFromBoth)},
+	{Path: "environments[].envrepo.review.approvals", Type: TypeString, Default: string(forge.ApprovalsFromForge), Example: string(forge.ApprovalsFromBoth),
+		Enum: []string{string(forge.ApprovalsFromForge), string(forge.ApprovalsFromBoth)},
 		Doc:  "Where promotion approvals come from: the forge's reviews, or those and relcap's signed approvals."},
 	{Path: "environments[].envrepo.review.users", Type: TypeStringMap, Example: "{bob-gh: bob}",
 		Doc: "Forge accounts and the people file's principal each one is, so forge reviews count as that person's approvals."},

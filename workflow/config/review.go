@@ -9,9 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/relcap/relcap/workflow/forge"
 	"gopkg.in/yaml.v3"
-
-	"github.com/relcap/relcap/workflow"
 )
 
 // envrepo.review: how an environment repository's changes are reviewed
@@ -21,22 +20,22 @@ import (
 // file.
 
 var (
-	vias      = []string{string(workflow.ReviewByPush), string(workflow.ReviewByPullRequest)}
-	forges    = []string{string(workflow.ForgeGitea), string(workflow.ForgeGitHub), string(workflow.ForgeGitLab)}
-	merges    = []string{string(workflow.MergeByRelcap), string(workflow.MergeByPerson)}
-	approvals = []string{string(workflow.ApprovalsFromForge), string(workflow.ApprovalsFromBoth)}
+	vias      = []string{string(forge.ReviewByPush), string(forge.ReviewByPullRequest)}
+	forges    = []string{string(forge.Gitea), string(forge.GitHub), string(forge.GitLab)}
+	merges    = []string{string(forge.MergeByRelcap), string(forge.MergeByPerson)}
+	approvals = []string{string(forge.ApprovalsFromForge), string(forge.ApprovalsFromBoth)}
 )
 
-func (m *mapNode) review(o options) workflow.EnvRepoReview {
-	r := workflow.EnvRepoReview{Via: workflow.ReviewByPush}
+func (m *mapNode) review(o options) forge.EnvRepoReview {
+	r := forge.EnvRepoReview{Via: forge.ReviewByPush}
 	if e, present := m.entries["token"]; present {
 		// The value is never repeated: it is a secret.
 		m.p.add(e.key, join(m.path, "token"), "a forge token is never written in relcap.yaml: remove it (and revoke it if this file was shared) and name the environment variable holding it with token_env, e.g. token_env: FORGE_TOKEN, or leave token_env out to use git's credential helper")
 	}
 	if v, ok := m.oneOf("via", vias); ok {
-		r.Via = workflow.ReviewVia(v)
+		r.Via = forge.ReviewVia(v)
 	}
-	if r.Via != workflow.ReviewByPullRequest {
+	if r.Via != forge.ReviewByPullRequest {
 		for _, k := range []string{"forge", "url", "token_env", "ca_file", "merge", "approvals", "users"} {
 			if e, present := m.entries[k]; present {
 				m.p.add(e.key, join(m.path, k), "is only used with via: pull_request; remove it, or set via: pull_request")
@@ -44,10 +43,10 @@ func (m *mapNode) review(o options) workflow.EnvRepoReview {
 		}
 		return r
 	}
-	r.Merge, r.Approvals = workflow.MergeByRelcap, workflow.ApprovalsFromForge
+	r.Merge, r.Approvals = forge.MergeByRelcap, forge.ApprovalsFromForge
 	if _, ok := m.require("forge", "gitea, github or gitlab"); ok {
 		if v, ok := m.oneOf("forge", forges); ok {
-			r.Forge = workflow.ForgeKind(v)
+			r.Forge = forge.Kind(v)
 		}
 	}
 	if u, n := m.reqStr("url", "the repository's web address, e.g. url: https://git.example.com/team/env"); n != nil {
@@ -69,10 +68,10 @@ func (m *mapNode) review(o options) workflow.EnvRepoReview {
 		m.p.checkPath(o, n, join(m.path, "ca_file"), r.CAFile, false, "create it or fix the path (relative to relcap.yaml)")
 	}
 	if v, ok := m.oneOf("merge", merges); ok {
-		r.Merge = workflow.MergePolicy(v)
+		r.Merge = forge.MergePolicy(v)
 	}
 	if v, ok := m.oneOf("approvals", approvals); ok {
-		r.Approvals = workflow.ReviewApprovals(v)
+		r.Approvals = forge.ReviewApprovals(v)
 	}
 	r.Users = m.forgeUsers(o)
 	return r
@@ -117,7 +116,7 @@ func forgeURLProblem(s string) string {
 
 // forgeUsers reads users: a mapping of forge accounts to the people
 // file's principals, in the order written.
-func (m *mapNode) forgeUsers(o options) []workflow.ForgeUser {
+func (m *mapNode) forgeUsers(o options) []forge.User {
 	e, ok := m.get("users")
 	if !ok {
 		return nil
@@ -129,7 +128,7 @@ func (m *mapNode) forgeUsers(o options) []workflow.ForgeUser {
 		return nil
 	}
 	known, haveKnown := m.p.principals(o)
-	var users []workflow.ForgeUser
+	var users []forge.User
 	seen := map[string]int{}
 	for i := 0; i+1 < len(r.Content); i += 2 {
 		if !m.p.spend() {
@@ -154,7 +153,7 @@ func (m *mapNode) forgeUsers(o options) []workflow.ForgeUser {
 			m.p.add(r.Content[i+1], at, "principal %s is not in the people file %s; add them there or fix the name", quote(v.Value), o.people)
 			continue
 		}
-		users = append(users, workflow.ForgeUser{Login: k.Value, Principal: v.Value})
+		users = append(users, forge.User{Login: k.Value, Principal: v.Value})
 	}
 	return users
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // withReview is minimalConfig with review as staging's envrepo.review.
@@ -20,19 +20,19 @@ func TestParseReviewDefaultsAndKeys(t *testing.T) {
 	t.Parallel()
 	p, err := Parse("/repo/relcap.yaml", []byte(minimalConfig))
 	require.NoError(t, err)
-	require.Equal(t, workflow.EnvRepoReview{Via: workflow.ReviewByPush}, p.Environments[0].EnvRepo.Review, "via push unless said otherwise")
+	require.Equal(t, forge.EnvRepoReview{Via: forge.ReviewByPush}, p.Environments[0].EnvRepo.Review, "via push unless said otherwise")
 
 	p, err = Parse("/repo/relcap.yaml", []byte(withReview(t, "{via: pull_request, forge: github, url: https://github.example.com/team/env/}")))
 	require.NoError(t, err)
-	require.Equal(t, workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitHub, URL: "https://github.example.com/team/env",
-		Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge}, p.Environments[0].EnvRepo.Review)
+	require.Equal(t, forge.EnvRepoReview{Via: forge.ReviewByPullRequest, Forge: forge.GitHub, URL: "https://github.example.com/team/env",
+		Merge: forge.MergeByRelcap, Approvals: forge.ApprovalsFromForge}, p.Environments[0].EnvRepo.Review)
 
 	p, err = Parse("/repo/relcap.yaml", []byte(withReview(t, `{via: pull_request, forge: gitlab, url: https://gitlab.example.com/group/sub/env,
                 token_env: GITLAB_TOKEN, ca_file: certs/ca.pem, merge: person, approvals: both, users: {bob-gl: bob, "carol.x": carol}}`)))
 	require.NoError(t, err)
-	require.Equal(t, workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitLab, URL: "https://gitlab.example.com/group/sub/env",
-		TokenEnv: "GITLAB_TOKEN", CAFile: filepath.Join("/repo", "certs", "ca.pem"), Merge: workflow.MergeByPerson, Approvals: workflow.ApprovalsFromBoth,
-		Users: []workflow.ForgeUser{{Login: "bob-gl", Principal: "bob"}, {Login: "carol.x", Principal: "carol"}}}, p.Environments[0].EnvRepo.Review)
+	require.Equal(t, forge.EnvRepoReview{Via: forge.ReviewByPullRequest, Forge: forge.GitLab, URL: "https://gitlab.example.com/group/sub/env",
+		TokenEnv: "GITLAB_TOKEN", CAFile: filepath.Join("/repo", "certs", "ca.pem"), Merge: forge.MergeByPerson, Approvals: forge.ApprovalsFromBoth,
+		Users: []forge.User{{Login: "bob-gl", Principal: "bob"}, {Login: "carol.x", Principal: "carol"}}}, p.Environments[0].EnvRepo.Review)
 }
 
 func TestParseReviewProblems(t *testing.T) {

@@ -1,8 +1,10 @@
 // Package journal is the session journal's chain: entries that each carry
 // the SHA-256 of the one before, sealed by Next and checked by Verify
-// against the head the ledger holds. It knows nothing of what entries say:
-// the core's kinds and records are catalogued in workflow/journal_records.go,
-// each feature's in its package's records.go.
+// against the head the ledger holds. The chain knows nothing of what
+// entries say; records.go catalogues the release core's records and their
+// kinds (Record), kept here, apart from the core, so the ledger, audits and
+// reports read them without it; each feature's records are in its
+// package's records.go.
 package journal
 
 import (

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/image"
 )
 
@@ -29,11 +30,11 @@ type PromotionSummary struct {
 	Digest     image.Digest
 	Reference  string // the image reference as given
 	Repository string // the environment's repository, where it was copied
-	Platforms  workflow.Platforms
+	Platforms  evidence.Platforms
 	Signed     bool
 	// Carried are the referrers' kinds on the target (signature,
 	// attestation, sbom…).
-	Carried workflow.ReferrerKinds
+	Carried evidence.ReferrerKinds
 
 	// Upstream is the previous environment's convergence of the digest;
 	// nil for the first environment (UpstreamEnv empty) or when forced
@@ -45,7 +46,7 @@ type PromotionSummary struct {
 	// Plan is the release's applied plan (empty when it had none).
 	Plan PlanEvidence
 	// Ownership is the ownership check's result, nil when skipped.
-	Ownership *workflow.OwnershipChecked
+	Ownership *evidence.OwnershipChecked
 
 	Branch, Base, Commit string
 	Diff                 string
@@ -141,13 +142,13 @@ func promotionSummary(ctx context.Context, l *workflow.Landing) (PromotionSummar
 		Branch: c.EnvBranch, Base: env.EnvRepo.Branch, Commit: c.EnvPinned, Diff: c.EnvDiff,
 		Plan: PlanEvidence{Fingerprint: c.Fingerprint, Applied: c.Applied}}
 	ev := r.Step(workflow.StepPromotion).Evidence
-	if d, _, ok := workflow.EvidenceOf[workflow.DigestResolved](ev); ok {
+	if d, _, ok := evidence.Of[evidence.DigestResolved](ev); ok {
 		s.Platforms, s.Signed = d.Platforms, d.Signed
 	}
-	if d, _, ok := workflow.EvidenceOf[workflow.DigestVerified](ev); ok {
+	if d, _, ok := evidence.Of[evidence.DigestVerified](ev); ok {
 		s.Signed, s.Carried = d.Signed, d.Carried
 	}
-	if d, _, ok := workflow.EvidenceOf[workflow.OwnershipChecked](r.Step(workflow.StepOwnership).Evidence); ok {
+	if d, _, ok := evidence.Of[evidence.OwnershipChecked](r.Step(workflow.StepOwnership).Evidence); ok {
 		s.Ownership = &d
 	}
 	var err error

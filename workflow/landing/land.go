@@ -22,8 +22,10 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // PullRequests is the workflow.Lander that lands changes through the
@@ -53,29 +55,29 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 		if err := l.Checkpoint(ctx, func(c *workflow.Checkpoints) { c.EnvCommit = c.EnvPinned }); err != nil {
 			return workflow.StepResult{}, err
 		}
-		res.Evidence = append(res.Evidence, workflow.NewEvidence(c.EnvPinned, workflow.EnvLanded{Branch: c.EnvBranch, Pushed: true}))
+		res.Evidence = append(res.Evidence, evidence.New(c.EnvPinned, evidence.EnvLanded{Branch: c.EnvBranch, Pushed: true}))
 		res.Status = workflow.Succeeded
 		res.Message = fmt.Sprintf("%s is pinned on %s already at %s: no pull request needed", c.Digest.Short(), c.EnvBranch, workflow.ShortHash(c.EnvPinned))
 		return res, nil
 	}
-	forge, err := l.OpenForge(ctx)
+	fg, err := l.OpenForge(ctx)
 	if err != nil {
 		return workflow.StepResult{}, fmt.Errorf("open the forge for %s (envrepo.review): %w", run.env.Name, err)
 	}
-	var pr workflow.PullRequest
+	var pr forge.PullRequest
 	if c.PullRequest == nil {
 		sum, err := promotionSummary(ctx, l)
 		if err != nil {
 			return workflow.StepResult{}, err
 		}
-		l.Progress("opening a pull request of " + c.EnvBranch + " into " + run.env.EnvRepo.Branch + " on " + forge.Where())
-		pr, err = workflow.MachineWait(l, func() (workflow.PullRequest, error) {
-			return forge.OpenPullRequest(ctx, workflow.OpenPullRequestRequest{Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, Title: PullRequestTitle(sum), Body: PullRequestBody(sum)})
+		l.Progress("opening a pull request of " + c.EnvBranch + " into " + run.env.EnvRepo.Branch + " on " + fg.Where())
+		pr, err = workflow.MachineWait(l, func() (forge.PullRequest, error) {
+			return fg.OpenPullRequest(ctx, forge.OpenPullRequestRequest{Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, Title: PullRequestTitle(sum), Body: PullRequestBody(sum)})
 		})
 		if err != nil {
-			return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("open a pull request of %s on %s: %w", c.EnvBranch, forge.Where(), err)
+			return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("open a pull request of %s on %s: %w", c.EnvBranch, fg.Where(), err)
 		}
-		rec := &workflow.PullRequestRecord{Forge: review.Forge, Number: pr.Number, URL: pr.URL, Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, HeadSHA: pr.HeadSHA, State: pr.State}
+		rec := &forge.PullRequestRecord{Forge: review.Forge, Number: pr.Number, URL: pr.URL, Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, HeadSHA: pr.HeadSHA, State: pr.State}
 		if err := l.Checkpoint(ctx, func(c *workflow.Checkpoints) { c.PullRequest = rec }); err != nil {
 			return workflow.StepResult{}, err
 		}
@@ -83,33 +85,33 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 			Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, Commit: c.EnvPinned}); err != nil {
 			return workflow.StepResult{}, err
 		}
-		res.Evidence = append(res.Evidence, workflow.NewEvidence(pr.URL, workflow.PullRequestOpened{Number: pr.Number, Forge: review.Forge, Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, Commit: c.EnvPinned}))
+		res.Evidence = append(res.Evidence, evidence.New(pr.URL, evidence.PullRequestOpened{Number: pr.Number, Forge: review.Forge, Head: c.EnvBranch, Base: run.env.EnvRepo.Branch, Commit: c.EnvPinned}))
 	} else {
-		pr, err = workflow.MachineWait(l, func() (workflow.PullRequest, error) { return forge.PullRequest(ctx, c.PullRequest.Number) })
+		pr, err = workflow.MachineWait(l, func() (forge.PullRequest, error) { return fg.PullRequest(ctx, c.PullRequest.Number) })
 		if err != nil {
-			return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("read pull request #%d on %s: %w", c.PullRequest.Number, forge.Where(), err)
+			return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("read pull request #%d on %s: %w", c.PullRequest.Number, fg.Where(), err)
 		}
 	}
 	rec := *run.r.Checkpoints.PullRequest
 	rec.HeadSHA, rec.State = pr.HeadSHA, pr.State
 	ref := fmt.Sprintf("pull request #%d (%s)", pr.Number, pr.URL)
 
-	if pr.State == workflow.PullRequestMerged {
+	if pr.State == forge.PullRequestMerged {
 		// Merged on the forge: who reviewed it is read now, for the
 		// ledger and journal, as the step did not see the last reviews.
-		if reviews, err := forge.Reviews(ctx, pr.Number); err == nil {
+		if reviews, err := fg.Reviews(ctx, pr.Number); err == nil {
 			rec.Reviews = CountForgeReviews(run.env, run.r.Captain, pr, reviews)
 		}
 		return run.merged(ctx, res, rec, pr, false)
 	}
-	if pr.State == workflow.PullRequestClosed {
+	if pr.State == forge.PullRequestClosed {
 		return run.prBlocked(ctx, res, rec, fault.ErrBlocked, fmt.Sprintf("%s was closed without merge", ref),
 			fmt.Sprintf("reopen pull request #%d on the forge and run relcap resume %s, or roll back / start a new release", pr.Number, run.r.ID))
 	}
 
-	reviews, err := workflow.MachineWait(l, func() ([]workflow.ForgeReview, error) { return forge.Reviews(ctx, pr.Number) })
+	reviews, err := workflow.MachineWait(l, func() ([]forge.Review, error) { return fg.Reviews(ctx, pr.Number) })
 	if err != nil {
-		return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("read the reviews of pull request #%d on %s: %w", pr.Number, forge.Where(), err)
+		return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("read the reviews of pull request #%d on %s: %w", pr.Number, fg.Where(), err)
 	}
 	verdicts := CountForgeReviews(run.env, run.r.Captain, pr, reviews)
 	required := RequiredForgeReviews(run.env)
@@ -144,7 +146,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 		}
 		return awaiting(res, msg), nil
 	}
-	if review.Approvals == workflow.ApprovalsFromBoth {
+	if review.Approvals == forge.ApprovalsFromBoth {
 		if rule := run.env.Approvals.Rule(approval.Promotion); rule.Required > 0 {
 			// The signed approvals are of the commit the pull request
 			// would merge: a moved head needs them renewed too.
@@ -165,7 +167,7 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 			}
 		}
 	}
-	if review.Merge == workflow.MergeByPerson {
+	if review.Merge == forge.MergeByPerson {
 		return awaiting(res, fmt.Sprintf("%s is approved (%s): waiting for a person to merge it on the forge (envrepo.review.merge: person)", ref, strings.Join(reviewers(verdicts), ", "))), nil
 	}
 	if !pr.Mergeable {
@@ -175,9 +177,9 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 		}
 		return awaiting(res, fmt.Sprintf("%s is approved, but the forge does not let it merge yet: %s", ref, why)), nil
 	}
-	l.Progress(fmt.Sprintf("merging pull request #%d at %s on %s", pr.Number, workflow.ShortHash(pr.HeadSHA), forge.Where()))
+	l.Progress(fmt.Sprintf("merging pull request #%d at %s on %s", pr.Number, workflow.ShortHash(pr.HeadSHA), fg.Where()))
 	msg := fmt.Sprintf("%s\n\nReviewed-on: %s\nReviewed-by: %s\nRelcap-Release: %s\n", run.title(), workflow.ShortHash(pr.HeadSHA), strings.Join(reviewers(verdicts), ", "), run.r.ID)
-	mc, err := workflow.MachineWait(l, func() (string, error) { return forge.Merge(ctx, pr.Number, pr.HeadSHA, msg) })
+	mc, err := workflow.MachineWait(l, func() (string, error) { return fg.Merge(ctx, pr.Number, pr.HeadSHA, msg) })
 	if errors.Is(err, fault.ErrForgeNotReady) {
 		reason := strings.TrimPrefix(err.Error(), fault.ErrForgeNotReady.Error()+": ")
 		rec.NotReady, rec.NotReadyAt = reason, l.Now()
@@ -195,9 +197,9 @@ func (PullRequests) Land(ctx context.Context, l *workflow.Landing, res workflow.
 			fmt.Sprintf("act on the forge's reason (branch protection, required checks, a moved head), then relcap resume %s", run.r.ID))
 	}
 	if err != nil {
-		return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("merge pull request #%d on %s: %w", pr.Number, forge.Where(), err)
+		return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("merge pull request #%d on %s: %w", pr.Number, fg.Where(), err)
 	}
-	pr.MergeCommit, pr.State = mc, workflow.PullRequestMerged
+	pr.MergeCommit, pr.State = mc, forge.PullRequestMerged
 	return run.merged(ctx, res, rec, pr, true)
 }
 
@@ -209,11 +211,11 @@ func (run landingRun) title() string {
 
 // merged lands a merged pull request: its merge commit is the revision
 // Argo CD must sync.
-func (run landingRun) merged(ctx context.Context, res workflow.StepResult, rec workflow.PullRequestRecord, pr workflow.PullRequest, byRelcap bool) (workflow.StepResult, error) {
+func (run landingRun) merged(ctx context.Context, res workflow.StepResult, rec forge.PullRequestRecord, pr forge.PullRequest, byRelcap bool) (workflow.StepResult, error) {
 	if pr.MergeCommit == "" {
 		return workflow.StepResult{Findings: res.Findings}, fmt.Errorf("pull request #%d is merged but the forge names no merge commit; relcap resume %s reads it again", pr.Number, run.r.ID)
 	}
-	rec.State, rec.MergeCommit, rec.MergedBy, rec.ByRelcap = workflow.PullRequestMerged, pr.MergeCommit, pr.MergedBy, byRelcap
+	rec.State, rec.MergeCommit, rec.MergedBy, rec.ByRelcap = forge.PullRequestMerged, pr.MergeCommit, pr.MergedBy, byRelcap
 	if pinned := run.r.Checkpoints.EnvPinned; !byRelcap && pr.HeadSHA != "" && pr.HeadSHA != pinned {
 		res.Findings = appendOnce(res.Findings, finding.Finding{Severity: finding.Warning, Code: "promotion.pr-merged-other-commit", Subject: pr.URL,
 			Message:    fmt.Sprintf("pull request #%d was merged by hand at head %s, not %s, the commit relcap pinned", pr.Number, workflow.ShortHash(pr.HeadSHA), workflow.ShortHash(pinned)),
@@ -227,8 +229,8 @@ func (run landingRun) merged(ctx context.Context, res workflow.StepResult, rec w
 		return workflow.StepResult{}, err
 	}
 	res.Evidence = append(res.Evidence,
-		workflow.NewEvidence(pr.MergeCommit, workflow.PullRequestLanded{Number: pr.Number, URL: rec.URL, Reviewed: pr.HeadSHA, MergedBy: pr.MergedBy, ByRelcap: byRelcap, Reviewers: reviewers(rec.Reviews)}),
-		workflow.NewEvidence(pr.MergeCommit, workflow.EnvLanded{Branch: run.env.EnvRepo.Branch, Pushed: true}))
+		evidence.New(pr.MergeCommit, evidence.PullRequestLanded{Number: pr.Number, URL: rec.URL, Reviewed: pr.HeadSHA, MergedBy: pr.MergedBy, ByRelcap: byRelcap, Reviewers: reviewers(rec.Reviews)}),
+		evidence.New(pr.MergeCommit, evidence.EnvLanded{Branch: run.env.EnvRepo.Branch, Pushed: true}))
 	res.Status = workflow.Succeeded
 	by := "merged by relcap"
 	if !byRelcap {
@@ -250,7 +252,7 @@ func awaiting(res workflow.StepResult, msg string) workflow.StepResult {
 
 // prBlocked stops the promotion on what the pull request became, saying
 // what to do next, and journals it.
-func (run landingRun) prBlocked(ctx context.Context, res workflow.StepResult, rec workflow.PullRequestRecord, sentinel error, reason, next string) (workflow.StepResult, error) {
+func (run landingRun) prBlocked(ctx context.Context, res workflow.StepResult, rec forge.PullRequestRecord, sentinel error, reason, next string) (workflow.StepResult, error) {
 	if err := run.l.Checkpoint(ctx, func(c *workflow.Checkpoints) { c.PullRequest = &rec }); err != nil {
 		return workflow.StepResult{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // ForgeRetryInterval is how long after a forge's ErrForgeNotReady the
@@ -17,19 +18,19 @@ const ForgeRetryInterval = time.Minute
 // head, different reviews, or approved and now mergeable for relcap to
 // merge (a merge the forge was not ready for is tried again after
 // ForgeRetryInterval). It reads the forge and changes nothing.
-func (PullRequests) Moved(ctx context.Context, r *workflow.Release, env workflow.Environment, forge workflow.Forge, now time.Time) (bool, error) {
+func (PullRequests) Moved(ctx context.Context, r *workflow.Release, env workflow.Environment, fg forge.Forge, now time.Time) (bool, error) {
 	rec := r.Checkpoints.PullRequest
 	if rec == nil {
 		return false, nil
 	}
-	pr, err := forge.PullRequest(ctx, rec.Number)
+	pr, err := fg.PullRequest(ctx, rec.Number)
 	if err != nil {
 		return false, err
 	}
 	if pr.State != rec.State || pr.HeadSHA != rec.HeadSHA {
 		return true, nil
 	}
-	reviews, err := forge.Reviews(ctx, pr.Number)
+	reviews, err := fg.Reviews(ctx, pr.Number)
 	if err != nil {
 		return false, err
 	}
@@ -41,5 +42,5 @@ func (PullRequests) Moved(ctx context.Context, r *workflow.Release, env workflow
 	if rec.NotReady != "" && now.Sub(rec.NotReadyAt) < ForgeRetryInterval {
 		return false, nil
 	}
-	return approved && pr.Mergeable && env.EnvRepo.Review.Merge != workflow.MergeByPerson, nil
+	return approved && pr.Mergeable && env.EnvRepo.Review.Merge != forge.MergeByPerson, nil
 }

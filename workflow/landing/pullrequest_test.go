@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/landing"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -37,8 +39,8 @@ func prProject(mut func(*workflow.Environment)) *workflow.Project {
 	p := testProject(0)
 	env := &p.Environments[0]
 	env.Approvals.Promotion = 1
-	env.EnvRepo.Review = workflow.EnvRepoReview{Via: workflow.ReviewByPullRequest, Forge: workflow.ForgeGitea, URL: "https://forge.test/team/env",
-		Merge: workflow.MergeByRelcap, Approvals: workflow.ApprovalsFromForge, Users: []workflow.ForgeUser{{Login: "bob-forge", Principal: "bob"}}}
+	env.EnvRepo.Review = forge.EnvRepoReview{Via: forge.ReviewByPullRequest, Forge: forge.Gitea, URL: "https://forge.test/team/env",
+		Merge: forge.MergeByRelcap, Approvals: forge.ApprovalsFromForge, Users: []forge.User{{Login: "bob-forge", Principal: "bob"}}}
 	if mut != nil {
 		mut(env)
 	}
@@ -107,7 +109,7 @@ func TestPullRequestIsOpenedOnceAndMergedAtTheReviewedCommit(t *testing.T) {
 	// The captain's own review, a stranger's and a comment do not count.
 	pw.forge.Approve(1, "alice")
 	pw.forge.Approve(1, "mallory")
-	pw.forge.Review(1, "bob-forge", workflow.ReviewCommented)
+	pw.forge.Review(1, "bob-forge", forge.ReviewCommented)
 	got, err := captain.svc.Run(ctx, r.ID, nil)
 	require.ErrorIs(t, err, fault.ErrAwaitingForge)
 	msg := got.Step(workflow.StepPromotion).Message
@@ -122,13 +124,13 @@ func TestPullRequestIsOpenedOnceAndMergedAtTheReviewedCommit(t *testing.T) {
 	require.Equal(t, workflow.ReleaseConverged, final.Status)
 	require.Equal(t, 1, pw.forge.Merges)
 	merged := pw.forge.PullRequests()[0]
-	require.Equal(t, workflow.PullRequestMerged, merged.State)
+	require.Equal(t, forge.PullRequestMerged, merged.State)
 	require.Equal(t, merged.MergeCommit, final.Checkpoints.EnvCommit, "convergence waits for the merge commit, not the branch tip")
 	require.NotEqual(t, final.Checkpoints.EnvPinned, final.Checkpoints.EnvCommit)
 	pr := final.Checkpoints.PullRequest
 	require.True(t, pr.ByRelcap)
 	require.Equal(t, merged.MergeCommit, pr.MergeCommit)
-	rec, _, ok := workflow.EvidenceOf[workflow.PullRequestLanded](final.Step(workflow.StepPromotion).Evidence)
+	rec, _, ok := evidence.Of[evidence.PullRequestLanded](final.Step(workflow.StepPromotion).Evidence)
 	require.True(t, ok)
 	require.Equal(t, []string{"bob-forge → bob"}, rec.Reviewers)
 	require.Equal(t, final.Checkpoints.EnvPinned, rec.Reviewed)
@@ -281,7 +283,7 @@ func TestPullRequestMergedByHandIsPickedUpOnResume(t *testing.T) {
 func TestMergeByPersonWaitsForTheForgeToReportMerged(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pw := newPRWorld(prProject(func(e *workflow.Environment) { e.EnvRepo.Review.Merge = workflow.MergeByPerson }))
+	pw := newPRWorld(prProject(func(e *workflow.Environment) { e.EnvRepo.Review.Merge = forge.MergeByPerson }))
 	captain := pw.process(t, "alice")
 	r := pw.startBlocked(t, captain)
 	pw.forge.Approve(1, "bob-forge")
@@ -301,7 +303,7 @@ func TestMergeByPersonWaitsForTheForgeToReportMerged(t *testing.T) {
 func TestApprovalsBothNeedForgeReviewsAndSignedRelcapApprovals(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pw := newPRWorld(prProject(func(e *workflow.Environment) { e.EnvRepo.Review.Approvals = workflow.ApprovalsFromBoth }))
+	pw := newPRWorld(prProject(func(e *workflow.Environment) { e.EnvRepo.Review.Approvals = forge.ApprovalsFromBoth }))
 	captain := pw.process(t, "alice")
 	r := pw.startBlocked(t, captain)
 	pw.forge.Approve(1, "bob-forge")
@@ -335,11 +337,11 @@ func TestRelcapApprovalIsRefusedWhereTheForgeApproves(t *testing.T) {
 func TestReviewCommentIsTheBodysFirstLineMadeSafe(t *testing.T) {
 	t.Parallel()
 	env := prProject(nil).Environments[0]
-	pr := workflow.PullRequest{Number: 1, HeadSHA: "h", Author: "relcap-bot"}
+	pr := forge.PullRequest{Number: 1, HeadSHA: "h", Author: "relcap-bot"}
 	long := strings.Repeat("x", 300)
-	vs := landing.CountForgeReviews(env, "alice", pr, []workflow.ForgeReview{
-		{Login: "bob-forge", State: workflow.ReviewChangesRequested, CommitSHA: "h", Body: "\n  freeze until 17:00\x1b[2J\nsecond line"},
-		{Login: "carol", State: workflow.ReviewApproved, CommitSHA: "h", Body: long},
+	vs := landing.CountForgeReviews(env, "alice", pr, []forge.Review{
+		{Login: "bob-forge", State: forge.ReviewChangesRequested, CommitSHA: "h", Body: "\n  freeze until 17:00\x1b[2J\nsecond line"},
+		{Login: "carol", State: forge.ReviewApproved, CommitSHA: "h", Body: long},
 	})
 	require.Len(t, vs, 2)
 	require.Equal(t, "freeze until 17:00[2J", vs[0].Comment)
@@ -384,14 +386,14 @@ func TestProductionNeedsAForgeReviewEvenWithoutApprovalsPromotion(t *testing.T) 
 func TestCountForgeReviewsTakesEachPersonsLatestVerdict(t *testing.T) {
 	t.Parallel()
 	env := prProject(nil).Environments[0]
-	pr := workflow.PullRequest{Number: 1, HeadSHA: "bbbb", Author: "relcap-bot"}
-	got := landing.CountForgeReviews(env, "alice", pr, []workflow.ForgeReview{
-		{Login: "bob-forge", State: workflow.ReviewApproved, CommitSHA: "bbbb"},
-		{Login: "bob-forge", State: workflow.ReviewChangesRequested, CommitSHA: "bbbb"},
-		{Login: "carol", State: workflow.ReviewApproved, CommitSHA: "aaaa"},
-		{Login: "dave", State: workflow.ReviewApproved, CommitSHA: "bbbb"},
-		{Login: "dave", State: workflow.ReviewCommented, CommitSHA: "bbbb"},
-		{Login: "relcap-bot", State: workflow.ReviewApproved, CommitSHA: "bbbb"},
+	pr := forge.PullRequest{Number: 1, HeadSHA: "bbbb", Author: "relcap-bot"}
+	got := landing.CountForgeReviews(env, "alice", pr, []forge.Review{
+		{Login: "bob-forge", State: forge.ReviewApproved, CommitSHA: "bbbb"},
+		{Login: "bob-forge", State: forge.ReviewChangesRequested, CommitSHA: "bbbb"},
+		{Login: "carol", State: forge.ReviewApproved, CommitSHA: "aaaa"},
+		{Login: "dave", State: forge.ReviewApproved, CommitSHA: "bbbb"},
+		{Login: "dave", State: forge.ReviewCommented, CommitSHA: "bbbb"},
+		{Login: "relcap-bot", State: forge.ReviewApproved, CommitSHA: "bbbb"},
 	})
 	require.Len(t, got, 4)
 	require.False(t, got[0].Counted, "changes requested after approving withdraws it")
@@ -409,10 +411,10 @@ func TestPullRequestBodyGolden(t *testing.T) {
 	body := landing.PullRequestBody(landing.PromotionSummary{
 		App: "web", Env: "prod", ReleaseID: "web-prod-20261130T090000Z", Kind: workflow.KindRelease, Captain: "alice",
 		Digest: d, Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/prod/web",
-		Platforms: workflow.Platforms{"linux/amd64", "linux/arm64"}, Signed: true, Carried: workflow.ReferrerKinds{"signature", "attestation"},
+		Platforms: evidence.Platforms{"linux/amd64", "linux/arm64"}, Signed: true, Carried: evidence.ReferrerKinds{"signature", "attestation"},
 		UpstreamEnv: "staging", Upstream: &workflow.ConvergenceRecord{ReleaseID: "web-staging-20261129T080000Z", Revision: strings.Repeat("c", 40), At: t0.Add(-time.Hour)},
 		Plan:      landing.PlanEvidence{Fingerprint: strings.Repeat("f", 64), Applied: workflow.Applied{Done: true, StateSerial: 7}},
-		Ownership: &workflow.OwnershipChecked{Objects: 12, Findings: 0},
+		Ownership: &evidence.OwnershipChecked{Objects: 12, Findings: 0},
 		Branch:    "relcap/prod/web-prod-20261130T090000Z", Base: "main", Commit: strings.Repeat("d", 40),
 		Diff: "--- a/apps/web/prod/kustomization.yaml\n+++ b/apps/web/prod/kustomization.yaml\n-    digest: sha256:old\n+    digest: " + d.String() + "\n",
 	})
@@ -436,7 +438,7 @@ func TestForgeMovedSaysWhenTheStepHasSomethingToDo(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, moved, "nothing happened on the forge")
 
-	pw.forge.Review(1, "carol", workflow.ReviewCommented)
+	pw.forge.Review(1, "carol", forge.ReviewCommented)
 	moved, err = captain.svc.ForgeMoved(ctx, r.ID)
 	require.NoError(t, err)
 	require.True(t, moved, "a new review is counted (or not) by the step")

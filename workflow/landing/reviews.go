@@ -8,6 +8,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // RequiredForgeReviews is how many approving forge reviews a promotion
@@ -27,20 +28,20 @@ func RequiredForgeReviews(env workflow.Environment) int {
 // pull request's author and the captain where the environment wants
 // approvals distinct from the author, and by one of approvers.promotion
 // when that is set. Forge accounts are people through review.PrincipalOf.
-func CountForgeReviews(env workflow.Environment, captain string, pr workflow.PullRequest, reviews []workflow.ForgeReview) []workflow.ReviewVerdict {
+func CountForgeReviews(env workflow.Environment, captain string, pr forge.PullRequest, reviews []forge.Review) []forge.ReviewVerdict {
 	review := env.EnvRepo.Review
 	rule := env.Approvals.Rule(approval.Promotion)
 	latest := map[string]int{}
-	var out []workflow.ReviewVerdict
+	var out []forge.ReviewVerdict
 	for _, r := range reviews {
 		// A comment leaves an earlier verdict standing; a later approval,
 		// request for changes or dismissal replaces it.
-		if r.State == workflow.ReviewCommented || r.State == workflow.ReviewPending {
+		if r.State == forge.ReviewCommented || r.State == forge.ReviewPending {
 			if _, seen := latest[r.Login]; seen {
 				continue
 			}
 		}
-		v := workflow.ReviewVerdict{Login: r.Login, Principal: review.PrincipalOf(r.Login), State: r.State, Commit: r.CommitSHA, Comment: reviewComment(r.Body)}
+		v := forge.ReviewVerdict{Login: r.Login, Principal: review.PrincipalOf(r.Login), State: r.State, Commit: r.CommitSHA, Comment: reviewComment(r.Body)}
 		if i, seen := latest[r.Login]; seen {
 			out[i] = v
 			continue
@@ -51,7 +52,7 @@ func CountForgeReviews(env workflow.Environment, captain string, pr workflow.Pul
 	for i := range out {
 		v := &out[i]
 		switch {
-		case v.State != workflow.ReviewApproved:
+		case v.State != forge.ReviewApproved:
 			v.Why = "did not approve (" + string(v.State) + ")"
 		case v.Commit != pr.HeadSHA:
 			v.Why = fmt.Sprintf("approved commit %s, but the pull request is now at %s: approvals must be renewed on the new commit", workflow.ShortHash(v.Commit), workflow.ShortHash(pr.HeadSHA))
@@ -89,8 +90,8 @@ func reviewComment(body string) string {
 }
 
 // Counted are the verdicts that count.
-func counted(vs []workflow.ReviewVerdict) []workflow.ReviewVerdict {
-	var out []workflow.ReviewVerdict
+func counted(vs []forge.ReviewVerdict) []forge.ReviewVerdict {
+	var out []forge.ReviewVerdict
 	for _, v := range vs {
 		if v.Counted {
 			out = append(out, v)
@@ -100,7 +101,7 @@ func counted(vs []workflow.ReviewVerdict) []workflow.ReviewVerdict {
 }
 
 // reviewers names counted reviews as login → principal.
-func reviewers(vs []workflow.ReviewVerdict) []string {
+func reviewers(vs []forge.ReviewVerdict) []string {
 	var out []string
 	for _, v := range counted(vs) {
 		out = append(out, reviewerName(v))
@@ -108,7 +109,7 @@ func reviewers(vs []workflow.ReviewVerdict) []string {
 	return out
 }
 
-func reviewerName(v workflow.ReviewVerdict) string {
+func reviewerName(v forge.ReviewVerdict) string {
 	if v.Principal == v.Login {
 		return v.Login
 	}
@@ -116,7 +117,7 @@ func reviewerName(v workflow.ReviewVerdict) string {
 }
 
 // verdictNote lists the reviews that did not count, for a message.
-func verdictNote(vs []workflow.ReviewVerdict) string {
+func verdictNote(vs []forge.ReviewVerdict) string {
 	var parts []string
 	for _, v := range vs {
 		if !v.Counted {
@@ -130,9 +131,9 @@ func verdictNote(vs []workflow.ReviewVerdict) string {
 }
 
 // hasApprovalOf reports whether someone approved commit.
-func hasApprovalOf(vs []workflow.ReviewVerdict, commit string) bool {
+func hasApprovalOf(vs []forge.ReviewVerdict, commit string) bool {
 	for _, v := range vs {
-		if v.State == workflow.ReviewApproved && v.Commit == commit {
+		if v.State == forge.ReviewApproved && v.Commit == commit {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The failed-apply drill: a Terraform apply that fails on purpose, in a
@@ -117,7 +118,7 @@ func (s *Service) injectFailedApply(ctx context.Context, env workflow.Environmen
 	if why, refused := plan.Refused(); refused {
 		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy cannot be applied as reviewed: %s", fault.ErrPlanRefused, rh.ID, workflow.ShortHash(plan.Fingerprint), why))
 	}
-	creates, other := planAgainst(plan, workflow.ActionCreate)
+	creates, other := planAgainst(plan, tfplan.ActionCreate)
 	if other > 0 || !creates {
 		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: the environment has drift or pending changes: %d other change(s) (plan %s of a copy of %s%s); converge first (relcap plan --env %s, then approve and apply), then rehearse",
 			fault.ErrBlocked, rh.ID, other, workflow.ShortHash(plan.Fingerprint), env.Terraform.Dir, notCreated(creates), env.Name))
@@ -142,11 +143,11 @@ func notCreated(creates bool) string {
 // planAgainst reports whether plan makes the one change the drill wants
 // of rehearsalResource, and counts every other change: resources,
 // outputs, actions.
-func planAgainst(plan workflow.PlanSummary, want workflow.Action) (found bool, other int) {
+func planAgainst(plan tfplan.Summary, want tfplan.Action) (found bool, other int) {
 	other = len(plan.Outputs) + len(plan.Actions)
 	for _, c := range plan.Changes {
 		switch {
-		case c.Action == workflow.ActionNoop || c.Action == workflow.ActionRead:
+		case c.Action == tfplan.ActionNoop || c.Action == tfplan.ActionRead:
 		case c.Address == rehearsalResource && c.Action == want:
 			found = true
 		default:
@@ -159,7 +160,7 @@ func planAgainst(plan workflow.PlanSummary, want workflow.Action) (found bool, o
 // rehearsalPlan is the scratch copy's plan: the saved one while it is not
 // applied and nothing it was made from moved, else a new one, kept in the
 // ledger and journaled as every plan is.
-func (s *Service) rehearsalPlan(ctx context.Context, scratch workflow.Environment, fingerprint string) (workflow.PlanSummary, error) {
+func (s *Service) rehearsalPlan(ctx context.Context, scratch workflow.Environment, fingerprint string) (tfplan.Summary, error) {
 	d := s.d
 	if fingerprint != "" {
 		p, err := d.Ledger.LoadPlan(ctx, fingerprint)
@@ -171,7 +172,7 @@ func (s *Service) rehearsalPlan(ctx context.Context, scratch workflow.Environmen
 			if err != nil {
 				return p, fmt.Errorf("read the inputs of plan %s: %w", workflow.ShortHash(fingerprint), err)
 			}
-			if len(workflow.StaleReasons(p.Inputs, in)) == 0 {
+			if len(tfplan.StaleReasons(p.Inputs, in)) == 0 {
 				return p, nil
 			}
 		}
@@ -185,7 +186,7 @@ func (s *Service) rehearsalPlan(ctx context.Context, scratch workflow.Environmen
 
 // rehearsalApprovals stops the drill, resumable, while its plan lacks the
 // approvals the environment's plan rule asks of any plan.
-func (s *Service) rehearsalApprovals(ctx context.Context, scratch workflow.Environment, rh *Rehearsal, plan workflow.PlanSummary) error {
+func (s *Service) rehearsalApprovals(ctx context.Context, scratch workflow.Environment, rh *Rehearsal, plan tfplan.Summary) error {
 	check, err := s.core.PlanApprovals(ctx, plan) // the scratch copy has its environment's name and rules
 	if err != nil {
 		return err
@@ -324,7 +325,7 @@ func (s *Service) recoverFailedApply(ctx context.Context, env workflow.Environme
 	if why, refused := plan.Refused(); refused {
 		return fmt.Errorf("%w: recovery plan %s cannot be applied as reviewed: %s", fault.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), why)
 	}
-	if _, other := planAgainst(plan, workflow.ActionDelete); other > 0 {
+	if _, other := planAgainst(plan, tfplan.ActionDelete); other > 0 {
 		return fmt.Errorf("%w: recovery plan %s has %d change(s) besides destroying %s", fault.ErrNotConverged, workflow.ShortHash(plan.Fingerprint), other, rehearsalResource)
 	}
 	if plan.HasChanges() {

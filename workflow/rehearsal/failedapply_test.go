@@ -10,6 +10,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -52,11 +53,11 @@ func TestRehearseFailedApplyIsDetectedOnAScratchCopyAndRecovered(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "staging", drill.Env)
 	require.Len(t, drill.Changes, 1)
-	require.Equal(t, workflow.ActionCreate, drill.Changes[0].Action)
+	require.Equal(t, tfplan.ActionCreate, drill.Changes[0].Action)
 	require.True(t, drill.AppliedAt.IsZero(), "the drill's apply failed")
 	recovery, err := l.LoadPlan(ctx, rh.RecoveryPlan)
 	require.NoError(t, err)
-	require.Equal(t, workflow.ActionDelete, recovery.Changes[0].Action, "recovery destroys the tainted resource")
+	require.Equal(t, tfplan.ActionDelete, recovery.Changes[0].Action, "recovery destroys the tainted resource")
 	require.False(t, recovery.AppliedAt.IsZero())
 
 	require.Equal(t, rh.DrillPlan, rh.IntendedRevision.Value)

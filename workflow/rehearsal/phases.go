@@ -11,6 +11,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 )
@@ -175,11 +176,11 @@ func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehe
 	if err != nil {
 		return fmt.Errorf("load release %s: %w", rh.DrillRelease, err)
 	}
-	var failed *workflow.AppNotConverged
+	var failed *evidence.AppNotConverged
 	for _, ev := range r.Step(workflow.StepConvergence).Evidence {
-		if nc, ok := ev.Detail.(workflow.AppNotConverged); ok {
+		if nc, ok := ev.Detail.(evidence.AppNotConverged); ok {
 			failed = &nc
-		} else if nc, ok := ev.Detail.(*workflow.AppNotConverged); ok {
+		} else if nc, ok := ev.Detail.(*evidence.AppNotConverged); ok {
 			failed = nc
 		}
 	}
@@ -210,7 +211,7 @@ func (s *Service) detect(ctx context.Context, env workflow.Environment, rh *Rehe
 }
 
 // answer fills the four answers from the watch's verdict and last state.
-func (s *Service) answer(rh *Rehearsal, r *workflow.Release, v workflow.AppNotConverged, last appstate.AppState) {
+func (s *Service) answer(rh *Rehearsal, r *workflow.Release, v evidence.AppNotConverged, last appstate.AppState) {
 	images := strings.Join(v.Images, ", ")
 	if images == "" {
 		images = "(none reported)"

@@ -9,7 +9,7 @@ import (
 )
 
 // The journal records of recovery drills (relcap rehearse). They live
-// with the drills that write them; journal_records.go in the core keeps
+// with the drills that write them; workflow/journal/records.go keeps
 // the catalogue of the release's own records. Kinds and field names are
 // stored, so they never change.
 

@@ -13,7 +13,9 @@ import (
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/oplock"
 	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -55,7 +57,7 @@ func released(t *testing.T, p process, w *workflowtest.World, env string) *workf
 	t.Helper()
 	r, err := p.svc.Start(t.Context(), workflow.StartRequest{Env: env, Image: "registry.test/ci/web:1.2.3"})
 	require.NoError(t, err)
-	w.Changes = []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Action: workflow.ActionUpdate}}
+	w.Changes = []tfplan.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Action: tfplan.ActionUpdate}}
 	final, err := p.svc.Run(t.Context(), r.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, workflow.ReleaseConverged, final.Status)
@@ -369,7 +371,7 @@ func TestRehearsalHoldsThePromotionLock(t *testing.T) {
 	l := workflowtest.LockingLedger{Ledger: workflowtest.NewLedger(), FakeLocks: locks}
 	p := drillProcess(t, testProject(0), w, l, nil)
 	released(t, p, w, "staging")
-	scope := workflow.LockScope{Kind: workflow.LockPromote, Key: "web/staging"}
+	scope := oplock.Scope{Kind: oplock.Promote, Key: "web/staging"}
 	var heldAt []rehearsal.Phase
 	l.AfterRehearsalSave = func(_ int, r *rehearsal.Rehearsal) error {
 		if h, ok := locks.Holder(scope); ok && strings.Contains(h.What, "rehearse unavailable-image in staging") {
@@ -387,7 +389,7 @@ func TestRehearsalHoldsThePromotionLock(t *testing.T) {
 	require.False(t, held, "released at the end")
 
 	// Another captain's promotion meanwhile is refused.
-	release := locks.Hold(scope, workflow.LockHolder{Actor: "bob", What: "promote"})
+	release := locks.Hold(scope, oplock.Holder{Actor: "bob", What: "promote"})
 	defer release()
 	_, err = p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillUnavailableImage}, nil)
 	require.ErrorIs(t, err, fault.ErrLocked)

@@ -56,7 +56,7 @@ type ScratchFile struct {
 
 // CommandRunner runs a command the configuration names as an argv list
 // (rehearsal.interrupt.stop and .start), directly, never through a shell.
-// Its output goes to workflow.ToolOutput(ctx) when there is one; a
+// Its output goes to tooloutput.From(ctx) when there is one; a
 // non-zero exit is an error naming the command.
 type CommandRunner interface {
 	RunCommand(ctx context.Context, argv []string) error

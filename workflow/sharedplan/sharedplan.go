@@ -18,6 +18,8 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Sharing shares and fetches the plans of one Service through its
@@ -42,7 +44,7 @@ func Expiry(p workflow.PlanPolicy, created time.Time) time.Time {
 }
 
 // journal appends rec to the session's journal.
-func (s *Sharing) journal(ctx context.Context, rec workflow.JournalRecord) error {
+func (s *Sharing) journal(ctx context.Context, rec journal.Record) error {
 	if _, err := s.d.Journal.Append(ctx, rec); err != nil {
 		return fmt.Errorf("journal %s: %w", rec.JournalKind(), err)
 	}
@@ -53,7 +55,7 @@ func (s *Sharing) journal(ctx context.Context, rec workflow.JournalRecord) error
 // and journals with whom and until when. A plan that cannot be shared
 // fails: a team store that cannot hold it would leave the release to this
 // machine without saying so.
-func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p workflow.PlanSummary, progress func(string)) error {
+func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p tfplan.Summary, progress func(string)) error {
 	v := s.d.PlanVault
 	// A plan with nothing to apply, or one no approval can make
 	// applicable, is never applied: there is nothing to share.
@@ -64,7 +66,7 @@ func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p workflo
 	if created.IsZero() {
 		created = s.d.Clock.Now()
 	}
-	share, err := v.Share(ctx, workflow.ShareRequest{Plan: p, Appliers: env.Approvals.Approvers.Apply, SharedBy: s.d.Actor, ExpiresAt: Expiry(s.d.Project.Plans, created)})
+	share, err := v.Share(ctx, tfplan.ShareRequest{Plan: p, Appliers: env.Approvals.Approvers.Apply, SharedBy: s.d.Actor, ExpiresAt: Expiry(s.d.Project.Plans, created)})
 	if err != nil {
 		return fmt.Errorf("share plan %s in the team store: %w", workflow.ShortHash(p.Fingerprint), err)
 	}
@@ -72,7 +74,7 @@ func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p workflo
 		progress(fmt.Sprintf("warning: plan %s is not encrypted to %s's key %s: %s", workflow.ShortHash(p.Fingerprint), sk.Principal, sk.Key, sk.Reason))
 	}
 	progress(fmt.Sprintf("plan %s shared in the team store with %s until %s", workflow.ShortHash(p.Fingerprint), strings.Join(share.Principals(), ", "), share.ExpiresAt.UTC().Format(time.RFC3339)))
-	return s.journal(ctx, workflow.PlanShared{Env: env.Name, Fingerprint: p.Fingerprint, Recipients: share.Recipients, Skipped: share.Skipped,
+	return s.journal(ctx, journal.PlanShared{Env: env.Name, Fingerprint: p.Fingerprint, Recipients: share.Recipients, Skipped: share.Skipped,
 		Principals: share.Principals(), ExpiresAt: share.ExpiresAt.UTC()})
 }
 
@@ -80,7 +82,7 @@ func (s *Sharing) Share(ctx context.Context, env workflow.Environment, p workflo
 // path without a vault; with one, the plan store's own file, fetched from
 // the team store and decrypted when this machine does not have it. An
 // expired or undecryptable plan is refused before Terraform runs.
-func (s *Sharing) FileToApply(ctx context.Context, env workflow.Environment, p workflow.PlanSummary) (string, error) {
+func (s *Sharing) FileToApply(ctx context.Context, env workflow.Environment, p tfplan.Summary) (string, error) {
 	v := s.d.PlanVault
 	if v == nil {
 		return p.PlanFile, nil
@@ -109,7 +111,7 @@ func (s *Sharing) FileToApply(ctx context.Context, env workflow.Environment, p w
 		}
 		return "", err
 	}
-	return got.File, s.journal(ctx, workflow.PlanFetched{Env: env.Name, Fingerprint: p.Fingerprint, From: v.Where(), Key: got.Key,
+	return got.File, s.journal(ctx, journal.PlanFetched{Env: env.Name, Fingerprint: p.Fingerprint, From: v.Where(), Key: got.Key,
 		SharedBy: got.Share.SharedBy, ExpiresAt: got.Share.ExpiresAt.UTC()})
 }
 

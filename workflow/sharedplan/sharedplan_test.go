@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/sharedplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -69,7 +70,7 @@ func TestASharedPlanIsAppliedFromAnotherMachineOnlyByAnApplier(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, []string{"alice", "bob"}, req.Appliers)
 	require.True(t, t0.Add(2*time.Hour).Equal(req.ExpiresAt), "plans.expiry after it was made: %s", req.ExpiresAt)
-	require.Contains(t, aliceJ.Kinds(), string(workflow.KindPlanShared))
+	require.Contains(t, aliceJ.Kinds(), string(journal.KindPlanShared))
 
 	_, _, err = bob.ApprovePlan(ctx, fp, "ok")
 	require.NoError(t, err)
@@ -84,7 +85,7 @@ func TestASharedPlanIsAppliedFromAnotherMachineOnlyByAnApplier(t *testing.T) {
 	require.Equal(t, 1, team.Fetches)
 	require.Equal(t, []string{"/bob/plans/" + fp + ".tfplan"}, files, "bob's own copy is applied")
 	require.Equal(t, []string{fp}, team.Deleted, "deleted after apply")
-	require.Contains(t, bobJ.Kinds(), string(workflow.KindPlanFetched))
+	require.Contains(t, bobJ.Kinds(), string(journal.KindPlanFetched))
 	require.Equal(t, 1, w.Applies)
 }
 
@@ -97,8 +98,8 @@ func TestWithoutAVaultTheLedgersPlanFileIsApplied(t *testing.T) {
 	alice := newProcess(t, testProject(0), w, l, clock, "alice")
 	out, err := alice.svc.PlanRelease(ctx, workflow.OpenRequest{Env: "staging"}, nil)
 	require.NoError(t, err)
-	require.NotContains(t, alice.journal.Kinds(), string(workflow.KindPlanShared))
+	require.NotContains(t, alice.journal.Kinds(), string(journal.KindPlanShared))
 	_, _, err = alice.svc.ApplyPlan(ctx, out.Plan.Fingerprint, nil)
 	require.NoError(t, err)
-	require.NotContains(t, alice.journal.Kinds(), string(workflow.KindPlanFetched))
+	require.NotContains(t, alice.journal.Kinds(), string(journal.KindPlanFetched))
 }

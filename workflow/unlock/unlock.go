@@ -14,6 +14,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 )
 
 // Request asks to release a Terraform state lock whose holder is gone.
@@ -56,24 +57,24 @@ func ForceUnlock(ctx context.Context, core *workflow.Service, req Request) error
 	if !ok || d.Applier == nil {
 		return workflow.MissingPort("terraform state unlock")
 	}
-	if err := journal(ctx, d, workflow.UnlockRequested{Env: env.Name, LockID: req.LockID, Reason: req.Reason, HolderGone: true}); err != nil {
+	if err := record(ctx, d, journal.UnlockRequested{Env: env.Name, LockID: req.LockID, Reason: req.Reason, HolderGone: true}); err != nil {
 		return err
 	}
 	tctx, done := core.ToolOutput(ctx, workflow.StepApply)
 	if err := done(unlocker.ForceUnlock(tctx, env, req.LockID)); err != nil {
 		// The failure is returned joined with any failure to journal it,
 		// so a lost record is never silent.
-		jerr := journal(context.WithoutCancel(ctx), d, workflow.UnlockFailed{Env: env.Name, LockID: req.LockID, Error: err.Error()})
+		jerr := record(context.WithoutCancel(ctx), d, journal.UnlockFailed{Env: env.Name, LockID: req.LockID, Error: err.Error()})
 		if jerr != nil {
 			jerr = fmt.Errorf("and the session journal could not record it: %w", jerr)
 		}
 		return errors.Join(err, jerr)
 	}
-	return journal(ctx, d, workflow.UnlockDone{Env: env.Name, LockID: req.LockID})
+	return record(ctx, d, journal.UnlockDone{Env: env.Name, LockID: req.LockID})
 }
 
-// journal appends rec to the session's journal.
-func journal(ctx context.Context, d workflow.Deps, rec workflow.JournalRecord) error {
+// record appends rec to the session's journal.
+func record(ctx context.Context, d workflow.Deps, rec journal.Record) error {
 	if _, err := d.Journal.Append(ctx, rec); err != nil {
 		return fmt.Errorf("journal %s: %w", rec.JournalKind(), err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/unlock"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
@@ -56,11 +57,11 @@ func TestForceUnlockNeedsTheHoldersGoneAndAReasonAndJournalsBoth(t *testing.T) {
 
 	require.NoError(t, unlock.ForceUnlock(ctx, svc, req))
 	require.Equal(t, []string{"staging/1234"}, tf.unlocked)
-	require.Equal(t, []string{string(workflow.KindUnlockRequested), string(workflow.KindUnlockDone)}, j.Kinds())
+	require.Equal(t, []string{string(journal.KindUnlockRequested), string(journal.KindUnlockDone)}, j.Kinds())
 
 	tf.err = errors.New("lock not found")
 	require.ErrorContains(t, unlock.ForceUnlock(ctx, svc, req), "lock not found")
-	require.Contains(t, j.Kinds(), string(workflow.KindUnlockFailed))
+	require.Contains(t, j.Kinds(), string(journal.KindUnlockFailed))
 
 	plain, _ := service(t, workflowtest.Terraform{})
 	require.ErrorContains(t, unlock.ForceUnlock(ctx, plain, req), "no terraform state unlock adapter")

@@ -9,9 +9,10 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
-// FakeForge is a fake workflow.Forge: one repository whose environment
+// FakeForge is a fake forge.Forge: one repository whose environment
 // branch is protected the way teams protect it on Gitea, GitHub or GitLab.
 // A pull request is mergeable only with RequiredReviews approving reviews
 // of its current head; a merge names the head it expects and is refused
@@ -35,8 +36,8 @@ type FakeForge struct {
 	ProtectionAtMerge bool
 
 	mu      sync.Mutex
-	prs     []*workflow.PullRequest
-	reviews map[int][]workflow.ForgeReview
+	prs     []*forge.PullRequest
+	reviews map[int][]forge.Review
 	// Opens and Merges count the pull requests opened and merged through
 	// the API.
 	Opens, Merges int
@@ -45,23 +46,23 @@ type FakeForge struct {
 	clock workflow.Clock
 }
 
-var _ workflow.Forge = (*FakeForge)(nil)
+var _ forge.Forge = (*FakeForge)(nil)
 
 // NewFakeForge returns a fake forge over w whose main branch requires
 // required approving reviews.
 func NewFakeForge(w *World, clock workflow.Clock, required int) *FakeForge {
-	return &FakeForge{W: w, Login: "relcap-bot", RequiredReviews: required, reviews: map[int][]workflow.ForgeReview{}, clock: clock}
+	return &FakeForge{W: w, Login: "relcap-bot", RequiredReviews: required, reviews: map[int][]forge.Review{}, clock: clock}
 }
 
 // OpenPullRequest opens one pull request per head branch.
-func (f *FakeForge) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequestRequest) (workflow.PullRequest, error) {
+func (f *FakeForge) OpenPullRequest(ctx context.Context, req forge.OpenPullRequestRequest) (forge.PullRequest, error) {
 	if err := f.W.gate(ctx); err != nil {
-		return workflow.PullRequest{}, err
+		return forge.PullRequest{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, pr := range f.prs {
-		if pr.Head == req.Head && pr.State == workflow.PullRequestOpen {
+		if pr.Head == req.Head && pr.State == forge.PullRequestOpen {
 			return f.view(pr), nil
 		}
 	}
@@ -69,10 +70,10 @@ func (f *FakeForge) OpenPullRequest(ctx context.Context, req workflow.OpenPullRe
 	head, ok := f.W.Branches[req.Head]
 	f.W.mu.Unlock()
 	if !ok {
-		return workflow.PullRequest{}, fmt.Errorf("%w: no branch %s on the forge", fault.ErrNotFound, req.Head)
+		return forge.PullRequest{}, fmt.Errorf("%w: no branch %s on the forge", fault.ErrNotFound, req.Head)
 	}
 	n := len(f.prs) + 1
-	pr := &workflow.PullRequest{Number: n, URL: fmt.Sprintf("https://forge.test/team/env/pulls/%d", n), State: workflow.PullRequestOpen,
+	pr := &forge.PullRequest{Number: n, URL: fmt.Sprintf("https://forge.test/team/env/pulls/%d", n), State: forge.PullRequestOpen,
 		Title: req.Title, Author: f.Login, Head: req.Head, HeadSHA: head, Base: req.Base}
 	f.prs = append(f.prs, pr)
 	f.Opens++
@@ -81,27 +82,27 @@ func (f *FakeForge) OpenPullRequest(ctx context.Context, req workflow.OpenPullRe
 }
 
 // PullRequest reads one as it is now.
-func (f *FakeForge) PullRequest(ctx context.Context, number int) (workflow.PullRequest, error) {
+func (f *FakeForge) PullRequest(ctx context.Context, number int) (forge.PullRequest, error) {
 	if err := f.W.gate(ctx); err != nil {
-		return workflow.PullRequest{}, err
+		return forge.PullRequest{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pr, err := f.get(number)
 	if err != nil {
-		return workflow.PullRequest{}, err
+		return forge.PullRequest{}, err
 	}
 	return f.view(pr), nil
 }
 
 // Reviews lists its reviews, oldest first.
-func (f *FakeForge) Reviews(ctx context.Context, number int) ([]workflow.ForgeReview, error) {
+func (f *FakeForge) Reviews(ctx context.Context, number int) ([]forge.Review, error) {
 	if err := f.W.gate(ctx); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]workflow.ForgeReview(nil), f.reviews[number]...), nil
+	return append([]forge.Review(nil), f.reviews[number]...), nil
 }
 
 // Merge merges only an open, mergeable pull request whose head is still
@@ -117,9 +118,9 @@ func (f *FakeForge) Merge(ctx context.Context, number int, headSHA, _ string) (s
 		return "", err
 	}
 	switch {
-	case pr.State == workflow.PullRequestMerged:
+	case pr.State == forge.PullRequestMerged:
 		return pr.MergeCommit, nil
-	case pr.State == workflow.PullRequestClosed:
+	case pr.State == forge.PullRequestClosed:
 		return "", fmt.Errorf("%w: pull request #%d is closed", fault.ErrBlocked, number)
 	case pr.HeadSHA != headSHA:
 		return "", fmt.Errorf("%w: the head of #%d is %s, not %s", fault.ErrBlocked, number, pr.HeadSHA, headSHA)
@@ -141,11 +142,11 @@ func (f *FakeForge) Where() string { return "forge.test/team/env" }
 // Approve records login's approving review of the pull request's current
 // head.
 func (f *FakeForge) Approve(number int, login string) {
-	f.Review(number, login, workflow.ReviewApproved)
+	f.Review(number, login, forge.ReviewApproved)
 }
 
 // Review records login's review of the pull request's current head.
-func (f *FakeForge) Review(number int, login string, state workflow.ReviewState) {
+func (f *FakeForge) Review(number int, login string, state forge.ReviewState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pr, err := f.get(number)
@@ -153,7 +154,7 @@ func (f *FakeForge) Review(number int, login string, state workflow.ReviewState)
 		panic(err)
 	}
 	rs := f.reviews[number]
-	f.reviews[number] = append(rs, workflow.ForgeReview{ID: int64(len(rs) + 1), Login: login, State: state, CommitSHA: pr.HeadSHA, At: f.clock.Now()})
+	f.reviews[number] = append(rs, forge.Review{ID: int64(len(rs) + 1), Login: login, State: state, CommitSHA: pr.HeadSHA, At: f.clock.Now()})
 }
 
 // Push moves the pull request's head branch to a new commit, as a person
@@ -171,10 +172,10 @@ func (f *FakeForge) Push(number int) string {
 }
 
 // Close closes the pull request without merge; Reopen opens it again.
-func (f *FakeForge) Close(number int) { f.setState(number, workflow.PullRequestClosed) }
+func (f *FakeForge) Close(number int) { f.setState(number, forge.PullRequestClosed) }
 
 // Reopen reopens a closed pull request.
-func (f *FakeForge) Reopen(number int) { f.setState(number, workflow.PullRequestOpen) }
+func (f *FakeForge) Reopen(number int) { f.setState(number, forge.PullRequestOpen) }
 
 // MergeByHand merges it as login on the forge's web page.
 func (f *FakeForge) MergeByHand(number int, login string) string {
@@ -186,24 +187,24 @@ func (f *FakeForge) MergeByHand(number int, login string) string {
 }
 
 // PullRequests are the pull requests opened, as they are now.
-func (f *FakeForge) PullRequests() []workflow.PullRequest {
+func (f *FakeForge) PullRequests() []forge.PullRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []workflow.PullRequest
+	var out []forge.PullRequest
 	for _, pr := range f.prs {
 		out = append(out, f.view(pr))
 	}
 	return out
 }
 
-func (f *FakeForge) setState(number int, s workflow.PullRequestState) {
+func (f *FakeForge) setState(number int, s forge.PullRequestState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pr, _ := f.get(number)
 	pr.State = s
 }
 
-func (f *FakeForge) get(number int) (*workflow.PullRequest, error) {
+func (f *FakeForge) get(number int) (*forge.PullRequest, error) {
 	if number < 1 || number > len(f.prs) {
 		return nil, fmt.Errorf("%w: no pull request #%d", fault.ErrNotFound, number)
 	}
@@ -212,8 +213,8 @@ func (f *FakeForge) get(number int) (*workflow.PullRequest, error) {
 
 // merge moves the environment branch to a merge commit; the application
 // then starts rolling it out, as Argo CD would.
-func (f *FakeForge) merge(pr *workflow.PullRequest, by string) {
-	pr.State, pr.MergedBy, pr.MergedAt = workflow.PullRequestMerged, by, f.clock.Now()
+func (f *FakeForge) merge(pr *forge.PullRequest, by string) {
+	pr.State, pr.MergedBy, pr.MergedAt = forge.PullRequestMerged, by, f.clock.Now()
 	pr.MergeCommit = hex64("merge " + pr.HeadSHA)[:40]
 	env := strings.Split(pr.Head, "/")[1]
 	f.W.mu.Lock()
@@ -226,10 +227,10 @@ func (f *FakeForge) merge(pr *workflow.PullRequest, by string) {
 	f.W.App.Health = appstate.HealthProgressing
 }
 
-func (f *FakeForge) mergeable(pr *workflow.PullRequest) bool {
+func (f *FakeForge) mergeable(pr *forge.PullRequest) bool {
 	approved := map[string]bool{}
 	for _, r := range f.reviews[pr.Number] {
-		approved[r.Login] = r.State == workflow.ReviewApproved && r.CommitSHA == pr.HeadSHA
+		approved[r.Login] = r.State == forge.ReviewApproved && r.CommitSHA == pr.HeadSHA
 	}
 	n := 0
 	for _, ok := range approved {
@@ -237,29 +238,29 @@ func (f *FakeForge) mergeable(pr *workflow.PullRequest) bool {
 			n++
 		}
 	}
-	return pr.State == workflow.PullRequestOpen && n >= f.RequiredReviews
+	return pr.State == forge.PullRequestOpen && n >= f.RequiredReviews
 }
 
 // view is the pull request as the forge reports it now.
-func (f *FakeForge) view(pr *workflow.PullRequest) workflow.PullRequest {
+func (f *FakeForge) view(pr *forge.PullRequest) forge.PullRequest {
 	v := *pr
-	v.Mergeable = f.mergeable(pr) || (f.ProtectionAtMerge && v.State == workflow.PullRequestOpen)
-	if !v.Mergeable && v.State == workflow.PullRequestOpen {
+	v.Mergeable = f.mergeable(pr) || (f.ProtectionAtMerge && v.State == forge.PullRequestOpen)
+	if !v.Mergeable && v.State == forge.PullRequestOpen {
 		v.Blocker = fmt.Sprintf("branch protection requires %d approving review(s)", f.RequiredReviews)
 	}
 	return v
 }
 
-// FakeForgeOpener is a fake workflow.ForgeOpener handing out one fake
+// FakeForgeOpener is a fake forge.Opener handing out one fake
 // forge and remembering the review settings it was asked for.
 type FakeForgeOpener struct {
 	Forge  *FakeForge
 	mu     sync.Mutex
-	Opened []workflow.EnvRepoReview
+	Opened []forge.EnvRepoReview
 }
 
 // OpenForge returns the fake forge.
-func (o *FakeForgeOpener) OpenForge(_ context.Context, r workflow.EnvRepoReview) (workflow.Forge, error) {
+func (o *FakeForgeOpener) OpenForge(_ context.Context, r forge.EnvRepoReview) (forge.Forge, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.Opened = append(o.Opened, r)

@@ -27,7 +27,7 @@ func NewJournal(clock workflow.Clock, actor string) *Journal {
 var _ workflow.Journal = (*Journal)(nil)
 
 // Append seals and keeps an entry.
-func (j *Journal) Append(_ context.Context, rec workflow.JournalRecord) (journal.Entry, error) {
+func (j *Journal) Append(_ context.Context, rec journal.Record) (journal.Entry, error) {
 	if j.Gate != nil {
 		if err := j.Gate(); err != nil {
 			return journal.Entry{}, err

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/oplock"
 )
 
 // FakeLocks is a fake workflow.OperationLocks in memory: the locks of one
@@ -16,27 +17,27 @@ type FakeLocks struct {
 	Clock workflow.Clock
 
 	mu       sync.Mutex
-	held     map[workflow.LockScope]workflow.LockHolder
-	taken    []workflow.LockScope
-	released []workflow.LockScope
+	held     map[oplock.Scope]oplock.Holder
+	taken    []oplock.Scope
+	released []oplock.Scope
 }
 
 var _ workflow.OperationLocks = (*FakeLocks)(nil)
 
-// TryLock takes scope for holder, or refuses with a *workflow.LockedError
+// TryLock takes scope for holder, or refuses with a *oplock.LockedError
 // naming the holder.
-func (f *FakeLocks) TryLock(_ context.Context, scope workflow.LockScope, holder workflow.LockHolder) (func(), error) {
+func (f *FakeLocks) TryLock(_ context.Context, scope oplock.Scope, holder oplock.Holder) (func(), error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if h, ok := f.held[scope]; ok {
-		le := &workflow.LockedError{Scope: scope, Holder: h}
+		le := &oplock.LockedError{Scope: scope, Holder: h}
 		if f.Clock != nil {
 			le.Age = f.Clock.Now().Sub(h.Since)
 		}
 		return nil, le
 	}
 	if f.held == nil {
-		f.held = map[workflow.LockScope]workflow.LockHolder{}
+		f.held = map[oplock.Scope]oplock.Holder{}
 	}
 	f.held[scope] = holder
 	f.taken = append(f.taken, scope)
@@ -46,7 +47,7 @@ func (f *FakeLocks) TryLock(_ context.Context, scope workflow.LockScope, holder 
 
 // Hold makes holder (another captain) hold scope until the returned func
 // is called.
-func (f *FakeLocks) Hold(scope workflow.LockScope, holder workflow.LockHolder) (release func()) {
+func (f *FakeLocks) Hold(scope oplock.Scope, holder oplock.Holder) (release func()) {
 	unlock, err := f.TryLock(context.Background(), scope, holder)
 	if err != nil {
 		panic("FakeLocks.Hold: " + err.Error())
@@ -54,7 +55,7 @@ func (f *FakeLocks) Hold(scope workflow.LockScope, holder workflow.LockHolder) (
 	return unlock
 }
 
-func (f *FakeLocks) release(scope workflow.LockScope) {
+func (f *FakeLocks) release(scope oplock.Scope) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.held, scope)
@@ -62,7 +63,7 @@ func (f *FakeLocks) release(scope workflow.LockScope) {
 }
 
 // Holder returns who holds scope now.
-func (f *FakeLocks) Holder(scope workflow.LockScope) (workflow.LockHolder, bool) {
+func (f *FakeLocks) Holder(scope oplock.Scope) (oplock.Holder, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, ok := f.held[scope]
@@ -70,17 +71,17 @@ func (f *FakeLocks) Holder(scope workflow.LockScope) (workflow.LockHolder, bool)
 }
 
 // Taken and Released are the scopes locked and unlocked so far, in order.
-func (f *FakeLocks) Taken() []workflow.LockScope {
+func (f *FakeLocks) Taken() []oplock.Scope {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]workflow.LockScope(nil), f.taken...)
+	return append([]oplock.Scope(nil), f.taken...)
 }
 
 // Released: see Taken.
-func (f *FakeLocks) Released() []workflow.LockScope {
+func (f *FakeLocks) Released() []oplock.Scope {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]workflow.LockScope(nil), f.released...)
+	return append([]oplock.Scope(nil), f.released...)
 }
 
 // LockingLedger is a fake team ledger: the in-memory Ledger with the

@@ -8,13 +8,14 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // SharedPlans is the fake team store of shared plans, shared by every
 // machine's PlanVault: what was shared with whom, and what was deleted.
 type SharedPlans struct {
 	mu      sync.Mutex
-	shares  map[string]workflow.ShareRequest
+	shares  map[string]tfplan.ShareRequest
 	Fetches int
 	Deleted []string
 	// Gate, when set, runs before each call; a non-nil error prevents it,
@@ -38,11 +39,11 @@ func (s *SharedPlans) Live() int {
 
 // NewSharedPlans returns an empty team store.
 func NewSharedPlans() *SharedPlans {
-	return &SharedPlans{shares: map[string]workflow.ShareRequest{}}
+	return &SharedPlans{shares: map[string]tfplan.ShareRequest{}}
 }
 
 // Share returns what was shared for fingerprint, if it still is.
-func (s *SharedPlans) Share(fingerprint string) (workflow.ShareRequest, bool) {
+func (s *SharedPlans) Share(fingerprint string) (tfplan.ShareRequest, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.shares[fingerprint]
@@ -64,9 +65,9 @@ type PlanVault struct {
 var _ workflow.PlanVault = (*PlanVault)(nil)
 
 // Share keeps req; the plan file is now local to this machine too.
-func (v *PlanVault) Share(_ context.Context, req workflow.ShareRequest) (workflow.PlanShare, error) {
+func (v *PlanVault) Share(_ context.Context, req tfplan.ShareRequest) (tfplan.Share, error) {
 	if err := v.S.gate(); err != nil {
-		return workflow.PlanShare{}, err
+		return tfplan.Share{}, err
 	}
 	if len(req.Appliers) == 0 {
 		req.Appliers = []string{req.SharedBy} // "everyone": the fake knows only the author
@@ -75,9 +76,9 @@ func (v *PlanVault) Share(_ context.Context, req workflow.ShareRequest) (workflo
 	v.S.shares[req.Plan.Fingerprint] = req
 	v.S.mu.Unlock()
 	v.setLocal(req.Plan.Fingerprint)
-	share := workflow.PlanShare{SharedBy: req.SharedBy, ExpiresAt: req.ExpiresAt}
+	share := tfplan.Share{SharedBy: req.SharedBy, ExpiresAt: req.ExpiresAt}
 	for _, a := range req.Appliers {
-		share.Recipients = append(share.Recipients, workflow.PlanRecipient{Principal: a, Key: "SHA256:" + a})
+		share.Recipients = append(share.Recipients, tfplan.Recipient{Principal: a, Key: "SHA256:" + a})
 	}
 	return share, nil
 }
@@ -99,23 +100,23 @@ func (v *PlanVault) LocalPlanFile(fp string) (string, bool) {
 }
 
 // Fetch "decrypts" the plan for a principal it was shared with.
-func (v *PlanVault) Fetch(_ context.Context, p workflow.PlanSummary, principal string) (workflow.FetchedPlan, error) {
+func (v *PlanVault) Fetch(_ context.Context, p tfplan.Summary, principal string) (tfplan.FetchedPlan, error) {
 	if err := v.S.gate(); err != nil {
-		return workflow.FetchedPlan{}, err
+		return tfplan.FetchedPlan{}, err
 	}
 	v.S.mu.Lock()
 	req, ok := v.S.shares[p.Fingerprint]
 	v.S.Fetches++
 	v.S.mu.Unlock()
 	if !ok {
-		return workflow.FetchedPlan{}, fmt.Errorf("shared plan %s: %w", p.Fingerprint, fault.ErrNotFound)
+		return tfplan.FetchedPlan{}, fmt.Errorf("shared plan %s: %w", p.Fingerprint, fault.ErrNotFound)
 	}
 	if !slices.Contains(req.Appliers, principal) {
-		return workflow.FetchedPlan{}, fmt.Errorf("%w: %s cannot decrypt plan %s", fault.ErrBlocked, principal, p.Fingerprint)
+		return tfplan.FetchedPlan{}, fmt.Errorf("%w: %s cannot decrypt plan %s", fault.ErrBlocked, principal, p.Fingerprint)
 	}
 	v.setLocal(p.Fingerprint)
 	file, _ := v.LocalPlanFile(p.Fingerprint)
-	return workflow.FetchedPlan{File: file, Key: "SHA256:" + principal, Share: workflow.PlanShare{SharedBy: req.SharedBy, ExpiresAt: req.ExpiresAt}}, nil
+	return tfplan.FetchedPlan{File: file, Key: "SHA256:" + principal, Share: tfplan.Share{SharedBy: req.SharedBy, ExpiresAt: req.ExpiresAt}}, nil
 }
 
 // Delete forgets the shared plan.

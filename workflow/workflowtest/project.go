@@ -6,6 +6,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // T0 is the tests' start of time.
@@ -33,7 +34,7 @@ func Project(planApprovals int) *workflow.Project {
 			{Line: 5, Match: ownership.Match{Group: "apps", Kind: "Deployment", Namespace: "web"}, Owner: ownership.OwnerArgoCD},
 		}},
 		Environments: []workflow.Environment{env("staging"), env("prod")},
-		Classify:     workflow.DefaultClassify(),
+		Classify:     tfplan.DefaultClassify(),
 		Effort:       workflow.EffortPolicy{IdleThreshold: 2 * time.Minute, BaselineHoursPerRelease: 3},
 	}
 }

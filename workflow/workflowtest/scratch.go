@@ -10,6 +10,7 @@ import (
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The fake Terraform's scratch roots (rehearsal.Roots), for the
@@ -25,11 +26,11 @@ const fakeRehearsalResource = "terraform_data.relcap_rehearsal"
 
 type scratchRoot struct {
 	dir       string
-	pending   []workflow.ResourceChange // the real root's, when copied
-	files     map[string]string         // name → content
+	pending   []tfplan.ResourceChange // the real root's, when copied
+	files     map[string]string       // name → content
 	resources []workflow.StateResource
 	serial    int64
-	plans     map[string][]workflow.ResourceChange // fingerprint → changes
+	plans     map[string][]tfplan.ResourceChange // fingerprint → changes
 	applied   map[string]int64
 }
 
@@ -42,12 +43,12 @@ func (sc *scratchRoot) declaresDrill() bool {
 	return false
 }
 
-func (sc *scratchRoot) inputs() workflow.PlanInputs {
+func (sc *scratchRoot) inputs() tfplan.Inputs {
 	files := map[string]string{}
 	for name, c := range sc.files {
 		files[name] = hex64(c)
 	}
-	return workflow.PlanInputs{Workspace: "default", StateLineage: "lineage-1", StateSerial: sc.serial, ConfigFiles: files}
+	return tfplan.Inputs{Workspace: "default", StateLineage: "lineage-1", StateSerial: sc.serial, ConfigFiles: files}
 }
 
 func (w *World) scratchAt(dir string) *scratchRoot {
@@ -79,29 +80,29 @@ func (w *World) realResources() []workflow.StateResource {
 	return out
 }
 
-func (t Terraform) planScratch(env workflow.Environment, sc *scratchRoot, author string) workflow.PlanFacts {
+func (t Terraform) planScratch(env workflow.Environment, sc *scratchRoot, author string) tfplan.Facts {
 	t.W.mu.Lock()
 	defer t.W.mu.Unlock()
 	t.W.plans++
-	changes := append([]workflow.ResourceChange(nil), sc.pending...)
+	changes := append([]tfplan.ResourceChange(nil), sc.pending...)
 	i := slices.IndexFunc(sc.resources, func(r workflow.StateResource) bool { return r.Address == fakeRehearsalResource })
-	drill := workflow.ResourceChange{Address: fakeRehearsalResource, Type: "terraform_data", Name: "relcap_rehearsal"}
+	drill := tfplan.ResourceChange{Address: fakeRehearsalResource, Type: "terraform_data", Name: "relcap_rehearsal"}
 	switch {
 	case sc.declaresDrill() && i < 0:
-		drill.Action = workflow.ActionCreate
+		drill.Action = tfplan.ActionCreate
 		changes = append(changes, drill)
 	case sc.declaresDrill() && sc.resources[i].Tainted:
-		drill.Action = workflow.ActionReplaceDeleteFirst
+		drill.Action = tfplan.ActionReplaceDeleteFirst
 		changes = append(changes, drill)
 	case !sc.declaresDrill() && i >= 0:
-		drill.Action = workflow.ActionDelete
+		drill.Action = tfplan.ActionDelete
 		changes = append(changes, drill)
 	}
-	p := workflow.PlanFacts{Env: env.Name, Author: author, Inputs: sc.inputs(), Changes: changes}
+	p := tfplan.Facts{Env: env.Name, Author: author, Inputs: sc.inputs(), Changes: changes}
 	p.PlanHash = hex64(fmt.Sprintf("scratch-plan-%d-%s-%d", t.W.plans, sc.dir, sc.serial))
 	// Keyed by the fingerprint the core's review gives the plan, as the
 	// real adapter names its plan file.
-	sc.plans[workflow.PlanFingerprint(p.PlanHash, p.Inputs)] = changes
+	sc.plans[tfplan.Fingerprint(p.PlanHash, p.Inputs)] = changes
 	return p
 }
 
@@ -111,18 +112,18 @@ func (t Terraform) applyScratch(req workflow.ApplyRequest, sc *scratchRoot) (wor
 		t.W.mu.Unlock()
 		return workflow.ApplyResult{AlreadyApplied: true, StateSerial: serial}, nil
 	}
-	if reasons := workflow.StaleReasons(req.Inputs, sc.inputs()); len(reasons) > 0 {
+	if reasons := tfplan.StaleReasons(req.Inputs, sc.inputs()); len(reasons) > 0 {
 		t.W.mu.Unlock()
 		return workflow.ApplyResult{}, fmt.Errorf("%w: fake terraform: %s", fault.ErrStalePlan, strings.Join(reasons, "; "))
 	}
 	var failed bool
 	for _, c := range sc.plans[req.Fingerprint] {
 		switch {
-		case c.Address == fakeRehearsalResource && (c.Action == workflow.ActionCreate || c.Action == workflow.ActionReplaceDeleteFirst):
+		case c.Address == fakeRehearsalResource && (c.Action == tfplan.ActionCreate || c.Action == tfplan.ActionReplaceDeleteFirst):
 			sc.resources = slices.DeleteFunc(sc.resources, func(r workflow.StateResource) bool { return r.Address == c.Address })
 			sc.resources = append(sc.resources, workflow.StateResource{Address: c.Address, Tainted: true})
 			failed = true
-		case c.Action == workflow.ActionDelete:
+		case c.Action == tfplan.ActionDelete:
 			sc.resources = slices.DeleteFunc(sc.resources, func(r workflow.StateResource) bool { return r.Address == c.Address })
 		}
 	}
@@ -169,8 +170,8 @@ func (t Terraform) CreateScratch(ctx context.Context, id string, _ workflow.Envi
 	t.W.mu.Lock()
 	defer t.W.mu.Unlock()
 	dir := "/rehearsals/" + id + "/root"
-	sc := &scratchRoot{dir: dir, pending: append([]workflow.ResourceChange(nil), t.W.Changes...), files: map[string]string{"main.tf": "# the real root"},
-		resources: t.W.realResources(), serial: t.W.StateSerial, plans: map[string][]workflow.ResourceChange{}, applied: map[string]int64{}}
+	sc := &scratchRoot{dir: dir, pending: append([]tfplan.ResourceChange(nil), t.W.Changes...), files: map[string]string{"main.tf": "# the real root"},
+		resources: t.W.realResources(), serial: t.W.StateSerial, plans: map[string][]tfplan.ResourceChange{}, applied: map[string]int64{}}
 	for _, f := range files {
 		sc.files[f.Name] = string(f.Content)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Ledger is an in-memory workflow.Ledger. It stores copies (JSON
@@ -28,7 +29,7 @@ import (
 type Ledger struct {
 	mu           sync.Mutex
 	releases     map[string][]byte
-	plans        map[string]workflow.PlanSummary
+	plans        map[string]tfplan.Summary
 	approvals    []approval.Approval
 	effort       []effort.Entry
 	convergences []workflow.ConvergenceRecord
@@ -68,7 +69,7 @@ func (l *Ledger) gate() error {
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
 	return &Ledger{
-		releases: map[string][]byte{}, plans: map[string]workflow.PlanSummary{},
+		releases: map[string][]byte{}, plans: map[string]tfplan.Summary{},
 		sightings: map[string]workflow.Sighting{}, findings: map[string][]finding.Finding{},
 		sessions: map[string]workflow.Session{}, heads: map[string]journal.Head{},
 		copies: map[string][]journal.Line{}, legacy: map[string]bool{},
@@ -174,7 +175,7 @@ func (l *Ledger) HasConverged(_ context.Context, app, env string, d image.Digest
 }
 
 // SavePlan stores p.
-func (l *Ledger) SavePlan(_ context.Context, p workflow.PlanSummary) error {
+func (l *Ledger) SavePlan(_ context.Context, p tfplan.Summary) error {
 	if err := l.gate(); err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func (l *Ledger) SavePlan(_ context.Context, p workflow.PlanSummary) error {
 }
 
 // LoadPlan returns the plan with fingerprint fp.
-func (l *Ledger) LoadPlan(_ context.Context, fp string) (workflow.PlanSummary, error) {
+func (l *Ledger) LoadPlan(_ context.Context, fp string) (tfplan.Summary, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p, ok := l.plans[fp]

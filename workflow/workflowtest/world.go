@@ -13,6 +13,8 @@ import (
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
+	"github.com/relcap/relcap/workflow/tooloutput"
 )
 
 // World is the outside world the fakes act on: Terraform state, registry
@@ -25,10 +27,10 @@ type World struct {
 	Objects []ownership.ManagedObject
 
 	StateSerial int64
-	Changes     []workflow.ResourceChange
+	Changes     []tfplan.ResourceChange
 	// PlanShows, when set, adds what a plan shows besides its changes
 	// (drift, checks, completeness) to the facts the core reviews.
-	PlanShows func(*workflow.PlanFacts)
+	PlanShows func(*tfplan.Facts)
 	plans     int
 	applied   map[string]int64 // fingerprint → serial after its apply
 	Applies   int
@@ -81,7 +83,7 @@ func NewWorld() *World {
 			{Manager: ownership.OwnerArgoCD, App: "web-staging", Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web", Fields: []string{"spec.template.spec.containers[web].image"}},
 		},
 		StateSerial: 1,
-		Changes:     []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Name: "web", Action: workflow.ActionCreate}},
+		Changes:     []tfplan.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Name: "web", Action: tfplan.ActionCreate}},
 		Artifact:    image.Artifact{Reference: "registry.test/ci/web:1.2.3", Repository: "registry.test/ci/web", Digest: d, Referrers: []image.Referrer{{Kind: "signature", Scheme: "cosign-tag"}}},
 		Repos:       map[string]map[image.Digest]bool{"registry.test/ci/web": {d: true}},
 		Branches:    map[string]string{},
@@ -133,26 +135,26 @@ var (
 	_ workflow.Applier = Terraform{}
 )
 
-func (t Terraform) inputs(env workflow.Environment) workflow.PlanInputs {
-	return workflow.PlanInputs{Revision: "abc123", Workspace: env.Terraform.Workspace, StateLineage: "lineage-1", StateSerial: t.W.StateSerial}
+func (t Terraform) inputs(env workflow.Environment) tfplan.Inputs {
+	return tfplan.Inputs{Revision: "abc123", Workspace: env.Terraform.Workspace, StateLineage: "lineage-1", StateSerial: t.W.StateSerial}
 }
 
 // Plan makes a plan of the world's pending changes.
-func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author string) (workflow.PlanFacts, error) {
+func (t Terraform) Plan(ctx context.Context, env workflow.Environment, author string) (tfplan.Facts, error) {
 	if err := t.W.gate(ctx); err != nil {
-		return workflow.PlanFacts{}, err
+		return tfplan.Facts{}, err
 	}
 	if sc := t.W.scratchAt(env.Terraform.Dir); sc != nil {
 		return t.planScratch(env, sc, author), nil
 	}
-	if w, ok := workflow.ToolOutput(ctx); ok {
+	if w, ok := tooloutput.From(ctx); ok {
 		// What Terraform prints first, so output reaches whoever listens.
 		fmt.Fprintf(w, "Initializing the backend...\n\nPlan: %d to add, 0 to change, 0 to destroy.\n", len(t.W.Changes))
 	}
 	t.W.mu.Lock()
 	defer t.W.mu.Unlock()
 	t.W.plans++
-	p := workflow.PlanFacts{Env: env.Name, Author: author, Inputs: t.inputs(env), Changes: append([]workflow.ResourceChange(nil), t.W.Changes...)}
+	p := tfplan.Facts{Env: env.Name, Author: author, Inputs: t.inputs(env), Changes: append([]tfplan.ResourceChange(nil), t.W.Changes...)}
 	p.PlanHash = hex64(fmt.Sprintf("plan-%d-%d", t.W.plans, t.W.StateSerial))
 	if t.W.PlanShows != nil {
 		t.W.PlanShows(&p)
@@ -168,7 +170,7 @@ func (w *World) Plans() int {
 }
 
 // Inputs returns the current inputs.
-func (t Terraform) Inputs(_ context.Context, env workflow.Environment) (workflow.PlanInputs, error) {
+func (t Terraform) Inputs(_ context.Context, env workflow.Environment) (tfplan.Inputs, error) {
 	t.W.mu.Lock()
 	defer t.W.mu.Unlock()
 	if sc := t.W.scratch[env.Terraform.Dir]; sc != nil {

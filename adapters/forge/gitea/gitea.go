@@ -20,8 +20,8 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	"github.com/relcap/relcap/adapters/forge/forgeurl"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
@@ -83,7 +83,7 @@ type Adapter struct {
 	client *sdk.Client
 }
 
-var _ workflow.Forge = (*Adapter)(nil)
+var _ forge.Forge = (*Adapter)(nil)
 
 // New makes the adapter. It does no I/O beyond reading the CA file: an
 // unreachable Gitea is reported by the first call.
@@ -152,9 +152,9 @@ func (a *Adapter) redact(s string) string {
 
 // OpenPullRequest returns the open pull request of req.Head into
 // req.Base, opening it when there is none.
-func (a *Adapter) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequestRequest) (workflow.PullRequest, error) {
+func (a *Adapter) OpenPullRequest(ctx context.Context, req forge.OpenPullRequestRequest) (forge.PullRequest, error) {
 	if req.Head == "" || req.Base == "" {
-		return workflow.PullRequest{}, fmt.Errorf("%w: gitea %s: a pull request needs a head and a base branch", fault.ErrUsage, a.Where())
+		return forge.PullRequest{}, fmt.Errorf("%w: gitea %s: a pull request needs a head and a base branch", fault.ErrUsage, a.Where())
 	}
 	if pr, ok, err := a.openPR(ctx, req.Head, req.Base); err != nil || ok {
 		return pr, err
@@ -170,13 +170,13 @@ func (a *Adapter) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequ
 		if pr, ok, lerr := a.openPR(ctx, req.Head, req.Base); lerr == nil && ok {
 			return pr, nil
 		}
-		return workflow.PullRequest{}, fmt.Errorf("open pull request %s → %s: %w", req.Head, req.Base, err)
+		return forge.PullRequest{}, fmt.Errorf("open pull request %s → %s: %w", req.Head, req.Base, err)
 	}
 	return a.translatePR(created), nil
 }
 
 // openPR finds the open pull request of head into base.
-func (a *Adapter) openPR(ctx context.Context, head, base string) (workflow.PullRequest, bool, error) {
+func (a *Adapter) openPR(ctx context.Context, head, base string) (forge.PullRequest, bool, error) {
 	const pageSize = 50
 	for page := 1; ; page++ {
 		var prs []*sdk.PullRequest
@@ -186,7 +186,7 @@ func (a *Adapter) openPR(ctx context.Context, head, base string) (workflow.PullR
 			return r, err
 		})
 		if err != nil {
-			return workflow.PullRequest{}, false, fmt.Errorf("list open pull requests: %w", err)
+			return forge.PullRequest{}, false, fmt.Errorf("list open pull requests: %w", err)
 		}
 		for _, pr := range prs {
 			if pr.Head != nil && pr.Base != nil && pr.Head.Ref == head && pr.Base.Ref == base && !pr.HasMerged {
@@ -194,27 +194,27 @@ func (a *Adapter) openPR(ctx context.Context, head, base string) (workflow.PullR
 			}
 		}
 		if len(prs) < pageSize {
-			return workflow.PullRequest{}, false, nil
+			return forge.PullRequest{}, false, nil
 		}
 	}
 }
 
 // PullRequest reads pull request number as it is now.
-func (a *Adapter) PullRequest(ctx context.Context, number int) (workflow.PullRequest, error) {
+func (a *Adapter) PullRequest(ctx context.Context, number int) (forge.PullRequest, error) {
 	var pr *sdk.PullRequest
 	err := a.call(ctx, func(c *sdk.Client) (r *sdk.Response, err error) {
 		pr, r, err = c.GetPullRequest(a.repo.Owner, a.repo.Name, int64(number))
 		return r, err
 	})
 	if err != nil {
-		return workflow.PullRequest{}, fmt.Errorf("pull request #%d: %w", number, err)
+		return forge.PullRequest{}, fmt.Errorf("pull request #%d: %w", number, err)
 	}
 	return a.translatePR(pr), nil
 }
 
 // translatePR is the domain's view of a Gitea pull request.
-func (a *Adapter) translatePR(pr *sdk.PullRequest) workflow.PullRequest {
-	out := workflow.PullRequest{
+func (a *Adapter) translatePR(pr *sdk.PullRequest) forge.PullRequest {
+	out := forge.PullRequest{
 		Number: int(pr.Index), URL: pr.HTMLURL, Title: pr.Title,
 		State: prState(pr.State, pr.HasMerged), Mergeable: pr.Mergeable,
 	}
@@ -227,12 +227,12 @@ func (a *Adapter) translatePR(pr *sdk.PullRequest) workflow.PullRequest {
 	if pr.Base != nil {
 		out.Base = pr.Base.Ref
 	}
-	if out.State == workflow.PullRequestOpen && !out.Mergeable {
+	if out.State == forge.PullRequestOpen && !out.Mergeable {
 		// Gitea's mergeable is its conflict check (false too while it
 		// is still checking); branch protection answers at Merge.
 		out.Blocker = "Gitea reports the branch does not merge cleanly into " + out.Base + " (a conflict, or its check is not done yet)"
 	}
-	if out.State != workflow.PullRequestOpen {
+	if out.State != forge.PullRequestOpen {
 		out.Mergeable = false
 	}
 	if pr.HasMerged {
@@ -251,21 +251,21 @@ func (a *Adapter) translatePR(pr *sdk.PullRequest) workflow.PullRequest {
 
 // prState maps Gitea's state: Gitea reports a merged pull request as
 // closed with merged set.
-func prState(state sdk.StateType, merged bool) workflow.PullRequestState {
+func prState(state sdk.StateType, merged bool) forge.PullRequestState {
 	switch {
 	case merged:
-		return workflow.PullRequestMerged
+		return forge.PullRequestMerged
 	case state == sdk.StateClosed:
-		return workflow.PullRequestClosed
+		return forge.PullRequestClosed
 	default:
-		return workflow.PullRequestOpen
+		return forge.PullRequestOpen
 	}
 }
 
 // Reviews lists the reviews of pull request number, oldest first.
-func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeReview, error) {
+func (a *Adapter) Reviews(ctx context.Context, number int) ([]forge.Review, error) {
 	const pageSize = 50
-	var out []workflow.ForgeReview
+	var out []forge.Review
 	for page := 1; ; page++ {
 		var rs []*sdk.PullReview
 		err := a.call(ctx, func(c *sdk.Client) (r *sdk.Response, err error) {
@@ -279,7 +279,7 @@ func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeRevi
 			if r.State == sdk.ReviewStateRequestReview {
 				continue // a request for a review, not a review
 			}
-			fr := workflow.ForgeReview{ID: r.ID, State: reviewState(r.State, r.Dismissed, r.Stale), CommitSHA: r.CommitID, At: r.Submitted, Body: r.Body}
+			fr := forge.Review{ID: r.ID, State: reviewState(r.State, r.Dismissed, r.Stale), CommitSHA: r.CommitID, At: r.Submitted, Body: r.Body}
 			if r.Reviewer != nil {
 				fr.Login = r.Reviewer.UserName
 			}
@@ -297,22 +297,22 @@ func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeRevi
 // an approval gone stale (the branch moved since), approve nothing; a
 // stale request for changes still stands until its author withdraws it.
 // An unknown state counts for nothing (pending).
-func reviewState(s sdk.ReviewStateType, dismissed, stale bool) workflow.ReviewState {
+func reviewState(s sdk.ReviewStateType, dismissed, stale bool) forge.ReviewState {
 	if dismissed {
-		return workflow.ReviewDismissed
+		return forge.ReviewDismissed
 	}
 	switch s {
 	case sdk.ReviewStateApproved:
 		if stale {
-			return workflow.ReviewDismissed
+			return forge.ReviewDismissed
 		}
-		return workflow.ReviewApproved
+		return forge.ReviewApproved
 	case sdk.ReviewStateRequestChanges:
-		return workflow.ReviewChangesRequested
+		return forge.ReviewChangesRequested
 	case sdk.ReviewStateComment:
-		return workflow.ReviewCommented
+		return forge.ReviewCommented
 	default:
-		return workflow.ReviewPending
+		return forge.ReviewPending
 	}
 }
 
@@ -325,9 +325,9 @@ func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string
 		return "", err
 	}
 	switch pr.State {
-	case workflow.PullRequestMerged:
+	case forge.PullRequestMerged:
 		return pr.MergeCommit, nil
-	case workflow.PullRequestClosed:
+	case forge.PullRequestClosed:
 		return "", fmt.Errorf("%w: gitea %s: pull request #%d was closed without merge", fault.ErrBlocked, a.Where(), number)
 	}
 	if headSHA == "" || pr.HeadSHA != headSHA {
@@ -372,7 +372,7 @@ func (a *Adapter) Merge(ctx context.Context, number int, headSHA, message string
 	if err != nil {
 		return "", fmt.Errorf("merged pull request #%d, then: %w", number, err)
 	}
-	if merged.State != workflow.PullRequestMerged || merged.MergeCommit == "" {
+	if merged.State != forge.PullRequestMerged || merged.MergeCommit == "" {
 		return "", fmt.Errorf("gitea %s accepted the merge of pull request #%d but reports it %s without a merge commit", a.Where(), number, merged.State)
 	}
 	return merged.MergeCommit, nil

@@ -9,8 +9,8 @@ import (
 
 	sdk "code.gitea.io/sdk/gitea"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // The adapter's calls are tested against a real Gitea in the lab's suite
@@ -98,11 +98,11 @@ func TestPullRequestState(t *testing.T) {
 	for _, c := range []struct {
 		state  sdk.StateType
 		merged bool
-		want   workflow.PullRequestState
+		want   forge.PullRequestState
 	}{
-		{sdk.StateOpen, false, workflow.PullRequestOpen},
-		{sdk.StateClosed, false, workflow.PullRequestClosed},
-		{sdk.StateClosed, true, workflow.PullRequestMerged},
+		{sdk.StateOpen, false, forge.PullRequestOpen},
+		{sdk.StateClosed, false, forge.PullRequestClosed},
+		{sdk.StateClosed, true, forge.PullRequestMerged},
 	} {
 		if got := prState(c.state, c.merged); got != c.want {
 			t.Errorf("%s merged=%v: %s, want %s", c.state, c.merged, got, c.want)
@@ -116,11 +116,11 @@ func TestTranslatePR(t *testing.T) {
 	pr := a.translatePR(&sdk.PullRequest{Index: 7, State: sdk.StateClosed, HasMerged: true, Mergeable: true, MergedCommitID: &sha,
 		MergedBy: &sdk.User{UserName: "captain"}, Poster: &sdk.User{UserName: "captain"},
 		Head: &sdk.PRBranchInfo{Ref: "relcap/staging/r1", Sha: "def"}, Base: &sdk.PRBranchInfo{Ref: "main"}})
-	if pr.State != workflow.PullRequestMerged || pr.MergeCommit != "abc" || pr.MergedBy != "captain" || pr.Mergeable || pr.Head != "relcap/staging/r1" || pr.HeadSHA != "def" || pr.Base != "main" || pr.Number != 7 {
+	if pr.State != forge.PullRequestMerged || pr.MergeCommit != "abc" || pr.MergedBy != "captain" || pr.Mergeable || pr.Head != "relcap/staging/r1" || pr.HeadSHA != "def" || pr.Base != "main" || pr.Number != 7 {
 		t.Errorf("merged: %+v", pr)
 	}
 	open := a.translatePR(&sdk.PullRequest{Index: 8, State: sdk.StateOpen, Base: &sdk.PRBranchInfo{Ref: "main"}})
-	if open.State != workflow.PullRequestOpen || open.Mergeable || !strings.Contains(open.Blocker, "main") {
+	if open.State != forge.PullRequestOpen || open.Mergeable || !strings.Contains(open.Blocker, "main") {
 		t.Errorf("open, not mergeable: %+v", open)
 	}
 }
@@ -129,18 +129,18 @@ func TestReviewState(t *testing.T) {
 	for _, c := range []struct {
 		state            sdk.ReviewStateType
 		dismissed, stale bool
-		want             workflow.ReviewState
+		want             forge.ReviewState
 	}{
-		{sdk.ReviewStateApproved, false, false, workflow.ReviewApproved},
-		{sdk.ReviewStateApproved, false, true, workflow.ReviewDismissed},
-		{sdk.ReviewStateApproved, true, false, workflow.ReviewDismissed},
-		{sdk.ReviewStateRequestChanges, false, false, workflow.ReviewChangesRequested},
-		{sdk.ReviewStateRequestChanges, false, true, workflow.ReviewChangesRequested},
-		{sdk.ReviewStateRequestChanges, true, false, workflow.ReviewDismissed},
-		{sdk.ReviewStateComment, false, false, workflow.ReviewCommented},
-		{sdk.ReviewStatePending, false, false, workflow.ReviewPending},
-		{sdk.ReviewStateUnknown, false, false, workflow.ReviewPending},
-		{"SOMETHING_NEW", false, false, workflow.ReviewPending},
+		{sdk.ReviewStateApproved, false, false, forge.ReviewApproved},
+		{sdk.ReviewStateApproved, false, true, forge.ReviewDismissed},
+		{sdk.ReviewStateApproved, true, false, forge.ReviewDismissed},
+		{sdk.ReviewStateRequestChanges, false, false, forge.ReviewChangesRequested},
+		{sdk.ReviewStateRequestChanges, false, true, forge.ReviewChangesRequested},
+		{sdk.ReviewStateRequestChanges, true, false, forge.ReviewDismissed},
+		{sdk.ReviewStateComment, false, false, forge.ReviewCommented},
+		{sdk.ReviewStatePending, false, false, forge.ReviewPending},
+		{sdk.ReviewStateUnknown, false, false, forge.ReviewPending},
+		{"SOMETHING_NEW", false, false, forge.ReviewPending},
 	} {
 		if got := reviewState(c.state, c.dismissed, c.stale); got != c.want {
 			t.Errorf("%s dismissed=%v stale=%v: %s, want %s", c.state, c.dismissed, c.stale, got, c.want)

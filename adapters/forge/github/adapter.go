@@ -1,4 +1,4 @@
-// Package github implements workflow.Forge on GitHub and GitHub
+// Package github implements forge.Forge on GitHub and GitHub
 // Enterprise Server with GitHub's own client, go-github: pull requests
 // opened from relcap's branch, their reviews, and merges made only while
 // the head is still the reviewed commit (the merge call carries it as
@@ -18,12 +18,12 @@ import (
 	gh "github.com/google/go-github/v92/github"
 
 	"github.com/relcap/relcap/adapters/forge/forgeurl"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
-var _ workflow.Forge = (*Adapter)(nil)
+var _ forge.Forge = (*Adapter)(nil)
 
 // ErrTokenRejected: GitHub answered 401 to the token (wrapped with the
 // variable it came from and GitHub's message).
@@ -105,7 +105,7 @@ func (a *Adapter) Where() string { return "github " + a.web }
 // req.Base, opening it when there is none. GitHub keeps one open pull
 // request per head and base, and answers 422 to a second: that race
 // (two relcaps resuming at once) reads the one the other opened.
-func (a *Adapter) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequestRequest) (workflow.PullRequest, error) {
+func (a *Adapter) OpenPullRequest(ctx context.Context, req forge.OpenPullRequestRequest) (forge.PullRequest, error) {
 	if pr, ok, err := a.findOpen(ctx, req.Head, req.Base); err != nil || ok {
 		return pr, err
 	}
@@ -118,7 +118,7 @@ func (a *Adapter) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequ
 				return pr, nil
 			}
 		}
-		return workflow.PullRequest{}, a.fail(fmt.Sprintf("opening the pull request of %s into %s", req.Head, req.Base), err)
+		return forge.PullRequest{}, a.fail(fmt.Sprintf("opening the pull request of %s into %s", req.Head, req.Base), err)
 	}
 	// A new pull request's mergeability is computed in the background;
 	// the create answer carries it as null, which translates as not
@@ -129,12 +129,12 @@ func (a *Adapter) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequ
 // findOpen reads the open pull request of head into base, if any. The
 // list answer leaves out merged and mergeable, so the one found is read
 // again whole.
-func (a *Adapter) findOpen(ctx context.Context, head, base string) (workflow.PullRequest, bool, error) {
+func (a *Adapter) findOpen(ctx context.Context, head, base string) (forge.PullRequest, bool, error) {
 	prs, _, err := a.c.PullRequests.List(ctx, a.owner, a.repo, &gh.PullRequestListOptions{
 		State: "open", Head: a.owner + ":" + head, Base: base,
 	})
 	if err != nil {
-		return workflow.PullRequest{}, false, a.fail(fmt.Sprintf("listing the open pull requests of %s into %s", head, base), err)
+		return forge.PullRequest{}, false, a.fail(fmt.Sprintf("listing the open pull requests of %s into %s", head, base), err)
 	}
 	for _, p := range prs {
 		if p.GetHead().GetRef() == head && p.GetBase().GetRef() == base {
@@ -142,14 +142,14 @@ func (a *Adapter) findOpen(ctx context.Context, head, base string) (workflow.Pul
 			return pr, err == nil, err
 		}
 	}
-	return workflow.PullRequest{}, false, nil
+	return forge.PullRequest{}, false, nil
 }
 
 // PullRequest reads pull request number as it is now.
-func (a *Adapter) PullRequest(ctx context.Context, number int) (workflow.PullRequest, error) {
+func (a *Adapter) PullRequest(ctx context.Context, number int) (forge.PullRequest, error) {
 	p, _, err := a.c.PullRequests.Get(ctx, a.owner, a.repo, number)
 	if err != nil {
-		return workflow.PullRequest{}, a.fail(fmt.Sprintf("reading pull request #%d", number), err)
+		return forge.PullRequest{}, a.fail(fmt.Sprintf("reading pull request #%d", number), err)
 	}
 	return translate(p), nil
 }
@@ -157,8 +157,8 @@ func (a *Adapter) PullRequest(ctx context.Context, number int) (workflow.PullReq
 // Reviews lists the reviews of pull request number in GitHub's order,
 // which is chronological (oldest first), following the Link header's
 // pages.
-func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeReview, error) {
-	var out []workflow.ForgeReview
+func (a *Adapter) Reviews(ctx context.Context, number int) ([]forge.Review, error) {
+	var out []forge.Review
 	opts := &gh.ListOptions{PerPage: 100}
 	for {
 		page, resp, err := a.c.PullRequests.ListReviews(ctx, a.owner, a.repo, number, opts)
@@ -166,7 +166,7 @@ func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeRevi
 			return nil, a.fail(fmt.Sprintf("listing the reviews of pull request #%d", number), err)
 		}
 		for _, r := range page {
-			out = append(out, workflow.ForgeReview{
+			out = append(out, forge.Review{
 				ID: r.GetID(), Login: r.GetUser().GetLogin(), State: reviewState(r.GetState()),
 				CommitSHA: r.GetCommitID(), At: r.GetSubmittedAt().Time, Body: r.GetBody(),
 			})
@@ -180,18 +180,18 @@ func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeRevi
 
 // reviewState translates GitHub's review states; one GitHub adds later
 // reads as a comment, which approves nothing.
-func reviewState(s string) workflow.ReviewState {
+func reviewState(s string) forge.ReviewState {
 	switch s {
 	case "APPROVED":
-		return workflow.ReviewApproved
+		return forge.ReviewApproved
 	case "CHANGES_REQUESTED":
-		return workflow.ReviewChangesRequested
+		return forge.ReviewChangesRequested
 	case "DISMISSED":
-		return workflow.ReviewDismissed
+		return forge.ReviewDismissed
 	case "PENDING":
-		return workflow.ReviewPending
+		return forge.ReviewPending
 	default:
-		return workflow.ReviewCommented
+		return forge.ReviewCommented
 	}
 }
 
@@ -215,9 +215,9 @@ func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string
 		return "", err
 	}
 	switch {
-	case pr.State == workflow.PullRequestMerged:
+	case pr.State == forge.PullRequestMerged:
 		return pr.MergeCommit, nil
-	case pr.State == workflow.PullRequestClosed:
+	case pr.State == forge.PullRequestClosed:
 		return "", fmt.Errorf("%s: %w: pull request #%d was closed without merge", a.Where(), fault.ErrBlocked, number)
 	case headSHA == "":
 		return "", fmt.Errorf("%s: %w: merging pull request #%d needs the reviewed commit", a.Where(), fault.ErrUsage, number)
@@ -240,7 +240,7 @@ func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string
 		case code == http.StatusMethodNotAllowed && errors.As(err, &er):
 			// A merge that landed between the read and this call (a
 			// person on the web page) answers 405 too.
-			if again, rerr := a.PullRequest(ctx, number); rerr == nil && again.State == workflow.PullRequestMerged {
+			if again, rerr := a.PullRequest(ctx, number); rerr == nil && again.State == forge.PullRequestMerged {
 				return again.MergeCommit, nil
 			}
 			return "", fmt.Errorf("%s: %w: github refuses to merge pull request #%d: %s", a.Where(), fault.ErrBlocked, number, errorText(er))

@@ -19,8 +19,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 const (
@@ -131,10 +131,10 @@ func TestContractOpenPullRequestFindsTheOpenOneBeforeCreating(t *testing.T) {
 		"GET " + pulls + "?base=main&head=acme%3Arelcap%2Fstaging%2Fr1&state=open": {ok("pulls-list-open.json")},
 		"GET " + pulls + "/7": {ok("pull-open-clean.json")},
 	})
-	pr, err := a.adapter().OpenPullRequest(t.Context(), workflow.OpenPullRequestRequest{Head: branch, Base: "main", Title: "t", Body: "b"})
+	pr, err := a.adapter().OpenPullRequest(t.Context(), forge.OpenPullRequestRequest{Head: branch, Base: "main", Title: "t", Body: "b"})
 	require.NoError(t, err)
-	require.Equal(t, workflow.PullRequest{
-		Number: 7, URL: "https://github.com/acme/env/pull/7", State: workflow.PullRequestOpen,
+	require.Equal(t, forge.PullRequest{
+		Number: 7, URL: "https://github.com/acme/env/pull/7", State: forge.PullRequestOpen,
 		Title: "relcap: promote web r1 to staging", Author: "relcap-bot",
 		Head: branch, HeadSHA: head, Base: "main", Mergeable: true,
 	}, pr)
@@ -148,10 +148,10 @@ func TestContractOpenPullRequestCreatesWhenNoneIsOpen(t *testing.T) {
 		"GET " + pulls + "?base=main&head=acme%3Arelcap%2Fstaging%2Fr1&state=open": {ok("pulls-list-empty.json")},
 		"POST " + pulls: {{status: 201, file: "pull-created.json"}},
 	})
-	pr, err := a.adapter().OpenPullRequest(t.Context(), workflow.OpenPullRequestRequest{Head: branch, Base: "main", Title: "relcap: promote web r1 to staging", Body: "evidence"})
+	pr, err := a.adapter().OpenPullRequest(t.Context(), forge.OpenPullRequestRequest{Head: branch, Base: "main", Title: "relcap: promote web r1 to staging", Body: "evidence"})
 	require.NoError(t, err)
 	require.Equal(t, 7, pr.Number)
-	require.Equal(t, workflow.PullRequestOpen, pr.State)
+	require.Equal(t, forge.PullRequestOpen, pr.State)
 	require.False(t, pr.Mergeable, "mergeable is null right after creation")
 	require.Contains(t, pr.Blocker, "still computing")
 	reqs := a.requests()
@@ -166,27 +166,27 @@ func TestContractOpenPullRequestReadsTheOneARaceOpened(t *testing.T) {
 		"POST " + pulls:       {{status: 422, file: "create-422.json"}},
 		"GET " + pulls + "/7": {ok("pull-open-clean.json")},
 	})
-	pr, err := a.adapter().OpenPullRequest(t.Context(), workflow.OpenPullRequestRequest{Head: branch, Base: "main"})
+	pr, err := a.adapter().OpenPullRequest(t.Context(), forge.OpenPullRequestRequest{Head: branch, Base: "main"})
 	require.NoError(t, err)
 	require.Equal(t, 7, pr.Number)
 }
 
 func TestContractPullRequestStates(t *testing.T) {
 	t.Parallel()
-	for file, want := range map[string]workflow.PullRequest{
-		"pull-closed.json": {State: workflow.PullRequestClosed},
-		"pull-merged.json": {State: workflow.PullRequestMerged, MergeCommit: merge, MergedBy: "carol", MergedAt: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)},
-		"pull-open-blocked.json": {State: workflow.PullRequestOpen,
+	for file, want := range map[string]forge.PullRequest{
+		"pull-closed.json": {State: forge.PullRequestClosed},
+		"pull-merged.json": {State: forge.PullRequestMerged, MergeCommit: merge, MergedBy: "carol", MergedAt: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)},
+		"pull-open-blocked.json": {State: forge.PullRequestOpen,
 			Blocker: "branch protection blocks the merge: required reviews or status checks are missing (mergeable_state blocked)"},
-		"pull-open-behind.json": {State: workflow.PullRequestOpen,
+		"pull-open-behind.json": {State: forge.PullRequestOpen,
 			Blocker: "the head branch is behind the base branch, and branch protection requires it up to date (mergeable_state behind)"},
-		"pull-open-dirty.json": {State: workflow.PullRequestOpen, Blocker: "the head branch conflicts with the base branch (mergeable_state dirty)"},
-		"pull-open-clean.json": {State: workflow.PullRequestOpen, Mergeable: true},
+		"pull-open-dirty.json": {State: forge.PullRequestOpen, Blocker: "the head branch conflicts with the base branch (mergeable_state dirty)"},
+		"pull-open-clean.json": {State: forge.PullRequestOpen, Mergeable: true},
 	} {
 		a := newAPI(t, map[string][]answer{"GET " + pulls + "/7": {ok(file)}})
 		pr, err := a.adapter().PullRequest(t.Context(), 7)
 		require.NoError(t, err, file)
-		got := workflow.PullRequest{State: pr.State, Mergeable: pr.Mergeable, Blocker: pr.Blocker, MergeCommit: pr.MergeCommit, MergedBy: pr.MergedBy, MergedAt: pr.MergedAt}
+		got := forge.PullRequest{State: pr.State, Mergeable: pr.Mergeable, Blocker: pr.Blocker, MergeCommit: pr.MergeCommit, MergedBy: pr.MergedBy, MergedAt: pr.MergedAt}
 		require.Equal(t, want, got, file)
 		require.Equal(t, head, pr.HeadSHA, file)
 	}
@@ -223,12 +223,12 @@ func TestContractReviewsFollowTheLinkHeader(t *testing.T) {
 	require.NoError(t, err)
 	at := func(m int) time.Time { return time.Date(2026, 12, 1, 10, m, 0, 0, time.UTC) }
 	base := "9049f1265b7d61be4a8904a9a27120d2064dab3b"
-	require.Equal(t, []workflow.ForgeReview{
-		{ID: 81, Login: "dave", State: workflow.ReviewCommented, CommitSHA: base, At: at(10)},
-		{ID: 82, Login: "carol", State: workflow.ReviewChangesRequested, CommitSHA: base, At: at(20), Body: "Pin the digest, not the tag.\nDetails in the runbook."},
-		{ID: 83, Login: "carol", State: workflow.ReviewApproved, CommitSHA: head, At: at(30)},
-		{ID: 84, Login: "erin", State: workflow.ReviewDismissed, CommitSHA: base, At: at(31)},
-		{ID: 85, Login: "frank", State: workflow.ReviewPending, CommitSHA: head},
+	require.Equal(t, []forge.Review{
+		{ID: 81, Login: "dave", State: forge.ReviewCommented, CommitSHA: base, At: at(10)},
+		{ID: 82, Login: "carol", State: forge.ReviewChangesRequested, CommitSHA: base, At: at(20), Body: "Pin the digest, not the tag.\nDetails in the runbook."},
+		{ID: 83, Login: "carol", State: forge.ReviewApproved, CommitSHA: head, At: at(30)},
+		{ID: 84, Login: "erin", State: forge.ReviewDismissed, CommitSHA: base, At: at(31)},
+		{ID: 85, Login: "frank", State: forge.ReviewPending, CommitSHA: head},
 	}, got)
 	require.Len(t, a.requests(), 2)
 }

@@ -9,14 +9,14 @@ import (
 
 	gh "github.com/google/go-github/v92/github"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
 // translate turns go-github's pull request into relcap's.
-func translate(p *gh.PullRequest) workflow.PullRequest {
-	pr := workflow.PullRequest{
+func translate(p *gh.PullRequest) forge.PullRequest {
+	pr := forge.PullRequest{
 		Number: p.GetNumber(), URL: p.GetHTMLURL(), Title: p.GetTitle(), Author: p.GetUser().GetLogin(),
 		Head: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Base: p.GetBase().GetRef(),
 	}
@@ -25,7 +25,7 @@ func translate(p *gh.PullRequest) workflow.PullRequest {
 	// so merged_at, which every answer has, counts too).
 	switch {
 	case p.GetMerged() || p.MergedAt != nil:
-		pr.State = workflow.PullRequestMerged
+		pr.State = forge.PullRequestMerged
 		// merge_commit_sha of an open pull request is GitHub's test
 		// merge, not a commit of the base branch: only a merged one's
 		// is taken.
@@ -33,10 +33,10 @@ func translate(p *gh.PullRequest) workflow.PullRequest {
 		pr.MergedBy = p.GetMergedBy().GetLogin()
 		pr.MergedAt = p.GetMergedAt().Time
 	case p.GetState() == "open":
-		pr.State = workflow.PullRequestOpen
+		pr.State = forge.PullRequestOpen
 		pr.Mergeable, pr.Blocker = mergeability(p)
 	default:
-		pr.State = workflow.PullRequestClosed
+		pr.State = forge.PullRequestClosed
 	}
 	return pr
 }

@@ -1,4 +1,4 @@
-// Package gitlab implements workflow.Forge on GitLab (gitlab.com or a
+// Package gitlab implements forge.Forge on GitLab (gitlab.com or a
 // self-managed instance) with GitLab's own client,
 // gitlab.com/gitlab-org/api/client-go/v2: merge requests opened from
 // relcap's branch, their approvals as reviews, and merges made only while
@@ -36,12 +36,12 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/relcap/relcap/adapters/forge/forgeurl"
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
-var _ workflow.Forge = (*Adapter)(nil)
+var _ forge.Forge = (*Adapter)(nil)
 
 // ErrTokenRejected: GitLab answered 401 to the token (wrapped with the
 // variable it came from and GitLab's message).
@@ -127,7 +127,7 @@ func (a *Adapter) Where() string { return "gitlab " + a.web }
 // req.Base, opening it when there is none. GitLab keeps one open merge
 // request per source and target branch and answers 409 to a second: that
 // race reads the one the other relcap opened.
-func (a *Adapter) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequestRequest) (workflow.PullRequest, error) {
+func (a *Adapter) OpenPullRequest(ctx context.Context, req forge.OpenPullRequestRequest) (forge.PullRequest, error) {
 	if pr, ok, err := a.findOpen(ctx, req.Head, req.Base); err != nil || ok {
 		return pr, err
 	}
@@ -135,30 +135,30 @@ func (a *Adapter) OpenPullRequest(ctx context.Context, req workflow.OpenPullRequ
 		Title: gl.Ptr(req.Title), Description: gl.Ptr(req.Body), SourceBranch: gl.Ptr(req.Head), TargetBranch: gl.Ptr(req.Base),
 	}, gl.WithContext(ctx))
 	if err != nil && !gl.HasStatusCode(err, http.StatusConflict) {
-		return workflow.PullRequest{}, a.fail(fmt.Sprintf("opening the merge request of %s into %s", req.Head, req.Base), err)
+		return forge.PullRequest{}, a.fail(fmt.Sprintf("opening the merge request of %s into %s", req.Head, req.Base), err)
 	}
 	// Read it back through the list, like a resumed promotion would: one
 	// code path for the created and the found one.
 	pr, ok, ferr := a.findOpen(ctx, req.Head, req.Base)
 	if ferr != nil {
-		return workflow.PullRequest{}, ferr
+		return forge.PullRequest{}, ferr
 	}
 	if !ok {
 		if err != nil {
-			return workflow.PullRequest{}, a.fail(fmt.Sprintf("opening the merge request of %s into %s", req.Head, req.Base), err)
+			return forge.PullRequest{}, a.fail(fmt.Sprintf("opening the merge request of %s into %s", req.Head, req.Base), err)
 		}
-		return workflow.PullRequest{}, fmt.Errorf("%s: the merge request of %s into %s was opened but is not listed as opened", a.Where(), req.Head, req.Base)
+		return forge.PullRequest{}, fmt.Errorf("%s: the merge request of %s into %s was opened but is not listed as opened", a.Where(), req.Head, req.Base)
 	}
 	return pr, nil
 }
 
 // findOpen reads the opened merge request of head into base, if any.
-func (a *Adapter) findOpen(ctx context.Context, head, base string) (workflow.PullRequest, bool, error) {
+func (a *Adapter) findOpen(ctx context.Context, head, base string) (forge.PullRequest, bool, error) {
 	mrs, _, err := a.c.MergeRequests.ListProjectMergeRequests(a.project, &gl.ListProjectMergeRequestsOptions{
 		State: gl.Ptr("opened"), SourceBranch: gl.Ptr(head), TargetBranch: gl.Ptr(base),
 	}, gl.WithContext(ctx))
 	if err != nil {
-		return workflow.PullRequest{}, false, a.fail(fmt.Sprintf("listing the opened merge requests of %s into %s", head, base), err)
+		return forge.PullRequest{}, false, a.fail(fmt.Sprintf("listing the opened merge requests of %s into %s", head, base), err)
 	}
 	for _, m := range mrs {
 		if m.SourceBranch == head && m.TargetBranch == base {
@@ -166,14 +166,14 @@ func (a *Adapter) findOpen(ctx context.Context, head, base string) (workflow.Pul
 			return pr, err == nil, err
 		}
 	}
-	return workflow.PullRequest{}, false, nil
+	return forge.PullRequest{}, false, nil
 }
 
 // PullRequest reads merge request number (its iid) as it is now.
-func (a *Adapter) PullRequest(ctx context.Context, number int) (workflow.PullRequest, error) {
+func (a *Adapter) PullRequest(ctx context.Context, number int) (forge.PullRequest, error) {
 	m, _, err := a.c.MergeRequests.GetMergeRequest(a.project, int64(number), nil, gl.WithContext(ctx))
 	if err != nil {
-		return workflow.PullRequest{}, a.fail(fmt.Sprintf("reading merge request !%d", number), err)
+		return forge.PullRequest{}, a.fail(fmt.Sprintf("reading merge request !%d", number), err)
 	}
 	return translate(&m.BasicMergeRequest), nil
 }
@@ -183,7 +183,7 @@ func (a *Adapter) PullRequest(ctx context.Context, number int) (workflow.PullReq
 // when it was given (the package comment says why and what it cannot
 // tell). GitLab approvals have no id of their own: ID is the approver's
 // user id (one approval per user).
-func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeReview, error) {
+func (a *Adapter) Reviews(ctx context.Context, number int) ([]forge.Review, error) {
 	ap, _, err := a.c.MergeRequestApprovals.GetConfiguration(a.project, int64(number), gl.WithContext(ctx))
 	if err != nil {
 		return nil, a.fail(fmt.Sprintf("reading the approvals of merge request !%d", number), err)
@@ -195,12 +195,12 @@ func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeRevi
 	if err != nil {
 		return nil, err
 	}
-	out := make([]workflow.ForgeReview, 0, len(ap.ApprovedBy))
+	out := make([]forge.Review, 0, len(ap.ApprovedBy))
 	for _, by := range ap.ApprovedBy {
 		if by == nil || by.User == nil {
 			continue
 		}
-		r := workflow.ForgeReview{ID: by.User.ID, Login: by.User.Username, State: workflow.ReviewApproved}
+		r := forge.Review{ID: by.User.ID, Login: by.User.Username, State: forge.ReviewApproved}
 		if by.ApprovedAt != nil {
 			r.At = by.ApprovedAt.UTC()
 			r.CommitSHA = headAt(versions, *by.ApprovedAt)
@@ -209,7 +209,7 @@ func (a *Adapter) Reviews(ctx context.Context, number int) ([]workflow.ForgeRevi
 		}
 		out = append(out, r)
 	}
-	slices.SortStableFunc(out, func(x, y workflow.ForgeReview) int { return x.At.Compare(y.At) })
+	slices.SortStableFunc(out, func(x, y forge.Review) int { return x.At.Compare(y.At) })
 	return out, nil
 }
 
@@ -273,9 +273,9 @@ func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string
 		return "", err
 	}
 	switch {
-	case pr.State == workflow.PullRequestMerged:
+	case pr.State == forge.PullRequestMerged:
 		return pr.MergeCommit, nil
-	case pr.State == workflow.PullRequestClosed:
+	case pr.State == forge.PullRequestClosed:
 		return "", fmt.Errorf("%s: %w: merge request !%d was closed without merge", a.Where(), fault.ErrBlocked, number)
 	case headSHA == "":
 		return "", fmt.Errorf("%s: %w: merging merge request !%d needs the approved commit", a.Where(), fault.ErrUsage, number)
@@ -299,7 +299,7 @@ func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string
 		case (code == http.StatusMethodNotAllowed || code == http.StatusNotAcceptable || code == http.StatusUnprocessableEntity) && errors.As(err, &er):
 			// GitLab answers 405 to a merge request merged between the
 			// read and this call (a person on the web page) too.
-			if again, rerr := a.PullRequest(ctx, number); rerr == nil && again.State == workflow.PullRequestMerged {
+			if again, rerr := a.PullRequest(ctx, number); rerr == nil && again.State == forge.PullRequestMerged {
 				return again.MergeCommit, nil
 			} else if rerr == nil && again.Blocker != "" {
 				return "", fmt.Errorf("%s: %w: gitlab refuses to merge merge request !%d: %s (%s)", a.Where(), fault.ErrBlocked, number, errorText(er), again.Blocker)
@@ -309,14 +309,14 @@ func (a *Adapter) merge(ctx context.Context, number int, headSHA, message string
 		return "", a.fail(fmt.Sprintf("merging merge request !%d", number), err)
 	}
 	done := translate(&m.BasicMergeRequest)
-	if done.State != workflow.PullRequestMerged {
+	if done.State != forge.PullRequestMerged {
 		// The merge runs in GitLab's background jobs; the answer may
 		// still say opened or locked. Read it once more.
 		if again, rerr := a.PullRequest(ctx, number); rerr == nil {
 			done = again
 		}
 	}
-	if done.State != workflow.PullRequestMerged || done.MergeCommit == "" {
+	if done.State != forge.PullRequestMerged || done.MergeCommit == "" {
 		return "", fmt.Errorf("%s: gitlab accepted merge request !%d but has not merged it yet (state %s); resume reads the merge once it lands", a.Where(), number, done.State)
 	}
 	return done.MergeCommit, nil

@@ -18,8 +18,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 const (
@@ -134,10 +134,10 @@ func TestContractOpenPullRequestFindsTheOpenedMergeRequestBeforeCreating(t *test
 		list:                {ok("mrs-list-open.json")},
 		"GET " + mrs + "/7": {ok("mr-open-mergeable.json")},
 	})
-	pr, err := a.adapter().OpenPullRequest(t.Context(), workflow.OpenPullRequestRequest{Head: branch, Base: "main", Title: "t", Body: "b"})
+	pr, err := a.adapter().OpenPullRequest(t.Context(), forge.OpenPullRequestRequest{Head: branch, Base: "main", Title: "t", Body: "b"})
 	require.NoError(t, err)
-	require.Equal(t, workflow.PullRequest{
-		Number: 7, URL: "https://gitlab.example.com/group/sub/env/-/merge_requests/7", State: workflow.PullRequestOpen,
+	require.Equal(t, forge.PullRequest{
+		Number: 7, URL: "https://gitlab.example.com/group/sub/env/-/merge_requests/7", State: forge.PullRequestOpen,
 		Title: "relcap: promote web r1 to staging", Author: "relcap-bot",
 		Head: branch, HeadSHA: head, Base: "main", Mergeable: true,
 	}, pr)
@@ -151,7 +151,7 @@ func TestContractOpenPullRequestCreatesWhenNoneIsOpened(t *testing.T) {
 		"POST " + mrs:       {{status: 201, file: "mr-created.json"}},
 		"GET " + mrs + "/7": {ok("mr-created.json")},
 	})
-	pr, err := a.adapter().OpenPullRequest(t.Context(), workflow.OpenPullRequestRequest{Head: branch, Base: "main", Title: "relcap: promote web r1 to staging", Body: "evidence"})
+	pr, err := a.adapter().OpenPullRequest(t.Context(), forge.OpenPullRequestRequest{Head: branch, Base: "main", Title: "relcap: promote web r1 to staging", Body: "evidence"})
 	require.NoError(t, err)
 	require.Equal(t, 7, pr.Number)
 	require.False(t, pr.Mergeable)
@@ -168,7 +168,7 @@ func TestContractOpenPullRequestReadsTheOneARaceOpened(t *testing.T) {
 		"POST " + mrs:       {{status: 409, file: "create-409.json"}},
 		"GET " + mrs + "/7": {ok("mr-open-mergeable.json")},
 	})
-	pr, err := a.adapter().OpenPullRequest(t.Context(), workflow.OpenPullRequestRequest{Head: branch, Base: "main"})
+	pr, err := a.adapter().OpenPullRequest(t.Context(), forge.OpenPullRequestRequest{Head: branch, Base: "main"})
 	require.NoError(t, err)
 	require.Equal(t, 7, pr.Number)
 }
@@ -176,20 +176,20 @@ func TestContractOpenPullRequestReadsTheOneARaceOpened(t *testing.T) {
 func TestContractPullRequestStates(t *testing.T) {
 	t.Parallel()
 	mergedAt := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
-	for file, want := range map[string]workflow.PullRequest{
-		"mr-closed.json":                     {State: workflow.PullRequestClosed},
-		"mr-merged.json":                     {State: workflow.PullRequestMerged, MergeCommit: merge, MergedBy: "carol", MergedAt: mergedAt},
-		"mr-merged-fast-forward-squash.json": {State: workflow.PullRequestMerged, MergeCommit: squash, MergedBy: "carol", MergedAt: mergedAt},
-		"mr-locked.json":                     {State: workflow.PullRequestOpen, Blocker: "gitlab is merging it (state locked)"},
-		"mr-open-mergeable.json":             {State: workflow.PullRequestOpen, Mergeable: true},
-		"mr-open-not-approved.json":          {State: workflow.PullRequestOpen, Blocker: "the approvals the project requires are missing (detailed_merge_status not_approved)"},
-		"mr-open-ci-must-pass.json":          {State: workflow.PullRequestOpen, Blocker: "the pipeline must succeed first (detailed_merge_status ci_must_pass)"},
-		"mr-open-conflict.json":              {State: workflow.PullRequestOpen, Blocker: "the source branch conflicts with the target branch (detailed_merge_status conflict)"},
+	for file, want := range map[string]forge.PullRequest{
+		"mr-closed.json":                     {State: forge.PullRequestClosed},
+		"mr-merged.json":                     {State: forge.PullRequestMerged, MergeCommit: merge, MergedBy: "carol", MergedAt: mergedAt},
+		"mr-merged-fast-forward-squash.json": {State: forge.PullRequestMerged, MergeCommit: squash, MergedBy: "carol", MergedAt: mergedAt},
+		"mr-locked.json":                     {State: forge.PullRequestOpen, Blocker: "gitlab is merging it (state locked)"},
+		"mr-open-mergeable.json":             {State: forge.PullRequestOpen, Mergeable: true},
+		"mr-open-not-approved.json":          {State: forge.PullRequestOpen, Blocker: "the approvals the project requires are missing (detailed_merge_status not_approved)"},
+		"mr-open-ci-must-pass.json":          {State: forge.PullRequestOpen, Blocker: "the pipeline must succeed first (detailed_merge_status ci_must_pass)"},
+		"mr-open-conflict.json":              {State: forge.PullRequestOpen, Blocker: "the source branch conflicts with the target branch (detailed_merge_status conflict)"},
 	} {
 		a := newAPI(t, map[string][]answer{"GET " + mrs + "/7": {ok(file)}})
 		pr, err := a.adapter().PullRequest(t.Context(), 7)
 		require.NoError(t, err, file)
-		got := workflow.PullRequest{State: pr.State, Mergeable: pr.Mergeable, Blocker: pr.Blocker, MergeCommit: pr.MergeCommit, MergedBy: pr.MergedBy, MergedAt: pr.MergedAt}
+		got := forge.PullRequest{State: pr.State, Mergeable: pr.Mergeable, Blocker: pr.Blocker, MergeCommit: pr.MergeCommit, MergedBy: pr.MergedBy, MergedAt: pr.MergedAt}
 		require.Equal(t, want, got, file)
 		require.Equal(t, head, pr.HeadSHA, file)
 	}
@@ -226,9 +226,9 @@ func TestContractApprovalsAreReviewsOfTheHeadCurrentWhenGiven(t *testing.T) {
 	})
 	got, err := a.adapter().Reviews(t.Context(), 7)
 	require.NoError(t, err)
-	require.Equal(t, []workflow.ForgeReview{
-		{ID: 11, Login: "dave", State: workflow.ReviewApproved, CommitSHA: first, At: time.Date(2026, 12, 1, 10, 5, 0, 0, time.UTC)},
-		{ID: 4, Login: "carol", State: workflow.ReviewApproved, CommitSHA: head, At: time.Date(2026, 12, 1, 10, 25, 0, 0, time.UTC)},
+	require.Equal(t, []forge.Review{
+		{ID: 11, Login: "dave", State: forge.ReviewApproved, CommitSHA: first, At: time.Date(2026, 12, 1, 10, 5, 0, 0, time.UTC)},
+		{ID: 4, Login: "carol", State: forge.ReviewApproved, CommitSHA: head, At: time.Date(2026, 12, 1, 10, 25, 0, 0, time.UTC)},
 	}, got)
 	require.Len(t, a.requests(), 3)
 }
@@ -245,7 +245,7 @@ func TestContractApprovalsWithoutApprovedAt(t *testing.T) {
 		})
 		got, err := a.adapter().Reviews(t.Context(), 7)
 		require.NoError(t, err)
-		require.Equal(t, []workflow.ForgeReview{{ID: 4, Login: "carol", State: workflow.ReviewApproved, CommitSHA: want}}, got)
+		require.Equal(t, []forge.Review{{ID: 4, Login: "carol", State: forge.ReviewApproved, CommitSHA: want}}, got)
 	}
 	a := newAPI(t, map[string][]answer{
 		"GET " + mrs + "/7/approvals":                    {ok("approvals-no-approved-at.json")},

@@ -8,14 +8,14 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
-	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/secret"
 )
 
 // translate turns client-go's merge request into relcap's.
-func translate(m *gl.BasicMergeRequest) workflow.PullRequest {
-	pr := workflow.PullRequest{
+func translate(m *gl.BasicMergeRequest) forge.PullRequest {
+	pr := forge.PullRequest{
 		Number: int(m.IID), URL: m.WebURL, Title: m.Title,
 		Head: m.SourceBranch, HeadSHA: m.SHA, Base: m.TargetBranch,
 	}
@@ -24,7 +24,7 @@ func translate(m *gl.BasicMergeRequest) workflow.PullRequest {
 	}
 	switch m.State {
 	case "merged":
-		pr.State = workflow.PullRequestMerged
+		pr.State = forge.PullRequestMerged
 		pr.MergeCommit = mergeCommit(m)
 		// merge_user (GitLab 14.7 and later) replaces the deprecated
 		// merged_by.
@@ -35,13 +35,13 @@ func translate(m *gl.BasicMergeRequest) workflow.PullRequest {
 			pr.MergedAt = m.MergedAt.UTC()
 		}
 	case "closed":
-		pr.State = workflow.PullRequestClosed
+		pr.State = forge.PullRequestClosed
 	case "locked":
 		// locked is the short state of a merge in progress.
-		pr.State = workflow.PullRequestOpen
+		pr.State = forge.PullRequestOpen
 		pr.Blocker = "gitlab is merging it (state locked)"
 	default: // opened
-		pr.State = workflow.PullRequestOpen
+		pr.State = forge.PullRequestOpen
 		pr.Mergeable, pr.Blocker = mergeability(m)
 	}
 	return pr

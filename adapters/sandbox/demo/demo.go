@@ -21,7 +21,10 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/config"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Options are what a demo run needs, wired by the command.
@@ -41,7 +44,7 @@ type Options struct {
 	// Events prints a headless run's events, one line each.
 	Events workflow.EventSink
 	// PrintPlan prints a reviewed plan as relcap plan does.
-	PrintPlan func(io.Writer, workflow.PlanSummary) error
+	PrintPlan func(io.Writer, tfplan.Summary) error
 	// Cockpit, when set, runs one release in the cockpit, showing notices
 	// in its status bar; nil runs the scripted path headless.
 	Cockpit func(ctx context.Context, releaseID string, notices <-chan string) error
@@ -56,7 +59,7 @@ type Options struct {
 // tag, which could have moved since.
 func Run(ctx context.Context, o Options) ([]*workflow.Release, error) {
 	d := &driver{Options: o}
-	if _, err := o.Journal.Append(ctx, workflow.DemoSandbox{Dir: o.Sandbox.Dir, Registry: o.Sandbox.Registry, Image: o.Sandbox.Image,
+	if _, err := o.Journal.Append(ctx, journal.DemoSandbox{Dir: o.Sandbox.Dir, Registry: o.Sandbox.Registry, Image: o.Sandbox.Image,
 		Digest: o.Sandbox.Digest, ArgoCDSimulator: o.Sandbox.ArgoCD, EnvRepo: o.Sandbox.EnvRepo}); err != nil {
 		return nil, err
 	}
@@ -232,7 +235,7 @@ func (d *driver) fixOwnership(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("reload the corrected ownership map: %w", err)
 	}
 	d.Project.Ownership = fresh.Ownership
-	_, err = d.Journal.Append(ctx, workflow.DemoOwnershipFixed{File: fix.File, Reason: fix.Reason, Removed: fix.Removed, Added: fix.Added})
+	_, err = d.Journal.Append(ctx, journal.DemoOwnershipFixed{File: fix.File, Reason: fix.Reason, Removed: fix.Removed, Added: fix.Added})
 	return err
 }
 
@@ -249,12 +252,12 @@ func (d *driver) approvePlan(ctx context.Context, r *workflow.Release) error {
 		return err
 	}
 	fmt.Fprintln(d.Out)
-	d.Approver.Touch(r.ID, effort.RoleApprover, workflow.StepPlanReview)
+	d.Approver.Tracker().Touch(r.ID, effort.RoleApprover, workflow.StepPlanReview.String())
 	approval, check, err := d.Approver.ApprovePlan(ctx, fp, "sandbox demo: reviewed the changes, including the replacement")
 	if err != nil {
 		return err
 	}
-	d.Approver.Touch(r.ID, effort.RoleApprover, workflow.StepPlanReview)
+	d.Approver.Tracker().Touch(r.ID, effort.RoleApprover, workflow.StepPlanReview.String())
 	if err := d.Approver.FlushEffort(ctx, r.ID); err != nil {
 		return err
 	}
@@ -271,12 +274,12 @@ func (d *driver) approvePromotion(ctx context.Context, r *workflow.Release) erro
 			fmt.Fprintf(d.Out, "      %s\n", l)
 		}
 	}
-	d.Approver.Touch(r.ID, effort.RoleApprover, workflow.StepPromotion)
+	d.Approver.Tracker().Touch(r.ID, effort.RoleApprover, workflow.StepPromotion.String())
 	approval, check, err := d.Approver.ApproveRelease(ctx, r.ID, "sandbox demo: checked the digest pin")
 	if err != nil {
 		return err
 	}
-	d.Approver.Touch(r.ID, effort.RoleApprover, workflow.StepPromotion)
+	d.Approver.Tracker().Touch(r.ID, effort.RoleApprover, workflow.StepPromotion.String())
 	if err := d.Approver.FlushEffort(ctx, r.ID); err != nil {
 		return err
 	}
@@ -289,11 +292,11 @@ func (d *driver) converged(r *workflow.Release) {
 	fmt.Fprintf(d.Out, "\nrelease %s converged in %s\n", r.ID, r.Env)
 	for _, e := range r.Step(workflow.StepPromotion).Evidence {
 		switch v := e.Detail.(type) {
-		case workflow.DigestResolved:
+		case evidence.DigestResolved:
 			fmt.Fprintf(d.Out, "  digest     %s (%s)\n", e.Subject, v.Platforms)
-		case workflow.DigestVerified:
+		case evidence.DigestVerified:
 			fmt.Fprintf(d.Out, "  copied     into %s: verified, signed %t, %d referrer(s)\n", v.Repository, v.Signed, v.Referrers)
-		case workflow.EnvLanded:
+		case evidence.EnvLanded:
 			fmt.Fprintf(d.Out, "  landed     on %s at %s\n", v.Branch, workflow.ShortHash(e.Subject))
 		}
 	}

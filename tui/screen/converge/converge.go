@@ -18,6 +18,7 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/finding"
 )
 
@@ -100,8 +101,8 @@ func (m Model) View() string {
 	intended := r.Checkpoints.EnvCommit
 	digest := r.Checkpoints.Digest.String()
 	if f, ok := failure(st); ok {
-		var failed *workflow.AppNotConverged
-		if d, _, ok := workflow.EvidenceOf[workflow.AppNotConverged](st.Evidence); ok {
+		var failed *evidence.AppNotConverged
+		if d, _, ok := evidence.Of[evidence.AppNotConverged](st.Evidence); ok {
 			failed = &d
 		}
 		lines = append(lines, m.facts(f, failed, intended, digest)...)
@@ -184,7 +185,7 @@ func failure(st *workflow.StepRecord) (finding.Finding, bool) {
 
 // facts renders the four facts of a failed convergence and the ways out:
 // as the watch recorded them when it ended, or else as last seen.
-func (m Model) facts(f finding.Finding, failed *workflow.AppNotConverged, intended, digest string) []string {
+func (m Model) facts(f finding.Finding, failed *evidence.AppNotConverged, intended, digest string) []string {
 	th := m.Theme
 	label := func(s string) string { return th.Label.Render(fmt.Sprintf("%-19s ", s)) }
 	var images []string

@@ -10,7 +10,7 @@ import (
 	"github.com/relcap/relcap/tui/keys"
 	"github.com/relcap/relcap/tui/screen/effort"
 	"github.com/relcap/relcap/tui/theme"
-	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/offtool"
 )
 
 func TestEffortScreenChartsHoursPerReleaseAndEffortByStep(t *testing.T) {
@@ -20,7 +20,7 @@ func TestEffortScreenChartsHoursPerReleaseAndEffortByStep(t *testing.T) {
 	require.NoError(t, err)
 	r, err := fixture.Start(t.Context(), svc)
 	require.NoError(t, err)
-	_, _, err = svc.LogEffort(t.Context(), workflow.OffToolRequest{ReleaseID: r.ID, Minutes: 45, What: "go/no-go call"})
+	_, err = offtool.Log(t.Context(), svc.Deps(), offtool.Request{ReleaseID: r.ID, Minutes: 45, What: "go/no-go call"})
 	require.NoError(t, err)
 
 	m := effort.New(fx.Reports(), theme.New(true), keys.Default())

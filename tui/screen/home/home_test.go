@@ -14,6 +14,7 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/oplock"
 )
 
 type noEffort struct{}
@@ -27,8 +28,8 @@ func (noEffort) Effort(context.Context, string) ([]effort.Entry, error) { return
 func TestALockRefusalShowsItsHolderAndSaysToWaitOrAsk(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
-	le := &workflow.LockedError{Scope: workflow.LockScope{Kind: workflow.LockApply, Key: "web:infra/staging@default"},
-		Holder: workflow.LockHolder{Actor: "bob", What: "apply plan 1a2b3c4d5e6f in staging", Since: t0}, Age: 2 * time.Minute}
+	le := &oplock.LockedError{Scope: oplock.Scope{Kind: oplock.Apply, Key: "web:infra/staging@default"},
+		Holder: oplock.Holder{Actor: "bob", What: "apply plan 1a2b3c4d5e6f in staging", Since: t0}, Age: 2 * time.Minute}
 	r := workflow.NewRelease("web-staging-1", "web", "staging", "img:1", "alice", t0)
 	for _, k := range []workflow.StepKind{workflow.StepOwnership, workflow.StepPlanReview} {
 		r.Step(k).Status = workflow.Succeeded

@@ -20,14 +20,16 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // Port is what the plan screen needs of the workflow; *workflow.Service
 // implements it.
 type Port interface {
-	Plan(ctx context.Context, fingerprint string) (workflow.PlanSummary, error)
-	PlanApprovals(ctx context.Context, p workflow.PlanSummary) (approval.Check, error)
+	Plan(ctx context.Context, fingerprint string) (tfplan.Summary, error)
+	PlanApprovals(ctx context.Context, p tfplan.Summary) (approval.Check, error)
 	ApprovePlan(ctx context.Context, fingerprint, comment string) (approval.Approval, approval.Check, error)
 	MayApprove(env string, kind approval.Kind, author string) error
 	Project() *workflow.Project
@@ -48,7 +50,7 @@ type Model struct {
 	// gen counts plan loads; a result for an older fingerprint is dropped.
 	gen     int
 	fp      string
-	plan    *workflow.PlanSummary
+	plan    *tfplan.Summary
 	check   approval.Check
 	loadErr error
 
@@ -77,7 +79,7 @@ type Model struct {
 // planLoadedMsg is the result of loading a plan and counting its approvals.
 type planLoadedMsg struct {
 	gen   int
-	plan  workflow.PlanSummary
+	plan  tfplan.Summary
 	check approval.Check
 	err   error
 }
@@ -111,7 +113,7 @@ func (m Model) Capturing() bool { return m.filtering || m.confirming }
 func (m Model) Fingerprint() string { return m.fp }
 
 // Plan is the loaded plan, or nil.
-func (m Model) Plan() *workflow.PlanSummary { return m.plan }
+func (m Model) Plan() *tfplan.Summary { return m.plan }
 
 // Update handles messages.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
@@ -194,7 +196,7 @@ func (m Model) Log() screen.LogPane { return m.log }
 
 // SetPlan shows p with its approvals; tests and benchmarks use it to skip
 // the ledger.
-func (m *Model) SetPlan(p workflow.PlanSummary, check approval.Check) {
+func (m *Model) SetPlan(p tfplan.Summary, check approval.Check) {
 	m.fp = p.Fingerprint
 	m.plan = &p
 	m.check = check
@@ -367,7 +369,7 @@ func (m *Model) applyFilter() {
 	}
 	f := strings.ToLower(m.filter)
 	for i, c := range m.plan.Changes {
-		if c.Action == workflow.ActionNoop {
+		if c.Action == tfplan.ActionNoop {
 			continue
 		}
 		if f == "" || matches(c, f) {
@@ -385,7 +387,7 @@ func (m *Model) applyFilter() {
 }
 
 // row is the change a list row shows, and whether it is drift.
-func (m Model) row(i int) (workflow.ResourceChange, *workflow.DriftedResource) {
+func (m Model) row(i int) (tfplan.ResourceChange, *tfplan.DriftedResource) {
 	n := m.rows[i]
 	if n < len(m.plan.Changes) {
 		return m.plan.Changes[n], nil
@@ -394,7 +396,7 @@ func (m Model) row(i int) (workflow.ResourceChange, *workflow.DriftedResource) {
 	return d.ResourceChange, d
 }
 
-func matches(c workflow.ResourceChange, f string) bool {
+func matches(c tfplan.ResourceChange, f string) bool {
 	if strings.Contains(strings.ToLower(c.Address), f) || strings.Contains(string(c.Action), f) || strings.Contains(strings.ToLower(c.Type), f) {
 		return true
 	}
@@ -516,7 +518,7 @@ func NeedsReview(r *workflow.Release) bool {
 	}
 	// Evidence accumulates over attempts; only the current plan counts.
 	for _, e := range r.Step(workflow.StepPlanReview).Evidence {
-		if reviewed, ok := e.Detail.(workflow.PlanReviewed); ok && e.Subject == r.Checkpoints.Fingerprint && reviewed.HasChanges() {
+		if reviewed, ok := e.Detail.(evidence.PlanReviewed); ok && e.Subject == r.Checkpoints.Fingerprint && reviewed.HasChanges() {
 			return true
 		}
 	}

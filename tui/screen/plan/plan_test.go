@@ -19,6 +19,7 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // blockedAtReview runs a staging release as alice until the plan review
@@ -98,7 +99,7 @@ func TestPlanDetailMasksSensitiveValues(t *testing.T) {
 	v := ansi.Strip(m.View())
 	require.Contains(t, v, "aws_db_instance.main")
 	require.Contains(t, v, "password")
-	require.Contains(t, v, workflow.SensitiveMask)
+	require.Contains(t, v, tfplan.SensitiveMask)
 	require.NotContains(t, v, "hunter")
 	require.Contains(t, v, "forces replacement: engine_version")
 	require.Contains(t, v, "(known after apply)")
@@ -260,9 +261,9 @@ func TestDriftIsItsOwnPartOfTheList(t *testing.T) {
 	t.Parallel()
 	m, _, _ := blockedAtReview(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true}, 120, 40)
 	p := *m.Plan()
-	p.Drift = []workflow.DriftedResource{{
-		ResourceChange: workflow.ResourceChange{Address: "kubectl_manifest.web", Type: "kubectl_manifest", Action: workflow.ActionUpdate,
-			Attributes: []workflow.AttributeChange{{Path: "yaml_incluster", Before: workflow.SensitiveMask, After: workflow.SensitiveMask, Sensitive: true}}},
+	p.Drift = []tfplan.DriftedResource{{
+		ResourceChange: tfplan.ResourceChange{Address: "kubectl_manifest.web", Type: "kubectl_manifest", Action: tfplan.ActionUpdate,
+			Attributes: []tfplan.AttributeChange{{Path: "yaml_incluster", Before: tfplan.SensitiveMask, After: tfplan.SensitiveMask, Sensitive: true}}},
 		Object: &ownership.ManagedObject{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"},
 	}}
 	m.SetPlan(p, approval.Check{Required: 1})

@@ -10,6 +10,7 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // wideLayout is the width from which the detail pane sits beside the list
@@ -143,7 +144,7 @@ func (m Model) header() string {
 	return strings.Join(lines, "\n")
 }
 
-func countFlagged(p *workflow.PlanSummary) int {
+func countFlagged(p *tfplan.Summary) int {
 	n := 0
 	for _, c := range p.Changes {
 		if len(c.Flags) > 0 {
@@ -233,29 +234,29 @@ func (m Model) stateLine() string {
 }
 
 // actionGlyph is the one-column sign Terraform users know.
-func actionGlyph(a workflow.Action) string {
+func actionGlyph(a tfplan.Action) string {
 	switch a {
-	case workflow.ActionCreate:
+	case tfplan.ActionCreate:
 		return "+"
-	case workflow.ActionUpdate:
+	case tfplan.ActionUpdate:
 		return "~"
-	case workflow.ActionDelete:
+	case tfplan.ActionDelete:
 		return "-"
-	case workflow.ActionReplaceDeleteFirst, workflow.ActionReplaceCreateFirst:
+	case tfplan.ActionReplaceDeleteFirst, tfplan.ActionReplaceCreateFirst:
 		return "±"
-	case workflow.ActionRead:
+	case tfplan.ActionRead:
 		return "<"
 	}
 	return " "
 }
 
-func (m Model) actionStyle(a workflow.Action) func(...string) string {
+func (m Model) actionStyle(a tfplan.Action) func(...string) string {
 	switch {
 	case a.Destructive():
 		return m.Theme.Err.Render
-	case a == workflow.ActionCreate:
+	case a == tfplan.ActionCreate:
 		return m.Theme.OK.Render
-	case a == workflow.ActionUpdate:
+	case a == tfplan.ActionUpdate:
 		return m.Theme.Warn.Render
 	}
 	return m.Theme.Muted.Render
@@ -295,11 +296,11 @@ func (m Model) list() string {
 	return b.String()
 }
 
-func shortAction(a workflow.Action) string {
+func shortAction(a tfplan.Action) string {
 	switch a {
-	case workflow.ActionReplaceDeleteFirst:
+	case tfplan.ActionReplaceDeleteFirst:
 		return "replace!"
-	case workflow.ActionReplaceCreateFirst:
+	case tfplan.ActionReplaceCreateFirst:
 		return "replace"
 	}
 	return string(a)
@@ -319,7 +320,7 @@ func clip(s string, n int) string {
 
 // detail renders the selected change: action, flags, what forces
 // replacement and the attribute diff. Values arrive masked from the
-// domain; Sensitive ones are shown as workflow.SensitiveMask regardless.
+// domain; Sensitive ones are shown as tfplan.SensitiveMask regardless.
 func (m Model) detail(w int) string {
 	th := m.Theme
 	if len(m.rows) == 0 {
@@ -359,7 +360,7 @@ func (m Model) detail(w int) string {
 func value(v string, sensitive, unknown bool) string {
 	switch {
 	case sensitive:
-		return workflow.SensitiveMask
+		return tfplan.SensitiveMask
 	case unknown:
 		return "(known after apply)"
 	case v == "":

@@ -21,7 +21,9 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // Port is what the promotion screen needs of the workflow;
@@ -234,7 +236,7 @@ func (m Model) View() string {
 
 	digest := r.Checkpoints.Digest.String()
 	lines = append(lines, th.Label.Render("Digest     ")+orNone(th, digest))
-	if resolved, _, ok := workflow.EvidenceOf[workflow.DigestResolved](st.Evidence); ok {
+	if resolved, _, ok := evidence.Of[evidence.DigestResolved](st.Evidence); ok {
 		platforms := strings.Join(resolved.Platforms, ", ")
 		if platforms == "" {
 			// Resolved: the image's config names no OS or architecture.
@@ -244,13 +246,13 @@ func (m Model) View() string {
 		lines = append(lines, th.Label.Render("Source     ")+resolved.Repository+th.Muted.Render(" · first seen "+resolved.FirstSeen.UTC().Format(time.RFC3339)))
 		lines = append(lines, th.Label.Render("Provenance ")+provenance(th, resolved.Signed, resolved.Referrers, "at source"))
 	}
-	if verified, _, ok := workflow.EvidenceOf[workflow.DigestVerified](st.Evidence); ok {
+	if verified, _, ok := evidence.Of[evidence.DigestVerified](st.Evidence); ok {
 		lines = append(lines, th.Label.Render("Target     ")+verified.Repository+" "+
 			provenance(th, verified.Signed, verified.Referrers, "after copy")+th.Muted.Render(fmt.Sprintf(" · %d blob(s) uploaded", verified.BlobsUploaded)))
 	}
 	if b := r.Checkpoints.EnvBranch; b != "" {
 		line := th.Label.Render("Env repo   ") + b
-		if _, pinned, ok := workflow.EvidenceOf[workflow.EnvPinned](st.Evidence); ok {
+		if _, pinned, ok := evidence.Of[evidence.EnvPinned](st.Evidence); ok {
 			line += th.Muted.Render(" @ " + workflow.ShortHash(pinned.Subject))
 		}
 		if c := r.Checkpoints.EnvCommit; c != "" {
@@ -297,7 +299,7 @@ func (m Model) action() []string {
 		}
 		head := theme.IconBlocked + " waiting on the forge: "
 		var out []string
-		for i, l := range screen.Wrap("review and merge "+where+fmt.Sprintf(" there; relcap re-checks every %s and continues once it can land", workflow.ForgePollInterval), max(20, m.Width-len([]rune(head)))) {
+		for i, l := range screen.Wrap("review and merge "+where+fmt.Sprintf(" there; relcap re-checks every %s and continues once it can land", forge.PollInterval), max(20, m.Width-len([]rune(head)))) {
 			if i == 0 {
 				out = append(out, th.Warn.Render(head)+l)
 			} else {
@@ -335,7 +337,7 @@ func orNone(th theme.Theme, s string) string {
 
 // pullRequestLines show the promotion's pull request: where it is, where
 // it stands, and each reviewer's latest review, counted or why not.
-func pullRequestLines(th theme.Theme, pr *workflow.PullRequestRecord, width int) []string {
+func pullRequestLines(th theme.Theme, pr *forge.PullRequestRecord, width int) []string {
 	state := string(pr.State)
 	switch {
 	case pr.MergeCommit != "" && pr.ByRelcap:
@@ -346,9 +348,9 @@ func pullRequestLines(th theme.Theme, pr *workflow.PullRequestRecord, width int)
 			by += " by " + pr.MergedBy
 		}
 		state = th.OK.Render(by + " at " + workflow.ShortHash(pr.MergeCommit))
-	case pr.State == workflow.PullRequestClosed:
+	case pr.State == forge.PullRequestClosed:
 		state = th.Err.Render("closed without merge")
-	case pr.State == workflow.PullRequestOpen:
+	case pr.State == forge.PullRequestOpen:
 		state = th.Warn.Render("open") + th.Muted.Render(" at "+workflow.ShortHash(pr.HeadSHA))
 	}
 	lines := []string{th.Label.Render("Pull req.  ") + fmt.Sprintf("#%d %s ", pr.Number, pr.URL) + state}

@@ -16,6 +16,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 type port struct{}
@@ -36,11 +37,11 @@ func TestPromotionScreenShowsThePullRequestAndItsReviews(t *testing.T) {
 	st := r.Step(workflow.StepPromotion)
 	st.Status, st.Message = workflow.Blocked, "pull request #7 (https://forge.test/team/env/pulls/7) waits for 1 more approving review(s) of commit bbbbbbbbbbbb on the forge (0/1)"
 	r.Checkpoints.EnvBranch, r.Checkpoints.EnvPinned = "relcap/staging/web-staging-1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	r.Checkpoints.PullRequest = &workflow.PullRequestRecord{Forge: workflow.ForgeGitea, Number: 7, URL: "https://forge.test/team/env/pulls/7",
-		Head: "relcap/staging/web-staging-1", Base: "main", HeadSHA: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", State: workflow.PullRequestOpen,
-		Reviews: []workflow.ReviewVerdict{
-			{Login: "bob-forge", Principal: "bob", State: workflow.ReviewApproved, Commit: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Why: "approved commit aaaaaaaaaaaa, but the pull request is now at bbbbbbbbbbbb: approvals must be renewed on the new commit"},
-			{Login: "carol", Principal: "carol", State: workflow.ReviewApproved, Commit: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", Counted: true},
+	r.Checkpoints.PullRequest = &forge.PullRequestRecord{Forge: forge.Gitea, Number: 7, URL: "https://forge.test/team/env/pulls/7",
+		Head: "relcap/staging/web-staging-1", Base: "main", HeadSHA: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", State: forge.PullRequestOpen,
+		Reviews: []forge.ReviewVerdict{
+			{Login: "bob-forge", Principal: "bob", State: forge.ReviewApproved, Commit: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Why: "approved commit aaaaaaaaaaaa, but the pull request is now at bbbbbbbbbbbb: approvals must be renewed on the new commit"},
+			{Login: "carol", Principal: "carol", State: forge.ReviewApproved, Commit: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", Counted: true},
 		}}
 	m := promote.New(port{}, theme.New(true), keys.Default())
 	m.SetSize(200, 40)
@@ -71,7 +72,7 @@ func TestPromotionScreenShowsThePullRequestAndItsReviews(t *testing.T) {
 	m.SetSize(200, 40)
 
 	// Closed without merge: blocked, with the step's next action.
-	r.Checkpoints.PullRequest.State = workflow.PullRequestClosed
+	r.Checkpoints.PullRequest.State = forge.PullRequestClosed
 	st.Message = "pull request #7 (https://forge.test/team/env/pulls/7) was closed without merge: reopen pull request #7 on the forge and run relcap resume web-staging-1, or roll back / start a new release"
 	m, _ = m.Update(screen.RunStateMsg{Release: r, Err: fmt.Errorf("%w: %s", fault.ErrBlocked, st.Message)})
 	v = ansi.Strip(m.View())

@@ -21,6 +21,7 @@ import (
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/breakglass"
 	"github.com/relcap/relcap/workflow/rehearsal"
+	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
 )
 
@@ -46,7 +47,7 @@ func drillWorld(t *testing.T, hold chan struct{}) (*workflow.Service, *workflowt
 	require.NoError(t, err)
 	r, err := svc.Start(t.Context(), workflow.StartRequest{Env: "staging", Image: fixture.Image})
 	require.NoError(t, err)
-	w.Changes = []workflow.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Action: workflow.ActionUpdate}}
+	w.Changes = []tfplan.ResourceChange{{Address: "terraform_data.web", Type: "terraform_data", Action: tfplan.ActionUpdate}}
 	base, err := svc.Run(t.Context(), r.ID, nil)
 	require.NoError(t, err)
 	require.Equal(t, workflow.ReleaseConverged, base.Status)

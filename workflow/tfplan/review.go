@@ -1,4 +1,4 @@
-package workflow
+package tfplan
 
 import (
 	"crypto/sha256"
@@ -17,14 +17,14 @@ import (
 )
 
 // The review of a plan, in one place: the Planner reads Terraform and
-// returns PlanFacts (data, secrets masked); ReviewPlan judges them (risk
+// returns Facts (data, secrets masked); ReviewPlan judges them (risk
 // flags, counts, findings) and binds the plan to its inputs with
-// PlanFingerprint; StaleReasons says, at apply time, whether those inputs
+// Fingerprint; StaleReasons says, at apply time, whether those inputs
 // moved.
 
-// PlanFacts are what a Planner read about one plan, translated from
+// Facts are what a Planner read about one plan, translated from
 // Terraform and with every sensitive value masked, before any judgement.
-type PlanFacts struct {
+type Facts struct {
 	Env              string
 	TerraformVersion string
 	Changes          []ResourceChange
@@ -38,10 +38,10 @@ type PlanFacts struct {
 	// moved from another address, objects the state lets go of (counted
 	// as deletes).
 	Imports []string
-	Moves   []PlanMove
+	Moves   []Move
 	Forgets []string
 	// Incomplete, Errored, Deferred, Checks and Actions are what the plan
-	// says about itself (PlanSummary's fields of the same names).
+	// says about itself (Summary's fields of the same names).
 	Incomplete bool
 	Errored    bool
 	Deferred   []DeferredChange
@@ -52,7 +52,7 @@ type PlanFacts struct {
 	// read without Terraform, which nothing can apply.
 	PlanFile  string
 	PlanHash  string // SHA-256 of the plan file
-	Inputs    PlanInputs
+	Inputs    Inputs
 	Author    string
 	CreatedAt time.Time
 	// Root is the Terraform root planned, and MissingLockFile the name of
@@ -61,8 +61,8 @@ type PlanFacts struct {
 	MissingLockFile string
 }
 
-// PlanMove is a resource the plan moves from another address.
-type PlanMove struct {
+// Move is a resource the plan moves from another address.
+type Move struct {
 	Address string
 	From    string
 }
@@ -70,8 +70,8 @@ type PlanMove struct {
 // ReviewPlan is the review of a plan: its facts with counts, risk flags
 // and findings, and, for a saved plan, the fingerprint that binds the
 // plan file to the inputs it was computed from.
-func ReviewPlan(f PlanFacts, rules Classify) PlanSummary {
-	p := PlanSummary{Env: f.Env, TerraformVersion: f.TerraformVersion,
+func ReviewPlan(f Facts, rules Classify) Summary {
+	p := Summary{Env: f.Env, TerraformVersion: f.TerraformVersion,
 		Changes: f.Changes, Outputs: f.Outputs, Drift: f.Drift,
 		Incomplete: f.Incomplete, Errored: f.Errored, Deferred: f.Deferred, Checks: f.Checks, Actions: f.Actions,
 		PlanFile: f.PlanFile, PlanHash: f.PlanHash, Inputs: f.Inputs, Author: f.Author, CreatedAt: f.CreatedAt}
@@ -79,7 +79,7 @@ func ReviewPlan(f PlanFacts, rules Classify) PlanSummary {
 		p.Changes = []ResourceChange{}
 	}
 	if f.PlanHash != "" {
-		p.Fingerprint = PlanFingerprint(f.PlanHash, f.Inputs)
+		p.Fingerprint = Fingerprint(f.PlanHash, f.Inputs)
 	}
 	Review(&p, rules)
 	p.Counts.NoOp += f.NoOps
@@ -116,8 +116,8 @@ func ReviewPlan(f PlanFacts, rules Classify) PlanSummary {
 // Review fills in the counts, risk flags and findings of a plan whose
 // changes have been translated. Risky changes are warnings, not blockers:
 // the reviewer decides, and the approval is bound to what they saw.
-func Review(p *PlanSummary, rules Classify) {
-	p.Counts = PlanCounts{}
+func Review(p *Summary, rules Classify) {
+	p.Counts = Counts{}
 	p.Findings = nil
 	for i := range p.Changes {
 		c := &p.Changes[i]
@@ -174,19 +174,19 @@ func planFinding(c ResourceChange, flag string) finding.Finding {
 	return f
 }
 
-// planFingerprintVersion names the canonical encoding of PlanFingerprint;
+// planFingerprintVersion names the canonical encoding of Fingerprint;
 // change it if the encoding ever changes, so old and new fingerprints
 // never collide.
 const planFingerprintVersion = "relcap.plan-fingerprint.v2"
 
-// PlanFingerprint is a saved plan's identity, which approvals bind to: the
+// Fingerprint is a saved plan's identity, which approvals bind to: the
 // SHA-256 (hex) of a canonical encoding of the plan file's SHA-256 and the
 // inputs. One `name=value` line per field in a fixed order, values quoted
 // with strconv.Quote (so no value can forge a line break), var files,
 // configuration files and variables sorted by name. Plans and approvals in
 // existing ledgers are bound to these values: the encoding never changes
 // without a new planFingerprintVersion.
-func PlanFingerprint(planHash string, in PlanInputs) string {
+func Fingerprint(planHash string, in Inputs) string {
 	var b strings.Builder
 	field := func(name, value string) {
 		b.WriteString(name)
@@ -220,7 +220,7 @@ func PlanFingerprint(planHash string, in PlanInputs) string {
 
 // StaleReasons lists what differs between the inputs a plan was made from
 // and the current ones; empty means the plan is still current.
-func StaleReasons(planned, now PlanInputs) []string {
+func StaleReasons(planned, now Inputs) []string {
 	var r []string
 	if planned.Revision != now.Revision {
 		r = append(r, fmt.Sprintf("source revision moved from %s to %s", revOrNone(planned.Revision), revOrNone(now.Revision)))
@@ -316,7 +316,7 @@ const (
 var refusing = []string{CodePlanErrored, CodePlanIncomplete, CodePlanCheckFailed, CodePlanDriftOwned}
 
 // reviewExtras adds the findings of what a plan shows besides its changes.
-func reviewExtras(p *PlanSummary) {
+func reviewExtras(p *Summary) {
 	if p.Errored {
 		p.Findings = append(p.Findings, finding.Finding{
 			Severity: finding.Blocker, Code: CodePlanErrored, Subject: "plan",
@@ -401,7 +401,7 @@ func attributePaths(as []AttributeChange) []string {
 // is a blocker naming those fields, because the apply would revert them
 // (two green tools, one object flipping between them). It replaces the
 // plan's earlier drift-ownership findings, so reviewing again is safe.
-func ReviewDrift(p *PlanSummary, m ownership.Map) {
+func ReviewDrift(p *Summary, m ownership.Map) {
 	p.Findings = slices.DeleteFunc(p.Findings, func(f finding.Finding) bool { return f.Code == CodePlanDriftOwned })
 	for _, d := range p.Drift {
 		if d.Object == nil {
@@ -445,7 +445,7 @@ func ReviewDrift(p *PlanSummary, m ownership.Map) {
 // the blockers of an errored or incomplete plan, failing checks, and
 // drift that would revert another owner's fields. ok is false for a plan
 // relcap vouches for.
-func (p PlanSummary) Refused() (reason string, refused bool) {
+func (p Summary) Refused() (reason string, refused bool) {
 	var reasons []string
 	for _, f := range p.Findings {
 		if f.Severity == finding.Blocker && slices.Contains(refusing, f.Code) {
@@ -458,10 +458,10 @@ func (p PlanSummary) Refused() (reason string, refused bool) {
 	return strings.Join(reasons, "; "), true
 }
 
-// ReviewPlanDocument finishes the review of a plan document the Terraform
+// ReviewDocument finishes the review of a plan document the Terraform
 // adapter read: its drift against the ownership map, when there is one,
 // and an ErrPlanRefused error when it could not be applied as reviewed.
-func ReviewPlanDocument(review *PlanSummary, own ownership.Map) error {
+func ReviewDocument(review *Summary, own ownership.Map) error {
 	if own.File != "" {
 		ReviewDrift(review, own)
 	}
@@ -469,4 +469,13 @@ func ReviewPlanDocument(review *PlanSummary, own ownership.Map) error {
 		return fmt.Errorf("%w: this plan cannot be applied as reviewed: %s", fault.ErrPlanRefused, why)
 	}
 	return nil
+}
+
+// revOrNone names a revision, or says there is none (as the core's
+// messages do).
+func revOrNone(rev string) string {
+	if rev == "" {
+		return "(none)"
+	}
+	return finding.ShortHash(rev)
 }

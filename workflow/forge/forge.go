@@ -1,10 +1,15 @@
-package workflow
+// Package forge holds what relcap knows of a team's forge (GitHub, GitLab,
+// Gitea): how an environment's changes are reviewed (envrepo.review), a
+// pull request and its reviews as values, what a release keeps of its
+// pull request, and the Forge port its adapters implement. It is a leaf,
+// apart from the release core, because the core, the landing feature, the
+// configuration and the forge adapters all speak these values and none of
+// them should need the others (or the core's release machinery) for it.
+package forge
 
 import (
 	"context"
 	"time"
-
-	"github.com/relcap/relcap/workflow/secret"
 )
 
 // Promotion through the team's forge: where the environment repository's
@@ -27,14 +32,14 @@ const (
 	ReviewByPullRequest ReviewVia = "pull_request"
 )
 
-// ForgeKind names a forge relcap has an adapter for.
-type ForgeKind string
+// Kind names a forge relcap has an adapter for.
+type Kind string
 
 // The forges relcap speaks to.
 const (
-	ForgeGitea  ForgeKind = "gitea"
-	ForgeGitHub ForgeKind = "github"
-	ForgeGitLab ForgeKind = "gitlab"
+	Gitea  Kind = "gitea"
+	GitHub Kind = "github"
+	GitLab Kind = "gitlab"
 )
 
 // MergePolicy says who merges an approved pull request
@@ -72,7 +77,7 @@ type EnvRepoReview struct {
 	// groups nest), and the environment variable holding the API token
 	// (never the token itself; when empty, git's credential helper is
 	// asked for the URL's host).
-	Forge    ForgeKind
+	Forge    Kind
 	URL      string
 	TokenEnv string
 	// CAFile is a PEM file of the authorities the forge's certificate is
@@ -82,11 +87,11 @@ type EnvRepoReview struct {
 	Approvals ReviewApprovals
 	// Users maps forge accounts to principals of the people file; a forge
 	// account not listed is the principal of the same name.
-	Users []ForgeUser
+	Users []User
 }
 
-// ForgeUser is one forge account and the person it is.
-type ForgeUser struct {
+// User is one forge account and the person it is.
+type User struct {
 	Login     string // the forge's user name
 	Principal string // the people file's principal
 }
@@ -138,18 +143,18 @@ type PullRequest struct {
 	MergedAt    time.Time `json:"merged_at,omitzero"`
 }
 
-// ForgePollInterval is how often the cockpit re-reads a pull request that
+// PollInterval is how often the cockpit re-reads a pull request that
 // waits for review or merge on the forge (Service.ForgeMoved), re-running
 // the promotion step when it moved.
-const ForgePollInterval = 5 * time.Second
+const PollInterval = 5 * time.Second
 
 // PullRequestRecord is what a release keeps of its pull request.
 type PullRequestRecord struct {
-	Forge  ForgeKind `json:"forge"`
-	Number int       `json:"number"`
-	URL    string    `json:"url"`
-	Head   string    `json:"head"` // the relcap branch
-	Base   string    `json:"base"` // the environment branch
+	Forge  Kind   `json:"forge"`
+	Number int    `json:"number"`
+	URL    string `json:"url"`
+	Head   string `json:"head"` // the relcap branch
+	Base   string `json:"base"` // the environment branch
 	// HeadSHA is the head commit as last read; Reviews the reviews as last
 	// counted against it.
 	HeadSHA string           `json:"head_sha,omitempty"`
@@ -192,8 +197,8 @@ const (
 	ReviewPending          ReviewState = "pending"
 )
 
-// ForgeReview is one review of a pull request.
-type ForgeReview struct {
+// Review is one review of a pull request.
+type Review struct {
 	ID    int64       `json:"id"`
 	Login string      `json:"login"` // the reviewer's forge account
 	State ReviewState `json:"state"`
@@ -223,7 +228,7 @@ type Forge interface {
 	// ErrNotFound.
 	PullRequest(ctx context.Context, number int) (PullRequest, error)
 	// Reviews lists its reviews, oldest first.
-	Reviews(ctx context.Context, number int) ([]ForgeReview, error)
+	Reviews(ctx context.Context, number int) ([]Review, error)
 	// Merge merges it through the forge's API, never forcing: only while
 	// its head is still headSHA (the reviewed commit; otherwise
 	// ErrBlocked naming both commits) and the forge accepts it (branch
@@ -235,40 +240,8 @@ type Forge interface {
 	Where() string
 }
 
-// ForgeOpener gives the Forge of an environment's review settings (the
+// Opener gives the Forge of an environment's review settings (the
 // wiring builds the adapter of r.Forge with the token of r.TokenEnv).
-type ForgeOpener interface {
+type Opener interface {
 	OpenForge(ctx context.Context, r EnvRepoReview) (Forge, error)
-}
-
-// openForge opens the forge of r with everything relcap sends it masked:
-// a pull request's title and body (a break-glass reason, captured live
-// state, evidence) and a merge's message are text that leaves relcap for
-// people and systems it does not control, so they pass through the
-// process's secrets like everything relcap prints. The one place forges
-// are opened from.
-func (s *Service) openForge(ctx context.Context, r EnvRepoReview) (Forge, error) {
-	if s.d.Forges == nil {
-		return nil, missingPort("forge")
-	}
-	f, err := s.d.Forges.OpenForge(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	return maskingForge{Forge: f, secrets: s.d.Secrets}, nil
-}
-
-// maskingForge masks the process's secrets in what it sends to a forge.
-type maskingForge struct {
-	Forge
-	secrets *secret.Set
-}
-
-func (m maskingForge) OpenPullRequest(ctx context.Context, req OpenPullRequestRequest) (PullRequest, error) {
-	req.Title, req.Body = m.secrets.Scrub(req.Title), m.secrets.Scrub(req.Body)
-	return m.Forge.OpenPullRequest(ctx, req)
-}
-
-func (m maskingForge) Merge(ctx context.Context, number int, headSHA, message string) (string, error) {
-	return m.Forge.Merge(ctx, number, headSHA, m.secrets.Scrub(message))
 }

@@ -1,4 +1,12 @@
-package workflow
+// Package evidence holds the facts a release's steps establish and an
+// auditor can check later (a plan fingerprint, a digest verified in a
+// registry, a Git commit, a converged application), one typed detail per
+// kind, and how they are stored: the kinds' names and the JSON, including
+// the string-valued form of releases recorded before evidence was typed.
+// It is a leaf apart from the release core because the ledger, the journal,
+// the features and the screens all read evidence, and reading a stored
+// fact should need nothing of the machinery that established it.
+package evidence
 
 import (
 	"encoding"
@@ -11,35 +19,36 @@ import (
 
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 )
 
-// EvidenceKind names what a piece of evidence establishes. The names are
+// Kind names what a piece of evidence establishes. The names are
 // stored in the ledger and the journal, so they never change.
-type EvidenceKind string
+type Kind string
 
 // The evidence a release's steps record, one detail type each.
 const (
-	EvidenceOwnershipChecked    EvidenceKind = "ownership.checked"           // OwnershipChecked
-	EvidencePlanReviewed        EvidenceKind = "plan.fingerprint"            // PlanReviewed
-	EvidencePlanApproved        EvidenceKind = "plan.approval"               // PlanApproved
-	EvidencePlanApplied         EvidenceKind = "plan.applied"                // PlanApplied
-	EvidenceDigestResolved      EvidenceKind = "digest.resolved"             // DigestResolved
-	EvidenceDigestVerified      EvidenceKind = "digest.verified"             // DigestVerified
-	EvidenceEnvPinned           EvidenceKind = "envrepo.pinned"              // EnvPinned
-	EvidenceEnvLanded           EvidenceKind = "envrepo.commit"              // EnvLanded
-	EvidencePullRequestOpened   EvidenceKind = "envrepo.pull-request"        // PullRequestOpened
-	EvidencePullRequestMerged   EvidenceKind = "envrepo.pull-request-merged" // PullRequestLanded
-	EvidenceAppConverged        EvidenceKind = "app.converged"               // AppConverged
-	EvidenceAppNotConverged     EvidenceKind = "app.not-converged"           // AppNotConverged
-	EvidenceOperationTerminated EvidenceKind = "app.operation-terminated"    // OperationTerminated
-	EvidenceDrillCopySkipped    EvidenceKind = "digest.drill-unavailable"    // DrillCopySkipped
+	KindOwnershipChecked    Kind = "ownership.checked"           // OwnershipChecked
+	KindPlanReviewed        Kind = "plan.fingerprint"            // PlanReviewed
+	KindPlanApproved        Kind = "plan.approval"               // PlanApproved
+	KindPlanApplied         Kind = "plan.applied"                // PlanApplied
+	KindDigestResolved      Kind = "digest.resolved"             // DigestResolved
+	KindDigestVerified      Kind = "digest.verified"             // DigestVerified
+	KindEnvPinned           Kind = "envrepo.pinned"              // EnvPinned
+	KindEnvLanded           Kind = "envrepo.commit"              // EnvLanded
+	KindPullRequestOpened   Kind = "envrepo.pull-request"        // PullRequestOpened
+	KindPullRequestMerged   Kind = "envrepo.pull-request-merged" // PullRequestLanded
+	KindAppConverged        Kind = "app.converged"               // AppConverged
+	KindAppNotConverged     Kind = "app.not-converged"           // AppNotConverged
+	KindOperationTerminated Kind = "app.operation-terminated"    // OperationTerminated
+	KindDrillCopySkipped    Kind = "digest.drill-unavailable"    // DrillCopySkipped
 )
 
-// EvidenceDetail is the typed content of one kind of evidence.
-type EvidenceDetail interface {
-	// EvidenceKind is the kind this detail type records.
-	EvidenceKind() EvidenceKind
+// Detail is the typed content of one kind of evidence.
+type Detail interface {
+	// Kind is the kind this detail type records.
+	EvidenceKind() Kind
 	// Facts are the detail as named facts, for screens and journals that
 	// list evidence without knowing each kind.
 	Facts() finding.Facts
@@ -48,21 +57,21 @@ type EvidenceDetail interface {
 // Evidence is a fact a step established and an auditor can check later: a
 // plan fingerprint, a digest verified in a registry, a Git commit, a
 // converged application state. Detail is one of the detail types of this
-// file, matching Kind; EvidenceOf finds one by type.
+// file, matching Kind; Of finds one by type.
 type Evidence struct {
-	Kind    EvidenceKind
+	Kind    Kind
 	Subject string // what it is about: a fingerprint, a digest, a commit, an application
-	Detail  EvidenceDetail
+	Detail  Detail
 }
 
-// NewEvidence records detail about subject.
-func NewEvidence(subject string, detail EvidenceDetail) Evidence {
+// New records detail about subject.
+func New(subject string, detail Detail) Evidence {
 	return Evidence{Kind: detail.EvidenceKind(), Subject: subject, Detail: detail}
 }
 
-// EvidenceOf returns the last evidence in es whose detail is a T (the
+// Of returns the last evidence in es whose detail is a T (the
 // latest attempt's, as evidence accumulates over attempts).
-func EvidenceOf[T EvidenceDetail](es []Evidence) (T, Evidence, bool) {
+func Of[T Detail](es []Evidence) (T, Evidence, bool) {
 	for i := len(es) - 1; i >= 0; i-- {
 		if d, ok := es[i].Detail.(T); ok {
 			return d, es[i], true
@@ -94,12 +103,6 @@ type PlanReviewed struct {
 	Delete   int    `json:"delete"`
 	Replace  int    `json:"replace"`
 	Outputs  int    `json:"outputs,omitempty"` // output values that change
-}
-
-// PlanReviewedOf is the evidence detail of a reviewed plan.
-func PlanReviewedOf(p PlanSummary) PlanReviewed {
-	return PlanReviewed{Revision: p.Inputs.Revision, Create: p.Counts.Create, Update: p.Counts.Update, Delete: p.Counts.Delete,
-		Replace: p.Counts.ReplaceDeleteFirst + p.Counts.ReplaceCreateFirst, Outputs: len(p.Outputs)}
 }
 
 // HasChanges reports whether the reviewed plan changes anything, as
@@ -166,11 +169,11 @@ type EnvLanded struct {
 // PullRequestOpened: the pinned branch is under review in a pull request
 // on the forge (Subject is its address).
 type PullRequestOpened struct {
-	Number int       `json:"number"`
-	Forge  ForgeKind `json:"forge"`
-	Head   string    `json:"head"`
-	Base   string    `json:"base"`
-	Commit string    `json:"commit"`
+	Number int        `json:"number"`
+	Forge  forge.Kind `json:"forge"`
+	Head   string     `json:"head"`
+	Base   string     `json:"base"`
+	Commit string     `json:"commit"`
 }
 
 // PullRequestLanded: the pull request merged (Subject is the merge commit,
@@ -220,20 +223,20 @@ type OperationTerminated struct {
 	Message  string `json:"message"`
 }
 
-// EvidenceKind implementations.
-func (OwnershipChecked) EvidenceKind() EvidenceKind    { return EvidenceOwnershipChecked }
-func (PlanReviewed) EvidenceKind() EvidenceKind        { return EvidencePlanReviewed }
-func (PlanApproved) EvidenceKind() EvidenceKind        { return EvidencePlanApproved }
-func (PlanApplied) EvidenceKind() EvidenceKind         { return EvidencePlanApplied }
-func (DigestResolved) EvidenceKind() EvidenceKind      { return EvidenceDigestResolved }
-func (DigestVerified) EvidenceKind() EvidenceKind      { return EvidenceDigestVerified }
-func (EnvPinned) EvidenceKind() EvidenceKind           { return EvidenceEnvPinned }
-func (EnvLanded) EvidenceKind() EvidenceKind           { return EvidenceEnvLanded }
-func (PullRequestOpened) EvidenceKind() EvidenceKind   { return EvidencePullRequestOpened }
-func (PullRequestLanded) EvidenceKind() EvidenceKind   { return EvidencePullRequestMerged }
-func (AppConverged) EvidenceKind() EvidenceKind        { return EvidenceAppConverged }
-func (AppNotConverged) EvidenceKind() EvidenceKind     { return EvidenceAppNotConverged }
-func (OperationTerminated) EvidenceKind() EvidenceKind { return EvidenceOperationTerminated }
+// Kind implementations.
+func (OwnershipChecked) EvidenceKind() Kind    { return KindOwnershipChecked }
+func (PlanReviewed) EvidenceKind() Kind        { return KindPlanReviewed }
+func (PlanApproved) EvidenceKind() Kind        { return KindPlanApproved }
+func (PlanApplied) EvidenceKind() Kind         { return KindPlanApplied }
+func (DigestResolved) EvidenceKind() Kind      { return KindDigestResolved }
+func (DigestVerified) EvidenceKind() Kind      { return KindDigestVerified }
+func (EnvPinned) EvidenceKind() Kind           { return KindEnvPinned }
+func (EnvLanded) EvidenceKind() Kind           { return KindEnvLanded }
+func (PullRequestOpened) EvidenceKind() Kind   { return KindPullRequestOpened }
+func (PullRequestLanded) EvidenceKind() Kind   { return KindPullRequestMerged }
+func (AppConverged) EvidenceKind() Kind        { return KindAppConverged }
+func (AppNotConverged) EvidenceKind() Kind     { return KindAppNotConverged }
+func (OperationTerminated) EvidenceKind() Kind { return KindOperationTerminated }
 
 // DrillCopySkipped: a rehearsal's unavailable-image drill pinned a digest
 // that exists in no registry, on purpose, so the copy was skipped (there
@@ -243,7 +246,7 @@ type DrillCopySkipped struct {
 	Repository string `json:"repository"`
 }
 
-func (DrillCopySkipped) EvidenceKind() EvidenceKind { return EvidenceDrillCopySkipped }
+func (DrillCopySkipped) EvidenceKind() Kind { return KindDrillCopySkipped }
 
 // Facts implementations: every field, by its stored name.
 func (d OwnershipChecked) Facts() finding.Facts    { return factsOf(d) }
@@ -263,57 +266,57 @@ func (d DrillCopySkipped) Facts() finding.Facts    { return factsOf(d) }
 
 // newDetail returns a pointer to a zero detail of kind, or nil for a kind
 // this version does not know.
-func newDetail(k EvidenceKind) EvidenceDetail {
+func newDetail(k Kind) Detail {
 	switch k {
-	case EvidenceOwnershipChecked:
+	case KindOwnershipChecked:
 		return &OwnershipChecked{}
-	case EvidencePlanReviewed:
+	case KindPlanReviewed:
 		return &PlanReviewed{}
-	case EvidencePlanApproved:
+	case KindPlanApproved:
 		return &PlanApproved{}
-	case EvidencePlanApplied:
+	case KindPlanApplied:
 		return &PlanApplied{}
-	case EvidenceDigestResolved:
+	case KindDigestResolved:
 		return &DigestResolved{}
-	case EvidenceDigestVerified:
+	case KindDigestVerified:
 		return &DigestVerified{}
-	case EvidenceEnvPinned:
+	case KindEnvPinned:
 		return &EnvPinned{}
-	case EvidenceEnvLanded:
+	case KindEnvLanded:
 		return &EnvLanded{}
-	case EvidencePullRequestOpened:
+	case KindPullRequestOpened:
 		return &PullRequestOpened{}
-	case EvidencePullRequestMerged:
+	case KindPullRequestMerged:
 		return &PullRequestLanded{}
-	case EvidenceAppConverged:
+	case KindAppConverged:
 		return &AppConverged{}
-	case EvidenceAppNotConverged:
+	case KindAppNotConverged:
 		return &AppNotConverged{}
-	case EvidenceOperationTerminated:
+	case KindOperationTerminated:
 		return &OperationTerminated{}
-	case EvidenceDrillCopySkipped:
+	case KindDrillCopySkipped:
 		return &DrillCopySkipped{}
 	}
 	return nil
 }
 
-// UnknownEvidence is evidence of a kind this version of relcap does not
+// Unknown is evidence of a kind this version of relcap does not
 // know (written by a newer one): kept as it was stored, so saving the
 // release again loses nothing.
-type UnknownEvidence struct {
-	Kind EvidenceKind
+type Unknown struct {
+	Kind Kind
 	Raw  json.RawMessage
 }
 
-// EvidenceKind is the stored kind.
-func (u UnknownEvidence) EvidenceKind() EvidenceKind { return u.Kind }
+// Kind is the stored kind.
+func (u Unknown) EvidenceKind() Kind { return u.Kind }
 
 // Facts lists nothing: the detail's shape is unknown.
-func (u UnknownEvidence) Facts() finding.Facts { return nil }
+func (u Unknown) Facts() finding.Facts { return nil }
 
 // evidenceJSON is how evidence is stored.
 type evidenceJSON struct {
-	Kind    EvidenceKind    `json:"kind"`
+	Kind    Kind            `json:"kind"`
 	Subject string          `json:"subject"`
 	Detail  json.RawMessage `json:"detail,omitempty"`
 }
@@ -323,7 +326,7 @@ func (e Evidence) MarshalJSON() ([]byte, error) {
 	v := evidenceJSON{Kind: e.Kind, Subject: e.Subject}
 	switch d := e.Detail.(type) {
 	case nil:
-	case UnknownEvidence:
+	case Unknown:
 		v.Detail = d.Raw
 	default:
 		b, err := json.Marshal(d)
@@ -350,7 +353,7 @@ func (e *Evidence) UnmarshalJSON(b []byte) error {
 	*e = Evidence{Kind: v.Kind, Subject: v.Subject}
 	d := newDetail(v.Kind)
 	if d == nil {
-		e.Detail = UnknownEvidence{Kind: v.Kind, Raw: v.Detail}
+		e.Detail = Unknown{Kind: v.Kind, Raw: v.Detail}
 		return nil
 	}
 	if len(v.Detail) > 0 {
@@ -364,7 +367,7 @@ func (e *Evidence) UnmarshalJSON(b []byte) error {
 			}
 		}
 	}
-	e.Detail = reflect.ValueOf(d).Elem().Interface().(EvidenceDetail)
+	e.Detail = reflect.ValueOf(d).Elem().Interface().(Detail)
 	return nil
 }
 

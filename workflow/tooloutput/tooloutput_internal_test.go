@@ -1,4 +1,4 @@
-package workflow
+package tooloutput
 
 import (
 	"testing"
@@ -30,7 +30,7 @@ func TestToolLinesAreCleanedOfWhatWouldMoveTheCursor(t *testing.T) {
 func TestOutputLinesSplitWritesAndKeepAPartialLine(t *testing.T) {
 	t.Parallel()
 	var got []string
-	o := newOutputLines(func(s string) { got = append(got, s) }, nil)
+	o := NewLines(func(s string) { got = append(got, s) }, nil)
 	_, _ = o.Write([]byte("Initial"))
 	_, _ = o.Write([]byte("izing\r\nthe backend\npart"))
 	require.Equal(t, []string{"Initializing", "the backend"}, got)

@@ -1,4 +1,4 @@
-package workflow
+package journal
 
 import (
 	"time"
@@ -6,11 +6,13 @@ import (
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/finding"
-	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/oplock"
+	"github.com/relcap/relcap/workflow/tfplan"
 )
 
-// JournalRecord is the data of one journal entry. Its type says what it
+// Record is the data of one journal entry. Its type says what it
 // records, and JournalKind the name the entry is stored under. This file
 // is the catalogue of the release core's records (sessions, steps, plans,
 // applies, locks, approvals, ownership, rollback, the demo): one type per
@@ -19,8 +21,8 @@ import (
 // writes them (workflow/rehearsal, workflow/breakglass, workflow/landing
 // for the promotion.pr_* records). Kinds are stored, so their names never
 // change.
-type JournalRecord interface {
-	JournalKind() journal.Kind
+type Record interface {
+	JournalKind() Kind
 }
 
 // Sessions: one per state-changing command or cockpit run.
@@ -62,12 +64,12 @@ type ScreenRecorded struct {
 
 // ReleaseStarted: a release (or promotion) was created.
 type ReleaseStarted struct {
-	Release         string      `json:"release"`
-	Kind            ReleaseKind `json:"kind"`
-	Env             string      `json:"env"`
-	Image           string      `json:"image"`
-	Captain         string      `json:"captain"`
-	ForceUnverified string      `json:"force_unverified"`
+	Release         string `json:"release"`
+	Kind            string `json:"kind"` // the release's workflow.ReleaseKind
+	Env             string `json:"env"`
+	Image           string `json:"image"`
+	Captain         string `json:"captain"`
+	ForceUnverified string `json:"force_unverified"`
 }
 
 // ReleaseImageSet: a release started without its image (by relcap plan)
@@ -88,12 +90,12 @@ type StepStarted struct {
 
 // StepFinished: a step ended with Status, its evidence and findings.
 type StepFinished struct {
-	Release  string            `json:"release"`
-	Step     string            `json:"step"`
-	Status   string            `json:"status"`
-	Message  string            `json:"message"`
-	Evidence []Evidence        `json:"evidence,omitempty"`
-	Findings []finding.Finding `json:"findings,omitempty"`
+	Release  string              `json:"release"`
+	Step     string              `json:"step"`
+	Status   string              `json:"status"`
+	Message  string              `json:"message"`
+	Evidence []evidence.Evidence `json:"evidence,omitempty"`
+	Findings []finding.Finding   `json:"findings,omitempty"`
 }
 
 // StepInterrupted: the run was cancelled inside a step, which stays
@@ -137,13 +139,15 @@ type PromotionForceUnverified struct {
 	Reason   string `json:"reason"`
 }
 
-// OperationTerminated (as evidence, and journaled under
-// convergence.operation-terminated) ends Argo CD's retries of a failed sync.
+// OperationTerminatedRecord journals the evidence that relcap ended Argo
+// CD's retries of a failed sync (evidence.OperationTerminated), under
+// convergence.operation-terminated.
+type OperationTerminatedRecord struct{ evidence.OperationTerminated }
 
 // TerminateFailed: ending Argo CD's retries was refused; the rollback
 // waits them out instead.
 type TerminateFailed struct {
-	OperationTerminated
+	evidence.OperationTerminated
 	Error string `json:"error"`
 }
 
@@ -189,8 +193,8 @@ type PlanRecorded struct {
 	Env         string              `json:"env"`
 	Fingerprint string              `json:"fingerprint"`
 	PlanFileSHA string              `json:"plan_file_sha256"`
-	Inputs      PlanInputs          `json:"inputs"`
-	Counts      PlanCounts          `json:"counts"`
+	Inputs      tfplan.Inputs       `json:"inputs"`
+	Counts      tfplan.Counts       `json:"counts"`
 	Flagged     map[string][]string `json:"flagged"` // risk flag → addresses
 	Author      string              `json:"author"`
 	// AuthorKey is the fingerprint of the key that signed the plan as its
@@ -207,12 +211,12 @@ type PlanRecorded struct {
 // of Principals (the people allowed to apply) until ExpiresAt; Skipped
 // are their keys it could not be encrypted to.
 type PlanShared struct {
-	Env         string             `json:"env"`
-	Fingerprint string             `json:"fingerprint"`
-	Principals  []string           `json:"principals"`
-	Recipients  []PlanRecipient    `json:"recipients"`
-	Skipped     []SkippedRecipient `json:"skipped,omitempty"`
-	ExpiresAt   time.Time          `json:"expires_at"`
+	Env         string                    `json:"env"`
+	Fingerprint string                    `json:"fingerprint"`
+	Principals  []string                  `json:"principals"`
+	Recipients  []tfplan.Recipient        `json:"recipients"`
+	Skipped     []tfplan.SkippedRecipient `json:"skipped,omitempty"`
+	ExpiresAt   time.Time                 `json:"expires_at"`
 }
 
 // PlanFetched: this machine did not have the plan file, so apply fetched
@@ -268,15 +272,15 @@ type ApplyDone struct {
 // captain holds its operation lock (Kind, Key): who (Holder, on HolderHost
 // as HolderPID), doing what, since when; Reason is the message shown.
 type LockRefused struct {
-	Kind        LockKind   `json:"kind"`
-	Key         string     `json:"key"`
-	Release     string     `json:"release,omitempty"`
-	Holder      string     `json:"holder"`
-	HolderWhat  string     `json:"holder_what"`
-	HolderSince *time.Time `json:"holder_since,omitempty"`
-	HolderHost  string     `json:"holder_host,omitempty"`
-	HolderPID   int        `json:"holder_pid,omitempty"`
-	Reason      string     `json:"reason"`
+	Kind        oplock.Kind `json:"kind"`
+	Key         string      `json:"key"`
+	Release     string      `json:"release,omitempty"`
+	Holder      string      `json:"holder"`
+	HolderWhat  string      `json:"holder_what"`
+	HolderSince *time.Time  `json:"holder_since,omitempty"`
+	HolderHost  string      `json:"holder_host,omitempty"`
+	HolderPID   int         `json:"holder_pid,omitempty"`
+	Reason      string      `json:"reason"`
 }
 
 // UnlockRequested: a person asked to force-unlock a state lock whose holder
@@ -377,88 +381,88 @@ type DemoOwnershipFixed struct {
 
 // The journal kinds, one per record type above (Kind + its name).
 const (
-	KindSessionOpened            journal.Kind = "session.opened"
-	KindSessionRelease           journal.Kind = "session.release"
-	KindSessionClosed            journal.Kind = "session.closed"
-	KindScreenRecorded           journal.Kind = "screen.recorded"
-	KindReleaseStarted           journal.Kind = "release.started"
-	KindReleaseImageSet          journal.Kind = "release.image-set"
-	KindStepStarted              journal.Kind = "step.started"
-	KindStepFinished             journal.Kind = "step.finished"
-	KindStepOutput               journal.Kind = "step.output"
-	KindStepInterrupted          journal.Kind = "step.interrupted"
-	KindReleaseDone              journal.Kind = "release.converged"
-	KindEffortLost               journal.Kind = "effort.lost"
-	KindPromotionForceUnverified journal.Kind = "promotion.force-unverified"
-	KindOperationTerminated      journal.Kind = "convergence.operation-terminated"
-	KindTerminateFailed          journal.Kind = "convergence.terminate-failed"
-	KindConvergeDone             journal.Kind = "converge.done"
-	KindConvergeFailed           journal.Kind = "converge.failed"
-	KindConvergeTimeout          journal.Kind = "converge.timeout"
-	KindPlanStarted              journal.Kind = "plan.started"
-	KindPlanFailed               journal.Kind = "plan.failed"
-	KindPlanRecorded             journal.Kind = "plan.reviewed"
-	KindPlanShared               journal.Kind = "plan.shared"
-	KindPlanFetched              journal.Kind = "plan.fetched"
-	KindApplyRefused             journal.Kind = "apply.refused"
-	KindApplyStarted             journal.Kind = "apply.started"
-	KindApplyInterrupted         journal.Kind = "apply.interrupted"
-	KindApplyFailed              journal.Kind = "apply.failed"
-	KindApplyDone                journal.Kind = "apply.done"
-	KindLockRefused              journal.Kind = "lock.refused"
-	KindUnlockRequested          journal.Kind = "unlock.requested"
-	KindUnlockFailed             journal.Kind = "unlock.failed"
-	KindUnlockDone               journal.Kind = "unlock.done"
-	KindApprovalRecorded         journal.Kind = "approval.recorded"
-	KindApprovalRefused          journal.Kind = "approval.refused"
-	KindEffortLogged             journal.Kind = "effort.logged"
-	KindOwnershipCheckRecorded   journal.Kind = "ownership.checked"
-	KindOwnershipCheckFailed     journal.Kind = "ownership.failed"
-	KindRollbackStarted          journal.Kind = "rollback.started"
-	KindRollbackRefused          journal.Kind = "rollback.refused"
-	KindDemoSandbox              journal.Kind = "demo.sandbox"
-	KindDemoOwnershipFixed       journal.Kind = "demo.ownership-fixed"
+	KindSessionOpened            Kind = "session.opened"
+	KindSessionRelease           Kind = "session.release"
+	KindSessionClosed            Kind = "session.closed"
+	KindScreenRecorded           Kind = "screen.recorded"
+	KindReleaseStarted           Kind = "release.started"
+	KindReleaseImageSet          Kind = "release.image-set"
+	KindStepStarted              Kind = "step.started"
+	KindStepFinished             Kind = "step.finished"
+	KindStepOutput               Kind = "step.output"
+	KindStepInterrupted          Kind = "step.interrupted"
+	KindReleaseDone              Kind = "release.converged"
+	KindEffortLost               Kind = "effort.lost"
+	KindPromotionForceUnverified Kind = "promotion.force-unverified"
+	KindOperationTerminated      Kind = "convergence.operation-terminated"
+	KindTerminateFailed          Kind = "convergence.terminate-failed"
+	KindConvergeDone             Kind = "converge.done"
+	KindConvergeFailed           Kind = "converge.failed"
+	KindConvergeTimeout          Kind = "converge.timeout"
+	KindPlanStarted              Kind = "plan.started"
+	KindPlanFailed               Kind = "plan.failed"
+	KindPlanRecorded             Kind = "plan.reviewed"
+	KindPlanShared               Kind = "plan.shared"
+	KindPlanFetched              Kind = "plan.fetched"
+	KindApplyRefused             Kind = "apply.refused"
+	KindApplyStarted             Kind = "apply.started"
+	KindApplyInterrupted         Kind = "apply.interrupted"
+	KindApplyFailed              Kind = "apply.failed"
+	KindApplyDone                Kind = "apply.done"
+	KindLockRefused              Kind = "lock.refused"
+	KindUnlockRequested          Kind = "unlock.requested"
+	KindUnlockFailed             Kind = "unlock.failed"
+	KindUnlockDone               Kind = "unlock.done"
+	KindApprovalRecorded         Kind = "approval.recorded"
+	KindApprovalRefused          Kind = "approval.refused"
+	KindEffortLogged             Kind = "effort.logged"
+	KindOwnershipCheckRecorded   Kind = "ownership.checked"
+	KindOwnershipCheckFailed     Kind = "ownership.failed"
+	KindRollbackStarted          Kind = "rollback.started"
+	KindRollbackRefused          Kind = "rollback.refused"
+	KindDemoSandbox              Kind = "demo.sandbox"
+	KindDemoOwnershipFixed       Kind = "demo.ownership-fixed"
 )
 
 // The kinds, by the name each record is stored under.
-func (SessionOpened) JournalKind() journal.Kind            { return KindSessionOpened }
-func (SessionRelease) JournalKind() journal.Kind           { return KindSessionRelease }
-func (SessionClosed) JournalKind() journal.Kind            { return KindSessionClosed }
-func (ScreenRecorded) JournalKind() journal.Kind           { return KindScreenRecorded }
-func (ReleaseStarted) JournalKind() journal.Kind           { return KindReleaseStarted }
-func (ReleaseImageSet) JournalKind() journal.Kind          { return KindReleaseImageSet }
-func (StepStarted) JournalKind() journal.Kind              { return KindStepStarted }
-func (StepFinished) JournalKind() journal.Kind             { return KindStepFinished }
-func (StepOutput) JournalKind() journal.Kind               { return KindStepOutput }
-func (StepInterrupted) JournalKind() journal.Kind          { return KindStepInterrupted }
-func (ReleaseDone) JournalKind() journal.Kind              { return KindReleaseDone }
-func (EffortLost) JournalKind() journal.Kind               { return KindEffortLost }
-func (PromotionForceUnverified) JournalKind() journal.Kind { return KindPromotionForceUnverified }
-func (OperationTerminated) JournalKind() journal.Kind      { return KindOperationTerminated }
-func (TerminateFailed) JournalKind() journal.Kind          { return KindTerminateFailed }
-func (ConvergeDone) JournalKind() journal.Kind             { return KindConvergeDone }
-func (ConvergeFailed) JournalKind() journal.Kind           { return KindConvergeFailed }
-func (ConvergeTimeout) JournalKind() journal.Kind          { return KindConvergeTimeout }
-func (PlanStarted) JournalKind() journal.Kind              { return KindPlanStarted }
-func (PlanFailed) JournalKind() journal.Kind               { return KindPlanFailed }
-func (PlanRecorded) JournalKind() journal.Kind             { return KindPlanRecorded }
-func (PlanShared) JournalKind() journal.Kind               { return KindPlanShared }
-func (PlanFetched) JournalKind() journal.Kind              { return KindPlanFetched }
-func (ApplyRefused) JournalKind() journal.Kind             { return KindApplyRefused }
-func (ApplyStarted) JournalKind() journal.Kind             { return KindApplyStarted }
-func (ApplyInterrupted) JournalKind() journal.Kind         { return KindApplyInterrupted }
-func (ApplyFailed) JournalKind() journal.Kind              { return KindApplyFailed }
-func (ApplyDone) JournalKind() journal.Kind                { return KindApplyDone }
-func (LockRefused) JournalKind() journal.Kind              { return KindLockRefused }
-func (UnlockRequested) JournalKind() journal.Kind          { return KindUnlockRequested }
-func (UnlockFailed) JournalKind() journal.Kind             { return KindUnlockFailed }
-func (UnlockDone) JournalKind() journal.Kind               { return KindUnlockDone }
-func (ApprovalRecorded) JournalKind() journal.Kind         { return KindApprovalRecorded }
-func (ApprovalRefused) JournalKind() journal.Kind          { return KindApprovalRefused }
-func (EffortLogged) JournalKind() journal.Kind             { return KindEffortLogged }
-func (OwnershipCheckRecorded) JournalKind() journal.Kind   { return KindOwnershipCheckRecorded }
-func (OwnershipCheckFailed) JournalKind() journal.Kind     { return KindOwnershipCheckFailed }
-func (RollbackStarted) JournalKind() journal.Kind          { return KindRollbackStarted }
-func (RollbackRefused) JournalKind() journal.Kind          { return KindRollbackRefused }
-func (DemoSandbox) JournalKind() journal.Kind              { return KindDemoSandbox }
-func (DemoOwnershipFixed) JournalKind() journal.Kind       { return KindDemoOwnershipFixed }
+func (SessionOpened) JournalKind() Kind             { return KindSessionOpened }
+func (SessionRelease) JournalKind() Kind            { return KindSessionRelease }
+func (SessionClosed) JournalKind() Kind             { return KindSessionClosed }
+func (ScreenRecorded) JournalKind() Kind            { return KindScreenRecorded }
+func (ReleaseStarted) JournalKind() Kind            { return KindReleaseStarted }
+func (ReleaseImageSet) JournalKind() Kind           { return KindReleaseImageSet }
+func (StepStarted) JournalKind() Kind               { return KindStepStarted }
+func (StepFinished) JournalKind() Kind              { return KindStepFinished }
+func (StepOutput) JournalKind() Kind                { return KindStepOutput }
+func (StepInterrupted) JournalKind() Kind           { return KindStepInterrupted }
+func (ReleaseDone) JournalKind() Kind               { return KindReleaseDone }
+func (EffortLost) JournalKind() Kind                { return KindEffortLost }
+func (PromotionForceUnverified) JournalKind() Kind  { return KindPromotionForceUnverified }
+func (OperationTerminatedRecord) JournalKind() Kind { return KindOperationTerminated }
+func (TerminateFailed) JournalKind() Kind           { return KindTerminateFailed }
+func (ConvergeDone) JournalKind() Kind              { return KindConvergeDone }
+func (ConvergeFailed) JournalKind() Kind            { return KindConvergeFailed }
+func (ConvergeTimeout) JournalKind() Kind           { return KindConvergeTimeout }
+func (PlanStarted) JournalKind() Kind               { return KindPlanStarted }
+func (PlanFailed) JournalKind() Kind                { return KindPlanFailed }
+func (PlanRecorded) JournalKind() Kind              { return KindPlanRecorded }
+func (PlanShared) JournalKind() Kind                { return KindPlanShared }
+func (PlanFetched) JournalKind() Kind               { return KindPlanFetched }
+func (ApplyRefused) JournalKind() Kind              { return KindApplyRefused }
+func (ApplyStarted) JournalKind() Kind              { return KindApplyStarted }
+func (ApplyInterrupted) JournalKind() Kind          { return KindApplyInterrupted }
+func (ApplyFailed) JournalKind() Kind               { return KindApplyFailed }
+func (ApplyDone) JournalKind() Kind                 { return KindApplyDone }
+func (LockRefused) JournalKind() Kind               { return KindLockRefused }
+func (UnlockRequested) JournalKind() Kind           { return KindUnlockRequested }
+func (UnlockFailed) JournalKind() Kind              { return KindUnlockFailed }
+func (UnlockDone) JournalKind() Kind                { return KindUnlockDone }
+func (ApprovalRecorded) JournalKind() Kind          { return KindApprovalRecorded }
+func (ApprovalRefused) JournalKind() Kind           { return KindApprovalRefused }
+func (EffortLogged) JournalKind() Kind              { return KindEffortLogged }
+func (OwnershipCheckRecorded) JournalKind() Kind    { return KindOwnershipCheckRecorded }
+func (OwnershipCheckFailed) JournalKind() Kind      { return KindOwnershipCheckFailed }
+func (RollbackStarted) JournalKind() Kind           { return KindRollbackStarted }
+func (RollbackRefused) JournalKind() Kind           { return KindRollbackRefused }
+func (DemoSandbox) JournalKind() Kind               { return KindDemoSandbox }
+func (DemoOwnershipFixed) JournalKind() Kind        { return KindDemoOwnershipFixed }

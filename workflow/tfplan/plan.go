@@ -1,4 +1,14 @@
-package workflow
+// Package tfplan holds a Terraform plan as relcap reviews it: the changes
+// translated from Terraform (no SDK type, no sensitive value), the review
+// that counts and flags them (ReviewPlan, Review), the fingerprint that
+// binds a saved plan file to its inputs (Fingerprint) and the check that
+// those inputs have not moved since (StaleReasons), and what sharing a
+// plan through the team store carries. It is a leaf apart from the release
+// core because judging a plan is pure: the Terraform adapter, relcap
+// review of a plan document, the shared-plan feature and the screens use
+// it without the release machinery, and the core's plan and apply steps
+// call it.
+package tfplan
 
 import (
 	"fmt"
@@ -8,7 +18,6 @@ import (
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
-	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/ownership"
 )
@@ -75,8 +84,8 @@ type OutputChange struct {
 	Sensitive bool   `json:"sensitive,omitempty"`
 }
 
-// PlanCounts sums the changes by action.
-type PlanCounts struct {
+// Counts sums the changes by action.
+type Counts struct {
 	Create             int `json:"create"`
 	Update             int `json:"update"`
 	Delete             int `json:"delete"`
@@ -86,9 +95,9 @@ type PlanCounts struct {
 	NoOp               int `json:"no_op"`
 }
 
-// PlanInputs are the things a plan was computed from. If any differs at
+// Inputs are the things a plan was computed from. If any differs at
 // apply time the plan is stale.
-type PlanInputs struct {
+type Inputs struct {
 	Revision      string            `json:"revision"` // Git HEAD of the Terraform root
 	Dirty         bool              `json:"dirty"`
 	LockFileHash  string            `json:"lock_file_sha256"`
@@ -113,14 +122,14 @@ type PlanInputs struct {
 	ProviderEnv map[string]string `json:"provider_env_hmac"`
 }
 
-// PlanSummary is a reviewed, saved plan.
-type PlanSummary struct {
+// Summary is a reviewed, saved plan.
+type Summary struct {
 	Env         string            `json:"env"`
 	Fingerprint string            `json:"fingerprint"`
 	PlanFile    string            `json:"plan_file,omitempty"`
 	PlanHash    string            `json:"plan_file_sha256,omitempty"`
-	Inputs      PlanInputs        `json:"inputs"`
-	Counts      PlanCounts        `json:"counts"`
+	Inputs      Inputs            `json:"inputs"`
+	Counts      Counts            `json:"counts"`
 	Changes     []ResourceChange  `json:"changes"`
 	Outputs     []OutputChange    `json:"outputs,omitempty"`
 	Findings    []finding.Finding `json:"findings,omitempty"`
@@ -154,6 +163,37 @@ type PlanSummary struct {
 	// Actions are the actions applying the plan will invoke (Terraform
 	// 1.14's action blocks): side effects outside the resources.
 	Actions []ActionInvocation `json:"actions,omitempty"`
+}
+
+// AuthorStatement is the exact text a plan's author signature covers:
+// which plan (fingerprint) of which environment, for which release, by
+// whom and when it was made. The first line keeps it from ever reading as
+// an approval's statement.
+func (p Summary) AuthorStatement() []byte {
+	var b strings.Builder
+	b.WriteString("relcap plan v1\n")
+	fmt.Fprintf(&b, "env: %s\nfingerprint: %s\n", p.Env, p.Fingerprint)
+	if p.Release != "" {
+		fmt.Fprintf(&b, "release: %s\n", p.Release)
+	}
+	fmt.Fprintf(&b, "author: %s\nat: %s\n", p.Author, p.CreatedAt.UTC().Format(time.RFC3339Nano))
+	return []byte(b.String())
+}
+
+// KubernetesChanges are the addresses of the plan's changes that write
+// Kubernetes objects (kubernetes_* resources, kubernetes_manifest,
+// kubectl_manifest, helm_release).
+func (p Summary) KubernetesChanges() []string {
+	var out []string
+	for _, c := range p.Changes {
+		if c.Action == ActionNoop || c.Action == ActionRead {
+			continue
+		}
+		if strings.HasPrefix(c.Type, "kubernetes_") || c.Type == "kubectl_manifest" || c.Type == "helm_release" {
+			out = append(out, c.Address)
+		}
+	}
+	return out
 }
 
 // DriftedResource is a resource that changed outside Terraform.
@@ -202,13 +242,13 @@ type ActionInvocation struct {
 
 // HasChanges reports whether applying the plan would change anything:
 // resources, outputs, or actions it would invoke.
-func (p PlanSummary) HasChanges() bool {
+func (p Summary) HasChanges() bool {
 	c := p.Counts
 	return c.Create+c.Update+c.Delete+c.ReplaceDeleteFirst+c.ReplaceCreateFirst > 0 || len(p.Outputs) > 0 || len(p.Actions) > 0
 }
 
 // Destructive reports whether the plan deletes or replaces anything.
-func (p PlanSummary) Destructive() bool {
+func (p Summary) Destructive() bool {
 	return p.Counts.Delete+p.Counts.ReplaceDeleteFirst+p.Counts.ReplaceCreateFirst > 0
 }
 
@@ -239,54 +279,6 @@ func matchAny(patterns []string, s string) bool {
 	return false
 }
 
-// ApplyRequest asks to apply exactly one saved, approved plan.
-type ApplyRequest struct {
-	Env         Environment
-	Fingerprint string
-	PlanFile    string
-	PlanHash    string
-	Inputs      PlanInputs
-	// Run names this attempt: the Applier keeps Terraform's run under
-	// it, where a relcap that died meanwhile finds it. It was recorded
-	// (a release's checkpoint, the journal) before the Applier is asked.
-	Run ApplyRun
-	// Earlier are attempts at this plan recorded before, which may have
-	// started Terraform: the Applier takes their result (waiting for one
-	// still running) and never starts the plan again while one's outcome
-	// is unknown.
-	Earlier []ApplyRun
-}
-
-// ApplyRun is one attempt at applying a plan, recorded before Terraform
-// starts: where its run is kept (its host and directory, whose files say
-// whether Terraform still runs, how it exited and what it printed).
-type ApplyRun struct {
-	Fingerprint string    `json:"fingerprint"`
-	ID          string    `json:"id"`
-	Host        string    `json:"host,omitempty"`
-	Dir         string    `json:"dir,omitempty"`
-	StartedAt   time.Time `json:"started_at,omitzero"`
-}
-
-// IsZero reports whether no attempt is recorded.
-func (r ApplyRun) IsZero() bool { return r.ID == "" }
-
-// ApplyRunPlacer is the optional ability of an Applier to say, before it
-// starts Terraform, where the run of an attempt will be kept, so the
-// attempt's record names it.
-type ApplyRunPlacer interface {
-	PlaceApplyRun(fingerprint, id string) ApplyRun
-}
-
-// ApplyResult is what an apply did.
-type ApplyResult struct {
-	// AlreadyApplied is true when the plan had been applied by an earlier,
-	// interrupted run, by the evidence that run left (Terraform's own
-	// exit status and result for this plan); nothing was applied twice.
-	AlreadyApplied bool  `json:"already_applied,omitempty"`
-	StateSerial    int64 `json:"state_serial"`
-}
-
 // What the PlanVault port and the shared-plan journal records carry, and
 // who may apply; sharing itself (PlanSharing) is workflow/sharedplan's.
 
@@ -297,15 +289,15 @@ type SharedPlan struct {
 	Fingerprint string
 	Env         string
 	Ciphertext  []byte
-	Recipients  []PlanRecipient
+	Recipients  []Recipient
 	SharedBy    string
 	SharedAt    time.Time
 	ExpiresAt   time.Time
 }
 
-// PlanRecipient is one key a shared plan is encrypted to: the principal of
+// Recipient is one key a shared plan is encrypted to: the principal of
 // the people file and the key's SHA-256 fingerprint (SHA256:…).
-type PlanRecipient struct {
+type Recipient struct {
 	Principal string `json:"principal"`
 	Key       string `json:"key"`
 }
@@ -321,7 +313,7 @@ type SkippedRecipient struct {
 // ShareRequest asks to share a saved plan with the people allowed to apply
 // it in its environment.
 type ShareRequest struct {
-	Plan PlanSummary
+	Plan Summary
 	// Appliers are the principals allowed to apply (approvers.apply);
 	// empty means every principal of the people file.
 	Appliers  []string
@@ -329,17 +321,17 @@ type ShareRequest struct {
 	ExpiresAt time.Time
 }
 
-// PlanShare is what sharing did: the keys the plan is encrypted to, the
+// Share is what sharing did: the keys the plan is encrypted to, the
 // keys left out and why, and until when it is kept.
-type PlanShare struct {
-	Recipients []PlanRecipient
+type Share struct {
+	Recipients []Recipient
 	Skipped    []SkippedRecipient
 	SharedBy   string
 	ExpiresAt  time.Time
 }
 
 // Principals are the recipients' principals, sorted, each once.
-func (s PlanShare) Principals() []string {
+func (s Share) Principals() []string {
 	var out []string
 	for _, r := range s.Recipients {
 		out = append(out, r.Principal)
@@ -356,17 +348,20 @@ type FetchedPlan struct {
 	File string
 	// Key is the fingerprint of the applier's key that decrypted it.
 	Key   string
-	Share PlanShare
+	Share Share
 }
 
-// MayApply refuses actor when the environment lists who may apply
-// (approvers.apply) and actor is not among them. Unlisted means anyone: in
-// a team store only the people file's principals can decrypt a plan
-// anyway.
-func (e Environment) MayApply(actor string) error {
-	who := e.Approvals.Approvers.Apply
-	if len(who) == 0 || slices.Contains(who, actor) {
-		return nil
+// Classify holds glob patterns on Terraform resource types that flag a change
+// as touching identity or a data service.
+type Classify struct {
+	Identity    []string
+	DataService []string
+}
+
+// DefaultClassify is used for any category relcap.yaml leaves out.
+func DefaultClassify() Classify {
+	return Classify{
+		Identity:    []string{"*_iam_*", "*_role*", "*service_account*", "*workload_identity*"},
+		DataService: []string{"*_db_*", "*_rds_*", "*sql*", "*_bucket*", "*redis*", "*kafka*", "*dynamodb*", "*_queue*", "*elasticache*"},
 	}
-	return fmt.Errorf("%w: %s may not apply plans in %s: approvers.apply lists %s", fault.ErrBlocked, actor, e.Name, strings.Join(who, ", "))
 }
