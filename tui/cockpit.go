@@ -98,7 +98,7 @@ func New(ctx context.Context, svc *workflow.Service, reports effortscreen.Port, 
 	th, km := theme.New(true), keys.Default()
 	m := Model{
 		svc: svc, ctx: ctx, releaseID: releaseID, th: th, km: km, help: help.New(), now: time.Now,
-		home: home.New(svc, th, km), ownership: ownership.New(svc, svc.Project().OwnershipFile, th, km),
+		home: home.New(svc, th, km), ownership: ownership.New(svc, svc.Records().Project().OwnershipFile, th, km),
 		plan: plan.New(svc, th, km), promote: promote.New(svc, th, km), converge: converge.New(th, km), report: effortscreen.New(reports, th, km),
 		runs: &screen.Runs{},
 	}

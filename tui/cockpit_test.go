@@ -275,7 +275,7 @@ func TestReviewScreenApprovesAndBooksTheApproversTime(t *testing.T) {
 	r = drive(t, r, fixtureKey("a"))
 	r = drive(t, r, fixtureKey("enter")) // no apply from a review
 	require.False(t, r.running)
-	check, err := bob.PlanApprovals(t.Context(), mustPlan(t, bob, r.Release().Checkpoints.Fingerprint))
+	check, err := bob.Records().PlanApprovals(t.Context(), mustPlan(t, bob, r.Release().Checkpoints.Fingerprint))
 	require.NoError(t, err)
 	require.True(t, check.Satisfied(), "bob's approval counts")
 	rel, err := env.Ledger.LoadRelease(t.Context(), fixture.ReleaseID)
@@ -299,7 +299,7 @@ func TestReviewScreenApprovesAndBooksTheApproversTime(t *testing.T) {
 
 func mustPlan(t *testing.T, svc *workflow.Service, fp string) tfplan.Summary {
 	t.Helper()
-	p, err := svc.Plan(t.Context(), fp)
+	p, err := svc.Records().Plan(t.Context(), fp)
 	require.NoError(t, err)
 	return p
 }
@@ -324,9 +324,9 @@ func TestReviewOfAPinnedChangeOffersTheApproveKey(t *testing.T) {
 	v := ansi.Strip(r.render())
 	require.Contains(t, v, "a approve as bob", v)
 	r = drive(t, r, fixtureKey("a"))
-	rel, err := bob.Release(t.Context(), fixture.ReleaseID)
+	rel, err := bob.Records().Release(t.Context(), fixture.ReleaseID)
 	require.NoError(t, err)
-	check, ok, err := bob.AwaitedApprovals(t.Context(), rel)
+	check, ok, err := bob.Records().AwaitedApprovals(t.Context(), rel)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, check.Satisfied(), "bob's approval of the pinned change counts")
@@ -344,9 +344,9 @@ func TestCockpitSaysWhoApprovedWhenItStopsForTheCaptainsReview(t *testing.T) {
 	require.NoError(t, err)
 	// What awaitApprovals reports once the ledger's change feed fires (the
 	// fake ledger has none).
-	r, err := m.svc.Release(t.Context(), fixture.ReleaseID)
+	r, err := m.svc.Records().Release(t.Context(), fixture.ReleaseID)
 	require.NoError(t, err)
-	check, waiting, err := m.svc.AwaitedApprovals(t.Context(), r)
+	check, waiting, err := m.svc.Records().AwaitedApprovals(t.Context(), r)
 	require.NoError(t, err)
 	require.True(t, waiting && check.Satisfied())
 	m = drive(t, m, approvalsMsg{gen: m.gen, release: r, check: check})

@@ -62,7 +62,7 @@ const streamBuffer = 256
 func (m Model) loadRelease() tea.Cmd {
 	svc, id, ctx := m.svc, m.releaseID, m.ctx
 	return func() tea.Msg {
-		r, err := svc.Release(ctx, id)
+		r, err := svc.Records().Release(ctx, id)
 		return releaseLoadedMsg{release: r, err: err}
 	}
 }
@@ -164,16 +164,16 @@ func (m Model) awaitApprovals(gen, seen int) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithCancel(parent)
 		defer cancel()
-		changes := svc.Changes(ctx)
+		changes := svc.Records().Changes(ctx)
 		if changes == nil {
 			return nil
 		}
 		for {
-			r, err := svc.Release(ctx, id)
+			r, err := svc.Records().Release(ctx, id)
 			if err != nil {
 				return approvalsMsg{gen: gen, err: err}
 			}
-			check, waiting, err := svc.AwaitedApprovals(ctx, r)
+			check, waiting, err := svc.Records().AwaitedApprovals(ctx, r)
 			switch {
 			case err != nil:
 				return approvalsMsg{gen: gen, err: err}

@@ -72,7 +72,7 @@ type Abandoned struct {
 // team store) unless applied, then the release saved and journaled.
 func (s *Service) Abandon(ctx context.Context, id, reason string) (Abandoned, error) {
 	reason = strings.TrimSpace(reason)
-	if _, err := s.MayAbandon(ctx, id, reason); err != nil {
+	if _, err := s.records.MayAbandon(ctx, id, reason); err != nil {
 		return Abandoned{}, err
 	}
 	unlock, err := s.lockOperation(ctx, oplock.Scope{Kind: oplock.Run, Key: id}, id, "abandon release "+id)
@@ -81,7 +81,7 @@ func (s *Service) Abandon(ctx context.Context, id, reason string) (Abandoned, er
 	}
 	defer unlock()
 	// Read again under the lock: the holder may have ended it meanwhile.
-	r, err := s.MayAbandon(ctx, id, reason)
+	r, err := s.records.MayAbandon(ctx, id, reason)
 	if err != nil {
 		return Abandoned{}, err
 	}

@@ -56,7 +56,7 @@ func (s *Service) ApprovePlan(ctx context.Context, fingerprint, comment string) 
 		return a, check, err
 	}
 	// The plan is a release's: the approver's session worked on it.
-	if r, err := s.ReleaseOfPlan(ctx, fingerprint); err != nil {
+	if r, err := s.records.ReleaseOfPlan(ctx, fingerprint); err != nil {
 		return a, check, err
 	} else if r != nil {
 		return a, check, s.linkSession(ctx, r.ID)

@@ -28,7 +28,7 @@ func (s *Service) Effort(ctx context.Context, releaseID string) ([]effort.Entry,
 	if err := s.FlushEffort(ctx, releaseID); err != nil {
 		return nil, err
 	}
-	return s.Records.Effort(ctx, releaseID)
+	return s.records.Effort(ctx, releaseID)
 }
 
 // FlushEffort stores the effort the Tracker measured so far.

@@ -73,10 +73,11 @@ type Deps struct {
 // Service runs releases step by step. It persists the release after every
 // step and at every checkpoint inside a step, so a process killed at any
 // point resumes without repeating a completed side effect. Its read-only
-// queries are those of Records, which it embeds.
+// queries are Records' (Service.Records), kept apart so the Service's own
+// methods are the release's actions.
 type Service struct {
-	*Records
-	d Deps
+	records *Records
+	d       Deps
 
 	mu      sync.Mutex
 	tracker *effort.Tracker       // the UIs' effort clocks
@@ -85,6 +86,9 @@ type Service struct {
 	subs    map[int]chan Event
 	nextID  int
 }
+
+// Records are the Service's read-only queries over its ledger.
+func (s *Service) Records() *Records { return s.records }
 
 // NewService checks the always-needed ports.
 func NewService(d Deps) (*Service, error) {
@@ -104,7 +108,7 @@ func NewService(d Deps) (*Service, error) {
 	if d.Wait == (WaitOptions{}) {
 		d.Wait = DefaultWaitOptions
 	}
-	return &Service{Records: rec, d: d, tracker: effort.NewTracker(d.Clock, d.Project.Effort.IdleThreshold, d.Actor)}, nil
+	return &Service{records: rec, d: d, tracker: effort.NewTracker(d.Clock, d.Project.Effort.IdleThreshold, d.Actor)}, nil
 }
 
 // Actor is who this Service acts as.

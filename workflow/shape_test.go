@@ -100,7 +100,7 @@ func TestAnInfrastructureOnlyReleaseWatchesTheApplicationItAffects(t *testing.T)
 	require.NoError(t, err)
 
 	p := cmd("alice")
-	waiting, err := p.svc.AwaitingConvergence(ctx, "staging")
+	waiting, err := p.svc.Records().AwaitingConvergence(ctx, "staging")
 	require.NoError(t, err)
 	require.Equal(t, planned.Release.ID, waiting.ID, "relcap converge --env ends an applied infrastructure-only release")
 	final, err := p.svc.Run(ctx, waiting.ID, nil)

@@ -136,7 +136,7 @@ func (run *releaseRun) apply(ctx context.Context) (StepResult, error) {
 // otherwise the plan is applied on its own.
 func (s *Service) ApplyPlan(ctx context.Context, fingerprint string, sink EventSink) (ApplyResult, tfplan.Summary, error) {
 	d := s.d
-	if r, err := s.ReleaseOfPlan(ctx, fingerprint); err != nil {
+	if r, err := s.records.ReleaseOfPlan(ctx, fingerprint); err != nil {
 		return ApplyResult{}, tfplan.Summary{}, err
 	} else if r != nil && open(r) {
 		return s.applyRelease(ctx, r, fingerprint, sink)

@@ -14,8 +14,9 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 	"github.com/stretchr/testify/require"
 
-	forge "github.com/relcap/relcap/adapters/forge/gitea"
+	"github.com/relcap/relcap/adapters/forge/gitea"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/forge"
 )
 
 // The Gitea suite (issue 18) runs relcap's Gitea adapter against the lab's
@@ -121,7 +122,7 @@ func (g *testGitea) sdkAs(t *testing.T, login string) *sdk.Client {
 
 // waitHead waits until Gitea's pull request shows head sha (Gitea updates
 // a pull request after a push in the background).
-func waitHead(t *testing.T, f *forge.Adapter, number int, sha string) forge.PullRequest {
+func waitHead(t *testing.T, f *gitea.Adapter, number int, sha string) forge.PullRequest {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -150,7 +151,7 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	require.NotContains(t, err.Error(), captain.Token)
 	require.Equal(t, g.Seeded, g.remoteMain(t), "main must not move on a refused push")
 
-	f, err := forge.New(forge.Options{URL: g.RepoURL, Token: captain.Token, Timeout: 20 * time.Second})
+	f, err := gitea.New(gitea.Options{URL: g.RepoURL, Token: captain.Token, Timeout: 20 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, g.RepoURL, f.Where())
 
@@ -271,7 +272,7 @@ func TestGiteaPromotionThroughProtectedMain(t *testing.T) {
 	_, err = f.PullRequest(ctx, 9999)
 	require.ErrorIs(t, err, fault.ErrNotFound)
 	errs = append(errs, err)
-	bad, err := forge.New(forge.Options{URL: g.RepoURL, Token: "0123456789abcdef0123456789abcdef01234567"})
+	bad, err := gitea.New(gitea.Options{URL: g.RepoURL, Token: "0123456789abcdef0123456789abcdef01234567"})
 	require.NoError(t, err)
 	_, err = bad.PullRequest(ctx, pr.Number)
 	require.Error(t, err)

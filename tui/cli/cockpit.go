@@ -48,7 +48,7 @@ func runCockpit(f Factory, ctx context.Context, c cockpitRun) error {
 	// is journaled only.
 	c.svc.SetToolOutput(nil)
 	io := f.IO()
-	runErr := tui.Run(ctx, tui.Options{Service: c.svc, Reports: f.Reports(c.svc.Project()), ReleaseID: c.id, Input: io.In, Output: f.Screen(), Env: io.Env, Secrets: f.Secrets(),
+	runErr := tui.Run(ctx, tui.Options{Service: c.svc, Reports: f.Reports(c.svc.Records().Project()), ReleaseID: c.id, Input: io.In, Output: f.Screen(), Env: io.Env, Secrets: f.Secrets(),
 		Record: rec, Notices: c.notices, Hold: c.hold})
 	if err := rec.Finish(ctx, c.id); err != nil {
 		return errors.Join(runErr, err)

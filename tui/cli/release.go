@@ -174,7 +174,7 @@ func runConverge(ctx context.Context, opts *convergeOptions) error {
 	}
 	a.Measure(svc, workflow.StepConvergence.String(), effort.RoleCaptain)
 	if releaseID == "" {
-		r, err := svc.AwaitingConvergence(ctx, opts.Env)
+		r, err := svc.Records().AwaitingConvergence(ctx, opts.Env)
 		if err != nil {
 			return err
 		}

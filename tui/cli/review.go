@@ -66,12 +66,12 @@ func runReview(ctx context.Context, opts *reviewOptions) error {
 	target, id := tui.ReviewPromotion, releaseID
 	if fingerprint != "" {
 		target = tui.ReviewPlan
-		r, err := workflow.ReleaseUnderReview(ctx, svc.Records, fingerprint)
+		r, err := workflow.ReleaseUnderReview(ctx, svc.Records(), fingerprint)
 		if err != nil {
 			return err
 		}
 		id = r.ID
-	} else if _, err := svc.Release(ctx, releaseID); errors.Is(err, fault.ErrNotFound) {
+	} else if _, err := svc.Records().Release(ctx, releaseID); errors.Is(err, fault.ErrNotFound) {
 		return fmt.Errorf("%w: no release %s in the ledger", fault.ErrUsage, releaseID)
 	} else if err != nil {
 		return err

@@ -187,7 +187,7 @@ func (s *Service) rehearsalPlan(ctx context.Context, scratch workflow.Environmen
 // rehearsalApprovals stops the drill, resumable, while its plan lacks the
 // approvals the environment's plan rule asks of any plan.
 func (s *Service) rehearsalApprovals(ctx context.Context, scratch workflow.Environment, rh *Rehearsal, plan tfplan.Summary) error {
-	check, err := s.core.PlanApprovals(ctx, plan) // the scratch copy has its environment's name and rules
+	check, err := s.core.Records().PlanApprovals(ctx, plan) // the scratch copy has its environment's name and rules
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func (d *driver) cockpitRelease(ctx context.Context, env, image string) (*workfl
 	runErr := d.Cockpit(ctx, r.ID, notices)
 	stop()
 	<-assisted
-	final, err := d.Captain.Release(context.WithoutCancel(ctx), r.ID)
+	final, err := d.Captain.Records().Release(context.WithoutCancel(ctx), r.ID)
 	if err != nil {
 		return r, errors.Join(runErr, err)
 	}
@@ -243,7 +243,7 @@ func (d *driver) fixOwnership(ctx context.Context, out io.Writer) error {
 // of exactly its fingerprint, with the effort of reviewing it.
 func (d *driver) approvePlan(ctx context.Context, r *workflow.Release) error {
 	fp := r.Checkpoints.Fingerprint
-	plan, err := d.Captain.Plan(ctx, fp)
+	plan, err := d.Captain.Records().Plan(ctx, fp)
 	if err != nil {
 		return err
 	}

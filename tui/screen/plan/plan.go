@@ -28,11 +28,10 @@ import (
 // Port is what the plan screen needs of the workflow; *workflow.Service
 // implements it.
 type Port interface {
-	Plan(ctx context.Context, fingerprint string) (tfplan.Summary, error)
-	PlanApprovals(ctx context.Context, p tfplan.Summary) (approval.Check, error)
+	// Records reads the plan and counts its approvals.
+	Records() *workflow.Records
 	ApprovePlan(ctx context.Context, fingerprint, comment string) (approval.Approval, approval.Check, error)
 	MayApprove(env string, kind approval.Kind, author string) error
-	Project() *workflow.Project
 	Actor() string
 }
 
@@ -228,11 +227,11 @@ func (m Model) loadPlan() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		p, err := port.Plan(ctx, fp)
+		p, err := port.Records().Plan(ctx, fp)
 		if err != nil {
 			return planLoadedMsg{gen: gen, err: err}
 		}
-		check, err := port.PlanApprovals(ctx, p)
+		check, err := port.Records().PlanApprovals(ctx, p)
 		return planLoadedMsg{gen: gen, plan: p, check: check, err: err}
 	}
 }
@@ -246,7 +245,7 @@ func (m Model) loadApprovals() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		check, err := port.PlanApprovals(ctx, p)
+		check, err := port.Records().PlanApprovals(ctx, p)
 		if err != nil {
 			return planLoadedMsg{gen: gen, err: err}
 		}

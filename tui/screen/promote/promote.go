@@ -31,7 +31,6 @@ import (
 type Port interface {
 	ApproveRelease(ctx context.Context, releaseID, comment string) (approval.Approval, approval.Check, error)
 	MayApprove(env string, kind approval.Kind, author string) error
-	Project() *workflow.Project
 	Actor() string
 }
 

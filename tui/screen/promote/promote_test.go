@@ -25,7 +25,6 @@ func (port) ApproveRelease(context.Context, string, string) (approval.Approval, 
 	return approval.Approval{}, approval.Check{}, nil
 }
 func (port) MayApprove(string, approval.Kind, string) error { return nil }
-func (port) Project() *workflow.Project                     { return &workflow.Project{} }
 func (port) Actor() string                                  { return "alice" }
 
 // TestPromotionScreenShowsThePullRequestAndItsReviews: where it is, each
