@@ -146,15 +146,27 @@ func (h *helper) start(ctx context.Context) error {
 	cmd.Env = h.cfg.Env
 	h.stderr = &tail{}
 	cmd.Stderr = h.stderr
-	stdin, err := cmd.StdinPipe()
+	// Pipes of our own rather than cmd.StdinPipe/StdoutPipe: Wait closes
+	// those as soon as the process ends, racing a call still writing
+	// ("file already closed") where the helper's death should be named.
+	// Ours stay open until stop, so a dead helper reads as EOF and EPIPE.
+	childIn, stdin, err := os.Pipe()
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
+	stdout, childOut, err := os.Pipe()
 	if err != nil {
+		_ = childIn.Close()
+		_ = stdin.Close()
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdin, cmd.Stdout = childIn, childOut
+	err = cmd.Start()
+	_ = childIn.Close() // the child holds its own copies now
+	_ = childOut.Close()
+	if err != nil {
+		_ = stdin.Close()
+		_ = stdout.Close()
 		return fmt.Errorf("argo cd: start %s: %w", path, err)
 	}
 	h.cmd, h.exited = cmd, make(chan struct{})
@@ -231,12 +243,22 @@ func (h *helper) invoke(ctx context.Context, method, op string, id uint64, args,
 // broken says why a call got no reply: the helper ended (how, and its last
 // words), or the pipe failed.
 func (h *helper) broken(op string, err error) error {
-	if !errors.Is(err, rpc.ErrShutdown) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+	var answered rpc.ServerError
+	if errors.As(err, &answered) {
 		return fmt.Errorf("argo cd %s: relcap-argocd: %w", op, err)
 	}
+	// Any other error is the pipe's (EOF, EPIPE, a closed client): the
+	// helper is ending or has ended; give it a moment to be reaped.
 	select {
 	case <-h.exited:
 	case <-time.After(2 * time.Second):
+	}
+	select {
+	case <-h.exited:
+	default:
+		if !errors.Is(err, rpc.ErrShutdown) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("argo cd %s: relcap-argocd: %w", op, err)
+		}
 	}
 	how := "stopped"
 	select {
