@@ -92,7 +92,7 @@ func Converged(s appstate.AppState, w Want) Verdict {
 		// Deployment degrades: name the failure as the tree would.
 		if slices.ContainsFunc(imagePullSigns, func(sign string) bool { return strings.Contains(s.HealthMessage, sign) }) ||
 			strings.Contains(s.HealthMessage, "Readiness probe failed") {
-			v, _ := ResourceFailure([]appstate.AppResource{{Kind: "Pod", Health: appstate.HealthDegraded, Message: s.HealthMessage}}, nil, 0)
+			v, _ := ResourceFailure([]appstate.AppResource{{Kind: "Pod", Health: appstate.HealthDegraded, Message: s.HealthMessage}}, image.Digest{}, nil, 0)
 			v.Reason = "applied but degraded: " + s.HealthMessage
 			return v
 		}
@@ -146,8 +146,14 @@ var imagePullSigns = []string{"ImagePullBackOff", "ErrImagePull", "Back-off pull
 // ResourceFailure judges a resource tree: a Pod that cannot pull its image
 // fails the rollout at once; a Pod that is not ready fails it when it is
 // Degraded, or when it has failed readiness for longer than grace
-// (notReadyFor says for how long each resource has).
-func ResourceFailure(resources []appstate.AppResource, notReadyFor func(appstate.AppResource) time.Duration, grace time.Duration) (Verdict, bool) {
+// (notReadyFor says for how long each resource has). When the digest
+// being rolled out is known, a Pod that reports other images is the
+// previous rollout's, being replaced (a rollback's broken Pod backs off
+// until the restored ReplicaSet is ready): its failure is not this one's.
+func ResourceFailure(resources []appstate.AppResource, promoted image.Digest, notReadyFor func(appstate.AppResource) time.Duration, grace time.Duration) (Verdict, bool) {
+	resources = slices.DeleteFunc(slices.Clone(resources), func(r appstate.AppResource) bool {
+		return !promoted.IsZero() && len(r.Images) > 0 && !RunsDigest(r.Images, promoted)
+	})
 	for _, r := range resources {
 		for _, sign := range imagePullSigns {
 			if strings.Contains(r.Message, sign) {

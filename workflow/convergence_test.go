@@ -83,22 +83,53 @@ func TestResourceFailureNamesPodFailuresThatTheApplicationHides(t *testing.T) {
 	t.Parallel()
 	pull := []appstate.AppResource{{Kind: "Deployment", Namespace: "web", Name: "web", Health: "Progressing"},
 		{Kind: "Pod", Namespace: "web", Name: "web-1", Health: "Progressing", Message: "Back-off pulling image \"r/web@sha256:…\""}}
-	v, failed := workflow.ResourceFailure(pull, nil, time.Minute)
+	v, failed := workflow.ResourceFailure(pull, image.Digest{}, nil, time.Minute)
 	require.True(t, failed)
 	require.Equal(t, appstate.VerdictImagePullFailed, v.Kind)
 	require.Contains(t, v.NextAction, "relcap rollback")
 
 	starting := []appstate.AppResource{{Kind: "Pod", Namespace: "web", Name: "web-2", Health: "Progressing", Message: "Readiness probe failed: connection refused"}}
-	_, failed = workflow.ResourceFailure(starting, func(appstate.AppResource) time.Duration { return 10 * time.Second }, time.Minute)
+	_, failed = workflow.ResourceFailure(starting, image.Digest{}, func(appstate.AppResource) time.Duration { return 10 * time.Second }, time.Minute)
 	require.False(t, failed, "a starting pod may fail a few probes")
-	v, failed = workflow.ResourceFailure(starting, func(appstate.AppResource) time.Duration { return 2 * time.Minute }, time.Minute)
+	v, failed = workflow.ResourceFailure(starting, image.Digest{}, func(appstate.AppResource) time.Duration { return 2 * time.Minute }, time.Minute)
 	require.True(t, failed)
 	require.Equal(t, appstate.VerdictReadinessFailed, v.Kind)
 	require.Equal(t, "Pod web/web-2 does not become ready (not ready for over 1m0s, argocd.readiness_grace): Readiness probe failed: connection refused", v.Reason,
 		"the reason names the grace it was given and the setting that gives it")
 
-	_, failed = workflow.ResourceFailure([]appstate.AppResource{{Kind: "Pod", Name: "ok", Health: "Healthy"}}, nil, time.Minute)
+	_, failed = workflow.ResourceFailure([]appstate.AppResource{{Kind: "Pod", Name: "ok", Health: "Healthy"}}, image.Digest{}, nil, time.Minute)
 	require.False(t, failed)
+}
+
+// TestResourceFailureIsTheRolloutsOwnNotThePodItReplaces: a rollback (or a
+// rehearsal's recovery) restores a good digest while the broken Pod of the
+// bad one still backs off until the restored ReplicaSet is ready. That Pod
+// is not the restored rollout's failure; a Pod of the promoted digest is.
+func TestResourceFailureIsTheRolloutsOwnNotThePodItReplaces(t *testing.T) {
+	t.Parallel()
+	good, err := image.ParseDigest("sha256:" + strings.Repeat("9a", 32))
+	require.NoError(t, err)
+	bad, err := image.ParseDigest("sha256:" + strings.Repeat("82", 32))
+	require.NoError(t, err)
+	leaving := appstate.AppResource{Kind: "Pod", Namespace: "web", Name: "web-old", Health: "Progressing",
+		Message: "Back-off pulling image \"r/web@" + bad.String() + "\"", Images: []string{"r/web@" + bad.String()}}
+	starting := appstate.AppResource{Kind: "Pod", Namespace: "web", Name: "web-new", Health: "Progressing", Images: []string{"r/web@" + good.String()}}
+
+	_, failed := workflow.ResourceFailure([]appstate.AppResource{leaving, starting}, good, nil, time.Minute)
+	require.False(t, failed, "the bad digest's Pod is being replaced; the restored one is starting")
+
+	v, failed := workflow.ResourceFailure([]appstate.AppResource{leaving, starting}, bad, nil, time.Minute)
+	require.True(t, failed, "promoting the bad digest, its Pod's failure is the rollout's")
+	require.Equal(t, appstate.VerdictImagePullFailed, v.Kind)
+
+	unknown := leaving
+	unknown.Images = nil
+	_, failed = workflow.ResourceFailure([]appstate.AppResource{unknown}, good, nil, time.Minute)
+	require.True(t, failed, "a Pod whose images are not reported is judged, never assumed to be old")
+
+	stuck := appstate.AppResource{Kind: "Pod", Namespace: "web", Name: "web-old2", Health: "Degraded", Message: "Readiness probe failed", Images: []string{"r/web@" + bad.String()}}
+	_, failed = workflow.ResourceFailure([]appstate.AppResource{stuck}, good, nil, time.Minute)
+	require.False(t, failed, "an old Pod's readiness is not the restored rollout's either")
 }
 
 // TestConvergedIgnoresAFailedOperationOfAnotherRevision protects the fix of

@@ -333,7 +333,7 @@ func (w Watch) Wait(ctx context.Context, app appstate.AppRef, want Want) (appsta
 				// Pods a rollback is replacing are not its failure.
 				continue
 			}
-			if fv, failed := ResourceFailure(resources, func(r appstate.AppResource) time.Duration {
+			if fv, failed := ResourceFailure(resources, want.Digest, func(r appstate.AppResource) time.Duration {
 				return now.Sub(notReadySince[r.Key()])
 			}, o.ReadinessGrace); failed {
 				st.Resources = resources

@@ -29,7 +29,7 @@ func (a *Adapter) ResourceTree(ctx context.Context, ref appstate.AppRef) ([]apps
 	}
 	out := make([]appstate.AppResource, 0, len(tree.Nodes))
 	for _, n := range tree.Nodes {
-		r := appstate.AppResource{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
+		r := appstate.AppResource{Group: n.Group, Kind: n.Kind, Namespace: n.Namespace, Name: n.Name, Images: n.Images}
 		if n.Health != nil {
 			r.Health, r.Message = appstate.HealthStatus(n.Health.Status), n.Health.Message
 		}

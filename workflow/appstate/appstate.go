@@ -93,6 +93,9 @@ type AppResource struct {
 	// Parent is the Key of the resource that owns it in the tree (a Pod's
 	// ReplicaSet), "" for a top-level resource.
 	Parent string `json:"parent,omitempty"`
+	// Images are a Pod's container images as Argo CD reports them (with
+	// their digests); empty for other kinds and when unknown.
+	Images []string `json:"images,omitempty"`
 }
 
 // Key identifies a resource within an application's tree.
