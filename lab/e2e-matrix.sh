@@ -1,68 +1,96 @@
 #!/usr/bin/env bash
 # The end-to-end suite once per Argo CD version given (make e2e passes
-# E2E_ARGOCD, "2.14 3.6" by default). The first version's lab is built
-# first; the others build at the lowest CPU priority while the first suite
-# runs (it mostly waits on Argo CD, kwok and relcap's own grace periods),
-# so a cold machine does not pay for the builds one after the other.
-# The lab's Gitea (issue 18) builds beside the first suite too; its
-# suites run last: relcap's Gitea forge against the real server, then a
-# lab whose Argo CD follows Gitea for each version.
-# Any failure stops it; the suites never skip.
+# E2E_ARGOCD, "2.14 3.6" by default), then the Gitea suites: relcap's Gitea
+# forge against the real server, and a lab whose Argo CD follows Gitea, once
+# per version.
+#
+# Every lab is built first, the builds beside one another: the first
+# version's at normal priority, the others and Gitea's at the lowest (a warm
+# cache answers each at once). Then the suites run side by side, each
+# against a lab of its own (ports picked free, directories of their own):
+# they mostly wait on Argo CD, kwok and relcap's own grace periods, so two
+# together take little longer than one (docs/PERFORMANCE.md, "The suite and
+# CI"). RELCAP_E2E_SERIAL=1 runs them one after another instead, for a
+# machine too small or too busy for two labs at once.
+# Each suite's whole output is printed when it ends. Any failure fails the
+# run; the suites never skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lab=./bin/relcap-lab
 go=${GO:-go}
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || { echo "usage: lab/e2e-matrix.sh VERSION..." >&2; exit 2; }
+mkdir -p bin/e2e
 
-suite() {
-	local v=$1 start
+# build_labs builds every lab the suites need, beside one another.
+build_labs() {
+	local start pids=() logs=() i
 	start=$(date +%s)
-	echo "== e2e: Argo CD $v =="
-	RELCAP_LAB_ARGOCD=$v "$go" test -tags e2e -count=1 -timeout 45m -run TestE2E -v ./cmd/relcap-lab
-	echo "== e2e: Argo CD $v passed in $(( $(date +%s) - start ))s =="
+	for v in "${versions[@]:1}"; do
+		nice -n 19 "$lab" build --argocd "$v" >"bin/e2e/build-$v.log" 2>&1 &
+		pids+=($!) logs+=("bin/e2e/build-$v.log")
+	done
+	nice -n 19 "$lab" build --gitea >bin/e2e/build-gitea.log 2>&1 &
+	pids+=($!) logs+=(bin/e2e/build-gitea.log)
+	trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+	"$lab" build --argocd "${versions[0]}"
+	for i in "${!pids[@]}"; do
+		if ! wait "${pids[i]}"; then
+			echo "lab build failed (${logs[i]}):" >&2
+			cat "${logs[i]}" >&2
+			exit 1
+		fi
+	done
+	trap - EXIT
+	echo "== labs ready in $(( $(date +%s) - start ))s: Argo CD ${versions[*]} and Gitea =="
 }
 
-start=$(date +%s)
-"$lab" build --argocd "${versions[0]}"
-echo "== lab for Argo CD ${versions[0]} ready in $(( $(date +%s) - start ))s =="
-
-pids=()
-for v in "${versions[@]:1}"; do
-	nice -n 19 "$lab" build --argocd "$v" >"bin/lab-build-$v.log" 2>&1 &
-	pids+=($!)
-done
-nice -n 19 "$lab" build --gitea >bin/lab-build-gitea.log 2>&1 &
-gitea_pid=$!
-stop_builds() { for p in "${pids[@]}" "$gitea_pid"; do kill "$p" 2>/dev/null || true; done; }
-trap stop_builds EXIT
-
-suite "${versions[0]}"
-for i in "${!pids[@]}"; do
-	v=${versions[i+1]}
-	if ! wait "${pids[i]}"; then
-		echo "lab build for Argo CD $v failed:" >&2
-		cat "bin/lab-build-$v.log" >&2
-		exit 1
-	fi
-	echo "== lab for Argo CD $v built beside the previous suite ($(tail -n 1 "bin/lab-build-$v.log")) =="
-	suite "$v"
-done
-if ! wait "$gitea_pid"; then
-	echo "lab build of Gitea failed:" >&2
-	cat bin/lab-build-gitea.log >&2
-	exit 1
-fi
-trap - EXIT
-start=$(date +%s)
-echo "== e2e: Gitea (built beside the suites: $(tail -n 1 bin/lab-build-gitea.log)) =="
-"$go" test -tags e2e -count=1 -timeout 30m -run 'TestGiteaPromotion' -v ./cmd/relcap-lab
-echo "== e2e: Gitea passed in $(( $(date +%s) - start ))s =="
-# The lab whose Argo CD follows Gitea's protected repository: relcap
-# promotes through reviewed pull requests, once per Argo CD version.
-for v in "${versions[@]}"; do
+# run_suites NAME:ARGOCD_VERSION:TEST_PATTERN... runs the suites, side by
+# side unless RELCAP_E2E_SERIAL=1, and prints each one's output as it ends.
+run_suites() {
+	local spec name v pattern pids=() names=() failed=0 start
 	start=$(date +%s)
-	echo "== e2e: Argo CD $v following Gitea =="
-	RELCAP_LAB_ARGOCD=$v "$go" test -tags e2e -count=1 -timeout 30m -run 'TestGiteaLab$' -v ./cmd/relcap-lab
-	echo "== e2e: Argo CD $v following Gitea passed in $(( $(date +%s) - start ))s =="
+	for spec in "$@"; do
+		IFS=: read -r name v pattern <<<"$spec"
+		rm -f "bin/e2e/$name.rc"
+		(
+			s=$(date +%s)
+			rc=0
+			RELCAP_LAB_ARGOCD=$v "$go" test -tags e2e -count=1 -timeout 45m -run "$pattern" -v ./cmd/relcap-lab >"bin/e2e/$name.log" 2>&1 || rc=$?
+			echo "$rc $(( $(date +%s) - s ))" >"bin/e2e/$name.rc"
+		) &
+		pids+=($!) names+=("$name")
+		[ "${RELCAP_E2E_SERIAL:-}" = 1 ] && wait "$!"
+	done
+	trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+	wait "${pids[@]}" 2>/dev/null || true
+	for name in "${names[@]}"; do
+		local rc=1 secs=?
+		[ -f "bin/e2e/$name.rc" ] && read -r rc secs <"bin/e2e/$name.rc"
+		cat "bin/e2e/$name.log"
+		if [ "$rc" = 0 ]; then
+			echo "== e2e: $name passed in ${secs}s =="
+		else
+			echo "== e2e: $name FAILED (exit $rc) after ${secs}s =="
+			failed=1
+		fi
+	done
+	trap - EXIT
+	echo "== e2e: $* in $(( $(date +%s) - start ))s =="
+	return "$failed"
+}
+
+build_labs
+suites=()
+for v in "${versions[@]}"; do
+	suites+=("argocd-$v:$v:TestE2E")
 done
+run_suites "${suites[@]}"
+# relcap's Gitea forge against the real server; then the lab whose Argo CD
+# follows Gitea's protected repository: relcap promotes through reviewed
+# pull requests, once per Argo CD version.
+suites=("gitea:${versions[0]}:TestGiteaPromotion")
+for v in "${versions[@]}"; do
+	suites+=("argocd-$v-gitea:$v:TestGiteaLab\$")
+done
+run_suites "${suites[@]}"

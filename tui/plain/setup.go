@@ -43,7 +43,11 @@ func PrintInit(out io.Writer, res setup.Result) {
 	for _, p := range res.Written {
 		fmt.Fprintf(out, "wrote %s\n", Rel(p))
 	}
-	fmt.Fprintf(out, "%d environments: ", len(res.Plan.Envs))
+	if len(res.Plan.Envs) == 1 {
+		fmt.Fprint(out, "1 environment: ")
+	} else {
+		fmt.Fprintf(out, "%d environments: ", len(res.Plan.Envs))
+	}
 	names := make([]string, len(res.Plan.Envs))
 	for i, e := range res.Plan.Envs {
 		names[i] = e.Name

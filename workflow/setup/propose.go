@@ -58,9 +58,14 @@ var prodNames = []string{"prod", "production", "prd", "live"}
 // stageOrder ranks the environment names teams use, in promotion order.
 var stageOrder = []string{"dev", "development", "sandbox", "test", "testing", "qa", "int", "integration", "staging", "stage", "stg", "uat", "preprod", "pre-prod", "prod", "production", "prd", "live"}
 
-// genericDirs are directory names that say nothing about an environment
-// (infra/terraform/staging/terraform), skipped when naming one.
-var genericDirs = []string{"terraform", "tf", "infra", "infrastructure", "envs", "environments", "env", "live", "stacks", "root", "roots", "main"}
+// containerDirs are directory names that hold roots rather than name an
+// environment (infra/terraform/staging): never proposed as one.
+var containerDirs = []string{"terraform", "tf", "infra", "infrastructure", "envs", "environments", "stacks", "root", "roots", "modules"}
+
+// weakDirs name an environment only when nothing else in the path does:
+// "live" is production in some teams and Terragrunt's top directory in
+// others (live/staging/app).
+var weakDirs = []string{"live", "main", "env"}
 
 var notEnvChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
@@ -83,7 +88,13 @@ func Propose(d Discovery) Plan {
 	}
 	for _, root := range d.Roots {
 		name := EnvName(d.Dir, root.Dir)
-		if name == "" || slices.ContainsFunc(p.Envs, func(e EnvPlan) bool { return e.Name == name }) {
+		if name == "" {
+			p.Guessed = append(p.Guessed, rel(d.Dir, root.Dir)+": left out: no environment name in its path (add it to environments: by hand)")
+			continue
+		}
+		if i := slices.IndexFunc(p.Envs, func(e EnvPlan) bool { return e.Name == name }); i >= 0 {
+			p.Guessed = append(p.Guessed, rel(d.Dir, root.Dir)+": left out: a second root for "+name+" beside "+p.Envs[i].TerraformDir+
+				" (relcap plans one root per environment: keep the one it should plan)")
 			continue
 		}
 		e := EnvPlan{Name: name, Production: slices.Contains(prodNames, name), TerraformDir: rel(d.Dir, root.Dir), ArgoServer: d.Server, ArgoPlaintext: d.Plaintext}
@@ -106,18 +117,28 @@ func Propose(d Discovery) Plan {
 	return p
 }
 
-// EnvName names the environment of a Terraform root: the last element of
-// its path that is not a generic directory name, lowercased to what
-// relcap.yaml accepts ("" when nothing fits).
+// EnvName names the environment of a Terraform root from its path,
+// lowercased to what relcap.yaml accepts ("" when nothing fits): a known
+// stage name anywhere in it (infra/live/prod/network is prod), else its
+// last element that is not a container directory, weak names
+// (live, main, env) only when nothing else is left.
 func EnvName(dir, root string) string {
 	parts := strings.Split(filepath.ToSlash(rel(dir, root)), "/")
+	var candidates []string // from the last element to the first
 	for i := len(parts) - 1; i >= 0; i-- {
 		name := strings.Trim(notEnvChars.ReplaceAllString(strings.ToLower(parts[i]), "-"), "-")
-		if name == "" || name == "." || slices.Contains(genericDirs, name) {
+		if name == "" || slices.Contains(containerDirs, name) || !input.ValidEnvName(name) {
 			continue
 		}
-		if input.ValidEnvName(name) {
-			return name
+		candidates = append(candidates, name)
+	}
+	for _, pick := range []func(string) bool{
+		func(n string) bool { return slices.Contains(stageOrder, n) },
+		func(n string) bool { return !slices.Contains(weakDirs, n) },
+		func(string) bool { return true },
+	} {
+		if i := slices.IndexFunc(candidates, pick); i >= 0 {
+			return candidates[i]
 		}
 	}
 	return ""

@@ -53,3 +53,32 @@ func TestDefaultsRefuseWhatTheyCannotPropose(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 }
+
+// TestEnvNameReadsTheLayoutsTeamsUse: a stage name wins wherever it is in
+// the path; container directories never name an environment; "live" does
+// when it is all there is. A root no name fits, and a second root of one
+// environment, are named in the notes rather than dropped without a word.
+func TestEnvNameReadsTheLayoutsTeamsUse(t *testing.T) {
+	for root, want := range map[string]string{
+		"/r/terraform/live":          "live",
+		"/r/terraform/dev":           "dev",
+		"/r/live/staging/app":        "staging",
+		"/r/infra/live/prod/network": "prod",
+		"/r/infra/eu-west/Staging":   "staging",
+		"/r/stacks/billing":          "billing",
+		"/r/main":                    "main",
+		"/r/infra/terraform":         "",
+		"/r":                         "",
+	} {
+		require.Equal(t, want, EnvName("/r", root), root)
+	}
+	p := Propose(Discovery{Dir: "/r", Roots: []TerraformRoot{{Dir: "/r/terraform/dev"}, {Dir: "/r/terraform/live"},
+		{Dir: "/r/infra/terraform"}, {Dir: "/r/live/prod/network"}, {Dir: "/r/live/prod/database"}}})
+	var names []string
+	for _, e := range p.Envs {
+		names = append(names, e.Name)
+	}
+	require.Equal(t, []string{"dev", "prod", "live"}, names)
+	require.Contains(t, p.Guessed, "infra/terraform: left out: no environment name in its path (add it to environments: by hand)")
+	require.Contains(t, p.Guessed, "live/prod/database: left out: a second root for prod beside live/prod/network (relcap plans one root per environment: keep the one it should plan)")
+}
