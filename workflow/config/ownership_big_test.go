@@ -37,4 +37,3 @@ func TestAMillionLineOwnershipMapIsReadInBoundedMemory(t *testing.T) {
 	_, err = ParseOwnership("ownership.yaml", anchored)
 	require.ErrorContains(t, err, "ownership.yaml: this ownership map is 29 MB and uses anchors")
 }
-
