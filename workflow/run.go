@@ -385,6 +385,13 @@ func open(r *Release) bool {
 // no image yet (started by relcap plan) takes req.Image; one promoting
 // another image is not joined: the captain names it or finishes it first.
 func (s *Service) OpenRelease(ctx context.Context, req OpenRequest) (Opened, error) {
+	return s.openRelease(ctx, req, nil)
+}
+
+// openRelease is OpenRelease; admit, when set, may refuse a joined release
+// before anything is recorded of this session's work on it (a refused
+// command leaves no session: store.PrepareSession).
+func (s *Service) openRelease(ctx context.Context, req OpenRequest, admit func(*Release) error) (Opened, error) {
 	d := s.d
 	env, err := d.Project.Env(req.Env)
 	if err != nil {
@@ -412,6 +419,11 @@ func (s *Service) OpenRelease(ctx context.Context, req OpenRequest) (Opened, err
 			return Opened{}, err
 		}
 		return Opened{Release: r, Started: true}, nil
+	}
+	if admit != nil {
+		if err := admit(r); err != nil {
+			return Opened{}, err
+		}
 	}
 	switch {
 	case req.Image != "" && r.Image != "" && !sameImage(r, req.Image):
@@ -516,7 +528,7 @@ func (s *Service) PlanRelease(ctx context.Context, req OpenRequest, sink EventSi
 	if s.d.Planner == nil {
 		return PlanOutcome{}, missingPort("planner")
 	}
-	opened, err := s.OpenRelease(ctx, req)
+	opened, err := s.openRelease(ctx, req, refuseReplan)
 	if err != nil {
 		return PlanOutcome{}, err
 	}
@@ -548,6 +560,18 @@ func (s *Service) PlanRelease(ctx context.Context, req OpenRequest, sink EventSi
 	return out, errors.Join(err, lerr)
 }
 
+// refuseReplan says why relcap plan cannot plan for r: it promotes only,
+// or it is past its apply. Decided before this session records anything.
+func refuseReplan(r *Release) error {
+	switch {
+	case r.Step(StepPlanReview).Status == Skipped:
+		return fmt.Errorf("%w: release %s in %s promotes only (no infrastructure change); finish it (relcap promote, relcap converge) before planning the next one", fault.ErrUsage, r.ID, r.Env)
+	case r.Step(StepApply).Status == Succeeded:
+		return alreadyApplied(r)
+	}
+	return nil
+}
+
 // replanIfReviewed prepares a joined release for relcap plan. Plan review
 // that already succeeded is reviewed again: its step reuses the saved plan
 // while nothing moved and plans again when something did (a var file
@@ -555,13 +579,11 @@ func (s *Service) PlanRelease(ctx context.Context, req OpenRequest, sink EventSi
 // stale. A release past apply, or one that promotes only, has no plan to
 // make: the captain finishes it first.
 func (s *Service) replanIfReviewed(ctx context.Context, r *Release) error {
-	review, apply := r.Step(StepPlanReview), r.Step(StepApply)
-	switch {
-	case review.Status == Skipped:
-		return fmt.Errorf("%w: release %s in %s promotes only (no infrastructure change); finish it (relcap promote, relcap converge) before planning the next one", fault.ErrUsage, r.ID, r.Env)
-	case apply.Status == Succeeded:
-		return alreadyApplied(r)
-	case review.Status != Succeeded:
+	if err := refuseReplan(r); err != nil {
+		return err
+	}
+	review := r.Step(StepPlanReview)
+	if review.Status != Succeeded {
 		return nil
 	}
 	review.Status = Pending

@@ -40,9 +40,16 @@ func TestAnInfrastructureOnlyReleaseSucceedsThroughTheCommandLine(t *testing.T) 
 	code, _, errOut = invokeEnv(t, data, env, "-c", cfg, "--actor", "alice", "apply", "--plan", fp)
 	require.Equal(t, 0, code, errOut)
 
+	sessions := func() []string {
+		m, err := filepath.Glob(filepath.Join(data, "relcap", "sessions", "*"))
+		require.NoError(t, err)
+		return m
+	}
+	before := sessions()
 	code, _, errOut = invokeEnv(t, data, env, "-c", cfg, "--actor", "alice", "plan", "--env", "staging")
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, "relcap resume "+id, "the refusal names the way to end the applied release")
+	require.Equal(t, before, sessions(), "the refused plan records no session (and so anchors none)")
 
 	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "--actor", "alice", "resume", id, "--timeout", "30s")
 	require.Equal(t, 0, code, out+errOut)
