@@ -119,8 +119,16 @@ func PrintPlan(w io.Writer, p tfplan.Summary) error {
 		if rev == "" {
 			rev = "(not in Git)"
 		}
-		fmt.Fprintf(w, "  bound to: revision %s%s, workspace %s, state %s serial %d, %d var file(s), lock file %s\n",
-			rev, dirty, in.Workspace, workflow.ShortHash(in.StateLineage), in.StateSerial, len(in.VarFileHashes), workflow.ShortHash(in.LockFileHash))
+		state := "none yet"
+		if in.StateLineage != "" {
+			state = fmt.Sprintf("%s serial %d", workflow.ShortHash(in.StateLineage), in.StateSerial)
+		}
+		lock := "none"
+		if in.LockFileHash != "" {
+			lock = workflow.ShortHash(in.LockFileHash)
+		}
+		fmt.Fprintf(w, "  bound to: revision %s%s, workspace %s, state %s, %d var file(s), lock file %s\n",
+			rev, dirty, in.Workspace, state, len(in.VarFileHashes), lock)
 	}
 	return nil
 }
