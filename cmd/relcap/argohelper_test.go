@@ -1,13 +1,10 @@
 package main
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/relcap/relcap/adapters/argocd/remote"
 	"github.com/relcap/relcap/adapters/argocd/remote/remotetest"
 )
 
@@ -17,24 +14,6 @@ import (
 func buildArgoHelper() error {
 	_, err := remotetest.Build()
 	return err
-}
-
-// placeArgoHelper puts the helper beside a relcap binary built for a test
-// (relcapBinary), so that binary finds it the way an installed one does.
-func placeArgoHelper(dir string) error {
-	src, err := remotetest.Build()
-	if err != nil {
-		return err
-	}
-	dst := filepath.Join(dir, remote.HelperName)
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, 0o755)
 }
 
 // TestRelcapLinksNoArgoCDClient holds the process boundary: the relcap

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relcap/relcap/adapters/argocd/remote/remotetest"
 )
 
 // The tests that need the real relcap binary (the team store's two
@@ -17,37 +15,25 @@ import (
 // every test used to link its own.
 var (
 	binaryOnce sync.Once
-	binaryDir  string
 	binaryPath string
 	binaryErr  error
 )
 
 // relcapBinary builds the relcap binary once for the package's tests and
-// returns its path. It is built without -race whatever the test binary
-// was built with (it is the program users run), and without the symbol
-// table and DWARF data, which no test reads and which make the link slower.
+// returns its path: beside the test binary, with relcap-argocd, where an
+// installed relcap finds its helper. It is built without -race whatever
+// the test binary was built with (it is the program users run), and
+// without the symbol table and DWARF data, which no test reads and which
+// make the link slower. Tests re-run in a process of their own use the
+// parent's build (remotetest.BuildBeside).
 func relcapBinary(t *testing.T) string {
 	t.Helper()
 	binaryOnce.Do(func() {
-		binaryDir, binaryErr = os.MkdirTemp("", "relcap-bin-")
-		if binaryErr != nil {
+		if _, binaryErr = remotetest.Build(); binaryErr != nil {
 			return
 		}
-		binaryPath = filepath.Join(binaryDir, "relcap")
-		if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", binaryPath, ".").CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("go build: %w\n%s", err, out)
-			return
-		}
-		binaryErr = placeArgoHelper(binaryDir)
+		binaryPath, binaryErr = remotetest.BuildBeside("relcap", "github.com/relcap/relcap/cmd/relcap")
 	})
 	require.NoError(t, binaryErr, "build relcap")
 	return binaryPath
-}
-
-// removeRelcapBinary removes the shared build, if one was made; TestMain
-// calls it after the tests ran.
-func removeRelcapBinary() {
-	if binaryDir != "" {
-		_ = os.RemoveAll(binaryDir)
-	}
 }

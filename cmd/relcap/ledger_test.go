@@ -29,7 +29,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := pgtest.Main(m)
-	removeRelcapBinary()
 	os.Exit(code)
 }
 
