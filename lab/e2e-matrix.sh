@@ -6,7 +6,7 @@
 #
 # Every lab is built first, the builds beside one another: the first
 # version's at normal priority, the others and Gitea's at the lowest (a warm
-# cache answers each at once). Then the suites run side by side, each
+# cache answers each at once). Then all the suites run side by side, each
 # against a lab of its own (ports picked free, directories of their own):
 # they mostly wait on Argo CD, kwok and relcap's own grace periods, so two
 # together take little longer than one (docs/PERFORMANCE.md, "The suite and
@@ -81,16 +81,11 @@ run_suites() {
 }
 
 build_labs
-suites=()
-for v in "${versions[@]}"; do
-	suites+=("argocd-$v:$v:TestE2E")
-done
-run_suites "${suites[@]}"
-# relcap's Gitea forge against the real server; then the lab whose Argo CD
-# follows Gitea's protected repository: relcap promotes through reviewed
-# pull requests, once per Argo CD version.
+# All at once: the Argo CD suites, relcap's Gitea forge against the real
+# server, and the lab whose Argo CD follows Gitea's protected repository
+# (relcap promotes through reviewed pull requests), once per version.
 suites=("gitea:${versions[0]}:TestGiteaPromotion")
 for v in "${versions[@]}"; do
-	suites+=("argocd-$v-gitea:$v:TestGiteaLab\$")
+	suites+=("argocd-$v:$v:TestE2E" "argocd-$v-gitea:$v:TestGiteaLab\$")
 done
 run_suites "${suites[@]}"
