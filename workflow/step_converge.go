@@ -353,7 +353,12 @@ func (w Watch) Wait(ctx context.Context, app appstate.AppRef, want Want) (appsta
 			lastChange = clock.Now()
 			observe(st)
 			v = Converged(st, want)
-			if wasHealthy && st.Health == appstate.HealthDegraded {
+			// Healthy → Degraded fails fast (argo-cd's app wait), but only
+			// at the intended revision: before Argo CD has synced it, the
+			// health is the previous revision's (the drill or the bad
+			// release a rollback replaces), not this rollout's.
+			atWant := st.SyncStatus == appstate.SyncSynced && (want.Revision == "" || st.SyncRevision == want.Revision)
+			if wasHealthy && st.Health == appstate.HealthDegraded && atWant {
 				v.Terminal = true
 			}
 			if v.Kind == appstate.VerdictConverged || v.Terminal {

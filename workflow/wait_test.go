@@ -206,3 +206,55 @@ func TestWatchTimesOutOnItsClock(t *testing.T) {
 	require.ErrorIs(t, r.err, fault.ErrNotConverged)
 	require.WithinRange(t, clock.Now(), t0.Add(10*time.Minute), t0.Add(10*time.Minute+2*o.TreeInterval), "timed out when its clock said so")
 }
+
+// scripted is a Convergence (a fake, no Argo CD) whose Get answers
+// states[0] and whose Watch then sends the rest, in order.
+type scripted struct{ states []appstate.AppState }
+
+func (s scripted) Get(context.Context, appstate.AppRef) (appstate.AppState, error) {
+	return s.states[0], nil
+}
+
+func (s scripted) Watch(ctx context.Context, _ appstate.AppRef, _ string) (<-chan workflow.AppUpdate, error) {
+	ch := make(chan workflow.AppUpdate)
+	go func() {
+		defer close(ch)
+		for _, st := range s.states[1:] {
+			select {
+			case ch <- workflow.AppUpdate{State: st}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		<-ctx.Done()
+	}()
+	return ch, nil
+}
+
+// TestHealthyToDegradedFailsFastOnlyAtTheIntendedRevision: argo-cd's app
+// wait fails when a Healthy application turns Degraded. Before the intended
+// revision is synced, that health is the previous revision's (a rehearsal's
+// drill, the bad release a rollback replaces): the watch waits for the
+// intended one instead of failing the recovery (found in make test, the
+// interrupted-reconciliation drill's recovery). At the intended revision it
+// still fails at once.
+func TestHealthyToDegradedFailsFastOnlyAtTheIntendedRevision(t *testing.T) {
+	t.Parallel()
+	d, err := image.ParseDigest("sha256:" + strings.Repeat("cd", 32))
+	require.NoError(t, err)
+	want := workflow.Want{Revision: "good-rev", Digest: d}
+	img := []string{"registry.test/web@" + d.String()}
+	healthyOld := appstate.AppState{SyncStatus: appstate.SyncSynced, SyncRevision: "drill-rev", Health: appstate.HealthHealthy, Operation: appstate.OperationSucceeded, Version: "1"}
+	degradedBefore := appstate.AppState{SyncStatus: appstate.SyncOutOfSync, SyncRevision: "good-rev", Health: appstate.HealthDegraded, Operation: appstate.OperationSucceeded, Version: "2"}
+	converged := appstate.AppState{SyncStatus: appstate.SyncSynced, SyncRevision: "good-rev", Health: appstate.HealthHealthy, Operation: appstate.OperationSucceeded, Images: img, Version: "3"}
+
+	st, v, err := workflow.Watch{Source: scripted{[]appstate.AppState{healthyOld, degradedBefore, converged}}}.Wait(t.Context(), appstate.AppRef{Name: "web"}, want)
+	require.NoError(t, err)
+	require.Equal(t, appstate.VerdictConverged, v.Kind, "%+v %+v", v, st)
+
+	degradedAt := appstate.AppState{SyncStatus: appstate.SyncSynced, SyncRevision: "good-rev", Health: appstate.HealthDegraded, Operation: appstate.OperationRunning, Images: img, Version: "2"}
+	_, v, err = workflow.Watch{Source: scripted{[]appstate.AppState{healthyOld, degradedAt, converged}}}.Wait(t.Context(), appstate.AppRef{Name: "web"}, want)
+	require.NoError(t, err)
+	require.True(t, v.Terminal, "Healthy → Degraded at the intended revision fails at once: %+v", v)
+	require.NotEqual(t, appstate.VerdictConverged, v.Kind)
+}
