@@ -85,7 +85,7 @@ type Model struct {
 	// live is the captain's effort as the Service's clock has it (the one
 	// FlushEffort stores), refreshed after each sign of engagement and
 	// every tick, for the status bar.
-	live        effort.Live
+	live        effort.Figure
 	notice      string
 	noticeErr   bool
 	noticeUntil time.Time
@@ -159,8 +159,10 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		if !m.noticeUntil.IsZero() && msg.now.After(m.noticeUntil) {
 			m.notice, m.noticeUntil = "", time.Time{}
 		}
-		m.live = m.svc.Tracker().Live(m.releaseID)
-		m, cmd := m.broadcast(screen.TickMsg{Now: msg.now})
+		// One figure per frame: the status bar and every screen read
+		// this snapshot (effort.Tracker.Figure), so no two views differ.
+		m.live = m.svc.Tracker().Figure(m.releaseID)
+		m, cmd := m.broadcast(screen.TickMsg{Now: msg.now, Effort: m.live})
 		return m, tea.Batch(cmd, tick())
 	case releaseLoadedMsg:
 		if msg.err != nil {
@@ -222,7 +224,6 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		// are back (DESIGN: effort from input or focus).
 		if m.release != nil {
 			m.svc.Tracker().Pause(m.releaseID)
-			m.live = m.svc.Tracker().Live(m.releaseID)
 		}
 		return m, nil
 	case tea.MouseClickMsg:
@@ -259,7 +260,6 @@ func (m *Model) engaged(input bool) {
 	} else {
 		m.svc.Tracker().Touch(m.releaseID, role, step.String())
 	}
-	m.live = m.svc.Tracker().Live(m.releaseID)
 }
 
 // key handles global keys, unless the active screen is taking text.
@@ -299,7 +299,15 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.active = scrConverge
 	case key.Matches(msg, g.Effort):
 		m.active = scrEffort
-		return m, m.report.Load()
+		// Stored first, so the report holds this release's figure as
+		// the status bar shows it at this instant.
+		flush, load := m.flushEffort(), m.report.Load()
+		return m, func() tea.Msg {
+			if f, ok := flush().(effortFlushedMsg); ok && f.err != nil {
+				return screen.NoticeMsg{Text: "effort not stored, so the report would be short of it: " + f.err.Error(), Err: true}
+			}
+			return load()
+		}
 	default:
 		var cmd tea.Cmd
 		m, cmd = m.updateActive(msg)

@@ -199,24 +199,28 @@ func TestCockpitEffortFollowsInputFocusAndMouse(t *testing.T) {
 	m = open(t, m) // loading the release is the first sign of engagement
 	require.Equal(t, scrPlan, m.active)
 
+	// The status bar and every screen show the figure of the last tick
+	// (one snapshot per frame), so each check ticks first.
+	tick := func(m Model) Model { return step(t, m, tickMsg{now: env.Clock.Now()}) }
 	env.Clock.Advance(40 * time.Second) // reading the plan
-	m = step(t, m, tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	m = tick(step(t, m, tea.MouseWheelMsg{Button: tea.MouseWheelDown}))
 	require.Equal(t, 40*time.Second, m.live.Active)
 	env.Clock.Advance(5 * time.Second)
-	m = step(t, m, tea.BlurMsg{}) // to the chat window
+	m = tick(step(t, m, tea.BlurMsg{})) // to the chat window
 	require.Equal(t, 45*time.Second, m.live.Active)
 	require.True(t, m.live.Idle)
 	require.Contains(t, ansi.Strip(m.render()), "effort 45s (idle)")
 	env.Clock.Advance(10 * time.Minute) // away: counts nothing
-	m = step(t, m, tea.FocusMsg{})
+	m = tick(step(t, m, tea.FocusMsg{}))
 	require.False(t, m.live.Idle)
+	require.Equal(t, 45*time.Second, m.live.Active, "unfocused time is nobody's effort")
 	env.Clock.Advance(15 * time.Second)
-	m = step(t, m, tea.MouseClickMsg{Button: tea.MouseLeft})
+	m = tick(step(t, m, tea.MouseClickMsg{Button: tea.MouseLeft}))
 	require.Equal(t, time.Minute, m.live.Active)
 	m = drive(t, m, fixtureKey("enter"))
 	require.True(t, m.plan.Capturing())
 	env.Clock.Advance(5 * time.Second)
-	m = drive(t, m, fixtureKey("y"))
+	m = tick(drive(t, m, fixtureKey("y")))
 	require.Equal(t, workflow.ReleaseConverged, m.Release().Status)
 	require.Equal(t, time.Minute+5*time.Second, m.live.Active)
 	require.Equal(t, 4, m.live.Inputs, "wheel, click, enter, y; focus is not an input")

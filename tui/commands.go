@@ -63,6 +63,11 @@ func (m Model) loadRelease() tea.Cmd {
 	svc, id, ctx := m.svc, m.releaseID, m.ctx
 	return func() tea.Msg {
 		r, err := svc.Records().Release(ctx, id)
+		if err == nil {
+			// The effort figure starts from what the ledger holds
+			// (effort.Tracker.Figure): earlier sessions, other people.
+			_, err = svc.Effort(ctx, id)
+		}
 		return releaseLoadedMsg{release: r, err: err}
 	}
 }

@@ -115,7 +115,10 @@ func (m Model) updateRehearsal(msg tea.Msg) (Model, tea.Cmd) {
 		m.setTheme(theme.New(msg.IsDark()))
 		return m, nil
 	case tickMsg:
-		m.rehearsal, cmd = m.rehearsal.Update(screen.TickMsg{Now: msg.now})
+		if id, _, ok := m.rehearsal.Effort(); ok {
+			m.live = m.svc.Tracker().Figure(id)
+		}
+		m.rehearsal, cmd = m.rehearsal.Update(screen.TickMsg{Now: msg.now, Effort: m.live})
 		return m, tea.Batch(cmd, tick())
 	case rehearse.QuitMsg:
 		return m, tea.Quit
@@ -176,13 +179,12 @@ func (m Model) renderRehearsal() string {
 	return strings.Join([]string{header, m.rehearsal.View(), status, m.help.View(m.activeKeys())}, "\n")
 }
 
-// drillEffort is the effort line: the captain's time on the drill's
-// release so far, as the Service's clock has it.
+// drillEffort is the effort line: the drill release's effort figure as of
+// the last tick (effort.Tracker.Figure), as every view shows it.
 func (m Model) drillEffort() string {
 	id, _, ok := m.rehearsal.Effort()
 	if !ok {
 		return " effort: counted once the drill has a release"
 	}
-	live := m.svc.Tracker().Live(id)
-	return fmt.Sprintf(" effort on %s: active %s · %d inputs", id, screen.Duration(live.Active), live.Inputs)
+	return fmt.Sprintf(" effort on %s: active %s · %d inputs", id, screen.Duration(m.live.Active), m.live.Inputs)
 }

@@ -21,18 +21,33 @@ import (
 func (s *Service) Tracker() *effort.Tracker { return s.tracker }
 
 // Effort is the effort recorded against a release, with what this
-// process's effort clock measured of it stored first: a summary read
-// while the captain is still at the cockpit says what its status bar says
-// (Records.Effort reads the ledger alone).
+// process's effort clock measured of it stored first, so the ledger holds
+// the release's figure as its views show it (Tracker.Figure); the Tracker
+// then counts what was read as stored, which brings in what other people
+// recorded meanwhile (an approver at their own laptop).
 func (s *Service) Effort(ctx context.Context, releaseID string) ([]effort.Entry, error) {
-	if err := s.FlushEffort(ctx, releaseID); err != nil {
+	s.effortMu.Lock()
+	defer s.effortMu.Unlock()
+	if err := s.flushEffort(ctx, releaseID); err != nil {
 		return nil, err
 	}
-	return s.records.Effort(ctx, releaseID)
+	entries, err := s.records.Effort(ctx, releaseID)
+	if err != nil {
+		return nil, err
+	}
+	s.tracker.Stored(releaseID, entries)
+	return entries, nil
 }
 
-// FlushEffort stores the effort the Tracker measured so far.
+// FlushEffort stores the effort the Tracker measured so far, running
+// intervals up to now included.
 func (s *Service) FlushEffort(ctx context.Context, releaseID string) error {
+	s.effortMu.Lock()
+	defer s.effortMu.Unlock()
+	return s.flushEffort(ctx, releaseID)
+}
+
+func (s *Service) flushEffort(ctx context.Context, releaseID string) error {
 	entries := s.tracker.Drain(releaseID)
 	if len(entries) == 0 {
 		return nil

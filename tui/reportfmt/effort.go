@@ -13,40 +13,11 @@ import (
 // Markdown and HTML formats).
 func (v effortView) document() reportDoc {
 	r := v.Effort
-	d := reportDoc{title: "Release coordination effort"}
-	d.headline = append(d.headline, periodLine(r.From, r.To, r.TimeZone, "by release creation"))
-	if r.Env != "" {
-		d.headline = append(d.headline, "Environment: "+r.Env)
-	}
-	if r.Person != "" {
-		d.headline = append(d.headline, "Person: "+r.Person+" (their own effort on releases they worked on or captained)")
-	}
+	d := reportDoc{title: "Release coordination effort", headline: EffortHeadline(r)}
 	if r.Empty {
 		d.empty = r.Message
 		return d
 	}
-	c := r.Counts
-	kinds := make([]string, 0, len(c.ByKind))
-	for _, k := range releaseKinds {
-		if n := c.ByKind[k]; n > 0 {
-			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	d.headline = append(d.headline, fmt.Sprintf("Releases: %d (%s) — succeeded %d, failed %d, rolled back %d, stalled %d, abandoned %d, in progress %d",
-		c.Total, strings.Join(kinds, ", "), c.Succeeded, c.Failed, c.RolledBack, c.Stalled, c.Abandoned, c.InProgress))
-	if c.BreakGlassExcluded > 0 {
-		d.headline = append(d.headline, fmt.Sprintf("Break-glass records left out (not releases): %d", c.BreakGlassExcluded))
-	}
-	d.headline = append(d.headline, coverageLines(r.Coverage)...)
-	if r.Comparison != nil {
-		d.headline = append(d.headline, "", r.Comparison.Line)
-		for _, cond := range r.Comparison.Conditions {
-			d.headline = append(d.headline, "  if: "+cond)
-		}
-	} else if r.ComparisonNote != "" {
-		d.headline = append(d.headline, "", r.ComparisonNote)
-	}
-
 	per := docTable{title: "Staff effort per release", header: append([]string{"measure"}, statsHeader...)}
 	per.rows = append(per.rows,
 		append([]string{"staff (active + off-tool)"}, statsCells(r.Staff)...),
@@ -296,4 +267,42 @@ func (v effortView) rows() []Row {
 			Row{"release", x.ID, "elapsed", minutes(x.Elapsed), "minutes"})
 	}
 	return rows
+}
+
+// EffortHeadline is the effort report's opening lines: its period, scope,
+// releases, coverage and before/after. The cockpit's effort screen opens
+// with the same lines, so the two state a figure the same way.
+func EffortHeadline(r *report.Effort) []string {
+	lines := []string{periodLine(r.From, r.To, r.TimeZone, "by release creation")}
+	if r.Env != "" {
+		lines = append(lines, "Environment: "+r.Env)
+	}
+	if r.Person != "" {
+		lines = append(lines, "Person: "+r.Person+" (their own effort on releases they worked on or captained)")
+	}
+	if r.Empty {
+		return lines
+	}
+	c := r.Counts
+	kinds := make([]string, 0, len(c.ByKind))
+	for _, k := range releaseKinds {
+		if n := c.ByKind[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	lines = append(lines, fmt.Sprintf("Releases: %d (%s) — succeeded %d, failed %d, rolled back %d, stalled %d, abandoned %d, in progress %d",
+		c.Total, strings.Join(kinds, ", "), c.Succeeded, c.Failed, c.RolledBack, c.Stalled, c.Abandoned, c.InProgress))
+	if c.BreakGlassExcluded > 0 {
+		lines = append(lines, fmt.Sprintf("Break-glass records left out (not releases): %d", c.BreakGlassExcluded))
+	}
+	lines = append(lines, coverageLines(r.Coverage)...)
+	if r.Comparison != nil {
+		lines = append(lines, "", r.Comparison.Line)
+		for _, cond := range r.Comparison.Conditions {
+			lines = append(lines, "  if: "+cond)
+		}
+	} else if r.ComparisonNote != "" {
+		lines = append(lines, "", r.ComparisonNote)
+	}
+	return lines
 }

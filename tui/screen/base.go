@@ -8,6 +8,7 @@ import (
 
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 // Base is what every screen keeps the same way: its colours, its keys
@@ -22,6 +23,8 @@ type Base[K any] struct {
 	Height int
 	// Now is the root's clock, from the last TickMsg.
 	Now time.Time
+	// effort is the release's effort figure at Now (TickMsg).
+	effort effort.Figure
 
 	release *workflow.Release
 	running bool
@@ -54,9 +57,14 @@ func (b *Base[K]) Observe(msg tea.Msg) {
 			b.release = msg.Event.Release
 		}
 	case TickMsg:
-		b.Now = msg.Now
+		b.Now, b.effort = msg.Now, msg.Effort
 	}
 }
+
+// Effort is the release's effort figure as of the last tick: the number
+// the status bar shows in the same frame. A screen shows effort from this
+// and keeps no clock of its own.
+func (b Base[K]) Effort() effort.Figure { return b.effort }
 
 // Release is the latest snapshot of the release, or nil before the root
 // has sent one.

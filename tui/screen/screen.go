@@ -20,6 +20,7 @@ import (
 
 	"github.com/relcap/relcap/tui/keys"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/effort"
 )
 
 // EventMsg is one event of the running release. The root sends it to every
@@ -42,7 +43,12 @@ type RunStateMsg struct {
 type ReleaseEndedMsg struct{ Release *workflow.Release }
 
 // TickMsg carries the root's clock to every screen, for elapsed times.
-type TickMsg struct{ Now time.Time }
+type TickMsg struct {
+	Now time.Time
+	// Effort is the release's effort figure at Now, the one the status
+	// bar shows in the same frame (effort.Tracker.Figure).
+	Effort effort.Figure
+}
 
 // ResumeMsg asks the root to continue the release run.
 type ResumeMsg struct {

@@ -89,13 +89,15 @@ func (e Entry) Validate() error {
 }
 
 // Clock measures active effort per person per step and machine wait
-// per step. Active time accrues between two signs of engagement (input,
-// focus) no more than the idle threshold apart; a longer gap counts as
-// nothing, because nobody can say what the person did in it, and so does
-// time with the terminal unfocused (Pause). Within a gap, time is booked
-// to the step the person had in front of them: the step of their last
-// input, then each step the work moved on to (Follow). It reads time only
-// from the Clock, so it is deterministic under a fake one.
+// per step. A sign of engagement (input, focus) makes the time after it
+// count, until the next sign, the idle threshold or the terminal losing
+// focus (Pause), whichever comes first: a person is engaged for up to the
+// threshold after their last sign, and nobody can say what they did
+// beyond it. Time is booked to the step the person had in front of them:
+// the step of their last sign, then each step the work moved on to
+// (Follow). The figure only ever grows, so what a screen shows at an
+// instant is what a Drain at that instant stores (Tally). It reads time
+// only from its TimeSource, so it is deterministic under a fake one.
 type Clock struct {
 	mu        sync.Mutex
 	clock     TimeSource
@@ -109,28 +111,29 @@ type Clock struct {
 	// and no entry at all is no data.
 	measured map[effortKey]bool
 	reported map[effortKey]bool
-	// total is each person's active effort credited so far, drained or
-	// not, for a live display.
-	total  map[string]time.Duration
-	inputs map[string]int
+	inputs   map[string]int
 	// pendingInputs are the inputs since the last Drain, by the step
 	// they were made on.
 	pendingInputs map[effortKey]int
 }
 
-// engagement is a person's open gap: since their last input, split at
-// the steps the work moved to.
+// engagement is a person's running interval: since their last sign, on
+// one step, credited up to from.
 type engagement struct {
-	input    time.Time // the last sign of engagement
-	role     Role
-	segments []segment // closed parts of the gap, oldest first
-	from     time.Time // start of the open part
-	step     string    // step of the open part
+	input time.Time // the last sign of engagement
+	role  Role
+	step  string
+	from  time.Time // credited up to here
 }
 
-type segment struct {
-	step string
-	d    time.Duration
+// running is the part of e not credited yet at now: up to the threshold
+// after the last sign.
+func (e *engagement) running(now time.Time, idle time.Duration) time.Duration {
+	end := e.input.Add(idle)
+	if now.Before(end) {
+		end = now
+	}
+	return max(0, end.Sub(e.from))
 }
 
 type effortKey struct {
@@ -148,14 +151,14 @@ func NewClock(clock TimeSource, idle time.Duration, releaseID string) *Clock {
 	return &Clock{
 		clock: clock, idle: idle, releaseID: releaseID,
 		last: map[string]*engagement{}, waits: map[string]time.Time{}, pending: map[effortKey]time.Duration{},
-		measured: map[effortKey]bool{}, reported: map[effortKey]bool{}, total: map[string]time.Duration{}, inputs: map[string]int{},
+		measured: map[effortKey]bool{}, reported: map[effortKey]bool{}, inputs: map[string]int{},
 		pendingInputs: map[effortKey]int{},
 	}
 }
 
 // Touch records a sign that person is engaged on step (a key press, a
-// mouse event, the terminal gaining focus). The gap since their previous
-// one is credited, split by step, if it is within the idle threshold.
+// mouse event, the terminal gaining focus): the running interval before it
+// is credited, and a new one starts.
 func (c *Clock) Touch(person string, role Role, step string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,7 +169,7 @@ func (c *Clock) Touch(person string, role Role, step string) {
 func (c *Clock) touch(person string, role Role, step string) {
 	now := c.clock.Now()
 	c.settle(person, now)
-	c.last[person] = &engagement{input: now, role: role, from: now, step: step}
+	c.last[person] = &engagement{input: now, role: role, step: step, from: now}
 	c.measured[effortKey{person, role, step, Active}] = true
 }
 
@@ -180,10 +183,9 @@ func (c *Clock) Input(person string, role Role, step string) {
 	c.pendingInputs[effortKey{person, role, step, Active}]++
 }
 
-// Follow moves person's open gap on to step: the work went there (the
-// cockpit shows the next step) without their input. What they spent
-// looking at the previous step stays that step's, once the gap closes
-// within the threshold.
+// Follow moves person's running interval on to step: the work went there
+// (the cockpit shows the next step) without their input. What they spent
+// on the previous step stays that step's.
 func (c *Clock) Follow(person string, step string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -192,18 +194,17 @@ func (c *Clock) Follow(person string, step string) {
 		return
 	}
 	now := c.clock.Now()
+	c.settle(person, now)
 	if now.Sub(e.input) > c.idle {
-		// Idle already: nothing of this gap will count.
-		delete(c.last, person)
+		delete(c.last, person) // idle already: nothing more counts
 		return
 	}
-	e.segments = append(e.segments, segment{e.step, now.Sub(e.from)})
-	e.from, e.step = now, step
+	e.step = step
 	c.measured[effortKey{person, e.role, step, Active}] = true
 }
 
-// Pause ends person's engagement now (the terminal lost focus): the gap up
-// to now counts if within the threshold, and nothing counts until their
+// Pause ends person's engagement now (the terminal lost focus): the
+// running interval up to now is credited, and nothing counts until their
 // next Touch.
 func (c *Clock) Pause(person string) {
 	c.mu.Lock()
@@ -212,37 +213,16 @@ func (c *Clock) Pause(person string) {
 	delete(c.last, person)
 }
 
-// settle credits person's open gap up to now when it is within the idle
-// threshold.
+// settle credits person's running interval up to now.
 func (c *Clock) settle(person string, now time.Time) {
 	e, ok := c.last[person]
 	if !ok {
 		return
 	}
-	gap := now.Sub(e.input)
-	if gap <= 0 || gap > c.idle {
-		return
+	if d := e.running(now, c.idle); d > 0 {
+		c.pending[effortKey{person, e.role, e.step, Active}] += d
+		e.from = e.from.Add(d)
 	}
-	for _, sg := range append(e.segments, segment{e.step, now.Sub(e.from)}) {
-		if sg.d > 0 {
-			c.pending[effortKey{person, e.role, sg.step, Active}] += sg.d
-			c.total[person] += sg.d
-		}
-	}
-}
-
-// Active is person's active effort on this clock so far, the open gap
-// included while it is within the threshold: what a live display shows.
-func (c *Clock) Active(person string) time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d := c.total[person]
-	if e, ok := c.last[person]; ok {
-		if gap := c.clock.Now().Sub(e.input); gap > 0 && gap <= c.idle {
-			d += gap
-		}
-	}
-	return d
 }
 
 // Idle reports whether person is not engaged now: never touched, past the
@@ -285,26 +265,67 @@ func (c *Clock) EndWait(step string) {
 	}
 }
 
-// Drain returns what was measured since the last Drain, in a stable order,
-// ready to store. Open waits are credited up to now and keep running.
+// Drain returns what was measured since the last Drain, up to now, in a
+// stable order, ready to store: running intervals and open waits are
+// credited up to now and keep running.
 func (c *Clock) Drain() []Entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
+	for person := range c.last {
+		c.settle(person, now)
+	}
 	for step, start := range c.waits {
 		if d := now.Sub(start); d > 0 {
 			c.pending[effortKey{"", "", step, Wait}] += d
 		}
 		c.waits[step] = now
 	}
-	keys := make([]effortKey, 0, len(c.pending))
+	out := c.entries(c.pending, now)
+	for _, e := range out {
+		if e.Kind == Active {
+			c.reported[effortKey{e.Person, e.Role, e.Step, e.Kind}] = true
+		}
+	}
+	clear(c.pending)
+	clear(c.pendingInputs)
+	return out
+}
+
+// Unstored is what Drain would return now, without draining: the part of
+// a release's figure this clock holds and the ledger does not yet.
+func (c *Clock) Unstored() []Entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	pending := make(map[effortKey]time.Duration, len(c.pending)+len(c.last)+len(c.waits))
 	for k, d := range c.pending {
+		pending[k] = d
+	}
+	for person, e := range c.last {
+		if d := e.running(now, c.idle); d > 0 {
+			pending[effortKey{person, e.role, e.step, Active}] += d
+		}
+	}
+	for step, start := range c.waits {
+		if d := now.Sub(start); d > 0 {
+			pending[effortKey{"", "", step, Wait}] += d
+		}
+	}
+	return c.entries(pending, now)
+}
+
+// entries lists pending, and the measured keys not reported yet, as
+// entries at now; c.mu held.
+func (c *Clock) entries(pending map[effortKey]time.Duration, now time.Time) []Entry {
+	keys := make([]effortKey, 0, len(pending))
+	for k, d := range pending {
 		if d > 0 {
 			keys = append(keys, k)
 		}
 	}
 	for k := range c.measured {
-		if c.pending[k] <= 0 && (!c.reported[k] || c.pendingInputs[k] > 0) {
+		if pending[k] <= 0 && (!c.reported[k] || c.pendingInputs[k] > 0) {
 			keys = append(keys, k) // measured, at 0 so far, or inputs to report
 		}
 	}
@@ -322,16 +343,9 @@ func (c *Clock) Drain() []Entry {
 	for _, k := range keys {
 		out = append(out, Entry{
 			ReleaseID: c.releaseID, Person: k.person, Role: k.role, Step: k.step,
-			Kind: k.kind, Duration: c.pending[k], At: now, Inputs: c.pendingInputs[k],
+			Kind: k.kind, Duration: pending[k], At: now, Inputs: c.pendingInputs[k],
 		})
 	}
-	for _, k := range keys {
-		if k.kind == Active {
-			c.reported[k] = true
-		}
-	}
-	clear(c.pending)
-	clear(c.pendingInputs)
 	return out
 }
 
@@ -350,14 +364,20 @@ func (t Totals) Staff() time.Duration { return t.Active + t.OffTool }
 func Sum(entries []Entry) Totals {
 	var t Totals
 	for _, e := range entries {
-		switch e.Kind {
-		case Active:
-			t.Active += e.Duration
-		case OffTool:
-			t.OffTool += e.Duration
-		case Wait:
-			t.Wait += e.Duration
-		}
+		t = t.add(e)
+	}
+	return t
+}
+
+// add is t with e counted under its kind; unmeasured adds nothing.
+func (t Totals) add(e Entry) Totals {
+	switch e.Kind {
+	case Active:
+		t.Active += e.Duration
+	case OffTool:
+		t.OffTool += e.Duration
+	case Wait:
+		t.Wait += e.Duration
 	}
 	return t
 }

@@ -1,6 +1,7 @@
 package effort
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -17,12 +18,15 @@ type Tracker struct {
 
 	mu     sync.Mutex
 	clocks map[string]*Clock
+	// stored is what the ledger holds of each release, as far as this
+	// process knows: read by Stored, grown by Recorded.
+	stored map[string][]Entry
 }
 
 // NewTracker tracks person's effort with clock's time and the idle
 // threshold idle.
 func NewTracker(clock TimeSource, idle time.Duration, person string) *Tracker {
-	return &Tracker{clock: clock, idle: idle, person: person, clocks: map[string]*Clock{}}
+	return &Tracker{clock: clock, idle: idle, person: person, clocks: map[string]*Clock{}, stored: map[string][]Entry{}}
 }
 
 // Touch records that the person is engaged with step of a release in
@@ -44,22 +48,41 @@ func (t *Tracker) Follow(releaseID, step string) { t.of(releaseID).Follow(t.pers
 // next Touch or Input.
 func (t *Tracker) Pause(releaseID string) { t.of(releaseID).Pause(t.person) }
 
-// Live is the person's effort on a release in this process so far, as a
-// status bar shows it: the same clock the Service stores.
-type Live struct {
-	Active time.Duration
-	Idle   bool // not engaged now: idle past the threshold or unfocused
-	Inputs int
-}
-
-// Live reads the person's clock of a release.
-func (t *Tracker) Live(releaseID string) Live {
+// Figure is the release's effort now: what the ledger holds (Stored,
+// Drain) plus what this process measured and has not stored yet, the
+// person's running interval included, by the one function Tally. Every
+// view shows this, so two views read at one instant agree, and what a
+// Drain stores at that instant leaves it unchanged.
+func (t *Tracker) Figure(releaseID string) Figure {
 	c := t.of(releaseID)
-	return Live{Active: c.Active(t.person), Idle: c.Idle(t.person), Inputs: c.Inputs(t.person)}
+	t.mu.Lock()
+	f := Tally(t.stored[releaseID], c.Unstored()) // under t.mu: no Drain moves entries meanwhile
+	t.mu.Unlock()
+	f.Idle, f.Inputs = c.Idle(t.person), c.Inputs(t.person)
+	return f
 }
 
-// Drain returns the entries measured on a release since the last Drain.
-func (t *Tracker) Drain(releaseID string) []Entry { return t.of(releaseID).Drain() }
+// Stored sets what the ledger holds of a release, read after this
+// process's measured time was drained into it.
+func (t *Tracker) Stored(releaseID string, entries []Entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stored[releaseID] = slices.Clone(entries)
+}
+
+// Drain returns the entries measured on a release since the last Drain,
+// for the caller to store, and counts them as stored from now on: the
+// figure does not change across a Drain. A caller that fails to store them
+// says so (the Service journals effort.lost) and reads the ledger again
+// with Stored.
+func (t *Tracker) Drain(releaseID string) []Entry {
+	c := t.of(releaseID)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := c.Drain()
+	t.stored[releaseID] = append(t.stored[releaseID], out...)
+	return out
+}
 
 // of is the clock of a release, made on first use.
 func (t *Tracker) of(releaseID string) *Clock {

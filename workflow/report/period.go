@@ -22,7 +22,8 @@ func ParsePeriod(fromS, toS string, loc *time.Location, now time.Time) (time.Tim
 		from = t
 	}
 	if toS == "" {
-		to = now
+		// To is exclusive: a release created this very instant belongs in.
+		to = now.Add(time.Nanosecond)
 	} else {
 		t, next, err := parseTime(toS, loc)
 		if err != nil {

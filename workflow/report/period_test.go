@@ -22,7 +22,7 @@ func TestParsePeriodIncludesTheLastDayOrMonthNamed(t *testing.T) {
 	from, to, err = ParsePeriod("", "", time.UTC, now)
 	require.NoError(t, err)
 	require.Equal(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), from, "two months back by default")
-	require.Equal(t, now, to)
+	require.Equal(t, now.Add(time.Nanosecond), to, "up to now, a release created this instant included")
 
 	_, _, err = ParsePeriod("2026-02-01", "2026-01-01", time.UTC, now)
 	require.ErrorContains(t, err, "the period is empty")

@@ -15,18 +15,23 @@ type Reporter struct {
 	Clock   workflow.Clock
 }
 
-// Effort builds the effort report of the project's releases created in the
-// window up to now (by the Reporter's clock).
-func (r Reporter) Effort(ctx context.Context, window time.Duration) (*Effort, error) {
-	// To is exclusive: a release created this very instant belongs in.
+// Effort builds the effort report relcap report effort prints with no
+// flags: the same default period (ParsePeriod), baseline and production
+// environment (UseProject), in UTC, so the cockpit's effort screen and the
+// command never disagree on a figure.
+func (r Reporter) Effort(ctx context.Context) (*Effort, error) {
 	now := r.Clock.Now()
-	to := now.Add(time.Nanosecond)
-	from := to.Add(-window)
+	from, to, err := ParsePeriod("", "", time.UTC, now)
+	if err != nil {
+		return nil, err
+	}
+	o := Options{From: from, To: to, Location: time.UTC, Now: now, ProdEnv: DefaultProdEnv}
+	if err := o.UseProject(r.Project, false); err != nil {
+		return nil, err
+	}
 	data, err := r.Source.ReportData(ctx, Query{App: r.Project.App, From: from, To: to, EffortOnly: true})
 	if err != nil {
 		return nil, err
 	}
-	return BuildEffort(data, Options{From: from, To: to, Now: now,
-		BaselineHoursPerRelease: r.Project.Effort.BaselineHoursPerRelease, BaselineSource: "relcap.yaml effort.baseline_hours_per_release",
-		ProdEnv: r.Project.ProdEnv()})
+	return BuildEffort(data, o)
 }

@@ -13,18 +13,16 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/relcap/relcap/tui/keys"
+	"github.com/relcap/relcap/tui/reportfmt"
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow/report"
 )
 
-// Window is the period the screen reports on: the last 90 days.
-const Window = 90 * 24 * time.Hour
-
-// Port is what the effort screen needs: the effort report of a window up
-// to now. *report.Reporter implements it.
+// Port is what the effort screen needs: the effort report relcap report
+// effort prints with no flags, as of now. report.Reporter implements it.
 type Port interface {
-	Effort(ctx context.Context, window time.Duration) (*report.Effort, error)
+	Effort(ctx context.Context) (*report.Effort, error)
 }
 
 var _ Port = report.Reporter{}
@@ -65,7 +63,7 @@ func (m *Model) Load() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		rep, err := port.Effort(ctx, Window)
+		rep, err := port.Effort(ctx)
 		return reportLoadedMsg{gen: gen, report: rep, err: err}
 	}
 }
@@ -101,7 +99,8 @@ func (m Model) View() string {
 		return ""
 	}
 	th := m.Theme
-	lines := []string{th.Title.Render("Effort") + th.Muted.Render(" · releases of the last 90 days · UTC · staff time and machine wait are never added")}
+	lines := []string{th.Title.Render("Effort") + th.Muted.Render(" · relcap report effort, as of when this screen opened · staff time and machine wait are never added"),
+		m.thisRelease()}
 	switch {
 	case m.loading && m.report == nil:
 		lines = append(lines, th.Muted.Render("building the report…"))
@@ -109,6 +108,7 @@ func (m Model) View() string {
 		lines = append(lines, th.Err.Render("report: "+m.err.Error()))
 	case m.report == nil:
 	case m.report.Empty:
+		lines = append(lines, reportfmt.EffortHeadline(m.report)...)
 		lines = append(lines, th.Muted.Render(m.report.Message))
 	default:
 		lines = append(lines, m.body()...)
@@ -117,18 +117,27 @@ func (m Model) View() string {
 	return m.Fit(strings.Join(lines[off:], "\n"))
 }
 
+// thisRelease is the open release's effort now: the figure the status bar
+// shows in the same frame (screen.Base.Effort), which the report below
+// held when the screen opened.
+func (m Model) thisRelease() string {
+	r := m.Release()
+	if r == nil {
+		return ""
+	}
+	f := m.Effort()
+	return m.Theme.Accent.Render(fmt.Sprintf("%s now: active %s, off-tool %s · machine wait %s (not staff time)",
+		r.ID, screen.Duration(f.Active), screen.Duration(f.OffTool), screen.Duration(f.Wait)))
+}
+
 func (m Model) body() []string {
 	th, r := m.Theme, m.report
-	c := r.Counts
-	lines := []string{fmt.Sprintf("%d release(s): %d succeeded, %d failed (%d rolled back, %d abandoned), %d in progress",
-		c.Total, c.Succeeded, c.Failures, c.RolledBack, c.Abandoned, c.InProgress)}
-	lines = append(lines, fmt.Sprintf("staff per release: median %s, p90 %s · machine wait median %s · elapsed median %s",
+	// The report's own opening lines (period, releases, coverage,
+	// before/after), so the screen and the command state a figure the
+	// same way.
+	lines := reportfmt.EffortHeadline(r)
+	lines = append(lines, fmt.Sprintf("staff per measured release: median %s, p90 %s · machine wait median %s · elapsed median %s",
 		screen.Duration(r.Staff.Median.D()), screen.Duration(r.Staff.P90.D()), screen.Duration(r.Wait.Median.D()), screen.Duration(r.Elapsed.Median.D())))
-	if r.Comparison != nil {
-		lines = append(lines, th.OK.Render(r.Comparison.Line))
-	} else if r.ComparisonNote != "" {
-		lines = append(lines, th.Muted.Render(r.ComparisonNote))
-	}
 
 	barW := max(10, m.Width-34)
 	lines = append(lines, "", th.Label.Render("Staff hours per release, oldest first"))

@@ -31,7 +31,8 @@ func TestEffortScreenChartsHoursPerReleaseAndEffortByStep(t *testing.T) {
 		m, _ = m.Update(msg)
 	}
 	v := ansi.Strip(m.View())
-	require.Contains(t, v, "1 release(s)")
+	require.Contains(t, v, "Releases: 1 (release 1)", "the report's own headline")
+	require.Contains(t, v, "Coverage: staff effort measured on 0 of 1 releases")
 	require.Contains(t, v, "Staff hours per release")
 	require.Contains(t, v, "45m", "the off-tool time is staff time")
 	require.Contains(t, v, "█", "bars are drawn")

@@ -40,17 +40,20 @@ type Model struct {
 	progress map[workflow.StepKind]string
 	cursor   int
 
-	effort    *effort.Totals
-	effortErr error
+	// effortRead: the ledger was read (and this process's effort stored)
+	// once the release ended, so the figure beside the outcome is the
+	// ledger's.
+	effortRead bool
+	effortErr  error
 	// abandon is the abandon prompt (abandon.go).
 	abandon abandonPrompt
 }
 
-// effortLoadedMsg is the effort recorded against the release once it ended.
+// effortLoadedMsg says the effort of the ended release is stored and read
+// back (Port.Effort); the figure itself comes with the next tick.
 type effortLoadedMsg struct {
-	id     string
-	totals effort.Totals
-	err    error
+	id  string
+	err error
 }
 
 // New returns the decision map.
@@ -86,7 +89,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		if m.Release() == nil || msg.id != m.Release().ID {
 			return m, nil
 		}
-		m.effort, m.effortErr = &msg.totals, msg.err
+		m.effortRead, m.effortErr = true, msg.err
 	case abandonedMsg:
 		return m.abandoned(msg)
 	case tea.KeyPressMsg:
@@ -108,14 +111,15 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	return m, nil
 }
 
-// loadEffort reads the effort recorded for the release, for the summary.
+// loadEffort stores the effort measured on the ended release and reads
+// what the ledger holds of it, everyone's, into the figure.
 func (m Model) loadEffort() tea.Cmd {
 	port, id := m.port, m.Release().ID
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		entries, err := port.Effort(ctx, id)
-		return effortLoadedMsg{id: id, totals: effort.Sum(entries), err: err}
+		_, err := port.Effort(ctx, id)
+		return effortLoadedMsg{id: id, err: err}
 	}
 }
 
@@ -268,9 +272,10 @@ func (m Model) next() []string {
 		return []string{th.Muted.Render("abandoned by " + r.Abandonment.By + ": " + r.Abandonment.Reason)}
 	case r.Status.Succeeded():
 		s := th.OK.Render(theme.IconSucceeded + " " + string(r.Status))
-		if m.effort != nil {
+		if m.effortRead {
+			f := m.Effort()
 			s += th.Muted.Render(fmt.Sprintf(" · effort: active %s, off-tool %s · machine wait %s (not staff time)",
-				screen.Duration(m.effort.Active), screen.Duration(m.effort.OffTool), screen.Duration(m.effort.Wait)))
+				screen.Duration(f.Active), screen.Duration(f.OffTool), screen.Duration(f.Wait)))
 		}
 		return []string{s}
 	case !ok:
