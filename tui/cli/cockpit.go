@@ -53,6 +53,13 @@ func runCockpit(f Factory, ctx context.Context, c cockpitRun) error {
 	if err := rec.Finish(ctx, c.id); err != nil {
 		return errors.Join(runErr, err)
 	}
+	// What the ledger holds now, everything measured stored: the exit
+	// summary and the ledger are one figure.
+	entries, err := c.svc.Effort(context.WithoutCancel(ctx), c.id)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	plain.PrintEffortAtExit(io.Err, c.id, effort.Tally(entries))
 	if errors.Is(runErr, tui.ErrQuit) {
 		plain.PrintPaused(io.Err, c.id)
 		return nil

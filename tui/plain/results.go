@@ -89,3 +89,14 @@ func PrintSealWarnings(w io.Writer, session string, seal audit.SessionSeal, sign
 func PrintMigrationFailed(w io.Writer, problems []string) {
 	fmt.Fprintf(w, "relcap: the migration's verification failed: %s\n", strings.Join(problems, "; "))
 }
+
+// PrintEffortAtExit is the effort of a release as the ledger holds it when
+// the cockpit closes: the figure its status bar showed (effort.Tally), and
+// each step relcap could not measure, with why.
+func PrintEffortAtExit(w io.Writer, id string, f effort.Figure) {
+	fmt.Fprintf(w, "effort on %s: active %s, off-tool %s · machine wait %s (not staff time)\n",
+		id, effort.Format(f.Active), effort.Format(f.OffTool), effort.Format(f.Wait))
+	for _, u := range f.Unmeasured {
+		fmt.Fprintf(w, "  unmeasured: %s on %s (%s)\n", u.Person, u.Step, u.Note)
+	}
+}

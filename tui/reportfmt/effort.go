@@ -57,7 +57,7 @@ func (v effortView) document() reportDoc {
 		if m.Partial {
 			name += " (partial)"
 		}
-		row := []string{name, strconv.Itoa(m.Releases), strconv.Itoa(m.Measured), FormatMinutes(m.Staff), FormatMinutes(m.Active), FormatMinutes(m.OffTool)}
+		row := []string{name, strconv.Itoa(m.Releases), strconv.Itoa(m.Measured), FormatMeasuredMinutes(m.Staff), FormatMeasuredMinutes(m.Active), FormatMinutes(m.OffTool)}
 		if r.Comparison != nil {
 			if m.MonthComparison != nil {
 				row = append(row, report.FormatHours(m.BeforeHours), report.FormatHours(m.AfterHours), report.FormatHours(m.FreedHours))
@@ -86,7 +86,7 @@ func (v effortView) document() reportDoc {
 	people := docTable{title: "People", header: []string{"person", "releases", "measured", "unmeasured", "active", "off-tool", "staff"}}
 	for _, p := range r.People {
 		people.rows = append(people.rows, []string{p.Person, strconv.Itoa(p.Releases), strconv.Itoa(p.MeasuredReleases), strconv.Itoa(p.UnmeasuredReleases),
-			FormatMinutes(p.Active), FormatMinutes(p.OffTool), FormatMinutes(p.Staff)})
+			FormatMeasuredMinutes(p.Active), FormatMinutes(p.OffTool), FormatMeasuredMinutes(p.Staff)})
 	}
 	d.tables = append(d.tables, people, definitions(r.AbandonAfter))
 	d.charts = v.charts()
@@ -135,6 +135,9 @@ func coverageLines(c report.Coverage) []string {
 	}
 	if l := peopleAndSteps(c.UnmeasuredPeople, c.UnmeasuredSteps); l != "" {
 		out = append(out, "  not measured: "+l)
+	}
+	for _, w := range c.Work {
+		out = append(out, fmt.Sprintf("  unmeasured: %s on %s, %d release(s): %s", w.Person, w.Step, w.Releases, w.Reason))
 	}
 	return out
 }
@@ -189,6 +192,9 @@ func (v effortView) rows() []Row {
 	for _, p := range cv.MeasuredPeople {
 		rows = append(rows, Row{"coverage", p, "measured_person", "true", "bool"})
 	}
+	for _, w := range cv.Work {
+		rows = append(rows, Row{"coverage_unmeasured", w.Person + " on " + w.Step, w.Reason, strconv.Itoa(w.Releases), "releases"})
+	}
 	for _, p := range cv.UnmeasuredPeople {
 		rows = append(rows, Row{"coverage", p, "unmeasured_person", "true", "bool"})
 	}
@@ -220,8 +226,8 @@ func (v effortView) rows() []Row {
 		rows = append(rows,
 			Row{"by_month", m.Month, "partial", strconv.FormatBool(m.Partial), "bool"},
 			Row{"by_month", m.Month, "releases", strconv.Itoa(m.Releases), "count"},
-			Row{"by_month", m.Month, "staff", minutes(m.Staff), "minutes"},
-			Row{"by_month", m.Month, "active", minutes(m.Active), "minutes"},
+			Row{"by_month", m.Month, "staff", measuredMinutes(m.Staff), "minutes"},
+			Row{"by_month", m.Month, "active", measuredMinutes(m.Active), "minutes"},
 			Row{"by_month", m.Month, "off_tool", minutes(m.OffTool), "minutes"},
 			Row{"by_month", m.Month, "measured_releases", strconv.Itoa(m.Measured), "count"},
 			Row{"by_month", m.Month, "partly_measured_releases", strconv.Itoa(m.PartlyMeasured), "count"},
@@ -251,20 +257,23 @@ func (v effortView) rows() []Row {
 			Row{"people", p.Person, "releases", strconv.Itoa(p.Releases), "count"},
 			Row{"people", p.Person, "measured_releases", strconv.Itoa(p.MeasuredReleases), "count"},
 			Row{"people", p.Person, "unmeasured_releases", strconv.Itoa(p.UnmeasuredReleases), "count"},
-			Row{"people", p.Person, "active", minutes(p.Active), "minutes"},
+			Row{"people", p.Person, "active", measuredMinutes(p.Active), "minutes"},
 			Row{"people", p.Person, "off_tool", minutes(p.OffTool), "minutes"},
-			Row{"people", p.Person, "staff", minutes(p.Staff), "minutes"})
+			Row{"people", p.Person, "staff", measuredMinutes(p.Staff), "minutes"})
 	}
 	for _, x := range r.Releases {
 		rows = append(rows,
 			Row{"release", x.ID, "outcome", string(x.Outcome), "outcome"},
 			Row{"release", x.ID, "coverage", string(x.Coverage), "coverage"},
 			Row{"release", x.ID, "month", x.Month, "month"},
-			Row{"release", x.ID, "staff", minutes(x.Staff), "minutes"},
-			Row{"release", x.ID, "active", minutes(x.Active), "minutes"},
+			Row{"release", x.ID, "staff", measuredMinutes(x.Staff), "minutes"},
+			Row{"release", x.ID, "active", measuredMinutes(x.Active), "minutes"},
 			Row{"release", x.ID, "off_tool", minutes(x.OffTool), "minutes"},
 			Row{"release", x.ID, "machine_wait", minutes(x.Wait), "minutes"},
 			Row{"release", x.ID, "elapsed", minutes(x.Elapsed), "minutes"})
+		for _, w := range x.Unmeasured {
+			rows = append(rows, Row{"release_unmeasured", x.ID, w.Person + " on " + w.Step, w.Reason, "reason"})
+		}
 	}
 	return rows
 }

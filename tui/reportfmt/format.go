@@ -260,6 +260,26 @@ func statsRows(section, key string, s report.Stats) []Row {
 
 func minutes(d report.Duration) string { return strconv.FormatInt(d.Minutes(), 10) }
 
+// unmeasured is how a figure nobody measured is written, in every format:
+// never as 0.
+const unmeasured = "unmeasured"
+
+// FormatMeasuredMinutes is FormatMinutes of a figure that may not have
+// been measured (nil).
+func FormatMeasuredMinutes(d *report.Duration) string {
+	if d == nil {
+		return unmeasured
+	}
+	return FormatMinutes(*d)
+}
+
+func measuredMinutes(d *report.Duration) string {
+	if d == nil {
+		return unmeasured
+	}
+	return minutes(*d)
+}
+
 func seconds(d report.Duration) string {
 	return strconv.FormatFloat(d.D().Seconds(), 'f', -1, 64)
 }

@@ -31,8 +31,8 @@ const maxChartPoints = 300
 func (v effortView) charts() []chart {
 	r := v.Effort
 	var out []chart
-	if len(r.Releases) > 0 {
-		items := slices.Clone(r.Releases)
+	// Measured releases only: an unmeasured one is not a point at 0.
+	if items := slices.DeleteFunc(slices.Clone(r.Releases), func(x report.ReleaseEffort) bool { return x.Staff == nil }); len(items) > 0 {
 		slices.SortFunc(items, func(a, b report.ReleaseEffort) int { return a.CreatedAt.Compare(b.CreatedAt) })
 		xs := make([]time.Time, len(items))
 		ys := make([]float64, len(items))

@@ -10,7 +10,6 @@
 package screen
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -147,21 +146,9 @@ func Clip(s string, n int) string {
 	return s
 }
 
-// Duration renders an elapsed time as 1h02m03s / 2m03s / 3s.
-func Duration(d time.Duration) string {
-	d = d.Round(time.Second)
-	if d < 0 {
-		d = 0
-	}
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	switch {
-	case h > 0:
-		return fmt.Sprintf("%dh%02dm%02ds", h, m, s)
-	case m > 0:
-		return fmt.Sprintf("%dm%02ds", m, s)
-	}
-	return fmt.Sprintf("%ds", s)
-}
+// Duration renders an elapsed time as 1h02m03s / 2m03s / 3s, the way an
+// effort figure is written (effort.Format).
+func Duration(d time.Duration) string { return effort.Format(d) }
 
 // Scroll clamps a list offset so the cursor stays within a window of
 // height rows over n items.

@@ -2,6 +2,7 @@ package effort
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -83,4 +84,18 @@ func (f Figure) Of(person, step string) time.Duration {
 		}
 	}
 	return d
+}
+
+// Format writes an effort figure the one way every view writes it: whole
+// seconds (rounded half up), as 42s, 3m05s or 1h02m00s.
+func Format(d time.Duration) string {
+	d = max(0, d.Round(time.Second))
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm%02ds", h, m, s)
+	case m > 0:
+		return fmt.Sprintf("%dm%02ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
 }

@@ -55,8 +55,11 @@ func TestScriptedReleasesAreNotSavedTime(t *testing.T) {
 			require.Equal(t, "no before/after: staff effort was measured on none of the 1 releases (1 unmeasured: r1)", rep.ComparisonNote)
 			require.Equal(t, report.Coverage{Releases: 1, Unmeasured: 1, NotMeasured: []string{"r1"},
 				MeasuredPeople: rep.Coverage.MeasuredPeople, UnmeasuredPeople: rep.Coverage.UnmeasuredPeople,
-				MeasuredSteps: rep.Coverage.MeasuredSteps, UnmeasuredSteps: rep.Coverage.UnmeasuredSteps,
+				MeasuredSteps: rep.Coverage.MeasuredSteps, UnmeasuredSteps: rep.Coverage.UnmeasuredSteps, Work: rep.Coverage.Work,
 				Line: "Coverage: staff effort measured on 0 of 1 releases; 1 unmeasured: r1 (left out of staff figures and before/after)"}, rep.Coverage)
+			require.NotEmpty(t, rep.Coverage.UnmeasuredSteps, "the steps not measured are named, never null or none")
+			require.NotEmpty(t, rep.Coverage.Work, "what was not measured is said, with why")
+			require.Equal(t, rep.Coverage.Work[0].Person, rep.Releases[0].Unmeasured[0].Person, "and on the release itself")
 			require.Empty(t, rep.Coverage.MeasuredPeople)
 			require.Zero(t, rep.Staff.Count, "an unmeasured release has no staff figure, not a zero one")
 			require.Equal(t, report.CoverageUnmeasured, rep.Releases[0].Coverage)
@@ -69,6 +72,7 @@ func TestScriptedReleasesAreNotSavedTime(t *testing.T) {
 				require.NotContains(t, out, "freed", f)
 				require.NotContains(t, out, "3 → 0", f)
 				require.NotContains(t, out, `"comparison":`, f)
+				require.NotContains(t, out, "null", "%s: a list is a list, empty or not", f)
 				if f != reportfmt.FormatCSV && f != reportfmt.FormatJSON {
 					require.Contains(t, out, "Coverage: staff effort measured on 0 of 1 releases", f)
 					require.Contains(t, out, "no before/after: staff effort was measured on none of the 1 releases", f)
@@ -115,9 +119,14 @@ func TestCoverageAndBeforeAfterOverMeasuredReleasesOnly(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Equal(t, report.Coverage{Releases: 10, Measured: 7, PartlyMeasured: 1, Unmeasured: 2,
-		MeasuredPeople: []string{"alice", "bob"}, UnmeasuredPeople: []string{"carol"},
-		MeasuredSteps: []string{"plan-review", "apply"}, UnmeasuredSteps: []string{"apply"},
+		MeasuredPeople: []string{"alice", "bob"}, UnmeasuredPeople: []string{"alice", "carol"},
+		MeasuredSteps: []string{"plan-review", "apply"}, UnmeasuredSteps: []string{"apply", "release"},
 		NotMeasured: []string{"p1", "u1", "u2"},
+		// u1 and u2's captain, alice, left no entry there: said, with why.
+		Work: []report.UnmeasuredWork{
+			{Person: "alice", Step: "release", Reason: report.CaptainNotMeasured, Releases: 2},
+			{Person: "carol", Step: "apply", Reason: "no reason recorded", Releases: 2},
+		},
 		Line:        "Coverage: staff effort measured on 7 of 10 releases; 2 unmeasured, 1 partly measured: p1, u1, u2 (left out of staff figures and before/after)"},
 		rep.Coverage)
 	// Staff figures are the measured releases': 6 × 30 min and a zero.
@@ -127,8 +136,8 @@ func TestCoverageAndBeforeAfterOverMeasuredReleasesOnly(t *testing.T) {
 	require.Equal(t, 10, rep.Wait.Count, "machine wait is over every release")
 
 	jan, feb := rep.ByMonth[0], rep.ByMonth[1]
-	require.Equal(t, report.MonthEffort{Month: "2026-01", Releases: 9, Staff: report.Duration(215 * time.Minute),
-		Active: report.Duration(200 * time.Minute), OffTool: report.Duration(15 * time.Minute),
+	require.Equal(t, report.MonthEffort{Month: "2026-01", Releases: 9, Staff: dur(215 * time.Minute),
+		Active: dur(200 * time.Minute), OffTool: report.Duration(15 * time.Minute),
 		Measured: 7, PartlyMeasured: 1, Unmeasured: 1, MeasuredStaff: report.Duration(3 * time.Hour),
 		CoverageNote: "2 of 9 releases not measured (1 unmeasured, 1 partly measured)", Compared: true,
 		MonthComparison: &report.MonthComparison{BeforeHours: 21, AfterHours: 3, FreedHours: 18}}, jan)
@@ -152,7 +161,7 @@ func TestCoverageAndBeforeAfterOverMeasuredReleasesOnly(t *testing.T) {
 	for _, p := range rep.People {
 		people[p.Person] = [2]int{p.MeasuredReleases, p.UnmeasuredReleases}
 	}
-	require.Equal(t, map[string][2]int{"alice": {7, 0}, "bob": {1, 0}, "carol": {0, 2}}, people)
+	require.Equal(t, map[string][2]int{"alice": {7, 2}, "bob": {1, 0}, "carol": {0, 2}}, people, "alice captained u1 and u2 without an entry: unmeasured, not none")
 	for _, s := range rep.ByStep {
 		if s.Step == "apply" {
 			require.Equal(t, 1, s.MeasuredReleases)
@@ -165,7 +174,10 @@ func TestCoverageAndBeforeAfterOverMeasuredReleasesOnly(t *testing.T) {
 	for _, want := range []string{
 		rep.Coverage.Line,
 		"  measured: people alice, bob; steps plan-review, apply",
-		"  not measured: people carol; steps apply",
+		"  not measured: people alice, carol; steps apply, release",
+		"  unmeasured: alice on release, 2 release(s): " + report.CaptainNotMeasured,
+		"  unmeasured: carol on apply, 2 release(s): no reason recorded",
+		"  carol   2         0         2           unmeasured  0m        unmeasured",
 		c.Line,
 		"  if: coverage: over 7 of 10 releases; 2 unmeasured, 1 partly measured: p1, u1, u2; before and after count measured releases only",
 		reportfmt.EngagementTitle,

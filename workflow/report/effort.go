@@ -143,6 +143,9 @@ type Coverage struct {
 	// NotMeasured lists the partly measured and unmeasured releases,
 	// oldest first.
 	NotMeasured []string `json:"not_measured_releases"`
+	// Work is each person's step relcap could not measure, with why and
+	// on how many releases: what the counts above leave out, in words.
+	Work []UnmeasuredWork `json:"unmeasured_work"`
 	// Line is the coverage in words, as the table formats print it.
 	Line string `json:"line"`
 }
@@ -179,6 +182,19 @@ func (c Coverage) over() string {
 	return s
 }
 
+// emptyListsNotNull makes every list of the coverage a list in JSON,
+// empty rather than null: a reader looks for names in it, not for null.
+func (c *Coverage) emptyListsNotNull() {
+	for _, l := range []*[]string{&c.MeasuredPeople, &c.UnmeasuredPeople, &c.MeasuredSteps, &c.UnmeasuredSteps, &c.NotMeasured} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	if c.Work == nil {
+		c.Work = []UnmeasuredWork{}
+	}
+}
+
 func (c Coverage) line() string {
 	s := fmt.Sprintf("Coverage: staff effort measured on %d of %d releases", c.Measured, c.Releases)
 	if n := c.Unmeasured + c.PartlyMeasured; n > 0 {
@@ -187,6 +203,23 @@ func (c Coverage) line() string {
 	}
 	return s
 }
+
+// UnmeasuredWork is a person's step relcap could not measure, and why: an
+// unmeasured entry's note, or the captain's work that left no entry at
+// all.
+type UnmeasuredWork struct {
+	Person string `json:"person"`
+	Step   string `json:"step"`
+	Reason string `json:"reason"`
+	// Releases is how many releases it is missing from (in Coverage.Work;
+	// 1 in a release's own list).
+	Releases int `json:"releases"`
+}
+
+// CaptainNotMeasured is the reason given when a release's captain has no
+// entry at all: no cockpit, and a command that recorded nothing (a
+// ledger from before unmeasured entries, or a script).
+const CaptainNotMeasured = "no effort of the captain's was recorded: their work on the release ran outside the cockpit and any interactive command"
 
 // RoleEffort is active effort by role (captain, approver), per release.
 // Off-tool time is reported on its own, not split by role, because it is
@@ -216,9 +249,11 @@ type MonthEffort struct {
 	Month    string   `json:"month"`
 	Partial  bool     `json:"partial"`
 	Releases int      `json:"releases"`
-	Staff    Duration `json:"staff_seconds"`
-	Active   Duration `json:"active_seconds"`
-	OffTool  Duration `json:"off_tool_seconds"`
+	// Staff and Active are absent (nil) when none of the month's
+	// releases was measured: unmeasured, not zero.
+	Staff   *Duration `json:"staff_seconds,omitempty"`
+	Active  *Duration `json:"active_seconds,omitempty"`
+	OffTool Duration  `json:"off_tool_seconds"`
 	// Coverage of the month's releases; MeasuredStaff is the staff time of
 	// its measured releases, the only ones before/after compares.
 	Measured       int      `json:"measured_releases"`
@@ -285,11 +320,13 @@ type PersonEffort struct {
 	Releases int    `json:"releases"`
 	// MeasuredReleases and UnmeasuredReleases count the releases with an
 	// active, and with an unmeasured, entry of theirs.
-	MeasuredReleases   int      `json:"measured_releases"`
-	UnmeasuredReleases int      `json:"unmeasured_releases"`
-	Active             Duration `json:"active_seconds"`
-	OffTool            Duration `json:"off_tool_seconds"`
-	Staff              Duration `json:"staff_seconds"`
+	MeasuredReleases   int `json:"measured_releases"`
+	UnmeasuredReleases int `json:"unmeasured_releases"`
+	// Active and Staff are absent (nil) when none of the person's work
+	// was measured: unmeasured, not zero.
+	Active  *Duration `json:"active_seconds,omitempty"`
+	OffTool Duration  `json:"off_tool_seconds"`
+	Staff   *Duration `json:"staff_seconds,omitempty"`
 }
 
 // ReleaseEffort is one counted release.
@@ -302,12 +339,26 @@ type ReleaseEffort struct {
 	Coverage    CoverageStatus       `json:"coverage"`
 	CreatedAt   time.Time            `json:"created_at"`
 	Month       string               `json:"month"`
-	Staff       Duration             `json:"staff_seconds"`
-	Active      Duration             `json:"active_seconds"`
+	// Staff and Active are absent (nil) for an unmeasured release: what
+	// it cost in staff time is not known, which is not zero.
+	Staff       *Duration            `json:"staff_seconds,omitempty"`
+	Active      *Duration            `json:"active_seconds,omitempty"`
 	OffTool     Duration             `json:"off_tool_seconds"`
 	Wait        Duration             `json:"machine_wait_seconds"`
 	Elapsed     Duration             `json:"elapsed_seconds"`
 	ElapsedOpen bool                 `json:"elapsed_open,omitempty"`
+	// Unmeasured is the work relcap could not measure on this release,
+	// each with why; empty when the release is measured.
+	Unmeasured []UnmeasuredWork `json:"unmeasured"`
+}
+
+// Measured is d when it was measured, nil (unmeasured) otherwise.
+func Measured(d time.Duration, measured bool) *Duration {
+	if !measured {
+		return nil
+	}
+	v := Duration(d)
+	return &v
 }
 
 // DifferenceText is the difference as a manager reads it: "80 freed", or

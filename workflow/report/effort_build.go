@@ -24,6 +24,8 @@ type perRelease struct {
 	measured, unmeasured bool
 	// captainMeasured: the release's captain has an active entry on it.
 	captainMeasured bool
+	// notMeasured is the release's unmeasured work, in entry order.
+	notMeasured []UnmeasuredWork
 }
 
 // names numbers the distinct roles, steps or people of a report, so
@@ -174,6 +176,7 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 		case effort.Unmeasured:
 			stepMarks[i*ns+int(r.step)] |= stepUnmeasured
 			a.touched, a.unmeasured = true, true
+			a.addNotMeasured(e.Person, cmp.Or(e.Step, effort.WholeRelease), cmp.Or(e.Note, "no reason recorded"))
 		case effort.OffTool:
 			a.offTool += e.Duration
 			a.touched = true
@@ -220,12 +223,16 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	}
 
 	n := len(keep)
+	monthStaff, monthActive := make([]time.Duration, len(months)), make([]time.Duration, len(months))
 	staff, active, offTool, wait, elapsed := make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n), make([]time.Duration, 0, n)
 	rep.Releases = make([]ReleaseEffort, 0, n)
 	// measuredKeep is keep's measured releases: the staff and active
 	// figures are theirs alone.
 	measuredKeep := make([]int, 0, n)
 	unmeasuredCaptains := map[string]bool{}
+	wholeStep := steps.of(effort.WholeRelease)
+	captainMissed := map[string][]int{} // captain: the releases their work is missing from
+	work := map[[3]string]int{} // person, step, reason: releases
 	for _, i := range keep {
 		f, a := facts[i], acc[i]
 		// A release always has its captain's work in it: when nothing of
@@ -235,8 +242,16 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 		// per-person view holds one person's entries only, so it cannot
 		// say.
 		captainMissing := o.Person == "" && f.Captain != "" && !a.captainMeasured
-		if captainMissing && a.measured {
+		if captainMissing {
 			unmeasuredCaptains[f.Captain] = true
+			captainMissed[f.Captain] = append(captainMissed[f.Captain], i)
+		}
+		if captainMissing && !a.hasNotMeasured(f.Captain) {
+			// Said as unmeasured work of the whole release, so no list
+			// or column reads it as nothing to report.
+			a.addNotMeasured(f.Captain, effort.WholeRelease, CaptainNotMeasured)
+			stepMarks[i*ns+wholeStep] |= stepUnmeasured
+			usedStep[wholeStep] = true
 		}
 		cov := coverageOf(a.measured, a.unmeasured || captainMissing)
 		rep.Coverage.Releases++
@@ -267,8 +282,8 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 		if mi, ok := monthIdx[mk]; ok {
 			m := &rep.ByMonth[mi]
 			m.Releases++
-			m.Staff += Duration(s)
-			m.Active += Duration(a.active)
+			monthStaff[mi] += s
+			monthActive[mi] += a.active
 			m.OffTool += Duration(a.offTool)
 			switch cov {
 			case CoverageMeasured:
@@ -281,12 +296,26 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 			}
 		}
 		rep.Releases = append(rep.Releases, ReleaseEffort{ID: f.ID, Env: f.Env, Kind: f.Kind, Captain: f.Captain, Outcome: outcome, Coverage: cov,
-			CreatedAt: f.CreatedAt, Month: mk, Staff: Duration(s), Active: Duration(a.active),
-			OffTool: Duration(a.offTool), Wait: Duration(a.wait), Elapsed: Duration(el), ElapsedOpen: open})
+			CreatedAt: f.CreatedAt, Month: mk, Staff: Measured(s, cov != CoverageUnmeasured), Active: Measured(a.active, cov != CoverageUnmeasured),
+			OffTool: Duration(a.offTool), Wait: Duration(a.wait), Elapsed: Duration(el), ElapsedOpen: open,
+			Unmeasured: slices.Clip(append([]UnmeasuredWork{}, a.notMeasured...))})
+		for _, w := range a.notMeasured {
+			work[[3]string{w.Person, w.Step, w.Reason}]++
+		}
 	}
 	for pi, p := range people {
-		pe := PersonEffort{Person: persons.list[pi], Active: Duration(p.active), OffTool: Duration(p.offTool),
-			Staff: Duration(p.active + p.offTool)}
+		pe := PersonEffort{Person: persons.list[pi], OffTool: Duration(p.offTool)}
+		if missed := captainMissed[pe.Person]; len(missed) > 0 {
+			// Their captaincy left no entry: unmeasured work of theirs.
+			if p.releases == nil {
+				p.releases, p.marks = make([]bool, len(facts)), make([]uint8, len(facts))
+			}
+			for _, i := range missed {
+				p.releases[i] = true
+				p.marks[i] |= stepUnmeasured
+			}
+			delete(captainMissed, pe.Person)
+		}
 		for _, i := range keep {
 			// A person seen only in unmeasured entries has no releases.
 			if p.releases != nil && p.releases[i] {
@@ -299,6 +328,7 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 				}
 			}
 		}
+		pe.Active, pe.Staff = Measured(p.active, pe.MeasuredReleases > 0), Measured(p.active+p.offTool, pe.MeasuredReleases > 0)
 		if pe.MeasuredReleases > 0 {
 			rep.Coverage.MeasuredPeople = append(rep.Coverage.MeasuredPeople, pe.Person)
 		}
@@ -309,6 +339,10 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 			rep.People = append(rep.People, pe)
 		}
 	}
+	for captain, missed := range captainMissed {
+		// Captains with no entry anywhere in the period.
+		rep.People = append(rep.People, PersonEffort{Person: captain, Releases: len(missed), UnmeasuredReleases: len(missed)})
+	}
 	for p := range unmeasuredCaptains {
 		if !slices.Contains(rep.Coverage.UnmeasuredPeople, p) {
 			rep.Coverage.UnmeasuredPeople = append(rep.Coverage.UnmeasuredPeople, p)
@@ -317,7 +351,7 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	slices.Sort(rep.Coverage.MeasuredPeople)
 	slices.Sort(rep.Coverage.UnmeasuredPeople)
 	slices.SortFunc(rep.People, func(a, b PersonEffort) int {
-		return cmp.Or(cmp.Compare(b.Staff, a.Staff), strings.Compare(a.Person, b.Person))
+		return cmp.Or(cmp.Compare(orUnmeasured(b.Staff), orUnmeasured(a.Staff)), strings.Compare(a.Person, b.Person))
 	})
 
 	rep.Staff, rep.Active, rep.OffTool, rep.Wait, rep.Elapsed = NewStats(staff), NewStats(active), NewStats(offTool), NewStats(wait), NewStats(elapsed)
@@ -358,9 +392,19 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 		rep.ByStep = append(rep.ByStep, se)
 	}
 
+	for k, releases := range work {
+		rep.Coverage.Work = append(rep.Coverage.Work, UnmeasuredWork{Person: k[0], Step: k[1], Reason: k[2], Releases: releases})
+	}
+	slices.SortFunc(rep.Coverage.Work, func(a, b UnmeasuredWork) int {
+		return cmp.Or(cmp.Compare(b.Releases, a.Releases), cmp.Compare(a.Person, b.Person), cmp.Compare(a.Step, b.Step), cmp.Compare(a.Reason, b.Reason))
+	})
 	rep.Coverage.Line = rep.Coverage.line()
 	for i := range rep.ByMonth {
 		m := &rep.ByMonth[i]
+		// A month of no releases cost nothing; one whose releases nobody
+		// measured has no figure.
+		known := m.Releases == 0 || m.Measured+m.PartlyMeasured > 0
+		m.Staff, m.Active = Measured(monthStaff[i], known), Measured(monthActive[i], known)
 		m.Compared = m.Releases == 0 || m.Measured > 0
 		if n := m.Unmeasured + m.PartlyMeasured; n > 0 {
 			m.CoverageNote = fmt.Sprintf("%d of %d releases not measured (%s)", n, m.Releases, notMeasuredText(m.Unmeasured, m.PartlyMeasured))
@@ -384,6 +428,7 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	default:
 		rep.Comparison = compare(rep.ByMonth, o.BaselineHoursPerRelease, o.baselineSource(), rep.Coverage)
 	}
+	rep.listsNotNull()
 	if rep.Counts.Total == 0 {
 		rep.Empty = true
 		rep.Message = emptyMessage(o, loc)
@@ -445,4 +490,53 @@ func orderIdx(n *names, fixed int) []int {
 	}
 	slices.SortFunc(rest, func(a, b int) int { return strings.Compare(n.list[a], n.list[b]) })
 	return append(out, rest...)
+}
+
+// addNotMeasured notes a person's unmeasured step on the release, once.
+func (a *perRelease) addNotMeasured(person, step, reason string) {
+	for _, w := range a.notMeasured {
+		if w.Person == person && w.Step == step {
+			return
+		}
+	}
+	a.notMeasured = append(a.notMeasured, UnmeasuredWork{Person: person, Step: step, Reason: reason, Releases: 1})
+}
+
+// hasNotMeasured reports whether person has unmeasured work on the release.
+func (a *perRelease) hasNotMeasured(person string) bool {
+	for _, w := range a.notMeasured {
+		if w.Person == person {
+			return true
+		}
+	}
+	return false
+}
+
+// orUnmeasured orders an unmeasured figure below every measured one.
+func orUnmeasured(d *Duration) Duration {
+	if d == nil {
+		return -1
+	}
+	return *d
+}
+
+// listsNotNull makes every list of the report a list in JSON, empty rather
+// than null.
+func (rep *Effort) listsNotNull() {
+	rep.Coverage.emptyListsNotNull()
+	if rep.ByRole == nil {
+		rep.ByRole = []RoleEffort{}
+	}
+	if rep.ByStep == nil {
+		rep.ByStep = []StepEffort{}
+	}
+	if rep.ByMonth == nil {
+		rep.ByMonth = []MonthEffort{}
+	}
+	if rep.People == nil {
+		rep.People = []PersonEffort{}
+	}
+	if rep.Releases == nil {
+		rep.Releases = []ReleaseEffort{}
+	}
 }

@@ -27,7 +27,8 @@ func TestAPersonSeenOnlyUnmeasuredHasNoEffort(t *testing.T) {
 			seen = true
 			require.Equal(t, 1, p.UnmeasuredReleases)
 			require.Zero(t, p.MeasuredReleases)
-			require.Zero(t, p.Staff)
+			require.Nil(t, p.Staff, "unmeasured, not zero")
+			require.Nil(t, p.Active, "unmeasured, not zero")
 		}
 	}
 	require.True(t, seen, "zed's unmeasured work is listed as such")

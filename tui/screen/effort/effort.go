@@ -148,12 +148,23 @@ func (m Model) body() []string {
 	}
 	var top time.Duration
 	for _, it := range items {
-		top = maxDur(top, it.Staff.D())
+		if it.Staff != nil {
+			top = maxDur(top, it.Staff.D())
+		}
 	}
 	for _, it := range items {
 		style := th.OK
 		if it.Outcome != report.OutcomeSucceeded {
 			style = th.Warn
+		}
+		if it.Staff == nil {
+			what := "unmeasured"
+			if it.OffTool > 0 {
+				what += " (off-tool " + screen.Duration(it.OffTool.D()) + " logged)"
+			}
+			lines = append(lines, fmt.Sprintf("%s %-7s %s", it.CreatedAt.UTC().Format("01-02"), screen.Clip(it.Env, 7),
+				th.Muted.Render(what+": "+unmeasuredWork(it.Unmeasured))))
+			continue
 		}
 		lines = append(lines, fmt.Sprintf("%s %-7s %s %s", it.CreatedAt.UTC().Format("01-02"), screen.Clip(it.Env, 7),
 			style.Render(bar(it.Staff.D(), top, barW)), screen.Duration(it.Staff.D())))
@@ -194,4 +205,13 @@ func maxDur(a, b time.Duration) time.Duration {
 		return a
 	}
 	return b
+}
+
+// unmeasuredWork says whose work on which step was not measured, and why.
+func unmeasuredWork(ws []report.UnmeasuredWork) string {
+	parts := make([]string, 0, len(ws))
+	for _, w := range ws {
+		parts = append(parts, fmt.Sprintf("%s on %s (%s)", w.Person, w.Step, w.Reason))
+	}
+	return strings.Join(parts, "; ")
 }
