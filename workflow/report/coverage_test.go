@@ -127,7 +127,7 @@ func TestCoverageAndBeforeAfterOverMeasuredReleasesOnly(t *testing.T) {
 			{Person: "alice", Step: "release", Reason: report.CaptainNotMeasured, Releases: 2},
 			{Person: "carol", Step: "apply", Reason: "no reason recorded", Releases: 2},
 		},
-		Line:        "Coverage: staff effort measured on 7 of 10 releases; 2 unmeasured, 1 partly measured: p1, u1, u2 (left out of staff figures and before/after)"},
+		Line: "Coverage: staff effort measured on 7 of 10 releases; 2 unmeasured, 1 partly measured: p1, u1, u2 (left out of staff figures and before/after)"},
 		rep.Coverage)
 	// Staff figures are the measured releases': 6 × 30 min and a zero.
 	require.Equal(t, 7, rep.Staff.Count)

@@ -246,9 +246,9 @@ type StepEffort struct {
 // effort, even effort logged later, so that "before" and "after" count the
 // same releases.
 type MonthEffort struct {
-	Month    string   `json:"month"`
-	Partial  bool     `json:"partial"`
-	Releases int      `json:"releases"`
+	Month    string `json:"month"`
+	Partial  bool   `json:"partial"`
+	Releases int    `json:"releases"`
 	// Staff and Active are absent (nil) when none of the month's
 	// releases was measured: unmeasured, not zero.
 	Staff   *Duration `json:"staff_seconds,omitempty"`
@@ -331,22 +331,22 @@ type PersonEffort struct {
 
 // ReleaseEffort is one counted release.
 type ReleaseEffort struct {
-	ID          string               `json:"id"`
-	Env         string               `json:"env"`
-	Kind        workflow.ReleaseKind `json:"kind"`
-	Captain     string               `json:"captain"`
-	Outcome     ReleaseOutcome       `json:"outcome"`
-	Coverage    CoverageStatus       `json:"coverage"`
-	CreatedAt   time.Time            `json:"created_at"`
-	Month       string               `json:"month"`
+	ID        string               `json:"id"`
+	Env       string               `json:"env"`
+	Kind      workflow.ReleaseKind `json:"kind"`
+	Captain   string               `json:"captain"`
+	Outcome   ReleaseOutcome       `json:"outcome"`
+	Coverage  CoverageStatus       `json:"coverage"`
+	CreatedAt time.Time            `json:"created_at"`
+	Month     string               `json:"month"`
 	// Staff and Active are absent (nil) for an unmeasured release: what
 	// it cost in staff time is not known, which is not zero.
-	Staff       *Duration            `json:"staff_seconds,omitempty"`
-	Active      *Duration            `json:"active_seconds,omitempty"`
-	OffTool     Duration             `json:"off_tool_seconds"`
-	Wait        Duration             `json:"machine_wait_seconds"`
-	Elapsed     Duration             `json:"elapsed_seconds"`
-	ElapsedOpen bool                 `json:"elapsed_open,omitempty"`
+	Staff       *Duration `json:"staff_seconds,omitempty"`
+	Active      *Duration `json:"active_seconds,omitempty"`
+	OffTool     Duration  `json:"off_tool_seconds"`
+	Wait        Duration  `json:"machine_wait_seconds"`
+	Elapsed     Duration  `json:"elapsed_seconds"`
+	ElapsedOpen bool      `json:"elapsed_open,omitempty"`
 	// Unmeasured is the work relcap could not measure on this release,
 	// each with why; empty when the release is measured.
 	Unmeasured []UnmeasuredWork `json:"unmeasured"`

@@ -232,7 +232,7 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	unmeasuredCaptains := map[string]bool{}
 	wholeStep := steps.of(effort.WholeRelease)
 	captainMissed := map[string][]int{} // captain: the releases their work is missing from
-	work := map[[3]string]int{} // person, step, reason: releases
+	work := map[[3]string]int{}         // person, step, reason: releases
 	for _, i := range keep {
 		f, a := facts[i], acc[i]
 		// A release always has its captain's work in it: when nothing of
