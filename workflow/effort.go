@@ -20,39 +20,19 @@ import (
 // Effort store what it measured.
 func (s *Service) Tracker() *effort.Tracker { return s.tracker }
 
-// Effort is the effort recorded against a release, with what this
-// process's effort clock measured of it stored first, so the ledger holds
-// the release's figure as its views show it (Tracker.Figure); the Tracker
-// then counts what was read as stored, which brings in what other people
-// recorded meanwhile (an approver at their own laptop).
+// Effort is the effort the ledger holds of a release, what this process
+// measured stored first: the release's figure as its views show it
+// (effort.Tracker.Sync), others' work (an approver's laptop) read in.
 func (s *Service) Effort(ctx context.Context, releaseID string) ([]effort.Entry, error) {
-	s.effortMu.Lock()
-	defer s.effortMu.Unlock()
-	if err := s.flushEffort(ctx, releaseID); err != nil {
-		return nil, err
-	}
-	entries, err := s.records.Effort(ctx, releaseID)
-	if err != nil {
-		return nil, err
-	}
-	s.tracker.Stored(releaseID, entries)
-	return entries, nil
+	return s.tracker.Sync(releaseID, func(es []effort.Entry) error { return s.d.Ledger.RecordEffort(ctx, es) },
+		func() ([]effort.Entry, error) { return s.records.Effort(ctx, releaseID) })
 }
 
-// FlushEffort stores the effort the Tracker measured so far, running
-// intervals up to now included.
+// FlushEffort stores the effort measured so far, running intervals up to
+// now included.
 func (s *Service) FlushEffort(ctx context.Context, releaseID string) error {
-	s.effortMu.Lock()
-	defer s.effortMu.Unlock()
-	return s.flushEffort(ctx, releaseID)
-}
-
-func (s *Service) flushEffort(ctx context.Context, releaseID string) error {
-	entries := s.tracker.Drain(releaseID)
-	if len(entries) == 0 {
-		return nil
-	}
-	return s.d.Ledger.RecordEffort(ctx, entries)
+	_, err := s.tracker.Sync(releaseID, func(es []effort.Entry) error { return s.d.Ledger.RecordEffort(ctx, es) }, nil)
+	return err
 }
 
 // measureWait runs f, machine work on step k outside a release run, and

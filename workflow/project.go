@@ -44,6 +44,8 @@ type Project struct {
 	// postgres:// or postgresql:// URL, or the absolute path of an SQLite
 	// file; empty for the default. --ledger and RELCAP_LEDGER come first.
 	Ledger string
+	// Sandbox marks a practice project (relcap demo's): its releases too.
+	Sandbox bool
 }
 
 // Environment is one stage of the promotion order.

@@ -64,11 +64,13 @@ type Release struct {
 	Status           ReleaseStatus      `json:"status"`
 	Kind             ReleaseKind        `json:"kind"`
 	RollbackOf       string             `json:"rollback_of,omitempty"`
-	Compatibility    Compatibility      `json:"compatibility,omitzero"`
-	Steps            []StepRecord       `json:"steps"`
-	CreatedAt        time.Time          `json:"created_at"`
-	UpdatedAt        time.Time          `json:"updated_at"`
-	EndedAt          time.Time          `json:"ended_at,omitzero"`
+	// Sandbox: a practice project's release, which reports never count.
+	Sandbox       bool          `json:"sandbox,omitempty"`
+	Compatibility Compatibility `json:"compatibility,omitzero"`
+	Steps         []StepRecord  `json:"steps"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+	EndedAt       time.Time     `json:"ended_at,omitzero"`
 	// Checkpoints are what the release has durably done; a step consults
 	// them before repeating a side effect. They are stored under
 	// "outputs", the name of the string map they replace.
@@ -242,6 +244,13 @@ type StepRecord struct {
 	Attempts  int                 `json:"attempts,omitempty"`
 	StartedAt time.Time           `json:"started_at,omitzero"`
 	EndedAt   time.Time           `json:"ended_at,omitzero"`
+}
+
+// NewReleaseOf is NewRelease of project p: its app, and its sandbox mark.
+func (p *Project) NewReleaseOf(id, env, image, captain string, now time.Time) *Release {
+	r := NewRelease(id, p.App, env, image, captain, now)
+	r.Sandbox = p.Sandbox
+	return r
 }
 
 // NewRelease makes a release with every step pending.

@@ -52,7 +52,7 @@ func (s *Service) StartRollback(ctx context.Context, req RollbackRequest) (*Rele
 		return nil, s.journalFailure(ctx, fmt.Errorf("%w: %s", fault.ErrIncompatible, msg), journal.RollbackRefused{Env: env.Name, To: target.ID, Reason: msg})
 	}
 	now := d.Clock.Now()
-	r := NewRelease(NewReleaseID(d.Project.App, env.Name, now), d.Project.App, env.Name, env.Registry.Repository+"@"+digest.String(), d.Actor, now)
+	r := d.Project.NewReleaseOf(NewReleaseID(d.Project.App, env.Name, now), env.Name, env.Registry.Repository+"@"+digest.String(), d.Actor, now)
 	r.Kind, r.RollbackOf, r.Compatibility = KindRollback, target.ID, target.Compatibility
 	for _, k := range []StepKind{StepOwnership, StepPlanReview, StepApply} {
 		st := r.Step(k)

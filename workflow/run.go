@@ -46,7 +46,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Release, error)
 		return nil, fmt.Errorf("%w: no image: pass --image REF (a tag or digest reference)", fault.ErrUsage)
 	}
 	now := s.d.Clock.Now()
-	r := NewRelease(NewReleaseID(s.d.Project.App, req.Env, now), s.d.Project.App, req.Env, req.Image, s.d.Actor, now)
+	r := s.d.Project.NewReleaseOf(NewReleaseID(s.d.Project.App, req.Env, now), req.Env, req.Image, s.d.Actor, now)
 	r.Compatibility = s.d.Project.Compatibility
 	if req.Compatibility != nil {
 		r.Compatibility = *req.Compatibility

@@ -80,14 +80,11 @@ type Service struct {
 	d       Deps
 
 	mu      sync.Mutex
-	tracker *effort.Tracker // the UIs' effort clocks
-	// effortMu makes a flush and the ledger read after it (Effort) one
-	// step, so the Tracker's stored part is never read half-way.
-	effortMu sync.Mutex
-	linked   map[string]bool       // releases this session's journal links
-	held     map[oplock.Scope]bool // operation locks this Service holds
-	subs     map[int]chan Event
-	nextID   int
+	tracker *effort.Tracker       // the UIs' effort clocks
+	linked  map[string]bool       // releases this session's journal links
+	held    map[oplock.Scope]bool // operation locks this Service holds
+	subs    map[int]chan Event
+	nextID  int
 }
 
 // Records are the Service's read-only queries over its ledger.

@@ -411,4 +411,12 @@ ALTER TABLE approvals ADD COLUMN people TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN received_at BIGINT;
 ALTER TABLE approvals ADD COLUMN people TEXT NOT NULL DEFAULT '';
 `},
+	// 14 (issue 29): a sandbox (relcap demo) release, as a column, so
+	// reports leave it out and count what they left out without reading
+	// bodies. No release before this version was marked.
+	{version: 14, sqlite: `
+ALTER TABLE releases ADD COLUMN sandbox INTEGER NOT NULL DEFAULT 0 CHECK (sandbox IN (0, 1));
+`, postgres: `
+ALTER TABLE releases ADD COLUMN sandbox SMALLINT NOT NULL DEFAULT 0 CHECK (sandbox IN (0, 1));
+`},
 }

@@ -29,13 +29,13 @@ func (s *Ledger) SaveRelease(ctx context.Context, r *workflow.Release) error {
 	}
 	return s.inTx(ctx, "save release "+r.ID, func(tx ledgerTx) error {
 		_, err := tx.ExecContext(ctx, `
-INSERT INTO releases (id, app, env, status, kind, captain, created_at, updated_at, ended_at, rehearsal, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO releases (id, app, env, status, kind, captain, created_at, updated_at, ended_at, rehearsal, sandbox, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	app = excluded.app, env = excluded.env, status = excluded.status, kind = excluded.kind,
 	captain = excluded.captain, created_at = excluded.created_at, updated_at = excluded.updated_at,
-	ended_at = excluded.ended_at, rehearsal = excluded.rehearsal, body = excluded.body`,
-			r.ID, r.App, r.Env, string(r.Status), r.Kind, r.Captain, ts[0], ts[1], ts[2], r.Checkpoints.Rehearsal, string(body))
+	ended_at = excluded.ended_at, rehearsal = excluded.rehearsal, sandbox = excluded.sandbox, body = excluded.body`,
+			r.ID, r.App, r.Env, string(r.Status), r.Kind, r.Captain, ts[0], ts[1], ts[2], r.Checkpoints.Rehearsal, sqlBool(r.Sandbox), string(body))
 		if err != nil {
 			return err
 		}
@@ -233,4 +233,12 @@ func mustAffect(res sql.Result, what string) error {
 		return fmt.Errorf("%s: %w", what, fault.ErrNotFound)
 	}
 	return nil
+}
+
+// sqlBool is a flag column's value (0 or 1), the same in both databases.
+func sqlBool(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

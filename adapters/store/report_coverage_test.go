@@ -59,3 +59,48 @@ func TestEffortSumsKeepAMeasuredZeroAndAnUnmeasuredMark(t *testing.T) {
 		require.Equal(t, "Release coordination effort, hours/month: 3 → 0, 3 freed (over 1 of 2 releases; 1 unmeasured: unmeasured)", rep.Comparison.Line)
 	})
 }
+
+// TestSandboxReleasesAreLeftOutAndSaidSo: a sandbox release (relcap demo's
+// project) is stored with its mark, never read as a release of the
+// report, and counted as left out, so no demo shows up as hours freed or
+// a deployment.
+func TestSandboxReleasesAreLeftOutAndSaidSo(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		l := b.openNew(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+		sandbox := &workflow.Project{App: "web", Sandbox: true}
+		team := &workflow.Project{App: "web"}
+		for _, r := range []*workflow.Release{
+			sandbox.NewReleaseOf("demo-1", "staging", "img:1", "alice", at),
+			sandbox.NewReleaseOf("demo-2", "prod", "img:1", "alice", at),
+			team.NewReleaseOf("real", "prod", "img:1", "alice", at),
+		} {
+			r.Status = workflow.ReleaseConverged
+			require.NoError(t, l.SaveRelease(ctx, r))
+			require.NoError(t, l.RecordEffort(ctx, []effort.Entry{{ReleaseID: r.ID, Person: "alice", Role: effort.RoleCaptain,
+				Step: "apply", Kind: effort.Active, Duration: 10 * time.Minute, At: at}}))
+		}
+		loaded, err := l.LoadRelease(ctx, "demo-1")
+		require.NoError(t, err)
+		require.True(t, loaded.Sandbox, "the mark is kept")
+
+		q := report.Query{From: at.Add(-time.Hour), To: at.Add(time.Hour)}
+		data, err := l.ReportData(ctx, q)
+		require.NoError(t, err)
+		require.Len(t, data.Releases, 1)
+		require.Equal(t, "real", data.Releases[0].ID)
+		require.Equal(t, 2, data.SandboxReleases)
+
+		o := report.Options{From: q.From, To: q.To, Now: at.Add(2 * time.Hour), BaselineHoursPerRelease: 3, ProdEnv: "prod"}
+		rep, err := report.BuildEffort(data, o)
+		require.NoError(t, err)
+		require.Equal(t, 1, rep.Counts.Total)
+		require.Equal(t, 2, rep.Counts.SandboxExcluded)
+		require.Equal(t, 1, rep.Comparison.MeasuredReleases, "hours freed are the team's release's alone")
+		m, err := report.BuildMeasures(data, o)
+		require.NoError(t, err)
+		require.Equal(t, 1, m.DORA.DeploymentFrequency.Deployments, "a demo is no deployment")
+	})
+}

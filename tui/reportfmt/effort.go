@@ -176,6 +176,7 @@ func (v effortView) rows() []Row {
 		{"releases", "", "rolled_back", strconv.Itoa(r.Counts.RolledBack), "count"},
 		{"releases", "", "stalled", strconv.Itoa(r.Counts.Stalled), "count"},
 		{"releases", "", "abandoned", strconv.Itoa(r.Counts.Abandoned), "count"},
+		{"releases", "", "sandbox_excluded", strconv.Itoa(r.Counts.SandboxExcluded), "count"},
 		{"releases", "", "in_progress", strconv.Itoa(r.Counts.InProgress), "count"},
 		{"releases", "", "failures", strconv.Itoa(r.Counts.Failures), "count"},
 		{"releases", "", "break_glass_excluded", strconv.Itoa(r.Counts.BreakGlassExcluded), "count"},
@@ -289,10 +290,13 @@ func EffortHeadline(r *report.Effort) []string {
 	if r.Person != "" {
 		lines = append(lines, "Person: "+r.Person+" (their own effort on releases they worked on or captained)")
 	}
+	c := r.Counts
 	if r.Empty {
+		if c.SandboxExcluded > 0 {
+			lines = append(lines, fmt.Sprintf("Sandbox releases left out (relcap demo: practice, not releases, saved hours or deployments): %d", c.SandboxExcluded))
+		}
 		return lines
 	}
-	c := r.Counts
 	kinds := make([]string, 0, len(c.ByKind))
 	for _, k := range releaseKinds {
 		if n := c.ByKind[k]; n > 0 {
@@ -303,6 +307,9 @@ func EffortHeadline(r *report.Effort) []string {
 		c.Total, strings.Join(kinds, ", "), c.Succeeded, c.Failed, c.RolledBack, c.Stalled, c.Abandoned, c.InProgress))
 	if c.BreakGlassExcluded > 0 {
 		lines = append(lines, fmt.Sprintf("Break-glass records left out (not releases): %d", c.BreakGlassExcluded))
+	}
+	if c.SandboxExcluded > 0 {
+		lines = append(lines, fmt.Sprintf("Sandbox releases left out (relcap demo: practice, not releases, saved hours or deployments): %d", c.SandboxExcluded))
 	}
 	lines = append(lines, coverageLines(r.Coverage)...)
 	if r.Comparison != nil {

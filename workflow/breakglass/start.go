@@ -64,7 +64,7 @@ func (s *Service) Start(ctx context.Context, req Request) (Record, error) {
 			return Record{}, fmt.Errorf("%w: break-glass %s is already active in %s (by %s, until %s)", fault.ErrBlocked, b.ID, env.Name, b.Actor, b.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 	}
-	r := workflow.NewRelease(workflow.NewReleaseID(d.Project.App, env.Name, now)+"-bg", d.Project.App, env.Name, "", d.Actor, now)
+	r := d.Project.NewReleaseOf(workflow.NewReleaseID(d.Project.App, env.Name, now)+"-bg", env.Name, "", d.Actor, now)
 	r.Kind = workflow.KindBreakGlass
 	for i := range r.Steps {
 		r.Steps[i].Status, r.Steps[i].Message = workflow.Skipped, "break-glass"

@@ -31,7 +31,7 @@ const FileName = "relcap.yaml"
 // Keys of relcap.yaml, per level, in the order the documentation lists them.
 // Unknown-key suggestions and "known keys" lists are drawn from these.
 var (
-	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility", "secret_env", "people", "ledger"}
+	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility", "secret_env", "people", "ledger", "sandbox"}
 	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals", "approvers", "rehearsal"}
 	terraformKeys = []string{"dir", "workspace", "var_files", "binary"}
 	registryKeys  = []string{"repository", "require_signature"}
@@ -238,6 +238,7 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 	if v, n := top.str("ledger"); n != nil {
 		proj.Ledger = p.ledger(n, v, o)
 	}
+	proj.Sandbox = top.boolean("sandbox")
 
 	if items, n, ok := top.list("environments"); ok {
 		if len(items) == 0 {

@@ -160,6 +160,8 @@ var keyDocs = []Key{
 		Doc: "Environment variables whose values relcap masks wherever they would appear."},
 	{Path: "people", Type: TypePath, Example: "allowed_signers",
 		Doc: "The people file (git's allowed-signers format: principal and SSH public key per line), relative to this file; approvals are signed when it is set."},
+	{Path: "sandbox", Type: TypeBoolean, Default: "false", Example: "true",
+		Doc: "A practice project (relcap demo writes one): its releases are marked as sandbox releases, and reports never count them as releases, saved hours or deployments."},
 	{Path: "ledger", Type: TypeString, Default: "$XDG_DATA_HOME/relcap/ledger.db", Example: "postgres://relcap@db.example.com:5432/relcap",
 		Doc: "The ledger: a team's postgres:// URL (keep its password in PGPASSWORD or ~/.pgpass rather than here) or an SQLite file's path, relative to this file."},
 }

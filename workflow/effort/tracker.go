@@ -16,8 +16,10 @@ type Tracker struct {
 	idle   time.Duration
 	person string
 
-	mu     sync.Mutex
-	clocks map[string]*Clock
+	// syncing makes a store and the ledger read after it (Sync) one step.
+	syncing sync.Mutex
+	mu      sync.Mutex
+	clocks  map[string]*Clock
 	// stored is what the ledger holds of each release, as far as this
 	// process knows: read by Stored, grown by Recorded.
 	stored map[string][]Entry
@@ -68,6 +70,30 @@ func (t *Tracker) Stored(releaseID string, entries []Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stored[releaseID] = slices.Clone(entries)
+}
+
+// Sync stores what was measured on a release since the last Drain
+// (store) and then, when read is given, takes what the ledger holds of it
+// (read) as its stored part, returning that: one step, so two Syncs never
+// interleave a store with a read. A failed store is returned, and the
+// figure keeps its entries until a read brings it back to the ledger's.
+func (t *Tracker) Sync(releaseID string, store func([]Entry) error, read func() ([]Entry, error)) ([]Entry, error) {
+	t.syncing.Lock()
+	defer t.syncing.Unlock()
+	if entries := t.Drain(releaseID); len(entries) > 0 {
+		if err := store(entries); err != nil {
+			return nil, err
+		}
+	}
+	if read == nil {
+		return nil, nil
+	}
+	entries, err := read()
+	if err != nil {
+		return nil, err
+	}
+	t.Stored(releaseID, entries)
+	return entries, nil
 }
 
 // Drain returns the entries measured on a release since the last Drain,

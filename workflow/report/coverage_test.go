@@ -231,3 +231,23 @@ func TestACaptainNobodyMeasuredMakesTheReleasePartlyMeasured(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Coverage.Measured)
 }
+
+// TestReleaseCoverageIsTheReportsRule: a summary of a few releases
+// (relcap demo's) classifies each exactly as the report does.
+func TestReleaseCoverageIsTheReportsRule(t *testing.T) {
+	t.Parallel()
+	data, o := coverageLedger()
+	rep, err := report.BuildEffort(data, o)
+	require.NoError(t, err)
+	for _, x := range rep.Releases {
+		var entries []effort.Entry
+		for _, e := range data.Effort {
+			if e.ReleaseID == x.ID {
+				entries = append(entries, e)
+			}
+		}
+		cov, work := report.ReleaseCoverage(x.Captain, entries)
+		require.Equal(t, x.Coverage, cov, x.ID)
+		require.Equal(t, x.Unmeasured, work, x.ID)
+	}
+}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -78,6 +79,9 @@ type ReleaseCounts struct {
 	// BreakGlassExcluded counts break-glass records left out: they are not
 	// releases.
 	BreakGlassExcluded int `json:"break_glass_excluded"`
+	// SandboxExcluded counts sandbox releases (relcap demo's) left out:
+	// practice, not releases.
+	SandboxExcluded int `json:"sandbox_excluded"`
 }
 
 func (c *ReleaseCounts) add(o ReleaseOutcome, kind workflow.ReleaseKind) {
@@ -393,4 +397,31 @@ func emptyMessage(o Options, loc *time.Location) string {
 	}
 	return fmt.Sprintf("%s between %s and %s (%s): nothing to report", what,
 		o.From.In(loc).Format("2006-01-02 15:04"), o.To.In(loc).Format("2006-01-02 15:04"), loc)
+}
+
+// ReleaseCoverage is one release's coverage from its effort entries, by
+// the rule BuildEffort applies to every release (coverageOf): a captain
+// with no active entry counts as unmeasured work of the whole release.
+// The work not measured comes with why. For a summary of a few releases,
+// such as relcap demo's.
+func ReleaseCoverage(captain string, entries []effort.Entry) (CoverageStatus, []UnmeasuredWork) {
+	var a perRelease
+	for _, e := range entries {
+		switch e.Kind {
+		case effort.Active:
+			a.measured = true
+			a.captainMeasured = a.captainMeasured || e.Person == captain
+		case effort.Unmeasured:
+			a.unmeasured = true
+			a.addNotMeasured(e.Person, cmp.Or(e.Step, effort.WholeRelease), cmp.Or(e.Note, "no reason recorded"))
+		}
+	}
+	captainMissing := captain != "" && !a.captainMeasured
+	if captainMissing && !a.hasNotMeasured(captain) {
+		a.addNotMeasured(captain, effort.WholeRelease, CaptainNotMeasured)
+	}
+	if a.notMeasured == nil {
+		a.notMeasured = []UnmeasuredWork{}
+	}
+	return coverageOf(a.measured, a.unmeasured || captainMissing), a.notMeasured
 }

@@ -64,7 +64,7 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 	rep := &Effort{
 		GeneratedAt: o.Now, From: o.From, To: o.To, TimeZone: loc.String(), Env: o.Env, Person: o.Person,
 		AbandonAfter: Duration(o.abandonAfter()),
-		Counts:       ReleaseCounts{ByKind: map[workflow.ReleaseKind]int{}},
+		Counts:       ReleaseCounts{ByKind: map[workflow.ReleaseKind]int{}, SandboxExcluded: data.SandboxReleases},
 	}
 
 	// Index the counted releases; everything else is keyed on this.
@@ -75,7 +75,10 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 			continue
 		}
 		if !Counted(f) {
-			if f.Kind == workflow.KindBreakGlass {
+			switch {
+			case f.Sandbox:
+				rep.Counts.SandboxExcluded++
+			case f.Kind == workflow.KindBreakGlass:
 				rep.Counts.BreakGlassExcluded++
 			}
 			continue

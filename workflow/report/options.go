@@ -91,8 +91,12 @@ func (o Options) Validate() error {
 // Counted reports whether a release record counts as a release in reports.
 // Releases, promotions and rollbacks do; break-glass records do not: they
 // are emergency access, not a release, and their effort is not release
-// coordination.
+// coordination. A sandbox release (relcap demo's) is practice: never a
+// release, saved hours or a deployment.
 func Counted(f ReleaseFact) bool {
+	if f.Sandbox {
+		return false
+	}
 	switch f.Kind {
 	case workflow.KindRelease, workflow.KindPromotion, workflow.KindRollback:
 		return true

@@ -69,6 +69,10 @@ type Data struct {
 	// Rehearsals started before the period's end (earlier ones too, for
 	// when each drill last passed).
 	Rehearsals []rehearsal.Rehearsal
+	// SandboxReleases is how many sandbox releases (relcap demo's) were
+	// created in the period, which a source may leave out of Releases:
+	// reports say they left them out.
+	SandboxReleases int
 }
 
 // ApprovalFact is one approval as reports need it: what, by whom, when,
@@ -91,9 +95,11 @@ type ReleaseFact struct {
 	Captain    string                 `json:"captain"`
 	Status     workflow.ReleaseStatus `json:"status"`
 	RollbackOf string                 `json:"rollback_of,omitempty"`
-	CreatedAt  time.Time              `json:"created_at"`
-	UpdatedAt  time.Time              `json:"updated_at"`
-	EndedAt    time.Time              `json:"ended_at,omitzero"`
+	// Sandbox: a practice release (relcap demo), never counted.
+	Sandbox   bool      `json:"sandbox,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// Steps may be left empty for converged, ended and rolled-back
 	// releases, and may hold only the failed and blocked steps of the
 	// others: reports read step times only to find when a failure was
@@ -112,7 +118,7 @@ type StepTime struct {
 // FactOf reduces a release to what reports read.
 func FactOf(r *workflow.Release) ReleaseFact {
 	f := ReleaseFact{ID: r.ID, App: r.App, Env: r.Env, Kind: r.Kind, Captain: r.Captain, Status: r.Status,
-		RollbackOf: r.RollbackOf, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, EndedAt: r.EndedAt}
+		RollbackOf: r.RollbackOf, Sandbox: r.Sandbox, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, EndedAt: r.EndedAt}
 	for _, s := range r.Steps {
 		f.Steps = append(f.Steps, StepTime{Kind: s.Kind, Status: s.Status, StartedAt: s.StartedAt, EndedAt: s.EndedAt})
 	}
