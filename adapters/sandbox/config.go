@@ -21,6 +21,9 @@ const relcapYAML = `# relcap.yaml of the relcap sandbox, written by relcap demo.
 # repository and Terraform roots of built-in terraform_data resources.
 version: 1
 app: web
+# A sandbox's releases are practice: reports never count them as releases,
+# saved hours or deployments, and say how many they left out.
+sandbox: true
 ownership: ownership.yaml
 # Who is who, by SSH key (git's allowed-signers format): the sandbox made a
 # key for the captain and for demo-approver, kept in people/.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/relcap/relcap/adapters/terraform/terraformtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/report"
 )
 
 // TestDemoHeadlessConvergesBothEnvironments runs the whole scripted demo in
@@ -39,8 +41,9 @@ func TestDemoHeadlessConvergesBothEnvironments(t *testing.T) {
 		"converged in staging",
 		"converged in prod",
 		"━━ Effort ━━",
-		"STAFF ACTIVE  MACHINE WAIT  OFF-TOOL",
-		"never added together",
+		"COVERAGE",
+		"never added.",
+		"These are sandbox releases",
 		"relcap --ledger " + filepath.Join(dir, "ledger.db") + " journal list",
 		"Both releases converged",
 	} {
@@ -69,7 +72,20 @@ func TestDemoHeadlessConvergesBothEnvironments(t *testing.T) {
 		entries, err := l.Effort(t.Context(), r.ID)
 		require.NoError(t, err)
 		require.Positive(t, effort.Sum(entries).Wait, "machine wait measured for %s", r.ID)
-		require.Contains(t, out, r.ID)
+		// The demo's row is the ledger's figure by the report's rule:
+		// coverage, active time (or "unmeasured") and machine wait.
+		f := effort.Tally(entries)
+		cov, missing := report.ReleaseCoverage(r.Captain, entries)
+		active := effort.Format(f.Active)
+		if cov == report.CoverageUnmeasured {
+			active = "unmeasured"
+		}
+		row := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(r.ID) + `\s+converged\s+` + regexp.QuoteMeta(string(cov)) +
+			`\s+` + regexp.QuoteMeta(active) + `\s+` + regexp.QuoteMeta(effort.Format(f.Wait)) + `$`)
+		require.Regexp(t, row, out)
+		for _, w := range missing {
+			require.Contains(t, strings.Join(strings.Fields(out), " "), r.ID+": "+w.Person+" on "+w.Step+" not measured: "+w.Reason)
+		}
 	}
 	slices.Sort(envs)
 	require.Equal(t, []string{"prod", "staging"}, envs)
@@ -98,6 +114,22 @@ func TestDemoHeadlessConvergesBothEnvironments(t *testing.T) {
 	anchors, err := exec.Command("git", "-C", filepath.Join(dir, "env.git"), "rev-list", "--count", "refs/relcap/journal").Output()
 	require.NoError(t, err)
 	require.Equal(t, "2", strings.TrimSpace(string(anchors)))
+	// relcap report effort on the demo's ledger counts no release and
+	// claims no saved hours: both were sandbox releases, and it says so.
+	code, out, errOut = invokeEnv(t, data, nil, "-c", filepath.Join(dir, "relcap.yaml"), "--ledger", filepath.Join(dir, "ledger.db"),
+		"report", "effort", "--format", "json")
+	require.Equal(t, 0, code, out+errOut)
+	var rep struct {
+		Counts struct {
+			Total           int `json:"total"`
+			SandboxExcluded int `json:"sandbox_excluded"`
+		} `json:"releases"`
+		Comparison any `json:"comparison"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, 0, rep.Counts.Total, out)
+	require.Equal(t, 2, rep.Counts.SandboxExcluded, out)
+	require.Nil(t, rep.Comparison, "no hours freed claimed over practice releases")
 	code, out, errOut = invokeEnv(t, data, nil, "--ledger", filepath.Join(dir, "ledger.db"), "journal", "list")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "demo-approver")

@@ -24,6 +24,7 @@ import (
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
@@ -302,8 +303,11 @@ func (d *driver) converged(r *workflow.Release) {
 	}
 }
 
-// effortSummary prints each release's effort: staff active time, machine
-// wait and off-tool time, three numbers that are never added together.
+// effortSummary prints each release's effort as relcap report effort
+// counts it: coverage by the report's rule (report.ReleaseCoverage), staff
+// active time and machine wait from effort.Tally, written by effort.Format,
+// and the work relcap could not measure with why. Staff time and machine
+// wait are separate numbers, never added together.
 func (d *driver) effortSummary(ctx context.Context, releases []*workflow.Release) error {
 	if len(releases) == 0 {
 		return nil
@@ -312,23 +316,58 @@ func (d *driver) effortSummary(ctx context.Context, releases []*workflow.Release
 	tw := tabwriter.NewWriter(d.Out, 0, 4, 2, ' ', 0)
 	// 80 columns at most: a terminal wraps a wider table mid-word. The
 	// environment is in the release's name.
-	fmt.Fprintln(tw, "  RELEASE\tSTATUS\tSTAFF ACTIVE\tMACHINE WAIT\tOFF-TOOL")
+	fmt.Fprintln(tw, "  RELEASE\tSTATUS\tCOVERAGE\tACTIVE\tWAIT")
+	var notes []string
+	var offTool time.Duration
 	for _, r := range releases {
 		entries, err := d.Captain.Effort(ctx, r.ID)
 		if err != nil {
 			return err
 		}
-		t := effort.Sum(entries)
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, round(t.Active), round(t.Wait), round(t.OffTool))
+		f := effort.Tally(entries)
+		cov, missing := report.ReleaseCoverage(r.Captain, entries)
+		active := effort.Format(f.Active)
+		if cov == report.CoverageUnmeasured {
+			active = "unmeasured"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, cov, active, effort.Format(f.Wait))
+		offTool += f.OffTool
+		for _, w := range missing {
+			notes = append(notes, fmt.Sprintf("%s: %s on %s not measured: %s", r.ID, w.Person, w.Step, w.Reason))
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(d.Out, "  Staff time (people engaged with relcap: the captain and demo-approver)")
-	fmt.Fprintln(d.Out, "  and machine wait (Terraform, copies, reconciliation) are separate")
-	fmt.Fprintln(d.Out, "  numbers, never added together. Off-tool time is what people log with")
-	fmt.Fprintln(d.Out, "  relcap effort log --release ID (meetings, chat).")
+	for _, n := range notes {
+		printWrapped(d.Out, n)
+	}
+	printWrapped(d.Out, fmt.Sprintf("ACTIVE is staff time (the captain and %s engaged with relcap); "+
+		"WAIT is machine time (Terraform, copies, reconciliation): two numbers, never added. "+
+		"Off-tool time logged with relcap effort log: %s.", sandbox.Approver, effort.Format(offTool)))
+	printWrapped(d.Out, "These are sandbox releases (sandbox: true in relcap.yaml): "+
+		"relcap report effort never counts them as releases, saved hours or deployments.")
 	return nil
+}
+
+// printWrapped prints text two spaces in, wrapped at word boundaries to
+// fit an 80-column terminal.
+func printWrapped(w io.Writer, text string) {
+	const width = 80 - 2
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len([]rune(line))+1+len([]rune(word)) > width {
+			fmt.Fprintln(w, "  "+line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	if line != "" {
+		fmt.Fprintln(w, "  "+line)
+	}
 }
 
 // Hints prints how to inspect what a demo recorded.
@@ -361,13 +400,6 @@ func stepMessage(r *workflow.Release) string {
 		return r.Step(k).Message
 	}
 	return ""
-}
-
-func round(d time.Duration) time.Duration {
-	if d < time.Second {
-		return d.Round(time.Millisecond)
-	}
-	return d.Round(100 * time.Millisecond)
 }
 
 // indent writes every line two spaces in, so the plan review sits inside
