@@ -419,4 +419,13 @@ ALTER TABLE releases ADD COLUMN sandbox INTEGER NOT NULL DEFAULT 0 CHECK (sandbo
 `, postgres: `
 ALTER TABLE releases ADD COLUMN sandbox SMALLINT NOT NULL DEFAULT 0 CHECK (sandbox IN (0, 1));
 `},
+	// Why work was not measured is the unmeasured entry's note, which the
+	// summed read (effort_totals) does not carry. Unmeasured entries are
+	// few; a partial index holding just them, note included, lets a
+	// report read every reason without touching the effort table.
+	{version: 15, sqlite: `
+CREATE INDEX effort_unmeasured ON effort (release_id, person, step, at, role, note) WHERE kind = 'unmeasured';
+`, postgres: `
+CREATE INDEX effort_unmeasured ON effort (release_id, person, step, at, role, note) WHERE kind = 'unmeasured';
+`},
 }

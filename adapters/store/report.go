@@ -287,6 +287,9 @@ FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 		}
 		start = end
 	}
+	if err := readUnmeasuredNotes(ctx, tx, entries); err != nil {
+		return nil, nil, err
+	}
 	// Sorting here rather than in SQL spares SQLite a sort of every
 	// selected row; the rows usually come in creation order anyway.
 	if !sorted {
@@ -596,4 +599,39 @@ func collect[T any](ctx context.Context, tx querier, q string, args []any, scan 
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// readUnmeasuredNotes fills in why each unmeasured entry's work was not
+// measured: effort_totals keeps the sums, not the notes, so the notes
+// come from the effort_unmeasured index (migration 15), read only when
+// the selection has unmeasured work. Of several notes of one person on
+// one step of a release, the first recorded is the reason.
+func readUnmeasuredNotes(ctx context.Context, tx querier, entries []effort.Entry) error {
+	type workKey struct{ release, person, step string }
+	missing := map[workKey]*effort.Entry{}
+	for i := range entries {
+		if e := &entries[i]; e.Kind == effort.Unmeasured {
+			missing[workKey{e.ReleaseID, e.Person, e.Step}] = e
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT release_id, person, step, note FROM effort
+WHERE kind = 'unmeasured' ORDER BY release_id, person, step, at`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k workKey
+		var note string
+		if err := rows.Scan(&k.release, &k.person, &k.step, &note); err != nil {
+			return err
+		}
+		if e, ok := missing[k]; ok && e.Note == "" {
+			e.Note = note
+		}
+	}
+	return rows.Err()
 }

@@ -55,6 +55,9 @@ func TestEffortSumsKeepAMeasuredZeroAndAnUnmeasuredMark(t *testing.T) {
 		require.Equal(t, 1, rep.Coverage.Measured, "a measured zero measures the release")
 		require.Equal(t, 1, rep.Coverage.Unmeasured)
 		require.Equal(t, []string{"unmeasured"}, rep.Coverage.NotMeasured)
+		// Why is read back too: the summed read does not carry the note.
+		require.Equal(t, []report.UnmeasuredWork{{Person: "alice", Step: "apply",
+			Reason: "no terminal: stdin is not a TTY (CI or a script)", Releases: 1}}, rep.Coverage.Work)
 		require.NotNil(t, rep.Comparison)
 		require.Equal(t, "Release coordination effort, hours/month: 3 → 0, 3 freed (over 1 of 2 releases; 1 unmeasured: unmeasured)", rep.Comparison.Line)
 	})
