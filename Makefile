@@ -41,13 +41,14 @@ terraform:
 
 # tmux drives the real binary in the cockpit's end-to-end test; git backs the
 # environment-repo tests; OpenSSH's ssh-keygen, ssh-agent and ssh-add check
-# relcap's signatures. Debian packages (tool:package), installed when missing.
+# relcap's signatures; sqlite3 is the floor BenchmarkReport100k compares the
+# effort report with. Debian packages (tool:package), installed when missing.
 # The PostgreSQL ledger is tested against a real server: the tests start a
 # throw-away cluster with initdb and postgres (adapters/store/pgtest), which
 # Debian's postgresql package puts in /usr/lib/postgresql/<version>/bin, off
 # PATH; nothing is installed when RELCAP_TEST_POSTGRES names a server instead.
 tools: terraform
-	@for pair in tmux:tmux git:git ssh-keygen:openssh-client ssh-agent:openssh-client ssh-add:openssh-client; do \
+	@for pair in tmux:tmux git:git ssh-keygen:openssh-client ssh-agent:openssh-client ssh-add:openssh-client sqlite3:sqlite3; do \
 		tool=$${pair%%:*}; pkg=$${pair#*:}; \
 		command -v $$tool >/dev/null 2>&1 && continue; \
 		echo "$$tool: installing $$pkg with apt-get"; \
@@ -109,7 +110,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParseAllowedSigners ./adapters/signing/
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParseManifests ./adapters/render/
 
-bench: terraform
+bench: tools
 	$(GO) test -run '^$$' -bench=. -benchmem ./...
 
 # The team store under load (issue 17): LOAD_PROCS relcap processes (the

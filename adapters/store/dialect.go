@@ -52,12 +52,6 @@ type dialect interface {
 	// of two values (SQLite's two-argument max and min).
 	greatest() string
 	least() string
-	// jsonText is the SQL expression of the text of field key of the JSON
-	// object in column col, NULL when absent.
-	jsonText(col, key string) string
-	// failedSteps is the SQL expression of the JSON array of the steps of
-	// the release body in column col whose status is failed or blocked.
-	failedSteps(col string) string
 	// snapshots begins n read-only transactions on n connections that all
 	// see the same committed state of the ledger.
 	snapshots(ctx context.Context, db *sql.DB, n int) ([]*sql.Tx, error)

@@ -155,15 +155,6 @@ func (*postgresDialect) retryable(err error) bool {
 	return code == "40P01" || code == "40001"
 }
 
-func (*postgresDialect) jsonText(col, key string) string {
-	return col + " ->> '" + key + "'"
-}
-
-func (*postgresDialect) failedSteps(col string) string {
-	return `(SELECT json_agg(s.value)
-		FROM json_array_elements(` + col + ` -> 'steps') s WHERE s.value ->> 'status' IN ('failed', 'blocked'))`
-}
-
 // snapshots begins n repeatable-read transactions; the first exports its
 // snapshot and the others adopt it, so all see the same committed state
 // while writers go on.

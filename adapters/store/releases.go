@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/image"
+	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
@@ -19,28 +20,58 @@ func (s *Ledger) SaveRelease(ctx context.Context, r *workflow.Release) error {
 	if r == nil || r.ID == "" {
 		return fmt.Errorf("%w: save release: release has no ID", fault.ErrUsage)
 	}
-	body, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("save release %s: encode: %w", r.ID, err)
-	}
-	ts, err := timeValues(r.CreatedAt, r.UpdatedAt, r.EndedAt)
+	cols, err := releaseColumns(r)
 	if err != nil {
 		return fmt.Errorf("save release %s: %w", r.ID, err)
 	}
 	return s.inTx(ctx, "save release "+r.ID, func(tx ledgerTx) error {
-		_, err := tx.ExecContext(ctx, `
-INSERT INTO releases (id, app, env, status, kind, captain, created_at, updated_at, ended_at, rehearsal, sandbox, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET
-	app = excluded.app, env = excluded.env, status = excluded.status, kind = excluded.kind,
-	captain = excluded.captain, created_at = excluded.created_at, updated_at = excluded.updated_at,
-	ended_at = excluded.ended_at, rehearsal = excluded.rehearsal, sandbox = excluded.sandbox, body = excluded.body`,
-			r.ID, r.App, r.Env, string(r.Status), r.Kind, r.Captain, ts[0], ts[1], ts[2], r.Checkpoints.Rehearsal, sqlBool(r.Sandbox), string(body))
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, upsertRelease, cols...); err != nil {
 			return err
 		}
 		return tx.notify(ctx, "releases")
 	})
+}
+
+// upsertRelease writes a release's row; releaseColumns gives its values.
+const upsertRelease = `
+INSERT INTO releases (id, app, env, status, kind, captain, created_at, updated_at, ended_at, rehearsal, sandbox,
+	rollback_of, failed_steps, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+	app = excluded.app, env = excluded.env, status = excluded.status, kind = excluded.kind,
+	captain = excluded.captain, created_at = excluded.created_at, updated_at = excluded.updated_at,
+	ended_at = excluded.ended_at, rehearsal = excluded.rehearsal, sandbox = excluded.sandbox,
+	rollback_of = excluded.rollback_of, failed_steps = excluded.failed_steps, body = excluded.body`
+
+// releaseColumns are the values of upsertRelease for r: the columns
+// reports select and read (so they never decode a body), and the body.
+// failed_steps is the failed and blocked steps' kinds, statuses and times
+// as report.StepTime spells them, NULL when there are none.
+func releaseColumns(r *workflow.Release) ([]any, error) {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	ts, err := timeValues(r.CreatedAt, r.UpdatedAt, r.EndedAt)
+	if err != nil {
+		return nil, err
+	}
+	var failed []report.StepTime
+	for _, st := range r.Steps {
+		if st.Status == workflow.Failed || st.Status == workflow.Blocked {
+			failed = append(failed, report.StepTime{Kind: st.Kind, Status: st.Status, StartedAt: st.StartedAt, EndedAt: st.EndedAt})
+		}
+	}
+	var failedSteps any
+	if len(failed) > 0 {
+		b, err := json.Marshal(failed)
+		if err != nil {
+			return nil, fmt.Errorf("encode failed steps: %w", err)
+		}
+		failedSteps = string(b)
+	}
+	return []any{r.ID, r.App, r.Env, string(r.Status), r.Kind, r.Captain, ts[0], ts[1], ts[2], r.Checkpoints.Rehearsal,
+		sqlBool(r.Sandbox), r.RollbackOf, failedSteps, string(body)}, nil
 }
 
 // LoadRelease returns the release with id, or an error wrapping

@@ -7,13 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/relcap/relcap/workflow"
-	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"
@@ -24,19 +21,18 @@ var _ report.Source = (*Ledger)(nil)
 // ReportData reads a report's records with one query per table, whatever
 // the number of releases (issue 9: 100,000 releases in under a second).
 //
-// Release bodies are not decoded: the columns carry what reports need, and
-// step times are pulled out of the JSON (json_extract) only for releases
-// whose failure time a report may look for. Effort is not read entry by
-// entry: the effort_totals summary (migration 2) holds each release's sums
-// by person, role, step and kind in one row, read with the release.
+// No release body is read: what reports need of one (the release a
+// rollback replaces, the failed steps' kinds and times) is kept in columns
+// as the release is saved, and every column read is in the releases_report
+// index (migration 15). Effort is not read entry by entry: the
+// effort_totals summary (migration 2) holds each release's sums by person,
+// role, step and kind in one row.
 //
-// The releases and the other tables are read at the same time on two
-// connections, each in a read transaction; both transactions see the same
-// committed state of the ledger (see readSnapshots), so the tables agree
-// with each other even while another process writes.
-//
-// The JSON is read with each database's own functions (dialect.jsonText,
-// dialect.failedSteps); the rest of the SQL is shared.
+// The releases, their effort sums and (for measures) the other tables are
+// read at the same time on three connections, each in a read transaction;
+// all see the same committed state of the ledger (see readSnapshots), so
+// the tables agree with each other even while another process writes. The
+// SQL is shared by both databases.
 func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, error) {
 	var data report.Data
 	from, err := timeValue(q.From)
@@ -47,9 +43,11 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 	if err != nil {
 		return data, fmt.Errorf("report: %w", err)
 	}
-	snapshots := 2
+	// Releases, their effort, and (for measures) the other tables are
+	// read at once, each on a connection of its own.
+	snapshots := 3
 	if q.EffortOnly {
-		snapshots = 1
+		snapshots = 2
 	}
 	txs, err := s.readSnapshots(ctx, snapshots)
 	if err != nil {
@@ -61,50 +59,20 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 		}
 	}()
 
-	// The release selection. A rehearsal's drill and recovery releases
-	// are no release of the team's: their figures are the rehearsals'
-	// own (report measures), and counted here they would pass as
-	// releases of unmeasured effort, and in production as failed
-	// deployments.
-	// A sandbox release (relcap demo's) is practice: left out, and
-	// counted so the report says what it left out.
-	selection := func(sandbox int) filter {
-		var sel filter
-		sel.add("r.rehearsal = ''")
-		sel.add("r.sandbox = ?", sandbox)
-		if q.App != "" {
-			sel.add("r.app = ?", q.App)
-		}
-		if q.Env != "" {
-			sel.add("r.env = ?", q.Env)
-		}
-		if from != nil {
-			sel.add("r.created_at >= ?", from)
-		}
-		if to != nil {
-			sel.add("r.created_at < ?", to)
-		}
-		return sel
-	}
-	sel, sandbox := selection(0), selection(1)
+	sel, sandbox := reportSelection(q, from, to, false), reportSelection(q, from, to, true)
 	cond, args := sel.where(), sel.args
 
-	// Releases and their effort, most of the work, on one connection...
 	var (
-		wg      sync.WaitGroup
-		relErr  error
-		relStep string
+		wg               sync.WaitGroup
+		relErr, effErr   error
+		relStep, effStep string
 	)
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		tx := txs[0]
-		keys, err := readEffortKeys(ctx, tx, q.Person)
-		if err != nil {
-			relStep, relErr = "read report effort", err
-			return
-		}
-		if data.Releases, data.Effort, err = readReleaseFacts(ctx, tx, cond, args, keys); err != nil {
+		var err error
+		if data.Releases, err = readReleaseFacts(ctx, tx, cond, args); err != nil {
 			relStep, relErr = "read report releases", err
 			return
 		}
@@ -112,12 +80,24 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 			relStep, relErr = "count sandbox releases", err
 		}
 	}()
+	go func() {
+		defer wg.Done()
+		tx := txs[1]
+		keys, err := readEffortKeys(ctx, tx, q.Person)
+		if err != nil {
+			effStep, effErr = "read report effort", err
+			return
+		}
+		if data.Effort, err = readEffortSums(ctx, tx, cond, args, keys); err != nil {
+			effStep, effErr = "read report effort", err
+		}
+	}()
 	// ...and the rest on the other.
 	err = func() error {
 		if q.EffortOnly {
 			return nil
 		}
-		tx := txs[1]
+		tx := txs[2]
 		var err error
 		if data.Plans, err = readPlanFacts(ctx, tx, q.Env, from, to); err != nil {
 			return s.fail("read report plans", err)
@@ -143,10 +123,39 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 	if relErr != nil {
 		return report.Data{}, s.fail(relStep, relErr)
 	}
+	if effErr != nil {
+		return report.Data{}, s.fail(effStep, effErr)
+	}
 	if err != nil {
 		return report.Data{}, err
 	}
 	return data, nil
+}
+
+// reportSelection selects the releases a report counts, or with sandbox
+// the sandbox releases (relcap demo's) it leaves out and says it left
+// out. A rehearsal's drill and recovery releases are no release of the
+// team's: their figures are the rehearsals' own (report measures), and
+// counted here they would pass as releases of unmeasured effort, and in
+// production as failed deployments. Every column it names leads the
+// releases_report index.
+func reportSelection(q report.Query, from, to any, sandbox bool) filter {
+	var sel filter
+	sel.add("r.sandbox = ?", sqlBool(sandbox))
+	sel.add("r.rehearsal = ''")
+	if q.App != "" {
+		sel.add("r.app = ?", q.App)
+	}
+	if q.Env != "" {
+		sel.add("r.env = ?", q.Env)
+	}
+	if from != nil {
+		sel.add("r.created_at >= ?", from)
+	}
+	if to != nil {
+		sel.add("r.created_at < ?", to)
+	}
+	return sel
 }
 
 // readSnapshots begins n read transactions on n connections that all see
@@ -163,71 +172,17 @@ func (s *Ledger) readSnapshots(ctx context.Context, n int) ([]ledgerTx, error) {
 	return out, nil
 }
 
-// effortKey is one numbered (person, role, step, kind) of effort_keys;
-// skip marks keys of other people in the per-person view.
-type effortKey struct {
-	person string
-	role   effort.Role
-	step   string
-	kind   effort.Kind
-	skip   bool
-}
-
-// readEffortKeys reads the effort key numbers, indexed by number. Only
-// person's keys are kept when person is set.
-func readEffortKeys(ctx context.Context, tx querier, person string) ([]effortKey, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, person, role, step, kind FROM effort_keys`)
+// readReleaseFacts reads the selected releases, oldest first. App,
+// environment, kind, captain and status repeat across the rows, so they
+// are read as bytes and interned: one string per distinct value.
+func readReleaseFacts(ctx context.Context, tx ledgerTx, cond string, args []any) ([]report.ReleaseFact, error) {
+	rows, err := tx.QueryContext(ctx, releaseFactsSQL(cond), args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []effortKey
-	for rows.Next() {
-		var (
-			id   int
-			k    effortKey
-			kind string
-		)
-		if err := rows.Scan(&id, &k.person, &k.role, &k.step, &kind); err != nil {
-			return nil, err
-		}
-		if id < 0 || id > 1<<24 {
-			return nil, fmt.Errorf("effort key number %d is out of range", id)
-		}
-		k.kind, k.skip = effort.Kind(kind), person != "" && k.person != person
-		if id >= len(out) {
-			out = append(out, make([]effortKey, id+1-len(out))...)
-		}
-		out[id] = k
-	}
-	return out, rows.Err()
-}
-
-// readReleaseFacts reads the selected releases, oldest first, with their
-// effort: one entry per release, person, role, step and kind, summed
-// (At and Note are not kept in the sums, and reports do not read them).
-// App, environment, kind, captain and status repeat across the rows, so
-// they are read as bytes and interned: one string per distinct value.
-func readReleaseFacts(ctx context.Context, tx ledgerTx, cond string, args []any, keys []effortKey) ([]report.ReleaseFact, []effort.Entry, error) {
-	// Counting first (the index alone answers) sizes the slices once.
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM releases r`+cond, args...).Scan(&n); err != nil {
-		return nil, nil, err
-	}
-	// 'failed' and 'blocked' are workflow.Failed and workflow.Blocked as
-	// release bodies spell them; FailureDetectedAt reads no other step.
-	rows, err := tx.QueryContext(ctx, `
-SELECT r.id, r.app, r.env, r.kind, r.captain, r.status, r.created_at, r.updated_at, r.ended_at,
-	CASE WHEN r.kind = 'rollback' THEN `+tx.d.jsonText("r.body", "rollback_of")+` END,
-	CASE WHEN r.status NOT IN ('converged', 'succeeded', 'ended', 'rolled-back', 'abandoned') THEN `+tx.d.failedSteps("r.body")+` END,
-	t.sums
-FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
 	var (
-		facts  = make([]report.ReleaseFact, 0, n)
+		facts  []report.ReleaseFact
 		intern = map[string]string{}
 		in     = func(b []byte) string {
 			if s, ok := intern[string(b)]; ok {
@@ -239,15 +194,13 @@ FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 		}
 		app, env, kind, captain, status sql.RawBytes
 		created, updated, ended         sql.NullInt64
-		rollbackOf, steps, sums         sql.RawBytes
+		rollbackOf, steps               sql.RawBytes
 		sorted                          = true
-		pairs                           = make([]int64, 0, 16*n) // effort key, nanoseconds, ...; ~8 keys a release
-		ends                            = make([]int, 0, n)      // by release: end of its pairs
 	)
 	for rows.Next() {
 		var f report.ReleaseFact
-		if err := rows.Scan(&f.ID, &app, &env, &kind, &captain, &status, &created, &updated, &ended, &rollbackOf, &steps, &sums); err != nil {
-			return nil, nil, err
+		if err := rows.Scan(&f.ID, &app, &env, &kind, &captain, &status, &created, &updated, &ended, &rollbackOf, &steps); err != nil {
+			return nil, err
 		}
 		f.App, f.Env, f.Kind, f.Captain, f.Status = in(app), in(env), workflow.ReleaseKind(in(kind)), in(captain), workflow.ReleaseStatus(in(status))
 		f.CreatedAt, f.UpdatedAt, f.EndedAt = timeOf(created), timeOf(updated), timeOf(ended)
@@ -255,146 +208,44 @@ FROM releases r LEFT JOIN effort_totals t ON t.release_id = r.id`+cond, args...)
 		if len(steps) > 0 && string(steps) != "[]" {
 			// StepTime has StepRecord's names for the fields it keeps.
 			if err := json.Unmarshal(steps, &f.Steps); err != nil {
-				return nil, nil, fmt.Errorf("release %s: stored steps are unreadable: %w", f.ID, err)
+				return nil, fmt.Errorf("release %s: stored steps are unreadable: %w", f.ID, err)
 			}
 			if len(f.Steps) == 0 {
 				f.Steps = nil
 			}
 		}
-		if len(sums) > 0 {
-			if pairs, err = appendSums(pairs, sums, keys); err != nil {
-				return nil, nil, fmt.Errorf("release %s: stored effort sums are unreadable: %w", f.ID, err)
-			}
-		}
-		ends = append(ends, len(pairs))
 		if n := len(facts); n > 0 && compareFacts(facts[n-1], f) > 0 {
 			sorted = false
 		}
 		facts = append(facts, f)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	// Entries are made once their number is known: on a big ledger they
-	// are most of what a report allocates.
-	entries := make([]effort.Entry, len(pairs)/2)
-	start := 0
-	for i, end := range ends {
-		for j := start; j < end; j += 2 {
-			k := &keys[pairs[j]]
-			entries[j/2] = effort.Entry{ReleaseID: facts[i].ID, Person: k.person, Role: k.role, Step: k.step,
-				Kind: k.kind, Duration: time.Duration(pairs[j+1])}
-		}
-		start = end
-	}
-	if err := readUnmeasuredNotes(ctx, tx, entries); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// Sorting here rather than in SQL spares SQLite a sort of every
 	// selected row; the rows usually come in creation order anyway.
 	if !sorted {
 		slices.SortFunc(facts, compareFacts)
 	}
-	return facts, entries, nil
+	return facts, nil
+}
+
+// releaseFactsSQL reads the releases cond selects, every column from the
+// releases_report index. 'failed' and 'blocked' are workflow.Failed and
+// workflow.Blocked as release bodies spell them; FailureDetectedAt reads
+// no other step.
+func releaseFactsSQL(cond string) string {
+	return `
+SELECT r.id, r.app, r.env, r.kind, r.captain, r.status, r.created_at, r.updated_at, r.ended_at,
+	CASE WHEN r.kind = 'rollback' THEN r.rollback_of END,
+	CASE WHEN r.status NOT IN ('converged', 'succeeded', 'ended', 'rolled-back', 'abandoned') THEN r.failed_steps END
+FROM releases r` + cond
 }
 
 // compareFacts orders releases by creation time, then ID (ORDER BY
 // created_at, id: no creation time first).
 func compareFacts(a, b report.ReleaseFact) int {
 	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
-}
-
-// appendSums appends the (key, nanoseconds) pairs of one release's
-// effort_totals.sums to pairs, leaving out skipped keys. sums is a JSON
-// object from key number to nanoseconds as SQLite writes it,
-// {"1":900000000000,"4":60000000000}, or PostgreSQL's jsonb does, with a
-// space after each colon and comma, read without allocating; any other
-// shape is read by encoding/json.
-func appendSums(pairs []int64, sums []byte, keys []effortKey) ([]int64, error) {
-	start := len(pairs)
-	more, ok := parseSums(pairs, sums)
-	if !ok {
-		var m map[string]int64
-		if err := json.Unmarshal(sums, &m); err != nil {
-			return pairs[:start], err
-		}
-		more = pairs
-		for k, ns := range m {
-			id, err := strconv.ParseInt(k, 10, 64)
-			if err != nil {
-				return pairs[:start], fmt.Errorf("effort key %q is not a number", k)
-			}
-			more = append(more, id, ns)
-		}
-	}
-	kept := more[:start]
-	for i := start; i < len(more); i += 2 {
-		id := more[i]
-		if id < 0 || id >= int64(len(keys)) || keys[id].kind == "" {
-			return pairs[:start], fmt.Errorf("unknown effort key %d", id)
-		}
-		if !keys[id].skip {
-			kept = append(kept, id, more[i+1])
-		}
-	}
-	return kept, nil
-}
-
-// parseSums appends {"1":2,"3":4} (or {"1": 2, "3": 4}) to pairs as 1,
-// 2, 3, 4; ok is false for any other shape (other spaces, signs,
-// fractions, very big numbers).
-func parseSums(pairs []int64, b []byte) ([]int64, bool) {
-	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
-		return nil, false
-	}
-	b = b[1 : len(b)-1]
-	num := func() (int64, bool) {
-		var n int64
-		i := 0
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			if i >= 18 {
-				return 0, false
-			}
-			n = n*10 + int64(b[i]-'0')
-		}
-		if i == 0 {
-			return 0, false
-		}
-		b = b[i:]
-		return n, true
-	}
-	for len(b) > 0 {
-		if b[0] != '"' {
-			return nil, false
-		}
-		b = b[1:]
-		k, ok := num()
-		if !ok || len(b) < 2 || b[0] != '"' || b[1] != ':' {
-			return nil, false
-		}
-		b = b[2:]
-		if len(b) > 0 && b[0] == ' ' {
-			b = b[1:]
-		}
-		v, ok := num()
-		if !ok {
-			return nil, false
-		}
-		pairs = append(pairs, k, v)
-		if len(b) > 0 {
-			if b[0] != ',' {
-				return nil, false
-			}
-			b = b[1:]
-			if len(b) > 0 && b[0] == ' ' {
-				b = b[1:]
-			}
-			if len(b) == 0 {
-				return nil, false
-			}
-		}
-	}
-	return pairs, true
 }
 
 // readPlanFacts reads plans created or applied in the period.
@@ -599,39 +450,4 @@ func collect[T any](ctx context.Context, tx querier, q string, args []any, scan 
 		out = append(out, v)
 	}
 	return out, rows.Err()
-}
-
-// readUnmeasuredNotes fills in why each unmeasured entry's work was not
-// measured: effort_totals keeps the sums, not the notes, so the notes
-// come from the effort_unmeasured index (migration 15), read only when
-// the selection has unmeasured work. Of several notes of one person on
-// one step of a release, the first recorded is the reason.
-func readUnmeasuredNotes(ctx context.Context, tx querier, entries []effort.Entry) error {
-	type workKey struct{ release, person, step string }
-	missing := map[workKey]*effort.Entry{}
-	for i := range entries {
-		if e := &entries[i]; e.Kind == effort.Unmeasured {
-			missing[workKey{e.ReleaseID, e.Person, e.Step}] = e
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT release_id, person, step, note FROM effort
-WHERE kind = 'unmeasured' ORDER BY release_id, person, step, at`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k workKey
-		var note string
-		if err := rows.Scan(&k.release, &k.person, &k.step, &note); err != nil {
-			return err
-		}
-		if e, ok := missing[k]; ok && e.Note == "" {
-			e.Note = note
-		}
-	}
-	return rows.Err()
 }

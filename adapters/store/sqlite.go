@@ -140,15 +140,6 @@ func (sqliteDialect) notify(context.Context, *sql.Tx, string) error { return nil
 // retryable is false: busy_timeout already waits for other writers.
 func (sqliteDialect) retryable(error) bool { return false }
 
-func (sqliteDialect) jsonText(col, key string) string {
-	return "json_extract(" + col + ", '$." + key + "')"
-}
-
-func (sqliteDialect) failedSteps(col string) string {
-	return `(SELECT json_group_array(json(s.value))
-		FROM json_each(` + col + `, '$.steps') s WHERE s.value ->> 'status' IN ('failed', 'blocked'))`
-}
-
 // snapshots begins n read transactions that all see the same committed
 // state. A read transaction in WAL mode takes its snapshot at its first
 // read; the write lock is held while all n take theirs, so no other
