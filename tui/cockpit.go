@@ -89,6 +89,9 @@ type Model struct {
 	notice      string
 	noticeErr   bool
 	noticeUntil time.Time
+	// noticeAt is the state the notice was said in (noticeState); it is
+	// not shown once that changes.
+	noticeAt noticeState
 }
 
 // New returns the root model for a release. ctx bounds every run it
@@ -266,15 +269,16 @@ func (m *Model) engaged(input bool) {
 func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	m.engaged(true)
 	g := m.km.Global
-	if m.active == scrPlan && m.plan.Capturing() && msg.String() != "ctrl+c" {
-		var cmd tea.Cmd
-		m.plan, cmd = m.plan.Update(msg)
-		return m, cmd
-	}
-	if m.active == scrHome && m.home.Capturing() && msg.String() != "ctrl+c" {
-		var cmd tea.Cmd
-		m.home, cmd = m.home.Update(msg)
-		return m, cmd
+	if m.capturing() && msg.String() != "ctrl+c" {
+		// A y/n answer (or an abandon being recorded) takes only its
+		// keys; typed text takes every key.
+		if !m.takesText() {
+			if why, dead := deadKey(msg, m.activeKeys().full, m.busy()); dead {
+				m.setNotice(why, false)
+				return m, nil
+			}
+		}
+		return m.updateActive(msg)
 	}
 	switch {
 	case key.Matches(msg, g.Quit):
@@ -283,7 +287,7 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.help.ShowAll = !m.help.ShowAll
 	case key.Matches(msg, g.Map):
 		m.active = scrHome
-	case key.Matches(msg, g.Resume):
+	case key.Matches(msg, g.Resume) && m.resumable():
 		return m, m.beginRun()
 	case key.Matches(msg, g.NextScreen):
 		m.active = (m.active + 1) % numScreens
@@ -309,6 +313,10 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			return load()
 		}
 	default:
+		if why, dead := deadKey(msg, m.activeKeys().full, m.busy()); dead {
+			m.setNotice(why, false)
+			return m, nil
+		}
 		var cmd tea.Cmd
 		m, cmd = m.updateActive(msg)
 		return m, cmd
@@ -335,7 +343,7 @@ func (m Model) quit() (Model, tea.Cmd) {
 const noticeTTL = 8 * time.Second
 
 func (m *Model) setNotice(text string, isErr bool) {
-	m.notice, m.noticeErr, m.noticeUntil = text, isErr, m.now().Add(noticeTTL)
+	m.notice, m.noticeErr, m.noticeUntil, m.noticeAt = text, isErr, m.now().Add(noticeTTL), m.noticeState()
 }
 
 func firstLine(s string) string {

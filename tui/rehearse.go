@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -115,6 +117,9 @@ func (m Model) updateRehearsal(msg tea.Msg) (Model, tea.Cmd) {
 		m.setTheme(theme.New(msg.IsDark()))
 		return m, nil
 	case tickMsg:
+		if !m.noticeUntil.IsZero() && msg.now.After(m.noticeUntil) {
+			m.notice, m.noticeUntil = "", time.Time{}
+		}
 		if id, _, ok := m.rehearsal.Effort(); ok {
 			m.live = m.svc.Tracker().Figure(id)
 		}
@@ -127,6 +132,14 @@ func (m Model) updateRehearsal(msg tea.Msg) (Model, tea.Cmd) {
 		if key.Matches(msg, m.km.Global.Help) {
 			m.help.ShowAll = !m.help.ShowAll
 			return m, nil // Update lays the screen out again
+		}
+		busy := ""
+		if m.rehearsal.Running() {
+			busy = "the drill is running"
+		}
+		if why, dead := deadKey(msg, m.activeKeys().full, busy); dead {
+			m.setNotice(why, false)
+			return m, nil
 		}
 	case tea.FocusMsg:
 		m.engagedInDrill(false)
@@ -176,7 +189,7 @@ func (m Model) rehearsalView() tea.View {
 func (m Model) renderRehearsal() string {
 	header := screen.Line(m.th.Header.Render("relcap · recovery rehearsal"), m.w)
 	status := m.th.Status.Render(screen.Line(m.drillEffort(), m.w))
-	return strings.Join([]string{header, m.rehearsal.View(), status, m.help.View(m.activeKeys())}, "\n")
+	return strings.Join([]string{header, m.rehearsal.View(), status, m.noticeLine(), m.help.View(m.activeKeys())}, "\n")
 }
 
 // drillEffort is the effort line: the drill release's effort figure as of

@@ -95,7 +95,8 @@ func (m Model) updateActive(msg tea.Msg) (Model, tea.Cmd) {
 // the status bar and the help.
 func (m *Model) layout() {
 	m.help.SetWidth(m.w)
-	bw, bh := m.w, max(1, m.h-2-m.helpHeight())
+	// Header, status bar and notice line, then the help.
+	bw, bh := m.w, max(1, m.h-3-m.helpHeight())
 	m.home.SetSize(bw, bh)
 	m.ownership.SetSize(bw, bh)
 	m.plan.SetSize(bw, bh)

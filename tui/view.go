@@ -29,7 +29,7 @@ func (m Model) activeKeys() keyMap {
 		return keyMap{short: short, full: [][]key.Binding{short}}
 	}
 	resume := g.Resume
-	resume.SetEnabled(!m.running && m.release != nil && !m.release.Status.Done())
+	resume.SetEnabled(m.resumable())
 	var short []key.Binding
 	var full [][]key.Binding
 	switch m.active {
@@ -46,7 +46,7 @@ func (m Model) activeKeys() keyMap {
 	case scrEffort:
 		short, full = m.report.ShortHelp(), m.report.FullHelp()
 	}
-	if m.active == scrPlan && m.plan.Capturing() {
+	if m.capturing() {
 		return keyMap{short: short, full: full}
 	}
 	short = append(short, resume, g.Map, g.Help, g.Quit)
@@ -104,18 +104,24 @@ func (m Model) render() string {
 		body = m.report.View()
 	}
 	hv := m.help.View(m.activeKeys())
-	if m.notice != "" && !m.help.ShowAll {
-		// A notice takes the short-help line while it lasts: the status
-		// bar keeps release, environment, step and effort in full, and at
-		// 80 columns a notice squeezed in beside them would be cut off.
-		style := m.th.StatusItem
-		if m.noticeErr {
-			style = style.Inherit(m.th.Err)
-		}
-		hv = style.Render("▸ " + m.notice)
+	bh := max(1, m.h-3-(strings.Count(hv, "\n")+1))
+	return strings.Join([]string{m.header(), screen.Fit(body, m.w, bh), m.statusBar(), m.noticeLine(),
+		screen.Fit(hv, m.w, strings.Count(hv, "\n")+1)}, "\n")
+}
+
+// noticeLine is the notice, on a line of its own above the key hints,
+// which are always the key map's: while the state it was said in lasts
+// (noticeState), else blank. At 80 columns a notice squeezed in beside the
+// status bar's figures would be cut off.
+func (m Model) noticeLine() string {
+	if m.notice == "" || m.noticeAt != m.noticeState() {
+		return ""
 	}
-	bh := max(1, m.h-2-(strings.Count(hv, "\n")+1))
-	return strings.Join([]string{m.header(), screen.Fit(body, m.w, bh), m.statusBar(), screen.Fit(hv, m.w, strings.Count(hv, "\n")+1)}, "\n")
+	style := m.th.StatusItem
+	if m.noticeErr {
+		style = style.Inherit(m.th.Err)
+	}
+	return screen.Line(style.Render("▸ "+m.notice), m.w)
 }
 
 // header is the product name and the screen tabs, each with its status.

@@ -42,6 +42,34 @@ type abandonedMsg struct {
 // prompt): the root then sends keys here, not to its global bindings.
 func (m Model) Capturing() bool { return m.abandon.stage != promptNone }
 
+// TakesText reports whether the prompt is taking typed text (the reason),
+// so every key is input and none is a binding.
+func (m Model) TakesText() bool { return m.abandon.stage == promptReason }
+
+// Busy is what the screen is doing that its keys wait for, if anything.
+func (m Model) Busy() string {
+	if m.abandon.stage == promptWorking {
+		return "abandoning the release"
+	}
+	return ""
+}
+
+// promptKeys are the keys of the abandon prompt's stage.
+func (m Model) promptKeys() []key.Binding {
+	switch m.abandon.stage {
+	case promptReason:
+		return []key.Binding{
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "done")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		}
+	case promptConfirm:
+		yes := m.Keys.Plan.Confirm
+		yes.SetHelp(yes.Help().Key, "yes, abandon")
+		return []key.Binding{yes, m.Keys.Plan.Cancel}
+	}
+	return nil
+}
+
 // mayAbandon reports whether x abandons the release now: one that has not
 // ended, while no run drives it.
 func (m Model) mayAbandon() bool {

@@ -125,6 +125,9 @@ func (m Model) loadEffort() tea.Cmd {
 
 // ShortHelp is the one-line help of the screen.
 func (m Model) ShortHelp() []key.Binding {
+	if m.Capturing() {
+		return m.promptKeys()
+	}
 	if m.mayAbandon() {
 		return []key.Binding{m.Keys.List.Up, m.Keys.List.Down, m.Keys.List.Open, m.Keys.Home.Abandon}
 	}

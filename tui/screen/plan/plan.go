@@ -108,6 +108,10 @@ func (m *Model) SetSize(w, h int) {
 // must not treat keys as global shortcuts.
 func (m Model) Capturing() bool { return m.filtering || m.confirming }
 
+// TakesText reports whether the screen takes typed text (the filter), so
+// every key is input and none is a binding.
+func (m Model) TakesText() bool { return m.filtering }
+
 // Fingerprint is the plan shown, if any.
 func (m Model) Fingerprint() string { return m.fp }
 
@@ -402,6 +406,18 @@ func matches(c tfplan.ResourceChange, f string) bool {
 	return slices.ContainsFunc(c.Flags, func(s string) bool { return strings.Contains(s, f) })
 }
 
+// Busy is what the screen is doing that its keys wait for, if anything:
+// the plan loading, or an approval being recorded.
+func (m Model) Busy() string {
+	switch {
+	case m.approving:
+		return "recording the approval"
+	case m.fp != "" && m.plan == nil && m.loadErr == nil:
+		return "the plan is loading"
+	}
+	return ""
+}
+
 // canApprove says whether the actor may approve here, and if not, why:
 // the Service's own approval rule (MayApprove) answers, so the captain
 // hears it before pressing a.
@@ -480,9 +496,13 @@ func (m Model) ShortHelp() []key.Binding {
 	return []key.Binding{km.List.Up, km.List.Down, km.Plan.Filter, km.Plan.Approve, km.Plan.Continue}
 }
 
-// FullHelp is the full help of the screen.
+// FullHelp is the full help of the screen: while it takes a filter or a
+// y/n answer, only the keys of that.
 func (m Model) FullHelp() [][]key.Binding {
 	km := m.keys()
+	if m.filtering || m.confirming {
+		return [][]key.Binding{m.ShortHelp()}
+	}
 	return [][]key.Binding{
 		{km.List.Up, km.List.Down, km.List.PageUp, km.List.PageDown, km.List.Top, km.List.Bottom},
 		{km.Plan.Filter, km.Plan.ClearFilter, km.Plan.Approve, km.Plan.Continue, km.Plan.Confirm, km.Plan.Cancel, km.Plan.Log},
@@ -495,6 +515,13 @@ func (m Model) keys() keys.Map {
 	ok, _ := m.canApprove()
 	km.Plan.Approve.SetEnabled(ok && m.plan != nil && m.plan.HasChanges())
 	km.Plan.Continue.SetEnabled(m.continuable())
+	km.Plan.Confirm.SetEnabled(m.confirming)
+	km.Plan.Cancel.SetEnabled(m.confirming)
+	km.Plan.ClearFilter.SetEnabled(m.filtering)
+	// The log toggles only while something else could be shown: not
+	// before a plan is loaded, nor while the apply runs (logShown).
+	step, _ := m.currentStep()
+	km.Plan.Log.SetEnabled(m.plan != nil && !(m.Running() && step == workflow.StepApply))
 	return km
 }
 

@@ -145,6 +145,14 @@ func (m Model) waitsForForge() bool {
 		errors.Is(m.RunErr(), fault.ErrAwaitingForge)
 }
 
+// Busy is what the screen is doing that its keys wait for, if anything.
+func (m Model) Busy() string {
+	if m.approving {
+		return "recording the approval"
+	}
+	return ""
+}
+
 func (m Model) canApprove() (bool, string) {
 	switch {
 	case m.Release() == nil:
@@ -169,7 +177,9 @@ func (m Model) ShortHelp() []key.Binding {
 }
 
 // FullHelp is the full help of the screen.
-func (m Model) FullHelp() [][]key.Binding { return [][]key.Binding{m.ShortHelp()} }
+func (m Model) FullHelp() [][]key.Binding {
+	return [][]key.Binding{append(m.ShortHelp(), m.Keys.List.Top)}
+}
 
 // phases are the checkpoints of a promotion, in order.
 var phases = []struct {
