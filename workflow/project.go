@@ -167,6 +167,9 @@ type ArgoCDTarget struct {
 type EffortPolicy struct {
 	IdleThreshold           time.Duration
 	BaselineHoursPerRelease float64
+	// ReleasesPerMonth is the release rate the before/after table states
+	// hours per month at; 0 means the reported period's own rate.
+	ReleasesPerMonth float64
 }
 
 // PlanPolicy configures the private plan store.

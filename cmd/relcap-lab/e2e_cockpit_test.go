@@ -23,6 +23,7 @@ import (
 	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/evidence"
+	"github.com/relcap/relcap/workflow/report"
 )
 
 // The captain's path through the cockpit (issue 14): relcap release in a
@@ -573,6 +574,45 @@ func testCockpitRelease(t *testing.T, l *e2eLab, repo func(string) string) {
 	require.Equal(t, "3.1.0", l.kubectl(t, "get", "configmap", AppName+"-release", "-n", Namespace("staging"), "-o", "jsonpath={.data.release}"))
 	image, _, _ := l.live(t, "staging")
 	require.Equal(t, repo("staging")+"@"+digest2, image)
+
+	requireSeedsTable(t, l, r)
+}
+
+// requireSeedsTable is the engagement's before/after table from real use:
+// relcap report effort --baseline 3 over the releases this test made (two
+// through the cockpit, measured; one scripted), in every format, claims
+// hours freed only over the measured ones and says over how many.
+func requireSeedsTable(t *testing.T, l *e2eLab, r cockpitRepo) {
+	t.Helper()
+	var rep report.Effort
+	require.NoError(t, json.Unmarshal([]byte(l.relcapOKIn(t, r, "--json", "report", "effort", "--baseline", "3")), &rep))
+	c := rep.Comparison
+	require.NotNil(t, c, "a before/after over the measured releases")
+	require.Equal(t, 3, rep.Counts.Total, "the cockpit's two releases and the scripted one")
+	require.Equal(t, rep.Coverage.Releases, c.Releases)
+	require.GreaterOrEqual(t, c.MeasuredReleases, 2, "the cockpit's releases are measured")
+	require.Equal(t, rep.Coverage.Measured, c.MeasuredReleases)
+	require.Equal(t, 3.0, c.PerRelease.Before)
+	require.Positive(t, c.PerRelease.After, "the captain's and bob's measured time")
+	require.InDelta(t, c.PerRelease.Before*c.ReleasesPerMonth, c.AtRate.Before, 1e-9)
+	require.InDelta(t, c.PerRelease.After*c.ReleasesPerMonth, c.AtRate.After, 1e-9)
+	for _, w := range rep.Coverage.Work {
+		require.NotEqual(t, "no reason recorded", w.Reason, "%s on %s: why it was not measured is kept", w.Person, w.Step)
+	}
+	over := fmt.Sprintf("over %d measured of %d releases", c.MeasuredReleases, c.Releases)
+	for _, format := range []string{"table", "md", "csv", "html"} {
+		out := l.relcapOKIn(t, r, "report", "effort", "--baseline", "3", "--format", format)
+		if format == "csv" {
+			require.Contains(t, out, "comparison,Release coordination effort,per_release_before,3,hours")
+			continue
+		}
+		require.Contains(t, out, "Before and after relcap, over measured releases", format)
+		require.Contains(t, out, over, format)
+		t.Logf("relcap report effort --baseline 3 --format %s: %d bytes", format, len(out))
+	}
+	t.Logf("before/after over %d of %d releases: %s h → %s h a release, %s → %s h a month at %s releases (%s)",
+		c.MeasuredReleases, c.Releases, report.FormatHours(c.PerRelease.Before), report.FormatHours(c.PerRelease.After),
+		report.FormatHours(c.AtRate.Before), report.FormatHours(c.AtRate.After), report.FormatHours(c.ReleasesPerMonth), c.RateSource)
 }
 
 // evidenceKinds lists the kinds of evidence, each once, in order.

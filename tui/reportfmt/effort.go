@@ -80,7 +80,7 @@ func (v effortView) document() reportDoc {
 	d.tables = append(d.tables, month)
 
 	if r.Comparison != nil {
-		d.tables = append(d.tables, engagementTable(r))
+		d.tables = append(d.tables, beforeAfterTable(r.Comparison), engagementTable(r))
 	}
 
 	people := docTable{title: "People", header: []string{"person", "releases", "measured", "unmeasured", "active", "off-tool", "staff"}}
@@ -117,6 +117,33 @@ func engagementTable(r *report.Effort) docTable {
 	t.rows = append(t.rows, []string{fmt.Sprintf("per month (%d)", c.Months), fmt.Sprintf("%d of %d", c.MeasuredReleases, c.Releases),
 		report.FormatHours(c.Before), report.FormatHours(c.After), c.DifferenceText()})
 	t.notes = append([]string{"conditions:"}, prefixAll("  ", c.Conditions)...)
+	return t
+}
+
+// BeforeAfterTitle is the seed's table: hours per release and per month
+// at the release rate, before and after, over measured releases only.
+const BeforeAfterTitle = "Before and after relcap, over measured releases"
+
+// beforeAfterTable is hours per release and hours per month at the
+// release rate, before, after and the difference, with the coverage they
+// are over and where the baseline and the rate come from.
+func beforeAfterTable(c *report.Comparison) docTable {
+	t := docTable{title: BeforeAfterTitle, header: []string{"hours", "before", "after", "difference"}}
+	for _, x := range []struct {
+		what string
+		v    report.BeforeAfter
+	}{
+		{"per release", c.PerRelease},
+		{"per month at " + report.FormatHours(c.ReleasesPerMonth) + " releases", c.AtRate},
+	} {
+		t.rows = append(t.rows, []string{x.what, report.FormatHours(x.v.Before), report.FormatHours(x.v.After), differenceText(x.v.Difference)})
+	}
+	t.notes = []string{
+		fmt.Sprintf("over %d measured of %d releases (%s)", c.MeasuredReleases, c.Releases, c.Coverage),
+		fmt.Sprintf("before: the baseline, %s h a release, from %s", report.FormatHours(c.BaselineHoursPerRelease), c.BaselineSource),
+		"after: the measured releases' staff hours (active and off-tool) over their number",
+		"releases a month: " + c.RateSource,
+	}
 	return t
 }
 
@@ -251,7 +278,15 @@ func (v effortView) rows() []Row {
 			Row{"comparison", c.Measure, "months", strconv.Itoa(c.Months), "count"},
 			Row{"comparison", c.Measure, "before", hours(c.Before), c.Unit},
 			Row{"comparison", c.Measure, "after", hours(c.After), c.Unit},
-			Row{"comparison", c.Measure, "difference", hours(c.Difference), c.Unit})
+			Row{"comparison", c.Measure, "difference", hours(c.Difference), c.Unit},
+			Row{"comparison", c.Measure, "per_release_before", hours(c.PerRelease.Before), "hours"},
+			Row{"comparison", c.Measure, "per_release_after", hours(c.PerRelease.After), "hours"},
+			Row{"comparison", c.Measure, "per_release_difference", hours(c.PerRelease.Difference), "hours"},
+			Row{"comparison", c.Measure, "releases_per_month", hours(c.ReleasesPerMonth), "count"},
+			Row{"comparison", c.Measure, "rate_source", c.RateSource, "text"},
+			Row{"comparison", c.Measure, "per_month_at_rate_before", hours(c.AtRate.Before), "hours"},
+			Row{"comparison", c.Measure, "per_month_at_rate_after", hours(c.AtRate.After), "hours"},
+			Row{"comparison", c.Measure, "per_month_at_rate_difference", hours(c.AtRate.Difference), "hours"})
 	}
 	for _, p := range r.People {
 		rows = append(rows,

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/tui/reportfmt"
+	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/report"
 	"github.com/relcap/relcap/workflow/report/reporttest"
 )
@@ -131,4 +132,60 @@ func TestEveryFormatSaysAnEmptyPeriodAndTheTimeZone(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, reportfmt.Write(&out, reportfmt.Effort(rep), reportfmt.FormatTable))
 	require.Contains(t, out.String(), "Period: 2026-02-01 00:00 → 2026-03-01 00:00 (time zone Europe/Berlin")
+}
+
+// TestTheSeedsTableInEveryFormat is the engagement's table: 40 releases a
+// month of 1 h staff time each against a 3 h baseline read 3 → 1 h a
+// release and 120 → 40 h a month, 80 freed, in every format; with a
+// configured rate of 50 releases a month, 150 → 50. Two releases left
+// unmeasured are not in it, and the table says over how many it is.
+func TestTheSeedsTableInEveryFormat(t *testing.T) {
+	t.Parallel()
+	data, o := reporttest.ManagerForm()
+	for i := range 2 {
+		id := "unmeasured-" + string(rune('a'+i))
+		data.Releases = append(data.Releases, reporttest.ReleaseAt(id, reporttest.Jan1.Add(time.Duration(i)*time.Hour)))
+		data.Effort = append(data.Effort, reporttest.Entry(id, "alice", effort.RoleCaptain, "plan-review", effort.Unmeasured, 0, reporttest.Jan1))
+	}
+	rep, err := report.BuildEffort(data, o)
+	require.NoError(t, err)
+	c := rep.Comparison
+	require.NotNil(t, c)
+	require.Equal(t, report.BeforeAfter{Before: 3, After: 1, Difference: 2}, c.PerRelease)
+	require.Equal(t, 42.0, c.ReleasesPerMonth, "the period's own rate: 42 releases in January")
+	require.Equal(t, report.BeforeAfter{Before: 126, After: 42, Difference: 84}, c.AtRate)
+	require.Equal(t, 40, c.MeasuredReleases)
+
+	o.ReleasesPerMonth, o.RateSource = 50, "effort.releases_per_month in relcap.yaml"
+	rep, err = report.BuildEffort(data, o)
+	require.NoError(t, err)
+	require.Equal(t, report.BeforeAfter{Before: 150, After: 50, Difference: 100}, rep.Comparison.AtRate)
+
+	out := map[reportfmt.Format]string{}
+	for _, f := range []reportfmt.Format{reportfmt.FormatTable, reportfmt.FormatMarkdown, reportfmt.FormatCSV, reportfmt.FormatJSON, reportfmt.FormatHTML} {
+		var b bytes.Buffer
+		require.NoError(t, reportfmt.Write(&b, reportfmt.Effort(rep), f))
+		out[f] = b.String()
+	}
+	out[reportfmt.FormatHTML] = regexp.MustCompile(`<[^>]+>`).ReplaceAllString(out[reportfmt.FormatHTML], " ")
+	for _, f := range []reportfmt.Format{reportfmt.FormatTable, reportfmt.FormatMarkdown, reportfmt.FormatHTML} {
+		require.Contains(t, out[f], reportfmt.BeforeAfterTitle, f)
+		require.Regexp(t, `per release\W+3\W+1\W+2 freed`, out[f], f)
+		require.Regexp(t, `per month at 50 releases\W+150\W+50\W+100 freed`, out[f], f)
+		require.Contains(t, out[f], "over 40 measured of 42 releases", f)
+		require.Contains(t, out[f], "effort.releases_per_month in relcap.yaml", f)
+	}
+	require.Contains(t, out[reportfmt.FormatCSV], "comparison,Release coordination effort,per_release_after,1,hours")
+	require.Contains(t, out[reportfmt.FormatCSV], "comparison,Release coordination effort,per_month_at_rate_before,150,hours")
+	var js struct {
+		Comparison struct {
+			PerRelease report.BeforeAfter `json:"per_release"`
+			AtRate     report.BeforeAfter `json:"per_month_at_rate"`
+			Rate       float64            `json:"releases_per_month"`
+		} `json:"comparison"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out[reportfmt.FormatJSON]), &js))
+	require.Equal(t, report.BeforeAfter{Before: 3, After: 1, Difference: 2}, js.Comparison.PerRelease)
+	require.Equal(t, report.BeforeAfter{Before: 150, After: 50, Difference: 100}, js.Comparison.AtRate)
+	require.Equal(t, 50.0, js.Comparison.Rate)
 }

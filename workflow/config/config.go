@@ -43,7 +43,7 @@ var (
 	approvalKeys  = []string{"plan", "promotion", "distinct_from_author", "signed"}
 	approverKeys  = []string{"plan", "promotion", "breakglass", "apply"}
 	classifyKeys  = []string{"identity", "data_service"}
-	effortKeys    = []string{"idle_threshold", "baseline_hours_per_release"}
+	effortKeys    = []string{"idle_threshold", "baseline_hours_per_release", "releases_per_month"}
 	plansKeys     = []string{"expiry"}
 	rehearsalKeys = []string{"unready_image", "interrupt", "timeout"}
 	interruptKeys = []string{"stop", "start"}
@@ -272,6 +272,7 @@ func (p *parser) project(data []byte, o options) (*workflow.Project, ownershipRe
 	if ef, ok := top.sub("effort", effortKeys); ok {
 		proj.Effort.IdleThreshold = ef.duration("idle_threshold", effort.DefaultIdleThreshold)
 		proj.Effort.BaselineHoursPerRelease = ef.nonNegNumber("baseline_hours_per_release")
+		proj.Effort.ReleasesPerMonth = ef.nonNegNumber("releases_per_month")
 	}
 
 	proj.Plans.Expiry = workflow.DefaultPlanExpiry

@@ -144,6 +144,8 @@ var keyDocs = []Key{
 		Doc: "How long without input still counts as engaged."},
 	{Path: "effort.baseline_hours_per_release", Type: TypeNumber, Default: "0 (no baseline)", Example: "3",
 		Doc: "Staff hours a release took before relcap, for the before/after report."},
+	{Path: "effort.releases_per_month", Type: TypeNumber, Default: "0 (the period's own rate)", Example: "40",
+		Doc: "Releases a month, at which the before/after report states hours per month; unset, the rate of the period reported."},
 	{Path: "plans", Type: TypeMapping,
 		Doc: "The plan store."},
 	{Path: "plans.expiry", Type: TypeDuration, Default: workflow.DefaultPlanExpiry.String(), Example: "12h",

@@ -308,6 +308,24 @@ type Comparison struct {
 	Difference float64  `json:"difference"`
 	Line       string   `json:"line"`
 	Conditions []string `json:"conditions"`
+	// PerRelease is hours per release: before the baseline, after the
+	// measured releases' staff hours over their number. AtRate is the same
+	// at ReleasesPerMonth releases a month, the configured rate
+	// (effort.releases_per_month) or else the period's own (RateSource
+	// says which): the engagement's "3 → 1 h a release, 120 → 40 h a
+	// month at 40 releases".
+	PerRelease       BeforeAfter `json:"per_release"`
+	ReleasesPerMonth float64     `json:"releases_per_month"`
+	RateSource       string      `json:"rate_source"`
+	AtRate           BeforeAfter `json:"per_month_at_rate"`
+}
+
+// BeforeAfter is a figure in hours before relcap, after, and the hours
+// freed (negative: more after than before).
+type BeforeAfter struct {
+	Before     float64 `json:"before"`
+	After      float64 `json:"after"`
+	Difference float64 `json:"difference"`
 }
 
 // ComparisonConditions are printed under the comparison, because the

@@ -430,6 +430,7 @@ func BuildEffort(data Data, o Options) (*Effort, error) {
 		rep.ComparisonNote = "no before/after: no releases in the period"
 	default:
 		rep.Comparison = compare(rep.ByMonth, o.BaselineHoursPerRelease, o.baselineSource(), rep.Coverage)
+		rep.Comparison.atRate(rep.ByMonth, o)
 	}
 	rep.listsNotNull()
 	if rep.Counts.Total == 0 {
@@ -478,6 +479,34 @@ func compare(months []MonthEffort, baseline float64, source string, cov Coverage
 		"coverage: "+c.Coverage+"; before and after count measured releases only")
 	c.Line = fmt.Sprintf("%s, %s: %s → %s, %s (%s)", c.Measure, c.Unit, FormatHours(c.Before), FormatHours(c.After), c.DifferenceText(), c.Coverage)
 	return c
+}
+
+// atRate fills hours per release and per month at a release rate: the
+// configured one, or the period's own (its counted releases over the
+// months it touches). Per release, after is the measured releases' staff
+// hours over their number, the same releases before counts.
+func (c *Comparison) atRate(months []MonthEffort, o Options) {
+	var measured int
+	var staff float64
+	for _, m := range months {
+		if m.MonthComparison != nil {
+			measured += m.Measured
+			staff += m.AfterHours
+		}
+	}
+	c.PerRelease.Before = c.BaselineHoursPerRelease
+	if measured > 0 {
+		c.PerRelease.After = staff / float64(measured)
+	}
+	c.PerRelease.Difference = c.PerRelease.Before - c.PerRelease.After
+	c.ReleasesPerMonth, c.RateSource = o.ReleasesPerMonth, o.RateSource
+	if c.ReleasesPerMonth <= 0 {
+		c.ReleasesPerMonth = float64(c.Releases) / float64(max(1, len(months)))
+		c.RateSource = fmt.Sprintf("this period's rate: %d release(s) over %d month(s)", c.Releases, max(1, len(months)))
+	}
+	c.AtRate = BeforeAfter{Before: c.PerRelease.Before * c.ReleasesPerMonth, After: c.PerRelease.After * c.ReleasesPerMonth}
+	c.AtRate.Difference = c.AtRate.Before - c.AtRate.After
+	c.Conditions = append(c.Conditions, fmt.Sprintf("hours per month at %s releases a month, from %s", FormatHours(c.ReleasesPerMonth), c.RateSource))
 }
 
 // orderIdx lists the indices of n: the first fixed in their order, the

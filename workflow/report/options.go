@@ -46,6 +46,11 @@ type Options struct {
 	// effort.baseline_hours_per_release", "--baseline"); empty means
 	// effort.baseline_hours_per_release.
 	BaselineSource string
+	// ReleasesPerMonth is effort.releases_per_month, the rate the
+	// before/after table states hours per month at; 0 means the period's
+	// own rate. RateSource says where it came from.
+	ReleasesPerMonth float64
+	RateSource       string
 	// ProdEnv is the environment digest lead time ends in: the last of the
 	// promotion order. Env, when set, takes its place.
 	ProdEnv string
@@ -82,6 +87,8 @@ func (o Options) Validate() error {
 	case !o.From.Before(o.To):
 		return fmt.Errorf("%w: report period is empty: --from %s is not before --to %s", fault.ErrUsage,
 			o.From.In(o.loc()).Format(time.RFC3339), o.To.In(o.loc()).Format(time.RFC3339))
+	case o.ReleasesPerMonth < 0:
+		return fmt.Errorf("%w: releases per month cannot be negative", fault.ErrUsage)
 	case o.BaselineHoursPerRelease < 0:
 		return fmt.Errorf("%w: baseline hours per release cannot be negative", fault.ErrUsage)
 	}

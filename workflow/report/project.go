@@ -15,6 +15,10 @@ func (o *Options) UseProject(p *workflow.Project, baselineGiven bool) error {
 		o.BaselineHoursPerRelease = p.Effort.BaselineHoursPerRelease
 		o.BaselineSource = "effort.baseline_hours_per_release in " + p.File
 	}
+	if p.Effort.ReleasesPerMonth > 0 {
+		o.ReleasesPerMonth = p.Effort.ReleasesPerMonth
+		o.RateSource = "effort.releases_per_month in " + p.File
+	}
 	if prod := p.ProdEnv(); prod != "" {
 		o.ProdEnv = prod
 	}
