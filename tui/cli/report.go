@@ -31,7 +31,9 @@ func newCmdReport(a Factory) *cobra.Command {
 		Long: `report effort shows the staff time releases cost (median, p90 and total per
 release, by role and by step, off-tool coordination apart, elapsed time beside
 it), how many releases were measured, and the before/after comparison with
-effort.baseline_hours_per_release over the measured releases alone.
+effort.baseline_hours_per_release over the measured releases alone: hours per
+release and per month at effort.releases_per_month (or the period's own rate).
+Sandbox (relcap demo) and rehearsal releases are never counted.
 report measures shows the five DORA measures (change lead time, deployment
 frequency, failed deployment recovery time, change fail rate, deployment rework
 rate), reviewed-plan lead time, drift age and ownership conflicts over time.
