@@ -73,7 +73,7 @@ var notEnvChars = regexp.MustCompile(`[^a-z0-9-]+`)
 // could not see and says so in Guessed.
 func Propose(d Discovery) Plan {
 	var p Plan
-	repo := chooseRepo(d.Repos)
+	repo := chooseRepo(d.Dir, d.Repos)
 	if repo != nil {
 		p.EnvRepo = rel(d.Dir, repo.Dir)
 		p.Branch = repo.Branch
@@ -153,15 +153,29 @@ func stageRank(name string) int {
 	return slices.Index(stageOrder, "uat")
 }
 
-// chooseRepo proposes the first repository that pins images; the captain
-// may name another.
-func chooseRepo(repos []EnvRepo) *EnvRepo {
+// chooseRepo proposes the repository that pins images most likely to be
+// this release repository's: one holding Argo CD applications first, then
+// one inside dir (the release repository's own) before one beside it (a
+// sibling checkout may be any project's), then the one with more pinning
+// files; the first found among equals. The captain may name another.
+func chooseRepo(dir string, repos []EnvRepo) *EnvRepo {
+	score := func(r EnvRepo) []int {
+		inside := 0
+		if rel, err := filepath.Rel(dir, r.Dir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			inside = 1
+		}
+		return []int{min(len(r.Apps), 1), inside, len(r.Files)}
+	}
+	var best *EnvRepo
 	for i := range repos {
-		if len(repos[i].Files) > 0 {
-			return &repos[i]
+		if len(repos[i].Files) == 0 {
+			continue
+		}
+		if best == nil || slices.Compare(score(repos[i]), score(*best)) > 0 {
+			best = &repos[i]
 		}
 	}
-	return nil
+	return best
 }
 
 // proposeApp names the application: the image the environment repository

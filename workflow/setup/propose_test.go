@@ -82,3 +82,22 @@ func TestEnvNameReadsTheLayoutsTeamsUse(t *testing.T) {
 	require.Contains(t, p.Guessed, "infra/terraform: left out: no environment name in its path (add it to environments: by hand)")
 	require.Contains(t, p.Guessed, "live/prod/database: left out: a second root for prod beside live/prod/network (relcap plans one root per environment: keep the one it should plan)")
 }
+
+// TestTheReleaseRepositorysOwnEnvironmentRepositoryWins: relcap init in
+// a repository with its own env/ beside a sibling checkout of some other
+// project that also pins images proposed the sibling (found first). The
+// release repository's own comes first now, and a repository of Argo CD
+// applications before either.
+func TestTheReleaseRepositorysOwnEnvironmentRepositoryWins(t *testing.T) {
+	file := func(p string) EnvFile { return EnvFile{Path: p, Format: "kustomize", Image: "web"} }
+	sibling := EnvRepo{Dir: "/src/other", Files: []EnvFile{file("a/kustomization.yaml"), file("b/kustomization.yaml"), file("c/kustomization.yaml")}}
+	own := EnvRepo{Dir: "/src/release/env", Files: []EnvFile{file("staging/kustomization.yaml")}}
+	require.Equal(t, "/src/release/env", chooseRepo("/src/release", []EnvRepo{sibling, own}).Dir)
+
+	argo := EnvRepo{Dir: "/src/gitops", Files: []EnvFile{file("web/kustomization.yaml")}, Apps: []ArgoApp{{Name: "web-staging"}}}
+	require.Equal(t, "/src/gitops", chooseRepo("/src/release", []EnvRepo{sibling, own, argo}).Dir)
+
+	more := EnvRepo{Dir: "/src/release/deploy", Files: []EnvFile{file("x/kustomization.yaml"), file("y/kustomization.yaml")}}
+	require.Equal(t, "/src/release/deploy", chooseRepo("/src/release", []EnvRepo{sibling, own, more}).Dir, "more pinning files among equals")
+	require.Nil(t, chooseRepo("/src/release", []EnvRepo{{Dir: "/src/empty"}}), "nothing pins an image: nothing proposed")
+}
