@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,8 @@ import (
 	"github.com/relcap/relcap/adapters/store"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/effort"
+	"github.com/relcap/relcap/workflow/report"
 )
 
 // TestCockpitRecordsTheScreenAndJournalVerifyCoversIt drives convergence in
@@ -64,6 +69,25 @@ func TestCockpitRecordsTheScreenAndJournalVerifyCoversIt(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ledger.Close())
 	require.Equal(t, workflow.ReleaseConverged, releases[0].Status, "the cockpit drove the release to convergence")
+
+	// The exit summary is what the ledger holds once the session closed,
+	// to the second, and what report effort says of the release.
+	ledger, err = store.OpenSQLite(t.Context(), filepath.Join(data, "relcap", "ledger.db"))
+	require.NoError(t, err)
+	entries, err := ledger.Effort(t.Context(), releases[0].ID)
+	require.NoError(t, err)
+	require.NoError(t, ledger.Close())
+	stored := effort.Tally(entries)
+	require.Contains(t, errb.String(), fmt.Sprintf("effort on %s: active %s, off-tool %s · machine wait %s (not staff time)",
+		releases[0].ID, effort.Format(stored.Active), effort.Format(stored.OffTool), effort.Format(stored.Wait)))
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "report", "effort", "--format", "json")
+	require.Equal(t, 0, code, out+errOut)
+	var rep report.Effort
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	i := slices.IndexFunc(rep.Releases, func(r report.ReleaseEffort) bool { return r.ID == releases[0].ID })
+	require.GreaterOrEqual(t, i, 0, "the release is in the report")
+	require.NotNil(t, rep.Releases[i].Active)
+	require.Equal(t, effort.Format(stored.Active), effort.Format(rep.Releases[i].Active.D()), "the report's figure is the exit summary's")
 
 	casts, err := filepath.Glob(filepath.Join(data, "relcap", "sessions", "*", "screen.cast"))
 	require.NoError(t, err)
