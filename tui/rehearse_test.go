@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/tui/internal/fixture"
@@ -74,6 +75,8 @@ func TestRehearsalIsARouteOfTheCockpit(t *testing.T) {
 	var tm tea.Model = New(t.Context(), svc, nil, "").asRehearsal(drills, rehearse.Request{Env: "staging", Drills: []rehearsal.Drill{rehearsal.DrillUnavailableImage}})
 	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	tm, _ = tm.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+	require.Equal(t, "tab does nothing here; ? lists the keys", tm.(Model).notice, "a key of no use here is answered, not dropped")
+	require.Contains(t, ansi.Strip(tm.(Model).render()), "▸ tab does nothing here")
 	tm, _ = tm.Update(tea.KeyPressMsg{Code: '1', Text: "1"})
 	require.Equal(t, scrRehearse, tm.(Model).active)
 	tm, _ = tm.Update(tea.KeyPressMsg{Code: '?', Text: "?"})
