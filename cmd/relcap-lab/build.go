@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -388,21 +389,45 @@ var debianPackages = map[string]string{"etcd": "etcd-server", "redis-server": "r
 
 // ensureDebian installs the Debian packages whose commands are missing,
 // with apt-get (updating its lists first).
+//
+// Labs are built side by side (lab/e2e-matrix.sh), and two apt-get runs at
+// once fail on apt's lock: the builds take turns on a lock file, and each
+// looks again for what is missing once it has it.
 func ensureDebian(ctx context.Context, log io.Writer) error {
-	var missing []string
-	for _, cmd := range []string{"etcd", "redis-server", "git"} {
-		if _, err := exec.LookPath(cmd); err != nil {
-			missing = append(missing, debianPackages[cmd])
+	missingDebian := func() []string {
+		var missing []string
+		for _, cmd := range []string{"etcd", "redis-server", "git"} {
+			if _, err := exec.LookPath(cmd); err != nil {
+				missing = append(missing, debianPackages[cmd])
+			}
 		}
+		return missing
 	}
-	if len(missing) == 0 {
+	if len(missingDebian()) == 0 {
 		return nil
 	}
 	if os.Geteuid() != 0 {
+		missing := missingDebian()
 		return fmt.Errorf("missing %s: install with sudo apt-get install -y %s", strings.Join(missing, ", "), strings.Join(missing, " "))
 	}
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "relcap-lab-apt.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("apt-get: lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("apt-get: lock: %w", err)
+	}
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	missing := missingDebian()
+	if len(missing) == 0 {
+		return nil // another build installed them meanwhile
+	}
 	fmt.Fprintf(log, "apt-get: installing %s\n", strings.Join(missing, " "))
-	for _, args := range [][]string{{"update", "-qq"}, append([]string{"install", "-y", "-qq", "--no-install-recommends"}, missing...)} {
+	// DPkg::Lock::Timeout: wait for an apt run of the system's own rather
+	// than fail at once.
+	for _, args := range [][]string{{"-o", "DPkg::Lock::Timeout=600", "update", "-qq"},
+		append([]string{"-o", "DPkg::Lock::Timeout=600", "install", "-y", "-qq", "--no-install-recommends"}, missing...)} {
 		cmd := exec.CommandContext(ctx, "apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
