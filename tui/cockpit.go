@@ -89,9 +89,11 @@ type Model struct {
 	notice      string
 	noticeErr   bool
 	noticeUntil time.Time
-	// noticeAt is the state the notice was said in (noticeState); it is
-	// not shown once that changes.
-	noticeAt noticeState
+	// noticeAt is the state the notice was said in (noticeState), as the
+	// message that said it left the cockpit; it is not shown once that
+	// changes. noticeSaid marks a notice said during the current message.
+	noticeAt   noticeState
+	noticeSaid bool
 }
 
 // New returns the root model for a release. ctx bounds every run it
@@ -142,6 +144,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		update = Model.updateRehearsal
 	}
 	nm, cmd := update(m, msg)
+	if nm.noticeSaid {
+		// A notice belongs to the state this message left the cockpit
+		// in: "approved by bob: continuing" is said as the run starts.
+		nm.noticeAt, nm.noticeSaid = nm.noticeState(), false
+	}
 	if nm.active != active || nm.help.ShowAll != full {
 		// The help's height depends on the screen and on ?.
 		nm.layout()
@@ -343,7 +350,7 @@ func (m Model) quit() (Model, tea.Cmd) {
 const noticeTTL = 8 * time.Second
 
 func (m *Model) setNotice(text string, isErr bool) {
-	m.notice, m.noticeErr, m.noticeUntil, m.noticeAt = text, isErr, m.now().Add(noticeTTL), m.noticeState()
+	m.notice, m.noticeErr, m.noticeUntil, m.noticeSaid = text, isErr, m.now().Add(noticeTTL), true
 }
 
 func firstLine(s string) string {

@@ -71,6 +71,9 @@ func TestALedgerWrittenByTheLastLandedVersionReadsAndVerifies(t *testing.T) {
 					// update "stalled" (still a failure), apart from one
 					// abandoned on purpose; these ledgers hold neither.
 					got = withoutCount(t, got, "releases", "stalled")
+					// Issue 29 counts the sandbox releases it leaves out;
+					// these ledgers were written before the mark.
+					got = withoutCount(t, got, "releases", "sandbox_excluded")
 					want = withoutKeys(t, want, issue20EffortKeys...)
 				}
 				require.JSONEq(t, withoutGeneratedAt(t, want), withoutGeneratedAt(t, got), rep)
