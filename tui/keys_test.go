@@ -226,3 +226,21 @@ func TestANoticeNeverOutlivesTheKeysItNames(t *testing.T) {
 		require.NotContains(t, hintLine(c), "enter apply")
 	}
 }
+
+// TestANoticeSaidAsTheRunStartsIsShownWhileItRuns: "approved by bob:
+// continuing" is said in the message that starts the run it announces; it
+// belongs to the running state, not the one before it.
+func TestANoticeSaidAsTheRunStartsIsShownWhileItRuns(t *testing.T) {
+	t.Parallel()
+	m, _, bob := blockedOnBob(t, 120, 30)
+	_, _, err := bob.ApprovePlan(t.Context(), m.Release().Checkpoints.Fingerprint, "looks right")
+	require.NoError(t, err)
+	r, err := m.svc.Records().Release(t.Context(), fixture.ReleaseID)
+	require.NoError(t, err)
+	check, _, err := m.svc.Records().AwaitedApprovals(t.Context(), r)
+	require.NoError(t, err)
+	m = step(t, m, approvalsMsg{gen: m.gen, release: r, check: check}) // the run's command is not run
+	require.True(t, m.running)
+	require.Equal(t, "approved by bob: continuing", m.notice)
+	require.Contains(t, ansi.Strip(m.render()), "▸ approved by bob: continuing")
+}
