@@ -3,10 +3,12 @@ package tui
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
+
+	"github.com/relcap/relcap/workflow/input"
 )
 
 // A key press is never dropped without a word. The hint line is the
@@ -46,13 +48,14 @@ func deadKey(msg tea.KeyPressMsg, bindings [][]key.Binding, busy string) (string
 }
 
 // printable is a key's name fit for the notice line: a pasted control
-// sequence must not reach the terminal raw.
+// sequence must not reach the terminal raw (input.TerminalSafe makes
+// escapes, control characters and bidi overrides visible), and a long
+// paste is cut.
 func printable(k string) string {
-	k = ansi.Strip(k)
-	if len([]rune(k)) > 16 {
-		k = string([]rune(k)[:16]) + "…"
+	if r := []rune(k); len(r) > 16 {
+		k = string(r[:16]) + "…"
 	}
-	return k
+	return strings.ReplaceAll(input.TerminalSafe(k), "\n", `\n`)
 }
 
 // busy is what the cockpit is doing that a key must wait for: the running

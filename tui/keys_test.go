@@ -244,3 +244,17 @@ func TestANoticeSaidAsTheRunStartsIsShownWhileItRuns(t *testing.T) {
 	require.Equal(t, "approved by bob: continuing", m.notice)
 	require.Contains(t, ansi.Strip(m.render()), "▸ approved by bob: continuing")
 }
+
+// TestADeadKeysNameCannotDriveTheTerminal: a paste of an escape sequence
+// or control characters is named in the notice line made visible, and cut.
+func TestADeadKeysNameCannotDriveTheTerminal(t *testing.T) {
+	t.Parallel()
+	for _, paste := range []string{"\x1b]52;c;ZXZpbA==\x07", "\x1b[2J\x1b[H", "a\rb\nc", "\u202eevil", strings.Repeat("z", 100)} {
+		why, dead := deadKey(tea.KeyPressMsg{Code: []rune(paste)[0], Text: paste}, nil, "")
+		require.True(t, dead)
+		for _, bad := range []string{"\x1b", "\x07", "\r", "\n", "\u202e"} {
+			require.NotContains(t, why, bad, "%q", paste)
+		}
+		require.Less(t, len([]rune(why)), 100, "a long paste is cut: %q", why)
+	}
+}
