@@ -610,7 +610,7 @@ func requireSeedsTable(t *testing.T, l *e2eLab, r cockpitRepo) {
 		require.Contains(t, out, over, format)
 		t.Logf("relcap report effort --baseline 3 --format %s: %d bytes", format, len(out))
 	}
-	t.Logf("before/after over %d of %d releases: %s h → %s h a release, %s → %s h a month at %s releases (%s)",
+	t.Logf("before/after over %d of %d releases: %s h → %s h a release, %s → %s h a month at %s release(s) (%s)",
 		c.MeasuredReleases, c.Releases, report.FormatHours(c.PerRelease.Before), report.FormatHours(c.PerRelease.After),
 		report.FormatHours(c.AtRate.Before), report.FormatHours(c.AtRate.After), report.FormatHours(c.ReleasesPerMonth), c.RateSource)
 }

@@ -134,7 +134,7 @@ func beforeAfterTable(c *report.Comparison) docTable {
 		v    report.BeforeAfter
 	}{
 		{"per release", c.PerRelease},
-		{"per month at " + report.FormatHours(c.ReleasesPerMonth) + " releases", c.AtRate},
+		{"per month at " + releasesText(c.ReleasesPerMonth), c.AtRate},
 	} {
 		t.rows = append(t.rows, []string{x.what, report.FormatHours(x.v.Before), report.FormatHours(x.v.After), differenceText(x.v.Difference)})
 	}
@@ -145,6 +145,14 @@ func beforeAfterTable(c *report.Comparison) docTable {
 		"releases a month: " + c.RateSource,
 	}
 	return t
+}
+
+// releasesText is a release rate in words: "1 release", "2.5 releases".
+func releasesText(rate float64) string {
+	if n := report.FormatHours(rate); n != "1" {
+		return n + " releases"
+	}
+	return "1 release"
 }
 
 // differenceText is a month's difference as Comparison.DifferenceText
