@@ -166,9 +166,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		m.setTheme(theme.New(msg.IsDark()))
 		return m, nil
 	case tickMsg:
-		if !m.noticeUntil.IsZero() && msg.now.After(m.noticeUntil) {
-			m.notice, m.noticeUntil = "", time.Time{}
-		}
+		m.expireNotice(msg.now)
 		// One figure per frame: the status bar and every screen read
 		// this snapshot (effort.Tracker.Figure), so no two views differ.
 		m.live = m.svc.Tracker().Figure(m.releaseID)
@@ -279,11 +277,8 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	if m.capturing() && msg.String() != "ctrl+c" {
 		// A y/n answer (or an abandon being recorded) takes only its
 		// keys; typed text takes every key.
-		if !m.takesText() {
-			if why, dead := deadKey(msg, m.activeKeys().full, m.busy()); dead {
-				m.setNotice(why, false)
-				return m, nil
-			}
+		if !m.takesText() && m.answeredDeadKey(msg) {
+			return m, nil
 		}
 		return m.updateActive(msg)
 	}
@@ -320,8 +315,7 @@ func (m Model) key(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			return load()
 		}
 	default:
-		if why, dead := deadKey(msg, m.activeKeys().full, m.busy()); dead {
-			m.setNotice(why, false)
+		if m.answeredDeadKey(msg) {
 			return m, nil
 		}
 		var cmd tea.Cmd
@@ -348,6 +342,13 @@ func (m Model) quit() (Model, tea.Cmd) {
 
 // noticeTTL is how long a notice stays in the status bar.
 const noticeTTL = 8 * time.Second
+
+// expireNotice drops the notice once its time is up.
+func (m *Model) expireNotice(now time.Time) {
+	if !m.noticeUntil.IsZero() && now.After(m.noticeUntil) {
+		m.notice, m.noticeUntil = "", time.Time{}
+	}
+}
 
 func (m *Model) setNotice(text string, isErr bool) {
 	m.notice, m.noticeErr, m.noticeUntil, m.noticeSaid = text, isErr, m.now().Add(noticeTTL), true

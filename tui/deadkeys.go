@@ -47,6 +47,17 @@ func deadKey(msg tea.KeyPressMsg, bindings [][]key.Binding, busy string) (string
 	return what + " does nothing here; ? lists the keys", true
 }
 
+// answeredDeadKey answers msg in the notice line when it matches no
+// enabled binding of the keys the help offers now, and reports whether it
+// did; the caller then does nothing more with it.
+func (m *Model) answeredDeadKey(msg tea.KeyPressMsg) bool {
+	why, dead := deadKey(msg, m.activeKeys().full, m.busy())
+	if dead {
+		m.setNotice(why, false)
+	}
+	return dead
+}
+
 // printable is a key's name fit for the notice line: a pasted control
 // sequence must not reach the terminal raw (input.TerminalSafe makes
 // escapes, control characters and bidi overrides visible), and a long
@@ -66,6 +77,10 @@ func (m Model) busy() string {
 		return k.Title() + " is running"
 	}
 	switch m.active {
+	case scrRehearse:
+		if m.rehearsal.Running() {
+			return "the drill is running"
+		}
 	case scrHome:
 		return m.home.Busy()
 	case scrPlan:

@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"time"
-
 	"context"
 	"errors"
 	"fmt"
@@ -117,9 +115,7 @@ func (m Model) updateRehearsal(msg tea.Msg) (Model, tea.Cmd) {
 		m.setTheme(theme.New(msg.IsDark()))
 		return m, nil
 	case tickMsg:
-		if !m.noticeUntil.IsZero() && msg.now.After(m.noticeUntil) {
-			m.notice, m.noticeUntil = "", time.Time{}
-		}
+		m.expireNotice(msg.now)
 		if id, _, ok := m.rehearsal.Effort(); ok {
 			m.live = m.svc.Tracker().Figure(id)
 		}
@@ -133,12 +129,7 @@ func (m Model) updateRehearsal(msg tea.Msg) (Model, tea.Cmd) {
 			m.help.ShowAll = !m.help.ShowAll
 			return m, nil // Update lays the screen out again
 		}
-		busy := ""
-		if m.rehearsal.Running() {
-			busy = "the drill is running"
-		}
-		if why, dead := deadKey(msg, m.activeKeys().full, busy); dead {
-			m.setNotice(why, false)
+		if m.answeredDeadKey(msg) {
 			return m, nil
 		}
 	case tea.FocusMsg:
