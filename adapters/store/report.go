@@ -63,9 +63,9 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 	cond, args := sel.where(), sel.args
 
 	var (
-		wg               sync.WaitGroup
-		relErr, effErr   error
-		relStep, effStep string
+		wg             sync.WaitGroup
+		relErr, effErr error
+		relStep        string
 	)
 	wg.Add(2)
 	go func() {
@@ -84,15 +84,12 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 		defer wg.Done()
 		tx := txs[1]
 		keys, err := readEffortKeys(ctx, tx, q.Person)
-		if err != nil {
-			effStep, effErr = "read report effort", err
-			return
+		if err == nil {
+			data.Effort, err = readEffortSums(ctx, tx, cond, args, keys)
 		}
-		if data.Effort, err = readEffortSums(ctx, tx, cond, args, keys); err != nil {
-			effStep, effErr = "read report effort", err
-		}
+		effErr = err
 	}()
-	// ...and the rest on the other.
+	// The measures' tables on the third.
 	err = func() error {
 		if q.EffortOnly {
 			return nil
@@ -124,7 +121,7 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 		return report.Data{}, s.fail(relStep, relErr)
 	}
 	if effErr != nil {
-		return report.Data{}, s.fail(effStep, effErr)
+		return report.Data{}, s.fail("read report effort", effErr)
 	}
 	if err != nil {
 		return report.Data{}, err
@@ -137,8 +134,8 @@ func (s *Ledger) ReportData(ctx context.Context, q report.Query) (report.Data, e
 // out. A rehearsal's drill and recovery releases are no release of the
 // team's: their figures are the rehearsals' own (report measures), and
 // counted here they would pass as releases of unmeasured effort, and in
-// production as failed deployments. Every column it names leads the
-// releases_report index.
+// production as failed deployments. Every column it names is in the
+// releases_report index, the two marks leading it.
 func reportSelection(q report.Query, from, to any, sandbox bool) filter {
 	var sel filter
 	sel.add("r.sandbox = ?", sqlBool(sandbox))

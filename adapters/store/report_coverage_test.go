@@ -1,6 +1,8 @@
 package store
 
 import (
+	"encoding/hex"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -105,5 +107,30 @@ func TestSandboxReleasesAreLeftOutAndSaidSo(t *testing.T) {
 		m, err := report.BuildMeasures(data, o)
 		require.NoError(t, err)
 		require.Equal(t, 1, m.DORA.DeploymentFrequency.Deployments, "a demo is no deployment")
+	})
+}
+
+// TestALongUnmeasuredReasonIsStoredAndRead: a reason of 10 KB (an error's
+// whole text) is stored and read back on both databases; on PostgreSQL an
+// index entry holding it would exceed the B-tree's limit and refuse the
+// insert.
+func TestALongUnmeasuredReasonIsStoredAndRead(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		l := b.openNew(t)
+		ctx := t.Context()
+		at := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+		require.NoError(t, l.SaveRelease(ctx, workflow.NewRelease("long", "web", "prod", "img:1", "alice", at)))
+		// Hex of random bytes: text PostgreSQL cannot compress under the
+		// limit.
+		raw := make([]byte, 5000)
+		_, _ = rand.NewChaCha8([32]byte{1}).Read(raw)
+		reason := "no terminal: " + hex.EncodeToString(raw)
+		require.NoError(t, l.RecordEffort(ctx, []effort.Entry{{ReleaseID: "long", Person: "alice", Role: effort.RoleCaptain,
+			Step: "apply", Kind: effort.Unmeasured, At: at, Note: reason}}))
+		data, err := l.ReportData(ctx, report.Query{From: at.Add(-time.Hour), To: at.Add(time.Hour), EffortOnly: true})
+		require.NoError(t, err)
+		require.Len(t, data.Effort, 1)
+		require.Equal(t, reason, data.Effort[0].Note)
 	})
 }
