@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/relcap/relcap/workflow"
@@ -31,6 +32,11 @@ type Ledger struct {
 	path string // the SQLite file; empty for PostgreSQL
 	// secrets are masked in every text the ledger writes.
 	secrets *secret.Set
+	// snapshotting serialises taking a report's read snapshots: each
+	// report holds several connections at once, and reports taking them
+	// side by side from a bounded pool (PostgreSQL's) could each hold
+	// some and wait for the rest for ever.
+	snapshotting sync.Mutex
 }
 
 // SQLite is the name Ledger had while SQLite was its only database.

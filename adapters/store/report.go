@@ -158,7 +158,9 @@ func reportSelection(q report.Query, from, to any, sandbox bool) filter {
 // readSnapshots begins n read transactions on n connections that all see
 // the same committed state (see dialect.snapshots).
 func (s *Ledger) readSnapshots(ctx context.Context, n int) ([]ledgerTx, error) {
+	s.snapshotting.Lock()
 	txs, err := s.d.snapshots(ctx, s.db.DB, n)
+	s.snapshotting.Unlock()
 	if err != nil {
 		return nil, err
 	}
