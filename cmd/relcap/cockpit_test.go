@@ -158,8 +158,17 @@ func TestCockpitContinuesWhenAnotherPersonApprovesElsewhere(t *testing.T) {
 		r := release()
 		return r != nil && r.Step(workflow.StepPlanReview).Status == workflow.Succeeded
 	}, 30*time.Second, 100*time.Millisecond, "the open cockpit continued after bob approved")
-	time.Sleep(500 * time.Millisecond) // let the plan screen ask for the captain's review
-	_, _ = typing.Write([]byte("\r"))
+	// The plan screen asks for the captain's review once it has loaded the
+	// approved plan; an enter pressed before that is answered with a notice
+	// and not taken, as a person would see. Press again, as they would, until
+	// the apply starts: a fixed pause lost the key on a loaded machine.
+	require.Eventually(t, func() bool {
+		if r := release(); r != nil && r.Step(workflow.StepApply).Status != workflow.Pending {
+			return true
+		}
+		_, _ = typing.Write([]byte("\r"))
+		return false
+	}, time.Minute, time.Second, "enter started the apply of the reviewed plan")
 	require.Eventually(t, func() bool {
 		r := release()
 		return r != nil && r.Status == workflow.ReleaseConverged
