@@ -293,7 +293,7 @@ func (s *Service) PlanRoot(ctx context.Context, env Environment) (tfplan.Summary
 	if err = done(err); err != nil {
 		return tfplan.Summary{}, err
 	}
-	return s.keepPlan(ctx, env, facts, "")
+	return s.keepPlan(ctx, env, facts, "", nil)
 }
 
 // NextAfterFailedApply is the next safe action relcap shows after a

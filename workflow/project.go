@@ -58,6 +58,10 @@ type Environment struct {
 	ArgoCD     ArgoCDTarget
 	Approvals  approval.Policy
 	Rehearsal  RehearsalTarget
+	// CustodyAccepted are the state custody findings the team knowingly
+	// accepts here (custody.accept in relcap.yaml), by code, with the
+	// reason: each is shown in every review as a warning, never dropped.
+	CustodyAccepted map[string]string
 }
 
 // DefaultRehearsalTimeout is how long each phase of a drill (detect,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/relcap/relcap/workflow/custody"
 	"io"
 	"sync"
 	"time"
@@ -25,14 +26,17 @@ import (
 // missing one fails that step with a clear message rather than at start-up,
 // so commands that use one stage can run with only its adapter wired.
 type Deps struct {
-	Project     *Project
-	Ledger      Ledger
-	Journal     Journal
-	Clock       Clock
-	Ownership   []OwnershipSource
-	Desired     DesiredSource // the ownership check without Argo CD; nil leaves it to the live one
-	Planner     Planner
-	Applier     Applier
+	Project   *Project
+	Ledger    Ledger
+	Journal   Journal
+	Clock     Clock
+	Ownership []OwnershipSource
+	Desired   DesiredSource // the ownership check without Argo CD; nil leaves it to the live one
+	Planner   Planner
+	Applier   Applier
+	// Custody reads where each environment's state lives, for the custody
+	// check at plan time (workflow/custody); nil leaves it unchecked.
+	Custody     custody.Reader
 	Registry    Registry
 	EnvRepo     EnvRepo
 	Convergence Convergence

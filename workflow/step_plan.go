@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/custody"
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
@@ -36,7 +38,14 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		if reasons := tfplan.StaleReasons(p.Inputs, inputs); len(reasons) > 0 {
 			note = fmt.Sprintf("plan %s was stale (%s); planned again. ", ShortHash(fp), reasons[0])
 		} else {
+			// Checked again: an acceptance in relcap.yaml or a backend
+			// initialised anew since the plan counts now.
+			held, err := run.svc.reviewCustody(ctx, run.env)
+			if err != nil {
+				return StepResult{}, err
+			}
 			plan = p
+			plan.Findings = custody.Replace(plan.Findings, held.Findings)
 		}
 	}
 	if plan.Fingerprint == "" {
@@ -52,7 +61,13 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		if err != nil {
 			return StepResult{}, fmt.Errorf("plan: %w", err)
 		}
-		p, err := run.svc.keepPlan(ctx, run.env, facts, run.r.ID)
+		// After the plan, so init has recorded the backend Terraform
+		// resolved; kept with the plan, so every review of it shows it.
+		held, err := run.svc.reviewCustody(ctx, run.env)
+		if err != nil {
+			return StepResult{}, err
+		}
+		p, err := run.svc.keepPlan(ctx, run.env, facts, run.r.ID, held.Findings)
 		if err != nil {
 			if errors.Is(err, ErrAuthorUnverified) {
 				return blocked(ErrAuthorUnverified, note+withoutSentinel(err, ErrAuthorUnverified), p.Findings), nil
@@ -75,6 +90,11 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		// asked to approve it.
 		msg := fmt.Sprintf("%splan %s cannot be applied as reviewed: %s", note, ShortHash(plan.Fingerprint), why)
 		b := blocked(fault.ErrPlanRefused, msg, plan.Findings)
+		b.Evidence = res.Evidence
+		return b, nil
+	}
+	if custody.Blocking(plan.Findings) {
+		b := blocked(fault.ErrCustody, note+custody.Explain(run.env.Name, plan.Findings), plan.Findings)
 		b.Evidence = res.Evidence
 		return b, nil
 	}
@@ -123,15 +143,35 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 	return res, nil
 }
 
+// reviewCustody checks where env's state lives and how it is kept apart
+// from the other environments' (workflow/custody), and journals what it
+// found. Without a custody reader nothing is checked.
+func (s *Service) reviewCustody(ctx context.Context, env Environment) (custody.Result, error) {
+	if s.d.Custody == nil {
+		return custody.Result{}, nil
+	}
+	envs := make([]custody.Env, 0, len(s.d.Project.Environments))
+	for _, e := range s.d.Project.Environments {
+		envs = append(envs, custody.Env{Name: e.Name, Production: s.isProduction(e), Accepted: e.CustodyAccepted,
+			Root: custody.Root{Dir: e.Terraform.Dir, Workspace: e.Terraform.Workspace}})
+	}
+	res, err := custody.Check(ctx, s.d.Custody, envs, env.Name)
+	if err != nil {
+		return res, fmt.Errorf("state custody of %s: %w", env.Name, err)
+	}
+	return res, s.journal(ctx, custody.Record(res))
+}
+
 // keepPlan reviews what the Planner read of a new plan (ReviewPlan with
 // the project's classification, then its drift against the ownership
-// map), signs it, saves it in the ledger and journals it: every plan relcap
+// map, and beside them what else was found of it: custody), signs it, saves it in the ledger and journals it: every plan relcap
 // makes, a release's (release is its ID) or the failed-apply drill's
 // (release is ""), is kept the same way.
-func (s *Service) keepPlan(ctx context.Context, env Environment, facts tfplan.Facts, release string) (tfplan.Summary, error) {
+func (s *Service) keepPlan(ctx context.Context, env Environment, facts tfplan.Facts, release string, beside []finding.Finding) (tfplan.Summary, error) {
 	p := tfplan.ReviewPlan(facts, s.d.Project.PlanClassify())
 	p.Release = release
 	tfplan.ReviewDrift(&p, s.d.Project.Ownership)
+	p.Findings = append(p.Findings, beside...)
 	p, err := s.signPlan(ctx, env, p)
 	if err != nil {
 		return p, s.journalFailure(ctx, err, journal.PlanFailed{Env: p.Env, Error: err.Error()})

@@ -35,6 +35,10 @@ environments:
     envrepo: {path: env.git, branch: main, file: apps/web/staging/kustomization.yaml, image: web, format: kustomize}
     argocd: {server: "{{argocd}}", app: web-staging, token_env: {{token_env}}, plaintext: true}
     approvals: {plan: 1, promotion: 0, distinct_from_author: false}
+    # The sandbox keeps each environment's Terraform state in a local file:
+    # fine for practice, a blocker in a real production. Accepted here, with
+    # the reason, so every review shows it (docs/CUSTODY.md).
+    custody: {accept: {custody.local-backend: "the sandbox: practice state in a local file"}}
   - name: prod
     production: true
     terraform: {dir: infra/prod, workspace: default, var_files: [prod.tfvars]{{binary}}}
@@ -42,6 +46,7 @@ environments:
     envrepo: {path: env.git, branch: main, file: apps/web/prod/kustomization.yaml, image: web, format: kustomize}
     argocd: {server: "{{argocd}}", app: web-prod, token_env: {{token_env}}, plaintext: true}
     approvals: {plan: 1, promotion: 1, distinct_from_author: true}
+    custody: {accept: {custody.local-backend: "the sandbox: practice state in a local file"}}
 effort: {idle_threshold: 2m, baseline_hours_per_release: 3}
 `
 

@@ -2,6 +2,7 @@ package terraform
 
 import (
 	"encoding/json"
+	"github.com/relcap/relcap/adapters/store/pgtest"
 
 	"fmt"
 	"io"
@@ -172,7 +173,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// pgtest.Main stops the package's throw-away PostgreSQL (the custody
+	// tests' pg backend) and removes its directory.
+	os.Exit(pgtest.Main(m))
 }
 
 func reviewChild(path string) error {

@@ -107,7 +107,7 @@ func (a *app) demoDeps(p *workflow.Project, sb *sandbox.Sandbox, timeout time.Du
 	}
 	argo := a.argoCD(p)
 	return workflow.Deps{
-		Ownership: a.ownershipSources(p, tf), Desired: a.desiredSource(p, repo), Planner: tf, Applier: tf,
+		Ownership: a.ownershipSources(p, tf), Desired: a.desiredSource(p, repo), Planner: tf, Applier: tf, Custody: tf,
 		Registry: reg, EnvRepo: repo, Convergence: argo, ConvergeTimeout: timeout,
 	}, nil
 }

@@ -112,7 +112,7 @@ func (a *app) stageDeps(ctx context.Context, p *workflow.Project, req cli.Servic
 		}
 	}
 	if req.Needs&cli.NeedPlans != 0 {
-		d.Planner, d.Applier = tf, tf
+		d.Planner, d.Applier, d.Custody = tf, tf, tf
 	}
 	if req.Needs&cli.NeedOwnership != 0 {
 		d.Ownership = a.ownershipSources(p, tf)

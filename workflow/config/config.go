@@ -32,7 +32,7 @@ const FileName = "relcap.yaml"
 // Unknown-key suggestions and "known keys" lists are drawn from these.
 var (
 	topKeys       = []string{"version", "app", "ownership", "environments", "classify", "effort", "plans", "compatibility", "secret_env", "people", "ledger", "sandbox"}
-	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals", "approvers", "rehearsal"}
+	envKeys       = []string{"name", "production", "terraform", "registry", "envrepo", "argocd", "approvals", "approvers", "rehearsal", "custody"}
 	terraformKeys = []string{"dir", "workspace", "var_files", "binary"}
 	registryKeys  = []string{"repository", "require_signature"}
 	envRepoKeys   = []string{"path", "branch", "file", "image", "format", "values_path", "review"}
@@ -47,6 +47,7 @@ var (
 	plansKeys     = []string{"expiry"}
 	rehearsalKeys = []string{"unready_image", "interrupt", "timeout"}
 	interruptKeys = []string{"stop", "start"}
+	custodyKeys   = []string{"accept"}
 	compatKeys    = []string{"schema", "min_schema", "max_schema"}
 
 	formats = []string{workflow.FormatKustomize, workflow.FormatHelmValues, workflow.FormatManifest}

@@ -429,7 +429,7 @@ func TestParseReportsProblems(t *testing.T) {
 		{
 			name: "unknown key without a near miss lists the known keys",
 			data: appended("    colour: blue\n"),
-			want: `relcap.yaml:10:5: environments[0].colour: unknown key "colour" (known keys: name, production, terraform, registry, envrepo, argocd, approvals, approvers, rehearsal)`,
+			want: `relcap.yaml:10:5: environments[0].colour: unknown key "colour" (known keys: name, production, terraform, registry, envrepo, argocd, approvals, approvers, rehearsal, custody)`,
 		},
 		{
 			name: "signed approvals without a people file",
@@ -906,4 +906,35 @@ func TestParseReadinessGrace(t *testing.T) {
 	p, err := Parse("/repo/relcap.yaml", []byte(data))
 	require.NoError(t, err)
 	require.Equal(t, 4*time.Minute, p.Environments[0].ArgoCD.ReadinessGrace)
+}
+
+func TestParseCustodyAcceptances(t *testing.T) {
+	t.Parallel()
+	data := minimalConfig + `    custody:
+      accept:
+        custody.local-backend: one operator; the state file is backed up nightly
+        custody.shared-credentials: "one AWS account until Q3"
+`
+	p, err := Parse("/repo/relcap.yaml", []byte(data), WithStat(fakeStat))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{
+		"custody.local-backend":      "one operator; the state file is backed up nightly",
+		"custody.shared-credentials": "one AWS account until Q3",
+	}, p.Environments[0].CustodyAccepted)
+
+	for _, c := range []struct{ yaml, want string }{
+		{"    custody: {accept: {custody.local-backnd: x}}\n",
+			`environments[0].custody.accept.custody.local-backnd: unknown custody finding "custody.local-backnd" (did you mean "custody.local-backend"?)`},
+		{"    custody: {accept: {local-backend: x}}\n", `(did you mean "custody.local-backend"?)`},
+		{"    custody: {accept: {custody.local-backend: \"  \"}}\n",
+			"environments[0].custody.accept.custody.local-backend: want the reason the team accepts it"},
+		{"    custody: {accept: {custody.local-backend: }}\n", "want the reason the team accepts it"},
+		{"    custody: {accept: [custody.local-backend]}\n", "environments[0].custody.accept: want a mapping of finding codes to reasons"},
+		{"    custody: {accept: {custody.backend: fine}}\n", `unknown custody finding "custody.backend"`},
+		{"    custody: {acept: {}}\n", `environments[0].custody.acept: unknown key "acept" (did you mean "accept"?)`},
+	} {
+		_, err := Parse("/repo/relcap.yaml", []byte(minimalConfig+c.yaml), WithStat(fakeStat))
+		require.Error(t, err, c.yaml)
+		require.Contains(t, err.Error(), c.want, c.yaml)
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/custody"
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/input"
@@ -74,6 +76,9 @@ func (p *parser) environment(n *yaml.Node, field string, o options, seen map[str
 	}
 	if rh, ok := m.sub("rehearsal", rehearsalKeys); ok {
 		env.Rehearsal = rh.rehearsal()
+	}
+	if cu, ok := m.sub("custody", custodyKeys); ok {
+		env.CustodyAccepted = cu.custodyAccepted()
 	}
 	// With a people file, approvals are signed unless an environment outside
 	// production says otherwise. Without one they cannot be, and reports
@@ -294,4 +299,54 @@ func (m *mapNode) rehearsal() workflow.RehearsalTarget {
 func validDigest(s string) bool {
 	_, err := image.ParseDigest(s)
 	return err == nil
+}
+
+// custodyAccepted reads custody.accept: the custody findings an
+// environment knowingly accepts, by code, each with a reason. A code
+// relcap does not know is refused (an acceptance that matches nothing
+// would look like a decision and be none).
+func (m *mapNode) custodyAccepted() map[string]string {
+	e, ok := m.get("accept")
+	if !ok {
+		return nil
+	}
+	field := join(m.path, "accept")
+	r := resolve(e.val)
+	if r.Kind != yaml.MappingNode {
+		m.p.add(e.val, field, "want a mapping of finding codes to reasons, e.g. accept: {custody.local-backend: one operator; backed up nightly}, got %s", describe(e.val))
+		return nil
+	}
+	known := custody.Acceptable()
+	out := map[string]string{}
+	for i := 0; i+1 < len(r.Content); i += 2 {
+		if !m.p.spend() {
+			break
+		}
+		k, v := resolve(r.Content[i]), resolve(r.Content[i+1])
+		if k.Kind != yaml.ScalarNode || k.Value == "" {
+			m.p.add(r.Content[i], field, "want a finding code, got %s", describe(r.Content[i]))
+			continue
+		}
+		at := join(field, k.Value)
+		if !slices.Contains(known, k.Value) {
+			hint := ""
+			if s := suggest(k.Value, known); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			} else if s := suggest("custody."+k.Value, known); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			m.p.add(r.Content[i], at, "unknown custody finding %s%s; want one of %s", quote(k.Value), hint, strings.Join(known, ", "))
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			m.p.add(r.Content[i], at, "accepted twice")
+			continue
+		}
+		if v.Kind != yaml.ScalarNode || isNull(v) || strings.TrimSpace(v.Value) == "" {
+			m.p.add(r.Content[i+1], at, "want the reason the team accepts it, e.g. %s: one operator; the state file is backed up nightly", k.Value)
+			continue
+		}
+		out[k.Value] = strings.TrimSpace(v.Value)
+	}
+	return out
 }

@@ -90,6 +90,7 @@ func levels() []level {
 		{"environments[].approvers", approverKeys},
 		{"environments[].rehearsal", rehearsalKeys},
 		{"environments[].rehearsal.interrupt", interruptKeys},
+		{"environments[].custody", custodyKeys},
 	}
 }
 

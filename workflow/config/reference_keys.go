@@ -1,7 +1,10 @@
 package config
 
 import (
+	"strings"
+
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/custody"
 	"github.com/relcap/relcap/workflow/forge"
 )
 
@@ -132,6 +135,10 @@ var keyDocs = []Key{
 		Doc: "The argv that starts it again."},
 	{Path: "environments[].rehearsal.timeout", Type: TypeDuration, Default: workflow.DefaultRehearsalTimeout.String(), Example: "10m",
 		Doc: "How long each phase of a drill (detect, recover) may take."},
+	{Path: "environments[].custody", Type: TypeMapping,
+		Doc: "The state custody check at plan time: where this environment's Terraform state lives, and how it is kept apart from the others' (docs/CUSTODY.md)."},
+	{Path: "environments[].custody.accept", Type: TypeStringMap, Example: "{custody.local-backend: one operator; the state file is backed up nightly}",
+		Doc: "Findings of the custody check this environment knowingly accepts, each with its reason: an accepted blocker becomes a warning shown in every review and journaled. Codes: " + strings.Join(custody.Acceptable(), ", ") + "."},
 	{Path: "classify", Type: TypeMapping,
 		Doc: "Glob patterns on Terraform resource types that flag a planned change as touching identity or a data service."},
 	{Path: "classify.identity", Type: TypeStrings, Default: `["*_iam_*", "*_role*", "*service_account*", "*workload_identity*"]`, Example: `["*_iam_*"]`,

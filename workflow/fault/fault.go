@@ -46,6 +46,9 @@ var (
 	ErrPlanRefused = fmt.Errorf("%w: plan refused", ErrBlocked)
 	// ErrOwnershipConflict: an object or field has more than one owner (exit 3).
 	ErrOwnershipConflict = fmt.Errorf("%w: ownership conflict", ErrBlocked)
+	// ErrCustody: the state's custody (backend, separation) stops the
+	// plan until it is fixed or accepted in relcap.yaml (workflow/custody).
+	ErrCustody = fmt.Errorf("%w: state custody", ErrBlocked)
 	// ErrNotPromotable: the digest has not converged in the previous
 	// environment, or lacks required provenance (exit 3).
 	ErrNotPromotable = fmt.Errorf("%w: digest not promotable", ErrBlocked)

@@ -333,6 +333,20 @@ type OwnershipCheckRecorded struct {
 	Blockers int            `json:"blockers"`
 }
 
+// CustodyReviewed: what the state custody check (workflow/custody) found
+// of one environment at plan time: where its state lives (never a
+// credential), the codes of what it found by severity, and the findings
+// relcap.yaml accepts there with their reasons.
+type CustodyReviewed struct {
+	Env      string            `json:"env"`
+	Backend  string            `json:"backend"`
+	Location string            `json:"location,omitempty"`
+	Source   string            `json:"source"`
+	Blockers []string          `json:"blockers,omitempty"`
+	Warnings []string          `json:"warnings,omitempty"`
+	Accepted map[string]string `json:"accepted,omitempty"`
+}
+
 // OwnershipCheckFailed: a source of managed objects could not be read.
 type OwnershipCheckFailed struct {
 	Env   string `json:"env"`
@@ -418,6 +432,7 @@ const (
 	KindEffortLogged             Kind = "effort.logged"
 	KindOwnershipCheckRecorded   Kind = "ownership.checked"
 	KindOwnershipCheckFailed     Kind = "ownership.failed"
+	KindCustodyReviewed          Kind = "custody.reviewed"
 	KindRollbackStarted          Kind = "rollback.started"
 	KindRollbackRefused          Kind = "rollback.refused"
 	KindDemoSandbox              Kind = "demo.sandbox"
@@ -462,6 +477,7 @@ func (ApprovalRefused) JournalKind() Kind           { return KindApprovalRefused
 func (EffortLogged) JournalKind() Kind              { return KindEffortLogged }
 func (OwnershipCheckRecorded) JournalKind() Kind    { return KindOwnershipCheckRecorded }
 func (OwnershipCheckFailed) JournalKind() Kind      { return KindOwnershipCheckFailed }
+func (CustodyReviewed) JournalKind() Kind           { return KindCustodyReviewed }
 func (RollbackStarted) JournalKind() Kind           { return KindRollbackStarted }
 func (RollbackRefused) JournalKind() Kind           { return KindRollbackRefused }
 func (DemoSandbox) JournalKind() Kind               { return KindDemoSandbox }
