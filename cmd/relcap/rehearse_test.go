@@ -150,15 +150,23 @@ func TestRehearseAllOnTheSimulator(t *testing.T) {
 	// named "progressing" once, in make test); each drill still ends as
 	// soon as its failure is named.
 	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "--json", "rehearse", "--env", "staging", "--all", "--timeout", "120s")
-	require.Equal(t, 0, code, out+errOut)
+	// staging's root was never applied: it has no state to back up, so
+	// state-restore is refused (and the run says so), the others pass.
+	require.Equal(t, exitBlocked, code, out+errOut)
 	require.NotContains(t, errOut, "not run")
+	require.Contains(t, errOut, "state-restore in staging: refused")
 	var recs []rehearsal.Rehearsal
 	require.NoError(t, json.Unmarshal([]byte(out), &recs), out)
-	require.Len(t, recs, 4)
+	require.Len(t, recs, 5)
 	require.Equal(t, rehearsal.DrillFailedApply, recs[0].Drill, "failed-apply runs first")
 	byDrill := map[rehearsal.Drill]rehearsal.Rehearsal{}
 	for _, r := range recs {
 		byDrill[r.Drill] = r
+		if r.Drill == rehearsal.DrillStateRestore {
+			require.Equal(t, rehearsal.StateAbandoned, r.State)
+			require.Contains(t, r.Failure, "no Terraform state yet")
+			continue
+		}
 		require.Equal(t, rehearsal.StatePassed, r.State, "%s: %s", r.Drill, r.Failure)
 	}
 	ir := byDrill[rehearsal.DrillInterruptedReconc]
@@ -247,8 +255,82 @@ func TestRehearseFailedApplyWithRealTerraform(t *testing.T) {
 	today := time.Now().Format("2006-01-02")
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "report", "measures", "--from", today, "--to", today)
 	require.Equal(t, 0, code, out+errOut)
-	require.Regexp(t, `staging\s+2\s+1\s+0\s+1\s+\d+s\s+\d+s`, out, "the refused drill is kept, abandoned")
+	require.Regexp(t, `staging\s+3\s+1\s+0\s+2\s+\d+s\s+\d+s`, out, "the refused drills (failed-apply, state-restore: nothing applied yet) are kept, abandoned")
 	require.Regexp(t, `staging\s+failed-apply\s+\S+ \S+\s+0`, out)
+	code, _, errOut = invokeEnv(t, data, env, "journal", "verify")
+	require.Equal(t, 0, code, errOut)
+}
+
+// TestRehearseStateRestoreWithRealTerraform backs up staging's real state,
+// restores it into a scratch copy and proves it with a plan: refused
+// before anything was applied (no state) and while the root has a pending
+// change (the plan would prove nothing), passed once converged, with its
+// three times kept and reported, and the real state untouched.
+func TestRehearseStateRestoreWithRealTerraform(t *testing.T) {
+	t.Parallel()
+	cfg, env, _ := tfRepo(t, 0, false)
+	data := t.TempDir()
+	root := filepath.Join(filepath.Dir(cfg), "infra", "staging")
+
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "rehearse", "--env", "staging", "--drill", "state-restore")
+	require.Equal(t, exitBlocked, code, out+errOut)
+	require.Contains(t, errOut, "staging has no Terraform state yet (nothing applied), so there is no backup to restore")
+	requireNoScratch(t, data)
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, out+errOut)
+	var plan struct{ Fingerprint string }
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "apply", "--plan", plan.Fingerprint)
+	require.Equal(t, 0, code, out+errOut)
+	before := readFile(t, filepath.Join(root, "terraform.tfstate"))
+
+	// A change not applied yet: the restored copy's plan shows it, which
+	// proves nothing about the backup.
+	mainTF := filepath.Join(root, "main.tf")
+	orig := readFile(t, mainTF)
+	require.NoError(t, os.WriteFile(mainTF, []byte(orig+"\nresource \"terraform_data\" \"pending\" {}\n"), 0o644))
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "rehearse", "--env", "staging", "--drill", "state-restore")
+	require.Equal(t, exitBlocked, code, out+errOut)
+	require.Regexp(t, `shows 1 change\(s\) and 0 drifted resource\(s\) over the real state's own resources, so staging has drift or pending changes`, errOut)
+	requireNoScratch(t, data)
+	require.NoError(t, os.WriteFile(mainTF, []byte(orig), 0o644))
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "rehearse", "--env", "staging", "--drill", "state-restore")
+	require.Equal(t, 0, code, out+errOut)
+	var recs []rehearsal.Rehearsal
+	require.NoError(t, json.Unmarshal([]byte(out), &recs), out)
+	require.Len(t, recs, 1)
+	rh := recs[0]
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.VerdictStateRestored, rh.Detected)
+	require.NotNil(t, rh.Restore)
+	require.Equal(t, 2, rh.Restore.Resources, "terraform_data.app and .cache")
+	require.NotEmpty(t, rh.Restore.Lineage)
+	require.Positive(t, rh.Restore.BackupTook)
+	require.Positive(t, rh.Restore.RestoreTook)
+	require.Positive(t, rh.Restore.ProveTook)
+	require.Len(t, rh.Restore.Plan, 64)
+	require.Contains(t, rh.ControllerStatus.Shown, "against the real resources found nothing to change")
+	require.NotContains(t, out+errOut, "hunter2-very-secret", "the state's sensitive values never printed")
+	require.Equal(t, before, readFile(t, filepath.Join(root, "terraform.tfstate")), "the real state is byte for byte what it was")
+	requireNoScratch(t, data)
+
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "rehearse", "list", "--env", "staging")
+	require.Equal(t, 0, code, out+errOut)
+	require.Regexp(t, `staging\s+state-restore\s+passed\s+backup \S+ restore \S+ prove \S+`, out)
+	today := time.Now().Format("2006-01-02")
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "report", "measures", "--from", today, "--to", today)
+	require.Equal(t, 0, code, out+errOut)
+	var measures struct {
+		Rehearsals []struct {
+			Env           string
+			TimeToRestore struct{ Count int } `json:"time_to_restore"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &measures), out)
+	require.Len(t, measures.Rehearsals, 1)
+	require.Equal(t, 1, measures.Rehearsals[0].TimeToRestore.Count, "one proven restore; the refused ones are not timed")
 	code, _, errOut = invokeEnv(t, data, env, "journal", "verify")
 	require.Equal(t, 0, code, errOut)
 }

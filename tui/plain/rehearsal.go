@@ -16,6 +16,10 @@ func PrintRehearsal(w io.Writer, rh *rehearsal.Rehearsal) {
 	fmt.Fprintf(w, "\nrehearsal %s: %s in %s: %s\n", rh.ID, rh.Drill, rh.Env, strings.ToUpper(string(rh.State)))
 	at := func(t time.Time) string { return t.UTC().Format("15:04:05") }
 	failedApply := rh.Drill == rehearsal.DrillFailedApply
+	if rh.Drill == rehearsal.DrillStateRestore {
+		printStateRestore(w, rh)
+		return
+	}
 	switch {
 	case failedApply:
 		fmt.Fprintf(w, "  baseline    %s  Terraform root at revision %s, %d resource(s) in its state; scratch copy %s\n", at(rh.StartedAt), orNone(workflow.ShortHash(rh.Baseline.Revision)), len(rh.Baseline.Resources), orNone(rh.ScratchDir))
@@ -58,6 +62,31 @@ func PrintRehearsal(w io.Writer, rh *rehearsal.Rehearsal) {
 	}
 }
 
+// printStateRestore prints a state-restore drill's record: its three
+// times and what proved the restore.
+func printStateRestore(w io.Writer, rh *rehearsal.Rehearsal) {
+	at := func(t time.Time) string { return t.UTC().Format("15:04:05") }
+	fmt.Fprintf(w, "  started     %s  Terraform root at revision %s\n", at(rh.StartedAt), orNone(workflow.ShortHash(rh.Baseline.Revision)))
+	if p := rh.Restore; p != nil {
+		fmt.Fprintf(w, "  backed up   %s  state %s serial %d, %d resource(s), in %s (terraform state pull)\n", at(rh.StartedAt), workflow.ShortHash(p.Lineage), p.Serial, p.Resources, p.BackupTook.Round(10*time.Millisecond))
+		fmt.Fprintf(w, "  restored    %s  into the scratch copy %s, in %s\n", at(rh.InjectedAt), orNone(rh.ScratchDir), p.RestoreTook.Round(10*time.Millisecond))
+		if p.Plan != "" {
+			fmt.Fprintf(w, "  proved      %s  plan %s against the real resources, in %s: %s\n", at(rh.DetectedAt), workflow.ShortHash(p.Plan), p.ProveTook.Round(10*time.Millisecond), orNone(string(rh.Detected)))
+		}
+	}
+	for _, ans := range []workflow.Answer{rh.IntendedRevision, rh.ActualArtifact, rh.ControllerStatus, rh.NextSafeAction} {
+		if ans.Shown != "" {
+			fmt.Fprintf(w, "  %s\n", ans.Shown)
+		}
+	}
+	if rh.ProductionOverride != "" {
+		fmt.Fprintf(w, "  production, with --i-know: %s\n", rh.ProductionOverride)
+	}
+	if rh.Failure != "" {
+		fmt.Fprintf(w, "  why: %s\n", rh.Failure)
+	}
+}
+
 // PrintRehearsalList prints one line per rehearsal: when, where, which
 // drill, its state and how long detection and recovery took.
 func PrintRehearsalList(w io.Writer, rs []*rehearsal.Rehearsal) {
@@ -72,6 +101,11 @@ func PrintRehearsalList(w io.Writer, rs []*rehearsal.Rehearsal) {
 		}
 		if d, ok := rh.TimeToRecover(); ok {
 			ttr = d.Round(time.Second).String()
+		}
+		if p := rh.Restore; p != nil {
+			fmt.Fprintf(w, "%s  %-10s %-27s %-9s backup %s restore %s prove %s  %s\n",
+				rh.StartedAt.UTC().Format(time.RFC3339), rh.Env, rh.Drill, rh.State, p.BackupTook.Round(10*time.Millisecond), p.RestoreTook.Round(10*time.Millisecond), p.ProveTook.Round(10*time.Millisecond), rh.ID)
+			continue
 		}
 		fmt.Fprintf(w, "%s  %-10s %-27s %-9s detect %-6s recover %-6s %s\n",
 			rh.StartedAt.UTC().Format(time.RFC3339), rh.Env, rh.Drill, rh.State, ttd, ttr, rh.ID)

@@ -100,7 +100,7 @@ func approvalsTable(a report.ApprovalCounts, loc *time.Location) docTable {
 // ended and how fast, then how long ago each drill last passed.
 func rehearsalTables(rs []report.RehearsalFigures, loc *time.Location) []docTable {
 	sum := docTable{title: "Recovery rehearsals (relcap rehearse: failure injected → detected → converged on the baseline again)",
-		header: []string{"env", "run", "passed", "failed", "abandoned", "median detect", "median recover"}}
+		header: []string{"env", "run", "passed", "failed", "abandoned", "median detect", "median recover", "median state restore"}}
 	fresh := docTable{title: "Days since each drill last passed", header: []string{"env", "drill", "last passed", "days since"}}
 	if len(rs) == 0 {
 		sum.header, sum.notes = nil, []string{"no drills run: relcap rehearse --env ENV --all"}
@@ -108,7 +108,7 @@ func rehearsalTables(rs []report.RehearsalFigures, loc *time.Location) []docTabl
 	}
 	for _, f := range rs {
 		sum.rows = append(sum.rows, []string{f.Env, strconv.Itoa(f.Run), strconv.Itoa(f.Passed), strconv.Itoa(f.Failed), strconv.Itoa(f.Abandoned),
-			medianSeconds(f.TimeToDetect), medianSeconds(f.TimeToRecover)})
+			medianSeconds(f.TimeToDetect), medianSeconds(f.TimeToRecover), medianSeconds(f.TimeToRestore)})
 		for _, d := range f.Drills {
 			last, days := "never", "never"
 			if !d.Never() {
@@ -171,7 +171,8 @@ func (v measuresView) rows() []Row {
 			Row{"rehearsals", f.Env, "failed", strconv.Itoa(f.Failed), "count"},
 			Row{"rehearsals", f.Env, "abandoned", strconv.Itoa(f.Abandoned), "count"},
 			Row{"rehearsals", f.Env, "detect_median", seconds(f.TimeToDetect.Median), "seconds"},
-			Row{"rehearsals", f.Env, "recover_median", seconds(f.TimeToRecover.Median), "seconds"})
+			Row{"rehearsals", f.Env, "recover_median", seconds(f.TimeToRecover.Median), "seconds"},
+			Row{"rehearsals", f.Env, "state_restore_median", seconds(f.TimeToRestore.Median), "seconds"})
 		for _, d := range f.Drills {
 			days := "never"
 			if !d.Never() {

@@ -116,11 +116,11 @@ func (s *Service) injectFailedApply(ctx context.Context, env workflow.Environmen
 		}
 	}
 	if why, refused := plan.Refused(); refused {
-		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy cannot be applied as reviewed: %s", fault.ErrPlanRefused, rh.ID, workflow.ShortHash(plan.Fingerprint), why))
+		return s.refuseScratchDrill(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: plan %s of the scratch copy cannot be applied as reviewed: %s", fault.ErrPlanRefused, rh.ID, workflow.ShortHash(plan.Fingerprint), why))
 	}
 	creates, other := planAgainst(plan, tfplan.ActionCreate)
 	if other > 0 || !creates {
-		return s.refuseFailedApply(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: the environment has drift or pending changes: %d other change(s) (plan %s of a copy of %s%s); converge first (relcap plan --env %s, then approve and apply), then rehearse",
+		return s.refuseScratchDrill(ctx, rh, roots, fmt.Errorf("%w: rehearsal %s: the environment has drift or pending changes: %d other change(s) (plan %s of a copy of %s%s); converge first (relcap plan --env %s, then approve and apply), then rehearse",
 			fault.ErrBlocked, rh.ID, other, workflow.ShortHash(plan.Fingerprint), env.Terraform.Dir, notCreated(creates), env.Name))
 	}
 	if err := s.rehearsalApprovals(ctx, scratch, rh, plan); err != nil {
@@ -199,9 +199,10 @@ func (s *Service) rehearsalApprovals(ctx context.Context, scratch workflow.Envir
 		fault.ErrApprovalRequired, rh.ID, workflow.ShortHash(plan.Fingerprint), check.Missing(), scratch.Name, scratch.Approvals.Plan, check.NotCountedNote(), rh.ID, plan.Fingerprint)
 }
 
-// refuseFailedApply ends a drill refused before anything was applied: the
+// refuseScratchDrill ends a scratch-copy drill (failed-apply,
+// state-restore) refused before anything was applied: the
 // scratch copy is removed and the rehearsal abandoned with the reason.
-func (s *Service) refuseFailedApply(ctx context.Context, rh *Rehearsal, roots Roots, why error) error {
+func (s *Service) refuseScratchDrill(ctx context.Context, rh *Rehearsal, roots Roots, why error) error {
 	if err := roots.DeleteScratch(ctx, rh.ID); err != nil {
 		return errors.Join(why, err)
 	}

@@ -26,10 +26,17 @@ const (
 	DrillUnavailableImage  Drill = "unavailable-image"
 	DrillFailedReadiness   Drill = "failed-readiness"
 	DrillInterruptedReconc Drill = "interrupted-reconciliation"
+	DrillStateRestore      Drill = "state-restore"
 )
 
 // AllDrills is every drill, in the order --all runs them.
-var AllDrills = []Drill{DrillFailedApply, DrillUnavailableImage, DrillFailedReadiness, DrillInterruptedReconc}
+var AllDrills = []Drill{DrillFailedApply, DrillStateRestore, DrillUnavailableImage, DrillFailedReadiness, DrillInterruptedReconc}
+
+// OnScratchCopy reports whether the drill runs on a scratch copy of the
+// environment's Terraform root (seeded with its state, which it only
+// reads) rather than through Argo CD: its baseline is the state, not a
+// converged release.
+func (d Drill) OnScratchCopy() bool { return d == DrillFailedApply || d == DrillStateRestore }
 
 // ParseDrill reads a drill's name; an unknown one is a usage error listing
 // the valid ones.
@@ -61,6 +68,8 @@ func (d Drill) Expected() appstate.VerdictKind {
 		return appstate.VerdictReadinessFailed
 	case DrillInterruptedReconc:
 		return appstate.VerdictReconcileStalled
+	case DrillStateRestore:
+		return VerdictStateRestored
 	}
 	return ""
 }
@@ -144,11 +153,13 @@ type Rehearsal struct {
 	// PhaseTimeout bounds each phase (detect, recover), kept so a resumed
 	// drill keeps the bound it started with.
 	PhaseTimeout time.Duration `json:"phase_timeout,omitempty"`
+	// Restore is what the state-restore drill measured and proved.
+	Restore *RestoreProof `json:"restore,omitempty"`
 }
 
 // TimeToDetect is DetectedAt − InjectedAt; ok is false until both are set.
 func (r *Rehearsal) TimeToDetect() (time.Duration, bool) {
-	if r.InjectedAt.IsZero() || r.DetectedAt.IsZero() {
+	if r.Drill == DrillStateRestore || r.InjectedAt.IsZero() || r.DetectedAt.IsZero() {
 		return 0, false
 	}
 	return r.DetectedAt.Sub(r.InjectedAt), true
@@ -156,7 +167,7 @@ func (r *Rehearsal) TimeToDetect() (time.Duration, bool) {
 
 // TimeToRecover is RecoveredAt − DetectedAt; ok is false until both are set.
 func (r *Rehearsal) TimeToRecover() (time.Duration, bool) {
-	if r.DetectedAt.IsZero() || r.RecoveredAt.IsZero() {
+	if r.Drill == DrillStateRestore || r.DetectedAt.IsZero() || r.RecoveredAt.IsZero() {
 		return 0, false
 	}
 	return r.RecoveredAt.Sub(r.DetectedAt), true
@@ -166,6 +177,10 @@ func (r *Rehearsal) TimeToRecover() (time.Duration, bool) {
 func (r *Rehearsal) Clone() *Rehearsal {
 	c := *r
 	c.Baseline.Resources = append([]workflow.StateResource(nil), r.Baseline.Resources...)
+	if r.Restore != nil {
+		p := *r.Restore
+		c.Restore = &p
+	}
 	return &c
 }
 

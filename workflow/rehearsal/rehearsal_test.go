@@ -277,7 +277,7 @@ func TestUnknownDrillListsTheValidOnes(t *testing.T) {
 	t.Parallel()
 	_, err := rehearsal.ParseDrill("chaos-monkey")
 	require.ErrorIs(t, err, fault.ErrUsage)
-	require.Contains(t, err.Error(), "failed-apply, unavailable-image, failed-readiness, interrupted-reconciliation")
+	require.Contains(t, err.Error(), "failed-apply, state-restore, unavailable-image, failed-readiness, interrupted-reconciliation")
 }
 
 // TestRehearsalResumesAfterAKillAtEveryPhase kills the process right after

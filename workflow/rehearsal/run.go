@@ -59,7 +59,7 @@ func (s *Service) Rehearse(ctx context.Context, req Request, sink workflow.Event
 	// The failed-apply drill never reaches Argo CD: its baseline is the
 	// Terraform state, taken as it makes its scratch copy.
 	var base Baseline
-	if req.Drill != DrillFailedApply {
+	if !req.Drill.OnScratchCopy() {
 		if base, err = s.baseline(ctx, env); err != nil {
 			return nil, err
 		}
@@ -111,7 +111,7 @@ func (s *Service) Cleanup(ctx context.Context, id string, sink workflow.EventSin
 	}
 	defer unlock()
 	d := s.d
-	if rh.Drill == DrillFailedApply {
+	if rh.Drill.OnScratchCopy() {
 		return s.cleanupFailedApply(ctx, rh)
 	}
 	var undone []string
@@ -186,7 +186,7 @@ func (s *Service) heldRehearsal(ctx context.Context, id, what string) (*Rehearsa
 }
 
 func (s *Service) rehearsalPorts(drill Drill) error {
-	if drill == DrillFailedApply {
+	if drill.OnScratchCopy() {
 		if s.roots == nil || s.d.Planner == nil || s.d.Applier == nil {
 			return missingPort("terraform (planner with scratch roots, applier)")
 		}
@@ -215,9 +215,9 @@ func (s *Service) drillConfigured(env workflow.Environment, drill Drill) error {
 		} else if s.commands == nil {
 			return missingPort("command runner (rehearsal.interrupt)")
 		}
-	case DrillFailedApply:
+	case DrillFailedApply, DrillStateRestore:
 		if env.Terraform.Dir == "" {
-			return fmt.Errorf("%w: failed-apply fails a Terraform apply on a copy of %s's root, and %s has none: set environments[%s].terraform.dir", fault.ErrUsage, env.Name, env.Name, env.Name)
+			return fmt.Errorf("%w: %s works on a copy of %s's Terraform root, and %s has none: set environments[%s].terraform.dir", fault.ErrUsage, drill, env.Name, env.Name, env.Name)
 		}
 	}
 	return nil
@@ -307,8 +307,11 @@ func (s *Service) saveRehearsal(ctx context.Context, rh *Rehearsal) error {
 
 // advanceRehearsal runs the phases left, each saved as it ends.
 func (s *Service) advanceRehearsal(ctx context.Context, env workflow.Environment, rh *Rehearsal, sink workflow.EventSink) (*Rehearsal, error) {
-	if rh.Drill == DrillFailedApply {
+	switch rh.Drill {
+	case DrillFailedApply:
 		return s.advanceFailedApply(ctx, env, rh)
+	case DrillStateRestore:
+		return s.advanceStateRestore(ctx, env, rh)
 	}
 	if rh.Phase == PhaseBaseline {
 		if err := s.inject(ctx, env, rh, sink); err != nil {

@@ -56,7 +56,7 @@ func (s *Service) Preview(ctx context.Context, req Request) (Preview, error) {
 	// As in Rehearse: failed-apply's baseline is the Terraform state,
 	// taken when it makes its scratch copy, not a converged release.
 	var base Baseline
-	if req.Drill != DrillFailedApply {
+	if !req.Drill.OnScratchCopy() {
 		if base, err = s.baseline(ctx, env); err != nil {
 			return Preview{}, err
 		}

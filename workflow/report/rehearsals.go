@@ -23,8 +23,11 @@ type RehearsalFigures struct {
 	Running   int    `json:"running"`
 	// TimeToDetect is injected → detected; TimeToRecover detected →
 	// converged on the baseline again.
-	TimeToDetect  Stats            `json:"time_to_detect"`
-	TimeToRecover Stats            `json:"time_to_recover"`
+	TimeToDetect  Stats `json:"time_to_detect"`
+	TimeToRecover Stats `json:"time_to_recover"`
+	// TimeToRestore is the state-restore drill's back up → restore →
+	// proof, of the drills that proved a restore.
+	TimeToRestore Stats            `json:"time_to_restore"`
 	Drills        []DrillFreshness `json:"drills"`
 }
 
@@ -49,7 +52,7 @@ func rehearsalFigures(rs []rehearsal.Rehearsal, o Options) []RehearsalFigures {
 	}
 	var envs []string
 	by := map[string]*RehearsalFigures{}
-	detect, recover := map[string][]time.Duration{}, map[string][]time.Duration{}
+	detect, recover, restore := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
 	last := map[string]map[rehearsal.Drill]time.Time{}
 	for _, r := range rs {
 		if o.Env != "" && r.Env != o.Env {
@@ -87,12 +90,15 @@ func rehearsalFigures(rs []rehearsal.Rehearsal, o Options) []RehearsalFigures {
 		if d, ok := r.TimeToRecover(); ok {
 			recover[r.Env] = append(recover[r.Env], d)
 		}
+		if r.Restore != nil && r.Detected == rehearsal.VerdictStateRestored {
+			restore[r.Env] = append(restore[r.Env], r.Restore.Total())
+		}
 	}
 	slices.Sort(envs)
 	out := make([]RehearsalFigures, 0, len(envs))
 	for _, env := range envs {
 		f := by[env]
-		f.TimeToDetect, f.TimeToRecover = NewStats(detect[env]), NewStats(recover[env])
+		f.TimeToDetect, f.TimeToRecover, f.TimeToRestore = NewStats(detect[env]), NewStats(recover[env]), NewStats(restore[env])
 		for _, d := range rehearsal.AllDrills {
 			fr := DrillFreshness{Drill: d, DaysSince: -1}
 			if at, ok := last[env][d]; ok {

@@ -66,6 +66,7 @@ func TestMeasuresRehearsalFigures(t *testing.T) {
 	}
 	require.Equal(t, map[rehearsal.Drill]int{
 		rehearsal.DrillFailedApply:       -1, // never
+		rehearsal.DrillStateRestore:      -1,
 		rehearsal.DrillUnavailableImage:  25, // passed Jan 6 00:01:21; Feb 1 is 25 whole days later
 		rehearsal.DrillFailedReadiness:   50, // passed Dec 12, before the period
 		rehearsal.DrillInterruptedReconc: -1, // abandoned, never passed

@@ -24,6 +24,8 @@ func what(d rehearsal.Drill) string {
 		return "stops reconciliation mid-rollout (rehearsal.interrupt, else a break-glass pause), then resumes it"
 	case rehearsal.DrillFailedApply:
 		return "plans and applies, on a scratch copy of the Terraform root seeded from its state, a resource whose local-exec fails; the real state is never written"
+	case rehearsal.DrillStateRestore:
+		return "backs up the Terraform state (state pull), restores it into a scratch copy of the root, and proves it with a plan that changes nothing against the real resources; the real state is never written"
 	}
 	return string(d)
 }
@@ -109,7 +111,7 @@ func (m Model) lines(lay layout) []string {
 		add(text("What it does", what(it.drill))...)
 	}
 	base, expected := m.baseline(it)
-	if it.drill == rehearsal.DrillFailedApply {
+	if it.drill.OnScratchCopy() {
 		state := "the Terraform state as it is when the drill starts (copied into the scratch root)"
 		if it.rh != nil && it.rh.Baseline.Revision != "" || it.rh != nil && len(it.rh.Baseline.Resources) > 0 {
 			state = fmt.Sprintf("the scratch state's %d resource(s) as copied, at revision %s", len(it.rh.Baseline.Resources), workflow.ShortHash(it.rh.Baseline.Revision))
@@ -234,8 +236,18 @@ func (m Model) phaseLines(it item) []string {
 			if rh.DrillRelease != "" {
 				detail = "release " + rh.DrillRelease
 			}
+			if p := rh.Restore; p != nil {
+				detail = fmt.Sprintf("backed up in %s · restored in %s", screen.Duration(p.BackupTook), screen.Duration(p.RestoreTook))
+			}
 		case rehearsal.PhaseDetected:
 			when = rh.DetectedAt
+			if p := rh.Restore; p != nil && p.Plan != "" {
+				proof := "not proven"
+				if rh.Detected == rehearsal.VerdictStateRestored {
+					proof = "proven"
+				}
+				detail = fmt.Sprintf("%s by plan %s in %s", proof, workflow.ShortHash(p.Plan), screen.Duration(p.ProveTook))
+			}
 			if d, ok := rh.TimeToDetect(); ok {
 				named := string(rh.Detected)
 				if named == "" {
