@@ -106,6 +106,9 @@ func PrintPlan(w io.Writer, p tfplan.Summary) error {
 		fmt.Fprintln(w)
 		for _, f := range p.Findings {
 			fmt.Fprintf(w, "  %s\n", f)
+			if docs := f.Fact("docs"); docs != "" {
+				fmt.Fprintf(w, "      see %s\n", docs)
+			}
 		}
 	}
 	if p.Fingerprint != "" {

@@ -398,3 +398,14 @@ func Record(r Result) journal.CustodyReviewed {
 	}
 	return rec
 }
+
+// Of are the custody findings among findings (a plan's), in their order.
+func Of(findings []finding.Finding) []finding.Finding {
+	var out []finding.Finding
+	for _, f := range findings {
+		if isCustody(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}

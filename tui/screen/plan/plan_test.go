@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/approval"
+	"github.com/relcap/relcap/workflow/custody"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/tfplan"
@@ -277,4 +279,35 @@ func TestDriftIsItsOwnPartOfTheList(t *testing.T) {
 	view = ansi.Strip(m.View())
 	require.Contains(t, view, "≈ kubectl_manifest.web · changed outside Terraform since")
 	require.Contains(t, view, "object apps/Deployment web/web")
+}
+
+// unencryptedS3 is a fake custody.Reader: every root keeps its state in
+// one S3 bucket, locked, without encrypt = true.
+type unencryptedS3 struct{}
+
+func (unencryptedS3) Backend(_ context.Context, root custody.Root) (custody.Backend, error) {
+	return custody.Backend{Type: "s3", Source: custody.FromInit, Dir: root.Dir, Workspace: root.Workspace,
+		Settings: map[string]string{"bucket": "acme-state", "key": strings.TrimPrefix(root.Dir, "/infra/") + ".tfstate", "use_lockfile": "true"}}, nil
+}
+
+func (unencryptedS3) RemoteStates(context.Context, custody.Root) ([]custody.RemoteState, error) {
+	return nil, nil
+}
+
+// TestThePlanScreenShowsTheStatesCustody: the review says where the
+// state lives and names each custody finding with the backend's
+// documentation, and the screen still fills exactly its height.
+func TestThePlanScreenShowsTheStatesCustody(t *testing.T) {
+	t.Parallel()
+	for _, size := range [][2]int{{80, 24}, {200, 40}} {
+		m, _, _ := blockedAtReview(t, fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true, Custody: unencryptedS3{}}, size[0], size[1])
+		v := m.View()
+		require.Equal(t, size[1], len(splitLines(v)))
+		plain := ansi.Strip(v)
+		require.Contains(t, plain, "custody.unencrypted: the s3 backend's state may be unencrypted")
+		require.Contains(t, plain, "custody.shared-credentials: staging and prod reach their state with the same")
+		if size[0] >= 200 {
+			require.Contains(t, plain, "State s3://acme-state/staging.tfstate (workspace default); locked by an S3 lock file (use_lockfile) · https://developer.hashicorp.com/terraform/language/backend/s3")
+		}
+	}
 }

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"github.com/relcap/relcap/workflow/custody"
+	"github.com/relcap/relcap/workflow/finding"
 	"slices"
 	"strings"
 
@@ -30,7 +32,7 @@ func (m Model) headerHeight() int {
 	if m.plan == nil {
 		return 0
 	}
-	return 4 + len(m.stateLines())
+	return 4 + len(m.stateLines()) + len(m.custodyLines())
 }
 
 // listHeight is how many change rows fit: the virtualised window.
@@ -132,6 +134,7 @@ func (m Model) header() string {
 	}
 	lines = append(lines, counts)
 	lines = append(lines, m.approvalsLine())
+	lines = append(lines, m.custodyLines()...)
 	lines = append(lines, m.stateLines()...)
 	switch {
 	case m.filtering:
@@ -172,6 +175,47 @@ func (m Model) approvalsLine() string {
 		s += " " + th.Muted.Render(n+" not counted: "+ch.Ignored[n])
 	}
 	return s
+}
+
+// maxCustodyLines bounds the state custody block of the header.
+const maxCustodyLines = 3
+
+// custodyLines say each custody finding that is not information alone,
+// then where the plan's state lives with the backend's documentation
+// (docs/CUSTODY.md explains each finding): one line each, most serious
+// first, at most maxCustodyLines; relcap plan prints them all in full.
+func (m Model) custodyLines() []string {
+	th := m.Theme
+	var parts []string
+	state := ""
+	for _, f := range custody.Of(m.plan.Findings) {
+		docs := ""
+		if d := f.Fact("docs"); d != "" {
+			docs = " · " + d
+		}
+		switch f.Severity {
+		case finding.Info:
+			if f.Code == custody.CodeBackend {
+				state = th.Label.Render("State") + " " + th.Muted.Render(strings.TrimPrefix(f.Message, "state in ")+docs)
+			}
+		case finding.Blocker:
+			parts = append(parts, th.Err.Render(theme.IconBlocker+" "+f.Code+": "+f.Message)+th.Muted.Render(" · next: "+f.NextAction+docs))
+		default:
+			parts = append(parts, th.Warn.Render(theme.IconWarning+" "+f.Code+": "+f.Message)+th.Muted.Render(docs))
+		}
+	}
+	if state != "" {
+		parts = append(parts, state)
+	}
+	if len(parts) > maxCustodyLines {
+		more := len(parts) - (maxCustodyLines - 1)
+		parts = append(parts[:maxCustodyLines-1], th.Muted.Render(fmt.Sprintf("… %d more about the state's custody: relcap plan --env %s prints them all", more, m.plan.Env)))
+	}
+	w := max(10, m.Width)
+	for i, p := range parts {
+		parts[i] = ansi.Truncate(p, w, "…")
+	}
+	return parts
 }
 
 // stateLines is stateLine wrapped to the width, at most maxStateLines.
