@@ -60,20 +60,19 @@ func TestCustodyStopsAProductionPlanOnALocalStateUntilAccepted(t *testing.T) {
 	require.NoError(t, err)
 	got, err := captain.svc.Run(ctx, r.ID, nil)
 	require.ErrorIs(t, err, fault.ErrCustody)
-	step := got.Step(workflow.StepPlanReview)
-	require.Equal(t, workflow.Blocked, step.Status)
-	require.Contains(t, step.Message, "the state custody of prod stops this plan: the state is a local file (/infra/prod/terraform.tfstate)")
+	step := got.Step(workflow.StepOwnership)
+	require.Equal(t, workflow.Blocked, step.Status, "stopped before Terraform first reads the state")
+	require.Contains(t, step.Message, "the state custody of prod stops this release: the state is a local file (/infra/prod/terraform.tfstate)")
 	require.Contains(t, step.Message, "accept custody.local-backend for prod in relcap.yaml")
 	require.Zero(t, w.Applies)
-	plan, err := l.LoadPlan(ctx, got.Checkpoints.Fingerprint)
-	require.NoError(t, err)
-	require.True(t, hasBlocker(plan.Findings, custody.CodeLocalBackend), "kept with the plan, so every review of it shows it")
+	require.Empty(t, got.Checkpoints.Fingerprint, "nothing planned")
+	require.True(t, hasBlocker(step.Findings, custody.CodeLocalBackend))
 	rec := journaledCustody(t, captain.journal, "prod")
 	require.Equal(t, []string{custody.CodeLocalBackend}, rec.Blockers)
 	require.Equal(t, "local file /infra/prod/terraform.tfstate", rec.Location)
 
-	// Accepted, with a reason: the same plan is reused, the finding is a
-	// warning that says so, and the release goes on.
+	// Accepted, with a reason: the plan is made, the finding is a warning
+	// that says so, kept with the plan, and the release goes on.
 	proj.Environments[1].CustodyAccepted = map[string]string{custody.CodeLocalBackend: "one operator; backed up nightly"}
 	captain = custodyProcess(t, proj, w, l, clock)
 	got, err = captain.svc.RunUntil(ctx, r.ID, nil, workflow.StepPlanReview)
@@ -88,6 +87,9 @@ func TestCustodyStopsAProductionPlanOnALocalStateUntilAccepted(t *testing.T) {
 	require.NotNil(t, accepted)
 	require.Equal(t, finding.Warning, accepted.Severity)
 	require.Contains(t, accepted.Message, "accepted in relcap.yaml: one operator; backed up nightly")
+	plan, err := l.LoadPlan(ctx, got.Checkpoints.Fingerprint)
+	require.NoError(t, err)
+	require.Contains(t, plan.Findings, *accepted, "kept with the plan, so every review of it shows it")
 	rec = journaledCustody(t, captain.journal, "prod")
 	require.Empty(t, rec.Blockers)
 	require.Equal(t, map[string]string{custody.CodeLocalBackend: "one operator; backed up nightly"}, rec.Accepted)

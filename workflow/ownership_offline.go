@@ -138,7 +138,7 @@ func (s *Service) readOwnership(ctx context.Context, env Environment, ask askClu
 // isProduction reports whether env is a production environment: marked
 // production: true, or the project's last (Project.ProdEnv).
 func (s *Service) isProduction(env Environment) bool {
-	return env.Production || env.Name == s.d.Project.ProdEnv()
+	return s.d.Project.IsProduction(env)
 }
 
 // liveOwnershipGate refuses a production apply of a plan that touches

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"github.com/relcap/relcap/workflow/custody"
 	"slices"
 	"strings"
 	"time"
@@ -234,6 +235,23 @@ func (p *Project) Previous(name string) (Environment, bool) {
 		}
 	}
 	return Environment{}, false
+}
+
+// IsProduction reports whether env is a production environment: marked
+// production: true, or the project's last (ProdEnv).
+func (p *Project) IsProduction(env Environment) bool {
+	return env.Production || env.Name == p.ProdEnv()
+}
+
+// CustodyEnvs are the environments as the state custody check
+// (workflow/custody) sees them.
+func (p *Project) CustodyEnvs() []custody.Env {
+	envs := make([]custody.Env, 0, len(p.Environments))
+	for _, e := range p.Environments {
+		envs = append(envs, custody.Env{Name: e.Name, Production: p.IsProduction(e), Accepted: e.CustodyAccepted,
+			Root: custody.Root{Dir: e.Terraform.Dir, Workspace: e.Terraform.Workspace}})
+	}
+	return envs
 }
 
 // ProdEnv is the last environment of the promotion order, where a

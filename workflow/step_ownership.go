@@ -22,6 +22,9 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 	if len(d.Ownership) == 0 {
 		return StepResult{}, missingPort("ownership source")
 	}
+	if res, ok, err := run.custodyGate(ctx); !ok || err != nil {
+		return res, err
+	}
 	src, err := run.svc.readOwnership(ctx, run.env, clusterWhenKubernetes, func(f func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error) {
 		return wait(run, StepOwnership, f)
 	})

@@ -61,8 +61,10 @@ func (run *releaseRun) planReview(ctx context.Context) (StepResult, error) {
 		if err != nil {
 			return StepResult{}, fmt.Errorf("plan: %w", err)
 		}
-		// After the plan, so init has recorded the backend Terraform
-		// resolved; kept with the plan, so every review of it shows it.
+		// Again after the plan (the ownership step checked it before
+		// Terraform first read the state), so what init recorded of the
+		// backend Terraform resolved counts; kept with the plan, so every
+		// review of it shows it.
 		held, err := run.svc.reviewCustody(ctx, run.env)
 		if err != nil {
 			return StepResult{}, err
@@ -150,16 +152,26 @@ func (s *Service) reviewCustody(ctx context.Context, env Environment) (custody.R
 	if s.d.Custody == nil {
 		return custody.Result{}, nil
 	}
-	envs := make([]custody.Env, 0, len(s.d.Project.Environments))
-	for _, e := range s.d.Project.Environments {
-		envs = append(envs, custody.Env{Name: e.Name, Production: s.isProduction(e), Accepted: e.CustodyAccepted,
-			Root: custody.Root{Dir: e.Terraform.Dir, Workspace: e.Terraform.Workspace}})
-	}
-	res, err := custody.Check(ctx, s.d.Custody, envs, env.Name)
+	res, err := custody.Check(ctx, s.d.Custody, s.d.Project.CustodyEnvs(), env.Name)
 	if err != nil {
 		return res, fmt.Errorf("state custody of %s: %w", env.Name, err)
 	}
 	return res, s.journal(ctx, custody.Record(res))
+}
+
+// custodyGate checks env's state custody before Terraform first reads
+// the state (the ownership step's), from the record of the last init or
+// the backend block, so it is said even where init cannot run: a blocker
+// stops the release there. ok is false with the Blocked result.
+func (run *releaseRun) custodyGate(ctx context.Context) (StepResult, bool, error) {
+	held, err := run.svc.reviewCustody(ctx, run.env)
+	if err != nil {
+		return StepResult{}, false, err
+	}
+	if custody.Blocking(held.Findings) {
+		return blocked(fault.ErrCustody, custody.Explain(run.env.Name, held.Findings), held.Findings), false, nil
+	}
+	return StepResult{}, true, nil
 }
 
 // keepPlan reviews what the Planner read of a new plan (ReviewPlan with

@@ -18,7 +18,24 @@ import (
 	"github.com/relcap/relcap/workflow/secret"
 )
 
-var _ custody.Reader = (*Adapter)(nil)
+var (
+	_ custody.Reader = (*Adapter)(nil)
+	_ custody.Reader = StateCustody{}
+)
+
+// StateCustody reads a root's state custody as the Adapter does, for a
+// command that runs no Terraform (relcap validate): it needs no plan store.
+type StateCustody struct{}
+
+// Backend is Adapter.Backend.
+func (StateCustody) Backend(ctx context.Context, root custody.Root) (custody.Backend, error) {
+	return backendOf(ctx, root, os.Environ())
+}
+
+// RemoteStates is Adapter.RemoteStates.
+func (StateCustody) RemoteStates(ctx context.Context, root custody.Root) ([]custody.RemoteState, error) {
+	return (*Adapter)(nil).RemoteStates(ctx, root)
+}
 
 // Backend reads the backend root uses, without running Terraform and
 // without reaching the backend: Terraform's record of the last init

@@ -44,10 +44,15 @@ type cockpitRepo struct {
 	// ledgerURL is the team's PostgreSQL ledger (with its password);
 	// every relcap of this repository is given it as RELCAP_LEDGER.
 	ledgerURL string
+	// stateDB is the PostgreSQL database of the roots' pg backends,
+	// given to Terraform as PG_CONN_STR: no credential in a .tf file.
+	stateDB string
 }
 
 // env is what every shell of the team holds for this repository.
-func (r cockpitRepo) env() []string { return []string{"RELCAP_LEDGER=" + r.ledgerURL} }
+func (r cockpitRepo) env() []string {
+	return []string{"RELCAP_LEDGER=" + r.ledgerURL, "PG_CONN_STR=" + r.stateDB}
+}
 
 // ledger opens the team's ledger beside the commands', to read what they
 // recorded.
@@ -74,11 +79,18 @@ func (l *e2eLab) newCockpitRepo(t *testing.T) cockpitRepo {
 	b, err := os.ReadFile(filepath.Join(l.dir, "relcap.yaml"))
 	require.NoError(t, err)
 	c := string(b)
+	// The release roots keep their state in PostgreSQL (Terraform's pg
+	// backend, which locks), one schema per environment: the state
+	// custody check passes on them, so the lab's acceptance of local
+	// state files is dropped.
+	require.Contains(t, c, LabCustodyAcceptance)
+	c = strings.ReplaceAll(c, LabCustodyAcceptance, "")
+	stateDB := pgtest.Database(t)
 	roots := map[string]string{}
 	for _, env := range Envs {
 		root := filepath.Join(infra, env)
 		require.NoError(t, os.MkdirAll(root, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(root, "main.tf"), []byte(releaseRootTF(l.env["KUBECONFIG"], env)), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "main.tf"), []byte(pgBackendTF("relcap_state_"+env)+releaseRootTF(l.env["KUBECONFIG"], env)), 0o644))
 		roots[env] = root
 		old := "terraform: {dir: infra/" + env + "}"
 		require.Contains(t, c, old)
@@ -92,7 +104,19 @@ func (l *e2eLab) newCockpitRepo(t *testing.T) cockpitRepo {
 	own, err := os.ReadFile(filepath.Join(l.dir, "ownership.yaml"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "ownership.yaml"), own, 0o644))
-	return cockpitRepo{cfg: cfg, roots: roots, ledgerURL: pgtest.Database(t)}
+	return cockpitRepo{cfg: cfg, roots: roots, ledgerURL: pgtest.Database(t), stateDB: stateDB}
+}
+
+// pgBackendTF keeps a root's state in schema of the PostgreSQL database
+// Terraform finds in $PG_CONN_STR (cockpitRepo.env).
+func pgBackendTF(schema string) string {
+	return `terraform {
+  backend "pg" {
+    schema_name = "` + schema + `"
+  }
+}
+
+`
 }
 
 // setRelease writes the var file the release's infrastructure change is.

@@ -298,6 +298,7 @@ func TestE2E(t *testing.T) {
 	t.Run("the registry decides: an absent digest never pulls, the unready build never becomes ready", func(t *testing.T) { testFaultsTheRegistryDecides(t, l, repo) })
 	t.Run("the captain releases through the cockpit, a second person approves from another shell", func(t *testing.T) { testCockpitRelease(t, l, repo) })
 	t.Run("relcap rehearse: each drill detects, names and recovers its failure; a killed one is undone", func(t *testing.T) { testRehearsals(t, l, repo) })
+	t.Run("state custody: pg backends pass and a backup restores; production on staging's state or a local file is stopped", func(t *testing.T) { testStateCustody(t, l) })
 }
 
 func (l *e2eLab) runGit(t testing.TB, args ...string) string {

@@ -253,6 +253,11 @@ environments:
 		} else {
 			b.WriteString("    approvals: {plan: 0, promotion: 0, distinct_from_author: false}\n")
 		}
+		// The lab's own roots (infra/) keep their state in local files on
+		// this one machine: accepted, with the reason, so every review
+		// says so. The e2e suite's release roots use a pg backend and
+		// drop this line.
+		b.WriteString(LabCustodyAcceptance)
 		if l.Rehearsal != nil {
 			stop, start := l.interruptCommands()
 			fmt.Fprintf(&b, "    rehearsal:\n      unready_image: %s\n      interrupt:\n        stop: %s\n        start: %s\n",
@@ -275,6 +280,9 @@ rules:
     owner: terraform
 `
 }
+
+// LabCustodyAcceptance is the custody: line of each lab environment.
+const LabCustodyAcceptance = "    custody: {accept: {custody.local-backend: \"the lab's own roots keep their state in local files on this one machine\"}}\n"
 
 // RenderTerraformRoot renders a minimal Terraform root for env that needs
 // no provider download.

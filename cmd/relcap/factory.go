@@ -11,6 +11,7 @@ import (
 	"github.com/relcap/relcap/tui/cli"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/custody"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
@@ -109,6 +110,9 @@ func (a *app) SharedPlans(ctx context.Context, p *workflow.Project, command stri
 func (a *app) ReadPlanDocument(r io.Reader, env string) (tfplan.Facts, error) {
 	return terraform.ReadPlanJSON(r, env, a.secrets)
 }
+
+// StateCustody reads the roots' state custody without running Terraform.
+func (a *app) StateCustody() custody.Reader { return terraform.StateCustody{} }
 
 // CheckPeopleFile reads the people file with the parser that verifies
 // approvals.

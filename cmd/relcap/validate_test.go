@@ -159,3 +159,45 @@ func TestValidateParsesThePeopleFile(t *testing.T) {
 	require.NotContains(t, errOut, "AAAAC3NzaC1lZDI1NTE5AAAA!!", "no key quoted")
 	require.NotContains(t, errOut, "allowed_signers:2:", "the valid line is not blamed")
 }
+
+// TestValidateSaysTheStatesCustodyWithoutACredential: validate reads each
+// root's backend without running Terraform or reaching the cloud (an s3
+// backend offline), says what the plan review will find, and never prints
+// a credential written in the backend block, in any output; a custody
+// blocker is policy, not a problem of the files, so validate still passes.
+func TestValidateSaysTheStatesCustodyWithoutACredential(t *testing.T) {
+	t.Parallel()
+	dir := releaseRepo(t, validConfig)
+	const secretKey = "wJalr/XUtn+FEMI=K7MDENG%bPx\"RfiCY"
+	backend := `terraform {
+  backend "s3" {
+    bucket     = "acme-tfstate"
+    key        = "prod/app.tfstate"
+    region     = "eu-west-1"
+    access_key = "AKIAIOSFODNN7EXAMPLE"
+    secret_key = "` + strings.ReplaceAll(secretKey, `"`, `\"`) + `"
+    token      = <<EOT
+line one of a session token
+line two
+EOT
+  }
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "infra/prod/backend.tf"), []byte(backend), 0o644))
+	for _, args := range [][]string{{"validate"}, {"--json", "validate"}} {
+		code, out, errOut := invoke(t, dir, append([]string{"-c", filepath.Join(dir, "relcap.yaml")}, args...)...)
+		require.Equal(t, 0, code, out+errOut)
+		for _, secret := range []string{"AKIAIOSFODNN7EXAMPLE", "wJalr", "RfiCY", "line one", "line two"} {
+			require.NotContains(t, out+errOut, secret)
+		}
+		if args[0] == "validate" {
+			require.Contains(t, out, "custody: prod: s3 backend, state in s3://acme-tfstate/prod/app.tfstate")
+			require.Contains(t, out, "blocker custody.no-locking")
+			require.Contains(t, out, "blocker custody.unencrypted")
+			require.Contains(t, out, "warning custody.credential-in-config: a credential (secret_key) is written in the backend configuration")
+			require.Contains(t, out, "custody: staging: local backend")
+		} else {
+			require.Contains(t, out, `"custody"`)
+		}
+	}
+}

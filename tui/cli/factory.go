@@ -8,6 +8,7 @@ package cli
 
 import (
 	"context"
+	"github.com/relcap/relcap/workflow/custody"
 	"io"
 	"time"
 
@@ -35,6 +36,10 @@ type Factory interface {
 	// Secrets are masked in everything the process prints and records.
 	Secrets() *secret.Set
 	Build() Build
+
+	// StateCustody reads where each root keeps its state, without running
+	// Terraform (relcap validate).
+	StateCustody() custody.Reader
 
 	// LoadProject loads relcap.yaml from -c or the nearest one up.
 	LoadProject() (*workflow.Project, error)

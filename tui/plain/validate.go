@@ -2,6 +2,8 @@ package plain
 
 import (
 	"fmt"
+	"github.com/relcap/relcap/workflow/custody"
+	"github.com/relcap/relcap/workflow/finding"
 	"io"
 	"path/filepath"
 
@@ -51,4 +53,25 @@ func Rel(path string) string {
 		return r
 	}
 	return path
+}
+
+// PrintCustody says, per environment, where its state lives and each
+// custody blocker and warning the plan review will show.
+func PrintCustody(w io.Writer, results []custody.Result) {
+	for _, r := range results {
+		where := r.Location
+		if where == "" {
+			where = "a place not known from here"
+		}
+		fmt.Fprintf(w, "custody: %s: %s backend, state in %s\n", r.Env, r.Backend, where)
+		for _, f := range r.Findings {
+			if f.Severity == finding.Info {
+				continue
+			}
+			fmt.Fprintf(w, "  %s %s: %s\n", f.Severity, f.Code, f.Message)
+			if f.NextAction != "" {
+				fmt.Fprintf(w, "    next: %s\n", f.NextAction)
+			}
+		}
+	}
 }

@@ -54,18 +54,18 @@ type Env struct {
 
 // Result is the custody review of one environment.
 type Result struct {
-	Env     string
-	Backend string // the backend type
+	Env     string `json:"env"`
+	Backend string `json:"backend"` // the backend type
 	// Location is where the environment's state lives, without a
 	// credential; "" when it is not known from here.
-	Location string
-	Source   Source
+	Location string `json:"location,omitempty"`
+	Source   Source `json:"source"`
 	// Findings, most serious first. An accepted finding is a warning
 	// that says so.
-	Findings []finding.Finding
+	Findings []finding.Finding `json:"findings"`
 	// Accepted are the findings found and accepted, by code, with the
 	// reason relcap.yaml gives.
-	Accepted map[string]string
+	Accepted map[string]string `json:"accepted,omitempty"`
 }
 
 // Blocking reports whether a finding stops the plan.
@@ -364,7 +364,7 @@ func Replace(findings, fresh []finding.Finding) []finding.Finding {
 
 func isCustody(f finding.Finding) bool { return strings.HasPrefix(f.Code, "custody.") }
 
-// Explain is the message of a plan custody stops: the first blocker, what
+// Explain is the message of a release custody stops: the first blocker, what
 // to do, and how many more there are.
 func Explain(env string, findings []finding.Finding) string {
 	var blockers []finding.Finding
@@ -377,7 +377,7 @@ func Explain(env string, findings []finding.Finding) string {
 		return ""
 	}
 	f := blockers[0]
-	msg := fmt.Sprintf("the state custody of %s stops this plan: %s (%s); next: %s, or accept %s for %s in relcap.yaml (environments[].custody.accept) with the reason", env, f.Message, f.Code, f.NextAction, f.Code, env)
+	msg := fmt.Sprintf("the state custody of %s stops this release: %s (%s); next: %s, or accept %s for %s in relcap.yaml (environments[].custody.accept) with the reason", env, f.Message, f.Code, f.NextAction, f.Code, env)
 	if n := len(blockers) - 1; n > 0 {
 		msg += fmt.Sprintf("; and %d more custody blocker(s)", n)
 	}
