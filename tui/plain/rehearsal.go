@@ -49,17 +49,7 @@ func PrintRehearsal(w io.Writer, rh *rehearsal.Rehearsal) {
 	} else if rh.RecoveryRelease != "" {
 		fmt.Fprintf(w, "  recovering  release %s\n", rh.RecoveryRelease)
 	}
-	for _, ans := range []workflow.Answer{rh.IntendedRevision, rh.ActualArtifact, rh.ControllerStatus, rh.NextSafeAction} {
-		if ans.Shown != "" {
-			fmt.Fprintf(w, "  %s\n", ans.Shown)
-		}
-	}
-	if rh.ProductionOverride != "" {
-		fmt.Fprintf(w, "  production, with --i-know: %s\n", rh.ProductionOverride)
-	}
-	if rh.Failure != "" {
-		fmt.Fprintf(w, "  why: %s\n", rh.Failure)
-	}
+	printAnswersAndWhy(w, rh)
 }
 
 // printStateRestore prints a state-restore drill's record: its three
@@ -74,6 +64,12 @@ func printStateRestore(w io.Writer, rh *rehearsal.Rehearsal) {
 			fmt.Fprintf(w, "  proved      %s  plan %s against the real resources, in %s: %s\n", at(rh.DetectedAt), workflow.ShortHash(p.Plan), p.ProveTook.Round(10*time.Millisecond), orNone(string(rh.Detected)))
 		}
 	}
+	printAnswersAndWhy(w, rh)
+}
+
+// printAnswersAndWhy ends a rehearsal's record: the four answers as
+// relcap showed them, a production override, and why it did not pass.
+func printAnswersAndWhy(w io.Writer, rh *rehearsal.Rehearsal) {
 	for _, ans := range []workflow.Answer{rh.IntendedRevision, rh.ActualArtifact, rh.ControllerStatus, rh.NextSafeAction} {
 		if ans.Shown != "" {
 			fmt.Fprintf(w, "  %s\n", ans.Shown)

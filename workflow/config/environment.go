@@ -306,47 +306,32 @@ func validDigest(s string) bool {
 // relcap does not know is refused (an acceptance that matches nothing
 // would look like a decision and be none).
 func (m *mapNode) custodyAccepted() map[string]string {
-	e, ok := m.get("accept")
-	if !ok {
-		return nil
-	}
-	field := join(m.path, "accept")
-	r := resolve(e.val)
-	if r.Kind != yaml.MappingNode {
-		m.p.add(e.val, field, "want a mapping of finding codes to reasons, e.g. accept: {custody.local-backend: one operator; backed up nightly}, got %s", describe(e.val))
-		return nil
-	}
 	known := custody.Acceptable()
 	out := map[string]string{}
-	for i := 0; i+1 < len(r.Content); i += 2 {
-		if !m.p.spend() {
-			break
-		}
-		k, v := resolve(r.Content[i]), resolve(r.Content[i+1])
-		if k.Kind != yaml.ScalarNode || k.Value == "" {
-			m.p.add(r.Content[i], field, "want a finding code, got %s", describe(r.Content[i]))
-			continue
-		}
-		at := join(field, k.Value)
-		if !slices.Contains(known, k.Value) {
-			hint := ""
-			if s := suggest(k.Value, known); s != "" {
-				hint = fmt.Sprintf(" (did you mean %q?)", s)
-			} else if s := suggest("custody."+k.Value, known); s != "" {
-				hint = fmt.Sprintf(" (did you mean %q?)", s)
+	present := m.stringPairs("accept", "a mapping of finding codes to reasons, e.g. accept: {custody.local-backend: one operator; backed up nightly}", "a finding code",
+		func(code string, kn, v *yaml.Node, at string) {
+			if !slices.Contains(known, code) {
+				hint := ""
+				if s := suggest(code, known); s != "" {
+					hint = fmt.Sprintf(" (did you mean %q?)", s)
+				} else if s := suggest("custody."+code, known); s != "" {
+					hint = fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				m.p.add(kn, at, "unknown custody finding %s%s; want one of %s", quote(code), hint, strings.Join(known, ", "))
+				return
 			}
-			m.p.add(r.Content[i], at, "unknown custody finding %s%s; want one of %s", quote(k.Value), hint, strings.Join(known, ", "))
-			continue
-		}
-		if _, dup := out[k.Value]; dup {
-			m.p.add(r.Content[i], at, "accepted twice")
-			continue
-		}
-		if v.Kind != yaml.ScalarNode || isNull(v) || strings.TrimSpace(v.Value) == "" {
-			m.p.add(r.Content[i+1], at, "want the reason the team accepts it, e.g. %s: one operator; the state file is backed up nightly", k.Value)
-			continue
-		}
-		out[k.Value] = strings.TrimSpace(v.Value)
+			if _, dup := out[code]; dup {
+				m.p.add(kn, at, "accepted twice")
+				return
+			}
+			if v.Kind != yaml.ScalarNode || isNull(v) || strings.TrimSpace(v.Value) == "" {
+				m.p.add(v, at, "want the reason the team accepts it, e.g. %s: one operator; the state file is backed up nightly", code)
+				return
+			}
+			out[code] = strings.TrimSpace(v.Value)
+		})
+	if !present {
+		return nil
 	}
 	return out
 }

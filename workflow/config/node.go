@@ -555,3 +555,34 @@ func (p *parser) glob(n *yaml.Node, field, pattern string) {
 		p.add(n, field, "invalid glob pattern %s: %v", quote(pattern), err)
 	}
 }
+
+// stringPairs walks the mapping under key: each entry whose key is a
+// non-empty scalar is handed to each with its value node and field path,
+// in the order written; a key that is not, or a value that is not a
+// mapping, is said with want (what the mapping holds, e.g. "a mapping of
+// forge accounts to principals, e.g. users: {bob-gh: bob}") and keyWant.
+// present is false when the key is absent.
+func (m *mapNode) stringPairs(key, want, keyWant string, each func(k string, kn, v *yaml.Node, at string)) (present bool) {
+	e, ok := m.get(key)
+	if !ok {
+		return false
+	}
+	field := join(m.path, key)
+	r := resolve(e.val)
+	if r.Kind != yaml.MappingNode {
+		m.p.add(e.val, field, "want %s, got %s", want, describe(e.val))
+		return true
+	}
+	for i := 0; i+1 < len(r.Content); i += 2 {
+		if !m.p.spend() {
+			break
+		}
+		k := resolve(r.Content[i])
+		if k.Kind != yaml.ScalarNode || k.Value == "" {
+			m.p.add(r.Content[i], field, "want %s, got %s", keyWant, describe(r.Content[i]))
+			continue
+		}
+		each(k.Value, r.Content[i], resolve(r.Content[i+1]), join(field, k.Value))
+	}
+	return true
+}

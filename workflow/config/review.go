@@ -117,44 +117,26 @@ func forgeURLProblem(s string) string {
 // forgeUsers reads users: a mapping of forge accounts to the people
 // file's principals, in the order written.
 func (m *mapNode) forgeUsers(o options) []forge.User {
-	e, ok := m.get("users")
-	if !ok {
-		return nil
-	}
-	field := join(m.path, "users")
-	r := resolve(e.val)
-	if r.Kind != yaml.MappingNode {
-		m.p.add(e.val, field, "want a mapping of forge accounts to principals, e.g. users: {bob-gh: bob}, got %s", describe(e.val))
-		return nil
-	}
 	known, haveKnown := m.p.principals(o)
 	var users []forge.User
 	seen := map[string]int{}
-	for i := 0; i+1 < len(r.Content); i += 2 {
-		if !m.p.spend() {
-			break
-		}
-		k, v := resolve(r.Content[i]), resolve(r.Content[i+1])
-		if k.Kind != yaml.ScalarNode || k.Value == "" {
-			m.p.add(r.Content[i], field, "want a forge account name, got %s", describe(r.Content[i]))
-			continue
-		}
-		at := join(field, k.Value)
-		if first, dup := seen[k.Value]; dup {
-			m.p.add(r.Content[i], at, "duplicate forge account (first at line %d)", first)
-			continue
-		}
-		seen[k.Value] = r.Content[i].Line
-		if v.Kind != yaml.ScalarNode || isNull(v) || v.Value == "" {
-			m.p.add(r.Content[i+1], at, "want the principal of the people file this account is, got %s", describe(r.Content[i+1]))
-			continue
-		}
-		if haveKnown && !matchesPrincipal(known, v.Value) {
-			m.p.add(r.Content[i+1], at, "principal %s is not in the people file %s; add them there or fix the name", quote(v.Value), o.people)
-			continue
-		}
-		users = append(users, forge.User{Login: k.Value, Principal: v.Value})
-	}
+	m.stringPairs("users", "a mapping of forge accounts to principals, e.g. users: {bob-gh: bob}", "a forge account name",
+		func(login string, kn, v *yaml.Node, at string) {
+			if first, dup := seen[login]; dup {
+				m.p.add(kn, at, "duplicate forge account (first at line %d)", first)
+				return
+			}
+			seen[login] = kn.Line
+			if v.Kind != yaml.ScalarNode || isNull(v) || v.Value == "" {
+				m.p.add(v, at, "want the principal of the people file this account is, got %s", describe(v))
+				return
+			}
+			if haveKnown && !matchesPrincipal(known, v.Value) {
+				m.p.add(v, at, "principal %s is not in the people file %s; add them there or fix the name", quote(v.Value), o.people)
+				return
+			}
+			users = append(users, forge.User{Login: login, Principal: v.Value})
+		})
 	return users
 }
 
