@@ -164,6 +164,10 @@ func credentialSource(b Backend) (what, where string, ok bool) {
 			return "AWS credentials file " + b.Setting("shared_credentials_files"), from("shared_credentials_files"), true
 		}
 		if b.Settings["access_key"] == Redacted {
+			if env := b.FromEnv["access_key"]; env != "" {
+				// One process environment serves every environment.
+				return "the AWS access key in $" + env, from("access_key"), true
+			}
 			return "", "", false // a key of its own, not comparable
 		}
 		return "the default AWS credential chain", "nothing in the backend configuration or $AWS_PROFILE", true
@@ -174,7 +178,13 @@ func credentialSource(b Backend) (what, where string, ok bool) {
 		if set("credentials") {
 			return "Google credentials file " + b.Setting("credentials"), from("credentials"), true
 		}
-		if b.Settings["credentials"] == Redacted || b.Settings["access_token"] == Redacted {
+		for _, k := range []string{"credentials", "access_token"} {
+			if b.Settings[k] != Redacted {
+				continue
+			}
+			if env := b.FromEnv[k]; env != "" {
+				return "the Google credentials in $" + env, from(k), true
+			}
 			return "", "", false
 		}
 		return "Google application default credentials", "nothing in the backend configuration", true

@@ -266,3 +266,21 @@ func TestAPasswordWrittenInAConnectionStringIsACredentialInTheConfiguration(t *t
 	require.NotContains(t, codes(st, finding.Warning), custody.CodeCredentialInConfig)
 	require.Contains(t, codes(st, finding.Warning), custody.CodeSharedCredentials, "one database user for both")
 }
+
+func TestAKeyFromRelcapsEnvironmentIsOneCredentialForEveryEnvironment(t *testing.T) {
+	good := []string{"encrypt", "true", "use_lockfile", "true", "access_key", custody.Redacted, "secret_key", custody.Redacted}
+	st, pr := s3("acme", "staging.tfstate", good...), s3("acme", "prod.tfstate", good...)
+	for _, b := range []custody.Backend{st, pr} {
+		b.FromEnv["access_key"], b.FromEnv["secret_key"] = "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"
+	}
+	r := fakeReader{backends: map[string]custody.Backend{"/r/staging": st, "/r/prod": pr}}
+	res := check(t, r, envs(nil), "prod")
+	require.Equal(t, []string{custody.CodeSharedCredentials}, codes(res, finding.Warning), "from the environment: no credential in the configuration")
+
+	// Written in each backend block: a credential in the configuration,
+	// and not comparable.
+	st2, pr2 := s3("acme", "staging.tfstate", good...), s3("acme", "prod.tfstate", good...)
+	r = fakeReader{backends: map[string]custody.Backend{"/r/staging": st2, "/r/prod": pr2}}
+	res = check(t, r, envs(nil), "prod")
+	require.Equal(t, []string{custody.CodeCredentialInConfig, custody.CodeCredentialInConfig}, codes(res, finding.Warning))
+}
