@@ -250,3 +250,42 @@ func TestAFailedApplyDrillInterruptedDuringTheApplyResumes(t *testing.T) {
 	require.Contains(t, done.NextSafeAction.Value, "terraform_data.relcap_rehearsal is tainted")
 	requireRealStateUntouched(t, w, serial)
 }
+
+func TestStateRestoreProvesABackupOnAScratchCopyAndNeverWritesTheRealState(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l := cleanTerraform(), workflowtest.NewLedger()
+	p := drillProcess(t, testProject(0), w, l, nil)
+	serial := w.StateSerial
+
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillStateRestore}, nil)
+	require.NoError(t, err)
+	require.Equal(t, rehearsal.StatePassed, rh.State, rh.Failure)
+	require.Equal(t, rehearsal.VerdictStateRestored, rh.Detected)
+	require.Equal(t, rehearsal.VerdictStateRestored, rh.Expected)
+	require.NotNil(t, rh.Restore)
+	require.Equal(t, "lineage-1", rh.Restore.Lineage)
+	require.Equal(t, serial, rh.Restore.Serial)
+	require.Equal(t, 1, rh.Restore.Resources)
+	require.Equal(t, 1, w.StatePulls, "one backup")
+	proof, err := l.LoadPlan(ctx, rh.Restore.Plan)
+	require.NoError(t, err)
+	require.False(t, proof.HasChanges(), "the proving plan changes nothing")
+	_, detect := rh.TimeToDetect()
+	_, recover := rh.TimeToRecover()
+	require.False(t, detect || recover, "its times are back up, restore and prove, never detect and recover")
+	requireRealStateUntouched(t, w, serial)
+}
+
+func TestStateRestoreIsRefusedWhenThePlanWouldProveNothing(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w, l := workflowtest.NewWorld(), workflowtest.NewLedger() // the root has pending changes
+	p := drillProcess(t, testProject(0), w, l, nil)
+	serial := w.StateSerial
+	rh, err := p.rh.Rehearse(ctx, rehearsal.Request{Env: "staging", Drill: rehearsal.DrillStateRestore}, nil)
+	require.ErrorIs(t, err, fault.ErrBlocked)
+	require.ErrorContains(t, err, "staging has drift or pending changes and the plan proves nothing about the backup")
+	require.Equal(t, rehearsal.StateAbandoned, rh.State)
+	requireRealStateUntouched(t, w, serial)
+}
