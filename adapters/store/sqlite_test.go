@@ -50,7 +50,7 @@ func TestOpenSQLiteAppliesPragmas(t *testing.T) {
 		require.NoError(t, c.QueryRowContext(t.Context(), "PRAGMA foreign_keys").Scan(&fk))
 		require.NoError(t, c.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync))
 		require.Equal(t, "wal", mode)
-		require.Equal(t, 10000, busy)
+		require.Equal(t, 30000, busy)
 		require.Equal(t, 1, fk)
 		require.Equal(t, 2, sync) // FULL
 		require.NoError(t, c.Close())

@@ -94,7 +94,7 @@ func TestRehearseDrillsOnTheCommandLine(t *testing.T) {
 
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "rehearse", "--env", "staging", "--drill", "chaos")
 	require.Equal(t, exitUsage, code, out+errOut)
-	require.Contains(t, errOut, "failed-apply, unavailable-image, failed-readiness, interrupted-reconciliation")
+	require.Contains(t, errOut, "failed-apply, state-restore, unavailable-image, failed-readiness, interrupted-reconciliation")
 
 	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "rehearse", "list", "--env", "staging")
 	require.Equal(t, 0, code, out+errOut)

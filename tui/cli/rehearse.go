@@ -41,13 +41,18 @@ action, and how long detection and recovery took. Drills:
   interrupted-reconciliation  stop reconciliation mid-rollout (rehearsal.interrupt, else break-glass), resume it
   failed-apply                apply a terraform_data whose local-exec provisioner exits 1, in a scratch
                               copy of the Terraform root seeded with a copy of its state, then destroy it
+  state-restore               back up the Terraform state (state pull), restore it into a scratch copy
+                              of the root, and prove it with a plan that changes nothing
 
 Each Argo CD drill starts from the release the environment last converged on
 (it must be converged on it now) and ends with a rollback to that release.
 failed-apply never writes the real state: it reads it (terraform state pull)
 into $XDG_STATE_HOME/relcap/rehearsals/ID, plans and applies there through
 relcap's plan and apply (approvals.plan applies to both of its plans), and is
-refused when the plan would change anything but its own resource. Every drill
+refused when the plan would change anything but its own resource.
+state-restore times the back-up, the restore and the proving plan; it is
+refused when the root has no state yet or has pending changes (the plan would
+prove nothing), and never writes the real state. Every drill
 holds the environment's promotion lock. A production environment is refused unless
 --i-know gives a reason (journaled and signed). A drill that was interrupted
 (Ctrl-C, kill -9) is continued with --resume ID or undone with --cleanup ID.
