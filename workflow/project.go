@@ -2,13 +2,13 @@ package workflow
 
 import (
 	"fmt"
-	"github.com/relcap/relcap/workflow/custody"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/relcap/relcap/workflow/approval"
 	"github.com/relcap/relcap/workflow/appstate"
+	"github.com/relcap/relcap/workflow/custody"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/forge"
 	"github.com/relcap/relcap/workflow/ownership"

@@ -176,9 +176,10 @@ func (run *releaseRun) custodyGate(ctx context.Context) (StepResult, bool, error
 
 // keepPlan reviews what the Planner read of a new plan (ReviewPlan with
 // the project's classification, then its drift against the ownership
-// map, and beside them what else was found of it: custody), signs it, saves it in the ledger and journals it: every plan relcap
-// makes, a release's (release is its ID) or the failed-apply drill's
-// (release is ""), is kept the same way.
+// map), adds the findings made beside it (the state custody check's),
+// signs it, saves it in the ledger and journals it: every plan relcap
+// makes, a release's (release is its ID) or a drill's (release is ""),
+// is kept the same way.
 func (s *Service) keepPlan(ctx context.Context, env Environment, facts tfplan.Facts, release string, beside []finding.Finding) (tfplan.Summary, error) {
 	p := tfplan.ReviewPlan(facts, s.d.Project.PlanClassify())
 	p.Release = release

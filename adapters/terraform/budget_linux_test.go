@@ -2,8 +2,6 @@ package terraform
 
 import (
 	"encoding/json"
-	"github.com/relcap/relcap/adapters/store/pgtest"
-
 	"fmt"
 	"io"
 	"os"
@@ -18,10 +16,10 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
-
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relcap/relcap/adapters/store/pgtest"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/tfplan"
 )

@@ -8,13 +8,13 @@ package cli
 
 import (
 	"context"
-	"github.com/relcap/relcap/workflow/custody"
 	"io"
 	"time"
 
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/audit"
+	"github.com/relcap/relcap/workflow/custody"
 	"github.com/relcap/relcap/workflow/effort"
 	"github.com/relcap/relcap/workflow/rehearsal"
 	"github.com/relcap/relcap/workflow/report"

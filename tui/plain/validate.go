@@ -2,12 +2,12 @@ package plain
 
 import (
 	"fmt"
-	"github.com/relcap/relcap/workflow/custody"
-	"github.com/relcap/relcap/workflow/finding"
 	"io"
 	"path/filepath"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/custody"
+	"github.com/relcap/relcap/workflow/finding"
 )
 
 // PrintProblems prints every problem of a configuration, one per line,

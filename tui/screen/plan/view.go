@@ -2,8 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"github.com/relcap/relcap/workflow/custody"
-	"github.com/relcap/relcap/workflow/finding"
 	"slices"
 	"strings"
 
@@ -12,6 +10,8 @@ import (
 	"github.com/relcap/relcap/tui/screen"
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/custody"
+	"github.com/relcap/relcap/workflow/finding"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
