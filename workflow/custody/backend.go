@@ -4,7 +4,7 @@
 // backend's workspaces or one credential source unnoticed), and roots that
 // read another environment's whole state instead of narrow outputs. It is
 // pure: the Terraform adapter reads what Terraform recorded (Reader), and
-// Review judges it against the project's environments and the findings
+// Check judges it against the project's environments and the findings
 // each one has knowingly accepted in relcap.yaml.
 package custody
 

@@ -68,9 +68,6 @@ type Result struct {
 	Accepted map[string]string `json:"accepted,omitempty"`
 }
 
-// Blocking reports whether a finding stops the plan.
-func (r Result) Blocking() bool { return finding.Blocking(r.Findings) }
-
 // Check reads the backend of every environment and the remote states of
 // target's root through r, and reviews target's custody: its backend, its
 // separation from every other environment, and the whole states it reads.
@@ -98,26 +95,20 @@ func Check(ctx context.Context, r Reader, envs []Env, target string) (Result, er
 	if err != nil {
 		return Result{}, fmt.Errorf("reading the terraform_remote_state sources of %s: %w", target, err)
 	}
-	res := Review(envs, backends, remotes, target)
+	res := review(envs, backends, remotes, envs[i])
 	res.Findings = append(res.Findings, unreadable...)
 	accept(&res, envs[i])
 	finding.Sort(res.Findings)
 	return res, nil
 }
 
-// Review judges target's custody from the backends read of the project's
-// environments (by name) and the remote states target's root reads.
+// review judges env's custody from the backends read of the project's
+// environments (by name) and the remote states env's root reads.
 // Acceptances are not applied: Check does that.
-func Review(envs []Env, backends map[string]Backend, remotes []RemoteState, target string) Result {
-	var env Env
-	for _, e := range envs {
-		if e.Name == target {
-			env = e
-		}
-	}
-	b := backends[target]
+func review(envs []Env, backends map[string]Backend, remotes []RemoteState, env Env) Result {
+	b := backends[env.Name]
 	loc := locate(b)
-	res := Result{Env: target, Backend: orDefault(b.Type, "local"), Source: b.Source}
+	res := Result{Env: env.Name, Backend: orDefault(b.Type, "local"), Source: b.Source}
 	if loc.known {
 		res.Location = loc.state
 	}

@@ -76,7 +76,7 @@ func TestALocalBackendBlocksProductionAndWarnsElsewhere(t *testing.T) {
 	}}
 	prod := check(t, r, envs(nil), "prod")
 	require.Equal(t, []string{custody.CodeLocalBackend}, codes(prod, finding.Blocker))
-	require.True(t, prod.Blocking())
+	require.True(t, custody.Blocking(prod.Findings))
 	require.Equal(t, "local file /r/prod/state/prod.tfstate", prod.Location)
 	f := prod.Findings[0]
 	require.Contains(t, f.Message, "/r/prod/state/prod.tfstate")
@@ -96,7 +96,7 @@ func TestAnAcceptedFindingIsAWarningThatSaysSoAndAStaleAcceptanceIsNamed(t *test
 	}}
 	accepts := map[string]string{custody.CodeLocalBackend: "one operator; the file is backed up nightly", custody.CodeNoLocking: "old"}
 	res := check(t, r, envs(accepts), "prod")
-	require.False(t, res.Blocking(), "accepted: a warning, never silent")
+	require.False(t, custody.Blocking(res.Findings), "accepted: a warning, never silent")
 	i := slices.IndexFunc(res.Findings, func(f finding.Finding) bool { return f.Code == custody.CodeLocalBackend })
 	require.GreaterOrEqual(t, i, 0)
 	require.Equal(t, finding.Warning, res.Findings[i].Severity)
