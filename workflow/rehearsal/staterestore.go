@@ -10,7 +10,6 @@ import (
 	"github.com/relcap/relcap/workflow/appstate"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/journal"
-	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The state-restore drill: a backup of the environment's Terraform state
@@ -159,13 +158,7 @@ func (s *Service) proveRestore(ctx context.Context, env workflow.Environment, rh
 	proved := d.Clock.Now()
 	rh.DrillPlan = plan.Fingerprint
 	rh.Restore.Plan, rh.Restore.ProveTook = plan.Fingerprint, proved.Sub(start)
-	changes := 0
-	for _, c := range plan.Changes {
-		if c.Action != tfplan.ActionNoop && c.Action != tfplan.ActionRead {
-			changes++
-		}
-	}
-	changes += len(plan.Outputs) + len(plan.Actions)
+	_, changes := planAgainst(plan, "") // no change is the drill's own: every one counts
 	if why, refused := plan.Refused(); refused && rh.Failure == "" {
 		rh.Failure = fmt.Sprintf("plan %s of the restored copy cannot be trusted: %s", workflow.ShortHash(plan.Fingerprint), why)
 	}
