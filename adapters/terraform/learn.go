@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,30 +144,18 @@ func (a *Adapter) sensitiveNames(ctx context.Context, t target, names []string) 
 var variableBlock = regexp.MustCompile(`(?m)^[ \t]*variable[ \t]+(?:"([^"\\\n]+)"|([A-Za-z_][A-Za-z0-9_-]*))[ \t]*\{`)
 
 // declaredVariables are the names of the variables the root module in dir
-// declares, from its *.tf and *.tf.json files (Terraform reads no
-// subdirectory of the root). Whether each is sensitive, and its value, is
-// Terraform's to say.
+// declares, from its configuration files as Terraform selects them
+// (moduleFiles: *.tf and *.tf.json, no subdirectory of the root).
+// Whether each is sensitive, and its value, is Terraform's to say.
 func declaredVariables(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	files, err := moduleFiles(dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading the configuration in %s: %w", dir, err)
+		return nil, err
 	}
 	seen := map[string]bool{}
-	for _, e := range entries {
-		name := e.Name()
-		native, isJSON := strings.HasSuffix(name, ".tf"), strings.HasSuffix(name, ".tf.json")
-		if e.IsDir() || (!native && !isJSON) || strings.HasPrefix(name, ".") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, name), err)
-		}
-		if native {
-			for _, m := range variableBlock.FindAllSubmatch(b, -1) {
+	for _, f := range files {
+		if !f.isJSON() {
+			for _, m := range variableBlock.FindAllSubmatch(f.src, -1) {
 				seen[string(m[1])+string(m[2])] = true
 			}
 			continue
@@ -176,7 +163,7 @@ func declaredVariables(dir string) ([]string, error) {
 		var doc struct {
 			Variable json.RawMessage `json:"variable"`
 		}
-		if json.Unmarshal(b, &doc) != nil || len(doc.Variable) == 0 {
+		if json.Unmarshal(f.src, &doc) != nil || len(doc.Variable) == 0 {
 			continue // Terraform's own plan reports a file it cannot read
 		}
 		// "variable" is an object of blocks, or a list of such objects.
