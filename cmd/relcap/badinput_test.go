@@ -113,6 +113,34 @@ func TestBadInputRecordsNothing(t *testing.T) {
 	require.Equal(t, anchors, anchorCommits(t, envRepo), "breakglass status: no anchor commit")
 }
 
+// TestABrokenTerraformRootRecordsNothing: a Terraform root whose
+// configuration does not parse is the user's to fix: plan and release
+// say where (file:line:col, never the line itself, which may hold a
+// credential) with exit 2, and start no release, session or anchor.
+// Before, each started a release and failed it at the ownership check.
+func TestABrokenTerraformRootRecordsNothing(t *testing.T) {
+	t.Parallel()
+	cfg, env, _ := tfRepo(t, 1, false)
+	envRepo := envRepoOf(t, cfg)
+	data := t.TempDir()
+	ledger := filepath.Join(data, "relcap", "ledger.db")
+	seedRelease(t, ledger, "web-staging-1", "staging")
+	rows, sessions, anchors := ledgerRows(t, ledger), sessionDirs(t, ledger), anchorCommits(t, envRepo)
+	broken := filepath.Join(filepath.Dir(cfg), "infra", "staging", "broken.tf")
+	require.NoError(t, os.WriteFile(broken, []byte("resource \"terraform_data\" \"x\" {\n  input = \"pw-9f3/+=\" +\n}\n"), 0o644))
+	for _, args := range [][]string{{"plan", "--env", "staging"}, {"release", "--env", "staging", "--image", "r/web:1"}} {
+		code, out, errOut := invokeEnv(t, data, env, append([]string{"-c", cfg}, args...)...)
+		require.Equal(t, exitUsage, code, "%s: %s%s", args[0], out, errOut)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "%s: one line: %q", args[0], errOut)
+		require.Contains(t, errOut, "broken.tf:2:24: Invalid expression")
+		require.Contains(t, errOut, "fix the Terraform root")
+		require.NotContains(t, out+errOut, "pw-9f3")
+		require.Equal(t, rows, ledgerRows(t, ledger), "%s: nothing in the ledger", args[0])
+		require.Equal(t, sessions, sessionDirs(t, ledger), "%s: no session", args[0])
+		require.Equal(t, anchors, anchorCommits(t, envRepo), "%s: no anchor commit", args[0])
+	}
+}
+
 // TestReadOnlyCommandsNeverCreateALedger: every command that only reads
 // the ledger, given a mistyped --ledger path, says exit 2 naming the path
 // and creates neither the file nor its directory.

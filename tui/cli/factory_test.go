@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/custody"
 )
 
 // fakeFactory is a named fake of the Factory: the project, the streams
@@ -28,6 +29,18 @@ type fakeFactory struct {
 
 var errFakeService = errors.New("fake: no service")
 
+// fakeLocalState is a fake custody.Reader: every root is on Terraform's
+// default local backend and reads no remote state.
+type fakeLocalState struct{}
+
+func (fakeLocalState) Backend(_ context.Context, root custody.Root) (custody.Backend, error) {
+	return custody.Backend{Type: "local", Source: custody.FromDefault, Dir: root.Dir, Workspace: root.Workspace}, nil
+}
+
+func (fakeLocalState) RemoteStates(context.Context, custody.Root) ([]custody.RemoteState, error) {
+	return nil, nil
+}
+
 func (f *fakeFactory) IO() *IO                                          { return &f.io }
 func (f *fakeFactory) Flags() *GlobalFlags                              { return &f.flags }
 func (f *fakeFactory) Build() Build                                     { return Build{Version: "v9.9.9", Commit: "abc", Date: "today"} }
@@ -36,6 +49,7 @@ func (f *fakeFactory) LoadProject() (*workflow.Project, error)          { return
 func (f *fakeFactory) ProjectIfAny() (*workflow.Project, error)         { return f.project, nil }
 func (f *fakeFactory) CheckArgoCD(workflow.Environment) error           { return nil }
 func (f *fakeFactory) LedgerAbsent() (bool, error)                      { return false, nil }
+func (f *fakeFactory) StateCustody() custody.Reader                     { return fakeLocalState{} }
 func (f *fakeFactory) PurgeExpiredPlans(*workflow.Project) (int, error) { return 0, nil }
 
 func (f *fakeFactory) Service(_ context.Context, req ServiceRequest) (*workflow.Service, Session, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/custody"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/input"
 )
@@ -16,8 +17,9 @@ import (
 // checkReferences checks, before a command opens a session or starts a
 // release, that what its command line names exists
 // (input.ReferencesOf): each environment in relcap.yaml, each release in
-// the ledger, and Argo CD's server and token for the commands that need
-// them. The first missing one is a usage error (exit 2); nothing is
+// the ledger, Argo CD's server and token for the commands that need
+// them, and that the Terraform roots of the commands that read them first
+// parse. The first missing one is a usage error (exit 2); nothing is
 // recorded.
 func checkReferences(a Factory, ctx context.Context, cmd *cobra.Command, args []string, readOnly bool) error {
 	var given []input.GivenFlag
@@ -48,6 +50,14 @@ func checkReferences(a Factory, ctx context.Context, cmd *cobra.Command, args []
 			if refs.ArgoCD {
 				if err := a.CheckArgoCD(env); err != nil {
 					return UsageError{fmt.Errorf("environment %s: %w", env.Name, err)}
+				}
+			}
+			if refs.Terraform {
+				// What the ownership step's custody check reads first: a
+				// root that does not parse is the user's to fix, not a
+				// failed release.
+				if _, err := custody.Check(ctx, a.StateCustody(), p.CustodyEnvs(), env.Name); err != nil {
+					return UsageError{fmt.Errorf("environment %s: %w; fix the Terraform root, then run the command again", env.Name, err)}
 				}
 			}
 		}

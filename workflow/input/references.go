@@ -2,8 +2,9 @@ package input
 
 // What a command line names that must already exist, decided here once:
 // the commands that act on a named release (which must be in the ledger),
-// those whose --env must be one of relcap.yaml's environments, and those
-// that cannot start without Argo CD's credentials. The wiring checks them
+// those whose --env must be one of relcap.yaml's environments, those
+// that cannot start without Argo CD's credentials, and those that read
+// the environment's Terraform root first. The wiring checks them
 // against the ledger, the configuration and the environment before it
 // opens a session or starts a release, so a typo records nothing.
 
@@ -32,6 +33,15 @@ var argoCDCommands = map[string]bool{
 	"relcap rollback": true,
 }
 
+// terraformCommands are the commands that read the environment's
+// Terraform root from their first step (the ownership check's state
+// custody and managed objects, then the plan): a root whose configuration
+// does not parse would start a release only to fail it.
+var terraformCommands = map[string]bool{
+	"relcap plan":    true,
+	"relcap release": true,
+}
+
 // Reference is one thing a command line names that must exist: As is how
 // it was given (a flag, or the argument's kind) and Value what.
 type Reference struct {
@@ -47,6 +57,9 @@ type References struct {
 	Releases []Reference
 	Envs     []Reference
 	ArgoCD   bool
+	// Terraform: the command reads the environments' Terraform roots
+	// first, so their configuration must parse.
+	Terraform bool
 	// EnvsMayBeRecorded: the command only reads the ledger, so an
 	// environment relcap.yaml no longer names is still one to report on
 	// when the ledger holds a release of it.
@@ -87,5 +100,6 @@ func ReferencesOf(path string, flags []GivenFlag, args []string, readOnly bool) 
 		}
 	}
 	refs.ArgoCD = argoCDCommands[path] && len(refs.Envs) > 0
+	refs.Terraform = terraformCommands[path] && len(refs.Envs) > 0
 	return refs
 }

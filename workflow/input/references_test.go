@@ -25,6 +25,9 @@ func TestReferencesOf(t *testing.T) {
 	require.Equal(t, []input.Reference{{As: "--env", Value: "prod"}}, refs.Envs)
 	require.False(t, refs.EnvsMayBeRecorded, "a command that records needs the environment in relcap.yaml")
 	require.True(t, refs.ArgoCD)
+	require.True(t, refs.Terraform, "release reads the Terraform root first")
+	require.True(t, input.ReferencesOf("relcap plan", []input.GivenFlag{env("prod")}, nil, false).Terraform)
+	require.False(t, input.ReferencesOf("relcap converge", []input.GivenFlag{env("prod")}, nil, false).Terraform, "converge never reads Terraform")
 
 	refs = input.ReferencesOf("relcap release abandon", nil, []string{"web-prod-2"}, false)
 	require.Equal(t, []input.Reference{{As: string(input.IDRelease), Value: "web-prod-2"}}, refs.Releases)
