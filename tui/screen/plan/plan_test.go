@@ -311,3 +311,35 @@ func TestThePlanScreenShowsTheStatesCustody(t *testing.T) {
 		}
 	}
 }
+
+// acceptedLocalState is a fake custody.Reader: every root keeps its state
+// in a local file, which the test's project accepts.
+type acceptedLocalState struct{}
+
+func (acceptedLocalState) Backend(_ context.Context, root custody.Root) (custody.Backend, error) {
+	return custody.Backend{Type: "local", Source: custody.FromDefault, Dir: root.Dir, Workspace: root.Workspace}, nil
+}
+
+func (acceptedLocalState) RemoteStates(context.Context, custody.Root) ([]custody.RemoteState, error) {
+	return nil, nil
+}
+
+// TestAnAcceptedCustodyFindingShowsItsReasonFirst: at 80 columns the
+// line of an accepted finding keeps the acceptance and its reason, which
+// a message-first line cut off.
+func TestAnAcceptedCustodyFindingShowsItsReasonFirst(t *testing.T) {
+	t.Parallel()
+	env := fixture.New(fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true, Custody: acceptedLocalState{}})
+	env.Project.Environments[0].CustodyAccepted = map[string]string{custody.CodeLocalBackend: "one operator; nightly copy"}
+	svc, _, err := env.Service("alice")
+	require.NoError(t, err)
+	r, err := fixture.Start(t.Context(), svc)
+	require.NoError(t, err)
+	r, err = svc.Run(t.Context(), r.ID, nil)
+	require.ErrorIs(t, err, fault.ErrApprovalRequired)
+	m := plan.New(svc, theme.New(true), keys.Default())
+	m.SetSize(80, 24)
+	m, _ = feed(t, m, screen.RunStateMsg{Release: r, Err: err})
+	require.NotNil(t, m.Plan())
+	require.Contains(t, ansi.Strip(m.View()), "! custody.local-backend accepted: one operator; nightly copy · the state is")
+}

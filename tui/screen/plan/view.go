@@ -201,6 +201,12 @@ func (m Model) custodyLines() []string {
 		case finding.Blocker:
 			parts = append(parts, th.Err.Render(theme.IconBlocker+" "+f.Code+": "+f.Message)+th.Muted.Render(" · next: "+f.NextAction+docs))
 		default:
+			// An accepted finding says so first: the reason is what a
+			// narrow screen must not cut off.
+			if why := f.Fact("accepted"); why != "" {
+				parts = append(parts, th.Warn.Render(theme.IconWarning+" "+f.Code+" accepted: "+why)+th.Muted.Render(" · "+f.Message+docs))
+				continue
+			}
 			parts = append(parts, th.Warn.Render(theme.IconWarning+" "+f.Code+": "+f.Message)+th.Muted.Render(docs))
 		}
 	}
