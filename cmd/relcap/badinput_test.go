@@ -37,6 +37,19 @@ func sessionDirs(t *testing.T, ledger string) []string {
 	return dirs
 }
 
+// seededRepo is a release repository (tfRepo) and a ledger in data that
+// holds one staging release, for the tests that check bad input records
+// nothing beside it.
+func seededRepo(t *testing.T) (cfg string, env []string, envRepo, data, ledger string) {
+	t.Helper()
+	cfg, env, _ = tfRepo(t, 1, false)
+	envRepo = envRepoOf(t, cfg)
+	data = t.TempDir()
+	ledger = filepath.Join(data, "relcap", "ledger.db")
+	seedRelease(t, ledger, "web-staging-1", "staging")
+	return cfg, env, envRepo, data, ledger
+}
+
 // TestBadInputRecordsNothing: every kind of bad input a newcomer types (an
 // image reference that is none, a negative or non-numeric number, a bad
 // duration, a release or an environment that does not exist, Argo CD's
@@ -48,11 +61,7 @@ func sessionDirs(t *testing.T, ledger string) []string {
 // was anchored.
 func TestBadInputRecordsNothing(t *testing.T) {
 	t.Parallel()
-	cfg, env, _ := tfRepo(t, 1, false)
-	envRepo := envRepoOf(t, cfg)
-	data := t.TempDir()
-	ledger := filepath.Join(data, "relcap", "ledger.db")
-	seedRelease(t, ledger, "web-staging-1", "staging")
+	cfg, env, envRepo, data, ledger := seededRepo(t)
 	code, _, errOut := invokeEnv(t, data, env, "-c", cfg, "effort", "log", "--release", "web-staging-1", "--minutes", "30", "--what", "go/no-go call")
 	require.Equal(t, 0, code, errOut)
 	rows, sessions, anchors := ledgerRows(t, ledger), sessionDirs(t, ledger), anchorCommits(t, envRepo)
@@ -120,11 +129,7 @@ func TestBadInputRecordsNothing(t *testing.T) {
 // Before, each started a release and failed it at the ownership check.
 func TestABrokenTerraformRootRecordsNothing(t *testing.T) {
 	t.Parallel()
-	cfg, env, _ := tfRepo(t, 1, false)
-	envRepo := envRepoOf(t, cfg)
-	data := t.TempDir()
-	ledger := filepath.Join(data, "relcap", "ledger.db")
-	seedRelease(t, ledger, "web-staging-1", "staging")
+	cfg, env, envRepo, data, ledger := seededRepo(t)
 	rows, sessions, anchors := ledgerRows(t, ledger), sessionDirs(t, ledger), anchorCommits(t, envRepo)
 	broken := filepath.Join(filepath.Dir(cfg), "infra", "staging", "broken.tf")
 	require.NoError(t, os.WriteFile(broken, []byte("resource \"terraform_data\" \"x\" {\n  input = \"pw-9f3/+=\" +\n}\n"), 0o644))

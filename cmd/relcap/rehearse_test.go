@@ -179,6 +179,18 @@ func TestRehearseAllOnTheSimulator(t *testing.T) {
 	requireNoScratch(t, data)
 }
 
+// applyStaging plans staging's Terraform root and applies the plan (the
+// repository asks no approval of it).
+func applyStaging(t *testing.T, data string, env []string, cfg string) {
+	t.Helper()
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "--json", "plan", "--env", "staging")
+	require.Equal(t, 0, code, out+errOut)
+	var plan struct{ Fingerprint string }
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "apply", "--plan", plan.Fingerprint)
+	require.Equal(t, 0, code, out+errOut)
+}
+
 // requireNoScratch checks every rehearsal's scratch copy is gone.
 func requireNoScratch(t *testing.T, data string) {
 	t.Helper()
@@ -220,12 +232,7 @@ func TestRehearseFailedApplyWithRealTerraform(t *testing.T) {
 	require.NotContains(t, errOut, "failing on purpose")
 	requireNoScratch(t, data)
 
-	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "plan", "--env", "staging")
-	require.Equal(t, 0, code, out+errOut)
-	var plan struct{ Fingerprint string }
-	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
-	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "apply", "--plan", plan.Fingerprint)
-	require.Equal(t, 0, code, out+errOut)
+	applyStaging(t, data, env, cfg)
 	before, beforeFile := pull(), readFile(t, filepath.Join(root, "terraform.tfstate"))
 	require.Contains(t, before, "terraform_data")
 
@@ -277,12 +284,7 @@ func TestRehearseStateRestoreWithRealTerraform(t *testing.T) {
 	require.Contains(t, errOut, "staging has no Terraform state yet (nothing applied), so there is no backup to restore")
 	requireNoScratch(t, data)
 
-	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "plan", "--env", "staging")
-	require.Equal(t, 0, code, out+errOut)
-	var plan struct{ Fingerprint string }
-	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
-	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "apply", "--plan", plan.Fingerprint)
-	require.Equal(t, 0, code, out+errOut)
+	applyStaging(t, data, env, cfg)
 	before := readFile(t, filepath.Join(root, "terraform.tfstate"))
 
 	// A change not applied yet: the restored copy's plan shows it, which

@@ -28,7 +28,13 @@ import (
 // stops it for approvals, and returns a plan screen showing it.
 func blockedAtReview(t *testing.T, pol fixture.Policy, w, h int) (plan.Model, *fixture.Env, *workflow.Release) {
 	t.Helper()
-	env := fixture.New(pol)
+	return blockedAtReviewIn(t, fixture.New(pol), w, h)
+}
+
+// blockedAtReviewIn is blockedAtReview in env, which the test may have
+// changed first.
+func blockedAtReviewIn(t *testing.T, env *fixture.Env, w, h int) (plan.Model, *fixture.Env, *workflow.Release) {
+	t.Helper()
 	svc, _, err := env.Service("alice")
 	require.NoError(t, err)
 	r, err := fixture.Start(t.Context(), svc)
@@ -331,15 +337,6 @@ func TestAnAcceptedCustodyFindingShowsItsReasonFirst(t *testing.T) {
 	t.Parallel()
 	env := fixture.New(fixture.Policy{PlanApprovals: 1, DistinctFromAuthor: true, Custody: acceptedLocalState{}})
 	env.Project.Environments[0].CustodyAccepted = map[string]string{custody.CodeLocalBackend: "one operator; nightly copy"}
-	svc, _, err := env.Service("alice")
-	require.NoError(t, err)
-	r, err := fixture.Start(t.Context(), svc)
-	require.NoError(t, err)
-	r, err = svc.Run(t.Context(), r.ID, nil)
-	require.ErrorIs(t, err, fault.ErrApprovalRequired)
-	m := plan.New(svc, theme.New(true), keys.Default())
-	m.SetSize(80, 24)
-	m, _ = feed(t, m, screen.RunStateMsg{Release: r, Err: err})
-	require.NotNil(t, m.Plan())
+	m, _, _ := blockedAtReviewIn(t, env, 80, 24)
 	require.Contains(t, ansi.Strip(m.View()), "! custody.local-backend accepted: one operator; nightly copy · the state is")
 }
