@@ -14,12 +14,13 @@ import (
 	"github.com/relcap/relcap/workflow/image"
 	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/oplock"
+	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/tfplan"
 )
 
 // The hooks the features beside the core (workflow/audit, breakglass,
-// landing, rehearsal, sharedplan, unlock) take from it, in one place so
+// landing, owners, rehearsal, sharedplan, unlock) take from it, in one place so
 // that what the core exposes for them stays explicit and few. Each
 // section says which feature it serves and why the core keeps it.
 
@@ -38,6 +39,24 @@ func (s *Service) Journal(ctx context.Context, rec journal.Record) error { retur
 func (s *Service) ToolOutput(ctx context.Context, step StepKind) (context.Context, func(error) error) {
 	return s.withToolOutput(ctx, "", step)
 }
+
+// JournalFailure returns cause joined with any failure to journal rec, its
+// record, so a lost record is never silent.
+func (s *Service) JournalFailure(ctx context.Context, cause error, rec journal.Record) error {
+	return s.journalFailure(ctx, cause, rec)
+}
+
+// ReadOwnership reads env's ownership sources for a check outside a
+// release (workflow/owners): Argo CD is asked whenever there is one.
+func (s *Service) ReadOwnership(ctx context.Context, env Environment) (ownership.Sources, error) {
+	if len(s.d.Ownership) == 0 {
+		return ownership.Sources{}, missingPort("ownership source")
+	}
+	return s.readOwnership(ctx, env, clusterAlways, func(f func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error) { return f() })
+}
+
+// OwnershipScope is where an environment's ownership findings are kept.
+func OwnershipScope(env string) string { return ownershipScope(env) }
 
 // MissingPort is the error of a query whose adapter name is not wired
 // for this command: terminal, since retrying cannot help.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/journal"
+	"github.com/relcap/relcap/workflow/owners"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/secret"
 	"github.com/relcap/relcap/workflow/tooloutput"
@@ -69,14 +70,14 @@ func TestToolOutputOfACommandGoesToItsWriter(t *testing.T) {
 	svc, err := workflow.NewService(workflow.Deps{Project: testProject(0), Ledger: workflowtest.NewLedger(), Journal: j, Clock: clock, Actor: "alice",
 		Ownership: []workflow.OwnershipSource{printingSource{}}, ToolOutput: &stderr})
 	require.NoError(t, err)
-	_, err = svc.CheckOwnershipEnv(t.Context(), "staging")
+	_, err = owners.Check(t.Context(), svc, "staging")
 	require.NoError(t, err)
 	require.Equal(t, "Initializing the backend...\n", stderr.String())
 	require.Contains(t, j.Kinds(), string(journal.KindStepOutput))
 
 	svc.SetToolOutput(nil)
 	stderr.Reset()
-	_, err = svc.CheckOwnershipEnv(t.Context(), "staging")
+	_, err = owners.Check(t.Context(), svc, "staging")
 	require.NoError(t, err)
 	require.Empty(t, stderr.String())
 	require.Equal(t, 2, strings.Count(strings.Join(j.Kinds(), " "), string(journal.KindStepOutput)), "journaled either way")

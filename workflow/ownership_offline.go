@@ -135,12 +135,6 @@ func (s *Service) readOwnership(ctx context.Context, env Environment, ask askClu
 	return src, nil
 }
 
-// isProduction reports whether env is a production environment: marked
-// production: true, or the project's last (Project.ProdEnv).
-func (s *Service) isProduction(env Environment) bool {
-	return s.d.Project.IsProduction(env)
-}
-
 // liveOwnershipGate refuses a production apply of a plan that touches
 // Kubernetes objects when the ownership step's live check could not run.
 // The check is tried once more first: Argo CD may be reachable now. ok is
@@ -148,7 +142,7 @@ func (s *Service) isProduction(env Environment) bool {
 func (run *releaseRun) liveOwnershipGate(ctx context.Context, plan tfplan.Summary) (StepResult, bool, error) {
 	own := run.r.Step(StepOwnership)
 	checked, _, found := evidence.Of[evidence.OwnershipChecked](own.Evidence)
-	if !found || checked.LiveUnchecked == "" || !run.svc.isProduction(run.env) {
+	if !found || checked.LiveUnchecked == "" || !run.svc.d.Project.IsProduction(run.env) {
 		return StepResult{}, true, nil
 	}
 	kube := plan.KubernetesChanges()

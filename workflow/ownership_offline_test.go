@@ -10,6 +10,7 @@ import (
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
+	"github.com/relcap/relcap/workflow/owners"
 	"github.com/relcap/relcap/workflow/ownership"
 	"github.com/relcap/relcap/workflow/tfplan"
 	"github.com/relcap/relcap/workflow/workflowtest"
@@ -176,7 +177,7 @@ func TestOwnershipCheckCommandGoesOfflineWhenArgoCDCannotBeRead(t *testing.T) {
 
 	argo := &workflowtest.FakeArgoCD{Err: errors.New("$ARGOCD_AUTH_TOKEN is empty or unset")}
 	tf := workflowtest.TerraformObjects{Objects: []ownership.ManagedObject{bucket, configMap}}
-	rep, err := offlineProcess(t, w, l, tf, argo, desired).CheckOwnershipEnv(t.Context(), "staging")
+	rep, err := owners.Check(t.Context(), offlineProcess(t, w, l, tf, argo, desired), "staging")
 	require.NoError(t, err, "an unreachable Argo CD is a finding, not a failed check")
 	codes := map[string]string{}
 	for _, f := range rep.Findings {
@@ -190,7 +191,7 @@ func TestOwnershipCheckCommandGoesOfflineWhenArgoCDCannotBeRead(t *testing.T) {
 	// Terraform without Kubernetes objects: Argo CD is still asked.
 	argo = &workflowtest.FakeArgoCD{Objects: []ownership.ManagedObject{deployment}}
 	tf = workflowtest.TerraformObjects{Objects: []ownership.ManagedObject{bucket}}
-	rep, err = offlineProcess(t, w, l, tf, argo, workflowtest.ForbiddenDesired{T: t}).CheckOwnershipEnv(t.Context(), "staging")
+	rep, err = owners.Check(t.Context(), offlineProcess(t, w, l, tf, argo, workflowtest.ForbiddenDesired{T: t}), "staging")
 	require.NoError(t, err)
 	require.Equal(t, 1, argo.Calls())
 	require.Empty(t, rep.Sources, "the live check ran")
@@ -199,7 +200,7 @@ func TestOwnershipCheckCommandGoesOfflineWhenArgoCDCannotBeRead(t *testing.T) {
 	// Unreachable with nothing of Terraform's in the cluster: a warning
 	// that says what was not checked, no blocker.
 	argo = &workflowtest.FakeArgoCD{Err: errors.New("connection refused")}
-	rep, err = offlineProcess(t, w, l, tf, argo, workflowtest.DesiredRepo{Desired: ownership.Desired{App: "web-staging", Source: "manifests apps/web"}}).CheckOwnershipEnv(t.Context(), "staging")
+	rep, err = owners.Check(t.Context(), offlineProcess(t, w, l, tf, argo, workflowtest.DesiredRepo{Desired: ownership.Desired{App: "web-staging", Source: "manifests apps/web"}}), "staging")
 	require.NoError(t, err)
 	require.Zero(t, rep.Blockers())
 	var live string

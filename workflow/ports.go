@@ -117,14 +117,6 @@ type ApplyResult struct {
 	StateSerial    int64 `json:"state_serial"`
 }
 
-// StateUnlocker is the optional ability of an Applier to release a state
-// lock whose holder is gone (terraform force-unlock). It does not check
-// that the holder is gone: Service.ForceUnlock demands that confirmation
-// and journals it.
-type StateUnlocker interface {
-	ForceUnlock(ctx context.Context, env Environment, lockID string) error
-}
-
 // StateReader is the optional ability of a Planner to read the state of
 // an environment's Terraform root: after a failed apply relcap names the
 // resources it left tainted, and a recovery drill compares the state with

@@ -137,36 +137,14 @@ func PlanSteps(r *Release, d ShapeDecision) []StepPlan {
 
 // AffectedApps are the Argo CD applications an applied plan affects: the
 // environment's application when the plan changes Kubernetes objects
-// (resources of the Kubernetes, kubectl or Helm providers, which write the
-// cluster it runs in); none otherwise. It returns the addresses that
+// (tfplan.WritesKubernetes); none otherwise. It returns the addresses that
 // affect it, for the record.
 func AffectedApps(plan tfplan.Summary, env Environment) (apps []appstate.AppRef, by []string) {
-	if env.ArgoCD.App == "" {
-		return nil, nil
-	}
-	for _, c := range plan.Changes {
-		if c.Action == tfplan.ActionNoop || c.Action == tfplan.ActionRead {
-			continue
-		}
-		if kubernetesType(c.Type) {
-			by = append(by, c.Address)
-		}
-	}
-	if len(by) == 0 {
+	by = plan.KubernetesChanges()
+	if env.ArgoCD.App == "" || len(by) == 0 {
 		return nil, nil
 	}
 	return []appstate.AppRef{env.AppRef()}, by
-}
-
-// kubernetesType reports whether a Terraform resource type writes
-// Kubernetes objects.
-func kubernetesType(t string) bool {
-	for _, p := range []string{"kubernetes_", "kubectl_", "helm_"} {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // The run's side of shapes: decided (and journaled when it changes)

@@ -3,12 +3,10 @@ package workflow
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/relcap/relcap/workflow/evidence"
 	"github.com/relcap/relcap/workflow/fault"
 	"github.com/relcap/relcap/workflow/finding"
-	"github.com/relcap/relcap/workflow/journal"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -50,7 +48,7 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 	case !src.LiveRan || len(src.Desired) > 0:
 		msg += "; " + src.Summary()
 	}
-	if src.LiveError != "" && run.svc.isProduction(run.env) {
+	if src.LiveError != "" && run.svc.d.Project.IsProduction(run.env) {
 		msg += "; applying a plan that writes Kubernetes objects in production is refused until it runs"
 	}
 	return StepResult{Status: Succeeded, Message: msg, Findings: findings, Evidence: established}, nil
@@ -58,67 +56,3 @@ func (run *releaseRun) ownership(ctx context.Context) (StepResult, error) {
 
 // ownershipScope is where an environment's ownership findings are kept.
 func ownershipScope(env string) string { return "ownership/" + env }
-
-// CheckOwnershipEnv runs the ownership check of one environment outside a
-// release (relcap ownership check): it reads every OwnershipSource, checks
-// the objects against the project's ownership map, records the findings in
-// the ledger and journals the outcome. Argo CD is asked whenever the
-// environment has one; when it cannot be read, the check goes on offline
-// (the environment repository rendered) and says so in a finding, as the
-// plan step does. Blockers are in the report, not an error: the caller
-// decides the exit code.
-func (s *Service) CheckOwnershipEnv(ctx context.Context, envName string) (ownership.Report, error) {
-	d := s.d
-	env, err := d.Project.Env(envName)
-	if err != nil {
-		return ownership.Report{}, err
-	}
-	if len(d.Ownership) == 0 {
-		return ownership.Report{}, missingPort("ownership source")
-	}
-	tctx, done := s.withToolOutput(ctx, "", StepOwnership)
-	src, err := s.readOwnership(tctx, env, clusterAlways, func(f func() ([]ownership.ManagedObject, error)) ([]ownership.ManagedObject, error) { return f() })
-	if err != nil {
-		err = fmt.Errorf("environment %s: %w", env.Name, err)
-		return ownership.Report{}, done(s.journalFailure(ctx, err, journal.OwnershipCheckFailed{Env: env.Name, Error: err.Error()}))
-	}
-	if err := done(nil); err != nil {
-		return ownership.Report{}, err
-	}
-	objects := src.Objects()
-	rep := ownership.Report{
-		Env:      env.Name,
-		Objects:  len(objects),
-		Matrix:   ownership.Matrix(d.Project.Ownership, objects),
-		Findings: ownership.CheckSources(d.Project.Ownership, src),
-	}
-	if !src.LiveRan {
-		rep.Sources = src.Summary()
-	}
-	if err := d.Ledger.RecordFindings(ctx, ownershipScope(env.Name), d.Clock.Now(), rep.Findings); err != nil {
-		return rep, fmt.Errorf("record ownership findings of %s: %w", env.Name, err)
-	}
-	counts := map[string]int{}
-	for _, f := range rep.Findings {
-		counts[f.Code]++
-	}
-	return rep, s.journal(ctx, journal.OwnershipCheckRecorded{Env: env.Name, Objects: len(objects), Rows: len(rep.Matrix), Findings: counts, Blockers: rep.Blockers()})
-}
-
-// OwnershipBlocked is nil when no environment's ownership report blocks,
-// else an fault.ErrOwnershipConflict error counting the problems and naming the
-// environments.
-func OwnershipBlocked(reports []ownership.Report) error {
-	blockers := 0
-	var blocked []string
-	for _, r := range reports {
-		if n := r.Blockers(); n > 0 {
-			blockers += n
-			blocked = append(blocked, r.Env)
-		}
-	}
-	if blockers == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %d ownership problem(s) in %s must be resolved first", fault.ErrOwnershipConflict, blockers, strings.Join(blocked, ", "))
-}

@@ -9,6 +9,7 @@ import (
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/owners"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -92,7 +93,7 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 	}
 	var reports []ownership.Report
 	for _, e := range envs {
-		rep, err := svc.CheckOwnershipEnv(ctx, e.Name)
+		rep, err := owners.Check(ctx, svc, e.Name)
 		if err != nil {
 			return err
 		}
@@ -106,5 +107,5 @@ func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
 	} else {
 		plain.PrintOwnerships(a.IO().Out, reports)
 	}
-	return workflow.OwnershipBlocked(reports)
+	return owners.Blocked(reports)
 }

@@ -180,6 +180,18 @@ func (p Summary) AuthorStatement() []byte {
 	return []byte(b.String())
 }
 
+// WritesKubernetes reports whether resources of Terraform type t write
+// Kubernetes objects: the Kubernetes, kubectl and Helm providers', which
+// write the cluster they point at.
+func WritesKubernetes(t string) bool {
+	for _, p := range []string{"kubernetes_", "kubectl_", "helm_"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // KubernetesChanges are the addresses of the plan's changes that write
 // Kubernetes objects (kubernetes_* resources, kubernetes_manifest,
 // kubectl_manifest, helm_release).
@@ -189,7 +201,7 @@ func (p Summary) KubernetesChanges() []string {
 		if c.Action == ActionNoop || c.Action == ActionRead {
 			continue
 		}
-		if strings.HasPrefix(c.Type, "kubernetes_") || c.Type == "kubectl_manifest" || c.Type == "helm_release" {
+		if WritesKubernetes(c.Type) {
 			out = append(out, c.Address)
 		}
 	}

@@ -17,6 +17,14 @@ import (
 	"github.com/relcap/relcap/workflow/journal"
 )
 
+// StateUnlocker is the optional ability of a workflow.Applier to release
+// a state lock whose holder is gone (terraform force-unlock). It does not
+// check that the holder is gone: ForceUnlock demands that confirmation and
+// journals it.
+type StateUnlocker interface {
+	ForceUnlock(ctx context.Context, env workflow.Environment, lockID string) error
+}
+
 // Request asks to release a Terraform state lock whose holder is gone.
 type Request struct {
 	Env    string
@@ -53,7 +61,7 @@ func ForceUnlock(ctx context.Context, core *workflow.Service, req Request) error
 	if err != nil {
 		return err
 	}
-	unlocker, ok := d.Applier.(workflow.StateUnlocker)
+	unlocker, ok := d.Applier.(StateUnlocker)
 	if !ok || d.Applier == nil {
 		return workflow.MissingPort("terraform state unlock")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/relcap/relcap/tui/theme"
 	"github.com/relcap/relcap/workflow"
 	"github.com/relcap/relcap/workflow/finding"
+	"github.com/relcap/relcap/workflow/owners"
 	"github.com/relcap/relcap/workflow/ownership"
 )
 
@@ -61,7 +62,7 @@ func (m Model) loadMatrix() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		rep, err := svc.CheckOwnershipEnv(ctx, env)
+		rep, err := owners.Check(ctx, svc, env)
 		return matrixLoadedMsg{gen: gen, rows: rep.Matrix, err: err}
 	}
 }
