@@ -128,6 +128,11 @@ type ManagedObject struct {
 	// ignore_fields. A third owner may change them without a fight.
 	IgnoredFields []string `json:"ignored_fields,omitempty"`
 
+	// Live are the field managers of the live object (its
+	// metadata.managedFields), where the source read the cluster: who
+	// holds each field now. Read by Infer; the check goes by Fields.
+	Live []FieldManager `json:"live,omitempty"`
+
 	// Argo CD application facts, copied onto each object of the app so the
 	// check needs no second input.
 
