@@ -156,8 +156,9 @@ func factsOf(name string, app *v1alpha1.Application) AppFacts {
 
 // OwnedObjects translates an application's managed resources into the
 // objects Argo CD writes: identity, the field paths the desired (target)
-// manifest sets, in ownership.FieldPaths' scheme, and the fields its
-// ignoreDifferences leaves alone. A resource Git no longer has (no target
+// manifest sets, in ownership.FieldPaths' scheme, the fields its
+// ignoreDifferences leaves alone, and who holds each field of the live
+// object (its managedFields, ownership.LiveFieldManagers). A resource Git no longer has (no target
 // state) is still managed, with no fields known: Argo CD prunes it or
 // shows it as OutOfSync. Every object carries the app's sync policy and
 // the number of self-heal syncs in its history (SelfHealSyncs).
@@ -178,6 +179,13 @@ func OwnedObjects(app AppFacts, resources []ManagedResource) ([]ownership.Manage
 				return nil, fmt.Errorf("argo cd application %s: target state of %s %s/%s is not a JSON object", app.Name, r.Kind, r.Namespace, r.Name)
 			}
 			o.Fields = ownership.FieldPaths(target)
+		}
+		if r.LiveState != "" {
+			var live map[string]any
+			if err := json.Unmarshal([]byte(r.LiveState), &live); err != nil {
+				return nil, fmt.Errorf("argo cd application %s: live state of %s %s/%s is not a JSON object", app.Name, r.Kind, r.Namespace, r.Name)
+			}
+			o.Live = ownership.LiveFieldManagers(live)
 		}
 		for _, d := range app.IgnoreDifferences {
 			if !d.matches(r) {

@@ -80,6 +80,7 @@ func TestCommandsAskForTheirPorts(t *testing.T) {
 		{[]string{"converge", "--env", "prod", "--revision", "abc123"}, ServiceRequest{Command: "converge", Needs: NeedEnvRepo | NeedConvergence, ConvergeTimeout: 10 * time.Minute}},
 		{[]string{"unlock", "--env", "prod", "--lock-id", "l1", "--confirm-holder-gone", "--reason", "ci died"}, ServiceRequest{Command: "unlock", Needs: NeedPlans}},
 		{[]string{"ownership", "check", "--env", "staging"}, ServiceRequest{Command: "ownership check", Needs: NeedOwnership}},
+		{[]string{"ownership", "infer", "--env", "staging,prod", "--manager", "bot=terraform"}, ServiceRequest{Command: "ownership infer", Needs: NeedOwnership}},
 		{[]string{"breakglass", "status", "--env", "prod"}, ServiceRequest{Command: "breakglass status", Needs: NeedConvergence | NeedEnvRepo | NeedForges}},
 		{[]string{"approve", "--plan", strings.Repeat("f00d", 16)}, ServiceRequest{Command: "approve"}},
 		{[]string{"plan", "--env", "staging"}, ServiceRequest{Command: "plan", Needs: NeedFlow}},
@@ -98,6 +99,13 @@ func TestUsageMistakesOpenNothing(t *testing.T) {
 		{"converge"},
 		{"plna", "--env", "dev"},
 		{"rehearse", "--all"},
+		{"ownership", "infer", "--manager", "deploy-bot"},
+		{"ownership", "infer", "--manager", "=terraform"},
+		{"ownership", "infer", "--manager", "bot=Not An Owner"},
+		{"ownership", "infer", "--manager", "bot=terraform", "--manager", "bot=argocd"},
+		{"ownership", "infer", "--manager", "bot\x1b[2J=terraform"},
+		{"ownership", "infer", "--env", "nope"},
+		{"ownership", "infer", "extra"},
 	} {
 		f, _ := newFake()
 		err := execute(f, args...)

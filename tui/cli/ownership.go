@@ -19,10 +19,10 @@ func newCmdOwnership(a Factory) *cobra.Command {
 		Short: "Who owns each resource and desired-state field: Terraform, Argo CD or a named third",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return UsageError{errors.New("ownership wants a subcommand: relcap ownership check [--env ENV]")}
+			return UsageError{errors.New("ownership wants a subcommand: relcap ownership check [--env ENV], or relcap ownership infer")}
 		},
 	}
-	cmd.AddCommand(newCmdOwnershipCheck(a, nil))
+	cmd.AddCommand(newCmdOwnershipCheck(a, nil), newCmdOwnershipInfer(a, nil))
 	return cmd
 }
 

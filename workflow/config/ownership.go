@@ -24,6 +24,11 @@ var (
 // the managers relcap observes ("terraform", "argocd"), which are lowercase.
 var ownerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
+// ValidOwner reports whether name may name an owner in ownership.yaml:
+// lowercase letters, digits, '.', '_' and '-', starting with a letter or
+// digit.
+func ValidOwner(name string) bool { return ownerName.MatchString(name) }
+
 // LoadOwnership reads and validates the ownership map at path. The map's
 // File is path as given, for messages. The error is an *Errors listing
 // every problem, or a read error; both satisfy errors.Is(err,

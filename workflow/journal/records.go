@@ -347,6 +347,20 @@ type CustodyReviewed struct {
 	Accepted map[string]string `json:"accepted,omitempty"`
 }
 
+// OwnershipInferred (relcap ownership infer): a draft ownership map
+// proposed from what really writes each field, where it was written and
+// its SHA-256, and what it found.
+type OwnershipInferred struct {
+	Envs      []string `json:"envs"`
+	Objects   int      `json:"objects"`
+	Contested int      `json:"contested"`
+	Flipping  int      `json:"flipping"`
+	Changes   int      `json:"changes"`
+	Live      bool     `json:"live"`
+	Draft     string   `json:"draft,omitempty"`
+	SHA256    string   `json:"sha256"`
+}
+
 // OwnershipCheckFailed: a source of managed objects could not be read.
 type OwnershipCheckFailed struct {
 	Env   string `json:"env"`
@@ -432,6 +446,7 @@ const (
 	KindEffortLogged             Kind = "effort.logged"
 	KindOwnershipCheckRecorded   Kind = "ownership.checked"
 	KindOwnershipCheckFailed     Kind = "ownership.failed"
+	KindOwnershipInferred        Kind = "ownership.inferred"
 	KindCustodyReviewed          Kind = "custody.reviewed"
 	KindRollbackStarted          Kind = "rollback.started"
 	KindRollbackRefused          Kind = "rollback.refused"
@@ -477,6 +492,7 @@ func (ApprovalRefused) JournalKind() Kind           { return KindApprovalRefused
 func (EffortLogged) JournalKind() Kind              { return KindEffortLogged }
 func (OwnershipCheckRecorded) JournalKind() Kind    { return KindOwnershipCheckRecorded }
 func (OwnershipCheckFailed) JournalKind() Kind      { return KindOwnershipCheckFailed }
+func (OwnershipInferred) JournalKind() Kind         { return KindOwnershipInferred }
 func (CustodyReviewed) JournalKind() Kind           { return KindCustodyReviewed }
 func (RollbackStarted) JournalKind() Kind           { return KindRollbackStarted }
 func (RollbackRefused) JournalKind() Kind           { return KindRollbackRefused }
