@@ -96,3 +96,84 @@ func TestIncompleteErroredAndFailedCheckPlansAreRead(t *testing.T) {
 	}
 	require.NotContains(t, why, "check.health", "an unknown result warns, it does not refuse")
 }
+
+// manifestDriftPlan: a kubernetes_manifest whose object Argo CD changed
+// (replicas and image), and a Secret managed the same way whose data
+// changed: the review names the Deployment's fields with their values and
+// owners, and the Secret's field without its value.
+const manifestDriftPlan = `{
+  "format_version": "1.2",
+  "resource_drift": [{
+    "address": "kubernetes_manifest.web", "mode": "managed", "type": "kubernetes_manifest", "name": "web",
+    "change": {"actions": ["update"],
+      "before": {"manifest": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "web"},
+        "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "web", "image": "web:3"}]}}}}, "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "web"},
+        "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "web", "image": "web:3"}]}}}}},
+      "after": {"manifest": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "web"},
+        "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "web", "image": "web:3"}]}}}}, "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "web"},
+        "spec": {"replicas": 5, "template": {"spec": {"containers": [{"name": "web", "image": "web:5"}]}}}}}}
+  }, {
+    "address": "kubernetes_manifest.db", "mode": "managed", "type": "kubernetes_manifest", "name": "db",
+    "change": {"actions": ["update"],
+      "before": {"manifest": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "web"}, "data": {"password": "aHVudGVyMg=="}}, "object": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "web"}, "data": {"password": "aHVudGVyMg=="}}},
+      "after": {"manifest": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "web"}, "data": {"password": "aHVudGVyMg=="}}, "object": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "web"}, "data": {"password": "c3dvcmRmaXNo"}}}}
+  }],
+  "resource_changes": [],
+  "complete": true, "errored": false
+}`
+
+func TestDriftOfAManifestNamesTheFieldsTheirValuesAndOwners(t *testing.T) {
+	t.Parallel()
+	s, err := reviewJSON(strings.NewReader(manifestDriftPlan), "staging", tfplan.DefaultClassify(), secret.NewSet())
+	require.NoError(t, err)
+	require.Len(t, s.Drift, 2)
+	require.Equal(t, []ownership.FieldChange{
+		{Field: "spec.replicas", Before: "3", After: "5"},
+		{Field: "spec.template.spec.containers[web].image", Before: `"web:3"`, After: `"web:5"`},
+	}, s.Drift[0].Fields)
+	require.Equal(t, []ownership.FieldChange{{Field: "data.password", Masked: true}}, s.Drift[1].Fields)
+
+	m := ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{
+		{Line: 4, Match: ownership.Match{Group: "apps", Kind: "Deployment"}, Owner: ownership.OwnerArgoCD,
+			Fields: map[string]ownership.Owner{"spec.replicas": "hpa"}},
+		{Line: 7, Match: ownership.Match{TerraformType: "*"}, Owner: ownership.OwnerTerraform},
+	}}
+	tfplan.ReviewDrift(&s, m)
+	var drift, owned []string
+	for _, f := range s.Findings {
+		switch f.Code {
+		case tfplan.CodePlanDrift:
+			drift = append(drift, f.Subject+": "+f.Message)
+		case tfplan.CodePlanDriftOwned:
+			owned = append(owned, f.Message)
+		}
+	}
+	require.Contains(t, drift, "kubernetes_manifest.web: spec.replicas 3 → 5 (hpa, ownership.yaml:4), "+
+		`spec.template.spec.containers[web].image "web:3" → "web:5" (argocd, ownership.yaml:4) changed outside Terraform since the last apply; this apply writes Terraform's values back`)
+	require.Contains(t, drift, "kubernetes_manifest.db: data.password changed (value masked) (terraform, ownership.yaml:7) changed outside Terraform since the last apply; this apply writes Terraform's values back")
+	require.Len(t, owned, 1)
+	require.Contains(t, owned[0], "spec.replicas 3 → 5 to hpa")
+	require.Contains(t, owned[0], `spec.template.spec.containers[web].image "web:3" → "web:5" to argocd`)
+	for _, f := range s.Findings {
+		require.NotContains(t, f.Message, "aHVudGVyMg==")
+		require.NotContains(t, f.Message, "c3dvcmRmaXNo")
+	}
+}
+
+func TestDriftOfAManifestMasksWhatTerraformMarksSensitive(t *testing.T) {
+	t.Parallel()
+	cm := func(v string) string {
+		return `{"manifest": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "web"}, "data": {"token": "x"}},
+		  "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "web"}, "data": {"token": "` + v + `", "mode": "` + v[:2] + `"}}}`
+	}
+	doc := `{"format_version": "1.2", "resource_drift": [{"address": "kubernetes_manifest.c", "mode": "managed", "type": "kubernetes_manifest", "name": "c",
+	  "change": {"actions": ["update"], "before": ` + cm("p@ss:w/rd+1") + `, "after": ` + cm("n3w?s3cr=t") + `,
+	  "before_sensitive": {"object": {"data": {"token": true}}}, "after_sensitive": {"object": {"data": {"token": true}}}}}],
+	  "resource_changes": [], "complete": true, "errored": false}`
+	s, err := reviewJSON(strings.NewReader(doc), "staging", tfplan.DefaultClassify(), secret.NewSet())
+	require.NoError(t, err)
+	require.Equal(t, []ownership.FieldChange{
+		{Field: "data.mode", Before: `"p@"`, After: `"n3"`},
+		{Field: "data.token", Masked: true},
+	}, s.Drift[0].Fields)
+}

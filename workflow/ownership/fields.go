@@ -32,6 +32,15 @@ var identityMeta = map[string]bool{
 // values, so a Secret's data yields its key names and nothing else.
 func FieldPaths(obj map[string]any) []string {
 	var out []string
+	walkManifest(obj, func(p string, _ any) { out = append(out, p) })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// walkManifest calls leaf with each desired-state field path of obj and
+// its value, in FieldPaths' scheme (an empty map or list, and a list of
+// scalars, is one field with its value).
+func walkManifest(obj map[string]any, leaf func(path string, v any)) {
 	for k, v := range obj {
 		switch k {
 		case "apiVersion", "kind", "status":
@@ -45,57 +54,58 @@ func FieldPaths(obj map[string]any) []string {
 				if identityMeta[mk] {
 					continue
 				}
-				out = flatten(out, JoinField("metadata", mk), mv)
+				flatten(JoinField("metadata", mk), mv, leaf)
 			}
 			continue
 		}
-		out = flatten(out, fieldKey(k), v)
+		flatten(fieldKey(k), v, leaf)
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
-// flatten appends the leaf paths of v below p.
-func flatten(out []string, p string, v any) []string {
+// flatten calls leaf with the leaf paths of v below p and their values.
+func flatten(p string, v any, leaf func(string, any)) {
 	switch v := v.(type) {
 	case nil:
-		return out
+		return
 	case map[string]any:
 		if len(v) == 0 {
-			return append(out, p)
+			leaf(p, v)
+			return
 		}
 		for k, c := range v {
-			out = flatten(out, JoinField(p, k), c)
+			flatten(JoinField(p, k), c, leaf)
 		}
-		return out
+		return
 	case []any:
 		if len(v) == 0 {
-			return append(out, p)
+			leaf(p, v)
+			return
 		}
 		names, objects := listNames(v)
 		if !objects {
-			return append(out, p) // a list of scalars is one value
+			leaf(p, v) // a list of scalars is one value
+			return
 		}
 		for i, e := range v {
 			m := e.(map[string]any)
 			if names != nil {
 				ep := p + "[" + names[i] + "]"
-				n := len(out)
+				n := 0
 				for k, c := range m {
 					if k != "name" {
-						out = flatten(out, JoinField(ep, k), c)
+						flatten(JoinField(ep, k), c, func(p string, v any) { n++; leaf(p, v) })
 					}
 				}
-				if len(out) == n {
-					out = append(out, ep) // only a name: the element itself is the field
+				if n == 0 {
+					leaf(ep, m) // only a name: the element itself is the field
 				}
 				continue
 			}
-			out = flatten(out, p+"["+strconv.Itoa(i)+"]", m)
+			flatten(p+"["+strconv.Itoa(i)+"]", m, leaf)
 		}
-		return out
+		return
 	}
-	return append(out, p)
+	leaf(p, v)
 }
 
 // listNames reports whether every element of l is an object and, when every

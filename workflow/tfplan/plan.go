@@ -214,6 +214,11 @@ type DriftedResource struct {
 	// Object is the Kubernetes object the resource manages, with the
 	// field paths Terraform sets on it; nil for other resources.
 	Object *ownership.ManagedObject `json:"object,omitempty"`
+	// Fields are the object's fields whose values changed outside
+	// Terraform, where the plan shows the manifest on both sides
+	// (kubernetes_manifest's object, kubectl_manifest's yaml_body_parsed);
+	// values that are secret are masked.
+	Fields []ownership.FieldChange `json:"fields,omitempty"`
 }
 
 // DeferredChange is a change Terraform put off to a later plan.

@@ -377,6 +377,13 @@ func reviewExtras(p *Summary) {
 		if paths := attributePaths(d.Attributes); len(paths) > 0 {
 			msg = fmt.Sprintf("%s changed outside Terraform since the last apply; this apply writes it back", strings.Join(paths, ", "))
 		}
+		if len(d.Fields) > 0 {
+			parts := make([]string, 0, len(d.Fields))
+			for _, c := range d.Fields {
+				parts = append(parts, c.String())
+			}
+			msg = strings.Join(parts, ", ") + " changed outside Terraform since the last apply; this apply writes Terraform's values back"
+		}
 		p.Findings = append(p.Findings, finding.Finding{
 			Severity: finding.Info, Code: CodePlanDrift, Subject: d.Address, Message: msg,
 			NextAction: "find who changed it (relcap ownership check) before approving",
@@ -408,6 +415,7 @@ func ReviewDrift(p *Summary, m ownership.Map) {
 			continue
 		}
 		foreign, rule := ownership.ForeignFields(m, *d.Object)
+		nameDriftedFields(p, d, m)
 		if len(foreign) == 0 {
 			continue
 		}
@@ -417,7 +425,7 @@ func ReviewDrift(p *Summary, m ownership.Map) {
 			if _, ok := owners[f.Owner]; !ok {
 				names = append(names, f.Owner)
 			}
-			owners[f.Owner] = append(owners[f.Owner], f.Field)
+			owners[f.Owner] = append(owners[f.Owner], withValues(f.Field, d.Fields))
 		}
 		parts := make([]string, 0, len(names))
 		for _, o := range names {
@@ -439,6 +447,44 @@ func ReviewDrift(p *Summary, m ownership.Map) {
 		})
 	}
 	finding.Sort(p.Findings)
+}
+
+// nameDriftedFields rewrites the drift finding of d, where the plan shows
+// its manifest's values, to name each changed field with its values and
+// its owner in m: "spec.replicas 5 → 2 (argocd, ownership.yaml:4)".
+func nameDriftedFields(p *Summary, d DriftedResource, m ownership.Map) {
+	if len(d.Fields) == 0 {
+		return
+	}
+	rule, i := m.RuleFor(*d.Object)
+	parts := make([]string, 0, len(d.Fields))
+	for _, c := range d.Fields {
+		owner := "no rule"
+		if i >= 0 {
+			owner = fmt.Sprintf("%s, %s:%d", rule.FieldOwner(c.Field), m.File, rule.Line)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", c, owner))
+	}
+	const most = 6
+	if len(parts) > most {
+		parts = append(parts[:most:most], fmt.Sprintf("and %d more", len(d.Fields)-most))
+	}
+	for j := range p.Findings {
+		if f := &p.Findings[j]; f.Code == CodePlanDrift && f.Subject == d.Address {
+			f.Message = strings.Join(parts, ", ") + " changed outside Terraform since the last apply; this apply writes Terraform's values back"
+		}
+	}
+}
+
+// withValues is field with the values it changed between, when fields
+// (the drift's) name it: "spec.replicas 5 → 2".
+func withValues(field string, fields []ownership.FieldChange) string {
+	for _, c := range fields {
+		if c.Field == field {
+			return c.String()
+		}
+	}
+	return field
 }
 
 // Refused says why relcap will not apply the plan, whoever approved it:
