@@ -109,6 +109,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzPinManifest ./adapters/gitrepo/
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParseAllowedSigners ./adapters/signing/
 	$(GO) test $(FUZZFLAGS) -fuzz=FuzzParseManifests ./adapters/render/
+	$(GO) test $(FUZZFLAGS) -fuzz=FuzzLiveFieldManagers ./workflow/ownership/
 
 bench: tools
 	$(GO) test -run '^$$' -bench=. -benchmem ./...

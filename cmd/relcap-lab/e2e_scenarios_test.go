@@ -211,6 +211,7 @@ func testTugOfWar(t *testing.T, l *e2eLab) {
 		require.Contains(t, out, f, "the conflict names the field %s", f)
 	}
 	require.Contains(t, out, "next: ownership.yaml:4 gives", "the finding names the rule and the next safe action")
+	testOwnershipInfer(t, l)
 
 	// Terraform lets go of the object without deleting it: out of the
 	// state and out of the configuration.
@@ -224,6 +225,41 @@ func testTugOfWar(t *testing.T, l *e2eLab) {
 	require.Contains(t, out, "terraform_data.lab")
 	// The object survived the hand-back and Argo CD still runs it.
 	l.relcapOK(t, "converge", "--env", "staging", "--revision", l.headRev(t), "--timeout", "1m")
+}
+
+// testOwnershipInfer: in the middle of the tug-of-war, relcap ownership
+// infer reads the live Deployment's field managers through Argo CD: the
+// fields both tools write are contested, the two Terraform declares while
+// Argo CD holds them flip, both managers are named with their owners, and
+// the draft it writes is a map relcap validate accepts.
+func testOwnershipInfer(t *testing.T, l *e2eLab) {
+	managers := l.kubectl(t, "get", "deployment", AppName, "-n", Namespace("staging"), "-o", `jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation}/{.subresource} {end}`)
+	t.Logf("field managers of the staging Deployment: %s", managers)
+	code, out := l.relcapCode(t, "ownership", "infer", "--env", "staging")
+	require.Equal(t, 3, code, "contested fields keep infer at exit 3:\n%s", out)
+	require.Contains(t, out, "apps/Deployment "+Namespace("staging")+"/"+AppName+" → argocd")
+	for _, f := range []string{"spec.replicas", "spec.template.spec.containers[" + AppName + "].image"} {
+		require.Regexp(t, `FLIPPING  `+regexp.QuoteMeta(f)+`: argocd and terraform; held by \S+ \(argocd\)`, out, "%s flips between the two", f)
+	}
+	require.Regexp(t, `held by field manager kubectl \(Apply, last at [^)]+\): terraform`, out, "the kubectl provider's server-side apply is Terraform's")
+	require.Regexp(t, `held by field manager \S+ \((Update|Apply), last at [^)]+\): argocd`, out, "Argo CD's controller is named")
+	require.Contains(t, out, "declared by terraform kubectl_manifest.web_scale")
+	require.Contains(t, out, "declared by argocd app web-staging")
+	require.Regexp(t, `\d+ contested field\(s\), 2 flipping: decide each one`, out, "the exit is explained")
+
+	draft := filepath.Join(l.dir, "ownership.draft.yaml")
+	t.Cleanup(func() { _ = os.Remove(draft) })
+	data, err := os.ReadFile(draft)
+	require.NoError(t, err, "the draft is written beside the map")
+	require.Contains(t, string(data), "# ownership map drafted by relcap ownership infer")
+	require.Contains(t, string(data), "flips: terraform writes it back")
+	cfg, err := os.ReadFile(filepath.Join(l.dir, "relcap.yaml"))
+	require.NoError(t, err)
+	check := filepath.Join(l.dir, "relcap.draft-check.yaml")
+	require.NoError(t, os.WriteFile(check, []byte(strings.Replace(string(cfg), "ownership: ownership.yaml", "ownership: ownership.draft.yaml", 1)), 0o600))
+	t.Cleanup(func() { _ = os.Remove(check) })
+	code, out = l.run(t, l.relcap, "-c", check, "validate")
+	require.Equal(t, 0, code, "relcap validate accepts the draft as the map:\n%s", out)
 }
 
 // testImagePullFailure: a promoted digest whose Pods cannot pull (kwok
