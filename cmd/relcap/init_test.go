@@ -152,6 +152,14 @@ func TestInitListsApplicationsFromArgoCD(t *testing.T) {
 	require.Contains(t, string(cfg), "app: storefront-dev-eu")
 	require.Contains(t, string(cfg), "app: storefront-prod-eu")
 	require.Contains(t, string(cfg), "server: "+strings.TrimPrefix(addr, "http://"))
+	require.Contains(t, out.String(), "inferred "+filepath.Join(release, "ownership.yaml")+" from who writes each field",
+		"the first map is inferred from the cluster Argo CD reads (here the simulator, which keeps no field managers)")
+	own, err := os.ReadFile(filepath.Join(release, "ownership.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(own), "It is the first map, written by relcap init")
+	require.Contains(t, string(own), "match: {app: storefront-dev-eu}")
+	code, vout, verr := invoke(t, data, "-c", filepath.Join(release, "relcap.yaml"), "validate")
+	require.Equal(t, 0, code, "validate accepts the inferred first map:\n%s%s", vout, verr)
 }
 
 // invokeStdin is invoke with answers on stdin.

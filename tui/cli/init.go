@@ -3,12 +3,16 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/relcap/relcap/tui/plain"
 	"github.com/relcap/relcap/tui/prompt"
 	"github.com/relcap/relcap/workflow"
+	"github.com/relcap/relcap/workflow/config"
+	"github.com/relcap/relcap/workflow/owners"
 	"github.com/relcap/relcap/workflow/setup"
 )
 
@@ -77,5 +81,31 @@ func runInit(ctx context.Context, opts *initOptions) error {
 		return err
 	}
 	plain.PrintInit(a.IO().Out, res)
+	if res.Discovery.Server != "" {
+		inferFirstMap(ctx, a, res)
+	}
+	plain.PrintInitNext(a.IO().Out)
 	return nil
+}
+
+// inferFirstMap replaces the catch-all map init has just written with one
+// inferred from who really writes each field, when the Argo CD init found
+// and Terraform's state can be read; otherwise the catch-all map stays
+// and init says why, and how to infer later. Contested fields do not fail
+// init: the map says where they are.
+func inferFirstMap(ctx context.Context, a Factory, res setup.Result) {
+	out := a.IO().Out
+	a.Flags().Config = filepath.Join(res.Discovery.Dir, config.FileName)
+	svc, _, err := a.Service(ctx, ServiceRequest{Command: "init", Needs: NeedOwnership})
+	var inferred owners.Inferred
+	if err == nil {
+		inferred, err = owners.Infer(ctx, svc, owners.InferRequest{FirstMap: true})
+	}
+	if err != nil {
+		fmt.Fprintf(out, "note: the ownership map is the catch-all one; infer it from the cluster once Terraform and Argo CD can be read: relcap ownership infer (%v)\n", err)
+		return
+	}
+	contested, flipping := inferred.Contested()
+	fmt.Fprintf(out, "inferred %s from who writes each field: %d object(s) written by more than one owner, %d contested field(s), %d flipping\n",
+		plain.Rel(inferred.Written), len(inferred.Inference.Objects), contested, flipping)
 }

@@ -53,5 +53,9 @@ func PrintInit(out io.Writer, res setup.Result) {
 		names[i] = e.Name
 	}
 	fmt.Fprintln(out, strings.Join(names, " → "))
+}
+
+// PrintInitNext says what to run after relcap init.
+func PrintInitNext(out io.Writer) {
 	fmt.Fprintln(out, "next: relcap validate, then relcap ownership check")
 }

@@ -40,6 +40,9 @@ type InferRequest struct {
 	// Out is the draft's path: "" for DraftName beside the project's
 	// ownership map, "-" to write none (the caller prints it).
 	Out string
+	// FirstMap writes the proposal as the map itself: relcap init, over
+	// the catch-all map it has just written. Out is ignored.
+	FirstMap bool
 }
 
 // Inferred is what infer proposed, and where the draft went.
@@ -85,6 +88,9 @@ func Infer(ctx context.Context, core *workflow.Service, req InferRequest) (Infer
 		return Inferred{}, err
 	}
 	out, err := draftPath(d.Project, req.Out)
+	if req.FirstMap {
+		out, err = d.Project.OwnershipFile, nil
+	}
 	if err != nil {
 		return Inferred{}, err
 	}
@@ -113,13 +119,13 @@ func Infer(ctx context.Context, core *workflow.Service, req InferRequest) (Infer
 	current := d.Project.Ownership
 	res.Inference = ownership.Infer(all, req.Managers)
 	res.Draft = res.Inference.Map(draftFile(out, current.File), current)
-	res.YAML, err = config.RenderOwnership(res.Draft, header(res, current.File, d.Clock.Now()), notes(res.Inference))
+	res.YAML, err = config.RenderOwnership(res.Draft, header(res, current.File, d.Clock.Now(), req.FirstMap), notes(res.Inference))
 	if err != nil {
 		return Inferred{}, err
 	}
 	res.Changes = ownership.Diff(current, res.Draft, all.Objects())
 	if out != "" {
-		if err := writeDraft(out, res.YAML); err != nil {
+		if err := writeDraft(out, res.YAML, req.FirstMap); err != nil {
 			return Inferred{}, err
 		}
 		res.Written = out
@@ -204,14 +210,15 @@ func draftFile(out, current string) string {
 }
 
 // writeDraft writes the draft through a temporary file renamed into place,
-// replacing only a draft relcap wrote before.
-func writeDraft(p string, data []byte) error {
+// replacing only a draft relcap wrote before (or, for relcap init's first
+// map, the map init has just written).
+func writeDraft(p string, data []byte, firstMap bool) error {
 	old, err := os.ReadFile(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return fmt.Errorf("read %s: %w", p, err)
-	case !bytes.HasPrefix(old, []byte(draftMark)):
+	case !firstMap && !bytes.HasPrefix(old, []byte(draftMark)):
 		return fmt.Errorf("%w: %s exists and is not a draft relcap wrote; nothing was written (pass --out with another path)", fault.ErrUsage, p)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*")
@@ -237,7 +244,7 @@ func writeDraft(p string, data []byte) error {
 
 // header is the draft's opening comment: what it is, from what, what it
 // found, and what to do with it.
-func header(res Inferred, current string, now time.Time) []string {
+func header(res Inferred, current string, now time.Time, firstMap bool) []string {
 	contested, flipping := res.Contested()
 	h := []string{
 		strings.TrimPrefix(draftMark, "# ") + " at " + now.UTC().Format(time.RFC3339) + ",",
@@ -247,6 +254,10 @@ func header(res Inferred, current string, now time.Time) []string {
 	}
 	if !res.Inference.Live {
 		h = append(h, "The live objects were not read ("+res.Inference.Unread+"): contested fields are those both tools declare.")
+	}
+	if firstMap {
+		return append(h, "It is the first map, written by relcap init: decide every contested field",
+			"(relcap ownership handoff, or a change to this map) before a release.")
 	}
 	if res.Partial {
 		h = append(h, "It covers only these environments; "+current+" covers every one: infer without --env for a whole map.")
