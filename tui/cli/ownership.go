@@ -65,17 +65,23 @@ each was first seen. It exits 3 when anything blocks.`,
 	return cmd
 }
 
-// runOwnershipCheck runs the check for one environment, or every one.
-func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
-	a, env := opts.f, opts.Env
+// loadOwnershipProject loads the project for an ownership command. A
+// malformed ownership map (or relcap.yaml) is reported the way relcap
+// validate does: every problem as file:line:col.
+func loadOwnershipProject(a Factory, command string) (*workflow.Project, error) {
 	p, err := a.LoadProject()
 	var cerr *config.Errors
 	if errors.As(err, &cerr) {
-		// A malformed ownership map (or relcap.yaml) is reported the way
-		// relcap validate does: every problem as file:line:col.
-		plain.PrintProblems(a.IO().Err, cerr.Problems, "relcap ownership check")
-		return SilentError{ExitUsage}
+		plain.PrintProblems(a.IO().Err, cerr.Problems, command)
+		return nil, SilentError{ExitUsage}
 	}
+	return p, err
+}
+
+// runOwnershipCheck runs the check for one environment, or every one.
+func runOwnershipCheck(ctx context.Context, opts *ownershipCheckOptions) error {
+	a, env := opts.f, opts.Env
+	p, err := loadOwnershipProject(a, "relcap ownership check")
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -96,12 +95,7 @@ func runOwnershipInfer(ctx context.Context, opts *ownershipInferOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := a.LoadProject()
-	var cerr *config.Errors
-	if errors.As(err, &cerr) {
-		plain.PrintProblems(a.IO().Err, cerr.Problems, "relcap ownership infer")
-		return SilentError{ExitUsage}
-	}
+	p, err := loadOwnershipProject(a, "relcap ownership infer")
 	if err != nil {
 		return err
 	}

@@ -75,15 +75,7 @@ func PrintInference(w io.Writer, res owners.Inferred, print bool) {
 				fmt.Fprintf(w, "  declared by %s (%d fields)\n", wr.Via, wr.Fields)
 				continue
 			}
-			op := wr.Operation
-			if wr.Subresource != "" {
-				op += " of " + wr.Subresource
-			}
-			when := ""
-			if !wr.Time.IsZero() {
-				when = ", last at " + wr.Time.UTC().Format("2006-01-02 15:04:05Z")
-			}
-			fmt.Fprintf(w, "  held by field manager %s (%s%s): %s, %d fields\n", wr.Manager, op, when, wr.Owner, wr.Fields)
+			fmt.Fprintf(w, "  held by field manager %s (%s): %s, %d fields\n", wr.Manager, wr.How(), wr.Owner, wr.Fields)
 		}
 		for _, cf := range o.Contested {
 			mark := "contested"

@@ -277,15 +277,7 @@ func notes(inf ownership.Inference) map[int][]string {
 				n = append(n, fmt.Sprintf("  %s declares %d field(s)", w.Via, w.Fields))
 				continue
 			}
-			op := w.Operation
-			if w.Subresource != "" {
-				op += " of " + w.Subresource
-			}
-			when := ""
-			if !w.Time.IsZero() {
-				when = " at " + w.Time.UTC().Format(time.RFC3339)
-			}
-			n = append(n, fmt.Sprintf("  field manager %s (%s%s) holds %d field(s): %s, as %s", w.Manager, op, when, w.Fields, w.Owner, w.Why))
+			n = append(n, fmt.Sprintf("  field manager %s (%s) holds %d field(s): %s, as %s", w.Manager, w.How(), w.Fields, w.Owner, w.Why))
 		}
 		if len(o.Contested) > 0 {
 			n = append(n, "contested:")

@@ -68,6 +68,22 @@ type Writer struct {
 	Fields int `json:"fields"`
 }
 
+// How says how a field manager wrote: "Update of scale, last at
+// 2026-12-03T18:00:00Z"; "" for a declaration.
+func (w Writer) How() string {
+	if w.Manager == "" {
+		return ""
+	}
+	s := w.Operation
+	if w.Subresource != "" {
+		s += " of " + w.Subresource
+	}
+	if !w.Time.IsZero() {
+		s += ", last at " + w.Time.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
 // ContestedField is a field more than one owner writes.
 type ContestedField struct {
 	Field  string  `json:"field"`
