@@ -126,3 +126,56 @@ func TestBudgetWorldFightsAHundredTimes(t *testing.T) {
 	require.Equal(t, 100, len(fs[ownership.CodeConflict]), "each kubectl_manifest.scale[i] fights one Deployment")
 	require.Len(t, ownership.Matrix(m, objects), 19_900, "one row per object, the 100 shared Deployments once")
 }
+
+// inferWorld is budgetWorld with the live field managers Argo CD returns:
+// Argo CD's controller holds every field of its objects, and of the hundred
+// Deployments Terraform also writes, the kubectl provider holds the two
+// fields it applied last (those at an even index) or none (Argo CD took
+// them back); kube-controller-manager holds an annotation of its own on
+// every object.
+func inferWorld() ownership.Sources {
+	_, objects := budgetWorld()
+	var src ownership.Sources
+	src.LiveRan = true
+	fought := map[string]bool{}
+	for _, o := range objects {
+		if o.Manager == ownership.OwnerTerraform && o.KubeKey() != "" {
+			fought[o.KubeKey()] = true
+		}
+	}
+	for i, o := range objects {
+		if o.Manager == ownership.OwnerTerraform {
+			src.Terraform = append(src.Terraform, o)
+			continue
+		}
+		o.Live = []ownership.FieldManager{
+			{Manager: "argocd-controller", Operation: "Update", Fields: o.Fields},
+			{Manager: "kube-controller-manager", Operation: "Update", Fields: []string{`metadata.annotations["deployment.kubernetes.io/revision"]`}},
+		}
+		if i%2 == 0 && fought[o.KubeKey()] {
+			o.Live = append(o.Live, ownership.FieldManager{Manager: "kubectl", Operation: "Apply",
+				Fields: []string{"spec.replicas", "spec.template.spec.containers[" + o.Name + "].image"}})
+		}
+		src.Live = append(src.Live, o)
+	}
+	return src
+}
+
+// BenchmarkInfer20k: relcap ownership infer's proposal over the budget
+// world's 20,000 objects with their live field managers (the sources
+// already read). docs/PERFORMANCE.md has the figures.
+func BenchmarkInfer20k(b *testing.B) {
+	src := inferWorld()
+	b.ReportAllocs()
+	for b.Loop() {
+		ownership.Infer(src, nil)
+	}
+}
+
+func TestInferWorldFindsTheHundredFights(t *testing.T) {
+	t.Parallel()
+	inf := ownership.Infer(inferWorld(), nil)
+	require.Equal(t, 100, len(inf.Objects), "each Deployment Terraform also writes, and no other")
+	require.Len(t, inf.Apps, 50)
+	require.True(t, inf.Terraform)
+}

@@ -233,6 +233,7 @@ func inferObject(key string, tf, argo []*ManagedObject, named ManagerOwners) (In
 		}
 		return l[0]
 	}
+	below := declaredAncestors(claims)
 	ref := cmp.Or(first(argo), first(tf))
 	obj.Match = Match{Group: ref.Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
 	for _, o := range argo {
@@ -244,7 +245,7 @@ func inferObject(key string, tf, argo []*ManagedObject, named ManagerOwners) (In
 				// when the manager is one of the observed tools: what a
 				// controller alone keeps (an annotation of its own) is
 				// not desired state anyone must own.
-				if owner.Observed() || declaredBelow(claims, f) {
+				if owner.Observed() || below[f] {
 					c := at(f)
 					c.holders[fm.Manager] = owner
 					c.delegated[owner] = c.delegated[owner] || known && !owner.Observed()
@@ -285,14 +286,25 @@ func inferObject(key string, tf, argo []*ManagedObject, named ManagerOwners) (In
 	return obj, true
 }
 
-// declaredBelow reports whether an owner declares f or a field below it.
-func declaredBelow(claims map[string]*claim, f string) bool {
+// declaredAncestors is every field an owner declares and each of its
+// ancestors ("spec", "spec.template", …): a manager holding one of them
+// holds something an owner declares.
+func declaredAncestors(claims map[string]*claim) map[string]bool {
+	out := map[string]bool{}
 	for d, c := range claims {
-		if len(c.declared) > 0 && FieldCovers(f, d) {
-			return true
+		if len(c.declared) == 0 {
+			continue
+		}
+		var p strings.Builder
+		for _, seg := range splitField(d) {
+			if p.Len() > 0 && seg[0] != '[' {
+				p.WriteByte('.')
+			}
+			p.WriteString(seg)
+			out[p.String()] = true
 		}
 	}
-	return false
+	return out
 }
 
 // fieldException says whether a field goes to another owner than the
