@@ -37,7 +37,7 @@ func TestPlansRelcapCannotVouchForAreRefusedWhoeverApproves(t *testing.T) {
 		}},
 		{"drift on argo cd's fields", tfplan.CodePlanDriftOwned, "apps/Deployment web/web changed outside Terraform, and ownership.yaml:5 gives spec.replicas, spec.template.spec.containers[web].image to argocd; this apply would revert them", func(p *tfplan.Facts) {
 			p.Drift = []tfplan.DriftedResource{{ResourceChange: tfplan.ResourceChange{Address: "kubectl_manifest.web", Type: "kubectl_manifest", Action: tfplan.ActionUpdate,
-				Attributes: []tfplan.AttributeChange{{Path: "yaml_incluster", Before: "(sensitive)", After: "(sensitive)", Sensitive: true}}}, Object: argoDeployment}}
+				Attributes: []tfplan.AttributeChange{{Path: "yaml_incluster", Before: "(sensitive)", After: "(sensitive)", Sensitive: true}}, Object: argoDeployment}}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -184,6 +184,7 @@ func (s *Service) keepPlan(ctx context.Context, env Environment, facts tfplan.Fa
 	p := tfplan.ReviewPlan(facts, s.d.Project.PlanClassify())
 	p.Release = release
 	tfplan.ReviewDrift(&p, s.d.Project.Ownership)
+	tfplan.ReviewHandoffs(&p, s.d.Project.Ownership)
 	p.Findings = append(p.Findings, beside...)
 	p, err := s.signPlan(ctx, env, p)
 	if err != nil {

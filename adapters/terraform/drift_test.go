@@ -177,3 +177,45 @@ func TestDriftOfAManifestMasksWhatTerraformMarksSensitive(t *testing.T) {
 		{Field: "data.token", Masked: true},
 	}, s.Drift[0].Fields)
 }
+
+// handoffPlan deletes kubectl_manifest.web (its Deployment web/web) and
+// forgets kubectl_manifest.cfg: the first is what a hand-off must never
+// do, the second what it does.
+const handoffPlan = `{
+  "format_version": "1.2",
+  "resource_changes": [{
+    "address": "kubectl_manifest.web", "mode": "managed", "type": "kubectl_manifest", "name": "web",
+    "change": {"actions": ["delete"], "after": null, "after_unknown": {},
+      "before": {"api_version": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "web",
+        "yaml_body_parsed": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: web\nspec:\n  replicas: 5\n"}}
+  }, {
+    "address": "kubectl_manifest.cfg", "mode": "managed", "type": "kubectl_manifest", "name": "cfg",
+    "change": {"actions": ["forget"], "after": null, "after_unknown": {},
+      "before": {"api_version": "v1", "kind": "ConfigMap", "name": "cfg", "namespace": "web", "yaml_body_parsed": "kind: ConfigMap\n"}}
+  }],
+  "complete": true, "errored": false
+}`
+
+func TestAPlanThatDeletesAnObjectHandedOverIsRefused(t *testing.T) {
+	t.Parallel()
+	s, err := reviewJSON(strings.NewReader(handoffPlan), "staging", tfplan.DefaultClassify(), secret.NewSet())
+	require.NoError(t, err)
+	m := ownership.Map{File: "ownership.yaml",
+		Rules: []ownership.Rule{{Line: 2, Match: ownership.Match{TerraformType: "*"}, Owner: ownership.OwnerTerraform}},
+		Handoffs: []ownership.Handoff{
+			{Line: 5, Match: ownership.Match{Kind: "Deployment", Namespace: "web", Name: "web"}, From: ownership.OwnerTerraform, To: ownership.OwnerArgoCD},
+			{Line: 8, Match: ownership.Match{Kind: "ConfigMap"}, From: ownership.OwnerTerraform, To: ownership.OwnerArgoCD},
+		}}
+	err = tfplan.ReviewDocument(&s, m)
+	require.ErrorContains(t, err, "kubectl_manifest.web: this plan would delete apps/Deployment web/web, which ownership.yaml:5 hands over from terraform to argocd")
+	require.NotContains(t, err.Error(), "kubectl_manifest.cfg", "forgetting is what a hand-off does")
+	var next string
+	for _, f := range s.Findings {
+		if f.Code == tfplan.CodePlanHandoffDestroys {
+			next = f.NextAction
+		}
+	}
+	require.Contains(t, next, "removed block for kubectl_manifest.web with lifecycle { destroy = false }")
+
+	require.NoError(t, tfplan.ReviewDocument(&s, ownership.Map{File: "ownership.yaml", Rules: m.Rules}), "without the hand-off, a deletion is the reviewers' call")
+}

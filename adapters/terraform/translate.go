@@ -103,6 +103,13 @@ func (tr *translator) resource(rc *tfjson.ResourceChange) error {
 	tr.d.out = nil
 	tr.d.walk("", ch.Before, ch.After, ch.BeforeSensitive, ch.AfterSensitive, ch.AfterUnknown)
 	c.Attributes = tr.d.out
+	if before := asMap(ch.Before); action.Destructive() && before != nil && rc.Mode == tfjson.ManagedResourceMode {
+		// What a deletion takes from the cluster, for the hand-off guard
+		// (tfplan.ReviewHandoffs).
+		if o, err := objectOf(&tfjson.StateResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, AttributeValues: before}); err == nil && o.Kind != "" {
+			c.Object = &o
+		}
+	}
 	t.changes = append(t.changes, c)
 	return nil
 }

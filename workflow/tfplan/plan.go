@@ -63,6 +63,10 @@ type ResourceChange struct {
 	// Attributes is the attribute diff; sensitive values are already masked
 	// by the adapter.
 	Attributes []AttributeChange `json:"attributes,omitempty"`
+	// Object is the Kubernetes object the resource manages, with the
+	// field paths Terraform sets on it, where the adapter knows it (a
+	// drifted resource, a planned deletion); nil otherwise.
+	Object *ownership.ManagedObject `json:"object,omitempty"`
 }
 
 // AttributeChange is one attribute's before and after, rendered as text.
@@ -211,9 +215,6 @@ func (p Summary) KubernetesChanges() []string {
 // DriftedResource is a resource that changed outside Terraform.
 type DriftedResource struct {
 	ResourceChange
-	// Object is the Kubernetes object the resource manages, with the
-	// field paths Terraform sets on it; nil for other resources.
-	Object *ownership.ManagedObject `json:"object,omitempty"`
 	// Fields are the object's fields whose values changed outside
 	// Terraform, where the plan shows the manifest on both sides
 	// (kubernetes_manifest's object, kubectl_manifest's yaml_body_parsed);

@@ -97,7 +97,7 @@ func ReviewPlan(f Facts, rules Classify) Summary {
 	}
 	for _, addr := range f.Forgets {
 		p.Findings = append(p.Findings, finding.Finding{
-			Severity: finding.Warning, Code: "plan.forget", Subject: addr,
+			Severity: finding.Warning, Code: CodePlanForget, Subject: addr,
 			Message:    "Terraform will stop managing this object (removed from state, not destroyed); counted as a delete",
 			NextAction: "confirm who owns the object after this release",
 		})
@@ -310,10 +310,17 @@ const (
 	// CodePlanDriftOwned is drift on fields the ownership map gives to
 	// another owner: the tug-of-war, caught before the apply reverts them.
 	CodePlanDriftOwned = "plan.drift-owned-elsewhere"
+	// CodePlanHandoffDestroys is a plan that deletes (or replaces) an
+	// object the ownership map hands over from Terraform: a hand-off
+	// forgets the object, it never takes it from the cluster.
+	CodePlanHandoffDestroys = "plan.handoff-destroys"
+	// CodePlanForget is an object the state lets go of, which stays where
+	// it is (a removed block with destroy = false).
+	CodePlanForget = "plan.forget"
 )
 
 // refusing are the codes that refuse a plan for apply.
-var refusing = []string{CodePlanErrored, CodePlanIncomplete, CodePlanCheckFailed, CodePlanDriftOwned}
+var refusing = []string{CodePlanErrored, CodePlanIncomplete, CodePlanCheckFailed, CodePlanDriftOwned, CodePlanHandoffDestroys}
 
 // reviewExtras adds the findings of what a plan shows besides its changes.
 func reviewExtras(p *Summary) {
@@ -449,6 +456,42 @@ func ReviewDrift(p *Summary, m ownership.Map) {
 	finding.Sort(p.Findings)
 }
 
+// ReviewHandoffs refuses a plan that deletes or replaces an object the
+// map's hand-offs give from Terraform to another owner: Terraform must let
+// go of it (a removed block with destroy = false, or terraform state rm),
+// and the object stays in the cluster for its new owner. It replaces the
+// plan's earlier hand-off findings, so reviewing again is safe.
+func ReviewHandoffs(p *Summary, m ownership.Map) {
+	p.Findings = slices.DeleteFunc(p.Findings, func(f finding.Finding) bool { return f.Code == CodePlanHandoffDestroys })
+	forgotten := map[string]bool{}
+	for _, f := range p.Findings {
+		if f.Code == CodePlanForget {
+			forgotten[f.Subject] = true
+		}
+	}
+	for _, c := range p.Changes {
+		if !c.Action.Destructive() || forgotten[c.Address] {
+			continue
+		}
+		o := ownership.ManagedObject{Manager: ownership.OwnerTerraform, TerraformAddress: c.Address, TerraformType: c.Type}
+		if c.Object != nil {
+			o = *c.Object
+		}
+		h, ok := m.HandoffFor(o)
+		if !ok || h.From != ownership.OwnerTerraform {
+			continue
+		}
+		p.Findings = append(p.Findings, finding.Finding{
+			Severity: finding.Blocker, Code: CodePlanHandoffDestroys, Subject: c.Address,
+			Message: fmt.Sprintf("this plan would %s %s, which %s:%d hands over from terraform to %s: a hand-off never takes the object from the cluster",
+				c.Action, o.Subject(), m.File, h.Line, h.To),
+			NextAction: fmt.Sprintf("let Terraform forget it instead: a removed block for %s with lifecycle { destroy = false } (or terraform state rm %s), then plan again", c.Address, c.Address),
+			Facts:      finding.Facts{finding.Of("handoff", fmt.Sprintf("%s:%d", m.File, h.Line)), finding.Of("to", string(h.To))},
+		})
+	}
+	finding.Sort(p.Findings)
+}
+
 // nameDriftedFields rewrites the drift finding of d, where the plan shows
 // its manifest's values, to name each changed field with its values and
 // its owner in m: "spec.replicas 5 → 2 (argocd, ownership.yaml:4)".
@@ -510,6 +553,7 @@ func (p Summary) Refused() (reason string, refused bool) {
 func ReviewDocument(review *Summary, own ownership.Map) error {
 	if own.File != "" {
 		ReviewDrift(review, own)
+		ReviewHandoffs(review, own)
 	}
 	if why, ok := review.Refused(); ok {
 		return fmt.Errorf("%w: this plan cannot be applied as reviewed: %s", fault.ErrPlanRefused, why)

@@ -271,8 +271,8 @@ func TestDriftIsItsOwnPartOfTheList(t *testing.T) {
 	p := *m.Plan()
 	p.Drift = []tfplan.DriftedResource{{
 		ResourceChange: tfplan.ResourceChange{Address: "kubectl_manifest.web", Type: "kubectl_manifest", Action: tfplan.ActionUpdate,
-			Attributes: []tfplan.AttributeChange{{Path: "yaml_incluster", Before: tfplan.SensitiveMask, After: tfplan.SensitiveMask, Sensitive: true}}},
-		Object: &ownership.ManagedObject{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"},
+			Attributes: []tfplan.AttributeChange{{Path: "yaml_incluster", Before: tfplan.SensitiveMask, After: tfplan.SensitiveMask, Sensitive: true}},
+			Object:     &ownership.ManagedObject{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "web"}},
 	}}
 	m.SetPlan(p, approval.Check{Required: 1})
 	view := ansi.Strip(m.View())
