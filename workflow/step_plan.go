@@ -183,8 +183,7 @@ func (run *releaseRun) custodyGate(ctx context.Context) (StepResult, bool, error
 func (s *Service) keepPlan(ctx context.Context, env Environment, facts tfplan.Facts, release string, beside []finding.Finding) (tfplan.Summary, error) {
 	p := tfplan.ReviewPlan(facts, s.d.Project.PlanClassify())
 	p.Release = release
-	tfplan.ReviewDrift(&p, s.d.Project.Ownership)
-	tfplan.ReviewHandoffs(&p, s.d.Project.Ownership)
+	tfplan.ReviewAgainstMap(&p, s.d.Project.Ownership)
 	p.Findings = append(p.Findings, beside...)
 	p, err := s.signPlan(ctx, env, p)
 	if err != nil {

@@ -456,6 +456,13 @@ func ReviewDrift(p *Summary, m ownership.Map) {
 	finding.Sort(p.Findings)
 }
 
+// ReviewAgainstMap reviews a plan against the ownership map: its drift
+// (ReviewDrift) and its hand-offs (ReviewHandoffs).
+func ReviewAgainstMap(p *Summary, m ownership.Map) {
+	ReviewDrift(p, m)
+	ReviewHandoffs(p, m)
+}
+
 // ReviewHandoffs refuses a plan that deletes or replaces an object the
 // map's hand-offs give from Terraform to another owner: Terraform must let
 // go of it (a removed block with destroy = false, or terraform state rm),
@@ -552,8 +559,7 @@ func (p Summary) Refused() (reason string, refused bool) {
 // and an ErrPlanRefused error when it could not be applied as reviewed.
 func ReviewDocument(review *Summary, own ownership.Map) error {
 	if own.File != "" {
-		ReviewDrift(review, own)
-		ReviewHandoffs(review, own)
+		ReviewAgainstMap(review, own)
 	}
 	if why, ok := review.Refused(); ok {
 		return fmt.Errorf("%w: this plan cannot be applied as reviewed: %s", fault.ErrPlanRefused, why)
