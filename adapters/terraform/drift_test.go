@@ -219,3 +219,15 @@ func TestAPlanThatDeletesAnObjectHandedOverIsRefused(t *testing.T) {
 
 	require.NoError(t, tfplan.ReviewDocument(&s, ownership.Map{File: "ownership.yaml", Rules: m.Rules}), "without the hand-off, a deletion is the reviewers' call")
 }
+
+// A forgotten resource writes nothing back: its drift is no tug-of-war.
+func TestDriftOfAResourceThePlanForgetsIsNotRefused(t *testing.T) {
+	t.Parallel()
+	doc := strings.Replace(tugOfWarPlan, `"change": {"actions": ["update"], "before": {"yaml_incluster": "b2"}, "after": {"yaml_incluster": "a1"},`,
+		`"change": {"actions": ["forget"], "before": {"yaml_incluster": "b2"}, "after": null,`, 1)
+	require.NotEqual(t, tugOfWarPlan, doc)
+	s, err := reviewJSON(strings.NewReader(doc), "staging", tfplan.DefaultClassify(), secret.NewSet())
+	require.NoError(t, err)
+	m := ownership.Map{File: "ownership.yaml", Rules: []ownership.Rule{{Line: 4, Match: ownership.Match{Group: "apps", Kind: "Deployment"}, Owner: ownership.OwnerArgoCD}}}
+	require.NoError(t, tfplan.ReviewDocument(&s, m))
+}

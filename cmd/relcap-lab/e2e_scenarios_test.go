@@ -212,6 +212,7 @@ func testTugOfWar(t *testing.T, l *e2eLab) {
 	}
 	require.Contains(t, out, "next: ownership.yaml:4 gives", "the finding names the rule and the next safe action")
 	testOwnershipInfer(t, l)
+	testHandoffNeverDestroys(t, l, root, tf)
 
 	// Terraform lets go of the object without deleting it: out of the
 	// state and out of the configuration.
@@ -260,6 +261,49 @@ func testOwnershipInfer(t *testing.T, l *e2eLab) {
 	t.Cleanup(func() { _ = os.Remove(check) })
 	code, out = l.run(t, l.relcap, "-c", check, "validate")
 	require.Equal(t, 0, code, "relcap validate accepts the draft as the map:\n%s", out)
+}
+
+// testHandoffNeverDestroys: with the Deployment handed over from Terraform
+// to Argo CD in the map, a plan that deletes kubectl_manifest.web_scale
+// (its block gone from the configuration) is refused, and the plan that
+// forgets it (a removed block with destroy = false) is not. Both plans are
+// the real kubectl provider's; the map and the root are put back after.
+func testHandoffNeverDestroys(t *testing.T, l *e2eLab, root, tf string) {
+	own := filepath.Join(l.dir, "ownership.yaml")
+	orig, err := os.ReadFile(own)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, os.WriteFile(own, orig, 0o600)) }()
+	handoff := "handoffs:\n  - match: {group: apps, kind: Deployment, namespace: " + Namespace("staging") + ", name: " + AppName + "}\n    from: terraform\n    to: argocd\n"
+	require.NoError(t, os.WriteFile(own, append(append([]byte{}, orig...), handoff...), 0o600))
+	require.NoError(t, os.Rename(tf, tf+".off"))
+	defer func() { require.NoError(t, os.Rename(tf+".off", tf)) }()
+
+	planDoc := func(name string) string {
+		planFile := filepath.Join(t.TempDir(), name+".tfplan")
+		code, out := l.terraform(t, root, "plan", "-out="+planFile, "-input=false", "-no-color")
+		require.Equal(t, 0, code, "terraform plan (%s):\n%s", name, out)
+		show := exec.Command("terraform", "-chdir="+root, "show", "-json", planFile)
+		show.Env = l.environ()
+		doc, err := show.Output()
+		require.NoError(t, err, "terraform show -json")
+		p := filepath.Join(t.TempDir(), name+".json")
+		require.NoError(t, os.WriteFile(p, doc, 0o600))
+		return p
+	}
+	code, out := l.relcapCode(t, "plan", "--from-json", planDoc("delete"))
+	require.Equal(t, 3, code, "deleting an object handed over is refused:\n%s", out)
+	require.Contains(t, out, "plan.handoff-destroys")
+	require.Contains(t, out, "this plan would delete apps/Deployment "+Namespace("staging")+"/"+AppName+", which ownership.yaml:")
+	require.Contains(t, out, "removed block for kubectl_manifest.web_scale with lifecycle { destroy = false }")
+
+	removed := filepath.Join(root, "handoff.tf")
+	require.NoError(t, os.WriteFile(removed, []byte("removed {\n  from = kubectl_manifest.web_scale\n  lifecycle {\n    destroy = false\n  }\n}\n"), 0o600))
+	defer func() { require.NoError(t, os.Remove(removed)) }()
+	code, out = l.relcapCode(t, "plan", "--from-json", planDoc("forget"))
+	require.NotContains(t, out, "plan.handoff-destroys", "forgetting is what a hand-off does")
+	require.NotContains(t, out, "plan.drift-owned-elsewhere", "a forgotten resource writes nothing back")
+	require.Contains(t, out, "plan.forget")
+	require.Equal(t, 0, code, "the forget plan is reviewable:\n%s", out)
 }
 
 // testImagePullFailure: a promoted digest whose Pods cannot pull (kwok

@@ -417,9 +417,10 @@ func attributePaths(as []AttributeChange) []string {
 // plan's earlier drift-ownership findings, so reviewing again is safe.
 func ReviewDrift(p *Summary, m ownership.Map) {
 	p.Findings = slices.DeleteFunc(p.Findings, func(f finding.Finding) bool { return f.Code == CodePlanDriftOwned })
+	forgotten := p.forgotten()
 	for _, d := range p.Drift {
-		if d.Object == nil {
-			continue
+		if d.Object == nil || forgotten[d.Address] {
+			continue // a forgotten resource writes nothing back
 		}
 		foreign, rule := ownership.ForeignFields(m, *d.Object)
 		nameDriftedFields(p, d, m)
@@ -456,6 +457,17 @@ func ReviewDrift(p *Summary, m ownership.Map) {
 	finding.Sort(p.Findings)
 }
 
+// forgotten are the addresses the plan lets go of without destroying.
+func (p *Summary) forgotten() map[string]bool {
+	out := map[string]bool{}
+	for _, f := range p.Findings {
+		if f.Code == CodePlanForget {
+			out[f.Subject] = true
+		}
+	}
+	return out
+}
+
 // ReviewAgainstMap reviews a plan against the ownership map: its drift
 // (ReviewDrift) and its hand-offs (ReviewHandoffs).
 func ReviewAgainstMap(p *Summary, m ownership.Map) {
@@ -470,12 +482,7 @@ func ReviewAgainstMap(p *Summary, m ownership.Map) {
 // plan's earlier hand-off findings, so reviewing again is safe.
 func ReviewHandoffs(p *Summary, m ownership.Map) {
 	p.Findings = slices.DeleteFunc(p.Findings, func(f finding.Finding) bool { return f.Code == CodePlanHandoffDestroys })
-	forgotten := map[string]bool{}
-	for _, f := range p.Findings {
-		if f.Code == CodePlanForget {
-			forgotten[f.Subject] = true
-		}
-	}
+	forgotten := p.forgotten()
 	for _, c := range p.Changes {
 		if !c.Action.Destructive() || forgotten[c.Address] {
 			continue
