@@ -387,6 +387,24 @@ func copyYAML(dst string, srcs map[string]string) error {
 // provides it.
 var debianPackages = map[string]string{"etcd": "etcd-server", "redis-server": "redis-server", "git": "git"}
 
+// takeTurns waits for the lock file at path, which labs built side by side
+// share (one build installs or builds, the other finds it done), and
+// returns its release.
+func takeTurns(path string) (unlock func(), err error) {
+	lock, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+		lock.Close()
+	}, nil
+}
+
 // ensureDebian installs the Debian packages whose commands are missing,
 // with apt-get (updating its lists first).
 //
@@ -410,15 +428,11 @@ func ensureDebian(ctx context.Context, log io.Writer) error {
 		missing := missingDebian()
 		return fmt.Errorf("missing %s: install with sudo apt-get install -y %s", strings.Join(missing, ", "), strings.Join(missing, " "))
 	}
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "relcap-lab-apt.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := takeTurns(filepath.Join(os.TempDir(), "relcap-lab-apt.lock"))
 	if err != nil {
-		return fmt.Errorf("apt-get: lock: %w", err)
+		return fmt.Errorf("apt-get: %w", err)
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("apt-get: lock: %w", err)
-	}
-	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	defer unlock()
 	missing := missingDebian()
 	if len(missing) == 0 {
 		return nil // another build installed them meanwhile

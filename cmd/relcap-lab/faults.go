@@ -33,8 +33,21 @@ func providerBinary(mirror string) string {
 
 // ensureKubectlProvider go-installs the provider into the mirror when it is
 // not there yet (a minute or two cold, seconds with a warm build cache).
+// Labs built side by side share the mirror: one builds it, the others wait
+// for it and find it.
 func (b Builder) ensureKubectlProvider(ctx context.Context) error {
 	bin := providerBinary(b.ProviderMirror())
+	if _, err := os.Stat(bin); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(b.CacheDir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := takeTurns(filepath.Join(b.CacheDir, ".terraform-mirror.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := os.Stat(bin); err == nil {
 		return nil
 	}

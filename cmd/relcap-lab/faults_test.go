@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
@@ -81,4 +82,34 @@ func TestTerraformCLIConfigMirrorsOnlyTheKubectlProvider(t *testing.T) {
 	require.Contains(t, c, `path    = "/cache/terraform-mirror"`)
 	require.Equal(t, 2, strings.Count(c, `"registry.terraform.io/gavinbunney/kubectl"`))
 	require.True(t, strings.HasSuffix(filepath.ToSlash(providerBinary("/m")), "/registry.terraform.io/gavinbunney/kubectl/"+KubectlProviderVersion+"/"+filepath.Base(filepath.Dir(providerBinary("/m")))+"/terraform-provider-kubectl"))
+}
+
+// Labs built side by side take turns on what they share: the second waits
+// for the first's lock and then finds its work done.
+func TestBuildsTakeTurnsOnASharedLock(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "shared.lock")
+	unlock, err := takeTurns(path)
+	require.NoError(t, err)
+	got := make(chan struct{})
+	go func() {
+		second, err := takeTurns(path)
+		if err == nil {
+			second()
+		}
+		close(got)
+	}()
+	select {
+	case <-got:
+		t.Fatal("the second build took the lock while the first held it")
+	case <-time.After(200 * time.Millisecond):
+	}
+	unlock()
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second build did not get the lock once the first let go")
+	}
+	_, err = takeTurns(filepath.Join(t.TempDir(), "missing", "x.lock"))
+	require.ErrorContains(t, err, "lock")
 }
