@@ -163,3 +163,61 @@ func TestOwnershipCheckReportsAMalformedMapWithFileAndLine(t *testing.T) {
 	require.Contains(t, errOut, `want "argocd"`)
 	require.NotContains(t, errOut, "goroutine")
 }
+
+// A newcomer's first infer, on a repository of their own: Terraform state
+// holding terraform_data only, an Argo CD application (the simulator, which
+// keeps no field managers) deploying web/web. Nobody writes an object
+// twice: the draft is one rule per tool, validate accepts it, and the
+// current map's differences are listed.
+func TestOwnershipInferWritesADraftValidateAccepts(t *testing.T) {
+	t.Parallel()
+	cfg, env := ownershipRepo(t, cleanOwnership)
+	data := t.TempDir()
+	code, out, errOut := invokeEnv(t, data, env, "-c", cfg, "ownership", "infer")
+	require.Equal(t, 0, code, out+errOut)
+	draft := filepath.Join(filepath.Dir(cfg), "ownership.draft.yaml")
+	require.Contains(t, out, "staging: 0 object(s) written by more than one owner, 0 contested field(s), 0 flipping")
+	require.Contains(t, out, "draft written to "+draft)
+	body, err := os.ReadFile(draft)
+	require.NoError(t, err)
+	require.Contains(t, string(body), "match: {app: web-staging}")
+	require.Contains(t, string(body), `match: {terraform_type: '*'}`)
+
+	// Validate reads the draft as the map.
+	c, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	check := filepath.Join(filepath.Dir(cfg), "relcap.draft.yaml")
+	require.NoError(t, os.WriteFile(check, []byte(strings.Replace(string(c), "ownership: ownership.yaml", "ownership: ownership.draft.yaml", 1)), 0o644))
+	code, out, errOut = invokeEnv(t, data, env, "-c", check, "validate")
+	require.Equal(t, 0, code, out+errOut)
+
+	// --json, and the draft printed instead of written.
+	code, out, errOut = invokeEnv(t, data, env, "-c", cfg, "--json", "ownership", "infer", "--out", "-")
+	require.Equal(t, 0, code, out+errOut)
+	var doc struct {
+		Envs    []string
+		Live    bool
+		YAML    string
+		Draft   string
+		Changes []struct{ Subject, Now, Proposed string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	require.Equal(t, []string{"staging"}, doc.Envs)
+	require.True(t, doc.Live)
+	require.Empty(t, doc.Draft)
+	require.Contains(t, doc.YAML, "version: 1")
+
+	// Bad input: named, nothing written, exit 2.
+	for _, args := range [][]string{
+		{"--out", cfg + ".d/x.yaml"},
+		{"--out", filepath.Join(filepath.Dir(cfg), "ownership.yaml")},
+		{"--env", "nope"},
+		{"--manager", "ci=Not-An-Owner"},
+	} {
+		code, out, errOut = invokeEnv(t, data, env, append([]string{"-c", cfg, "ownership", "infer"}, args...)...)
+		require.Equal(t, exitUsage, code, "%v: %s%s", args, out, errOut)
+		require.NotContains(t, errOut, "goroutine")
+	}
+	code, out, errOut = invokeEnv(t, data, env, "journal", "verify")
+	require.Equal(t, 0, code, out+errOut)
+}

@@ -41,8 +41,10 @@ The draft is written to ownership.draft.yaml beside the ownership map (or
 --out FILE; --out - writes none), with the evidence of each rule as comments
 (manager, operation, time), never over the map itself. relcap validate reads
 it as it reads the map. infer prints where the draft differs from the current
-map and exits 3 while any field is contested: decide each one (relcap
-ownership handoff, or a change to the map) before a release.
+map and exits 3 while any field is contested: decide each one (give it to one
+owner in the map and take it out of the other tool; where Terraform lets go of
+a whole object, declare a hand-off, whose plan must forget, never destroy)
+before a release.
 
 Field managers are tied to owners by name: argocd-controller is Argo CD;
 Terraform and HashiCorp are Terraform's Kubernetes provider; kubectl's
@@ -120,7 +122,7 @@ func runOwnershipInfer(ctx context.Context, opts *ownershipInferOptions) error {
 		plain.PrintInference(a.IO().Out, res, opts.Out == "-")
 	}
 	if contested, flipping := res.Contested(); contested > 0 {
-		return fmt.Errorf("%w: %d contested field(s), %d flipping: decide each one (relcap ownership handoff, or a change to the map)",
+		return fmt.Errorf("%w: %d contested field(s), %d flipping: decide each one: one owner in the map, the field taken out of the other tool",
 			fault.ErrOwnershipConflict, contested, flipping)
 	}
 	return nil

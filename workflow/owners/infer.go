@@ -257,12 +257,12 @@ func header(res Inferred, current string, now time.Time, firstMap bool) []string
 	}
 	if firstMap {
 		return append(h, "It is the first map, written by relcap init: decide every contested field",
-			"(relcap ownership handoff, or a change to this map) before a release.")
+			"(one owner here, the field taken out of the other tool) before a release.")
 	}
 	if res.Partial {
 		h = append(h, "It covers only these environments; "+current+" covers every one: infer without --env for a whole map.")
 	}
-	return append(h, "Review it, decide every contested field (relcap ownership handoff, or a change to the map),",
+	return append(h, "Review it, decide every contested field (one owner, the field taken out of the other tool),",
 		"then replace "+current+" with it; relcap validate reads it as it reads the map.")
 }
 
