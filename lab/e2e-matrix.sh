@@ -14,10 +14,17 @@
 # machine too small or too busy for two labs at once.
 # Each suite's whole output is printed when it ends. Any failure fails the
 # run; the suites never skip.
+#
+# --build-only builds the labs and stops: .ci/run starts it beside make test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lab=./bin/relcap-lab
 go=${GO:-go}
+build_only=
+if [ "${1:-}" = --build-only ]; then
+	build_only=1
+	shift
+fi
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || { echo "usage: lab/e2e-matrix.sh VERSION..." >&2; exit 2; }
 mkdir -p bin/e2e
@@ -81,6 +88,7 @@ run_suites() {
 }
 
 build_labs
+[ -z "$build_only" ] || exit 0
 # All at once: the Argo CD suites, relcap's Gitea forge against the real
 # server, and the lab whose Argo CD follows Gitea's protected repository
 # (relcap promotes through reviewed pull requests), once per version.

@@ -222,14 +222,14 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 		run  func() error
 	}{
 		{"kubernetes " + v.Versions.Kubernetes + " (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)", func() error {
-			return goCmd(ctx, k8sSrc, nil, "build", "-ldflags="+k8sVersionLDFlags(v.Versions.Kubernetes), "-o", dir+string(filepath.Separator),
+			return goCmd(ctx, k8sSrc, nil, "build", "-ldflags="+labLDFlags+" "+k8sVersionLDFlags(v.Versions.Kubernetes), "-o", dir+string(filepath.Separator),
 				"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
 				"k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kubectl")
 		}},
 		{"argo cd " + v.Versions.ArgoCD + toolchainNote(v), func() error {
 			// The version argo-cd's Makefile links in; without it the
 			// server says v99.99.99+unknown.
-			ldflags := "-X " + v.ArgoPath + "/common.version=" + v.Versions.ArgoCD
+			ldflags := labLDFlags + " -X " + v.ArgoPath + "/common.version=" + v.Versions.ArgoCD
 			if err := goCmd(ctx, argoSrc, v.toolchainEnv(), "build", "-ldflags="+ldflags, "-o", filepath.Join(dir, binArgoCD), v.ArgoPath+"/cmd"); err != nil {
 				return err
 			}
@@ -286,6 +286,11 @@ func (b Builder) Build(ctx context.Context) (string, error) {
 // k8sVersionLDFlags links the version into Kubernetes binaries as its
 // release build does (hack/lib/version.sh): without it the apiserver says
 // v0.0.0-master, which Argo CD shows as the cluster's version.
+// labLDFlags leave the symbol table and DWARF out of the lab's binaries,
+// as Kubernetes' and Argo CD's release builds do: nobody debugs them here,
+// and the links of a cold build write and read less.
+const labLDFlags = "-s -w"
+
 func k8sVersionLDFlags(version string) string {
 	major, minor, _ := strings.Cut(version, ".")
 	minor, _, _ = strings.Cut(minor, ".")
