@@ -87,12 +87,11 @@ func Infer(ctx context.Context, core *workflow.Service, req InferRequest) (Infer
 	if err != nil {
 		return Inferred{}, err
 	}
-	out, err := draftPath(d.Project, req.Out)
-	if req.FirstMap {
-		out, err = d.Project.OwnershipFile, nil
-	}
-	if err != nil {
-		return Inferred{}, err
+	out := d.Project.OwnershipFile
+	if !req.FirstMap {
+		if out, err = draftPath(d.Project, req.Out); err != nil {
+			return Inferred{}, err
+		}
 	}
 	res := Inferred{Partial: len(envs) < len(d.Project.Environments)}
 	var all ownership.Sources
