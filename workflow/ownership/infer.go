@@ -236,22 +236,39 @@ func inferObject(key string, tf, argo []*ManagedObject, named ManagerOwners) (In
 	below := declaredAncestors(claims)
 	ref := cmp.Or(first(argo), first(tf))
 	obj.Match = Match{Group: ref.Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
+	declared := slices.Sorted(maps.Keys(claims))
+	w := writes{last: map[Owner]time.Time{}, by: map[string]time.Time{}}
 	for _, o := range argo {
 		for _, fm := range o.Live {
 			owner, why, known := ownerOfManager(fm, first(tf), named)
 			held := 0
+			hold := func(f string) {
+				c := at(f)
+				c.holders[fm.Manager] = owner
+				c.delegated[owner] = c.delegated[owner] || known && !owner.Observed()
+			}
 			for _, f := range fm.Fields {
 				// A manager's field counts when an owner declares it, or
 				// when the manager is one of the observed tools: what a
 				// controller alone keeps (an annotation of its own) is
 				// not desired state anyone must own.
-				if owner.Observed() || below[f] {
-					c := at(f)
-					c.holders[fm.Manager] = owner
-					c.delegated[owner] = c.delegated[owner] || known && !owner.Observed()
-					held++
+				if !owner.Observed() && !below[f] {
+					continue
+				}
+				hold(f)
+				held++
+				if !below[f] {
+					continue
+				}
+				// A field held whole (an atomic selector) holds every
+				// declared field below it.
+				for _, d := range declared {
+					if d != f && FieldCovers(f, d) {
+						hold(d)
+					}
 				}
 			}
+			w.note(owner, fm)
 			if held > 0 {
 				obj.Writers = append(obj.Writers, Writer{Owner: owner, Via: fm.Manager, Manager: fm.Manager, Operation: fm.Operation,
 					Subresource: fm.Subresource, Time: fm.Time, Why: why, Fields: held})
@@ -279,7 +296,7 @@ func inferObject(key string, tf, argo []*ManagedObject, named ManagerOwners) (In
 		if give, ok := fieldException(obj.Owner, c); ok {
 			obj.Fields[f] = give
 		}
-		if cf, ok := contested(f, c); ok {
+		if cf, ok := contested(f, c, w); ok {
 			obj.Contested = append(obj.Contested, cf)
 		}
 	}
@@ -327,15 +344,40 @@ func fieldException(owner Owner, c *claim) (Owner, bool) {
 	return "", false
 }
 
-// contested reports field f when more than one owner writes it.
-func contested(f string, c *claim) (ContestedField, bool) {
+// writes are when each owner's managers, and each manager, last wrote the
+// object.
+type writes struct {
+	last map[Owner]time.Time
+	by   map[string]time.Time
+}
+
+func (w writes) note(owner Owner, fm FieldManager) {
+	if fm.Time.After(w.last[owner]) {
+		w.last[owner] = fm.Time
+	}
+	if fm.Time.After(w.by[fm.Manager]) {
+		w.by[fm.Manager] = fm.Time
+	}
+}
+
+// contested reports field f when more than one owner writes it. An owner
+// that declares it without holding it is wanting it (it flips at that
+// owner's next write) unless that owner wrote the object after every
+// holder did and left the field to them: then their values agree (a
+// server-side apply shares or takes over a field of equal value) and
+// nothing flips.
+func contested(f string, c *claim, w writes) (ContestedField, bool) {
 	owners := map[Owner]bool{}
 	holding := map[Owner]bool{}
 	for o := range c.declared {
 		owners[o] = true
 	}
-	for _, o := range c.holders {
+	var heldAt time.Time
+	for m, o := range c.holders {
 		owners[o], holding[o] = true, true
+		if w.by[m].After(heldAt) {
+			heldAt = w.by[m]
+		}
 	}
 	if len(owners) < 2 {
 		return ContestedField{}, false
@@ -345,7 +387,7 @@ func contested(f string, c *claim) (ContestedField, bool) {
 		cf.Holders = append(cf.Holders, fmt.Sprintf("%s (%s)", m, c.holders[m]))
 	}
 	for _, o := range cf.Owners {
-		if c.declared[o] && !holding[o] && len(holding) > 0 {
+		if c.declared[o] && !holding[o] && len(holding) > 0 && !w.last[o].After(heldAt) {
 			cf.Wanting = append(cf.Wanting, o)
 		}
 	}

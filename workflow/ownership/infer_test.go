@@ -1,6 +1,7 @@
 package ownership_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -166,4 +167,40 @@ func TestTheProposedMapAndItsDifferenceFromTheCurrentOne(t *testing.T) {
 		"apps/Deployment web-staging/web (terraform kubectl_manifest.web_scale): terraform (ownership.yaml:3) → argocd",
 	}, lines, "Terraform's view of the Deployment moves to Argo CD; the node selector only Terraform sets goes to it")
 	require.Empty(t, ownership.Diff(m, m, src.Objects()))
+}
+
+// What the lab's tug-of-war really shows (Argo CD 2.14 and 3.6): the
+// kubectl provider's forced server-side apply took every field it sets,
+// the selector whole; Argo CD's self-heal a second later took back the
+// two whose values differ and left the rest, whose values agree.
+func TestInferOnTheLabsLiveManagersFlipsOnlyWhatArgoCDTookBack(t *testing.T) {
+	tfFields := []string{"spec.replicas", "spec.selector.matchLabels.app", "spec.template.metadata.labels.app",
+		"spec.template.spec.containers[web].image", "spec.template.spec.nodeSelector.type"}
+	argoFields := []string{"spec.replicas", "spec.selector.matchLabels.app", "spec.template.metadata.labels.app",
+		"spec.template.spec.containers[web].image", "spec.template.spec.nodeSelector.type", "spec.template.spec.containers[web].ports[0].containerPort"}
+	src := ownership.Sources{LiveRan: true,
+		Terraform: []ownership.ManagedObject{{Manager: ownership.OwnerTerraform, TerraformAddress: "kubectl_manifest.web_scale", TerraformType: "kubectl_manifest",
+			Group: "apps", Kind: "Deployment", Namespace: "web-staging", Name: "web", Fields: tfFields}},
+		Live: []ownership.ManagedObject{{Manager: ownership.OwnerArgoCD, App: "web-staging", Group: "apps", Kind: "Deployment", Namespace: "web-staging", Name: "web",
+			Fields: argoFields, Live: []ownership.FieldManager{
+				{Manager: "kubectl", Operation: "Apply", Time: t0, Fields: []string{"spec.selector", "spec.template.metadata.labels.app", "spec.template.spec.nodeSelector"}},
+				{Manager: "argocd-controller", Operation: "Update", Time: t0.Add(time.Second), Fields: []string{"spec.replicas",
+					"spec.template.spec.containers[web].image", "spec.template.spec.containers[web].ports[0].containerPort"}},
+			}}},
+	}
+	obj := ownership.Infer(src, nil).Objects[0]
+	got := map[string]string{}
+	for _, c := range obj.Contested {
+		got[c.Field] = strings.Join(c.Holders, ",")
+		if c.Flipping() {
+			got[c.Field] += " FLIPS"
+		}
+	}
+	require.Equal(t, map[string]string{
+		"spec.replicas": "argocd-controller (argocd) FLIPS",
+		"spec.template.spec.containers[web].image": "argocd-controller (argocd) FLIPS",
+		"spec.selector.matchLabels.app":            "kubectl (terraform)",
+		"spec.template.metadata.labels.app":        "kubectl (terraform)",
+		"spec.template.spec.nodeSelector.type":     "kubectl (terraform)",
+	}, got, "a selector held whole holds the label below it; Argo CD wrote after the provider and left the labels: they agree")
 }
