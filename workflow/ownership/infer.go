@@ -257,11 +257,12 @@ func inferObject(key string, tf, argo []*ManagedObject, named ManagerOwners) (In
 				}
 				hold(f)
 				held++
-				if !below[f] {
+				if !below[f] || strings.HasSuffix(f, "]") {
 					continue
 				}
 				// A field held whole (an atomic selector) holds every
-				// declared field below it.
+				// declared field below it; a list element held alone is
+				// its key, not its fields.
 				for _, d := range declared {
 					if d != f && FieldCovers(f, d) {
 						hold(d)

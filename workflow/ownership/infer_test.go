@@ -183,7 +183,8 @@ func TestInferOnTheLabsLiveManagersFlipsOnlyWhatArgoCDTookBack(t *testing.T) {
 			Group: "apps", Kind: "Deployment", Namespace: "web-staging", Name: "web", Fields: tfFields}},
 		Live: []ownership.ManagedObject{{Manager: ownership.OwnerArgoCD, App: "web-staging", Group: "apps", Kind: "Deployment", Namespace: "web-staging", Name: "web",
 			Fields: argoFields, Live: []ownership.FieldManager{
-				{Manager: "kubectl", Operation: "Apply", Time: t0, Fields: []string{"spec.selector", "spec.template.metadata.labels.app", "spec.template.spec.nodeSelector"}},
+				{Manager: "kubectl", Operation: "Apply", Time: t0, Fields: []string{"spec.selector", "spec.template.metadata.labels.app",
+					"spec.template.spec.containers[web]", "spec.template.spec.nodeSelector"}},
 				{Manager: "argocd-controller", Operation: "Update", Time: t0.Add(time.Second), Fields: []string{"spec.replicas",
 					"spec.template.spec.containers[web].image", "spec.template.spec.containers[web].ports[0].containerPort"}},
 			}}},
@@ -202,5 +203,5 @@ func TestInferOnTheLabsLiveManagersFlipsOnlyWhatArgoCDTookBack(t *testing.T) {
 		"spec.selector.matchLabels.app":            "kubectl (terraform)",
 		"spec.template.metadata.labels.app":        "kubectl (terraform)",
 		"spec.template.spec.nodeSelector.type":     "kubectl (terraform)",
-	}, got, "a selector held whole holds the label below it; Argo CD wrote after the provider and left the labels: they agree")
+	}, got, "a selector held whole holds the label below it, a container held by its name alone does not hold its image; Argo CD wrote after the provider and left the labels: they agree")
 }
